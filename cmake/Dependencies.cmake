@@ -1,0 +1,30 @@
+# fmt: used header-only so that a machine with only the headers (the GPU machine) builds too.
+find_package(fmt CONFIG QUIET)
+if(fmt_FOUND)
+  add_library(fxfuse_fmt INTERFACE)
+  target_link_libraries(fxfuse_fmt INTERFACE fmt::fmt-header-only)
+else()
+  find_path(FMT_INCLUDE_DIR fmt/format.h REQUIRED)
+  add_library(fxfuse_fmt INTERFACE)
+  target_include_directories(fxfuse_fmt INTERFACE ${FMT_INCLUDE_DIR})
+  target_compile_definitions(fxfuse_fmt INTERFACE FMT_HEADER_ONLY=1)
+endif()
+
+if(FXFUSE_BUILD_TESTS)
+  find_package(GTest QUIET)
+  if(NOT GTest_FOUND AND EXISTS /usr/src/googletest/CMakeLists.txt)
+    # Debian/Ubuntu ship GoogleTest as sources; build them with the project.
+    set(INSTALL_GTEST OFF CACHE BOOL "" FORCE)
+    add_subdirectory(/usr/src/googletest ${CMAKE_BINARY_DIR}/googletest EXCLUDE_FROM_ALL)
+    add_library(GTest::gtest ALIAS gtest)
+    add_library(GTest::gtest_main ALIAS gtest_main)
+    set(GTest_FOUND TRUE)
+  endif()
+  if(NOT GTest_FOUND)
+    message(FATAL_ERROR "GoogleTest not found: apt-get install libgtest-dev, or -DFXFUSE_BUILD_TESTS=OFF")
+  endif()
+  include(GoogleTest)
+endif()
+
+# dlopen for libnvrtc / libcuda at run time (no link-time CUDA dependency).
+find_package(Threads REQUIRED)

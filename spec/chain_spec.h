@@ -1,0 +1,62 @@
+// The chain spec: the canonical description of one fused prologue → GEMM → epilogue chain.
+// Text form and semantics: docs/spec.md. Emitted by pass/, consumed by codegen/ and runtime/.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace fxfuse::spec {
+
+enum class DType { Bool, I8, U8, I32, I64, F16, BF16, F32, F64, F8E4M3, F8E5M2 };
+const char* dtypeName(DType d);            // "bf16"
+bool parseDType(const std::string& s, DType* out);
+int dtypeBytes(DType d);
+bool isFloating(DType d);
+
+enum class GemmKind { Mm, Bmm };
+
+// Which logical space a value lives in: A operand, B operand or the output.
+enum class Space { A, B, Out };
+
+enum class ValueKind { Input, Const, Op, Mm };
+
+struct Value {
+  ValueKind kind = ValueKind::Op;
+  DType dtype = DType::F32;
+  // Input: slot and dims (each 'b','m','k','n' or '1', in the tensor's dim order).
+  int slot = -1;
+  std::string dims;
+  // Const
+  double constant = 0.0;
+  // Op and Mm: op name from the pointwise table ("add", "gelu_tanh", …) or "mm"; operands.
+  std::string op;
+  std::vector<int> operands;
+  Space space = Space::Out;  // derived by the parser / builder, not printed
+};
+
+struct ChainSpec {
+  GemmKind gemm = GemmKind::Mm;
+  std::vector<Value> values;   // topological; values[i] is %i
+  std::vector<int> outputs;    // value ids
+  int numInputSlots() const;
+  int mmIndex() const;         // the single Mm value
+};
+
+struct SpecError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Canonical text (docs/spec.md). print(parse(s)) == s for canonical s.
+std::string printSpec(const ChainSpec& spec);
+// Parses and validates (numbering, one mm, spaces, operand counts, output space);
+// throws SpecError with "line L: message".
+ChainSpec parseSpec(const std::string& text);
+// Validates a spec built in memory (same checks as the parser), filling Value::space.
+void validateSpec(ChainSpec& spec);
+
+// Number of operands each elementwise op takes, or -1 when the name is unknown.
+int opArity(const std::string& op);
+
+}  // namespace fxfuse::spec
