@@ -59,4 +59,16 @@ void validateSpec(ChainSpec& spec);
 // Number of operands each elementwise op takes, or -1 when the name is unknown.
 int opArity(const std::string& op);
 
+// ---- Extensions (additive; the declarations above are the stable contract) ----
+
+// True for lt/le/gt/ge/eq/ne, whose result dtype is bool.
+bool isComparisonOp(const std::string& op);
+// Every elementwise op name, in table order (tests keep codegen's table complete).
+std::vector<std::string> allOpNames();
+// "A", "B", "Out".
+const char* spaceName(Space s);
+// The logical dims a value varies along, as a subset of "bmkn" in that order: an input's
+// letters, the union of an op's operands, "mn" ("bmn") for mm. Needs a validated spec.
+std::string valueLetters(const ChainSpec& spec, int value);
+
 }  // namespace fxfuse::spec

@@ -1,0 +1,211 @@
+"""Apply the pass's rewrite plan (docs/interfaces.md) to an fx.Graph.
+
+Per rewrite:  replaced region  ⇒  %fx = fxfuse.gemm_chain.default([inputs], spec)
+                                  %out_i = operator.getitem(%fx, i)   (one per output)
+Outside users of each output are redirected to its getitem; the region is erased. The new
+node goes after its last input; users of the outputs that sit before that point are moved
+after it (a stable topological sort: nothing moves unless a dependency forces it).
+
+A rewrite that would break the graph (unknown names, a replaced node used outside the
+region, an input computed from the region) is skipped with a reason, never applied.
+"""
+from __future__ import annotations
+
+import logging
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+
+log = logging.getLogger("fxfuse")
+
+__all__ = ["apply_plan", "ApplyResult", "gemm_chain_op"]
+
+
+def gemm_chain_op():
+    """``torch.ops.fxfuse.gemm_chain.default`` (registered when ``fxfuse._C`` is imported)."""
+    return torch.ops.fxfuse.gemm_chain.default
+
+
+@dataclass
+class ApplyResult:
+    applied: list[int] = field(default_factory=list)          # rewrite ids
+    skipped: dict[int, str] = field(default_factory=dict)     # rewrite id -> reason
+    fused_nodes: dict[int, torch.fx.Node] = field(default_factory=dict)
+    moved_nodes: int = 0
+
+
+def _fake_mode_of(graph: torch.fx.Graph):
+    from torch._guards import detect_fake_mode
+
+    vals = [n.meta.get("val") for n in graph.nodes if n.op == "placeholder"]
+    return detect_fake_mode([v for v in vals if isinstance(v, torch.Tensor)])
+
+
+def _fake_outputs(op, in_nodes, spec, fake_mode, fallback):
+    """Output FakeTensors of the fused op: its fake kernel under the graph's FakeTensorMode,
+    else the replaced output nodes' values (same shape/dtype; the op returns contiguous)."""
+    vals = [n.meta.get("val") for n in in_nodes]
+    if fake_mode is not None and all(isinstance(v, torch.Tensor) for v in vals):
+        try:
+            with fake_mode:
+                out = op(vals, spec)
+            return list(out)
+        except Exception as e:  # noqa: BLE001 - fall back to the replaced nodes' meta
+            log.debug("fxfuse: fake kernel failed (%s); copying output meta", e)
+    return fallback
+
+
+def _region_ok(graph_nodes, rw, replaced, inputs, outputs) -> str | None:
+    rset = set(replaced)
+    oset = set(outputs)
+    for n in inputs:
+        if n in rset:
+            return f"input {n.name} is also replaced"
+    for n in replaced:
+        if n.op in ("placeholder", "output", "get_attr"):
+            return f"cannot replace {n.op} {n.name}"
+        if n not in oset:
+            outside = [u.name for u in n.users if u not in rset]
+            if outside:
+                return f"replaced node {n.name} has users outside the region: {outside}"
+    # A cycle: some input is (transitively) computed from a region node.
+    frontier = [u for n in replaced for u in n.users if u not in rset]
+    seen: set[torch.fx.Node] = set()
+    iset = set(inputs)
+    while frontier:
+        n = frontier.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n in iset:
+            return f"input {n.name} depends on the region"
+        frontier.extend(n.users)
+    return None
+
+
+def _stable_toposort(graph: torch.fx.Graph) -> int:
+    """Reorders only what a dependency forces; returns how many nodes moved."""
+    order = list(graph.nodes)
+    placed: set[torch.fx.Node] = set()
+    waiting: dict[torch.fx.Node, list[torch.fx.Node]] = {}   # dep -> nodes waiting for it
+    missing: dict[torch.fx.Node, int] = {}
+    result: list[torch.fx.Node] = []
+
+    def place(n):
+        stack = [n]
+        while stack:
+            m = stack.pop()
+            result.append(m)
+            placed.add(m)
+            for w in waiting.pop(m, []):
+                missing[w] -= 1
+                if missing[w] == 0:
+                    stack.append(w)
+
+    for n in order:
+        deps = {d for d in n.all_input_nodes if d not in placed}
+        if not deps:
+            place(n)
+        else:
+            missing[n] = len(deps)
+            for d in deps:
+                waiting.setdefault(d, []).append(n)
+    if len(result) != len(order):
+        raise RuntimeError("fxfuse internal error: graph has a cycle after the rewrite; please report a bug")
+    moved = sum(1 for a, b in zip(order, result) if a is not b)
+    if moved:
+        cursor = next(iter(graph.nodes))
+        for n in result[1:]:
+            cursor.append(n)
+            cursor = n
+    return moved
+
+
+def apply_plan(graph: torch.fx.Graph, plan: dict[str, Any]) -> ApplyResult:
+    """Applies every rewrite of ``plan`` to ``graph`` in place and lints the graph."""
+    res = ApplyResult()
+    rewrites = plan.get("rewrites") or []
+    if not rewrites:
+        return res
+    op = gemm_chain_op()
+    by_name: dict[str, torch.fx.Node] = {n.name: n for n in graph.nodes}
+    fake_mode = _fake_mode_of(graph)
+    index = {n: i for i, n in enumerate(graph.nodes)}
+
+    for rw in rewrites:
+        rid = rw.get("id", len(res.applied) + len(res.skipped))
+        try:
+            replaced = [by_name[x] for x in rw["replaced"]]
+            inputs = [by_name[x] for x in rw["inputs"]]
+            outputs = [by_name[x] for x in rw["outputs"]]
+        except KeyError as e:
+            res.skipped[rid] = f"unknown node {e.args[0]}"
+            log.warning("fxfuse: rewrite %s skipped: unknown node %s", rid, e.args[0])
+            continue
+        why = _region_ok(graph.nodes, rw, replaced, inputs, outputs)
+        if why is None and not all(o in set(replaced) for o in outputs):
+            why = "an output is not among the replaced nodes"
+        if why is not None:
+            res.skipped[rid] = why
+            log.warning("fxfuse: rewrite %s skipped: %s", rid, why)
+            continue
+
+        # Insert after the last input (placeholders included) or, failing any, before the
+        # first replaced node; the toposort below fixes users that come earlier.
+        anchor = max(inputs, key=lambda n: index.get(n, -1)) if inputs else None
+        first_replaced = min(replaced, key=lambda n: index.get(n, 1 << 60))
+        ctx = graph.inserting_after(anchor) if anchor is not None else graph.inserting_before(first_replaced)
+        with ctx:
+            fused = graph.call_function(op, (list(inputs), rw["spec"]))
+        with graph.inserting_after(fused):
+            getitems = []
+            last = fused
+            for i in range(len(outputs)):
+                with graph.inserting_after(last):
+                    gi = graph.call_function(operator.getitem, (fused, i))
+                getitems.append(gi)
+                last = gi
+
+        fallback = [o.meta.get("val") for o in outputs]
+        vals = _fake_outputs(op, inputs, rw["spec"], fake_mode, fallback)
+        fused.meta["val"] = list(vals)
+        main = next((n for n in replaced if n.target in _GEMM_TARGETS), first_replaced)
+        for key in ("stack_trace", "nn_module_stack", "source_fn_stack", "from_node", "seq_nr"):
+            if key in main.meta:
+                fused.meta[key] = main.meta[key]
+        fused.meta["fxfuse_rewrite"] = rid
+        for gi, o, v in zip(getitems, outputs, vals):
+            gi.meta["val"] = v
+            for key in ("stack_trace", "nn_module_stack", "source_fn_stack"):
+                if key in o.meta:
+                    gi.meta[key] = o.meta[key]
+
+        for gi, o in zip(getitems, outputs):
+            o.replace_all_uses_with(gi)
+            by_name[o.name] = gi  # a later rewrite may take this output as its input
+        rset = set(replaced)
+        # Erase users before producers: reverse graph order within the region.
+        for n in sorted(replaced, key=lambda n: -index.get(n, 0)):
+            if any(u not in rset for u in n.users):
+                raise RuntimeError(
+                    f"fxfuse internal error: {n.name} still has users after the rewrite; please report a bug")
+            n.users.clear() if False else None
+        for n in sorted(replaced, key=lambda n: -index.get(n, 0)):
+            graph.erase_node(n)
+        res.applied.append(rid)
+        res.fused_nodes[rid] = fused
+        index = {n: i for i, n in enumerate(graph.nodes)}
+
+    res.moved_nodes = _stable_toposort(graph)
+    graph.lint()
+    return res
+
+
+_GEMM_TARGETS = {
+    getattr(torch.ops.aten, name).default
+    for name in ("mm", "addmm", "bmm", "baddbmm", "linear", "matmul")
+    if hasattr(getattr(torch.ops.aten, name), "default")
+}

@@ -1,0 +1,202 @@
+"""fx.Graph → fxfuse IR text (docs/ir.md).
+
+Node names are the FX node names, so the names in the pass's plan map straight back onto the
+graph. Types come from ``node.meta["val"]`` (FakeTensor, SymInt, tuples of them) and, where
+that is absent, from ``node.meta["tensor_meta"]``; a node with neither is typed ``?``.
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import torch
+import torch.fx
+
+__all__ = ["graph_to_ir", "DTYPE_NAMES", "dtype_name", "format_dim", "format_float"]
+
+DTYPE_NAMES: dict[torch.dtype, str] = {
+    torch.bool: "bool",
+    torch.int8: "i8",
+    torch.uint8: "u8",
+    torch.int32: "i32",
+    torch.int64: "i64",
+    torch.float16: "f16",
+    torch.bfloat16: "bf16",
+    torch.float32: "f32",
+    torch.float64: "f64",
+}
+for _attr, _name in (("float8_e4m3fn", "f8e4m3"), ("float8_e5m2", "f8e5m2")):
+    if hasattr(torch, _attr):
+        DTYPE_NAMES[getattr(torch, _attr)] = _name
+
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """The IR/spec name of a dtype; dtypes outside the spec table read as ``enum(...)``-safe
+    names (``complex64``) so the pass can still parse the graph and reject the node."""
+    return DTYPE_NAMES.get(dtype) or str(dtype).rsplit(".", 1)[-1]
+
+
+def format_float(x: float) -> str:
+    """``%.17g`` with ``.0`` appended when it would read as an int: round-trips exactly."""
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    text = "%.17g" % x
+    return text if any(c in text for c in ".e") else text + ".0"
+
+
+def format_dim(d: Any) -> str:
+    """An int, a symbol name (``s0``) or a parenthesized expression (``(s0*4096)``).
+
+    The grammar's expression text may not contain ``)``; function-style sympy
+    expressions (``Max(1, s0)``) are written with ``[]`` instead of ``()`` inside.
+    """
+    if isinstance(d, torch.SymInt):
+        expr = d.node.expr
+        if getattr(expr, "is_Integer", False):
+            return str(int(expr))
+        text = str(expr).replace(" ", "")
+        if _NAME_RE.match(text):
+            return text
+        return "(" + text.replace("(", "[").replace(")", "]") + ")"
+    return str(int(d))
+
+
+def _string(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _tensor_type(shape, stride, dtype, device) -> str:
+    text = f"{dtype_name(dtype)}[{','.join(format_dim(d) for d in shape)}]"
+    if stride is not None:
+        text += "{" + ",".join(format_dim(s) for s in stride) + "}"
+    if device is not None:
+        text += f"@{device}"
+    return text
+
+
+def _type_of_value(v: Any) -> str:
+    if isinstance(v, torch.Tensor):
+        try:
+            stride = v.stride()
+        except (RuntimeError, NotImplementedError):  # sparse / nested layouts
+            stride = None
+        return _tensor_type(v.shape, stride, v.dtype, v.device)
+    if isinstance(v, (list, tuple)):
+        if not v:
+            return "?"
+        return "(" + ", ".join(_type_of_value(x) for x in v) + ")"
+    if v is None:
+        return "none"
+    if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)):
+        return "sym"
+    return "?"
+
+
+def _type_of_tensor_meta(tm: Any) -> str:
+    if isinstance(tm, (list, tuple)):
+        if not tm:
+            return "?"
+        return "(" + ", ".join(_type_of_tensor_meta(x) for x in tm) + ")"
+    if tm is None:
+        return "none"
+    shape = getattr(tm, "shape", None)
+    dtype = getattr(tm, "dtype", None)
+    if shape is None or dtype is None:
+        return "?"
+    return _tensor_type(shape, getattr(tm, "stride", None), dtype, None)
+
+
+def node_type(node: torch.fx.Node) -> str:
+    if "val" in node.meta:
+        return _type_of_value(node.meta["val"])
+    if node.meta.get("tensor_meta") is not None:
+        return _type_of_tensor_meta(node.meta["tensor_meta"])
+    return "?"
+
+
+def target_name(target: Any) -> str:
+    """``aten.mm.default``, ``prims.convert_element_type.default``, ``operator.getitem``."""
+    if isinstance(target, torch._ops.OpOverload):
+        return f"{target.namespace}.{target._opname}.{target._overloadname}"
+    if isinstance(target, torch._ops.OpOverloadPacket):
+        return f"{target._qualified_op_name.replace('::', '.')}"
+    if isinstance(target, torch._ops.HigherOrderOperator):
+        return f"higher_order.{target.name()}"
+    if isinstance(target, str):
+        name = target
+    else:
+        module = getattr(target, "__module__", None) or ""
+        module = {"_operator": "operator", "builtins": "builtins"}.get(module, module)
+        qual = getattr(target, "__qualname__", None) or getattr(target, "__name__", None)
+        name = f"{module}.{qual}" if module and qual else str(target)
+    name = re.sub(r"[^A-Za-z0-9_.]", "_", name)
+    if not name or not (name[0].isalpha() or name[0] == "_"):
+        name = "_" + name
+    return name
+
+
+def format_arg(a: Any) -> str:
+    if isinstance(a, torch.fx.Node):
+        return "%" + a.name
+    if isinstance(a, bool):
+        return "true" if a else "false"
+    if isinstance(a, int):
+        return str(a)
+    if isinstance(a, float):
+        return format_float(a)
+    if isinstance(a, str):
+        return _string(a)
+    if isinstance(a, torch.dtype):
+        return dtype_name(a)
+    if isinstance(a, torch.device):
+        return f"device({a})"
+    if isinstance(a, (torch.layout, torch.memory_format)):
+        return f"enum({str(a).rsplit('.', 1)[-1]})"
+    if isinstance(a, (list, tuple)):
+        return "[" + ", ".join(format_arg(x) for x in a) + "]"
+    if a is None:
+        return "none"
+    if isinstance(a, torch.SymInt):
+        return f"sym({format_dim(a)})"
+    if isinstance(a, (torch.SymFloat, torch.SymBool)):
+        return f"sym(({str(a.node.expr).replace(' ', '').replace('(', '[').replace(')', ']')}))"
+    if isinstance(a, slice) or a is Ellipsis:
+        return _string(repr(a))
+    name = getattr(a, "name", None)  # Python enums (e.g. ScalarType-like)
+    if isinstance(name, str) and _NAME_RE.match(name):
+        return f"enum({name})"
+    return _string(repr(a))
+
+
+def _node_line(node: torch.fx.Node) -> str:
+    if node.op == "output":
+        outs = node.args[0]
+        outs = outs if isinstance(outs, (list, tuple)) else [outs]
+        return f"  output ({', '.join(format_arg(o) for o in outs)})"
+    ty = node_type(node)
+    if node.op == "placeholder":
+        rhs = "placeholder"
+    elif node.op == "get_attr":
+        rhs = f"get_attr {_string(str(node.target))}"
+    elif node.op == "call_function":
+        args = [format_arg(a) for a in node.args]
+        args += [f"{k}={format_arg(v)}" for k, v in node.kwargs.items()]
+        rhs = f"{target_name(node.target)}({', '.join(args)})"
+    else:  # call_method / call_module: opaque to the pass, but keep the edges
+        args = [format_arg(a) for a in node.args]
+        args += [f"{k}={format_arg(v)}" for k, v in node.kwargs.items()]
+        rhs = f"{node.op}.{target_name(node.target)}({', '.join(args)})"
+    return f"  %{node.name} : {ty} = {rhs}"
+
+
+def graph_to_ir(graph: torch.fx.Graph) -> str:
+    """The whole graph as IR text, one node per line, ending with a newline."""
+    lines = ["graph {"]
+    lines += [_node_line(n) for n in graph.nodes]
+    lines.append("}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,48 @@
+// DType helpers: names as in docs/spec.md, byte sizes, floating-ness.
+#include "spec/chain_spec.h"
+
+namespace fxfuse::spec {
+namespace {
+
+struct DTypeInfo {
+  DType dtype;
+  const char* name;
+  int bytes;
+  bool floating;
+};
+
+// One row per dtype; every other helper reads this table.
+constexpr DTypeInfo kDTypes[] = {
+    {DType::Bool, "bool", 1, false},     {DType::I8, "i8", 1, false},
+    {DType::U8, "u8", 1, false},         {DType::I32, "i32", 4, false},
+    {DType::I64, "i64", 8, false},       {DType::F16, "f16", 2, true},
+    {DType::BF16, "bf16", 2, true},      {DType::F32, "f32", 4, true},
+    {DType::F64, "f64", 8, true},        {DType::F8E4M3, "f8e4m3", 1, true},
+    {DType::F8E5M2, "f8e5m2", 1, true},
+};
+
+const DTypeInfo& info(DType d) {
+  for (const DTypeInfo& i : kDTypes)
+    if (i.dtype == d) return i;
+  throw std::logic_error("fxfuse internal error: DType without a table row (please report a bug)");
+}
+
+}  // namespace
+
+const char* dtypeName(DType d) { return info(d).name; }
+
+bool parseDType(const std::string& s, DType* out) {
+  for (const DTypeInfo& i : kDTypes) {
+    if (s == i.name) {
+      if (out) *out = i.dtype;
+      return true;
+    }
+  }
+  return false;
+}
+
+int dtypeBytes(DType d) { return info(d).bytes; }
+
+bool isFloating(DType d) { return info(d).floating; }
+
+}  // namespace fxfuse::spec
