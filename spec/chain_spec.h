@@ -70,5 +70,7 @@ const char* spaceName(Space s);
 // The logical dims a value varies along, as a subset of "bmkn" in that order: an input's
 // letters, the union of an op's operands, "mn" ("bmn") for mm. Needs a validated spec.
 std::string valueLetters(const ChainSpec& spec, int value);
+// A constant as the canonical text prints it ("%.17g", "inf", "-inf", "nan").
+std::string formatConstant(double v);
 
 }  // namespace fxfuse::spec

@@ -58,7 +58,7 @@ def _fake_outputs(op, in_nodes, spec, fake_mode, fallback):
     return fallback
 
 
-def _region_ok(graph_nodes, rw, replaced, inputs, outputs) -> str | None:
+def _region_ok(replaced, inputs, outputs) -> str | None:
     rset = set(replaced)
     oset = set(outputs)
     for n in inputs:
@@ -145,7 +145,7 @@ def apply_plan(graph: torch.fx.Graph, plan: dict[str, Any]) -> ApplyResult:
             res.skipped[rid] = f"unknown node {e.args[0]}"
             log.warning("fxfuse: rewrite %s skipped: unknown node %s", rid, e.args[0])
             continue
-        why = _region_ok(graph.nodes, rw, replaced, inputs, outputs)
+        why = _region_ok(replaced, inputs, outputs)
         if why is None and not all(o in set(replaced) for o in outputs):
             why = "an output is not among the replaced nodes"
         if why is not None:
@@ -153,21 +153,19 @@ def apply_plan(graph: torch.fx.Graph, plan: dict[str, Any]) -> ApplyResult:
             log.warning("fxfuse: rewrite %s skipped: %s", rid, why)
             continue
 
-        # Insert after the last input (placeholders included) or, failing any, before the
-        # first replaced node; the toposort below fixes users that come earlier.
-        anchor = max(inputs, key=lambda n: index.get(n, -1)) if inputs else None
-        first_replaced = min(replaced, key=lambda n: index.get(n, 1 << 60))
-        ctx = graph.inserting_after(anchor) if anchor is not None else graph.inserting_before(first_replaced)
-        with ctx:
+        # Every input feeds some region node, so all are defined before the region's last
+        # node: insert right after it. Outside users of an earlier (extra) output that sit
+        # before this point are moved after it by the toposort below.
+        last_replaced = max(replaced, key=lambda n: index[n])
+        first_replaced = min(replaced, key=lambda n: index[n])
+        with graph.inserting_after(last_replaced):
             fused = graph.call_function(op, (list(inputs), rw["spec"]))
-        with graph.inserting_after(fused):
-            getitems = []
-            last = fused
-            for i in range(len(outputs)):
-                with graph.inserting_after(last):
-                    gi = graph.call_function(operator.getitem, (fused, i))
-                getitems.append(gi)
-                last = gi
+        getitems = []
+        last = fused
+        for i in range(len(outputs)):
+            with graph.inserting_after(last):
+                last = graph.call_function(operator.getitem, (fused, i))
+            getitems.append(last)
 
         fallback = [o.meta.get("val") for o in outputs]
         vals = _fake_outputs(op, inputs, rw["spec"], fake_mode, fallback)
@@ -188,12 +186,10 @@ def apply_plan(graph: torch.fx.Graph, plan: dict[str, Any]) -> ApplyResult:
             by_name[o.name] = gi  # a later rewrite may take this output as its input
         rset = set(replaced)
         # Erase users before producers: reverse graph order within the region.
-        for n in sorted(replaced, key=lambda n: -index.get(n, 0)):
+        for n in sorted(replaced, key=lambda n: -index[n]):
             if any(u not in rset for u in n.users):
                 raise RuntimeError(
                     f"fxfuse internal error: {n.name} still has users after the rewrite; please report a bug")
-            n.users.clear() if False else None
-        for n in sorted(replaced, key=lambda n: -index.get(n, 0)):
             graph.erase_node(n)
         res.applied.append(rid)
         res.fused_nodes[rid] = fused

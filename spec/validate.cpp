@@ -1,0 +1,202 @@
+// validateSpec: every rule of docs/spec.md that the text grammar alone does not enforce,
+// and the derivation of each value's space. The parser runs the same code, so a spec
+// built in memory and a parsed one are held to the same rules.
+#include <set>
+#include <string>
+
+#include "spec/chain_spec.h"
+#include "spec/validate_impl.h"
+
+namespace fxfuse::spec {
+namespace {
+
+const char* lettersOf(Space s, GemmKind g) {
+  bool bmm = g == GemmKind::Bmm;
+  switch (s) {
+    case Space::A: return bmm ? "bmk" : "mk";
+    case Space::B: return bmm ? "bkn" : "kn";
+    case Space::Out: return bmm ? "bmn" : "mn";
+  }
+  return "";
+}
+
+// Letters in canonical "bmkn" order, without duplicates.
+std::string canonicalLetters(const std::string& s) {
+  std::string out;
+  for (char c : std::string("bmkn"))
+    if (s.find(c) != std::string::npos) out += c;
+  return out;
+}
+
+std::string ref(int i) { return "%" + std::to_string(i); }
+
+class Validator {
+ public:
+  Validator(ChainSpec& spec, const ErrorSink& fail) : spec_(spec), fail_(fail) {}
+
+  void run() {
+    const int n = static_cast<int>(spec_.values.size());
+    if (n == 0) fail_({-1, -1}, "the spec has no values");
+    letters_.assign(n, "");
+    for (int i = 0; i < n; ++i) checkValue(i);
+    if (spec_.mmIndex() < 0) fail_({-1, -1}, "the spec has no mm");
+    if (spec_.outputs.empty()) fail_({-1, -1}, "the spec has no output line");
+    for (size_t j = 0; j < spec_.outputs.size(); ++j) {
+      int o = spec_.outputs[j];
+      if (o < 0 || o >= n) fail_({-1, static_cast<int>(j)}, "output " + ref(o) + " is not a value");
+    }
+    deriveSpaces();
+  }
+
+ private:
+  void checkValue(int i) {
+    Value& v = spec_.values[i];
+    Loc at{i, -1};
+    for (int o : v.operands)
+      if (o < 0 || o >= i) fail_(at, "operand " + ref(o) + " is not an earlier value");
+    switch (v.kind) {
+      case ValueKind::Input: checkInput(i); break;
+      case ValueKind::Const:
+        if (!v.operands.empty()) fail_(at, "const takes no operands");
+        break;
+      case ValueKind::Op: {
+        int arity = opArity(v.op);
+        if (arity < 0) fail_(at, "unknown op '" + v.op + "'");
+        if (arity != static_cast<int>(v.operands.size()))
+          fail_(at, "'" + v.op + "' takes " + std::to_string(arity) + " operand(s), got " +
+                        std::to_string(v.operands.size()));
+        if (isComparisonOp(v.op) && v.dtype != DType::Bool)
+          fail_(at, "comparison '" + v.op + "' must produce bool");
+        std::string l;
+        for (int o : v.operands) l += letters_[o];
+        letters_[i] = canonicalLetters(l);
+        break;
+      }
+      case ValueKind::Mm: checkMm(i); break;
+    }
+  }
+
+  void checkInput(int i) {
+    Value& v = spec_.values[i];
+    Loc at{i, -1};
+    if (v.slot < 0) fail_(at, "input slot must be >= 0");
+    for (char c : v.dims) {
+      if (std::string("bmkn1").find(c) == std::string::npos)
+        fail_(at, std::string("unknown dim '") + c + "' (expected b, m, k, n or 1)");
+      if (c != 'm' && c != '1' && std::count(v.dims.begin(), v.dims.end(), c) > 1)
+        fail_(at, std::string("dim '") + c + "' appears twice");
+    }
+    if (v.slot > maxSlot_ + 1)
+      fail_(at, "input slot " + std::to_string(v.slot) + " skips slot " + std::to_string(maxSlot_ + 1) +
+                    " (slots are numbered in order of first appearance)");
+    if (v.slot <= maxSlot_) {
+      const Value& first = spec_.values[firstUse_.at(v.slot)];
+      if (first.dtype != v.dtype || first.dims != v.dims)
+        fail_(at, "input slot " + std::to_string(v.slot) + " was declared as " + dtypeName(first.dtype) +
+                      " [" + first.dims + "] before");
+    } else {
+      maxSlot_ = v.slot;
+      firstUse_[v.slot] = i;
+    }
+    letters_[i] = canonicalLetters(v.dims);
+  }
+
+  void checkMm(int i) {
+    Value& v = spec_.values[i];
+    Loc at{i, -1};
+    if (spec_.mmIndex() != i) fail_(at, "a spec has exactly one mm");
+    if (v.operands.size() != 2) fail_(at, "mm takes 2 operands");
+    DType a = spec_.values[v.operands[0]].dtype, b = spec_.values[v.operands[1]].dtype;
+    auto gemmType = [](DType d) { return d == DType::BF16 || d == DType::F16 || d == DType::F32; };
+    if (!gemmType(a) || a != b)
+      fail_(at, std::string("mm operands must share one dtype among bf16, f16, f32; got ") + dtypeName(a) +
+                    " and " + dtypeName(b));
+    if (v.dtype != DType::F32 && v.dtype != a)
+      fail_(at, std::string("mm result must be f32 or the operand dtype ") + dtypeName(a));
+    letters_[i] = spec_.gemm == GemmKind::Bmm ? "bmn" : "mn";
+  }
+
+  // Spaces flow from users to operands: mm's operands are A and B, mm is Out, an op's
+  // operands live in the op's space, an output is Out. Walking backwards sees every user
+  // of a value before the value itself.
+  void deriveSpaces() {
+    const int n = static_cast<int>(spec_.values.size());
+    std::vector<std::set<Space>> wanted(n);
+    for (int o : spec_.outputs) wanted[o].insert(Space::Out);
+    for (int i = n - 1; i >= 0; --i) {
+      Value& v = spec_.values[i];
+      Loc at{i, -1};
+      if (v.kind == ValueKind::Mm) {
+        v.space = Space::Out;
+        if (!wanted[i].count(Space::Out) && !wanted[i].empty())
+          fail_(at, "internal: mm used outside the output space");
+        wanted[v.operands[0]].insert(Space::A);
+        wanted[v.operands[1]].insert(Space::B);
+      } else {
+        if (wanted[i].empty()) fail_(at, ref(i) + " is not used");
+        // A const has no dims, so sharing one between spaces is harmless; anything else
+        // must be emitted once per use space (docs/spec.md).
+        if (wanted[i].size() > 1 && v.kind != ValueKind::Const)
+          fail_(at, ref(i) + " is used in more than one space (" + spaceList(wanted[i]) +
+                        "); emit one value per use space");
+        v.space = *wanted[i].begin();
+        for (int o : v.operands) wanted[o].insert(v.space);
+      }
+      std::string allowed = lettersOf(v.space, spec_.gemm);
+      for (char c : letters_[i])
+        if (allowed.find(c) == std::string::npos)
+          fail_(at, ref(i) + " varies along '" + c + "', which the " + spaceName(v.space) + " space of a " +
+                        (spec_.gemm == GemmKind::Bmm ? "bmm" : "mm") + " does not have");
+    }
+  }
+
+  static std::string spaceList(const std::set<Space>& s) {
+    std::string out;
+    for (Space x : s) out += std::string(out.empty() ? "" : ", ") + spaceName(x);
+    return out;
+  }
+
+  ChainSpec& spec_;
+  const ErrorSink& fail_;
+  std::vector<std::string> letters_;
+  int maxSlot_ = -1;
+  std::map<int, int> firstUse_;  // slot -> value that declared it first
+};
+
+}  // namespace
+
+void validateWith(ChainSpec& spec, const ErrorSink& fail) { Validator(spec, fail).run(); }
+
+void validateSpec(ChainSpec& spec) {
+  validateWith(spec, [](Loc at, const std::string& msg) {
+    if (at.value >= 0) throw SpecError("%" + std::to_string(at.value) + ": " + msg);
+    if (at.output >= 0) throw SpecError("output line " + std::to_string(at.output) + ": " + msg);
+    throw SpecError(msg);
+  });
+}
+
+const char* spaceName(Space s) {
+  switch (s) {
+    case Space::A: return "A";
+    case Space::B: return "B";
+    case Space::Out: return "Out";
+  }
+  return "?";
+}
+
+std::string valueLetters(const ChainSpec& spec, int value) {
+  const Value& v = spec.values.at(value);
+  switch (v.kind) {
+    case ValueKind::Input: return canonicalLetters(v.dims);
+    case ValueKind::Const: return "";
+    case ValueKind::Mm: return spec.gemm == GemmKind::Bmm ? "bmn" : "mn";
+    case ValueKind::Op: {
+      std::string l;
+      for (int o : v.operands) l += valueLetters(spec, o);
+      return canonicalLetters(l);
+    }
+  }
+  return "";
+}
+
+}  // namespace fxfuse::spec
