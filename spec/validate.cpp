@@ -32,7 +32,7 @@ std::string ref(int i) { return "%" + std::to_string(i); }
 
 class Validator {
  public:
-  Validator(ChainSpec& spec, const ErrorSink& fail) : spec_(spec), fail_(fail) {}
+  Validator(ChainSpec& spec, const ErrorSink& sink) : spec_(spec), sink_(sink) {}
 
   void run() {
     const int n = static_cast<int>(spec_.values.size());
@@ -156,8 +156,14 @@ class Validator {
     return out;
   }
 
+  // The sink throws; the backstop keeps a faulty sink from letting validation go on.
+  [[noreturn]] void fail_(Loc at, const std::string& msg) const {
+    sink_(at, msg);
+    throw std::logic_error("fxfuse internal error: spec error sink returned (please report a bug)");
+  }
+
   ChainSpec& spec_;
-  const ErrorSink& fail_;
+  const ErrorSink& sink_;
   std::vector<std::string> letters_;
   int maxSlot_ = -1;
   std::map<int, int> firstUse_;  // slot -> value that declared it first
@@ -185,18 +191,23 @@ const char* spaceName(Space s) {
 }
 
 std::string valueLetters(const ChainSpec& spec, int value) {
-  const Value& v = spec.values.at(value);
-  switch (v.kind) {
-    case ValueKind::Input: return canonicalLetters(v.dims);
-    case ValueKind::Const: return "";
-    case ValueKind::Mm: return spec.gemm == GemmKind::Bmm ? "bmn" : "mn";
-    case ValueKind::Op: {
-      std::string l;
-      for (int o : v.operands) l += valueLetters(spec, o);
-      return canonicalLetters(l);
+  // Forward over the prefix: each value's letters from its operands' (linear, no recursion).
+  std::vector<std::string> letters(value + 1);
+  for (int i = 0; i <= value; ++i) {
+    const Value& v = spec.values.at(i);
+    switch (v.kind) {
+      case ValueKind::Input: letters[i] = canonicalLetters(v.dims); break;
+      case ValueKind::Const: break;
+      case ValueKind::Mm: letters[i] = spec.gemm == GemmKind::Bmm ? "bmn" : "mn"; break;
+      case ValueKind::Op: {
+        std::string l;
+        for (int o : v.operands) l += letters.at(o);
+        letters[i] = canonicalLetters(l);
+        break;
+      }
     }
   }
-  return "";
+  return letters[value];
 }
 
 }  // namespace fxfuse::spec

@@ -1,0 +1,133 @@
+// The graph IR: a small SSA graph mirroring an FX graph after AOT autograd (or an
+// ExportedProgram's graph). Text form: docs/ir.md (ir_text.h reads and writes it).
+// Plain data; the pass builds indices over it (graph_index.h) rather than storing pointers,
+// so a Graph copies and compares by value (tests rely on `parse(print(g)) == g`).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "spec/chain_spec.h"
+
+namespace fxfuse::ir {
+
+using spec::DType;
+
+// Dtype names of docs/spec.md ("bf16", "f8e4m3", …). Kept here, not taken from fxfuse_spec,
+// so the IR parser does not depend on the spec library.
+const char* dtypeName(DType d);
+bool parseDTypeName(std::string_view s, DType* out);
+int dtypeBytes(DType d);
+bool isFloatingDType(DType d);
+
+// One size or stride: a concrete integer, or symbolic text (`s0`, or `(s0*4096)` verbatim).
+struct Dim {
+  bool symbolic = false;
+  int64_t value = 0;
+  std::string text;  // only when symbolic
+
+  static Dim concrete(int64_t v) { return Dim{false, v, {}}; }
+  static Dim sym(std::string t) { return Dim{true, 0, std::move(t)}; }
+  bool is(int64_t v) const { return !symbolic && value == v; }
+  std::string str() const;
+  bool operator==(const Dim& o) const {
+    return symbolic == o.symbolic && (symbolic ? text == o.text : value == o.value);
+  }
+  bool operator!=(const Dim& o) const { return !(*this == o); }
+};
+
+struct TensorType {
+  DType dtype = DType::F32;
+  std::vector<Dim> sizes;
+  bool hasStrides = false;  // `{…}` missing means strides unknown
+  std::vector<Dim> strides;
+  std::string device;       // empty: unknown
+  bool operator==(const TensorType& o) const {
+    return dtype == o.dtype && sizes == o.sizes && hasStrides == o.hasStrides &&
+           strides == o.strides && device == o.device;
+  }
+};
+
+struct Type {
+  enum class Kind { Unknown, Tensor, Tuple, Sym, None };
+  Kind kind = Kind::Unknown;
+  TensorType tensor;        // Kind::Tensor
+  std::vector<Type> elems;  // Kind::Tuple
+  bool isTensor() const { return kind == Kind::Tensor; }
+  bool operator==(const Type& o) const {
+    return kind == o.kind && (kind != Kind::Tensor || tensor == o.tensor) && elems == o.elems;
+  }
+};
+
+// A node argument.
+struct Arg {
+  enum class Kind { Value, Int, Float, Bool, None, String, DType, Device, Enum, Sym, List };
+  Kind kind = Kind::None;
+  int64_t i = 0;
+  double f = 0.0;
+  bool b = false;
+  DType dtype = DType::F32;
+  std::string s;           // Value: node name; String; Device; Enum name; Sym: dim text
+  std::vector<Arg> list;   // List
+
+  static Arg value(std::string name);
+  static Arg integer(int64_t v);
+  static Arg real(double v);
+  static Arg boolean(bool v);
+  static Arg none() { return Arg{}; }
+  static Arg string(std::string v);
+  static Arg dtypeArg(DType d);
+  static Arg listOf(std::vector<Arg> items);
+
+  bool isValue() const { return kind == Kind::Value; }
+  bool isNumber() const { return kind == Kind::Int || kind == Kind::Float || kind == Kind::Bool; }
+  double number() const { return kind == Kind::Float ? f : kind == Kind::Int ? double(i) : b; }
+  bool operator==(const Arg& o) const;
+  bool operator!=(const Arg& o) const { return !(*this == o); }
+};
+
+struct NamedArg {
+  std::string name;
+  Arg value;
+  bool operator==(const NamedArg& o) const { return name == o.name && value == o.value; }
+};
+
+struct Node {
+  enum class Op { Placeholder, GetAttr, Call };
+  std::string name;
+  Type type;
+  Op op = Op::Call;
+  std::string target;  // Call: `aten.mm.default`; GetAttr: the attribute path
+  std::vector<Arg> args;
+  std::vector<NamedArg> kwargs;
+
+  const Arg* kwarg(std::string_view key) const;
+  bool isCall(std::string_view t) const { return op == Op::Call && target == t; }
+  bool operator==(const Node& o) const {
+    return name == o.name && type == o.type && op == o.op && target == o.target &&
+           args == o.args && kwargs == o.kwargs;
+  }
+};
+
+struct Graph {
+  std::vector<Node> nodes;   // topological order
+  std::vector<Arg> outputs;  // the `output (...)` line
+  bool operator==(const Graph& o) const { return nodes == o.nodes && outputs == o.outputs; }
+};
+
+// Calls `fn(name)` for every value referenced by `arg` (recursing into lists).
+template <typename Fn>
+void forEachValueRef(const Arg& arg, Fn&& fn) {
+  if (arg.kind == Arg::Kind::Value) fn(arg.s);
+  for (const Arg& a : arg.list) forEachValueRef(a, fn);
+}
+template <typename Fn>
+void forEachValueRef(const Node& node, Fn&& fn) {
+  for (const Arg& a : node.args) forEachValueRef(a, fn);
+  for (const NamedArg& a : node.kwargs) forEachValueRef(a.value, fn);
+}
+
+}  // namespace fxfuse::ir

@@ -1,0 +1,34 @@
+// Parsed-spec cache: the op receives its spec as a string on every call, and parsing it each
+// time would dominate a small launch. Entries live for the whole process (a model has a few
+// dozen distinct specs), so callers may keep the returned pointer.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "spec/chain_spec.h"
+
+namespace fxfuse::runtime {
+
+struct CudaKernel;  // defined by the CUDA launcher; opaque here
+
+struct CachedSpec {
+  std::string text;
+  spec::ChainSpec spec;
+
+  // Kernels compiled for this spec, keyed by what else selects a kernel (config, alignment,
+  // arch, device). Kept here so that a launch does one string hash, not two.
+  mutable std::mutex kernelsMutex;
+  mutable std::unordered_map<std::string, std::shared_ptr<CudaKernel>> kernels;
+};
+
+// Thread-safe. Throws spec::SpecError (with the parser's "line L: ..." message) for an
+// invalid spec; invalid specs are not cached.
+std::shared_ptr<const CachedSpec> getCachedSpec(const std::string& text);
+
+// Number of distinct specs parsed so far (for stats()).
+size_t cachedSpecCount();
+
+}  // namespace fxfuse::runtime

@@ -1,0 +1,154 @@
+// parseSpec: the text of docs/spec.md into a validated ChainSpec. Any malformed input ends
+// in SpecError("line L: message"); nothing here indexes without a bounds check.
+#include <cerrno>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "spec/chain_spec.h"
+#include "spec/validate_impl.h"
+
+namespace fxfuse::spec {
+namespace {
+
+[[noreturn]] void failAt(int line, const std::string& msg) {
+  throw SpecError("line " + std::to_string(line) + ": " + msg);
+}
+
+std::vector<std::string> splitTokens(const std::string& line) {
+  std::vector<std::string> toks;
+  std::istringstream in(line);
+  for (std::string t; in >> t;) toks.push_back(t);
+  return toks;
+}
+
+// "%12" -> 12; any other spelling is an error.
+int parseRef(const std::string& tok, int line) {
+  if (tok.size() < 2 || tok[0] != '%') failAt(line, "expected a value reference like %3, got '" + tok + "'");
+  int v = 0;
+  for (size_t i = 1; i < tok.size(); ++i) {
+    if (tok[i] < '0' || tok[i] > '9') failAt(line, "bad value reference '" + tok + "'");
+    if (v > 100000000) failAt(line, "value reference '" + tok + "' is too large");
+    v = v * 10 + (tok[i] - '0');
+  }
+  return v;
+}
+
+int parseInt(const std::string& tok, int line, const char* what) {
+  if (tok.empty() || tok.size() > 9) failAt(line, std::string("bad ") + what + " '" + tok + "'");
+  for (char c : tok)
+    if (c < '0' || c > '9') failAt(line, std::string("bad ") + what + " '" + tok + "'");
+  return std::stoi(tok);
+}
+
+DType parseDTypeAt(const std::string& tok, int line) {
+  DType d;
+  if (!parseDType(tok, &d)) failAt(line, "unknown dtype '" + tok + "'");
+  return d;
+}
+
+double parseNumber(const std::string& tok, int line) {
+  const char* begin = tok.c_str();
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(begin, &end);
+  if (tok.empty() || end != begin + tok.size()) failAt(line, "bad number '" + tok + "'");
+  return v;
+}
+
+// "[m,k]" -> "mk", "[]" -> "".
+std::string parseDims(const std::string& tok, int line) {
+  if (tok.size() < 2 || tok.front() != '[' || tok.back() != ']')
+    failAt(line, "expected dims like [m,k], got '" + tok + "'");
+  std::string inner = tok.substr(1, tok.size() - 2), dims;
+  for (size_t i = 0; i < inner.size(); ++i) {
+    bool wantLetter = i % 2 == 0;
+    if (wantLetter ? inner[i] == ',' : inner[i] != ',') failAt(line, "malformed dims '" + tok + "'");
+    if (wantLetter) dims += inner[i];
+  }
+  if (!inner.empty() && inner.back() == ',') failAt(line, "malformed dims '" + tok + "'");
+  return dims;
+}
+
+// Parses the right-hand side of "%i = ..." into v.
+void parseValue(const std::vector<std::string>& t, int line, Value& v) {
+  if (t.size() < 3) failAt(line, "expected '%i = <op> ...'");
+  const std::string& head = t[2];
+  if (head == "input") {
+    if (t.size() != 6) failAt(line, "expected '%i = input <slot> <dtype> [<dims>]'");
+    v.kind = ValueKind::Input;
+    v.slot = parseInt(t[3], line, "slot");
+    v.dtype = parseDTypeAt(t[4], line);
+    v.dims = parseDims(t[5], line);
+    return;
+  }
+  if (head == "const") {
+    if (t.size() != 6 || t[4] != ":") failAt(line, "expected '%i = const <number> : <dtype>'");
+    v.kind = ValueKind::Const;
+    v.constant = parseNumber(t[3], line);
+    v.dtype = parseDTypeAt(t[5], line);
+    return;
+  }
+  // "<op> %a ... : <dtype>"
+  if (t.size() < 5 || t[t.size() - 2] != ":") failAt(line, "expected '%i = " + head + " %a ... : <dtype>'");
+  v.kind = head == "mm" ? ValueKind::Mm : ValueKind::Op;
+  v.op = head;
+  if (v.kind == ValueKind::Op && opArity(head) < 0) failAt(line, "unknown op '" + head + "'");
+  for (size_t i = 3; i + 2 < t.size(); ++i) v.operands.push_back(parseRef(t[i], line));
+  v.dtype = parseDTypeAt(t.back(), line);
+}
+
+}  // namespace
+
+ChainSpec parseSpec(const std::string& text) {
+  ChainSpec spec;
+  std::vector<int> valueLine, outputLine;
+  int stage = 0;  // 0: version, 1: gemm, 2: values, 3: outputs
+  int lineNo = 0;
+  std::istringstream in(text);
+  for (std::string raw; std::getline(in, raw);) {
+    ++lineNo;
+    if (!raw.empty() && raw.back() == '\r') raw.pop_back();
+    std::vector<std::string> t = splitTokens(raw);
+    if (t.empty()) continue;  // blank lines carry no meaning
+    if (stage == 0) {
+      if (t.size() != 2 || t[0] != "fxfuse.chain") failAt(lineNo, "expected 'fxfuse.chain v1'");
+      if (t[1] != "v1") failAt(lineNo, "unsupported spec version '" + t[1] + "' (this build reads v1)");
+      stage = 1;
+    } else if (stage == 1) {
+      if (t.size() != 2 || t[0] != "gemm" || (t[1] != "mm" && t[1] != "bmm"))
+        failAt(lineNo, "expected 'gemm mm' or 'gemm bmm'");
+      spec.gemm = t[1] == "bmm" ? GemmKind::Bmm : GemmKind::Mm;
+      stage = 2;
+    } else if (t[0] == "output") {
+      if (t.size() != 2) failAt(lineNo, "expected 'output %i'");
+      int o = parseRef(t[1], lineNo);
+      if (o >= static_cast<int>(spec.values.size())) failAt(lineNo, "output %" + std::to_string(o) + " is not a value");
+      spec.outputs.push_back(o);
+      outputLine.push_back(lineNo);
+      stage = 3;
+    } else {
+      if (stage == 3) failAt(lineNo, "value line after the output lines");
+      if (t.size() < 2 || t[1] != "=") failAt(lineNo, "expected '%i = ...' or 'output %i'");
+      int id = parseRef(t[0], lineNo);
+      if (id != static_cast<int>(spec.values.size()))
+        failAt(lineNo, "expected %" + std::to_string(spec.values.size()) + " (values are numbered in order)");
+      Value v;
+      parseValue(t, lineNo, v);
+      for (int o : v.operands)
+        if (o >= id) failAt(lineNo, "operand %" + std::to_string(o) + " is not an earlier value");
+      spec.values.push_back(std::move(v));
+      valueLine.push_back(lineNo);
+    }
+  }
+  if (stage < 2) failAt(lineNo + 1, stage == 0 ? "empty spec (expected 'fxfuse.chain v1')" : "missing 'gemm' line");
+  validateWith(spec, [&](Loc at, const std::string& msg) {
+    if (at.value >= 0) failAt(valueLine.at(at.value), msg);
+    if (at.output >= 0) failAt(outputLine.at(at.output), msg);
+    failAt(lineNo, msg);
+  });
+  return spec;
+}
+
+}  // namespace fxfuse::spec
