@@ -4,42 +4,6 @@
 #include <cstring>
 
 namespace fxfuse::ir {
-namespace {
-struct DTypeInfo {
-  DType dtype;
-  const char* name;
-  int bytes;
-  bool floating;
-};
-constexpr DTypeInfo kDTypes[] = {
-    {DType::Bool, "bool", 1, false},  {DType::I8, "i8", 1, false},
-    {DType::U8, "u8", 1, false},      {DType::I32, "i32", 4, false},
-    {DType::I64, "i64", 8, false},    {DType::F16, "f16", 2, true},
-    {DType::BF16, "bf16", 2, true},   {DType::F32, "f32", 4, true},
-    {DType::F64, "f64", 8, true},     {DType::F8E4M3, "f8e4m3", 1, true},
-    {DType::F8E5M2, "f8e5m2", 1, true},
-};
-const DTypeInfo& info(DType d) {
-  for (const DTypeInfo& i : kDTypes)
-    if (i.dtype == d) return i;
-  return kDTypes[0];  // unreachable for valid enum values
-}
-}  // namespace
-
-const char* dtypeName(DType d) { return info(d).name; }
-int dtypeBytes(DType d) { return info(d).bytes; }
-bool isFloatingDType(DType d) { return info(d).floating; }
-
-bool parseDTypeName(std::string_view s, DType* out) {
-  for (const DTypeInfo& i : kDTypes) {
-    if (s == i.name) {
-      *out = i.dtype;
-      return true;
-    }
-  }
-  return false;
-}
-
 std::string Dim::str() const { return symbolic ? text : std::to_string(value); }
 
 Arg Arg::value(std::string name) {

@@ -16,12 +16,7 @@ namespace fxfuse::ir {
 
 using spec::DType;
 
-// Dtype names of docs/spec.md ("bf16", "f8e4m3", …). Kept here, not taken from fxfuse_spec,
-// so the IR parser does not depend on the spec library.
-const char* dtypeName(DType d);
-bool parseDTypeName(std::string_view s, DType* out);
-int dtypeBytes(DType d);
-bool isFloatingDType(DType d);
+// Dtype names, sizes and kinds come from the spec library (spec::dtypeName, parseDType).
 
 // One size or stride: a concrete integer, or symbolic text (`s0`, or `(s0*4096)` verbatim).
 struct Dim {
@@ -41,12 +36,13 @@ struct Dim {
 
 struct TensorType {
   DType dtype = DType::F32;
+  std::string otherDtype;   // a dtype outside the spec table (`complex64`): kept to reject it
   std::vector<Dim> sizes;
   bool hasStrides = false;  // `{…}` missing means strides unknown
   std::vector<Dim> strides;
   std::string device;       // empty: unknown
   bool operator==(const TensorType& o) const {
-    return dtype == o.dtype && sizes == o.sizes && hasStrides == o.hasStrides &&
+    return dtype == o.dtype && otherDtype == o.otherDtype && sizes == o.sizes && hasStrides == o.hasStrides &&
            strides == o.strides && device == o.device;
   }
 };
@@ -64,13 +60,15 @@ struct Type {
 
 // A node argument.
 struct Arg {
-  enum class Kind { Value, Int, Float, Bool, None, String, DType, Device, Enum, Sym, List };
+  // Name: a bare identifier that is not a known dtype (the exporter writes dtypes outside the
+  // spec table, e.g. `complex64`, that way).
+  enum class Kind { Value, Int, Float, Bool, None, String, DType, Device, Enum, Sym, List, Name };
   Kind kind = Kind::None;
   int64_t i = 0;
   double f = 0.0;
   bool b = false;
   DType dtype = DType::F32;
-  std::string s;           // Value: node name; String; Device; Enum name; Sym: dim text
+  std::string s;           // Value: node name; String; Device; Enum; Sym: dim text; Name
   std::vector<Arg> list;   // List
 
   static Arg value(std::string name);

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <cstdio>
 
 #include <fmt/format.h>
 
@@ -40,7 +41,9 @@ std::string printArgs(const Node& node) {
 std::string printFloat(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  std::string s = fmt::format("{}", fmt::sprintf("%.17g", v));
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  std::string s = buf;
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
   return s;
 }
@@ -68,11 +71,12 @@ std::string printArg(const Arg& a) {
     case Arg::Kind::Bool: return a.b ? "true" : "false";
     case Arg::Kind::None: return "none";
     case Arg::Kind::String: return quoteString(a.s);
-    case Arg::Kind::DType: return dtypeName(a.dtype);
+    case Arg::Kind::DType: return spec::dtypeName(a.dtype);
     case Arg::Kind::Device: return "device(" + a.s + ")";
     case Arg::Kind::Enum: return "enum(" + a.s + ")";
     case Arg::Kind::Sym: return "sym(" + a.s + ")";
     case Arg::Kind::List: return "[" + join(a.list, printArg) + "]";
+    case Arg::Kind::Name: return a.s;
   }
   return "none";
 }
@@ -85,7 +89,8 @@ std::string printType(const Type& t) {
     case Type::Kind::Tuple: return "(" + join(t.elems, printType) + ")";
     case Type::Kind::Tensor: {
       const TensorType& tt = t.tensor;
-      std::string out = fmt::format("{}[{}]", dtypeName(tt.dtype), joinDims(tt.sizes));
+      const char* dtype = tt.otherDtype.empty() ? spec::dtypeName(tt.dtype) : tt.otherDtype.c_str();
+      std::string out = fmt::format("{}[{}]", dtype, joinDims(tt.sizes));
       if (tt.hasStrides) out += "{" + joinDims(tt.strides) + "}";
       if (!tt.device.empty()) out += "@" + tt.device;
       return out;

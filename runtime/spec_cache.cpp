@@ -31,6 +31,13 @@ std::shared_ptr<const CachedSpec> getCachedSpec(const std::string& text) {
   return c.map.emplace(text, std::move(entry)).first->second;
 }
 
+std::string dimLetters(const std::string& dims) {
+  std::string letters;
+  for (char c : dims)
+    if (c == 'b' || c == 'm' || c == 'k' || c == 'n' || c == '1') letters.push_back(c);
+  return letters;
+}
+
 size_t cachedSpecCount() {
   SpecCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);

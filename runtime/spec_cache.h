@@ -31,4 +31,7 @@ std::shared_ptr<const CachedSpec> getCachedSpec(const std::string& text);
 // Number of distinct specs parsed so far (for stats()).
 size_t cachedSpecCount();
 
+// An input's dims as letters only ("m,k" and "mk" both give "mk"; '1' is kept).
+std::string dimLetters(const std::string& dims);
+
 }  // namespace fxfuse::runtime

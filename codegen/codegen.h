@@ -1,0 +1,96 @@
+// Chain spec → CUDA source → cubin. No torch, no CUDA at build time (NVRTC is dlopen'ed).
+// Contract: docs/interfaces.md ("codegen API", "Kernel ABI", "Kernel templates and hooks").
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "spec/chain_spec.h"
+
+namespace fxfuse::codegen {
+
+// What the runtime knows about one call, for picking a kernel variant.
+struct ProblemShape {
+  long long B = 1, M = 0, N = 0, K = 0;
+  bool a_kmajor = true;   // A's (m,k), (m,k+1) adjacent
+  bool b_kmajor = false;  // B stored [N,K] (k contiguous); false: [K,N] (n contiguous)
+  int align_bytes_a = 16; // largest power of two dividing A's base address and row stride, bytes
+  int align_bytes_b = 16;
+};
+
+// variant: "simt" (fp32 FFMA), "sm80_mma" (mma.sync), "sm90_wgmma", "gemv".
+struct KernelConfig {
+  std::string variant;
+  int bm = 0, bn = 0, bk = 0, stages = 0, threads = 0;
+};
+
+// How the runtime sizes the grid for a KernelSource.
+enum class GridPolicy {
+  Tiles,       // grid (ceil(N/bn), ceil(M/bm), B): one CTA per output tile
+  Persistent,  // grid (sm_count, 1, 1): CTAs loop over tiles
+};
+
+struct KernelSource {
+  std::string name;   // fxfuse_<16 hex digits of the spec and config>; the extern "C" symbol
+  std::string code;   // complete translation unit for NVRTC
+  KernelConfig config;
+  size_t smem_bytes = 0;  // dynamic shared memory to pass at launch (0: the kernel uses static)
+  GridPolicy grid = GridPolicy::Tiles;
+};
+
+struct LaunchDims {
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block = 0;
+  size_t smem_bytes = 0;
+};
+
+// User-facing failure: the spec uses something codegen cannot emit (reason is stable text).
+struct CodegenError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// NVRTC rejected a generated source. what() holds the log and the numbered source.
+struct CompileError : std::runtime_error {
+  CompileError(const std::string& what, std::string log, std::string numbered_source)
+      : std::runtime_error(what), log(std::move(log)), source(std::move(numbered_source)) {}
+  std::string log;
+  std::string source;
+};
+
+// Where to look for libnvrtc and the CUDA headers besides the defaults (env
+// FXFUSE_NVRTC_PATH, the loader path, CUDA_HOME, /usr/local/cuda, pip's nvidia/cu13).
+// runtime/ passes the pip package dirs it learns from Python here.
+struct NvrtcEnv {
+  std::vector<std::string> extra_lib_dirs;
+  std::vector<std::string> extra_include_dirs;
+};
+
+struct Cubin {
+  std::string image;  // cubin bytes for cuModuleLoadData
+  std::string ptx;    // filled when compileNvrtc is asked for it (same compile, for dumps)
+  std::string log;    // NVRTC log, with ptxas -v statistics (registers, spills)
+};
+
+// --- Selection (codegen/config_table.cpp) ---
+KernelConfig chooseConfig(const spec::ChainSpec& spec, const ProblemShape& shape, int sm_arch);
+// Launch geometry for a source and a problem (sm_count only matters for Persistent).
+LaunchDims launchDims(const KernelSource& src, const ProblemShape& shape, int sm_count);
+
+// --- Generation (codegen/generate.cpp) ---
+KernelSource generate(const spec::ChainSpec& spec, const KernelConfig& config);
+// Only the per-spec part of the source (config macros and hooks): what golden files hold.
+std::string generateHooks(const spec::ChainSpec& spec, const KernelConfig& config);
+
+// --- NVRTC (codegen/nvrtc_driver.cpp) ---
+// arch: "sm_80", "sm_90a", … Throws CompileError on a compile error, CodegenError when NVRTC
+// or the CUDA headers cannot be found.
+Cubin compileNvrtc(const KernelSource& src, const std::string& arch, const NvrtcEnv& env = {},
+                   bool want_ptx = false);
+// NVRTC's version as "13.0" (part of every cache key); throws CodegenError when not found.
+std::string nvrtcVersion(const NvrtcEnv& env = {});
+// The library path NVRTC was loaded from, or "" when it cannot be found (never throws).
+std::string findNvrtc(const NvrtcEnv& env = {});
+
+}  // namespace fxfuse::codegen

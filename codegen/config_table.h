@@ -1,0 +1,15 @@
+// The variant table: which kernel template serves which variant and the grid it launches.
+#pragma once
+
+#include <string>
+
+#include "codegen/codegen.h"
+
+namespace fxfuse::codegen {
+
+// Template file (relative to codegen/) of a variant, e.g. "kernels/generic_gemm.cuh";
+// throws CodegenError for an unknown variant.
+std::string templateFor(const std::string& variant);
+GridPolicy gridFor(const std::string& variant);
+
+}  // namespace fxfuse::codegen

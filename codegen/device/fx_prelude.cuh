@@ -1,0 +1,123 @@
+// fxfuse device prelude: loads, stores, rounding and the pointwise helpers that the
+// expressions of codegen/pointwise_table.cpp call. Embedded in every generated kernel after
+// kernel_abi.h. Every op computes in fp32 and each value is rounded to its dtype, as eager
+// PyTorch does per op (docs/spec.md); the helpers mirror ATen's CUDA functors.
+#pragma once
+
+// Not static: an unused static function draws a warning, and most kernels use few of these.
+#define FX_DEVICE __device__ __forceinline__
+
+// ---- Rounding an fp32 result to a value's dtype (the value stays held as float). ----
+FX_DEVICE float fx_round_f32(float x) { return x; }
+FX_DEVICE float fx_round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+FX_DEVICE float fx_round_f16(float x) { return __half2float(__float2half_rn(x)); }
+#ifdef FX_USE_FP8
+// Non-saturating like torch: e4m3fn overflows to NaN, e5m2 to inf.
+FX_DEVICE float fx_round_f8e4m3(float x) {
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(__nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E4M3), __NV_E4M3)));
+}
+FX_DEVICE float fx_round_f8e5m2(float x) {
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(__nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E5M2), __NV_E5M2)));
+}
+#endif
+// float → int truncates toward zero (cvt.rzi saturates on the GPU, like torch's CUDA casts);
+// uint8 goes through int64 as c10::convert does, so negative values wrap.
+FX_DEVICE float fx_round_i8(float x) { return (float)(signed char)x; }
+FX_DEVICE float fx_round_u8(float x) { return (float)(unsigned char)(long long)x; }
+FX_DEVICE float fx_round_i32(float x) { return (float)(int)x; }
+FX_DEVICE float fx_round_i64(float x) { return (float)(long long)x; }
+FX_DEVICE bool fx_round_bool(float x) { return x != 0.0f; }
+
+// ---- Conversions of one stored element to the value type, and loads built on them. ----
+FX_DEVICE float fx_cvt_f32(float r) { return r; }
+FX_DEVICE float fx_cvt_bf16(__nv_bfloat16 r) { return __bfloat162float(r); }
+FX_DEVICE float fx_cvt_f16(__half r) { return __half2float(r); }
+FX_DEVICE float fx_cvt_i8(signed char r) { return (float)r; }
+FX_DEVICE float fx_cvt_u8(unsigned char r) { return (float)r; }
+FX_DEVICE float fx_cvt_i32(int r) { return (float)r; }
+FX_DEVICE float fx_cvt_i64(long long r) { return (float)r; }
+FX_DEVICE bool fx_cvt_bool(bool r) { return r; }
+#ifdef FX_USE_FP8
+FX_DEVICE float fx_cvt_f8e4m3(__nv_fp8_storage_t r) { return __half2float(__half(__nv_cvt_fp8_to_halfraw(r, __NV_E4M3))); }
+FX_DEVICE float fx_cvt_f8e5m2(__nv_fp8_storage_t r) { return __half2float(__half(__nv_cvt_fp8_to_halfraw(r, __NV_E5M2))); }
+#endif
+// fx_ld_<dtype>(ptr, i): element i of an input of that dtype, as the value type.
+#define FX_DEFINE_LOAD(name, T) \
+  FX_DEVICE auto fx_ld_##name(const void* p, long long i) { return fx_cvt_##name(((const T*)p)[i]); }
+FX_DEFINE_LOAD(f32, float)
+FX_DEFINE_LOAD(bf16, __nv_bfloat16)
+FX_DEFINE_LOAD(f16, __half)
+FX_DEFINE_LOAD(i8, signed char)
+FX_DEFINE_LOAD(u8, unsigned char)
+FX_DEFINE_LOAD(i32, int)
+FX_DEFINE_LOAD(i64, long long)
+FX_DEFINE_LOAD(bool, bool)
+#ifdef FX_USE_FP8
+FX_DEFINE_LOAD(f8e4m3, __nv_fp8_storage_t)
+FX_DEFINE_LOAD(f8e5m2, __nv_fp8_storage_t)
+#endif
+#undef FX_DEFINE_LOAD
+
+// ---- Stores: the value is already rounded to the dtype, so these conversions are exact. ----
+FX_DEVICE void fx_st_f32(void* p, long long i, float v) { ((float*)p)[i] = v; }
+FX_DEVICE void fx_st_bf16(void* p, long long i, float v) { ((__nv_bfloat16*)p)[i] = __float2bfloat16_rn(v); }
+FX_DEVICE void fx_st_f16(void* p, long long i, float v) { ((__half*)p)[i] = __float2half_rn(v); }
+FX_DEVICE void fx_st_i8(void* p, long long i, float v) { ((signed char*)p)[i] = (signed char)v; }
+FX_DEVICE void fx_st_u8(void* p, long long i, float v) { ((unsigned char*)p)[i] = (unsigned char)v; }
+FX_DEVICE void fx_st_i32(void* p, long long i, float v) { ((int*)p)[i] = (int)v; }
+FX_DEVICE void fx_st_i64(void* p, long long i, float v) { ((long long*)p)[i] = (long long)v; }
+FX_DEVICE void fx_st_bool(void* p, long long i, bool v) { ((bool*)p)[i] = v; }
+#ifdef FX_USE_FP8
+FX_DEVICE void fx_st_f8e4m3(void* p, long long i, float v) {
+  ((__nv_fp8_storage_t*)p)[i] = __nv_cvt_float_to_fp8(v, __NV_NOSAT, __NV_E4M3);
+}
+FX_DEVICE void fx_st_f8e5m2(void* p, long long i, float v) {
+  ((__nv_fp8_storage_t*)p)[i] = __nv_cvt_float_to_fp8(v, __NV_NOSAT, __NV_E5M2);
+}
+#endif
+
+// Two adjacent 16-bit elements i, i+1 in one 4-byte store, when the address allows it.
+FX_DEVICE bool fx_aligned4(const void* p, long long i, int elem_bytes) {
+  return ((unsigned long long)p + (unsigned long long)(i * elem_bytes)) % 4 == 0;
+}
+FX_DEVICE void fx_st2_bf16(void* p, long long i, float a, float b) {
+  *(__nv_bfloat162*)((__nv_bfloat16*)p + i) = __floats2bfloat162_rn(a, b);
+}
+FX_DEVICE void fx_st2_f16(void* p, long long i, float a, float b) {
+  *(__half2*)((__half*)p + i) = __floats2half2_rn(a, b);
+}
+
+// ---- Pointwise helpers (ATen's CUDA functors, in fp32). ----
+FX_DEVICE float fx_nan() { return __int_as_float(0x7fffffff); }
+// maximum/minimum/relu/clamp propagate NaN (fmaxf/fminf would drop it).
+FX_DEVICE float fx_maximum(float a, float b) { return (a != a || b != b) ? fx_nan() : fmaxf(a, b); }
+FX_DEVICE float fx_minimum(float a, float b) { return (a != a || b != b) ? fx_nan() : fminf(a, b); }
+FX_DEVICE float fx_relu(float x) { return x != x ? x : fmaxf(x, 0.0f); }
+// clamp(x, lo, hi) = min(max(x, lo), hi); a NaN x or bound propagates (ATen clamp_kernel).
+FX_DEVICE float fx_clamp(float x, float lo, float hi) {
+  if (x != x) return x;
+  if (lo != lo) return lo;
+  if (hi != hi) return hi;
+  return fminf(fmaxf(x, lo), hi);
+}
+FX_DEVICE float fx_clamp_min(float x, float lo) {
+  if (x != x) return x;
+  return lo != lo ? lo : fmaxf(x, lo);
+}
+FX_DEVICE float fx_clamp_max(float x, float hi) {
+  if (x != x) return x;
+  return hi != hi ? hi : fminf(x, hi);
+}
+// gelu(x) = x/2 (1 + erf(x/sqrt(2))), as ATen's GeluCUDAKernelImpl (approximate="none").
+FX_DEVICE float fx_gelu(float x) { return x * 0.5f * (1.0f + erff(x * 0.70710678118654752440f)); }
+// gelu(x, approximate="tanh") = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+FX_DEVICE float fx_gelu_tanh(float x) {
+  const float kBeta = 0.79788456080286535588f;  // sqrt(2) * 2/sqrt(pi) * 0.5
+  const float kKappa = 0.044715f;
+  float inner = kBeta * (x + kKappa * (x * x * x));
+  return 0.5f * x * (1.0f + tanhf(inner));
+}
+FX_DEVICE float fx_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+FX_DEVICE float fx_silu(float x) { return x / (1.0f + expf(-x)); }
+FX_DEVICE float fx_hardswish(float x) { return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f; }
+FX_DEVICE float fx_leaky_relu(float x, float slope) { return x > 0.0f ? x : x * slope; }

@@ -1,0 +1,317 @@
+// Hook generation. Each hook evaluates the spec values it needs, in spec order, one local
+// per value ("v4" is %4) with the spec line as a comment, then converts or stores:
+//   fx_load_a(b, m, k)      A-space values feeding mm's first operand
+//   fx_load_b(b, k, n)      B-space values feeding mm's second operand
+//   fx_dequant_b(…, raw)    the same with the raw weight element passed in (FX_B_QUANT)
+//   fx_epilogue(b, m, n, acc) Out-space values, the mm replaced by the accumulator
+// Inputs are read through FxOperand strides of the dims the spec names for them, so any
+// broadcast (a missing dim, a '1' dim, a 0-d scale) costs nothing and needs no special case.
+#include "codegen/hooks.h"
+
+#include <map>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "codegen/codegen.h"
+#include "codegen/pointwise_table.h"
+
+namespace fxfuse::codegen {
+namespace {
+
+using spec::ChainSpec;
+using spec::DType;
+using spec::Value;
+using spec::ValueKind;
+
+std::vector<std::string> specLines(const ChainSpec& spec) {
+  std::vector<std::string> lines;
+  std::istringstream in(spec::printSpec(spec));
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
+}
+
+// Every value the roots depend on, stopping at mm (its value comes from the accumulator).
+std::set<int> closure(const ChainSpec& spec, const std::vector<int>& roots) {
+  std::set<int> seen;
+  std::vector<int> todo = roots;
+  while (!todo.empty()) {
+    int v = todo.back();
+    todo.pop_back();
+    if (!seen.insert(v).second) continue;
+    if (spec.values[v].kind == ValueKind::Mm) continue;
+    for (int o : spec.values[v].operands) todo.push_back(o);
+  }
+  return seen;
+}
+
+bool hasLetters(const std::string& dims, const char* letters) {
+  for (const char* c = letters; *c; ++c)
+    if (dims.find(*c) == std::string::npos) return false;
+  return true;
+}
+
+// The innermost named dim of an input decides its memory order ('1' dims have no stride).
+char innermost(const std::string& dims) {
+  for (auto it = dims.rbegin(); it != dims.rend(); ++it)
+    if (*it != '1') return *it;
+  return '\0';
+}
+
+// Analysis shared by A and B: `need` are the letters of a full operand input ("mk", "kn").
+OperandInfo analyze(const ChainSpec& spec, int operand, const char* need) {
+  OperandInfo info;
+  int root = spec.values[spec.mmIndex()].operands[operand];
+  info.elem = spec.values[root].dtype;
+  const Value& r = spec.values[root];
+  std::vector<int> full;  // inputs that vary along both operand dims
+  for (int v : closure(spec, {root}))
+    if (spec.values[v].kind == ValueKind::Input && hasLetters(spec.values[v].dims, need)) full.push_back(v);
+  if (r.kind == ValueKind::Input) {
+    info.plain = true;
+    info.slot = r.slot;
+  }
+  if (!full.empty()) info.kmajor = innermost(spec.values[full.front()].dims) == 'k';
+  if (!info.plain && full.size() == 1) {
+    info.quant = true;
+    info.slot = spec.values[full.front()].slot;
+    info.raw = spec.values[full.front()].dtype;
+  }
+  return info;
+}
+
+const char* elemCType(DType d) {
+  switch (d) {
+    case DType::BF16: return "__nv_bfloat16";
+    case DType::F16: return "__half";
+    case DType::F32: return "float";
+    default: throw std::logic_error("fxfuse internal error: mm operand dtype not validated (please report a bug)");
+  }
+}
+
+// fp32 value → the MMA element type (exact: the value is already rounded to that dtype).
+std::string toElem(DType d, const std::string& v) {
+  switch (d) {
+    case DType::BF16: return "__float2bfloat16_rn(" + v + ")";
+    case DType::F16: return "__float2half_rn(" + v + ")";
+    default: return v;
+  }
+}
+
+// "b * p.in[2].sb + n * p.in[2].sn" for the dims an input names, in dim order.
+std::string offsetExpr(const std::string& dims, const std::string& base) {
+  static const std::map<char, const char*> stride = {{'b', "sb"}, {'m', "sm"}, {'k', "sk"}, {'n', "sn"}};
+  std::string out;
+  std::set<char> done;  // [m,m,k]: M is already flattened, one term per letter
+  for (char c : dims) {
+    if (c == '1' || !done.insert(c).second) continue;
+    out += (out.empty() ? "" : " + ") + std::string(1, c) + " * " + base + "." + stride.at(c);
+  }
+  return out.empty() ? "0" : out;
+}
+
+class HookEmitter {
+ public:
+  HookEmitter(const ChainSpec& spec, CodeWriter& w) : spec_(spec), w_(w), lines_(specLines(spec)) {}
+
+  // Emits locals for every value in closure(roots), in spec order. `overrides` gives the
+  // complete expression of values that do not come from their spec line (the accumulator
+  // rounded to mm's dtype, a raw weight element).
+  void emitValues(const std::vector<int>& roots, const std::map<int, std::string>& overrides) {
+    for (int i : closure(spec_, roots)) {
+      const Value& v = spec_.values[i];
+      auto o = overrides.find(i);
+      std::string expr = o != overrides.end() ? o->second : valueExpr(i);
+      w_.line("const {} v{} = {};  // {}", valueCType(v.dtype), i, expr, lines_.at(i + 2));
+    }
+  }
+
+  std::string valueExpr(int i) {
+    const Value& v = spec_.values[i];
+    switch (v.kind) {
+      case ValueKind::Input: {
+        std::string base = "p.in[" + std::to_string(v.slot) + "]";
+        return fmt::format("{}({}.ptr, {})", loadFn(v.dtype), base, offsetExpr(v.dims, base));
+      }
+      case ValueKind::Const: return roundTo(v.dtype, floatLiteral(v.constant));
+      case ValueKind::Op: {
+        std::vector<PointwiseArg> args;
+        for (int o : v.operands) {
+          PointwiseArg a{"v" + std::to_string(o), std::nullopt};
+          if (spec_.values[o].kind == ValueKind::Const) a.constant = spec_.values[o].constant;
+          args.push_back(a);
+        }
+        return roundTo(v.dtype, pointwiseExpr(v.op, args));
+      }
+      case ValueKind::Mm: break;
+    }
+    throw std::logic_error("fxfuse internal error: mm value outside the epilogue (please report a bug)");
+  }
+
+  void emitTypes(const OperandInfo& a, const OperandInfo& b) {
+    w_.line("// Operands as the MMA sees them (docs/interfaces.md, kernel-template hooks).");
+    w_.line("using FxElemA = {};", elemCType(a.elem));
+    w_.line("using FxElemB = {};", elemCType(b.elem));
+    w_.line("#define FX_ELEM_F32 {}", a.elem == DType::F32 ? 1 : 0);
+    w_.line("#define FX_ELEM_F16 {}", a.elem == DType::F16 ? 1 : 0);
+    w_.line("#define FX_ELEM_BF16 {}", a.elem == DType::BF16 ? 1 : 0);
+    w_.line("#define FX_BATCHED {}", spec_.gemm == spec::GemmKind::Bmm ? 1 : 0);
+    for (const auto& [name, info] : {std::pair<const char*, const OperandInfo&>{"A", a}, {"B", b}}) {
+      w_.line("#define FX_{}_PLAIN {}", name, info.plain ? 1 : 0);
+      w_.line("#define FX_{}_SLOT {}", name, info.plain ? info.slot : -1);
+      w_.line("#define FX_{}_KMAJOR {}", name, info.kmajor ? 1 : 0);
+    }
+    w_.line("#define FX_B_QUANT {}", b.quant ? 1 : 0);
+    if (b.quant) {
+      w_.line("#define FX_B_RAW_SLOT {}", b.slot);
+      w_.line("using FxRawB = {};", storageCType(b.raw));
+    }
+    w_.blank();
+  }
+
+  void emitLoad(int operand, const OperandInfo& info) {
+    const char* name = operand == 0 ? "a" : "b";
+    const char* elem = operand == 0 ? "FxElemA" : "FxElemB";
+    const char* idx = operand == 0 ? "long long m, long long k" : "long long k, long long n";
+    int root = spec_.values[spec_.mmIndex()].operands[operand];
+    w_.line("// {} operand element ({}) of %{}.", operand == 0 ? "A" : "B", operand == 0 ? "m, k" : "k, n", root);
+    auto fn = w_.block("__device__ __forceinline__ {} fx_load_{}(const fxfuse::FxParams& p, long long b, {})",
+                       elem, name, idx);
+    w_.line("(void)b;");
+    const Value& r = spec_.values[root];
+    if (info.plain) {
+      std::string base = "p.in[" + std::to_string(r.slot) + "]";
+      w_.line("return reinterpret_cast<const {}*>({}.ptr)[{}];  // {}", elem, base, offsetExpr(r.dims, base),
+              lines_.at(root + 2));
+    } else if (info.quant && operand == 1) {
+      int raw = rawInput(info.slot);
+      std::string base = "p.in[" + std::to_string(info.slot) + "]";
+      w_.line("return fx_dequant_b(p, b, k, n, reinterpret_cast<const FxRawB*>({}.ptr)[{}]);", base,
+              offsetExpr(spec_.values[raw].dims, base));
+    } else {
+      emitValues({root}, {});
+      w_.line("return {};", toElem(info.elem, "v" + std::to_string(root)));
+    }
+  }
+
+  void emitDequant(const OperandInfo& b) {
+    int root = spec_.values[spec_.mmIndex()].operands[1];
+    int raw = rawInput(b.slot);
+    w_.line("// B's prologue as a function of one raw element of input {} (%{}).", b.slot, raw);
+    auto fn = w_.block(
+        "__device__ __forceinline__ FxElemB fx_dequant_b(const fxfuse::FxParams& p, long long b, long long k, "
+        "long long n, FxRawB raw)");
+    w_.line("(void)p; (void)b; (void)k; (void)n;");
+    std::map<int, std::string> overrides;
+    for (int i : closure(spec_, {root}))
+      if (spec_.values[i].kind == ValueKind::Input && spec_.values[i].slot == b.slot)
+        overrides[i] = "fx_cvt_" + std::string(cvtSuffix(spec_.values[i].dtype)) + "(raw)";
+    emitValues({root}, overrides);
+    w_.line("return {};", toElem(b.elem, "v" + std::to_string(root)));
+  }
+
+  // fx_epilogue_values computes every output of one element; fx_epilogue and fx_epilogue2
+  // store them (the pair version with one 4-byte store per 16-bit output where it can).
+  void emitEpilogue() {
+    const std::vector<int>& outs = spec_.outputs;
+    int mm = spec_.mmIndex();
+    {
+      auto s = w_.blockSemi("struct FxOutValues");
+      for (size_t j = 0; j < outs.size(); ++j)
+        w_.line("{} o{};  // output %{}", valueCType(spec_.values[outs[j]].dtype), j, outs[j]);
+    }
+    w_.blank();
+    w_.line("// Every output of element (b, m, n), from the fp32 accumulator of %{}.", mm);
+    {
+      auto fn = w_.block(
+          "__device__ __forceinline__ FxOutValues fx_epilogue_values(const fxfuse::FxParams& p, long long b, "
+          "long long m, long long n, float acc)");
+      w_.line("(void)p; (void)b; (void)m; (void)n;");
+      emitValues(outs, {{mm, roundTo(spec_.values[mm].dtype, "acc")}});
+      std::string init;
+      for (int o : outs) init += (init.empty() ? "" : ", ") + std::string("v") + std::to_string(o);
+      w_.line("return FxOutValues{{{}}};", init);
+    }
+    w_.blank();
+    {
+      auto fn = w_.block(
+          "__device__ __forceinline__ void fx_epilogue(const fxfuse::FxParams& p, long long b, long long m, "
+          "long long n, float acc)");
+      w_.line("const FxOutValues o = fx_epilogue_values(p, b, m, n, acc);");
+      for (size_t j = 0; j < outs.size(); ++j) {
+        std::string base = "p.out[" + std::to_string(j) + "]";
+        w_.line("{}({}.ptr, {}, o.o{});", storeFn(spec_.values[outs[j]].dtype), base, outOffset(base, "n"), j);
+      }
+    }
+    w_.blank();
+    w_.line("// Columns n and n + 1 of row m (n even; n + 1 may be N, then only n is stored).");
+    auto fn = w_.block(
+        "__device__ __forceinline__ void fx_epilogue2(const fxfuse::FxParams& p, long long b, long long m, "
+        "long long n, float acc0, float acc1)");
+    w_.line("const bool has1 = n + 1 < p.N;");
+    w_.line("const FxOutValues o0 = fx_epilogue_values(p, b, m, n, acc0);");
+    w_.line("FxOutValues o1 = o0;");
+    w_.line("if (has1) o1 = fx_epilogue_values(p, b, m, n + 1, acc1);");
+    for (size_t j = 0; j < outs.size(); ++j) emitPairStore(j);
+  }
+
+ private:
+  std::string outOffset(const std::string& base, const char* n) const {
+    std::string off = fmt::format("m * {0}.sm + {1} * {0}.sn", base, n);
+    if (spec_.gemm == spec::GemmKind::Bmm) off = fmt::format("b * {}.sb + ", base) + off;
+    return off;
+  }
+
+  void emitPairStore(size_t j) {
+    DType d = spec_.values[spec_.outputs[j]].dtype;
+    std::string base = "p.out[" + std::to_string(j) + "]";
+    std::string st = storeFn(d);
+    if (d == DType::BF16 || d == DType::F16) {
+      w_.line("const long long off{} = {};", j, outOffset(base, "n"));
+      auto pair = w_.block("if (has1 && {0}.sn == 1 && fx_aligned4({0}.ptr, off{1}, 2))", base, j);
+      w_.line("fx_st2_{}({}.ptr, off{}, o0.o{}, o1.o{});", d == DType::BF16 ? "bf16" : "f16", base, j, j, j);
+      pair.chain("else");
+      w_.line("{}({}.ptr, off{}, o0.o{});", st, base, j, j);
+      w_.line("if (has1) {}({}.ptr, {}, o1.o{});", st, base, outOffset(base, "(n + 1)"), j);
+    } else {
+      w_.line("{}({}.ptr, {}, o0.o{});", st, base, outOffset(base, "n"), j);
+      w_.line("if (has1) {}({}.ptr, {}, o1.o{});", st, base, outOffset(base, "(n + 1)"), j);
+    }
+  }
+
+  // The first value that reads input `slot` within B's prologue.
+  int rawInput(int slot) const {
+    int root = spec_.values[spec_.mmIndex()].operands[1];
+    for (int i : closure(spec_, {root}))
+      if (spec_.values[i].kind == ValueKind::Input && spec_.values[i].slot == slot) return i;
+    throw std::logic_error("fxfuse internal error: quant slot not in B's prologue (please report a bug)");
+  }
+
+  static std::string cvtSuffix(DType d) { return loadFn(d).substr(6); }  // "fx_ld_i8" → "i8"
+
+  const ChainSpec& spec_;
+  CodeWriter& w_;
+  std::vector<std::string> lines_;
+};
+
+}  // namespace
+
+OperandInfo analyzeA(const ChainSpec& spec) { return analyze(spec, 0, "mk"); }
+OperandInfo analyzeB(const ChainSpec& spec) { return analyze(spec, 1, "kn"); }
+
+void emitHooks(const ChainSpec& spec, CodeWriter& w) {
+  OperandInfo a = analyzeA(spec), b = analyzeB(spec);
+  HookEmitter e(spec, w);
+  e.emitTypes(a, b);
+  e.emitLoad(0, a);
+  w.blank();
+  if (b.quant) {
+    e.emitDequant(b);
+    w.blank();
+  }
+  e.emitLoad(1, b);
+  w.blank();
+  e.emitEpilogue();
+}
+
+}  // namespace fxfuse::codegen

@@ -1,0 +1,606 @@
+// fxfuse kernel template: small-M GEMM ("gemv"), weight-streaming, tensor cores (mma.sync).
+//
+// Included after the generated preamble (kernel_abi.h + hooks). Computes, for every batch b,
+//   acc(m, n) = sum_k A(b, m, k) * B(b, k, n)     (fp32 accumulation)
+// then calls fx_epilogue2 (pairs of columns) for every (m, n).
+//
+// ---------------------------------------------------------------------------------------------
+// Hooks used (docs/interfaces.md): FxElemA/FxElemB (same 16-bit type: bf16 or half),
+// FX_A_PLAIN/FX_A_SLOT, FX_B_PLAIN/FX_B_SLOT/FX_B_KMAJOR, FX_B_QUANT/FxRawB/fx_dequant_b,
+// fx_load_a, fx_load_b, fx_epilogue2.
+// OPTIONAL extra hook (fast quantized path; requested from the generator):
+//   #define FX_B_QUANT_SCALE 1
+//   __device__ float fx_b_scale(const fxfuse::FxParams& p, long long b, long long n);
+//   meaning: B(b,k,n) = FxElemB( fp32( float(raw(b,k,n)) * fx_b_scale(p,b,n) ) ), rounded once
+//   to FxElemB (round-to-nearest-even). This is exactly eager's `w.to(bf16) * s` (s bf16 [N]
+//   or [N,1], or a 0-dim fp32 scalar), `(w.float() * s).to(bf16)`, fp8 likewise. The raw
+//   weight is in->[FX_B_SLOT] with element type FxRawB. Without it, a quantized B goes through
+//   fx_dequant_b one element at a time (correct, slow).
+//
+// Config macros (compile time; all optional, defaults below):
+//   FX_GEMV_MTILES  1..8   m-tile = 8*FX_GEMV_MTILES rows of A per block (M > that: grid.z loops)
+//   FX_GEMV_STAGES  2..8   cp.async pipeline depth
+//   FX_GEMV_SPLITK  0|2|4|8  if >1: compile-time __cluster_dims__(1,SPLITK,1) (sm_90 only).
+//                    The kernel always reads the cluster size from %cluster_nctarank, so the
+//                    runtime may instead launch with a runtime cluster dimension (1,S,1) via
+//                    cuLaunchKernelEx (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION); S=1 = no cluster.
+//   Fixed: 4 warps (128 threads), block tile NT = 128 output columns, k-step KT = 128/sizeof(W)
+//   where W = FxRawB if the fast quant path is used else FxElemB.
+//
+// Launch geometry (runtime):
+//   block = (128, 1, 1)
+//   grid  = (ceil(N/128), S, B * ceil(M / (8*MTILES)))       S = cluster size along y (1..8)
+//   dynamic smem = max(STAGES * (128*128 + 8*MTILES*KT*2),  8*MTILES*132*4) bytes
+//   (> 48 KB: cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) first)
+//   Host-side chooser (what bench/gemv/harness.cu uses):
+//     struct GemvCfg { int mtiles, stages, splitk; unsigned gx, gy, gz; size_t smem; };
+//     GemvCfg gemv_config(long long B, long long M, long long N, long long K, int wbytes /*1|2*/,
+//                         int num_sms, bool sm90) {
+//       GemvCfg c; int mt8 = (int)((M + 7) / 8);
+//       c.mtiles = mt8 <= 1 ? 1 : mt8 <= 2 ? 2 : mt8 <= 4 ? 4 : 8;
+//       int KT = 128 / wbytes;
+//       size_t stage = 128 * 128 + (size_t)8 * c.mtiles * KT * 2;
+//       c.stages = (int)(100 * 1024 / stage); c.stages = c.stages < 2 ? 2 : c.stages > 6 ? 6 : c.stages;
+//       long long nt = (N + 127) / 128, mz = B * ((M + 8 * c.mtiles - 1) / (8 * c.mtiles));
+//       long long ksteps = (K + KT - 1) / KT;
+//       c.splitk = 1;                                   // aim: all blocks resident, 2 per SM
+//       if (sm90) while (c.splitk < 8 && nt * mz * c.splitk * 2 <= 2LL * num_sms &&
+//                        ksteps / (c.splitk * 2) >= 4) c.splitk *= 2;
+//       c.gx = nt; c.gy = c.splitk; c.gz = mz;
+//       size_t red = (size_t)8 * c.mtiles * 132 * 4;
+//       c.smem = stage * c.stages > red ? stage * c.stages : red;
+//       return c;
+//     }
+//   (MTILES and STAGES are compile-time macros, so the kernel is specialised on them; splitk
+//    is either FX_GEMV_SPLITK or the runtime cluster dimension.)
+//
+// Fast path conditions (checked at run time, else an element-wise path that uses the hooks):
+//   B: FX_B_PLAIN or FX_B_QUANT_SCALE; pointer 16-byte aligned; contiguous along its
+//      contiguous dim (sk==1 if FX_B_KMAJOR else sn==1); the other strides multiples of 16 bytes.
+//   A: FX_A_PLAIN, sk==1, 16-byte aligned, sm and sb multiples of 8 elements.
+//   Ragged edges (N, K, M not multiples of the tiles) are handled element-wise/zero-filled.
+// ---------------------------------------------------------------------------------------------
+
+#ifndef FX_GEMV_MTILES
+#define FX_GEMV_MTILES 2
+#endif
+#ifndef FX_GEMV_STAGES
+#define FX_GEMV_STAGES 4
+#endif
+#ifndef FX_GEMV_SPLITK
+#define FX_GEMV_SPLITK 0
+#endif
+#ifndef FX_B_QUANT
+#define FX_B_QUANT 0
+#endif
+#ifndef FX_B_QUANT_SCALE
+#define FX_B_QUANT_SCALE 0
+#endif
+#ifndef FX_B_PLAIN
+#define FX_B_PLAIN 0
+#endif
+#ifndef FX_A_PLAIN
+#define FX_A_PLAIN 0
+#endif
+
+#if FX_GEMV_SPLITK > 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "FX_GEMV_SPLITK > 1 needs sm_90 (thread block clusters)"
+#endif
+
+namespace fxgemv {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kNT = 128;                       // output columns per block
+constexpr int kRT = 2;                         // 16-row MMA tiles per warp (kWarps*kRT*16 == kNT)
+constexpr int kMT = FX_GEMV_MTILES;            // 8-row m tiles
+constexpr int kStages = FX_GEMV_STAGES;
+constexpr bool kQuantFast = (FX_B_QUANT != 0) && (FX_B_QUANT_SCALE != 0);
+#if FX_B_QUANT && FX_B_QUANT_SCALE
+using WRaw = FxRawB;
+#else
+using WRaw = FxElemB;
+#endif
+constexpr int kWB = sizeof(WRaw);             // 1 or 2
+constexpr int kKT = 128 / kWB;                 // k per stage
+constexpr int kE = 16 / kWB;                   // elements per 16-byte chunk
+constexpr bool kKMajor = FX_B_KMAJOR != 0;
+constexpr int kWStageBytes = kNT * 128;        // 16 KB
+constexpr int kARowBytes = kKT * 2;
+constexpr int kAStageBytes = 8 * kMT * kARowBytes;
+static_assert(sizeof(FxElemA) == 2 && sizeof(FxElemB) == 2, "gemv: 16-bit MMA operands only");
+static_assert(kWB == 1 || kWB == 2, "gemv: raw weight must be 8 or 16 bit");
+static_assert(kMT >= 1 && kMT <= 8, "FX_GEMV_MTILES in 1..8");
+template <class X, class Y> struct is_same_t { static constexpr bool value = false; };
+template <class X> struct is_same_t<X, X> { static constexpr bool value = true; };
+constexpr bool kHalf = is_same_t<FxElemB, __half>::value;
+static_assert(is_same_t<FxElemA, FxElemB>::value, "gemv: A and B MMA types must match");
+
+// ---- small PTX helpers --------------------------------------------------------------------
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+__device__ __forceinline__ void ldsm_x4_trans(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x2(unsigned addr, unsigned& r0, unsigned& r1) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(addr));
+}
+__device__ __forceinline__ void lds64(unsigned addr, unsigned& a, unsigned& b) {
+  asm volatile("ld.shared.v2.u32 {%0,%1}, [%2];\n" : "=r"(a), "=r"(b) : "r"(addr));
+}
+__device__ __forceinline__ void lds128(unsigned addr, unsigned& a, unsigned& b, unsigned& c, unsigned& d) {
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(addr));
+}
+__device__ __forceinline__ unsigned lds32(unsigned addr) {
+  unsigned v;
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr));
+  return v;
+}
+
+__device__ __forceinline__ void mma16816(float* c, unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                         unsigned b0, unsigned b1) {
+  if constexpr (kHalf) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+}
+
+// Pack two fp32 into the MMA type, round-to-nearest-even (lo -> low half).
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {
+  unsigned r;
+  if constexpr (kHalf) {
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  } else {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+  }
+  return r;
+}
+
+// ---- raw weight -> fp32 (exact), 4 elements packed in one 32-bit word (8-bit raw) ----------
+__device__ __forceinline__ void raw4_to_f32(unsigned w, float* f) {
+#if FX_B_QUANT && FX_B_QUANT_SCALE
+  if constexpr (sizeof(WRaw) == 1) {
+    if constexpr (is_same_t<WRaw, signed char>::value || is_same_t<WRaw, char>::value) {
+      // offset binary + magic 2^23: exact, no I2F.
+      const unsigned u = w ^ 0x80808080u;
+      f[0] = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7540)) - 8388736.f;
+      f[1] = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7541)) - 8388736.f;
+      f[2] = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7542)) - 8388736.f;
+      f[3] = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7543)) - 8388736.f;
+    } else if constexpr (is_same_t<WRaw, unsigned char>::value) {
+      f[0] = __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7540)) - 8388608.f;
+      f[1] = __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7541)) - 8388608.f;
+      f[2] = __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7542)) - 8388608.f;
+      f[3] = __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7543)) - 8388608.f;
+    } else {
+      // fp8 (e4m3 / e5m2): pairwise hardware conversion to f16x2 (exact), then to fp32.
+      __half2_raw h0 = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(w & 0xffffu),
+                                                  is_same_t<WRaw, __nv_fp8_e5m2>::value ? __NV_E5M2 : __NV_E4M3);
+      __half2_raw h1 = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(w >> 16),
+                                                  is_same_t<WRaw, __nv_fp8_e5m2>::value ? __NV_E5M2 : __NV_E4M3);
+      __half2 a = *reinterpret_cast<__half2*>(&h0);
+      __half2 b = *reinterpret_cast<__half2*>(&h1);
+      float2 fa = __half22float2(a), fb = __half22float2(b);
+      f[0] = fa.x; f[1] = fa.y; f[2] = fb.x; f[3] = fb.y;
+    }
+  }
+#endif
+  (void)w; (void)f;
+}
+// 16-bit raw (2 per word) -> fp32
+__device__ __forceinline__ void raw2_to_f32(unsigned w, float* f) {
+  if constexpr (is_same_t<WRaw, __nv_bfloat16>::value) {
+    f[0] = __uint_as_float(w << 16);
+    f[1] = __uint_as_float(w & 0xffff0000u);
+  } else {
+    __half2 h = *reinterpret_cast<__half2*>(&w);
+    float2 v = __half22float2(h);
+    f[0] = v.x; f[1] = v.y;
+  }
+}
+// Dequantise a 16-bit-raw register (2 elements, same row) with one scale.
+__device__ __forceinline__ unsigned dq2(unsigned w, float s) {
+  if constexpr (kQuantFast) {
+    float f[2];
+    raw2_to_f32(w, f);
+    return pack2(f[0] * s, f[1] * s);
+  } else {
+    (void)s;
+    return w;
+  }
+}
+
+// ---- shared-memory swizzles (16-byte chunk index within a row) ----------------------------
+// W tile: KMAJOR: [kNT rows (n)][128 B];  KN: [kKT rows (k)][kNT*kWB B].
+__device__ __forceinline__ int wswz(int row, int chunk) {
+  if constexpr (kKMajor) return chunk ^ ((row & 1) << 2);
+  else if constexpr (kWB == 2) return chunk ^ (row & 7);
+  else return chunk ^ (((row >> 1) & 3) << 1);
+}
+constexpr int kWRowBytes = kKMajor ? 128 : kNT * kWB;
+// A tile: [8*kMT rows (m)][kKT*2 B].
+__device__ __forceinline__ int aswz(int row, int chunk) {
+  if constexpr (kKMajor) return chunk ^ ((row & 1) * (kWB == 1 ? 1 : 4));
+  else return chunk ^ (row & 7);
+}
+
+// local column (0..kNT) of MMA row `r` (0..15) of row tile `rt` (0..kRT-1) of warp `w`.
+__device__ __forceinline__ int col_of(int w, int rt, int r) {
+  if constexpr (!kKMajor && kWB == 1) {
+    // unit of 32 columns per warp: thread group g holds columns 4g..4g+3
+    return w * 32 + 4 * (r & 7) + 2 * rt + (r >> 3);
+  } else {
+    return w * 32 + rt * 16 + r;
+  }
+}
+
+struct Ctx {
+  long long b, m0, n0;
+  bool bfast, afast;
+};
+
+// ---- stage loader ----------------------------------------------------------------------------
+__device__ __forceinline__ WRaw load_w_elem(const fxfuse::FxParams& p, long long b, long long k, long long n) {
+#if FX_B_QUANT && FX_B_QUANT_SCALE
+  const fxfuse::FxOperand& o = p.in[FX_B_SLOT];
+  return static_cast<const WRaw*>(o.ptr)[b * o.sb + k * o.sk + n * o.sn];
+#elif FX_B_QUANT
+  const fxfuse::FxOperand& o = p.in[FX_B_SLOT];
+  FxRawB raw = static_cast<const FxRawB*>(o.ptr)[b * o.sb + k * o.sk + n * o.sn];
+  return fx_dequant_b(p, b, k, n, raw);
+#else
+  return fx_load_b(p, b, k, n);
+#endif
+}
+
+__device__ __forceinline__ void load_stage(const fxfuse::FxParams& p, const Ctx& c, unsigned char* ws,
+                                           unsigned char* as, long long k0) {
+  const int tid = threadIdx.x;
+  const long long N = p.N, K = p.K, M = p.M;
+  // ---- W: kNT*128 bytes = 1024 chunks, 8 per thread
+#pragma unroll
+  for (int i = 0; i < kWStageBytes / 16 / kThreads; ++i) {
+    const int ci = tid + i * kThreads;
+    int row, ch;
+    long long n, k;
+    if constexpr (kKMajor) {
+      row = ci >> 3; ch = ci & 7;
+      n = c.n0 + row; k = k0 + ch * kE;
+    } else {
+      constexpr int cpr = kWRowBytes / 16;
+      row = ci / cpr; ch = ci % cpr;
+      k = k0 + row; n = c.n0 + ch * kE;
+    }
+    unsigned char* dst = ws + row * kWRowBytes + wswz(row, ch) * 16;
+    const bool full = kKMajor ? (n < N && k + kE <= K) : (k < K && n + kE <= N);
+    const bool none = kKMajor ? (n >= N || k >= K) : (k >= K || n >= N);
+    if (c.bfast && (full || none)) {
+      const fxfuse::FxOperand& o = p.in[FX_B_SLOT];
+      const WRaw* src = static_cast<const WRaw*>(o.ptr);
+      if (full) src += c.b * o.sb + k * o.sk + n * o.sn;
+      cp_async16(smem_u32(dst), src, full ? 16 : 0);
+    } else {
+      uint4 pk = make_uint4(0u, 0u, 0u, 0u);
+      WRaw* v = reinterpret_cast<WRaw*>(&pk);   // zero bits decode to 0 for every raw type
+#pragma unroll
+      for (int e = 0; e < kE; ++e) {
+        const long long kk = kKMajor ? k + e : k, nn = kKMajor ? n : n + e;
+        if (kk < K && nn < N) v[e] = load_w_elem(p, c.b, kk, nn);
+      }
+      *reinterpret_cast<uint4*>(dst) = pk;
+    }
+  }
+  // ---- A: 8*kMT rows x kKT elements (16-bit)
+  constexpr int acpr = kARowBytes / 16;
+  constexpr int achunks = 8 * kMT * acpr;
+  for (int ci = tid; ci < achunks; ci += kThreads) {
+    const int row = ci / acpr, ch = ci % acpr;
+    const long long m = c.m0 + row, k = k0 + ch * 8;
+    unsigned char* dst = as + row * kARowBytes + aswz(row, ch) * 16;
+    const bool full = m < M && k + 8 <= K, none = m >= M || k >= K;
+    if (c.afast && (full || none)) {
+#if FX_A_PLAIN
+      const fxfuse::FxOperand& o = p.in[FX_A_SLOT];
+      const FxElemA* src = static_cast<const FxElemA*>(o.ptr);
+      if (full) src += c.b * o.sb + m * o.sm + k;
+      cp_async16(smem_u32(dst), src, full ? 16 : 0);
+#endif
+    } else {
+      uint4 pk = make_uint4(0u, 0u, 0u, 0u);
+      FxElemA* v = reinterpret_cast<FxElemA*>(&pk);
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if (m < M && k + e < K) v[e] = fx_load_a(p, c.b, m, k + e);
+      *reinterpret_cast<uint4*>(dst) = pk;
+    }
+  }
+}
+
+// ---- compute one stage -----------------------------------------------------------------------
+__device__ __forceinline__ void compute_stage(const unsigned char* ws, const unsigned char* as,
+                                              float (&acc)[kRT][kMT][4], const float (&sc)[kRT][2]) {
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const unsigned wsb = smem_u32(ws), asb = smem_u32(as);
+  (void)sc;
+  if constexpr (kKMajor) {
+    // thread (g,t) owns 16-byte chunk (4j+t) of rows g, g+8 of each row tile; kE/4 MMAs per chunk.
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int ch = 4 * j + t;
+      unsigned wr[kRT][2][4];
+#pragma unroll
+      for (int rt = 0; rt < kRT; ++rt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = w * 32 + rt * 16 + g + 8 * h;
+          lds128(wsb + row * 128 + wswz(row, ch) * 16, wr[rt][h][0], wr[rt][h][1], wr[rt][h][2], wr[rt][h][3]);
+        }
+#pragma unroll
+      for (int q = 0; q < kE / 4; ++q) {
+        unsigned bf[kMT][2];
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          const int row = mt * 8 + g;
+          int ach, off;
+          if constexpr (kWB == 2) { ach = ch; off = q * 8; }
+          else { ach = 2 * ch + (q >> 1); off = (q & 1) * 8; }
+          lds64(asb + row * kARowBytes + aswz(row, ach) * 16 + off, bf[mt][0], bf[mt][1]);
+        }
+#pragma unroll
+        for (int rt = 0; rt < kRT; ++rt) {
+          unsigned a[4];
+          if constexpr (kWB == 2) {
+            a[0] = dq2(wr[rt][0][2 * q], sc[rt][0]);
+            a[1] = dq2(wr[rt][1][2 * q], sc[rt][1]);
+            a[2] = dq2(wr[rt][0][2 * q + 1], sc[rt][0]);
+            a[3] = dq2(wr[rt][1][2 * q + 1], sc[rt][1]);
+          } else {
+            float f0[4], f1[4];
+            raw4_to_f32(wr[rt][0][q], f0);
+            raw4_to_f32(wr[rt][1][q], f1);
+            a[0] = pack2(f0[0] * sc[rt][0], f0[1] * sc[rt][0]);
+            a[2] = pack2(f0[2] * sc[rt][0], f0[3] * sc[rt][0]);
+            a[1] = pack2(f1[0] * sc[rt][1], f1[1] * sc[rt][1]);
+            a[3] = pack2(f1[2] * sc[rt][1], f1[3] * sc[rt][1]);
+          }
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt) mma16816(acc[rt][mt], a[0], a[1], a[2], a[3], bf[mt][0], bf[mt][1]);
+        }
+      }
+    }
+  } else {
+    // KN: W tile rows are k. k16 steps s.
+#pragma unroll
+    for (int s = 0; s < kKT / 16; ++s) {
+      unsigned bf[kMT][2];
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        // ldmatrix x2: matrices (m 0-7, k 16s..+7), (m 0-7, k 16s+8..+15); lanes 0-15 give rows
+        const int r = mt * 8 + (lane & 7);
+        const int ch = 2 * s + ((lane >> 3) & 1);
+        ldsm_x2(asb + r * kARowBytes + aswz(r, ch) * 16, bf[mt][0], bf[mt][1]);
+      }
+      if constexpr (kWB == 2) {
+#pragma unroll
+        for (int rt = 0; rt < kRT; ++rt) {
+          const int mat = lane >> 3;
+          const int row = 16 * s + (lane & 7) + 8 * (mat >> 1);
+          const int ch = (w * 32 + rt * 16) / 8 + (mat & 1);
+          unsigned a[4];
+          ldsm_x4_trans(wsb + row * kWRowBytes + wswz(row, ch) * 16, a[0], a[1], a[2], a[3]);
+          a[0] = dq2(a[0], sc[rt][0]);
+          a[1] = dq2(a[1], sc[rt][1]);
+          a[2] = dq2(a[2], sc[rt][0]);
+          a[3] = dq2(a[3], sc[rt][1]);
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt) mma16816(acc[rt][mt], a[0], a[1], a[2], a[3], bf[mt][0], bf[mt][1]);
+        }
+      } else {
+        // 8-bit: thread (g,t) reads word g of the warp's 32-column unit in rows 2t,2t+1,2t+8,2t+9
+        const int cb = w * 32 + 4 * g;  // byte offset in row
+        unsigned r4[4];
+        const int rows[4] = {16 * s + 2 * t, 16 * s + 2 * t + 1, 16 * s + 2 * t + 8, 16 * s + 2 * t + 9};
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          r4[i] = lds32(wsb + rows[i] * kWRowBytes + wswz(rows[i], cb >> 4) * 16 + (cb & 15));
+        float f[4][4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) raw4_to_f32(r4[i], f[i]);
+        // column 4g+c: c = 2*rt + h  (h: row g / g+8)
+#pragma unroll
+        for (int rt = 0; rt < kRT; ++rt) {
+          const float s0 = sc[rt][0], s1 = sc[rt][1];
+          unsigned a[4];
+          a[0] = pack2(f[0][2 * rt] * s0, f[1][2 * rt] * s0);
+          a[1] = pack2(f[0][2 * rt + 1] * s1, f[1][2 * rt + 1] * s1);
+          a[2] = pack2(f[2][2 * rt] * s0, f[3][2 * rt] * s0);
+          a[3] = pack2(f[2][2 * rt + 1] * s1, f[3][2 * rt + 1] * s1);
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt) mma16816(acc[rt][mt], a[0], a[1], a[2], a[3], bf[mt][0], bf[mt][1]);
+        }
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ unsigned cluster_nrank() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(r));
+  return r;
+#else
+  return 1;
+#endif
+}
+__device__ __forceinline__ unsigned cluster_rank() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+#else
+  return 0;
+#endif
+}
+__device__ __forceinline__ void cluster_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ float2 ld_dsmem2(unsigned local_addr, unsigned rank) {
+  float2 v;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  unsigned ra;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(ra) : "r"(local_addr), "r"(rank));
+  asm volatile("ld.shared::cluster.v2.f32 {%0,%1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(ra) : "memory");
+#else
+  (void)local_addr; (void)rank; v.x = v.y = 0.f;
+#endif
+  return v;
+}
+
+}  // namespace fxgemv
+
+extern "C" __global__ void
+#if FX_GEMV_SPLITK > 1
+__cluster_dims__(1, FX_GEMV_SPLITK, 1)
+#endif
+__launch_bounds__(fxgemv::kThreads)
+FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
+  using namespace fxgemv;
+  extern __shared__ __align__(128) unsigned char fx_smem[];
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+
+  const long long mchunks = (p.M + 8 * kMT - 1) / (8 * kMT);
+  Ctx c;
+  c.b = blockIdx.z / mchunks;
+  c.m0 = (blockIdx.z % mchunks) * (8 * kMT);
+  c.n0 = (long long)blockIdx.x * kNT;
+  if (c.b >= p.B) return;  // (grid.z exact: never taken; kept before any cluster barrier use)
+
+  // ---- fast-path predicates (uniform)
+  {
+    bool bf = false;
+#if FX_B_PLAIN || (FX_B_QUANT && FX_B_QUANT_SCALE)
+    const fxfuse::FxOperand& o = p.in[FX_B_SLOT];
+    const long long contig = kKMajor ? o.sk : o.sn;
+    const long long other = kKMajor ? o.sn : o.sk;
+    bf = ((reinterpret_cast<unsigned long long>(o.ptr) & 15) == 0) && contig == 1 &&
+         ((other * kWB) % 16 == 0) && (p.B == 1 || (o.sb * kWB) % 16 == 0);
+#endif
+    c.bfast = bf;
+    bool af = false;
+#if FX_A_PLAIN
+    const fxfuse::FxOperand& a = p.in[FX_A_SLOT];
+    af = ((reinterpret_cast<unsigned long long>(a.ptr) & 15) == 0) && a.sk == 1 && (a.sm % 8) == 0 &&
+         (p.B == 1 || (a.sb % 8) == 0);
+#endif
+    c.afast = af;
+  }
+
+  // ---- split-K over the cluster (y)
+  const unsigned nrank = cluster_nrank();
+  const unsigned rank = nrank > 1 ? cluster_rank() : 0;
+  const long long ksteps = (p.K + kKT - 1) / kKT;
+  const long long kb = ksteps * rank / nrank, ke = ksteps * (rank + 1) / nrank;
+  const int nsteps = (int)(ke - kb);
+
+  // ---- per-column scales (fast quant path): sc[rt][h] for MMA rows g (h=0), g+8 (h=1)
+  float sc[kRT][2];
+#pragma unroll
+  for (int rt = 0; rt < kRT; ++rt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      sc[rt][h] = 1.f;
+#if FX_B_QUANT && FX_B_QUANT_SCALE
+      const long long n = c.n0 + col_of(w, rt, g + 8 * h);
+      sc[rt][h] = n < p.N ? fx_b_scale(p, c.b, n) : 0.f;
+#endif
+    }
+
+  unsigned char* wbase = fx_smem;
+  unsigned char* abase = fx_smem + kStages * kWStageBytes;
+
+  float acc[kRT][kMT][4];
+#pragma unroll
+  for (int rt = 0; rt < kRT; ++rt)
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[rt][mt][i] = 0.f;
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < nsteps) load_stage(p, c, wbase + s * kWStageBytes, abase + s * kAStageBytes, (kb + s) * kKT);
+    cp_async_commit();
+  }
+  int slot = 0;
+  for (int i = 0; i < nsteps; ++i) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();
+    const int nx = i + kStages - 1;
+    int nslot = slot + kStages - 1;
+    if (nslot >= kStages) nslot -= kStages;
+    if (nx < nsteps) load_stage(p, c, wbase + nslot * kWStageBytes, abase + nslot * kAStageBytes, (kb + nx) * kKT);
+    cp_async_commit();
+    compute_stage(wbase + slot * kWStageBytes, abase + slot * kAStageBytes, acc, sc);
+    if (++slot == kStages) slot = 0;
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+
+  // ---- partial sums to smem: red[m][n] (n fastest), row pitch kNT+4 floats
+  constexpr int kPitch = kNT + 4;
+  float* red = reinterpret_cast<float*>(fx_smem);
+#pragma unroll
+  for (int rt = 0; rt < kRT; ++rt)
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+      const int c0 = col_of(w, rt, g), c1 = col_of(w, rt, g + 8);
+      const int m0 = mt * 8 + 2 * t;
+      red[m0 * kPitch + c0] = acc[rt][mt][0];
+      red[(m0 + 1) * kPitch + c0] = acc[rt][mt][1];
+      red[m0 * kPitch + c1] = acc[rt][mt][2];
+      red[(m0 + 1) * kPitch + c1] = acc[rt][mt][3];
+    }
+  if (nrank > 1) cluster_sync(); else __syncthreads();
+
+  // ---- reduce over the cluster + epilogue. Column pairs are dealt round-robin over the ranks.
+  const int mrows = (int)((p.M - c.m0) < 8 * kMT ? (p.M - c.m0) : 8 * kMT);
+  const int total = mrows * (kNT / 2);
+  for (int e = (int)rank * kThreads + threadIdx.x; e < total; e += (int)nrank * kThreads) {
+    const int m = e / (kNT / 2), cp = e % (kNT / 2);
+    const long long n = c.n0 + 2 * cp;
+    if (n >= p.N) continue;
+    const int off = m * kPitch + 2 * cp;
+    float2 v = *reinterpret_cast<const float2*>(red + off);
+    for (unsigned r = 0; r < nrank; ++r) {
+      if (r == rank) continue;
+      const float2 u = ld_dsmem2(smem_u32(red + off), r);
+      v.x += u.x; v.y += u.y;
+    }
+    fx_epilogue2(p, c.b, c.m0 + m, n, v.x, v.y);
+  }
+  if (nrank > 1) cluster_sync();  // keep smem alive until every peer has read it
+}

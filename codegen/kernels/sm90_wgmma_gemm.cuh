@@ -1,0 +1,456 @@
+// sm90_wgmma_gemm.cuh — fxfuse Hopper (sm_90a) GEMM template: TMA + wgmma, warp-specialized,
+// persistent, fused epilogue from the fp32 accumulator registers.
+//
+// Included after the generated preamble (kernel_abi.h text + hooks).  Uses from the preamble:
+//   fxfuse::FxParams (p.tma[0] = CUtensorMap of A, p.tma[1] = CUtensorMap of B, p.B/M/N/K, p.in[])
+//   FxElemA, FxElemB (both __nv_bfloat16 or both __half), FX_A_KMAJOR (must be 1), FX_B_KMAJOR,
+//   FX_A_SLOT / FX_B_SLOT (optional: used only to detect a batch-broadcast operand, sb == 0),
+//   fx_epilogue2(p, b, m, n, acc0, acc1) (n even; stores every output of (m,n) and (m,n+1)).
+//   FX_KERNEL_NAME.
+//
+// Config macros (all optional; defaults in brackets).  The host side must use the same values:
+// codegen/tma_desc.h (fxfuse::sm90::GemmConfig) describes tensor maps and launch geometry for them.
+//   FX_BM        [128]  CTA tile rows (M).  Must be 64 * FX_CONSUMERS (each consumer warpgroup owns 64 rows).
+//   FX_BN        [256]  CTA tile cols (N).  128 or 256 (wgmma m64nBNk16; one instruction per k16).
+//   FX_BK        [64]   K per pipeline stage.  Must be 64 (= one 128-byte swizzle row of 16-bit elements).
+//   FX_STAGES    [4]    shared-memory ring depth.  4 for 128x256 (48 KB/stage), up to 6 for 128x128.
+//   FX_CONSUMERS [2]    consumer (MMA) warpgroups.  Warpgroup 0 is the TMA producer.
+//   FX_THREADS   [128*(FX_CONSUMERS+1)]  must equal that value if the generator defines it.
+//   FX_GROUP_M   [16]   grouped (L2-friendly) persistent tile order: tiles walk GROUP_M M-tiles
+//                       down before moving one N-tile right.
+//   FX_PRODUCER_REGS [40], FX_CONSUMER_REGS [232]: setmaxnreg targets (sum*128 <= 64K for 3 WGs).
+//   FX_CLUSTER_M [1]    1 or 2.  2: CTA pairs (compile-time __cluster_dims__(2,1,1)) work on
+//                       vertically adjacent tiles (same N-tile); each CTA TMA-loads half of the shared
+//                       B tile and multicasts it to both, halving B's L2->SM traffic.  The grid must
+//                       be a multiple of 2 and must not exceed 2 * (max co-resident clusters)
+//                       (cuOccupancyMaxActiveClusters), else the persistent loop serializes.
+//
+// Launch: grid = (min(#tiles, #SMs), 1, 1) persistent, block = (FX_THREADS,1,1), dynamic smem =
+// FX_STAGES*(FX_BM+FX_BN)*FX_BK*2 + 1024 bytes (needs cuFuncSetAttribute
+// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).  #tiles = ceil(M/BM)*ceil(N/BN)*B.
+// With FX_CLUSTER_M=2: grid = 2*min(ceil(ceil(M/BM)/2)*ceil(N/BN)*B, max active clusters); the
+// cluster shape is compiled in, so a plain cuLaunchKernel launches clusters.
+//
+// Tensor maps (rank 3, 128B swizzle, OOB zero fill; see codegen/tma_desc.cpp):
+//   A  [B][M][K] K contiguous: dims {K, M, Ba}, box {64, FX_BM, 1}
+//   B  FX_B_KMAJOR=1 ([N,K], F.linear weight): dims {K, N, Bb}, box {64, FX_BN/FX_CLUSTER_M, 1}
+//      FX_B_KMAJOR=0 ([K,N], x @ w):           dims {N, K, Bb}, box {64, 64, 1}, FX_BN/64 loads/stage
+//
+// Requirements: K >= 1; K % 8 == 0 and the row strides 16-byte multiples (TMA); N % 2 == 0 for
+// fx_epilogue2 pairs (the hook guards n+1 < N).  Any M.  M, N, K < 2^31.
+//
+// Structure: warpgroup 0 = producer (one thread issues TMA into a FX_STAGES ring of full/empty
+// mbarriers; setmaxnreg.dec), warpgroups 1..FX_CONSUMERS = consumers (wgmma m64nBNk16 from shared
+// memory, 4 per stage, one wgmma group kept in flight; setmaxnreg.inc).  Persistent grid-stride
+// loop over tiles in grouped order; while consumers run the epilogue of tile t the producer
+// already streams tile t+1's first stages.  The epilogue calls fx_epilogue2 on accumulator
+// column pairs straight from registers.
+
+#ifndef FX_BM
+#define FX_BM 128
+#endif
+#ifndef FX_BN
+#define FX_BN 256
+#endif
+#ifndef FX_BK
+#define FX_BK 64
+#endif
+#ifndef FX_STAGES
+#define FX_STAGES 4
+#endif
+#ifndef FX_CONSUMERS
+#define FX_CONSUMERS 2
+#endif
+#ifndef FX_GROUP_M
+#define FX_GROUP_M 16
+#endif
+#ifndef FX_CLUSTER_M
+#define FX_CLUSTER_M 1
+#endif
+#ifndef FX_PRODUCER_REGS
+#define FX_PRODUCER_REGS 40
+#endif
+#ifndef FX_CONSUMER_REGS
+#define FX_CONSUMER_REGS 232
+#endif
+#define FX_SM90_THREADS (128 * (FX_CONSUMERS + 1))
+#ifndef FX_THREADS
+#define FX_THREADS FX_SM90_THREADS
+#endif
+#ifndef FX_A_SLOT
+#define FX_A_SLOT 0
+#endif
+#ifndef FX_B_SLOT
+#define FX_B_SLOT 1
+#endif
+
+static_assert(FX_THREADS == FX_SM90_THREADS, "FX_THREADS must be 128*(FX_CONSUMERS+1)");
+static_assert(FX_BK == 64, "FX_BK must be 64 (128-byte swizzle rows of 16-bit elements)");
+static_assert(FX_BM == 64 * FX_CONSUMERS, "FX_BM must be 64 * FX_CONSUMERS");
+static_assert(FX_BN == 128 || FX_BN == 256, "FX_BN must be 128 or 256");
+static_assert(FX_A_KMAJOR == 1, "sm90 template needs A K-contiguous");
+static_assert(FX_STAGES >= 2 && FX_STAGES * (FX_BM + FX_BN) * FX_BK * 2 + 1024 <= 227 * 1024,
+              "shared memory ring too large");
+static_assert(FX_CLUSTER_M == 1 || FX_CLUSTER_M == 2, "FX_CLUSTER_M must be 1 or 2");
+static_assert((FX_PRODUCER_REGS + FX_CONSUMERS * FX_CONSUMER_REGS) * 128 <= 65536, "register budget");
+
+#ifndef FX_SM90_HELPERS_DEFINED
+#define FX_SM90_HELPERS_DEFINED
+namespace fxsm90 {
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+template <typename T> struct is_bf16 { static constexpr bool value = false; };
+template <> struct is_bf16<__nv_bfloat16> { static constexpr bool value = true; };
+template <typename T> struct is_f16 { static constexpr bool value = false; };
+template <> struct is_f16<__half> { static constexpr bool value = true; };
+
+__device__ __forceinline__ u32 smem_u32(const void* ptr) {
+  return static_cast<u32>(__cvta_generic_to_shared(ptr));
+}
+
+// ---- mbarrier -------------------------------------------------------------------------------
+__device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_fence_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(u32 bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(u32 bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred P1;\n"
+      "FX_WAIT_LOOP:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+      "@!P1 bra FX_WAIT_LOOP;\n"
+      "}\n" :: "r"(bar), "r"(parity) : "memory");
+}
+
+// ---- TMA ------------------------------------------------------------------------------------
+__device__ __forceinline__ void tma_prefetch_desc(const void* map) {
+  asm volatile("prefetch.tensormap [%0];\n" :: "l"(reinterpret_cast<u64>(map)) : "memory");
+}
+__device__ __forceinline__ void tma_load_3d(u32 dst, const void* map, u32 bar, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4}], [%5];\n"
+      :: "r"(dst), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+}
+
+// ---- cluster (FX_CLUSTER_M > 1) ----------------------------------------------------------------
+__device__ __forceinline__ u32 cluster_ctarank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync_all() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+__device__ __forceinline__ u32 mapa_shared(u32 addr, u32 rank) {
+  u32 r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ void mbar_arrive_cluster(u32 cluster_addr) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" :: "r"(cluster_addr) : "memory");
+}
+__device__ __forceinline__ void tma_load_3d_mc(u32 dst, const void* map, u32 bar, int c0, int c1, int c2,
+                                               unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;\n"
+      :: "r"(dst), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask)
+      : "memory");
+}
+
+// ---- wgmma ----------------------------------------------------------------------------------
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
+}
+template <int R> __device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(R));
+}
+template <int R> __device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(R));
+}
+
+// Shared-memory matrix descriptor, 128-byte swizzle (layout type 1 in bits 62-63).
+//  K-major tile (rows of 64 K-elements = 128 B, 8-row core groups 1024 B apart): LBO unused (1), SBO 1024.
+//  MN-major tile (TMA boxes of 64 MN-elements x 64 K-rows, 8 KB each, side by side along MN):
+//    LBO = byte distance between 64-element MN chunks (8 KB), SBO = between 8-row K groups (1024 B).
+__device__ __forceinline__ u64 desc_encode(u32 x) { return (u64)((x & 0x3FFFF) >> 4); }
+__device__ __forceinline__ u64 make_desc(u32 saddr, u32 lbo, u32 sbo) {
+  return desc_encode(saddr) | (desc_encode(lbo) << 16) | (desc_encode(sbo) << 32) | (1ull << 62);
+}
+
+// ---- GENERATED by bench/sm90/gen_wgmma.py (do not edit by hand) -------------------------------
+template <int TB> __device__ __forceinline__ void wgmma_m64n128_bf16(float (&d)[64], u64 da, u64 db, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, %67;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+}
+template <int TB> __device__ __forceinline__ void wgmma_m64n128_f16(float (&d)[64], u64 da, u64 db, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, %67;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+}
+template <int TB> __device__ __forceinline__ void wgmma_m64n256_bf16(float (&d)[128], u64 da, u64 db, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, %131;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+}
+template <int TB> __device__ __forceinline__ void wgmma_m64n256_f16(float (&d)[128], u64 da, u64 db, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, %131;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+}
+// ---- END GENERATED ---------------------------------------------------------------------------
+
+template <int BN, bool BF16, int TB>
+__device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], u64 da, u64 db, int scale_d) {
+  if constexpr (BN == 256) {
+    if constexpr (BF16) wgmma_m64n256_bf16<TB>(d, da, db, scale_d);
+    else wgmma_m64n256_f16<TB>(d, da, db, scale_d);
+  } else {
+    if constexpr (BF16) wgmma_m64n128_bf16<TB>(d, da, db, scale_d);
+    else wgmma_m64n128_f16<TB>(d, da, db, scale_d);
+  }
+}
+
+// Grouped persistent tile order.  Returns (b, tile_m, tile_n) of linear tile t.
+__device__ __forceinline__ void tile_coords(long long t, int mt, int nt, int group_m,
+                                            int& b, int& tm, int& tn) {
+  const long long per_batch = (long long)mt * nt;
+  b = (int)(t / per_batch);
+  const int r = (int)(t - (long long)b * per_batch);
+  const int group_size = group_m * nt;
+  const int group = r / group_size;
+  const int first_m = group * group_m;
+  const int gsz = min(mt - first_m, group_m);
+  const int rr = r - group * group_size;
+  tm = first_m + rr % gsz;
+  tn = rr / gsz;
+}
+}  // namespace fxsm90
+#endif  // FX_SM90_HELPERS_DEFINED
+
+#if FX_CLUSTER_M > 1
+#define FX_SM90_CLUSTER_ATTR __cluster_dims__(FX_CLUSTER_M, 1, 1)
+#else
+#define FX_SM90_CLUSTER_ATTR
+#endif
+
+extern "C" __global__ void FX_SM90_CLUSTER_ATTR __launch_bounds__(FX_THREADS, 1)
+FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
+  using namespace fxsm90;
+  static_assert((is_bf16<FxElemA>::value && is_bf16<FxElemB>::value) ||
+                (is_f16<FxElemA>::value && is_f16<FxElemB>::value),
+                "sm90 template: A and B must both be bf16 or both fp16");
+  constexpr bool kBF16 = is_bf16<FxElemA>::value;
+  constexpr int BM = FX_BM, BN = FX_BN, BK = FX_BK, S = FX_STAGES, CM = FX_CLUSTER_M;
+  constexpr u32 A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
+
+  extern __shared__ unsigned char fx_dsmem[];
+  __shared__ __align__(8) u64 fx_bars[2 * S];
+  const u32 smem = (smem_u32(fx_dsmem) + 1023u) & ~1023u;  // 128B swizzle wants 1024-B alignment
+  const u32 full0 = smem_u32(&fx_bars[0]);
+  const u32 empty0 = smem_u32(&fx_bars[S]);
+
+  const int wg = threadIdx.x / 128;
+  const int tid = threadIdx.x % 128;
+  const u32 crank = CM > 1 ? cluster_ctarank() : 0u;  // == blockIdx.x % CM
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      mbar_init(full0 + 8 * s, 1);
+      mbar_init(empty0 + 8 * s, 4 * FX_CONSUMERS * CM);  // lane 0 of every consumer warp of the cluster
+    }
+    mbar_fence_init();
+  }
+  if constexpr (CM > 1) cluster_sync_all();  // peers' barriers exist before any multicast / remote arrive
+  else __syncthreads();
+
+  const long long M = p.M, N = p.N, K = p.K;
+  const int mt = (int)((M + BM - 1) / BM);
+  const int nt = (int)((N + BN - 1) / BN);
+  const int mtc = (mt + CM - 1) / CM;                 // cluster tiles along M (CM x BM rows)
+  const long long tiles = (long long)mtc * nt * p.B;  // work items of one cluster
+  const long long tile0 = blockIdx.x / CM, tile_step = gridDim.x / CM;
+  constexpr int GROUP = FX_GROUP_M / CM > 0 ? FX_GROUP_M / CM : 1;
+  const int nk = (int)((K + BK - 1) / BK);
+  const bool a_bcast = p.in[FX_A_SLOT].sb == 0;
+  const bool b_bcast = p.in[FX_B_SLOT].sb == 0;
+
+  if (wg == 0) {
+    // ------------------------------ producer ------------------------------
+    setmaxnreg_dec<FX_PRODUCER_REGS>();
+    if (tid == 0) {
+      const void* mapA = &p.tma[0][0];
+      const void* mapB = &p.tma[1][0];
+      tma_prefetch_desc(mapA);
+      tma_prefetch_desc(mapB);
+      int s = 0;
+      u32 ph = 0;
+      for (long long t = tile0; t < tiles; t += tile_step) {
+        int b, tm, tn;
+        tile_coords(t, mtc, nt, GROUP, b, tm, tn);
+        tm = tm * CM + (int)crank;
+        const int ba = a_bcast ? 0 : b, bb = b_bcast ? 0 : b;
+        for (int kb = 0; kb < nk; ++kb) {
+          mbar_wait(empty0 + 8 * s, ph ^ 1);
+          const u32 full = full0 + 8 * s;
+          mbar_expect_tx(full, STAGE_BYTES);
+          const u32 sA = smem + s * STAGE_BYTES;
+          const u32 sB = sA + A_BYTES;
+          tma_load_3d(sA, mapA, full, kb * BK, tm * BM, ba);
+          if constexpr (CM == 1) {
+#if FX_B_KMAJOR
+            tma_load_3d(sB, mapB, full, kb * BK, tn * BN, bb);
+#else
+#pragma unroll
+            for (int j = 0; j < BN / 64; ++j)
+              tma_load_3d(sB + j * (64 * BK * 2), mapB, full, tn * BN + j * 64, kb * BK, bb);
+#endif
+          } else {
+            // this CTA's share of B, multicast into the same offset of every CTA of the cluster
+            constexpr unsigned short mask = (unsigned short)((1u << CM) - 1);
+#if FX_B_KMAJOR
+            constexpr int rows = BN / CM;
+            tma_load_3d_mc(sB + crank * (rows * 128), mapB, full, kb * BK, tn * BN + (int)crank * rows, bb, mask);
+#else
+            constexpr int per = BN / 64 / CM;
+#pragma unroll
+            for (int j = 0; j < per; ++j) {
+              const int jj = (int)crank * per + j;
+              tma_load_3d_mc(sB + jj * (64 * BK * 2), mapB, full, tn * BN + jj * 64, kb * BK, bb, mask);
+            }
+#endif
+          }
+          if (++s == S) { s = 0; ph ^= 1; }
+        }
+      }
+    }
+  } else {
+    // ------------------------------ consumers -----------------------------
+    setmaxnreg_inc<FX_CONSUMER_REGS>();
+    const int c = wg - 1;
+    const int warp = tid / 32, lane = tid % 32;
+    float d[BN / 2];
+    auto release = [&](int st) {
+      if constexpr (CM == 1) mbar_arrive(empty0 + 8 * st);
+      else {
+#pragma unroll
+        for (int r = 0; r < CM; ++r) mbar_arrive_cluster(mapa_shared(empty0 + 8 * st, (u32)r));
+      }
+    };
+    int s = 0;
+    u32 ph = 0;
+    for (long long t = tile0; t < tiles; t += tile_step) {
+      int b, tm, tn;
+      tile_coords(t, mtc, nt, GROUP, b, tm, tn);
+      tm = tm * CM + (int)crank;
+      int prev = 0;
+      for (int kb = 0; kb < nk; ++kb) {
+        mbar_wait(full0 + 8 * s, ph);
+        const u32 sA = smem + s * STAGE_BYTES + c * (64 * BK * 2);
+        const u32 sB = smem + s * STAGE_BYTES + A_BYTES;
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+          const u64 da = make_desc(sA + kk * 32, 16, 1024);
+#if FX_B_KMAJOR
+          const u64 db = make_desc(sB + kk * 32, 16, 1024);
+#else
+          const u64 db = make_desc(sB + kk * (16 * 128), 64 * BK * 2, 1024);
+#endif
+          wgmma_tile<BN, kBF16, FX_B_KMAJOR ? 0 : 1>(d, da, db, (kb > 0 || kk > 0) ? 1 : 0);
+        }
+        wgmma_commit();
+        wgmma_wait<1>();  // the group issued one stage ago is done: its stage can be refilled
+        if (kb > 0 && lane == 0) release(prev);
+        prev = s;
+        if (++s == S) { s = 0; ph ^= 1; }
+      }
+      wgmma_wait<0>();
+      if (lane == 0) release(prev);
+
+      // ---- epilogue straight from the accumulator fragment ----
+      // m64nNk16 f32 accumulator: d[4j+0,1] = (row, 8j + 2*(lane%4) + {0,1}), d[4j+2,3] = row + 8,
+      // row = 16*warp + lane/4 within this warpgroup's 64 rows.
+      const long long row = (long long)tm * BM + c * 64 + warp * 16 + lane / 4;
+      const long long col = (long long)tn * BN + (lane % 4) * 2;
+      const bool r0 = row < M, r1 = row + 8 < M;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const long long n = col + j * 8;
+        if (n < N) {
+          if (r0) fx_epilogue2(p, b, row, n, d[4 * j + 0], d[4 * j + 1]);
+          if (r1) fx_epilogue2(p, b, row + 8, n, d[4 * j + 2], d[4 * j + 3]);
+        }
+      }
+    }
+  }
+  if constexpr (CM > 1) {
+    // no CTA may exit while a peer can still multicast into it or arrive on its barriers
+    __syncwarp();
+    cluster_sync_all();
+  }
+}

@@ -1,0 +1,124 @@
+// compileNvrtc: one generated source → cubin (+ PTX) through NVRTC. Every compile option
+// lives in nvrtcOptions() below so cache keys and behaviour have a single source of truth.
+#include <fmt/format.h>
+
+#include <memory>
+#include <sstream>
+
+#include "codegen/codegen.h"
+#include "codegen/nvrtc_library.h"
+
+namespace fxfuse::codegen {
+namespace {
+
+// Why each option is here:
+//  - a real sm_XX target, so NVRTC emits a cubin (nvrtcGetCUBIN) and no JIT happens at load;
+//  - C++17 like the host code;
+//  - no --use_fast_math: the chain must match eager PyTorch (IEEE div/sqrt, no FTZ);
+//  - ptxas -v: register and spill statistics land in the log, where tests read them;
+//  - the CUDA include dir for cuda_fp16.h / cuda_bf16.h / cuda_fp8.h.
+std::vector<std::string> nvrtcOptions(const std::string& arch, const std::string& includeDir) {
+  std::vector<std::string> opts = {
+      "--gpu-architecture=" + arch,
+      "-std=c++17",
+      "--ptxas-options=-v",
+      "-DNDEBUG",
+  };
+  if (!includeDir.empty()) opts.push_back("--include-path=" + includeDir);
+  return opts;
+}
+
+std::string numbered(const std::string& code) {
+  std::ostringstream out;
+  std::istringstream in(code);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) out << fmt::format("{:5} | {}\n", ++n, line);
+  return out.str();
+}
+
+const NvrtcApi& requireNvrtc(const NvrtcEnv& env) {
+  std::string why;
+  const NvrtcApi* api = loadNvrtc(env, &why);
+  if (!api) throw CodegenError(why);
+  return *api;
+}
+
+// Owns one nvrtcProgram; destroyed on every path out of compileNvrtc.
+class Program {
+ public:
+  Program(const NvrtcApi& api, const std::string& code, const std::string& name) : api_(api) {
+    check(api_.createProgram(&prog_, code.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr), "create");
+  }
+  ~Program() {
+    if (prog_) api_.destroyProgram(&prog_);
+  }
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  // Returns NVRTC's result code (compile errors are reported by the caller with the log).
+  int compile(const std::vector<std::string>& opts) {
+    std::vector<const char*> argv;
+    for (const std::string& o : opts) argv.push_back(o.c_str());
+    return api_.compileProgram(prog_, static_cast<int>(argv.size()), argv.data());
+  }
+
+  std::string log() { return read(api_.getProgramLogSize, api_.getProgramLog, "log", true); }
+  std::string cubin() { return read(api_.getCUBINSize, api_.getCUBIN, "cubin", false); }
+  std::string ptx() { return read(api_.getPTXSize, api_.getPTX, "ptx", true); }
+
+ private:
+  using SizeFn = int (*)(void*, size_t*);
+  using ReadFn = int (*)(void*, char*);
+
+  std::string read(SizeFn size, ReadFn get, const char* what, bool text) {
+    size_t n = 0;
+    check(size(prog_, &n), what);
+    std::string out(n, '\0');
+    if (n) check(get(prog_, &out[0]), what);
+    if (text && !out.empty() && out.back() == '\0') out.pop_back();  // sizes count the terminator
+    return out;
+  }
+
+  void check(int result, const char* what) {
+    if (result != 0)
+      throw std::runtime_error(fmt::format("fxfuse internal error: nvrtc {} failed: {} (please report a bug)", what,
+                                           api_.getErrorString(result)));
+  }
+
+  const NvrtcApi& api_;
+  void* prog_ = nullptr;
+};
+
+}  // namespace
+
+Cubin compileNvrtc(const KernelSource& src, const std::string& arch, const NvrtcEnv& env, bool want_ptx) {
+  const NvrtcApi& api = requireNvrtc(env);
+  if (api.include_dir.empty())
+    throw CodegenError("CUDA headers (cuda_fp16.h, cuda_bf16.h) not found: set CUDA_HOME, or pip install "
+                       "nvidia-cuda-runtime");
+  Program prog(api, src.code, src.name);
+  int rc = prog.compile(nvrtcOptions(arch, api.include_dir));
+  Cubin out;
+  out.log = prog.log();
+  if (rc != 0)
+    throw CompileError(fmt::format("NVRTC failed to compile {} for {} ({}):\n{}\n--- source ---\n{}", src.name,
+                                   arch, api.getErrorString(rc), out.log, numbered(src.code)),
+                       out.log, numbered(src.code));
+  out.image = prog.cubin();
+  if (want_ptx) out.ptx = prog.ptx();
+  return out;
+}
+
+std::string nvrtcVersion(const NvrtcEnv& env) {
+  const NvrtcApi& api = requireNvrtc(env);
+  int major = 0, minor = 0;
+  api.version(&major, &minor);
+  return fmt::format("{}.{}", major, minor);
+}
+
+std::string findNvrtc(const NvrtcEnv& env) {
+  const NvrtcApi* api = loadNvrtc(env, nullptr);
+  return api ? api->path : "";
+}
+
+}  // namespace fxfuse::codegen

@@ -1,0 +1,110 @@
+// tma_desc.h — host-side contract of codegen/kernels/sm90_wgmma_gemm.cuh (no torch, no CUDA headers).
+//
+// For one problem it says:
+//   * the two tensor maps the kernel reads from p.tma[0] (A) and p.tma[1] (B): every argument of
+//     cuTensorMapEncodeTiled (numeric enum values are the CUDA driver API's, listed below);
+//   * the launch geometry: persistent grid, block, dynamic shared memory (no cluster).
+//
+// Runtime recipe:
+//   GemmConfig cfg = chooseConfig(M, N, K, B, num_sms);      // or your own; same values as the FX_* macros
+//   std::string defs = configDefines(cfg);                    // prepend to the generated source
+//   TensorMapDesc maps[2]; std::string why;
+//   if (!describeTensorMaps(problem, cfg, maps, &why)) -> fall back (why says which rule failed)
+//   for i in 0,1: cuTensorMapEncodeTiled((CUtensorMap*)p.tma[i], (CUtensorMapDataType)maps[i].data_type,
+//        maps[i].rank, (void*)maps[i].global_address, maps[i].global_dim, maps[i].global_stride_bytes,
+//        maps[i].box_dim, maps[i].element_stride, (CUtensorMapInterleave)maps[i].interleave,
+//        (CUtensorMapSwizzle)maps[i].swizzle, (CUtensorMapL2promotion)maps[i].l2_promotion,
+//        (CUtensorMapFloatOOBfill)maps[i].oob_fill);
+//   LaunchGeometry g = launchGeometry(problem, cfg, num_sms);
+//   cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, g.dyn_smem_bytes) once per function;
+//   cuLaunchKernel(f, g.grid[0..2], g.block[0..2], g.dyn_smem_bytes, stream, {&params}, nullptr);
+//   cfg.cluster_m == 2: the kernel carries __cluster_dims__(2,1,1), so cuLaunchKernel launches
+//   clusters by itself (g.cluster says {2,1,1} for information; cuLaunchKernelEx with
+//   CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION {2,1,1} is the equivalent explicit form).  Pass
+//   max_active_clusters = cuOccupancyMaxActiveClusters(f, config{grid=(num_sms), block, dyn smem,
+//   cluster 2x1x1}) to launchGeometry: a persistent grid larger than what is co-resident would
+//   serialize.  Query it once per (function, smem) and cache it.
+//   The tensor maps embed the base pointers: re-encode when A/B pointers change (64 bytes of
+//   arithmetic on the host, ~1 us; or patch with cuTensorMapReplaceAddress).
+#pragma once
+#include <string>
+
+namespace fxfuse {
+namespace sm90 {
+
+enum class ElemType { F16, BF16 };
+
+// Kernel template configuration: must match the FX_* macros the kernel was compiled with.
+struct GemmConfig {
+  int bm = 128;        // FX_BM = 64 * consumers
+  int bn = 256;        // FX_BN: 128 or 256
+  int bk = 64;         // FX_BK: 64 only
+  int stages = 4;      // FX_STAGES: smem ring depth
+  int consumers = 2;   // FX_CONSUMERS: MMA warpgroups (warpgroup 0 is the TMA producer)
+  int group_m = 16;    // FX_GROUP_M: grouped tile order
+  int cluster_m = 1;   // FX_CLUSTER_M: 1, or 2 = CTA pairs share (multicast) the B tile
+  int threads() const { return 128 * (consumers + 1); }
+  // FX_STAGES*(BM+BN)*BK*2 + 1024 (alignment slack for the 1024-B swizzle atoms)
+  long long dynSmemBytes() const { return (long long)stages * (bm + bn) * bk * 2 + 1024; }
+};
+
+// Logical problem: out[b][m][n] = sum_k A[b][m][k] * B[b][k][n]; strides in ELEMENTS, sb = 0 means
+// broadcast over the batch.  A must have a_sk == 1.  b_kmajor: false -> B stored [K,N] (b_sn == 1,
+// the `x @ w` case, FX_B_KMAJOR=0); true -> B stored [N,K] (b_sk == 1, F.linear weight, FX_B_KMAJOR=1).
+struct GemmProblem {
+  ElemType dtype = ElemType::BF16;
+  long long batch = 1, M = 0, N = 0, K = 0;
+  const void* a_ptr = nullptr; long long a_sb = 0, a_sm = 0, a_sk = 1;
+  const void* b_ptr = nullptr; long long b_sb = 0, b_sk = 0, b_sn = 1;
+  bool b_kmajor = false;
+};
+
+// Enum values of the CUDA driver API (cuda.h), so no CUDA header is needed here.
+constexpr int kTmaDtypeF16 = 6;          // CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+constexpr int kTmaDtypeBF16 = 9;         // CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+constexpr int kTmaInterleaveNone = 0;    // CU_TENSOR_MAP_INTERLEAVE_NONE
+constexpr int kTmaSwizzle128B = 3;       // CU_TENSOR_MAP_SWIZZLE_128B
+constexpr int kTmaL2Promotion256B = 3;   // CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+constexpr int kTmaOobFillNone = 0;       // CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE (out-of-bounds -> zeros)
+
+struct TensorMapDesc {
+  int data_type = 0;                       // CUtensorMapDataType
+  unsigned rank = 3;                       // always 3: {inner, outer, batch}
+  const void* global_address = nullptr;    // 16-byte aligned
+  unsigned long long global_dim[3] = {0, 0, 0};      // innermost first
+  unsigned long long global_stride_bytes[2] = {0, 0}; // strides of dims 1 and 2 (multiples of 16)
+  unsigned box_dim[3] = {0, 0, 0};
+  unsigned element_stride[3] = {1, 1, 1};
+  int interleave = kTmaInterleaveNone;
+  int swizzle = kTmaSwizzle128B;
+  int l2_promotion = kTmaL2Promotion256B;
+  int oob_fill = kTmaOobFillNone;
+};
+
+// B's box along N is bn / cluster_m for the [N,K] layout (each CTA of a pair loads half).
+// Fills maps[0] (A -> p.tma[0]) and maps[1] (B -> p.tma[1]).  Returns false (and why) when the
+// problem can't use this kernel: unaligned base, non-unit inner stride, row strides not multiples
+// of 16 bytes (K % 8 / N % 8 for contiguous tensors), K < 1, config out of range.
+bool describeTensorMaps(const GemmProblem& pr, const GemmConfig& cfg, TensorMapDesc maps[2],
+                        std::string* why = nullptr);
+
+struct LaunchGeometry {
+  unsigned grid[3] = {1, 1, 1};     // persistent: min(#tiles, num_sms)
+  unsigned block[3] = {1, 1, 1};    // cfg.threads()
+  unsigned cluster[3] = {1, 1, 1};  // {cluster_m,1,1}; compiled into the kernel (__cluster_dims__)
+  long long dyn_smem_bytes = 0;     // needs CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+  long long num_tiles = 0;          // ceil(M/bm) * ceil(N/bn) * batch
+};
+// max_active_clusters: cuOccupancyMaxActiveClusters for cluster_m == 2 (0 = assume num_sms / 2).
+LaunchGeometry launchGeometry(const GemmProblem& pr, const GemmConfig& cfg, int num_sms,
+                              int max_active_clusters = 0);
+
+// Config choice: 128x256 tiles (4 stages) unless that leaves too many SMs idle, then 128x128
+// (6 stages).  num_sms: the device's multiprocessor count (132 on H100/H200 SXM).
+GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, int num_sms);
+
+// "#define FX_BM 128\n#define FX_BN 256\n..." for the generated source (before the template).
+std::string configDefines(const GemmConfig& cfg);
+
+}  // namespace sm90
+}  // namespace fxfuse

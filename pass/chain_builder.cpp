@@ -1,0 +1,82 @@
+#include "pass/chain_builder.h"
+
+#include <algorithm>
+
+namespace fxfuse::pass {
+
+std::string ChainBuilder::dimsText(const std::string& letters) {
+  std::string out = "[";
+  for (size_t i = 0; i < letters.size(); ++i) {
+    if (i) out += ',';
+    out += letters[i];
+  }
+  return out + "]";
+}
+
+int ChainBuilder::input(const std::string& node, spec::DType dtype, const std::string& letters,
+                        spec::Space space) {
+  auto [it, added] = slotOf_.emplace(node, static_cast<int>(slots_.size()));
+  if (added) slots_.push_back(node);
+  int slot = it->second;
+  auto key = std::make_tuple(slot, letters, static_cast<int>(space));
+  auto found = inputValue_.find(key);
+  if (found != inputValue_.end()) return found->second;
+  spec::Value v;
+  v.kind = spec::ValueKind::Input;
+  v.dtype = dtype;
+  v.slot = slot;
+  v.dims = letters;
+  v.space = space;
+  spec_.values.push_back(v);
+  int id = static_cast<int>(spec_.values.size()) - 1;
+  inputValue_.emplace(key, id);
+  return id;
+}
+
+int ChainBuilder::constant(double c, spec::DType dtype) {
+  spec::Value v;
+  v.kind = spec::ValueKind::Const;
+  v.dtype = dtype;
+  v.constant = c;
+  spec_.values.push_back(v);
+  return static_cast<int>(spec_.values.size()) - 1;
+}
+
+int ChainBuilder::op(const std::string& name, std::vector<int> operands, spec::DType dtype) {
+  spec::Value v;
+  v.kind = spec::ValueKind::Op;
+  v.dtype = dtype;
+  v.op = name;
+  v.operands = std::move(operands);
+  spec_.values.push_back(v);
+  return static_cast<int>(spec_.values.size()) - 1;
+}
+
+int ChainBuilder::mm(int a, int b, spec::DType dtype) {
+  spec::Value v;
+  v.kind = spec::ValueKind::Mm;
+  v.dtype = dtype;
+  v.op = "mm";
+  v.operands = {a, b};
+  spec_.values.push_back(v);
+  return static_cast<int>(spec_.values.size()) - 1;
+}
+
+int ChainBuilder::boundValue(const std::string& node) const {
+  auto it = bound_.find(node);
+  return it == bound_.end() ? -1 : it->second;
+}
+
+int ChainBuilder::slotsWith(const std::vector<std::string>& nodes) const {
+  int n = numSlots();
+  std::vector<std::string> extra;
+  for (const std::string& s : nodes) {
+    if (!slotOf_.count(s) && std::find(extra.begin(), extra.end(), s) == extra.end()) {
+      extra.push_back(s);
+      ++n;
+    }
+  }
+  return n;
+}
+
+}  // namespace fxfuse::pass

@@ -1,0 +1,49 @@
+// Builds a spec::ChainSpec value by value, in the canonical order the pass emits: inputs get
+// slots in order of first appearance, an input line is emitted once per (slot, dims, space)
+// just before its first use, graph nodes map to the value that computes them.
+#pragma once
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "spec/chain_spec.h"
+
+namespace fxfuse::pass {
+
+class ChainBuilder {
+ public:
+  explicit ChainBuilder(spec::GemmKind kind) { spec_.gemm = kind; }
+
+  // `node` is the graph value bound to the slot; `space` only disambiguates dims that fit
+  // several spaces (`[]`, `[n]`), so one input line is emitted per use space.
+  int input(const std::string& node, spec::DType dtype, const std::string& letters, spec::Space space);
+  int constant(double v, spec::DType dtype);
+  int op(const std::string& name, std::vector<int> operands, spec::DType dtype);
+  int mm(int a, int b, spec::DType dtype);
+  void addOutput(int value) { spec_.outputs.push_back(value); }
+
+  // Graph node -> the spec value computing it.
+  void bind(const std::string& node, int value) { bound_[node] = value; }
+  int boundValue(const std::string& node) const;
+
+  int numSlots() const { return static_cast<int>(slots_.size()); }
+  // Slots this builder would have after binding `nodes` (for the input limit, before emitting).
+  int slotsWith(const std::vector<std::string>& nodes) const;
+  const std::vector<std::string>& slotNodes() const { return slots_; }
+  const spec::ChainSpec& spec() const { return spec_; }
+  spec::DType dtypeOf(int value) const { return spec_.values[value].dtype; }
+  // The spec's printed dims form for a letters string: "mk" -> "[m,k]".
+  static std::string dimsText(const std::string& letters);
+
+ private:
+  spec::ChainSpec spec_;
+  std::vector<std::string> slots_;
+  std::unordered_map<std::string, int> slotOf_;
+  std::map<std::tuple<int, std::string, int>, int> inputValue_;
+  std::unordered_map<std::string, int> bound_;
+};
+
+}  // namespace fxfuse::pass

@@ -1,0 +1,152 @@
+#include "pass/chain_planner.h"
+
+#include <algorithm>
+#include <set>
+
+#include "pass/epilogue_region.h"
+#include "pass/gemm_anchor.h"
+#include "pass/operand_prologue.h"
+#include "pass/region_outputs.h"
+
+namespace fxfuse::pass {
+namespace {
+
+struct GemmCore {
+  PrologueResult a, b;
+  int result = -1;  // the spec value of the anchor's result (after the bias add)
+  bool ok = true;
+};
+
+// Prologues, mm and the anchor's own bias:
+//   addmm(bias, A, B, beta=β, alpha=α)  ->  `%p = mm %A %B : f32`, `mul %p α : f32`,
+//                                           `mul %bias β : f32`, `add … : <addmm dtype>`
+//   mm(A, B)                             ->  `mm %A %B : <mm dtype>`
+GemmCore emitCore(const GraphIndex& index, const GemmMatch& m, ChainBuilder& builder, const std::vector<bool>& claimed) {
+  GemmCore core;
+  OperandPrologue prologue(index, builder, claimed);
+  core.a = prologue.build(m.a, m.aLetters, spec::Space::A);
+  core.b = prologue.build(m.b, m.bLetters, spec::Space::B);
+  if (core.a.value < 0 || core.b.value < 0) return core.ok = false, core;
+  spec::DType outDtype = index.tensor(m.anchor)->dtype;
+  bool hasBias = m.bias && m.beta != 0.0;
+  bool scaled = m.alpha != 1.0;
+  int v = builder.mm(core.a.value, core.b.value, hasBias || scaled ? spec::DType::F32 : outDtype);
+  if (scaled) v = builder.op("mul", {v, builder.constant(m.alpha, spec::DType::F32)}, hasBias ? spec::DType::F32 : outDtype);
+  if (hasBias) {
+    std::set<int> region = regionSet(m, {});
+    EpilogueOperands operands(index, m, builder, region);
+    int bias = operands.tensor(*m.bias);
+    if (bias < 0) return core.ok = false, core;
+    if (m.beta != 1.0) bias = builder.op("mul", {bias, builder.constant(m.beta, spec::DType::F32)}, spec::DType::F32);
+    v = builder.op("add", {v, bias}, outDtype);
+  }
+  core.result = v;
+  builder.bind(index.node(m.anchor).name, v);
+  for (int view : m.transparentViews) builder.bind(index.node(view).name, v);
+  return core;
+}
+
+std::string describe(const GemmMatch& m, const GemmCore& core, const ChainBuilder& builder) {
+  std::string s = m.anchorKind + (m.bias ? "+bias" : "");
+  auto prologue = [](const char* which, const std::vector<std::string>& ops) {
+    std::string p;
+    for (const std::string& op : ops) p += (p.empty() ? "" : ",") + op;
+    return p.empty() ? p : std::string(" [") + which + ": " + p + "]";
+  };
+  s += prologue("A", core.a.ops) + prologue("B", core.b.ops);
+  const auto& values = builder.spec().values;
+  for (size_t i = core.result + 1; i < values.size(); ++i)
+    if (values[i].kind == spec::ValueKind::Op) s += " → " + values[i].op;
+  return s;
+}
+
+// Region nodes whose every user is in the set (outputs stay regardless: their users are
+// redirected to the op). What is left out stays in the graph for its other users.
+std::vector<int> replacedNodes(const GraphIndex& index, std::set<int> set, const std::vector<int>& outputs) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (auto it = set.begin(); it != set.end();) {
+      int id = *it;
+      bool isOutput = std::find(outputs.begin(), outputs.end(), id) != outputs.end();
+      bool escapes = index.usedByGraphOutput(id) ||
+                     std::any_of(index.users(id).begin(), index.users(id).end(), [&](int u) { return !set.count(u); });
+      if (!isOutput && escapes) {
+        it = set.erase(it);
+        changed = true;
+      } else {
+        ++it;
+      }
+    }
+  }
+  return std::vector<int>(set.begin(), set.end());
+}
+
+GemmOutcome rejected(GemmOutcome o, const char* reason, std::string detail) {
+  o.rejection = Rejection{reason, std::move(detail)};
+  return o;
+}
+
+}  // namespace
+
+GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<bool>& claimed,
+                      const PassOptions& options) {
+  GemmOutcome out;
+  out.gemm = index.node(anchor).name;
+  std::string why;
+  std::optional<GemmMatch> match = matchGemm(index, anchor, &why);
+  if (!match) return rejected(out, why.find("meta") != std::string::npos ? "unknown_meta" : "unsupported_shape", why);
+  const GemmMatch& m = *match;
+
+  ChainBuilder builder(m.kind);
+  GemmCore core = emitCore(index, m, builder, claimed);
+  if (!core.ok) return rejected(out, "unsupported_shape", "an operand or bias the chain cannot read");
+  OperandFacts facts{&core.a, &core.b, builder.dtypeOf(core.a.value), builder.dtypeOf(core.b.value)};
+  if (auto r = checkLegality(index, m, facts, options, &out.notes)) {
+    out.rejection = *r;
+    return out;
+  }
+  if (builder.numSlots() > options.maxInputs)
+    return rejected(out, "too_many_inputs", std::to_string(builder.numSlots()) + " inputs before the epilogue");
+
+  EpilogueGrowth growth = growEpilogue(index, m, builder, claimed, options);
+  out.notes.insert(out.notes.end(), growth.notes.begin(), growth.notes.end());
+  OutputChoice choice = chooseOutputs(index, m, growth.nodes, options);
+  out.notes.insert(out.notes.end(), choice.notes.begin(), choice.notes.end());
+  bool hasPrologue = !core.a.ops.empty() || !core.b.ops.empty();
+  if (choice.nodes.empty() && !hasPrologue) {
+    if (growth.mutationOfResult) return rejected(out, "mutation", "the GEMM result is written in place");
+    return rejected(out, "no_epilogue_no_prologue", "a bare GEMM: cuBLAS is as good");
+  }
+  if (choice.outputs.empty()) return rejected(out, "not_profitable", "the chain's result is unused");
+
+  // Emit the final chain from scratch: the region may have shrunk since it was grown.
+  ChainBuilder final(m.kind);
+  core = emitCore(index, m, final, claimed);
+  std::vector<int> views;
+  if (!core.ok || !emitEpilogue(index, m, final, choice.nodes, &views))
+    return rejected(out, "internal_error", "re-emitting the chosen region failed (please report a bug)");
+  for (int o : choice.outputs) final.addOutput(final.boundValue(index.node(o).name));
+
+  FusionPlan plan;
+  plan.spec = final.spec();
+  try {
+    spec::validateSpec(plan.spec);
+    plan.specText = spec::printSpec(plan.spec);
+  } catch (const spec::SpecError& e) {
+    return rejected(out, "internal_error", std::string("invalid spec (please report a bug): ") + e.what());
+  }
+  std::set<int> candidates(choice.nodes.begin(), choice.nodes.end());
+  candidates.insert(m.anchor);
+  candidates.insert(m.root);
+  for (const std::vector<int>* list : std::initializer_list<const std::vector<int>*>{&core.a.absorbed, &core.b.absorbed, &m.transparentViews, &views})
+    candidates.insert(list->begin(), list->end());
+  plan.replaced = replacedNodes(index, candidates, choice.outputs);
+  plan.inputs = final.slotNodes();
+  plan.outputs = choice.outputs;
+  plan.chain = describe(m, core, final);
+  out.plan = std::move(plan);
+  return out;
+}
+
+}  // namespace fxfuse::pass

@@ -1,0 +1,221 @@
+#include "pass/elementwise_lowering.h"
+
+#include <cmath>
+#include <unordered_map>
+
+#include "pass/aten_ops.h"
+
+namespace fxfuse::pass {
+
+LoweringContext::LoweringContext(const ir::Node& node, ChainBuilder& builder, OperandResolver& resolver)
+    : node_(node), builder_(builder), resolver_(resolver) {}
+
+ir::Arg LoweringContext::arg(size_t i, const char* name, ir::Arg fallback) const {
+  if (i < node_.args.size()) return node_.args[i];
+  if (const ir::Arg* kw = node_.kwarg(name)) return *kw;
+  return fallback;
+}
+
+std::optional<std::vector<int>> LoweringContext::operands(const std::vector<ir::Arg>& args) {
+  std::vector<int> ids(args.size(), -1);
+  bool floating = isFloating(node_.type.tensor.dtype);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].isValue()) {
+      ids[i] = resolver_.tensor(args[i]);
+      if (ids[i] < 0) return std::nullopt;
+      floating = floating || isFloating(builder_.dtypeOf(ids[i]));
+    } else if (!args[i].isNumber()) {
+      return std::nullopt;  // a list, string, … where an operand belongs
+    }
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (ids[i] >= 0) continue;
+    const ir::Arg& a = args[i];
+    spec::DType dt = spec::DType::F32;
+    if (!floating && a.kind != ir::Arg::Kind::Float)
+      dt = a.kind == ir::Arg::Kind::Bool ? spec::DType::Bool : spec::DType::I64;
+    ids[i] = builder_.constant(a.number(), dt);
+  }
+  return ids;
+}
+
+int LoweringContext::emit(const std::string& op, std::vector<int> operands) {
+  return builder_.op(op, std::move(operands), node_.type.tensor.dtype);
+}
+
+int LoweringContext::emitIntermediate(const std::string& op, std::vector<int> operands) {
+  spec::DType dt = node_.type.tensor.dtype;
+  return builder_.op(op, std::move(operands), isFloating(dt) ? spec::DType::F32 : dt);
+}
+
+namespace {
+
+using ir::Arg;
+
+// f(x)  ->  `op %x`
+LowerFn unary(const char* op) {
+  return [op](LoweringContext& c) -> std::optional<int> {
+    auto v = c.operands({c.arg(0, "self", Arg::none())});
+    if (!v) return std::nullopt;
+    return c.emit(op, *v);
+  };
+}
+
+// f(x, y)  ->  `op %x %y` (either may be a scalar const)
+LowerFn binary(const char* op) {
+  return [op](LoweringContext& c) -> std::optional<int> {
+    auto v = c.operands({c.arg(0, "self", Arg::none()), c.arg(1, "other", Arg::none())});
+    if (!v) return std::nullopt;
+    return c.emit(op, *v);
+  };
+}
+
+// add/sub(x, y, alpha=a)  ->  `mul %y a : f32`, `op %x %mul` (spec.md: alpha is not an attribute)
+// rsub(x, y, alpha=a)     ->  the same with x and y swapped: y - a*x
+LowerFn withAlpha(const char* op, bool reversed) {
+  return [op, reversed](LoweringContext& c) -> std::optional<int> {
+    Arg x = c.arg(0, "self", Arg::none()), y = c.arg(1, "other", Arg::none());
+    if (reversed) std::swap(x, y);
+    Arg alpha = c.arg(2, "alpha", Arg::integer(1));
+    if (!alpha.isNumber()) return std::nullopt;
+    bool scaled = alpha.number() != 1.0;
+    auto v = scaled ? c.operands({x, y, alpha}) : c.operands({x, y});
+    if (!v) return std::nullopt;
+    int rhs = scaled ? c.emitIntermediate("mul", {(*v)[1], (*v)[2]}) : (*v)[1];
+    return c.emit(op, {(*v)[0], rhs});
+  };
+}
+
+// div(x, y, rounding_mode=None) -> `div %x %y`; floor/trunc division is not true division.
+std::optional<int> lowerDiv(LoweringContext& c) {
+  if (c.arg(2, "rounding_mode", Arg::none()).kind != Arg::Kind::None) return std::nullopt;
+  return binary("div")(c);
+}
+
+// pow(x, e) with a scalar exponent -> `pow %x e`
+std::optional<int> lowerPow(LoweringContext& c) {
+  if (!c.arg(1, "exponent", Arg::none()).isNumber()) return std::nullopt;
+  auto v = c.operands({c.arg(0, "self", Arg::none()), c.arg(1, "exponent", Arg::none())});
+  if (!v) return std::nullopt;
+  return c.emit("pow", *v);
+}
+
+// A missing clamp bound is the const nan ("none", docs/spec.md).
+Arg boundOrNan(Arg a) { return a.kind == Arg::Kind::None ? Arg::real(NAN) : a; }
+
+// clamp(x, lo, hi) / clamp_min(x, lo) / clamp_max(x, hi) -> `clamp %x %lo %hi`
+LowerFn clampLike(bool hasMin, bool hasMax) {
+  return [hasMin, hasMax](LoweringContext& c) -> std::optional<int> {
+    Arg lo = Arg::none(), hi = Arg::none();
+    if (hasMin && hasMax) {
+      lo = c.arg(1, "min", Arg::none());
+      hi = c.arg(2, "max", Arg::none());
+    } else if (hasMin) {
+      lo = c.arg(1, "min", Arg::none());
+    } else {
+      hi = c.arg(1, "max", Arg::none());
+    }
+    auto v = c.operands({c.arg(0, "self", Arg::none()), boundOrNan(lo), boundOrNan(hi)});
+    if (!v) return std::nullopt;
+    return c.emit("clamp", *v);
+  };
+}
+
+// hardtanh(x, min_val=-1, max_val=1) -> `hardtanh %x lo hi`
+std::optional<int> lowerHardtanh(LoweringContext& c) {
+  auto v = c.operands({c.arg(0, "self", Arg::none()), c.arg(1, "min_val", Arg::real(-1.0)),
+                       c.arg(2, "max_val", Arg::real(1.0))});
+  if (!v) return std::nullopt;
+  return c.emit("hardtanh", *v);
+}
+
+// leaky_relu(x, negative_slope=0.01) -> `leaky_relu %x slope`
+std::optional<int> lowerLeakyRelu(LoweringContext& c) {
+  auto v = c.operands({c.arg(0, "self", Arg::none()), c.arg(1, "negative_slope", Arg::real(0.01))});
+  if (!v) return std::nullopt;
+  return c.emit("leaky_relu", *v);
+}
+
+// gelu(x, approximate="none"|"tanh") -> `gelu %x` | `gelu_tanh %x`
+std::optional<int> lowerGelu(LoweringContext& c) {
+  Arg approx = c.arg(1, "approximate", Arg::string("none"));
+  if (approx.kind != Arg::Kind::String || (approx.s != "none" && approx.s != "tanh")) return std::nullopt;
+  return unary(approx.s == "tanh" ? "gelu_tanh" : "gelu")(c);
+}
+
+// where(cond, a, b) -> `where %cond %a %b` (any of a, b may be a scalar)
+std::optional<int> lowerWhere(LoweringContext& c) {
+  auto v = c.operands({c.arg(0, "condition", Arg::none()), c.arg(1, "self", Arg::none()),
+                       c.arg(2, "other", Arg::none())});
+  if (!v) return std::nullopt;
+  return c.emit("where", *v);
+}
+
+// convert_element_type(x, dt) / _to_copy(x, dtype=dt) / to(x, dt) -> `convert %x : dt`
+std::optional<int> lowerConvert(LoweringContext& c) {
+  if (!convertTarget(c.node())) return std::nullopt;
+  return unary("convert")(c);
+}
+
+const std::unordered_map<std::string, LowerFn>& table() {
+  static const std::unordered_map<std::string, LowerFn> t = [] {
+    std::unordered_map<std::string, LowerFn> m;
+    for (const char* op : {"neg", "abs", "reciprocal", "sqrt", "rsqrt", "exp", "log", "tanh",
+                           "erf", "sigmoid", "sin", "cos", "relu", "silu", "hardswish"})
+      m[std::string("aten.") + op + ".default"] = unary(op);
+    for (const char* op : {"lt", "le", "gt", "ge", "eq", "ne"}) {
+      m[std::string("aten.") + op + ".Tensor"] = binary(op);
+      m[std::string("aten.") + op + ".Scalar"] = binary(op);
+    }
+    m["aten.maximum.default"] = binary("maximum");
+    m["aten.minimum.default"] = binary("minimum");
+    m["aten.mul.Tensor"] = binary("mul");
+    m["aten.mul.Scalar"] = binary("mul");
+    m["aten.add.Tensor"] = withAlpha("add", false);
+    m["aten.add.Scalar"] = withAlpha("add", false);
+    m["aten.sub.Tensor"] = withAlpha("sub", false);
+    m["aten.sub.Scalar"] = withAlpha("sub", false);
+    m["aten.rsub.Tensor"] = withAlpha("sub", true);
+    m["aten.rsub.Scalar"] = withAlpha("sub", true);
+    m["aten.div.Tensor"] = lowerDiv;
+    m["aten.div.Scalar"] = lowerDiv;
+    m["aten.div.Tensor_mode"] = lowerDiv;
+    m["aten.pow.Tensor_Scalar"] = lowerPow;
+    m["aten.clamp.default"] = clampLike(true, true);
+    m["aten.clamp.Tensor"] = clampLike(true, true);
+    m["aten.clamp_min.default"] = clampLike(true, false);
+    m["aten.clamp_min.Tensor"] = clampLike(true, false);
+    m["aten.clamp_max.default"] = clampLike(false, true);
+    m["aten.clamp_max.Tensor"] = clampLike(false, true);
+    m["aten.hardtanh.default"] = lowerHardtanh;
+    m["aten.leaky_relu.default"] = lowerLeakyRelu;
+    m["aten.gelu.default"] = lowerGelu;
+    m["aten.where.self"] = lowerWhere;
+    m["aten.where.ScalarSelf"] = lowerWhere;
+    m["aten.where.ScalarOther"] = lowerWhere;
+    m["aten.where.Scalar"] = lowerWhere;
+    m["prims.convert_element_type.default"] = lowerConvert;
+    m["aten._to_copy.default"] = lowerConvert;
+    m["aten.to.dtype"] = lowerConvert;
+    return m;
+  }();
+  return t;
+}
+
+}  // namespace
+
+const LowerFn* findElementwiseLowering(const std::string& target) {
+  auto it = table().find(target);
+  return it == table().end() ? nullptr : &it->second;
+}
+
+std::vector<ir::Arg> tensorArguments(const ir::Node& node) {
+  std::vector<ir::Arg> out;
+  for (const ir::Arg& a : node.args)
+    if (a.isValue()) out.push_back(a);
+  for (const ir::NamedArg& a : node.kwargs)
+    if (a.value.isValue()) out.push_back(a.value);
+  return out;
+}
+
+}  // namespace fxfuse::pass

@@ -1,0 +1,55 @@
+// ATen/prims elementwise ops -> spec ops. One table (elementwise_lowering.cpp), one line per
+// target; the few ops with attributes (alpha, approximate, clamp bounds) have a small named
+// lowering function. Every lowered op's result dtype is the graph node's dtype, so rounding
+// happens exactly where the graph rounds.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pass/chain_builder.h"
+#include "pass/ir.h"
+
+namespace fxfuse::pass {
+
+// What a lowering needs from its caller: turning arguments into spec values.
+class OperandResolver {
+ public:
+  virtual ~OperandResolver() = default;
+  // A tensor argument as a spec value, or -1 when it cannot be an operand of this chain
+  // (a non-broadcastable tensor, a value computed from the chain's own outputs, …).
+  virtual int tensor(const ir::Arg& arg) = 0;
+};
+
+// Resolves operands (tensors through `resolver`, numbers as consts typed the way eager
+// promotes a wrapped scalar: f32 next to a floating operand or result, else i64/bool) and
+// emits ops whose result dtype is the node's. nullopt when an operand does not resolve.
+class LoweringContext {
+ public:
+  LoweringContext(const ir::Node& node, ChainBuilder& builder, OperandResolver& resolver);
+  std::optional<std::vector<int>> operands(const std::vector<ir::Arg>& args);
+  int emit(const std::string& op, std::vector<int> operands);
+  // An intermediate (an alpha multiply): f32 opmath for floating results.
+  int emitIntermediate(const std::string& op, std::vector<int> operands);
+  const ir::Node& node() const { return node_; }
+  // Positional argument `i`, else keyword `name`, else `fallback`.
+  ir::Arg arg(size_t i, const char* name, ir::Arg fallback) const;
+
+ private:
+  const ir::Node& node_;
+  ChainBuilder& builder_;
+  OperandResolver& resolver_;
+};
+
+using LowerFn = std::function<std::optional<int>(LoweringContext&)>;
+
+// The lowering for a target, or nullptr when the target is not a fusible elementwise op.
+const LowerFn* findElementwiseLowering(const std::string& target);
+
+// The tensor-valued arguments a lowering reads (positions in node.args or kwargs), so the
+// region builder can check them before lowering: every Value argument of the node.
+std::vector<ir::Arg> tensorArguments(const ir::Node& node);
+
+}  // namespace fxfuse::pass

@@ -1,0 +1,144 @@
+#include "pass/epilogue_region.h"
+
+#include <algorithm>
+
+#include "pass/aten_ops.h"
+
+namespace fxfuse::pass {
+namespace {
+
+bool touchesAny(const GraphIndex& index, int node, const std::set<int>& values,
+                const std::vector<std::string>& slotNodes) {
+  for (int p : index.operands(node)) {
+    if (values.count(p)) return true;
+    if (std::find(slotNodes.begin(), slotNodes.end(), index.node(p).name) != slotNodes.end()) return true;
+  }
+  return false;
+}
+
+// A 0-d `full`/`scalar_tensor` (post-grad's way to write `where(c, x, 0.0)`): its value.
+std::optional<double> scalarTensorValue(const ir::Node& n, const ir::TensorType& t) {
+  if (!t.sizes.empty() || n.args.size() < 2) return std::nullopt;
+  if (n.isCall("aten.full.default") && n.args[0].kind == ir::Arg::Kind::List && n.args[0].list.empty())
+    return numberArg(n.args[1]);
+  if (n.isCall("aten.scalar_tensor.default")) return numberArg(n.args[0]);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::set<int> regionSet(const GemmMatch& match, const std::vector<int>& nodes) {
+  std::set<int> s(nodes.begin(), nodes.end());
+  s.insert(match.anchor);
+  s.insert(match.root);
+  for (int v : match.transparentViews) s.insert(v);
+  return s;
+}
+
+bool EpilogueOperands::dependsOnRegion(int node) const {
+  std::vector<int> stack{node};
+  std::set<int> seen;
+  while (!stack.empty()) {
+    int n = stack.back();
+    stack.pop_back();
+    if (region_.count(n)) return true;
+    if (n < match_.anchor || !seen.insert(n).second) continue;  // earlier nodes cannot
+    for (int p : index_.operands(n)) stack.push_back(p);
+  }
+  return false;
+}
+
+// residual / bias / scale  ->  `input <slot> <dtype> [dims]` in the output space
+int EpilogueOperands::tensor(const ir::Arg& arg) {
+  int node = index_.producer(arg);
+  if (node < 0) return -1;
+  int bound = builder_.boundValue(index_.node(node).name);
+  if (bound >= 0 && region_.count(node)) return bound;
+  const ir::TensorType* t = index_.tensor(node);
+  if (!t) return why_ = "an operand has no tensor meta", -1;
+  if (dependsOnRegion(node)) return why_ = "an operand depends on the chain's own result", -1;
+  std::string letters;
+  if (!broadcastLetters(t->sizes, match_.outShape, match_.outLetters, &letters))
+    return why_ = "an operand does not broadcast to the output", -1;
+  // Peel broadcasting views: expand(unsqueeze(b, 0), [m, n]) is b read as `[n]`.
+  std::string inner;
+  while (index_.node(node).op == ir::Node::Op::Call && !isMutating(index_.node(node)) &&
+         viewInputLetters(index_, node, letters, &inner) && index_.tensor(index_.producer(index_.node(node).args[0]))) {
+    views_.push_back(node);
+    node = index_.producer(index_.node(node).args[0]);
+    letters = inner;
+  }
+  t = index_.tensor(node);
+  if (auto v = scalarTensorValue(index_.node(node), *t)) {
+    views_.push_back(node);
+    return builder_.constant(*v, t->dtype);
+  }
+  if (t->dtype == spec::DType::F64) return why_ = "an f64 extra input", -1;
+  // Several m dims flatten into M: an input must carry all of them or none.
+  size_t ms = std::count(letters.begin(), letters.end(), 'm');
+  size_t outMs = std::count(match_.outLetters.begin(), match_.outLetters.end(), 'm');
+  if (ms != 0 && ms != outMs) return why_ = "an operand broadcasts along part of the flattened M", -1;
+  return builder_.input(index_.node(node).name, t->dtype, letters, spec::Space::Out);
+}
+
+EpilogueGrowth growEpilogue(const GraphIndex& index, const GemmMatch& match, ChainBuilder& builder,
+                            const std::vector<bool>& claimed, const PassOptions& options) {
+  EpilogueGrowth g;
+  std::set<int> region = regionSet(match, {});
+  for (int id = match.root + 1; id < index.size(); ++id) {
+    const ir::Node& n = index.node(id);
+    if (isMutating(n)) {
+      if (!touchesAny(index, id, region, builder.slotNodes())) continue;
+      for (int p : index.operands(id)) g.mutationOfResult |= p == match.root || p == match.anchor;
+      g.notes.push_back("region ends at %" + n.name + ", which writes a value the chain reads");
+      break;
+    }
+    const LowerFn* lower = findElementwiseLowering(n.target);
+    const ir::TensorType* t = index.tensor(id);
+    if (claimed[id] || !lower || !t || t->sizes != match.outShape || t->dtype == spec::DType::F64) continue;
+    std::vector<ir::Arg> tensors = tensorArguments(n);
+    bool readsRegion = std::any_of(tensors.begin(), tensors.end(),
+                                   [&](const ir::Arg& a) { return region.count(index.producer(a)) > 0; });
+    if (!readsRegion) continue;
+
+    ChainBuilder trial = builder;
+    region.insert(id);  // so that the node's own operands check against the grown region
+    EpilogueOperands operands(index, match, trial, region);
+    LoweringContext ctx(n, trial, operands);
+    std::optional<int> value = (*lower)(ctx);
+    region.erase(id);
+    if (!value) {
+      if (!operands.whyNot().empty()) g.notes.push_back("%" + n.name + " not fused: " + operands.whyNot());
+      continue;
+    }
+    if (trial.numSlots() > options.maxInputs) {
+      g.notes.push_back("%" + n.name + " not fused: more than " + std::to_string(options.maxInputs) +
+                        " inputs (too_many_inputs)");
+      continue;
+    }
+    trial.bind(n.name, *value);
+    builder = std::move(trial);
+    region.insert(id);
+    g.nodes.push_back(id);
+  }
+  return g;
+}
+
+bool emitEpilogue(const GraphIndex& index, const GemmMatch& match, ChainBuilder& builder,
+                  const std::vector<int>& nodes, std::vector<int>* views) {
+  std::set<int> region = regionSet(match, nodes);
+  EpilogueOperands operands(index, match, builder, region);
+  for (int id : nodes) {
+    const ir::Node& n = index.node(id);
+    const LowerFn* lower = findElementwiseLowering(n.target);
+    if (!lower) return false;
+    LoweringContext ctx(n, builder, operands);
+    std::optional<int> value = (*lower)(ctx);
+    if (!value) return false;
+    builder.bind(n.name, *value);
+  }
+  views->insert(views->end(), operands.absorbedViews().begin(), operands.absorbedViews().end());
+  return true;
+}
+
+}  // namespace fxfuse::pass

@@ -1,0 +1,138 @@
+#include "pass/gemm_anchor.h"
+
+#include "pass/aten_ops.h"
+
+namespace fxfuse::pass {
+namespace {
+
+std::string repeat(char c, size_t n) { return std::string(n, c); }
+
+// addmm(bias, a, b, beta=, alpha=) / baddbmm(...): the scalars, 1 when absent.
+bool readBetaAlpha(const ir::Node& n, GemmMatch* m) {
+  const ir::Arg* beta = n.args.size() > 3 ? &n.args[3] : n.kwarg("beta");
+  const ir::Arg* alpha = n.args.size() > 4 ? &n.args[4] : n.kwarg("alpha");
+  if (beta) {
+    if (!beta->isNumber()) return false;
+    m->beta = beta->number();
+  }
+  if (alpha) {
+    if (!alpha->isNumber()) return false;
+    m->alpha = alpha->number();
+  }
+  return true;
+}
+
+// 3-D linear after AOT: a = view(x, [B*S, K]) and the product's only user is
+// view(out, [B, S, N]). Both views become transparent: A is x with dims [m,m,k] and the
+// output space is [B, S, N]. Without the second view the first one stays a plain input.
+void absorbLeadingViews(const GraphIndex& index, GemmMatch* m) {
+  int aView = index.producer(m->a);
+  if (aView < 0 || !isReshape(index.node(aView)) || index.users(m->anchor).size() != 1 ||
+      index.usedByGraphOutput(m->anchor))
+    return;
+  int outView = index.users(m->anchor)[0];
+  const ir::Node& ov = index.node(outView);
+  if (!isReshape(ov) || index.producer(ov.args[0]) != m->anchor) return;
+  const ir::TensorType* x = index.tensor(index.producer(index.node(aView).args[0]));
+  const ir::TensorType* out = index.tensor(outView);
+  if (!x || !out || x->sizes.size() < 3 || out->sizes.size() != x->sizes.size()) return;
+  size_t lead = x->sizes.size() - 1;
+  for (size_t i = 0; i < lead; ++i)
+    if (x->sizes[i] != out->sizes[i]) return;
+  if (x->sizes.back() != m->k || out->sizes.back() != m->n) return;
+  m->a = index.node(aView).args[0];
+  m->aLetters = repeat('m', lead) + "k";
+  m->root = outView;
+  m->transparentViews = {aView, outView};
+  m->outShape = out->sizes;
+  m->outLetters = repeat('m', lead) + "n";
+}
+
+}  // namespace
+
+bool isGemmAnchor(const ir::Node& n) {
+  return n.isCall("aten.mm.default") || n.isCall("aten.addmm.default") ||
+         n.isCall("aten.bmm.default") || n.isCall("aten.baddbmm.default") ||
+         n.isCall("aten.linear.default") || n.isCall("aten.matmul.default");
+}
+
+std::optional<GemmMatch> matchGemm(const GraphIndex& index, int anchor, std::string* why) {
+  const ir::Node& n = index.node(anchor);
+  GemmMatch m;
+  m.anchor = anchor;
+  m.root = anchor;
+  m.anchorKind = n.target.substr(5, n.target.rfind('.') - 5);  // "aten.<kind>.default"
+  const ir::TensorType* out = index.tensor(anchor);
+  if (!out) {
+    *why = "the GEMM has no tensor meta";
+    return std::nullopt;
+  }
+  bool withBias = m.anchorKind == "addmm" || m.anchorKind == "baddbmm";
+  size_t first = withBias ? 1 : 0;
+  if (n.args.size() < first + 2 || !n.args[first].isValue() || !n.args[first + 1].isValue()) {
+    *why = "operands are not tensors";
+    return std::nullopt;
+  }
+  m.a = n.args[first];
+  m.b = n.args[first + 1];
+  if (withBias) {
+    m.bias = n.args[0];
+    if (!readBetaAlpha(n, &m)) {
+      *why = "beta/alpha are not numbers";
+      return std::nullopt;
+    }
+  }
+  const ir::TensorType* a = index.tensor(index.producer(m.a));
+  const ir::TensorType* b = index.tensor(index.producer(m.b));
+  if (!a || !b) {
+    *why = "an operand has no tensor meta";
+    return std::nullopt;
+  }
+  size_t ra = a->sizes.size(), rb = b->sizes.size();
+  m.outShape = out->sizes;
+  if (m.anchorKind == "linear") {
+    if (n.args.size() > 2 && n.args[2].kind != ir::Arg::Kind::None) m.bias = n.args[2];
+    if (ra < 2 || rb != 2) {
+      *why = "linear with a 1-D input or weight";
+      return std::nullopt;
+    }
+    m.aLetters = repeat('m', ra - 1) + "k";
+    m.bLetters = "nk";
+  } else if (m.anchorKind == "bmm" || m.anchorKind == "baddbmm" ||
+             (m.anchorKind == "matmul" && ra == 3 && rb == 3)) {
+    if (ra != 3 || rb != 3 || a->sizes[0] != b->sizes[0]) {
+      *why = "batched operands without a common batch";
+      return std::nullopt;
+    }
+    m.kind = spec::GemmKind::Bmm;
+    m.aLetters = "bmk";
+    m.bLetters = "bkn";
+  } else if (m.anchorKind == "matmul") {
+    if (ra < 2 || rb != 2) {
+      *why = "matmul that broadcasts or has a 1-D operand";
+      return std::nullopt;
+    }
+    m.aLetters = repeat('m', ra - 1) + "k";
+    m.bLetters = "kn";
+  } else {  // mm, addmm
+    if (ra != 2 || rb != 2) {
+      *why = "mm operands are not 2-D";
+      return std::nullopt;
+    }
+    m.aLetters = "mk";
+    m.bLetters = "kn";
+  }
+  size_t minRank = m.kind == spec::GemmKind::Bmm ? 3 : 2;
+  if (out->sizes.size() < minRank) {
+    *why = "unexpected output rank";
+    return std::nullopt;
+  }
+  m.k = a->sizes.back();
+  m.n = out->sizes.empty() ? ir::Dim::concrete(0) : out->sizes.back();
+  m.outLetters = (m.kind == spec::GemmKind::Bmm ? "b" : "") +
+                 repeat('m', out->sizes.size() - (m.kind == spec::GemmKind::Bmm ? 2 : 1)) + "n";
+  if (m.kind == spec::GemmKind::Mm && ra == 2) absorbLeadingViews(index, &m);
+  return m;
+}
+
+}  // namespace fxfuse::pass

@@ -1,0 +1,37 @@
+// GEMM anchors: the ATen matrix products a chain is built around, normalized to one shape:
+// A operand, B operand (with the letters naming each of their dims), optional bias with
+// beta/alpha, and the node whose value is the product in the op's output shape.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pass/graph_index.h"
+
+namespace fxfuse::pass {
+
+struct GemmMatch {
+  int anchor = -1;                  // the GEMM node
+  std::string anchorKind;           // "mm", "addmm", "bmm", "baddbmm", "linear", "matmul"
+  spec::GemmKind kind = spec::GemmKind::Mm;
+  ir::Arg a, b;                     // the operands as the GEMM reads them
+  std::string aLetters, bLetters;   // per dim of a / b: 'b','m','k','n'
+  std::optional<ir::Arg> bias;      // addmm / baddbmm / linear
+  double alpha = 1.0, beta = 1.0;
+  // The node holding the product in the op's output shape: the anchor, or for a 3-D linear
+  // (`view(x,[B*S,K])` -> mm -> `view(out,[B,S,N])`) the view after it.
+  int root = -1;
+  std::vector<int> transparentViews;  // the two views of a 3-D linear, absorbed
+  std::vector<ir::Dim> outShape;
+  std::string outLetters;           // "mn", "mmn", "bmn", …
+  ir::Dim k, n;
+};
+
+bool isGemmAnchor(const ir::Node& node);
+
+// nullopt with `why` set when the anchor's shapes are not a form the chain spec expresses
+// (unknown meta, 1-D operands, broadcasting matmul).
+std::optional<GemmMatch> matchGemm(const GraphIndex& index, int anchor, std::string* why);
+
+}  // namespace fxfuse::pass

@@ -1,0 +1,102 @@
+#include "pass/operand_prologue.h"
+
+#include "pass/aten_ops.h"
+
+namespace fxfuse::pass {
+namespace {
+
+// Deep enough for any real dequantization chain; bounds the recursion on adversarial graphs.
+constexpr int kMaxPrologueDepth = 24;
+
+bool isConvertSource(spec::DType d) {
+  switch (d) {
+    case spec::DType::I8:
+    case spec::DType::F8E4M3:
+    case spec::DType::F8E5M2:
+    case spec::DType::F16:
+    case spec::DType::BF16:
+    case spec::DType::F32: return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+PrologueResult OperandPrologue::build(const ir::Arg& operand, const std::string& letters, spec::Space space) {
+  space_ = space;
+  result_ = PrologueResult{};
+  result_.value = fold(index_.producer(operand), letters, 0);
+  return result_;
+}
+
+bool OperandPrologue::isFoldableConvert(int node) const {
+  auto to = convertTarget(index_.node(node));
+  const ir::TensorType* src = index_.tensor(index_.producer(index_.node(node).args[0]));
+  return to && src && isConvertSource(src->dtype) && isConvertSource(*to) && isFloating(*to);
+}
+
+bool OperandPrologue::isFoldableArithmetic(int node) const {
+  const ir::Node& n = index_.node(node);
+  bool plain = n.isCall("aten.mul.Tensor") || n.isCall("aten.div.Tensor") ||
+               (n.isCall("aten.sub.Tensor") && !n.kwarg("alpha") && n.args.size() == 2);
+  if (!plain || n.args.size() != 2) return false;
+  const ir::TensorType* t = index_.tensor(node);
+  return t && isFloating(t->dtype);
+}
+
+// x, viewed/converted/scaled  ->  the spec values computing it, leaves as inputs.
+int OperandPrologue::fold(int node, const std::string& letters, int depth) {
+  if (node < 0) return -1;
+  const ir::Node& n = index_.node(node);
+  if (depth >= kMaxPrologueDepth || claimed_[node] || n.op != ir::Node::Op::Call ||
+      !index_.tensor(node) || isMutating(n))
+    return leaf(node, letters);
+
+  std::string inLetters;
+  if (viewInputLetters(index_, node, letters, &inLetters)) {
+    // permute(x) as B  ->  x read with its dims named `[n,k]`: a layout, not a prologue op.
+    int v = fold(index_.producer(n.args[0]), inLetters, depth + 1);
+    if (v < 0) return -1;
+    result_.absorbed.push_back(node);
+    return v;
+  }
+  if (isFoldableConvert(node)) {
+    // convert(w_i8 -> bf16)  ->  `%w = input i8`, `convert %w : bf16`
+    int x = fold(index_.producer(n.args[0]), letters, depth + 1);
+    if (x < 0) return -1;
+    result_.absorbed.push_back(node);
+    result_.ops.push_back("convert");
+    return builder_.op("convert", {x}, index_.tensor(node)->dtype);
+  }
+  if (isFoldableArithmetic(node)) {
+    // mul(w, unsqueeze(scale))  ->  `mul %w %scale` with scale read as `[n]`
+    const ir::TensorType* t = index_.tensor(node);
+    std::vector<std::string> argLetters(n.args.size());
+    for (size_t i = 0; i < n.args.size(); ++i) {
+      if (n.args[i].isNumber()) continue;
+      const ir::TensorType* at = index_.tensor(index_.producer(n.args[i]));
+      if (!at || !broadcastLetters(at->sizes, t->sizes, letters, &argLetters[i])) return leaf(node, letters);
+    }
+    std::vector<int> operands;
+    for (size_t i = 0; i < n.args.size(); ++i) {
+      const ir::Arg& a = n.args[i];
+      operands.push_back(a.isNumber() ? builder_.constant(a.number(), spec::DType::F32)
+                                      : fold(index_.producer(a), argLetters[i], depth + 1));
+      if (operands.back() < 0) return -1;
+    }
+    result_.absorbed.push_back(node);
+    std::string op = n.target.substr(5, 3);  // "mul", "div", "sub"
+    result_.ops.push_back(op);
+    return builder_.op(op, operands, t->dtype);
+  }
+  return leaf(node, letters);
+}
+
+int OperandPrologue::leaf(int node, const std::string& letters) {
+  const ir::TensorType* t = index_.tensor(node);
+  if (!t) return -1;
+  result_.leaves.push_back(OperandLeaf{node, letters});
+  return builder_.input(index_.node(node).name, t->dtype, letters, space_);
+}
+
+}  // namespace fxfuse::pass

@@ -1,0 +1,49 @@
+// Folds the prologue of a GEMM operand into the chain: dtype conversions (i8/fp8/f16/bf16/
+// f32 -> the GEMM dtype), scales (mul/div by per-tensor, per-row or per-column tensors),
+// zero points (sub), and the layout/broadcast views between them (permute, t, transpose,
+// unsqueeze, expand, size-1 reshapes). What remains at the leaves becomes op inputs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "pass/chain_builder.h"
+#include "pass/graph_index.h"
+
+namespace fxfuse::pass {
+
+struct OperandLeaf {
+  int node = -1;
+  std::string letters;
+};
+
+struct PrologueResult {
+  int value = -1;                  // the spec value fed to mm
+  std::vector<int> absorbed;       // graph nodes folded in (views and ops)
+  std::vector<std::string> ops;    // spec ops emitted ("convert", "mul"): empty = no prologue
+  std::vector<OperandLeaf> leaves; // nodes bound to input slots
+};
+
+class OperandPrologue {
+ public:
+  // `claimed[i]`: node i belongs to an earlier chain and must stay a leaf.
+  OperandPrologue(const GraphIndex& index, ChainBuilder& builder, const std::vector<bool>& claimed)
+      : index_(index), builder_(builder), claimed_(claimed) {}
+
+  PrologueResult build(const ir::Arg& operand, const std::string& letters, spec::Space space);
+
+ private:
+  int fold(int node, const std::string& letters, int depth);
+  int leaf(int node, const std::string& letters);
+  // x.to(bf16) etc.: `convert %x : dt` when the source dtype is one the kernel converts.
+  bool isFoldableConvert(int node) const;
+  bool isFoldableArithmetic(int node) const;
+
+  const GraphIndex& index_;
+  ChainBuilder& builder_;
+  const std::vector<bool>& claimed_;
+  spec::Space space_ = spec::Space::A;
+  PrologueResult result_;
+};
+
+}  // namespace fxfuse::pass

@@ -1,0 +1,99 @@
+#include "pass/region_outputs.h"
+
+#include <algorithm>
+#include <set>
+
+#include "pass/epilogue_region.h"
+
+namespace fxfuse::pass {
+namespace {
+
+bool usedOutside(const GraphIndex& index, int node, const std::set<int>& region) {
+  if (index.usedByGraphOutput(node)) return true;
+  for (int u : index.users(node))
+    if (!region.count(u)) return true;
+  return false;
+}
+
+bool hasRegionUser(const GraphIndex& index, int node, const std::set<int>& region) {
+  for (int u : index.users(node))
+    if (region.count(u)) return true;
+  return false;
+}
+
+// Drops every node of `nodes` computed from `value` (directly or transitively).
+std::vector<int> withoutDescendants(const GraphIndex& index, const std::vector<int>& nodes, int value) {
+  std::set<int> cut{value};
+  std::vector<int> kept;
+  for (int id : nodes) {
+    std::vector<int> ops = index.operands(id);
+    bool below = std::any_of(ops.begin(), ops.end(), [&](int p) { return cut.count(p) > 0; });
+    if (below) {
+      cut.insert(id);
+    } else {
+      kept.push_back(id);
+    }
+  }
+  return kept;
+}
+
+// Region nodes nobody reads (left behind by a cut) are dropped, last first.
+std::vector<int> withoutDeadEnds(const GraphIndex& index, const GemmMatch& match, std::vector<int> nodes) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    std::set<int> region = regionSet(match, nodes);
+    for (size_t i = nodes.size(); i-- > 0;) {
+      int id = nodes[i];
+      if (!usedOutside(index, id, region) && !hasRegionUser(index, id, region)) {
+        nodes.erase(nodes.begin() + static_cast<long>(i));
+        changed = true;
+        break;
+      }
+    }
+  }
+  return nodes;
+}
+
+}  // namespace
+
+OutputChoice chooseOutputs(const GraphIndex& index, const GemmMatch& match, std::vector<int> nodes,
+                           const PassOptions& options) {
+  OutputChoice c;
+  while (true) {
+    nodes = withoutDeadEnds(index, match, nodes);
+    std::set<int> region = regionSet(match, nodes);
+    std::vector<int> values{match.root};
+    values.insert(values.end(), nodes.begin(), nodes.end());
+    std::vector<int> outputs, inner;  // inner: outputs that other region nodes also read
+    for (int v : values) {
+      if (!usedOutside(index, v, region)) continue;
+      outputs.push_back(v);
+      if (hasRegionUser(index, v, region)) inner.push_back(v);
+    }
+    bool tooMany = static_cast<int>(outputs.size()) > options.maxOutputs;
+    if (!inner.empty() && (!options.extraOutputs || tooMany)) {
+      int cut = inner.front();
+      c.notes.push_back("%" + index.node(cut).name + " is also used outside the region; the region ends there (" +
+                        (tooMany ? "more than " + std::to_string(options.maxOutputs) + " outputs"
+                                 : std::string("extra_outputs is off")) + ")");
+      nodes = withoutDescendants(index, nodes, cut);
+      continue;
+    }
+    if (tooMany) {
+      // Every output is a sink: return the earlier ones, leave the last one in the graph
+      // (its region operands then become outputs in turn, and the loop reconsiders).
+      c.notes.push_back("%" + index.node(outputs.back()).name + " left outside: more than " +
+                        std::to_string(options.maxOutputs) + " outputs");
+      nodes.erase(std::find(nodes.begin(), nodes.end(), outputs.back()));
+      continue;
+    }
+    for (int v : inner)
+      c.notes.push_back("%" + index.node(v).name + " is also used outside the region: extra output");
+    c.nodes = nodes;
+    c.outputs = outputs;
+    return c;
+  }
+}
+
+}  // namespace fxfuse::pass

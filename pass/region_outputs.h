@@ -1,0 +1,24 @@
+// Which region values the fused op returns. A value is an output when something outside the
+// region reads it. With extra outputs allowed, up to `maxOutputs` such values are returned;
+// past the limit, or with extra outputs off, the region ends at the earliest value read
+// outside (its descendants leave the region). Each decision is written to `notes`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "pass/gemm_anchor.h"
+#include "pass/pass_options.h"
+
+namespace fxfuse::pass {
+
+struct OutputChoice {
+  std::vector<int> nodes;    // the (possibly shrunk) epilogue nodes
+  std::vector<int> outputs;  // output node ids, topological
+  std::vector<std::string> notes;
+};
+
+OutputChoice chooseOutputs(const GraphIndex& index, const GemmMatch& match, std::vector<int> nodes,
+                           const PassOptions& options);
+
+}  // namespace fxfuse::pass

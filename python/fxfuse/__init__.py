@@ -1,0 +1,30 @@
+"""fxfuse: prologue → GEMM → epilogue fusion for PyTorch graphs.
+
+    import fxfuse
+    torch.compile(model, backend="fxfuse")      # Inductor + the fxfuse post-grad pass
+    fxfuse.compile(model, mode=..., dump_dir=...)
+    ep2 = fxfuse.rewrite(torch.export.export(model, args))
+    print(fxfuse.report(ep2)); fxfuse.stats()
+"""
+from __future__ import annotations
+
+import logging
+
+try:
+    from . import _C  # noqa: F401 - registers torch.ops.fxfuse.gemm_chain
+except ImportError as e:  # pragma: no cover - exercised only on a broken install
+    raise ImportError(
+        f"fxfuse._C is not built: run scripts/setup.sh (or: cmake -S . -B build-py -G Ninja && "
+        f"ninja -C build-py _C). Original error: {e}") from e
+
+from .backend import FxfusePass, backend_with, compile, fxfuse_backend, register as _register_backend
+from .export_rewrite import report, rewrite
+from .pass_driver import Options
+from .stats import reset_stats, stats
+
+logging.getLogger("fxfuse").addHandler(logging.NullHandler())
+
+__all__ = ["rewrite", "compile", "backend_with", "fxfuse_backend", "FxfusePass", "Options",
+           "stats", "reset_stats", "report"]
+
+_register_backend()

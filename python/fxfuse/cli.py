@@ -1,0 +1,107 @@
+"""Command line: ``fxfuse`` / ``python -m fxfuse``.
+
+    fxfuse rewrite in.pt2 -o out.pt2 [--dump DIR] [--min-k N] [--no-fp32]
+    fxfuse report in.pt2 [--json]
+    fxfuse version
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+__all__ = ["main"]
+
+
+def _options(args):
+    from .pass_driver import Options
+
+    return Options(min_k=args.min_k, allow_fp32=not args.no_fp32, arch=args.arch)
+
+
+def _cmd_rewrite(args) -> int:
+    import torch
+
+    from .export_rewrite import rewrite
+    from .stats import stats
+
+    ep = torch.export.load(args.input)
+    out = rewrite(ep, dump_dir=args.dump, options=_options(args))
+    torch.export.save(out, args.output)
+    s = stats()
+    print(f"fxfuse: {s['chains_fused']} chain(s) fused of {s['gemms_seen']} GEMM(s); wrote {args.output}")
+    for reason, n in sorted(s["rejections"].items()):
+        print(f"  not fused ({reason}): {n}")
+    return 0
+
+
+def _cmd_report(args) -> int:
+    import torch
+
+    from .export_rewrite import report
+
+    ep = torch.export.load(args.input)
+    rep = report(ep, options=_options(args))
+    if args.json:
+        print(json.dumps([plan for _, plan, _ in rep.graphs], indent=2, ensure_ascii=False))
+    else:
+        sys.stdout.write(str(rep))
+    return 0
+
+
+def _cmd_version(args) -> int:
+    import torch
+
+    from . import _C
+
+    print(f"fxfuse library {getattr(_C, 'library_version', lambda: '?')()}, torch {torch.__version__}, "
+          f"nvrtc {'yes' if getattr(_C, 'nvrtc_available', lambda: False)() else 'no'}, "
+          f"cuda driver {'yes' if getattr(_C, 'cuda_driver_available', lambda: False)() else 'no'}")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fxfuse", description="GEMM prologue/epilogue fusion for PyTorch programs")
+    p.add_argument("-v", "--verbose", action="store_true", help="log what the pass does")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    def common(sp):
+        sp.add_argument("input", help="an ExportedProgram saved with torch.export.save (.pt2)")
+        sp.add_argument("--min-k", type=int, default=1, help="leave GEMMs with K below this alone")
+        sp.add_argument("--no-fp32", action="store_true", help="do not fuse fp32 GEMMs")
+        sp.add_argument("--arch", default=None, help="target arch, e.g. sm_90 (default: this GPU's, else sm_90)")
+
+    rw = sub.add_parser("rewrite", help="fuse chains and save a new .pt2")
+    common(rw)
+    rw.add_argument("-o", "--output", required=True)
+    rw.add_argument("--dump", default=None, metavar="DIR", help="write a dump folder (graphs, report, kernels)")
+    rw.set_defaults(fn=_cmd_rewrite)
+
+    rp = sub.add_parser("report", help="print what would fuse and every rejection reason")
+    common(rp)
+    rp.add_argument("--json", action="store_true", help="print the pass's plans as JSON")
+    rp.set_defaults(fn=_cmd_report)
+
+    ver = sub.add_parser("version", help="print versions and what the runtime can do")
+    ver.set_defaults(fn=_cmd_version)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
+    try:
+        import fxfuse  # noqa: F401 - registers the op before any load
+    except ImportError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    try:
+        return args.fn(args)
+    except FileNotFoundError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""Offline rewrite of an ExportedProgram: ``fxfuse.rewrite(ep) -> ExportedProgram``.
+
+Works before and after ``run_decompositions()``. Parameters and buffers are placeholders of
+the exported graph, so they become ordinary inputs of the fused op; the graph signature keeps
+its inputs, and outputs that were replaced are renamed to their getitem nodes. The result
+saves with ``torch.export.save`` and, after ``import fxfuse`` (which registers the op), loads
+and runs in a fresh process.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import logging
+from typing import Any
+
+import torch
+import torch.fx
+from torch.export import ExportedProgram
+
+from .pass_driver import Options, plan_for_graph, run_on_graph
+from .report import FusionReport
+
+log = logging.getLogger("fxfuse")
+
+__all__ = ["rewrite", "report"]
+
+
+def _renamed_signature(sig, gm: torch.fx.GraphModule):
+    """The graph signature with each output spec pointing at the node now in the output."""
+    out_node = next(n for n in gm.graph.nodes if n.op == "output")
+    outs = out_node.args[0]
+    outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    new_specs = []
+    for spec, node in zip(sig.output_specs, outs):
+        arg = spec.arg
+        if isinstance(node, torch.fx.Node) and hasattr(arg, "name") and arg.name != node.name:
+            arg = dataclasses.replace(arg, name=node.name)
+            spec = dataclasses.replace(spec, arg=arg)
+        new_specs.append(spec)
+    return type(sig)(input_specs=list(sig.input_specs), output_specs=new_specs)
+
+
+def _new_program(ep: ExportedProgram, gm: torch.fx.GraphModule, sig) -> ExportedProgram:
+    if hasattr(ep, "_update"):
+        return ep._update(gm, sig)
+    return ExportedProgram(  # pragma: no cover - releases without _update
+        root=gm, graph=gm.graph, graph_signature=sig, state_dict=ep.state_dict,
+        range_constraints=copy.deepcopy(ep.range_constraints),
+        module_call_graph=copy.deepcopy(ep.module_call_graph), example_inputs=ep.example_inputs,
+        constants=ep.constants, verifiers=ep.verifiers)
+
+
+def rewrite(ep: ExportedProgram, dump_dir: str | None = None, options: Options | None = None,
+            **option_kwargs: Any) -> ExportedProgram:
+    """A new ExportedProgram with every fusable chain replaced by ``fxfuse.gemm_chain``.
+    ``ep`` itself is not changed. Options as in :class:`fxfuse.pass_driver.Options`."""
+    if not isinstance(ep, ExportedProgram):
+        raise TypeError(f"fxfuse.rewrite expects a torch.export.ExportedProgram, got {type(ep).__name__}")
+    opts = options or Options.from_kwargs(**option_kwargs)
+    if dump_dir is not None:
+        opts = dataclasses.replace(opts, dump_dir=dump_dir)
+    gm = copy.deepcopy(ep.graph_module)
+    result = run_on_graph(gm.graph, opts, "export")
+    gm.recompile()
+    if result is None or not result.applied.applied:
+        log.info("fxfuse: nothing to rewrite in the exported program")
+    return _new_program(ep, gm, _renamed_signature(ep.graph_signature, gm))
+
+
+def report(obj: Any = None, *example_args: Any, options: Options | None = None, **option_kwargs: Any) -> FusionReport:
+    """What fxfuse fuses and why not, without changing anything:
+
+    - ``report(ep)``: for an ExportedProgram;
+    - ``report(module, *example_args)``: exports the module first (``torch.export.export``);
+    - ``report()``: the graphs compiled with ``backend="fxfuse"`` (or rewritten) since
+      the last ``fxfuse.reset_stats()``.
+    """
+    from .stats import recent_plans
+
+    rep = FusionReport()
+    if obj is None:
+        for title, plan, skipped in recent_plans():
+            rep.add(title, plan, skipped)
+        return rep
+    opts = options or Options.from_kwargs(**option_kwargs)
+    if isinstance(obj, torch.nn.Module) and not isinstance(obj, torch.fx.GraphModule):
+        obj = torch.export.export(obj, tuple(example_args))
+    if isinstance(obj, ExportedProgram):
+        graph = obj.graph
+    elif isinstance(obj, torch.fx.GraphModule):
+        graph = obj.graph
+    elif isinstance(obj, torch.fx.Graph):
+        graph = obj
+    else:
+        raise TypeError(f"fxfuse.report: cannot report on {type(obj).__name__}")
+    _, plan = plan_for_graph(graph, opts)
+    rep.add("export", plan)
+    return rep

@@ -1,0 +1,158 @@
+"""Runs the fxfuse pass on one fx.Graph: graph → IR text → ``_C.run_pass`` → plan → apply.
+Counts into ``fxfuse.stats()``, logs under ``logging.getLogger("fxfuse")``, writes dumps."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+
+from . import stats as _stats
+from .apply_plan import ApplyResult, apply_plan
+from .dump import dump_root, write_graph_dump
+from .ir_export import graph_to_ir
+from .report import format_report
+
+log = logging.getLogger("fxfuse")
+
+__all__ = ["Options", "PassResult", "run_on_graph", "plan_for_graph"]
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the pass may do. Everything here goes into ``FxfusePass.uuid()``."""
+    enabled: bool = True
+    dump_dir: str | None = None          # else $FXFUSE_DUMP; None: no dump
+    min_m: int = 1                       # GEMMs smaller than this are left to cuBLAS/Inductor
+    min_n: int = 1
+    min_k: int = 1
+    allow_fp32: bool = True              # fuse fp32 GEMMs (the CPU tests need it)
+    extra_outputs: bool = True           # keep a region value used outside as an extra output
+    prologue: bool = True                # fuse ops before the GEMM (dequant, casts)
+    epilogue: bool = True                # fuse ops after the GEMM
+    arch: str | None = None              # "sm_90"; None: the current device's, else sm_90
+    precompile: bool = True              # compile CUDA kernels while the model compiles
+    extra: tuple[tuple[str, Any], ...] = ()  # passed to run_pass verbatim (forward compat)
+
+    @staticmethod
+    def from_kwargs(**kw: Any) -> "Options":
+        names = {f.name for f in dataclasses.fields(Options)}
+        unknown = set(kw) - names
+        if unknown:
+            raise TypeError(f"unknown fxfuse option(s) {sorted(unknown)}; known: {sorted(names)}")
+        return Options(**kw)
+
+    def resolved_arch(self) -> str:
+        if self.arch:
+            return self.arch
+        if torch.cuda.is_available():
+            major, minor = torch.cuda.get_device_capability()
+            return f"sm_{major}{minor}"
+        return "sm_90"
+
+    def pass_options_json(self) -> str:
+        opts: dict[str, Any] = {"min_k": self.min_k, "allow_fp32": self.allow_fp32,
+                                "arch": self.resolved_arch(), "extra_outputs": self.extra_outputs}
+        if self.min_m != 1:
+            opts["min_m"] = self.min_m
+        if self.min_n != 1:
+            opts["min_n"] = self.min_n
+        if not self.prologue:
+            opts["prologue"] = False
+        if not self.epilogue:
+            opts["epilogue"] = False
+        opts.update(dict(self.extra))
+        return json.dumps(opts, sort_keys=True)
+
+    def key(self) -> str:
+        """Stable text of everything that changes the pass's output (dump_dir does not)."""
+        d = dataclasses.asdict(self)
+        d.pop("dump_dir")
+        d["arch"] = self.resolved_arch()
+        return json.dumps(d, sort_keys=True, default=str)
+
+
+@dataclass
+class PassResult:
+    plan: dict[str, Any]
+    applied: ApplyResult
+    report_text: str
+    dump_folder: str | None = None
+    fused_specs: list[str] = field(default_factory=list)
+
+
+def plan_for_graph(graph: torch.fx.Graph, options: Options) -> tuple[str, dict[str, Any]]:
+    """Runs the C++ pass on ``graph`` without changing it: (IR text, plan)."""
+    from . import _C
+
+    ir_text = graph_to_ir(graph)
+    plan = json.loads(_C.run_pass(ir_text, options.pass_options_json()))
+    return ir_text, plan
+
+
+def _graph_text(graph: torch.fx.Graph) -> str:
+    gm = graph.owning_module
+    if gm is not None and hasattr(gm, "print_readable"):
+        try:
+            return gm.print_readable(print_output=False, include_stride=True, include_device=True)
+        except TypeError:  # older print_readable without those keywords
+            return gm.print_readable(print_output=False)
+        except Exception:  # noqa: BLE001 - a graph mid-rewrite may not codegen; str() always works
+            pass
+    return str(graph)
+
+
+def _precompile(result: ApplyResult, options: Options) -> None:
+    """Compile CUDA kernels now (model compile time), so the first call, and CUDA graph
+    capture, never JIT. Needs ``_C.precompile(spec, inputs_json)``; absent: kernels compile
+    on their first launch (before capture: Inductor's cudagraph trees warm up first)."""
+    from . import _C
+
+    fn = getattr(_C, "precompile", None)
+    if fn is None or not options.precompile:
+        return
+    for node in result.fused_nodes.values():
+        vals = [n.meta.get("val") for n in node.args[0]]
+        if not vals or not all(isinstance(v, torch.Tensor) for v in vals):
+            continue
+        if vals[0].device.type != "cuda":
+            continue
+        meta = [{"dtype": str(v.dtype).rsplit(".", 1)[-1], "shape": [str(s) for s in v.shape],
+                 "stride": [str(s) for s in v.stride()], "device": str(v.device)} for v in vals]
+        try:
+            fn(node.args[1], json.dumps(meta))
+        except Exception as e:  # noqa: BLE001 - runtime JIT remains as fallback
+            log.warning("fxfuse: precompile failed for rewrite %s: %s", node.meta.get("fxfuse_rewrite"), e)
+
+
+def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph") -> PassResult | None:
+    """The pass on ``graph`` in place. Returns None when disabled."""
+    if not options.enabled:
+        return None
+    root = dump_root(options.dump_dir)
+    before_fx = _graph_text(graph) if root else ""
+    ir_text, plan = plan_for_graph(graph, options)
+    applied = apply_plan(graph, plan)
+    if graph.owning_module is not None:
+        graph.owning_module.recompile()
+    _stats.record_pass(plan.get("counters") or {}, len(applied.applied), len(applied.skipped))
+    report_text = format_report(plan, applied.skipped, label)
+    for entry in plan.get("report") or []:
+        if entry.get("status") == "fused":
+            log.info("fxfuse: %s fused: %s", entry.get("gemm"), entry.get("chain", ""))
+        else:
+            log.info("fxfuse: %s not fused: %s %s", entry.get("gemm"), entry.get("reason"), entry.get("detail", ""))
+    folder = None
+    if root:
+        folder = write_graph_dump(root, label, before_fx=before_fx, after_fx=_graph_text(graph),
+                                  before_ir=ir_text, after_ir=graph_to_ir(graph), plan=plan,
+                                  skipped=applied.skipped, report_text=report_text,
+                                  arch=options.resolved_arch())
+    _precompile(applied, options)
+    _stats.record_plan(label, plan, applied.skipped)
+    return PassResult(plan, applied, report_text, folder, [rw["spec"] for rw in plan.get("rewrites") or []])

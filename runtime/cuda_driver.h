@@ -1,0 +1,76 @@
+// The CUDA driver API, loaded at run time (dlopen libcuda.so.1): the extension builds without
+// the CUDA toolkit and imports on machines without a GPU driver. Only the few types, enums and
+// entry points fxfuse uses are spelled here, with their values from cuda.h (CUDA 12/13 ABI).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace fxfuse::runtime {
+
+namespace cu {
+using Result = int;  // CUresult; 0 is CUDA_SUCCESS
+using Device = int;
+using Context = struct CUctx_st*;
+using Module = struct CUmod_st*;
+using Function = struct CUfunc_st*;
+using Stream = struct CUstream_st*;
+
+struct alignas(64) TensorMap {  // CUtensorMap: opaque, 128 bytes
+  uint64_t opaque[16];
+};
+
+constexpr Result kSuccess = 0;
+constexpr Result kErrorNotInitialized = 3;
+// CUdevice_attribute
+constexpr int kAttrMultiprocessorCount = 16;
+constexpr int kAttrComputeCapabilityMajor = 75;
+constexpr int kAttrComputeCapabilityMinor = 76;
+constexpr int kAttrMaxSharedMemoryPerBlockOptin = 97;
+// CUfunction_attribute
+constexpr int kFuncAttrMaxDynamicSharedSizeBytes = 8;
+// CUstreamCaptureStatus
+constexpr int kCaptureStatusNone = 0;
+// CUtensorMapDataType
+constexpr int kTensorMapFloat16 = 6;
+constexpr int kTensorMapFloat32 = 7;
+constexpr int kTensorMapBFloat16 = 9;
+// CUtensorMapInterleave / Swizzle / L2promotion / FloatOOBfill
+constexpr int kTensorMapInterleaveNone = 0;
+constexpr int kTensorMapSwizzle128B = 3;
+constexpr int kTensorMapL2Promotion128B = 2;
+constexpr int kTensorMapOobFillNone = 0;  // out-of-bounds elements read as zero
+}  // namespace cu
+
+struct CudaDriver {
+  cu::Result (*cuInit)(unsigned);
+  cu::Result (*cuDriverGetVersion)(int*);
+  cu::Result (*cuGetErrorName)(cu::Result, const char**);
+  cu::Result (*cuGetErrorString)(cu::Result, const char**);
+  cu::Result (*cuDeviceGet)(cu::Device*, int);
+  cu::Result (*cuDeviceGetAttribute)(int*, int, cu::Device);
+  cu::Result (*cuCtxGetCurrent)(cu::Context*);
+  cu::Result (*cuCtxSetCurrent)(cu::Context);
+  cu::Result (*cuDevicePrimaryCtxRetain)(cu::Context*, cu::Device);
+  cu::Result (*cuModuleLoadData)(cu::Module*, const void*);
+  cu::Result (*cuModuleGetFunction)(cu::Function*, cu::Module, const char*);
+  cu::Result (*cuFuncSetAttribute)(cu::Function, int, int);
+  cu::Result (*cuLaunchKernel)(cu::Function, unsigned, unsigned, unsigned, unsigned, unsigned,
+                               unsigned, unsigned, cu::Stream, void**, void**);
+  cu::Result (*cuStreamIsCapturing)(cu::Stream, int*);
+  // Optional (absent from drivers older than CUDA 12): only the TMA variants need it.
+  cu::Result (*cuTensorMapEncodeTiled)(cu::TensorMap*, int, unsigned, void*, const uint64_t*,
+                                       const uint64_t*, const unsigned*, const unsigned*, int,
+                                       int, int, int);
+  std::string path;
+
+  // "cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE (invalid argument)".
+  std::string describe(const char* what, cu::Result r) const;
+};
+
+// Loads libcuda.so.1 once (thread-safe) and calls cuInit. Returns nullptr and fills *why
+// when the library or a required entry point is missing, or cuInit fails. Never throws.
+const CudaDriver* loadCudaDriver(std::string* why = nullptr);
+
+}  // namespace fxfuse::runtime

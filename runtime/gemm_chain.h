@@ -1,0 +1,56 @@
+// Shared by the op's kernels (Meta, CPU, CUDA) and the bindings: input validation, the
+// problem shape, logical views of inputs, and the entry points of each kernel.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/SymInt.h>
+
+#include "runtime/spec_cache.h"
+
+namespace fxfuse::runtime {
+
+// The problem an input list poses for a spec. Symbolic under fake tensors; concrete (but
+// still SymInt, so one code path validates both) for real ones.
+struct ChainShape {
+  std::vector<c10::SymInt> lead;  // output dims before N: A's m dims (mm) or {B, M} (bmm)
+  c10::SymInt B = 1, M = 1, N = 1, K = 1;
+  std::vector<c10::SymInt> outputShape() const;  // [*lead, N]
+};
+
+// Parses (cached) or raises a RuntimeError naming the bad line.
+std::shared_ptr<const CachedSpec> specFor(c10::string_view text);
+
+// Checks the inputs against the spec (count, rank, dtype, sizes per dims letter, one device)
+// and infers the problem shape. Every error is a TORCH_CHECK naming the input slot.
+ChainShape checkInputs(const spec::ChainSpec& spec, at::TensorList inputs);
+
+// `t` (the tensor of an input value with `dims`) as a view over the logical dims of `space`:
+// rank 2 ([M,K], [K,N], [M,N]) for mm, rank 3 with a leading b for bmm. Multiple m dims
+// flatten (copying only if they cannot be viewed), a letter missing from dims becomes a
+// size-1 dim, '1' dims disappear. Strides of the result are the kernel's per-dim strides.
+at::Tensor logicalView(const at::Tensor& t, const std::string& dims, spec::Space space,
+                       spec::GemmKind gemm);
+
+// The letters of `space` in logical order: "mk", "kn", "mn" (with a leading 'b' for bmm).
+std::string spaceLetters(spec::Space space, spec::GemmKind gemm);
+
+// Evaluates the spec with ATen ops on the inputs' device, one op at a time, each in fp32
+// and rounded to its value's dtype (docs/spec.md). The CPU kernel, and the CUDA fallback.
+std::vector<at::Tensor> evaluateReference(const spec::ChainSpec& spec, at::TensorList inputs,
+                                          const ChainShape& shape);
+
+// The CUDA kernel (cuda_launch.cpp).
+std::vector<at::Tensor> gemmChainCuda(at::TensorList inputs, c10::string_view spec);
+// Compiles and loads the kernel the CUDA kernel would use for these inputs, without
+// launching, so that a later call inside CUDA graph capture finds it ready.
+void precompileCuda(at::TensorList inputs, c10::string_view spec);
+
+// Availability of the dlopen'd libraries (false on a machine without them; never throws).
+bool cudaDriverAvailable();
+bool nvrtcAvailable();
+
+}  // namespace fxfuse::runtime

@@ -1,0 +1,257 @@
+// The op fxfuse::gemm_chain(Tensor[] inputs, str spec) -> Tensor[]: schema, input checks and
+// problem shape (shared by every kernel), and the Meta, CPU and Autograd kernels. The CUDA
+// kernel lives in cuda_launch.cpp; it is registered here so that all registrations read in
+// one place.
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/SymBool.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/library.h>
+
+#include "runtime/gemm_chain.h"
+#include "runtime/runtime_stats.h"
+#include "runtime/torch_types.h"
+
+namespace fxfuse::runtime {
+
+using spec::ChainSpec;
+using spec::GemmKind;
+using spec::Space;
+using spec::Value;
+using spec::ValueKind;
+
+std::shared_ptr<const CachedSpec> specFor(c10::string_view text) {
+  try {
+    return getCachedSpec(std::string(text));
+  } catch (const spec::SpecError& e) {
+    TORCH_CHECK(false, "fxfuse::gemm_chain: invalid spec: ", e.what(), "\n--- spec ---\n", text);
+  }
+}
+
+std::vector<c10::SymInt> ChainShape::outputShape() const {
+  std::vector<c10::SymInt> shape = lead;
+  shape.push_back(N);
+  return shape;
+}
+
+std::string spaceLetters(Space space, GemmKind gemm) {
+  const char* letters = space == Space::A ? "mk" : space == Space::B ? "kn" : "mn";
+  return (gemm == GemmKind::Bmm ? "b" : "") + std::string(letters);
+}
+
+namespace {
+
+// The first input value in `space` (any space when null) whose dims contain `letter`, or -1.
+int firstInputWith(const ChainSpec& spec, char letter, const Space* space) {
+  for (size_t i = 0; i < spec.values.size(); ++i) {
+    const Value& v = spec.values[i];
+    if (v.kind != ValueKind::Input || (space && v.space != *space)) continue;
+    if (dimLetters(v.dims).find(letter) != std::string::npos) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// Size of the first dim labelled `letter` of input value `id`.
+c10::SymInt sizeOf(const ChainSpec& spec, at::TensorList inputs, int id, char letter) {
+  const Value& v = spec.values[id];
+  const std::string letters = dimLetters(v.dims);
+  return inputs[v.slot].sym_size(static_cast<int64_t>(letters.find(letter)));
+}
+
+std::vector<c10::SymInt> mSizes(const at::Tensor& t, const std::string& letters) {
+  std::vector<c10::SymInt> sizes;
+  for (size_t d = 0; d < letters.size(); ++d)
+    if (letters[d] == 'm') sizes.push_back(t.sym_size(static_cast<int64_t>(d)));
+  return sizes;
+}
+
+// Rank, dtype and every dim's size of input value `v` against the problem shape.
+void checkInputValue(const Value& v, const at::Tensor& t, const ChainShape& shape,
+                     GemmKind gemm) {
+  const std::string letters = dimLetters(v.dims);
+  const int slot = v.slot;
+  TORCH_CHECK(t.dim() == static_cast<int64_t>(letters.size()), "fxfuse::gemm_chain: input ",
+              slot, " has shape ", t.sym_sizes(), " but the spec gives it dims [", v.dims,
+              "] (rank ", letters.size(), ")");
+  TORCH_CHECK(t.scalar_type() == toScalarType(v.dtype), "fxfuse::gemm_chain: input ", slot,
+              " has dtype ", t.scalar_type(), " but the spec expects ",
+              spec::dtypeName(v.dtype));
+  const std::string allowed = spaceLetters(v.space, gemm) + "1";
+  for (size_t d = 0; d < letters.size(); ++d) {
+    const char L = letters[d];
+    TORCH_CHECK(allowed.find(L) != std::string::npos, "fxfuse::gemm_chain: input ", slot,
+                ": dim letter '", L, "' does not belong to its space (", allowed, ")");
+    const c10::SymInt& size = t.sym_size(static_cast<int64_t>(d));
+    const c10::SymInt expected = L == '1' ? c10::SymInt(1)
+                                 : L == 'b' ? shape.B
+                                 : L == 'k' ? shape.K
+                                 : L == 'n' ? shape.N
+                                            : size;  // 'm': checked below as a group
+    TORCH_SYM_CHECK(size.sym_eq(expected), "fxfuse::gemm_chain: input ", slot, " has shape ",
+                    t.sym_sizes(), ": its dim ", d, " ('", L, "') must be ", expected,
+                    " (problem B=", shape.B, " M=", shape.M, " N=", shape.N, " K=", shape.K,
+                    ")");
+  }
+  const std::vector<c10::SymInt> ms = mSizes(t, letters);
+  if (ms.empty()) return;
+  const std::vector<c10::SymInt> leadM =
+      gemm == GemmKind::Bmm ? std::vector<c10::SymInt>{shape.M} : shape.lead;
+  if (ms.size() == leadM.size()) {
+    for (size_t i = 0; i < ms.size(); ++i)
+      TORCH_SYM_CHECK(ms[i].sym_eq(leadM[i]), "fxfuse::gemm_chain: input ", slot,
+                      " has shape ", t.sym_sizes(), ", whose m dims must be ", leadM);
+  } else {
+    c10::SymInt prod = 1;
+    for (const c10::SymInt& s : ms) prod = prod * s;
+    TORCH_SYM_CHECK(prod.sym_eq(shape.M), "fxfuse::gemm_chain: input ", slot, " has shape ",
+                    t.sym_sizes(), ", whose m dims must flatten to M=", shape.M);
+  }
+}
+
+}  // namespace
+
+ChainShape checkInputs(const ChainSpec& spec, at::TensorList inputs) {
+  const size_t slots = static_cast<size_t>(spec.numInputSlots());
+  TORCH_CHECK(inputs.size() == slots, "fxfuse::gemm_chain: the spec takes ", slots,
+              " inputs, got ", inputs.size());
+  TORCH_CHECK(!inputs.empty(), "fxfuse::gemm_chain: a spec without inputs cannot be run");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TORCH_CHECK(inputs[i].defined(), "fxfuse::gemm_chain: input ", i, " is undefined");
+    TORCH_CHECK(inputs[i].device() == inputs[0].device(), "fxfuse::gemm_chain: input ", i,
+                " is on ", inputs[i].device(), " but input 0 is on ", inputs[0].device(),
+                "; all inputs must be on one device");
+  }
+  // Rank first, so that reading sizes by letter below is in bounds.
+  for (const Value& v : spec.values)
+    if (v.kind == ValueKind::Input)
+      TORCH_CHECK(inputs[v.slot].dim() == static_cast<int64_t>(dimLetters(v.dims).size()),
+                  "fxfuse::gemm_chain: input ", v.slot, " has shape ",
+                  inputs[v.slot].sym_sizes(), " but the spec gives it dims [", v.dims, "]");
+
+  ChainShape shape;
+  const Space a = Space::A, b = Space::B, out = Space::Out;
+  const int aInput = firstInputWith(spec, 'm', &a);
+  TORCH_CHECK(aInput >= 0, "fxfuse::gemm_chain: the spec has no A input with an m dim");
+  const Value& av = spec.values[aInput];
+  shape.lead = mSizes(inputs[av.slot], dimLetters(av.dims));
+  shape.M = 1;
+  for (const c10::SymInt& s : shape.lead) shape.M = shape.M * s;
+  if (spec.gemm == GemmKind::Bmm) {
+    TORCH_CHECK(shape.lead.size() == 1, "fxfuse::gemm_chain: a bmm A input has one m dim");
+    const int bInput = firstInputWith(spec, 'b', nullptr);
+    TORCH_CHECK(bInput >= 0, "fxfuse::gemm_chain: a bmm spec needs an input with a b dim");
+    shape.B = sizeOf(spec, inputs, bInput, 'b');
+    shape.lead = {shape.B, shape.M};
+  }
+  int kInput = firstInputWith(spec, 'k', &a);
+  if (kInput < 0) kInput = firstInputWith(spec, 'k', &b);
+  TORCH_CHECK(kInput >= 0, "fxfuse::gemm_chain: the spec has no input with a k dim");
+  shape.K = sizeOf(spec, inputs, kInput, 'k');
+  int nInput = firstInputWith(spec, 'n', &b);
+  if (nInput < 0) nInput = firstInputWith(spec, 'n', &out);
+  TORCH_CHECK(nInput >= 0, "fxfuse::gemm_chain: the spec has no input with an n dim");
+  shape.N = sizeOf(spec, inputs, nInput, 'n');
+
+  for (const Value& v : spec.values)
+    if (v.kind == ValueKind::Input) checkInputValue(v, inputs[v.slot], shape, spec.gemm);
+  return shape;
+}
+
+at::Tensor logicalView(const at::Tensor& t, const std::string& dims, Space space,
+                       GemmKind gemm) {
+  const std::string letters = dimLetters(dims);
+  TORCH_INTERNAL_ASSERT(t.dim() == static_cast<int64_t>(letters.size()));
+  const std::string order = spaceLetters(space, gemm);
+  std::vector<int64_t> perm;
+  std::vector<int64_t> shape;
+  for (char L : order) {
+    int64_t size = 1;
+    for (size_t d = 0; d < letters.size(); ++d)
+      if (letters[d] == L) {
+        perm.push_back(static_cast<int64_t>(d));
+        size *= t.size(static_cast<int64_t>(d));
+      }
+    shape.push_back(size);
+  }
+  // '1' dims go last in the permutation and vanish in the reshape (their size is 1).
+  for (size_t d = 0; d < letters.size(); ++d)
+    if (letters[d] == '1') perm.push_back(static_cast<int64_t>(d));
+  TORCH_INTERNAL_ASSERT(perm.size() == letters.size(), "dims [", dims, "] outside space ",
+                        order);
+  return t.permute(perm).reshape(shape);
+}
+
+namespace {
+
+std::vector<at::Tensor> gemmChainMeta(at::TensorList inputs, c10::string_view specText) {
+  const auto entry = specFor(specText);
+  const ChainShape shape = checkInputs(entry->spec, inputs);
+  std::vector<at::Tensor> outputs;
+  for (int id : entry->spec.outputs) {
+    const auto dtype = toScalarType(entry->spec.values[id].dtype);
+    outputs.push_back(at::empty_symint(shape.outputShape(), inputs[0].options().dtype(dtype)));
+  }
+  return outputs;
+}
+
+std::vector<at::Tensor> gemmChainCpu(at::TensorList inputs, c10::string_view specText) {
+  const auto entry = specFor(specText);
+  const ChainShape shape = checkInputs(entry->spec, inputs);
+  stats().cpuCalls++;
+  return evaluateReference(entry->spec, inputs, shape);
+}
+
+std::vector<at::Tensor> callBelowAutograd(at::TensorList inputs, c10::string_view spec) {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("fxfuse::gemm_chain", "")
+                             .typed<std::vector<at::Tensor>(at::TensorList, c10::string_view)>();
+  at::AutoDispatchBelowADInplaceOrView guard;
+  return op.call(inputs, spec);
+}
+
+// Not differentiable: forward works with inputs that require grad (a model called without
+// no_grad() must still run), and backward raises instead of silently dropping gradients.
+struct GemmChainFunction : public torch::autograd::Function<GemmChainFunction> {
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
+                                                at::TensorList inputs, std::string spec) {
+    auto outputs = callBelowAutograd(inputs, spec);
+    for (const at::Tensor& o : outputs)
+      if (!at::isFloatingType(o.scalar_type())) ctx->mark_non_differentiable({o});
+    return outputs;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*,
+                                                 torch::autograd::variable_list) {
+    TORCH_CHECK(false,
+                "fxfuse::gemm_chain is not differentiable: fxfuse rewrites inference graphs. "
+                "Run the rewritten model under torch.no_grad()/torch.inference_mode(), or "
+                "keep the unfused model for training.");
+  }
+};
+
+std::vector<at::Tensor> gemmChainAutograd(at::TensorList inputs, c10::string_view spec) {
+  bool needsGrad = false;
+  if (at::GradMode::is_enabled())
+    for (const at::Tensor& t : inputs) needsGrad = needsGrad || t.requires_grad();
+  if (!needsGrad) return callBelowAutograd(inputs, spec);
+  return GemmChainFunction::apply(inputs, std::string(spec));
+}
+
+}  // namespace
+}  // namespace fxfuse::runtime
+
+// Argument types (Tensor[], str) are ones AOTInductor's proxy executor accepts.
+TORCH_LIBRARY(fxfuse, m) {
+  m.def("gemm_chain(Tensor[] inputs, str spec) -> Tensor[]");
+}
+TORCH_LIBRARY_IMPL(fxfuse, Meta, m) {
+  m.impl("gemm_chain", &fxfuse::runtime::gemmChainMeta);
+}
+TORCH_LIBRARY_IMPL(fxfuse, CPU, m) {
+  m.impl("gemm_chain", &fxfuse::runtime::gemmChainCpu);
+}
+TORCH_LIBRARY_IMPL(fxfuse, CUDA, m) {
+  m.impl("gemm_chain", &fxfuse::runtime::gemmChainCuda);
+}
+TORCH_LIBRARY_IMPL(fxfuse, Autograd, m) {
+  m.impl("gemm_chain", &fxfuse::runtime::gemmChainAutograd);
+}

@@ -1,0 +1,141 @@
+#include "runtime/kernel_loader.h"
+
+#include <mutex>
+
+#include "runtime/kernel_cache.h"
+#include "runtime/runtime_stats.h"
+
+namespace fxfuse::runtime {
+namespace {
+
+std::mutex& envMutex() {
+  static std::mutex m;
+  return m;
+}
+codegen::NvrtcEnv& envStorage() {
+  static codegen::NvrtcEnv env;
+  return env;
+}
+
+std::string memoryKey(const KernelRequest& r) {
+  const codegen::KernelConfig& c = r.config;
+  return c.variant + "/" + std::to_string(c.bm) + "x" + std::to_string(c.bn) + "x" +
+         std::to_string(c.bk) + "/s" + std::to_string(c.stages) + "/t" +
+         std::to_string(c.threads) + "|" + r.arch + "|dev" + std::to_string(r.device);
+}
+
+void check(const CudaDriver& d, cu::Result r, const char* what) {
+  if (r != cu::kSuccess) throw std::runtime_error("fxfuse: " + d.describe(what, r));
+}
+
+// The cubin for `src`: from disk when a valid entry exists, else compiled and stored.
+std::string cubinFor(const codegen::KernelSource& src, const std::string& arch) {
+  const codegen::NvrtcEnv env = nvrtcEnv();
+  std::string version;
+  try {
+    version = codegen::nvrtcVersion(env);
+  } catch (const codegen::CodegenError& e) {
+    throw KernelUnavailable(std::string("NVRTC is unavailable: ") + e.what());
+  }
+  const std::string key = cacheKey(src.code, version, arch);
+  DiskCache& disk = diskCache();
+  std::string image;
+  const DiskCache::Lookup found = disk.load(key, &image);
+  if (found == DiskCache::Lookup::Hit) {
+    stats().diskHits++;
+    return image;
+  }
+  (found == DiskCache::Lookup::Corrupt ? stats().diskRebuilds : stats().diskMisses)++;
+  try {
+    image = codegen::compileNvrtc(src, arch, env).image;
+  } catch (const codegen::CompileError& e) {
+    // A generator bug: the op still answers correctly (ATen), the warning carries the log.
+    throw KernelUnavailable(std::string("NVRTC rejected the generated kernel ") + src.name +
+                            " (please report a bug): " + e.what() + "\n" + e.log);
+  } catch (const codegen::CodegenError& e) {
+    throw KernelUnavailable(std::string("NVRTC is unavailable: ") + e.what());
+  }
+  stats().kernelsCompiled++;
+  (disk.store(key, image) ? stats().diskWrites : stats().diskWriteFailures)++;
+  return image;
+}
+
+std::shared_ptr<CudaKernel> load(const CudaDriver& d, codegen::KernelSource src,
+                                 const std::string& image, const KernelRequest& r) {
+  auto k = std::make_shared<CudaKernel>();
+  check(d, d.cuModuleLoadData(&k->module, image.data()), "cuModuleLoadData");
+  check(d, d.cuModuleGetFunction(&k->function, k->module, src.name.c_str()),
+        "cuModuleGetFunction");
+  // Above 48 KB of dynamic shared memory a kernel must opt in, once per function.
+  if (src.smem_bytes > 48 * 1024) {
+    if (static_cast<long long>(src.smem_bytes) > r.maxSmemOptin)
+      throw KernelUnavailable("kernel " + src.name + " needs " +
+                              std::to_string(src.smem_bytes) +
+                              " bytes of shared memory; the device allows " +
+                              std::to_string(r.maxSmemOptin));
+    check(d, d.cuFuncSetAttribute(k->function, cu::kFuncAttrMaxDynamicSharedSizeBytes,
+                                  static_cast<int>(src.smem_bytes)),
+          "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+  }
+  src.code.clear();
+  src.code.shrink_to_fit();
+  k->source = std::move(src);
+  k->device = r.device;
+  return k;
+}
+
+}  // namespace
+
+std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spec,
+                                      const KernelRequest& r) {
+  const std::string key = memoryKey(r);
+  // One compile at a time per spec: a second thread wanting the same kernel waits for it
+  // rather than compiling it again.
+  std::lock_guard<std::mutex> lock(spec.kernelsMutex);
+  auto it = spec.kernels.find(key);
+  if (it != spec.kernels.end()) {
+    stats().memoryHits++;
+    return it->second;
+  }
+  if (r.mayCompile && !r.mayCompile())
+    throw KernelNotReady("the kernel for this spec and shape class (" + key +
+                         ") is not compiled yet, and compiling is not allowed during CUDA "
+                         "graph capture. Run the op once before capturing (warm-up), or call "
+                         "fxfuse._C.precompile(inputs, spec).");
+  codegen::KernelSource src;
+  try {
+    src = codegen::generate(spec.spec, r.config);
+  } catch (const codegen::CodegenError& e) {
+    throw KernelUnavailable(std::string("codegen cannot emit this spec: ") + e.what());
+  }
+  std::string image = cubinFor(src, r.arch);
+  std::shared_ptr<CudaKernel> kernel;
+  try {
+    kernel = load(d, src, image, r);
+  } catch (const std::runtime_error&) {
+    // A cubin that passed the checksum but does not load (e.g. written by a different driver
+    // stack into a shared cache): rebuild it once from source before giving up.
+    stats().diskRebuilds++;
+    image = codegen::compileNvrtc(src, r.arch, nvrtcEnv()).image;
+    stats().kernelsCompiled++;
+    diskCache().store(cacheKey(src.code, codegen::nvrtcVersion(nvrtcEnv()), r.arch), image);
+    kernel = load(d, src, image, r);
+  }
+  spec.kernels.emplace(key, kernel);
+  return kernel;
+}
+
+void setNvrtcSearchDirs(std::vector<std::string> libDirs, std::vector<std::string> includeDirs) {
+  std::lock_guard<std::mutex> lock(envMutex());
+  envStorage().extra_lib_dirs = std::move(libDirs);
+  envStorage().extra_include_dirs = std::move(includeDirs);
+}
+
+codegen::NvrtcEnv nvrtcEnv() {
+  std::lock_guard<std::mutex> lock(envMutex());
+  return envStorage();
+}
+
+std::string nvrtcLibraryPath() { return codegen::findNvrtc(nvrtcEnv()); }
+
+}  // namespace fxfuse::runtime

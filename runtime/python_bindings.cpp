@@ -1,0 +1,126 @@
+// fxfuse._C: the pass, dumps of generated code, cache control and counters for Python.
+// Importing the module also registers the torch op (gemm_chain_op.cpp, linked in).
+#include <torch/csrc/utils/pybind.h>
+
+#include <pybind11/stl.h>
+
+#include "codegen/codegen.h"
+#include "runtime/gemm_chain.h"
+#include "runtime/kernel_cache.h"
+#include "runtime/kernel_loader.h"
+#include "runtime/runtime_stats.h"
+
+#if FXFUSE_HAVE_PASS && __has_include("pass/run_pass.h")
+#include "pass/run_pass.h"
+#define FXFUSE_RUN_PASS 1
+#endif
+
+namespace py = pybind11;
+
+namespace fxfuse::runtime {
+namespace {
+
+std::string runPass(const std::string& ir, const std::string& options) {
+#if FXFUSE_RUN_PASS
+  py::gil_scoped_release release;  // pure C++; let other Python threads run
+  return pass::runPassJson(ir, options);
+#else
+  (void)ir;
+  (void)options;
+  throw std::runtime_error("fxfuse._C was built without the pass library (pass/run_pass.h)");
+#endif
+}
+
+int smFromArch(const std::string& arch) {
+  // "sm_90", "sm_90a", "90" → 90
+  std::string digits;
+  for (char c : arch)
+    if (c >= '0' && c <= '9') digits.push_back(c);
+  if (digits.empty()) throw py::value_error("arch must look like 'sm_90', got '" + arch + "'");
+  return std::stoi(digits);
+}
+
+spec::ChainSpec parsed(const std::string& text) {
+  try {
+    return getCachedSpec(text)->spec;
+  } catch (const spec::SpecError& e) {
+    throw py::value_error(std::string("invalid spec: ") + e.what());
+  }
+}
+
+codegen::KernelSource generateFor(const std::string& specText, long long M, long long N,
+                                  long long K, long long B, const std::string& arch) {
+  const spec::ChainSpec spec = parsed(specText);
+  codegen::ProblemShape shape;
+  shape.B = B;
+  shape.M = M;
+  shape.N = N;
+  shape.K = K;
+  return codegen::generate(spec, codegen::chooseConfig(spec, shape, smFromArch(arch)));
+}
+
+py::dict statsDict() {
+  py::dict d;
+  for (const auto& [name, value] : stats().snapshot()) d[py::str(name)] = value;
+  d["specs_parsed"] = cachedSpecCount();
+  return d;
+}
+
+}  // namespace
+}  // namespace fxfuse::runtime
+
+PYBIND11_MODULE(_C, m) {
+  using namespace fxfuse::runtime;
+  m.doc() = "fxfuse native library: the fusion pass, the gemm_chain op and its kernel caches";
+  // Warnings from the disk cache reach Python as UserWarning through torch's warning handler.
+  diskCache().setWarnHandler([](const std::string& msg) { TORCH_WARN("fxfuse: ", msg); });
+
+  py::register_exception<fxfuse::codegen::CodegenError>(m, "CodegenError", PyExc_RuntimeError);
+
+  m.def("run_pass", &runPass, py::arg("ir_text"), py::arg("options_json") = "{}",
+        "Runs the fusion pass on the textual IR; returns the result JSON (docs/interfaces.md).");
+  m.def(
+      "generate_cuda",
+      [](const std::string& spec, long long M, long long N, long long K, const std::string& arch,
+         long long B) {
+        const fxfuse::codegen::KernelSource src = generateFor(spec, M, N, K, B, arch);
+        return py::make_tuple(src.name, src.code);
+      },
+      py::arg("spec"), py::arg("M"), py::arg("N"), py::arg("K"), py::arg("arch") = "sm_90",
+      py::arg("B") = 1, "(kernel name, CUDA source) the op would compile for this problem.");
+  m.def(
+      "compile_ptx",
+      [](const std::string& spec, long long M, long long N, long long K, const std::string& arch,
+         long long B) {
+        const fxfuse::codegen::KernelSource src = generateFor(spec, M, N, K, B, arch);
+        const int sm = smFromArch(arch);
+        py::gil_scoped_release release;
+        const std::string nvArch = "sm_" + std::to_string(sm) + (sm == 90 ? "a" : "");
+        return fxfuse::codegen::compileNvrtc(src, nvArch, nvrtcEnv(), /*want_ptx=*/true).ptx;
+      },
+      py::arg("spec"), py::arg("M"), py::arg("N"), py::arg("K"), py::arg("arch") = "sm_90",
+      py::arg("B") = 1, "PTX of the kernel generate_cuda() returns (compiled with NVRTC).");
+  m.def(
+      "precompile",
+      [](const std::vector<at::Tensor>& inputs, const std::string& spec) {
+        py::gil_scoped_release release;
+        precompileCuda(inputs, spec);
+      },
+      py::arg("inputs"), py::arg("spec"),
+      "Compiles and loads the kernel gemm_chain(inputs, spec) will launch, without launching: "
+      "call it before CUDA graph capture. The inputs may be any tensors of the same shapes, "
+      "strides and alignment class.");
+  m.def("stats", &statsDict, "Counters of the op and its kernel caches.");
+  m.def("reset_stats", [] { stats().reset(); });
+  m.def("cache_dir", [] { return diskCache().directory(); }, "The disk kernel cache directory.");
+  m.def("set_cache_dir", [](const std::string& dir) { diskCache().setDirectory(dir); },
+        py::arg("path"), "Moves the disk kernel cache (overrides FXFUSE_CACHE_DIR).");
+  m.def("set_nvrtc_paths", &setNvrtcSearchDirs, py::arg("lib_dirs"),
+        py::arg("include_dirs") = std::vector<std::string>{},
+        "Extra directories to search for libnvrtc and the CUDA headers.");
+  m.def("nvrtc_available", &nvrtcAvailable);
+  m.def("nvrtc_path", &nvrtcLibraryPath);
+  m.def("cuda_driver_available", &cudaDriverAvailable);
+  m.def("library_version", [] { return std::string(libraryVersion()); },
+        "Changes whenever any source compiled into the library changes.");
+}

@@ -1,0 +1,198 @@
+// The spec evaluated with ATen, value by value: the CPU kernel (the reference every generated
+// kernel is tested against) and the CUDA fallback when no kernel can be compiled. Each op
+// follows eager PyTorch's rounding: operands to the op-math type (fp32; int64 when every
+// operand and the result are integral), compute, round to the value's dtype.
+#include <cmath>
+#include <functional>
+#include <unordered_map>
+
+#include <ATen/ATen.h>
+
+#include "runtime/gemm_chain.h"
+#include "runtime/torch_types.h"
+
+namespace fxfuse::runtime {
+namespace {
+
+using spec::ChainSpec;
+using spec::GemmKind;
+using spec::Value;
+using spec::ValueKind;
+
+struct Operand {
+  at::Tensor t;            // converted to the op-math type
+  const Value* value;      // its spec value (constants are read as scalars by some ops)
+  bool isConst() const { return value->kind == ValueKind::Const; }
+  double constant() const { return value->constant; }
+};
+
+using OpFn = std::function<at::Tensor(const std::vector<Operand>&)>;
+
+// Ops whose eager form takes a Python scalar (pow's exponent, leaky_relu's slope, clamp's
+// bounds) use the Scalar overloads when the operand is a spec constant, as eager did.
+std::optional<at::Scalar> boundOf(const Operand& o) {
+  if (std::isnan(o.constant())) return std::nullopt;  // `nan` bound: none
+  return at::Scalar(o.constant());
+}
+
+at::Tensor clampOp(const std::vector<Operand>& x) {
+  const at::Tensor& v = x[0].t;
+  if (x[1].isConst() && x[2].isConst()) return at::clamp(v, boundOf(x[1]), boundOf(x[2]));
+  auto asTensor = [](const Operand& o) -> std::optional<at::Tensor> {
+    if (o.isConst() && std::isnan(o.constant())) return std::nullopt;
+    return o.t;
+  };
+  return at::clamp(v, asTensor(x[1]), asTensor(x[2]));
+}
+
+const std::unordered_map<std::string, OpFn>& opTable() {
+  // One row per op of docs/spec.md (spec/op_table.cpp lists the same names).
+  static const std::unordered_map<std::string, OpFn> table = {
+      {"neg", [](auto& x) { return at::neg(x[0].t); }},
+      {"abs", [](auto& x) { return at::abs(x[0].t); }},
+      {"reciprocal", [](auto& x) { return at::reciprocal(x[0].t); }},
+      {"sqrt", [](auto& x) { return at::sqrt(x[0].t); }},
+      {"rsqrt", [](auto& x) { return at::rsqrt(x[0].t); }},
+      {"exp", [](auto& x) { return at::exp(x[0].t); }},
+      {"log", [](auto& x) { return at::log(x[0].t); }},
+      {"tanh", [](auto& x) { return at::tanh(x[0].t); }},
+      {"erf", [](auto& x) { return at::erf(x[0].t); }},
+      {"sigmoid", [](auto& x) { return at::sigmoid(x[0].t); }},
+      {"sin", [](auto& x) { return at::sin(x[0].t); }},
+      {"cos", [](auto& x) { return at::cos(x[0].t); }},
+      {"relu", [](auto& x) { return at::relu(x[0].t); }},
+      {"gelu", [](auto& x) { return at::gelu(x[0].t, "none"); }},
+      {"gelu_tanh", [](auto& x) { return at::gelu(x[0].t, "tanh"); }},
+      {"silu", [](auto& x) { return at::silu(x[0].t); }},
+      {"hardswish", [](auto& x) { return at::hardswish(x[0].t); }},
+      {"add", [](auto& x) { return at::add(x[0].t, x[1].t); }},
+      {"sub", [](auto& x) { return at::sub(x[0].t, x[1].t); }},
+      {"mul", [](auto& x) { return at::mul(x[0].t, x[1].t); }},
+      {"div", [](auto& x) { return at::div(x[0].t, x[1].t); }},
+      {"maximum", [](auto& x) { return at::maximum(x[0].t, x[1].t); }},
+      {"minimum", [](auto& x) { return at::minimum(x[0].t, x[1].t); }},
+      {"pow",
+       [](auto& x) {
+         return x[1].isConst() ? at::pow(x[0].t, at::Scalar(x[1].constant()))
+                               : at::pow(x[0].t, x[1].t);
+       }},
+      {"lt", [](auto& x) { return at::lt(x[0].t, x[1].t); }},
+      {"le", [](auto& x) { return at::le(x[0].t, x[1].t); }},
+      {"gt", [](auto& x) { return at::gt(x[0].t, x[1].t); }},
+      {"ge", [](auto& x) { return at::ge(x[0].t, x[1].t); }},
+      {"eq", [](auto& x) { return at::eq(x[0].t, x[1].t); }},
+      {"ne", [](auto& x) { return at::ne(x[0].t, x[1].t); }},
+      {"leaky_relu",
+       [](auto& x) {
+         if (x[1].isConst()) return at::leaky_relu(x[0].t, at::Scalar(x[1].constant()));
+         return at::where(x[0].t > 0, x[0].t, x[0].t * x[1].t);
+       }},
+      {"where", [](auto& x) { return at::where(x[0].t.to(at::kBool), x[1].t, x[2].t); }},
+      {"clamp", clampOp},
+      {"hardtanh",
+       [](auto& x) {
+         if (x[1].isConst() && x[2].isConst())
+           return at::hardtanh(x[0].t, x[1].constant(), x[2].constant());
+         return clampOp(x);
+       }},
+  };
+  return table;
+}
+
+bool isIntegral(at::ScalarType t) { return at::isIntegralType(t, /*includeBool=*/true); }
+
+// The type an op computes in. `where`'s condition does not take part.
+at::ScalarType opMathType(const Value& v, const std::vector<at::Tensor>& values) {
+  const at::ScalarType result = toScalarType(v.dtype);
+  bool allIntegral = isIntegral(result) || spec::isComparisonOp(v.op);
+  bool anyDouble = result == at::kDouble;
+  for (size_t i = v.op == "where" ? 1 : 0; i < v.operands.size(); ++i) {
+    const at::ScalarType t = values[v.operands[i]].scalar_type();
+    allIntegral = allIntegral && isIntegral(t);
+    anyDouble = anyDouble || t == at::kDouble;
+  }
+  if (allIntegral) return at::kLong;
+  return anyDouble ? at::kDouble : at::kFloat;
+}
+
+at::Tensor evalOp(const ChainSpec& spec, const Value& v, const std::vector<at::Tensor>& values) {
+  const at::ScalarType result = toScalarType(v.dtype);
+  if (v.op == "convert") return values[v.operands[0]].to(result);  // one rounding, like eager
+  auto it = opTable().find(v.op);
+  TORCH_CHECK(it != opTable().end(), "fxfuse::gemm_chain: op '", v.op,
+              "' has no CPU implementation");
+  const at::ScalarType math = opMathType(v, values);
+  std::vector<Operand> operands;
+  for (size_t i = 0; i < v.operands.size(); ++i) {
+    const at::Tensor& t = values[v.operands[i]];
+    const bool isCond = v.op == "where" && i == 0;
+    operands.push_back({isCond ? t : t.to(math), &spec.values[v.operands[i]]});
+  }
+  return it->second(operands).to(result);
+}
+
+// mm in fp32 accumulation, rounded once to the value's dtype. A native half-precision mm
+// already accumulates in fp32 and rounds once, so it is used when the dtypes allow.
+at::Tensor evalMm(const Value& v, const at::Tensor& a, const at::Tensor& b,
+                  const ChainShape& shape, GemmKind gemm) {
+  const at::ScalarType result = toScalarType(v.dtype);
+  const int64_t B = shape.B.expect_int(), M = shape.M.expect_int();
+  const int64_t N = shape.N.expect_int(), K = shape.K.expect_int();
+  std::vector<int64_t> aShape{M, K}, bShape{K, N};
+  if (gemm == GemmKind::Bmm) {
+    aShape.insert(aShape.begin(), B);
+    bShape.insert(bShape.begin(), B);
+  }
+  at::Tensor x = a.expand(aShape), y = b.expand(bShape);
+  const bool native = x.scalar_type() == result && y.scalar_type() == result &&
+                      at::isFloatingType(result) && result != at::kDouble;
+  if (!native) {
+    x = x.to(at::kFloat);
+    y = y.to(at::kFloat);
+  }
+  at::Tensor r = gemm == GemmKind::Bmm ? at::bmm(x, y) : at::mm(x, y);
+  return r.to(result);
+}
+
+}  // namespace
+
+std::vector<at::Tensor> evaluateReference(const ChainSpec& spec, at::TensorList inputs,
+                                          const ChainShape& shape) {
+  const at::Device device = inputs[0].device();
+  std::vector<at::Tensor> values;
+  values.reserve(spec.values.size());
+  for (const Value& v : spec.values) {
+    switch (v.kind) {
+      case ValueKind::Input:
+        values.push_back(logicalView(inputs[v.slot], v.dims, v.space, spec.gemm));
+        break;
+      case ValueKind::Const:
+        values.push_back(at::scalar_tensor(v.constant, at::TensorOptions()
+                                                           .dtype(toScalarType(v.dtype))
+                                                           .device(device)));
+        break;
+      case ValueKind::Op:
+        values.push_back(evalOp(spec, v, values));
+        break;
+      case ValueKind::Mm:
+        TORCH_INTERNAL_ASSERT(v.operands.size() == 2, "mm takes two operands");
+        values.push_back(
+            evalMm(v, values[v.operands[0]], values[v.operands[1]], shape, spec.gemm));
+        break;
+    }
+  }
+  std::vector<int64_t> full{shape.M.expect_int(), shape.N.expect_int()};
+  if (spec.gemm == GemmKind::Bmm) full.insert(full.begin(), shape.B.expect_int());
+  std::vector<int64_t> outShape;
+  for (const c10::SymInt& s : shape.outputShape()) outShape.push_back(s.expect_int());
+  std::vector<at::Tensor> outputs;
+  for (int id : spec.outputs) {
+    const at::Tensor& r = values[id];
+    TORCH_INTERNAL_ASSERT(r.scalar_type() == toScalarType(spec.values[id].dtype));
+    // Outputs never alias an input or each other (an output may be a plain input value).
+    outputs.push_back(r.expand(full).clone(at::MemoryFormat::Contiguous).view(outShape));
+  }
+  return outputs;
+}
+
+}  // namespace fxfuse::runtime

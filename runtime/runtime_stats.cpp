@@ -1,0 +1,31 @@
+#include "runtime/runtime_stats.h"
+
+namespace fxfuse::runtime {
+
+RuntimeStats& stats() {
+  static auto* s = new RuntimeStats();  // leaked: may be bumped during static destruction
+  return *s;
+}
+
+std::vector<std::pair<std::string, int64_t>> RuntimeStats::snapshot() const {
+  return {
+      {"cpu_calls", cpuCalls.load()},
+      {"launches", launches.load()},
+      {"fallbacks", fallbacks.load()},
+      {"kernels_compiled", kernelsCompiled.load()},
+      {"memory_hits", memoryHits.load()},
+      {"disk_hits", diskHits.load()},
+      {"disk_misses", diskMisses.load()},
+      {"disk_rebuilds", diskRebuilds.load()},
+      {"disk_writes", diskWrites.load()},
+      {"disk_write_failures", diskWriteFailures.load()},
+  };
+}
+
+void RuntimeStats::reset() {
+  for (auto* c : {&cpuCalls, &launches, &fallbacks, &kernelsCompiled, &memoryHits, &diskHits,
+                  &diskMisses, &diskRebuilds, &diskWrites, &diskWriteFailures})
+    c->store(0);
+}
+
+}  // namespace fxfuse::runtime

@@ -1,0 +1,34 @@
+// Process-wide counters for fxfuse._C.stats(): what the kernel caches and launcher did.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fxfuse::runtime {
+
+struct RuntimeStats {
+  std::atomic<int64_t> cpuCalls{0};          // CPU kernel (reference) runs
+  std::atomic<int64_t> launches{0};          // generated kernels launched
+  std::atomic<int64_t> fallbacks{0};         // CUDA calls evaluated with ATen instead
+  std::atomic<int64_t> kernelsCompiled{0};   // NVRTC compilations
+  std::atomic<int64_t> memoryHits{0};        // kernel found in the in-memory cache
+  std::atomic<int64_t> diskHits{0};          // cubin loaded from the disk cache
+  std::atomic<int64_t> diskMisses{0};        // no entry on disk: compiled
+  std::atomic<int64_t> diskRebuilds{0};      // corrupt/truncated entry found, recompiled
+  std::atomic<int64_t> diskWrites{0};        // entries written
+  std::atomic<int64_t> diskWriteFailures{0};
+
+  // (name, value) pairs in a fixed order, for the Python dict.
+  std::vector<std::pair<std::string, int64_t>> snapshot() const;
+  void reset();
+};
+
+RuntimeStats& stats();
+
+// The hash of the library's sources (generated at build time: library_version.cmake).
+const char* libraryVersion();
+
+}  // namespace fxfuse::runtime

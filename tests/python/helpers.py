@@ -1,0 +1,97 @@
+"""Shared test helpers: models, error metric, and running Python in a fresh process with
+the same ``fxfuse._C`` (real extension or the test stand-in) as this one."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+
+
+def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
+    return ((a.float() - b.float()).norm() / b.float().norm().clamp_min(1e-12)).item()
+
+
+def run_python(code: str, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    """Runs ``code`` in a fresh interpreter; ``fxfuse`` is importable there the same way."""
+    import conftest
+
+    prelude = "import sys\n"
+    if conftest.STANDIN:
+        prelude += "import _standin; _standin.install(force=True)\n"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "python"), HERE, env.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, "-c", prelude + code, *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=HERE)
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return run_python("from fxfuse.cli import main\nsys.exit(main(sys.argv[1:]))", *args)
+
+
+class MLP(nn.Module):
+    def __init__(self, d=32, h=64, act="gelu"):
+        super().__init__()
+        self.fc1, self.fc2, self.act = nn.Linear(d, h), nn.Linear(h, d), act
+
+    def forward(self, x):
+        y = self.fc1(x)
+        y = F.gelu(y) if self.act == "gelu" else F.gelu(y, approximate="tanh") if self.act == "gelu_tanh" else F.relu(y)
+        return self.fc2(y)
+
+
+class Block(nn.Module):
+    """A small pre-LN transformer block (attention q/k/v/o, GELU MLP, residuals)."""
+
+    def __init__(self, d=32, heads=2):
+        super().__init__()
+        self.h = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.fc, self.proj = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        y = self.ln1(x)
+        q, k, v = (m(y).view(b, t, self.h, d // self.h).transpose(1, 2) for m in (self.q, self.k, self.v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, d)
+        x = x + self.o(a)
+        return x + self.proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class GatedMLP(nn.Module):
+    def __init__(self, d=32, h=64):
+        super().__init__()
+        self.w1, self.w3, self.w2 = nn.Linear(d, h, bias=False), nn.Linear(d, h, bias=False), nn.Linear(h, d, bias=False)
+
+    def forward(self, x):
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class Int8Linear(nn.Module):
+    """Weight-only int8 linear: ``x @ (w_i8 * scale[:, None]).T + b``, then ReLU."""
+
+    def __init__(self, d=32, n=48):
+        super().__init__()
+        self.register_buffer("w", torch.randint(-127, 127, (n, d), dtype=torch.int8))
+        self.register_buffer("s", torch.rand(n) * 0.02)
+        self.b = nn.Parameter(torch.randn(n))
+
+    def forward(self, x):
+        w = self.w.to(x.dtype) * self.s.to(x.dtype).unsqueeze(1)
+        return F.relu(F.linear(x, w, self.b))
+
+
+class Linear3d(nn.Module):
+    def __init__(self, d=32, n=48):
+        super().__init__()
+        self.l = nn.Linear(d, n)
+
+    def forward(self, x):
+        return torch.relu(self.l(x)) * 0.5

@@ -1,0 +1,142 @@
+"""torch.compile(backend="fxfuse") on CPU (float32, the CPU reference kernel): results vs
+eager on fresh inputs, chains counted from fxfuse.stats(), mode/options pass-through, the
+pass's uuid, training (the backward graph goes through the pass) and dynamic shapes."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import fxfuse
+from helpers import Block, GatedMLP, Int8Linear, Linear3d, MLP, rel_err
+
+TOL = 1e-4
+
+
+def check(model, *shapes, backend="fxfuse", **compile_kw):
+    model.eval()
+    compiled = torch.compile(model, backend=backend, **compile_kw)
+    with torch.no_grad():
+        for _ in range(2):  # fresh inputs each time
+            xs = [torch.randn(*s) for s in shapes]
+            assert rel_err(compiled(*xs), model(*xs)) < TOL
+    return fxfuse.stats()
+
+
+def test_mlp_gelu():
+    s = check(MLP(act="gelu"), (8, 32))
+    assert s["gemms_seen"] == 2
+    assert s["chains_fused"] == 1            # fc1 + bias + gelu; fc2 is a bare GEMM
+    assert s["rejections"].get("no_epilogue_no_prologue") == 1
+    (entry,) = fxfuse.report().fused
+    assert entry["status"] == "fused"
+
+
+def test_mlp_relu_by_entry_point_name_string():
+    s = check(MLP(act="relu"), (8, 32), backend="fxfuse")
+    assert s["chains_fused"] == 1
+
+
+@pytest.mark.needs_real_pass
+def test_transformer_block():
+    s = check(Block(), (2, 6, 32))
+    assert s["gemms_seen"] >= 6
+    assert s["chains_fused"] >= 2            # fc + gelu_tanh; proj (+ residual); o (+ residual)
+
+
+def test_transformer_block_numbers():
+    check(Block(), (2, 6, 32))
+
+
+def test_gated_mlp(standin):
+    s = check(GatedMLP(), (8, 32))
+    assert s["gemms_seen"] == 3
+    assert s["chains_fused"] >= 1            # w1 + silu (* w3 x)
+
+
+@pytest.mark.needs_real_pass
+def test_int8_weight_only_linear():
+    s = check(Int8Linear(), (8, 32))
+    assert s["chains_fused"] == 1            # dequant prologue + bias + relu epilogue
+
+
+def test_int8_weight_only_linear_numbers():
+    check(Int8Linear(), (8, 32))
+
+
+@pytest.mark.needs_real_pass
+def test_3d_input():
+    s = check(Linear3d(), (2, 5, 32))
+    assert s["chains_fused"] == 1
+
+
+def test_3d_input_numbers():
+    check(Linear3d(), (2, 5, 32))
+
+
+def test_mode_and_options_reach_inductor():
+    # torch.compile passes mode=/options= to a custom backend as keywords.
+    s = check(MLP(act="relu"), (8, 32), mode="max-autotune-no-cudagraphs")
+    assert s["chains_fused"] == 1
+    torch._dynamo.reset()
+    fxfuse.reset_stats()
+    s = check(MLP(act="relu"), (8, 32), options={"fxfuse.min_k": 1, "epilogue_fusion": False})
+    assert s["chains_fused"] == 1
+
+
+def test_fxfuse_compile_and_backend_with(tmp_path):
+    model = MLP(act="relu").eval()
+    compiled = fxfuse.compile(model, mode="default", dump_dir=str(tmp_path))
+    x = torch.randn(8, 32)
+    with torch.no_grad():
+        assert rel_err(compiled(x), model(x)) < TOL
+    assert fxfuse.stats()["chains_fused"] == 1 and any(tmp_path.iterdir())
+    torch._dynamo.reset()
+    fxfuse.reset_stats()
+    with torch.no_grad():
+        out = torch.compile(model, backend=fxfuse.backend_with(mode="max-autotune-no-cudagraphs"))(x)
+    assert rel_err(out, model(x)) < TOL and fxfuse.stats()["chains_fused"] == 1
+
+
+def test_disabled_and_bad_options():
+    s = check(MLP(act="relu"), (8, 32), backend=fxfuse.backend_with(enabled=False))
+    assert s["chains_fused"] == 0 and s["graphs_seen"] == 0
+    with pytest.raises(TypeError):
+        fxfuse.backend_with(no_such_option=1)
+    with pytest.raises(RuntimeError):
+        fxfuse.backend_with(options={"no_such_inductor_key": 1})
+
+
+def test_uuid_tracks_options_and_library():
+    a, b = fxfuse.FxfusePass(), fxfuse.FxfusePass(fxfuse.Options(min_k=64))
+    assert a.uuid() == fxfuse.FxfusePass().uuid() and a.uuid() != b.uuid()
+    assert fxfuse.FxfusePass(fxfuse.Options(dump_dir="/tmp/x")).uuid() == a.uuid()
+    from torch._inductor.custom_graph_pass import CustomGraphPass
+
+    assert isinstance(a, CustomGraphPass)
+
+
+def test_training_backward_goes_through_the_pass():
+    model = MLP(act="relu")
+    ref_model = MLP(act="relu")
+    ref_model.load_state_dict(model.state_dict())
+    compiled = torch.compile(model, backend="fxfuse")
+    x = torch.randn(8, 32)
+    x1, x2 = x.clone().requires_grad_(), x.clone().requires_grad_()
+    compiled(x1).square().sum().backward()
+    ref_model(x2).square().sum().backward()
+    assert rel_err(x1.grad, x2.grad) < TOL
+    for p, q in zip(model.parameters(), ref_model.parameters()):
+        assert rel_err(p.grad, q.grad) < TOL
+    labels = [title for title, _, _ in fxfuse.report().graphs]
+    assert labels == ["forward", "backward"], labels
+
+
+def test_dynamic_batch_one_graph():
+    model = MLP(act="relu").eval()
+    compiled = torch.compile(model, backend="fxfuse", dynamic=True)
+    with torch.no_grad():
+        for m in (3, 8, 17):
+            x = torch.randn(m, 32)
+            assert rel_err(compiled(x), model(x)) < TOL
+    s = fxfuse.stats()
+    assert s["graphs_seen"] == 1 and s["chains_fused"] == 1

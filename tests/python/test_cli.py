@@ -1,0 +1,50 @@
+"""The command line: `fxfuse rewrite in.pt2 -o out.pt2 --dump DIR`, `fxfuse report in.pt2`."""
+from __future__ import annotations
+
+import json
+import os
+
+import torch
+
+from helpers import MLP, run_cli, run_python
+
+
+def _saved_mlp(tmp_path):
+    model = MLP(act="relu").eval()
+    x = torch.randn(8, 32)
+    path = tmp_path / "in.pt2"
+    torch.export.save(torch.export.export(model, (x,)), str(path))
+    return model, path
+
+
+def test_cli_rewrite_then_run(tmp_path):
+    model, path = _saved_mlp(tmp_path)
+    out, dump = tmp_path / "out.pt2", tmp_path / "dump"
+    res = run_cli("rewrite", str(path), "-o", str(out), "--dump", str(dump))
+    assert res.returncode == 0, res.stderr
+    assert "1 chain(s) fused of 2 GEMM(s)" in res.stdout
+    assert "no_epilogue_no_prologue" in res.stdout
+    assert out.exists() and any(dump.iterdir())
+    x = torch.randn(8, 32)
+    torch.save((x, model(x).detach()), str(tmp_path / "io.pt"))
+    res = run_python("import torch, fxfuse\nep = torch.export.load(sys.argv[1])\nx, ref = torch.load(sys.argv[2])\n"
+                     "assert (ep.module()(x) - ref).abs().max() < 1e-4\n", str(out), str(tmp_path / "io.pt"))
+    assert res.returncode == 0, res.stderr
+
+
+def test_cli_report(tmp_path):
+    _, path = _saved_mlp(tmp_path)
+    res = run_cli("report", str(path))
+    assert res.returncode == 0, res.stderr
+    lines = [ln for ln in res.stdout.splitlines() if ": fused" in ln or "not fused" in ln]
+    assert len(lines) == 2 and any("no_epilogue_no_prologue" in ln for ln in lines)
+    res = run_cli("report", str(path), "--json")
+    (plan,) = json.loads(res.stdout)
+    assert {e["status"] for e in plan["report"]} == {"fused", "not_fused"}
+
+
+def test_cli_errors(tmp_path):
+    res = run_cli("report", str(tmp_path / "missing.pt2"))
+    assert res.returncode == 2 and "error" in res.stderr
+    res = run_cli("version")
+    assert res.returncode == 0 and "torch" in res.stdout

@@ -1,0 +1,11 @@
+"""`python -m fxfuse.demo` (small sizes): runs, matches eager, prints the report."""
+from __future__ import annotations
+
+from fxfuse import demo
+
+
+def test_demo_cpu_small(capsys):
+    assert demo.main(["--device", "cpu", "--dim", "64", "--tokens", "32"]) == 0
+    out = capsys.readouterr().out
+    assert "CPU reference kernel" in out and "all results match eager" in out
+    assert out.count("-> PASS") == 2

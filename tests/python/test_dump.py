@@ -1,0 +1,50 @@
+"""Dump folders: FXFUSE_DUMP / dump_dir= give one numbered folder per graph with the graphs,
+IR, report and, per fused chain, its spec, .dot and generated .cu (+ .ptx with NVRTC)."""
+from __future__ import annotations
+
+import json
+import os
+
+import torch
+
+import fxfuse
+from fxfuse.dump import spec_to_dot
+from helpers import MLP, run_python
+
+
+def test_dump_folder_contents(tmp_path, standin):
+    model = MLP(act="relu").eval()
+    with torch.no_grad():
+        torch.compile(model, backend=fxfuse.backend_with(dump_dir=str(tmp_path)))(torch.randn(8, 32))
+    (folder,) = sorted(tmp_path.iterdir())
+    assert folder.name.endswith("_inference")
+    files = {p.name for p in folder.iterdir()}
+    assert {"graph_before.txt", "graph_after.txt", "before.ir", "after.ir", "report.txt", "report.json",
+            "chain_0.dot", "chain_0.spec"} <= files
+    assert any(f.endswith(".cu") for f in files), files
+    if not standin and fxfuse._C.nvrtc_available():
+        assert any(f.endswith(".ptx") for f in files), files
+    assert "gemm_chain" in (folder / "graph_after.txt").read_text()
+    assert "fxfuse.gemm_chain.default" in (folder / "after.ir").read_text()
+    report = json.loads((folder / "report.json").read_text())
+    assert len(report["rewrites"]) == 1 and len(report["report"]) == 2
+    assert "not fused: no_epilogue_no_prologue" in (folder / "report.txt").read_text()
+
+
+def test_dump_env_var(tmp_path):
+    x = torch.randn(8, 32)
+    torch.save(MLP(act="relu").eval(), str(tmp_path / "m.pt"))
+    env_dir = tmp_path / "d"
+    code = ("import os, torch, fxfuse\nos.environ['FXFUSE_DUMP'] = sys.argv[1]\n"
+            "m = torch.load(sys.argv[2], weights_only=False)\n"
+            "with torch.no_grad(): torch.compile(m, backend='fxfuse')(torch.randn(8, 32))\n")
+    res = run_python(code, str(env_dir), str(tmp_path / "m.pt"))
+    assert res.returncode == 0, res.stderr
+    assert len(list(env_dir.iterdir())) == 1
+
+
+def test_spec_to_dot():
+    spec = "fxfuse.chain v1\ngemm mm\n%0 = input 0 f32 [m,k]\n%1 = input 1 f32 [k,n]\n%2 = mm %0 %1 : f32\n" \
+           "%3 = relu %2 : f32\noutput %3\n"
+    dot = spec_to_dot(spec)
+    assert "v0 -> v2;" in dot and "v2 -> v3;" in dot and "v3 -> out_3;" in dot

@@ -1,0 +1,113 @@
+"""fxfuse.rewrite on ExportedPrograms (before and after run_decompositions): a valid program
+that saves, loads in a fresh process after `import fxfuse`, and gives eager's answers."""
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+import fxfuse
+from helpers import GatedMLP, Int8Linear, Linear3d, MLP, rel_err, run_python
+
+TOL = 1e-4
+
+
+def _fused_ops(ep):
+    return [n for n in ep.graph.nodes if n.target == torch.ops.fxfuse.gemm_chain.default]
+
+
+@pytest.mark.parametrize("decompose", [False, True], ids=["training_ir", "decomposed"])
+@pytest.mark.parametrize("act", ["relu", "gelu_tanh"])
+def test_rewrite_mlp(decompose, act):
+    model = MLP(act=act).eval()
+    x = torch.randn(8, 32)
+    ep = torch.export.export(model, (x,))
+    if decompose:
+        ep = ep.run_decompositions()
+    before = str(ep.graph)
+    ep2 = fxfuse.rewrite(ep)
+    assert str(ep.graph) == before, "rewrite must not change its input"
+    assert len(_fused_ops(ep2)) == 1 and fxfuse.stats()["chains_fused"] == 1
+    for n in ep2.graph.nodes:
+        if n.op == "call_function":
+            assert "val" in n.meta, n
+    x2 = torch.randn(8, 32)
+    assert rel_err(ep2.module()(x2), model(x2)) < TOL
+    assert [s.arg.name for s in ep2.graph_signature.input_specs] == [s.arg.name for s in ep.graph_signature.input_specs]
+
+
+def test_rewritten_output_is_renamed_in_signature():
+    class Head(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l = torch.nn.Linear(16, 8)
+
+        def forward(self, x):
+            return torch.relu(self.l(x))   # the fused chain's value is the program output
+
+    ep2 = fxfuse.rewrite(torch.export.export(Head(), (torch.randn(4, 16),)))
+    out = next(n for n in ep2.graph.nodes if n.op == "output").args[0][0]
+    assert ep2.graph_signature.output_specs[0].arg.name == out.name
+    ep2.validate() if hasattr(ep2, "validate") else None
+
+
+SUBPROCESS_CHECK = """
+import torch, fxfuse
+ep = torch.export.load(sys.argv[1])
+x, ref = torch.load(sys.argv[2])
+assert any(n.target == torch.ops.fxfuse.gemm_chain.default for n in ep.graph.nodes)
+out = ep.module()(x)
+err = ((out - ref).norm() / ref.norm()).item()
+print("rel_err", err)
+sys.exit(0 if err < 1e-4 else 3)
+"""
+
+
+@pytest.mark.parametrize("make", [lambda: (MLP(act="gelu"), torch.randn(8, 32)),
+                                  lambda: (GatedMLP(), torch.randn(8, 32)),
+                                  lambda: (Int8Linear(), torch.randn(8, 32)),
+                                  lambda: (Linear3d(), torch.randn(2, 5, 32))],
+                         ids=["mlp_gelu", "gated", "int8", "3d"])
+@pytest.mark.parametrize("decompose", [False, True], ids=["training_ir", "decomposed"])
+def test_save_load_in_fresh_process(make, decompose, tmp_path, standin):
+    model, x = make()
+    model.eval()
+    ep = torch.export.export(model, (x,))
+    if decompose:
+        ep = ep.run_decompositions()
+    ep2 = fxfuse.rewrite(ep)
+    if not _fused_ops(ep2):
+        if standin:
+            pytest.skip("the test stand-in does not fuse this model")
+        pytest.fail("nothing fused:\n" + str(fxfuse.report(ep)))
+    path = tmp_path / "m.pt2"
+    torch.export.save(ep2, str(path))
+    x2 = torch.randn_like(x)
+    torch.save((x2, model(x2).detach()), str(tmp_path / "io.pt"))
+    res = run_python(SUBPROCESS_CHECK, str(path), str(tmp_path / "io.pt"))
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_dynamic_batch_export():
+    model = MLP(act="relu").eval()
+    batch = torch.export.Dim("batch", min=2, max=1024)
+    ep = torch.export.export(model, (torch.randn(8, 32),), dynamic_shapes={"x": {0: batch}})
+    ep2 = fxfuse.rewrite(ep)
+    assert len(_fused_ops(ep2)) == 1
+    for m in (3, 40):
+        x = torch.randn(m, 32)
+        assert rel_err(ep2.module()(x), model(x)) < TOL
+
+
+def test_report_lists_every_gemm():
+    rep = fxfuse.report(MLP(act="relu"), torch.randn(8, 32))
+    assert len(rep.entries) == 2 and len(rep.fused) == 1
+    assert rep.rejected[0]["reason"] == "no_epilogue_no_prologue"
+    text = str(rep)
+    assert "fused" in text and "no_epilogue_no_prologue" in text
+
+
+def test_rewrite_rejects_non_programs():
+    with pytest.raises(TypeError):
+        fxfuse.rewrite(MLP())

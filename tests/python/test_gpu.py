@@ -1,0 +1,71 @@
+"""The same models on CUDA in bf16 (skipped without a GPU): results vs eager, one kernel
+for every M with dynamic=True, mode="reduce-overhead" (CUDA graphs), training gradients."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import fxfuse
+from helpers import Block, GatedMLP, Int8Linear, Linear3d, MLP, rel_err
+
+pytestmark = [pytest.mark.gpu, pytest.mark.needs_real_pass]
+BF16_TOL = 2e-2
+DEV = "cuda"
+
+
+def _check(model, shape, **kw):
+    model = model.to(DEV, torch.bfloat16).eval()
+    compiled = torch.compile(model, backend="fxfuse", **kw)
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(*shape, device=DEV, dtype=torch.bfloat16)
+            assert rel_err(compiled(x), model(x)) < BF16_TOL
+    return fxfuse.stats()
+
+
+@pytest.mark.parametrize("make,shape,fused", [
+    (lambda: MLP(256, 1024, "gelu_tanh"), (128, 256), 1),
+    (lambda: Block(256, 4), (4, 64, 256), 2),
+    (lambda: GatedMLP(256, 704), (128, 256), 1),
+    (lambda: Int8Linear(256, 512), (16, 256), 1),
+    (lambda: Linear3d(256, 512), (4, 32, 256), 1),
+], ids=["mlp", "block", "gated", "int8", "3d"])
+def test_models_bf16(make, shape, fused):
+    s = _check(make(), shape)
+    assert s["chains_fused"] >= fused
+    assert s.get("kernels_compiled", 0) >= 1
+
+
+def test_reduce_overhead():
+    s = _check(MLP(256, 1024, "gelu_tanh"), (128, 256), mode="reduce-overhead")
+    assert s["chains_fused"] == 1
+
+
+def test_dynamic_one_kernel_for_every_m():
+    model = MLP(256, 1024, "gelu_tanh").to(DEV, torch.bfloat16).eval()
+    compiled = torch.compile(model, backend="fxfuse", dynamic=True)
+    with torch.no_grad():
+        for m in (2, 64):  # warm up both specializations Dynamo may take (0/1 are special)
+            compiled(torch.randn(m, 256, device=DEV, dtype=torch.bfloat16))
+        compiled_before = fxfuse.stats().get("kernels_compiled", 0)
+        for m in (3, 17, 100, 257, 1000):
+            x = torch.randn(m, 256, device=DEV, dtype=torch.bfloat16)
+            assert rel_err(compiled(x), model(x)) < BF16_TOL
+    s = fxfuse.stats()
+    assert s["graphs_seen"] == 1
+    assert s.get("kernels_compiled", 0) == compiled_before, "a new M compiled a new kernel"
+
+
+def test_training_backward_bf16():
+    torch.manual_seed(0)
+    model = MLP(256, 1024, "gelu_tanh").to(DEV, torch.bfloat16)
+    ref = MLP(256, 1024, "gelu_tanh").to(DEV, torch.bfloat16)
+    ref.load_state_dict(model.state_dict())
+    compiled = torch.compile(model, backend="fxfuse")
+    x = torch.randn(64, 256, device=DEV, dtype=torch.bfloat16)
+    compiled(x).float().square().mean().backward()
+    ref(x).float().square().mean().backward()
+    for p, q in zip(model.parameters(), ref.parameters()):
+        assert rel_err(p.grad, q.grad) < 5e-2
+    assert [t for t, _, _ in fxfuse.report().graphs] == ["forward", "backward"]
+    assert fxfuse.stats()["chains_fused"] >= 1

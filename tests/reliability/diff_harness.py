@@ -1,0 +1,323 @@
+"""Runs one generated chain through fxfuse and through eager (in its dtype and in float64) and
+judges the fused result. Also: a shrinker that minimizes a failing case.
+
+Routes through fxfuse:
+- ``export``: ``torch.export.export`` → ``fxfuse.rewrite(ep)`` → ``ep.module()(*inputs)``
+  (the graph holds ``aten.linear``, ``aten.to.dtype``, ``aten.gelu``...);
+- ``decomp``: the same after ``ep.run_decompositions()`` (``aten.t``/``addmm``/
+  ``convert_element_type``: what the post-grad pass sees);
+- ``compile``: ``torch.compile(fn, backend="fxfuse")`` (slow; a sample only).
+
+The verdict: every output has eager's shape and dtype; NaN and ±Inf sit where eager (in the
+case's dtype) has them; on the finite elements, the fused relative-norm error against the
+float64 reference is at most ``max(floor, 2 × eager's own error + floor/10)``, the floor by
+dtype (f32 1e-4·max(1, sqrt(K/64)), bf16 2e-2, f16 5e-3). A chain with comparisons may
+flip a few elements whose inputs sit within rounding of the threshold: up to
+``max(1, 0.2% of the elements)`` such flips are excused (and counted).
+"""
+from __future__ import annotations
+
+import math
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from chain_generator import OPS, Case
+
+FLOORS = {"f32": 1e-4, "bf16": 2e-2, "f16": 5e-3}
+GEMM_CHAIN_NAME = "fxfuse.gemm_chain"
+
+
+def floor_for(case: Case) -> float:
+    f = FLOORS[case.dtype]
+    if case.dtype == "f32":
+        f *= max(1.0, math.sqrt(case.K / 64.0))
+    return f
+
+
+class _Wrap(torch.nn.Module):
+    def __init__(self, fn: Callable):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def _is_gemm_chain(node: torch.fx.Node) -> bool:
+    return node.op == "call_function" and GEMM_CHAIN_NAME in str(node.target)
+
+
+def count_fused(graph: torch.fx.Graph) -> int:
+    return sum(1 for n in graph.nodes if _is_gemm_chain(n))
+
+
+def last_plan() -> dict | None:
+    """The plan of the most recent pass run (for not-fused reasons), if the package keeps it."""
+    try:
+        from fxfuse import pass_driver
+        reps = getattr(pass_driver, "_last_reports", None)
+        if reps:
+            return reps[-1][1]
+    except Exception:  # noqa: BLE001
+        pass
+    return None
+
+
+@dataclass
+class Outcome:
+    status: str                 # "ok", "mismatch", "nan_mask", "inf_mask", "dtype", "shape", "error:<where>"
+    fused: int = 0              # gemm_chain nodes in the rewritten graph
+    detail: str = ""
+    reasons: list[str] = field(default_factory=list)   # not-fused reasons from the plan
+    flips: int = 0
+    errors: list[tuple[float, float, float]] = field(default_factory=list)  # (fused, eager, bound)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def run_fused(case: Case, inputs: list[torch.Tensor], route: str = "export",
+              options: dict | None = None) -> tuple[list[torch.Tensor], int, list[str]]:
+    import fxfuse
+
+    fn = case.build()
+    options = options or {}
+    if route in ("export", "decomp"):
+        ep = torch.export.export(_Wrap(fn), tuple(inputs))
+        if route == "decomp":
+            ep = ep.run_decompositions()
+        ep2 = fxfuse.rewrite(ep, **options)
+        fused = count_fused(ep2.graph)
+        reasons = _reasons(last_plan())
+        outs = ep2.module()(*inputs)
+    elif route == "compile":
+        torch._dynamo.reset()
+        before = fxfuse.stats().get("chains_fused", 0)
+        cfn = torch.compile(fn, backend="fxfuse", fullgraph=True)
+        outs = cfn(*inputs)
+        fused = fxfuse.stats().get("chains_fused", 0) - before
+        reasons = _reasons(last_plan())
+    else:
+        raise ValueError(route)
+    return list(outs), fused, reasons
+
+
+def _reasons(plan: dict | None) -> list[str]:
+    if not plan:
+        return []
+    return [str(e.get("reason")) for e in plan.get("report") or [] if e.get("status") != "fused"]
+
+
+def _relnorm(x: torch.Tensor, ref: torch.Tensor) -> float:
+    if x.numel() == 0:
+        return 0.0
+    d = (x.double() - ref.double()).norm().item()
+    r = ref.double().norm().item()
+    return d / r if r > 0 else d
+
+
+def compare(case: Case, fused: list[torch.Tensor], eager: list[torch.Tensor],
+            ref: list[torch.Tensor]) -> Outcome:
+    out = Outcome("ok")
+    if len(fused) != len(eager):
+        return Outcome("shape", detail=f"{len(fused)} outputs, eager has {len(eager)}")
+    floor = floor_for(case)
+    for i, (f, e, r) in enumerate(zip(fused, eager, ref)):
+        f = f.detach().cpu()
+        e = e.detach().cpu()
+        r = r.detach().cpu()
+        if f.shape != e.shape:
+            return Outcome("shape", detail=f"output {i}: shape {tuple(f.shape)} vs eager {tuple(e.shape)}")
+        if f.dtype != e.dtype:
+            return Outcome("dtype", detail=f"output {i}: dtype {f.dtype} vs eager {e.dtype}")
+        if f.dtype == torch.bool:
+            bad = int((f != e).sum())
+            if bad > max(1, int(0.002 * f.numel())) or (bad and not case.discontinuous):
+                return Outcome("mismatch", detail=f"output {i}: {bad} bool elements differ")
+            out.flips += bad
+            continue
+        fd, ed = f.double(), e.double()
+        flips = torch.zeros_like(fd, dtype=torch.bool)
+        if case.discontinuous:
+            both = torch.isfinite(fd) & torch.isfinite(ed)
+            tol = 20 * floor * (ed.abs() + 1.0)
+            flips = both & ((fd - ed).abs() > tol)
+            nflip = int(flips.sum())
+            if nflip > max(1, int(0.002 * f.numel())):
+                flips = torch.zeros_like(flips)  # too many to excuse: judge them all
+            else:
+                out.flips += nflip
+        nan_f, nan_e = torch.isnan(fd) & ~flips, torch.isnan(ed) & ~flips
+        if not torch.equal(nan_f, nan_e):
+            where = (nan_f != nan_e).nonzero()[:4].tolist()
+            return Outcome("nan_mask", detail=f"output {i}: NaN positions differ from eager at {where} "
+                                              f"({int(nan_f.sum())} vs {int(nan_e.sum())} NaNs)")
+        inf_f = torch.where(torch.isinf(fd) & ~flips, torch.sign(fd), torch.zeros_like(fd))
+        inf_e = torch.where(torch.isinf(ed) & ~flips, torch.sign(ed), torch.zeros_like(ed))
+        if not torch.equal(inf_f, inf_e):
+            where = (inf_f != inf_e).nonzero()[:4].tolist()
+            return Outcome("inf_mask", detail=f"output {i}: Inf positions/signs differ from eager at {where}")
+        fin = torch.isfinite(fd) & torch.isfinite(ed) & torch.isfinite(r) & ~flips
+        ef = _relnorm(fd[fin], r[fin])
+        ee = _relnorm(ed[fin], r[fin])
+        bound = max(floor, 2 * ee + floor / 10)
+        out.errors.append((ef, ee, bound))
+        if not ef <= bound:  # also catches NaN
+            worst = ((fd - r).abs() * fin).flatten().argmax().item()
+            idx = list(torch.unravel_index(torch.tensor(worst), fd.shape)) if fd.dim() else []
+            idx = [int(x) for x in idx]
+            return Outcome("mismatch", detail=(
+                f"output {i}: fused rel err {ef:.3e} > bound {bound:.3e} (eager {case.dtype} err {ee:.3e}); "
+                f"worst at {idx}: fused {fd.flatten()[worst].item():.6g} eager {ed.flatten()[worst].item():.6g} "
+                f"ref {r.flatten()[worst].item():.6g}"))
+    return out
+
+
+def check_case(case: Case, route: str = "export", device: str = "cpu", options: dict | None = None) -> Outcome:
+    """Runs ``case`` through ``route`` and judges it. Never raises for a fxfuse failure."""
+    inputs = case.make_inputs(device)
+    try:
+        eager = list(case.build()(*inputs))
+        ref = list(case.build(reference=True)(*case.reference_inputs(inputs)))
+    except Exception as e:  # noqa: BLE001 - a generator bug, not a fxfuse bug
+        return Outcome("error:eager", detail=f"{type(e).__name__}: {e}")
+    try:
+        fused, nfused, reasons = run_fused(case, inputs, route, options)
+    except Exception as e:  # noqa: BLE001
+        tb = traceback.format_exc(limit=-4)
+        return Outcome(f"error:{route}", detail=f"{type(e).__name__}: {str(e)[:2000]}\n{tb}")
+    o = compare(case, fused, eager, ref)
+    o.fused = nfused
+    o.reasons = reasons
+    # Inputs must not be modified by the fused program.
+    again = case.make_inputs(device)
+    for spec, a, b in zip(case.inputs, inputs, again):
+        if not torch.equal(a.cpu(), b.cpu()) and not (a.isnan().any() and torch.equal(a.isnan(), b.isnan())):
+            return Outcome("mutation", fused=nfused, detail=f"input {spec.name} was modified")
+    return o
+
+
+# ---------------------------------------------------------------------------------------------
+# Shrinking
+
+
+def _value_args(case: Case, node) -> list[str]:
+    vals = {n.name for n in case.nodes}
+    return [a for a in node.args if a in vals]
+
+
+def _drop_node(case: Case, idx: int, replacement: str) -> Case | None:
+    c = case.copy()
+    victim = c.nodes.pop(idx)
+    for n in c.nodes:
+        n.args = [replacement if a == victim.name else a for a in n.args]
+    outs = []
+    for o in c.outputs:
+        o = replacement if o == victim.name else o
+        if o not in outs:
+            outs.append(o)
+    c.outputs = outs
+    return _prune(c)
+
+
+def _prune(c: Case) -> Case:
+    """Removes nodes and inputs nothing uses."""
+    changed = True
+    while changed:
+        changed = False
+        used = set(c.outputs)
+        for n in c.nodes:
+            used.update(n.args)
+        keep = [n for n in c.nodes if n.name in used]
+        if len(keep) != len(c.nodes):
+            c.nodes, changed = keep, True
+    used = set(c.outputs)
+    for n in c.nodes:
+        used.update(n.args)
+    c.inputs = [i for i in c.inputs if i.name in used]
+    return c
+
+
+def _candidates(case: Case):
+    # 1. fewer outputs
+    for k in range(len(case.outputs)):
+        if len(case.outputs) > 1:
+            c = case.copy()
+            c.outputs.pop(k)
+            yield _prune(c)
+    # 2. drop nodes (replace by one of their operands), last first
+    for idx in reversed(range(len(case.nodes))):
+        n = case.nodes[idx]
+        if n.stage == "gemm":
+            continue
+        for a in n.args:
+            yield _drop_node(case, idx, a)
+    # 3. smaller shapes
+    for d, v in case.dims.items():
+        for nv in (1, v // 2, v - 1):
+            if 1 <= nv < v:
+                c = case.copy()
+                c.dims[d] = nv
+                yield c
+    # 4. simpler inputs and dtype
+    for i, inp in enumerate(case.inputs):
+        for key, simple in (("special", None), ("layout", "contig")):
+            if getattr(inp, key) != simple:
+                c = case.copy()
+                setattr(c.inputs[i], key, simple)
+                yield c
+    if case.dtype != "f32":
+        c = case.copy()
+        c.dtype = "f32"
+        yield c
+    # 5. simpler params
+    for idx, n in enumerate(case.nodes):
+        for k in list(n.params):
+            c = case.copy()
+            del c.nodes[idx].params[k]
+            yield c
+
+
+def shrink(case: Case, still_fails: Callable[[Case], bool], budget: int = 400) -> Case:
+    """Greedy minimization: apply any simplification that keeps the failure, until none does."""
+    best = case
+    tries = 0
+    progress = True
+    while progress and tries < budget:
+        progress = False
+        for cand in _candidates(best):
+            if cand is None:
+                continue
+            tries += 1
+            try:
+                ok = still_fails(cand)
+            except Exception:  # noqa: BLE001 - an invalid candidate
+                ok = False
+            if ok:
+                best = cand
+                progress = True
+                break
+            if tries >= budget:
+                break
+    return best
+
+
+def same_failure(route: str = "export", device: str = "cpu") -> Callable[[Case, Outcome], Callable[[Case], bool]]:
+    def make(case: Case, outcome: Outcome) -> Callable[[Case], bool]:
+        def pred(c: Case) -> bool:
+            # the candidate must still be a valid program in eager
+            o = check_case(c, route, device)
+            return o.status == outcome.status
+        return pred
+    return make
+
+
+def describe(case: Case, outcome: Outcome, route: str) -> str:
+    ins = "\n".join(f"    {i.name}: {i.shape} store={i.store} fill={i.fill} layout={i.layout} special={i.special}"
+                    for i in case.inputs)
+    return (f"[{route}] seed={case.seed} {case.notes} dims={case.dims} -> {outcome.status}: {outcome.detail}\n"
+            f"{case.source()}  inputs:\n{ins}\n  json: {case.to_json()}\n")

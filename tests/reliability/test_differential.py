@@ -1,0 +1,108 @@
+"""Differential testing: random prologue → GEMM → epilogue chains, fxfuse vs eager.
+
+Each case is a random plain-PyTorch function (chain_generator.py), run through fxfuse
+(export → fxfuse.rewrite → run; half of them after run_decompositions) and compared with eager
+in its own dtype and in float64 (diff_harness.py says how). Failures are minimized and printed
+with a JSON literal to paste into test_regressions.py.
+
+    FXFUSE_DIFF_SEED=<first case seed>   (printed; default 20261201)
+    FXFUSE_DIFF_CASES=<number of cases>  (default 500 on CPU; the GPU run has 10,000)
+    FXFUSE_DIFF_SHRINK=0                 (skip minimization of failures)
+    FXFUSE_DIFF_MIN_FUSED=<fraction>     (default 0.5)
+
+One case again: FXFUSE_DIFF_SEED=<case seed> FXFUSE_DIFF_CASES=1 pytest ... -k cpu -s
+"""
+from __future__ import annotations
+
+import collections
+import os
+import time
+
+import pytest
+import torch
+
+from chain_generator import GenConfig, generate
+from diff_harness import check_case, describe, same_failure, shrink
+
+fxfuse = pytest.importorskip("fxfuse", reason="fxfuse._C is not built")
+
+SEED = int(os.environ.get("FXFUSE_DIFF_SEED", "20261201"))
+CASES = int(os.environ.get("FXFUSE_DIFF_CASES", "500"))
+SHRINK = os.environ.get("FXFUSE_DIFF_SHRINK", "1") != "0"
+MIN_FUSED = float(os.environ.get("FXFUSE_DIFF_MIN_FUSED", "0.5"))
+
+
+def _route(seed: int) -> str:
+    return "decomp" if seed % 5 in (1, 3) else "export"
+
+
+def run_cases(seeds, device: str, cfg: GenConfig, max_shrunk: int = 3):
+    results = collections.Counter()
+    reasons = collections.Counter()
+    failures = []
+    fused_cases = flips = 0
+    worst_ratio = 0.0
+    t0 = time.time()
+    for seed in seeds:
+        case = generate(seed, cfg)
+        route = _route(seed)
+        o = check_case(case, route, device)
+        results[o.status] += 1
+        fused_cases += o.fused > 0
+        flips += o.flips
+        reasons.update(o.reasons)
+        for ef, ee, bound in o.errors:
+            worst_ratio = max(worst_ratio, ef / bound if bound else 0.0)
+        if not o.ok:
+            failures.append((case, o, route))
+    n = len(seeds)
+    print(f"\nfxfuse differential: seeds {seeds[0]}..{seeds[-1]} ({n} cases, device {device}) in "
+          f"{time.time() - t0:.1f}s: {dict(results)}; fused {fused_cases}/{n}; excused flips {flips}; "
+          f"worst fused-error/bound {worst_ratio:.3f}")
+    print(f"not-fused reasons: {dict(reasons.most_common())}")
+    report = []
+    for i, (case, o, route) in enumerate(failures):
+        text = describe(case, o, route)
+        if SHRINK and i < max_shrunk and not o.status.startswith("error:eager"):
+            small = shrink(case, same_failure(route, device)(case, o))
+            so = check_case(small, route, device)
+            text += "  minimized:\n" + describe(small, so, route)
+        report.append(text)
+    return results, fused_cases, failures, "\n".join(report)
+
+
+def test_differential_cpu():
+    seeds = list(range(SEED, SEED + CASES))
+    print(f"FXFUSE_DIFF_SEED={SEED} FXFUSE_DIFF_CASES={CASES}")
+    results, fused, failures, report = run_cases(seeds, "cpu", GenConfig())
+    assert not failures, f"{len(failures)} of {len(seeds)} cases failed:\n{report}"
+    assert fused >= MIN_FUSED * len(seeds), (
+        f"only {fused} of {len(seeds)} cases fused anything: the test would pass without fxfuse")
+
+
+@pytest.mark.parametrize("k", range(6))
+def test_differential_torch_compile_sample(k):
+    """The backend path on a few cases (torch.compile is slow)."""
+    seed = SEED + 7_000_000 + k
+    case = generate(seed, GenConfig(max_epilogue_ops=4))
+    o = check_case(case, "compile", "cpu")
+    print(f"seed {seed}: {o.status} fused={o.fused} {o.reasons}")
+    assert o.ok, describe(case, o, "compile")
+
+
+GPU_CHUNK = 500
+GPU_CASES = int(os.environ.get("FXFUSE_DIFF_GPU_CASES", "10000"))
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.parametrize("chunk", range((GPU_CASES + GPU_CHUNK - 1) // GPU_CHUNK))
+def test_differential_gpu(chunk):
+    """≥ 10,000 cases on CUDA tensors, in chunks of 500, with larger shapes than on CPU."""
+    assert torch.cuda.is_available()
+    start = SEED + 10_000_000 + chunk * GPU_CHUNK
+    seeds = list(range(start, min(start + GPU_CHUNK, SEED + 10_000_000 + GPU_CASES)))
+    cfg = GenConfig(max_m=300, max_n=300, max_k=600, large_k_prob=0.05)
+    results, fused, failures, report = run_cases(seeds, "cuda", cfg)
+    assert not failures, f"{len(failures)} of {len(seeds)} cases failed:\n{report}"
+    assert fused >= MIN_FUSED * len(seeds)

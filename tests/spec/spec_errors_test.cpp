@@ -1,0 +1,125 @@
+// Malformed or invalid specs end in SpecError naming the line; nothing crashes.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "spec/chain_spec.h"
+
+namespace fxfuse::spec {
+namespace {
+
+const std::string kHead = "fxfuse.chain v1\ngemm mm\n";
+const std::string kMm = "%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : bf16\n";
+
+struct Case {
+  const char* name;
+  std::string text;
+  const char* message;  // expected substring of what()
+};
+
+std::vector<Case> cases() {
+  return {
+      {"Empty", "", "line 1: empty spec"},
+      {"BadVersion", "fxfuse.chain v2\ngemm mm\n", "line 1: unsupported spec version 'v2'"},
+      {"BadHeader", "chain v1\n", "line 1: expected 'fxfuse.chain v1'"},
+      {"BadGemm", "fxfuse.chain v1\ngemm conv\n", "line 2: expected 'gemm mm' or 'gemm bmm'"},
+      {"MissingGemm", "fxfuse.chain v1\n", "missing 'gemm' line"},
+      {"Numbering", kHead + "%1 = input 0 bf16 [m,k]\n", "line 3: expected %0"},
+      {"ForwardRef", kHead + "%0 = input 0 bf16 [m,k]\n%1 = neg %1 : bf16\n", "line 4: operand %1"},
+      {"UnknownOp", kHead + kMm + "%3 = frob %2 : bf16\noutput %3\n", "line 6: unknown op 'frob'"},
+      {"Arity", kHead + kMm + "%3 = add %2 : bf16\noutput %3\n", "line 6: 'add' takes 2 operand(s), got 1"},
+      {"UnknownDType", kHead + "%0 = input 0 bf15 [m,k]\n", "line 3: unknown dtype 'bf15'"},
+      {"BadDims", kHead + "%0 = input 0 bf16 [m,,k]\n", "line 3: malformed dims"},
+      {"UnknownDim", kHead + "%0 = input 0 bf16 [m,x]\n", "line 3: unknown dim 'x'"},
+      {"DupDim", kHead + "%0 = input 0 bf16 [k,k]\n", "line 3: dim 'k' appears twice"},
+      {"BadNumber", kHead + kMm + "%3 = const 1.5x : f32\n", "line 6: bad number '1.5x'"},
+      {"BadConst", kHead + kMm + "%3 = const 1.5 f32\n", "line 6: expected '%i = const"},
+      {"NoMm", kHead + "%0 = input 0 bf16 [m,n]\noutput %0\n", "no mm"},
+      {"TwoMm", kHead + kMm + "%3 = mm %0 %1 : bf16\noutput %3\n", "line 6: a spec has exactly one mm"},
+      {"NoOutput", kHead + kMm, "no output line"},
+      {"OutputNotValue", kHead + kMm + "output %7\n", "line 6: output %7 is not a value"},
+      {"ValueAfterOutput", kHead + kMm + "output %2\n%3 = neg %2 : bf16\n", "line 7: value line after"},
+      {"MixedMmDtypes", kHead + "%0 = input 0 bf16 [m,k]\n%1 = input 1 f16 [k,n]\n%2 = mm %0 %1 : f32\noutput %2\n",
+       "line 5: mm operands must share one dtype"},
+      {"MmI8", kHead + "%0 = input 0 i8 [m,k]\n%1 = input 1 i8 [k,n]\n%2 = mm %0 %1 : f32\noutput %2\n",
+       "line 5: mm operands must share"},
+      {"MmResult", kHead + "%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f16\noutput %2\n",
+       "line 5: mm result must be f32 or the operand dtype bf16"},
+      {"SwappedOperands", kHead + "%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %1 %0 : bf16\noutput %2\n",
+       "varies along 'n', which the A space"},
+      {"KInEpilogue", kHead + kMm + "%3 = input 2 bf16 [k]\n%4 = add %2 %3 : bf16\noutput %4\n",
+       "line 7: %4 varies along 'k', which the Out space"},
+      {"BInMm", kHead + "%0 = input 0 bf16 [b,m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : bf16\noutput %2\n",
+       "line 3: %0 varies along 'b', which the A space of a mm"},
+      {"OutputInA", kHead + kMm + "output %0\n", "line 3: %0 is used in more than one space (A, Out)"},
+      {"TwoSpaces", kHead + "%0 = input 0 bf16 [m]\n%1 = input 1 bf16 [m,k]\n%2 = mul %1 %0 : bf16\n"
+                    "%3 = input 2 bf16 [k,n]\n%4 = mm %2 %3 : f32\n%5 = add %4 %0 : f32\noutput %5\n",
+       "line 3: %0 is used in more than one space"},
+      {"Unused", kHead + kMm + "%3 = neg %2 : bf16\noutput %2\n", "line 6: %3 is not used"},
+      {"SlotSkip", kHead + "%0 = input 1 bf16 [m,k]\n", "line 3: input slot 1 skips slot 0"},
+      {"SlotRedeclared",
+       kHead + kMm + "%3 = input 0 f16 [m,n]\n%4 = add %2 %3 : bf16\noutput %4\n",
+       "line 6: input slot 0 was declared as bf16"},
+      {"ComparisonDtype", kHead + kMm + "%3 = const 0 : f32\n%4 = gt %2 %3 : bf16\noutput %4\n",
+       "line 7: comparison 'gt' must produce bool"},
+      {"BadRef", kHead + kMm + "output 2\n", "line 6: expected a value reference"},
+      {"BadLine", kHead + kMm + "%3 add %2\n", "line 6: expected '%i = ...'"},
+  };
+}
+
+TEST(SpecErrors, EachNamesItsLine) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    try {
+      parseSpec(c.text);
+      ADD_FAILURE() << "no error for " << c.name;
+    } catch (const SpecError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << "got: " << e.what();
+    }
+  }
+}
+
+TEST(SpecErrors, ValidateSpecNamesTheValue) {
+  ChainSpec s = parseSpec(kHead + kMm + "output %2\n");
+  s.values[2].operands = {1, 0};
+  try {
+    validateSpec(s);
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("%1: %1 varies along 'n'"), std::string::npos) << e.what();
+  }
+}
+
+// Random byte edits of a valid spec: every outcome is a parsed spec or a SpecError.
+TEST(SpecErrors, MutationsNeverCrash) {
+  const std::string base =
+      kHead + "%0 = input 0 bf16 [m,k]\n%1 = input 1 i8 [n,k]\n%2 = input 2 bf16 [n,1]\n"
+              "%3 = convert %1 : bf16\n%4 = mul %3 %2 : bf16\n%5 = mm %0 %4 : f32\n"
+              "%6 = input 3 bf16 [n]\n%7 = add %5 %6 : bf16\n%8 = gelu_tanh %7 : bf16\noutput %8\n";
+  const std::string alphabet = "%=[],:0123456789 mknb1\nabcdefgilnoprstuvxz.-";
+  std::mt19937 rng(1234);
+  int parsed = 0;
+  for (int iter = 0; iter < 20000; ++iter) {
+    std::string s = base;
+    int edits = 1 + rng() % 3;
+    for (int e = 0; e < edits; ++e) {
+      size_t pos = rng() % s.size();
+      switch (rng() % 3) {
+        case 0: s[pos] = alphabet[rng() % alphabet.size()]; break;
+        case 1: s.erase(pos, 1 + rng() % 4); break;
+        default: s.insert(pos, 1, alphabet[rng() % alphabet.size()]);
+      }
+      if (s.empty()) s = "x";
+    }
+    try {
+      ChainSpec c = parseSpec(s);
+      ++parsed;
+      EXPECT_EQ(printSpec(parseSpec(printSpec(c))), printSpec(c));
+    } catch (const SpecError&) {
+    }
+  }
+  EXPECT_GT(parsed, 0);
+}
+
+}  // namespace
+}  // namespace fxfuse::spec
