@@ -178,20 +178,31 @@ class HookEmitter {
     auto fn = w_.block("__device__ __forceinline__ {} fx_load_{}(const fxfuse::FxParams& p, long long b, {})",
                        elem, name, idx);
     w_.line("(void)b;");
-    const Value& r = spec_.values[root];
     if (info.plain) {
-      std::string base = "p.in[" + std::to_string(r.slot) + "]";
-      w_.line("return reinterpret_cast<const {}*>({}.ptr)[{}];  // {}", elem, base, offsetExpr(r.dims, base),
-              lines_.at(root + 2));
+      w_.line("return *fx_addr_{}(p, b, {});  // {}", name, operand == 0 ? "m, k" : "k, n", lines_.at(root + 2));
     } else if (info.quant && operand == 1) {
-      int raw = rawInput(info.slot);
-      std::string base = "p.in[" + std::to_string(info.slot) + "]";
-      w_.line("return fx_dequant_b(p, b, k, n, reinterpret_cast<const FxRawB*>({}.ptr)[{}]);", base,
-              offsetExpr(spec_.values[raw].dims, base));
+      w_.line("return fx_dequant_b(p, b, k, n, *fx_addr_b_raw(p, b, k, n));");
     } else {
       emitValues({root}, {});
       w_.line("return {};", toElem(info.elem, "v" + std::to_string(root)));
     }
+  }
+
+  // Address of an operand element of a plain operand (or of B's raw weight when quant): the
+  // templates' vector path reads 16 bytes from it when the stride and alignment allow.
+  void emitAddr(int operand, const OperandInfo& info) {
+    int value = operand == 0 ? spec_.values[spec_.mmIndex()].operands[0]
+                             : (info.quant ? rawInput(info.slot) : spec_.values[spec_.mmIndex()].operands[1]);
+    const char* type = operand == 0 ? "FxElemA" : (info.quant ? "FxRawB" : "FxElemB");
+    std::string fn = operand == 0 ? "fx_addr_a" : (info.quant ? "fx_addr_b_raw" : "fx_addr_b");
+    const char* idx = operand == 0 ? "long long m, long long k" : "long long k, long long n";
+    const Value& v = spec_.values[value];
+    std::string base = "p.in[" + std::to_string(v.slot) + "]";
+    w_.line("// Address of element ({}) of %{} (input {}).", operand == 0 ? "m, k" : "k, n", value, v.slot);
+    auto f = w_.block("__device__ __forceinline__ const {}* {}(const fxfuse::FxParams& p, long long b, {})", type, fn,
+                      idx);
+    w_.line("(void)b;");
+    w_.line("return reinterpret_cast<const {}*>({}.ptr) + ({});", type, base, offsetExpr(v.dims, base));
   }
 
   void emitDequant(const OperandInfo& b) {
@@ -303,8 +314,16 @@ void emitHooks(const ChainSpec& spec, CodeWriter& w) {
   OperandInfo a = analyzeA(spec), b = analyzeB(spec);
   HookEmitter e(spec, w);
   e.emitTypes(a, b);
+  if (a.plain) {
+    e.emitAddr(0, a);
+    w.blank();
+  }
   e.emitLoad(0, a);
   w.blank();
+  if (b.plain || b.quant) {
+    e.emitAddr(1, b);
+    w.blank();
+  }
   if (b.quant) {
     e.emitDequant(b);
     w.blank();

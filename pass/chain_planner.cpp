@@ -139,7 +139,8 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
   std::set<int> candidates(choice.nodes.begin(), choice.nodes.end());
   candidates.insert(m.anchor);
   candidates.insert(m.root);
-  for (const std::vector<int>* list : std::initializer_list<const std::vector<int>*>{&core.a.absorbed, &core.b.absorbed, &m.transparentViews, &views})
+  using NodeList = const std::vector<int>*;
+  for (NodeList list : std::initializer_list<NodeList>{&core.a.absorbed, &core.b.absorbed, &m.transparentViews, &views})
     candidates.insert(list->begin(), list->end());
   plan.replaced = replacedNodes(index, candidates, choice.outputs);
   plan.inputs = final.slotNodes();

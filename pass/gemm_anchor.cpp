@@ -32,7 +32,9 @@ void absorbLeadingViews(const GraphIndex& index, GemmMatch* m) {
     return;
   int outView = index.users(m->anchor)[0];
   const ir::Node& ov = index.node(outView);
-  if (!isReshape(ov) || index.producer(ov.args[0]) != m->anchor) return;
+  if (!isReshape(ov) || ov.args.empty() || index.node(aView).args.empty() ||
+      index.producer(ov.args[0]) != m->anchor)
+    return;
   const ir::TensorType* x = index.tensor(index.producer(index.node(aView).args[0]));
   const ir::TensorType* out = index.tensor(outView);
   if (!x || !out || x->sizes.size() < 3 || out->sizes.size() != x->sizes.size()) return;

@@ -30,9 +30,11 @@ PrologueResult OperandPrologue::build(const ir::Arg& operand, const std::string&
 }
 
 bool OperandPrologue::isFoldableConvert(int node) const {
-  auto to = convertTarget(index_.node(node));
+  auto to = convertTarget(index_.node(node));  // nullopt unless there is an input argument
+  if (!to) return false;
   const ir::TensorType* src = index_.tensor(index_.producer(index_.node(node).args[0]));
-  return to && src && isConvertSource(src->dtype) && isConvertSource(*to) && isFloating(*to);
+  return src && src->sizes == index_.tensor(node)->sizes && isConvertSource(src->dtype) &&
+         isConvertSource(*to) && isFloating(*to);
 }
 
 bool OperandPrologue::isFoldableArithmetic(int node) const {
@@ -94,7 +96,8 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth) {
 
 int OperandPrologue::leaf(int node, const std::string& letters) {
   const ir::TensorType* t = index_.tensor(node);
-  if (!t) return -1;
+  // Inconsistent meta (a convert whose input has another rank) must not index past dims.
+  if (!t || t->sizes.size() != letters.size()) return -1;
   result_.leaves.push_back(OperandLeaf{node, letters});
   return builder_.input(index_.node(node).name, t->dtype, letters, space_);
 }

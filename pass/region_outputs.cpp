@@ -71,21 +71,21 @@ OutputChoice chooseOutputs(const GraphIndex& index, const GemmMatch& match, std:
       outputs.push_back(v);
       if (hasRegionUser(index, v, region)) inner.push_back(v);
     }
-    bool tooMany = static_cast<int>(outputs.size()) > options.maxOutputs;
-    if (!inner.empty() && (!options.extraOutputs || tooMany)) {
-      int cut = inner.front();
-      c.notes.push_back("%" + index.node(cut).name + " is also used outside the region; the region ends there (" +
-                        (tooMany ? "more than " + std::to_string(options.maxOutputs) + " outputs"
-                                 : std::string("extra_outputs is off")) + ")");
-      nodes = withoutDescendants(index, nodes, cut);
+    if (static_cast<int>(outputs.size()) > options.maxOutputs) {
+      // Past the output limit the latest output leaves the region (with what it feeds);
+      // its region operands become outputs in turn, and the loop reconsiders.
+      int last = outputs.back();
+      c.notes.push_back("%" + index.node(last).name + " left outside the region: more than " +
+                        std::to_string(options.maxOutputs) + " outputs");
+      nodes.erase(std::find(nodes.begin(), nodes.end(), last));
+      nodes = withoutDescendants(index, nodes, last);
       continue;
     }
-    if (tooMany) {
-      // Every output is a sink: return the earlier ones, leave the last one in the graph
-      // (its region operands then become outputs in turn, and the loop reconsiders).
-      c.notes.push_back("%" + index.node(outputs.back()).name + " left outside: more than " +
-                        std::to_string(options.maxOutputs) + " outputs");
-      nodes.erase(std::find(nodes.begin(), nodes.end(), outputs.back()));
+    if (!inner.empty() && !options.extraOutputs) {
+      int cut = inner.front();
+      c.notes.push_back("%" + index.node(cut).name +
+                        " is also used outside the region; the region ends there (extra_outputs is off)");
+      nodes = withoutDescendants(index, nodes, cut);
       continue;
     }
     for (int v : inner)

@@ -2,6 +2,9 @@
 // accepted plans claim their nodes so later chains do not take them; then one rewrite.
 #include "pass/run_pass.h"
 
+#include <algorithm>
+#include <set>
+
 #include "pass/chain_planner.h"
 #include "pass/gemm_anchor.h"
 #include "pass/ir_text.h"
@@ -10,6 +13,40 @@
 
 namespace fxfuse {
 namespace pass {
+namespace {
+
+// Every node the given nodes are computed from, themselves included.
+std::set<int> ancestors(const GraphIndex& index, const std::vector<std::string>& names) {
+  std::set<int> seen;
+  std::vector<int> stack;
+  for (const std::string& n : names) stack.push_back(index.find(n));
+  while (!stack.empty()) {
+    int id = stack.back();
+    stack.pop_back();
+    if (id < 0 || !seen.insert(id).second) continue;
+    for (int p : index.operands(id)) stack.push_back(p);
+  }
+  return seen;
+}
+
+bool readsFrom(const GraphIndex& index, const FusionPlan& reader, const FusionPlan& writer) {
+  std::set<int> up = ancestors(index, reader.inputs);
+  return std::any_of(writer.replaced.begin(), writer.replaced.end(), [&](int n) { return up.count(n) > 0; });
+}
+
+// Two chains that each read what the other computes cannot both become ops:
+//   a = relu(mm1); b = a + x  |  x = relu(mm2); z = x * a   (each op needs the other first)
+// `readsFrom` follows the original graph transitively, so a loop through several chains
+// shows up as such a pair too.
+int cycleWith(const GraphIndex& index, const FusionPlan& plan, const std::vector<GemmOutcome>& earlier) {
+  for (size_t j = 0; j < earlier.size(); ++j) {
+    if (!earlier[j].plan) continue;
+    if (readsFrom(index, plan, *earlier[j].plan) && readsFrom(index, *earlier[j].plan, plan)) return static_cast<int>(j);
+  }
+  return -1;
+}
+
+}  // namespace
 
 PassResult runPass(const ir::Graph& graph, const PassOptions& options) {
   PassResult result;
@@ -22,6 +59,11 @@ PassResult runPass(const ir::Graph& graph, const PassOptions& options) {
     if (!isGemmAnchor(index.node(id)) || claimed[id]) continue;
     ++result.counters["gemms_seen"];
     GemmOutcome o = planChain(index, id, claimed, options);
+    int other = o.plan ? cycleWith(index, *o.plan, outcomes) : -1;
+    if (other >= 0) {
+      o.rejection = Rejection{"cycle", "this chain and the chain of %" + outcomes[other].gemm + " each read the other's result"};
+      o.plan.reset();
+    }
     ReportEntry entry;
     entry.gemm = o.gemm;
     entry.notes = o.notes;

@@ -41,6 +41,13 @@ std::string spaceLetters(Space space, GemmKind gemm) {
 
 namespace {
 
+// "mk" → "[m,k]" for messages, whichever form the parser stored.
+std::string dimsText(const std::string& dims) {
+  std::string out = "[";
+  for (char c : dimLetters(dims)) out += (out.size() > 1 ? "," : "") + std::string(1, c);
+  return out + "]";
+}
+
 // The first input value in `space` (any space when null) whose dims contain `letter`, or -1.
 int firstInputWith(const ChainSpec& spec, char letter, const Space* space) {
   for (size_t i = 0; i < spec.values.size(); ++i) {
@@ -71,8 +78,8 @@ void checkInputValue(const Value& v, const at::Tensor& t, const ChainShape& shap
   const std::string letters = dimLetters(v.dims);
   const int slot = v.slot;
   TORCH_CHECK(t.dim() == static_cast<int64_t>(letters.size()), "fxfuse::gemm_chain: input ",
-              slot, " has shape ", t.sym_sizes(), " but the spec gives it dims [", v.dims,
-              "] (rank ", letters.size(), ")");
+              slot, " has shape ", t.sym_sizes(), " but the spec gives it dims ", dimsText(v.dims),
+              " (rank ", letters.size(), ")");
   TORCH_CHECK(t.scalar_type() == toScalarType(v.dtype), "fxfuse::gemm_chain: input ", slot,
               " has dtype ", t.scalar_type(), " but the spec expects ",
               spec::dtypeName(v.dtype));
@@ -126,7 +133,7 @@ ChainShape checkInputs(const ChainSpec& spec, at::TensorList inputs) {
     if (v.kind == ValueKind::Input)
       TORCH_CHECK(inputs[v.slot].dim() == static_cast<int64_t>(dimLetters(v.dims).size()),
                   "fxfuse::gemm_chain: input ", v.slot, " has shape ",
-                  inputs[v.slot].sym_sizes(), " but the spec gives it dims [", v.dims, "]");
+                  inputs[v.slot].sym_sizes(), " but the spec gives it dims ", dimsText(v.dims));
 
   ChainShape shape;
   const Space a = Space::A, b = Space::B, out = Space::Out;

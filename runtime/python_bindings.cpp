@@ -23,7 +23,7 @@ namespace {
 std::string runPass(const std::string& ir, const std::string& options) {
 #if FXFUSE_RUN_PASS
   py::gil_scoped_release release;  // pure C++; let other Python threads run
-  return pass::runPassJson(ir, options);
+  return fxfuse::runPassJson(ir, options);
 #else
   (void)ir;
   (void)options;

@@ -198,10 +198,10 @@ int main(int argc, char** argv) {
     pr.a_ptr = dA; pr.a_sb = M * K; pr.a_sm = K; pr.a_sk = 1;
     pr.b_ptr = dB; pr.b_sb = K * N; pr.b_kmajor = v.b_kmajor;
     if (v.b_kmajor) { pr.b_sk = 1; pr.b_sn = K; } else { pr.b_sk = N; pr.b_sn = 1; }
+    cfg.cluster_m = v.cluster_m;  // before describeTensorMaps: B's box depends on it
     fxfuse::sm90::TensorMapDesc md[2]; std::string why;
     if (!fxfuse::sm90::describeTensorMaps(pr, cfg, md, &why)) { fprintf(stderr, "describeTensorMaps: %s\n", why.c_str()); exit(1); }
     encode((CUtensorMap*)p.tma[0], md[0]); encode((CUtensorMap*)p.tma[1], md[1]);
-    cfg.cluster_m = v.cluster_m;
     int maxcl = 0;
     if (v.cluster_m > 1) {
       maxcl = v.max_active_clusters((size_t)cfg.dynSmemBytes());
@@ -236,10 +236,10 @@ int main(int argc, char** argv) {
     char buf[128];
     snprintf(buf, sizeof buf, "%s%lldx%lldx%lld", B > 1 ? (std::to_string(B) + "*").c_str() : "", M, K, N);
     r.shape = buf;
-    snprintf(buf, sizeof buf, "%s %s %s %dx%d s%d e%d c%d g%d", v.name, bf ? "bf16" : "fp16", v.b_kmajor ? "NK" : "KN", v.bm, v.bn, v.stages, v.epi, v.cluster_m, v.group_m);
+    snprintf(buf, sizeof buf, "%s %s %s %dx%d s%d e%d c%d g%d%s", v.name, bf ? "bf16" : "fp16", v.b_kmajor ? "NK" : "KN", v.bm, v.bn, v.stages, v.epi, v.cluster_m, v.group_m, v.split_n ? (v.epi_lag == 3 ? " split3" : v.epi_lag == 1 ? " split1" : " split2") : "");
     r.var = buf;
     r.rel = acc[1] > 0 ? sqrt(acc[0] / acc[1]) : 1e9; r.nan = cnt[0]; r.maxabs = mx;
-    r.ok = r.nan == 0 && r.rel < (bf ? 1e-2 : 3e-3);
+    r.ok = v.epi == 4 || (r.nan == 0 && r.rel < (bf ? 1e-2 : 3e-3));  // e4 stores nothing (diagnostic)
     all_ok &= r.ok;
     r.timed = t.timed; r.ms = r.ms_cb = 0; r.flop = 2.0 * B * M * N * K;
     if (t.timed) {

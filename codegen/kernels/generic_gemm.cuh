@@ -8,7 +8,8 @@
 // to the other buffer, with one barrier per k-tile.
 //   16-bit operands: mma.sync m16n8k16 (fp32 accumulate), warps tiled FX_WARPS_M × FX_WARPS_N.
 //   fp32 operands:   FFMA outer products, 16 × 16 threads (no TF32: eager fp32 mm is exact fp32).
-// Uses only the hooks and config macros of docs/interfaces.md (plus FX_ELEM_*, FX_WARPS_*).
+// Uses the hooks and config macros of docs/interfaces.md, plus FX_ELEM_*, FX_WARPS_* and
+// the address hooks fx_addr_a / fx_addr_b / fx_addr_b_raw of plain or quantized operands.
 
 namespace fxgen {
 
@@ -16,42 +17,115 @@ constexpr int kBM = FX_BM;
 constexpr int kBN = FX_BN;
 constexpr int kBK = FX_BK;
 constexpr int kThreads = FX_THREADS;
-constexpr int kAPerThread = kBM * kBK / kThreads;  // A elements each thread stages per k-tile
-constexpr int kBPerThread = kBN * kBK / kThreads;
-static_assert(kBM * kBK % kThreads == 0 && kBN * kBK % kThreads == 0, "tile not divisible among threads");
 
-// Position of the i-th element a thread stages within the bm × bk (or bn × bk) tile. The
-// fastest-moving index follows the operand's memory order so a warp's loads coalesce.
-template <int kRows, bool kKFastest>
-__device__ __forceinline__ void stagePos(int tid, int i, int& row, int& col) {
-  const int e = tid + i * kThreads;
-  if (kKFastest) {
-    row = e / kBK;
-    col = e % kBK;
-  } else {
-    row = e % kRows;
-    col = e / kRows;
+// How a thread stages its share of one operand tile (kRows × bk; rows are m for A, n for B)
+// per k-tile: in chunks of 16 bytes' worth of elements that run along the operand's
+// contiguous dim (k when kKFastest), so a chunk is one vector load when the operand is a
+// plain, unit-stride, aligned tensor, and the hooks' address math is shared along a chunk.
+template <typename T, int kRows, bool kKFastest>
+struct Stager {
+  static constexpr int kVec = 16 / (int)sizeof(T);
+  static constexpr int kChunks = kRows * kBK / kVec / kThreads;
+  static_assert(kRows * kBK % (kVec * kThreads) == 0, "tile not divisible into 16-byte chunks per thread");
+  static_assert(kKFastest ? kBK % kVec == 0 : kRows % kVec == 0, "tile edge not a multiple of the chunk");
+  struct alignas(16) Chunk {
+    T v[kVec];
+  };
+  // First element (row, col) of this thread's chunk i; element j is (row, col + j) or (row + j, col).
+  static __device__ __forceinline__ void pos(int tid, int i, int& row, int& col) {
+    const int e = tid + i * kThreads;
+    if (kKFastest) {
+      row = e / (kBK / kVec);
+      col = (e % (kBK / kVec)) * kVec;
+    } else {
+      row = (e % (kRows / kVec)) * kVec;
+      col = e / (kRows / kVec);
+    }
+  }
+};
+
+using StageA = Stager<FxElemA, kBM, FX_A_KMAJOR != 0>;
+using StageB = Stager<FxElemB, kBN, FX_B_KMAJOR != 0>;
+
+__device__ __forceinline__ bool fxAligned(const void* q, int bytes) { return (unsigned long long)q % bytes == 0; }
+
+// Chunk i of A at tile origin (m0, k0); zero outside M × K.
+__device__ __forceinline__ void loadChunkA(const fxfuse::FxParams& p, long long b, long long m0, long long k0,
+                                           int tid, int i, StageA::Chunk& out) {
+  constexpr bool kK = FX_A_KMAJOR != 0;
+  constexpr int kV = StageA::kVec;
+  int r, c;
+  StageA::pos(tid, i, r, c);
+  const long long m = m0 + r, k = k0 + c;
+#if FX_A_PLAIN
+  const bool whole = kK ? (m < p.M && k + kV <= p.K) : (m + kV <= p.M && k < p.K);
+  if (whole && (kK ? p.in[FX_A_SLOT].sk : p.in[FX_A_SLOT].sm) == 1) {
+    const FxElemA* q = fx_addr_a(p, b, m, k);
+    if (fxAligned(q, 16)) {
+      out = *reinterpret_cast<const StageA::Chunk*>(q);
+      return;
+    }
+  }
+#endif
+#pragma unroll
+  for (int j = 0; j < kV; ++j) {
+    const long long mj = kK ? m : m + j, kj = kK ? k + j : k;
+    out.v[j] = (mj < p.M && kj < p.K) ? fx_load_a(p, b, mj, kj) : FxElemA(0.0f);
   }
 }
 
-// Reads tile (m0.., k0..) of A and (n0.., k0..) of B into registers; zero outside M, N, K.
-template <typename TA, typename TB>
+// Chunk i of B at tile origin (n0, k0); zero outside N × K. A quantized B reads its raw
+// elements as one vector and dequantizes them in registers.
+__device__ __forceinline__ void loadChunkB(const fxfuse::FxParams& p, long long b, long long n0, long long k0,
+                                           int tid, int i, StageB::Chunk& out) {
+  constexpr bool kK = FX_B_KMAJOR != 0;
+  constexpr int kV = StageB::kVec;
+  int r, c;
+  StageB::pos(tid, i, r, c);
+  const long long n = n0 + r, k = k0 + c;
+#if FX_B_PLAIN || FX_B_QUANT
+  const bool whole = kK ? (n < p.N && k + kV <= p.K) : (n + kV <= p.N && k < p.K);
+#if FX_B_PLAIN
+  constexpr int kSlot = FX_B_SLOT;
+#else
+  constexpr int kSlot = FX_B_RAW_SLOT;
+#endif
+  if (whole && (kK ? p.in[kSlot].sk : p.in[kSlot].sn) == 1) {
+#if FX_B_PLAIN
+    const FxElemB* q = fx_addr_b(p, b, k, n);
+    if (fxAligned(q, 16)) {
+      out = *reinterpret_cast<const StageB::Chunk*>(q);
+      return;
+    }
+#else
+    struct alignas(kV * sizeof(FxRawB) < 16 ? kV * sizeof(FxRawB) : 16) RawChunk {
+      FxRawB v[kV];
+    };
+    const FxRawB* q = fx_addr_b_raw(p, b, k, n);
+    if (fxAligned(q, alignof(RawChunk))) {
+      const RawChunk raw = *reinterpret_cast<const RawChunk*>(q);
+#pragma unroll
+      for (int j = 0; j < kV; ++j) out.v[j] = fx_dequant_b(p, b, kK ? k + j : k, kK ? n : n + j, raw.v[j]);
+      return;
+    }
+#endif
+  }
+#endif
+#pragma unroll
+  for (int j = 0; j < kV; ++j) {
+    const long long nj = kK ? n : n + j, kj = kK ? k + j : k;
+    out.v[j] = (nj < p.N && kj < p.K) ? fx_load_b(p, b, kj, nj) : FxElemB(0.0f);
+  }
+}
+
+// Reads tile (m0.., k0..) of A and (n0.., k0..) of B into registers.
 __device__ __forceinline__ void loadTile(const fxfuse::FxParams& p, long long b, long long m0, long long n0,
-                                         long long k0, int tid, TA (&ra)[kAPerThread], TB (&rb)[kBPerThread]) {
+                                         long long k0, int tid, StageA::Chunk (&ra)[StageA::kChunks],
+                                         StageB::Chunk (&rb)[StageB::kChunks]) {
 #pragma unroll
-  for (int i = 0; i < kAPerThread; ++i) {
-    int r, c;
-    stagePos<kBM, FX_A_KMAJOR != 0>(tid, i, r, c);
-    const long long m = m0 + r, k = k0 + c;
-    ra[i] = (m < p.M && k < p.K) ? fx_load_a(p, b, m, k) : TA(0.0f);
-  }
+  for (int i = 0; i < StageA::kChunks; ++i) loadChunkA(p, b, m0, k0, tid, i, ra[i]);
 #pragma unroll
-  for (int i = 0; i < kBPerThread; ++i) {
-    int r, c;
-    stagePos<kBN, FX_B_KMAJOR != 0>(tid, i, r, c);
-    const long long n = n0 + r, k = k0 + c;
-    rb[i] = (n < p.N && k < p.K) ? fx_load_b(p, b, k, n) : TB(0.0f);
-  }
+  for (int i = 0; i < StageB::kChunks; ++i) loadChunkB(p, b, n0, k0, tid, i, rb[i]);
 }
 
 #if !FX_ELEM_F32
@@ -107,20 +181,31 @@ extern "C" __global__ void __launch_bounds__(FX_THREADS) FX_KERNEL_NAME(const __
 #pragma unroll
       for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
 
-  FxElemA ra[kAPerThread];
-  FxElemB rb[kBPerThread];
+  StageA::Chunk ra[StageA::kChunks];
+  StageB::Chunk rb[StageB::kChunks];
+  // A chunk along k is one 16-byte store; one along m (or n) is scattered over rows.
   auto storeTile = [&](int s) {
 #pragma unroll
-    for (int i = 0; i < kAPerThread; ++i) {
+    for (int i = 0; i < StageA::kChunks; ++i) {
       int r, c;
-      stagePos<kBM, FX_A_KMAJOR != 0>(tid, i, r, c);
-      sA[s][r * kLds + c] = ra[i];
+      StageA::pos(tid, i, r, c);
+      if (FX_A_KMAJOR) {
+        *reinterpret_cast<StageA::Chunk*>(&sA[s][r * kLds + c]) = ra[i];
+      } else {
+#pragma unroll
+        for (int j = 0; j < StageA::kVec; ++j) sA[s][(r + j) * kLds + c] = ra[i].v[j];
+      }
     }
 #pragma unroll
-    for (int i = 0; i < kBPerThread; ++i) {
+    for (int i = 0; i < StageB::kChunks; ++i) {
       int r, c;
-      stagePos<kBN, FX_B_KMAJOR != 0>(tid, i, r, c);
-      sB[s][r * kLds + c] = rb[i];
+      StageB::pos(tid, i, r, c);
+      if (FX_B_KMAJOR) {
+        *reinterpret_cast<StageB::Chunk*>(&sB[s][r * kLds + c]) = rb[i];
+      } else {
+#pragma unroll
+        for (int j = 0; j < StageB::kVec; ++j) sB[s][(r + j) * kLds + c] = rb[i].v[j];
+      }
     }
   };
 
@@ -197,19 +282,28 @@ extern "C" __global__ void __launch_bounds__(FX_THREADS) FX_KERNEL_NAME(const __
 #pragma unroll
     for (int j = 0; j < kTN; ++j) acc[i][j] = 0.0f;
 
-  float ra[kAPerThread], rb[kBPerThread];
+  StageA::Chunk ra[StageA::kChunks];
+  StageB::Chunk rb[StageB::kChunks];
   auto storeTile = [&](int s) {
 #pragma unroll
-    for (int i = 0; i < kAPerThread; ++i) {
+    for (int i = 0; i < StageA::kChunks; ++i) {
       int r, c;
-      stagePos<kBM, FX_A_KMAJOR != 0>(tid, i, r, c);
-      sA[s][c][r] = ra[i];
+      StageA::pos(tid, i, r, c);
+#pragma unroll
+      for (int j = 0; j < StageA::kVec; ++j) {
+        if (FX_A_KMAJOR) sA[s][c + j][r] = ra[i].v[j];
+        else sA[s][c][r + j] = ra[i].v[j];
+      }
     }
 #pragma unroll
-    for (int i = 0; i < kBPerThread; ++i) {
+    for (int i = 0; i < StageB::kChunks; ++i) {
       int r, c;
-      stagePos<kBN, FX_B_KMAJOR != 0>(tid, i, r, c);
-      sB[s][c][r] = rb[i];
+      StageB::pos(tid, i, r, c);
+#pragma unroll
+      for (int j = 0; j < StageB::kVec; ++j) {
+        if (FX_B_KMAJOR) sB[s][c + j][r] = rb[i].v[j];
+        else sB[s][c][r + j] = rb[i].v[j];
+      }
     }
   };
 

@@ -70,50 +70,40 @@ def spec_to_dot(spec: str, title: str = "chain") -> str:
     return "\n".join(out) + "\n"
 
 
-def _kernel_files(folder: str, rid: int, spec: str, arch: str) -> None:
-    """``<name>.cu`` (+ ``.ptx``) through ``_C.generate_cuda`` / ``_C.compile_ptx``.
-    A failure is written next to it as ``kernel_<i>.error.txt``, never raised."""
+def _kernel_files(folder: str, rid: int, spec: str, shape, arch: str) -> None:
+    """``<name>.cu`` and ``<name>.ptx`` through ``_C.generate_cuda`` / ``_C.compile_ptx`` for the
+    problem shape (M, N, K, B). A failure is written as ``<file>.error.txt``, never raised."""
     from . import _C
 
     gen = getattr(_C, "generate_cuda", None)
     if gen is None:
         return
+    m, n, k, b = shape or (1024, 1024, 1024, 1)
     try:
-        res = gen(spec, arch)
-    except TypeError:
-        try:
-            res = gen(spec)
-        except Exception as e:  # noqa: BLE001
-            _write(folder, f"kernel_{rid}.error.txt", f"generate_cuda failed: {e}\n")
-            return
+        res = gen(spec, m, n, k, arch, b)
     except Exception as e:  # noqa: BLE001
-        _write(folder, f"kernel_{rid}.error.txt", f"generate_cuda failed: {e}\n")
+        _write(folder, f"kernel_{rid}.error.txt", f"generate_cuda(M={m}, N={n}, K={k}, B={b}, {arch}) failed: {e}\n")
         return
-    if isinstance(res, str) and res.lstrip().startswith("{"):
-        res = json.loads(res)
     if isinstance(res, dict):
-        name, code = res.get("name") or f"kernel_{rid}", res.get("code") or res.get("source") or ""
+        name, code = res.get("name") or f"kernel_{rid}", res.get("code") or ""
     elif isinstance(res, (tuple, list)):
         name, code = res[0], res[1]
     else:
         name, code = f"kernel_{rid}", str(res)
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
-    _write(folder, f"{name}.cu", code)
+    _write(folder, f"{name}.cu", f"// fxfuse rewrite {rid}: M={m} N={n} K={k} B={b} arch={arch}\n" + code)
     ptx_fn = getattr(_C, "compile_ptx", None)
     if ptx_fn is None:
         return
     try:
-        ptx = ptx_fn(code, arch)
-        if isinstance(ptx, dict):
-            ptx = ptx.get("ptx", "")
-        _write(folder, f"{name}.ptx", ptx)
+        _write(folder, f"{name}.ptx", ptx_fn(spec, m, n, k, arch, b))
     except Exception as e:  # noqa: BLE001 - NVRTC missing or a compile error: keep the log
         _write(folder, f"{name}.ptx.error.txt", f"{e}\n")
 
 
 def write_graph_dump(root: str, label: str, *, before_fx: str, after_fx: str, before_ir: str,
                      after_ir: str, plan: dict[str, Any], skipped: dict[int, str],
-                     report_text: str, arch: str = "sm_90") -> str:
+                     report_text: str, kernels=(), arch: str = "sm_90") -> str:
     folder = new_dump_folder(root, label)
     _write(folder, "graph_before.txt", before_fx)
     _write(folder, "graph_after.txt", after_fx)
@@ -125,6 +115,7 @@ def write_graph_dump(root: str, label: str, *, before_fx: str, after_fx: str, be
     _write(folder, "report.json", json.dumps({**plan, "skipped": {str(k): v for k, v in skipped.items()}},
                                              indent=2, ensure_ascii=False) + "\n")
     dot = shutil.which("dot")
+    shapes = {rid: shape for rid, _, shape in kernels}
     for rw in plan.get("rewrites") or []:
         rid = rw.get("id", 0)
         dot_text = spec_to_dot(rw["spec"], f"chain_{rid}")
@@ -136,6 +127,7 @@ def write_graph_dump(root: str, label: str, *, before_fx: str, after_fx: str, be
                                input=dot_text.encode(), check=True, timeout=30, capture_output=True)
             except Exception as e:  # noqa: BLE001
                 log.debug("fxfuse: dot failed: %s", e)
-        _kernel_files(folder, rid, rw["spec"], arch)
+        if rid in shapes:  # applied rewrites only
+            _kernel_files(folder, rid, rw["spec"], shapes[rid], arch)
     log.info("fxfuse: dump written to %s", folder)
     return folder

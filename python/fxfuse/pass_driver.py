@@ -107,27 +107,64 @@ def _graph_text(graph: torch.fx.Graph) -> str:
     return str(graph)
 
 
+def _hint(d: Any, default: int = 1024) -> int:
+    """A concrete size for a (possibly symbolic) dim: its hint, else ``default``."""
+    if isinstance(d, torch.SymInt):
+        hint = getattr(d.node, "hint", None)
+        return int(hint) if hint is not None else default
+    return int(d)
+
+
+def problem_shape(node: torch.fx.Node) -> tuple[int, int, int, int] | None:
+    """(M, N, K, B) of a fused node, from its spec and its inputs' meta (symbolic M: hint)."""
+    spec = node.args[1]
+    vals = [n.meta.get("val") if isinstance(n, torch.fx.Node) else None for n in node.args[0]]
+    outs = node.meta.get("val")
+    if not outs or not isinstance(outs[0], torch.Tensor):
+        return None
+    bmm = "\ngemm bmm" in spec
+    out_shape = [_hint(d) for d in outs[0].shape]
+    n = out_shape[-1]
+    b = out_shape[0] if bmm else 1
+    m = 1
+    for d in (out_shape[1:-1] if bmm else out_shape[:-1]):
+        m *= d
+    k = None
+    for line in spec.splitlines():
+        tok = line.split()
+        if len(tok) >= 6 and tok[2] == "input" and "k" in tok[5]:
+            dims = tok[5].strip("[]").split(",")
+            val = vals[int(tok[3])]
+            if isinstance(val, torch.Tensor) and len(dims) == val.dim():
+                k = _hint(val.shape[dims.index("k")])
+                break
+    return None if k is None else (m, n, k, b)
+
+
+def _kernels(result: ApplyResult) -> list[tuple[int, str, tuple[int, int, int, int] | None]]:
+    return [(rid, node.args[1], problem_shape(node)) for rid, node in sorted(result.fused_nodes.items())]
+
+
 def _precompile(result: ApplyResult, options: Options) -> None:
     """Compile CUDA kernels now (model compile time), so the first call, and CUDA graph
-    capture, never JIT. Needs ``_C.precompile(spec, inputs_json)``; absent: kernels compile
-    on their first launch (before capture: Inductor's cudagraph trees warm up first)."""
+    capture, never JIT: ``_C.precompile(inputs, spec)`` on empty tensors of the inputs'
+    shapes and strides (symbolic dims at their hints)."""
     from . import _C
 
     fn = getattr(_C, "precompile", None)
     if fn is None or not options.precompile:
         return
-    for node in result.fused_nodes.values():
-        vals = [n.meta.get("val") for n in node.args[0]]
-        if not vals or not all(isinstance(v, torch.Tensor) for v in vals):
+    for rid, node in result.fused_nodes.items():
+        vals = [n.meta.get("val") if isinstance(n, torch.fx.Node) else None for n in node.args[0]]
+        if not vals or not all(isinstance(v, torch.Tensor) for v in vals) or vals[0].device.type != "cuda":
             continue
-        if vals[0].device.type != "cuda":
-            continue
-        meta = [{"dtype": str(v.dtype).rsplit(".", 1)[-1], "shape": [str(s) for s in v.shape],
-                 "stride": [str(s) for s in v.stride()], "device": str(v.device)} for v in vals]
         try:
-            fn(node.args[1], json.dumps(meta))
-        except Exception as e:  # noqa: BLE001 - runtime JIT remains as fallback
-            log.warning("fxfuse: precompile failed for rewrite %s: %s", node.meta.get("fxfuse_rewrite"), e)
+            real = [torch.empty_strided([_hint(d) for d in v.shape], [_hint(s, 1) for s in v.stride()],
+                                        dtype=v.dtype, device=v.device) for v in vals]
+            fn(real, node.args[1])
+            del real
+        except Exception as e:  # noqa: BLE001 - the op still JITs at its first launch
+            log.warning("fxfuse: precompile failed for rewrite %s: %s", rid, e)
 
 
 def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph") -> PassResult | None:
@@ -152,7 +189,7 @@ def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph") 
         folder = write_graph_dump(root, label, before_fx=before_fx, after_fx=_graph_text(graph),
                                   before_ir=ir_text, after_ir=graph_to_ir(graph), plan=plan,
                                   skipped=applied.skipped, report_text=report_text,
-                                  arch=options.resolved_arch())
+                                  kernels=_kernels(applied), arch=options.resolved_arch())
     _precompile(applied, options)
     _stats.record_plan(label, plan, applied.skipped)
     return PassResult(plan, applied, report_text, folder, [rw["spec"] for rw in plan.get("rewrites") or []])

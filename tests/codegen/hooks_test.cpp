@@ -1,1 +1,153 @@
+// Structure of generated sources: operand analysis, hooks present, names deterministic,
+// config selection, user errors.
 #include <gtest/gtest.h>
+
+#include "codegen/codegen.h"
+#include "codegen/embedded_sources.h"
+#include "codegen/hooks.h"
+#include "test_util.h"
+
+namespace fxfuse::codegen {
+namespace {
+
+using test::loadSpec;
+
+bool has(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
+
+KernelConfig generic16() { return {"sm80_mma", 128, 128, 32, 2, 256}; }
+
+TEST(Hooks, Int8WeightIsQuantizedB) {
+  spec::ChainSpec s = loadSpec("doc_example_int8_gelu");
+  OperandInfo a = analyzeA(s), b = analyzeB(s);
+  EXPECT_TRUE(a.plain);
+  EXPECT_EQ(a.slot, 0);
+  EXPECT_TRUE(a.kmajor);
+  EXPECT_FALSE(b.plain);
+  EXPECT_TRUE(b.quant);
+  EXPECT_EQ(b.slot, 1);
+  EXPECT_EQ(b.raw, spec::DType::I8);
+  EXPECT_TRUE(b.kmajor);  // [n,k]
+  std::string h = generateHooks(s, generic16());
+  EXPECT_TRUE(has(h, "#define FX_B_QUANT 1"));
+  EXPECT_TRUE(has(h, "using FxRawB = signed char;"));
+  EXPECT_TRUE(has(h, "fx_dequant_b(const fxfuse::FxParams& p, long long b, long long k, long long n, FxRawB raw)"));
+  EXPECT_TRUE(has(h, "const float v1 = fx_cvt_i8(raw);  // %1 = input 1 i8 [n,k]"));
+  EXPECT_TRUE(has(h, "const float v2 = fx_ld_bf16(p.in[2].ptr, n * p.in[2].sn);  // %2 = input 2 bf16 [n,1]"));
+  EXPECT_TRUE(has(h, "const float v8 = fx_round_bf16(fx_gelu_tanh(v7));  // %8 = gelu_tanh %7 : bf16"));
+}
+
+TEST(Hooks, PlainOperandsAndLayouts) {
+  spec::ChainSpec s = loadSpec("transposed_a_col_bias_i8_input");
+  EXPECT_FALSE(analyzeA(s).kmajor);  // [k,m]
+  EXPECT_FALSE(analyzeB(s).kmajor);  // [k,n]
+  EXPECT_TRUE(analyzeB(s).plain);
+  std::string h = generateHooks(s, generic16());
+  EXPECT_TRUE(has(h, "#define FX_A_PLAIN 1"));
+  EXPECT_TRUE(has(h, "#define FX_A_KMAJOR 0"));
+  EXPECT_TRUE(has(h, "#define FX_B_QUANT 0"));
+  EXPECT_TRUE(has(h, "return reinterpret_cast<const FxElemA*>(p.in[0].ptr) + (k * p.in[0].sk + m * p.in[0].sm);"));
+  EXPECT_TRUE(has(h, "const bool v8 = fx_ld_bool(p.in[4].ptr, n * p.in[4].sn);"));
+}
+
+TEST(Hooks, APrologueIsNotPlain) {
+  spec::ChainSpec s = loadSpec("a_prologue_row_scale");
+  EXPECT_FALSE(analyzeA(s).plain);
+  std::string h = generateHooks(s, generic16());
+  EXPECT_TRUE(has(h, "#define FX_A_PLAIN 0"));
+  EXPECT_TRUE(has(h, "const float v1 = fx_ld_f32(p.in[1].ptr, m * p.in[1].sm);  // %1 = input 1 f32 [m,1]"));
+  EXPECT_TRUE(has(h, "return __float2bfloat16_rn(v5);"));
+}
+
+TEST(Hooks, BatchedOutputsUseBatchStride) {
+  std::string h = generateHooks(loadSpec("bmm_shared_b_f32_and_f16_out"), generic16());
+  EXPECT_TRUE(has(h, "#define FX_BATCHED 1"));
+  EXPECT_TRUE(has(h, "fx_st_f32(p.out[0].ptr, b * p.out[0].sb + m * p.out[0].sm + n * p.out[0].sn, o.o0);"));
+  EXPECT_TRUE(has(h, "fx_ld_bf16(p.in[2].ptr, b * p.in[2].sb + n * p.in[2].sn)"));
+  // B has no batch dim: shared by every batch.
+  EXPECT_TRUE(has(h, "reinterpret_cast<const FxElemB*>(p.in[1].ptr) + (k * p.in[1].sk + n * p.in[1].sn)"));
+}
+
+TEST(Hooks, ZeroDimScaleReadsElementZero) {
+  std::string h = generateHooks(loadSpec("fp8_e4m3_per_tensor_scale"), generic16());
+  EXPECT_TRUE(has(h, "const float v2 = fx_ld_f32(p.in[2].ptr, 0);  // %2 = input 2 f32 []"));
+  EXPECT_TRUE(has(h, "using FxRawB = __nv_fp8_storage_t;"));
+  std::string code = generate(loadSpec("fp8_e4m3_per_tensor_scale"), generic16()).code;
+  EXPECT_TRUE(has(code, "#include <cuda_fp8.h>"));
+  EXPECT_FALSE(has(generate(loadSpec("bare_bf16_mm"), generic16()).code, "cuda_fp8.h"));
+}
+
+TEST(Generate, NamesAreDeterministicAndDistinct) {
+  spec::ChainSpec s = loadSpec("bf16_linear3d_bias_gelu");
+  KernelSource a = generate(s, generic16()), b = generate(s, generic16());
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.code, b.code);
+  EXPECT_EQ(a.name.size(), std::string("fxfuse_").size() + 16);
+  KernelConfig other = generic16();
+  other.bm = 64;
+  other.threads = 128;
+  EXPECT_NE(generate(s, other).name, a.name);
+  EXPECT_NE(generate(loadSpec("bare_bf16_mm"), generic16()).name, a.name);
+  EXPECT_TRUE(has(a.code, "extern \"C\" __global__ void __launch_bounds__(FX_THREADS) FX_KERNEL_NAME("));
+  EXPECT_TRUE(has(a.code, "#define FX_KERNEL_NAME " + a.name));
+  EXPECT_EQ(a.grid, GridPolicy::Tiles);
+}
+
+TEST(Generate, UserErrors) {
+  const std::string head = "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n"
+                           "%2 = mm %0 %1 : bf16\n";
+  spec::ChainSpec f64 = spec::parseSpec(head + "%3 = convert %2 : f64\noutput %3\n");
+  EXPECT_THROW(generate(f64, generic16()), CodegenError);
+  spec::ChainSpec five = spec::parseSpec(head + "output %2\noutput %2\noutput %2\noutput %2\noutput %2\n");
+  EXPECT_THROW(generate(five, generic16()), CodegenError);
+  KernelConfig unknown{"tensor_magic", 128, 128, 32, 2, 256};
+  EXPECT_THROW(generate(loadSpec("bare_bf16_mm"), unknown), CodegenError);
+  spec::ChainSpec broken = loadSpec("bare_bf16_mm");
+  broken.outputs = {0};
+  EXPECT_THROW(generate(broken, generic16()), spec::SpecError);
+}
+
+TEST(ChooseConfig, Table) {
+  ProblemShape big;
+  big.M = big.N = big.K = 4096;
+  spec::ChainSpec bf16 = loadSpec("bf16_linear3d_bias_gelu"), f32 = loadSpec("f32_addmm_relu");
+  EXPECT_EQ(chooseConfig(bf16, big, 80).variant, "sm80_mma");
+  EXPECT_EQ(chooseConfig(f32, big, 90).variant, "simt");
+  std::string hopper = embeddedFile("kernels/sm90_wgmma_gemm.cuh") ? "sm90_wgmma" : "sm80_mma";
+  EXPECT_EQ(chooseConfig(bf16, big, 90).variant, hopper);
+  // A prologue on A rules out wgmma's TMA path.
+  EXPECT_EQ(chooseConfig(loadSpec("a_prologue_row_scale"), big, 90).variant, "sm80_mma");
+  ProblemShape small = big;
+  small.M = 16;
+  std::string smallVariant = embeddedFile("kernels/gemv.cuh") ? "gemv" : "sm80_mma";
+  EXPECT_EQ(chooseConfig(bf16, small, 90).variant, smallVariant);
+  if (smallVariant == "sm80_mma") EXPECT_EQ(chooseConfig(bf16, small, 90).bm, 64);
+  ProblemShape misaligned = big;
+  misaligned.align_bytes_a = 2;
+  EXPECT_EQ(chooseConfig(bf16, misaligned, 90).variant, "sm80_mma");
+}
+
+TEST(ChooseConfig, LaunchDims) {
+  KernelSource src = generate(loadSpec("bare_bf16_mm"), generic16());
+  ProblemShape s;
+  s.B = 3;
+  s.M = 300;
+  s.N = 129;
+  s.K = 7;
+  LaunchDims d = launchDims(src, s, 132);
+  EXPECT_EQ(d.grid[0], 2u);
+  EXPECT_EQ(d.grid[1], 3u);
+  EXPECT_EQ(d.grid[2], 3u);
+  EXPECT_EQ(d.block, 256u);
+  EXPECT_EQ(d.smem_bytes, 0u);
+}
+
+TEST(Embedded, TemplatesAndSupportFiles) {
+  EXPECT_NE(embeddedFile("kernels/generic_gemm.cuh"), nullptr);
+  EXPECT_NE(embeddedFile("kernel_abi.h"), nullptr);
+  EXPECT_NE(embeddedFile("device/fx_prelude.cuh"), nullptr);
+  EXPECT_EQ(embeddedFile("kernels/nope.cuh"), nullptr);
+  EXPECT_EQ(std::string(embeddedFile("kernel_abi.h")), test::readFile(test::testDir() + "/../../codegen/kernel_abi.h"));
+}
+
+}  // namespace
+}  // namespace fxfuse::codegen

@@ -288,9 +288,8 @@ def make_module() -> types.ModuleType:
     m.nvrtc_available = lambda: False
     m.cuda_driver_available = lambda: False
 
-    def generate_cuda(spec, arch="sm_90"):
-        return {"name": "fx_standin_kernel", "code": "// stand-in: no CUDA generated\n// " +
-                spec.replace("\n", "\n// ")}
+    def generate_cuda(spec, M, N, K, arch="sm_90", B=1):
+        return ("fx_standin_kernel", "// stand-in: no CUDA generated\n// " + spec.replace("\n", "\n// "))
 
     m.generate_cuda = generate_cuda
     return m

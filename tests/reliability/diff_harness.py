@@ -2,6 +2,8 @@
 judges the fused result. Also: a shrinker that minimizes a failing case.
 
 Routes through fxfuse:
+- ``fx`` (fastest, most cases): ``make_fx(fn, tracing_mode="fake")`` → the pass on that ATen
+  graph (``fxfuse.pass_driver.run_on_graph``) → run the GraphModule;
 - ``export``: ``torch.export.export`` → ``fxfuse.rewrite(ep)`` → ``ep.module()(*inputs)``
   (the graph holds ``aten.linear``, ``aten.to.dtype``, ``aten.gelu``...);
 - ``decomp``: the same after ``ep.run_decompositions()`` (``aten.t``/``addmm``/
@@ -86,7 +88,17 @@ def run_fused(case: Case, inputs: list[torch.Tensor], route: str = "export",
 
     fn = case.build()
     options = options or {}
-    if route in ("export", "decomp"):
+    if route == "fx":
+        from torch.fx.experimental.proxy_tensor import make_fx
+        from fxfuse.pass_driver import Options, run_on_graph
+
+        gm = make_fx(fn, tracing_mode="fake")(*inputs)
+        res = run_on_graph(gm.graph, Options(**options), "differential")
+        gm.recompile()
+        fused = count_fused(gm.graph)
+        reasons = _reasons(res.plan if res is not None else None)
+        outs = gm(*inputs)
+    elif route in ("export", "decomp"):
         ep = torch.export.export(_Wrap(fn), tuple(inputs))
         if route == "decomp":
             ep = ep.run_decompositions()

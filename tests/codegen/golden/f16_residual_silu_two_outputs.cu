@@ -1,0 +1,102 @@
+// Chain spec:
+//   fxfuse.chain v1
+//   gemm mm
+//   %0 = input 0 f16 [m,k]
+//   %1 = input 1 f16 [k,n]
+//   %2 = mm %0 %1 : f16
+//   %3 = input 2 f16 [m,n]
+//   %4 = add %2 %3 : f16
+//   %5 = silu %4 : f16
+//   output %5
+//   output %4
+// Kernel config: variant=sm80_mma bm=128 bn=128 bk=32 stages=2 threads=256
+#define FX_KERNEL_NAME fxfuse_e2e58671166a2825
+#define FX_BM 128
+#define FX_BN 128
+#define FX_BK 32
+#define FX_STAGES 2
+#define FX_THREADS 256
+#define FX_WARPS_M 2
+#define FX_WARPS_N 4
+
+// Operands as the MMA sees them (docs/interfaces.md, kernel-template hooks).
+using FxElemA = __half;
+using FxElemB = __half;
+#define FX_ELEM_F32 0
+#define FX_ELEM_F16 1
+#define FX_ELEM_BF16 0
+#define FX_BATCHED 0
+#define FX_A_PLAIN 1
+#define FX_A_SLOT 0
+#define FX_A_KMAJOR 1
+#define FX_B_PLAIN 1
+#define FX_B_SLOT 1
+#define FX_B_KMAJOR 0
+#define FX_B_QUANT 0
+
+// Address of element (m, k) of %0 (input 0).
+__device__ __forceinline__ const FxElemA* fx_addr_a(const fxfuse::FxParams& p, long long b, long long m, long long k) {
+  (void)b;
+  return reinterpret_cast<const FxElemA*>(p.in[0].ptr) + (m * p.in[0].sm + k * p.in[0].sk);
+}
+
+// A operand element (m, k) of %0.
+__device__ __forceinline__ FxElemA fx_load_a(const fxfuse::FxParams& p, long long b, long long m, long long k) {
+  (void)b;
+  return *fx_addr_a(p, b, m, k);  // %0 = input 0 f16 [m,k]
+}
+
+// Address of element (k, n) of %1 (input 1).
+__device__ __forceinline__ const FxElemB* fx_addr_b(const fxfuse::FxParams& p, long long b, long long k, long long n) {
+  (void)b;
+  return reinterpret_cast<const FxElemB*>(p.in[1].ptr) + (k * p.in[1].sk + n * p.in[1].sn);
+}
+
+// B operand element (k, n) of %1.
+__device__ __forceinline__ FxElemB fx_load_b(const fxfuse::FxParams& p, long long b, long long k, long long n) {
+  (void)b;
+  return *fx_addr_b(p, b, k, n);  // %1 = input 1 f16 [k,n]
+}
+
+struct FxOutValues {
+  float o0;  // output %5
+  float o1;  // output %4
+};
+
+// Every output of element (b, m, n), from the fp32 accumulator of %2.
+__device__ __forceinline__ FxOutValues fx_epilogue_values(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc) {
+  (void)p; (void)b; (void)m; (void)n;
+  const float v2 = fx_round_f16(acc);  // %2 = mm %0 %1 : f16
+  const float v3 = fx_ld_f16(p.in[2].ptr, m * p.in[2].sm + n * p.in[2].sn);  // %3 = input 2 f16 [m,n]
+  const float v4 = fx_round_f16((v2 + v3));  // %4 = add %2 %3 : f16
+  const float v5 = fx_round_f16(fx_silu(v4));  // %5 = silu %4 : f16
+  return FxOutValues{v5, v4};
+}
+
+__device__ __forceinline__ void fx_epilogue(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc) {
+  const FxOutValues o = fx_epilogue_values(p, b, m, n, acc);
+  fx_st_f16(p.out[0].ptr, m * p.out[0].sm + n * p.out[0].sn, o.o0);
+  fx_st_f16(p.out[1].ptr, m * p.out[1].sm + n * p.out[1].sn, o.o1);
+}
+
+// Columns n and n + 1 of row m (n even; n + 1 may be N, then only n is stored).
+__device__ __forceinline__ void fx_epilogue2(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc0, float acc1) {
+  const bool has1 = n + 1 < p.N;
+  const FxOutValues o0 = fx_epilogue_values(p, b, m, n, acc0);
+  FxOutValues o1 = o0;
+  if (has1) o1 = fx_epilogue_values(p, b, m, n + 1, acc1);
+  const long long off0 = m * p.out[0].sm + n * p.out[0].sn;
+  if (has1 && p.out[0].sn == 1 && fx_aligned4(p.out[0].ptr, off0, 2)) {
+    fx_st2_f16(p.out[0].ptr, off0, o0.o0, o1.o0);
+  } else {
+    fx_st_f16(p.out[0].ptr, off0, o0.o0);
+    if (has1) fx_st_f16(p.out[0].ptr, m * p.out[0].sm + (n + 1) * p.out[0].sn, o1.o0);
+  }
+  const long long off1 = m * p.out[1].sm + n * p.out[1].sn;
+  if (has1 && p.out[1].sn == 1 && fx_aligned4(p.out[1].ptr, off1, 2)) {
+    fx_st2_f16(p.out[1].ptr, off1, o0.o1, o1.o1);
+  } else {
+    fx_st_f16(p.out[1].ptr, off1, o0.o1);
+    if (has1) fx_st_f16(p.out[1].ptr, m * p.out[1].sm + (n + 1) * p.out[1].sn, o1.o1);
+  }
+}

@@ -1,0 +1,117 @@
+// Chain spec:
+//   fxfuse.chain v1
+//   gemm mm
+//   %0 = input 0 bf16 [m,k]
+//   %1 = input 1 bf16 [k,n]
+//   %2 = mm %0 %1 : bf16
+//   %3 = const 0 : f32
+//   %4 = gt %2 %3 : bool
+//   %5 = const 0.10000000000000001 : f32
+//   %6 = mul %2 %5 : bf16
+//   %7 = where %4 %2 %6 : bf16
+//   %8 = input 2 bf16 [m,n]
+//   %9 = le %7 %8 : bool
+//   %10 = ne %9 %4 : bool
+//   %11 = eq %7 %8 : bool
+//   %12 = lt %7 %3 : bool
+//   %13 = ge %7 %8 : bool
+//   %14 = where %10 %11 %12 : bool
+//   %15 = where %14 %13 %4 : bool
+//   output %7
+//   output %15
+// Kernel config: variant=sm80_mma bm=128 bn=128 bk=32 stages=2 threads=256
+#define FX_KERNEL_NAME fxfuse_e296abc2ce3bd0b8
+#define FX_BM 128
+#define FX_BN 128
+#define FX_BK 32
+#define FX_STAGES 2
+#define FX_THREADS 256
+#define FX_WARPS_M 2
+#define FX_WARPS_N 4
+
+// Operands as the MMA sees them (docs/interfaces.md, kernel-template hooks).
+using FxElemA = __nv_bfloat16;
+using FxElemB = __nv_bfloat16;
+#define FX_ELEM_F32 0
+#define FX_ELEM_F16 0
+#define FX_ELEM_BF16 1
+#define FX_BATCHED 0
+#define FX_A_PLAIN 1
+#define FX_A_SLOT 0
+#define FX_A_KMAJOR 1
+#define FX_B_PLAIN 1
+#define FX_B_SLOT 1
+#define FX_B_KMAJOR 0
+#define FX_B_QUANT 0
+
+// Address of element (m, k) of %0 (input 0).
+__device__ __forceinline__ const FxElemA* fx_addr_a(const fxfuse::FxParams& p, long long b, long long m, long long k) {
+  (void)b;
+  return reinterpret_cast<const FxElemA*>(p.in[0].ptr) + (m * p.in[0].sm + k * p.in[0].sk);
+}
+
+// A operand element (m, k) of %0.
+__device__ __forceinline__ FxElemA fx_load_a(const fxfuse::FxParams& p, long long b, long long m, long long k) {
+  (void)b;
+  return *fx_addr_a(p, b, m, k);  // %0 = input 0 bf16 [m,k]
+}
+
+// Address of element (k, n) of %1 (input 1).
+__device__ __forceinline__ const FxElemB* fx_addr_b(const fxfuse::FxParams& p, long long b, long long k, long long n) {
+  (void)b;
+  return reinterpret_cast<const FxElemB*>(p.in[1].ptr) + (k * p.in[1].sk + n * p.in[1].sn);
+}
+
+// B operand element (k, n) of %1.
+__device__ __forceinline__ FxElemB fx_load_b(const fxfuse::FxParams& p, long long b, long long k, long long n) {
+  (void)b;
+  return *fx_addr_b(p, b, k, n);  // %1 = input 1 bf16 [k,n]
+}
+
+struct FxOutValues {
+  float o0;  // output %7
+  bool o1;  // output %15
+};
+
+// Every output of element (b, m, n), from the fp32 accumulator of %2.
+__device__ __forceinline__ FxOutValues fx_epilogue_values(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc) {
+  (void)p; (void)b; (void)m; (void)n;
+  const float v2 = fx_round_bf16(acc);  // %2 = mm %0 %1 : bf16
+  const float v3 = 0.0f;  // %3 = const 0 : f32
+  const bool v4 = fx_round_bool((v2 > v3));  // %4 = gt %2 %3 : bool
+  const float v5 = 0.100000001f;  // %5 = const 0.10000000000000001 : f32
+  const float v6 = fx_round_bf16((v2 * v5));  // %6 = mul %2 %5 : bf16
+  const float v7 = fx_round_bf16((v4 ? v2 : v6));  // %7 = where %4 %2 %6 : bf16
+  const float v8 = fx_ld_bf16(p.in[2].ptr, m * p.in[2].sm + n * p.in[2].sn);  // %8 = input 2 bf16 [m,n]
+  const bool v9 = fx_round_bool((v7 <= v8));  // %9 = le %7 %8 : bool
+  const bool v10 = fx_round_bool((v9 != v4));  // %10 = ne %9 %4 : bool
+  const bool v11 = fx_round_bool((v7 == v8));  // %11 = eq %7 %8 : bool
+  const bool v12 = fx_round_bool((v7 < v3));  // %12 = lt %7 %3 : bool
+  const bool v13 = fx_round_bool((v7 >= v8));  // %13 = ge %7 %8 : bool
+  const bool v14 = fx_round_bool((v10 ? v11 : v12));  // %14 = where %10 %11 %12 : bool
+  const bool v15 = fx_round_bool((v14 ? v13 : v4));  // %15 = where %14 %13 %4 : bool
+  return FxOutValues{v7, v15};
+}
+
+__device__ __forceinline__ void fx_epilogue(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc) {
+  const FxOutValues o = fx_epilogue_values(p, b, m, n, acc);
+  fx_st_bf16(p.out[0].ptr, m * p.out[0].sm + n * p.out[0].sn, o.o0);
+  fx_st_bool(p.out[1].ptr, m * p.out[1].sm + n * p.out[1].sn, o.o1);
+}
+
+// Columns n and n + 1 of row m (n even; n + 1 may be N, then only n is stored).
+__device__ __forceinline__ void fx_epilogue2(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc0, float acc1) {
+  const bool has1 = n + 1 < p.N;
+  const FxOutValues o0 = fx_epilogue_values(p, b, m, n, acc0);
+  FxOutValues o1 = o0;
+  if (has1) o1 = fx_epilogue_values(p, b, m, n + 1, acc1);
+  const long long off0 = m * p.out[0].sm + n * p.out[0].sn;
+  if (has1 && p.out[0].sn == 1 && fx_aligned4(p.out[0].ptr, off0, 2)) {
+    fx_st2_bf16(p.out[0].ptr, off0, o0.o0, o1.o0);
+  } else {
+    fx_st_bf16(p.out[0].ptr, off0, o0.o0);
+    if (has1) fx_st_bf16(p.out[0].ptr, m * p.out[0].sm + (n + 1) * p.out[0].sn, o1.o0);
+  }
+  fx_st_bool(p.out[1].ptr, m * p.out[1].sm + n * p.out[1].sn, o0.o1);
+  if (has1) fx_st_bool(p.out[1].ptr, m * p.out[1].sm + (n + 1) * p.out[1].sn, o1.o1);
+}

@@ -1,0 +1,176 @@
+"""fxfuse::gemm_chain on CPU (the reference kernel): every chain kind against a float64 eager
+reference, the Meta kernel and opcheck, and the op's input errors."""
+import pytest
+import torch
+
+import fxfuse._C  # noqa: F401  (registers torch.ops.fxfuse.gemm_chain)
+from runtime_chain_cases import CASES, DTYPES, SpecBuilder, check_outputs, randn
+
+gemm_chain = torch.ops.fxfuse.gemm_chain.default
+SHAPES = [(1, 8, 16), (17, 24, 40), (64, 33, 130)]  # (M, N, K), not multiples of anything
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: str(t).split(".")[-1])
+@pytest.mark.parametrize("kind", sorted(CASES))
+def test_chain_matches_eager(kind, dtype, shape):
+    torch.manual_seed(hash((kind, str(dtype), shape)) % 2**31)
+    case = CASES[kind](dtype, "cpu", *shape)
+    check_outputs(case, gemm_chain(case.inputs, case.spec), dtype)
+
+
+def test_strided_inputs():
+    """Non-contiguous views (a sliced activation, a transposed weight view) are read right."""
+    torch.manual_seed(0)
+    case = CASES["linear_gelu_tanh"](torch.bfloat16, "cpu", 12, 10, 24)
+    x = randn((12, 48), torch.bfloat16, "cpu")[:, ::2]
+    w = randn((24, 10), torch.bfloat16, "cpu", 24 ** -0.5).t()  # [N, K] view of a [K, N]
+    case.inputs[0], case.inputs[1] = x, w
+    check_outputs(case, gemm_chain(case.inputs, case.spec), torch.bfloat16)
+
+
+def test_outputs_do_not_alias_inputs():
+    s = SpecBuilder()
+    x, w = s.input(torch.float32, "mk"), s.input(torch.float32, "kn")
+    r = s.input(torch.float32, "mn")
+    s.mm(x, w, torch.float32)
+    s.output(r)
+    ins = [torch.randn(3, 4), torch.randn(4, 5), torch.randn(3, 5)]
+    (out,) = gemm_chain(ins, s.text())
+    assert torch.equal(out, ins[2]) and out.data_ptr() != ins[2].data_ptr()
+
+
+def test_outputs_contiguous_and_shaped_like_eager():
+    case = CASES["lead_3d"](torch.float32, "cpu", 12, 8, 16)
+    (out,) = gemm_chain(case.inputs, case.spec)
+    assert out.shape == (4, 3, 8) and out.is_contiguous()
+
+
+# ---- Meta / fake tensors / opcheck ----------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["bias_gelu", "int8_weight_only", "bmm_bias", "lead_3d",
+                                  "extra_outputs", "broadcasts", "activations_mix"])
+def test_opcheck(kind):
+    torch.manual_seed(1)
+    case = CASES[kind](torch.bfloat16, "cpu", 6, 8, 16)
+    torch.library.opcheck(gemm_chain, (case.inputs, case.spec),
+                          test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))
+
+
+def test_opcheck_autograd_registration():
+    case = CASES["residual"](torch.float32, "cpu", 6, 8, 16)
+    inputs = [case.inputs[0].requires_grad_()] + case.inputs[1:]
+    torch.library.opcheck(gemm_chain, (inputs, case.spec), test_utils=("test_autograd_registration",))
+
+
+def test_meta_shapes_are_symbolic():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    case = CASES["lead_3d"](torch.float16, "cpu", 12, 8, 16)
+    with FakeTensorMode(shape_env=ShapeEnv()) as mode:
+        fake = [mode.from_tensor(t, static_shapes=False) for t in case.inputs]
+        (out,) = gemm_chain(fake, case.spec)
+    assert out.dtype == torch.float16 and out.dim() == 3
+    assert any(isinstance(s, torch.SymInt) for s in out.shape)
+
+
+def test_torch_compile_traces_the_op():
+    case = CASES["bias_gelu"](torch.float32, "cpu", 5, 6, 7)
+    fn = torch.compile(lambda ins: gemm_chain(ins, case.spec), backend="aot_eager", fullgraph=True)
+    check_outputs(case, fn(case.inputs), torch.float32)
+
+
+def test_grad_inputs_run_forward_and_refuse_backward():
+    case = CASES["silu"](torch.float32, "cpu", 4, 5, 6)
+    case.inputs[0].requires_grad_()
+    (out,) = gemm_chain(case.inputs, case.spec)
+    assert out.requires_grad
+    with pytest.raises(RuntimeError, match="not differentiable"):
+        out.sum().backward()
+    with torch.no_grad():
+        (out,) = gemm_chain(case.inputs, case.spec)
+    assert not out.requires_grad
+
+
+# ---- errors ---------------------------------------------------------------------------------
+
+def _case():
+    return CASES["bias_gelu"](torch.bfloat16, "cpu", 4, 6, 8)
+
+
+def test_error_wrong_input_count():
+    c = _case()
+    with pytest.raises(RuntimeError, match="takes 3 inputs, got 2"):
+        gemm_chain(c.inputs[:2], c.spec)
+
+
+def test_error_wrong_dtype():
+    c = _case()
+    c.inputs[2] = c.inputs[2].float()
+    with pytest.raises(RuntimeError, match="input 2 has dtype Float but the spec expects bf16"):
+        gemm_chain(c.inputs, c.spec)
+
+
+def test_error_wrong_rank():
+    c = _case()
+    c.inputs[2] = c.inputs[2][None]
+    with pytest.raises(RuntimeError, match=r"input 2 has shape \[1, 6\] but the spec gives it dims \[n\]"):
+        gemm_chain(c.inputs, c.spec)
+
+
+def test_error_shape_mismatch():
+    c = _case()
+    c.inputs[1] = c.inputs[1][:7]  # K = 7 against A's K = 8
+    with pytest.raises(RuntimeError, match=r"input 1 has shape \[7, 6\].*must be 8"):
+        gemm_chain(c.inputs, c.spec)
+
+
+def test_error_bad_spec():
+    c = _case()
+    with pytest.raises(RuntimeError, match="invalid spec: line 1"):
+        gemm_chain(c.inputs, "fxfuse.chain v9\n")
+
+
+def test_error_device_mismatch():
+    c = _case()
+    c.inputs[2] = c.inputs[2].to("meta")
+    with pytest.raises(RuntimeError, match="all inputs must be on one device"):
+        gemm_chain(c.inputs, c.spec)
+
+
+# ---- bindings ---------------------------------------------------------------------------------
+
+def test_bindings_report_state(tmp_path):
+    C = fxfuse._C
+    st = C.stats()
+    for key in ("launches", "fallbacks", "kernels_compiled", "memory_hits", "disk_hits",
+                "disk_rebuilds", "cpu_calls"):
+        assert key in st
+    assert isinstance(C.library_version(), str) and C.library_version()
+    old = C.cache_dir()
+    try:
+        C.set_cache_dir(str(tmp_path))
+        assert C.cache_dir() == str(tmp_path)
+    finally:
+        C.set_cache_dir(old)
+    assert isinstance(C.nvrtc_available(), bool)
+    assert isinstance(C.cuda_driver_available(), bool)
+
+
+def test_cpu_calls_counted():
+    before = fxfuse._C.stats()["cpu_calls"]
+    c = _case()
+    gemm_chain(c.inputs, c.spec)
+    assert fxfuse._C.stats()["cpu_calls"] == before + 1
+
+
+def test_generate_cuda_dump():
+    src_name, code = fxfuse._C.generate_cuda(_case().spec, 128, 256, 64, "sm_90")
+    assert src_name in code and "fx_epilogue" in code
+
+
+@pytest.mark.skipif(not fxfuse._C.nvrtc_available(), reason="NVRTC not found")
+def test_compile_ptx_dump():
+    ptx = fxfuse._C.compile_ptx(_case().spec, 64, 64, 64, "sm_80")
+    assert ".entry" in ptx
