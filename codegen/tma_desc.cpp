@@ -18,7 +18,7 @@ bool describeTensorMaps(const GemmProblem& pr, const GemmConfig& cfg, TensorMapD
                         std::string* why) {
   const long long es = 2;  // bf16 / fp16
   if (cfg.bk != 64) return fail(why, "bk must be 64");
-  if (cfg.bm != 64 * cfg.consumers) return fail(why, "bm must be 64*consumers");
+  if (cfg.bm != 64 * cfg.consumers || cfg.bm > 256) return fail(why, "bm must be 64*consumers and <= 256");
   if (cfg.bn != 128 && cfg.bn != 256) return fail(why, "bn must be 128 or 256");
   if (cfg.cluster_m != 1 && cfg.cluster_m != 2) return fail(why, "cluster_m must be 1 or 2");
   if (cfg.dynSmemBytes() > 227 * 1024) return fail(why, "stages*(bm+bn)*bk*2 too large");

@@ -147,7 +147,7 @@ static void run_case(const Case& cs, int nsm, FILE* md) {
   const long long nt = (N + 127) / 128, mz = (M + 8 * kr.mtiles - 1) / (8 * kr.mtiles);
   const long long ksteps = (K + KT - 1) / KT;
   int splitk = 1;
-  while (splitk < 8 && nt * mz * splitk * 2 <= 2LL * nsm && ksteps / (splitk * 2) >= 4) splitk *= 2;
+  while (splitk < 4 && nt * mz * splitk * 2 <= 2LL * nsm && ksteps / (splitk * 2) >= 4) splitk *= 2;
   if (cs.force_s > 0) splitk = cs.force_s;
   size_t red = (size_t)8 * kr.mtiles * 132 * 4;
   size_t smem = std::max(stage * kr.stages, red);

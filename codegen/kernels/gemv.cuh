@@ -43,8 +43,8 @@
 //       c.stages = (int)(100 * 1024 / stage); c.stages = c.stages < 2 ? 2 : c.stages > 6 ? 6 : c.stages;
 //       long long nt = (N + 127) / 128, mz = B * ((M + 8 * c.mtiles - 1) / (8 * c.mtiles));
 //       long long ksteps = (K + KT - 1) / KT;
-//       c.splitk = 1;                                   // aim: all blocks resident, 2 per SM
-//       if (sm90) while (c.splitk < 8 && nt * mz * c.splitk * 2 <= 2LL * num_sms &&
+//       c.splitk = 1;   // aim: all blocks resident, 2 per SM; S=8 measured worse (only 30 clusters of 8 fit)
+//       if (sm90) while (c.splitk < 4 && nt * mz * c.splitk * 2 <= 2LL * num_sms &&
 //                        ksteps / (c.splitk * 2) >= 4) c.splitk *= 2;
 //       c.gx = nt; c.gy = c.splitk; c.gz = mz;
 //       size_t red = (size_t)8 * c.mtiles * 132 * 4;
@@ -273,7 +273,8 @@ __device__ __forceinline__ WRaw load_w_elem(const fxfuse::FxParams& p, long long
 #endif
 }
 
-__device__ __forceinline__ void load_stage(const fxfuse::FxParams& p, const Ctx& c, unsigned char* ws,
+// General (edge / unaligned / hook) loader; out of line to keep the hot loop small.
+__device__ __noinline__ void load_stage(const fxfuse::FxParams& p, const Ctx& c, unsigned char* ws,
                                            unsigned char* as, long long k0) {
   const int tid = threadIdx.x;
   const long long N = p.N, K = p.K, M = p.M;
@@ -542,6 +543,62 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   unsigned char* wbase = fx_smem;
   unsigned char* abase = fx_smem + kStages * kWStageBytes;
 
+  // ---- hot-path loader state: per-thread global pointers at step kb and smem offsets
+  constexpr int kWCh = kWStageBytes / 16 / kThreads;  // 8
+  constexpr int kACpr = kARowBytes / 16;
+  constexpr int kACh = (8 * kMT * kACpr + kThreads - 1) / kThreads;
+  const char* wsrc[kWCh];
+  int wdst[kWCh];
+  const char* asrc[kACh];
+  int adst[kACh], abytes[kACh];
+  long long wstep = 0;
+  const bool interior_n = c.n0 + kNT <= p.N;
+  {
+    const fxfuse::FxOperand& o = p.in[FX_B_SLOT];
+    const long long k0 = kb * kKT;
+    wstep = kKMajor ? (long long)kKT * kWB : (long long)kKT * o.sk * kWB;
+#pragma unroll
+    for (int i = 0; i < kWCh; ++i) {
+      const int ci = threadIdx.x + i * kThreads;
+      int row, ch;
+      long long n, k;
+      if constexpr (kKMajor) { row = ci >> 3; ch = ci & 7; n = c.n0 + row; k = k0 + ch * kE; }
+      else { constexpr int cpr = kWRowBytes / 16; row = ci / cpr; ch = ci % cpr; k = k0 + row; n = c.n0 + ch * kE; }
+      wdst[i] = row * kWRowBytes + wswz(row, ch) * 16;
+      wsrc[i] = static_cast<const char*>(o.ptr) + (c.b * o.sb + k * o.sk + n * o.sn) * kWB;
+    }
+#if FX_A_PLAIN
+    const fxfuse::FxOperand& a = p.in[FX_A_SLOT];
+#endif
+#pragma unroll
+    for (int j = 0; j < kACh; ++j) {
+      const int ci = threadIdx.x + j * kThreads;
+      const int row = ci / kACpr, ch = ci % kACpr;
+      adst[j] = row * kARowBytes + aswz(row, ch) * 16;
+      abytes[j] = (ci < 8 * kMT * kACpr && c.m0 + row < p.M) ? 16 : 0;
+      asrc[j] = static_cast<const char*>(p.in[FX_B_SLOT].ptr);  // any valid address (0-byte copies)
+#if FX_A_PLAIN
+      asrc[j] = static_cast<const char*>(a.ptr) + (abytes[j] ? (c.b * a.sb + (c.m0 + row) * a.sm + k0 + ch * 8) * 2 : 0);
+#endif
+      if (ci >= 8 * kMT * kACpr) adst[j] = -1;
+    }
+  }
+  auto load = [&](int slot_, int step) {
+    unsigned char* ws = wbase + slot_ * kWStageBytes;
+    unsigned char* as = abase + slot_ * kAStageBytes;
+    const long long k0 = (kb + step) * kKT;
+    if (c.bfast && c.afast && interior_n && k0 + kKT <= p.K) {
+      const unsigned wsu = smem_u32(ws), asu = smem_u32(as);
+#pragma unroll
+      for (int i = 0; i < kWCh; ++i) cp_async16(wsu + wdst[i], wsrc[i] + step * wstep, 16);
+#pragma unroll
+      for (int j = 0; j < kACh; ++j)
+        if (adst[j] >= 0) cp_async16(asu + adst[j], asrc[j] + (abytes[j] ? step * (kKT * 2) : 0), abytes[j]);
+    } else {
+      load_stage(p, c, ws, as, k0);
+    }
+  };
+
   float acc[kRT][kMT][4];
 #pragma unroll
   for (int rt = 0; rt < kRT; ++rt)
@@ -552,7 +609,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < nsteps) load_stage(p, c, wbase + s * kWStageBytes, abase + s * kAStageBytes, (kb + s) * kKT);
+    if (s < nsteps) load(s, s);
     cp_async_commit();
   }
   int slot = 0;
@@ -562,7 +619,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     const int nx = i + kStages - 1;
     int nslot = slot + kStages - 1;
     if (nslot >= kStages) nslot -= kStages;
-    if (nx < nsteps) load_stage(p, c, wbase + nslot * kWStageBytes, abase + nslot * kAStageBytes, (kb + nx) * kKT);
+    if (nx < nsteps) load(nslot, nx);
     cp_async_commit();
     compute_stage(wbase + slot * kWStageBytes, abase + slot * kAStageBytes, acc, sc);
     if (++slot == kStages) slot = 0;

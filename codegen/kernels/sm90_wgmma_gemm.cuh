@@ -11,19 +11,16 @@
 // Config macros (all optional; defaults in brackets).  The host side must use the same values:
 // codegen/tma_desc.h (fxfuse::sm90::GemmConfig) describes tensor maps and launch geometry for them.
 //   FX_BM        [128]  CTA tile rows (M).  Must be 64 * FX_CONSUMERS (each consumer warpgroup owns 64 rows).
+//                       128 (2 consumers) or 256 (4 consumers, use with FX_BN=128) are the tested shapes.
 //   FX_BN        [256]  CTA tile cols (N).  128 or 256 (wgmma m64nBNk16; one instruction per k16).
 //   FX_BK        [64]   K per pipeline stage.  Must be 64 (= one 128-byte swizzle row of 16-bit elements).
 //   FX_STAGES    [4]    shared-memory ring depth.  4 for 128x256 (48 KB/stage), up to 6 for 128x128.
-//   FX_CONSUMERS [2]    consumer (MMA) warpgroups.  Warpgroup 0 is the TMA producer.
+//   FX_CONSUMERS [2]    consumer (MMA) warpgroups (2 or 4).  Warpgroup 0 is the TMA producer.
 //   FX_THREADS   [128*(FX_CONSUMERS+1)]  must equal that value if the generator defines it.
 //   FX_GROUP_M   [16]   grouped (L2-friendly) persistent tile order: tiles walk GROUP_M M-tiles
 //                       down before moving one N-tile right.
-//   FX_PRODUCER_REGS [40], FX_CONSUMER_REGS [232]: setmaxnreg targets (sum*128 <= 64K for 3 WGs).
-//   FX_SPLIT_N   [0]    1: each consumer keeps its 64xBN accumulator as two 64x(BN/2) halves (two
-//                       m64n(BN/2)k16 per k16) and runs the hi half FX_EPI_LAG k-blocks behind the
-//                       lo half, so the lo-half epilogue overlaps the tile's last hi-half MMAs and
-//                       the hi-half epilogue overlaps the next tile's first lo-half MMAs.
-//   FX_EPI_LAG   [2]    lag in k-blocks for FX_SPLIT_N (1 .. FX_STAGES-2).
+//   FX_PRODUCER_REGS [40], FX_CONSUMER_REGS [232 for 2 consumers, 112 for 4]: setmaxnreg targets
+//                       ((producer + consumers * consumer) * 128 <= 64K).
 //   FX_CLUSTER_M [1]    1 or 2.  2: CTA pairs (compile-time __cluster_dims__(2,1,1)) work on
 //                       vertically adjacent tiles (same N-tile); each CTA TMA-loads half of the shared
 //                       B tile and multicasts it to both, halving B's L2->SM traffic.  The grid must
@@ -72,17 +69,13 @@
 #ifndef FX_CLUSTER_M
 #define FX_CLUSTER_M 1
 #endif
-#ifndef FX_SPLIT_N
-#define FX_SPLIT_N 0
-#endif
-#ifndef FX_EPI_LAG
-#define FX_EPI_LAG 2
-#endif
+
 #ifndef FX_PRODUCER_REGS
 #define FX_PRODUCER_REGS 40
 #endif
 #ifndef FX_CONSUMER_REGS
-#define FX_CONSUMER_REGS 232
+// largest multiple of 8 with (producer + consumers*this)*128 <= 64K, at most 240: 232 for 2 consumers, 112 for 4
+#define FX_CONSUMER_REGS ((((512 - FX_PRODUCER_REGS) / FX_CONSUMERS) / 8 * 8) > 240 ? 240 : (((512 - FX_PRODUCER_REGS) / FX_CONSUMERS) / 8 * 8))
 #endif
 #define FX_SM90_THREADS (128 * (FX_CONSUMERS + 1))
 #ifndef FX_THREADS
@@ -97,14 +90,12 @@
 
 static_assert(FX_THREADS == FX_SM90_THREADS, "FX_THREADS must be 128*(FX_CONSUMERS+1)");
 static_assert(FX_BK == 64, "FX_BK must be 64 (128-byte swizzle rows of 16-bit elements)");
-static_assert(FX_BM == 64 * FX_CONSUMERS, "FX_BM must be 64 * FX_CONSUMERS");
+static_assert(FX_BM == 64 * FX_CONSUMERS && FX_BM <= 256, "FX_BM must be 64 * FX_CONSUMERS (<= 256: TMA box)");
 static_assert(FX_BN == 128 || FX_BN == 256, "FX_BN must be 128 or 256");
 static_assert(FX_A_KMAJOR == 1, "sm90 template needs A K-contiguous");
 static_assert(FX_STAGES >= 2 && FX_STAGES * (FX_BM + FX_BN) * FX_BK * 2 + 1024 <= 227 * 1024,
               "shared memory ring too large");
 static_assert(FX_CLUSTER_M == 1 || FX_CLUSTER_M == 2, "FX_CLUSTER_M must be 1 or 2");
-static_assert(!FX_SPLIT_N || (FX_BN == 256 && FX_EPI_LAG >= 1 && FX_EPI_LAG <= FX_STAGES - 2),
-              "FX_SPLIT_N needs FX_BN 256 and 1 <= FX_EPI_LAG <= FX_STAGES-2");
 static_assert((FX_PRODUCER_REGS + FX_CONSUMERS * FX_CONSUMER_REGS) * 128 <= 65536, "register budget");
 
 #ifndef FX_SM90_HELPERS_DEFINED
@@ -416,92 +407,6 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         for (int r = 0; r < CM; ++r) mbar_arrive_cluster(mapa_shared(empty0 + 8 * st, (u32)r));
       }
     };
-#if FX_SPLIT_N
-    constexpr int HN = BN / 2;           // columns per half
-    constexpr int D = FX_EPI_LAG;
-    constexpr u32 HI_B_OFF = HN * 128;   // hi half of the B stage: +16 KB in both B layouts
-    float dlo[HN / 2], dhi[HN / 2];
-    auto descs = [&](u32 st, int kk, bool hi, u64& da, u64& db) {
-      const u32 sA = smem + st * STAGE_BYTES + c * (64 * BK * 2);
-      const u32 sB = smem + st * STAGE_BYTES + A_BYTES + (hi ? HI_B_OFF : 0u);
-      da = make_desc(sA + kk * 32, 16, 1024);
-#if FX_B_KMAJOR
-      db = make_desc(sB + kk * 32, 16, 1024);
-#else
-      db = make_desc(sB + kk * (16 * 128), 64 * BK * 2, 1024);
-#endif
-    };
-    // epilogue of one half (cols [off, off+HN) of tile (b, tm, tn))
-    auto epi_half = [&](float (&h)[HN / 2], int eb, int etm, int etn, int off) {
-      const long long row = (long long)etm * BM + c * 64 + warp * 16 + lane / 4;
-      const long long col = (long long)etn * BN + off + (lane % 4) * 2;
-      const bool r0 = row < M, r1 = row + 8 < M;
-#pragma unroll
-      for (int j = 0; j < HN / 8; ++j) {
-        const long long n = col + j * 8;
-        if (n < N) {
-          if (r0) fx_epilogue2(p, eb, row, n, h[4 * j + 0], h[4 * j + 1]);
-          if (r1) fx_epilogue2(p, eb, row + 8, n, h[4 * j + 2], h[4 * j + 3]);
-        }
-      }
-    };
-    u32 it0 = 0;  // k-blocks consumed before this tile (ring position)
-    bool pend = false;
-    int pb = 0, ptm = 0, ptn = 0;
-    for (long long t = tile0; t < tiles; t += tile_step) {
-      int b, tm, tn;
-      tile_coords(t, mtc, nt, GROUP, b, tm, tn);
-      tm = tm * CM + (int)crank;
-      auto issueL = [&](int kb) {
-        const u32 g = it0 + kb, st = g % S;
-        mbar_wait(full0 + 8 * st, (g / S) & 1);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-          u64 da, db;
-          descs(st, kk, false, da, db);
-          wgmma_tile<HN, kBF16, FX_B_KMAJOR ? 0 : 1>(dlo, da, db, (kb > 0 || kk > 0) ? 1 : 0);
-        }
-        wgmma_commit();
-      };
-      auto issueH = [&](int kb) {
-        const u32 st = (it0 + kb) % S;  // already waited for by issueL(kb)
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-          u64 da, db;
-          descs(st, kk, true, da, db);
-          wgmma_tile<HN, kBF16, FX_B_KMAJOR ? 0 : 1>(dhi, da, db, (kb > 0 || kk > 0) ? 1 : 0);
-        }
-        wgmma_commit();
-      };
-      const int nl0 = nk < D ? nk : D;
-      for (int kb = 0; kb < nl0; ++kb) issueL(kb);
-      if (pend) { epi_half(dhi, pb, ptm, ptn, HN); pend = false; }  // overlaps the lo MMAs above
-      int kb = 0;
-      for (; kb + D < nk; ++kb) {   // steady: hi(kb), free stage kb-2, then lo(kb+D)
-        issueH(kb);
-        wgmma_wait<3>();            // in flight at most hi(kb-1), lo(kb+D-1), hi(kb) -> hi(kb-2) done
-        if (kb > 1 && lane == 0) release((it0 + kb - 2) % S);
-        issueL(kb + D);             // needs k-block kb+D-S <= kb-2 released (D <= S-2)
-      }
-      const int first_tail = kb;    // hi(first_tail-2), hi(first_tail-1) done or in flight, not released
-      for (; kb < nk; ++kb) issueH(kb);
-      if (nk >= D) wgmma_wait<D>(); // everything but the last D hi groups: all lo groups done
-      else wgmma_wait<0>();
-      if (lane == 0) {
-        if (first_tail > 1) release((it0 + first_tail - 2) % S);
-        if (first_tail > 0) release((it0 + first_tail - 1) % S);
-      }
-      epi_half(dlo, b, tm, tn, 0);  // overlaps the last hi MMAs
-      wgmma_wait<0>();
-      if (lane == 0)
-        for (int k2 = first_tail; k2 < nk; ++k2) release((it0 + k2) % S);
-      pend = true; pb = b; ptm = tm; ptn = tn;
-      it0 += nk;
-    }
-    if (pend) epi_half(dhi, pb, ptm, ptn, HN);
-#else
     float d[BN / 2];
     int s = 0;
     u32 ph = 0;
@@ -549,7 +454,6 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         }
       }
     }
-#endif  // FX_SPLIT_N
   }
   if constexpr (CM > 1) {
     // no CTA may exit while a peer can still multicast into it or arrive on its barriers

@@ -13,9 +13,12 @@ import logging
 try:
     from . import _C  # noqa: F401 - registers torch.ops.fxfuse.gemm_chain
 except ImportError as e:  # pragma: no cover - exercised only on a broken install
-    raise ImportError(
-        f"fxfuse._C is not built: run scripts/setup.sh (or: cmake -S . -B build-py -G Ninja && "
-        f"ninja -C build-py _C). Original error: {e}") from e
+    import glob as _glob
+    import os as _os
+
+    if _glob.glob(_os.path.join(_os.path.dirname(__file__), "_C*.so")):
+        raise ImportError(f"fxfuse._C failed to load (rebuild it: scripts/setup.sh): {e}") from e
+    raise ImportError("fxfuse._C is not built: run scripts/setup.sh") from e
 
 from .backend import FxfusePass, backend_with, compile, fxfuse_backend, register as _register_backend
 from .export_rewrite import report, rewrite

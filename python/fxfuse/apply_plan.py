@@ -159,7 +159,8 @@ def apply_plan(graph: torch.fx.Graph, plan: dict[str, Any]) -> ApplyResult:
         last_replaced = max(replaced, key=lambda n: index[n])
         first_replaced = min(replaced, key=lambda n: index[n])
         with graph.inserting_after(last_replaced):
-            fused = graph.call_function(op, (list(inputs), rw["spec"]))
+            fused = graph.create_node("call_function", op, (list(inputs), rw["spec"]),
+                                      name=rw.get("op_node") or f"fxfuse_chain_{rid}")
         getitems = []
         last = fused
         for i in range(len(outputs)):

@@ -51,6 +51,8 @@ struct CompileCase {
   long long m;
 };
 
+void PrintTo(const CompileCase& c, std::ostream* os) { *os << c.spec << " " << c.arch << " M=" << c.m; }
+
 class CompileSpec : public ::testing::TestWithParam<CompileCase> {};
 
 TEST_P(CompileSpec, ToCubin) {

@@ -39,7 +39,14 @@ _FN = {"neg": torch.neg, "abs": torch.abs, "exp": torch.exp, "tanh": torch.tanh,
        "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
        "convert": lambda x: x,
        "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
-       "maximum": torch.maximum, "minimum": torch.minimum}
+       "maximum": torch.maximum, "minimum": torch.minimum, "reciprocal": torch.reciprocal,
+       "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "log": torch.log, "sin": torch.sin, "cos": torch.cos,
+       "hardswish": torch.nn.functional.hardswish, "pow": torch.pow, "lt": torch.lt, "le": torch.le,
+       "gt": torch.gt, "ge": torch.ge, "eq": torch.eq, "ne": torch.ne,
+       "leaky_relu": lambda x, a: torch.where(x > 0, x, x * a),
+       "where": lambda c, a, b: torch.where(c.bool(), a, b),
+       "clamp": lambda x, lo, hi: torch.clamp(x, None if lo.isnan() else lo, None if hi.isnan() else hi),
+       "hardtanh": lambda x, lo, hi: torch.clamp(x, lo, hi)}
 
 _stats = {"kernels_compiled": 0, "cache_hits": 0}
 
@@ -277,11 +284,36 @@ def _register_op():
     torch.library.register_fake("fxfuse::gemm_chain", lib=_lib)(lambda inputs, spec: _out_meta(inputs, spec))
 
 
+def _opt_tool() -> str | None:
+    for build in ("build-py", "build"):
+        path = os.path.join(HERE, "..", "..", build, "tools", "fxfuse-opt")
+        if os.path.exists(path):
+            return os.path.normpath(path)
+    return None
+
+
+def _run_pass_with_opt(ir: str, opts: str = "{}") -> str:
+    """The real C++ pass through the fxfuse-opt tool (FXFUSE_TEST_PASS=opt): the plan is
+    the C++ pass's; only the op's CPU kernel is the Python evaluator above."""
+    import subprocess
+
+    res = subprocess.run([_opt_tool(), "-", "--report-json", "--no-ir", "--options", opts or "{}"],
+                         input=ir, capture_output=True, text=True, timeout=120)
+    if res.returncode != 0:
+        raise RuntimeError(f"fxfuse-opt failed ({res.returncode}): {res.stderr}")
+    return res.stdout
+
+
 def make_module() -> types.ModuleType:
     m = types.ModuleType("fxfuse._C")
     m.__file__ = __file__
     m.STANDIN = True
-    m.run_pass = lambda ir, opts="{}": json.dumps(_plan(ir, json.loads(opts or "{}")))
+    if os.environ.get("FXFUSE_TEST_PASS") == "opt" and _opt_tool():
+        m.run_pass = _run_pass_with_opt
+        m.PASS = "fxfuse-opt"
+    else:
+        m.run_pass = lambda ir, opts="{}": json.dumps(_plan(ir, json.loads(opts or "{}")))
+        m.PASS = "python"
     m.stats = lambda: dict(_stats)
     m.reset_stats = lambda: _stats.update({k: 0 for k in _stats})
     m.library_version = lambda: "standin-0"
@@ -295,13 +327,35 @@ def make_module() -> types.ModuleType:
     return m
 
 
+def _load_real() -> str | None:
+    """Imports the built extension as ``fxfuse._C``; returns why it failed, or None."""
+    import importlib.util
+
+    for path in sorted(glob.glob(os.path.join(PKG, "_C*.so"))):
+        spec = importlib.util.spec_from_file_location("fxfuse._C", path)
+        try:
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+        except ImportError as e:
+            return f"{os.path.basename(path)}: {e}"
+        sys.modules["fxfuse._C"] = mod
+        return None
+    return "not built"
+
+
+REAL_LOAD_ERROR: str | None = None
+
+
 def install(force: bool = False) -> bool:
-    """Installs the stand-in as ``fxfuse._C`` unless the real extension is built.
-    Returns True when the stand-in is in use."""
-    if not force and os.environ.get("FXFUSE_TEST_STANDIN") != "1" and real_extension_built():
-        return False
-    if "fxfuse._C" in sys.modules and getattr(sys.modules["fxfuse._C"], "STANDIN", False):
-        return True
+    """Installs the stand-in as ``fxfuse._C`` unless the real extension is built and loads
+    (FXFUSE_TEST_STANDIN=1 or ``force``: always the stand-in). True when the stand-in is in use."""
+    global REAL_LOAD_ERROR
+    if "fxfuse._C" in sys.modules:
+        return bool(getattr(sys.modules["fxfuse._C"], "STANDIN", False))
+    if not force and os.environ.get("FXFUSE_TEST_STANDIN") != "1":
+        REAL_LOAD_ERROR = _load_real()
+        if REAL_LOAD_ERROR is None:
+            return False
     _register_op()
     sys.modules["fxfuse._C"] = make_module()
     return True

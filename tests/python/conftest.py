@@ -20,6 +20,9 @@ os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "0")
 import _standin  # noqa: E402
 
 STANDIN = _standin.install()
+# With FXFUSE_TEST_PASS=opt the stand-in's plans come from the C++ pass (fxfuse-opt):
+# the tests that need the real pass can run; only the op's CPU kernel is Python.
+REAL_PASS = not STANDIN or getattr(sys.modules["fxfuse._C"], "PASS", "") == "fxfuse-opt"
 
 import torch  # noqa: E402
 
@@ -32,7 +35,10 @@ def pytest_configure(config):
 
 
 def pytest_report_header(config):
-    return f"fxfuse._C: {'pure-Python test stand-in' if STANDIN else fxfuse._C.__file__}"
+    if STANDIN:
+        why = f" (real extension: {_standin.REAL_LOAD_ERROR})" if _standin.REAL_LOAD_ERROR else ""
+        return f"fxfuse._C: test stand-in, pass={sys.modules['fxfuse._C'].PASS}{why}"
+    return f"fxfuse._C: {fxfuse._C.__file__}"
 
 
 def pytest_collection_modifyitems(config, items):
@@ -40,7 +46,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if no_gpu and "gpu" in item.keywords:
             item.add_marker(pytest.mark.skip(reason="no CUDA device"))
-        if STANDIN and "needs_real_pass" in item.keywords:
+        if not REAL_PASS and "needs_real_pass" in item.keywords:
             item.add_marker(pytest.mark.skip(reason="needs the C++ pass; fxfuse._C is the test stand-in"))
 
 

@@ -23,9 +23,9 @@ def run_python(code: str, *args: str, timeout: int = 600) -> subprocess.Complete
     import conftest
 
     prelude = "import sys\n"
-    if conftest.STANDIN:
-        prelude += "import _standin; _standin.install(force=True)\n"
-    env = dict(os.environ)
+    if conftest.STANDIN:  # the real extension: a plain `import fxfuse` there, nothing injected
+        prelude += "import _standin\n_standin.install(force=True)\n"
+    env = dict(os.environ)  # FXFUSE_TEST_PASS carries over
     env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "python"), HERE, env.get("PYTHONPATH", "")])
     return subprocess.run([sys.executable, "-c", prelude + code, *args], capture_output=True, text=True,
                           timeout=timeout, env=env, cwd=HERE)

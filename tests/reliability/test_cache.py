@@ -24,7 +24,7 @@ fxfuse = pytest.importorskip("fxfuse", reason="fxfuse._C is not built")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-PYDIR = os.path.join(ROOT, "python")
+PYDIR = os.path.dirname(os.path.dirname(os.path.abspath(fxfuse.__file__)))  # where fxfuse was imported from
 
 
 class Fn(torch.nn.Module):

@@ -1,5 +1,7 @@
 """fxfuse::gemm_chain on CPU (the reference kernel): every chain kind against a float64 eager
 reference, the Meta kernel and opcheck, and the op's input errors."""
+import zlib
+
 import pytest
 import torch
 
@@ -14,7 +16,7 @@ SHAPES = [(1, 8, 16), (17, 24, 40), (64, 33, 130)]  # (M, N, K), not multiples o
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: str(t).split(".")[-1])
 @pytest.mark.parametrize("kind", sorted(CASES))
 def test_chain_matches_eager(kind, dtype, shape):
-    torch.manual_seed(hash((kind, str(dtype), shape)) % 2**31)
+    torch.manual_seed(zlib.crc32(f"{kind}{dtype}{shape}".encode()))
     case = CASES[kind](dtype, "cpu", *shape)
     check_outputs(case, gemm_chain(case.inputs, case.spec), dtype)
 

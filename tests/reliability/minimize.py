@@ -1,0 +1,34 @@
+"""Minimize a failing differential case:  python tests/reliability/minimize.py <seed> [route]
+
+Prints the original verdict, the minimized case (source, inputs, JSON for test_regressions.py)
+and its verdict. Route: fx (default), export, decomp, compile. Uses the CPU."""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from chain_generator import generate  # noqa: E402
+from diff_harness import check_case, describe, same_failure, shrink  # noqa: E402
+
+
+def main(argv: list[str]) -> int:
+    warnings.simplefilter("ignore")
+    logging.disable(logging.CRITICAL)
+    seed = int(argv[1])
+    route = argv[2] if len(argv) > 2 else "fx"
+    case = generate(seed)
+    o = check_case(case, route)
+    print(describe(case, o, route))
+    if o.ok:
+        return 0
+    small = shrink(case, same_failure(route)(case, o))
+    print("minimized:\n" + describe(small, check_case(small, route), route))
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
