@@ -133,5 +133,25 @@ std::string configDefines(const GemmConfig& c) {
   return s;
 }
 
+int entryRegs(const GemmConfig& cfg) {
+  const int r = (65536 / cfg.threads()) / 8 * 8;
+  return r > 248 ? 248 : r;
+}
+
+int safeConsumerRegs(const GemmConfig& cfg, int kernel_num_regs, int producer_regs) {
+  const int freed = kernel_num_regs - producer_regs;
+  int r = kernel_num_regs + (freed / cfg.consumers) / 8 * 8;
+  if (r > 240) r = 240;
+  return r;
+}
+
+bool setmaxnregSafe(const GemmConfig& cfg, int kernel_num_regs, int producer_regs) {
+  // what the template compiled in (FX_CONSUMER_REGS default) vs what the pool really allows
+  const int entry = entryRegs(cfg);
+  int compiled = entry + ((entry - producer_regs) / cfg.consumers) / 8 * 8;
+  if (compiled > 240) compiled = 240;
+  return cfg.consumers * (compiled - kernel_num_regs) <= kernel_num_regs - producer_regs;
+}
+
 }  // namespace sm90
 }  // namespace fxfuse

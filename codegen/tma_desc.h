@@ -100,11 +100,21 @@ LaunchGeometry launchGeometry(const GemmProblem& pr, const GemmConfig& cfg, int 
                               int max_active_clusters = 0);
 
 // Config choice: 128x256 tiles (4 stages) unless that leaves too many SMs idle, then 128x128
-// (6 stages).  num_sms: the device's multiprocessor count (132 on H100/H200 SXM).
+// (6 stages); no cluster (measured no faster, bench/sm90/NOTES.md).  num_sms: the device's
+// multiprocessor count (132 on H100/H200 SXM).
 GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, int num_sms);
 
 // "#define FX_BM 128\n#define FX_BN 256\n..." for the generated source (before the template).
 std::string configDefines(const GemmConfig& cfg);
+
+// setmaxnreg guard.  The kernel's consumer warpgroups raise their register limit with setmaxnreg.inc,
+// which can only take what the producer's setmaxnreg.dec returned to the CTA.  The template assumes
+// ptxas allocated entryRegs(cfg) per thread (168 for 384 threads, which every measured build had).
+// After loading, compare cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_NUM_REGS): if this returns false, do
+// not launch (it would hang); recompile with "#define FX_CONSUMER_REGS <safeConsumerRegs(...)>".
+int entryRegs(const GemmConfig& cfg);
+int safeConsumerRegs(const GemmConfig& cfg, int kernel_num_regs, int producer_regs = 40);
+bool setmaxnregSafe(const GemmConfig& cfg, int kernel_num_regs, int producer_regs = 40);
 
 }  // namespace sm90
 }  // namespace fxfuse

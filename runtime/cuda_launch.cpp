@@ -138,24 +138,6 @@ using spec::Space;
 using spec::Value;
 using spec::ValueKind;
 
-// The input value behind mm operand `which` (0: A, 1: B): the operand itself when it is a raw
-// input, else the space's main raw input (the one carrying both of its letters, e.g. the int8
-// weight of a dequant prologue), whose layout and alignment select the variant. -1 if none.
-int operandInput(const ChainSpec& spec, int which) {
-  const int id = spec.values[spec.mmIndex()].operands[which];
-  if (spec.values[id].kind == ValueKind::Input) return id;
-  const Space space = which == 0 ? Space::A : Space::B;
-  const std::string need = which == 0 ? "mk" : "kn";
-  for (size_t i = 0; i < spec.values.size(); ++i) {
-    const Value& v = spec.values[i];
-    const std::string letters = dimLetters(v.dims);
-    if (v.kind == ValueKind::Input && v.space == space &&
-        letters.find(need[0]) != std::string::npos && letters.find(need[1]) != std::string::npos)
-      return static_cast<int>(i);
-  }
-  return -1;
-}
-
 struct LetterStrides {
   long long b = 0, m = 0, k = 0, n = 0;
 };
@@ -198,12 +180,6 @@ int alignBytes(const at::Tensor& t) {
   int a = 16;
   while (a > 1 && bits % a) a /= 2;
   return a;
-}
-
-bool lastLetterIsK(const std::string& letters) {
-  for (auto it = letters.rbegin(); it != letters.rend(); ++it)
-    if (*it != '1') return *it == 'k';
-  return false;
 }
 
 // ---- One call -------------------------------------------------------------------------------
@@ -252,16 +228,9 @@ Plan makePlan(at::TensorList inputs, c10::string_view specText) {
   p.M = plan.M;
   p.N = plan.N;
   p.K = plan.K;
-  if (plan.aInput >= 0) {
-    const Value& a = spec.values[plan.aInput];
-    p.a_kmajor = lastLetterIsK(dimLetters(a.dims));
-    p.align_bytes_a = alignBytes(plan.tensors[a.slot]);
-  }
-  if (plan.bInput >= 0) {
-    const Value& b = spec.values[plan.bInput];
-    p.b_kmajor = lastLetterIsK(dimLetters(b.dims));
-    p.align_bytes_b = alignBytes(plan.tensors[b.slot]);
-  }
+  setLayoutFromSpec(spec, &p);
+  if (plan.aInput >= 0) p.align_bytes_a = alignBytes(plan.tensors[spec.values[plan.aInput].slot]);
+  if (plan.bInput >= 0) p.align_bytes_b = alignBytes(plan.tensors[spec.values[plan.bInput].slot]);
   return plan;
 }
 

@@ -125,6 +125,33 @@ std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spe
   return kernel;
 }
 
+int operandInput(const spec::ChainSpec& spec, int which) {
+  const int id = spec.values[spec.mmIndex()].operands[which];
+  if (spec.values[id].kind == spec::ValueKind::Input) return id;
+  const spec::Space space = which == 0 ? spec::Space::A : spec::Space::B;
+  const std::string need = which == 0 ? "mk" : "kn";
+  for (size_t i = 0; i < spec.values.size(); ++i) {
+    const spec::Value& v = spec.values[i];
+    const std::string letters = dimLetters(v.dims);
+    if (v.kind == spec::ValueKind::Input && v.space == space &&
+        letters.find(need[0]) != std::string::npos && letters.find(need[1]) != std::string::npos)
+      return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void setLayoutFromSpec(const spec::ChainSpec& spec, codegen::ProblemShape* shape) {
+  auto innermostIsK = [&](int id) {
+    const std::string letters = dimLetters(spec.values[id].dims);
+    for (auto it = letters.rbegin(); it != letters.rend(); ++it)
+      if (*it != '1') return *it == 'k';
+    return false;
+  };
+  const int a = operandInput(spec, 0), b = operandInput(spec, 1);
+  if (a >= 0) shape->a_kmajor = innermostIsK(a);
+  if (b >= 0) shape->b_kmajor = innermostIsK(b);
+}
+
 void setNvrtcSearchDirs(std::vector<std::string> libDirs, std::vector<std::string> includeDirs) {
   std::lock_guard<std::mutex> lock(envMutex());
   envStorage().extra_lib_dirs = std::move(libDirs);

@@ -46,6 +46,15 @@ struct KernelRequest {
 std::shared_ptr<CudaKernel> getKernel(const CudaDriver& driver, const CachedSpec& spec,
                                       const KernelRequest& request);
 
+// The input value behind mm operand `which` (0: A, 1: B): the operand itself when it is a raw
+// input, else the space's main raw input (the one carrying both of its letters, e.g. the int8
+// weight of a dequant prologue), whose layout and alignment select the variant. -1 if none.
+int operandInput(const spec::ChainSpec& spec, int which);
+
+// a_kmajor / b_kmajor as the spec's dims order promises them (the innermost dim of the A / B
+// input is contiguous; the launcher makes it so). Leaves sizes and alignment alone.
+void setLayoutFromSpec(const spec::ChainSpec& spec, codegen::ProblemShape* shape);
+
 // Where codegen looks for NVRTC and CUDA headers besides its defaults (the bindings add the
 // pip package dirs Python knows about).
 void setNvrtcSearchDirs(std::vector<std::string> libDirs, std::vector<std::string> includeDirs);

@@ -56,6 +56,7 @@ codegen::KernelSource generateFor(const std::string& specText, long long M, long
   shape.M = M;
   shape.N = N;
   shape.K = K;
+  setLayoutFromSpec(spec, &shape);
   return codegen::generate(spec, codegen::chooseConfig(spec, shape, smFromArch(arch)));
 }
 

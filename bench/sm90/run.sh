@@ -15,33 +15,24 @@ FLAGS="-std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a"
 VARIANTS=(
   "0 1 0 128 256 4 1 1 16"
   "1 1 1 128 256 4 1 1 16"
-  "2 1 0 128 256 4 1 2 16"
-  "3 1 1 128 256 4 1 2 16"
+  "2 0 0 128 256 4 1 1 16"
+  "3 0 1 128 256 4 1 1 16"
   "4 1 0 128 256 4 4 1 16"
   "5 1 0 128 256 4 0 1 16"
-  "6 1 0 256 128 4 1 1 16"
-  "7 1 1 256 128 4 1 1 16"
-  "8 1 0 256 128 4 1 2 16"
-  "9 1 0 256 128 4 4 1 16"
-  "10 1 0 256 128 4 0 1 16"
-  "11 1 0 256 128 4 3 1 16"
-  "12 1 0 128 256 4 3 1 16"
-  "13 1 0 128 128 6 1 1 16"
-  "14 1 1 128 128 6 1 1 16"
-  "15 1 0 128 128 6 1 2 16"
-  "16 0 0 128 256 4 1 1 16"
-  "17 0 0 256 128 4 1 1 16"
-  "18 0 1 256 128 4 1 1 16"
-  "19 1 1 256 128 4 1 2 16"
-  "20 1 0 128 256 4 2 1 16"
-  "21 1 0 256 128 4 2 1 16"
-  "22 1 0 256 128 4 1 1 8"
+  "6 1 0 128 256 4 3 1 16"
+  "7 1 0 128 256 4 2 1 16"
+  "8 1 0 128 128 6 1 1 16"
+  "9 1 1 128 128 6 1 1 16"
+  "10 1 0 128 256 4 1 2 16"
+  "11 1 1 128 256 4 1 2 16"
+  # "12 1 0 256 128 4 1 1 16"   # 4 consumer WGs: hung in run 4 (setmaxnreg pool); register
+  #                              # targets fixed since, unmeasured.  Costs 10 s of timeout if it hangs.
 )
 # timed sets (variant names) per shape group, passed to the harness at compile time
-T_4K="v0 v1 v2 v3 v4 v5 v6 v22 v7 v8 v19 v9 v10 v11 v12 v20 v21 v16 v17 v18 v13"
-T_BIG="v0 v1 v2 v6 v22 v7 v8 v19"
-T_SMALL="v13 v14 v15 v0 v6"
-T_MID="v0 v1 v2 v6 v7 v8 v13"
+T_4K="v0 v1 v2 v3 v4 v5 v6 v7 v8 v10 v11 v12"
+T_BIG="v0 v1 v10"
+T_SMALL="v8 v9 v0"
+T_MID="v0 v1 v8 v10"
 : > "$BUILD/variants_gen.h"
 t0=$(date +%s)
 pids=()
@@ -63,9 +54,9 @@ for v in "${VARIANTS[@]}"; do
   echo "v$1 ($v): $(grep -E 'Used|spill' "$BUILD/ptxas_v$1.txt" | tr -s ' ' | tr '\n' ' ')"
   grep -iE 'warning' "$BUILD/ptxas_v$1.txt" || true
 done > "$OUTD/ptxas.txt"
-grep -ciE 'warning' "$OUTD/ptxas.txt" | sed 's/^/ptxas warnings: /'; grep -m3 -E 'v0 |v6 ' "$OUTD/ptxas.txt"
+grep -ciE 'warning' "$OUTD/ptxas.txt" | sed 's/^/ptxas warnings: /'; grep -m2 -E 'v0 |v1 ' "$OUTD/ptxas.txt"
 if command -v cuobjdump > /dev/null; then
-  for id in 0 6; do
+  for id in 0 1; do
     cuobjdump --dump-sass "$BUILD/v$id.o" > "$BUILD/sass_v$id.txt" || true
     echo "v$id SASS: HGMMA $(grep -c HGMMA "$BUILD/sass_v$id.txt") | LDL/STL $(grep -cE '\b(LDL|STL)\b' "$BUILD/sass_v$id.txt") | BAR $(grep -cE 'BAR\.' "$BUILD/sass_v$id.txt") | UTMALDG $(grep -c UTMALDG "$BUILD/sass_v$id.txt")"
     grep -m2 -E "HGMMA|UTMALDG" "$BUILD/sass_v$id.txt" || true

@@ -11,16 +11,20 @@
 // Config macros (all optional; defaults in brackets).  The host side must use the same values:
 // codegen/tma_desc.h (fxfuse::sm90::GemmConfig) describes tensor maps and launch geometry for them.
 //   FX_BM        [128]  CTA tile rows (M).  Must be 64 * FX_CONSUMERS (each consumer warpgroup owns 64 rows).
-//                       128 (2 consumers) or 256 (4 consumers, use with FX_BN=128) are the tested shapes.
+//                       128 (2 consumers) is the measured shape.  256 (4 consumers, FX_BN=128) compiles
+//                       (96 regs) but is unmeasured: it hung in run 4 with the old register targets.
 //   FX_BN        [256]  CTA tile cols (N).  128 or 256 (wgmma m64nBNk16; one instruction per k16).
 //   FX_BK        [64]   K per pipeline stage.  Must be 64 (= one 128-byte swizzle row of 16-bit elements).
 //   FX_STAGES    [4]    shared-memory ring depth.  4 for 128x256 (48 KB/stage), up to 6 for 128x128.
-//   FX_CONSUMERS [2]    consumer (MMA) warpgroups (2 or 4).  Warpgroup 0 is the TMA producer.
+//   FX_CONSUMERS [2]    consumer (MMA) warpgroups (2; 4 experimental).  Warpgroup 0 is the TMA producer.
 //   FX_THREADS   [128*(FX_CONSUMERS+1)]  must equal that value if the generator defines it.
 //   FX_GROUP_M   [16]   grouped (L2-friendly) persistent tile order: tiles walk GROUP_M M-tiles
 //                       down before moving one N-tile right.
-//   FX_PRODUCER_REGS [40], FX_CONSUMER_REGS [232 for 2 consumers, 112 for 4]: setmaxnreg targets
-//                       ((producer + consumers * consumer) * 128 <= 64K).
+//   FX_PRODUCER_REGS [40], FX_CONSUMER_REGS [232 for 2 consumers, 104 for 4]: setmaxnreg targets.
+//                       The consumers' increase must fit in what the producer's decrease frees,
+//                       assuming the kernel is allocated FX_SM90_ENTRY_REGS (168 for 384 threads).
+//                       The runtime should check cuFuncGetAttribute(NUM_REGS) == 168 after loading
+//                       a 2-consumer kernel (fxfuse::sm90::setmaxnregSafe): with fewer, .inc waits forever.
 //   FX_CLUSTER_M [1]    1 or 2.  2: CTA pairs (compile-time __cluster_dims__(2,1,1)) work on
 //                       vertically adjacent tiles (same N-tile); each CTA TMA-loads half of the shared
 //                       B tile and multicasts it to both, halving B's L2->SM traffic.  The grid must
@@ -73,9 +77,14 @@
 #ifndef FX_PRODUCER_REGS
 #define FX_PRODUCER_REGS 40
 #endif
+// Registers per thread the CTA is launched with: __launch_bounds__(FX_THREADS, 1) caps ptxas at
+// this, and ptxas uses all of it for these kernels (168 for 384 threads; 96 for 640).
+#define FX_SM90_ENTRY_REGS ((65536 / FX_THREADS) / 8 * 8 > 248 ? 248 : (65536 / FX_THREADS) / 8 * 8)
 #ifndef FX_CONSUMER_REGS
-// largest multiple of 8 with (producer + consumers*this)*128 <= 64K, at most 240: 232 for 2 consumers, 112 for 4
-#define FX_CONSUMER_REGS ((((512 - FX_PRODUCER_REGS) / FX_CONSUMERS) / 8 * 8) > 240 ? 240 : (((512 - FX_PRODUCER_REGS) / FX_CONSUMERS) / 8 * 8))
+// setmaxnreg.inc can only take what the producer's setmaxnreg.dec gave back to the CTA's pool
+// (otherwise it waits forever — run 4: 4 consumers at 112 hung).  232 for 2 consumers, 104 for 4.
+#define FX_CONSUMER_REGS (FX_SM90_ENTRY_REGS + ((FX_SM90_ENTRY_REGS - FX_PRODUCER_REGS) / FX_CONSUMERS) / 8 * 8 > 240 \
+    ? 240 : FX_SM90_ENTRY_REGS + ((FX_SM90_ENTRY_REGS - FX_PRODUCER_REGS) / FX_CONSUMERS) / 8 * 8)
 #endif
 #define FX_SM90_THREADS (128 * (FX_CONSUMERS + 1))
 #ifndef FX_THREADS
@@ -96,7 +105,8 @@ static_assert(FX_A_KMAJOR == 1, "sm90 template needs A K-contiguous");
 static_assert(FX_STAGES >= 2 && FX_STAGES * (FX_BM + FX_BN) * FX_BK * 2 + 1024 <= 227 * 1024,
               "shared memory ring too large");
 static_assert(FX_CLUSTER_M == 1 || FX_CLUSTER_M == 2, "FX_CLUSTER_M must be 1 or 2");
-static_assert((FX_PRODUCER_REGS + FX_CONSUMERS * FX_CONSUMER_REGS) * 128 <= 65536, "register budget");
+static_assert(FX_CONSUMERS * (FX_CONSUMER_REGS - FX_SM90_ENTRY_REGS) <= FX_SM90_ENTRY_REGS - FX_PRODUCER_REGS,
+              "setmaxnreg.inc would ask for more registers than setmaxnreg.dec frees: deadlock");
 
 #ifndef FX_SM90_HELPERS_DEFINED
 #define FX_SM90_HELPERS_DEFINED

@@ -44,18 +44,28 @@ def _fake_mode_of(graph: torch.fx.Graph):
     return detect_fake_mode([v for v in vals if isinstance(v, torch.Tensor)])
 
 
-def _fake_outputs(op, in_nodes, spec, fake_mode, fallback):
-    """Output FakeTensors of the fused op: its fake kernel under the graph's FakeTensorMode,
-    else the replaced output nodes' values (same shape/dtype; the op returns contiguous)."""
+def _fake_outputs(op, in_nodes, outputs, spec, fake_mode) -> tuple[list | None, str | None]:
+    """Output values of the fused op: its fake kernel run under the graph's FakeTensorMode
+    and checked against the replaced output nodes (shape, dtype). Returns (values, None), or
+    (None, reason) when the op rejects the spec or disagrees with the graph: such a rewrite
+    would fail later in Inductor or compute something else, so it is not applied. Without a
+    fake mode (a graph without meta) the replaced outputs' values are used."""
     vals = [n.meta.get("val") for n in in_nodes]
-    if fake_mode is not None and all(isinstance(v, torch.Tensor) for v in vals):
-        try:
-            with fake_mode:
-                out = op(vals, spec)
-            return list(out)
-        except Exception as e:  # noqa: BLE001 - fall back to the replaced nodes' meta
-            log.debug("fxfuse: fake kernel failed (%s); copying output meta", e)
-    return fallback
+    expected = [o.meta.get("val") for o in outputs]
+    if fake_mode is None or not all(isinstance(v, torch.Tensor) for v in vals):
+        return expected, None
+    try:
+        with fake_mode:
+            got = list(op(vals, spec))
+    except Exception as e:  # noqa: BLE001 - the op's own check: report it, don't apply
+        return None, f"fxfuse.gemm_chain rejected the spec: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+    if len(got) != len(outputs):
+        return None, f"the op returns {len(got)} outputs, the plan names {len(outputs)}"
+    for g, e, o in zip(got, expected, outputs):
+        if isinstance(e, torch.Tensor) and (str(list(g.shape)) != str(list(e.shape)) or g.dtype != e.dtype):
+            return None, (f"output {o.name}: the op gives {g.dtype} {list(g.shape)}, "
+                          f"the graph has {e.dtype} {list(e.shape)}")
+    return got, None
 
 
 def _region_ok(replaced, inputs, outputs) -> str | None:
@@ -153,6 +163,12 @@ def apply_plan(graph: torch.fx.Graph, plan: dict[str, Any]) -> ApplyResult:
             log.warning("fxfuse: rewrite %s skipped: %s", rid, why)
             continue
 
+        vals, why = _fake_outputs(op, inputs, outputs, rw["spec"], fake_mode)
+        if why is not None:
+            res.skipped[rid] = why
+            log.warning("fxfuse: rewrite %s skipped: %s", rid, why)
+            continue
+
         # Every input feeds some region node, so all are defined before the region's last
         # node: insert right after it. Outside users of an earlier (extra) output that sit
         # before this point are moved after it by the toposort below.
@@ -168,8 +184,6 @@ def apply_plan(graph: torch.fx.Graph, plan: dict[str, Any]) -> ApplyResult:
                 last = graph.call_function(operator.getitem, (fused, i))
             getitems.append(last)
 
-        fallback = [o.meta.get("val") for o in outputs]
-        vals = _fake_outputs(op, inputs, rw["spec"], fake_mode, fallback)
         fused.meta["val"] = list(vals)
         main = next((n for n in replaced if n.target in _GEMM_TARGETS), first_replaced)
         for key in ("stack_trace", "nn_module_stack", "source_fn_stack", "from_node", "seq_nr"):

@@ -167,6 +167,17 @@ def _precompile(result: ApplyResult, options: Options) -> None:
             log.warning("fxfuse: precompile failed for rewrite %s: %s", rid, e)
 
 
+def _mark_skipped(plan: dict[str, Any], skipped: dict[int, str]) -> None:
+    """A rewrite apply_plan refused makes its GEMM "not_fused" with reason ``apply_rejected``."""
+    if not skipped:
+        return
+    counters = plan.setdefault("counters", {})
+    for entry in plan.get("report") or []:
+        if entry.get("status") == "fused" and entry.get("rewrite") in skipped:
+            entry.update(status="not_fused", reason="apply_rejected", detail=skipped[entry["rewrite"]])
+            counters["reject.apply_rejected"] = counters.get("reject.apply_rejected", 0) + 1
+
+
 def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph") -> PassResult | None:
     """The pass on ``graph`` in place. Returns None when disabled."""
     if not options.enabled:
@@ -175,6 +186,7 @@ def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph") 
     before_fx = _graph_text(graph) if root else ""
     ir_text, plan = plan_for_graph(graph, options)
     applied = apply_plan(graph, plan)
+    _mark_skipped(plan, applied.skipped)
     if graph.owning_module is not None:
         graph.owning_module.recompile()
     _stats.record_pass(plan.get("counters") or {}, len(applied.applied), len(applied.skipped))

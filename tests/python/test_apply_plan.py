@@ -133,3 +133,20 @@ def test_unsafe_plans_are_skipped():
     assert "outside the region" in res.skipped[1]
     assert "depends on the region" in res.skipped[2]
     assert str(g) == before
+
+
+def test_rewrite_the_op_disagrees_with_is_skipped():
+    """The op's fake kernel is the judge: a spec whose result differs from the graph's (here
+    bf16 where the graph has f32) is not applied, and the graph is unchanged."""
+    args = (torch.randn(4, 8), torch.randn(16, 8), torch.randn(16), torch.randn(3, 16))
+    gm = traced(f_mlp, *args)
+    before = str(gm.graph)
+    ph = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    t = names(gm, torch.ops.aten.t.default)[0]
+    addmm = names(gm, torch.ops.aten.addmm.default)[0]
+    relu = names(gm, torch.ops.aten.relu.default)[0]
+    bad = SPEC_RELU.replace("%5 = relu %4 : f32", "%5 = relu %4 : bf16")
+    res = apply_plan(gm.graph, {"rewrites": [{"id": 0, "replaced": [t, addmm, relu], "inputs": ph[:3],
+                                               "outputs": [relu], "spec": bad}]})
+    assert res.applied == [] and "bfloat16" in res.skipped[0]
+    assert str(gm.graph) == before

@@ -375,7 +375,11 @@ def rewrite_and_run(fn, example, run_inputs=None, decomp=False):
     return (tuple(out) if isinstance(out, (tuple, list)) else (out,)), fused, rep
 
 
-@pytest.mark.parametrize("dtype", [torch.float64, torch.complex64, torch.int32, torch.int64])
+@pytest.mark.parametrize("dtype", [
+    torch.float64,
+    pytest.param(torch.complex64, marks=pytest.mark.xfail(
+        strict=True, reason="BUG-3: a complex GEMM is reported as unknown_meta, not unsupported_dtype")),
+    torch.int32, torch.int64])
 def test_pass_unfusable_dtypes(dtype):
     g = torch.Generator().manual_seed(3)
     if dtype.is_complex:
