@@ -21,15 +21,29 @@ struct ProblemShape {
 };
 
 // variant: "simt" (fp32 FFMA), "sm80_mma" (mma.sync), "sm90_wgmma", "gemv".
+// gemv: bm = 8 * FX_GEMV_MTILES rows per CTA, bn = 128 columns, bk = k per pipeline stage
+// (128 / bytes of the streamed weight element), stages = FX_GEMV_STAGES, threads = 128;
+// max_cluster = the largest split-K cluster launchDims may ask for (1: no clusters, sm_80).
 struct KernelConfig {
   std::string variant;
   int bm = 0, bn = 0, bk = 0, stages = 0, threads = 0;
+  int max_cluster = 1;
 };
 
-// How the runtime sizes the grid for a KernelSource.
+// True for the variants that beat (or match) eager PyTorch on the problems chooseConfig gives
+// them: "sm90_wgmma" and "gemv". False for the generic fallbacks ("sm80_mma", "simt"), which
+// are correct but may be slower than cuBLAS + ATen elementwise: the runtime runs such chains
+// unfused through ATen on CUDA, so that a rewrite never makes a model slower.
+bool isFastVariant(const KernelConfig& config);
+
+// How the runtime sizes the grid for a KernelSource (launchDims does it; this says how).
 enum class GridPolicy {
   Tiles,       // grid (ceil(N/bn), ceil(M/bm), B): one CTA per output tile
   Persistent,  // grid (sm_count, 1, 1): CTAs loop over tiles
+  // gemv: grid (ceil(N/bn), S, B * ceil(M/bm)), cluster (1, S, 1): S CTAs of one cluster split
+  // K and reduce through distributed shared memory. S in {1, 2, 4} from the problem and the SM
+  // count (kernels/gemv.cuh, "Launch geometry"); S = 1 whenever config.max_cluster == 1.
+  SplitKCluster,
 };
 
 struct KernelSource {
@@ -37,13 +51,23 @@ struct KernelSource {
   std::string code;   // complete translation unit for NVRTC
   KernelConfig config;
   size_t smem_bytes = 0;  // dynamic shared memory to pass at launch (0: the kernel uses static)
+  // smem_bytes > 48 KB: before the first launch the function must opt in with
+  // cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_bytes)
+  // (and the device's CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN must allow it).
+  bool smem_optin = false;
   GridPolicy grid = GridPolicy::Tiles;
 };
 
+// Launch geometry for one call. A cluster other than (1,1,1) cannot go through cuLaunchKernel:
+// launch with cuLaunchKernelEx and one CUlaunchAttribute
+// {CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, clusterDim = {cluster[0], cluster[1], cluster[2]}}
+// (grid[i] is always a multiple of cluster[i]). smem_bytes > 48 KB needs the opt-in above
+// (KernelSource::smem_optin) once per loaded function before any launch.
 struct LaunchDims {
   unsigned grid[3] = {1, 1, 1};
   unsigned block = 0;
   size_t smem_bytes = 0;
+  unsigned cluster[3] = {1, 1, 1};
 };
 
 // User-facing failure: the spec uses something codegen cannot emit (reason is stable text).
@@ -75,7 +99,8 @@ struct Cubin {
 
 // --- Selection (codegen/config_table.cpp) ---
 KernelConfig chooseConfig(const spec::ChainSpec& spec, const ProblemShape& shape, int sm_arch);
-// Launch geometry for a source and a problem (sm_count only matters for Persistent).
+// Launch geometry for a source and a problem (sm_count matters for Persistent and for the
+// split-K cluster size of SplitKCluster).
 LaunchDims launchDims(const KernelSource& src, const ProblemShape& shape, int sm_count);
 
 // --- Generation (codegen/generate.cpp) ---

@@ -3,6 +3,8 @@
 // conditions); a new variant is a new row plus its .cuh under kernels/.
 #include "codegen/config_table.h"
 
+#include <algorithm>
+
 #include "codegen/embedded_sources.h"
 #include "codegen/hooks.h"
 
@@ -23,31 +25,80 @@ struct VariantRow {
   const char* variant;
   const char* templ;
   GridPolicy grid;
+  bool fast;  // isFastVariant: at least as fast as eager where the row applies
   bool (*applies)(const Query&);
   KernelConfig (*config)(const Query&);
 };
 
+// ---- gemv (kernels/gemv.cuh): the host-side chooser of its header comment ----
+constexpr int kGemvNT = 128;       // output columns per CTA (fixed in the template)
+constexpr int kGemvThreads = 128;  // 4 warps (fixed)
+constexpr long long kGemvMaxGridZ = 65535;
+
+// Bytes of the weight element the kernel streams: the raw 8-bit element on the fast
+// quantized path (FX_B_QUANT_SCALE), else the 16-bit MMA element.
+int gemvWeightBytes(const OperandInfo& b) { return b.quant_scale ? 1 : 2; }
+
+// m-tiles of 8 rows: 1, 2, 4 or 8 (M <= 64 always gets all rows in one CTA).
+int gemvMTiles(long long M) {
+  long long mt8 = (M + 7) / 8;
+  return mt8 <= 1 ? 1 : mt8 <= 2 ? 2 : mt8 <= 4 ? 4 : 8;
+}
+
+KernelConfig gemvConfig(const Query& q) {
+  const int mtiles = gemvMTiles(q.shape.M);
+  const int kt = 128 / gemvWeightBytes(q.b);
+  const long long stage = kGemvNT * 128 + 8LL * mtiles * kt * 2;  // W tile + A tile
+  int stages = static_cast<int>(100 * 1024 / stage);
+  stages = stages < 2 ? 2 : stages > 6 ? 6 : stages;
+  KernelConfig c{"gemv", 8 * mtiles, kGemvNT, kt, stages, kGemvThreads};
+  c.max_cluster = q.arch >= 90 ? 4 : 1;  // thread block clusters: sm_90 and later
+  return c;
+}
+
+// When gemv is chosen, from bench/gemv/NOTES.md (run 3, H200, vs cuBLAS on 16-bit weights):
+//  - dense 16-bit weights: at par with cuBLAS for M <= 16 (72-80 % of HBM bandwidth on 4096 x
+//    14336), up to 1.8x slower for M = 17..64: M <= 16 only. Only where clusters exist
+//    (sm_90+): without split-K (S = 1, run 2) it is 2-4x slower than cuBLAS on the same shapes.
+//  - int8 / fp8 weights with a per-column or per-tensor scale (FX_B_QUANT_SCALE): faster than
+//    the eager convert + mul + cuBLAS sequence up to M = 64 (which reads the weight once
+//    and writes/reads a 16-bit copy twice), also at S = 1: M <= 64, sm_80+.
+//  - other quantized prologues (FX_B_QUANT alone: zero points, group scales, w / s) take the
+//    element-wise fx_dequant_b path, 5-7x slower than cuBLAS ("/slow" rows): not chosen.
+//  - the template's fast path needs A a plain k-contiguous input and B (or the raw weight)
+//    contiguous along the dim the spec says, 16-byte aligned base and row strides, same MMA
+//    type for A and B; anything else runs element-wise, so it is not chosen.
+bool gemvApplies(const Query& q) {
+  const ProblemShape& s = q.shape;
+  if (q.arch < 80 || !q.is16bit() || q.a.elem != q.b.elem) return false;
+  if (!q.a.plain || !q.a.kmajor || !s.a_kmajor || s.b_kmajor != q.b.kmajor) return false;
+  if (s.align_bytes_a < 16 || s.align_bytes_b < 16 || s.N <= 0 || s.N % 8 != 0 || s.M <= 0 || s.K <= 0) return false;
+  const bool dense = q.b.plain && q.arch >= 90 && s.M <= 16;
+  const bool quant = q.b.quant_scale && s.M <= 64;
+  if (!dense && !quant) return false;
+  const long long bm = 8LL * gemvMTiles(s.M);
+  return s.B * ((s.M + bm - 1) / bm) <= kGemvMaxGridZ;
+}
+
 const VariantRow kRows[] = {
     // Hopper: wgmma + TMA needs both operands to be raw 16-bit tensors, 16-byte aligned.
-    {"sm90_wgmma", "kernels/sm90_wgmma_gemm.cuh", GridPolicy::Persistent,
+    {"sm90_wgmma", "kernels/sm90_wgmma_gemm.cuh", GridPolicy::Persistent, true,
      [](const Query& q) {
        return q.arch >= 90 && q.is16bit() && q.a.plain && q.b.plain && q.shape.align_bytes_a >= 16 &&
               q.shape.align_bytes_b >= 16 && q.shape.M >= 128;
      },
      [](const Query&) { return KernelConfig{"sm90_wgmma", 128, 256, 64, 4, 384}; }},
     // Decode-sized M: a memory-bound schedule over the (possibly quantized) weights.
-    {"gemv", "kernels/gemv.cuh", GridPolicy::Tiles,
-     [](const Query& q) { return q.shape.M <= 64 && q.arch >= 80; },
-     [](const Query&) { return KernelConfig{"gemv", 64, 64, 128, 2, 128}; }},
+    {"gemv", "kernels/gemv.cuh", GridPolicy::SplitKCluster, true, gemvApplies, gemvConfig},
     // Everything else with 16-bit operands: mma.sync m16n8k16 (generic template).
-    {"sm80_mma", "kernels/generic_gemm.cuh", GridPolicy::Tiles,
+    {"sm80_mma", "kernels/generic_gemm.cuh", GridPolicy::Tiles, false,
      [](const Query& q) { return q.is16bit(); },
      [](const Query& q) {
        return q.shape.M <= 64 ? KernelConfig{"sm80_mma", 64, 128, 32, 2, 128}
                               : KernelConfig{"sm80_mma", 128, 128, 32, 2, 256};
      }},
     // fp32 operands: full-precision FFMA like eager (no TF32).
-    {"simt", "kernels/generic_gemm.cuh", GridPolicy::Tiles,
+    {"simt", "kernels/generic_gemm.cuh", GridPolicy::Tiles, false,
      [](const Query&) { return true; },
      [](const Query& q) {
        return q.shape.M <= 64 ? KernelConfig{"simt", 64, 64, 16, 2, 256} : KernelConfig{"simt", 128, 128, 16, 2, 256};
@@ -65,6 +116,20 @@ const VariantRow& row(const std::string& variant) {
 std::string templateFor(const std::string& variant) { return row(variant).templ; }
 GridPolicy gridFor(const std::string& variant) { return row(variant).grid; }
 
+bool isFastVariant(const KernelConfig& config) {
+  for (const VariantRow& r : kRows)
+    if (config.variant == r.variant) return r.fast;
+  return false;
+}
+
+size_t dynamicSmemBytes(const KernelConfig& c) {
+  if (c.variant != "gemv") return 0;  // the other templates use static shared memory only
+  // max(STAGES * (W tile 128 x 128 B + A tile bm x bk x 2 B), fp32 reduction bm x 132 x 4 B)
+  const size_t stage = static_cast<size_t>(c.bn) * 128 + static_cast<size_t>(c.bm) * c.bk * 2;
+  const size_t red = static_cast<size_t>(c.bm) * (c.bn + 4) * 4;
+  return std::max(stage * c.stages, red);
+}
+
 KernelConfig chooseConfig(const spec::ChainSpec& spec, const ProblemShape& shape, int sm_arch) {
   spec::ChainSpec checked = spec;
   spec::validateSpec(checked);  // the analysis below relies on a well-formed spec
@@ -74,12 +139,34 @@ KernelConfig chooseConfig(const spec::ChainSpec& spec, const ProblemShape& shape
   throw std::logic_error("fxfuse internal error: no kernel variant applies (please report a bug)");
 }
 
+// Notes for the launcher: a cluster other than (1,1,1) needs cuLaunchKernelEx with the
+// attribute CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = (cluster[0], cluster[1], cluster[2]);
+// smem_bytes > 48 KB needs cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+// on the function first (KernelSource::smem_optin).
 LaunchDims launchDims(const KernelSource& src, const ProblemShape& shape, int sm_count) {
   LaunchDims d;
   d.block = static_cast<unsigned>(src.config.threads);
   d.smem_bytes = src.smem_bytes;
   if (src.grid == GridPolicy::Persistent) {
     d.grid[0] = static_cast<unsigned>(sm_count);
+    return d;
+  }
+  if (src.grid == GridPolicy::SplitKCluster) {
+    // kernels/gemv.cuh, "Launch geometry": grid (ceil(N/128), S, B * ceil(M / (8*MTILES))),
+    // cluster (1, S, 1). S doubles (up to max_cluster, at most 4: S = 8 measured worse) while
+    // every CTA stays resident (nt * mz * S <= SMs, 2 CTAs per SM) and each CTA keeps >= 4
+    // pipeline steps of K.
+    const long long nt = (shape.N + src.config.bn - 1) / src.config.bn;
+    const long long mz = shape.B * ((shape.M + src.config.bm - 1) / src.config.bm);
+    const long long ksteps = (shape.K + src.config.bk - 1) / src.config.bk;
+    if (mz > kGemvMaxGridZ) throw CodegenError("B * ceil(M / bm) exceeds the gemv grid limit of 65535");
+    const int smax = std::min(src.config.max_cluster, 4);
+    int s = 1;
+    while (s < smax && nt * mz * s * 2 <= 2LL * sm_count && ksteps / (s * 2) >= 4) s *= 2;
+    d.grid[0] = static_cast<unsigned>(nt);
+    d.grid[1] = static_cast<unsigned>(s);
+    d.grid[2] = static_cast<unsigned>(mz);
+    d.cluster[1] = static_cast<unsigned>(s);
     return d;
   }
   long long gx = (shape.N + src.config.bn - 1) / src.config.bn;

@@ -1,6 +1,7 @@
 // The variant table: which kernel template serves which variant and the grid it launches.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "codegen/codegen.h"
@@ -11,5 +12,7 @@ namespace fxfuse::codegen {
 // throws CodegenError for an unknown variant.
 std::string templateFor(const std::string& variant);
 GridPolicy gridFor(const std::string& variant);
+// Dynamic shared memory a config's kernel needs at launch (0: static only).
+size_t dynamicSmemBytes(const KernelConfig& config);
 
 }  // namespace fxfuse::codegen

@@ -3,6 +3,7 @@
 //   fx_load_a(b, m, k)      A-space values feeding mm's first operand
 //   fx_load_b(b, k, n)      B-space values feeding mm's second operand
 //   fx_dequant_b(…, raw)    the same with the raw weight element passed in (FX_B_QUANT)
+//   fx_b_scale(b, n)        the scale of B = convert(raw) * scale (FX_B_QUANT_SCALE, gemv)
 //   fx_epilogue(b, m, n, acc) Out-space values, the mm replaced by the accumulator
 // Inputs are read through FxOperand strides of the dims the spec names for them, so any
 // broadcast (a missing dim, a '1' dim, a 0-d scale) costs nothing and needs no special case.
@@ -78,6 +79,60 @@ OperandInfo analyze(const ChainSpec& spec, int operand, const char* need) {
     info.raw = spec.values[full.front()].dtype;
   }
   return info;
+}
+
+bool is8bitRaw(DType d) { return d == DType::I8 || d == DType::U8 || d == DType::F8E4M3 || d == DType::F8E5M2; }
+bool is16bit(DType d) { return d == DType::BF16 || d == DType::F16; }
+
+bool isOp(const Value& v, const char* op) { return v.kind == ValueKind::Op && v.op == op; }
+
+// The scale side of `convert(raw) * scale`: no value in its closure may vary along m or k
+// (then it is a function of (b, n) only) and it must be a number (not bool).
+bool isBNScale(const ChainSpec& spec, int v) {
+  if (spec.values[v].dtype == DType::Bool) return false;
+  for (int u : closure(spec, {v})) {
+    const Value& x = spec.values[u];
+    if (x.kind == ValueKind::Mm) return false;
+    if (x.kind == ValueKind::Input && (x.dims.find('k') != std::string::npos || x.dims.find('m') != std::string::npos))
+      return false;
+  }
+  return true;
+}
+
+// FX_B_QUANT_SCALE: B's root is, with raw an 8-bit input (i8, u8, f8e4m3, f8e5m2) and s a
+// value of (b, n) only,
+//   (1) mul(convert(raw) : T, s) : E            T ∈ {bf16, f16, f32}, E the 16-bit MMA type
+//   (2) convert(mul(convert(raw) : T, s) : f32) : E
+// (either operand order). Exactness against the spec's semantics (each op in fp32, rounded to
+// its dtype): convert from an 8-bit type to T is exact (i8/u8 are integers of at most 8
+// significant bits, fp8 has 2-3 mantissa bits and an exponent range inside f16's), so the mul's
+// fp32 operands are float(raw) and float(s), the same bits fx_b_scale returns; the mul is one
+// fp32 multiply, rounded to E once in (1), and in (2) rounded to f32 (a no-op) then to E once.
+// The gemv template computes exactly fp32(float(raw) * scale) and rounds it to E with
+// round-to-nearest-even, as fx_round_bf16/f16 do. Division by s is not expressible (raw / s
+// is not raw * (1 / s) in fp32), so `w / s` keeps the element-wise fx_dequant_b path only.
+void detectQuantScale(const ChainSpec& spec, OperandInfo& info) {
+  if (!info.quant || !is8bitRaw(info.raw) || !is16bit(info.elem)) return;
+  int root = spec.values[spec.mmIndex()].operands[1];
+  int mul = root;
+  if (isOp(spec.values[root], "convert")) {
+    mul = spec.values[root].operands[0];
+    if (spec.values[mul].dtype != DType::F32) return;  // an intermediate 16-bit rounding: twice
+  }
+  if (!isOp(spec.values[mul], "mul")) return;
+  const std::vector<int>& ops = spec.values[mul].operands;
+  for (int side = 0; side < 2; ++side) {
+    const Value& c = spec.values[ops[side]];
+    if (!isOp(c, "convert")) continue;
+    if (c.dtype != DType::BF16 && c.dtype != DType::F16 && c.dtype != DType::F32) continue;
+    const Value& raw = spec.values[c.operands[0]];
+    if (raw.kind != ValueKind::Input || raw.slot != info.slot || raw.dtype != info.raw) continue;
+    int s = ops[1 - side];
+    if (s == ops[side] || !isBNScale(spec, s)) continue;
+    info.quant_scale = true;
+    info.scale_value = s;
+    return;
+  }
 }
 
 const char* elemCType(DType d) {
@@ -156,15 +211,17 @@ class HookEmitter {
     w_.line("#define FX_ELEM_F16 {}", a.elem == DType::F16 ? 1 : 0);
     w_.line("#define FX_ELEM_BF16 {}", a.elem == DType::BF16 ? 1 : 0);
     w_.line("#define FX_BATCHED {}", spec_.gemm == spec::GemmKind::Bmm ? 1 : 0);
+    // FX_B_SLOT: B's input when plain, the raw weight's when quantized (what gemv reads), else -1.
     for (const auto& [name, info] : {std::pair<const char*, const OperandInfo&>{"A", a}, {"B", b}}) {
       w_.line("#define FX_{}_PLAIN {}", name, info.plain ? 1 : 0);
-      w_.line("#define FX_{}_SLOT {}", name, info.plain ? info.slot : -1);
+      w_.line("#define FX_{}_SLOT {}", name, info.plain || info.quant ? info.slot : -1);
       w_.line("#define FX_{}_KMAJOR {}", name, info.kmajor ? 1 : 0);
     }
     w_.line("#define FX_B_QUANT {}", b.quant ? 1 : 0);
     if (b.quant) {
       w_.line("#define FX_B_RAW_SLOT {}", b.slot);
-      w_.line("using FxRawB = {};", storageCType(b.raw));
+      w_.line("using FxRawB = {};", rawCType(b.raw));
+      w_.line("#define FX_B_QUANT_SCALE {}", b.quant_scale ? 1 : 0);
     }
     w_.blank();
   }
@@ -216,9 +273,20 @@ class HookEmitter {
     std::map<int, std::string> overrides;
     for (int i : closure(spec_, {root}))
       if (spec_.values[i].kind == ValueKind::Input && spec_.values[i].slot == b.slot)
-        overrides[i] = "fx_cvt_" + std::string(cvtSuffix(spec_.values[i].dtype)) + "(raw)";
+        overrides[i] = "fx_cvt_" + std::string(cvtSuffix(spec_.values[i].dtype)) + "(" + rawBits(b.raw) + ")";
     emitValues({root}, overrides);
     w_.line("return {};", toElem(b.elem, "v" + std::to_string(root)));
+  }
+
+  // FX_B_QUANT_SCALE: the per-column scale s(b, n) of B = FxElemB(fp32(float(raw) * s)).
+  void emitScale(const OperandInfo& b) {
+    int root = spec_.values[spec_.mmIndex()].operands[1];
+    w_.line("// Scale of B's quantized prologue (%{} = convert(raw) * %{}, rounded once): a function of (b, n).", root,
+            b.scale_value);
+    auto fn = w_.block("__device__ __forceinline__ float fx_b_scale(const fxfuse::FxParams& p, long long b, long long n)");
+    w_.line("(void)p; (void)b; (void)n;");
+    emitValues({b.scale_value}, {});
+    w_.line("return v{};", b.scale_value);
   }
 
   // fx_epilogue_values computes every output of one element; fx_epilogue and fx_epilogue2
@@ -299,6 +367,15 @@ class HookEmitter {
   }
 
   static std::string cvtSuffix(DType d) { return loadFn(d).substr(6); }  // "fx_ld_i8" → "i8"
+  // The raw weight's C++ type: fp8 as the cuda_fp8.h class types, so that templates can tell
+  // e4m3 / e5m2 from u8 (__nv_fp8_storage_t is unsigned char); same size and bits.
+  static std::string rawCType(DType d) {
+    if (d == DType::F8E4M3) return "__nv_fp8_e4m3";
+    if (d == DType::F8E5M2) return "__nv_fp8_e5m2";
+    return storageCType(d);
+  }
+  // `raw` as the prelude's fx_cvt_<dtype> takes it (fp8: the storage byte).
+  static std::string rawBits(DType d) { return d == DType::F8E4M3 || d == DType::F8E5M2 ? "raw.__x" : "raw"; }
 
   const ChainSpec& spec_;
   CodeWriter& w_;
@@ -308,7 +385,11 @@ class HookEmitter {
 }  // namespace
 
 OperandInfo analyzeA(const ChainSpec& spec) { return analyze(spec, 0, "mk"); }
-OperandInfo analyzeB(const ChainSpec& spec) { return analyze(spec, 1, "kn"); }
+OperandInfo analyzeB(const ChainSpec& spec) {
+  OperandInfo info = analyze(spec, 1, "kn");
+  detectQuantScale(spec, info);
+  return info;
+}
 
 void emitHooks(const ChainSpec& spec, CodeWriter& w) {
   OperandInfo a = analyzeA(spec), b = analyzeB(spec);
@@ -326,6 +407,10 @@ void emitHooks(const ChainSpec& spec, CodeWriter& w) {
   }
   if (b.quant) {
     e.emitDequant(b);
+    w.blank();
+  }
+  if (b.quant_scale) {
+    e.emitScale(b);
     w.blank();
   }
   e.emitLoad(1, b);

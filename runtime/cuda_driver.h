@@ -22,7 +22,6 @@ struct alignas(64) TensorMap {  // CUtensorMap: opaque, 128 bytes
 };
 
 constexpr Result kSuccess = 0;
-constexpr Result kErrorNotInitialized = 3;
 // CUdevice_attribute
 constexpr int kAttrMultiprocessorCount = 16;
 constexpr int kAttrComputeCapabilityMajor = 75;

@@ -62,13 +62,6 @@ cu::Stream currentStream(const c10::Device& device) {
   return static_cast<cu::Stream>(nativeHandle(impl, stream, 0));
 }
 
-const CudaDriver& driverOrThrow() {
-  std::string why;
-  const CudaDriver* d = loadCudaDriver(&why);
-  TORCH_CHECK(d, "fxfuse: the CUDA driver is unavailable: ", why);
-  return *d;
-}
-
 void check(const CudaDriver& d, cu::Result r, const char* what) {
   TORCH_CHECK(r == cu::kSuccess, "fxfuse: ", d.describe(what, r));
 }
@@ -328,15 +321,16 @@ Ready getReady(const CudaDriver& d, const Plan& plan, int device, cu::Stream str
     if (req.config.variant != "sm90_wgmma") return ready;
     std::string why;
     if (encodeTensorMaps(d, plan, req.config, &ready.params, &why)) return ready;
-    // Tell the heuristic the operands are misaligned: it then picks a variant without TMA.
-    TORCH_INTERNAL_ASSERT(attempt == 0, "chooseConfig picked TMA for misaligned operands: ", why);
+    // The tensor maps reject this problem (odd N, K % 8, a row stride): tell the heuristic
+    // the operands are misaligned, which rules TMA out, and choose again.
+    ready.kernel = nullptr;
+    ready.unavailable = "no tensor map for the TMA kernel (" + why + ")";
     problem.align_bytes_a = problem.align_bytes_b = 2;
   }
-  TORCH_INTERNAL_ASSERT(false, "unreachable");
+  return ready;  // still TMA after the retry: fall back with the reason
 }
 
 void fillParams(const Plan& plan, const std::vector<at::Tensor>& outputs, FxParams* p) {
-  const ChainSpec& spec = plan.entry->spec;
   p->B = plan.B;
   p->M = plan.M;
   p->N = plan.N;
@@ -349,7 +343,6 @@ void fillParams(const Plan& plan, const std::vector<at::Tensor>& outputs, FxPara
   }
   for (size_t j = 0; j < outputs.size(); ++j)
     p->out[j] = {outputs[j].data_ptr(), plan.M * plan.N, plan.N, 1};
-  (void)spec;
 }
 
 }  // namespace
@@ -366,7 +359,8 @@ std::vector<at::Tensor> gemmChainCuda(at::TensorList inputs, c10::string_view sp
   std::vector<int64_t> outShape;
   for (const c10::SymInt& s : plan.shape.outputShape()) outShape.push_back(s.expect_int());
   for (int id : spec.outputs)
-    outputs.push_back(at::empty(outShape, inputs[0].options().dtype(toScalarType(spec.values[id].dtype))));
+    outputs.push_back(
+        at::empty(outShape, inputs[0].options().dtype(toScalarType(spec.values[id].dtype))));
   if (plan.B * plan.M * plan.N == 0) return outputs;
 
   std::string why;
@@ -381,8 +375,8 @@ std::vector<at::Tensor> gemmChainCuda(at::TensorList inputs, c10::string_view sp
   if (poison)  // 0xFF bytes: NaN in every float dtype, so an unwritten element shows
     for (at::Tensor& o : outputs) o.view(at::kByte).fill_(255);
   fillParams(plan, outputs, &ready.params);
-  const codegen::LaunchDims dims =
-      codegen::launchDims(ready.kernel->source, plan.problem, deviceInfo(*d, device.index()).smCount);
+  const codegen::LaunchDims dims = codegen::launchDims(ready.kernel->source, plan.problem,
+                                                       deviceInfo(*d, device.index()).smCount);
   void* args[] = {&ready.params};
   check(*d,
         d->cuLaunchKernel(ready.kernel->function, dims.grid[0], dims.grid[1], dims.grid[2],

@@ -70,7 +70,9 @@ TEST(Hooks, BatchedOutputsUseBatchStride) {
 TEST(Hooks, ZeroDimScaleReadsElementZero) {
   std::string h = generateHooks(loadSpec("fp8_e4m3_per_tensor_scale"), generic16());
   EXPECT_TRUE(has(h, "const float v2 = fx_ld_f32(p.in[2].ptr, 0);  // %2 = input 2 f32 []"));
-  EXPECT_TRUE(has(h, "using FxRawB = __nv_fp8_storage_t;"));
+  // cuda_fp8.h's class type (not __nv_fp8_storage_t, which is unsigned char): templates tell fp8 from u8.
+  EXPECT_TRUE(has(h, "using FxRawB = __nv_fp8_e4m3;"));
+  EXPECT_TRUE(has(h, "fx_cvt_f8e4m3(raw.__x)"));
   std::string code = generate(loadSpec("fp8_e4m3_per_tensor_scale"), generic16()).code;
   EXPECT_TRUE(has(code, "#include <cuda_fp8.h>"));
   EXPECT_FALSE(has(generate(loadSpec("bare_bf16_mm"), generic16()).code, "cuda_fp8.h"));
@@ -118,6 +120,7 @@ TEST(ChooseConfig, Table) {
   EXPECT_EQ(chooseConfig(loadSpec("a_prologue_row_scale"), big, 90).variant, "sm80_mma");
   ProblemShape small = big;
   small.M = 16;
+  small.b_kmajor = true;  // bf16_linear3d_bias_gelu's weight is [n,k] (the runtime derives this from the spec)
   std::string smallVariant = embeddedFile("kernels/gemv.cuh") ? "gemv" : "sm80_mma";
   EXPECT_EQ(chooseConfig(bf16, small, 90).variant, smallVariant);
   if (smallVariant == "sm80_mma") EXPECT_EQ(chooseConfig(bf16, small, 90).bm, 64);

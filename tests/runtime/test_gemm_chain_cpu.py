@@ -176,3 +176,15 @@ def test_generate_cuda_dump():
 def test_compile_ptx_dump():
     ptx = fxfuse._C.compile_ptx(_case().spec, 64, 64, 64, "sm_80")
     assert ".entry" in ptx
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not fxfuse._C.nvrtc_available(), reason="NVRTC not found")
+@pytest.mark.parametrize("shape", [(1, 4096, 4096), (256, 512, 1024)], ids=["gemv", "tiles"])
+@pytest.mark.parametrize("kind", sorted(CASES))
+def test_every_chain_compiles_for_sm90(kind, shape):
+    """Pre-flight for the GPU tests, without a GPU: the kernel each chain would launch on an
+    H200 compiles with NVRTC (what the GPU test picks for these shapes)."""
+    case = CASES[kind](torch.bfloat16, "cpu", 4, 4, 4)
+    M, N, K = shape
+    assert ".entry" in fxfuse._C.compile_ptx(case.spec, M, N, K, "sm_90")

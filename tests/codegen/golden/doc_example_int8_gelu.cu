@@ -32,11 +32,12 @@ using FxElemB = __nv_bfloat16;
 #define FX_A_SLOT 0
 #define FX_A_KMAJOR 1
 #define FX_B_PLAIN 0
-#define FX_B_SLOT -1
+#define FX_B_SLOT 1
 #define FX_B_KMAJOR 1
 #define FX_B_QUANT 1
 #define FX_B_RAW_SLOT 1
 using FxRawB = signed char;
+#define FX_B_QUANT_SCALE 1
 
 // Address of element (m, k) of %0 (input 0).
 __device__ __forceinline__ const FxElemA* fx_addr_a(const fxfuse::FxParams& p, long long b, long long m, long long k) {
@@ -64,6 +65,13 @@ __device__ __forceinline__ FxElemB fx_dequant_b(const fxfuse::FxParams& p, long 
   const float v3 = fx_round_bf16(v1);  // %3 = convert %1 : bf16
   const float v4 = fx_round_bf16((v3 * v2));  // %4 = mul %3 %2 : bf16
   return __float2bfloat16_rn(v4);
+}
+
+// Scale of B's quantized prologue (%4 = convert(raw) * %2, rounded once): a function of (b, n).
+__device__ __forceinline__ float fx_b_scale(const fxfuse::FxParams& p, long long b, long long n) {
+  (void)p; (void)b; (void)n;
+  const float v2 = fx_ld_bf16(p.in[2].ptr, n * p.in[2].sn);  // %2 = input 2 bf16 [n,1]
+  return v2;
 }
 
 // B operand element (k, n) of %4.

@@ -1,0 +1,398 @@
+// The small-M "gemv" variant from codegen's side: when chooseConfig picks it, its config
+// macros, the FX_B_QUANT_SCALE hook, launch geometry (kernels/gemv.cuh, "Launch geometry"),
+// and NVRTC compiles of every spec that selects it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "codegen/codegen.h"
+#include "codegen/embedded_sources.h"
+#include "codegen/hooks.h"
+#include "test_util.h"
+
+namespace fxfuse::codegen {
+namespace {
+
+using test::loadSpec;
+
+bool has(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
+
+bool gemvBuiltIn() { return embeddedFile("kernels/gemv.cuh") != nullptr; }
+
+// What the runtime passes: layouts from the spec (setLayoutFromSpec), aligned operands.
+ProblemShape shapeFor(const spec::ChainSpec& s, long long M, long long N = 4096, long long K = 4096) {
+  ProblemShape p;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.a_kmajor = analyzeA(s).kmajor;
+  p.b_kmajor = analyzeB(s).kmajor;
+  return p;
+}
+
+std::string variant(const std::string& spec, long long M, int arch) {
+  spec::ChainSpec s = loadSpec(spec);
+  return chooseConfig(s, shapeFor(s, M), arch).variant;
+}
+
+// ---- selection ---------------------------------------------------------------------------
+
+TEST(Gemv, DenseSixteenBitOnlyUpToM16OnHopper) {
+  if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
+  for (const char* spec : {"gemv_bf16_kn_bias_gelu", "gemv_bf16_nk_bias_gelu", "bf16_linear3d_bias_gelu",
+                           "bare_bf16_mm", "f16_residual_silu_two_outputs"}) {
+    SCOPED_TRACE(spec);
+    for (long long m : {1, 4, 8, 9, 16}) EXPECT_EQ(variant(spec, m, 90), "gemv") << "M=" << m;
+    // M = 17..64: gemv is slower than cuBLAS on dense 16-bit weights (bench/gemv/NOTES.md).
+    for (long long m : {17, 32, 64}) EXPECT_EQ(variant(spec, m, 90), "sm80_mma") << "M=" << m;
+    // sm_80: no cluster split-K, 2-4x slower than cuBLAS.
+    EXPECT_EQ(variant(spec, 1, 80), "sm80_mma");
+    EXPECT_EQ(variant(spec, 1, 100), "gemv");
+  }
+}
+
+TEST(Gemv, QuantizedWithScaleUpToM64FromSm80) {
+  if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
+  for (const char* spec : {"gemv_int8_linear_channel_scale_bias", "gemv_fp8_e4m3_scalar_f32_scale",
+                           "doc_example_int8_gelu", "fp8_e4m3_per_tensor_scale"}) {
+    SCOPED_TRACE(spec);
+    for (int arch : {80, 86, 89, 90}) {
+      for (long long m : {1, 16, 17, 33, 64}) EXPECT_EQ(variant(spec, m, arch), "gemv") << "M=" << m << " sm_" << arch;
+      EXPECT_EQ(variant(spec, 65, arch), "sm80_mma");
+    }
+    EXPECT_EQ(variant(spec, 1, 75), "sm80_mma");
+  }
+}
+
+TEST(Gemv, NotChosen) {
+  if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
+  // Quantized prologues without the scale hook (zero point, f16 raw weight): element-wise path.
+  EXPECT_EQ(variant("u8_zero_point_dequant", 1, 90), "sm80_mma");
+  EXPECT_EQ(variant("f16_weight_to_bf16_group_scale", 1, 90), "sm80_mma");
+  // A prologue on A, A stored [k,m], fp32 operands.
+  EXPECT_EQ(variant("a_prologue_row_scale", 1, 90), "sm80_mma");
+  EXPECT_EQ(variant("transposed_a_col_bias_i8_input", 1, 90), "sm80_mma");
+  EXPECT_EQ(variant("f32_addmm_relu", 1, 90), "simt");
+
+  spec::ChainSpec bf16 = loadSpec("gemv_bf16_nk_bias_gelu"), i8 = loadSpec("gemv_int8_linear_channel_scale_bias");
+  for (const spec::ChainSpec* s : {&bf16, &i8}) {
+    ProblemShape p = shapeFor(*s, 1);
+    ASSERT_EQ(chooseConfig(*s, p, 90).variant, "gemv");
+    ProblemShape q = p;
+    q.align_bytes_b = 8;  // e.g. an int8 [K,N] weight with N % 16 != 0
+    EXPECT_EQ(chooseConfig(*s, q, 90).variant, "sm80_mma");
+    q = p;
+    q.align_bytes_a = 4;
+    EXPECT_EQ(chooseConfig(*s, q, 90).variant, "sm80_mma");
+    q = p;
+    q.N = 4100;
+    EXPECT_EQ(chooseConfig(*s, q, 90).variant, "sm80_mma");
+    q = p;
+    q.b_kmajor = !q.b_kmajor;  // runtime layout differs from the one compiled in
+    EXPECT_EQ(chooseConfig(*s, q, 90).variant, "sm80_mma");
+    q = p;
+    q.B = 70000;  // grid.z limit
+    EXPECT_EQ(chooseConfig(*s, q, 90).variant, "sm80_mma");
+  }
+}
+
+TEST(Gemv, ConfigFollowsTheHeaderChooser) {
+  if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
+  spec::ChainSpec bf16 = loadSpec("gemv_bf16_kn_bias_gelu"), i8 = loadSpec("gemv_int8_linear_channel_scale_bias");
+  struct Want {
+    const spec::ChainSpec* s;
+    long long m;
+    int arch, bm, bk, stages, max_cluster;
+  };
+  // stages = clamp(100 KB / (16 KB + bm * bk * 2), 2, 6); bk = 128 / bytes of the streamed weight.
+  for (const Want& w : {Want{&bf16, 1, 90, 8, 64, 5, 4}, Want{&bf16, 16, 90, 16, 64, 5, 4},
+                        Want{&i8, 1, 80, 8, 128, 5, 1}, Want{&i8, 16, 90, 16, 128, 5, 4},
+                        Want{&i8, 17, 90, 32, 128, 4, 4}, Want{&i8, 64, 90, 64, 128, 3, 4}}) {
+    KernelConfig c = chooseConfig(*w.s, shapeFor(*w.s, w.m), w.arch);
+    SCOPED_TRACE("M=" + std::to_string(w.m));
+    EXPECT_EQ(c.variant, "gemv");
+    EXPECT_EQ(c.bm, w.bm);
+    EXPECT_EQ(c.bn, 128);
+    EXPECT_EQ(c.bk, w.bk);
+    EXPECT_EQ(c.stages, w.stages);
+    EXPECT_EQ(c.threads, 128);
+    EXPECT_EQ(c.max_cluster, w.max_cluster);
+    std::string h = generateHooks(*w.s, c);
+    EXPECT_TRUE(has(h, "#define FX_GEMV_MTILES " + std::to_string(w.bm / 8) + "\n"));
+    EXPECT_TRUE(has(h, "#define FX_GEMV_STAGES " + std::to_string(w.stages) + "\n"));
+    EXPECT_FALSE(has(h, "FX_GEMV_SPLITK"));
+  }
+  // bk must match the weight the template streams.
+  KernelConfig wrong = chooseConfig(i8, shapeFor(i8, 1), 90);
+  wrong.bk = 64;
+  EXPECT_THROW(generate(i8, wrong), CodegenError);
+}
+
+TEST(Gemv, FastVariants) {
+  EXPECT_TRUE(isFastVariant(KernelConfig{"sm90_wgmma", 128, 256, 64, 4, 384}));
+  EXPECT_TRUE(isFastVariant(KernelConfig{"gemv", 8, 128, 64, 5, 128}));
+  EXPECT_FALSE(isFastVariant(KernelConfig{"sm80_mma", 64, 128, 32, 2, 128}));
+  EXPECT_FALSE(isFastVariant(KernelConfig{"simt", 64, 64, 16, 2, 256}));
+  EXPECT_FALSE(isFastVariant(KernelConfig{"tensor_magic", 1, 1, 1, 1, 32}));
+  spec::ChainSpec bf16 = loadSpec("gemv_bf16_nk_bias_gelu");
+  if (gemvBuiltIn()) EXPECT_TRUE(isFastVariant(chooseConfig(bf16, shapeFor(bf16, 1), 90)));
+  EXPECT_FALSE(isFastVariant(chooseConfig(bf16, shapeFor(bf16, 32), 90)));
+  EXPECT_FALSE(isFastVariant(chooseConfig(bf16, shapeFor(bf16, 1), 80)));
+}
+
+// ---- launch geometry ---------------------------------------------------------------------
+
+// kernels/gemv.cuh's host-side chooser, verbatim.
+struct GemvCfg {
+  int mtiles, stages, splitk;
+  unsigned gx, gy, gz;
+  size_t smem;
+};
+GemvCfg gemv_config(long long B, long long M, long long N, long long K, int wbytes /*1|2*/, int num_sms, bool sm90) {
+  GemvCfg c;
+  int mt8 = (int)((M + 7) / 8);
+  c.mtiles = mt8 <= 1 ? 1 : mt8 <= 2 ? 2 : mt8 <= 4 ? 4 : 8;
+  int KT = 128 / wbytes;
+  size_t stage = 128 * 128 + (size_t)8 * c.mtiles * KT * 2;
+  c.stages = (int)(100 * 1024 / stage);
+  c.stages = c.stages < 2 ? 2 : c.stages > 6 ? 6 : c.stages;
+  long long nt = (N + 127) / 128, mz = B * ((M + 8 * c.mtiles - 1) / (8 * c.mtiles));
+  long long ksteps = (K + KT - 1) / KT;
+  c.splitk = 1;
+  if (sm90)
+    while (c.splitk < 4 && nt * mz * c.splitk * 2 <= 2LL * num_sms && ksteps / (c.splitk * 2) >= 4) c.splitk *= 2;
+  c.gx = nt;
+  c.gy = c.splitk;
+  c.gz = mz;
+  size_t red = (size_t)8 * c.mtiles * 132 * 4;
+  c.smem = stage * c.stages > red ? stage * c.stages : red;
+  return c;
+}
+
+TEST(Gemv, LaunchDimsMatchTheHeaderFormula) {
+  if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
+  spec::ChainSpec bf16 = loadSpec("gemv_bf16_kn_bias_gelu"), i8 = loadSpec("gemv_int8_linear_channel_scale_bias");
+  int checked = 0;
+  for (const spec::ChainSpec* s : {&bf16, &i8})
+    for (int arch : {80, 90})
+      for (long long B : {1, 3})
+        for (long long M : {1, 5, 16, 40, 64})
+          for (long long N : {8, 1000, 4096, 14336})
+            for (long long K : {64, 520, 4096, 14336})
+              for (int sms : {108, 132}) {
+                ProblemShape p = shapeFor(*s, M, N, K);
+                p.B = B;
+                KernelConfig c = chooseConfig(*s, p, arch);
+                if (c.variant != "gemv") continue;
+                KernelSource src = generate(*s, c);
+                LaunchDims d = launchDims(src, p, sms);
+                GemvCfg want = gemv_config(B, M, N, K, analyzeB(*s).quant_scale ? 1 : 2, sms, arch >= 90);
+                SCOPED_TRACE(fmt::format("sm_{} B={} M={} N={} K={} sms={}", arch, B, M, N, K, sms));
+                EXPECT_EQ(c.bm, 8 * want.mtiles);
+                EXPECT_EQ(c.stages, want.stages);
+                EXPECT_EQ(d.grid[0], want.gx);
+                EXPECT_EQ(d.grid[1], want.gy);
+                EXPECT_EQ(d.grid[2], want.gz);
+                EXPECT_EQ(d.block, 128u);
+                EXPECT_EQ(d.cluster[0], 1u);
+                EXPECT_EQ(d.cluster[1], unsigned(want.splitk));
+                EXPECT_EQ(d.cluster[2], 1u);
+                EXPECT_EQ(d.smem_bytes, want.smem);
+                EXPECT_EQ(src.smem_bytes, want.smem);
+                EXPECT_EQ(src.smem_optin, want.smem > 48 * 1024);
+                ++checked;
+              }
+  EXPECT_GT(checked, 200);
+}
+
+TEST(Gemv, LaunchDimsOfMeasuredShapes) {
+  if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
+  // "mt S st" of bench/gemv/NOTES.md run 3 (H200, 132 SMs).
+  struct Case {
+    const char* spec;
+    long long M, K, N;
+    unsigned S;
+    size_t smem;
+  };
+  for (const Case& c : {Case{"gemv_bf16_kn_bias_gelu", 1, 4096, 4096, 4, 5 * 17408},
+                        Case{"gemv_bf16_nk_bias_gelu", 16, 4096, 14336, 2, 5 * 18432},
+                        Case{"gemv_bf16_kn_bias_gelu", 4, 14336, 4096, 4, 5 * 17408},
+                        Case{"gemv_int8_linear_channel_scale_bias", 64, 14336, 4096, 4, 3 * 32768},
+                        Case{"gemv_int8_linear_channel_scale_bias", 16, 4096, 14336, 2, 5 * 20480},
+                        Case{"gemv_fp8_e4m3_scalar_f32_scale", 1, 4096, 4096, 4, 5 * 18432}}) {
+    SCOPED_TRACE(fmt::format("{} M={} K={} N={}", c.spec, c.M, c.K, c.N));
+    spec::ChainSpec s = loadSpec(c.spec);
+    ProblemShape p = shapeFor(s, c.M, c.N, c.K);
+    KernelSource src = generate(s, chooseConfig(s, p, 90));
+    ASSERT_EQ(src.config.variant, "gemv");
+    EXPECT_EQ(src.grid, GridPolicy::SplitKCluster);
+    EXPECT_TRUE(src.smem_optin);
+    LaunchDims d = launchDims(src, p, 132);
+    EXPECT_EQ(d.grid[0], unsigned((c.N + 127) / 128));
+    EXPECT_EQ(d.grid[1], c.S);
+    EXPECT_EQ(d.grid[2], 1u);
+    EXPECT_EQ(d.cluster[1], c.S);
+    EXPECT_EQ(d.smem_bytes, c.smem);
+    // sm_80: the same kernel shape, never a cluster.
+    KernelConfig c80 = chooseConfig(s, p, 80);
+    if (c80.variant == "gemv") {
+      LaunchDims d80 = launchDims(generate(s, c80), p, 108);
+      EXPECT_EQ(d80.grid[1], 1u);
+      EXPECT_EQ(d80.cluster[1], 1u);
+    }
+  }
+}
+
+TEST(Gemv, OtherVariantsLaunchWithoutClusters) {
+  KernelSource src = generate(loadSpec("bare_bf16_mm"), KernelConfig{"sm80_mma", 128, 128, 32, 2, 256});
+  LaunchDims d = launchDims(src, shapeFor(loadSpec("bare_bf16_mm"), 300), 132);
+  EXPECT_EQ(d.cluster[0] * d.cluster[1] * d.cluster[2], 1u);
+  EXPECT_FALSE(src.smem_optin);
+}
+
+// ---- the FX_B_QUANT_SCALE hook -----------------------------------------------------------
+
+TEST(Gemv, QuantScaleHookExactlyWhereTheSpecIsConvertTimesScale) {
+  const std::set<std::string> want = {"doc_example_int8_gelu", "fp8_e4m3_per_tensor_scale",
+                                      "gemv_fp8_e4m3_scalar_f32_scale", "gemv_int8_linear_channel_scale_bias"};
+  std::set<std::string> got;
+  for (const std::string& name : test::specNames()) {
+    spec::ChainSpec s = loadSpec(name);
+    std::string h = generateHooks(s, KernelConfig{"sm80_mma", 64, 128, 32, 2, 128});
+    bool hook = has(h, "#define FX_B_QUANT_SCALE 1\n");
+    EXPECT_EQ(hook, has(h, "float fx_b_scale(const fxfuse::FxParams& p, long long b, long long n)")) << name;
+    EXPECT_EQ(hook, analyzeB(s).quant_scale) << name;
+    if (hook) got.insert(name);
+  }
+  EXPECT_EQ(got, want);
+}
+
+TEST(Gemv, QuantScaleHookBodies) {
+  spec::ChainSpec i8 = loadSpec("gemv_int8_linear_channel_scale_bias");
+  OperandInfo b = analyzeB(i8);
+  EXPECT_TRUE(b.quant && b.quant_scale);
+  EXPECT_EQ(b.slot, 1);
+  EXPECT_EQ(b.scale_value, 2);
+  std::string h = generateHooks(i8, KernelConfig{"sm80_mma", 64, 128, 32, 2, 128});
+  EXPECT_TRUE(has(h, "#define FX_B_SLOT 1\n"));  // the raw weight (what gemv streams)
+  EXPECT_TRUE(has(h, "#define FX_B_RAW_SLOT 1\n"));
+  EXPECT_TRUE(has(h, "using FxRawB = signed char;"));
+  EXPECT_TRUE(has(h, "const float v2 = fx_ld_bf16(p.in[2].ptr, n * p.in[2].sn);  // %2 = input 2 bf16 [n,1]\n"
+                     "  return v2;"));
+
+  spec::ChainSpec f8 = loadSpec("gemv_fp8_e4m3_scalar_f32_scale");
+  h = generateHooks(f8, KernelConfig{"sm80_mma", 64, 128, 32, 2, 128});
+  // fp8 as cuda_fp8.h's class type: gemv decodes by type, and __nv_fp8_storage_t is u8.
+  EXPECT_TRUE(has(h, "using FxRawB = __nv_fp8_e4m3;"));
+  EXPECT_TRUE(has(h, "const float v1 = fx_cvt_f8e4m3(raw.__x);"));
+  EXPECT_TRUE(has(h, "const float v2 = fx_ld_f32(p.in[2].ptr, 0);  // %2 = input 2 f32 []\n  return v2;"));
+
+  // (w.float() * s).to(bf16): the f32 mul rounded once by the convert.
+  spec::ChainSpec f8t = loadSpec("fp8_e4m3_per_tensor_scale");
+  EXPECT_TRUE(analyzeB(f8t).quant_scale);
+  EXPECT_EQ(analyzeB(f8t).scale_value, 2);
+}
+
+spec::ChainSpec quantSpec(const std::string& prologue, const std::string& bdtype = "bf16") {
+  return spec::parseSpec("fxfuse.chain v1\ngemm mm\n%0 = input 0 " + bdtype + " [m,k]\n" + prologue + "output %6\n");
+}
+
+TEST(Gemv, QuantScaleHookRejectsInexactForms) {
+  const std::string head = "%1 = input 1 i8 [n,k]\n%2 = input 2 bf16 [n]\n";
+  auto scaleHook = [](const spec::ChainSpec& s) { return analyzeB(s).quant_scale; };
+  // Accepted: either operand order; a const scale; a scale computed from (n) values.
+  EXPECT_TRUE(scaleHook(quantSpec(head + "%3 = convert %1 : bf16\n%4 = mul %2 %3 : bf16\n%5 = mm %0 %4 : f32\n"
+                                          "%6 = convert %5 : bf16\n")));
+  EXPECT_TRUE(scaleHook(quantSpec("%1 = input 1 u8 [k,n]\n%2 = const 0.5 : f32\n%3 = convert %1 : f32\n"
+                                  "%4 = mul %3 %2 : bf16\n%5 = mm %0 %4 : f32\n%6 = convert %5 : bf16\n")));
+  EXPECT_TRUE(scaleHook(quantSpec(head + "%3 = reciprocal %2 : bf16\n%4 = convert %1 : bf16\n"
+                                          "%5 = mul %4 %3 : bf16\n%6 = mm %0 %5 : bf16\n")));
+  // Division: raw / s is not raw * (1 / s) in fp32.
+  EXPECT_FALSE(scaleHook(quantSpec(head + "%3 = convert %1 : bf16\n%4 = div %3 %2 : bf16\n%5 = mm %0 %4 : f32\n"
+                                           "%6 = convert %5 : bf16\n")));
+  // Two roundings: the mul rounded to bf16, then converted to f16.
+  EXPECT_FALSE(scaleHook(quantSpec(head + "%3 = convert %1 : bf16\n%4 = mul %3 %2 : bf16\n%5 = convert %4 : f16\n"
+                                           "%6 = mm %0 %5 : f16\n", "f16")));
+  // A scale that varies along k (group-wise) or an offset (zero point).
+  EXPECT_FALSE(scaleHook(quantSpec("%1 = input 1 i8 [n,k]\n%2 = input 2 bf16 [1,k]\n%3 = convert %1 : bf16\n"
+                                   "%4 = mul %3 %2 : bf16\n%5 = mm %0 %4 : f32\n%6 = convert %5 : bf16\n")));
+  EXPECT_FALSE(scaleHook(quantSpec(head + "%3 = convert %1 : bf16\n%4 = sub %3 %2 : bf16\n%5 = mm %0 %4 : f32\n"
+                                           "%6 = convert %5 : bf16\n")));
+  // A 16-bit raw weight is not the 8-bit fast path.
+  EXPECT_FALSE(scaleHook(loadSpec("f16_weight_to_bf16_group_scale")));
+}
+
+// ---- NVRTC -------------------------------------------------------------------------------
+
+bool nvrtcUsable() {
+  const char* v = std::getenv("FXFUSE_NO_NVRTC");
+  return !(v && std::string(v) == "1") && !findNvrtc().empty();
+}
+
+void expectNoSpills(const std::string& log) {
+  std::regex spill("([0-9]+) bytes spill (stores|loads)");
+  int seen = 0;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), spill); it != std::sregex_iterator(); ++it, ++seen)
+    EXPECT_EQ((*it)[1].str(), "0") << "local-memory spill:\n" << log;
+  EXPECT_GT(seen, 0) << "no ptxas statistics in the log:\n" << log;
+}
+
+struct GemvCompile {
+  std::string spec;
+  std::string arch;
+  long long m;
+};
+void PrintTo(const GemvCompile& c, std::ostream* os) { *os << c.spec << " " << c.arch << " M=" << c.m; }
+
+class GemvCompileSpec : public ::testing::TestWithParam<GemvCompile> {};
+
+// Every spec that selects gemv compiles for sm_90a with the largest m-tile it gets (dense:
+// M = 16, quantized: M = 64), plus a representative sm_80 / M = 1 subset.
+TEST_P(GemvCompileSpec, ToCubin) {
+  if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
+  if (!nvrtcUsable()) GTEST_SKIP() << "no NVRTC (Nvrtc.Found fails for a missing one)";
+  const GemvCompile& c = GetParam();
+  spec::ChainSpec s = loadSpec(c.spec);
+  KernelConfig cfg = chooseConfig(s, shapeFor(s, c.m), c.arch == "sm_80" ? 80 : 90);
+  if (cfg.variant != "gemv") GTEST_SKIP() << "gemv not selected";
+  KernelSource src = generate(s, cfg);
+  Cubin out;
+  try {
+    out = compileNvrtc(src, c.arch);
+  } catch (const CompileError& e) {
+    FAIL() << e.what();
+  }
+  EXPECT_EQ(out.image.substr(0, 4), std::string("\x7f" "ELF"));
+  EXPECT_NE(out.log.find("Compiling entry function '" + src.name + "' for '" + c.arch + "'"), std::string::npos)
+      << out.log;
+  expectNoSpills(out.log);
+}
+
+// Only the cases where gemv is selected (so no skipped tests when it is not).
+std::vector<GemvCompile> gemvCases() {
+  std::vector<GemvCompile> all;
+  for (const std::string& name : test::specNames())
+    all.push_back({name, "sm_90a", analyzeB(loadSpec(name)).quant_scale ? 64 : 16});
+  all.push_back({"gemv_int8_linear_channel_scale_bias", "sm_80", 64});
+  all.push_back({"gemv_fp8_e4m3_scalar_f32_scale", "sm_80", 1});
+  all.push_back({"gemv_bf16_kn_bias_gelu", "sm_90a", 1});
+  all.push_back({"gemv_int8_linear_channel_scale_bias", "sm_90a", 1});
+  std::vector<GemvCompile> out;
+  for (const GemvCompile& c : all) {
+    spec::ChainSpec s = loadSpec(c.spec);
+    if (chooseConfig(s, shapeFor(s, c.m), c.arch == "sm_80" ? 80 : 90).variant == "gemv") out.push_back(c);
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Specs, GemvCompileSpec, ::testing::ValuesIn(gemvCases()), [](const auto& info) {
+  return info.param.spec + "_" + info.param.arch + "_m" + std::to_string(info.param.m);
+});
+
+}  // namespace
+}  // namespace fxfuse::codegen

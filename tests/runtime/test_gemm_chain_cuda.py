@@ -1,0 +1,226 @@
+"""fxfuse::gemm_chain on CUDA: generated kernels against a float64 eager reference, CUDA graph
+capture, and the disk kernel cache across processes. Runs on the GPU machine only:
+
+    python -m pytest tests/runtime/test_gemm_chain_cuda.py -m gpu -v
+
+Outputs are poisoned with NaN before every launch (FXFUSE_POISON_OUTPUTS=1) so an element a
+kernel fails to write shows, and FXFUSE_STRICT=1 turns any silent ATen fallback into an error.
+"""
+import os
+import subprocess
+import sys
+import textwrap
+import zlib
+
+import pytest
+import torch
+
+# Read once, on the first CUDA call: set at collection, before any test runs. Harmless to
+# other tests (it only fills outputs before the kernel overwrites them).
+os.environ["FXFUSE_POISON_OUTPUTS"] = "1"
+
+import fxfuse._C as C  # noqa: E402
+from runtime_chain_cases import CASES, DTYPES, SpecBuilder, check_outputs, randn  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+gemm_chain = torch.ops.fxfuse.gemm_chain.default
+
+
+@pytest.fixture(autouse=True)
+def strict(monkeypatch):
+    """A silent ATen fallback (no NVRTC, codegen refusing a spec) fails the test."""
+    monkeypatch.setenv("FXFUSE_STRICT", "1")
+
+# (M, N, K): M = 1 (decode), non-multiples of every tile, odd N and K (no TMA), big tiles.
+SHAPES = [(1, 64, 64), (7, 130, 72), (129, 257, 136), (256, 512, 1024), (33, 96, 1025)]
+# Shapes that pick the large-tile (sm90 TMA) and small-M (gemv) variants, for the main chains.
+LARGE_SHAPES = [(1, 4096, 4096), (16, 4096, 1024), (1000, 1024, 1000), (2048, 2048, 2048)]
+LARGE_KINDS = ["bias_gelu", "linear_gelu_tanh", "residual", "int8_weight_only", "bmm_bias",
+               "lead_3d"]
+
+
+def seed(*parts):
+    torch.manual_seed(zlib.crc32(repr(parts).encode()))
+
+
+def run_checked(case, dtype):
+    before = C.stats()
+    outs = gemm_chain(case.inputs, case.spec)
+    torch.cuda.synchronize()
+    after = C.stats()
+    assert after["launches"] == before["launches"] + 1, "the generated kernel was not launched"
+    assert after["fallbacks"] == before["fallbacks"]
+    check_outputs(case, outs, dtype)
+    return outs
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: str(t).split(".")[-1])
+@pytest.mark.parametrize("kind", sorted(CASES))
+def test_chain_matches_eager(kind, dtype, shape):
+    seed(kind, str(dtype), shape)
+    run_checked(CASES[kind](dtype, "cuda", *shape), dtype)
+
+
+@pytest.mark.parametrize("shape", LARGE_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bfloat16", "float16"])
+@pytest.mark.parametrize("kind", LARGE_KINDS)
+def test_chain_matches_eager_large(kind, dtype, shape):
+    seed("large", kind, str(dtype), shape)
+    run_checked(CASES[kind](dtype, "cuda", *shape), dtype)
+
+
+@pytest.mark.parametrize("kind", ["bias_gelu", "linear_gelu_tanh", "int8_weight_only"])
+def test_cuda_matches_cpu_kernel(kind):
+    """The CUDA kernel and the CPU reference agree to within the last rounding."""
+    seed(kind)
+    case = CASES[kind](torch.bfloat16, "cuda", 96, 160, 256)
+    gpu = gemm_chain(case.inputs, case.spec)
+    cpu = gemm_chain([t.cpu() for t in case.inputs], case.spec)
+    for g, c in zip(gpu, cpu):
+        torch.testing.assert_close(g.cpu().float(), c.float(), rtol=1.6e-2, atol=1e-2)
+
+
+def test_strided_and_misaligned_inputs():
+    """Sliced activation (row stride != K), a weight view, a base address off by one element:
+    the launcher copies or picks a variant without TMA, and the answer stays right."""
+    seed("strided")
+    dt = torch.bfloat16
+    case = CASES["linear_gelu_tanh"](dt, "cuda", 100, 128, 256)
+    wide = randn((100, 513), dt, "cuda")
+    case.inputs[0] = wide[:, 1:257]                                  # misaligned, strided
+    case.inputs[1] = randn((256, 128), dt, "cuda", 256 ** -0.5).t()  # [N, K] view of [K, N]
+    run_checked(case, dt)
+
+
+def test_non_default_stream():
+    seed("stream")
+    case = CASES["residual"](torch.float16, "cuda", 64, 256, 128)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        outs = gemm_chain(case.inputs, case.spec)
+    s.synchronize()
+    check_outputs(case, outs, torch.float16)
+
+
+def test_empty_m():
+    case = CASES["bias_gelu"](torch.bfloat16, "cuda", 0, 64, 64)
+    (out,) = gemm_chain(case.inputs, case.spec)
+    assert out.shape == (0, 64)
+
+
+# ---- CUDA graphs ----------------------------------------------------------------------------
+
+def _fresh_inputs_(case):
+    """Refills the inputs in place (same addresses, new values) like a replayed graph sees."""
+    for t in case.inputs:
+        if t.is_floating_point() and t.dtype not in (torch.float8_e4m3fn, torch.float8_e5m2):
+            t.copy_(randn(t.shape, t.dtype, "cuda", t.float().abs().mean().item()))
+
+
+@pytest.mark.parametrize("kind", ["residual", "int8_weight_only", "extra_outputs"])
+def test_cuda_graph_capture_and_replay(kind):
+    seed("graph", kind)
+    case = CASES[kind](torch.bfloat16, "cuda", 128, 256, 512)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up: compiles and loads the kernel
+        gemm_chain(case.inputs, case.spec)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        outs = gemm_chain(case.inputs, case.spec)
+    for _ in range(2):
+        _fresh_inputs_(case)
+        graph.replay()
+        torch.cuda.synchronize()
+        check_outputs(case, outs, torch.bfloat16)
+
+
+def _unique_spec(value):
+    s = SpecBuilder()
+    x, w = s.input(torch.float16, "mk"), s.input(torch.float16, "kn")
+    s.output(s.op("mul", s.mm(x, w, torch.float16), s.const(value), dtype=torch.float16))
+    return s.text()
+
+
+def test_capture_without_warmup_raises_clearly():
+    spec = _unique_spec(zlib.crc32(os.urandom(8)) / 2**32 + 1.0)  # never compiled before
+    ins = [randn((64, 64), torch.float16, "cuda"), randn((64, 64), torch.float16, "cuda")]
+    graph = torch.cuda.CUDAGraph()
+    with pytest.raises(RuntimeError, match="graph capture"):
+        with torch.cuda.graph(graph):
+            gemm_chain(ins, spec)
+
+
+def test_precompile_then_capture():
+    spec = _unique_spec(zlib.crc32(os.urandom(8)) / 2**32 + 2.0)
+    ins = [randn((64, 64), torch.float16, "cuda"), randn((64, 64), torch.float16, "cuda")]
+    C.precompile(ins, spec)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        (out,) = gemm_chain(ins, spec)
+    graph.replay()
+    torch.cuda.synchronize()
+    ref = gemm_chain([t.cpu() for t in ins], spec)[0]
+    torch.testing.assert_close(out.cpu(), ref, rtol=2e-3, atol=2e-3)
+
+
+# ---- disk cache across processes -------------------------------------------------------------
+
+CHILD = textwrap.dedent("""
+    import json, sys, torch
+    import fxfuse._C as C
+    spec = sys.argv[1]
+    torch.manual_seed(0)
+    x = torch.randn(64, 96, device="cuda", dtype=torch.float16)
+    w = torch.randn(96, 80, device="cuda", dtype=torch.float16) / 10
+    (out,) = torch.ops.fxfuse.gemm_chain([x, w], spec)
+    ref = torch.ops.fxfuse.gemm_chain([x.cpu(), w.cpu()], spec)[0]
+    err = (out.cpu().float() - ref.float()).abs().max().item()
+    print(json.dumps(dict(C.stats(), err=err)))
+""")
+
+
+def _child(spec, cache_dir):
+    import fxfuse
+    env = dict(os.environ, FXFUSE_CACHE_DIR=str(cache_dir),
+               PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(fxfuse.__file__)),
+                                           os.path.dirname(__file__),
+                                           os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", CHILD, spec], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    import json
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_disk_cache_hit_and_corrupt_entry_rebuilt(tmp_path):
+    spec = _unique_spec(zlib.crc32(os.urandom(8)) / 2**32 + 3.0)
+    first = _child(spec, tmp_path)
+    assert first["kernels_compiled"] == 1 and first["disk_writes"] == 1, first
+    assert first["err"] < 2e-2
+    entries = list(tmp_path.glob("*.cubin"))
+    assert len(entries) == 1
+
+    second = _child(spec, tmp_path)
+    assert second["disk_hits"] == 1 and second["kernels_compiled"] == 0, second
+    assert second["err"] < 2e-2
+
+    entries[0].write_bytes(entries[0].read_bytes()[:100])  # truncate
+    third = _child(spec, tmp_path)
+    assert third["disk_rebuilds"] == 1 and third["kernels_compiled"] == 1, third
+    assert third["err"] < 2e-2
+
+    fourth = _child(spec, tmp_path)
+    assert fourth["disk_hits"] == 1 and fourth["kernels_compiled"] == 0, fourth
+
+
+def test_unwritable_cache_dir_falls_back_to_memory(tmp_path):
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("x")
+    spec = _unique_spec(zlib.crc32(os.urandom(8)) / 2**32 + 4.0)
+    stats = _child(spec, blocker)
+    assert stats["kernels_compiled"] == 1 and stats["disk_writes"] == 0, stats
+    assert stats["err"] < 2e-2
