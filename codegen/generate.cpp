@@ -131,7 +131,8 @@ KernelSource generate(const ChainSpec& spec, const KernelConfig& config) {
   if (usesFp8(s)) w.line("#define FX_USE_FP8 1");
   w.line("#include <cuda_fp16.h>");
   w.line("#include <cuda_bf16.h>");
-  if (usesFp8(s)) w.line("#include <cuda_fp8.h>");
+  // gemv.cuh names the fp8 types and conversions of its quantized path for any raw type.
+  if (usesFp8(s) || config.variant == "gemv") w.line("#include <cuda_fp8.h>");
   w.blank();
   w.line("// ---- kernel_abi.h ----");
   w.verbatim(requireEmbedded("kernel_abi.h"));
