@@ -3,6 +3,8 @@
 // conditions); a new variant is a new row plus its .cuh under kernels/.
 #include "codegen/config_table.h"
 
+#include "codegen/tma_desc.h"
+
 #include <algorithm>
 
 #include "codegen/embedded_sources.h"
@@ -84,10 +86,17 @@ const VariantRow kRows[] = {
     // Hopper: wgmma + TMA needs both operands to be raw 16-bit tensors, 16-byte aligned.
     {"sm90_wgmma", "kernels/sm90_wgmma_gemm.cuh", GridPolicy::Persistent, true,
      [](const Query& q) {
-       return q.arch >= 90 && q.is16bit() && q.a.plain && q.b.plain && q.shape.align_bytes_a >= 16 &&
-              q.shape.align_bytes_b >= 16 && q.shape.M >= 128;
+       // TMA loads A with k innermost: a transposed A is not expressible (the template checks).
+       return q.arch >= 90 && q.is16bit() && q.a.plain && q.b.plain && q.a.kmajor && q.shape.a_kmajor &&
+              q.shape.align_bytes_a >= 16 && q.shape.align_bytes_b >= 16 && q.shape.M >= 128 &&
+              q.shape.K % 8 == 0 && q.shape.N % 8 == 0;
      },
-     [](const Query&) { return KernelConfig{"sm90_wgmma", 128, 256, 64, 4, 384}; }},
+     [](const Query& q) {
+       // Tile shape per problem (kernels/sm90_wgmma_gemm.cuh, bench/sm90/NOTES.md): 128x256 with
+       // 4 stages unless that leaves SMs idle, then 128x128 with 6. 132 SMs (H100/H200 SXM).
+       const sm90::GemmConfig g = sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, 132);
+       return KernelConfig{"sm90_wgmma", g.bm, g.bn, g.bk, g.stages, g.threads()};
+     }},
     // Decode-sized M: a memory-bound schedule over the (possibly quantized) weights.
     {"gemv", "kernels/gemv.cuh", GridPolicy::SplitKCluster, true, gemvApplies, gemvConfig},
     // Everything else with 16-bit operands: mma.sync m16n8k16 (generic template).
@@ -113,6 +122,16 @@ const VariantRow& row(const std::string& variant) {
 
 }  // namespace
 
+sm90::GemmConfig sm90ConfigOf(const KernelConfig& c) {
+  sm90::GemmConfig g;
+  g.bm = c.bm;
+  g.bn = c.bn;
+  g.bk = c.bk;
+  g.stages = c.stages;
+  g.consumers = c.bm / 64;  // one consumer warpgroup per 64 rows of the tile
+  return g;
+}
+
 std::string templateFor(const std::string& variant) { return row(variant).templ; }
 GridPolicy gridFor(const std::string& variant) { return row(variant).grid; }
 
@@ -123,7 +142,8 @@ bool isFastVariant(const KernelConfig& config) {
 }
 
 size_t dynamicSmemBytes(const KernelConfig& c) {
-  if (c.variant != "gemv") return 0;  // the other templates use static shared memory only
+  if (c.variant == "sm90_wgmma") return static_cast<size_t>(sm90ConfigOf(c).dynSmemBytes());
+  if (c.variant != "gemv") return 0;  // the generic template uses static shared memory only
   // max(STAGES * (W tile 128 x 128 B + A tile bm x bk x 2 B), fp32 reduction bm x 132 x 4 B)
   const size_t stage = static_cast<size_t>(c.bn) * 128 + static_cast<size_t>(c.bm) * c.bk * 2;
   const size_t red = static_cast<size_t>(c.bm) * (c.bn + 4) * 4;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "codegen/codegen.h"
+#include "codegen/tma_desc.h"
 
 namespace fxfuse::codegen {
 
@@ -14,5 +15,8 @@ std::string templateFor(const std::string& variant);
 GridPolicy gridFor(const std::string& variant);
 // Dynamic shared memory a config's kernel needs at launch (0: static only).
 size_t dynamicSmemBytes(const KernelConfig& config);
+// The Hopper template's own config (tma_desc.h) for a KernelConfig of variant sm90_wgmma: the
+// runtime needs it for tensor maps and the generator for the FX_CONSUMERS macro.
+sm90::GemmConfig sm90ConfigOf(const KernelConfig& config);
 
 }  // namespace fxfuse::codegen

@@ -81,6 +81,10 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     w.line("#define FX_GEMV_MTILES {}", c.bm / 8);
     w.line("#define FX_GEMV_STAGES {}", c.stages);
   }
+  if (c.variant == "sm90_wgmma") {
+    // kernels/sm90_wgmma_gemm.cuh: one TMA producer warpgroup plus bm / 64 consumer warpgroups.
+    w.line("#define FX_CONSUMERS {}", sm90ConfigOf(c).consumers);
+  }
   w.blank();
 }
 
