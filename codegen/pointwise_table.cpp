@@ -28,7 +28,7 @@ constexpr PointwiseRow kTable[] = {
     {"rsqrt", "rsqrtf({0})"},
     {"exp", "expf({0})"},
     {"log", "logf({0})"},
-    {"tanh", "tanhf({0})"},
+    {"tanh", "fx_tanh({0})"},
     {"erf", "erff({0})"},
     {"sigmoid", "fx_sigmoid({0})"},
     {"sin", "sinf({0})"},

@@ -82,15 +82,24 @@ std::optional<ir::DType> convertTarget(const ir::Node& n) {
   return std::nullopt;
 }
 
+size_t countM(const std::string& letters) {
+  return static_cast<size_t>(std::count(letters.begin(), letters.end(), 'm'));
+}
+
 bool broadcastLetters(const std::vector<ir::Dim>& operand, const std::vector<ir::Dim>& result,
-                      const std::string& resultLetters, std::string* out) {
+                      const std::string& resultLetters, std::string* out, bool keepRoles) {
   if (operand.size() > result.size() || result.size() != resultLetters.size()) return false;
   size_t offset = result.size() - operand.size();
   out->clear();
+  // Does the operand span every 'm' dim of the result (same size at each)?
+  bool spansM = true;
+  for (size_t p = 0; p < result.size(); ++p)
+    if (resultLetters[p] == 'm' && (p < offset || operand[p - offset] != result[p])) spansM = false;
   for (size_t i = 0; i < operand.size(); ++i) {
     const ir::Dim& r = result[i + offset];
-    if (operand[i] == r) {
-      out->push_back(resultLetters[i + offset]);
+    char letter = resultLetters[i + offset];
+    if (operand[i] == r && !(operand[i].is(1) && !keepRoles && !(letter == 'm' && spansM))) {
+      out->push_back(letter);
     } else if (operand[i].is(1)) {
       out->push_back('1');
     } else {
@@ -100,8 +109,52 @@ bool broadcastLetters(const std::vector<ir::Dim>& operand, const std::vector<ir:
   return true;
 }
 
+namespace {
+
+// Size-1 dims of `sizes`, grouped by the non-1 dims between them: group g holds the
+// positions of the size-1 dims after the g-th non-1 dim (group 0: before the first).
+std::vector<std::vector<size_t>> onesBetweenNonOnes(const std::vector<ir::Dim>& sizes) {
+  std::vector<std::vector<size_t>> groups(1);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i].is(1)) {
+      groups.back().push_back(i);
+    } else {
+      groups.emplace_back();
+    }
+  }
+  return groups;
+}
+
+// Letters of the input of a view that adds or drops size-1 dims (same non-1 dims, in order).
+std::string reshapeInputLetters(const std::vector<ir::Dim>& in, const std::vector<ir::Dim>& out,
+                                const std::string& outLetters, bool keepRoles) {
+  std::string kept;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!out[i].is(1)) kept.push_back(outLetters[i]);
+  std::string letters;
+  size_t next = 0;
+  for (const ir::Dim& d : in) letters.push_back(d.is(1) ? '1' : kept[next++]);
+  if (!keepRoles) return letters;
+  // A size-1 dim the view keeps names the same thing on both sides: match the size-1 dims
+  // between the same two non-1 dims, right aligned ([K,1] -> [1,K,1] named [b,k,n]: the
+  // input is [k,n]; the leading b is added by the view and broadcasts).
+  auto inGroups = onesBetweenNonOnes(in), outGroups = onesBetweenNonOnes(out);
+  if (inGroups.size() != outGroups.size()) return letters;
+  for (size_t g = 0; g < inGroups.size(); ++g) {
+    const auto& ig = inGroups[g];
+    const auto& og = outGroups[g];
+    for (size_t j = 0; j < ig.size(); ++j) {
+      size_t fromEnd = ig.size() - j;  // 1 for the last size-1 dim of the group
+      if (fromEnd <= og.size()) letters[ig[j]] = outLetters[og[og.size() - fromEnd]];
+    }
+  }
+  return letters;
+}
+
+}  // namespace
+
 bool viewInputLetters(const GraphIndex& index, int view, const std::string& outLetters,
-                      std::string* inLetters) {
+                      std::string* inLetters, bool keepRoles) {
   const ir::Node& n = index.node(view);
   if (n.op != ir::Node::Op::Call || n.args.empty()) return false;
   int src = index.producer(n.args[0]);
@@ -124,6 +177,14 @@ bool viewInputLetters(const GraphIndex& index, int view, const std::string& outL
       if (d < 0 || d >= static_cast<int>(rank) || letters[d] != '?') return false;
       letters[d] = outLetters[i];
     }
+    // Several m dims flatten in the tensor's own order: a permute may not reorder them.
+    int lastM = -1;
+    for (size_t i = 0; i < rank; ++i) {
+      if (outLetters[i] != 'm' || out->sizes[i].is(1)) continue;
+      int d = normalizeDim((*perm)[i], rank);
+      if (d < lastM) return false;
+      lastM = d;
+    }
     *inLetters = letters;
     return true;
   }
@@ -138,28 +199,26 @@ bool viewInputLetters(const GraphIndex& index, int view, const std::string& outL
     }
     if (rank != outLetters.size() || d0 < 0 || d1 < 0 || d0 >= int(rank) || d1 >= int(rank))
       return false;
+    // Swapping two m dims (of size > 1) reorders the flattened M: not a layout.
+    if (d0 != d1 && outLetters[d0] == 'm' && outLetters[d1] == 'm' && !out->sizes[d0].is(1) &&
+        !out->sizes[d1].is(1))
+      return false;
     *inLetters = outLetters;
     std::swap((*inLetters)[d0], (*inLetters)[d1]);
     return true;
   }
   if (n.isCall("aten.expand.default")) {
-    return broadcastLetters(in->sizes, out->sizes, outLetters, inLetters);
+    return broadcastLetters(in->sizes, out->sizes, outLetters, inLetters, keepRoles);
   }
   bool dropsOrAddsOnes = isReshape(n) || n.isCall("aten.unsqueeze.default") ||
                          n.isCall("aten.squeeze.dim") || n.isCall("aten.squeeze.dims") ||
                          n.isCall("aten.squeeze.default");
   if (dropsOrAddsOnes && sameShapeIgnoringOnes(in->sizes, out->sizes)) {
-    // Non-1 dims keep their order; their letters carry over, size-1 input dims broadcast.
-    std::string kept;
-    for (size_t i = 0; i < out->sizes.size(); ++i)
-      if (!out->sizes[i].is(1)) kept.push_back(outLetters[i]);
-    inLetters->clear();
-    size_t next = 0;
-    for (const ir::Dim& d : in->sizes) inLetters->push_back(d.is(1) ? '1' : kept[next++]);
+    // Non-1 dims keep their order and their letters; size-1 dims as reshapeInputLetters says.
+    *inLetters = reshapeInputLetters(in->sizes, out->sizes, outLetters, keepRoles);
     return true;
   }
   return false;
 }
 
 }  // namespace fxfuse::pass
-

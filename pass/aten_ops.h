@@ -26,15 +26,29 @@ std::optional<int64_t> intArg(const ir::Arg& arg);
 std::optional<std::vector<int64_t>> intListArg(const ir::Arg& arg);
 
 // Letters of an operand of shape `operand` broadcast against a result of shape `result`
-// whose dims carry `resultLetters` (right-aligned; size-1 dims become '1').
+// whose dims carry `resultLetters` (right-aligned). A size-1 operand dim facing a larger
+// result dim becomes '1'. A size-1 operand dim facing a size-1 result dim is ambiguous: with
+// `keepRoles` (the GEMM operands themselves, and values of the full result shape) it keeps
+// the result's letter, so that a problem dim of size 1 (B=1, M=1, N=1) is still named by its
+// role; without it (an extra input that broadcasts: a scale, a zero point, a bias) it becomes
+// '1', except that the 'm' dims keep their letter when the operand spans every 'm' dim of
+// the result (so an input has all of the flattened M's dims or none).
 bool broadcastLetters(const std::vector<ir::Dim>& operand, const std::vector<ir::Dim>& result,
-                      const std::string& resultLetters, std::string* operandLetters);
+                      const std::string& resultLetters, std::string* operandLetters,
+                      bool keepRoles = true);
 
 // For a layout or broadcasting view node (permute, t, transpose, unsqueeze, squeeze, expand,
 // view/reshape/_unsafe_view that only adds or drops size-1 dims, clone, alias): the letters
-// of its input given the letters of its result. False when the node is not such a view.
+// of its input given the letters of its result. False when the node is not such a view, or
+// when it reorders the 'm' dims (several m flatten into M in the tensor's own dim order).
+// `keepRoles` as for broadcastLetters: with it, a size-1 dim that a reshape/unsqueeze/squeeze
+// keeps is matched to the result's size-1 dim in the same place between the non-1 dims (right
+// aligned) and keeps its letter; without it, every size-1 input dim becomes '1'.
 bool viewInputLetters(const GraphIndex& index, int view, const std::string& resultLetters,
-                      std::string* inputLetters);
+                      std::string* inputLetters, bool keepRoles = true);
+
+// How many 'm' letters `letters` has.
+size_t countM(const std::string& letters);
 
 // The reshape family: aten.view.default, aten.reshape.default, aten._unsafe_view.default.
 bool isReshape(const ir::Node& node);

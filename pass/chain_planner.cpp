@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "pass/aten_ops.h"
 #include "pass/epilogue_region.h"
 #include "pass/gemm_anchor.h"
 #include "pass/operand_prologue.h"
@@ -82,6 +83,29 @@ std::vector<int> replacedNodes(const GraphIndex& index, std::set<int> set, const
   return std::vector<int>(set.begin(), set.end());
 }
 
+// What the op infers the problem shape from (runtime checkInputs): M and its lead dims from
+// the first A-space input with an m dim, B from an input with a b dim, K from an A or B input,
+// N from a B or output-space input. A problem dim of size 1 must still be named by some
+// input; an empty string when the spec names them all.
+std::string unnamedProblemDim(const spec::ChainSpec& spec, const GemmMatch& m) {
+  auto has = [&](char letter, std::initializer_list<spec::Space> spaces) {
+    for (const spec::Value& v : spec.values) {
+      if (v.kind != spec::ValueKind::Input || v.dims.find(letter) == std::string::npos) continue;
+      for (spec::Space s : spaces)
+        if (v.space == s) return &v;
+    }
+    return static_cast<const spec::Value*>(nullptr);
+  };
+  const spec::Value* a = has('m', {spec::Space::A});
+  if (!a) return "no A input has an m dim";
+  if (countM(a->dims) != countM(m.aLetters)) return "the A input's m dims do not match the output's";
+  if (m.kind == spec::GemmKind::Bmm && !has('b', {spec::Space::A, spec::Space::B, spec::Space::Out}))
+    return "no input has a b dim";
+  if (!has('k', {spec::Space::A, spec::Space::B})) return "no A or B input has a k dim";
+  if (!has('n', {spec::Space::B, spec::Space::Out})) return "no B or output input has an n dim";
+  return "";
+}
+
 GemmOutcome rejected(GemmOutcome o, const char* reason, std::string detail) {
   o.rejection = Rejection{reason, std::move(detail)};
   return o;
@@ -94,6 +118,14 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
   GemmOutcome out;
   out.gemm = index.node(anchor).name;
   std::string why;
+  // A dtype outside the spec table (complex64, …) is unsupported, not unknown meta.
+  for (int id : index.operands(anchor)) {
+    const ir::Type& t = index.node(id).type;
+    if (t.isTensor() && !t.tensor.otherDtype.empty())
+      return rejected(out, "unsupported_dtype", t.tensor.otherDtype + " operand %" + index.node(id).name);
+  }
+  if (index.node(anchor).type.isTensor() && !index.node(anchor).type.tensor.otherDtype.empty())
+    return rejected(out, "unsupported_dtype", index.node(anchor).type.tensor.otherDtype + " result");
   std::optional<GemmMatch> match = matchGemm(index, anchor, &why);
   if (!match) return rejected(out, why.find("meta") != std::string::npos ? "unknown_meta" : "unsupported_shape", why);
   const GemmMatch& m = *match;
@@ -127,6 +159,9 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
   if (!core.ok || !emitEpilogue(index, m, final, choice.nodes, &views))
     return rejected(out, "internal_error", "re-emitting the chosen region failed (please report a bug)");
   for (int o : choice.outputs) final.addOutput(final.boundValue(index.node(o).name));
+
+  std::string unnamed = unnamedProblemDim(final.spec(), m);
+  if (!unnamed.empty()) return rejected(out, "unsupported_shape", unnamed);
 
   FusionPlan plan;
   plan.spec = final.spec();

@@ -58,12 +58,16 @@ int EpilogueOperands::tensor(const ir::Arg& arg) {
   if (!t) return why_ = "an operand has no tensor meta", -1;
   if (dependsOnRegion(node)) return why_ = "an operand depends on the chain's own result", -1;
   std::string letters;
-  if (!broadcastLetters(t->sizes, match_.outShape, match_.outLetters, &letters))
+  // A tensor of the output's shape names its size-1 dims by role (B=1, M=1 or N=1 are still
+  // b, m, n); one that broadcasts names them '1' (docs/spec.md).
+  bool roles = t->sizes == match_.outShape;
+  if (!broadcastLetters(t->sizes, match_.outShape, match_.outLetters, &letters, roles))
     return why_ = "an operand does not broadcast to the output", -1;
   // Peel broadcasting views: expand(unsqueeze(b, 0), [m, n]) is b read as `[n]`.
   std::string inner;
   while (index_.node(node).op == ir::Node::Op::Call && !isMutating(index_.node(node)) &&
-         viewInputLetters(index_, node, letters, &inner) && index_.tensor(index_.producer(index_.node(node).args[0]))) {
+         viewInputLetters(index_, node, letters, &inner, roles) &&
+         index_.tensor(index_.producer(index_.node(node).args[0]))) {
     views_.push_back(node);
     node = index_.producer(index_.node(node).args[0]);
     letters = inner;
@@ -75,8 +79,8 @@ int EpilogueOperands::tensor(const ir::Arg& arg) {
   }
   if (t->dtype == spec::DType::F64) return why_ = "an f64 extra input", -1;
   // Several m dims flatten into M: an input must carry all of them or none.
-  size_t ms = std::count(letters.begin(), letters.end(), 'm');
-  size_t outMs = std::count(match_.outLetters.begin(), match_.outLetters.end(), 'm');
+  size_t ms = countM(letters);
+  size_t outMs = countM(match_.outLetters);
   if (ms != 0 && ms != outMs) return why_ = "an operand broadcasts along part of the flattened M", -1;
   return builder_.input(index_.node(node).name, t->dtype, letters, spec::Space::Out);
 }

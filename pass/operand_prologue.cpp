@@ -24,8 +24,9 @@ bool isConvertSource(spec::DType d) {
 
 PrologueResult OperandPrologue::build(const ir::Arg& operand, const std::string& letters, spec::Space space) {
   space_ = space;
+  operandMs_ = countM(letters);
   result_ = PrologueResult{};
-  result_.value = fold(index_.producer(operand), letters, 0);
+  result_.value = fold(index_.producer(operand), letters, 0, true);
   return result_;
 }
 
@@ -47,7 +48,7 @@ bool OperandPrologue::isFoldableArithmetic(int node) const {
 }
 
 // x, viewed/converted/scaled  ->  the spec values computing it, leaves as inputs.
-int OperandPrologue::fold(int node, const std::string& letters, int depth) {
+int OperandPrologue::fold(int node, const std::string& letters, int depth, bool roles) {
   if (node < 0) return -1;
   const ir::Node& n = index_.node(node);
   if (depth >= kMaxPrologueDepth || claimed_[node] || n.op != ir::Node::Op::Call ||
@@ -55,16 +56,16 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth) {
     return leaf(node, letters);
 
   std::string inLetters;
-  if (viewInputLetters(index_, node, letters, &inLetters)) {
+  if (viewInputLetters(index_, node, letters, &inLetters, roles)) {
     // permute(x) as B  ->  x read with its dims named `[n,k]`: a layout, not a prologue op.
-    int v = fold(index_.producer(n.args[0]), inLetters, depth + 1);
+    int v = fold(index_.producer(n.args[0]), inLetters, depth + 1, roles);
     if (v < 0) return -1;
     result_.absorbed.push_back(node);
     return v;
   }
   if (isFoldableConvert(node)) {
     // convert(w_i8 -> bf16)  ->  `%w = input i8`, `convert %w : bf16`
-    int x = fold(index_.producer(n.args[0]), letters, depth + 1);
+    int x = fold(index_.producer(n.args[0]), letters, depth + 1, roles);
     if (x < 0) return -1;
     result_.absorbed.push_back(node);
     result_.ops.push_back("convert");
@@ -74,17 +75,29 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth) {
     // mul(w, unsqueeze(scale))  ->  `mul %w %scale` with scale read as `[n]`
     const ir::TensorType* t = index_.tensor(node);
     std::vector<std::string> argLetters(n.args.size());
+    std::vector<bool> argRoles(n.args.size(), false);
     for (size_t i = 0; i < n.args.size(); ++i) {
       if (n.args[i].isNumber()) continue;
       const ir::TensorType* at = index_.tensor(index_.producer(n.args[i]));
-      if (!at || !broadcastLetters(at->sizes, t->sizes, letters, &argLetters[i])) return leaf(node, letters);
+      argRoles[i] = roles && at && at->sizes == t->sizes;
+      if (!at || !broadcastLetters(at->sizes, t->sizes, letters, &argLetters[i], argRoles[i]))
+        return leaf(node, letters);
     }
+    // An argument that fails to fold (e.g. a zero point `[S,1]` against a `[B,S,K]`
+    // activation: it covers part of the flattened M, which no input dims can say) leaves the
+    // whole node an input of the chain: undo what its other arguments emitted.
+    ChainBuilder saved = builder_;
+    PrologueResult savedResult = result_;
     std::vector<int> operands;
     for (size_t i = 0; i < n.args.size(); ++i) {
       const ir::Arg& a = n.args[i];
       operands.push_back(a.isNumber() ? builder_.constant(a.number(), spec::DType::F32)
-                                      : fold(index_.producer(a), argLetters[i], depth + 1));
-      if (operands.back() < 0) return -1;
+                                      : fold(index_.producer(a), argLetters[i], depth + 1, argRoles[i]));
+      if (operands.back() < 0) {
+        builder_ = std::move(saved);
+        result_ = std::move(savedResult);
+        return leaf(node, letters);
+      }
     }
     result_.absorbed.push_back(node);
     std::string op = n.target.substr(5, 3);  // "mul", "div", "sub"
@@ -98,6 +111,9 @@ int OperandPrologue::leaf(int node, const std::string& letters) {
   const ir::TensorType* t = index_.tensor(node);
   // Inconsistent meta (a convert whose input has another rank) must not index past dims.
   if (!t || t->sizes.size() != letters.size()) return -1;
+  // Several m dims flatten into M: an A-space input must have all of them or none.
+  size_t ms = countM(letters);
+  if (space_ == spec::Space::A && ms != 0 && ms != operandMs_) return -1;
   result_.leaves.push_back(OperandLeaf{node, letters});
   return builder_.input(index_.node(node).name, t->dtype, letters, space_);
 }

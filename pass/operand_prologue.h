@@ -33,7 +33,9 @@ class OperandPrologue {
   PrologueResult build(const ir::Arg& operand, const std::string& letters, spec::Space space);
 
  private:
-  int fold(int node, const std::string& letters, int depth);
+  // `roles`: the value is the operand itself or has its full shape, so its size-1 dims are
+  // named by role (b/m/k/n); a broadcasting scale or zero point names them '1'.
+  int fold(int node, const std::string& letters, int depth, bool roles);
   int leaf(int node, const std::string& letters);
   // x.to(bf16) etc.: `convert %x : dt` when the source dtype is one the kernel converts.
   bool isFoldableConvert(int node) const;
@@ -43,6 +45,7 @@ class OperandPrologue {
   ChainBuilder& builder_;
   const std::vector<bool>& claimed_;
   spec::Space space_ = spec::Space::A;
+  size_t operandMs_ = 0;  // 'm' dims of the operand: an A-space input has all or none
   PrologueResult result_;
 };
 

@@ -45,6 +45,7 @@ Loaded load() {
   bind(lib, "cuModuleLoadData", &d.cuModuleLoadData, &missing);
   bind(lib, "cuModuleGetFunction", &d.cuModuleGetFunction, &missing);
   bind(lib, "cuFuncSetAttribute", &d.cuFuncSetAttribute, &missing);
+  bind(lib, "cuFuncGetAttribute", &d.cuFuncGetAttribute, &missing);
   bind(lib, "cuLaunchKernel", &d.cuLaunchKernel, &missing);
   bind(lib, "cuStreamIsCapturing", &d.cuStreamIsCapturing, &missing);
   if (!missing.empty()) {
@@ -53,6 +54,7 @@ Loaded load() {
   }
   std::string optional;
   bind(lib, "cuTensorMapEncodeTiled", &d.cuTensorMapEncodeTiled, &optional);
+  bind(lib, "cuLaunchKernelEx", &d.cuLaunchKernelEx, &optional);  // CUDA 11.8+
   const cu::Result r = d.cuInit(0);
   if (r != cu::kSuccess) {
     l.why = d.describe("cuInit", r);

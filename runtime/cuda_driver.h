@@ -28,7 +28,10 @@ constexpr int kAttrComputeCapabilityMajor = 75;
 constexpr int kAttrComputeCapabilityMinor = 76;
 constexpr int kAttrMaxSharedMemoryPerBlockOptin = 97;
 // CUfunction_attribute
+constexpr int kFuncAttrNumRegs = 4;
 constexpr int kFuncAttrMaxDynamicSharedSizeBytes = 8;
+// CUlaunchAttributeID
+constexpr int kLaunchAttrClusterDimension = 4;
 // CUstreamCaptureStatus
 constexpr int kCaptureStatusNone = 0;
 // CUtensorMapDataType
@@ -40,6 +43,34 @@ constexpr int kTensorMapInterleaveNone = 0;
 constexpr int kTensorMapSwizzle128B = 3;
 constexpr int kTensorMapL2Promotion128B = 2;
 constexpr int kTensorMapOobFillNone = 0;  // out-of-bounds elements read as zero
+
+// CUlaunchAttribute / CUlaunchConfig (cuda.h, CUDA 12/13): only the cluster dimension is used.
+union LaunchAttributeValue {  // CUlaunchAttributeValue: 64 bytes, pointer-aligned
+  char pad[64];
+  struct {
+    unsigned x, y, z;
+  } clusterDim;
+  void* align_;  // the real union holds pointers (CUevent, base_ptr): 8-byte alignment
+};
+struct LaunchAttribute {  // CUlaunchAttribute
+  int id;                 // CUlaunchAttributeID (an enum: int-sized)
+  char pad[8 - sizeof(int)];
+  LaunchAttributeValue value;
+};
+struct LaunchConfig {  // CUlaunchConfig
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  Stream hStream;
+  LaunchAttribute* attrs;
+  unsigned numAttrs;
+};
+static_assert(sizeof(LaunchAttributeValue) == 64, "CUlaunchAttributeValue layout");
+static_assert(sizeof(LaunchAttribute) == 72 && offsetof(LaunchAttribute, value) == 8,
+              "CUlaunchAttribute layout");
+static_assert(offsetof(LaunchConfig, hStream) == 32 && offsetof(LaunchConfig, attrs) == 40 &&
+                  offsetof(LaunchConfig, numAttrs) == 48 && sizeof(LaunchConfig) == 56,
+              "CUlaunchConfig layout");
 }  // namespace cu
 
 struct CudaDriver {
@@ -55,9 +86,12 @@ struct CudaDriver {
   cu::Result (*cuModuleLoadData)(cu::Module*, const void*);
   cu::Result (*cuModuleGetFunction)(cu::Function*, cu::Module, const char*);
   cu::Result (*cuFuncSetAttribute)(cu::Function, int, int);
+  cu::Result (*cuFuncGetAttribute)(int*, int, cu::Function);
   cu::Result (*cuLaunchKernel)(cu::Function, unsigned, unsigned, unsigned, unsigned, unsigned,
                                unsigned, unsigned, cu::Stream, void**, void**);
   cu::Result (*cuStreamIsCapturing)(cu::Stream, int*);
+  // Optional (CUDA 11.8+): cluster launches. Without it the split-K gemv runs with S = 1.
+  cu::Result (*cuLaunchKernelEx)(const cu::LaunchConfig*, cu::Function, void**, void**);
   // Optional (absent from drivers older than CUDA 12): only the TMA variants need it.
   cu::Result (*cuTensorMapEncodeTiled)(cu::TensorMap*, int, unsigned, void*, const uint64_t*,
                                        const uint64_t*, const unsigned*, const unsigned*, int,

@@ -175,21 +175,22 @@ int alignBytes(const at::Tensor& t) {
   return a;
 }
 
-// ---- One call -------------------------------------------------------------------------------
+// ---- Planning (the first call of a call site) ---------------------------------------------
 
 struct Plan {
   std::shared_ptr<const CachedSpec> entry;
   ChainShape shape;
   long long B = 1, M = 0, N = 0, K = 0;
   std::vector<at::Tensor> tensors;  // the inputs, made contiguous where the kernel needs it
+  std::vector<uint8_t> copied;      // per slot: tensors[slot] is a contiguous copy
   std::vector<LetterStrides> strides;
   codegen::ProblemShape problem;
   int aInput = -1, bInput = -1;     // value ids (operandInput)
 };
 
-Plan makePlan(at::TensorList inputs, c10::string_view specText) {
+Plan makePlan(at::TensorList inputs, std::shared_ptr<const CachedSpec> entry) {
   Plan plan;
-  plan.entry = specFor(specText);
+  plan.entry = std::move(entry);
   const ChainSpec& spec = plan.entry->spec;
   plan.shape = checkInputs(spec, inputs);
   plan.B = plan.shape.B.expect_int();
@@ -201,6 +202,7 @@ Plan makePlan(at::TensorList inputs, c10::string_view specText) {
   plan.aInput = operandInput(spec, 0);
   plan.bInput = operandInput(spec, 1);
   plan.tensors.assign(inputs.begin(), inputs.end());
+  plan.copied.assign(inputs.size(), 0);
   plan.strides.resize(inputs.size());
   for (size_t i = 0; i < spec.values.size(); ++i) {
     const Value& v = spec.values[i];
@@ -211,6 +213,7 @@ Plan makePlan(at::TensorList inputs, c10::string_view specText) {
     LetterStrides s;
     if ((operand && !innermostContiguous(t)) || !letterStrides(t, letters, &s)) {
       t = t.contiguous();  // freed stream-ordered by the caching allocator: safe after launch
+      plan.copied[v.slot] = 1;
       s = LetterStrides();
       TORCH_INTERNAL_ASSERT(letterStrides(t, letters, &s));
     }
@@ -227,10 +230,11 @@ Plan makePlan(at::TensorList inputs, c10::string_view specText) {
   return plan;
 }
 
-// Fills p.tma for the sm90_wgmma variant; false (and why) when the operands cannot be
-// described by tensor maps, in which case the caller picks a variant without TMA.
-bool encodeTensorMaps(const CudaDriver& d, const Plan& plan, const codegen::KernelConfig& c,
-                      FxParams* params, std::string* why) {
+// The sm90 template's tensor-map problem and config for a plan (pointers filled per call).
+// False (and why) when TMA cannot read the operands at all.
+bool tmaProblem(const CudaDriver& d, const Plan& plan, const codegen::KernelConfig& c,
+                sm90::GemmProblem* pr, sm90::GemmConfig* g, int* aSlot, int* bSlot,
+                std::string* why) {
   const ChainSpec& spec = plan.entry->spec;
   const Value& mm = spec.values[spec.mmIndex()];
   if (plan.aInput != mm.operands[0] || plan.bInput != mm.operands[1]) {
@@ -245,27 +249,30 @@ bool encodeTensorMaps(const CudaDriver& d, const Plan& plan, const codegen::Kern
   const Value& bv = spec.values[plan.bInput];
   const LetterStrides& as = plan.strides[av.slot];
   const LetterStrides& bs = plan.strides[bv.slot];
-  sm90::GemmProblem pr;
-  pr.dtype = av.dtype == spec::DType::BF16 ? sm90::ElemType::BF16 : sm90::ElemType::F16;
-  pr.batch = plan.B;
-  pr.M = plan.M;
-  pr.N = plan.N;
-  pr.K = plan.K;
-  pr.a_ptr = plan.tensors[av.slot].data_ptr();
-  pr.a_sb = as.b;
-  pr.a_sm = as.m;
-  pr.a_sk = plan.K == 1 ? 1 : as.k;
-  pr.b_ptr = plan.tensors[bv.slot].data_ptr();
-  pr.b_sb = bs.b;
-  pr.b_sk = bs.k;
-  pr.b_sn = bs.n;
-  pr.b_kmajor = plan.problem.b_kmajor;
-  sm90::GemmConfig g;
-  g.bm = c.bm;
-  g.bn = c.bn;
-  g.bk = c.bk;
-  g.stages = c.stages;
-  g.consumers = c.threads > 0 ? c.threads / 128 - 1 : c.bm / 64;
+  pr->dtype = av.dtype == spec::DType::BF16 ? sm90::ElemType::BF16 : sm90::ElemType::F16;
+  pr->batch = plan.B;
+  pr->M = plan.M;
+  pr->N = plan.N;
+  pr->K = plan.K;
+  pr->a_ptr = plan.tensors[av.slot].data_ptr();
+  pr->a_sb = as.b;
+  pr->a_sm = as.m;
+  pr->a_sk = plan.K == 1 ? 1 : as.k;
+  pr->b_ptr = plan.tensors[bv.slot].data_ptr();
+  pr->b_sb = bs.b;
+  pr->b_sk = bs.k;
+  pr->b_sn = bs.n;
+  pr->b_kmajor = plan.problem.b_kmajor;
+  *g = codegen::sm90ConfigOf(c);
+  *aSlot = av.slot;
+  *bSlot = bv.slot;
+  return true;
+}
+
+// Encodes p.tma[0] (A) and p.tma[1] (B) for the sm90_wgmma variant; false (and why) when the
+// operands cannot be described by tensor maps.
+bool encodeTensorMaps(const CudaDriver& d, const sm90::GemmProblem& pr, const sm90::GemmConfig& g,
+                      unsigned char (*tma)[128], std::string* why) {
   sm90::TensorMapDesc maps[2];
   if (!sm90::describeTensorMaps(pr, g, maps, why)) return false;
   for (int i = 0; i < 2; ++i) {
@@ -273,130 +280,436 @@ bool encodeTensorMaps(const CudaDriver& d, const Plan& plan, const codegen::Kern
     const uint64_t dims[3] = {m.global_dim[0], m.global_dim[1], m.global_dim[2]};
     const uint64_t strides[2] = {m.global_stride_bytes[0], m.global_stride_bytes[1]};
     const cu::Result r = d.cuTensorMapEncodeTiled(
-        reinterpret_cast<cu::TensorMap*>(params->tma[i]), m.data_type, m.rank,
+        reinterpret_cast<cu::TensorMap*>(tma[i]), m.data_type, m.rank,
         const_cast<void*>(m.global_address), dims, strides, m.box_dim, m.element_stride,
         m.interleave, m.swizzle, m.l2_promotion, m.oob_fill);
     if (r != cu::kSuccess) {
-      *why = d.describe("cuTensorMapEncodeTiled", r);
+      if (why) *why = d.describe("cuTensorMapEncodeTiled", r);
       return false;
     }
   }
   return true;
 }
 
-struct Ready {
+// ---- The per-call-site cache ----------------------------------------------------------------
+// Everything a call decides from its spec and the inputs' metadata (dtypes, sizes, strides,
+// 16-byte alignment class of the base pointers, device): the validated problem, the variant,
+// the loaded kernel, launch geometry, the tensor-map problem. A hit skips input validation,
+// chooseConfig (which copies and validates the spec), launchDims and every string build; only
+// the data pointers are read per call. Keyed per spec entry (pointer: entries live forever).
+
+struct CallEntry {
+  enum class Kind { Aten, Kernel };
+  Kind kind = Kind::Aten;
+  bool forced = false;  // a non-fast variant run as a kernel because FXFUSE_FORCE_KERNEL=1
+  std::shared_ptr<const CachedSpec> spec;
+  ChainShape shape;     // concrete; for the ATen evaluator
+  long long B = 1, M = 0, N = 0, K = 0;
+  std::vector<int64_t> outShape;
+  std::vector<at::ScalarType> outDtypes;
+  // Kind::Kernel
   std::shared_ptr<CudaKernel> kernel;
-  FxParams params;
-  std::string unavailable;  // non-empty: why no kernel (the caller falls back)
+  std::vector<LetterStrides> strides;  // per slot, of the tensor the kernel reads
+  std::vector<uint8_t> copy;           // per slot: pass tensor.contiguous() instead
+  bool anyCopy = false;
+  codegen::LaunchDims dims;       // as launched (cluster only when cuLaunchKernelEx exists)
+  codegen::LaunchDims plainDims;  // the same problem with split-K cluster S = 1
+  bool cluster = false;           // dims.cluster product > 1: launch with cuLaunchKernelEx
+  // sm90_wgmma: tensor maps, re-encoded only when the A/B pointers change.
+  bool tma = false;
+  int aSlot = -1, bSlot = -1;
+  sm90::GemmProblem tmaProblem;
+  sm90::GemmConfig tmaConfig;
+  mutable std::mutex tmaMutex;
+  mutable const void* lastA = nullptr;
+  mutable const void* lastB = nullptr;
+  alignas(64) mutable unsigned char lastTma[2][128];
 };
 
-// Config → kernel (compiled or cached) → TMA maps. Throws for capture-time misses and
-// driver failures; reports "unavailable" for what the ATen fallback answers.
-Ready getReady(const CudaDriver& d, const Plan& plan, int device, cu::Stream stream) {
-  Ready ready;
-  std::memset(&ready.params, 0, sizeof ready.params);
-  const DeviceInfo& info = deviceInfo(d, device);
-  codegen::ProblemShape problem = plan.problem;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    KernelRequest req;
-    req.config = codegen::chooseConfig(plan.entry->spec, problem, info.sm);
-    req.device = device;
-    req.arch = nvrtcArch(info.sm);
-    req.maxSmemOptin = info.maxSmemOptin;
-    req.mayCompile = [&] {
-      int status = 0;
-      const cu::Result r = d.cuStreamIsCapturing(stream, &status);
-      return r == cu::kSuccess && status == cu::kCaptureStatusNone;
-    };
-    try {
-      ready.kernel = getKernel(d, *plan.entry, req);
-    } catch (const KernelUnavailable& e) {
-      ready.unavailable = e.what();
-      return ready;
-    } catch (const KernelNotReady& e) {
-      TORCH_CHECK(false, "fxfuse::gemm_chain: ", e.what());
-    } catch (const std::runtime_error& e) {
-      TORCH_CHECK(false, e.what());
+struct KeyHash {
+  size_t operator()(const std::vector<int64_t>& v) const noexcept {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ v.size();
+    for (int64_t x : v) {
+      h ^= static_cast<uint64_t>(x) + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
     }
-    if (req.config.variant != "sm90_wgmma") return ready;
-    std::string why;
-    if (encodeTensorMaps(d, plan, req.config, &ready.params, &why)) return ready;
-    // The tensor maps reject this problem (odd N, K % 8, a row stride): tell the heuristic
-    // the operands are misaligned, which rules TMA out, and choose again.
-    ready.kernel = nullptr;
-    ready.unavailable = "no tensor map for the TMA kernel (" + why + ")";
-    problem.align_bytes_a = problem.align_bytes_b = 2;
+    return static_cast<size_t>(h * 0xff51afd7ed558ccdull);
   }
-  return ready;  // still TMA after the retry: fall back with the reason
+};
+
+struct CallCache {
+  std::mutex mutex;
+  std::unordered_map<std::vector<int64_t>, std::shared_ptr<const CallEntry>, KeyHash> map;
+};
+
+CallCache& callCache() {
+  static auto* c = new CallCache();  // leaked: ops may run during static destruction
+  return *c;
 }
 
-void fillParams(const Plan& plan, const std::vector<at::Tensor>& outputs, FxParams* p) {
-  p->B = plan.B;
-  p->M = plan.M;
-  p->N = plan.N;
-  p->K = plan.K;
-  p->num_inputs = static_cast<int>(plan.tensors.size());
-  p->num_outputs = static_cast<int>(outputs.size());
-  for (size_t slot = 0; slot < plan.tensors.size(); ++slot) {
-    const LetterStrides& s = plan.strides[slot];
-    p->in[slot] = {plan.tensors[slot].data_ptr(), s.b, s.m, s.k, s.n};
+constexpr size_t kMaxCallEntries = 4096;  // dynamic shapes: drop all and start over
+constexpr size_t kKeyForce = 2;           // index of the FXFUSE_FORCE_KERNEL bit in a key
+
+// The key of a call: [spec, device, force, #inputs, per input: dtype, rank, base address mod
+// 16, sizes, strides]. False when the inputs are of a kind the cache does not describe
+// (undefined, not strided, on different devices): the slow path then raises or handles them.
+bool callKey(const CachedSpec* spec, at::TensorList inputs, std::vector<int64_t>* key) {
+  key->clear();
+  if (inputs.empty()) return false;
+  const c10::Device device = inputs[0].device();
+  key->push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(spec)));
+  key->push_back(device.index());
+  key->push_back(0);
+  key->push_back(static_cast<int64_t>(inputs.size()));
+  for (const at::Tensor& t : inputs) {
+    if (!t.defined() || t.layout() != at::kStrided || t.device() != device) return false;
+    const int64_t rank = t.dim();
+    key->push_back(static_cast<int64_t>(t.scalar_type()));
+    key->push_back(rank);
+    key->push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.const_data_ptr()) & 15));
+    const auto sizes = t.sizes();
+    const auto strides = t.strides();
+    for (int64_t d = 0; d < rank; ++d) key->push_back(sizes[d]);
+    for (int64_t d = 0; d < rank; ++d) key->push_back(strides[d]);
+  }
+  return true;
+}
+
+std::shared_ptr<const CallEntry> findCall(const std::vector<int64_t>& key) {
+  CallCache& c = callCache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  auto it = c.map.find(key);
+  return it == c.map.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<CallEntry> atenEntry(const Plan& plan) {
+  auto e = std::make_shared<CallEntry>();
+  e->kind = CallEntry::Kind::Aten;
+  e->spec = plan.entry;
+  e->shape = plan.shape;
+  e->B = plan.B;
+  e->M = plan.M;
+  e->N = plan.N;
+  e->K = plan.K;
+  return e;
+}
+
+// Stores `call` under `key` (its force bit set for a forced kernel; then the unforced key
+// also gets an ATen entry, so that a call without the flag does not plan again).
+void insertCall(std::vector<int64_t> key, std::shared_ptr<const CallEntry> call,
+                const Plan& plan) {
+  CallCache& c = callCache();
+  std::shared_ptr<const CallEntry> unforced;
+  if (call->forced) unforced = atenEntry(plan);
+  std::lock_guard<std::mutex> lock(c.mutex);
+  if (c.map.size() >= kMaxCallEntries) c.map.clear();
+  key[kKeyForce] = call->forced ? 1 : 0;
+  c.map[key] = std::move(call);
+  if (unforced) {
+    key[kKeyForce] = 0;
+    c.map.emplace(key, std::move(unforced));
+  }
+}
+
+void warnOnce(const std::string& key, const std::string& message) {
+  static std::mutex mutex;
+  static std::unordered_map<std::string, bool> warned;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!warned[key]) TORCH_WARN(message);
+  warned[key] = true;
+}
+
+// The decision for a plan: an ATen entry (variant not fast, not forced), a kernel entry, or
+// null with *reason set (no kernel: the caller falls back). Compiles only for kernel entries.
+// Throws for capture-time misses and driver failures.
+std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int device,
+                                   cu::Stream stream, std::string* reason) {
+  const ChainSpec& spec = plan.entry->spec;
+  const DeviceInfo& info = deviceInfo(d, device);
+  codegen::ProblemShape problem = plan.problem;
+  codegen::KernelConfig config;
+  sm90::GemmProblem tmaPr;
+  sm90::GemmConfig tmaCfg;
+  int aSlot = -1, bSlot = -1;
+  alignas(64) unsigned char tma[2][128];
+  std::memset(tma, 0, sizeof tma);
+  bool useTma = false;
+  for (int attempt = 0;; ++attempt) {
+    config = codegen::chooseConfig(spec, problem, info.sm);
+    if (config.variant != "sm90_wgmma") break;
+    std::string why;
+    if (tmaProblem(d, plan, config, &tmaPr, &tmaCfg, &aSlot, &bSlot, &why) &&
+        encodeTensorMaps(d, tmaPr, tmaCfg, tma, &why)) {
+      useTma = true;
+      break;
+    }
+    // The tensor maps reject this problem (odd N, K % 8, a row stride): tell the heuristic
+    // the operands are misaligned, which rules TMA out, and choose again.
+    if (attempt == 1) {
+      *reason = "no tensor map for the TMA kernel (" + why + ")";
+      return nullptr;
+    }
+    problem.align_bytes_a = problem.align_bytes_b = 2;
+  }
+
+  // Never slower than unfused: a variant that may lose to cuBLAS + ATen pointwise is not run;
+  // the chain goes through ATen on the device (exactly the unfused graph), before compiling.
+  const bool fast = codegen::isFastVariant(config);
+  const bool force = !fast && envFlag("FXFUSE_FORCE_KERNEL");
+  if (!fast && !force) return atenEntry(plan);
+
+  KernelRequest req;
+  req.config = config;
+  req.device = device;
+  req.arch = nvrtcArch(info.sm);
+  req.maxSmemOptin = info.maxSmemOptin;
+  req.mayCompile = [&] {
+    int status = 0;
+    const cu::Result r = d.cuStreamIsCapturing(stream, &status);
+    return r == cu::kSuccess && status == cu::kCaptureStatusNone;
+  };
+  std::shared_ptr<CudaKernel> kernel;
+  try {
+    kernel = getKernel(d, *plan.entry, req);
+  } catch (const KernelUnavailable& e) {
+    *reason = e.what();
+    return nullptr;
+  } catch (const KernelNotReady& e) {
+    TORCH_CHECK(false, "fxfuse::gemm_chain: ", e.what());
+  } catch (const std::runtime_error& e) {
+    TORCH_CHECK(false, e.what());
+  }
+  // setmaxnreg: the consumer warpgroups take registers the producer freed; if ptxas allocated
+  // fewer per thread than the template assumed, setmaxnreg.inc would wait forever.
+  if (config.variant == "sm90_wgmma" &&
+      !sm90::setmaxnregSafe(codegen::sm90ConfigOf(config), kernel->numRegs)) {
+    stats().unsafeRegisterFallbacks++;
+    *reason = "kernel " + kernel->source.name + " was allocated " +
+              std::to_string(kernel->numRegs) + " registers per thread, fewer than its " +
+              "setmaxnreg budget assumes (" + std::to_string(sm90::entryRegs(tmaCfg)) +
+              "): launching it could hang, so it is not launched (please report a bug)";
+    return nullptr;
+  }
+
+  auto e = atenEntry(plan);
+  e->kind = CallEntry::Kind::Kernel;
+  e->forced = force;
+  e->kernel = kernel;
+  for (const c10::SymInt& s : plan.shape.outputShape()) e->outShape.push_back(s.expect_int());
+  for (int id : spec.outputs) e->outDtypes.push_back(toScalarType(spec.values[id].dtype));
+  e->strides = plan.strides;
+  e->copy = plan.copied;
+  for (uint8_t c : e->copy) e->anyCopy = e->anyCopy || c;
+  try {
+    e->dims = codegen::launchDims(kernel->source, plan.problem, info.smCount);
+    codegen::KernelSource plain = kernel->source;  // code was dropped at load: cheap copy
+    plain.config.max_cluster = 1;
+    e->plainDims = codegen::launchDims(plain, plan.problem, info.smCount);
+  } catch (const codegen::CodegenError& err) {
+    *reason = err.what();
+    return nullptr;
+  }
+  const auto& cl = e->dims.cluster;
+  if (cl[0] * cl[1] * cl[2] > 1) {
+    if (d.cuLaunchKernelEx) {
+      e->cluster = true;
+    } else {
+      // A plain launch with grid.y = S would leave each CTA a cluster of one (the kernel reads
+      // the cluster size from the hardware), each computing the whole K: launch S = 1 instead.
+      warnOnce("no cuLaunchKernelEx",
+               "fxfuse::gemm_chain: the CUDA driver lacks cuLaunchKernelEx; split-K gemv "
+               "kernels run without thread block clusters (slower). Warned once.");
+      e->dims = e->plainDims;
+    }
+  }
+  if (useTma) {
+    e->tma = true;
+    e->aSlot = aSlot;
+    e->bSlot = bSlot;
+    e->tmaProblem = tmaPr;
+    e->tmaConfig = tmaCfg;
+    e->lastA = tmaPr.a_ptr;
+    e->lastB = tmaPr.b_ptr;
+    std::memcpy(e->lastTma, tma, sizeof tma);
+  }
+  return e;
+}
+
+// ---- One call -------------------------------------------------------------------------------
+
+cu::Result launch(const CudaDriver& d, const CudaKernel& k, const codegen::LaunchDims& dims,
+                  bool cluster, cu::Stream stream, void** args) {
+  if (!cluster)
+    return d.cuLaunchKernel(k.function, dims.grid[0], dims.grid[1], dims.grid[2], dims.block, 1,
+                            1, static_cast<unsigned>(dims.smem_bytes), stream, args, nullptr);
+  cu::LaunchAttribute attr;
+  std::memset(&attr, 0, sizeof attr);
+  attr.id = cu::kLaunchAttrClusterDimension;
+  attr.value.clusterDim.x = dims.cluster[0];
+  attr.value.clusterDim.y = dims.cluster[1];
+  attr.value.clusterDim.z = dims.cluster[2];
+  cu::LaunchConfig cfg;
+  std::memset(&cfg, 0, sizeof cfg);
+  cfg.gridDimX = dims.grid[0];
+  cfg.gridDimY = dims.grid[1];
+  cfg.gridDimZ = dims.grid[2];
+  cfg.blockDimX = dims.block;
+  cfg.blockDimY = 1;
+  cfg.blockDimZ = 1;
+  cfg.sharedMemBytes = static_cast<unsigned>(dims.smem_bytes);
+  cfg.hStream = stream;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return d.cuLaunchKernelEx(&cfg, k.function, args, nullptr);
+}
+
+std::vector<at::Tensor> runCall(const CallEntry& c, at::TensorList inputs) {
+  const ChainSpec& spec = c.spec->spec;
+  if (c.kind == CallEntry::Kind::Aten) {
+    stats().atenDispatch++;
+    return evaluateReference(spec, inputs, c.shape);
+  }
+  const c10::Device device = inputs[0].device();
+  const CudaDriver* d = loadCudaDriver();
+  TORCH_INTERNAL_ASSERT(d, "fxfuse: kernel entry without a CUDA driver");
+  ensureContext(*d, device.index());
+  const cu::Stream stream = currentStream(device);
+
+  std::vector<at::Tensor> outputs;
+  outputs.reserve(c.outDtypes.size());
+  const at::TensorOptions options = inputs[0].options();
+  for (at::ScalarType dt : c.outDtypes) outputs.push_back(at::empty(c.outShape, options.dtype(dt)));
+  static const bool poison = envFlag("FXFUSE_POISON_OUTPUTS");
+  if (poison)  // 0xFF bytes: NaN in every float dtype, so an unwritten element shows
+    for (at::Tensor& o : outputs) o.view(at::kByte).fill_(255);
+
+  // Contiguous copies where the kernel needs them (kept alive until after the launch; the
+  // caching allocator frees them stream-ordered).
+  std::vector<at::Tensor> copies;
+  if (c.anyCopy) copies.resize(inputs.size());
+  FxParams params;
+  std::memset(&params, 0, sizeof params);
+  params.B = c.B;
+  params.M = c.M;
+  params.N = c.N;
+  params.K = c.K;
+  params.num_inputs = static_cast<int>(inputs.size());
+  params.num_outputs = static_cast<int>(outputs.size());
+  const void* ptrs[16];
+  for (size_t slot = 0; slot < inputs.size(); ++slot) {
+    const at::Tensor* t = &inputs[slot];
+    if (c.anyCopy && c.copy[slot]) {
+      copies[slot] = t->contiguous();
+      t = &copies[slot];
+    }
+    ptrs[slot] = t->const_data_ptr();
+    const LetterStrides& s = c.strides[slot];
+    params.in[slot] = {ptrs[slot], s.b, s.m, s.k, s.n};
   }
   for (size_t j = 0; j < outputs.size(); ++j)
-    p->out[j] = {outputs[j].data_ptr(), plan.M * plan.N, plan.N, 1};
+    params.out[j] = {outputs[j].data_ptr(), c.M * c.N, c.N, 1};
+
+  if (c.tma) {
+    const void* a = ptrs[c.aSlot];
+    const void* b = ptrs[c.bSlot];
+    std::lock_guard<std::mutex> lock(c.tmaMutex);
+    if (a != c.lastA || b != c.lastB) {
+      sm90::GemmProblem pr = c.tmaProblem;
+      pr.a_ptr = a;
+      pr.b_ptr = b;
+      std::string why;
+      if (!encodeTensorMaps(*d, pr, c.tmaConfig, c.lastTma, &why)) {
+        c.lastA = c.lastB = nullptr;  // lastTma may be half-written
+        return fallback("no tensor map for the TMA kernel (" + why + ")", spec, inputs, c.shape);
+      }
+      c.lastA = a;
+      c.lastB = b;
+    }
+    std::memcpy(params.tma, c.lastTma, sizeof params.tma);
+  }
+
+  void* args[] = {&params};
+  cu::Result r = launch(*d, *c.kernel, c.dims, c.cluster, stream, args);
+  if (r != cu::kSuccess && c.cluster) {
+    // A launch-configuration error (e.g. the cluster does not fit next to other work) is not
+    // sticky: run the same kernel without clusters, which it supports (S = 1).
+    warnOnce("cluster launch failed: " + c.kernel->source.name,
+             "fxfuse::gemm_chain: " + d->describe("cuLaunchKernelEx (cluster)", r) +
+                 "; launching " + c.kernel->source.name + " without clusters instead. Warned once.");
+    r = launch(*d, *c.kernel, c.plainDims, false, stream, args);
+  } else if (r == cu::kSuccess && c.cluster) {
+    stats().clusterLaunches++;
+  }
+  check(*d, r, c.cluster ? "cuLaunchKernelEx" : "cuLaunchKernel");
+  stats().launches++;
+  return outputs;
+}
+
+// The first call of a call site (or one the cache cannot describe): validates, plans, decides,
+// maybe compiles; stores the decision under `key` (null: not cacheable).
+std::vector<at::Tensor> planAndRun(at::TensorList inputs, std::shared_ptr<const CachedSpec> entry,
+                                   const std::vector<int64_t>* key, bool run) {
+  Plan plan = makePlan(inputs, std::move(entry));
+  const ChainSpec& spec = plan.entry->spec;
+  const c10::Device device = inputs[0].device();
+  const c10::DeviceGuard guard(device);
+  // K == 0: every output is the epilogue of a zero accumulator; not worth a kernel variant.
+  if (plan.K == 0) return run ? evaluateReference(spec, inputs, plan.shape) : std::vector<at::Tensor>{};
+  if (plan.B * plan.M * plan.N == 0) {
+    std::vector<at::Tensor> outputs;
+    if (!run) return outputs;
+    std::vector<int64_t> outShape;
+    for (const c10::SymInt& s : plan.shape.outputShape()) outShape.push_back(s.expect_int());
+    for (int id : spec.outputs)
+      outputs.push_back(
+          at::empty(outShape, inputs[0].options().dtype(toScalarType(spec.values[id].dtype))));
+    return outputs;
+  }
+
+  std::string why;
+  const CudaDriver* d = loadCudaDriver(&why);
+  if (!d) {
+    if (!run) return {};  // the op will fall back and warn
+    return fallback("the CUDA driver is unavailable (" + why + ")", spec, inputs, plan.shape);
+  }
+  ensureContext(*d, device.index());
+  const cu::Stream stream = currentStream(device);
+  std::string reason;
+  std::shared_ptr<const CallEntry> call = prepare(*d, plan, device.index(), stream, &reason);
+  if (!call) return run ? fallback(reason, spec, inputs, plan.shape) : std::vector<at::Tensor>{};
+  if (key) insertCall(*key, call, plan);
+  if (!run) return {};
+  return runCall(*call, inputs);
 }
 
 }  // namespace
 
 std::vector<at::Tensor> gemmChainCuda(at::TensorList inputs, c10::string_view specText) {
-  Plan plan = makePlan(inputs, specText);
-  const ChainSpec& spec = plan.entry->spec;
-  const c10::Device device = inputs[0].device();
-  const c10::DeviceGuard guard(device);
-  // K == 0: every output is the epilogue of a zero accumulator; not worth a kernel variant.
-  if (plan.K == 0) return evaluateReference(spec, inputs, plan.shape);
-
-  std::vector<at::Tensor> outputs;
-  std::vector<int64_t> outShape;
-  for (const c10::SymInt& s : plan.shape.outputShape()) outShape.push_back(s.expect_int());
-  for (int id : spec.outputs)
-    outputs.push_back(
-        at::empty(outShape, inputs[0].options().dtype(toScalarType(spec.values[id].dtype))));
-  if (plan.B * plan.M * plan.N == 0) return outputs;
-
-  std::string why;
-  const CudaDriver* d = loadCudaDriver(&why);
-  if (!d) return fallback("the CUDA driver is unavailable (" + why + ")", spec, inputs, plan.shape);
-  ensureContext(*d, device.index());
-  const cu::Stream stream = currentStream(device);
-  Ready ready = getReady(*d, plan, device.index(), stream);
-  if (!ready.kernel) return fallback(ready.unavailable, spec, inputs, plan.shape);
-
-  static const bool poison = envFlag("FXFUSE_POISON_OUTPUTS");
-  if (poison)  // 0xFF bytes: NaN in every float dtype, so an unwritten element shows
-    for (at::Tensor& o : outputs) o.view(at::kByte).fill_(255);
-  fillParams(plan, outputs, &ready.params);
-  const codegen::LaunchDims dims = codegen::launchDims(ready.kernel->source, plan.problem,
-                                                       deviceInfo(*d, device.index()).smCount);
-  void* args[] = {&ready.params};
-  check(*d,
-        d->cuLaunchKernel(ready.kernel->function, dims.grid[0], dims.grid[1], dims.grid[2],
-                          dims.block, 1, 1, static_cast<unsigned>(dims.smem_bytes), stream, args,
-                          nullptr),
-        "cuLaunchKernel");
-  stats().launches++;
-  return outputs;
+  auto entry = specFor(specText);
+  thread_local std::vector<int64_t> key;
+  const bool cacheable = callKey(entry.get(), inputs, &key);
+  if (cacheable) {
+    std::shared_ptr<const CallEntry> call = findCall(key);
+    if (call && call->kind == CallEntry::Kind::Aten && envFlag("FXFUSE_FORCE_KERNEL")) {
+      key[kKeyForce] = 1;  // the generic kernel, forced (tests)
+      call = findCall(key);
+      key[kKeyForce] = 0;
+    }
+    if (call) {
+      stats().callCacheHits++;
+      const c10::DeviceGuard guard(inputs[0].device());
+      return runCall(*call, inputs);
+    }
+  }
+  return planAndRun(inputs, std::move(entry), cacheable ? &key : nullptr, /*run=*/true);
 }
 
 void precompileCuda(at::TensorList inputs, c10::string_view specText) {
   TORCH_CHECK(!inputs.empty() && inputs[0].is_cuda(),
               "fxfuse.precompile: pass the CUDA tensors (or same-shaped ones) the op will get");
-  Plan plan = makePlan(inputs, specText);
-  const c10::DeviceGuard guard(inputs[0].device());
-  std::string why;
-  const CudaDriver* d = loadCudaDriver(&why);
-  if (!d) return;  // the op will fall back and warn
-  ensureContext(*d, inputs[0].device().index());
-  getReady(*d, plan, inputs[0].device().index(), currentStream(inputs[0].device()));
+  auto entry = specFor(specText);
+  std::vector<int64_t> key;
+  const bool cacheable = callKey(entry.get(), inputs, &key);
+  planAndRun(inputs, std::move(entry), cacheable ? &key : nullptr, /*run=*/false);
 }
 
 bool nvrtcAvailable() { return !nvrtcLibraryPath().empty(); }

@@ -22,7 +22,7 @@ using spec::ValueKind;
 
 std::shared_ptr<const CachedSpec> specFor(c10::string_view text) {
   try {
-    return getCachedSpec(std::string(text));
+    return getCachedSpec(std::string_view(text.data(), text.size()));
   } catch (const spec::SpecError& e) {
     TORCH_CHECK(false, "fxfuse::gemm_chain: invalid spec: ", e.what(), "\n--- spec ---\n", text);
   }

@@ -66,6 +66,9 @@ std::shared_ptr<CudaKernel> load(const CudaDriver& d, codegen::KernelSource src,
   check(d, d.cuModuleLoadData(&k->module, image.data()), "cuModuleLoadData");
   check(d, d.cuModuleGetFunction(&k->function, k->module, src.name.c_str()),
         "cuModuleGetFunction");
+  // The launcher checks it against the sm90 template's setmaxnreg budget (tma_desc.h).
+  check(d, d.cuFuncGetAttribute(&k->numRegs, cu::kFuncAttrNumRegs, k->function),
+        "cuFuncGetAttribute(NUM_REGS)");
   // Above 48 KB of dynamic shared memory a kernel must opt in, once per function.
   if (src.smem_bytes > 48 * 1024) {
     if (static_cast<long long>(src.smem_bytes) > r.maxSmemOptin)

@@ -19,6 +19,7 @@ struct CudaKernel {
   cu::Module module = nullptr;
   cu::Function function = nullptr;
   int device = -1;
+  int numRegs = -1;  // CU_FUNC_ATTRIBUTE_NUM_REGS: registers per thread ptxas allocated
 };
 
 // No kernel can be had, for a reason the op answers by evaluating with ATen instead (no

@@ -12,6 +12,9 @@ std::vector<std::pair<std::string, int64_t>> RuntimeStats::snapshot() const {
       {"cpu_calls", cpuCalls.load()},
       {"launches", launches.load()},
       {"fallbacks", fallbacks.load()},
+      {"aten_dispatch", atenDispatch.load()},
+      {"cluster_launches", clusterLaunches.load()},
+      {"call_cache_hits", callCacheHits.load()},
       {"kernels_compiled", kernelsCompiled.load()},
       {"memory_hits", memoryHits.load()},
       {"disk_hits", diskHits.load()},
@@ -19,12 +22,14 @@ std::vector<std::pair<std::string, int64_t>> RuntimeStats::snapshot() const {
       {"disk_rebuilds", diskRebuilds.load()},
       {"disk_writes", diskWrites.load()},
       {"disk_write_failures", diskWriteFailures.load()},
+      {"unsafe_register_fallbacks", unsafeRegisterFallbacks.load()},
   };
 }
 
 void RuntimeStats::reset() {
-  for (auto* c : {&cpuCalls, &launches, &fallbacks, &kernelsCompiled, &memoryHits, &diskHits,
-                  &diskMisses, &diskRebuilds, &diskWrites, &diskWriteFailures})
+  for (auto* c : {&cpuCalls, &launches, &fallbacks, &atenDispatch, &clusterLaunches,
+                  &callCacheHits, &kernelsCompiled, &memoryHits, &diskHits, &diskMisses,
+                  &diskRebuilds, &diskWrites, &diskWriteFailures, &unsafeRegisterFallbacks})
     c->store(0);
 }
 

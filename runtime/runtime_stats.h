@@ -12,7 +12,12 @@ namespace fxfuse::runtime {
 struct RuntimeStats {
   std::atomic<int64_t> cpuCalls{0};          // CPU kernel (reference) runs
   std::atomic<int64_t> launches{0};          // generated kernels launched
-  std::atomic<int64_t> fallbacks{0};         // CUDA calls evaluated with ATen instead
+  std::atomic<int64_t> fallbacks{0};         // CUDA calls evaluated with ATen instead (no kernel)
+  // CUDA calls run unfused through ATen by design: the chosen variant is not a fast one
+  // (codegen::isFastVariant), so cuBLAS + ATen pointwise is at least as fast. Not an error.
+  std::atomic<int64_t> atenDispatch{0};
+  std::atomic<int64_t> clusterLaunches{0};   // of `launches`: split-K cluster launches
+  std::atomic<int64_t> callCacheHits{0};     // CUDA calls served by the per-call-site cache
   std::atomic<int64_t> kernelsCompiled{0};   // NVRTC compilations
   std::atomic<int64_t> memoryHits{0};        // kernel found in the in-memory cache
   std::atomic<int64_t> diskHits{0};          // cubin loaded from the disk cache
@@ -20,6 +25,7 @@ struct RuntimeStats {
   std::atomic<int64_t> diskRebuilds{0};      // corrupt/truncated entry found, recompiled
   std::atomic<int64_t> diskWrites{0};        // entries written
   std::atomic<int64_t> diskWriteFailures{0};
+  std::atomic<int64_t> unsafeRegisterFallbacks{0};  // sm90 kernels refused (setmaxnreg)
 
   // (name, value) pairs in a fixed order, for the Python dict.
   std::vector<std::pair<std::string, int64_t>> snapshot() const;

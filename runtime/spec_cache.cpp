@@ -5,7 +5,8 @@ namespace {
 
 struct SpecCache {
   std::mutex mutex;
-  std::unordered_map<std::string, std::shared_ptr<const CachedSpec>> map;
+  // Keys view entry->text (entries are never freed), so lookups take a string_view.
+  std::unordered_map<std::string_view, std::shared_ptr<const CachedSpec>> map;
 };
 
 SpecCache& cache() {
@@ -15,7 +16,7 @@ SpecCache& cache() {
 
 }  // namespace
 
-std::shared_ptr<const CachedSpec> getCachedSpec(const std::string& text) {
+std::shared_ptr<const CachedSpec> getCachedSpec(std::string_view text) {
   SpecCache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mutex);
@@ -25,10 +26,11 @@ std::shared_ptr<const CachedSpec> getCachedSpec(const std::string& text) {
   // Parse outside the lock: two threads may parse the same text once each; the first insert
   // wins and both get equal specs.
   auto entry = std::make_shared<CachedSpec>();
-  entry->text = text;
-  entry->spec = spec::parseSpec(text);
+  entry->text = std::string(text);
+  entry->spec = spec::parseSpec(entry->text);
   std::lock_guard<std::mutex> lock(c.mutex);
-  return c.map.emplace(text, std::move(entry)).first->second;
+  const std::string_view key = entry->text;  // views the heap entry: stable while it lives
+  return c.map.emplace(key, std::move(entry)).first->second;
 }
 
 std::string dimLetters(const std::string& dims) {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "spec/chain_spec.h"
@@ -25,8 +26,9 @@ struct CachedSpec {
 };
 
 // Thread-safe. Throws spec::SpecError (with the parser's "line L: ..." message) for an
-// invalid spec; invalid specs are not cached.
-std::shared_ptr<const CachedSpec> getCachedSpec(const std::string& text);
+// invalid spec; invalid specs are not cached. A hit neither copies nor allocates: the map's
+// keys view the entries' own text.
+std::shared_ptr<const CachedSpec> getCachedSpec(std::string_view text);
 
 // Number of distinct specs parsed so far (for stats()).
 size_t cachedSpecCount();

@@ -38,10 +38,51 @@ class ApplyResult:
 
 
 def _fake_mode_of(graph: torch.fx.Graph):
+    """The FakeTensorMode of the placeholders' values, or None when there is none or there
+    are several (``make_fx(fn)(real tensors)`` gives each value its own fake mode): then the
+    rewrite is checked on meta tensors instead (``_meta_outputs``)."""
     from torch._guards import detect_fake_mode
 
     vals = [n.meta.get("val") for n in graph.nodes if n.op == "placeholder"]
-    return detect_fake_mode([v for v in vals if isinstance(v, torch.Tensor)])
+    try:
+        return detect_fake_mode([v for v in vals if isinstance(v, torch.Tensor)])
+    except Exception as e:  # noqa: BLE001 - AssertionError: mismatched fake modes
+        log.debug("fxfuse: no single fake mode for the graph (%s); checking rewrites on meta tensors",
+                  str(e).splitlines()[0] if str(e) else type(e).__name__)
+        return None
+
+
+def _concrete(xs) -> list[int] | None:
+    out = []
+    for x in xs:
+        if isinstance(x, torch.SymInt):
+            x = x.node.maybe_as_int() if hasattr(x.node, "maybe_as_int") else None
+        if not isinstance(x, int):
+            return None
+        out.append(int(x))
+    return out
+
+
+def _meta_tensor(v):
+    """A meta tensor of v's shape, strides and dtype (None when v has symbolic sizes)."""
+    shape, stride = _concrete(v.shape), _concrete(v.stride())
+    if shape is None or stride is None:
+        return None
+    return torch.empty_strided(shape, stride, dtype=v.dtype, device="meta")
+
+
+def _meta_outputs(op, vals, spec):
+    """The op's Meta kernel on meta tensors built from the inputs' values, for a graph
+    without one fake mode. Returns the outputs (on meta), None when the values have symbolic
+    sizes (nothing to build meta tensors from), or raises what the op raises."""
+    metas = [_meta_tensor(v) for v in vals]
+    if any(m is None for m in metas):
+        return None
+    return list(op(metas, spec))
+
+
+def _reject_text(e: BaseException) -> str:
+    return f"fxfuse.gemm_chain rejected the spec: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
 
 
 def _fake_outputs(op, in_nodes, outputs, spec, fake_mode) -> tuple[list | None, str | None]:
@@ -49,22 +90,33 @@ def _fake_outputs(op, in_nodes, outputs, spec, fake_mode) -> tuple[list | None, 
     and checked against the replaced output nodes (shape, dtype). Returns (values, None), or
     (None, reason) when the op rejects the spec or disagrees with the graph: such a rewrite
     would fail later in Inductor or compute something else, so it is not applied. Without a
-    fake mode (a graph without meta) the replaced outputs' values are used."""
+    fake mode (a graph whose values come from several fake modes) the op's Meta kernel is the
+    judge and the replaced outputs' values are kept; without values (a graph without meta)
+    nothing can be checked and the replaced outputs' values are used."""
     vals = [n.meta.get("val") for n in in_nodes]
     expected = [o.meta.get("val") for o in outputs]
-    if fake_mode is None or not all(isinstance(v, torch.Tensor) for v in vals):
+    if not all(isinstance(v, torch.Tensor) for v in vals):
         return expected, None
     try:
-        with fake_mode:
-            got = list(op(vals, spec))
+        if fake_mode is not None:
+            with fake_mode:
+                got = list(op(vals, spec))
+        else:
+            got = _meta_outputs(op, vals, spec)
+            if got is None:
+                return expected, None
     except Exception as e:  # noqa: BLE001 - the op's own check: report it, don't apply
-        return None, f"fxfuse.gemm_chain rejected the spec: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+        return None, _reject_text(e)
     if len(got) != len(outputs):
         return None, f"the op returns {len(got)} outputs, the plan names {len(outputs)}"
     for g, e, o in zip(got, expected, outputs):
         if isinstance(e, torch.Tensor) and (str(list(g.shape)) != str(list(e.shape)) or g.dtype != e.dtype):
             return None, (f"output {o.name}: the op gives {g.dtype} {list(g.shape)}, "
                           f"the graph has {e.dtype} {list(e.shape)}")
+    if fake_mode is None:
+        # Meta tensors are no values for the graph: keep the replaced outputs' (a value
+        # whose shape and dtype the op was just checked to agree with).
+        got = [e if isinstance(e, torch.Tensor) else g for g, e in zip(got, expected)]
     return got, None
 
 

@@ -5,6 +5,12 @@ capture, and the disk kernel cache across processes. Runs on the GPU machine onl
 
 Outputs are poisoned with NaN before every launch (FXFUSE_POISON_OUTPUTS=1) so an element a
 kernel fails to write shows, and FXFUSE_STRICT=1 turns any silent ATen fallback into an error.
+
+Variants that are not fast (codegen::isFastVariant: the generic sm80_mma / simt template) are
+normally not launched: the op runs such chains unfused through ATen on the GPU (stats
+"aten_dispatch"). These tests target the generated kernels, so they run with
+FXFUSE_FORCE_KERNEL=1, which launches the generic kernel anyway; the tests of the ATen dispatch
+itself turn it off.
 """
 import os
 import subprocess
@@ -28,8 +34,17 @@ gemm_chain = torch.ops.fxfuse.gemm_chain.default
 
 @pytest.fixture(autouse=True)
 def strict(monkeypatch):
-    """A silent ATen fallback (no NVRTC, codegen refusing a spec) fails the test."""
+    """A silent ATen fallback (no NVRTC, codegen refusing a spec) fails the test, and the
+    generic kernel is launched even where the op would run the chain through ATen (read per
+    call, so a test may delenv it; child processes inherit it)."""
     monkeypatch.setenv("FXFUSE_STRICT", "1")
+    monkeypatch.setenv("FXFUSE_FORCE_KERNEL", "1")
+
+
+@pytest.fixture
+def unforced(monkeypatch):
+    """The op's own dispatch: non-fast variants go to ATen."""
+    monkeypatch.delenv("FXFUSE_FORCE_KERNEL", raising=False)
 
 # (M, N, K): M = 1 (decode), non-multiples of every tile, odd N and K (no TMA), big tiles.
 SHAPES = [(1, 64, 64), (7, 130, 72), (129, 257, 136), (256, 512, 1024), (33, 96, 1025)]
@@ -102,6 +117,113 @@ def test_non_default_stream():
         outs = gemm_chain(case.inputs, case.spec)
     s.synchronize()
     check_outputs(case, outs, torch.float16)
+
+
+# ---- dispatch: never slower than unfused ------------------------------------------------------
+
+def _sm():
+    major, minor = torch.cuda.get_device_capability()
+    return major * 10 + minor
+
+
+@pytest.mark.parametrize("kind,shape", [("bias_gelu", (7, 130, 72)), ("residual", (64, 256, 128)),
+                                        ("silu", (33, 96, 1025))])
+def test_non_fast_variant_runs_through_aten(unforced, kind, shape):
+    """Shapes the heuristic gives the generic template (M in 17..127: no gemv, no sm90 TMA;
+    odd K/N) run unfused through ATen on the GPU: right answers, no kernel compiled or launched,
+    counted as aten_dispatch (not as an error fallback, so FXFUSE_STRICT=1 stays quiet)."""
+    seed("aten", kind, shape)
+    case = CASES[kind](torch.bfloat16, "cuda", *shape)
+    for call in range(2):  # planned, then served by the call-site cache
+        before = C.stats()
+        outs = gemm_chain(case.inputs, case.spec)
+        torch.cuda.synchronize()
+        after = C.stats()
+        assert after["aten_dispatch"] == before["aten_dispatch"] + 1, (call, after)
+        assert after["launches"] == before["launches"], (call, after)
+        assert after["fallbacks"] == before["fallbacks"], (call, after)
+        assert after["kernels_compiled"] == before["kernels_compiled"], (call, after)
+        assert all(o.is_cuda for o in outs)
+        check_outputs(case, outs, torch.bfloat16)
+    assert after["call_cache_hits"] >= before["call_cache_hits"] + 1
+
+
+def test_force_kernel_switches_per_call(monkeypatch):
+    """The same call site: ATen without the flag, the generic kernel with it, ATen again."""
+    seed("force")
+    case = CASES["bias_gelu"](torch.float16, "cuda", 48, 64, 96)
+    monkeypatch.delenv("FXFUSE_FORCE_KERNEL")
+    for force, counter in [(False, "aten_dispatch"), (True, "launches"), (False, "aten_dispatch")]:
+        if force:
+            monkeypatch.setenv("FXFUSE_FORCE_KERNEL", "1")
+        else:
+            monkeypatch.delenv("FXFUSE_FORCE_KERNEL", raising=False)
+        before = C.stats()
+        outs = gemm_chain(case.inputs, case.spec)
+        torch.cuda.synchronize()
+        after = C.stats()
+        assert after[counter] == before[counter] + 1, (force, after)
+        check_outputs(case, outs, torch.float16)
+
+
+def test_non_fast_variant_captures_in_cuda_graph(unforced):
+    """The ATen dispatch is capturable like the kernel (no warm-up needed: nothing compiles)."""
+    seed("aten-graph")
+    case = CASES["residual"](torch.bfloat16, "cuda", 64, 256, 128)
+    graph = torch.cuda.CUDAGraph()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        gemm_chain(case.inputs, case.spec)  # cuBLAS workspace etc. before capture
+    torch.cuda.current_stream().wait_stream(side)
+    with torch.cuda.graph(graph):
+        outs = gemm_chain(case.inputs, case.spec)
+    _fresh_inputs_(case)
+    graph.replay()
+    torch.cuda.synchronize()
+    check_outputs(case, outs, torch.bfloat16)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
+                    reason="split-K clusters need sm_90")
+@pytest.mark.parametrize("shape", [(1, 4096, 4096), (4, 1024, 8192), (16, 512, 2048)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_gemv_cluster_launch(unforced, shape):
+    """Decode shapes on Hopper: the gemv variant with a split-K cluster (cuLaunchKernelEx)."""
+    seed("cluster", shape)
+    case = CASES["linear_gelu_tanh"](torch.bfloat16, "cuda", *shape)
+    before = C.stats()
+    outs = gemm_chain(case.inputs, case.spec)
+    torch.cuda.synchronize()
+    after = C.stats()
+    assert after["launches"] == before["launches"] + 1, after
+    assert after["cluster_launches"] == before["cluster_launches"] + 1, after
+    check_outputs(case, outs, torch.bfloat16)
+    outs = gemm_chain(case.inputs, case.spec)  # cached call site
+    torch.cuda.synchronize()
+    check_outputs(case, outs, torch.bfloat16)
+
+
+def test_call_site_cache_sees_new_pointers_and_strides():
+    """A hit reuses the plan but reads pointers per call; a new stride or alignment class is a
+    new plan (the sm90 tensor maps embed pointers: re-encoded when they change)."""
+    seed("callcache")
+    dt = torch.bfloat16
+    for shape in [(256, 512, 1024), (7, 130, 72)]:
+        case = CASES["linear_gelu_tanh"](dt, "cuda", *shape)
+        run_checked(case, dt)
+        for _ in range(2):  # same metadata, new storage: cache hits with new pointers
+            case.inputs = [t.clone() for t in case.inputs]
+            _fresh_inputs_(case)
+            run_checked(case, dt)
+        wide = randn((shape[0], shape[2] + 8), dt, "cuda")  # new row stride, same class
+        wide[:, :shape[2]].copy_(case.inputs[0])
+        case.inputs[0] = wide[:, :shape[2]]
+        run_checked(case, dt)
+        off = randn((shape[0] * shape[2] + 1,), dt, "cuda")  # base address off by 2 bytes
+        off[1:].view(shape[0], shape[2]).copy_(case.inputs[0])
+        case.inputs[0] = off[1:].view(shape[0], shape[2])
+        run_checked(case, dt)
 
 
 def test_empty_m():
