@@ -24,6 +24,7 @@
 #include "runtime/torch_types.h"
 
 #include "codegen/codegen.h"
+#include "codegen/config_table.h"  // sm90ConfigOf
 #include "codegen/kernel_abi.h"
 #include "codegen/tma_desc.h"
 #include "runtime/kernel_loader.h"

@@ -25,6 +25,9 @@ fi
 pip_install() { "$PY" -m pip install -q --disable-pip-version-check "$@"; }
 "$PY" -c "import torch" 2>/dev/null || { echo "[setup] pip install torch==2.13.0"; pip_install torch==2.13.0; }
 "$PY" -c "import pybind11, pytest" 2>/dev/null || pip_install pybind11 pytest
+# The editable install builds without isolation (against this torch), so its build tools must be here.
+"$PY" -c "import wheel, setuptools, sys; sys.exit(int(setuptools.__version__.split('.')[0]) < 64)" 2>/dev/null \
+  || pip_install "setuptools>=64" wheel
 # NVRTC compiles CUDA without a GPU: the codegen tests compile every kernel with it. Use the
 # CUDA toolkit's when present, else the pip package.
 if ! ls /usr/local/cuda/lib64/libnvrtc.so* >/dev/null 2>&1 && \
