@@ -3,9 +3,22 @@
 // headers and no CUDA build of torch needed: the driver is dlopen'd (cuda_driver.h), NVRTC is
 // reached through codegen, and torch's current stream through the device-guard registry.
 //
-// When no kernel can be had (no libcuda/NVRTC, a spec codegen cannot emit, K == 0) the spec
-// is evaluated with ATen ops on the device instead: correct, capturable, slower; one warning
-// per reason and stats().fallbacks counts it. FXFUSE_STRICT=1 turns those into errors.
+// Never slower than unfused: when the chosen variant is not a fast one (codegen::isFastVariant:
+// the generic sm80_mma / simt template), the chain runs through the ATen evaluator on the GPU
+// (cuBLAS + ATen pointwise: the unfused graph) before anything is compiled; stats().atenDispatch
+// counts it, and it is not an error. FXFUSE_FORCE_KERNEL=1 (read per call) launches the generic
+// kernel instead (tests).
+//
+// When no kernel can be had (no libcuda/NVRTC, a spec codegen cannot emit, a kernel whose
+// setmaxnreg budget does not hold, K == 0) the spec is evaluated with ATen ops on the device
+// instead: correct, capturable, slower; one warning per reason and stats().fallbacks counts it.
+// FXFUSE_STRICT=1 turns those into errors.
+//
+// Host overhead: the first call of a call site (spec, input dtypes/sizes/strides, base address
+// mod 16, device) validates, plans, chooses and loads; the decision is kept in a small
+// lock-protected map (CallEntry), so later calls only read data pointers, allocate outputs,
+// fill FxParams and launch. sm90 tensor maps are re-encoded only when A/B pointers change.
+// Split-K gemv kernels launch as thread block clusters through cuLaunchKernelEx.
 #include <dlfcn.h>
 
 #include <cstdlib>

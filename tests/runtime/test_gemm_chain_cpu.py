@@ -146,9 +146,11 @@ def test_error_device_mismatch():
 def test_bindings_report_state(tmp_path):
     C = fxfuse._C
     st = C.stats()
-    for key in ("launches", "fallbacks", "kernels_compiled", "memory_hits", "disk_hits",
-                "disk_rebuilds", "cpu_calls"):
-        assert key in st
+    for key in ("launches", "fallbacks", "aten_dispatch", "kernels_compiled", "memory_hits",
+                "disk_hits", "disk_rebuilds", "cpu_calls", "cluster_launches", "call_cache_hits"):
+        assert key in st and isinstance(st[key], int), key
+    C.reset_stats()
+    assert all(v == 0 for k, v in C.stats().items() if k != "specs_parsed")
     assert isinstance(C.library_version(), str) and C.library_version()
     old = C.cache_dir()
     try:
