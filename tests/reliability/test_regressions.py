@@ -35,11 +35,9 @@ REGRESSIONS: dict[str, tuple[str, str, str]] = {
 
 
 # Open bugs (issue-8 report): strict xfail, so a fix shows up as XPASS and the mark must go.
-KNOWN_BUGS = {
-    "bmm_size1_b_and_n_labelled_1": "BUG-1 open",
-    "bmm_size1_n_labelled_1": "BUG-1 open",
-    "bmm_size1_b_n_int8_a": "BUG-1 open",
-    "matmul3d_prologue_input_broadcast_over_batch": "BUG-2 open",
+KNOWN_BUGS: dict[str, str] = {
+    # BUG-1 and BUG-2 cases pass since the pass names size-1 problem dims by role and leaves
+    # partial-M prologue inputs unfolded.
 }
 
 
