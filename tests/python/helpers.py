@@ -20,10 +20,11 @@ def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
 
 def run_python(code: str, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
     """Runs ``code`` in a fresh interpreter; ``fxfuse`` is importable there the same way."""
-    import conftest
-
+    # Whether fxfuse._C is the stand-in (what tests/python/conftest.py installed). Not
+    # `import conftest`: with tests/reliability collected too, that name is its conftest.
+    standin = bool(getattr(sys.modules.get("fxfuse._C"), "STANDIN", False))
     prelude = "import sys\n"
-    if conftest.STANDIN:  # the real extension: a plain `import fxfuse` there, nothing injected
+    if standin:  # the real extension: a plain `import fxfuse` there, nothing injected
         prelude += "import _standin\n_standin.install(force=True)\n"
     env = dict(os.environ)  # FXFUSE_TEST_PASS carries over
     env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "python"), HERE, env.get("PYTHONPATH", "")])

@@ -377,8 +377,7 @@ def rewrite_and_run(fn, example, run_inputs=None, decomp=False):
 
 @pytest.mark.parametrize("dtype", [
     torch.float64,
-    pytest.param(torch.complex64, marks=pytest.mark.xfail(
-        strict=True, reason="BUG-3: a complex GEMM is reported as unknown_meta, not unsupported_dtype")),
+    torch.complex64,  # BUG-3 (was reported as unknown_meta): fixed
     torch.int32, torch.int64])
 def test_pass_unfusable_dtypes(dtype):
     g = torch.Generator().manual_seed(3)
