@@ -20,6 +20,7 @@ struct Query {
   OperandInfo a, b;
   const ProblemShape& shape;
   int arch;
+  bool cheap_epilogue;  // see cheapEpilogue()
   bool is16bit() const { return a.elem == DType::BF16 || a.elem == DType::F16; }
 };
 
@@ -31,6 +32,29 @@ struct VariantRow {
   bool (*applies)(const Query&);
   KernelConfig (*config)(const Query&);
 };
+
+// Whether the Hopper kernel's epilogue is cheap enough for the fused kernel to beat the
+// unfused graph. Measured end to end on the H200 (bench/RESULTS.md, 2026-11-29): with
+// bias + ReLU + cast the fused kernel is 1.05-1.27x faster than eager, but with a
+// transcendental (GELU, SiLU: libm-accurate exp/tanh per element) or a full-size residual
+// read, the epilogue stalls the tensor cores and the fused kernel is 0.6-0.9x eager. Until the
+// epilogue overlaps the next tile's mainloop, those chains run unfused (ATen / Inductor).
+bool cheapEpilogue(const spec::ChainSpec& spec) {
+  static const char* const kExpensive[] = {"tanh", "exp", "log", "erf", "sigmoid", "sin", "cos",
+                                           "gelu", "gelu_tanh", "silu", "pow", "sqrt", "rsqrt",
+                                           "hardswish", "div", "reciprocal"};
+  const int mm = spec.mmIndex();
+  for (int i = mm + 1; i < static_cast<int>(spec.values.size()); ++i) {
+    const spec::Value& v = spec.values[i];
+    if (v.kind == spec::ValueKind::Input && v.dims.find('m') != std::string::npos &&
+        v.dims.find('n') != std::string::npos)
+      return false;  // a full [M, N] extra input (residual)
+    if (v.kind != spec::ValueKind::Op) continue;
+    for (const char* op : kExpensive)
+      if (v.op == op) return false;
+  }
+  return true;
+}
 
 // ---- gemv (kernels/gemv.cuh): the host-side chooser of its header comment ----
 constexpr int kGemvNT = 128;       // output columns per CTA (fixed in the template)
@@ -87,7 +111,7 @@ const VariantRow kRows[] = {
     {"sm90_wgmma", "kernels/sm90_wgmma_gemm.cuh", GridPolicy::Persistent, true,
      [](const Query& q) {
        // TMA loads A with k innermost: a transposed A is not expressible (the template checks).
-       return q.arch >= 90 && q.is16bit() && q.a.plain && q.b.plain && q.a.kmajor && q.shape.a_kmajor &&
+       return q.arch >= 90 && q.cheap_epilogue && q.is16bit() && q.a.plain && q.b.plain && q.a.kmajor && q.shape.a_kmajor &&
               q.shape.align_bytes_a >= 16 && q.shape.align_bytes_b >= 16 && q.shape.M >= 128 &&
               q.shape.K % 8 == 0 && q.shape.N % 8 == 0;
      },
@@ -153,7 +177,7 @@ size_t dynamicSmemBytes(const KernelConfig& c) {
 KernelConfig chooseConfig(const spec::ChainSpec& spec, const ProblemShape& shape, int sm_arch) {
   spec::ChainSpec checked = spec;
   spec::validateSpec(checked);  // the analysis below relies on a well-formed spec
-  Query q{analyzeA(checked), analyzeB(checked), shape, sm_arch};
+  Query q{analyzeA(checked), analyzeB(checked), shape, sm_arch, cheapEpilogue(checked)};
   for (const VariantRow& r : kRows)
     if (embeddedFile(r.templ) && r.applies(q)) return r.config(q);
   throw std::logic_error("fxfuse internal error: no kernel variant applies (please report a bug)");

@@ -60,6 +60,21 @@ codegen::KernelSource generateFor(const std::string& specText, long long M, long
   return codegen::generate(spec, codegen::chooseConfig(spec, shape, smFromArch(arch)));
 }
 
+// The variant the op would pick for an aligned problem of this size, and whether it is a fast
+// one (else the op evaluates the chain with ATen): the planner's profitability question.
+py::tuple kernelVariant(const std::string& specText, long long M, long long N, long long K,
+                        long long B, const std::string& arch) {
+  const spec::ChainSpec spec = parsed(specText);
+  codegen::ProblemShape shape;
+  shape.B = B;
+  shape.M = M;
+  shape.N = N;
+  shape.K = K;
+  setLayoutFromSpec(spec, &shape);
+  const codegen::KernelConfig config = codegen::chooseConfig(spec, shape, smFromArch(arch));
+  return py::make_tuple(config.variant, codegen::isFastVariant(config));
+}
+
 py::dict statsDict() {
   py::dict d;
   for (const auto& [name, value] : stats().snapshot()) d[py::str(name)] = value;
@@ -89,6 +104,10 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("spec"), py::arg("M"), py::arg("N"), py::arg("K"), py::arg("arch") = "sm_90",
       py::arg("B") = 1, "(kernel name, CUDA source) the op would compile for this problem.");
+  m.def("kernel_variant", &kernelVariant, py::arg("spec"), py::arg("M"), py::arg("N"),
+        py::arg("K"), py::arg("B") = 1, py::arg("arch") = "sm_90",
+        "(variant, fast): the kernel the op would pick for this problem (aligned operands); "
+        "fast=False means the op would run the chain with ATen, i.e. fusing gains nothing.");
   m.def(
       "compile_ptx",
       [](const std::string& spec, long long M, long long N, long long K, const std::string& arch,

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import logging
 
+# torch first: _C links libtorch, and loading it before torch's own Python module has set
+# itself up crashes a CUDA build of torch at import (seen on the GPU machine, torch 2.11).
+import torch  # noqa: F401
+
 try:
     from . import _C  # noqa: F401 - registers torch.ops.fxfuse.gemm_chain
 except ImportError as e:  # pragma: no cover - exercised only on a broken install

@@ -141,6 +141,66 @@ def problem_shape(node: torch.fx.Node) -> tuple[int, int, int, int] | None:
     return None if k is None else (m, n, k, b)
 
 
+def _static_problem(graph: torch.fx.Graph, rw: dict[str, Any]) -> tuple[int, int, int, int] | None:
+    """(M, N, K, B) of a planned rewrite when every size is static and it runs on CUDA."""
+    nodes = {n.name: n for n in graph.nodes}
+    out = nodes.get((rw.get("outputs") or [None])[0])
+    ins = [nodes.get(name) for name in rw.get("inputs") or []]
+    val = out.meta.get("val") if out is not None else None
+    if not isinstance(val, torch.Tensor) or val.device.type != "cuda" or val.dim() < 2:
+        return None
+    if any(isinstance(d, torch.SymInt) for d in val.shape):
+        return None  # symbolic M: the op picks a kernel per call (fast for some M, not others)
+    bmm = "\ngemm bmm" in rw["spec"]
+    shape = [int(d) for d in val.shape]
+    n, b = shape[-1], (shape[0] if bmm else 1)
+    m = 1
+    for d in (shape[1:-1] if bmm else shape[:-1]):
+        m *= d
+    for line in rw["spec"].splitlines():
+        tok = line.split()
+        if len(tok) >= 6 and tok[2] == "input" and "k" in tok[5]:
+            dims = tok[5].strip("[]").split(",")
+            node = ins[int(tok[3])] if int(tok[3]) < len(ins) else None
+            v = node.meta.get("val") if node is not None else None
+            if isinstance(v, torch.Tensor) and len(dims) == v.dim() and not isinstance(v.shape[dims.index("k")], torch.SymInt):
+                return m, n, int(v.shape[dims.index("k")]), b
+    return None
+
+
+def _drop_unprofitable(graph: torch.fx.Graph, plan: dict[str, Any], options: Options) -> None:
+    """A chain whose static problem would get no fast kernel (the op would evaluate it with
+    ATen, i.e. unfused) stays in the graph for Inductor to compile: a rewrite never makes a
+    model slower. Its GEMM is reported ``not_fused: not_profitable`` with the variant."""
+    from . import _C
+
+    variant_of = getattr(_C, "kernel_variant", None)
+    if variant_of is None or not plan.get("rewrites"):
+        return
+    dropped: dict[int, str] = {}
+    for rw in plan["rewrites"]:
+        problem = _static_problem(graph, rw)
+        if problem is None:
+            continue
+        m, n, k, b = problem
+        try:
+            variant, fast = variant_of(rw["spec"], m, n, k, b, options.resolved_arch())
+        except Exception as e:  # noqa: BLE001 - the op decides at run time then
+            log.debug("fxfuse: kernel_variant failed: %s", e)
+            continue
+        if not fast:
+            dropped[rw["id"]] = f"no fast kernel for {m}x{k}x{n} (would run as {variant}: unfused is as fast)"
+    if not dropped:
+        return
+    plan["rewrites"] = [rw for rw in plan["rewrites"] if rw["id"] not in dropped]
+    counters = plan.setdefault("counters", {})
+    for entry in plan.get("report") or []:
+        if entry.get("status") == "fused" and entry.get("rewrite") in dropped:
+            entry.update(status="not_fused", reason="not_profitable", detail=dropped[entry["rewrite"]])
+            counters["reject.not_profitable"] = counters.get("reject.not_profitable", 0) + 1
+            counters["chains_fused"] = max(0, counters.get("chains_fused", 0) - 1)
+
+
 def _kernels(result: ApplyResult) -> list[tuple[int, str, tuple[int, int, int, int] | None]]:
     return [(rid, node.args[1], problem_shape(node)) for rid, node in sorted(result.fused_nodes.items())]
 
@@ -185,6 +245,7 @@ def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph") 
     root = dump_root(options.dump_dir)
     before_fx = _graph_text(graph) if root else ""
     ir_text, plan = plan_for_graph(graph, options)
+    _drop_unprofitable(graph, plan, options)
     applied = apply_plan(graph, plan)
     _mark_skipped(plan, applied.skipped)
     if graph.owning_module is not None:
