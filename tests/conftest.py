@@ -4,6 +4,11 @@ scripts/gpu-check.sh runs them on the GPU machine)."""
 import os
 import sys
 
+# Every torch.compile in the tests must run the pass (counters and dumps are asserted), so no
+# FX/AOT graph cache: set before anything imports torch._inductor.
+os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")
+os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "0")
+
 import pytest
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
