@@ -698,7 +698,19 @@ std::vector<at::Tensor> planAndRun(at::TensorList inputs, std::shared_ptr<const 
 }  // namespace
 
 std::vector<at::Tensor> gemmChainCuda(at::TensorList inputs, c10::string_view specText) {
+  // The dispatcher picks this kernel when any input is on CUDA; every later step (call-site
+  // key, device guard, kernel pointers) assumes all of them are, on one device.
+  TORCH_CHECK(!inputs.empty(), "fxfuse::gemm_chain: no inputs");
+  for (size_t i = 0; i < inputs.size(); ++i)
+    TORCH_CHECK(inputs[i].defined() && inputs[i].is_cuda() && inputs[i].device() == inputs[0].device(),
+                "fxfuse::gemm_chain: input ", i, " is on ",
+                inputs[i].defined() ? inputs[i].device().str() : std::string("(undefined)"),
+                "; all inputs must be CUDA tensors on one device (input 0 is on ",
+                inputs[0].defined() ? inputs[0].device().str() : std::string("(undefined)"), ")");
   auto entry = specFor(specText);
+  TORCH_CHECK(static_cast<size_t>(entry->spec.numInputSlots()) == inputs.size(),
+              "fxfuse::gemm_chain: the spec takes ", entry->spec.numInputSlots(), " inputs, got ",
+              inputs.size());
   thread_local std::vector<int64_t> key;
   const bool cacheable = callKey(entry.get(), inputs, &key);
   if (cacheable) {

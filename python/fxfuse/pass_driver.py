@@ -37,6 +37,7 @@ class Options:
     epilogue: bool = True                # fuse ops after the GEMM
     arch: str | None = None              # "sm_90"; None: the current device's, else sm_90
     precompile: bool = True              # compile CUDA kernels while the model compiles
+    only_profitable: bool = True         # leave chains unfused where no fast kernel exists (CUDA, static shapes)
     extra: tuple[tuple[str, Any], ...] = ()  # passed to run_pass verbatim (forward compat)
 
     @staticmethod
@@ -175,7 +176,7 @@ def _drop_unprofitable(graph: torch.fx.Graph, plan: dict[str, Any], options: Opt
     from . import _C
 
     variant_of = getattr(_C, "kernel_variant", None)
-    if variant_of is None or not plan.get("rewrites"):
+    if variant_of is None or not options.only_profitable or not plan.get("rewrites"):
         return
     dropped: dict[int, str] = {}
     for rw in plan["rewrites"]:

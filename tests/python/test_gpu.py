@@ -13,9 +13,20 @@ BF16_TOL = 2e-2
 DEV = "cuda"
 
 
+@pytest.fixture(autouse=True)
+def _exercise_kernels(monkeypatch):
+    # These tests check the fused kernels themselves: keep every chain fused even where the
+    # planner would leave it to Inductor (only_profitable=False) and run the generic kernel
+    # where the op would use ATen (FXFUSE_FORCE_KERNEL). test_planner_* checks the defaults.
+    monkeypatch.setenv("FXFUSE_FORCE_KERNEL", "1")
+
+
+FUSE_ALL = dict(only_profitable=False)
+
+
 def _check(model, shape, **kw):
     model = model.to(DEV, torch.bfloat16).eval()
-    compiled = torch.compile(model, backend="fxfuse", **kw)
+    compiled = torch.compile(model, backend=fxfuse.backend_with(**FUSE_ALL), **kw)
     with torch.no_grad():
         for _ in range(3):
             x = torch.randn(*shape, device=DEV, dtype=torch.bfloat16)
@@ -43,7 +54,7 @@ def test_reduce_overhead():
 
 def test_dynamic_one_kernel_for_every_m():
     model = MLP(256, 1024, "gelu_tanh").to(DEV, torch.bfloat16).eval()
-    compiled = torch.compile(model, backend="fxfuse", dynamic=True)
+    compiled = torch.compile(model, backend=fxfuse.backend_with(**FUSE_ALL), dynamic=True)
     with torch.no_grad():
         for m in (2, 64):  # warm up both specializations Dynamo may take (0/1 are special)
             compiled(torch.randn(m, 256, device=DEV, dtype=torch.bfloat16))
@@ -61,7 +72,7 @@ def test_training_backward_bf16():
     model = MLP(256, 1024, "gelu_tanh").to(DEV, torch.bfloat16)
     ref = MLP(256, 1024, "gelu_tanh").to(DEV, torch.bfloat16)
     ref.load_state_dict(model.state_dict())
-    compiled = torch.compile(model, backend="fxfuse")
+    compiled = torch.compile(model, backend=fxfuse.backend_with(**FUSE_ALL))
     x = torch.randn(64, 256, device=DEV, dtype=torch.bfloat16)
     compiled(x).float().square().mean().backward()
     ref(x).float().square().mean().backward()
@@ -69,3 +80,17 @@ def test_training_backward_bf16():
         assert rel_err(p.grad, q.grad) < 5e-2
     assert [t for t, _, _ in fxfuse.report().graphs] == ["forward", "backward"]
     assert fxfuse.stats()["chains_fused"] >= 1
+
+
+def test_planner_leaves_unprofitable_chains_to_inductor(monkeypatch):
+    # Default options: a GELU epilogue at M=128 has no fast kernel on Hopper (the measured
+    # planner rule, codegen/config_table.cpp), so the chain stays unfused, reported as such.
+    monkeypatch.delenv("FXFUSE_FORCE_KERNEL", raising=False)
+    model = MLP(256, 1024, "gelu_tanh").to(DEV, torch.bfloat16).eval()
+    compiled = torch.compile(model, backend="fxfuse")
+    x = torch.randn(128, 256, device=DEV, dtype=torch.bfloat16)
+    with torch.no_grad():
+        assert rel_err(compiled(x), model(x)) < BF16_TOL
+    s = fxfuse.stats()
+    assert s["chains_fused"] == 0
+    assert s["rejections"].get("not_profitable", 0) >= 1, s
