@@ -142,22 +142,27 @@ def problem_shape(node: torch.fx.Node) -> tuple[int, int, int, int] | None:
     return None if k is None else (m, n, k, b)
 
 
-def _static_problem(graph: torch.fx.Graph, rw: dict[str, Any]) -> tuple[int, int, int, int] | None:
-    """(M, N, K, B) of a planned rewrite when every size is static and it runs on CUDA."""
+def _problem_sizes(graph: torch.fx.Graph, rw: dict[str, Any]) -> tuple[list[int], int, int, int] | None:
+    """(candidate Ms, N, K, B) of a planned rewrite on CUDA with static N and K. A symbolic M
+    (dynamic shapes: one artifact serves every M, the op picking a kernel per call, and running
+    the chain with ATen where no fast kernel exists) is judged at its hint: the size the model
+    was first called with."""
     nodes = {n.name: n for n in graph.nodes}
     out = nodes.get((rw.get("outputs") or [None])[0])
     ins = [nodes.get(name) for name in rw.get("inputs") or []]
     val = out.meta.get("val") if out is not None else None
     if not isinstance(val, torch.Tensor) or val.device.type != "cuda" or val.dim() < 2:
         return None
-    if any(isinstance(d, torch.SymInt) for d in val.shape):
-        return None  # symbolic M: the op picks a kernel per call (fast for some M, not others)
     bmm = "\ngemm bmm" in rw["spec"]
-    shape = [int(d) for d in val.shape]
-    n, b = shape[-1], (shape[0] if bmm else 1)
+    shape = list(val.shape)
+    if isinstance(shape[-1], torch.SymInt) or (bmm and isinstance(shape[0], torch.SymInt)):
+        return None
+    n, b = int(shape[-1]), (int(shape[0]) if bmm else 1)
+    m_dims = shape[1:-1] if bmm else shape[:-1]
     m = 1
-    for d in (shape[1:-1] if bmm else shape[:-1]):
-        m *= d
+    for d in m_dims:
+        m *= _hint(d)
+    ms = [m]
     for line in rw["spec"].splitlines():
         tok = line.split()
         if len(tok) >= 6 and tok[2] == "input" and "k" in tok[5]:
@@ -165,14 +170,14 @@ def _static_problem(graph: torch.fx.Graph, rw: dict[str, Any]) -> tuple[int, int
             node = ins[int(tok[3])] if int(tok[3]) < len(ins) else None
             v = node.meta.get("val") if node is not None else None
             if isinstance(v, torch.Tensor) and len(dims) == v.dim() and not isinstance(v.shape[dims.index("k")], torch.SymInt):
-                return m, n, int(v.shape[dims.index("k")]), b
+                return ms, n, int(v.shape[dims.index("k")]), b
     return None
 
 
 def _drop_unprofitable(graph: torch.fx.Graph, plan: dict[str, Any], options: Options) -> None:
-    """A chain whose static problem would get no fast kernel (the op would evaluate it with
-    ATen, i.e. unfused) stays in the graph for Inductor to compile: a rewrite never makes a
-    model slower. Its GEMM is reported ``not_fused: not_profitable`` with the variant."""
+    """A chain for which the op would find no fast kernel (it would evaluate the chain with
+    ATen, i.e. unfused, plus the op's overhead) stays in the graph for Inductor to compile: a
+    rewrite never makes a model slower. Its GEMM is reported ``not_fused: not_profitable``."""
     from . import _C
 
     variant_of = getattr(_C, "kernel_variant", None)
@@ -180,17 +185,20 @@ def _drop_unprofitable(graph: torch.fx.Graph, plan: dict[str, Any], options: Opt
         return
     dropped: dict[int, str] = {}
     for rw in plan["rewrites"]:
-        problem = _static_problem(graph, rw)
+        problem = _problem_sizes(graph, rw)
         if problem is None:
             continue
-        m, n, k, b = problem
-        try:
-            variant, fast = variant_of(rw["spec"], m, n, k, b, options.resolved_arch())
-        except Exception as e:  # noqa: BLE001 - the op decides at run time then
-            log.debug("fxfuse: kernel_variant failed: %s", e)
-            continue
-        if not fast:
-            dropped[rw["id"]] = f"no fast kernel for {m}x{k}x{n} (would run as {variant}: unfused is as fast)"
+        ms, n, k, b = problem
+        for m in ms:
+            try:
+                variant, fast = variant_of(rw["spec"], m, n, k, b, options.resolved_arch())
+            except Exception as e:  # noqa: BLE001 - the op decides at run time then
+                log.debug("fxfuse: kernel_variant failed: %s", e)
+                break
+            if not fast:
+                dropped[rw["id"]] = (f"no fast kernel for M={m}, K={k}, N={n} (it would run as {variant}; "
+                                     "unfused is as fast)")
+                break
     if not dropped:
         return
     plan["rewrites"] = [rw for rw in plan["rewrites"] if rw["id"] not in dropped]

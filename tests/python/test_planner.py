@@ -1,0 +1,30 @@
+"""The planner's profitability question (`_C.kernel_variant`), answered without a GPU: which
+kernel the op would pick for a problem, and whether it is a fast one. Chains without a fast
+kernel are left unfused by the pass driver (reported `not_profitable`)."""
+from __future__ import annotations
+
+import pytest
+
+import fxfuse._C as C
+
+HEAD = "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
+BIAS_RELU = HEAD + "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = relu %4 : bf16\noutput %5\n"
+BIAS_GELU = HEAD + "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\noutput %5\n"
+RESIDUAL = HEAD + "%3 = input 2 bf16 [m,n]\n%4 = add %2 %3 : bf16\noutput %4\n"
+INT8 = ("fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 i8 [n,k]\n%2 = convert %1 : bf16\n"
+        "%3 = input 2 bf16 [n,1]\n%4 = mul %2 %3 : bf16\n%5 = mm %0 %4 : bf16\n%6 = input 3 bf16 [n]\n"
+        "%7 = add %5 %6 : bf16\noutput %7\n")
+
+
+@pytest.mark.parametrize("spec,m,arch,variant,fast", [
+    (BIAS_RELU, 4096, "sm_90", "sm90_wgmma", True),    # cheap epilogue: the Hopper kernel wins
+    (BIAS_GELU, 4096, "sm_90", "sm80_mma", False),     # GELU stalls it (bench/RESULTS.md): unfused
+    (RESIDUAL, 4096, "sm_90", "sm80_mma", False),      # a full residual read: unfused
+    (BIAS_GELU, 1, "sm_90", "gemv", True),             # decode: the weight-streaming kernel
+    (BIAS_GELU, 64, "sm_90", "sm80_mma", False),       # dense M=64: cuBLAS is faster
+    (INT8, 64, "sm_90", "gemv", True),                 # int8 weights up to M=64
+    (INT8, 16, "sm_80", "gemv", True),
+    (BIAS_RELU, 4096, "sm_80", "sm80_mma", False),     # no Hopper kernel before sm_90
+])
+def test_kernel_variant(spec, m, arch, variant, fast):
+    assert C.kernel_variant(spec, m, 4096, 4096, 1, arch) == (variant, fast)
