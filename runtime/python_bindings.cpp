@@ -48,15 +48,22 @@ spec::ChainSpec parsed(const std::string& text) {
   }
 }
 
-codegen::KernelSource generateFor(const std::string& specText, long long M, long long N,
-                                  long long K, long long B, const std::string& arch) {
-  const spec::ChainSpec spec = parsed(specText);
+// An aligned problem of this size with the layouts the spec's dims give its operands.
+codegen::ProblemShape problemFor(const spec::ChainSpec& spec, long long M, long long N, long long K,
+                                 long long B) {
   codegen::ProblemShape shape;
   shape.B = B;
   shape.M = M;
   shape.N = N;
   shape.K = K;
   setLayoutFromSpec(spec, &shape);
+  return shape;
+}
+
+codegen::KernelSource generateFor(const std::string& specText, long long M, long long N,
+                                  long long K, long long B, const std::string& arch) {
+  const spec::ChainSpec spec = parsed(specText);
+  const codegen::ProblemShape shape = problemFor(spec, M, N, K, B);
   return codegen::generate(spec, codegen::chooseConfig(spec, shape, smFromArch(arch)));
 }
 
@@ -65,12 +72,7 @@ codegen::KernelSource generateFor(const std::string& specText, long long M, long
 py::tuple kernelVariant(const std::string& specText, long long M, long long N, long long K,
                         long long B, const std::string& arch) {
   const spec::ChainSpec spec = parsed(specText);
-  codegen::ProblemShape shape;
-  shape.B = B;
-  shape.M = M;
-  shape.N = N;
-  shape.K = K;
-  setLayoutFromSpec(spec, &shape);
+  const codegen::ProblemShape shape = problemFor(spec, M, N, K, B);
   const codegen::KernelConfig config = codegen::chooseConfig(spec, shape, smFromArch(arch));
   return py::make_tuple(config.variant, codegen::isFastVariant(config));
 }
