@@ -127,7 +127,7 @@ class Parser {
     size_t nameAt = pos_;
     expect('%', "expected '%'");
     n.name = parseName("a value name after '%'");
-    if (!defined_.insert(n.name).second) failAt(nameAt, fmt::format("redefinition of %{}", n.name));
+    if (defined_.count(n.name)) failAt(nameAt, fmt::format("redefinition of %{}", n.name));
     expect(':', "expected ':' after value name");
     n.type = parseType(0);
     expect('=', "expected '=' after the type");
@@ -147,6 +147,9 @@ class Parser {
       expect('(', "expected '(' after the op name");
       parseCallArgs(&n);
     }
+    // Defined only after its own arguments: a node that reads itself would be a cycle, which
+    // an FX graph never has and the pass's use-def walks must never meet (found by fuzzing).
+    defined_.insert(n.name);
     return n;
   }
 
