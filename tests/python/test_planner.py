@@ -28,3 +28,39 @@ INT8 = ("fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 i8 [n,k
 ])
 def test_kernel_variant(spec, m, arch, variant, fast):
     assert C.kernel_variant(spec, m, 4096, 4096, 1, arch) == (variant, fast)
+
+
+def _traced_on_fake_cuda(fn, *shapes):
+    """fn traced on fake CUDA tensors (works without a GPU): the graph the backend would see."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    with FakeTensorMode():
+        args = [torch.empty(*s, device="cuda", dtype=torch.bfloat16) for s in shapes]
+    return make_fx(fn, tracing_mode="fake")(*args)
+
+
+@pytest.mark.parametrize("act,fused,reason", [
+    ("relu", 1, None),                   # the Hopper kernel wins: fused
+    ("gelu", 0, "not_profitable"),      # no fast kernel at this size: left unfused, reported
+])
+def test_pass_leaves_unprofitable_chains_unfused(act, fused, reason):
+    import torch
+    import torch.nn.functional as F
+
+    from fxfuse.pass_driver import Options, run_on_graph
+
+    activation = {"relu": torch.relu, "gelu": lambda y: F.gelu(y, approximate="tanh")}[act]
+    gm = _traced_on_fake_cuda(lambda x, w, b: activation(torch.mm(x, w) + b), (4096, 4096), (4096, 4096), (4096,))
+    res = run_on_graph(gm.graph, Options(precompile=False, arch="sm_90"), "planner")
+    ops = [n for n in gm.graph.nodes if "gemm_chain" in str(n.target)]
+    assert len(ops) == fused
+    entry = next(e for e in res.plan["report"] if e["gemm"].startswith("mm"))
+    assert entry["status"] == ("fused" if fused else "not_fused")
+    if reason:
+        assert entry["reason"] == reason and "M=4096" in entry["detail"]
+    # Opting out keeps every chain fused (the GPU tests use it to exercise the kernels).
+    gm2 = _traced_on_fake_cuda(lambda x, w, b: activation(torch.mm(x, w) + b), (4096, 4096), (4096, 4096), (4096,))
+    run_on_graph(gm2.graph, Options(precompile=False, arch="sm_90", only_profitable=False), "planner")
+    assert sum("gemm_chain" in str(n.target) for n in gm2.graph.nodes) == 1
