@@ -116,62 +116,32 @@ def _hint(d: Any, default: int = 1024) -> int:
     return int(d)
 
 
-def problem_shape(node: torch.fx.Node) -> tuple[int, int, int, int] | None:
-    """(M, N, K, B) of a fused node, from its spec and its inputs' meta (symbolic M: hint)."""
-    spec = node.args[1]
-    vals = [n.meta.get("val") if isinstance(n, torch.fx.Node) else None for n in node.args[0]]
-    outs = node.meta.get("val")
-    if not outs or not isinstance(outs[0], torch.Tensor):
+def gemm_sizes(spec: str, vals: list[Any], out: Any) -> tuple[int, int, int, int] | None:
+    """(M, N, K, B) of a chain from its spec, its inputs' values and its first output's value
+    (symbolic dims at their hints); None when the meta is missing or K cannot be read."""
+    if not isinstance(out, torch.Tensor):
         return None
     bmm = "\ngemm bmm" in spec
-    out_shape = [_hint(d) for d in outs[0].shape]
-    n = out_shape[-1]
-    b = out_shape[0] if bmm else 1
+    out_shape = [_hint(d) for d in out.shape]
+    n, b = out_shape[-1], (out_shape[0] if bmm else 1)
     m = 1
     for d in (out_shape[1:-1] if bmm else out_shape[:-1]):
         m *= d
-    k = None
     for line in spec.splitlines():
         tok = line.split()
         if len(tok) >= 6 and tok[2] == "input" and "k" in tok[5]:
             dims = tok[5].strip("[]").split(",")
-            val = vals[int(tok[3])]
+            val = vals[int(tok[3])] if int(tok[3]) < len(vals) else None
             if isinstance(val, torch.Tensor) and len(dims) == val.dim():
-                k = _hint(val.shape[dims.index("k")])
-                break
-    return None if k is None else (m, n, k, b)
-
-
-def _problem_sizes(graph: torch.fx.Graph, rw: dict[str, Any]) -> tuple[list[int], int, int, int] | None:
-    """(candidate Ms, N, K, B) of a planned rewrite on CUDA with static N and K. A symbolic M
-    (dynamic shapes: one artifact serves every M, the op picking a kernel per call, and running
-    the chain with ATen where no fast kernel exists) is judged at its hint: the size the model
-    was first called with."""
-    nodes = {n.name: n for n in graph.nodes}
-    out = nodes.get((rw.get("outputs") or [None])[0])
-    ins = [nodes.get(name) for name in rw.get("inputs") or []]
-    val = out.meta.get("val") if out is not None else None
-    if not isinstance(val, torch.Tensor) or val.device.type != "cuda" or val.dim() < 2:
-        return None
-    bmm = "\ngemm bmm" in rw["spec"]
-    shape = list(val.shape)
-    if isinstance(shape[-1], torch.SymInt) or (bmm and isinstance(shape[0], torch.SymInt)):
-        return None
-    n, b = int(shape[-1]), (int(shape[0]) if bmm else 1)
-    m_dims = shape[1:-1] if bmm else shape[:-1]
-    m = 1
-    for d in m_dims:
-        m *= _hint(d)
-    ms = [m]
-    for line in rw["spec"].splitlines():
-        tok = line.split()
-        if len(tok) >= 6 and tok[2] == "input" and "k" in tok[5]:
-            dims = tok[5].strip("[]").split(",")
-            node = ins[int(tok[3])] if int(tok[3]) < len(ins) else None
-            v = node.meta.get("val") if node is not None else None
-            if isinstance(v, torch.Tensor) and len(dims) == v.dim() and not isinstance(v.shape[dims.index("k")], torch.SymInt):
-                return ms, n, int(v.shape[dims.index("k")]), b
+                return m, n, _hint(val.shape[dims.index("k")]), b
     return None
+
+
+def problem_shape(node: torch.fx.Node) -> tuple[int, int, int, int] | None:
+    """(M, N, K, B) of a fused node (for dumps and precompile)."""
+    vals = [n.meta.get("val") if isinstance(n, torch.fx.Node) else None for n in node.args[0]]
+    outs = node.meta.get("val")
+    return gemm_sizes(node.args[1], vals, outs[0] if outs else None)
 
 
 def _drop_unprofitable(graph: torch.fx.Graph, plan: dict[str, Any], options: Options) -> None:
@@ -184,21 +154,27 @@ def _drop_unprofitable(graph: torch.fx.Graph, plan: dict[str, Any], options: Opt
     if variant_of is None or not options.only_profitable or not plan.get("rewrites"):
         return
     dropped: dict[int, str] = {}
+    nodes = {n.name: n for n in graph.nodes}
     for rw in plan["rewrites"]:
-        problem = _problem_sizes(graph, rw)
-        if problem is None:
+        # A symbolic M is judged at its hint (the size the model was first called with): the op
+        # picks a kernel per call. Chains on other devices, or with symbolic N/K, are kept.
+        out = nodes.get((rw.get("outputs") or [None])[0])
+        val = out.meta.get("val") if out is not None else None
+        if not isinstance(val, torch.Tensor) or val.device.type != "cuda" or isinstance(val.shape[-1], torch.SymInt):
             continue
-        ms, n, k, b = problem
-        for m in ms:
-            try:
-                variant, fast = variant_of(rw["spec"], m, n, k, b, options.resolved_arch())
-            except Exception as e:  # noqa: BLE001 - the op decides at run time then
-                log.debug("fxfuse: kernel_variant failed: %s", e)
-                break
-            if not fast:
-                dropped[rw["id"]] = (f"no fast kernel for M={m}, K={k}, N={n} (it would run as {variant}; "
-                                     "unfused is as fast)")
-                break
+        vals = [nodes[name].meta.get("val") if name in nodes else None for name in rw.get("inputs") or []]
+        sizes = gemm_sizes(rw["spec"], vals, val)
+        if sizes is None:
+            continue
+        m, n, k, b = sizes
+        try:
+            variant, fast = variant_of(rw["spec"], m, n, k, b, options.resolved_arch())
+        except Exception as e:  # noqa: BLE001 - the op decides at run time then
+            log.debug("fxfuse: kernel_variant failed: %s", e)
+            continue
+        if not fast:
+            dropped[rw["id"]] = (f"no fast kernel for M={m}, K={k}, N={n} (it would run as {variant}; "
+                                 "unfused is as fast)")
     if not dropped:
         return
     plan["rewrites"] = [rw for rw in plan["rewrites"] if rw["id"] not in dropped]
