@@ -695,22 +695,26 @@ std::vector<at::Tensor> planAndRun(at::TensorList inputs, std::shared_ptr<const 
   return runCall(*call, inputs);
 }
 
-}  // namespace
-
-std::vector<at::Tensor> gemmChainCuda(at::TensorList inputs, c10::string_view specText) {
-  // The dispatcher picks this kernel when any input is on CUDA; every later step (call-site
-  // key, device guard, kernel pointers) assumes all of them are, on one device.
-  TORCH_CHECK(!inputs.empty(), "fxfuse::gemm_chain: no inputs");
+// The dispatcher picks the CUDA kernel when any input is on CUDA; every later step (call-site
+// key, device guard, kernel pointers, input slots) assumes all inputs are, on one device, and
+// that the spec takes exactly that many. Checked before anything else, for run and precompile.
+std::shared_ptr<const CachedSpec> checkedSpec(at::TensorList inputs, c10::string_view specText, const char* who) {
+  TORCH_CHECK(!inputs.empty(), who, ": no inputs");
   for (size_t i = 0; i < inputs.size(); ++i)
-    TORCH_CHECK(inputs[i].defined() && inputs[i].is_cuda() && inputs[i].device() == inputs[0].device(),
-                "fxfuse::gemm_chain: input ", i, " is on ",
-                inputs[i].defined() ? inputs[i].device().str() : std::string("(undefined)"),
+    TORCH_CHECK(inputs[i].defined() && inputs[i].is_cuda() && inputs[i].device() == inputs[0].device(), who,
+                ": input ", i, " is on ", inputs[i].defined() ? inputs[i].device().str() : std::string("(undefined)"),
                 "; all inputs must be CUDA tensors on one device (input 0 is on ",
                 inputs[0].defined() ? inputs[0].device().str() : std::string("(undefined)"), ")");
   auto entry = specFor(specText);
-  TORCH_CHECK(static_cast<size_t>(entry->spec.numInputSlots()) == inputs.size(),
-              "fxfuse::gemm_chain: the spec takes ", entry->spec.numInputSlots(), " inputs, got ",
-              inputs.size());
+  TORCH_CHECK(static_cast<size_t>(entry->spec.numInputSlots()) == inputs.size(), who, ": the spec takes ",
+              entry->spec.numInputSlots(), " inputs, got ", inputs.size());
+  return entry;
+}
+
+}  // namespace
+
+std::vector<at::Tensor> gemmChainCuda(at::TensorList inputs, c10::string_view specText) {
+  auto entry = checkedSpec(inputs, specText, "fxfuse::gemm_chain");
   thread_local std::vector<int64_t> key;
   const bool cacheable = callKey(entry.get(), inputs, &key);
   if (cacheable) {
@@ -730,9 +734,8 @@ std::vector<at::Tensor> gemmChainCuda(at::TensorList inputs, c10::string_view sp
 }
 
 void precompileCuda(at::TensorList inputs, c10::string_view specText) {
-  TORCH_CHECK(!inputs.empty() && inputs[0].is_cuda(),
-              "fxfuse.precompile: pass the CUDA tensors (or same-shaped ones) the op will get");
-  auto entry = specFor(specText);
+  // the CUDA tensors (or same-shaped ones) the op will get
+  auto entry = checkedSpec(inputs, specText, "fxfuse.precompile");
   std::vector<int64_t> key;
   const bool cacheable = callKey(entry.get(), inputs, &key);
   planAndRun(inputs, std::move(entry), cacheable ? &key : nullptr, /*run=*/false);

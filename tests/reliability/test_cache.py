@@ -325,10 +325,15 @@ def test_gpu_threads_share_kernels():
 
 
 @pytest.mark.gpu
-def test_gpu_no_nvrtc_falls_back_with_one_warning():
-    r = run_block_child(_scrubbed_env() | {"LD_LIBRARY_PATH": os.environ.get("LD_LIBRARY_PATH", "")}, "cuda")
-    # libcuda itself is needed by torch; only NVRTC is removed here
+def test_gpu_no_nvrtc_falls_back_with_one_warning(tmp_path):
+    # libcuda itself is needed by torch; only NVRTC is removed here. The cubin cache is empty:
+    # a cubin left on disk by an earlier test would need no compile, hence no warning.
+    env = _scrubbed_env() | {"LD_LIBRARY_PATH": os.environ.get("LD_LIBRARY_PATH", ""),
+                             "FXFUSE_CACHE_DIR": str(tmp_path / "cubins")}
+    r = run_block_child(env, "cuda")
+    assert r["device"] == "cuda", r
+    assert r["fused"] >= 1, r  # M=8: the planner picks gemv (a fast kernel), so chains are fused
     assert r["err"] < 2e-2, r
     msgs = [w for w in r["warnings"] if "nvrtc" in w.lower() or "evaluating with aten" in w.lower()]
     assert len(msgs) == 1, r["warnings"]
-    assert r["stats"].get("fallbacks", 0) >= 1 or r["fused"] == 0, r
+    assert r["stats"].get("fallbacks", 0) >= 1, r
