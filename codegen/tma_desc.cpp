@@ -18,7 +18,12 @@ bool describeTensorMaps(const GemmProblem& pr, const GemmConfig& cfg, TensorMapD
                         std::string* why) {
   const long long es = 2;  // bf16 / fp16
   if (cfg.bk != 64) return fail(why, "bk must be 64");
-  if (cfg.bm != 64 * cfg.consumers || cfg.bm > 256) return fail(why, "bm must be 64*consumers and <= 256");
+  if (cfg.pingpong) {
+    if (cfg.consumers != 2 || (cfg.bm != 64 && cfg.bm != 128) || cfg.bm * cfg.bn > 16384 || cfg.cluster_m != 1)
+      return fail(why, "ping-pong needs 2 consumers, a 64x128, 64x256 or 128x128 tile and no cluster");
+  } else if (cfg.bm != 64 * cfg.consumers || cfg.bm > 256) {
+    return fail(why, "bm must be 64*consumers and <= 256");
+  }
   if (cfg.bn != 128 && cfg.bn != 256) return fail(why, "bn must be 128 or 256");
   if (cfg.cluster_m != 1 && cfg.cluster_m != 2) return fail(why, "cluster_m must be 1 or 2");
   if (cfg.dynSmemBytes() > 227 * 1024) return fail(why, "stages*(bm+bn)*bk*2 too large");
@@ -130,6 +135,7 @@ std::string configDefines(const GemmConfig& c) {
   def("FX_THREADS", c.threads());
   def("FX_GROUP_M", c.group_m);
   def("FX_CLUSTER_M", c.cluster_m);
+  def("FX_PINGPONG", c.pingpong ? 1 : 0);
   return s;
 }
 

@@ -36,13 +36,14 @@ enum class ElemType { F16, BF16 };
 
 // Kernel template configuration: must match the FX_* macros the kernel was compiled with.
 struct GemmConfig {
-  int bm = 128;        // FX_BM = 64 * consumers
+  int bm = 128;        // FX_BM = 64 * consumers (cooperative) or 64 / 128 (ping-pong)
   int bn = 256;        // FX_BN: 128 or 256
   int bk = 64;         // FX_BK: 64 only
   int stages = 4;      // FX_STAGES: smem ring depth
   int consumers = 2;   // FX_CONSUMERS: MMA warpgroups (warpgroup 0 is the TMA producer)
   int group_m = 16;    // FX_GROUP_M: grouped tile order
   int cluster_m = 1;   // FX_CLUSTER_M: 1, or 2 = CTA pairs share (multicast) the B tile
+  bool pingpong = false;  // FX_PINGPONG: each of the 2 consumers owns whole bm x bn tiles (bm 64/128)
   int threads() const { return 128 * (consumers + 1); }
   // FX_STAGES*(BM+BN)*BK*2 + 1024 (alignment slack for the 1024-B swizzle atoms)
   long long dynSmemBytes() const { return (long long)stages * (bm + bn) * bk * 2 + 1024; }

@@ -104,6 +104,7 @@ extern "C" void FXV_CAT(fxv_get_, VID)(VariantInfo* v) {
   v->bf16 = FXV_BF16; v->b_kmajor = FX_B_KMAJOR; v->bm = FX_BM; v->bn = FX_BN; v->bk = FX_BK;
   v->stages = FX_STAGES; v->consumers = FX_CONSUMERS; v->group_m = FX_GROUP_M; v->epi = FXV_EPI;
   v->cluster_m = FX_CLUSTER_M;
+  v->pingpong = FX_PINGPONG;
   v->launch = fxv_launch;
   v->max_active_clusters = fxv_max_clusters;
 }

@@ -25,6 +25,10 @@
 //                       assuming the kernel is allocated FX_SM90_ENTRY_REGS (168 for 384 threads).
 //                       The runtime should check cuFuncGetAttribute(NUM_REGS) == 168 after loading
 //                       a 2-consumer kernel (fxfuse::sm90::setmaxnregSafe): with fewer, .inc waits forever.
+//   FX_PINGPONG  [0]    0: cooperative, the consumers split each tile (FX_BM = 64 * FX_CONSUMERS rows).
+//                       1: ping-pong, each of the 2 consumers owns whole tiles (local tiles 0,2,4.. and
+//                       1,3,5..; FX_BM = 64 or 128 rows, FX_BM*FX_BN <= 16384 so the accumulator fits);
+//                       one consumer's epilogue runs while the other's MMAs keep the tensor cores busy.
 //   FX_CLUSTER_M [1]    1 or 2.  2: CTA pairs (compile-time __cluster_dims__(2,1,1)) work on
 //                       vertically adjacent tiles (same N-tile); each CTA TMA-loads half of the shared
 //                       B tile and multicasts it to both, halving B's L2->SM traffic.  The grid must
@@ -78,6 +82,9 @@
 #ifndef FX_CLUSTER_M
 #define FX_CLUSTER_M 1
 #endif
+#ifndef FX_PINGPONG
+#define FX_PINGPONG 0
+#endif
 
 #ifndef FX_PRODUCER_REGS
 #define FX_PRODUCER_REGS 40
@@ -104,7 +111,12 @@
 
 static_assert(FX_THREADS == FX_SM90_THREADS, "FX_THREADS must be 128*(FX_CONSUMERS+1)");
 static_assert(FX_BK == 64, "FX_BK must be 64 (128-byte swizzle rows of 16-bit elements)");
+#if FX_PINGPONG
+static_assert(FX_CONSUMERS == 2 && (FX_BM == 64 || FX_BM == 128) && FX_BM * FX_BN <= 16384 && FX_CLUSTER_M == 1,
+              "ping-pong: 2 consumers, each a whole FX_BM x FX_BN tile (64x256, 64x128 or 128x128), no cluster");
+#else
 static_assert(FX_BM == 64 * FX_CONSUMERS && FX_BM <= 256, "FX_BM must be 64 * FX_CONSUMERS (<= 256: TMA box)");
+#endif
 static_assert(FX_BN == 128 || FX_BN == 256, "FX_BN must be 128 or 256");
 static_assert(FX_A_KMAJOR == 1, "sm90 template needs A K-contiguous");
 static_assert(FX_STAGES >= 2 && FX_STAGES * (FX_BM + FX_BN) * FX_BK * 2 + 1024 <= 227 * 1024,
@@ -343,7 +355,9 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 #pragma unroll
     for (int s = 0; s < S; ++s) {
       mbar_init(full0 + 8 * s, 1);
-      mbar_init(empty0 + 8 * s, 4 * FX_CONSUMERS * CM);  // lane 0 of every consumer warp of the cluster
+      // lane 0 of every consumer warp (of the cluster) that reads the stage: in ping-pong one
+      // consumer reads a stage, cooperative consumers all read it
+      mbar_init(empty0 + 8 * s, 4 * (FX_PINGPONG ? 1 : FX_CONSUMERS) * CM);
     }
     mbar_fence_init();
   }
@@ -422,28 +436,39 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         for (int r = 0; r < CM; ++r) mbar_arrive_cluster(mapa_shared(empty0 + 8 * st, (u32)r));
       }
     };
-    float d[BN / 2];
-    int s = 0;
-    u32 ph = 0;
-    for (long long t = tile0; t < tiles; t += tile_step) {
+    // SUB 64-row blocks per consumer tile: ping-pong consumers own all BM rows of their tiles,
+    // a cooperative consumer owns its 64 rows (block c) of every tile.
+    constexpr int SUB = FX_PINGPONG ? BM / 64 : 1;
+    const int row0 = FX_PINGPONG ? 0 : c * 64;
+    float d[SUB][BN / 2];
+    // The producer fills the ring with every tile of this CTA in order, nk stages each; a
+    // ping-pong consumer takes every other tile (local index j), so its ring position is j * nk.
+    const long long first = FX_PINGPONG ? c : 0, every = FX_PINGPONG ? 2 : 1;
+    for (long long j = first, t = tile0 + first * tile_step; t < tiles; j += every, t += every * tile_step) {
+      const long long q = j * nk;
+      int s = (int)(q % S);
+      u32 ph = (u32)((q / S) & 1);
       int b, tm, tn;
       tile_coords(t, mtc, nt, GROUP, b, tm, tn);
       tm = tm * CM + (int)crank;
       int prev = 0;
       for (int kb = 0; kb < nk; ++kb) {
         mbar_wait(full0 + 8 * s, ph);
-        const u32 sA = smem + s * STAGE_BYTES + c * (64 * BK * 2);
+        const u32 sA = smem + s * STAGE_BYTES + row0 * (BK * 2);
         const u32 sB = smem + s * STAGE_BYTES + A_BYTES;
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk) {
-          const u64 da = make_desc(sA + kk * 32, 16, 1024);
 #if FX_B_KMAJOR
           const u64 db = make_desc(sB + kk * 32, 16, 1024);
 #else
           const u64 db = make_desc(sB + kk * (16 * 128), 64 * BK * 2, 1024);
 #endif
-          wgmma_tile<BN, kBF16, FX_B_KMAJOR ? 0 : 1>(d, da, db, (kb > 0 || kk > 0) ? 1 : 0);
+#pragma unroll
+          for (int sub = 0; sub < SUB; ++sub) {
+            const u64 da = make_desc(sA + sub * (64 * BK * 2) + kk * 32, 16, 1024);
+            wgmma_tile<BN, kBF16, FX_B_KMAJOR ? 0 : 1>(d[sub], da, db, (kb > 0 || kk > 0) ? 1 : 0);
+          }
         }
         wgmma_commit();
         wgmma_wait<1>();  // the group issued one stage ago is done: its stage can be refilled
@@ -456,16 +481,19 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 
       // ---- epilogue straight from the accumulator fragment ----
       // m64nNk16 f32 accumulator: d[4j+0,1] = (row, 8j + 2*(lane%4) + {0,1}), d[4j+2,3] = row + 8,
-      // row = 16*warp + lane/4 within this warpgroup's 64 rows.
-      const long long row = (long long)tm * BM + c * 64 + warp * 16 + lane / 4;
+      // row = 16*warp + lane/4 within the 64-row block.
       const long long col = (long long)tn * BN + (lane % 4) * 2;
-      const bool r0 = row < M, r1 = row + 8 < M;
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const long long n = col + j * 8;
-        if (n < N) {
-          if (r0) fx_epilogue2(p, b, row, n, d[4 * j + 0], d[4 * j + 1]);
-          if (r1) fx_epilogue2(p, b, row + 8, n, d[4 * j + 2], d[4 * j + 3]);
+      for (int sub = 0; sub < SUB; ++sub) {
+        const long long row = (long long)tm * BM + row0 + sub * 64 + warp * 16 + lane / 4;
+        const bool r0 = row < M, r1 = row + 8 < M;
+#pragma unroll
+        for (int jn = 0; jn < BN / 8; ++jn) {
+          const long long n = col + jn * 8;
+          if (n < N) {
+            if (r0) fx_epilogue2(p, b, row, n, d[sub][4 * jn + 0], d[sub][4 * jn + 1]);
+            if (r1) fx_epilogue2(p, b, row + 8, n, d[sub][4 * jn + 2], d[sub][4 * jn + 3]);
+          }
         }
       }
     }

@@ -334,6 +334,10 @@ def test_gpu_no_nvrtc_falls_back_with_one_warning(tmp_path):
     assert r["device"] == "cuda", r
     assert r["fused"] >= 1, r  # M=8: the planner picks gemv (a fast kernel), so chains are fused
     assert r["err"] < 2e-2, r
-    msgs = [w for w in r["warnings"] if "nvrtc" in w.lower() or "evaluating with aten" in w.lower()]
-    assert len(msgs) == 1, r["warnings"]
-    assert r["stats"].get("fallbacks", 0) >= 1, r
+    # TORCH_WARN from an op called through torch.ops reaches stderr, not Python's warnings
+    # module (torch installs no warning handler around a custom op's call); count both.
+    said = [w for w in r["warnings"] if "nvrtc" in w.lower()]
+    said += [line for line in r["stderr"].splitlines() if "nvrtc" in line.lower()]
+    assert len(said) == 1, said
+    assert "evaluating with aten" in said[0].lower(), said
+    assert r["stats"].get("fallbacks", 0) >= 1 and r["stats"].get("kernels_compiled", 0) == 0, r
