@@ -37,10 +37,13 @@ CHAINS = {
 }
 CUBLASLT = {"bias_gelu": lambda x, w, b, r, wq, s: torch._addmm_activation(b, x, w, use_gelu=True)}
 
-LARGE = [(4096, 4096, 4096, torch.float16), (4096, 4096, 4096, torch.bfloat16),
-         (8192, 8192, 8192, torch.bfloat16), (4096, 4096, 14336, torch.bfloat16),
+# (M, K, N, dtype). K = 1024 rows: transformer projections at d_model 1024, where the
+# epilogue is a large share of the time.
+LARGE = [(4096, 4096, 4096, torch.bfloat16), (4096, 1024, 4096, torch.bfloat16),
+         (16384, 1024, 4096, torch.bfloat16), (4096, 4096, 1024, torch.bfloat16),
          (4096, 14336, 4096, torch.bfloat16), (512, 4096, 4096, torch.bfloat16),
-         (2048, 4096, 4096, torch.bfloat16)]
+         (2048, 4096, 4096, torch.bfloat16), (8192, 8192, 8192, torch.bfloat16),
+         (4096, 4096, 4096, torch.float16)]
 DECODE = [(m, k, n, torch.bfloat16) for m in (1, 16, 64) for (k, n) in ((4096, 4096), (4096, 14336))]
 
 
@@ -98,13 +101,20 @@ def main():
     ap.add_argument("--decode", action="store_true", help="small-M shapes, incl. int8 weights")
     ap.add_argument("--quick", action="store_true", help="first two shapes only")
     ap.add_argument("--compile", action="store_true", help="also torch.compile default (slow to compile)")
+    ap.add_argument("--all-epilogues", action="store_true",
+                    help="fuse every chain on Hopper, also those the planner leaves unfused (to re-measure its rule)")
+    ap.add_argument("--shapes", type=int, default=0, help="only the first N shapes")
     a = ap.parse_args()
+    if a.all_epilogues:  # read once by codegen's config table, before the first chain is planned
+        os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"
     torch.manual_seed(0)
     shapes = DECODE if a.decode else LARGE
     chains = ["bias_gelu", "w8_bias", "w8_linear"] if a.decode else \
         ["bias_gelu", "bias_gelu_resid", "silu", "bias_relu_cast"]
     if a.quick:
         shapes = shapes[:2]
+    if a.shapes:
+        shapes = shapes[:a.shapes]
     rows = []
     for (M, K, N, dt) in shapes:
         rows += bench_shape(M, K, N, dt, chains, a.compile)

@@ -28,6 +28,7 @@ struct KernelConfig {
   std::string variant;
   int bm = 0, bn = 0, bk = 0, stages = 0, threads = 0;
   int max_cluster = 1;
+  bool pingpong = false;  // sm90_wgmma: two consumer warpgroups alternate whole tiles (FX_PINGPONG)
 };
 
 // True for the variants that beat (or match) eager PyTorch on the problems chooseConfig gives

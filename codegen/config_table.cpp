@@ -6,6 +6,8 @@
 #include "codegen/tma_desc.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "codegen/embedded_sources.h"
 #include "codegen/hooks.h"
@@ -40,6 +42,13 @@ struct VariantRow {
 // read, the epilogue stalls the tensor cores and the fused kernel is 0.6-0.9x eager. Until the
 // epilogue overlaps the next tile's mainloop, those chains run unfused (ATen / Inductor).
 bool cheapEpilogue(const spec::ChainSpec& spec) {
+  // Measurement knob (bench/bench_chains.py --all-epilogues): time the Hopper kernel on every
+  // epilogue, to re-decide this rule when the kernel changes. Not for production use.
+  static const bool all = [] {
+    const char* v = std::getenv("FXFUSE_SM90_ALL_EPILOGUES");
+    return v && std::string(v) == "1";
+  }();
+  if (all) return true;
   static const char* const kExpensive[] = {"tanh", "exp", "log", "erf", "sigmoid", "sin", "cos",
                                            "gelu", "gelu_tanh", "silu", "pow", "sqrt", "rsqrt",
                                            "hardswish", "div", "reciprocal"};
@@ -119,7 +128,9 @@ const VariantRow kRows[] = {
        // Tile shape per problem (kernels/sm90_wgmma_gemm.cuh, bench/sm90/NOTES.md): 128x256 with
        // 4 stages unless that leaves SMs idle, then 128x128 with 6. 132 SMs (H100/H200 SXM).
        const sm90::GemmConfig g = sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, 132);
-       return KernelConfig{"sm90_wgmma", g.bm, g.bn, g.bk, g.stages, g.threads()};
+       KernelConfig c{"sm90_wgmma", g.bm, g.bn, g.bk, g.stages, g.threads()};
+       c.pingpong = g.pingpong;
+       return c;
      }},
     // Decode-sized M: a memory-bound schedule over the (possibly quantized) weights.
     {"gemv", "kernels/gemv.cuh", GridPolicy::SplitKCluster, true, gemvApplies, gemvConfig},
@@ -152,7 +163,8 @@ sm90::GemmConfig sm90ConfigOf(const KernelConfig& c) {
   g.bn = c.bn;
   g.bk = c.bk;
   g.stages = c.stages;
-  g.consumers = c.bm / 64;  // one consumer warpgroup per 64 rows of the tile
+  g.pingpong = c.pingpong;
+  g.consumers = c.pingpong ? 2 : c.bm / 64;  // ping-pong: 2; cooperative: one per 64 rows of the tile
   return g;
 }
 

@@ -22,6 +22,7 @@ std::string configText(const KernelConfig& c) {
   std::string t = fmt::format("variant={} bm={} bn={} bk={} stages={} threads={}", c.variant, c.bm, c.bn, c.bk,
                               c.stages, c.threads);
   if (c.max_cluster > 1) t += fmt::format(" max_cluster={}", c.max_cluster);
+  if (c.pingpong) t += " pingpong";
   return t;
 }
 
@@ -92,8 +93,10 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     w.line("#define FX_GEMV_STAGES {}", c.stages);
   }
   if (c.variant == "sm90_wgmma") {
-    // kernels/sm90_wgmma_gemm.cuh: one TMA producer warpgroup plus bm / 64 consumer warpgroups.
+    // kernels/sm90_wgmma_gemm.cuh: one TMA producer warpgroup plus consumer warpgroups that
+    // split each tile (bm / 64 of them) or, ping-pong, take whole tiles in turn (2).
     w.line("#define FX_CONSUMERS {}", sm90ConfigOf(c).consumers);
+    w.line("#define FX_PINGPONG {}", c.pingpong ? 1 : 0);
   }
   w.blank();
 }

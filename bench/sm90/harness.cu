@@ -159,6 +159,9 @@ int main(int argc, char** argv) {
     tests.push_back({(int)i, 1, 1000, 1000, 1000, false});
     tests.push_back({(int)i, 1, 77, 136, 200, false});
     tests.push_back({(int)i, 3, 256, 520, 392, false});
+    // several tiles per CTA (persistent loop; ping-pong consumers alternate tiles)
+    tests.push_back({(int)i, 1, 2065, 520, 1504, false});  // N % 8 == 0: TMA row strides
+    tests.push_back({(int)i, 1, 4096, 256, 2048, false});
   }
   // timed shapes (M, K, N) as in shared/perf-notes.md; variant names as in run.sh's VARIANTS
   // (the 4096^3 line is run first: it is the quick set)
@@ -262,7 +265,7 @@ int main(int argc, char** argv) {
     char buf[128];
     snprintf(buf, sizeof buf, "%s%lldx%lldx%lld", B > 1 ? (std::to_string(B) + "*").c_str() : "", M, K, N);
     r.shape = buf;
-    snprintf(buf, sizeof buf, "%s %s %s %dx%d%s s%d e%d c%d g%d", v.name, bf ? "bf16" : "fp16", v.b_kmajor ? "NK" : "KN", v.bm, v.bn, v.pingpong ? " pp" : "", v.stages, v.epi, v.cluster_m, v.group_m);
+    snprintf(buf, sizeof buf, "%s %s %s %dx%d%s s%d e%d%s c%d g%d", v.name, bf ? "bf16" : "fp16", v.b_kmajor ? "NK" : "KN", v.bm, v.bn, v.pingpong ? " pp" : "", v.stages, v.epi, v.ldg ? " ldg" : "", v.cluster_m, v.group_m);
     r.var = buf;
     r.rel = acc[1] > 0 ? sqrt(acc[0] / acc[1]) : 1e9; r.nan = cnt[0]; r.maxabs = mx;
     r.ok = v.epi == 4 || (r.nan == 0 && r.rel < (bf ? 1e-2 : 3e-3));  // e4 stores nothing (diagnostic)

@@ -43,6 +43,18 @@ __device__ __forceinline__ float fxv_gelu(float x) {
   return 0.5f * x * (1.f + fxv_tanh_fast(u));
 #endif
 }
+// FXV_LDG=1: epilogue inputs read with ld.global.nc (__ldg), which tells the compiler they are not
+// written during the kernel, so it may hoist them above the previous pair's stores.
+#ifndef FXV_LDG
+#define FXV_LDG 0
+#endif
+template <typename T> __device__ __forceinline__ T fxv_ld(const T* p) {
+#if FXV_LDG
+  return __ldg(p);
+#else
+  return *p;
+#endif
+}
 __device__ __forceinline__ void fx_epilogue2(const fxfuse::FxParams& p, long long b, long long m,
                                              long long n, float acc0, float acc1) {
   const bool two = n + 1 < p.N;
@@ -51,13 +63,13 @@ __device__ __forceinline__ void fx_epilogue2(const fxfuse::FxParams& p, long lon
 #endif
 #if FXV_EPI == 1 || FXV_EPI == 2
   const FxOutT* bias = (const FxOutT*)p.in[2].ptr + b * p.in[2].sb + m * p.in[2].sm + n * p.in[2].sn;
-  if (two) { FxOutT2 bv = *(const FxOutT2*)bias; acc0 += (float)bv.x; acc1 += (float)bv.y; }
-  else acc0 += (float)bias[0];
+  if (two) { FxOutT2 bv = fxv_ld((const FxOutT2*)bias); acc0 += (float)bv.x; acc1 += (float)bv.y; }
+  else acc0 += (float)fxv_ld(bias);
   acc0 = fxv_gelu(acc0); acc1 = fxv_gelu(acc1);
 #elif FXV_EPI == 3
   const FxOutT* res = (const FxOutT*)p.in[3].ptr + b * p.in[3].sb + m * p.in[3].sm + n * p.in[3].sn;
-  if (two) { FxOutT2 rv = *(const FxOutT2*)res; acc0 += (float)rv.x; acc1 += (float)rv.y; }
-  else acc0 += (float)res[0];
+  if (two) { FxOutT2 rv = fxv_ld((const FxOutT2*)res); acc0 += (float)rv.x; acc1 += (float)rv.y; }
+  else acc0 += (float)fxv_ld(res);
 #endif
   FxOutT* o = (FxOutT*)p.out[0].ptr + b * p.out[0].sb + m * p.out[0].sm + n * p.out[0].sn;
   if (two) { FxOutT2 v; v.x = (FxOutT)acc0; v.y = (FxOutT)acc1; *(FxOutT2*)o = v; }
@@ -105,6 +117,7 @@ extern "C" void FXV_CAT(fxv_get_, VID)(VariantInfo* v) {
   v->stages = FX_STAGES; v->consumers = FX_CONSUMERS; v->group_m = FX_GROUP_M; v->epi = FXV_EPI;
   v->cluster_m = FX_CLUSTER_M;
   v->pingpong = FX_PINGPONG;
+  v->ldg = FXV_LDG;
   v->launch = fxv_launch;
   v->max_active_clusters = fxv_max_clusters;
 }

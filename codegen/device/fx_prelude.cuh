@@ -41,9 +41,15 @@ FX_DEVICE bool fx_cvt_bool(bool r) { return r; }
 FX_DEVICE float fx_cvt_f8e4m3(__nv_fp8_storage_t r) { return __half2float(__half(__nv_cvt_fp8_to_halfraw(r, __NV_E4M3))); }
 FX_DEVICE float fx_cvt_f8e5m2(__nv_fp8_storage_t r) { return __half2float(__half(__nv_cvt_fp8_to_halfraw(r, __NV_E5M2))); }
 #endif
-// fx_ld_<dtype>(ptr, i): element i of an input of that dtype, as the value type.
+// fx_ld_<dtype>(ptr, i): element i of an input of that dtype, as the value type. Read through
+// the non-coherent path (ld.global.nc): the op's outputs are fresh tensors, so no input is
+// written while the kernel runs, and the compiler may then batch the epilogue's loads of many
+// elements instead of waiting for each behind the previous element's stores (bench/sm90/NOTES.md
+// run 6: bias+GELU 1.87x -> 1.55x cuBLAS at K=1024).
+template <typename T> FX_DEVICE T fx_ldg(const T* p) { return __ldg(p); }
+template <> FX_DEVICE bool fx_ldg<bool>(const bool* p) { return *p; }  // no __ldg overload for bool
 #define FX_DEFINE_LOAD(name, T) \
-  FX_DEVICE auto fx_ld_##name(const void* p, long long i) { return fx_cvt_##name(((const T*)p)[i]); }
+  FX_DEVICE auto fx_ld_##name(const void* p, long long i) { return fx_cvt_##name(fx_ldg((const T*)p + i)); }
 FX_DEFINE_LOAD(f32, float)
 FX_DEFINE_LOAD(bf16, __nv_bfloat16)
 FX_DEFINE_LOAD(f16, __half)

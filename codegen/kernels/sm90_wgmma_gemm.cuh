@@ -343,10 +343,13 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   constexpr u32 A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
 
   extern __shared__ unsigned char fx_dsmem[];
-  __shared__ __align__(8) u64 fx_bars[2 * S];
+  // full[S], empty[S], then (ping-pong) order[2]: consumer c may start a tile's mainloop once
+  // order[c] says the other consumer has waited for every stage of the tile before it.
+  __shared__ __align__(8) u64 fx_bars[2 * S + 2];
   const u32 smem = (smem_u32(fx_dsmem) + 1023u) & ~1023u;  // 128B swizzle wants 1024-B alignment
   const u32 full0 = smem_u32(&fx_bars[0]);
   const u32 empty0 = smem_u32(&fx_bars[S]);
+  const u32 order0 = smem_u32(&fx_bars[2 * S]);
 
   const int wg = threadIdx.x / 128;
   const int tid = threadIdx.x % 128;
@@ -358,6 +361,10 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       // lane 0 of every consumer warp (of the cluster) that reads the stage: in ping-pong one
       // consumer reads a stage, cooperative consumers all read it
       mbar_init(empty0 + 8 * s, 4 * (FX_PINGPONG ? 1 : FX_CONSUMERS) * CM);
+    }
+    if (FX_PINGPONG) {
+      mbar_init(order0, 4);  // lane 0 of each warp of the other consumer
+      mbar_init(order0 + 8, 4);
     }
     mbar_fence_init();
   }
@@ -451,9 +458,15 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       int b, tm, tn;
       tile_coords(t, mtc, nt, GROUP, b, tm, tn);
       tm = tm * CM + (int)crank;
+      // Ping-pong order: a stage's full barrier tells its phases apart only by parity, so a
+      // consumer must not wait on a stage more than one fill ahead. Waiting until the other
+      // consumer has passed every stage of the previous tile guarantees that, and it also
+      // alternates the mainloops: one consumer's epilogue runs under the other's MMAs.
+      if (FX_PINGPONG && j > 0) mbar_wait(order0 + 8 * c, (u32)(((j - 1) / 2) & 1));
       int prev = 0;
       for (int kb = 0; kb < nk; ++kb) {
         mbar_wait(full0 + 8 * s, ph);
+        if (FX_PINGPONG && kb == nk - 1 && lane == 0) mbar_arrive(order0 + 8 * (1 - c));
         const u32 sA = smem + s * STAGE_BYTES + row0 * (BK * 2);
         const u32 sB = smem + s * STAGE_BYTES + A_BYTES;
         wgmma_fence();
@@ -483,9 +496,20 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       // m64nNk16 f32 accumulator: d[4j+0,1] = (row, 8j + 2*(lane%4) + {0,1}), d[4j+2,3] = row + 8,
       // row = 16*warp + lane/4 within the 64-row block.
       const long long col = (long long)tn * BN + (lane % 4) * 2;
+      // A tile wholly inside the output takes a branch-free path, so the compiler can issue the
+      // epilogue's input loads of many column pairs together instead of one latency per pair.
+      const bool whole = (long long)(tm + 1) * BM <= M && (long long)(tn + 1) * BN <= N;
 #pragma unroll
       for (int sub = 0; sub < SUB; ++sub) {
         const long long row = (long long)tm * BM + row0 + sub * 64 + warp * 16 + lane / 4;
+        if (whole) {
+#pragma unroll
+          for (int jn = 0; jn < BN / 8; ++jn) {
+            fx_epilogue2(p, b, row, col + jn * 8, d[sub][4 * jn + 0], d[sub][4 * jn + 1]);
+            fx_epilogue2(p, b, row + 8, col + jn * 8, d[sub][4 * jn + 2], d[sub][4 * jn + 3]);
+          }
+          continue;
+        }
         const bool r0 = row < M, r1 = row + 8 < M;
 #pragma unroll
         for (int jn = 0; jn < BN / 8; ++jn) {
