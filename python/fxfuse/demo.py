@@ -1,4 +1,5 @@
-"""``python -m fxfuse.demo``: fxfuse on a small GPT block and a Llama-style gated MLP.
+"""``python -m fxfuse.demo``: fxfuse on a GPT block, a Llama-style gated MLP, and that MLP with
+int8 weights at decode size (8 tokens).
 
 Each model is built here (no downloads), compiled with ``torch.compile(backend="fxfuse")``,
 checked against eager (relative error, must pass), and its fusion report printed. On a GPU
@@ -65,6 +66,30 @@ class GatedMLP(nn.Module):
         self.w1 = nn.Linear(dim, hidden, bias=False)
         self.w3 = nn.Linear(dim, hidden, bias=False)
         self.w2 = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x):
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class Int8Linear(nn.Module):
+    """Weight-only int8 linear layer (per-output-channel scales), as deployed for decode:
+    ``x @ (w_i8 * scale[:, None]).T``. Eager PyTorch dequantizes the whole weight every call."""
+
+    def __init__(self, d_in: int, d_out: int):
+        super().__init__()
+        self.register_buffer("w", torch.randint(-127, 128, (d_out, d_in), dtype=torch.int8))
+        self.register_buffer("scale", (torch.rand(d_out) + 0.5) / (127 * d_in ** 0.5))
+
+    def forward(self, x):
+        return F.linear(x, self.w.to(x.dtype) * self.scale.to(x.dtype)[:, None])
+
+
+class Int8GatedMLP(nn.Module):
+    """Llama MLP with int8 weights: ``w2(silu(w1(x)) * w3(x))``."""
+
+    def __init__(self, dim: int, hidden: int):
+        super().__init__()
+        self.w1, self.w3, self.w2 = Int8Linear(dim, hidden), Int8Linear(dim, hidden), Int8Linear(hidden, dim)
 
     def forward(self, x):
         return self.w2(F.silu(self.w1(x)) * self.w3(x))
@@ -145,11 +170,16 @@ def main(argv: list[str] | None = None) -> int:
               "(correctness only; no timing). Run on a CUDA GPU for bf16 kernels and timings.")
     torch.manual_seed(0)
     ok = True
+    # Decode: a few tokens against a Llama-7B-sized int8 MLP on the GPU (small on CPU).
+    dec_dim = 4096 if gpu and args.dim is None else dim
+    dec_hidden = 11008 if gpu and args.dim is None else (8 * dim // 3 + 63) // 64 * 64
     cases = [
         ("GPT block (attention q/k/v/o + GELU MLP, LayerNorm, residuals)",
          GPTBlock(dim, heads=max(1, dim // 64)), torch.randn(batch, seq, dim)),
         ("Llama gated MLP (silu(x@w1) * (x@w3)) @ w2",
          GatedMLP(dim, hidden=(8 * dim // 3 + 63) // 64 * 64), torch.randn(batch * seq, dim)),
+        ("Llama gated MLP, int8 weight-only, decode (8 tokens)",
+         Int8GatedMLP(dec_dim, dec_hidden), torch.randn(8, dec_dim)),
     ]
     for name, model, x in cases:
         model = model.to(args.device, dtype).eval()

@@ -94,3 +94,16 @@ def test_planner_leaves_unprofitable_chains_to_inductor(monkeypatch):
     s = fxfuse.stats()
     assert s["chains_fused"] == 0
     assert s["rejections"].get("not_profitable", 0) >= 1, s
+
+
+def test_demo_fuses_int8_decode_on_gpu(capsys):
+    """The README's demo on the GPU with the planner's defaults: every case matches eager, and
+    the int8 decode MLP runs its GEMMs fused with the weight dequantization (gemv kernel)."""
+    from fxfuse import demo
+
+    assert demo.main(["--device", "cuda", "--dim", "256", "--tokens", "256", "--no-timing"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("-> PASS") == 3, out
+    dec = out[out.index("int8 weight-only"):]
+    assert int(dec.split("chains fused: ")[1].split(" of ")[0]) >= 2, dec
+    assert int(dec.split("kernels compiled: ")[1].split()[0]) >= 1, dec
