@@ -106,4 +106,4 @@ def test_demo_fuses_int8_decode_on_gpu(capsys):
     assert out.count("-> PASS") == 3, out
     dec = out[out.index("int8 weight-only"):]
     assert int(dec.split("chains fused: ")[1].split(" of ")[0]) >= 2, dec
-    assert int(dec.split("kernels compiled: ")[1].split()[0]) >= 1, dec
+    assert fxfuse.stats().get("launches", 0) >= 1  # the fused kernels ran (not the ATen path)
