@@ -17,6 +17,8 @@ step() { local name=$1; shift; local t0=$SECONDS
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$LOG/gpu.txt" 2>&1
 step build "$PY" -m pip install --no-build-isolation --no-deps --no-index -e .
 step ctest ctest --test-dir "$FXFUSE_BUILD_DIR" --output-on-failure -j 16 --timeout 300
+# this machine's compiler links libstdc++ statically: check _C keeps that copy private
+step linkage "$PY" -m pytest -q -p no:cacheprovider tests/python/test_extension_linkage.py
 step pytest_gpu "$PY" -m pytest -q -m gpu tests "$@"
 # The CPU suite runs in CI; here only on request (it is slow: Inductor compiles C++ for CPU graphs).
 [ "${FXFUSE_GPU_CHECK_CPU:-0}" = 1 ] && step pytest_cpu "$PY" -m pytest -q -m "not gpu" tests
