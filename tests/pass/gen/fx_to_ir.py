@@ -1,89 +1,21 @@
 """Test-case generator: prints the post-grad (or exported) FX graph of a small model in the
 fxfuse IR text form (docs/ir.md), so tests/pass/*.ir mirror what PyTorch really produces.
-Not the production exporter (that is python/fxfuse/ir_export.py); just enough for tests.
+The text comes from the production exporter (python/fxfuse/ir_export.py); the only change is
+that the models are traced on the CPU and recorded as if on cuda:0, the device the pass is for.
 
-  python3 tests/pass/gen/fx_to_ir.py            # prints every case below
+  PYTHONPATH=python python3 tests/pass/gen/fx_to_ir.py [case ...]   # prints the cases below
 """
-import operator
+import re
+
 import torch
 import torch.nn.functional as F
 
-DT = {torch.bool: "bool", torch.int8: "i8", torch.uint8: "u8", torch.int32: "i32",
-      torch.int64: "i64", torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32",
-      torch.float64: "f64", torch.float8_e4m3fn: "f8e4m3", torch.float8_e5m2: "f8e5m2"}
-
-
-def dim(d):
-    s = str(d)
-    return s if s.isidentifier() or s.lstrip("-").isdigit() else f"({s})"
-
-
-def ttype(v):
-    if isinstance(v, (list, tuple)):
-        return "(" + ", ".join(ttype(x) for x in v) + ")"
-    if isinstance(v, torch.Tensor):
-        dev = "cuda:0" if v.device.type == "cpu" else str(v.device)
-        return (f"{DT[v.dtype]}[{','.join(dim(d) for d in v.shape)}]"
-                f"{{{','.join(dim(s) for s in v.stride())}}}@{dev}")
-    if isinstance(v, (torch.SymInt, int)):
-        return "sym"
-    return "?"
-
-
-def arg(a):
-    if isinstance(a, torch.fx.Node):
-        return "%" + a.name
-    if isinstance(a, bool):
-        return "true" if a else "false"
-    if isinstance(a, int):
-        return str(a)
-    if isinstance(a, float):
-        r = "%.17g" % a
-        return r if any(c in r for c in ".enai") else r + ".0"
-    if isinstance(a, str):
-        return '"' + a.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(a, torch.dtype):
-        return DT[a]
-    if isinstance(a, torch.device):
-        return f"device({'cuda:0' if a.type == 'cpu' else a})"
-    if isinstance(a, torch.layout):
-        return f"enum({str(a).split('.')[-1]})"
-    if isinstance(a, torch.memory_format):
-        return f"enum({str(a).split('.')[-1]})"
-    if isinstance(a, (list, tuple)):
-        return "[" + ", ".join(arg(x) for x in a) + "]"
-    if a is None:
-        return "none"
-    if isinstance(a, torch.SymInt):
-        return f"sym({dim(a)})"
-    return f"enum({a})"
-
-
-def target(t):
-    if t is operator.getitem:
-        return "operator.getitem"
-    s = str(t)
-    return s if not s.startswith("<") else getattr(t, "__name__", s)
+from fxfuse.ir_export import graph_to_ir
 
 
 def to_ir(gm_graph):
-    lines = ["graph {"]
-    for n in gm_graph.nodes:
-        if n.op == "output":
-            outs = n.args[0] if isinstance(n.args[0], (list, tuple)) else [n.args[0]]
-            lines.append(f"  output ({', '.join(arg(o) for o in outs)})")
-            continue
-        ty = ttype(n.meta.get("val"))
-        if n.op == "placeholder":
-            rhs = "placeholder"
-        elif n.op == "get_attr":
-            rhs = f'get_attr "{n.target}"'
-        else:
-            args = [arg(a) for a in n.args] + [f"{k}={arg(v)}" for k, v in n.kwargs.items()]
-            rhs = f"{target(n.target)}({', '.join(args)})"
-        lines.append(f"  %{n.name} : {ty} = {rhs}")
-    lines.append("}")
-    return "\n".join(lines)
+    text = graph_to_ir(gm_graph)
+    return re.sub(r"@cpu\b", "@cuda:0", text).replace("device(cpu)", "device(cuda:0)")
 
 
 def post_grad(fn, *args, dynamic=False):
