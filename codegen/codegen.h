@@ -100,6 +100,13 @@ struct Cubin {
 
 // --- Selection (codegen/config_table.cpp) ---
 KernelConfig chooseConfig(const spec::ChainSpec& spec, const ProblemShape& shape, int sm_arch);
+// The kernel the op would pick for an aligned problem of this size, its operands laid out as the
+// spec's dims say: the planner's profitability question (pass/profitability.cpp) and
+// fxfuse._C.kernel_variant. The op itself decides per call from the real strides.
+KernelConfig chooseConfigForSize(const spec::ChainSpec& spec, long long M, long long N, long long K, long long B,
+                                 int sm_arch);
+// "sm_90", "sm_90a", "90" -> 90; -1 when the text has no digits.
+int smFromArch(const std::string& arch);
 // Launch geometry for a source and a problem (sm_count matters for Persistent and for the
 // split-K cluster size of SplitKCluster).
 LaunchDims launchDims(const KernelSource& src, const ProblemShape& shape, int sm_count);

@@ -195,6 +195,27 @@ KernelConfig chooseConfig(const spec::ChainSpec& spec, const ProblemShape& shape
   throw std::logic_error("fxfuse internal error: no kernel variant applies (please report a bug)");
 }
 
+KernelConfig chooseConfigForSize(const spec::ChainSpec& spec, long long M, long long N, long long K, long long B,
+                                 int sm_arch) {
+  spec::ChainSpec checked = spec;
+  spec::validateSpec(checked);
+  ProblemShape shape;
+  shape.B = B;
+  shape.M = M;
+  shape.N = N;
+  shape.K = K;
+  shape.a_kmajor = analyzeA(checked).kmajor;
+  shape.b_kmajor = analyzeB(checked).kmajor;
+  return chooseConfig(checked, shape, sm_arch);
+}
+
+int smFromArch(const std::string& arch) {
+  std::string digits;
+  for (char c : arch)
+    if (c >= '0' && c <= '9') digits.push_back(c);
+  return digits.empty() || digits.size() > 4 ? -1 : std::stoi(digits);
+}
+
 // Notes for the launcher: a cluster other than (1,1,1) needs cuLaunchKernelEx with the
 // attribute CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = (cluster[0], cluster[1], cluster[2]);
 // smem_bytes > 48 KB needs cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)

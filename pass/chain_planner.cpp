@@ -7,6 +7,7 @@
 #include "pass/epilogue_region.h"
 #include "pass/gemm_anchor.h"
 #include "pass/operand_prologue.h"
+#include "pass/profitability.h"
 #include "pass/region_outputs.h"
 
 namespace fxfuse::pass {
@@ -170,6 +171,10 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
     plan.specText = spec::printSpec(plan.spec);
   } catch (const spec::SpecError& e) {
     return rejected(out, "internal_error", std::string("invalid spec (please report a bug): ") + e.what());
+  }
+  if (auto r = checkProfitable(index, m, plan.spec, options)) {
+    out.rejection = *r;
+    return out;
   }
   std::set<int> candidates(choice.nodes.begin(), choice.nodes.end());
   candidates.insert(m.anchor);

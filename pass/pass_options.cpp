@@ -111,6 +111,24 @@ bool parsePassOptions(const std::string& json, PassOptions* o, std::vector<std::
     if (key == "extra_outputs") return setBool(&o->extraOutputs);
     if (key == "allow_cpu") return setBool(&o->allowCpu);
     if (key == "require_aligned") return setBool(&o->requireAligned);
+    if (key == "only_profitable") return setBool(&o->onlyProfitable);
+    if (key == "size_hints") {
+      if (kind != 's') return wrong("a string \"dim=size;dim=size\"");
+      size_t start = 0;
+      while (start < text.size()) {
+        size_t end = text.find(';', start);
+        if (end == std::string::npos) end = text.size();
+        const std::string item = text.substr(start, end - start);
+        const size_t eq = item.rfind('=');
+        char* stop = nullptr;
+        const long long v = eq == std::string::npos ? -1 : std::strtoll(item.c_str() + eq + 1, &stop, 10);
+        if (eq == std::string::npos || eq == 0 || *stop != '\0' || v < 0)
+          return wrong("a string \"dim=size;dim=size\" with non-negative sizes");
+        o->sizeHints[item.substr(0, eq)] = v;
+        start = end + 1;
+      }
+      return true;
+    }
     if (key == "arch") {
       if (kind != 's') return wrong("a string");
       o->arch = text;

@@ -1,6 +1,8 @@
 // Options of one pass run (docs/interfaces.md), read from JSON by pass_options.cpp.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,12 @@ struct PassOptions {
   bool requireAligned = false;  // "require_aligned": misaligned K/N rows are rejected
   int maxInputs = 16;           // kernel ABI limits (FxParams::in / out)
   int maxOutputs = 4;
+  // "only_profitable": a CUDA chain for which the op would find no fast kernel (it would run
+  // the chain with ATen: unfused plus its own overhead) is rejected as not_profitable.
+  bool onlyProfitable = false;
+  // "size_hints": "s0=128;(s0*s1)=512": the sizes symbolic dims (as the IR writes them) had
+  // when the graph was traced; only_profitable judges a symbolic M at its hint.
+  std::map<std::string, int64_t> sizeHints;
 };
 
 // Parses a flat JSON object; unknown keys are returned in `warnings`. False with `error`

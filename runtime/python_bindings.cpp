@@ -32,12 +32,9 @@ std::string runPass(const std::string& ir, const std::string& options) {
 }
 
 int smFromArch(const std::string& arch) {
-  // "sm_90", "sm_90a", "90" → 90
-  std::string digits;
-  for (char c : arch)
-    if (c >= '0' && c <= '9') digits.push_back(c);
-  if (digits.empty()) throw py::value_error("arch must look like 'sm_90', got '" + arch + "'");
-  return std::stoi(digits);
+  const int sm = codegen::smFromArch(arch);
+  if (sm < 0) throw py::value_error("arch must look like 'sm_90', got '" + arch + "'");
+  return sm;
 }
 
 spec::ChainSpec parsed(const std::string& text) {
@@ -48,32 +45,18 @@ spec::ChainSpec parsed(const std::string& text) {
   }
 }
 
-// An aligned problem of this size with the layouts the spec's dims give its operands.
-codegen::ProblemShape problemFor(const spec::ChainSpec& spec, long long M, long long N, long long K,
-                                 long long B) {
-  codegen::ProblemShape shape;
-  shape.B = B;
-  shape.M = M;
-  shape.N = N;
-  shape.K = K;
-  setLayoutFromSpec(spec, &shape);
-  return shape;
-}
-
 codegen::KernelSource generateFor(const std::string& specText, long long M, long long N,
                                   long long K, long long B, const std::string& arch) {
   const spec::ChainSpec spec = parsed(specText);
-  const codegen::ProblemShape shape = problemFor(spec, M, N, K, B);
-  return codegen::generate(spec, codegen::chooseConfig(spec, shape, smFromArch(arch)));
+  return codegen::generate(spec, codegen::chooseConfigForSize(spec, M, N, K, B, smFromArch(arch)));
 }
 
 // The variant the op would pick for an aligned problem of this size, and whether it is a fast
 // one (else the op evaluates the chain with ATen): the planner's profitability question.
 py::tuple kernelVariant(const std::string& specText, long long M, long long N, long long K,
                         long long B, const std::string& arch) {
-  const spec::ChainSpec spec = parsed(specText);
-  const codegen::ProblemShape shape = problemFor(spec, M, N, K, B);
-  const codegen::KernelConfig config = codegen::chooseConfig(spec, shape, smFromArch(arch));
+  const codegen::KernelConfig config =
+      codegen::chooseConfigForSize(parsed(specText), M, N, K, B, smFromArch(arch));
   return py::make_tuple(config.variant, codegen::isFastVariant(config));
 }
 

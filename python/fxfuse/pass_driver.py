@@ -15,7 +15,7 @@ import torch.fx
 from . import stats as _stats
 from .apply_plan import ApplyResult, apply_plan
 from .dump import dump_root, write_graph_dump
-from .ir_export import graph_to_ir
+from .ir_export import format_dim, graph_to_ir
 from .report import format_report
 
 log = logging.getLogger("fxfuse")
@@ -37,7 +37,7 @@ class Options:
     epilogue: bool = True                # fuse ops after the GEMM
     arch: str | None = None              # "sm_90"; None: the current device's, else sm_90
     precompile: bool = True              # compile CUDA kernels while the model compiles
-    only_profitable: bool = True         # leave chains unfused where no fast kernel exists (CUDA, static shapes)
+    only_profitable: bool = True         # leave CUDA chains unfused where no fast kernel exists (symbolic M at its hint)
     extra: tuple[tuple[str, Any], ...] = ()  # passed to run_pass verbatim (forward compat)
 
     @staticmethod
@@ -67,6 +67,8 @@ class Options:
             opts["prologue"] = False
         if not self.epilogue:
             opts["epilogue"] = False
+        if self.only_profitable:
+            opts["only_profitable"] = True
         opts.update(dict(self.extra))
         return json.dumps(opts, sort_keys=True)
 
@@ -92,8 +94,29 @@ def plan_for_graph(graph: torch.fx.Graph, options: Options) -> tuple[str, dict[s
     from . import _C
 
     ir_text = graph_to_ir(graph)
-    plan = json.loads(_C.run_pass(ir_text, options.pass_options_json()))
+    opts = options.pass_options_json()
+    hints = size_hints(graph)
+    if hints and options.only_profitable:
+        opts = json.dumps({**json.loads(opts), "size_hints": hints}, sort_keys=True)
+    plan = json.loads(_C.run_pass(ir_text, opts))
     return ir_text, plan
+
+
+def size_hints(graph: torch.fx.Graph) -> str:
+    """``"s0=128;(s0*4096)=524288"``: every symbolic dim of the graph's values, written as the IR
+    writes it, at the size it had when the graph was traced (the pass judges a symbolic M there;
+    the op still picks a kernel per call)."""
+    hints: dict[str, int] = {}
+    for node in graph.nodes:
+        val = node.meta.get("val")
+        for v in (val if isinstance(val, (list, tuple)) else [val]):
+            if not isinstance(v, torch.Tensor):
+                continue
+            for d in v.shape:
+                hint = getattr(d.node, "hint", None) if isinstance(d, torch.SymInt) else None
+                if hint is not None:
+                    hints[format_dim(d)] = int(hint)
+    return ";".join(f"{k}={v}" for k, v in sorted(hints.items()))
 
 
 def _graph_text(graph: torch.fx.Graph) -> str:
@@ -144,48 +167,6 @@ def problem_shape(node: torch.fx.Node) -> tuple[int, int, int, int] | None:
     return gemm_sizes(node.args[1], vals, outs[0] if outs else None)
 
 
-def _drop_unprofitable(graph: torch.fx.Graph, plan: dict[str, Any], options: Options) -> None:
-    """A chain for which the op would find no fast kernel (it would evaluate the chain with
-    ATen, i.e. unfused, plus the op's overhead) stays in the graph for Inductor to compile: a
-    rewrite never makes a model slower. Its GEMM is reported ``not_fused: not_profitable``."""
-    from . import _C
-
-    variant_of = getattr(_C, "kernel_variant", None)
-    if variant_of is None or not options.only_profitable or not plan.get("rewrites"):
-        return
-    dropped: dict[int, str] = {}
-    nodes = {n.name: n for n in graph.nodes}
-    for rw in plan["rewrites"]:
-        # A symbolic M is judged at its hint (the size the model was first called with): the op
-        # picks a kernel per call. Chains on other devices, or with symbolic N/K, are kept.
-        out = nodes.get((rw.get("outputs") or [None])[0])
-        val = out.meta.get("val") if out is not None else None
-        if not isinstance(val, torch.Tensor) or val.device.type != "cuda" or isinstance(val.shape[-1], torch.SymInt):
-            continue
-        vals = [nodes[name].meta.get("val") if name in nodes else None for name in rw.get("inputs") or []]
-        sizes = gemm_sizes(rw["spec"], vals, val)
-        if sizes is None:
-            continue
-        m, n, k, b = sizes
-        try:
-            variant, fast = variant_of(rw["spec"], m, n, k, b, options.resolved_arch())
-        except Exception as e:  # noqa: BLE001 - the op decides at run time then
-            log.debug("fxfuse: kernel_variant failed: %s", e)
-            continue
-        if not fast:
-            dropped[rw["id"]] = (f"no fast kernel for M={m}, K={k}, N={n} (it would run as {variant}; "
-                                 "unfused is as fast)")
-    if not dropped:
-        return
-    plan["rewrites"] = [rw for rw in plan["rewrites"] if rw["id"] not in dropped]
-    counters = plan.setdefault("counters", {})
-    for entry in plan.get("report") or []:
-        if entry.get("status") == "fused" and entry.get("rewrite") in dropped:
-            entry.update(status="not_fused", reason="not_profitable", detail=dropped[entry["rewrite"]])
-            counters["reject.not_profitable"] = counters.get("reject.not_profitable", 0) + 1
-            counters["chains_fused"] = max(0, counters.get("chains_fused", 0) - 1)
-
-
 def _kernels(result: ApplyResult) -> list[tuple[int, str, tuple[int, int, int, int] | None]]:
     return [(rid, node.args[1], problem_shape(node)) for rid, node in sorted(result.fused_nodes.items())]
 
@@ -230,7 +211,6 @@ def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph") 
     root = dump_root(options.dump_dir)
     before_fx = _graph_text(graph) if root else ""
     ir_text, plan = plan_for_graph(graph, options)
-    _drop_unprofitable(graph, plan, options)
     applied = apply_plan(graph, plan)
     _mark_skipped(plan, applied.skipped)
     if graph.owning_module is not None:

@@ -1,6 +1,7 @@
 """The planner's profitability question (`_C.kernel_variant`), answered without a GPU: which
 kernel the op would pick for a problem, and whether it is a fast one. Chains without a fast
-kernel are left unfused by the pass driver (reported `not_profitable`)."""
+kernel are left unfused by the C++ pass (pass/profitability.cpp, reported `not_profitable`);
+tests/pass/profitability.ir has the text-file cases."""
 from __future__ import annotations
 
 import pytest
@@ -64,3 +65,32 @@ def test_pass_leaves_unprofitable_chains_unfused(act, fused, reason):
     gm2 = _traced_on_fake_cuda(lambda x, w, b: activation(torch.mm(x, w) + b), (4096, 4096), (4096, 4096), (4096,))
     run_on_graph(gm2.graph, Options(precompile=False, arch="sm_90", only_profitable=False), "planner")
     assert sum("gemm_chain" in str(n.target) for n in gm2.graph.nodes) == 1
+
+
+@pytest.mark.parametrize("m,fused", [(4096, 0), (8, 1)])
+def test_symbolic_m_is_judged_at_its_hint(m, fused):
+    """dynamic=True graphs: the pass gets each symbolic dim's traced size (size_hints) and
+    judges M there: decode-sized M fuses (gemv), a large M with GELU is left to Inductor."""
+    import torch
+    import torch.nn.functional as F
+    from torch._dynamo.source import ConstantSource
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
+
+    from fxfuse.pass_driver import Options, run_on_graph, size_hints
+
+    env = ShapeEnv()
+    sym_m = env.create_symintnode(env.create_symbol(m, ConstantSource("m"), dynamic_dim=DimDynamic.DYNAMIC), hint=m)
+    with FakeTensorMode(shape_env=env):  # fake CUDA tensors: no GPU needed
+        x = torch.empty(sym_m, 4096, device="cuda", dtype=torch.bfloat16)
+        w = torch.empty(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    gm = make_fx(lambda x, w: F.gelu(torch.mm(x, w), approximate="tanh"), tracing_mode="fake")(x, w)
+    assert any(isinstance(d, torch.SymInt) for n in gm.graph.nodes
+               for d in getattr(n.meta.get("val"), "shape", ())), "M was not traced symbolically"
+    assert f"={m}" in size_hints(gm.graph)
+    res = run_on_graph(gm.graph, Options(precompile=False, arch="sm_90"), "planner")
+    assert sum("gemm_chain" in str(n.target) for n in gm.graph.nodes) == fused, res.report_text
+    if not fused:
+        entry = next(e for e in res.plan["report"] if e["gemm"].startswith("mm"))
+        assert entry["reason"] == "not_profitable" and f"M={m}" in entry["detail"]

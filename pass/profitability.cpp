@@ -1,0 +1,51 @@
+#include "pass/profitability.h"
+
+#include <fmt/format.h>
+
+#include <exception>
+
+#include "codegen/codegen.h"
+
+namespace fxfuse::pass {
+namespace {
+
+// A dim's size: its value, or a symbolic dim's hint.
+std::optional<long long> sizeOf(const ir::Dim& d, const PassOptions& o) {
+  if (!d.symbolic) return d.value;
+  auto it = o.sizeHints.find(d.text);
+  if (it == o.sizeHints.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace
+
+std::optional<Rejection> checkProfitable(const GraphIndex& index, const GemmMatch& match,
+                                         const spec::ChainSpec& spec, const PassOptions& options) {
+  if (!options.onlyProfitable) return std::nullopt;
+  const ir::Type& out = index.node(match.root).type;
+  if (!out.isTensor() || out.tensor.device.rfind("cuda", 0) != 0) return std::nullopt;
+  if (match.outShape.size() != match.outLetters.size() || match.n.symbolic) return std::nullopt;
+  long long m = 1, b = 1;
+  for (size_t i = 0; i < match.outShape.size(); ++i) {
+    const char letter = match.outLetters[i];
+    if (letter != 'm' && letter != 'b') continue;
+    std::optional<long long> size = sizeOf(match.outShape[i], options);
+    if (!size) return std::nullopt;
+    (letter == 'm' ? m : b) *= *size;
+  }
+  std::optional<long long> k = sizeOf(match.k, options);
+  const int sm = codegen::smFromArch(options.arch);
+  if (!k || sm < 0) return std::nullopt;
+  const long long n = match.n.value;
+  try {
+    const codegen::KernelConfig config = codegen::chooseConfigForSize(spec, m, n, *k, b, sm);
+    if (codegen::isFastVariant(config)) return std::nullopt;
+    return Rejection{"not_profitable",
+                     fmt::format("no fast kernel for M={}, K={}, N={} (it would run as {}; unfused is as fast)", m,
+                                 *k, n, config.variant)};
+  } catch (const std::exception&) {
+    return std::nullopt;  // codegen cannot answer for this spec: the op decides at run time
+  }
+}
+
+}  // namespace fxfuse::pass
