@@ -11,7 +11,9 @@ OUT=$LOGS scripts/gpu-check.sh --timeout=300 -p no:cacheprovider -q -m "gpu and 
 tail -n 8 "$LOGS/gpu-check.txt"
 grep -E "^(FAILED|ERROR)" "$LOGS/pytest_gpu.log" | head -n 25
 { FXFUSE_POISON_OUTPUTS=1 python3 scripts/gpu_smoke.py; echo "-- forced generic kernels";
-  FXFUSE_POISON_OUTPUTS=1 FXFUSE_FORCE_KERNEL=1 python3 scripts/gpu_smoke.py; } > "$LOGS/smoke.txt" 2>&1
+  FXFUSE_POISON_OUTPUTS=1 FXFUSE_FORCE_KERNEL=1 python3 scripts/gpu_smoke.py;
+  echo "-- Hopper kernel on every epilogue"
+  FXFUSE_POISON_OUTPUTS=1 FXFUSE_SM90_ALL_EPILOGUES=1 python3 scripts/gpu_smoke.py; } > "$LOGS/smoke.txt" 2>&1
 echo "smoke: $(grep -c '^ok' "$LOGS/smoke.txt") ok, $(grep -c '^BAD' "$LOGS/smoke.txt") bad"; grep '^BAD' "$LOGS/smoke.txt"
 if [ "${1:-}" != "--no-bench" ]; then
   python3 bench/host_overhead.py > "$LOGS/host_overhead.txt" 2>&1; tail -n 6 "$LOGS/host_overhead.txt"
