@@ -57,6 +57,8 @@ std::optional<Rejection> checkLegality(const GraphIndex& index, const GemmMatch&
   if (!cuda && !(o.allowCpu && (device == "cpu" || device.empty())))
     return reject("unsupported_device", device.empty() ? "unknown device" : device);
   notes->push_back("device " + (device.empty() ? std::string("unknown") : device));
+  if (cuda && !o.nvrtc)
+    return reject("nvrtc_unavailable", "no NVRTC to compile CUDA kernels with: the chain stays for the graph compiler");
 
   for (const ir::Dim& d : m.outShape)
     if (d.is(0)) return reject("empty_shape", "a zero-sized output dim");

@@ -112,6 +112,7 @@ bool parsePassOptions(const std::string& json, PassOptions* o, std::vector<std::
     if (key == "allow_cpu") return setBool(&o->allowCpu);
     if (key == "require_aligned") return setBool(&o->requireAligned);
     if (key == "only_profitable") return setBool(&o->onlyProfitable);
+    if (key == "nvrtc") return setBool(&o->nvrtc);
     if (key == "size_hints") {
       if (kind != 's') return wrong("a string \"dim=size;dim=size\"");
       size_t start = 0;

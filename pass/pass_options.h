@@ -20,6 +20,9 @@ struct PassOptions {
   // "only_profitable": a CUDA chain for which the op would find no fast kernel (it would run
   // the chain with ATen: unfused plus its own overhead) is rejected as not_profitable.
   bool onlyProfitable = false;
+  // "nvrtc": false when the machine has no NVRTC: CUDA chains are rejected nvrtc_unavailable
+  // (the op could only evaluate them with ATen, slower than leaving them to Inductor).
+  bool nvrtc = true;
   // "size_hints": "s0=128;(s0*s1)=512": the sizes symbolic dims (as the IR writes them) had
   // when the graph was traced; only_profitable judges a symbolic M at its hint.
   std::map<std::string, int64_t> sizeHints;

@@ -3,8 +3,10 @@ Counts into ``fxfuse.stats()``, logs under ``logging.getLogger("fxfuse")``, writ
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
+import warnings
 
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,6 +71,8 @@ class Options:
             opts["epilogue"] = False
         if self.only_profitable:
             opts["only_profitable"] = True
+        if not nvrtc_available():
+            opts["nvrtc"] = False
         opts.update(dict(self.extra))
         return json.dumps(opts, sort_keys=True)
 
@@ -77,7 +81,31 @@ class Options:
         d = dataclasses.asdict(self)
         d.pop("dump_dir")
         d["arch"] = self.resolved_arch()
+        d["nvrtc"] = nvrtc_available()  # a graph rewritten without NVRTC differs
         return json.dumps(d, sort_keys=True, default=str)
+
+
+@functools.lru_cache(maxsize=1)
+def nvrtc_available() -> bool:
+    """Whether the op can compile CUDA kernels here (looked up once per process)."""
+    from . import _C
+
+    fn = getattr(_C, "nvrtc_available", None)
+    return bool(fn()) if fn is not None else True
+
+
+_warned_no_nvrtc = False
+
+
+def _warn_if_no_nvrtc(plan: dict[str, Any]) -> None:
+    """One warning per process when CUDA chains were left unfused for lack of NVRTC."""
+    global _warned_no_nvrtc
+    if _warned_no_nvrtc or not any(e.get("reason") == "nvrtc_unavailable" for e in plan.get("report") or []):
+        return
+    _warned_no_nvrtc = True
+    warnings.warn("fxfuse: NVRTC was not found, so no CUDA kernel can be compiled: CUDA GEMM chains are "
+                  "left to Inductor unfused (results are unchanged). Install the CUDA toolkit's NVRTC "
+                  "(pip install nvidia-cuda-nvrtc) or set FXFUSE_NVRTC_PATH.", RuntimeWarning, stacklevel=2)
 
 
 @dataclass
@@ -211,6 +239,7 @@ def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph") 
     root = dump_root(options.dump_dir)
     before_fx = _graph_text(graph) if root else ""
     ir_text, plan = plan_for_graph(graph, options)
+    _warn_if_no_nvrtc(plan)
     applied = apply_plan(graph, plan)
     _mark_skipped(plan, applied.skipped)
     if graph.owning_module is not None:

@@ -94,3 +94,32 @@ def test_symbolic_m_is_judged_at_its_hint(m, fused):
     if not fused:
         entry = next(e for e in res.plan["report"] if e["gemm"].startswith("mm"))
         assert entry["reason"] == "not_profitable" and f"M={m}" in entry["detail"]
+
+
+def test_no_nvrtc_leaves_cuda_chains_to_inductor_with_one_warning(monkeypatch):
+    """Without NVRTC nothing can be compiled for CUDA: the pass leaves CUDA chains in the graph
+    (reason nvrtc_unavailable) and says so once per process, instead of rewriting them into an
+    op that could only evaluate them with ATen."""
+    import warnings
+
+    import torch
+
+    from fxfuse import pass_driver
+    from fxfuse.pass_driver import Options, run_on_graph
+
+    monkeypatch.setattr(pass_driver, "nvrtc_available", lambda: False)
+    monkeypatch.setattr(pass_driver, "_warned_no_nvrtc", False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            gm = _traced_on_fake_cuda(lambda x, w, b: torch.relu(torch.mm(x, w) + b), (4096, 4096), (4096, 4096), (4096,))
+            res = run_on_graph(gm.graph, Options(precompile=False, arch="sm_90"), "planner")
+            assert not any("gemm_chain" in str(n.target) for n in gm.graph.nodes)
+            entry = next(e for e in res.plan["report"] if e["gemm"].startswith("mm"))
+            assert entry["reason"] == "nvrtc_unavailable", entry
+    said = [w for w in caught if "NVRTC" in str(w.message)]
+    assert len(said) == 1, [str(w.message) for w in caught]
+    # the backend's cache key (FxfusePass.uuid) tells the two rewrites apart
+    key_without = Options().key()
+    monkeypatch.setattr(pass_driver, "nvrtc_available", lambda: True)
+    assert Options().key() != key_without

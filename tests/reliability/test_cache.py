@@ -325,19 +325,19 @@ def test_gpu_threads_share_kernels():
 
 
 @pytest.mark.gpu
-def test_gpu_no_nvrtc_falls_back_with_one_warning(tmp_path):
-    # libcuda itself is needed by torch; only NVRTC is removed here. The cubin cache is empty:
-    # a cubin left on disk by an earlier test would need no compile, hence no warning.
+def test_gpu_no_nvrtc_leaves_cuda_chains_unfused_with_one_warning(tmp_path):
+    # libcuda itself is needed by torch; only NVRTC is removed here. The pass sees it (the op
+    # could only evaluate a chain with ATen, slower than Inductor) and leaves the CUDA chains
+    # unfused, with one warning for the process and right answers.
     env = _scrubbed_env() | {"LD_LIBRARY_PATH": os.environ.get("LD_LIBRARY_PATH", ""),
                              "FXFUSE_CACHE_DIR": str(tmp_path / "cubins")}
     r = run_block_child(env, "cuda")
     assert r["device"] == "cuda", r
-    assert r["fused"] >= 1, r  # M=8: the planner picks gemv (a fast kernel), so chains are fused
+    assert r["fused"] == 0, r
     assert r["err"] < 2e-2, r
-    # TORCH_WARN from an op called through torch.ops reaches stderr, not Python's warnings
-    # module (torch installs no warning handler around a custom op's call); count both.
+    # Python's warnings, and stderr for anything the op itself would say through TORCH_WARN
     said = [w for w in r["warnings"] if "nvrtc" in w.lower()]
     said += [line for line in r["stderr"].splitlines() if "nvrtc" in line.lower()]
     assert len(said) == 1, said
-    assert "evaluating with aten" in said[0].lower(), said
-    assert r["stats"].get("fallbacks", 0) >= 1 and r["stats"].get("kernels_compiled", 0) == 0, r
+    assert "left to inductor" in said[0].lower(), said
+    assert r["stats"].get("kernels_compiled", 0) == 0 and r["stats"].get("fallbacks", 0) == 0, r
