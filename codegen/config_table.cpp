@@ -39,8 +39,9 @@ struct VariantRow {
 // unfused graph. Measured end to end on the H200 (bench/RESULTS.md, 2026-11-29): with
 // bias + ReLU + cast the fused kernel is 1.05-1.27x faster than eager, but with a
 // transcendental (GELU, SiLU: libm-accurate exp/tanh per element) or a full-size residual
-// read, the epilogue stalls the tensor cores and the fused kernel is 0.6-0.9x eager. Until the
-// epilogue overlaps the next tile's mainloop, those chains run unfused (ATen / Inductor).
+// read, the epilogue stalls the tensor cores and the fused kernel is 0.6-0.9x eager. Re-measured
+// after the ping-pong change (Run C, same file): still 0.44-0.93x eager through the generated
+// epilogue code, so those chains still run unfused (Inductor).
 bool cheapEpilogue(const spec::ChainSpec& spec) {
   // Measurement knob (bench/bench_chains.py --all-epilogues): time the Hopper kernel on every
   // epilogue, to re-decide this rule when the kernel changes. Not for production use.
@@ -125,8 +126,8 @@ const VariantRow kRows[] = {
               q.shape.K % 8 == 0 && q.shape.N % 8 == 0;
      },
      [](const Query& q) {
-       // Tile shape per problem (kernels/sm90_wgmma_gemm.cuh, bench/sm90/NOTES.md): 128x256 with
-       // 4 stages unless that leaves SMs idle, then 128x128 with 6. 132 SMs (H100/H200 SXM).
+       // Tile shape per problem (kernels/sm90_wgmma_gemm.cuh, bench/sm90/NOTES.md run 7): ping-pong
+       // 64x256, 5 stages (64x128, 8 stages, for N <= 128). 132 SMs (H100/H200 SXM).
        const sm90::GemmConfig g = sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, 132);
        KernelConfig c{"sm90_wgmma", g.bm, g.bn, g.bk, g.stages, g.threads()};
        c.pingpong = g.pingpong;

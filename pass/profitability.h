@@ -15,9 +15,9 @@
 
 namespace fxfuse::pass {
 
-// nullopt (keep the chain) when profitability is not asked, the graph is not on CUDA, N is
-// symbolic, a symbolic M/K/batch dim has no size hint, or codegen cannot answer; the op then
-// decides per call.
+// nullopt (keep the chain) when profitability is not asked, the graph is not on CUDA, a
+// symbolic M or batch dim has no size hint, or codegen cannot answer; the op then decides per
+// call. (Symbolic K and N never get here: legality rejects them as dynamic_k_or_n.)
 std::optional<Rejection> checkProfitable(const GraphIndex& index, const GemmMatch& match,
                                          const spec::ChainSpec& spec, const PassOptions& options);
 

@@ -10,8 +10,9 @@
 //
 // Config macros (all optional; defaults in brackets).  The host side must use the same values:
 // codegen/tma_desc.h (fxfuse::sm90::GemmConfig) describes tensor maps and launch geometry for them.
-//   FX_BM        [128]  CTA tile rows (M).  Must be 64 * FX_CONSUMERS (each consumer warpgroup owns 64 rows).
-//                       128 (2 consumers) is the measured shape.  256 (4 consumers, FX_BN=128) compiles
+//   FX_BM        [128]  CTA tile rows (M).  Cooperative: 64 * FX_CONSUMERS (each consumer warpgroup owns
+//                       64 rows); ping-pong: 64 or 128 (see FX_PINGPONG).  128 (2 consumers) is the
+//                       measured cooperative shape.  256 (4 consumers, FX_BN=128) compiles
 //                       (96 regs) but is unmeasured: it hung in run 4 with the old register targets.
 //   FX_BN        [256]  CTA tile cols (N).  128 or 256 (wgmma m64nBNk16; one instruction per k16).
 //   FX_BK        [64]   K per pipeline stage.  Must be 64 (= one 128-byte swizzle row of 16-bit elements).
@@ -36,9 +37,10 @@
 //                       (cuOccupancyMaxActiveClusters), else the persistent loop serializes.
 //                       Measured no faster than 1 on H200 (bench/sm90/NOTES.md run 4): keep 1.
 //
-// Measured (H200, bench/sm90/NOTES.md): 4096^3 bf16 with bias+GELU(tanh.approx) 1.24x cuBLAS mm
-// alone (mainloop alone 1.05x); K=14336 1.07x; 8192^3 1.12x.  All epilogue work runs while the
-// tensor cores wait (not overlapped with the next tile's MMA).
+// Measured (H200, bench/sm90/NOTES.md runs 4-7, harness epilogue, bias+GELU(tanh.approx)): cooperative
+// 128x256 1.24x cuBLAS mm alone at 4096^3 (its epilogue runs while the tensor cores wait); ping-pong
+// 64x256 with the whole-tile epilogue 1.09x at 4096^3, 1.35x at 4096x1024x4096 (one consumer's
+// epilogue overlaps the other's mainloop).
 //
 // Launch: grid = (min(#tiles, #SMs), 1, 1) persistent, block = (FX_THREADS,1,1), dynamic smem =
 // FX_STAGES*(FX_BM+FX_BN)*FX_BK*2 + 1024 bytes (needs cuFuncSetAttribute

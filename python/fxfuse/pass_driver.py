@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import json
 import logging
+import os
 import warnings
 
 from dataclasses import dataclass, field
@@ -82,6 +83,8 @@ class Options:
         d.pop("dump_dir")
         d["arch"] = self.resolved_arch()
         d["nvrtc"] = nvrtc_available()  # a graph rewritten without NVRTC differs
+        # the benchmark knob that changes which chains codegen calls profitable
+        d["sm90_all_epilogues"] = os.environ.get("FXFUSE_SM90_ALL_EPILOGUES", "")
         return json.dumps(d, sort_keys=True, default=str)
 
 

@@ -27,6 +27,8 @@ def _tool(name: str) -> str:
 
 def test_no_libstdcxx_copy_exported_from_extension():
     so = fxfuse._C.__file__
+    if not so.endswith(".so"):  # tests/python's stand-in module when the extension is not built
+        pytest.skip(f"fxfuse._C is not the built extension ({so})")
     needed = subprocess.run([_tool("readelf"), "-d", so], capture_output=True, text=True, check=True).stdout
     exported = set(subprocess.run([_tool("nm"), "-D", "--defined-only", so], capture_output=True, text=True,
                                   check=True).stdout.split())

@@ -8,6 +8,15 @@ import pytest
 
 import fxfuse._C as C
 
+
+@pytest.fixture(autouse=True)
+def _nvrtc_present(monkeypatch):
+    """The planner's answers here assume kernels can be compiled (NVRTC found); the test without
+    NVRTC sets it absent itself."""
+    from fxfuse import pass_driver
+
+    monkeypatch.setattr(pass_driver, "nvrtc_available", lambda: True)
+
 HEAD = "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
 BIAS_RELU = HEAD + "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = relu %4 : bf16\noutput %5\n"
 BIAS_GELU = HEAD + "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\noutput %5\n"
