@@ -12,6 +12,7 @@ os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "0")
 import pytest
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tests/testlib.py
 try:
     import fxfuse  # noqa: F401  (installed by scripts/setup.sh)
 except ImportError:

@@ -5,23 +5,15 @@ from __future__ import annotations
 
 import pytest
 import torch
+from testlib import Fn
 
 import fxfuse
 
 pytestmark = pytest.mark.needs_real_pass
 
 
-class _Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
-
-
 def _rewrite_and_run(fn, args, decompose):
-    ep = torch.export.export(_Fn(fn), args)
+    ep = torch.export.export(Fn(fn), args)
     if decompose:
         ep = ep.run_decompositions()
     ep2 = fxfuse.rewrite(ep)

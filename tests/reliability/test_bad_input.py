@@ -21,6 +21,7 @@ import textwrap
 import pytest
 import torch
 import torch.nn.functional as F
+from testlib import Fn
 
 fxfuse = pytest.importorskip("fxfuse", reason="fxfuse._C is not built")
 
@@ -349,15 +350,6 @@ def test_odd_specs_values():
 
 # ---------------------------------------------------------------------------------------------
 # Through the pass: export → rewrite → run
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 def gelu_linear(x, w, b):

@@ -14,26 +14,19 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
 
 import pytest
 import torch
 import torch.nn.functional as F
+from testlib import Fn, run_threads
 
 fxfuse = pytest.importorskip("fxfuse", reason="fxfuse._C is not built")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PYDIR = os.path.dirname(os.path.dirname(os.path.abspath(fxfuse.__file__)))  # where fxfuse was imported from
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
+# what a child process imports: fxfuse from the same place, this module, tests/testlib.py
+CHILD_PATH = os.pathsep.join([PYDIR, HERE, os.path.dirname(HERE)])
 
 
 def block(x, w1, b1, w2, r):
@@ -74,57 +67,42 @@ def test_threads_share_rewritten_model_cpu():
     assert sum("gemm_chain" in str(n.target) for n in ep2.graph.nodes) >= 1, fxfuse.report(torch.export.export(Fn(block), tuple(ins)))
     model = ep2.module()
     ref = block(*ins)
-    errors: list[str] = []
 
     def worker(k):
-        try:
-            for _ in range(30):
-                out = model(*ins)
-                for o, r in zip(out, ref):
-                    torch.testing.assert_close(o, r, rtol=1e-5, atol=1e-5)
-        except Exception as e:  # noqa: BLE001
-            errors.append(f"thread {k}: {type(e).__name__}: {e}")
+        for _ in range(30):
+            out = model(*ins)
+            for o, r in zip(out, ref):
+                torch.testing.assert_close(o, r, rtol=1e-5, atol=1e-5)
 
-    ts = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    errors = run_threads(worker)
     assert not errors, errors[:3]
 
 
 def test_threads_parse_many_specs_cpu():
     """Many threads parsing distinct and shared specs at once (the spec cache is shared)."""
     a, b = torch.randn(4, 6), torch.randn(6, 3)
-    errors: list[str] = []
+    accepted: list[str] = []
 
     def worker(k):
-        try:
-            for i in range(60):
-                j = (i * 7 + k) % 40
-                (y,) = torch.ops.fxfuse.gemm_chain.default([a, b], _spec(j))
-                torch.testing.assert_close(y, torch.tanh((a @ b) * (j + 0.5)), rtol=1e-5, atol=1e-5)
-                if i % 10 == 0:  # a bad spec in between must not poison the cache
-                    try:
-                        torch.ops.fxfuse.gemm_chain.default([a, b], _spec(j).replace("tanh", "tanhh"))
-                        errors.append("bad spec accepted")
-                    except RuntimeError:
-                        pass
-        except Exception as e:  # noqa: BLE001
-            errors.append(f"thread {k}: {type(e).__name__}: {e}")
+        for i in range(60):
+            j = (i * 7 + k) % 40
+            (y,) = torch.ops.fxfuse.gemm_chain.default([a, b], _spec(j))
+            torch.testing.assert_close(y, torch.tanh((a @ b) * (j + 0.5)), rtol=1e-5, atol=1e-5)
+            if i % 10 == 0:  # a bad spec in between must not poison the cache
+                try:
+                    torch.ops.fxfuse.gemm_chain.default([a, b], _spec(j).replace("tanh", "tanhh"))
+                    accepted.append(f"thread {k}: bad spec accepted")
+                except RuntimeError:
+                    pass
 
-    ts = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    errors = run_threads(worker) + accepted
     assert not errors, errors[:3]
 
 
 def _child(code: str, env_updates: dict, timeout: float = 240) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items()}
     env.update(env_updates)
-    env["PYTHONPATH"] = PYDIR + os.pathsep + HERE
+    env["PYTHONPATH"] = CHILD_PATH
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -280,7 +258,7 @@ def test_gpu_unusable_cache_dir_warns_once(where):
 @pytest.mark.gpu
 def test_gpu_two_processes_compile_same_kernel(tmp_path):
     env = dict(os.environ)
-    env.update({"FXFUSE_CACHE_DIR": str(tmp_path), "PYTHONPATH": PYDIR + os.pathsep + HERE})
+    env.update({"FXFUSE_CACHE_DIR": str(tmp_path), "PYTHONPATH": CHILD_PATH})
     code = _RUN_BLOCK.format(device="cuda")
     procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(4)]
@@ -301,26 +279,18 @@ def test_gpu_threads_share_kernels():
     ep2 = fxfuse.rewrite(torch.export.export(Fn(block), tuple(ins)))
     model = ep2.module()
     ref = block(*[t.double() for t in ins])
-    errors: list[str] = []
 
     def worker(k):
-        try:
-            s = torch.cuda.Stream()
-            with torch.cuda.stream(s):
-                for _ in range(20):
-                    out = model(*ins)
-                s.synchronize()
-                for o, r in zip(out, ref):
-                    e = ((o.double() - r).norm() / r.norm()).item()
-                    assert e < 2e-2, e
-        except Exception as e:  # noqa: BLE001
-            errors.append(f"thread {k}: {type(e).__name__}: {e}")
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            for _ in range(20):
+                out = model(*ins)
+            s.synchronize()
+            for o, r in zip(out, ref):
+                e = ((o.double() - r).norm() / r.norm()).item()
+                assert e < 2e-2, e
 
-    ts = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    errors = run_threads(worker)
     assert not errors, errors[:3]
 
 
