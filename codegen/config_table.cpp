@@ -187,27 +187,36 @@ size_t dynamicSmemBytes(const KernelConfig& c) {
   return std::max(stage * c.stages, red);
 }
 
-KernelConfig chooseConfig(const spec::ChainSpec& spec, const ProblemShape& shape, int sm_arch) {
-  spec::ChainSpec checked = spec;
-  spec::validateSpec(checked);  // the analysis below relies on a well-formed spec
-  Query q{analyzeA(checked), analyzeB(checked), shape, sm_arch, cheapEpilogue(checked)};
+namespace {
+// The first row that applies, for a validated spec and its operand analyses.
+KernelConfig chooseValidated(const spec::ChainSpec& checked, const OperandInfo& a, const OperandInfo& b,
+                             const ProblemShape& shape, int sm_arch) {
+  Query q{a, b, shape, sm_arch, cheapEpilogue(checked)};
   for (const VariantRow& r : kRows)
     if (embeddedFile(r.templ) && r.applies(q)) return r.config(q);
   throw std::logic_error("fxfuse internal error: no kernel variant applies (please report a bug)");
+}
+}  // namespace
+
+KernelConfig chooseConfig(const spec::ChainSpec& spec, const ProblemShape& shape, int sm_arch) {
+  spec::ChainSpec checked = spec;
+  spec::validateSpec(checked);  // the analysis relies on a well-formed spec
+  return chooseValidated(checked, analyzeA(checked), analyzeB(checked), shape, sm_arch);
 }
 
 KernelConfig chooseConfigForSize(const spec::ChainSpec& spec, long long M, long long N, long long K, long long B,
                                  int sm_arch) {
   spec::ChainSpec checked = spec;
   spec::validateSpec(checked);
+  const OperandInfo a = analyzeA(checked), b = analyzeB(checked);
   ProblemShape shape;
   shape.B = B;
   shape.M = M;
   shape.N = N;
   shape.K = K;
-  shape.a_kmajor = analyzeA(checked).kmajor;
-  shape.b_kmajor = analyzeB(checked).kmajor;
-  return chooseConfig(checked, shape, sm_arch);
+  shape.a_kmajor = a.kmajor;
+  shape.b_kmajor = b.kmajor;
+  return chooseValidated(checked, a, b, shape, sm_arch);
 }
 
 int smFromArch(const std::string& arch) {
