@@ -87,7 +87,15 @@ const std::unordered_map<std::string, OpFn>& opTable() {
          if (x[1].isConst()) return at::leaky_relu(x[0].t, at::Scalar(x[1].constant()));
          return at::where(x[0].t > 0, x[0].t, x[0].t * x[1].t);
        }},
-      {"where", [](auto& x) { return at::where(x[0].t.to(at::kBool), x[1].t, x[2].t); }},
+      {"where",
+       [](auto& x) {
+         const at::Tensor c = x[0].t.to(at::kBool);
+         if (x[1].isConst() && x[2].isConst())
+           return at::where(c, at::Scalar(x[1].constant()), at::Scalar(x[2].constant())).to(x[1].t.scalar_type());
+         if (x[1].isConst()) return at::where(c, at::Scalar(x[1].constant()), x[2].t);
+         if (x[2].isConst()) return at::where(c, x[1].t, at::Scalar(x[2].constant()));
+         return at::where(c, x[1].t, x[2].t);
+       }},
       {"clamp", clampOp},
       {"hardtanh",
        [](auto& x) {
@@ -179,9 +187,10 @@ std::vector<at::Tensor> evaluateReference(const ChainSpec& spec, at::TensorList 
         values.push_back(logicalView(inputs[v.slot], v.dims, v.space, spec.gemm));
         break;
       case ValueKind::Const:
-        values.push_back(at::scalar_tensor(v.constant, at::TensorOptions()
-                                                           .dtype(toScalarType(v.dtype))
-                                                           .device(device)));
+        // A 0-dim CPU tensor: ATen's ops take it with device tensors as a scalar argument (no
+        // allocation or fill kernel on the device per call, nothing for CUDA graph capture to
+        // record), and it still takes part in the op-math conversions below.
+        values.push_back(at::scalar_tensor(v.constant, at::TensorOptions().dtype(toScalarType(v.dtype))));
         break;
       case ValueKind::Op:
         values.push_back(evalOp(spec, v, values));
@@ -199,7 +208,8 @@ std::vector<at::Tensor> evaluateReference(const ChainSpec& spec, at::TensorList 
   for (const c10::SymInt& s : shape.outputShape()) outShape.push_back(s.expect_int());
   std::vector<at::Tensor> outputs;
   for (int id : spec.outputs) {
-    const at::Tensor& r = values[id];
+    at::Tensor r = values[id];
+    if (r.device() != device) r = r.to(device);  // a constant (or all-constant) output
     TORCH_INTERNAL_ASSERT(r.scalar_type() == toScalarType(spec.values[id].dtype));
     // Outputs never alias an input or each other (an output may be a plain input value).
     outputs.push_back(r.expand(full).clone(at::MemoryFormat::Contiguous).view(outShape));
