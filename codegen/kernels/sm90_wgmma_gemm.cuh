@@ -306,6 +306,13 @@ __device__ __forceinline__ void tile_coords(long long t, int mt, int nt, int gro
 #define FX_SM90_CLUSTER_ATTR
 #endif
 
+// Edge tiles (partly outside the output) are few: one out-of-line pair function serves them, so
+// the kernel holds a single unrolled copy of the epilogue (two copies doubled the ptxas time).
+static __device__ __noinline__ void fx_sm90_edge_pair(const fxfuse::FxParams& p, long long b, long long m,
+                                                      long long n, float acc0, float acc1) {
+  if (m < p.M && n < p.N) fx_epilogue2(p, b, m, n, acc0, acc1);
+}
+
 extern "C" __global__ void FX_SM90_CLUSTER_ATTR __launch_bounds__(FX_THREADS, 1)
 FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   using namespace fxsm90;
@@ -485,14 +492,10 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
           }
           continue;
         }
-        const bool r0 = row < M, r1 = row + 8 < M;
 #pragma unroll
         for (int jn = 0; jn < BN / 8; ++jn) {
-          const long long n = col + jn * 8;
-          if (n < N) {
-            if (r0) fx_epilogue2(p, b, row, n, d[sub][4 * jn + 0], d[sub][4 * jn + 1]);
-            if (r1) fx_epilogue2(p, b, row + 8, n, d[sub][4 * jn + 2], d[sub][4 * jn + 3]);
-          }
+          fx_sm90_edge_pair(p, b, row, col + jn * 8, d[sub][4 * jn + 0], d[sub][4 * jn + 1]);
+          fx_sm90_edge_pair(p, b, row + 8, col + jn * 8, d[sub][4 * jn + 2], d[sub][4 * jn + 3]);
         }
       }
     }
