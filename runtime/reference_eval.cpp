@@ -35,14 +35,17 @@ std::optional<at::Scalar> boundOf(const Operand& o) {
   return at::Scalar(o.constant());
 }
 
+// clamp(x, lo, hi) = min(max(x, lo), hi), one side at a time so that a constant bound is a
+// Scalar (constants are CPU 0-dim tensors, which clamp.Tensor does not take with device
+// tensors); a `nan` constant bound means none, as in the spec.
 at::Tensor clampOp(const std::vector<Operand>& x) {
-  const at::Tensor& v = x[0].t;
-  if (x[1].isConst() && x[2].isConst()) return at::clamp(v, boundOf(x[1]), boundOf(x[2]));
-  auto asTensor = [](const Operand& o) -> std::optional<at::Tensor> {
-    if (o.isConst() && std::isnan(o.constant())) return std::nullopt;
-    return o.t;
-  };
-  return at::clamp(v, asTensor(x[1]), asTensor(x[2]));
+  at::Tensor r = x[0].t;
+  if (x[1].isConst() && x[2].isConst()) return at::clamp(r, boundOf(x[1]), boundOf(x[2]));
+  if (!x[1].isConst()) r = at::clamp_min(r, x[1].t);
+  else if (auto lo = boundOf(x[1])) r = at::clamp_min(r, *lo);
+  if (!x[2].isConst()) r = at::clamp_max(r, x[2].t);
+  else if (auto hi = boundOf(x[2])) r = at::clamp_max(r, *hi);
+  return r;
 }
 
 const std::unordered_map<std::string, OpFn>& opTable() {
@@ -73,8 +76,9 @@ const std::unordered_map<std::string, OpFn>& opTable() {
       {"minimum", [](auto& x) { return at::minimum(x[0].t, x[1].t); }},
       {"pow",
        [](auto& x) {
-         return x[1].isConst() ? at::pow(x[0].t, at::Scalar(x[1].constant()))
-                               : at::pow(x[0].t, x[1].t);
+         if (x[1].isConst()) return at::pow(x[0].t, at::Scalar(x[1].constant()));
+         if (x[0].isConst()) return at::pow(at::Scalar(x[0].constant()), x[1].t);
+         return at::pow(x[0].t, x[1].t);
        }},
       {"lt", [](auto& x) { return at::lt(x[0].t, x[1].t); }},
       {"le", [](auto& x) { return at::le(x[0].t, x[1].t); }},
@@ -89,6 +93,7 @@ const std::unordered_map<std::string, OpFn>& opTable() {
        }},
       {"where",
        [](auto& x) {
+         if (x[0].isConst()) return x[0].constant() != 0 ? x[1].t : x[2].t;  // later ops broadcast
          const at::Tensor c = x[0].t.to(at::kBool);
          if (x[1].isConst() && x[2].isConst())
            return at::where(c, at::Scalar(x[1].constant()), at::Scalar(x[2].constant())).to(x[1].t.scalar_type());
