@@ -114,8 +114,8 @@ FX_DEVICE float fx_clamp_max(float x, float hi) {
   if (x != x) return x;
   return hi != hi ? hi : fminf(x, hi);
 }
-// tanh. With FX_FAST_MATH (the generator sets it when every output of the chain is 16-bit or
-// narrower) tanh(x) = 1 - 2 / (exp(2x) + 1) on the MUFU exp and divide: absolute error about
+// tanh. With FX_FAST_MATH (the generator sets it when every output of the chain is a 16- or 8-bit
+// float) tanh(x) = 1 - 2 / (exp(2x) + 1) on the MUFU exp and divide: absolute error about
 // 1e-7, far below half an ulp of a 16-bit output, and no cancellation in GELU's 1 + tanh(x)
 // tail. (tanh.approx.f32 is faster still but its 2^-11 error costs GELU several bf16 ulps for
 // x < -2.) libm's tanhf costs the Hopper epilogue about 25 % of a 4096^3 GEMM.
