@@ -332,6 +332,48 @@ class HookEmitter {
     w_.line("FxOutValues o1 = o0;");
     w_.line("if (has1) o1 = fx_epilogue_values(p, b, m, n + 1, acc1);");
     for (size_t j = 0; j < outs.size(); ++j) emitPairStore(j);
+    fn.close();
+    emitVecEpilogue();
+  }
+
+  // The branch-free pair for a tile wholly inside the output (the Hopper template's fast path):
+  // fx_epilogue2_vec_ok(p), checked once per tile, says every 16-bit output takes one 4-byte
+  // store at any even n, so fx_epilogue2_vec has no per-pair branch and the compiler can issue
+  // the loads of many pairs together.
+  void emitVecEpilogue() {
+    const std::vector<int>& outs = spec_.outputs;
+    w_.blank();
+    {
+      auto fn = w_.block("__device__ __forceinline__ bool fx_epilogue2_vec_ok(const fxfuse::FxParams& p)");
+      std::string cond = "true";
+      for (size_t j = 0; j < outs.size(); ++j) {
+        DType d = spec_.values[outs[j]].dtype;
+        if (d != DType::BF16 && d != DType::F16) continue;
+        std::string base = "p.out[" + std::to_string(j) + "]";
+        cond += fmt::format(" && {0}.sn == 1 && {0}.sm % 2 == 0 && fx_aligned4({0}.ptr, 0, 2)", base);
+        if (spec_.gemm == spec::GemmKind::Bmm) cond += fmt::format(" && {}.sb % 2 == 0", base);
+      }
+      w_.line("(void)p;");
+      w_.line("return {};", cond);
+    }
+    w_.blank();
+    w_.line("// Columns n and n + 1 of row m, both inside the output; fx_epilogue2_vec_ok(p) holds.");
+    auto fn = w_.block(
+        "__device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long long b, long long m, "
+        "long long n, float acc0, float acc1)");
+    w_.line("const FxOutValues o0 = fx_epilogue_values(p, b, m, n, acc0);");
+    w_.line("const FxOutValues o1 = fx_epilogue_values(p, b, m, n + 1, acc1);");
+    for (size_t j = 0; j < outs.size(); ++j) {
+      DType d = spec_.values[outs[j]].dtype;
+      std::string base = "p.out[" + std::to_string(j) + "]";
+      if (d == DType::BF16 || d == DType::F16) {
+        w_.line("fx_st2_{}({}.ptr, {}, o0.o{}, o1.o{});", d == DType::BF16 ? "bf16" : "f16", base, outOffset(base, "n"),
+                j, j);
+      } else {
+        w_.line("{}({}.ptr, {}, o0.o{});", storeFn(d), base, outOffset(base, "n"), j);
+        w_.line("{}({}.ptr, {}, o1.o{});", storeFn(d), base, outOffset(base, "(n + 1)"), j);
+      }
+    }
   }
 
  private:

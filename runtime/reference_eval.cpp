@@ -35,14 +35,17 @@ std::optional<at::Scalar> boundOf(const Operand& o) {
   return at::Scalar(o.constant());
 }
 
+// clamp(x, lo, hi) = min(max(x, lo), hi), one side at a time so that a constant bound is a
+// Scalar (constants are CPU 0-dim tensors, which clamp.Tensor does not take with device
+// tensors); a `nan` constant bound means none, as in the spec.
 at::Tensor clampOp(const std::vector<Operand>& x) {
-  const at::Tensor& v = x[0].t;
-  if (x[1].isConst() && x[2].isConst()) return at::clamp(v, boundOf(x[1]), boundOf(x[2]));
-  auto asTensor = [](const Operand& o) -> std::optional<at::Tensor> {
-    if (o.isConst() && std::isnan(o.constant())) return std::nullopt;
-    return o.t;
-  };
-  return at::clamp(v, asTensor(x[1]), asTensor(x[2]));
+  at::Tensor r = x[0].t;
+  if (x[1].isConst() && x[2].isConst()) return at::clamp(r, boundOf(x[1]), boundOf(x[2]));
+  if (!x[1].isConst()) r = at::clamp_min(r, x[1].t);
+  else if (auto lo = boundOf(x[1])) r = at::clamp_min(r, *lo);
+  if (!x[2].isConst()) r = at::clamp_max(r, x[2].t);
+  else if (auto hi = boundOf(x[2])) r = at::clamp_max(r, *hi);
+  return r;
 }
 
 const std::unordered_map<std::string, OpFn>& opTable() {
@@ -73,8 +76,9 @@ const std::unordered_map<std::string, OpFn>& opTable() {
       {"minimum", [](auto& x) { return at::minimum(x[0].t, x[1].t); }},
       {"pow",
        [](auto& x) {
-         return x[1].isConst() ? at::pow(x[0].t, at::Scalar(x[1].constant()))
-                               : at::pow(x[0].t, x[1].t);
+         if (x[1].isConst()) return at::pow(x[0].t, at::Scalar(x[1].constant()));
+         if (x[0].isConst()) return at::pow(at::Scalar(x[0].constant()), x[1].t);
+         return at::pow(x[0].t, x[1].t);
        }},
       {"lt", [](auto& x) { return at::lt(x[0].t, x[1].t); }},
       {"le", [](auto& x) { return at::le(x[0].t, x[1].t); }},
@@ -87,7 +91,16 @@ const std::unordered_map<std::string, OpFn>& opTable() {
          if (x[1].isConst()) return at::leaky_relu(x[0].t, at::Scalar(x[1].constant()));
          return at::where(x[0].t > 0, x[0].t, x[0].t * x[1].t);
        }},
-      {"where", [](auto& x) { return at::where(x[0].t.to(at::kBool), x[1].t, x[2].t); }},
+      {"where",
+       [](auto& x) {
+         if (x[0].isConst()) return x[0].constant() != 0 ? x[1].t : x[2].t;  // later ops broadcast
+         const at::Tensor c = x[0].t.to(at::kBool);
+         if (x[1].isConst() && x[2].isConst())
+           return at::where(c, at::Scalar(x[1].constant()), at::Scalar(x[2].constant())).to(x[1].t.scalar_type());
+         if (x[1].isConst()) return at::where(c, at::Scalar(x[1].constant()), x[2].t);
+         if (x[2].isConst()) return at::where(c, x[1].t, at::Scalar(x[2].constant()));
+         return at::where(c, x[1].t, x[2].t);
+       }},
       {"clamp", clampOp},
       {"hardtanh",
        [](auto& x) {
@@ -179,9 +192,10 @@ std::vector<at::Tensor> evaluateReference(const ChainSpec& spec, at::TensorList 
         values.push_back(logicalView(inputs[v.slot], v.dims, v.space, spec.gemm));
         break;
       case ValueKind::Const:
-        values.push_back(at::scalar_tensor(v.constant, at::TensorOptions()
-                                                           .dtype(toScalarType(v.dtype))
-                                                           .device(device)));
+        // A 0-dim CPU tensor: ATen's ops take it with device tensors as a scalar argument (no
+        // allocation or fill kernel on the device per call, nothing for CUDA graph capture to
+        // record), and it still takes part in the op-math conversions below.
+        values.push_back(at::scalar_tensor(v.constant, at::TensorOptions().dtype(toScalarType(v.dtype))));
         break;
       case ValueKind::Op:
         values.push_back(evalOp(spec, v, values));
@@ -199,7 +213,8 @@ std::vector<at::Tensor> evaluateReference(const ChainSpec& spec, at::TensorList 
   for (const c10::SymInt& s : shape.outputShape()) outShape.push_back(s.expect_int());
   std::vector<at::Tensor> outputs;
   for (int id : spec.outputs) {
-    const at::Tensor& r = values[id];
+    at::Tensor r = values[id];
+    if (r.device() != device) r = r.to(device);  // a constant (or all-constant) output
     TORCH_INTERNAL_ASSERT(r.scalar_type() == toScalarType(spec.values[id].dtype));
     // Outputs never alias an input or each other (an output may be a plain input value).
     outputs.push_back(r.expand(full).clone(at::MemoryFormat::Contiguous).view(outShape));

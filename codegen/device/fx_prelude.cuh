@@ -114,12 +114,12 @@ FX_DEVICE float fx_clamp_max(float x, float hi) {
   if (x != x) return x;
   return hi != hi ? hi : fminf(x, hi);
 }
-// tanh. With FX_FAST_TANH (the generator sets it when every output of the chain is 16-bit or
-// narrower) tanh(x) = 1 - 2 / (exp(2x) + 1) on the MUFU exp and divide: absolute error about
+// tanh. With FX_FAST_MATH (the generator sets it when every output of the chain is a 16- or 8-bit
+// float) tanh(x) = 1 - 2 / (exp(2x) + 1) on the MUFU exp and divide: absolute error about
 // 1e-7, far below half an ulp of a 16-bit output, and no cancellation in GELU's 1 + tanh(x)
 // tail. (tanh.approx.f32 is faster still but its 2^-11 error costs GELU several bf16 ulps for
 // x < -2.) libm's tanhf costs the Hopper epilogue about 25 % of a 4096^3 GEMM.
-#ifdef FX_FAST_TANH
+#ifdef FX_FAST_MATH
 FX_DEVICE float fx_tanh(float x) {
   if (fabsf(x) < 0.0625f) {  // series: 1 - 2/(e+1) would cancel for small |x|
     const float x2 = x * x;
@@ -139,7 +139,15 @@ FX_DEVICE float fx_gelu_tanh(float x) {
   float inner = kBeta * (x + kKappa * (x * x * x));
   return 0.5f * x * (1.0f + fx_tanh(inner));
 }
+#ifdef FX_FAST_MATH
+// MUFU exp and the fast divide (relative error ~1e-6, below a 16-bit output's resolution; for
+// x < -87 the result is 0 instead of a value below 1e-37). libm's expf plus an IEEE divide cost
+// the Hopper epilogue more than the MMAs of a K=1024 tile.
+FX_DEVICE float fx_sigmoid(float x) { return __fdividef(1.0f, 1.0f + __expf(-x)); }
+FX_DEVICE float fx_silu(float x) { return x * fx_sigmoid(x); }
+#else
 FX_DEVICE float fx_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 FX_DEVICE float fx_silu(float x) { return x / (1.0f + expf(-x)); }
+#endif
 FX_DEVICE float fx_hardswish(float x) { return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f; }
 FX_DEVICE float fx_leaky_relu(float x, float slope) { return x > 0.0f ? x : x * slope; }

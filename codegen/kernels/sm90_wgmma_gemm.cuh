@@ -5,7 +5,9 @@
 //   fxfuse::FxParams (p.tma[0] = CUtensorMap of A, p.tma[1] = CUtensorMap of B, p.B/M/N/K, p.in[])
 //   FxElemA, FxElemB (both __nv_bfloat16 or both __half), FX_A_KMAJOR (must be 1), FX_B_KMAJOR,
 //   FX_A_SLOT / FX_B_SLOT (optional: used only to detect a batch-broadcast operand, sb == 0),
-//   fx_epilogue2(p, b, m, n, acc0, acc1) (n even; stores every output of (m,n) and (m,n+1)).
+//   fx_epilogue2(p, b, m, n, acc0, acc1) (n even; stores every output of (m,n) and (m,n+1)),
+//   fx_epilogue2_vec_ok(p) / fx_epilogue2_vec(...) (the same without bounds or layout branches,
+//   for tiles wholly inside the output when vec_ok holds).
 //   FX_KERNEL_NAME.
 //
 // Config macros (all optional; defaults in brackets).  The host side must use the same values:
@@ -304,6 +306,13 @@ __device__ __forceinline__ void tile_coords(long long t, int mt, int nt, int gro
 #define FX_SM90_CLUSTER_ATTR
 #endif
 
+// Edge tiles (partly outside the output) are few: one out-of-line pair function serves them, so
+// the kernel holds a single unrolled copy of the epilogue (two copies doubled the ptxas time).
+static __device__ __noinline__ void fx_sm90_edge_pair(const fxfuse::FxParams& p, long long b, long long m,
+                                                      long long n, float acc0, float acc1) {
+  if (m < p.M && n < p.N) fx_epilogue2(p, b, m, n, acc0, acc1);
+}
+
 extern "C" __global__ void FX_SM90_CLUSTER_ATTR __launch_bounds__(FX_THREADS, 1)
 FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   using namespace fxsm90;
@@ -468,28 +477,25 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       // m64nNk16 f32 accumulator: d[4j+0,1] = (row, 8j + 2*(lane%4) + {0,1}), d[4j+2,3] = row + 8,
       // row = 16*warp + lane/4 within the 64-row block.
       const long long col = (long long)tn * BN + (lane % 4) * 2;
-      // A tile wholly inside the output takes a branch-free path, so the compiler can issue the
-      // epilogue's input loads of many column pairs together instead of one latency per pair.
-      const bool whole = (long long)(tm + 1) * BM <= M && (long long)(tn + 1) * BN <= N;
+      // A tile wholly inside the output, with outputs that take paired stores everywhere,
+      // takes a branch-free path (fx_epilogue2_vec), so the compiler can issue the epilogue's
+      // input loads of many column pairs together instead of one latency per pair.
+      const bool whole = (long long)(tm + 1) * BM <= M && (long long)(tn + 1) * BN <= N && fx_epilogue2_vec_ok(p);
 #pragma unroll
       for (int sub = 0; sub < SUB; ++sub) {
         const long long row = (long long)tm * BM + row0 + sub * 64 + warp * 16 + lane / 4;
         if (whole) {
 #pragma unroll
           for (int jn = 0; jn < BN / 8; ++jn) {
-            fx_epilogue2(p, b, row, col + jn * 8, d[sub][4 * jn + 0], d[sub][4 * jn + 1]);
-            fx_epilogue2(p, b, row + 8, col + jn * 8, d[sub][4 * jn + 2], d[sub][4 * jn + 3]);
+            fx_epilogue2_vec(p, b, row, col + jn * 8, d[sub][4 * jn + 0], d[sub][4 * jn + 1]);
+            fx_epilogue2_vec(p, b, row + 8, col + jn * 8, d[sub][4 * jn + 2], d[sub][4 * jn + 3]);
           }
           continue;
         }
-        const bool r0 = row < M, r1 = row + 8 < M;
 #pragma unroll
         for (int jn = 0; jn < BN / 8; ++jn) {
-          const long long n = col + jn * 8;
-          if (n < N) {
-            if (r0) fx_epilogue2(p, b, row, n, d[sub][4 * jn + 0], d[sub][4 * jn + 1]);
-            if (r1) fx_epilogue2(p, b, row + 8, n, d[sub][4 * jn + 2], d[sub][4 * jn + 3]);
-          }
+          fx_sm90_edge_pair(p, b, row, col + jn * 8, d[sub][4 * jn + 0], d[sub][4 * jn + 1]);
+          fx_sm90_edge_pair(p, b, row + 8, col + jn * 8, d[sub][4 * jn + 2], d[sub][4 * jn + 3]);
         }
       }
     }

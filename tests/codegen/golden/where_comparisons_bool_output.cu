@@ -115,3 +115,17 @@ __device__ __forceinline__ void fx_epilogue2(const fxfuse::FxParams& p, long lon
   fx_st_bool(p.out[1].ptr, m * p.out[1].sm + n * p.out[1].sn, o0.o1);
   if (has1) fx_st_bool(p.out[1].ptr, m * p.out[1].sm + (n + 1) * p.out[1].sn, o1.o1);
 }
+
+__device__ __forceinline__ bool fx_epilogue2_vec_ok(const fxfuse::FxParams& p) {
+  (void)p;
+  return true && p.out[0].sn == 1 && p.out[0].sm % 2 == 0 && fx_aligned4(p.out[0].ptr, 0, 2);
+}
+
+// Columns n and n + 1 of row m, both inside the output; fx_epilogue2_vec_ok(p) holds.
+__device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc0, float acc1) {
+  const FxOutValues o0 = fx_epilogue_values(p, b, m, n, acc0);
+  const FxOutValues o1 = fx_epilogue_values(p, b, m, n + 1, acc1);
+  fx_st2_bf16(p.out[0].ptr, m * p.out[0].sm + n * p.out[0].sn, o0.o0, o1.o0);
+  fx_st_bool(p.out[1].ptr, m * p.out[1].sm + n * p.out[1].sn, o0.o1);
+  fx_st_bool(p.out[1].ptr, m * p.out[1].sm + (n + 1) * p.out[1].sn, o1.o1);
+}
