@@ -15,7 +15,8 @@ step() { local name=$1; shift; local t0=$SECONDS
   else summary+=("FAIL $name ($((SECONDS-t0)) s): see $LOG/$name.log"); tail -n 40 "$LOG/$name.log"; fi; }
 
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$LOG/gpu.txt" 2>&1
-step build "$PY" -m pip install --no-build-isolation --no-deps --no-index -e .
+# FXFUSE_SKIP_BUILD=1: the caller built it already (scripts/gpu-session.sh runs other work beside this)
+[ "${FXFUSE_SKIP_BUILD:-0}" = 1 ] || step build "$PY" -m pip install --no-build-isolation --no-deps --no-index -e .
 step ctest ctest --test-dir "$FXFUSE_BUILD_DIR" --output-on-failure -j 16 --timeout 300
 # this machine's compiler links libstdc++ statically: check _C keeps that copy private
 step linkage "$PY" -m pytest -q -p no:cacheprovider tests/python/test_extension_linkage.py

@@ -318,11 +318,12 @@ def shrink(case: Case, still_fails: Callable[[Case], bool], budget: int = 400) -
     return best
 
 
-def same_failure(route: str = "export", device: str = "cpu") -> Callable[[Case, Outcome], Callable[[Case], bool]]:
+def same_failure(route: str = "export", device: str = "cpu",
+                 options: dict | None = None) -> Callable[[Case, Outcome], Callable[[Case], bool]]:
     def make(case: Case, outcome: Outcome) -> Callable[[Case], bool]:
         def pred(c: Case) -> bool:
             # the candidate must still be a valid program in eager
-            o = check_case(c, route, device)
+            o = check_case(c, route, device, options)
             return o.status == outcome.status
         return pred
     return make
