@@ -21,9 +21,11 @@
 // Split-K gemv kernels launch as thread block clusters through cuLaunchKernelEx.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <numeric>
 #include <unordered_map>
 
 #include <ATen/ATen.h>
@@ -170,6 +172,34 @@ bool letterStrides(const at::Tensor& t, const std::string& letters, LetterStride
   return true;
 }
 
+// A copy of t in which the dims of each letter lie next to each other in memory, each letter's
+// dims in their own order, the letters ordered by their innermost dim (so the innermost dim stays
+// innermost). letterStrides describes it always. A plain row-major copy is not enough: a batch
+// folded into M from a transposed activation is labelled [m,k,m], and its two m dims are never
+// adjacent in a row-major copy of that shape.
+at::Tensor letterGroupedCopy(const at::Tensor& t, const std::string& letters) {
+  const int64_t rank = t.dim();
+  std::vector<int64_t> innermostOf(128, -1);  // per letter: its innermost dim
+  for (int64_t d = 0; d < rank; ++d) innermostOf[static_cast<unsigned char>(letters[d])] = d;
+  std::vector<int64_t> order(rank);  // memory order, outermost first
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return innermostOf[static_cast<unsigned char>(letters[a])] < innermostOf[static_cast<unsigned char>(letters[b])];
+  });
+  std::vector<int64_t> sizes(rank), back(rank), strides(rank);
+  int64_t stride = 1;
+  for (int64_t i = rank - 1; i >= 0; --i) {
+    sizes[i] = t.size(order[i]);
+    back[order[i]] = i;
+    strides[order[i]] = stride;
+    stride *= sizes[i];
+  }
+  if (t.strides() == c10::IntArrayRef(strides)) return t;  // already laid out so (a later call's input)
+  at::Tensor grouped = at::empty(sizes, t.options()).permute(back);
+  grouped.copy_(t);
+  return grouped;
+}
+
 // The innermost dim (in the tensor's own order, size-1 dims aside) is contiguous: what the
 // spec's dims order promises the generator for its A/B operands (FX_*_KMAJOR).
 bool innermostContiguous(const at::Tensor& t) {
@@ -196,7 +226,7 @@ struct Plan {
   ChainShape shape;
   long long B = 1, M = 0, N = 0, K = 0;
   std::vector<at::Tensor> tensors;  // the inputs, made contiguous where the kernel needs it
-  std::vector<uint8_t> copied;      // per slot: tensors[slot] is a contiguous copy
+  std::vector<std::string> copied;  // per slot: the dims letters when tensors[slot] is a letterGroupedCopy, else empty
   std::vector<LetterStrides> strides;
   codegen::ProblemShape problem;
   int aInput = -1, bInput = -1;     // value ids (operandInput)
@@ -216,7 +246,7 @@ Plan makePlan(at::TensorList inputs, std::shared_ptr<const CachedSpec> entry) {
   plan.aInput = operandInput(spec, 0);
   plan.bInput = operandInput(spec, 1);
   plan.tensors.assign(inputs.begin(), inputs.end());
-  plan.copied.assign(inputs.size(), 0);
+  plan.copied.assign(inputs.size(), std::string());
   plan.strides.resize(inputs.size());
   for (size_t i = 0; i < spec.values.size(); ++i) {
     const Value& v = spec.values[i];
@@ -226,10 +256,10 @@ Plan makePlan(at::TensorList inputs, std::shared_ptr<const CachedSpec> entry) {
     const bool operand = static_cast<int>(i) == plan.aInput || static_cast<int>(i) == plan.bInput;
     LetterStrides s;
     if ((operand && !innermostContiguous(t)) || !letterStrides(t, letters, &s)) {
-      t = t.contiguous();  // freed stream-ordered by the caching allocator: safe after launch
-      plan.copied[v.slot] = 1;
+      t = letterGroupedCopy(t, letters);  // freed stream-ordered by the caching allocator: safe after launch
+      plan.copied[v.slot] = letters;
       s = LetterStrides();
-      TORCH_INTERNAL_ASSERT(letterStrides(t, letters, &s));
+      TORCH_INTERNAL_ASSERT(letterStrides(t, letters, &s), "fxfuse: no strides for dims ", letters);
     }
     plan.strides[v.slot] = s;
   }
@@ -324,7 +354,7 @@ struct CallEntry {
   // Kind::Kernel
   std::shared_ptr<CudaKernel> kernel;
   std::vector<LetterStrides> strides;  // per slot, of the tensor the kernel reads
-  std::vector<uint8_t> copy;           // per slot: pass tensor.contiguous() instead
+  std::vector<std::string> copy;       // per slot: pass letterGroupedCopy(tensor, copy[slot]) when not empty
   bool anyCopy = false;
   codegen::LaunchDims dims;       // as launched (cluster only when cuLaunchKernelEx exists)
   codegen::LaunchDims plainDims;  // the same problem with split-K cluster S = 1
@@ -512,7 +542,7 @@ std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int de
   for (int id : spec.outputs) e->outDtypes.push_back(toScalarType(spec.values[id].dtype));
   e->strides = plan.strides;
   e->copy = plan.copied;
-  for (uint8_t c : e->copy) e->anyCopy = e->anyCopy || c;
+  for (const std::string& c : e->copy) e->anyCopy = e->anyCopy || !c.empty();
   try {
     e->dims = codegen::launchDims(kernel->source, plan.problem, info.smCount);
     codegen::KernelSource plain = kernel->source;  // code was dropped at load: cheap copy
@@ -611,8 +641,8 @@ std::vector<at::Tensor> runCall(const CallEntry& c, at::TensorList inputs) {
   const void* ptrs[16];
   for (size_t slot = 0; slot < inputs.size(); ++slot) {
     const at::Tensor* t = &inputs[slot];
-    if (c.anyCopy && c.copy[slot]) {
-      copies[slot] = t->contiguous();
+    if (c.anyCopy && !c.copy[slot].empty()) {
+      copies[slot] = letterGroupedCopy(*t, c.copy[slot]);
       t = &copies[slot];
     }
     ptrs[slot] = t->const_data_ptr();

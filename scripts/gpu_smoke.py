@@ -20,7 +20,7 @@ if wq == "i8":
             "%3 = input 2 {{d}} [n]\n%4 = mul %2 %3 : {{d}}\n%5 = mm %0 %4 : {{d}}\n%6 = input 3 {{d}} [n]\n"
             "%7 = add %5 %6 : {{d}}\noutput %7\n").format(d=d)
     ins = [x, wraw, s, b]
-    w = (wraw.double() * s.double()).t()
+    w = (wraw.double() * s.double()[:, None]).t()  # s scales output channels (rows of wraw)
     ref = x.double() @ w + b.double()
 else:
     w = torch.randn(K, N, device="cuda", dtype=dt) / K ** 0.5

@@ -31,6 +31,12 @@ REGRESSIONS: dict[str, tuple[str, str, str]] = {
         'export',
         "BUG-2: [M,1]/[M,K] input broadcast over the batch dim of a 3-D activation emitted as [m,..]; runtime: 'whose m dims must flatten to M'",
         '{"dims": {"B": 2, "K": 1, "M": 1, "N": 1, "S": 1}, "dtype": "f32", "gemm": "matmul3d", "inputs": [{"fill": "normal", "layout": "contig", "name": "x0", "scale": 1.0, "shape": ["B", "M", "K"], "special": null, "store": "D"}, {"fill": "zero_point", "layout": "contig", "name": "x1", "scale": 1.0, "shape": ["M", 1], "special": null, "store": "D"}, {"fill": "normal", "layout": "contig", "name": "x3", "scale": 0.14907119849998599, "shape": ["K", "N"], "special": null, "store": "D"}], "nodes": [{"args": ["x0", "x1"], "name": "v0", "op": "sub", "params": {}, "stage": "prologue_a"}, {"args": ["v0", "x3"], "name": "v4", "op": "matmul", "params": {}, "stage": "gemm"}], "notes": "matmul3d f32 M=2 N=16 K=45", "outputs": ["v4"], "seed": 59}'),
+    'matmul3d_transposed_batch_folded_into_m': (
+        'export',
+        "BUG-3 (GPU differential, seed 30262923): A = x[B,K,M].transpose(-1,-2) folded into M is labelled [m,k,m]; "
+        "the CUDA op's contiguous copy has no single m stride: 'letterStrides(t, letters, &s) INTERNAL ASSERT FAILED'",
+        '{"dims": {"B": 3, "K": 40, "M": 33, "N": 24, "S": 2}, "dtype": "f16", "gemm": "matmul3d", "inputs": [{"fill": "normal", "layout": "contig", "name": "x0", "scale": 1.0, "shape": ["B", "K", "M"], "special": null, "store": "D"}, {"fill": "normal", "layout": "contig", "name": "x1", "scale": 0.15811388300841897, "shape": ["K", "N"], "special": null, "store": "D"}], "nodes": [{"args": ["x0"], "name": "v0", "op": "transpose", "params": {}, "stage": "prologue_a"}, {"args": ["v0", "x1"], "name": "v1", "op": "matmul", "params": {}, "stage": "gemm"}, {"args": ["v1"], "name": "v2", "op": "sin", "params": {}, "stage": "epilogue"}], "notes": "matmul3d f16 M=33 N=24 K=40", "outputs": ["v2", "v1"], "seed": 30262923}'),
+
 }
 
 
@@ -51,4 +57,14 @@ def test_regression(name):
     route, bug, text = REGRESSIONS[name]
     case = Case.from_json(text)
     o = check_case(case, route, "cpu")
+    assert o.ok, f"{name} ({bug}):\n{describe(case, o, route)}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(REGRESSIONS))
+def test_regression_gpu(name):
+    """The same cases on CUDA tensors, every chain fused (the op's kernels, not its ATen path)."""
+    route, bug, text = REGRESSIONS[name]
+    case = Case.from_json(text)
+    o = check_case(case, route, "cuda", {"only_profitable": False})
     assert o.ok, f"{name} ({bug}):\n{describe(case, o, route)}"
