@@ -156,7 +156,10 @@ def compare(case: Case, fused: list[torch.Tensor], eager: list[torch.Tensor],
         flips = torch.zeros_like(fd, dtype=torch.bool)
         if case.discontinuous:
             both = torch.isfinite(fd) & torch.isfinite(ed)
-            tol = 20 * floor * (ed.abs() + 1.0)
+            # A flip is an element far outside the dtype's rounding of eager's value. 2x the floor
+            # (bf16: 0.04 at |x| = 1; 20x let a 0.53 jump of a bf16 step function pass as rounding,
+            # GPU differential seed 30272264) still leaves ordinary rounding out of the count.
+            tol = 2 * floor * (ed.abs() + 1.0)
             flips = both & ((fd - ed).abs() > tol)
             nflip = int(flips.sum())
             if nflip > max(1, int(0.002 * f.numel())):
