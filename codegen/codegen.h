@@ -31,11 +31,18 @@ struct KernelConfig {
   bool pingpong = false;  // sm90_wgmma: two consumer warpgroups alternate whole tiles (FX_PINGPONG)
 };
 
-// True for the variants that beat (or match) eager PyTorch on the problems chooseConfig gives
-// them: "sm90_wgmma" and "gemv". False for the generic fallbacks ("sm80_mma", "simt"), which
-// are correct but may be slower than cuBLAS + ATen elementwise: the runtime runs such chains
+// What would run a chain left unfused: eager PyTorch (cuBLAS, then one ATen kernel per
+// pointwise op; fxfuse.rewrite's programs) or Inductor (cuBLAS, then one fused Triton pointwise
+// kernel; the torch.compile backend).
+enum class Baseline { Eager, Inductor };
+
+// True for the variants that beat (or match) the baseline on the problems chooseConfig gives
+// them. Against eager: "sm90_wgmma" and "gemv". Against Inductor: "gemv" only (the Hopper
+// kernel, at 1.24-1.5x cuBLAS mm alone, loses to mm + Inductor's fused pointwise kernel:
+// bench/RESULTS.md Run E). False for the generic fallbacks ("sm80_mma", "simt"), which are
+// correct but may be slower than cuBLAS + ATen elementwise: the runtime runs such chains
 // unfused through ATen on CUDA, so that a rewrite never makes a model slower.
-bool isFastVariant(const KernelConfig& config);
+bool isFastVariant(const KernelConfig& config, Baseline baseline = Baseline::Eager);
 
 // How the runtime sizes the grid for a KernelSource (launchDims does it; this says how).
 enum class GridPolicy {

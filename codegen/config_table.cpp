@@ -30,7 +30,8 @@ struct VariantRow {
   const char* variant;
   const char* templ;
   GridPolicy grid;
-  bool fast;  // isFastVariant: at least as fast as eager where the row applies
+  bool fast;               // isFastVariant: at least as fast as eager where the row applies
+  bool fast_vs_inductor;   // ... and as Inductor (cuBLAS + one fused pointwise kernel)
   bool (*applies)(const Query&);
   KernelConfig (*config)(const Query&);
 };
@@ -118,7 +119,10 @@ bool gemvApplies(const Query& q) {
 
 const VariantRow kRows[] = {
     // Hopper: wgmma + TMA needs both operands to be raw 16-bit tensors, 16-byte aligned.
-    {"sm90_wgmma", "kernels/sm90_wgmma_gemm.cuh", GridPolicy::Persistent, true,
+    // Against Inductor it loses on every measured chain (bench/RESULTS.md Run E, 2026-11-29:
+    // 0.54-0.99x torch.compile default with bias+ReLU+cast, GELU, residual; only SiLU at one
+    // shape, where Inductor picked a slow template, won): Inductor keeps those GEMMs.
+    {"sm90_wgmma", "kernels/sm90_wgmma_gemm.cuh", GridPolicy::Persistent, true, false,
      [](const Query& q) {
        // TMA loads A with k innermost: a transposed A is not expressible (the template checks).
        return q.arch >= 90 && q.cheap_epilogue && q.is16bit() && q.a.plain && q.b.plain && q.a.kmajor && q.shape.a_kmajor &&
@@ -134,16 +138,18 @@ const VariantRow kRows[] = {
        return c;
      }},
     // Decode-sized M: a memory-bound schedule over the (possibly quantized) weights.
-    {"gemv", "kernels/gemv.cuh", GridPolicy::SplitKCluster, true, gemvApplies, gemvConfig},
+    // At decode sizes Inductor runs cuBLAS (or a slower Triton mm: 4x eager at M=1, issue 7)
+    // plus the pointwise kernel, so the gemv, at par with cuBLAS alone, beats it too.
+    {"gemv", "kernels/gemv.cuh", GridPolicy::SplitKCluster, true, true, gemvApplies, gemvConfig},
     // Everything else with 16-bit operands: mma.sync m16n8k16 (generic template).
-    {"sm80_mma", "kernels/generic_gemm.cuh", GridPolicy::Tiles, false,
+    {"sm80_mma", "kernels/generic_gemm.cuh", GridPolicy::Tiles, false, false,
      [](const Query& q) { return q.is16bit(); },
      [](const Query& q) {
        return q.shape.M <= 64 ? KernelConfig{"sm80_mma", 64, 128, 32, 2, 128}
                               : KernelConfig{"sm80_mma", 128, 128, 32, 2, 256};
      }},
     // fp32 operands: full-precision FFMA like eager (no TF32).
-    {"simt", "kernels/generic_gemm.cuh", GridPolicy::Tiles, false,
+    {"simt", "kernels/generic_gemm.cuh", GridPolicy::Tiles, false, false,
      [](const Query&) { return true; },
      [](const Query& q) {
        return q.shape.M <= 64 ? KernelConfig{"simt", 64, 64, 16, 2, 256} : KernelConfig{"simt", 128, 128, 16, 2, 256};
@@ -172,9 +178,9 @@ sm90::GemmConfig sm90ConfigOf(const KernelConfig& c) {
 std::string templateFor(const std::string& variant) { return row(variant).templ; }
 GridPolicy gridFor(const std::string& variant) { return row(variant).grid; }
 
-bool isFastVariant(const KernelConfig& config) {
+bool isFastVariant(const KernelConfig& config, Baseline baseline) {
   for (const VariantRow& r : kRows)
-    if (config.variant == r.variant) return r.fast;
+    if (config.variant == r.variant) return baseline == Baseline::Inductor ? r.fast_vs_inductor : r.fast;
   return false;
 }
 

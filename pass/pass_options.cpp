@@ -130,6 +130,11 @@ bool parsePassOptions(const std::string& json, PassOptions* o, std::vector<std::
       }
       return true;
     }
+    if (key == "baseline") {
+      if (kind != 's' || (text != "eager" && text != "inductor")) return wrong("\"eager\" or \"inductor\"");
+      o->baseline = text;
+      return true;
+    }
     if (key == "arch") {
       if (kind != 's') return wrong("a string");
       o->arch = text;

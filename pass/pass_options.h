@@ -26,6 +26,9 @@ struct PassOptions {
   // "size_hints": "s0=128;(s0*s1)=512": the sizes symbolic dims (as the IR writes them) had
   // when the graph was traced; only_profitable judges a symbolic M at its hint.
   std::map<std::string, int64_t> sizeHints;
+  // "baseline": "eager" or "inductor", what runs a chain left unfused (codegen::Baseline);
+  // only_profitable fuses a chain only where its kernel beats that.
+  std::string baseline = "eager";
 };
 
 // Parses a flat JSON object; unknown keys are returned in `warnings`. False with `error`

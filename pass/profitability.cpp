@@ -39,10 +39,12 @@ std::optional<Rejection> checkProfitable(const GraphIndex& index, const GemmMatc
   const long long n = match.n.value;
   try {
     const codegen::KernelConfig config = codegen::chooseConfigForSize(spec, m, n, *k, b, sm);
-    if (codegen::isFastVariant(config)) return std::nullopt;
+    const bool inductor = options.baseline == "inductor";
+    if (codegen::isFastVariant(config, inductor ? codegen::Baseline::Inductor : codegen::Baseline::Eager))
+      return std::nullopt;
     return Rejection{"not_profitable",
-                     fmt::format("no fast kernel for M={}, K={}, N={} (it would run as {}; unfused is as fast)", m,
-                                 *k, n, config.variant)};
+                     fmt::format("no kernel faster than unfused {} for M={}, K={}, N={} (it would run as {})",
+                                 options.baseline, m, *k, n, config.variant)};
   } catch (const std::exception&) {
     return std::nullopt;  // codegen cannot answer for this spec: the op decides at run time
   }

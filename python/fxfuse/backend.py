@@ -14,6 +14,7 @@ are Inductor config keys, validated like ``torch.compile(backend="inductor", opt
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import logging
@@ -127,6 +128,8 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], fx_opts: Optio
     from torch._inductor.compile_fx import compile_fx
 
     patches = dict(patches)
+    if fx_opts.baseline is None:  # a chain left unfused here is compiled by Inductor
+        fx_opts = dataclasses.replace(fx_opts, baseline="inductor")
     the_pass: Any = FxfusePass(fx_opts)
     user_pass = patches.get(_PASS_KEY, getattr(config, _PASS_KEY, None))
     if user_pass is not None and not isinstance(user_pass, FxfusePass):

@@ -41,7 +41,14 @@ class Options:
     arch: str | None = None              # "sm_90"; None: the current device's, else sm_90
     precompile: bool = True              # compile CUDA kernels while the model compiles
     only_profitable: bool = True         # leave CUDA chains unfused where no fast kernel exists (symbolic M at its hint)
+    # What runs a chain left unfused, which a fused kernel must beat: "inductor" (the
+    # torch.compile backend sets it) or "eager" (fxfuse.rewrite's programs); None: "eager".
+    baseline: str | None = None
     extra: tuple[tuple[str, Any], ...] = ()  # passed to run_pass verbatim (forward compat)
+
+    def __post_init__(self) -> None:
+        if self.baseline not in (None, "eager", "inductor"):
+            raise ValueError(f"fxfuse option baseline={self.baseline!r}: must be 'eager', 'inductor' or None")
 
     @staticmethod
     def from_kwargs(**kw: Any) -> "Options":
@@ -72,6 +79,7 @@ class Options:
             opts["epilogue"] = False
         if self.only_profitable:
             opts["only_profitable"] = True
+            opts["baseline"] = self.baseline or "eager"
         if not nvrtc_available():
             opts["nvrtc"] = False
         opts.update(dict(self.extra))

@@ -76,6 +76,41 @@ def test_pass_leaves_unprofitable_chains_unfused(act, fused, reason):
     assert sum("gemm_chain" in str(n.target) for n in gm2.graph.nodes) == 1
 
 
+@pytest.mark.parametrize("baseline,m,fused", [
+    ("eager", 4096, 1),      # fxfuse.rewrite: beats cuBLAS + ATen's add and relu kernels
+    ("inductor", 4096, 0),   # torch.compile: loses to cuBLAS + one Inductor kernel (Run E)
+    ("inductor", 8, 1),      # decode: the gemv beats Inductor too
+])
+def test_baseline_decides_what_fused_must_beat(baseline, m, fused):
+    import torch
+
+    from fxfuse.pass_driver import Options, run_on_graph
+
+    gm = _traced_on_fake_cuda(lambda x, w, b: torch.relu(torch.mm(x, w) + b), (m, 4096), (4096, 4096), (4096,))
+    res = run_on_graph(gm.graph, Options(precompile=False, arch="sm_90", baseline=baseline), "planner")
+    assert sum("gemm_chain" in str(n.target) for n in gm.graph.nodes) == fused
+    if not fused:
+        entry = next(e for e in res.plan["report"] if e["gemm"].startswith("mm"))
+        assert entry["reason"] == "not_profitable" and "unfused inductor" in entry["detail"], entry
+
+
+def test_backend_judges_against_inductor(monkeypatch):
+    """The torch.compile backend's pass compares with Inductor unless told otherwise."""
+    from fxfuse import backend
+    from fxfuse.pass_driver import Options
+
+    import torch._inductor.compile_fx as cf
+
+    seen = []  # what _compile hands to Inductor (imported there at call time)
+
+    monkeypatch.setattr(cf, "compile_fx", lambda gm, ex, config_patches: seen.append(config_patches) or gm)
+    backend._compile(None, [], Options(), {})
+    backend._compile(None, [], Options(baseline="eager"), {})
+    assert [p[backend._PASS_KEY].options.baseline for p in seen] == ["inductor", "eager"]
+    with pytest.raises(ValueError, match="baseline"):
+        Options(baseline="tensorrt")
+
+
 @pytest.mark.parametrize("m,fused", [(4096, 0), (8, 1)])
 def test_symbolic_m_is_judged_at_its_hint(m, fused):
     """dynamic=True graphs: the pass gets each symbolic dim's traced size (size_hints) and
