@@ -112,6 +112,16 @@ KernelConfig chooseConfig(const spec::ChainSpec& spec, const ProblemShape& shape
 // fxfuse._C.kernel_variant. The op itself decides per call from the real strides.
 KernelConfig chooseConfigForSize(const spec::ChainSpec& spec, long long M, long long N, long long K, long long B,
                                  int sm_arch);
+// Every config the op may run for this problem, the heuristic's choice (chooseConfig) first,
+// then the other Hopper tiles (ping-pong 64x256 / 64x128, cooperative 128x256 / 128x128) where
+// the Hopper kernel applies, whatever the epilogue: what a measured autotune times
+// (python/fxfuse/autotune.py). The op runs the one fxfuse._C.set_kernel_choice names.
+std::vector<KernelConfig> candidateConfigs(const spec::ChainSpec& spec, const ProblemShape& shape, int sm_arch);
+// The same for an aligned problem of this size (as chooseConfigForSize): fxfuse._C.kernel_candidates.
+std::vector<KernelConfig> candidateConfigsForSize(const spec::ChainSpec& spec, long long M, long long N, long long K,
+                                                  long long B, int sm_arch);
+// "sm90_wgmma 64x256x64 s5 t384 pingpong": one text per distinct kernel (cache keys, reports).
+std::string describeConfig(const KernelConfig& config);
 // "sm_90", "sm_90a", "90" -> 90; -1 when the text has no digits.
 int smFromArch(const std::string& arch);
 // Launch geometry for a source and a problem (sm_count matters for Persistent and for the

@@ -5,9 +5,12 @@
 
 #include "codegen/tma_desc.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "codegen/embedded_sources.h"
 #include "codegen/hooks.h"
@@ -210,11 +213,10 @@ KernelConfig chooseConfig(const spec::ChainSpec& spec, const ProblemShape& shape
   return chooseValidated(checked, analyzeA(checked), analyzeB(checked), shape, sm_arch);
 }
 
-KernelConfig chooseConfigForSize(const spec::ChainSpec& spec, long long M, long long N, long long K, long long B,
-                                 int sm_arch) {
-  spec::ChainSpec checked = spec;
-  spec::validateSpec(checked);
-  const OperandInfo a = analyzeA(checked), b = analyzeB(checked);
+namespace {
+// An aligned problem of this size, its operands laid out as the spec's dims say.
+ProblemShape sizedShape(const OperandInfo& a, const OperandInfo& b, long long M, long long N, long long K,
+                        long long B) {
   ProblemShape shape;
   shape.B = B;
   shape.M = M;
@@ -222,7 +224,64 @@ KernelConfig chooseConfigForSize(const spec::ChainSpec& spec, long long M, long 
   shape.K = K;
   shape.a_kmajor = a.kmajor;
   shape.b_kmajor = b.kmajor;
-  return chooseValidated(checked, a, b, shape, sm_arch);
+  return shape;
+}
+}  // namespace
+
+KernelConfig chooseConfigForSize(const spec::ChainSpec& spec, long long M, long long N, long long K, long long B,
+                                 int sm_arch) {
+  spec::ChainSpec checked = spec;
+  spec::validateSpec(checked);
+  const OperandInfo a = analyzeA(checked), b = analyzeB(checked);
+  return chooseValidated(checked, a, b, sizedShape(a, b, M, N, K, B), sm_arch);
+}
+
+namespace {
+std::vector<KernelConfig> candidatesValidated(const spec::ChainSpec& checked, const OperandInfo& a,
+                                              const OperandInfo& b, const ProblemShape& shape, int sm_arch) {
+  std::vector<KernelConfig> out{chooseValidated(checked, a, b, shape, sm_arch)};
+  // The epilogue rule (cheapEpilogue) is a guess the measurement replaces: ask as if cheap.
+  const Query q{a, b, shape, sm_arch, /*cheap_epilogue=*/true};
+  const VariantRow& hopper = row("sm90_wgmma");
+  if (!embeddedFile(hopper.templ) || !hopper.applies(q)) return out;
+  const struct { int bm, bn, stages; bool pingpong; } tiles[] = {
+      {64, 256, 5, true}, {64, 128, 8, true}, {128, 256, 4, false}, {128, 128, 6, false}};
+  for (const auto& t : tiles) {
+    sm90::GemmConfig g;
+    g.bm = t.bm;
+    g.bn = t.bn;
+    g.stages = t.stages;
+    g.pingpong = t.pingpong;
+    g.consumers = t.pingpong ? 2 : t.bm / 64;
+    KernelConfig c{"sm90_wgmma", g.bm, g.bn, g.bk, g.stages, g.threads()};
+    c.pingpong = g.pingpong;
+    bool seen = false;
+    for (const KernelConfig& o : out) seen = seen || describeConfig(o) == describeConfig(c);
+    if (!seen) out.push_back(c);
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<KernelConfig> candidateConfigs(const spec::ChainSpec& spec, const ProblemShape& shape, int sm_arch) {
+  spec::ChainSpec checked = spec;
+  spec::validateSpec(checked);
+  return candidatesValidated(checked, analyzeA(checked), analyzeB(checked), shape, sm_arch);
+}
+
+std::vector<KernelConfig> candidateConfigsForSize(const spec::ChainSpec& spec, long long M, long long N, long long K,
+                                                  long long B, int sm_arch) {
+  spec::ChainSpec checked = spec;
+  spec::validateSpec(checked);
+  const OperandInfo a = analyzeA(checked), b = analyzeB(checked);
+  return candidatesValidated(checked, a, b, sizedShape(a, b, M, N, K, B), sm_arch);
+}
+
+std::string describeConfig(const KernelConfig& c) {
+  std::string s = fmt::format("{} {}x{}x{} s{} t{}", c.variant, c.bm, c.bn, c.bk, c.stages, c.threads);
+  if (c.pingpong) s += " pingpong";
+  if (c.max_cluster != 1) s += fmt::format(" cluster{}", c.max_cluster);
+  return s;
 }
 
 int smFromArch(const std::string& arch) {

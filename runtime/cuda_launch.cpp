@@ -477,8 +477,20 @@ std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int de
   alignas(64) unsigned char tma[2][128];
   std::memset(tma, 0, sizeof tma);
   bool useTma = false;
+  // A measured choice (setKernelChoice) overrides the heuristic and its "fast" rule: it was
+  // timed against the other candidates and against the ATen evaluation on this problem.
+  const std::string choice = plan.entry->choiceFor(plan.B, plan.M, plan.N, plan.K);
+  if (choice == "aten") return atenEntry(plan);
+  bool measured = false;
   for (int attempt = 0;; ++attempt) {
-    config = codegen::chooseConfig(spec, problem, info.sm);
+    measured = false;
+    if (attempt == 0 && !choice.empty())
+      for (const codegen::KernelConfig& c : codegen::candidateConfigs(spec, problem, info.sm))
+        if (codegen::describeConfig(c) == choice) {
+          config = c;
+          measured = true;
+        }
+    if (!measured) config = codegen::chooseConfig(spec, problem, info.sm);
     if (config.variant != "sm90_wgmma") break;
     std::string why;
     if (tmaProblem(d, plan, config, &tmaPr, &tmaCfg, &aSlot, &bSlot, &why) &&
@@ -497,7 +509,7 @@ std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int de
 
   // Never slower than unfused: a variant that may lose to cuBLAS + ATen pointwise is not run;
   // the chain goes through ATen on the device (exactly the unfused graph), before compiling.
-  const bool fast = codegen::isFastVariant(config);
+  const bool fast = measured || codegen::isFastVariant(config);
   const bool force = !fast && envFlag("FXFUSE_FORCE_KERNEL");
   if (!fast && !force) return atenEntry(plan);
 
@@ -769,6 +781,22 @@ void precompileCuda(at::TensorList inputs, c10::string_view specText) {
   std::vector<int64_t> key;
   const bool cacheable = callKey(entry.get(), inputs, &key);
   planAndRun(inputs, std::move(entry), cacheable ? &key : nullptr, /*run=*/false);
+}
+
+void setKernelChoice(c10::string_view specText, long long B, long long M, long long N, long long K,
+                     const std::string& choice) {
+  auto entry = specFor(specText);
+  {
+    std::lock_guard<std::mutex> lock(entry->choicesMutex);
+    const std::string key = std::to_string(B) + "," + std::to_string(M) + "," + std::to_string(N) + "," + std::to_string(K);
+    if (choice.empty())
+      entry->choices.erase(key);
+    else
+      entry->choices[key] = choice;
+  }
+  CallCache& c = callCache();  // call sites decided before must decide again
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.map.clear();
 }
 
 bool nvrtcAvailable() { return !nvrtcLibraryPath().empty(); }

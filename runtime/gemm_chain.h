@@ -49,6 +49,12 @@ std::vector<at::Tensor> gemmChainCuda(at::TensorList inputs, c10::string_view sp
 // launching, so that a later call inside CUDA graph capture finds it ready.
 void precompileCuda(at::TensorList inputs, c10::string_view spec);
 
+// Makes the CUDA kernel run `choice` for this spec at this problem size (a
+// codegen::describeConfig text from candidateConfigs, "aten", or "" for the heuristic again);
+// call sites planned before are planned again. Thread-safe.
+void setKernelChoice(c10::string_view spec, long long B, long long M, long long N, long long K,
+                     const std::string& choice);
+
 // Availability of the dlopen'd libraries (false on a machine without them; never throws).
 bool cudaDriverAvailable();
 bool nvrtcAvailable();

@@ -18,10 +18,8 @@ codegen::NvrtcEnv& envStorage() {
 }
 
 std::string memoryKey(const KernelRequest& r) {
-  const codegen::KernelConfig& c = r.config;
-  return c.variant + "/" + std::to_string(c.bm) + "x" + std::to_string(c.bn) + "x" +
-         std::to_string(c.bk) + "/s" + std::to_string(c.stages) + "/t" +
-         std::to_string(c.threads) + "|" + r.arch + "|dev" + std::to_string(r.device);
+  // describeConfig names every field that changes the kernel (ping-pong included)
+  return codegen::describeConfig(r.config) + "|" + r.arch + "|dev" + std::to_string(r.device);
 }
 
 void check(const CudaDriver& d, cu::Result r, const char* what) {

@@ -94,6 +94,26 @@ PYBIND11_MODULE(_C, m) {
         "(variant, fast): the kernel the op would pick for this problem (aligned operands); "
         "fast=False means the op would run the chain with ATen, i.e. fusing gains nothing.");
   m.def(
+      "kernel_candidates",
+      [](const std::string& specText, long long M, long long N, long long K, long long B, const std::string& arch) {
+        std::vector<std::string> out;
+        for (const fxfuse::codegen::KernelConfig& c :
+             fxfuse::codegen::candidateConfigsForSize(parsed(specText), M, N, K, B, smFromArch(arch)))
+          out.push_back(fxfuse::codegen::describeConfig(c));
+        return out;
+      },
+      py::arg("spec"), py::arg("M"), py::arg("N"), py::arg("K"), py::arg("B") = 1, py::arg("arch") = "sm_90",
+      "The kernels a measured autotune may choose from for this problem, the heuristic's first.");
+  m.def(
+      "set_kernel_choice",
+      [](const std::string& specText, long long B, long long M, long long N, long long K, const std::string& choice) {
+        parsed(specText);  // a clear error for a bad spec
+        setKernelChoice(specText, B, M, N, K, choice);
+      },
+      py::arg("spec"), py::arg("B"), py::arg("M"), py::arg("N"), py::arg("K"), py::arg("choice"),
+      "Makes the CUDA op run `choice` (a kernel_candidates entry, 'aten', or '' for the "
+      "heuristic) for this spec and problem size.");
+  m.def(
       "compile_ptx",
       [](const std::string& spec, long long M, long long N, long long K, const std::string& arch,
          long long B) {

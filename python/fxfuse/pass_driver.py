@@ -40,6 +40,7 @@ class Options:
     epilogue: bool = True                # fuse ops after the GEMM
     arch: str | None = None              # "sm_90"; None: the current device's, else sm_90
     precompile: bool = True              # compile CUDA kernels while the model compiles
+    autotune: bool = False               # time every candidate kernel and ATen per chain (autotune.py); also FXFUSE_AUTOTUNE=1
     only_profitable: bool = True         # leave CUDA chains unfused where no fast kernel exists (symbolic M at its hint)
     # What runs a chain left unfused, which a fused kernel must beat: "inductor" (the
     # torch.compile backend sets it) or "eager" (fxfuse.rewrite's programs); None: "eager".
@@ -210,11 +211,12 @@ def _kernels(result: ApplyResult) -> list[tuple[int, str, tuple[int, int, int, i
     return [(rid, node.args[1], problem_shape(node)) for rid, node in sorted(result.fused_nodes.items())]
 
 
-def _precompile(result: ApplyResult, options: Options) -> None:
+def _precompile(result: ApplyResult, options: Options, plan: dict[str, Any]) -> None:
     """Compile CUDA kernels now (model compile time), so the first call, and CUDA graph
     capture, never JIT: ``_C.precompile(inputs, spec)`` on empty tensors of the inputs'
-    shapes and strides (symbolic dims at their hints)."""
-    from . import _C
+    shapes and strides (symbolic dims at their hints). With autotune, first the measured
+    kernel choice per chain (autotune.py; recorded in ``plan["autotune"]``)."""
+    from . import _C, autotune
 
     fn = getattr(_C, "precompile", None)
     if fn is None or not options.precompile:
@@ -226,6 +228,11 @@ def _precompile(result: ApplyResult, options: Options) -> None:
         try:
             real = [torch.empty_strided([_hint(d) for d in v.shape], [_hint(s, 1) for s in v.stride()],
                                         dtype=v.dtype, device=v.device) for v in vals]
+            sizes = problem_shape(node)
+            if autotune.enabled(options.autotune) and sizes is not None:
+                tuned = autotune.tune(real, node.args[1], sizes)
+                plan.setdefault("autotune", []).append({"rewrite": rid, **tuned})
+                log.info("fxfuse: rewrite %s autotuned (%s): %s", rid, tuned["source"], tuned["choice"])
             fn(real, node.args[1])
             del real
         except Exception as e:  # noqa: BLE001 - the op still JITs at its first launch
@@ -262,12 +269,12 @@ def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph") 
             log.info("fxfuse: %s fused: %s", entry.get("gemm"), entry.get("chain", ""))
         else:
             log.info("fxfuse: %s not fused: %s %s", entry.get("gemm"), entry.get("reason"), entry.get("detail", ""))
+    _precompile(applied, options, plan)
     folder = None
     if root:
         folder = write_graph_dump(root, label, before_fx=before_fx, after_fx=_graph_text(graph),
                                   before_ir=ir_text, after_ir=graph_to_ir(graph), plan=plan,
                                   skipped=applied.skipped, report_text=report_text,
                                   kernels=_kernels(applied), arch=options.resolved_arch())
-    _precompile(applied, options)
     _stats.record_plan(label, plan, applied.skipped)
     return PassResult(plan, applied, report_text, folder, [rw["spec"] for rw in plan.get("rewrites") or []])

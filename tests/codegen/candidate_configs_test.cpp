@@ -1,0 +1,95 @@
+// The kernels a measured autotune chooses from (codegen::candidateConfigs): the heuristic's
+// choice first, the Hopper tiles where that kernel applies whatever the epilogue, each a
+// distinct kernel that generates and compiles without spills; and which variants count as
+// faster than each unfused baseline (codegen::isFastVariant).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <set>
+
+#include "codegen/codegen.h"
+#include "codegen/embedded_sources.h"
+#include "test_util.h"
+
+namespace fxfuse::codegen {
+namespace {
+
+using test::loadSpec;
+
+bool hopperBuiltIn() { return embeddedFile("kernels/sm90_wgmma_gemm.cuh") != nullptr; }
+
+TEST(CandidateConfigs, HeuristicFirstThenEveryHopperTile) {
+  if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
+  const spec::ChainSpec gelu = loadSpec("bf16_linear3d_bias_gelu");
+  const std::vector<KernelConfig> c = candidateConfigsForSize(gelu, 4096, 4096, 4096, 1, 90);
+  ASSERT_EQ(c.size(), 5u);
+  // GELU: the heuristic keeps the Hopper kernel off (cheapEpilogue); the measurement may not.
+  EXPECT_EQ(describeConfig(c[0]), describeConfig(chooseConfigForSize(gelu, 4096, 4096, 4096, 1, 90)));
+  EXPECT_EQ(c[0].variant, "sm80_mma");
+  std::set<std::string> texts;
+  for (const KernelConfig& k : c) texts.insert(describeConfig(k));
+  EXPECT_EQ(texts.size(), c.size()) << "two candidates are the same kernel";
+  EXPECT_TRUE(texts.count("sm90_wgmma 64x256x64 s5 t384 pingpong"));
+  EXPECT_TRUE(texts.count("sm90_wgmma 128x128x64 s6 t384"));
+}
+
+TEST(CandidateConfigs, NoHopperTilesWhereTheKernelDoesNotApply) {
+  const spec::ChainSpec gelu = loadSpec("bf16_linear3d_bias_gelu");
+  EXPECT_EQ(candidateConfigsForSize(gelu, 4096, 4096, 4096, 1, 80).size(), 1u);  // no sm_90
+  EXPECT_EQ(candidateConfigsForSize(gelu, 64, 4096, 4096, 1, 90).size(), 1u);    // M < 128
+  EXPECT_EQ(candidateConfigsForSize(gelu, 4096, 4100, 4096, 1, 90).size(), 1u);  // N % 8
+  const spec::ChainSpec f32 = loadSpec("f32_addmm_relu");
+  EXPECT_EQ(candidateConfigsForSize(f32, 4096, 4096, 4096, 1, 90).size(), 1u);   // fp32: simt only
+}
+
+TEST(CandidateConfigs, DescribeNamesEveryField) {
+  KernelConfig a{"sm90_wgmma", 128, 256, 64, 4, 384};
+  KernelConfig b = a;
+  b.pingpong = true;
+  EXPECT_NE(describeConfig(a), describeConfig(b));
+  b = a;
+  b.max_cluster = 2;
+  EXPECT_NE(describeConfig(a), describeConfig(b));
+  EXPECT_EQ(describeConfig(a), "sm90_wgmma 128x256x64 s4 t384");
+}
+
+TEST(CandidateConfigs, FastAgainstEachBaseline) {
+  const KernelConfig hopper{"sm90_wgmma", 64, 256, 64, 5, 384};
+  const KernelConfig gemv{"gemv", 8, 128, 64, 5, 128};
+  const KernelConfig generic{"sm80_mma", 128, 128, 32, 2, 256};
+  EXPECT_TRUE(isFastVariant(hopper, Baseline::Eager));
+  EXPECT_FALSE(isFastVariant(hopper, Baseline::Inductor));  // bench/RESULTS.md Run E
+  EXPECT_TRUE(isFastVariant(gemv, Baseline::Inductor));
+  EXPECT_FALSE(isFastVariant(generic, Baseline::Eager));
+  EXPECT_FALSE(isFastVariant(generic, Baseline::Inductor));
+}
+
+// Every Hopper candidate is a kernel NVRTC builds for sm_90a, whatever the epilogue. (Spills
+// are allowed here: a two-output residual + SiLU epilogue spills a few bytes in the 64-row
+// ping-pong tiles; the measurement, not this test, decides whether such a kernel runs.)
+TEST(CandidateConfigs, EveryHopperTileCompiles) {
+  if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
+  const char* optOut = std::getenv("FXFUSE_NO_NVRTC");
+  if (optOut && std::string(optOut) == "1") GTEST_SKIP() << "FXFUSE_NO_NVRTC=1";
+  ASSERT_FALSE(findNvrtc().empty()) << "libnvrtc not found; set FXFUSE_NVRTC_PATH or FXFUSE_NO_NVRTC=1";
+  const spec::ChainSpec spec = loadSpec("f16_residual_silu_two_outputs");
+  const std::vector<KernelConfig> c = candidateConfigsForSize(spec, 4096, 4096, 4096, 1, 90);
+  int hopper = 0;
+  for (const KernelConfig& k : c) {
+    if (k.variant != "sm90_wgmma") continue;
+    ++hopper;
+    Cubin out;
+    try {
+      out = compileNvrtc(generate(spec, k), "sm_90a");
+    } catch (const CompileError& e) {
+      ADD_FAILURE() << describeConfig(k) << ": " << e.what();
+      continue;
+    }
+    EXPECT_EQ(out.image.substr(0, 4), std::string("\x7f" "ELF")) << describeConfig(k);
+    EXPECT_NE(out.log.find("Compiling entry function"), std::string::npos) << out.log;
+  }
+  EXPECT_EQ(hopper, 4);
+}
+
+}  // namespace
+}  // namespace fxfuse::codegen
