@@ -149,6 +149,6 @@ def test_gpu_compile_with_autotune_records_the_choice(tmp_path, monkeypatch):
     with torch.no_grad():
         y, ref = compiled(x), model(x)
     assert ((y.double() - ref.double()).norm() / ref.double().norm()).item() < 2e-2
-    plans = [json.loads(p.read_text()) for p in (tmp_path / "dump").rglob("plan.json")]
+    plans = [json.loads(p.read_text()) for p in (tmp_path / "dump").rglob("report.json")]
     tuned = [t for p in plans for t in p.get("autotune", [])]
     assert tuned and all(t["choice"] for t in tuned), plans
