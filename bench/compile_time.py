@@ -1,0 +1,79 @@
+"""Kernel compile and load time (issue 6 targets: cold NVRTC compile <= 0.5 s per kernel, a
+warm hit from the disk cache <= 5 ms).
+
+Per kernel, each step in a fresh Python process (nothing in memory), one shared empty cache
+directory:
+  cold   _C.precompile(inputs, spec) with an empty disk cache: generate + NVRTC + load
+  warm   the same in a new process with the cache filled by `cold`: read + checksum + load
+  nvrtc  the NVRTC part alone (_C.compile_ptx: source to cubin, PTX kept), no GPU needed
+Each process first initializes CUDA and runs a tiny torch op, so driver start-up is not counted.
+
+  python bench/compile_time.py [--repeats 3]     (on a machine without a GPU: the nvrtc column only)
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HEAD = "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
+KERNELS = {  # name: (spec, M, K, N)
+    "sm90 bias+relu 4096^3": (HEAD + "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = relu %4 : bf16\n"
+                              "output %5\n", 4096, 4096, 4096),
+    "gemv bias+gelu M=16": (HEAD + "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\n"
+                            "output %5\n", 16, 4096, 4096),
+}
+
+CHILD = r"""
+import json, sys, time, torch, fxfuse._C as C
+spec, M, K, N, step = json.loads(sys.argv[1])
+if step == "nvrtc":
+    t = time.perf_counter(); C.compile_ptx(spec, M, N, K, "sm_90"); print(time.perf_counter() - t); sys.exit()
+torch.ones(1, device="cuda").add_(1); torch.cuda.synchronize()   # driver and context up
+x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+w = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(N, device="cuda", dtype=torch.bfloat16)
+before = C.stats()
+t = time.perf_counter(); C.precompile([x, w, b], spec); dt = time.perf_counter() - t
+after = C.stats()
+print(dt, after.get("kernels_compiled", 0) - before.get("kernels_compiled", 0),
+      after.get("disk_hits", 0) - before.get("disk_hits", 0))
+"""
+
+
+def child(spec, m, k, n, step, cache):
+    env = {**os.environ, "FXFUSE_CACHE_DIR": cache}
+    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps([spec, m, k, n, step])], env=env,
+                         capture_output=True, text=True, check=True).stdout.split()
+    return [float(v) for v in out]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=3)
+    a = ap.parse_args()
+    import torch
+
+    gpu = torch.cuda.is_available()
+    print(f"{'kernel':>24} {'nvrtc s':>9} {'cold s':>8} {'warm ms':>8}   (median of {a.repeats}; gpu={gpu})")
+    for name, (spec, m, k, n) in KERNELS.items():
+        nvrtc, cold, warm = [], [], []
+        for _ in range(a.repeats):
+            with tempfile.TemporaryDirectory() as cache:
+                nvrtc.append(child(spec, m, k, n, "nvrtc", cache)[0])
+                if gpu:
+                    t, compiled, _ = child(spec, m, k, n, "cold", cache)
+                    assert compiled == 1, "the cold step did not compile"
+                    cold.append(t)
+                    t, compiled, hits = child(spec, m, k, n, "warm", cache)
+                    assert compiled == 0 and hits == 1, "the warm step did not read the disk cache"
+                    warm.append(t * 1e3)
+        med = lambda v, w: f"{statistics.median(v):{w}.2f}" if v else f"{'-':>{w}}"  # noqa: E731
+        print(f"{name:>24} {med(nvrtc, 9)} {med(cold, 8)} {med(warm, 8)}")
+    print("targets: cold <= 0.5 s, warm <= 5 ms")
+
+
+if __name__ == "__main__":
+    main()
