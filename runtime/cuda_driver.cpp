@@ -55,6 +55,7 @@ Loaded load() {
   std::string optional;
   bind(lib, "cuTensorMapEncodeTiled", &d.cuTensorMapEncodeTiled, &optional);
   bind(lib, "cuLaunchKernelEx", &d.cuLaunchKernelEx, &optional);  // CUDA 11.8+
+  bind(lib, "cuDeviceGetName", &d.cuDeviceGetName, &optional);
   const cu::Result r = d.cuInit(0);
   if (r != cu::kSuccess) {
     l.why = d.describe("cuInit", r);

@@ -80,6 +80,7 @@ struct CudaDriver {
   cu::Result (*cuGetErrorString)(cu::Result, const char**);
   cu::Result (*cuDeviceGet)(cu::Device*, int);
   cu::Result (*cuDeviceGetAttribute)(int*, int, cu::Device);
+  cu::Result (*cuDeviceGetName)(char*, int, cu::Device) = nullptr;  // optional (names a GPU in cache keys)
   cu::Result (*cuCtxGetCurrent)(cu::Context*);
   cu::Result (*cuCtxSetCurrent)(cu::Context);
   cu::Result (*cuDevicePrimaryCtxRetain)(cu::Context*, cu::Device);

@@ -35,6 +35,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/gemm_chain.h"
 #include "runtime/kernel_cache.h"
+#include "runtime/kernel_choice.h"
 #include "runtime/runtime_stats.h"
 #include "runtime/torch_types.h"
 
@@ -98,6 +99,7 @@ struct DeviceInfo {
   int sm = 0;  // 90 for sm_90
   int smCount = 0;
   int maxSmemOptin = 0;
+  std::string gpu;  // "NVIDIA H200/sm90/132": what a measured kernel choice is valid for
 };
 
 const DeviceInfo& deviceInfo(const CudaDriver& d, int index) {
@@ -115,6 +117,10 @@ const DeviceInfo& deviceInfo(const CudaDriver& d, int index) {
   check(d, d.cuDeviceGetAttribute(&info.smCount, cu::kAttrMultiprocessorCount, dev), "cuDeviceGetAttribute");
   check(d, d.cuDeviceGetAttribute(&info.maxSmemOptin, cu::kAttrMaxSharedMemoryPerBlockOptin, dev), "cuDeviceGetAttribute");
   info.sm = major * 10 + minor;
+  char name[128] = "unnamed";
+  if (d.cuDeviceGetName && d.cuDeviceGetName(name, sizeof name, dev) != cu::kSuccess) std::strcpy(name, "unnamed");
+  name[sizeof name - 1] = '\0';
+  info.gpu = std::string(name) + "/sm" + std::to_string(info.sm) + "/" + std::to_string(info.smCount);
   return infos.emplace(index, info).first->second;
 }
 
@@ -382,6 +388,9 @@ struct KeyHash {
 
 struct CallCache {
   std::mutex mutex;
+  // Bumped when kernel choices change: a decision planned under an older generation is not
+  // stored (setKernelChoiceCuda may clear the map while another thread plans).
+  uint64_t generation = 0;
   std::unordered_map<std::vector<int64_t>, std::shared_ptr<const CallEntry>, KeyHash> map;
 };
 
@@ -440,11 +449,12 @@ std::shared_ptr<CallEntry> atenEntry(const Plan& plan) {
 // Stores `call` under `key` (its force bit set for a forced kernel; then the unforced key
 // also gets an ATen entry, so that a call without the flag does not plan again).
 void insertCall(std::vector<int64_t> key, std::shared_ptr<const CallEntry> call,
-                const Plan& plan) {
+                const Plan& plan, uint64_t generation) {
   CallCache& c = callCache();
   std::shared_ptr<const CallEntry> unforced;
   if (call->forced) unforced = atenEntry(plan);
   std::lock_guard<std::mutex> lock(c.mutex);
+  if (c.generation != generation) return;  // planned before a kernel choice changed
   if (c.map.size() >= kMaxCallEntries) c.map.clear();
   key[kKeyForce] = call->forced ? 1 : 0;
   c.map[key] = std::move(call);
@@ -479,8 +489,8 @@ std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int de
   bool useTma = false;
   // A measured choice (setKernelChoice) overrides the heuristic and its "fast" rule: it was
   // timed against the other candidates and against the ATen evaluation on this problem.
-  const std::string choice = plan.entry->choiceFor(plan.B, plan.M, plan.N, plan.K);
-  if (choice == "aten") return atenEntry(plan);
+  const std::string choice = lookupKernelChoice(*plan.entry, problemClass(plan.problem), info.gpu);
+  if (choice == kAtenChoice) return atenEntry(plan);
   bool measured = false;
   for (int attempt = 0;; ++attempt) {
     measured = false;
@@ -730,9 +740,15 @@ std::vector<at::Tensor> planAndRun(at::TensorList inputs, std::shared_ptr<const 
   ensureContext(*d, device.index());
   const cu::Stream stream = currentStream(device);
   std::string reason;
+  uint64_t generation = 0;
+  {
+    CallCache& c = callCache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    generation = c.generation;
+  }
   std::shared_ptr<const CallEntry> call = prepare(*d, plan, device.index(), stream, &reason);
   if (!call) return run ? fallback(reason, spec, inputs, plan.shape) : std::vector<at::Tensor>{};
-  if (key) insertCall(*key, call, plan);
+  if (key) insertCall(*key, call, plan, generation);
   if (!run) return {};
   return runCall(*call, inputs);
 }
@@ -783,20 +799,54 @@ void precompileCuda(at::TensorList inputs, c10::string_view specText) {
   planAndRun(inputs, std::move(entry), cacheable ? &key : nullptr, /*run=*/false);
 }
 
-void setKernelChoice(c10::string_view specText, long long B, long long M, long long N, long long K,
-                     const std::string& choice) {
-  auto entry = specFor(specText);
-  {
-    std::lock_guard<std::mutex> lock(entry->choicesMutex);
-    const std::string key = std::to_string(B) + "," + std::to_string(M) + "," + std::to_string(N) + "," + std::to_string(K);
-    if (choice.empty())
-      entry->choices.erase(key);
-    else
-      entry->choices[key] = choice;
+namespace {
+// The plan and device of a choice question: what the op would plan for these inputs.
+struct ChoiceContext {
+  Plan plan;
+  const DeviceInfo* info = nullptr;
+};
+
+ChoiceContext choiceContext(at::TensorList inputs, c10::string_view specText, const char* who) {
+  ChoiceContext ctx{makePlan(inputs, checkedSpec(inputs, specText, who))};
+  std::string why;
+  const CudaDriver* d = loadCudaDriver(&why);
+  TORCH_CHECK(d, who, ": the CUDA driver is unavailable (", why, ")");
+  ctx.info = &deviceInfo(*d, inputs[0].device().index());
+  return ctx;
+}
+}  // namespace
+
+std::vector<std::string> kernelCandidatesCuda(at::TensorList inputs, c10::string_view specText) {
+  const ChoiceContext ctx = choiceContext(inputs, specText, "fxfuse.kernel_candidates");
+  std::vector<std::string> out;
+  for (const codegen::KernelConfig& c : codegen::candidateConfigs(ctx.plan.entry->spec, ctx.plan.problem, ctx.info->sm))
+    out.push_back(codegen::describeConfig(c));
+  return out;
+}
+
+std::string kernelChoiceCuda(at::TensorList inputs, c10::string_view specText) {
+  const ChoiceContext ctx = choiceContext(inputs, specText, "fxfuse.kernel_choice");
+  return lookupKernelChoice(*ctx.plan.entry, problemClass(ctx.plan.problem), ctx.info->gpu);
+}
+
+void setKernelChoiceCuda(at::TensorList inputs, c10::string_view specText, const std::string& choice,
+                         bool persist) {
+  const ChoiceContext ctx = choiceContext(inputs, specText, "fxfuse.set_kernel_choice");
+  if (!choice.empty() && choice != kAtenChoice) {
+    bool known = false;
+    for (const codegen::KernelConfig& c :
+         codegen::candidateConfigs(ctx.plan.entry->spec, ctx.plan.problem, ctx.info->sm))
+      known = known || codegen::describeConfig(c) == choice;
+    TORCH_CHECK(known, "fxfuse.set_kernel_choice: '", choice, "' is not a kernel candidate for this problem "
+                "(fxfuse._C.kernel_candidates lists them), nor 'aten' or ''");
   }
+  const bool stored =
+      recordKernelChoice(*ctx.plan.entry, problemClass(ctx.plan.problem), ctx.info->gpu, choice, persist);
+  if (!stored) TORCH_WARN("fxfuse: the kernel choice could not be stored on disk; the next process measures again");
   CallCache& c = callCache();  // call sites decided before must decide again
   std::lock_guard<std::mutex> lock(c.mutex);
   c.map.clear();
+  ++c.generation;
 }
 
 bool nvrtcAvailable() { return !nvrtcLibraryPath().empty(); }

@@ -49,11 +49,13 @@ std::vector<at::Tensor> gemmChainCuda(at::TensorList inputs, c10::string_view sp
 // launching, so that a later call inside CUDA graph capture finds it ready.
 void precompileCuda(at::TensorList inputs, c10::string_view spec);
 
-// Makes the CUDA kernel run `choice` for this spec at this problem size (a
-// codegen::describeConfig text from candidateConfigs, "aten", or "" for the heuristic again);
-// call sites planned before are planned again. Thread-safe.
-void setKernelChoice(c10::string_view spec, long long B, long long M, long long N, long long K,
-                     const std::string& choice);
+// Measured kernel choice (runtime/kernel_choice.h) for the problem these CUDA inputs pose:
+// the candidates (codegen::describeConfig texts, the heuristic's first), the choice in force
+// ("" = the heuristic), and setting one (a candidate, "aten", or "" for the heuristic; persist:
+// also in the disk cache). Setting makes every call site plan again. Thread-safe.
+std::vector<std::string> kernelCandidatesCuda(at::TensorList inputs, c10::string_view spec);
+std::string kernelChoiceCuda(at::TensorList inputs, c10::string_view spec);
+void setKernelChoiceCuda(at::TensorList inputs, c10::string_view spec, const std::string& choice, bool persist);
 
 // Availability of the dlopen'd libraries (false on a machine without them; never throws).
 bool cudaDriverAvailable();

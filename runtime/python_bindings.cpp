@@ -94,7 +94,7 @@ PYBIND11_MODULE(_C, m) {
         "(variant, fast): the kernel the op would pick for this problem (aligned operands); "
         "fast=False means the op would run the chain with ATen, i.e. fusing gains nothing.");
   m.def(
-      "kernel_candidates",
+      "kernel_candidates_for_size",
       [](const std::string& specText, long long M, long long N, long long K, long long B, const std::string& arch) {
         std::vector<std::string> out;
         for (const fxfuse::codegen::KernelConfig& c :
@@ -103,16 +103,27 @@ PYBIND11_MODULE(_C, m) {
         return out;
       },
       py::arg("spec"), py::arg("M"), py::arg("N"), py::arg("K"), py::arg("B") = 1, py::arg("arch") = "sm_90",
-      "The kernels a measured autotune may choose from for this problem, the heuristic's first.");
+      "The kernels a measured autotune may choose from for an aligned problem of this size, the "
+      "heuristic's first (kernel_candidates answers for real CUDA inputs).");
+  m.def(
+      "kernel_candidates",
+      [](const std::vector<at::Tensor>& inputs, const std::string& spec) { return kernelCandidatesCuda(inputs, spec); },
+      py::arg("inputs"), py::arg("spec"),
+      "The kernels the op may run for these CUDA inputs (codegen::describeConfig texts), the heuristic's first.");
+  m.def(
+      "kernel_choice",
+      [](const std::vector<at::Tensor>& inputs, const std::string& spec) { return kernelChoiceCuda(inputs, spec); },
+      py::arg("inputs"), py::arg("spec"),
+      "The measured choice in force for these inputs' problem (set here or read from the disk "
+      "cache), or '' (the heuristic).");
   m.def(
       "set_kernel_choice",
-      [](const std::string& specText, long long B, long long M, long long N, long long K, const std::string& choice) {
-        parsed(specText);  // a clear error for a bad spec
-        setKernelChoice(specText, B, M, N, K, choice);
+      [](const std::vector<at::Tensor>& inputs, const std::string& spec, const std::string& choice, bool persist) {
+        setKernelChoiceCuda(inputs, spec, choice, persist);
       },
-      py::arg("spec"), py::arg("B"), py::arg("M"), py::arg("N"), py::arg("K"), py::arg("choice"),
-      "Makes the CUDA op run `choice` (a kernel_candidates entry, 'aten', or '' for the "
-      "heuristic) for this spec and problem size.");
+      py::arg("inputs"), py::arg("spec"), py::arg("choice"), py::arg("persist") = false,
+      "Makes the op run `choice` (a kernel_candidates entry, 'aten', or '' for the heuristic) "
+      "for this spec and these inputs' problem; persist=True also keeps it in the disk cache.");
   m.def(
       "compile_ptx",
       [](const std::string& spec, long long M, long long N, long long K, const std::string& arch,

@@ -33,13 +33,6 @@ std::shared_ptr<const CachedSpec> getCachedSpec(std::string_view text) {
   return c.map.emplace(key, std::move(entry)).first->second;
 }
 
-std::string CachedSpec::choiceFor(long long B, long long M, long long N, long long K) const {
-  std::lock_guard<std::mutex> lock(choicesMutex);
-  if (choices.empty()) return {};
-  auto it = choices.find(std::to_string(B) + "," + std::to_string(M) + "," + std::to_string(N) + "," + std::to_string(K));
-  return it == choices.end() ? std::string() : it->second;
-}
-
 std::string dimLetters(const std::string& dims) {
   std::string letters;
   for (char c : dims)

@@ -23,13 +23,6 @@ struct CachedSpec {
   // arch, device). Kept here so that a launch does one string hash, not two.
   mutable std::mutex kernelsMutex;
   mutable std::unordered_map<std::string, std::shared_ptr<CudaKernel>> kernels;
-
-  // Measured choices (fxfuse._C.set_kernel_choice, python/fxfuse/autotune.py) per problem
-  // "B,M,N,K": a codegen::describeConfig text of one of the problem's candidateConfigs, or
-  // "aten" (the chain evaluated with ATen was measured fastest). Absent: the heuristic.
-  mutable std::mutex choicesMutex;
-  mutable std::unordered_map<std::string, std::string> choices;
-  std::string choiceFor(long long B, long long M, long long N, long long K) const;
 };
 
 // Thread-safe. Throws spec::SpecError (with the parser's "line L: ..." message) for an

@@ -1,33 +1,27 @@
-"""Measured kernel choice for one fused chain at one problem size, cached on disk (issue 6).
+"""Measured kernel choice for one fused chain and its problem (issue 6's optional autotune).
 
 The op picks a kernel by a heuristic (codegen/config_table.cpp). With autotune on
 (``Options(autotune=True)``, ``fxfuse.compile(model, autotune=True)``, or FXFUSE_AUTOTUNE=1),
-the pass instead times, while the model compiles, every kernel the op may run for the chain
-(``_C.kernel_candidates``: the heuristic's choice and the other Hopper tiles) and the chain
-evaluated with ATen (what the op runs when no kernel is faster), on random inputs of the real
-shapes, strides and dtypes, and makes the op run the fastest (``_C.set_kernel_choice``).
-
-Results live in ``<kernel cache dir>/autotune/<key>.json``; the key covers the library
-version, the GPU's name, the spec and every input's shape, strides, dtype and 16-byte
-alignment, so a later process (or another model with the same chain) only reads them. A
-missing, unreadable or corrupt entry is measured again; a cache that cannot be written only
-costs the next process a measurement.
+the pass instead measures, while the model compiles, every kernel the op may run for the chain
+(``_C.kernel_candidates``: the heuristic's choice and the other Hopper tiles, whatever the
+epilogue) and the chain evaluated with ATen ops (what the op runs when no kernel is faster), on
+random inputs of the real shapes, strides and dtypes. A candidate counts only if it really
+launched its kernel and its outputs agree with the ATen evaluation. The fastest becomes the
+op's choice for that problem (``_C.set_kernel_choice``), kept in the disk kernel cache
+(runtime/kernel_choice.h): every later process runs it without measuring, also one that loads
+the compiled graph from Inductor's cache or a rewritten .pt2 and never runs this pass.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import statistics
-import tempfile
 from typing import Any
 
 import torch
 
 log = logging.getLogger("fxfuse")
 
-FORMAT = 1          # bump when the file layout or the meaning of a choice changes
 ATEN = "aten"       # the op evaluates the chain with ATen ops
 WARMUP, REPS = 3, 20
 
@@ -36,48 +30,9 @@ def enabled(option: bool) -> bool:
     return option or os.environ.get("FXFUSE_AUTOTUNE", "") == "1"
 
 
-def cache_key(inputs: list[torch.Tensor], spec: str) -> str:
-    from . import _C
-
-    desc = [FORMAT, _C.library_version(), torch.cuda.get_device_name(inputs[0].device), spec,
-            [(list(t.shape), list(t.stride()), str(t.dtype), t.data_ptr() % 16) for t in inputs]]
-    return hashlib.sha256(json.dumps(desc).encode()).hexdigest()
-
-
-def _path(key: str) -> str:
-    from . import _C
-
-    return os.path.join(_C.cache_dir(), "autotune", key[:40] + ".json")
-
-
-def load(key: str) -> dict[str, Any] | None:
-    """A stored result, or None when there is none or it cannot be trusted."""
-    try:
-        with open(_path(key)) as f:
-            entry = json.load(f)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(entry, dict) or entry.get("key") != key or not isinstance(entry.get("choice"), str):
-        return None
-    return entry
-
-
-def store(key: str, entry: dict[str, Any]) -> None:
-    """Written whole or not at all (temporary file, then rename): readers never see half."""
-    path = _path(key)
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump({**entry, "key": key}, f, indent=1)
-        os.replace(tmp, path)
-    except OSError as e:
-        log.warning("fxfuse: autotune result not stored (%s); the next process measures again", e)
-
-
 def random_inputs(like: list[Any]) -> list[torch.Tensor]:
     """Random tensors with the shapes, strides, dtypes and devices of ``like`` (real tensors or
-    fake ones from FX meta), over storage just large enough for the strides."""
+    the empty ones precompile makes), over storage just large enough for the strides."""
     out = []
     for v in like:
         shape, stride = [int(d) for d in v.shape], [int(s) for s in v.stride()]
@@ -102,43 +57,73 @@ def _time_ms(fn, reps: int) -> float:
     return statistics.median(s.elapsed_time(e) for s, e in events)
 
 
-def measure(inputs: list[torch.Tensor], spec: str, sizes: tuple[int, int, int, int],
-            reps: int = REPS) -> dict[str, Any]:
-    """Times each candidate and the ATen evaluation; leaves the op set to the fastest."""
+def disagreement(outs: list[torch.Tensor], ref: list[torch.Tensor]) -> str | None:
+    """Why ``outs`` are not the chain's result ``ref`` (the ATen evaluation), or None. Floating
+    outputs: relative norm within the dtype's rounding (2e-2 for 16/8-bit, 1e-3 for fp32),
+    NaN where ``ref`` has NaN; others: at most 0.2 % of the elements differ (comparison flips)."""
+    for i, (o, r) in enumerate(zip(outs, ref)):
+        if o.shape != r.shape or o.dtype != r.dtype:
+            return f"output {i}: {tuple(o.shape)} {o.dtype}, ATen gives {tuple(r.shape)} {r.dtype}"
+        if r.dtype.is_floating_point:
+            if not torch.equal(o.isnan(), r.isnan()):
+                return f"output {i}: NaN positions differ"
+            fin = r.isfinite() & o.isfinite()
+            d, n = (o[fin].double() - r[fin].double()).norm(), r[fin].double().norm()
+            tol = 1e-3 if r.dtype in (torch.float32, torch.float64) else 2e-2
+            if d > tol * max(n.item(), 1e-30):
+                return f"output {i}: relative error {(d / max(n.item(), 1e-30)).item():.2e} > {tol}"
+        elif (o != r).sum().item() > max(1, int(0.002 * r.numel())):
+            return f"output {i}: {(o != r).sum().item()} elements differ"
+    return None
+
+
+def measure(inputs: list[torch.Tensor], spec: str, reps: int = REPS) -> dict[str, Any]:
+    """Times the ATen evaluation and each candidate kernel on ``inputs``; returns the fastest
+    valid choice with every time (None: rejected, reason in ``errors``). Leaves the op on the
+    heuristic; ``tune`` sets the choice."""
     from . import _C
 
-    m, n, k, b = sizes
-    major, minor = torch.cuda.get_device_capability(inputs[0].device)
+    op = torch.ops.fxfuse.gemm_chain
     times: dict[str, float | None] = {}
     errors: dict[str, str] = {}
-    for choice in _C.kernel_candidates(spec, m, n, k, b, f"sm_{major}{minor}") + [ATEN]:
-        _C.set_kernel_choice(spec, b, m, n, k, choice)
-        try:
-            for _ in range(WARMUP):  # the first call compiles (or reads the disk cache) and loads
-                torch.ops.fxfuse.gemm_chain(inputs, spec)
-            torch.cuda.synchronize()
-            times[choice] = _time_ms(lambda: torch.ops.fxfuse.gemm_chain(inputs, spec), reps)
-        except Exception as e:  # noqa: BLE001 - a candidate that fails is not chosen
+    ref: list[torch.Tensor] | None = None
+    try:
+        for choice in [ATEN] + _C.kernel_candidates(inputs, spec):
+            _C.set_kernel_choice(inputs, spec, choice)
             times[choice] = None
-            errors[choice] = f"{type(e).__name__}: {e}"[:300]
+            try:
+                before = _C.stats().get("launches", 0)
+                outs = [op(inputs, spec) for _ in range(WARMUP)][-1]  # the first compiles and loads
+                torch.cuda.synchronize()
+                launched = _C.stats().get("launches", 0) - before
+                if choice == ATEN:
+                    ref = [o.clone() for o in outs]
+                elif launched != WARMUP:
+                    errors[choice] = "the op did not launch this kernel (it fell back to ATen)"
+                    continue
+                elif ref is None or (why := disagreement(outs, ref)) is not None:
+                    errors[choice] = why or "no ATen result to compare with"
+                    continue
+                times[choice] = _time_ms(lambda: op(inputs, spec), reps)
+            except Exception as e:  # noqa: BLE001 - a candidate that fails is not chosen
+                errors[choice] = f"{type(e).__name__}: {e}"[:300]
+    finally:
+        _C.set_kernel_choice(inputs, spec, "")
     timed = {c: t for c, t in times.items() if t is not None}
-    best = min(timed, key=timed.get) if timed else ""
-    _C.set_kernel_choice(spec, b, m, n, k, best)
-    return {"choice": best, "times_ms": times, "errors": errors, "sizes": list(sizes)}
+    return {"choice": min(timed, key=timed.get) if timed else "", "times_ms": times, "errors": errors}
 
 
-def tune(like: list[Any], spec: str, sizes: tuple[int, int, int, int]) -> dict[str, Any]:
-    """The stored choice for this chain and problem, else a measurement (stored); the op is set
-    to run the choice. ``like``: the op's inputs or their FX meta values (CUDA)."""
+def tune(like: list[Any], spec: str) -> dict[str, Any]:
+    """The choice already made for this chain and problem (this process or the disk cache),
+    else a measurement, kept on disk; the op is left running the choice. ``like``: tensors
+    with the op's input shapes, strides, dtypes and device (CUDA)."""
     from . import _C
 
     inputs = random_inputs(like)
-    key = cache_key(inputs, spec)
-    entry = load(key)
-    if entry is not None:
-        m, n, k, b = sizes
-        _C.set_kernel_choice(spec, b, m, n, k, entry["choice"])
-        return {**entry, "source": "disk"}
-    entry = measure(inputs, spec, sizes)
-    store(key, entry)
-    return {**entry, "source": "measured"}
+    existing = _C.kernel_choice(inputs, spec)
+    if existing:
+        return {"choice": existing, "source": "cache"}
+    result = measure(inputs, spec)
+    if result["choice"]:
+        _C.set_kernel_choice(inputs, spec, result["choice"], persist=True)
+    return {**result, "source": "measured"}

@@ -219,7 +219,8 @@ def _precompile(result: ApplyResult, options: Options, plan: dict[str, Any]) -> 
     from . import _C, autotune
 
     fn = getattr(_C, "precompile", None)
-    if fn is None or not options.precompile:
+    tuning = autotune.enabled(options.autotune)
+    if fn is None or not (options.precompile or tuning):  # measuring compiles anyway
         return
     for rid, node in result.fused_nodes.items():
         vals = [n.meta.get("val") if isinstance(n, torch.fx.Node) else None for n in node.args[0]]
@@ -228,11 +229,17 @@ def _precompile(result: ApplyResult, options: Options, plan: dict[str, Any]) -> 
         try:
             real = [torch.empty_strided([_hint(d) for d in v.shape], [_hint(s, 1) for s in v.stride()],
                                         dtype=v.dtype, device=v.device) for v in vals]
-            sizes = problem_shape(node)
-            if autotune.enabled(options.autotune) and sizes is not None:
-                tuned = autotune.tune(real, node.args[1], sizes)
+        except Exception as e:  # noqa: BLE001 - the op still JITs at its first launch
+            log.warning("fxfuse: precompile failed for rewrite %s: %s", rid, e)
+            continue
+        if tuning:
+            try:
+                tuned = autotune.tune(real, node.args[1])
                 plan.setdefault("autotune", []).append({"rewrite": rid, **tuned})
                 log.info("fxfuse: rewrite %s autotuned (%s): %s", rid, tuned["source"], tuned["choice"])
+            except Exception as e:  # noqa: BLE001 - the heuristic still decides
+                log.warning("fxfuse: autotune failed for rewrite %s: %s", rid, e)
+        try:
             fn(real, node.args[1])
             del real
         except Exception as e:  # noqa: BLE001 - the op still JITs at its first launch

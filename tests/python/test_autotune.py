@@ -1,6 +1,7 @@
-"""The measured kernel choice (python/fxfuse/autotune.py): its candidates, its disk cache and
-random inputs on the CPU; on the GPU, that every candidate computes the chain right and that a
-choice is measured once, then read back."""
+"""The measured kernel choice (python/fxfuse/autotune.py): candidates, random inputs, the
+output check and the measure-once logic on the CPU; on the GPU, that every candidate computes
+the chain right and really launches, and that a choice measured in one process is run by the
+next one without measuring (runtime/kernel_choice.h keeps it in the disk cache)."""
 from __future__ import annotations
 
 import json
@@ -17,41 +18,19 @@ BIAS_GELU = HEAD + "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh
 
 
 def test_candidates_put_the_heuristic_first():
-    c = C.kernel_candidates(BIAS_GELU, 4096, 4096, 4096)
+    c = C.kernel_candidates_for_size(BIAS_GELU, 4096, 4096, 4096)
     assert c[0].split()[0] == C.kernel_variant(BIAS_GELU, 4096, 4096, 4096)[0]
     assert len(set(c)) == len(c) and sum(x.startswith("sm90_wgmma") for x in c) == 4
-    assert C.kernel_candidates(BIAS_GELU, 8, 4096, 4096)[0].startswith("gemv")
-    with pytest.raises(ValueError, match="invalid spec"):
-        C.set_kernel_choice("not a spec", 1, 8, 8, 8, "aten")
+    assert C.kernel_candidates_for_size(BIAS_GELU, 8, 4096, 4096)[0].startswith("gemv")
 
 
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setattr(C, "cache_dir", lambda: str(tmp_path))
-    return tmp_path
-
-
-def test_store_then_load(cache_dir):
-    autotune.store("k" * 64, {"choice": "aten", "times_ms": {"aten": 1.0}})
-    assert autotune.load("k" * 64)["choice"] == "aten"
-    assert autotune.load("j" * 64) is None  # never measured
-
-
-@pytest.mark.parametrize("content", ["", "{not json", "[]", '{"choice": 3}', '{"choice": "aten", "key": "other"}'])
-def test_a_bad_entry_is_measured_again(cache_dir, content):
-    path = cache_dir / "autotune" / ("k" * 40 + ".json")
-    path.parent.mkdir()
-    path.write_text(content)
-    assert autotune.load("k" * 64) is None
-
-
-def test_an_unwritable_cache_costs_only_a_warning(tmp_path, monkeypatch, caplog):
-    blocker = tmp_path / "file"
-    blocker.write_text("x")  # a file where the cache directory should be: makedirs fails
-    monkeypatch.setattr(C, "cache_dir", lambda: str(blocker))
-    autotune.store("k" * 64, {"choice": "aten"})
-    assert "not stored" in caplog.text
-    assert autotune.load("k" * 64) is None
+def test_choice_api_wants_cuda_inputs():
+    x = [torch.ones(4, 4, dtype=torch.bfloat16), torch.ones(4, 4, dtype=torch.bfloat16),
+         torch.ones(4, dtype=torch.bfloat16)]
+    for call in (lambda: C.kernel_candidates(x, BIAS_GELU), lambda: C.kernel_choice(x, BIAS_GELU),
+                 lambda: C.set_kernel_choice(x, BIAS_GELU, "aten")):
+        with pytest.raises(RuntimeError, match="must be CUDA tensors"):
+            call()
 
 
 def test_random_inputs_keep_shape_stride_dtype():
@@ -65,21 +44,33 @@ def test_random_inputs_keep_shape_stride_dtype():
     assert out[1].abs().sum() > 0 and out[2].abs().sum() > 0  # not zeros
 
 
-def test_tune_measures_once_then_reads(cache_dir, monkeypatch):
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *_: "fake GPU")
-    calls, choices = [], []
-    monkeypatch.setattr(autotune, "measure", lambda inputs, spec, sizes: calls.append(sizes) or
-                        {"choice": "aten", "times_ms": {"aten": 0.5}, "errors": {}, "sizes": list(sizes)})
-    monkeypatch.setattr(C, "set_kernel_choice", lambda *a: choices.append(a))
+def test_disagreement_catches_wrong_outputs():
+    ref = [torch.randn(64, 64, dtype=torch.bfloat16), torch.rand(64, 64) > 0.5]
+    assert autotune.disagreement([r.clone() for r in ref], ref) is None
+    wrong = [ref[0] * 1.1, ref[1].clone()]
+    assert "relative error" in autotune.disagreement(wrong, ref)
+    nan = [ref[0].clone(), ref[1].clone()]
+    nan[0][3, 3] = float("nan")
+    assert "NaN" in autotune.disagreement(nan, ref)
+    flips = [ref[0].clone(), ~ref[1]]
+    assert "elements differ" in autotune.disagreement(flips, ref)
+    assert "ATen gives" in autotune.disagreement([ref[0].float(), ref[1]], ref)
+
+
+def test_tune_measures_once_then_uses_the_stored_choice(monkeypatch):
+    stored: dict[str, str] = {}
+    calls = []
+    monkeypatch.setattr(C, "kernel_choice", lambda inputs, spec: stored.get(spec, ""))
+    monkeypatch.setattr(C, "set_kernel_choice",
+                        lambda inputs, spec, choice, persist=False: stored.__setitem__(spec, choice) if persist else None)
+    monkeypatch.setattr(autotune, "measure", lambda inputs, spec: calls.append(spec) or
+                        {"choice": "sm90_wgmma 64x256x64 s5 t384 pingpong", "times_ms": {}, "errors": {}})
     like = [torch.empty(64, 32, dtype=torch.bfloat16), torch.empty(32, 16, dtype=torch.bfloat16),
             torch.empty(16, dtype=torch.bfloat16)]
-    first = autotune.tune(like, BIAS_GELU, (64, 16, 32, 1))
-    second = autotune.tune(like, BIAS_GELU, (64, 16, 32, 1))
-    assert (first["source"], second["source"]) == ("measured", "disk")
-    assert calls == [(64, 16, 32, 1)]
-    assert choices == [(BIAS_GELU, 1, 64, 16, 32, "aten")]  # the stored choice is applied
-    [entry] = os.listdir(cache_dir / "autotune")
-    assert json.loads((cache_dir / "autotune" / entry).read_text())["choice"] == "aten"
+    first = autotune.tune(like, BIAS_GELU)
+    second = autotune.tune(like, BIAS_GELU)
+    assert (first["source"], second["source"]) == ("measured", "cache")
+    assert calls == [BIAS_GELU] and second["choice"] == first["choice"] == stored[BIAS_GELU]
 
 
 def test_options_and_env_turn_it_on(monkeypatch):
@@ -109,45 +100,84 @@ def test_gpu_every_candidate_computes_the_chain(m, k, n, monkeypatch):
     520) matches float64, outputs poisoned first, and is really the one launched."""
     monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")
     inputs, ref = _gelu_inputs(m, k, n)
-    major, minor = torch.cuda.get_device_capability()
-    for choice in C.kernel_candidates(BIAS_GELU, m, n, k, 1, f"sm_{major}{minor}") + ["aten"]:
-        C.set_kernel_choice(BIAS_GELU, 1, m, n, k, choice)
-        before = C.stats()
-        y = torch.ops.fxfuse.gemm_chain(inputs, BIAS_GELU)[0]
-        torch.cuda.synchronize()
-        after = C.stats()
-        err = ((y.double() - ref).norm() / ref.norm()).item()
-        assert err < 2e-2 and not torch.isnan(y).any(), (choice, err)
-        launched = after.get("launches", 0) - before.get("launches", 0)
-        assert launched == (0 if choice == "aten" else 1), (choice, before, after)
-    C.set_kernel_choice(BIAS_GELU, 1, m, n, k, "")
+    candidates = C.kernel_candidates(inputs, BIAS_GELU)
+    assert sum(c.startswith("sm90_wgmma") for c in candidates) == 4, candidates
+    try:
+        for choice in candidates + ["aten"]:
+            C.set_kernel_choice(inputs, BIAS_GELU, choice)
+            assert C.kernel_choice(inputs, BIAS_GELU) == choice
+            before = C.stats()
+            y = torch.ops.fxfuse.gemm_chain(inputs, BIAS_GELU)[0]
+            torch.cuda.synchronize()
+            after = C.stats()
+            err = ((y.double() - ref).norm() / ref.norm()).item()
+            assert err < 2e-2 and not torch.isnan(y).any(), (choice, err)
+            launched = after.get("launches", 0) - before.get("launches", 0)
+            assert launched == (0 if choice == "aten" else 1), (choice, before, after)
+        with pytest.raises(RuntimeError, match="not a kernel candidate"):
+            C.set_kernel_choice(inputs, BIAS_GELU, "sm90_wgmma 1x1x1 s1 t1")
+    finally:
+        C.set_kernel_choice(inputs, BIAS_GELU, "")
+
+
+# A fresh process: the chain's inputs (the same problem in both), then the script's own part.
+_PROCESS = """
+import json, sys, torch, fxfuse._C as C
+from fxfuse import autotune
+spec = {spec!r}
+g = torch.Generator(device="cuda").manual_seed(0)
+inputs = [torch.randn(2048, 1024, device="cuda", dtype=torch.bfloat16, generator=g),
+          torch.randn(1024, 2048, device="cuda", dtype=torch.bfloat16, generator=g) / 32,
+          torch.randn(2048, device="cuda", dtype=torch.bfloat16, generator=g)]
+"""
+_TUNE = "print('TUNED=' + json.dumps(autotune.tune(inputs, spec)))"
+_RUN = """
+print("CHOICE=" + C.kernel_choice(inputs, spec))
+before = C.stats().get("launches", 0)
+torch.ops.fxfuse.gemm_chain(inputs, spec); torch.cuda.synchronize()
+print("LAUNCHED=%d" % (C.stats().get("launches", 0) - before))
+"""
 
 
 @pytest.mark.gpu
-def test_gpu_tune_measures_then_reads_the_disk(tmp_path, monkeypatch):
-    monkeypatch.setattr(C, "cache_dir", lambda: str(tmp_path))
-    inputs, _ = _gelu_inputs(2048, 1024, 2048)
-    first = autotune.tune(inputs, BIAS_GELU, (2048, 2048, 1024, 1))
-    assert first["source"] == "measured" and first["choice"], first
-    assert all(t is None or t > 0 for t in first["times_ms"].values())
-    assert first["choice"] in first["times_ms"] and first["times_ms"][first["choice"]] == min(
-        t for t in first["times_ms"].values() if t is not None)
-    second = autotune.tune(inputs, BIAS_GELU, (2048, 2048, 1024, 1))
-    assert second["source"] == "disk" and second["choice"] == first["choice"]
-    C.set_kernel_choice(BIAS_GELU, 1, 2048, 2048, 1024, "")
+def test_gpu_tune_measures_once_and_later_processes_run_the_choice(tmp_path):
+    """Measured in one process, kept on disk; a fresh process (no pass, no autotune: as after
+    an Inductor cache hit or a .pt2 load) finds the same choice for the same problem and runs it."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "FXFUSE_CACHE_DIR": str(tmp_path)}
+
+    def run(part):
+        return subprocess.run([sys.executable, "-c", _PROCESS.format(spec=BIAS_GELU) + part], env=env,
+                              capture_output=True, text=True, check=True).stdout
+
+    tuned = json.loads(run(_TUNE).split("TUNED=")[1].splitlines()[0])
+    assert tuned["source"] == "measured" and tuned["choice"], tuned
+    valid = {c: t for c, t in tuned["times_ms"].items() if t is not None}
+    assert valid[tuned["choice"]] == min(valid.values()) and "aten" in valid, tuned
+    out = run(_RUN)
+    assert f"CHOICE={tuned['choice']}" in out, out
+    assert ("LAUNCHED=0" if tuned["choice"] == "aten" else "LAUNCHED=1") in out, out
+    again = json.loads(run(_TUNE).split("TUNED=")[1].splitlines()[0])
+    assert again == {"choice": tuned["choice"], "source": "cache"}, again
 
 
 @pytest.mark.gpu
-def test_gpu_compile_with_autotune_records_the_choice(tmp_path, monkeypatch):
+def test_gpu_compile_with_autotune_records_the_choice(tmp_path):
     import fxfuse
     from helpers import MLP
 
-    monkeypatch.setattr(C, "cache_dir", lambda: str(tmp_path))
-    model = MLP(256, 1024, "gelu_tanh").to("cuda", torch.bfloat16).eval()
-    compiled = fxfuse.compile(model, autotune=True, only_profitable=False, dump_dir=str(tmp_path / "dump"))
-    x = torch.randn(512, 256, device="cuda", dtype=torch.bfloat16)
-    with torch.no_grad():
-        y, ref = compiled(x), model(x)
+    old = C.cache_dir()
+    C.set_cache_dir(str(tmp_path))  # measured here, not read from an earlier run
+    try:
+        model = MLP(256, 1024, "gelu_tanh").to("cuda", torch.bfloat16).eval()
+        compiled = fxfuse.compile(model, autotune=True, only_profitable=False, dump_dir=str(tmp_path / "dump"))
+        x = torch.randn(512, 256, device="cuda", dtype=torch.bfloat16)
+        with torch.no_grad():
+            y, ref = compiled(x), model(x)
+    finally:
+        C.set_cache_dir(old)
     assert ((y.double() - ref.double()).norm() / ref.double().norm()).item() < 2e-2
     plans = [json.loads(p.read_text()) for p in (tmp_path / "dump").rglob("report.json")]
     tuned = [t for p in plans for t in p.get("autotune", [])]

@@ -1,0 +1,67 @@
+#include "runtime/kernel_choice.h"
+
+#include <mutex>
+#include <unordered_map>
+
+#include "runtime/kernel_cache.h"
+#include "runtime/runtime_stats.h"
+
+namespace fxfuse::runtime {
+namespace {
+
+struct Choices {
+  std::mutex mutex;
+  // address of the CachedSpec (spec cache entries live for the process, so it is stable and
+  // unique) + "|" + problem + "|" + gpu -> choice;
+  // "" = decided: the heuristic (set so, or no disk entry)
+  std::unordered_map<std::string, std::string> map;
+};
+
+Choices& choices() {
+  static auto* c = new Choices();  // leaked: ops may run during static destruction
+  return *c;
+}
+
+std::string memoryKey(const CachedSpec& spec, const std::string& problem, const std::string& gpu) {
+  return std::to_string(reinterpret_cast<uintptr_t>(&spec)) + "|" + problem + "|" + gpu;
+}
+
+}  // namespace
+
+std::string problemClass(const codegen::ProblemShape& p) {
+  return std::to_string(p.B) + "," + std::to_string(p.M) + "," + std::to_string(p.N) + "," + std::to_string(p.K) +
+         "," + (p.a_kmajor ? "1" : "0") + "," + (p.b_kmajor ? "1" : "0") + "," + std::to_string(p.align_bytes_a) +
+         "," + std::to_string(p.align_bytes_b);
+}
+
+std::string choiceCacheKey(const std::string& specText, const std::string& problem, const std::string& gpu) {
+  return cacheKey(specText, std::string("kernel-choice/") + libraryVersion() + "/" + gpu, problem);
+}
+
+std::string lookupKernelChoice(const CachedSpec& spec, const std::string& problem, const std::string& gpu) {
+  Choices& c = choices();
+  const std::string key = memoryKey(spec, problem, gpu);
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    auto it = c.map.find(key);
+    if (it != c.map.end()) return it->second;
+  }
+  // Read outside the lock; a corrupt or missing entry means "no choice" (the heuristic).
+  std::string stored;
+  if (diskCache().load(choiceCacheKey(spec.text, problem, gpu), &stored) != DiskCache::Lookup::Hit) stored.clear();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return c.map.emplace(key, stored).first->second;  // a choice set meanwhile wins
+}
+
+bool recordKernelChoice(const CachedSpec& spec, const std::string& problem, const std::string& gpu,
+                        const std::string& choice, bool persist) {
+  {
+    Choices& c = choices();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.map[memoryKey(spec, problem, gpu)] = choice;
+  }
+  if (!persist || choice.empty()) return true;
+  return diskCache().store(choiceCacheKey(spec.text, problem, gpu), choice);
+}
+
+}  // namespace fxfuse::runtime
