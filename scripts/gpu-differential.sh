@@ -2,7 +2,8 @@
 # The issue-8 GPU differential run, in parts that fit one device call: chunks [FIRST, FIRST+COUNT)
 # of tests/reliability/test_differential.py::test_differential_gpu (100 cases each). The first
 # half runs with the planner's kernel choice, the second half with the Hopper kernel on every
-# epilogue (FXFUSE_SM90_ALL_EPILOGUES=1, a per-process switch), both with poisoned outputs.
+# epilogue (FXFUSE_SM90_ALL_EPILOGUES=1, a per-process switch), both with poisoned outputs; the
+# test forces kernels (FXFUSE_FORCE_KERNEL) and logs the op's launches per chunk.
 # Each finished chunk appends one JSON line to $FXFUSE_DIFF_LOG, so a part cut short by SECONDS
 # still counts what it finished; the summary at the end reads that file.
 #   scripts/gpu-differential.sh FIRST COUNT WORKERS SECONDS
@@ -31,7 +32,9 @@ for r in rows:
     res.update(r["results"])
 chunks = sorted((r["seeds"][0], r["sm90_all_epilogues"]) for r in rows)
 print(f"differential: {len(rows)} chunks, {sum(r['cases'] for r in rows)} cases, results {dict(res)}, "
-      f"fused {sum(r['fused'] for r in rows)}, failing cases {sum(r['failures'] for r in rows)}")
+      f"fused {sum(r['fused'] for r in rows)}, failing cases {sum(r['failures'] for r in rows)}, "
+      f"kernel launches {sum(r.get('op', {}).get('launches', 0) for r in rows)}, "
+      f"ATen evaluations {sum(r.get('op', {}).get('aten_dispatch', 0) for r in rows)}")
 print("first seeds:", [c[0] for c in chunks][:3], "...", [c[0] for c in chunks][-3:])
 for r in rows:
     if r["failures"]:

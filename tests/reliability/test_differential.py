@@ -127,11 +127,12 @@ DIFF_LOG = os.environ.get("FXFUSE_DIFF_LOG")
 HOPPER_SHAPE_PROB = float(os.environ.get("FXFUSE_DIFF_HOPPER_SHAPES", "0.3"))
 
 
-def _log_chunk(seeds, results, fused, failures, report, seconds) -> None:
+def _log_chunk(seeds, results, fused, failures, report, seconds, op_stats) -> None:
     if not DIFF_LOG:
         return
     line = {"seeds": [seeds[0], seeds[-1]], "cases": len(seeds), "results": dict(results),
             "fused": fused, "failures": len(failures), "report": report[:4000], "seconds": round(seconds, 1),
+            "op": op_stats,
             "sm90_all_epilogues": os.environ.get("FXFUSE_SM90_ALL_EPILOGUES", ""),
             "poison": os.environ.get("FXFUSE_POISON_OUTPUTS", "")}
     with open(DIFF_LOG, "a") as f:  # one short write per line: safe for concurrent appenders
@@ -141,19 +142,29 @@ def _log_chunk(seeds, results, fused, failures, report, seconds) -> None:
 @pytest.mark.gpu
 @pytest.mark.slow
 @pytest.mark.parametrize("chunk", range(GPU_FIRST_CHUNK, GPU_FIRST_CHUNK + (GPU_CASES + GPU_CHUNK - 1) // GPU_CHUNK))
-def test_differential_gpu(chunk):
+def test_differential_gpu(chunk, monkeypatch):
     """≥ 10,000 cases on CUDA tensors, in chunks of 100, with larger shapes than on CPU.
 
-    Every chain the pass can fuse is fused (``only_profitable=False``): the point is to run the
-    kernels, not to judge their speed. Run with FXFUSE_POISON_OUTPUTS=1 (unwritten outputs show
-    as NaN) and, in a second process, FXFUSE_SM90_ALL_EPILOGUES=1 (the Hopper kernel on every
-    epilogue, not only the cheap ones)."""
+    Every chain the pass can fuse is fused (``only_profitable=False``) and the op runs a fused
+    kernel for it (FXFUSE_FORCE_KERNEL: also the generic kernels, which it would otherwise
+    replace by the ATen evaluation): the point is to run the kernels, not to judge their speed.
+    Run with FXFUSE_POISON_OUTPUTS=1 (unwritten outputs show as NaN) and, in a second process,
+    FXFUSE_SM90_ALL_EPILOGUES=1 (the Hopper kernel on every epilogue, not only the cheap ones).
+    The first run (2026-11-29) lacked FXFUSE_FORCE_KERNEL and ran almost no kernel."""
     assert torch.cuda.is_available()
+    monkeypatch.setenv("FXFUSE_FORCE_KERNEL", "1")
+    from fxfuse import _C
+
+    before = _C.stats()
     start = SEED + 10_000_000 + chunk * GPU_CHUNK
     seeds = list(range(start, start + GPU_CHUNK))
     cfg = GenConfig(max_m=300, max_n=300, max_k=600, large_k_prob=0.05, hopper_shape_prob=HOPPER_SHAPE_PROB)
     t0 = time.time()
     results, fused, failures, report = run_cases(seeds, "cuda", cfg, options={"only_profitable": False})
-    _log_chunk(seeds, results, fused, failures, report, time.time() - t0)
+    after = _C.stats()
+    op_stats = {k: after.get(k, 0) - before.get(k, 0) for k in ("launches", "aten_dispatch", "fallbacks")}
+    _log_chunk(seeds, results, fused, failures, report, time.time() - t0, op_stats)
     assert not failures, f"{len(failures)} of {len(seeds)} cases failed:\n{report}"
     assert fused >= MIN_FUSED * len(seeds)
+    # the kernels ran: at least one launch per two fused cases (a few fall back, with a reason)
+    assert op_stats["launches"] >= fused // 2, op_stats

@@ -62,9 +62,15 @@ def test_regression(name):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", sorted(REGRESSIONS))
-def test_regression_gpu(name):
-    """The same cases on CUDA tensors, every chain fused (the op's kernels, not its ATen path)."""
+def test_regression_gpu(name, monkeypatch):
+    """The same cases on CUDA tensors, every chain fused and run as a kernel (the generic ones
+    too: FXFUSE_FORCE_KERNEL), not by the op's ATen evaluation."""
+    from fxfuse import _C
+
+    monkeypatch.setenv("FXFUSE_FORCE_KERNEL", "1")
     route, bug, text = REGRESSIONS[name]
     case = Case.from_json(text)
+    before = _C.stats().get("launches", 0)
     o = check_case(case, route, "cuda", {"only_profitable": False})
     assert o.ok, f"{name} ({bug}):\n{describe(case, o, route)}"
+    assert o.fused == 0 or _C.stats().get("launches", 0) > before, "the fused chain ran no kernel"
