@@ -132,6 +132,21 @@ def _relnorm(x: torch.Tensor, ref: torch.Tensor) -> float:
     return d / r if r > 0 else d
 
 
+def _excusable_flips(flips: torch.Tensor) -> bool:
+    """Few and scattered, as threshold flips are: at most max(1, 0.2 %) of the elements, and no
+    more than max(2, 1 %) of any row or column (a kernel bug tends to spoil a row, a column or a
+    tile; a whole row of a 600-row output is under 0.2 %)."""
+    n = int(flips.sum())
+    if n > max(1, int(0.002 * flips.numel())):
+        return False
+    if flips.dim() < 2 or n <= 2:
+        return True
+    rows = flips.reshape(-1, flips.shape[-1])
+    cols = flips.reshape(-1, flips.shape[-2], flips.shape[-1]).sum(0)
+    return (int(rows.sum(1).max()) <= max(2, int(0.01 * rows.shape[1])) and
+            int(cols.sum(0).max()) <= max(2, int(0.01 * rows.shape[0])))
+
+
 def compare(case: Case, fused: list[torch.Tensor], eager: list[torch.Tensor],
             ref: list[torch.Tensor]) -> Outcome:
     out = Outcome("ok")
@@ -148,7 +163,7 @@ def compare(case: Case, fused: list[torch.Tensor], eager: list[torch.Tensor],
             return Outcome("dtype", detail=f"output {i}: dtype {f.dtype} vs eager {e.dtype}")
         if f.dtype == torch.bool:
             bad = int((f != e).sum())
-            if bad > max(1, int(0.002 * f.numel())) or (bad and not case.discontinuous):
+            if not _excusable_flips(f != e) or (bad and not case.discontinuous):
                 return Outcome("mismatch", detail=f"output {i}: {bad} bool elements differ")
             out.flips += bad
             continue
@@ -162,7 +177,7 @@ def compare(case: Case, fused: list[torch.Tensor], eager: list[torch.Tensor],
             tol = 2 * floor * (ed.abs() + 1.0)
             flips = both & ((fd - ed).abs() > tol)
             nflip = int(flips.sum())
-            if nflip > max(1, int(0.002 * f.numel())):
+            if not _excusable_flips(flips):
                 flips = torch.zeros_like(flips)  # too many to excuse: judge them all
             else:
                 out.flips += nflip

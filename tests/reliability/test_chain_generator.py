@@ -66,6 +66,22 @@ def test_judge_excuses_one_threshold_flip_and_no_more():
     assert compare(case, row, out, list(ref)).status == "mismatch"
 
 
+def test_judge_never_excuses_a_spoiled_row_or_column():
+    """Under 0.2 % of a large output, but all in one row (or column): not threshold flips."""
+    from diff_harness import _excusable_flips
+
+    flips = torch.zeros(600, 300, dtype=torch.bool)
+    flips[5, 17] = flips[300, 3] = flips[599, 299] = True
+    assert _excusable_flips(flips)                       # three scattered elements
+    row = torch.zeros(600, 300, dtype=torch.bool)
+    row[7, :] = True                                     # 300 of 180,000 (0.17 %), one row
+    assert not _excusable_flips(row)
+    col = torch.zeros(600, 300, dtype=torch.bool)
+    col[:200, 11] = True
+    assert not _excusable_flips(col)
+    assert not _excusable_flips(torch.ones(8, 8, dtype=torch.bool))  # too many
+
+
 def test_every_table_op_renders():
     for name, op in OPS.items():
         args = [f"a{i}" for i in range(op.arity)]
