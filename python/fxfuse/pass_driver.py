@@ -2,6 +2,7 @@
 Counts into ``fxfuse.stats()``, logs under ``logging.getLogger("fxfuse")``, writes dumps."""
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import functools
 import json
@@ -10,7 +11,7 @@ import os
 import warnings
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.fx
@@ -222,28 +223,60 @@ def _precompile(result: ApplyResult, options: Options, plan: dict[str, Any]) -> 
     tuning = autotune.enabled(options.autotune)
     if fn is None or not (options.precompile or tuning):  # measuring compiles anyway
         return
-    for rid, node in result.fused_nodes.items():
+    jobs = []
+    for rid, node in sorted(result.fused_nodes.items()):
         vals = [n.meta.get("val") if isinstance(n, torch.fx.Node) else None for n in node.args[0]]
-        if not vals or not all(isinstance(v, torch.Tensor) for v in vals) or vals[0].device.type != "cuda":
-            continue
+        if vals and all(isinstance(v, torch.Tensor) for v in vals) and vals[0].device.type == "cuda":
+            jobs.append((rid, node.args[1], vals))
+    tuned = compile_chains(jobs, _empty_like_meta, fn, autotune.tune if tuning else None)
+    if tuned:
+        plan["autotune"] = tuned
+
+
+def _empty_like_meta(vals: list[torch.Tensor]) -> list[torch.Tensor]:
+    return [torch.empty_strided([_hint(d) for d in v.shape], [_hint(s, 1) for s in v.stride()],
+                                dtype=v.dtype, device=v.device) for v in vals]
+
+
+def compile_chains(jobs: list[tuple[int, str, list[Any]]], make_inputs: Callable[[list[Any]], list[torch.Tensor]],
+                   compile_fn: Callable[[list[torch.Tensor], str], None],
+                   tune: Callable[[list[torch.Tensor], str], dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """Compiles each (rewrite id, spec, input metas) job's kernel with ``compile_fn`` on inputs
+    from ``make_inputs``. Without ``tune`` the compiles run in up to 4 threads (NVRTC is
+    thread-safe and the op holds no Python lock while compiling; the same spec twice compiles
+    once), so a model's cold compile takes about its slowest kernels instead of their sum; each
+    thread holds one job's inputs at a time (they may be weight-sized). With ``tune``, each
+    chain is first measured, one at a time: a measurement must have the GPU to itself.
+    Failures are logged, never raised: the op still compiles at its first launch."""
+    tuned: list[dict[str, Any]] = []
+
+    def run(job):
+        rid, spec, vals = job
         try:
-            real = [torch.empty_strided([_hint(d) for d in v.shape], [_hint(s, 1) for s in v.stride()],
-                                        dtype=v.dtype, device=v.device) for v in vals]
-        except Exception as e:  # noqa: BLE001 - the op still JITs at its first launch
+            inputs = make_inputs(vals)
+        except Exception as e:  # noqa: BLE001
             log.warning("fxfuse: precompile failed for rewrite %s: %s", rid, e)
-            continue
-        if tuning:
+            return
+        if tune is not None:
             try:
-                tuned = autotune.tune(real, node.args[1])
-                plan.setdefault("autotune", []).append({"rewrite": rid, **tuned})
-                log.info("fxfuse: rewrite %s autotuned (%s): %s", rid, tuned["source"], tuned["choice"])
+                t = tune(inputs, spec)
+                tuned.append({"rewrite": rid, **t})
+                log.info("fxfuse: rewrite %s autotuned (%s): %s", rid, t["source"], t["choice"])
             except Exception as e:  # noqa: BLE001 - the heuristic still decides
                 log.warning("fxfuse: autotune failed for rewrite %s: %s", rid, e)
         try:
-            fn(real, node.args[1])
-            del real
+            compile_fn(inputs, spec)
         except Exception as e:  # noqa: BLE001 - the op still JITs at its first launch
             log.warning("fxfuse: precompile failed for rewrite %s: %s", rid, e)
+
+    workers = 1 if tune is not None else min(len({job[1] for job in jobs}), os.cpu_count() or 1, 4)
+    if workers <= 1:
+        for job in jobs:
+            run(job)
+    else:
+        with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="fxfuse-compile") as pool:
+            list(pool.map(run, jobs))
+    return tuned
 
 
 def _mark_skipped(plan: dict[str, Any], skipped: dict[int, str]) -> None:
