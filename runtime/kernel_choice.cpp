@@ -12,8 +12,9 @@ namespace {
 struct Choices {
   std::mutex mutex;
   // address of the CachedSpec (spec cache entries live for the process, so it is stable and
-  // unique) + "|" + problem + "|" + gpu -> choice;
-  // "" = decided: the heuristic (set so, or no disk entry)
+  // unique) + "|" + problem + "|" + gpu -> choice set here or read from disk ("" = set to the
+  // heuristic). A disk miss is not remembered: dynamic shapes plan many problems, each once
+  // per call site, and a failed open costs microseconds; the map holds only choices made.
   std::unordered_map<std::string, std::string> map;
 };
 
@@ -48,7 +49,7 @@ std::string lookupKernelChoice(const CachedSpec& spec, const std::string& proble
   }
   // Read outside the lock; a corrupt or missing entry means "no choice" (the heuristic).
   std::string stored;
-  if (diskCache().load(choiceCacheKey(spec.text, problem, gpu), &stored) != DiskCache::Lookup::Hit) stored.clear();
+  if (diskCache().load(choiceCacheKey(spec.text, problem, gpu), &stored) != DiskCache::Lookup::Hit) return {};
   std::lock_guard<std::mutex> lock(c.mutex);
   return c.map.emplace(key, stored).first->second;  // a choice set meanwhile wins
 }
