@@ -490,7 +490,8 @@ std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int de
   // A measured choice (setKernelChoice) overrides the heuristic and its "fast" rule: it was
   // timed against the other candidates and against the ATen evaluation on this problem.
   const std::string choice = lookupKernelChoice(*plan.entry, problemClass(plan.problem), info.gpu);
-  if (choice == kAtenChoice) return atenEntry(plan);
+  // FXFUSE_FORCE_KERNEL (tests) asks for a kernel: it outranks a measured "aten".
+  if (choice == kAtenChoice && !envFlag("FXFUSE_FORCE_KERNEL")) return atenEntry(plan);
   bool measured = false;
   for (int attempt = 0;; ++attempt) {
     measured = false;
@@ -507,6 +508,12 @@ std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int de
         encodeTensorMaps(d, tmaPr, tmaCfg, tma, &why)) {
       useTma = true;
       break;
+    }
+    // A measured Hopper tile the tensor maps reject is not silently replaced by another
+    // kernel (the measurement would credit it with that kernel's time): fall back, with why.
+    if (measured) {
+      *reason = "the measured kernel '" + choice + "' cannot read these operands (" + why + ")";
+      return nullptr;
     }
     // The tensor maps reject this problem (odd N, K % 8, a row stride): tell the heuristic
     // the operands are misaligned, which rules TMA out, and choose again.
@@ -644,8 +651,8 @@ std::vector<at::Tensor> runCall(const CallEntry& c, at::TensorList inputs) {
   outputs.reserve(c.outDtypes.size());
   const at::TensorOptions options = inputs[0].options();
   for (at::ScalarType dt : c.outDtypes) outputs.push_back(at::empty(c.outShape, options.dtype(dt)));
-  static const bool poison = envFlag("FXFUSE_POISON_OUTPUTS");
-  if (poison)  // 0xFF bytes: NaN in every float dtype, so an unwritten element shows
+  // Read per call (one getenv): a test may set it after other launches in the same process.
+  if (envFlag("FXFUSE_POISON_OUTPUTS"))  // 0xFF bytes: NaN in every float dtype, so an unwritten element shows
     for (at::Tensor& o : outputs) o.view(at::kByte).fill_(255);
 
   // Contiguous copies where the kernel needs them (kept alive until after the launch; the

@@ -23,6 +23,9 @@ std::string problemClass(const codegen::ProblemShape& p);
 // (remembered); "" when none was made (the heuristic decides).
 std::string lookupKernelChoice(const CachedSpec& spec, const std::string& problem, const std::string& gpu);
 
+// Choices read or set in this process stay in force after the disk cache moves
+// (fxfuse._C.set_cache_dir); only new lookups read the new directory.
+//
 // Sets the choice ("" = the heuristic, also over a disk entry) for this process; with persist,
 // also writes it to the disk cache ("" removes nothing there: it is only not read again).
 // False when persisting was asked and failed (the disk cache warned).

@@ -112,13 +112,17 @@ PYBIND11_MODULE(_C, m) {
       "The kernels the op may run for these CUDA inputs (codegen::describeConfig texts), the heuristic's first.");
   m.def(
       "kernel_choice",
-      [](const std::vector<at::Tensor>& inputs, const std::string& spec) { return kernelChoiceCuda(inputs, spec); },
+      [](const std::vector<at::Tensor>& inputs, const std::string& spec) {
+        py::gil_scoped_release release;  // may read the disk cache
+        return kernelChoiceCuda(inputs, spec);
+      },
       py::arg("inputs"), py::arg("spec"),
       "The measured choice in force for these inputs' problem (set here or read from the disk "
       "cache), or '' (the heuristic).");
   m.def(
       "set_kernel_choice",
       [](const std::vector<at::Tensor>& inputs, const std::string& spec, const std::string& choice, bool persist) {
+        py::gil_scoped_release release;  // may write (and fsync) a disk cache entry
         setKernelChoiceCuda(inputs, spec, choice, persist);
       },
       py::arg("inputs"), py::arg("spec"), py::arg("choice"), py::arg("persist") = false,

@@ -30,20 +30,24 @@ def enabled(option: bool) -> bool:
     return option or os.environ.get("FXFUSE_AUTOTUNE", "") == "1"
 
 
+def storage_elements(shape: list[int], stride: list[int], offset: int) -> int:
+    """Elements of storage a tensor of this shape, strides and storage offset needs."""
+    return offset + (1 + sum((d - 1) * s for d, s in zip(shape, stride)) if all(shape) else 0)
+
+
 def random_inputs(like: list[Any]) -> list[torch.Tensor]:
-    """Random tensors with the shapes, strides, dtypes and devices of ``like`` (real tensors or
-    the empty ones precompile makes), over storage just large enough for the strides."""
+    """Random tensors with the shapes, strides, storage offsets (so the same base alignment),
+    dtypes and devices of ``like`` (real tensors or the stand-ins precompile makes)."""
     out = []
     for v in like:
-        shape, stride = [int(d) for d in v.shape], [int(s) for s in v.stride()]
-        numel = 1 + sum((d - 1) * s for d, s in zip(shape, stride)) if all(shape) else 0
+        numel = storage_elements([int(d) for d in v.shape], [int(s) for s in v.stride()], int(v.storage_offset()))
         if v.dtype.is_floating_point:
             base = (torch.randn(numel, device=v.device) * 0.5).to(v.dtype)
         elif v.dtype == torch.bool:
             base = torch.rand(numel, device=v.device) < 0.5
         else:
             base = torch.randint(-100, 100, (numel,), device=v.device).to(v.dtype)
-        out.append(base.as_strided(shape, stride))
+        out.append(base.as_strided(v.shape, v.stride(), v.storage_offset()))
     return out
 
 
@@ -60,13 +64,16 @@ def _time_ms(fn, reps: int) -> float:
 def disagreement(outs: list[torch.Tensor], ref: list[torch.Tensor]) -> str | None:
     """Why ``outs`` are not the chain's result ``ref`` (the ATen evaluation), or None. Floating
     outputs: relative norm within the dtype's rounding (2e-2 for 16/8-bit, 1e-3 for fp32),
-    NaN where ``ref`` has NaN; others: at most 0.2 % of the elements differ (comparison flips)."""
+    NaN and ±Inf where ``ref`` has them; others: at most 0.2 % of the elements differ
+    (comparison flips)."""
     for i, (o, r) in enumerate(zip(outs, ref)):
         if o.shape != r.shape or o.dtype != r.dtype:
             return f"output {i}: {tuple(o.shape)} {o.dtype}, ATen gives {tuple(r.shape)} {r.dtype}"
         if r.dtype.is_floating_point:
             if not torch.equal(o.isnan(), r.isnan()):
                 return f"output {i}: NaN positions differ"
+            if not torch.equal(torch.where(o.isinf(), o.sign(), 0), torch.where(r.isinf(), r.sign(), 0)):
+                return f"output {i}: Inf positions or signs differ"
             fin = r.isfinite() & o.isfinite()
             d, n = (o[fin].double() - r[fin].double()).norm(), r[fin].double().norm()
             tol = 1e-3 if r.dtype in (torch.float32, torch.float64) else 2e-2
@@ -84,6 +91,8 @@ def measure(inputs: list[torch.Tensor], spec: str, reps: int = REPS) -> dict[str
     from . import _C
 
     op = torch.ops.fxfuse.gemm_chain
+    # FXFUSE_FORCE_KERNEL (tests) would turn the "aten" candidate into a kernel: off meanwhile
+    forced = os.environ.pop("FXFUSE_FORCE_KERNEL", None)
     times: dict[str, float | None] = {}
     errors: dict[str, str] = {}
     ref: list[torch.Tensor] | None = None
@@ -109,6 +118,8 @@ def measure(inputs: list[torch.Tensor], spec: str, reps: int = REPS) -> dict[str
                 errors[choice] = f"{type(e).__name__}: {e}"[:300]
     finally:
         _C.set_kernel_choice(inputs, spec, "")
+        if forced is not None:
+            os.environ["FXFUSE_FORCE_KERNEL"] = forced
     timed = {c: t for c, t in times.items() if t is not None}
     return {"choice": min(timed, key=timed.get) if timed else "", "times_ms": times, "errors": errors}
 

@@ -93,6 +93,7 @@ class Options:
         d.pop("dump_dir")
         d["arch"] = self.resolved_arch()
         d["nvrtc"] = nvrtc_available()  # a graph rewritten without NVRTC differs
+        d["autotune"] = self.autotune or os.environ.get("FXFUSE_AUTOTUNE", "") == "1"  # else a cached graph skips tuning
         # the benchmark knob that changes which chains codegen calls profitable
         d["sm90_all_epilogues"] = os.environ.get("FXFUSE_SM90_ALL_EPILOGUES", "")
         return json.dumps(d, sort_keys=True, default=str)
@@ -234,8 +235,17 @@ def _precompile(result: ApplyResult, options: Options, plan: dict[str, Any]) -> 
 
 
 def _empty_like_meta(vals: list[torch.Tensor]) -> list[torch.Tensor]:
-    return [torch.empty_strided([_hint(d) for d in v.shape], [_hint(s, 1) for s in v.stride()],
-                                dtype=v.dtype, device=v.device) for v in vals]
+    """Stand-ins with the metas' shapes, strides and storage offsets (the op keys kernels and
+    choices by base alignment too), symbolic dims at their hints."""
+    from .autotune import storage_elements
+
+    out = []
+    for v in vals:
+        shape, stride = [_hint(d) for d in v.shape], [_hint(s, 1) for s in v.stride()]
+        offset = _hint(v.storage_offset(), 0)
+        base = torch.empty(storage_elements(shape, stride, offset), dtype=v.dtype, device=v.device)
+        out.append(base.as_strided(shape, stride, offset))
+    return out
 
 
 def compile_chains(jobs: list[tuple[int, str, list[Any]]], make_inputs: Callable[[list[Any]], list[torch.Tensor]],

@@ -33,14 +33,17 @@ def test_choice_api_wants_cuda_inputs():
             call()
 
 
-def test_random_inputs_keep_shape_stride_dtype():
+def test_random_inputs_keep_shape_stride_offset_dtype():
     base = torch.empty(4, 1, dtype=torch.bfloat16).expand(4, 6)           # stride 0
     t = torch.empty(6, 4, dtype=torch.float16).t()                        # transposed
     q = torch.empty(3, 5, dtype=torch.int8)
     b = torch.empty(2, 2, dtype=torch.bool)
-    out = autotune.random_inputs([base, t, q, b])
-    for like, got in zip([base, t, q, b], out):
-        assert got.shape == like.shape and got.stride() == like.stride() and got.dtype == like.dtype
+    sliced = torch.empty(8, 24, dtype=torch.bfloat16)[:, 8:16]            # storage offset 8
+    likes = [base, t, q, b, sliced]
+    out = autotune.random_inputs(likes)
+    for like, got in zip(likes, out):
+        assert (got.shape, got.stride(), got.dtype, got.storage_offset()) == (
+            like.shape, like.stride(), like.dtype, like.storage_offset())
     assert out[1].abs().sum() > 0 and out[2].abs().sum() > 0  # not zeros
 
 
@@ -52,6 +55,9 @@ def test_disagreement_catches_wrong_outputs():
     nan = [ref[0].clone(), ref[1].clone()]
     nan[0][3, 3] = float("nan")
     assert "NaN" in autotune.disagreement(nan, ref)
+    inf = [ref[0].clone(), ref[1].clone()]
+    inf[0][5, 5] = float("inf")
+    assert "Inf" in autotune.disagreement(inf, ref)
     flips = [ref[0].clone(), ~ref[1]]
     assert "elements differ" in autotune.disagreement(flips, ref)
     assert "ATen gives" in autotune.disagreement([ref[0].float(), ref[1]], ref)
@@ -140,17 +146,17 @@ print("LAUNCHED=%d" % (C.stats().get("launches", 0) - before))
 
 
 @pytest.mark.gpu
-def test_gpu_tune_measures_once_and_later_processes_run_the_choice(tmp_path):
+def test_gpu_tune_measures_once_and_later_processes_run_the_choice(tmp_path, monkeypatch):
     """Measured in one process, kept on disk; a fresh process (no pass, no autotune: as after
     an Inductor cache hit or a .pt2 load) finds the same choice for the same problem and runs it."""
-    import subprocess
-    import sys
+    from helpers import run_python
 
-    env = {**os.environ, "FXFUSE_CACHE_DIR": str(tmp_path)}
+    monkeypatch.setenv("FXFUSE_CACHE_DIR", str(tmp_path))  # run_python passes the environment on
 
     def run(part):
-        return subprocess.run([sys.executable, "-c", _PROCESS.format(spec=BIAS_GELU) + part], env=env,
-                              capture_output=True, text=True, check=True).stdout
+        r = run_python(_PROCESS.format(spec=BIAS_GELU) + part)
+        assert r.returncode == 0, r.stderr[-3000:]
+        return r.stdout
 
     tuned = json.loads(run(_TUNE).split("TUNED=")[1].splitlines()[0])
     assert tuned["source"] == "measured" and tuned["choice"], tuned
