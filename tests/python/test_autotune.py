@@ -5,7 +5,6 @@ next one without measuring (runtime/kernel_choice.h keeps it in the disk cache).
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 import torch
