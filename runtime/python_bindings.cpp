@@ -141,6 +141,21 @@ PYBIND11_MODULE(_C, m) {
       py::arg("spec"), py::arg("M"), py::arg("N"), py::arg("K"), py::arg("arch") = "sm_90",
       py::arg("B") = 1, "PTX of the kernel generate_cuda() returns (compiled with NVRTC).");
   m.def(
+      "compile_cubin",
+      [](const std::string& spec, long long M, long long N, long long K, const std::string& arch, long long B) {
+        const fxfuse::codegen::KernelSource src = generateFor(spec, M, N, K, B, arch);
+        const int sm = smFromArch(arch);
+        std::string image;
+        {
+          py::gil_scoped_release release;
+          const std::string nvArch = "sm_" + std::to_string(sm) + (sm == 90 ? "a" : "");
+          image = fxfuse::codegen::compileNvrtc(src, nvArch, nvrtcEnv()).image;
+        }
+        return py::bytes(image);
+      },
+      py::arg("spec"), py::arg("M"), py::arg("N"), py::arg("K"), py::arg("arch") = "sm_90", py::arg("B") = 1,
+      "The cubin of the kernel generate_cuda() returns (for SASS checks with cuobjdump).");
+  m.def(
       "precompile",
       [](const std::vector<at::Tensor>& inputs, const std::string& spec) {
         py::gil_scoped_release release;
