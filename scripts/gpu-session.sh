@@ -1,24 +1,45 @@
 #!/usr/bin/env bash
-# Everything one GPU lease should do, in one call: build + CTest + GPU tests (gpu-check.sh),
-# the per-variant smoke check, host overhead, and the benchmarks. Short summaries on stdout,
-# all logs in one archive under $OUT (the device tool returns at most 8 files).
-#   scripts/gpu-session.sh [--no-bench]
+# What a GPU lease runs, one part per device call (each fits the 600 s limit of one call).
+# Short summaries on stdout; logs in one archive under $OUT (the device tool returns at most
+# 8 files).
+#   scripts/gpu-session.sh check          build, CTest, GPU tests (-n 14), smoke with the Hopper
+#                                         kernel on every epilogue, compile/disk-hit times (~400 s)
+#   scripts/gpu-session.sh diff FIRST N   issue 8: N chunks of 100 differential cases from chunk
+#                                         FIRST, kernels forced (~5 min per 5,000 cases)
+#   scripts/gpu-session.sh bench          host overhead, end-to-end chains with Inductor beside
+#                                         them, with and without autotune, decode shapes
+# The build persists on a warm machine; a fresh one rebuilds (~60 s) in every part.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export PYTHONUNBUFFERED=1 FXFUSE_CACHE_DIR=${FXFUSE_CACHE_DIR:-/tmp/fxfuse-cache}
+export PYTHONUNBUFFERED=1 FXFUSE_CACHE_DIR=${FXFUSE_CACHE_DIR:-/tmp/fxfuse-cache} FXFUSE_BUILD_DIR=build-gpu
 OUTDIR=${OUT:-gpu-logs}; LOGS=$OUTDIR/logs; mkdir -p "$LOGS"
-OUT=$LOGS scripts/gpu-check.sh --timeout=300 -p no:cacheprovider -q -m "gpu and not slow" > "$LOGS/gpu-check.txt" 2>&1
-tail -n 8 "$LOGS/gpu-check.txt"
-grep -E "^(FAILED|ERROR)" "$LOGS/pytest_gpu.log" | head -n 25
-{ FXFUSE_POISON_OUTPUTS=1 python3 scripts/gpu_smoke.py; echo "-- forced generic kernels";
-  FXFUSE_POISON_OUTPUTS=1 FXFUSE_FORCE_KERNEL=1 python3 scripts/gpu_smoke.py;
-  echo "-- Hopper kernel on every epilogue"
-  FXFUSE_POISON_OUTPUTS=1 FXFUSE_SM90_ALL_EPILOGUES=1 python3 scripts/gpu_smoke.py; } > "$LOGS/smoke.txt" 2>&1
-echo "smoke: $(grep -c '^ok' "$LOGS/smoke.txt") ok, $(grep -c '^BAD' "$LOGS/smoke.txt") bad"; grep '^BAD' "$LOGS/smoke.txt"
-if [ "${1:-}" != "--no-bench" ]; then
-  python3 bench/host_overhead.py > "$LOGS/host_overhead.txt" 2>&1; tail -n 6 "$LOGS/host_overhead.txt"
-  OUT=$LOGS python3 bench/bench_chains.py > "$LOGS/bench_large.txt" 2>&1; mv "$LOGS/bench_chains.json" "$LOGS/bench_large.json" 2>/dev/null
-  OUT=$LOGS python3 bench/bench_chains.py --decode > "$LOGS/bench_decode.txt" 2>&1
-  grep -A40 "^ *shape" "$LOGS/bench_large.txt" | head -n 30; grep -A20 "^ *shape" "$LOGS/bench_decode.txt"
-fi
-tar czf "$OUTDIR/gpu-logs.tgz" -C "$OUTDIR" logs && rm -rf "$LOGS"
+build() { python3 -c "import fxfuse._C" 2>/dev/null ||
+          python3 -m pip install --no-build-isolation --no-deps --no-index -e . > "$LOGS/build.log" 2>&1 ||
+          { tail -n 30 "$LOGS/build.log"; exit 1; }; }
+part=${1:-check}
+case "$part" in
+  check)
+    OUT=$LOGS/check scripts/gpu-check.sh -n 14 --timeout=200 -p no:cacheprovider -m "gpu and not slow" \
+      > "$LOGS/gpu-check.txt" 2>&1
+    tail -n 8 "$LOGS/gpu-check.txt"; grep -hE "^(FAILED|ERROR)" "$LOGS/check/pytest_gpu.log" | head -n 25
+    FXFUSE_POISON_OUTPUTS=1 FXFUSE_SM90_ALL_EPILOGUES=1 timeout 150 python3 scripts/gpu_smoke.py > "$LOGS/smoke.txt" 2>&1
+    echo "smoke (Hopper kernel on every epilogue): $(grep -c '^ok' "$LOGS/smoke.txt") ok, $(grep -c '^BAD' "$LOGS/smoke.txt") bad"
+    timeout 120 python3 bench/compile_time.py > "$LOGS/compile_time.txt" 2>&1; cat "$LOGS/compile_time.txt"
+    ;;
+  diff)
+    build
+    FXFUSE_DIFF_LOG=$OUTDIR/differential.jsonl OUT=$LOGS scripts/gpu-differential.sh "$2" "$3" 16 "${4:-480}"
+    ;;
+  bench)
+    build
+    python3 bench/host_overhead.py > "$LOGS/host_overhead.txt" 2>&1; tail -n 6 "$LOGS/host_overhead.txt"
+    OUT=$LOGS timeout 200 python3 bench/bench_chains.py --all-epilogues --compile --shapes 7 > "$LOGS/bench_all.txt" 2>&1
+    grep -A30 "^ *shape" "$LOGS/bench_all.txt" | head -n 30
+    OUT=$LOGS FXFUSE_AUTOTUNE=1 timeout 200 python3 bench/bench_chains.py --all-epilogues --shapes 7 > "$LOGS/bench_autotune.txt" 2>&1
+    grep -A30 "^ *shape" "$LOGS/bench_autotune.txt" | head -n 30
+    OUT=$LOGS timeout 120 python3 bench/bench_chains.py --decode > "$LOGS/bench_decode.txt" 2>&1
+    grep -A20 "^ *shape" "$LOGS/bench_decode.txt"
+    ;;
+  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench"; exit 2 ;;
+esac
+tar czf "$OUTDIR/gpu-logs-$part.tgz" -C "$OUTDIR" logs && rm -rf "$LOGS"
