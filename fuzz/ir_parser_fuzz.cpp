@@ -1,7 +1,8 @@
 // libFuzzer target for the IR parser. Properties checked on every input:
 //   - parseGraph never crashes, throws or recurses without bound (ASan/UBSan catch UB);
 //   - a parsed graph prints, and the printed text parses back to an equal graph;
-//   - the whole pass runs on any parsed graph and returns JSON, never throwing.
+//   - the whole pass runs on any parsed graph and returns JSON, never throwing, with default
+//     options and with the profitability check on (both baselines: it asks codegen for kernels).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -26,7 +27,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::fprintf(stderr, "round trip failed: %s\n%s\n", again.str().c_str(), printed.c_str());
     std::abort();
   }
-  std::string json = fxfuse::runPassJson(text, "");
-  if (json.empty() || json[0] != '{') std::abort();
+  for (const char* options : {"", R"({"only_profitable": true, "baseline": "inductor", "size_hints": "s0=8"})",
+                              R"({"only_profitable": true, "arch": "sm_80"})"}) {
+    std::string json = fxfuse::runPassJson(text, options);
+    if (json.empty() || json[0] != '{') std::abort();
+  }
   return 0;
 }
