@@ -65,3 +65,17 @@ def test_tuning_measures_one_chain_at_a_time_then_compiles():
     assert order == [("tune", "a"), ("compile", "a"), ("tune", "b"), ("compile", "b"), ("tune", "a"),
                      ("compile", "a")]
     assert [t["rewrite"] for t in tuned] == [0, 1, 2] and all(t["choice"] == "aten" for t in tuned)
+
+
+def test_stand_in_inputs_keep_strides_and_storage_offsets():
+    """The op keys kernels and measured choices by base alignment too: a sliced input's
+    stand-in must start at the same offset."""
+    import torch
+
+    from fxfuse.pass_driver import _empty_like_meta
+
+    qkv = torch.empty(16, 3 * 64, dtype=torch.bfloat16)
+    likes = [qkv[:, 64:128], qkv.t(), torch.empty(4, 1, dtype=torch.int8).expand(4, 6)]
+    for like, got in zip(likes, _empty_like_meta(likes)):
+        assert (got.shape, got.stride(), got.storage_offset(), got.dtype) == (
+            like.shape, like.stride(), like.storage_offset(), like.dtype)
