@@ -357,6 +357,9 @@ struct CallEntry {
   long long B = 1, M = 0, N = 0, K = 0;
   std::vector<int64_t> outShape;
   std::vector<at::ScalarType> outDtypes;
+  // FXFUSE_POISON_OUTPUTS as it was when this call site was planned (read once per plan, not
+  // per launch; a test that sets it plans again: new call site, or set_kernel_choice)
+  bool poison = false;
   // Kind::Kernel
   std::shared_ptr<CudaKernel> kernel;
   std::vector<LetterStrides> strides;  // per slot, of the tensor the kernel reads
@@ -437,6 +440,7 @@ std::shared_ptr<const CallEntry> findCall(const std::vector<int64_t>& key) {
 std::shared_ptr<CallEntry> atenEntry(const Plan& plan) {
   auto e = std::make_shared<CallEntry>();
   e->kind = CallEntry::Kind::Aten;
+  e->poison = envFlag("FXFUSE_POISON_OUTPUTS");
   e->spec = plan.entry;
   e->shape = plan.shape;
   e->B = plan.B;
@@ -651,8 +655,7 @@ std::vector<at::Tensor> runCall(const CallEntry& c, at::TensorList inputs) {
   outputs.reserve(c.outDtypes.size());
   const at::TensorOptions options = inputs[0].options();
   for (at::ScalarType dt : c.outDtypes) outputs.push_back(at::empty(c.outShape, options.dtype(dt)));
-  // Read per call (one getenv): a test may set it after other launches in the same process.
-  if (envFlag("FXFUSE_POISON_OUTPUTS"))  // 0xFF bytes: NaN in every float dtype, so an unwritten element shows
+  if (c.poison)  // 0xFF bytes: NaN in every float dtype, so an unwritten element shows
     for (at::Tensor& o : outputs) o.view(at::kByte).fill_(255);
 
   // Contiguous copies where the kernel needs them (kept alive until after the launch; the
