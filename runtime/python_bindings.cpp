@@ -51,6 +51,17 @@ codegen::KernelSource generateFor(const std::string& specText, long long M, long
   return codegen::generate(spec, codegen::chooseConfigForSize(spec, M, N, K, B, smFromArch(arch)));
 }
 
+// generateFor's kernel compiled by NVRTC (cubin and PTX) for the arch's exact target (sm_90a
+// on Hopper, as the op compiles it), without the GIL.
+fxfuse::codegen::Cubin compiledFor(const std::string& specText, long long M, long long N, long long K,
+                                   long long B, const std::string& arch) {
+  const codegen::KernelSource src = generateFor(specText, M, N, K, B, arch);
+  const int sm = smFromArch(arch);
+  py::gil_scoped_release release;
+  return codegen::compileNvrtc(src, "sm_" + std::to_string(sm) + (sm == 90 ? "a" : ""), nvrtcEnv(),
+                               /*want_ptx=*/true);
+}
+
 // The variant the op would pick for an aligned problem of this size, and whether it is a fast
 // one (else the op evaluates the chain with ATen): the planner's profitability question.
 py::tuple kernelVariant(const std::string& specText, long long M, long long N, long long K,
@@ -131,27 +142,13 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "compile_ptx",
       [](const std::string& spec, long long M, long long N, long long K, const std::string& arch,
-         long long B) {
-        const fxfuse::codegen::KernelSource src = generateFor(spec, M, N, K, B, arch);
-        const int sm = smFromArch(arch);
-        py::gil_scoped_release release;
-        const std::string nvArch = "sm_" + std::to_string(sm) + (sm == 90 ? "a" : "");
-        return fxfuse::codegen::compileNvrtc(src, nvArch, nvrtcEnv(), /*want_ptx=*/true).ptx;
-      },
+         long long B) { return compiledFor(spec, M, N, K, B, arch).ptx; },
       py::arg("spec"), py::arg("M"), py::arg("N"), py::arg("K"), py::arg("arch") = "sm_90",
       py::arg("B") = 1, "PTX of the kernel generate_cuda() returns (compiled with NVRTC).");
   m.def(
       "compile_cubin",
       [](const std::string& spec, long long M, long long N, long long K, const std::string& arch, long long B) {
-        const fxfuse::codegen::KernelSource src = generateFor(spec, M, N, K, B, arch);
-        const int sm = smFromArch(arch);
-        std::string image;
-        {
-          py::gil_scoped_release release;
-          const std::string nvArch = "sm_" + std::to_string(sm) + (sm == 90 ? "a" : "");
-          image = fxfuse::codegen::compileNvrtc(src, nvArch, nvrtcEnv()).image;
-        }
-        return py::bytes(image);
+        return py::bytes(compiledFor(spec, M, N, K, B, arch).image);
       },
       py::arg("spec"), py::arg("M"), py::arg("N"), py::arg("K"), py::arg("arch") = "sm_90", py::arg("B") = 1,
       "The cubin of the kernel generate_cuda() returns (for SASS checks with cuobjdump).");

@@ -93,7 +93,9 @@ class Options:
         d.pop("dump_dir")
         d["arch"] = self.resolved_arch()
         d["nvrtc"] = nvrtc_available()  # a graph rewritten without NVRTC differs
-        d["autotune"] = self.autotune or os.environ.get("FXFUSE_AUTOTUNE", "") == "1"  # else a cached graph skips tuning
+        from .autotune import enabled
+
+        d["autotune"] = enabled(self.autotune)  # with FXFUSE_AUTOTUNE: else a cached graph skips tuning
         # the benchmark knob that changes which chains codegen calls profitable
         d["sm90_all_epilogues"] = os.environ.get("FXFUSE_SM90_ALL_EPILOGUES", "")
         return json.dumps(d, sort_keys=True, default=str)
