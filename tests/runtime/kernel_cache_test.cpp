@@ -12,6 +12,7 @@
 
 #include "runtime/cuda_driver.h"
 #include "runtime/kernel_cache.h"
+#include "test_dir.h"
 
 namespace fxfuse::runtime {
 namespace {
@@ -21,10 +22,7 @@ namespace fs = std::filesystem;
 class KernelCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("fxfuse_cache_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    dir_ = test::freshTestDir("fxfuse_cache_test_");
   }
   void TearDown() override {
     std::error_code ec;

@@ -1,7 +1,5 @@
 // Measured kernel choices (runtime/kernel_choice.h): per spec, problem class and GPU, set in
 // this process or read back from the disk cache by a process that never measured.
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 
@@ -9,6 +7,7 @@
 
 #include "runtime/kernel_cache.h"
 #include "runtime/kernel_choice.h"
+#include "test_dir.h"
 
 namespace fxfuse::runtime {
 namespace {
@@ -24,10 +23,7 @@ const char* kTile = "sm90_wgmma 64x256x64 s5 t384 pingpong";
 class KernelChoiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("fxfuse_choice_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    dir_ = test::freshTestDir("fxfuse_choice_test_");
     oldDir_ = diskCache().directory();
     diskCache().setDirectory(dir_.string());
   }
