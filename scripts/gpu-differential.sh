@@ -13,8 +13,8 @@ first=$1 count=$2 workers=$3 secs=$4
 half=$((count / 2))
 LOG=${OUT:-gpu-logs}; mkdir -p "$LOG"
 export FXFUSE_DIFF_LOG=${FXFUSE_DIFF_LOG:-$LOG/differential.jsonl} FXFUSE_POISON_OUTPUTS=1 PYTHONUNBUFFERED=1
-# One CPU thread per process: 16 workers with 16 intra-op threads each ran 50x slower (2026-11-29:
-# 100 cases in 190 s against 4,000 in 60 s).
+# One CPU thread per process: 16 workers with 16 intra-op threads each ran over 100x slower
+# (2026-11-29: one 100-case chunk in 270 s against 4,000 cases in 59 s; DIFFERENTIAL.md).
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 part() {  # part FIRST_CHUNK CHUNKS LOGNAME
   FXFUSE_DIFF_GPU_FIRST_CHUNK=$1 FXFUSE_DIFF_GPU_CASES=$(($2 * 100)) timeout -k 10 "$secs" \

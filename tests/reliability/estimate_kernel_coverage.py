@@ -1,0 +1,66 @@
+"""How many cases of a recorded GPU differential run would have launched a fused kernel, estimated
+on the CPU: each sampled case is traced on fake CUDA tensors, the pass fuses it (as the test
+does, only_profitable=False), and for every fused chain `_C.kernel_variant` says which kernel
+the op picks for its size and whether the op runs it (fast) or evaluates the chain with ATen
+(without FXFUSE_FORCE_KERNEL). Aligned operands are assumed, so this is an upper bound.
+
+  python tests/reliability/estimate_kernel_coverage.py RECORD.jsonl EVERY_NTH [sm90-all]
+
+`sm90-all` samples the chunks run with FXFUSE_SM90_ALL_EPILOGUES=1 (set it in the environment
+too: codegen reads it once per process)."""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import sys
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, "..", "..", "python"), HERE]
+
+import torch  # noqa: E402
+from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
+from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
+
+import fxfuse._C as C  # noqa: E402
+from chain_generator import GenConfig, generate  # noqa: E402
+from fxfuse.pass_driver import Options, problem_shape, run_on_graph  # noqa: E402
+
+
+def main(argv: list[str]) -> None:
+    warnings.filterwarnings("ignore")
+    record, every = argv[0], int(argv[1])
+    sm90_all = len(argv) > 2 and argv[2] == "sm90-all"
+    cfg = GenConfig(max_m=300, max_n=300, max_k=600, large_k_prob=0.05)  # the 2026-11-29 run's
+    rows = [json.loads(line) for line in open(record)]
+    seeds = [s for r in rows if (r["sm90_all_epilogues"] == "1") == sm90_all
+             for s in range(r["seeds"][0], r["seeds"][1] + 1)][::every]
+    chains, with_kernel, traced = collections.Counter(), 0, 0
+    for seed in seeds:
+        case = generate(seed, cfg)
+        cpu = case.make_inputs("cpu")
+        try:
+            with FakeTensorMode():
+                fake = [torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="cuda") for t in cpu]
+            gm = make_fx(case.build(), tracing_mode="fake")(*fake)
+            run_on_graph(gm.graph, Options(only_profitable=False, precompile=False, arch="sm_90"), "coverage")
+        except Exception:  # noqa: BLE001 - counted, not fatal
+            chains["trace_error"] += 1
+            continue
+        traced += 1
+        launches = False
+        for node in gm.graph.nodes:
+            if "gemm_chain" not in str(node.target) or problem_shape(node) is None:
+                continue
+            m, n, k, b = problem_shape(node)
+            variant, fast = C.kernel_variant(node.args[1], m, n, k, b, "sm_90")
+            chains[f"{variant}:{'kernel' if fast else 'aten'}"] += 1
+            launches |= fast
+        with_kernel += launches
+    print(f"sm90_all={sm90_all}: sampled {len(seeds)}, traced {traced}; fused chains by variant {dict(chains)}; "
+          f"cases that would launch a kernel: {with_kernel}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
