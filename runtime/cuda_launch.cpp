@@ -496,15 +496,15 @@ std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int de
   const std::string choice = lookupKernelChoice(*plan.entry, problemClass(plan.problem), info.gpu);
   // FXFUSE_FORCE_KERNEL (tests) asks for a kernel: it outranks a measured "aten".
   if (choice == kAtenChoice && !envFlag("FXFUSE_FORCE_KERNEL")) return atenEntry(plan);
-  bool measured = false;
+  bool measured = false;  // a measured kernel is taken as it is, or not at all (no retry below)
+  if (!choice.empty() && choice != kAtenChoice)
+    for (const codegen::KernelConfig& c : codegen::candidateConfigs(spec, problem, info.sm))
+      if (codegen::describeConfig(c) == choice) {
+        config = c;
+        measured = true;
+        break;
+      }
   for (int attempt = 0;; ++attempt) {
-    measured = false;
-    if (attempt == 0 && !choice.empty())
-      for (const codegen::KernelConfig& c : codegen::candidateConfigs(spec, problem, info.sm))
-        if (codegen::describeConfig(c) == choice) {
-          config = c;
-          measured = true;
-        }
     if (!measured) config = codegen::chooseConfig(spec, problem, info.sm);
     if (config.variant != "sm90_wgmma") break;
     std::string why;
