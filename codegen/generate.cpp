@@ -18,14 +18,6 @@ using spec::DType;
 constexpr int kMaxInputs = 16;  // FxParams::in
 constexpr int kMaxOutputs = 4;  // FxParams::out
 
-std::string configText(const KernelConfig& c) {
-  std::string t = fmt::format("variant={} bm={} bn={} bk={} stages={} threads={}", c.variant, c.bm, c.bn, c.bk,
-                              c.stages, c.threads);
-  if (c.max_cluster > 1) t += fmt::format(" max_cluster={}", c.max_cluster);
-  if (c.pingpong) t += " pingpong";
-  return t;
-}
-
 // FNV-1a, 64 bit: stable across compilers and runs (std::hash is not), so names are too.
 std::string hash16(const std::string& text) {
   unsigned long long h = 14695981039346656037ull;
@@ -73,10 +65,10 @@ bool narrowOutputs(const ChainSpec& s) {
 // Config macros a template reads. FX_WARPS_M × FX_WARPS_N tile the CTA's warps over bm × bn.
 void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
   if (c.bm <= 0 || c.bn <= 0 || c.bk <= 0 || c.threads <= 0 || c.threads % 32 != 0)
-    throw CodegenError("invalid kernel config: " + configText(c));
+    throw CodegenError("invalid kernel config: " + describeConfig(c));
   int warps = c.threads / 32;
   int warpsM = c.bm >= 128 && warps % 2 == 0 ? 2 : 1;
-  w.line("// Kernel config: {}", configText(c));
+  w.line("// Kernel config: {}", describeConfig(c));
   w.line("#define FX_KERNEL_NAME {}", name);
   w.line("#define FX_BM {}", c.bm);
   w.line("#define FX_BN {}", c.bn);
@@ -89,7 +81,7 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     // kernels/gemv.cuh: bm = 8 * FX_GEMV_MTILES; the split-K cluster is a launch attribute
     // (LaunchDims::cluster), so FX_GEMV_SPLITK stays 0.
     if (c.bm % 8 != 0 || c.bm / 8 > 8 || c.bn != 128 || c.threads != 128 || c.stages < 2 || c.stages > 8)
-      throw CodegenError("invalid gemv config: " + configText(c));
+      throw CodegenError("invalid gemv config: " + describeConfig(c));
     w.line("#define FX_GEMV_MTILES {}", c.bm / 8);
     w.line("#define FX_GEMV_STAGES {}", c.stages);
   }
@@ -103,7 +95,7 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
 }
 
 std::string kernelName(const ChainSpec& s, const KernelConfig& c) {
-  return "fxfuse_" + hash16(spec::printSpec(s) + "\n" + configText(c));
+  return "fxfuse_" + hash16(spec::printSpec(s) + "\n" + describeConfig(c));
 }
 
 void emitSpecComment(const ChainSpec& s, CodeWriter& w) {
@@ -140,7 +132,7 @@ KernelSource generate(const ChainSpec& spec, const KernelConfig& config) {
       throw CodegenError("the gemv kernel needs A and B of one 16-bit dtype");
     if (config.bk != (b.quant_scale ? 128 : 64))
       throw CodegenError("invalid gemv config for this spec (bk must be " + std::to_string(b.quant_scale ? 128 : 64) +
-                         "): " + configText(config));
+                         "): " + describeConfig(config));
   }
 
   CodeWriter w;

@@ -12,8 +12,8 @@
 //   %8 = mul %7 %5 : f32
 //   %9 = convert %8 : f16
 //   output %9
-// Kernel config: variant=sm80_mma bm=128 bn=128 bk=32 stages=2 threads=256
-#define FX_KERNEL_NAME fxfuse_3d3339e058ebdb31
+// Kernel config: sm80_mma 128x128x32 s2 t256
+#define FX_KERNEL_NAME fxfuse_01c2247eea9a6f1f
 #define FX_BM 128
 #define FX_BN 128
 #define FX_BK 32

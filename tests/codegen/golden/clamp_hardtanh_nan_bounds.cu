@@ -17,8 +17,8 @@
 //   %13 = hardtanh %10 %11 %12 : f32
 //   %14 = clamp %13 %3 %3 : f16
 //   output %14
-// Kernel config: variant=sm80_mma bm=128 bn=128 bk=32 stages=2 threads=256
-#define FX_KERNEL_NAME fxfuse_80e56dab929c2f58
+// Kernel config: sm80_mma 128x128x32 s2 t256
+#define FX_KERNEL_NAME fxfuse_b157208a80959e36
 #define FX_BM 128
 #define FX_BN 128
 #define FX_BK 32

@@ -11,8 +11,8 @@
 //   %7 = add %5 %6 : bf16
 //   %8 = gelu_tanh %7 : bf16
 //   output %8
-// Kernel config: variant=sm80_mma bm=128 bn=128 bk=32 stages=2 threads=256
-#define FX_KERNEL_NAME fxfuse_79aad6ec8a31da2b
+// Kernel config: sm80_mma 128x128x32 s2 t256
+#define FX_KERNEL_NAME fxfuse_983009f6532742f1
 #define FX_BM 128
 #define FX_BN 128
 #define FX_BK 32

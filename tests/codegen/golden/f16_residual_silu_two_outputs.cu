@@ -9,8 +9,8 @@
 //   %5 = silu %4 : f16
 //   output %5
 //   output %4
-// Kernel config: variant=sm80_mma bm=128 bn=128 bk=32 stages=2 threads=256
-#define FX_KERNEL_NAME fxfuse_e2e58671166a2825
+// Kernel config: sm80_mma 128x128x32 s2 t256
+#define FX_KERNEL_NAME fxfuse_52588008ca715dd3
 #define FX_BM 128
 #define FX_BN 128
 #define FX_BK 32

@@ -8,8 +8,8 @@
 //   %4 = add %2 %3 : f32
 //   %5 = relu %4 : f32
 //   output %5
-// Kernel config: variant=simt bm=128 bn=128 bk=16 stages=2 threads=256
-#define FX_KERNEL_NAME fxfuse_6a11041eebf183a0
+// Kernel config: simt 128x128x16 s2 t256
+#define FX_KERNEL_NAME fxfuse_7c5e4b9e04a63f2a
 #define FX_BM 128
 #define FX_BN 128
 #define FX_BK 16

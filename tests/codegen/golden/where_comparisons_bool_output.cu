@@ -19,8 +19,8 @@
 //   %15 = where %14 %13 %4 : bool
 //   output %7
 //   output %15
-// Kernel config: variant=sm80_mma bm=128 bn=128 bk=32 stages=2 threads=256
-#define FX_KERNEL_NAME fxfuse_e296abc2ce3bd0b8
+// Kernel config: sm80_mma 128x128x32 s2 t256
+#define FX_KERNEL_NAME fxfuse_2dc2de2f8a4d8c96
 #define FX_BM 128
 #define FX_BN 128
 #define FX_BK 32
