@@ -52,6 +52,9 @@ enum class GridPolicy {
   // K and reduce through distributed shared memory. S in {1, 2, 4} from the problem and the SM
   // count (kernels/gemv.cuh, "Launch geometry"); S = 1 whenever config.max_cluster == 1.
   SplitKCluster,
+  // epilogue_pointwise: grid (min(ceil(B * M * ceil(N/2) / threads), 16 * sm_count), 1, 1), a
+  // grid-stride loop over column pairs.
+  Elementwise,
 };
 
 struct KernelSource {
@@ -120,6 +123,11 @@ std::vector<KernelConfig> candidateConfigs(const spec::ChainSpec& spec, const Pr
 // The same for an aligned problem of this size (as chooseConfigForSize): fxfuse._C.kernel_candidates.
 std::vector<KernelConfig> candidateConfigsForSize(const spec::ChainSpec& spec, long long M, long long N, long long K,
                                                   long long B, int sm_arch);
+// The epilogue-alone kernel (kernels/epilogue_pointwise.cuh) over a product the runtime
+// computed with cuBLAS: never chosen by chooseConfig; the op runs it for chains without a
+// fast fused kernel whose operands need no prologue (pointwiseApplies).
+KernelConfig pointwiseConfig();
+bool pointwiseApplies(const spec::ChainSpec& spec);
 // "sm90_wgmma 64x256x64 s5 t384 pingpong": one text per distinct kernel (cache keys, reports).
 std::string describeConfig(const KernelConfig& config);
 // "sm_90", "sm_90a", "90" -> 90; -1 when the text has no digits.

@@ -151,6 +151,10 @@ const VariantRow kRows[] = {
        return q.shape.M <= 64 ? KernelConfig{"sm80_mma", 64, 128, 32, 2, 128}
                               : KernelConfig{"sm80_mma", 128, 128, 32, 2, 256};
      }},
+    // The epilogue alone over a cuBLAS product (runtime's path for chains without a fast
+    // kernel): never picked here, only by name (pointwiseConfig).
+    {"pointwise", "kernels/epilogue_pointwise.cuh", GridPolicy::Elementwise, false, false,
+     [](const Query&) { return false; }, [](const Query&) { return pointwiseConfig(); }},
     // fp32 operands: full-precision FFMA like eager (no TF32).
     {"simt", "kernels/generic_gemm.cuh", GridPolicy::Tiles, false, false,
      [](const Query&) { return true; },
@@ -277,6 +281,15 @@ std::vector<KernelConfig> candidateConfigsForSize(const spec::ChainSpec& spec, l
   return candidatesValidated(checked, a, b, sizedShape(a, b, M, N, K, B), sm_arch);
 }
 
+KernelConfig pointwiseConfig() { return KernelConfig{"pointwise", 1, 2, 1, 1, 256}; }
+
+bool pointwiseApplies(const spec::ChainSpec& spec) {
+  // A and B are raw inputs (no prologue to evaluate first), and a slot is left for the product.
+  const spec::Value& mm = spec.values[spec.mmIndex()];
+  return spec.values[mm.operands[0]].kind == spec::ValueKind::Input &&
+         spec.values[mm.operands[1]].kind == spec::ValueKind::Input && spec.numInputSlots() < 16;
+}
+
 std::string describeConfig(const KernelConfig& c) {
   std::string s = fmt::format("{} {}x{}x{} s{} t{}", c.variant, c.bm, c.bn, c.bk, c.stages, c.threads);
   if (c.pingpong) s += " pingpong";
@@ -301,6 +314,12 @@ LaunchDims launchDims(const KernelSource& src, const ProblemShape& shape, int sm
   d.smem_bytes = src.smem_bytes;
   if (src.grid == GridPolicy::Persistent) {
     d.grid[0] = static_cast<unsigned>(sm_count);
+    return d;
+  }
+  if (src.grid == GridPolicy::Elementwise) {
+    const long long pairs = shape.B * shape.M * ((shape.N + 1) / 2);
+    const long long blocks = (pairs + src.config.threads - 1) / src.config.threads;
+    d.grid[0] = static_cast<unsigned>(std::max(1LL, std::min(blocks, 16LL * sm_count)));
     return d;
   }
   if (src.grid == GridPolicy::SplitKCluster) {

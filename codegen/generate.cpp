@@ -153,6 +153,10 @@ KernelSource generate(const ChainSpec& spec, const KernelConfig& config) {
   w.blank();
   w.line("// ---- hooks for this chain ----");
   w.verbatim(generateHooks(s, config));
+  if (config.variant == "pointwise") {
+    if (!pointwiseApplies(s)) throw CodegenError("the epilogue-alone kernel needs raw A and B and a free input slot");
+    w.line("#define FX_ACC_SLOT {}  // the fp32 product the runtime computed", s.numInputSlots());
+  }
   w.line("// ---- {} ----", templateFor(config.variant));
   w.verbatim(templ);
   out.code = w.str();

@@ -349,9 +349,10 @@ bool encodeTensorMaps(const CudaDriver& d, const sm90::GemmProblem& pr, const sm
 // the data pointers are read per call. Keyed per spec entry (pointer: entries live forever).
 
 struct CallEntry {
-  enum class Kind { Aten, Kernel };
+  // Aten: evaluateReference. Kernel: the fused kernel. Pointwise: cuBLAS product (fp32), then
+  // the epilogue-alone kernel over it (kernels/epilogue_pointwise.cuh) reading slot accSlot.
+  enum class Kind { Aten, Kernel, Pointwise };
   Kind kind = Kind::Aten;
-  bool forced = false;  // a non-fast variant run as a kernel because FXFUSE_FORCE_KERNEL=1
   std::shared_ptr<const CachedSpec> spec;
   ChainShape shape;     // concrete; for the ATen evaluator
   long long B = 1, M = 0, N = 0, K = 0;
@@ -368,6 +369,7 @@ struct CallEntry {
   codegen::LaunchDims dims;       // as launched (cluster only when cuLaunchKernelEx exists)
   codegen::LaunchDims plainDims;  // the same problem with split-K cluster S = 1
   bool cluster = false;           // dims.cluster product > 1: launch with cuLaunchKernelEx
+  int accSlot = -1;  // Kind::Pointwise
   // sm90_wgmma: tensor maps, re-encoded only when the A/B pointers change.
   bool tma = false;
   int aSlot = -1, bSlot = -1;
@@ -403,7 +405,6 @@ CallCache& callCache() {
 }
 
 constexpr size_t kMaxCallEntries = 4096;  // dynamic shapes: drop all and start over
-constexpr size_t kKeyForce = 2;           // index of the FXFUSE_FORCE_KERNEL bit in a key
 
 // The key of a call: [spec, device, force, #inputs, per input: dtype, rank, base address mod
 // 16, sizes, strides]. False when the inputs are of a kind the cache does not describe
@@ -414,7 +415,7 @@ bool callKey(const CachedSpec* spec, at::TensorList inputs, std::vector<int64_t>
   const c10::Device device = inputs[0].device();
   key->push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(spec)));
   key->push_back(device.index());
-  key->push_back(0);
+  key->push_back(envFlag("FXFUSE_FORCE_KERNEL") ? 1 : 0);  // forced kernels (tests) decide differently
   key->push_back(static_cast<int64_t>(inputs.size()));
   for (const at::Tensor& t : inputs) {
     if (!t.defined() || t.layout() != at::kStrided || t.device() != device) return false;
@@ -450,22 +451,14 @@ std::shared_ptr<CallEntry> atenEntry(const Plan& plan) {
   return e;
 }
 
-// Stores `call` under `key` (its force bit set for a forced kernel; then the unforced key
-// also gets an ATen entry, so that a call without the flag does not plan again).
-void insertCall(std::vector<int64_t> key, std::shared_ptr<const CallEntry> call,
-                const Plan& plan, uint64_t generation) {
+// Stores `call` under `key` (whose force bit says whether FXFUSE_FORCE_KERNEL was set when it
+// was planned: the two settings decide differently, so they are cached apart).
+void insertCall(const std::vector<int64_t>& key, std::shared_ptr<const CallEntry> call, uint64_t generation) {
   CallCache& c = callCache();
-  std::shared_ptr<const CallEntry> unforced;
-  if (call->forced) unforced = atenEntry(plan);
   std::lock_guard<std::mutex> lock(c.mutex);
   if (c.generation != generation) return;  // planned before a kernel choice changed
   if (c.map.size() >= kMaxCallEntries) c.map.clear();
-  key[kKeyForce] = call->forced ? 1 : 0;
   c.map[key] = std::move(call);
-  if (unforced) {
-    key[kKeyForce] = 0;
-    c.map.emplace(key, std::move(unforced));
-  }
 }
 
 void warnOnce(const std::string& key, const std::string& message) {
@@ -474,6 +467,59 @@ void warnOnce(const std::string& key, const std::string& message) {
   std::lock_guard<std::mutex> lock(mutex);
   if (!warned[key]) TORCH_WARN(message);
   warned[key] = true;
+}
+
+// Whether an epilogue op reads input slot `slot` (then the kernel needs its strides, and any
+// copy the plan made of it); the epilogue-alone kernel does not read A and B otherwise.
+bool epilogueReadsSlot(const ChainSpec& spec, int slot) {
+  for (size_t i = spec.mmIndex() + 1; i < spec.values.size(); ++i)
+    for (int o : spec.values[i].operands)
+      if (spec.values[o].kind == ValueKind::Input && spec.values[o].slot == slot) return true;
+  return false;
+}
+
+// A chain without a fast fused kernel: cuBLAS for the product, then the chain's epilogue in one
+// generated pass (what Inductor's unfused graph costs), instead of one ATen kernel per op.
+// The ATen entry where that kernel does not apply (a prologue, 16 inputs), is switched off
+// (FXFUSE_NO_POINTWISE=1) or cannot be had (compile error: warned once).
+std::shared_ptr<CallEntry> pointwiseEntry(const CudaDriver& d, const Plan& plan, int device, const DeviceInfo& info,
+                                          cu::Stream stream) {
+  const ChainSpec& spec = plan.entry->spec;
+  if (!codegen::pointwiseApplies(spec) || envFlag("FXFUSE_NO_POINTWISE")) return atenEntry(plan);
+  KernelRequest req;
+  req.config = codegen::pointwiseConfig();
+  req.device = device;
+  req.arch = nvrtcArch(info.sm);
+  req.maxSmemOptin = info.maxSmemOptin;
+  req.mayCompile = [&] {
+    int status = 0;
+    const cu::Result r = d.cuStreamIsCapturing(stream, &status);
+    return r == cu::kSuccess && status == cu::kCaptureStatusNone;
+  };
+  std::shared_ptr<CudaKernel> kernel;
+  try {
+    kernel = getKernel(d, *plan.entry, req);
+  } catch (const KernelNotReady& e) {
+    TORCH_CHECK(false, "fxfuse::gemm_chain: ", e.what());
+  } catch (const std::exception& e) {
+    warnOnce(std::string("pointwise: ") + e.what(),
+             std::string("fxfuse::gemm_chain: no epilogue kernel (") + e.what() +
+                 "); evaluating the chain with ATen ops instead. Warned once.");
+    return atenEntry(plan);
+  }
+  auto e = atenEntry(plan);
+  e->kind = CallEntry::Kind::Pointwise;
+  e->kernel = kernel;
+  for (const c10::SymInt& s : plan.shape.outputShape()) e->outShape.push_back(s.expect_int());
+  for (int id : spec.outputs) e->outDtypes.push_back(toScalarType(spec.values[id].dtype));
+  e->strides = plan.strides;
+  e->copy = plan.copied;
+  for (int slot : {spec.values[plan.aInput].slot, spec.values[plan.bInput].slot})
+    if (!epilogueReadsSlot(spec, slot)) e->copy[slot].clear();  // at::mm reads any strides
+  for (const std::string& c : e->copy) e->anyCopy = e->anyCopy || !c.empty();
+  e->accSlot = spec.numInputSlots();
+  e->dims = e->plainDims = codegen::launchDims(kernel->source, plan.problem, info.smCount);
+  return e;
 }
 
 // The decision for a plan: an ATen entry (variant not fast, not forced), a kernel entry, or
@@ -532,7 +578,7 @@ std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int de
   // the chain goes through ATen on the device (exactly the unfused graph), before compiling.
   const bool fast = measured || codegen::isFastVariant(config);
   const bool force = !fast && envFlag("FXFUSE_FORCE_KERNEL");
-  if (!fast && !force) return atenEntry(plan);
+  if (!fast && !force) return pointwiseEntry(d, plan, device, info, stream);
 
   KernelRequest req;
   req.config = config;
@@ -569,7 +615,6 @@ std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int de
 
   auto e = atenEntry(plan);
   e->kind = CallEntry::Kind::Kernel;
-  e->forced = force;
   e->kernel = kernel;
   for (const c10::SymInt& s : plan.shape.outputShape()) e->outShape.push_back(s.expect_int());
   for (int id : spec.outputs) e->outDtypes.push_back(toScalarType(spec.values[id].dtype));
@@ -683,6 +728,11 @@ std::vector<at::Tensor> runCall(const CallEntry& c, at::TensorList inputs) {
   }
   for (size_t j = 0; j < outputs.size(); ++j)
     params.out[j] = {outputs[j].data_ptr(), c.M * c.N, c.N, 1};
+  at::Tensor product;  // Kind::Pointwise: on this stream, alive until after the launch
+  if (c.kind == CallEntry::Kind::Pointwise) {
+    product = productFp32(spec, inputs, c.shape);
+    params.in[c.accSlot] = {product.const_data_ptr(), c.M * c.N, c.N, 0, 1};
+  }
 
   if (c.tma) {
     const void* a = ptrs[c.aSlot];
@@ -758,7 +808,7 @@ std::vector<at::Tensor> planAndRun(at::TensorList inputs, std::shared_ptr<const 
   }
   std::shared_ptr<const CallEntry> call = prepare(*d, plan, device.index(), stream, &reason);
   if (!call) return run ? fallback(reason, spec, inputs, plan.shape) : std::vector<at::Tensor>{};
-  if (key) insertCall(*key, call, plan, generation);
+  if (key) insertCall(*key, call, generation);
   if (!run) return {};
   return runCall(*call, inputs);
 }
@@ -787,11 +837,6 @@ std::vector<at::Tensor> gemmChainCuda(at::TensorList inputs, c10::string_view sp
   const bool cacheable = callKey(entry.get(), inputs, &key);
   if (cacheable) {
     std::shared_ptr<const CallEntry> call = findCall(key);
-    if (call && call->kind == CallEntry::Kind::Aten && envFlag("FXFUSE_FORCE_KERNEL")) {
-      key[kKeyForce] = 1;  // the generic kernel, forced (tests)
-      call = findCall(key);
-      key[kKeyForce] = 0;
-    }
     if (call) {
       stats().callCacheHits++;
       const c10::DeviceGuard guard(inputs[0].device());

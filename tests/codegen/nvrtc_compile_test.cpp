@@ -88,6 +88,32 @@ INSTANTIATE_TEST_SUITE_P(Specs, CompileSpec, ::testing::ValuesIn(cases()), [](co
   return info.param.spec + "_" + info.param.arch + "_m" + std::to_string(info.param.m);
 });
 
+// The epilogue-alone kernel (kernels/epilogue_pointwise.cuh) for every spec it applies to.
+TEST(Nvrtc, EpilogueAloneKernelCompilesForEveryEligibleSpec) {
+  REQUIRE_NVRTC();
+  int eligible = 0;
+  for (const std::string& name : test::specNames()) {
+    spec::ChainSpec s = test::loadSpec(name);
+    if (!pointwiseApplies(s)) {
+      EXPECT_THROW(generate(s, pointwiseConfig()), CodegenError) << name;
+      continue;
+    }
+    ++eligible;
+    const KernelSource src = generate(s, pointwiseConfig());
+    EXPECT_EQ(src.grid, GridPolicy::Elementwise);
+    EXPECT_NE(src.code.find("#define FX_ACC_SLOT " + std::to_string(s.numInputSlots())), std::string::npos);
+    for (const char* arch : {"sm_80", "sm_90a"}) {
+      try {
+        const Cubin out = compileNvrtc(src, arch);
+        expectNoSpills(out.log);
+      } catch (const CompileError& e) {
+        ADD_FAILURE() << name << " " << arch << ": " << e.what();
+      }
+    }
+  }
+  EXPECT_GE(eligible, 10);
+}
+
 TEST(Nvrtc, CompileErrorCarriesLogAndNumberedSource) {
   REQUIRE_NVRTC();
   KernelSource src = generate(test::loadSpec("bare_bf16_mm"), genericConfig(test::loadSpec("bare_bf16_mm"), 4096));

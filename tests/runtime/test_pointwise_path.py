@@ -1,0 +1,76 @@
+"""The op's path for a chain without a fast fused kernel (runtime/cuda_launch.cpp
+pointwiseEntry): cuBLAS computes the product in fp32, then one generated kernel
+(kernels/epilogue_pointwise.cuh) writes every output of the epilogue. Checked against float64
+with poisoned outputs; which path ran is read from the op's counters."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import fxfuse._C as C
+
+pytestmark = pytest.mark.gpu
+
+HEAD = "fxfuse.chain v1\ngemm {g}\n%0 = input 0 bf16 [{a}]\n%1 = input 1 bf16 [{b}]\n%2 = mm %0 %1 : f32\n"
+GELU_RESID_TWO_OUT = ("%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\n"
+                      "%6 = input 3 bf16 [m,n]\n%7 = add %5 %6 : bf16\noutput %7\noutput %4\n")
+
+
+def _delta(before, after, key):
+    return after.get(key, 0) - before.get(key, 0)
+
+
+def _run(inputs, spec):
+    before = C.stats()
+    outs = torch.ops.fxfuse.gemm_chain(inputs, spec)
+    torch.cuda.synchronize()
+    return outs, before, C.stats()
+
+
+@pytest.mark.parametrize("m,k,n", [(256, 512, 384), (1000, 776, 519), (3, 40, 7)])
+def test_chain_without_a_fast_kernel_runs_cublas_plus_one_epilogue_kernel(m, k, n, monkeypatch):
+    monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")
+    monkeypatch.delenv("FXFUSE_FORCE_KERNEL", raising=False)
+    spec = HEAD.format(g="mm", a="m,k", b="k,n") + GELU_RESID_TWO_OUT
+    assert not C.kernel_variant(spec, m, n, k)[1]  # GELU + residual: no fast fused kernel
+    g = torch.Generator(device="cuda").manual_seed(m + n)
+    x, w = (torch.randn(m, k, device="cuda", generator=g).bfloat16(),
+            (torch.randn(k, n, device="cuda", generator=g) / k ** 0.5).bfloat16())
+    b, r = torch.randn(n, device="cuda", generator=g).bfloat16(), torch.randn(m, n, device="cuda", generator=g).bfloat16()
+    (y, pre), before, after = _run([x, w, b, r], spec)
+    assert _delta(before, after, "launches") == 1 and _delta(before, after, "aten_dispatch") == 0
+    pre_ref = (x.double() @ w.double() + b.double()).bfloat16().double()
+    ref = (torch.nn.functional.gelu(pre_ref, approximate="tanh").bfloat16().double() + r.double())
+    for got, want in ((y, ref), (pre, pre_ref)):
+        assert not torch.isnan(got).any()
+        assert ((got.double() - want).norm() / want.norm()).item() < 1e-2
+
+
+def test_bmm_chain(monkeypatch):
+    monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")
+    spec = HEAD.format(g="bmm", a="b,m,k", b="b,k,n") + "%3 = silu %2 : bf16\noutput %3\n"
+    x = torch.randn(3, 70, 64, device="cuda").bfloat16()
+    w = torch.randn(3, 64, 50, device="cuda").bfloat16() / 8
+    (y,), before, after = _run([x, w], spec)
+    assert _delta(before, after, "launches") == 1
+    ref = torch.nn.functional.silu(x.double() @ w.double())
+    assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+def test_prologue_chains_and_the_switch_keep_the_aten_path(monkeypatch):
+    # int8 weight at M = 256: no fast kernel, and a prologue the epilogue kernel cannot take
+    q = ("fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 i8 [k,n]\n%2 = convert %1 : bf16\n"
+         "%3 = mm %0 %2 : f32\n%4 = gelu_tanh %3 : bf16\noutput %4\n")
+    x = torch.randn(256, 128, device="cuda").bfloat16()
+    wq = torch.randint(-8, 8, (128, 96), device="cuda", dtype=torch.int8)
+    (y,), before, after = _run([x, wq], q)
+    assert _delta(before, after, "launches") == 0 and _delta(before, after, "aten_dispatch") == 1
+    ref = torch.nn.functional.gelu(x.double() @ wq.double(), approximate="tanh")
+    assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
+    # FXFUSE_NO_POINTWISE=1 (read when a call site is planned: a new shape here)
+    monkeypatch.setenv("FXFUSE_NO_POINTWISE", "1")
+    spec = HEAD.format(g="mm", a="m,k", b="k,n") + "%3 = gelu_tanh %2 : bf16\noutput %3\n"
+    x = torch.randn(333, 64, device="cuda").bfloat16()
+    w = torch.randn(64, 48, device="cuda").bfloat16()
+    (y,), before, after = _run([x, w], spec)
+    assert _delta(before, after, "launches") == 0 and _delta(before, after, "aten_dispatch") == 1
