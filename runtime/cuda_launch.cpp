@@ -370,6 +370,9 @@ struct CallEntry {
   codegen::LaunchDims plainDims;  // the same problem with split-K cluster S = 1
   bool cluster = false;           // dims.cluster product > 1: launch with cuLaunchKernelEx
   int accSlot = -1;  // Kind::Pointwise
+  // Good for this call only, not stored for the call site: the ATen evaluation taken because
+  // the epilogue kernel could not be compiled now (CUDA graph capture) or failed to load.
+  bool transient = false;
   // sm90_wgmma: tensor maps, re-encoded only when the A/B pointers change.
   bool tma = false;
   int aSlot = -1, bSlot = -1;
@@ -499,13 +502,22 @@ std::shared_ptr<CallEntry> pointwiseEntry(const CudaDriver& d, const Plan& plan,
   std::shared_ptr<CudaKernel> kernel;
   try {
     kernel = getKernel(d, *plan.entry, req);
-  } catch (const KernelNotReady& e) {
-    TORCH_CHECK(false, "fxfuse::gemm_chain: ", e.what());
+  } catch (const KernelNotReady&) {
+    // First call inside a CUDA graph capture: ATen for this call, the kernel at the next plan.
+    auto e = atenEntry(plan);
+    e->transient = true;
+    return e;
   } catch (const std::exception& e) {
+    // KernelUnavailable (codegen cannot emit it) is permanent; anything else (NVRTC or driver
+    // trouble) is retried at the next plan. Both are fallbacks: FXFUSE_STRICT raises.
+    TORCH_CHECK(!envFlag("FXFUSE_STRICT"), "fxfuse::gemm_chain (FXFUSE_STRICT=1): no epilogue kernel: ", e.what());
+    stats().fallbacks++;
     warnOnce(std::string("pointwise: ") + e.what(),
              std::string("fxfuse::gemm_chain: no epilogue kernel (") + e.what() +
                  "); evaluating the chain with ATen ops instead. Warned once.");
-    return atenEntry(plan);
+    auto entry = atenEntry(plan);
+    entry->transient = dynamic_cast<const KernelUnavailable*>(&e) == nullptr;
+    return entry;
   }
   auto e = atenEntry(plan);
   e->kind = CallEntry::Kind::Pointwise;
@@ -540,8 +552,9 @@ std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int de
   // A measured choice (setKernelChoice) overrides the heuristic and its "fast" rule: it was
   // timed against the other candidates and against the ATen evaluation on this problem.
   const std::string choice = lookupKernelChoice(*plan.entry, problemClass(plan.problem), info.gpu);
-  // FXFUSE_FORCE_KERNEL (tests) asks for a kernel: it outranks a measured "aten".
-  if (choice == kAtenChoice && !envFlag("FXFUSE_FORCE_KERNEL")) return atenEntry(plan);
+  // "aten" = the unfused path measured fastest: cuBLAS + the epilogue kernel where it applies,
+  // else ATen ops. FXFUSE_FORCE_KERNEL (tests) asks for a fused kernel: it outranks "aten".
+  if (choice == kAtenChoice && !envFlag("FXFUSE_FORCE_KERNEL")) return pointwiseEntry(d, plan, device, info, stream);
   bool measured = false;  // a measured kernel is taken as it is, or not at all (no retry below)
   if (!choice.empty() && choice != kAtenChoice)
     for (const codegen::KernelConfig& c : codegen::candidateConfigs(spec, problem, info.sm))
@@ -808,7 +821,7 @@ std::vector<at::Tensor> planAndRun(at::TensorList inputs, std::shared_ptr<const 
   }
   std::shared_ptr<const CallEntry> call = prepare(*d, plan, device.index(), stream, &reason);
   if (!call) return run ? fallback(reason, spec, inputs, plan.shape) : std::vector<at::Tensor>{};
-  if (key) insertCall(*key, call, generation);
+  if (key && !call->transient) insertCall(*key, call, generation);
   if (!run) return {};
   return runCall(*call, inputs);
 }

@@ -128,10 +128,13 @@ def _sm():
 
 @pytest.mark.parametrize("kind,shape", [("bias_gelu", (7, 130, 72)), ("residual", (64, 256, 128)),
                                         ("silu", (33, 96, 1025))])
-def test_non_fast_variant_runs_through_aten(unforced, kind, shape):
+def test_non_fast_variant_runs_through_aten(unforced, kind, shape, monkeypatch):
     """Shapes the heuristic gives the generic template (M in 17..127: no gemv, no sm90 TMA;
-    odd K/N) run unfused through ATen on the GPU: right answers, no kernel compiled or launched,
-    counted as aten_dispatch (not as an error fallback, so FXFUSE_STRICT=1 stays quiet)."""
+    odd K/N), with the epilogue kernel switched off (FXFUSE_NO_POINTWISE; its own tests are in
+    test_pointwise_path.py), run unfused through ATen on the GPU: right answers, no kernel
+    compiled or launched, counted as aten_dispatch (not as an error fallback, so
+    FXFUSE_STRICT=1 stays quiet)."""
+    monkeypatch.setenv("FXFUSE_NO_POINTWISE", "1")
     seed("aten", kind, shape)
     case = CASES[kind](torch.bfloat16, "cuda", *shape)
     for call in range(2):  # planned, then served by the call-site cache
@@ -150,6 +153,7 @@ def test_non_fast_variant_runs_through_aten(unforced, kind, shape):
 
 def test_force_kernel_switches_per_call(monkeypatch):
     """The same call site: ATen without the flag, the generic kernel with it, ATen again."""
+    monkeypatch.setenv("FXFUSE_NO_POINTWISE", "1")
     seed("force")
     case = CASES["bias_gelu"](torch.float16, "cuda", 48, 64, 96)
     monkeypatch.delenv("FXFUSE_FORCE_KERNEL")
@@ -167,7 +171,9 @@ def test_force_kernel_switches_per_call(monkeypatch):
 
 
 def test_non_fast_variant_captures_in_cuda_graph(unforced):
-    """The ATen dispatch is capturable like the kernel (no warm-up needed: nothing compiles)."""
+    """The unfused path (cuBLAS + the epilogue kernel) is capturable like the fused kernel; a
+    first call inside the capture, before the epilogue kernel is compiled, takes the ATen
+    evaluation for that call (tests/runtime/test_pointwise_path.py)."""
     seed("aten-graph")
     case = CASES["residual"](torch.bfloat16, "cuda", 64, 256, 128)
     graph = torch.cuda.CUDAGraph()

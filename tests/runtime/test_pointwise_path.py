@@ -16,6 +16,13 @@ GELU_RESID_TWO_OUT = ("%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_t
                       "%6 = input 3 bf16 [m,n]\n%7 = add %5 %6 : bf16\noutput %7\noutput %4\n")
 
 
+@pytest.fixture(autouse=True)
+def _unforced(monkeypatch):
+    """The op's own decision (FXFUSE_FORCE_KERNEL would run the generic fused kernel)."""
+    monkeypatch.delenv("FXFUSE_FORCE_KERNEL", raising=False)
+    monkeypatch.delenv("FXFUSE_NO_POINTWISE", raising=False)
+
+
 def _delta(before, after, key):
     return after.get(key, 0) - before.get(key, 0)
 
@@ -30,7 +37,6 @@ def _run(inputs, spec):
 @pytest.mark.parametrize("m,k,n", [(256, 512, 384), (1000, 776, 519), (3, 40, 7)])
 def test_chain_without_a_fast_kernel_runs_cublas_plus_one_epilogue_kernel(m, k, n, monkeypatch):
     monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")
-    monkeypatch.delenv("FXFUSE_FORCE_KERNEL", raising=False)
     spec = HEAD.format(g="mm", a="m,k", b="k,n") + GELU_RESID_TWO_OUT
     assert not C.kernel_variant(spec, m, n, k)[1]  # GELU + residual: no fast fused kernel
     g = torch.Generator(device="cuda").manual_seed(m + n)
@@ -52,7 +58,7 @@ def test_bmm_chain(monkeypatch):
     x = torch.randn(3, 70, 64, device="cuda").bfloat16()
     w = torch.randn(3, 64, 50, device="cuda").bfloat16() / 8
     (y,), before, after = _run([x, w], spec)
-    assert _delta(before, after, "launches") == 1
+    assert _delta(before, after, "launches") == 1 and _delta(before, after, "aten_dispatch") == 0
     ref = torch.nn.functional.silu(x.double() @ w.double())
     assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
 
@@ -74,3 +80,40 @@ def test_prologue_chains_and_the_switch_keep_the_aten_path(monkeypatch):
     w = torch.randn(64, 48, device="cuda").bfloat16()
     (y,), before, after = _run([x, w], spec)
     assert _delta(before, after, "launches") == 0 and _delta(before, after, "aten_dispatch") == 1
+    ref = torch.nn.functional.gelu(x.double() @ w.double(), approximate="tanh")
+    assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+def test_transposed_weight_is_read_by_cublas_without_a_copy(monkeypatch):
+    """F.linear's weight [N, K] read as [k, n] (a transposed view): cuBLAS takes the strides,
+    the epilogue kernel never reads B, so no per-call copy of the weight is made."""
+    monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")
+    spec = HEAD.format(g="mm", a="m,k", b="k,n") + "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n" \
+        "%5 = gelu %4 : bf16\noutput %5\n"
+    x = torch.randn(200, 96, device="cuda").bfloat16()
+    weight = torch.randn(72, 96, device="cuda").bfloat16() / 10
+    b = torch.randn(72, device="cuda").bfloat16()
+    torch.cuda.synchronize()
+    (y,), before, after = _run([x, weight.t(), b], spec)
+    assert _delta(before, after, "launches") == 1
+    ref = torch.nn.functional.gelu(x.double() @ weight.double().t() + b.double())
+    assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+def test_first_call_inside_a_graph_capture_takes_aten_then_the_kernel():
+    spec = HEAD.format(g="mm", a="m,k", b="k,n") + "%3 = tanh %2 : bf16\noutput %3\n"
+    x = torch.randn(100, 40, device="cuda").bfloat16()
+    w = torch.randn(40, 24, device="cuda").bfloat16()
+    torch.mm(x, w)  # cuBLAS set up before the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    before = C.stats()
+    with torch.cuda.graph(graph):
+        (y,) = torch.ops.fxfuse.gemm_chain([x, w], spec)
+    assert _delta(before, C.stats(), "aten_dispatch") == 1  # nothing compiles during capture
+    graph.replay()
+    ref = torch.tanh(x.double() @ w.double())
+    assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
+    (y2,), before, after = _run([x, w], spec)  # outside: planned again, now the kernel
+    assert _delta(before, after, "launches") == 1
+    assert ((y2.double() - ref).norm() / ref.norm()).item() < 1e-2
