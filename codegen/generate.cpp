@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "codegen/code_writer.h"
+#include "codegen/pointwise_table.h"
 #include "codegen/codegen.h"
 #include "codegen/config_table.h"
 #include "codegen/embedded_sources.h"
@@ -155,7 +156,12 @@ KernelSource generate(const ChainSpec& spec, const KernelConfig& config) {
   w.verbatim(generateHooks(s, config));
   if (config.variant == "pointwise") {
     if (!pointwiseApplies(s)) throw CodegenError("the epilogue-alone kernel needs raw A and B and a free input slot");
-    w.line("#define FX_ACC_SLOT {}  // the fp32 product the runtime computed", s.numInputSlots());
+    // The product the runtime computed: in the mm value's dtype when that is 16-bit (cuBLAS
+    // rounds its fp32 accumulator once, as the hooks would: half the bytes), else fp32.
+    const DType mmType = s.values[s.mmIndex()].dtype;
+    const DType accType = mmType == DType::BF16 || mmType == DType::F16 ? mmType : DType::F32;
+    w.line("#define FX_ACC_SLOT {}  // the product the runtime computed", s.numInputSlots());
+    w.line("#define FX_ACC_LOAD(ptr, i) {}(ptr, i)", loadFn(accType));
   }
   w.line("// ---- {} ----", templateFor(config.variant));
   w.verbatim(templ);

@@ -481,7 +481,7 @@ bool epilogueReadsSlot(const ChainSpec& spec, int slot) {
   return false;
 }
 
-// A chain without a fast fused kernel: cuBLAS for the product, then the chain's epilogue in one
+// A chain without a fast fused kernel: cuBLAS for the product (chainProduct), then the chain's epilogue in one
 // generated pass (what Inductor's unfused graph costs), instead of one ATen kernel per op.
 // The ATen entry where that kernel does not apply (a prologue, 16 inputs), is switched off
 // (FXFUSE_NO_POINTWISE=1) or cannot be had (compile error: warned once).
@@ -743,7 +743,7 @@ std::vector<at::Tensor> runCall(const CallEntry& c, at::TensorList inputs) {
     params.out[j] = {outputs[j].data_ptr(), c.M * c.N, c.N, 1};
   at::Tensor product;  // Kind::Pointwise: on this stream, alive until after the launch
   if (c.kind == CallEntry::Kind::Pointwise) {
-    product = productFp32(spec, inputs, c.shape);
+    product = chainProduct(spec, inputs, c.shape);
     params.in[c.accSlot] = {product.const_data_ptr(), c.M * c.N, c.N, 0, 1};
   }
 

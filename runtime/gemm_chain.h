@@ -43,10 +43,11 @@ std::string spaceLetters(spec::Space space, spec::GemmKind gemm);
 std::vector<at::Tensor> evaluateReference(const spec::ChainSpec& spec, at::TensorList inputs,
                                           const ChainShape& shape);
 
-// The chain's product of its raw A and B (no prologue) in fp32: fp32 accumulation, unrounded
-// (cuBLAS with fp32 output for 16-bit operands), contiguous [M, N] or [B, M, N]. What the
-// epilogue-alone kernel reads (kernels/epilogue_pointwise.cuh).
-at::Tensor productFp32(const spec::ChainSpec& spec, at::TensorList inputs, const ChainShape& shape);
+// The chain's product of its raw A and B (no prologue), fp32 accumulation, contiguous [M, N] or
+// [B, M, N]: in the mm value's dtype when that is 16-bit (rounded once, by cuBLAS), else fp32
+// unrounded (cuBLAS with fp32 output for 16-bit operands). What the epilogue-alone kernel reads
+// (kernels/epilogue_pointwise.cuh; codegen picks its loader by the same rule).
+at::Tensor chainProduct(const spec::ChainSpec& spec, at::TensorList inputs, const ChainShape& shape);
 
 // The CUDA kernel (cuda_launch.cpp).
 std::vector<at::Tensor> gemmChainCuda(at::TensorList inputs, c10::string_view spec);

@@ -222,15 +222,15 @@ std::vector<at::Tensor> evaluateReference(const ChainSpec& spec, at::TensorList 
   return outputs;
 }
 
-at::Tensor productFp32(const ChainSpec& spec, at::TensorList inputs, const ChainShape& shape) {
+at::Tensor chainProduct(const ChainSpec& spec, at::TensorList inputs, const ChainShape& shape) {
   const Value& mm = spec.values[spec.mmIndex()];
   const Value& a = spec.values[mm.operands[0]];
   const Value& b = spec.values[mm.operands[1]];
   TORCH_INTERNAL_ASSERT(a.kind == ValueKind::Input && b.kind == ValueKind::Input,
-                        "productFp32 needs raw A and B (codegen::pointwiseApplies)");
-  Value f32 = mm;
-  f32.dtype = spec::DType::F32;  // unrounded: the epilogue hooks round it to the mm's dtype
-  return evalMm(f32, logicalView(inputs[a.slot], a.dims, a.space, spec.gemm),
+                        "chainProduct needs raw A and B (codegen::pointwiseApplies)");
+  Value product = mm;  // 16-bit: rounded once by cuBLAS, as the hooks would; else unrounded fp32
+  if (mm.dtype != spec::DType::BF16 && mm.dtype != spec::DType::F16) product.dtype = spec::DType::F32;
+  return evalMm(product, logicalView(inputs[a.slot], a.dims, a.space, spec.gemm),
                 logicalView(inputs[b.slot], b.dims, b.space, spec.gemm), shape, spec.gemm)
       .contiguous();
 }

@@ -102,6 +102,10 @@ TEST(Nvrtc, EpilogueAloneKernelCompilesForEveryEligibleSpec) {
     const KernelSource src = generate(s, pointwiseConfig());
     EXPECT_EQ(src.grid, GridPolicy::Elementwise);
     EXPECT_NE(src.code.find("#define FX_ACC_SLOT " + std::to_string(s.numInputSlots())), std::string::npos);
+    const spec::DType mm = s.values[s.mmIndex()].dtype;  // the product is stored 16-bit when the mm is
+    const char* loader = mm == spec::DType::BF16 ? "fx_ld_bf16" : mm == spec::DType::F16 ? "fx_ld_f16" : "fx_ld_f32";
+    EXPECT_NE(src.code.find(std::string("#define FX_ACC_LOAD(ptr, i) ") + loader + "(ptr, i)"), std::string::npos)
+        << name;
     for (const char* arch : {"sm_80", "sm_90a"}) {
       try {
         const Cubin out = compileNvrtc(src, arch);
