@@ -95,7 +95,7 @@ def main():
             after = C.stats()
             n = 50 + args.calls * args.repeats
             delta = {k: after[k] - before[k] for k in
-                     ("launches", "cluster_launches", "aten_dispatch", "fallbacks", "call_cache_hits")
+                     ("launches", "cluster_launches", "pointwise_launches", "aten_dispatch", "fallbacks", "call_cache_hits")
                      if k in after}
             path = ("kernel" if delta.get("launches") == n else
                     "aten" if delta.get("aten_dispatch") == n else f"mixed {delta}")

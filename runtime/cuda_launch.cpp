@@ -780,6 +780,7 @@ std::vector<at::Tensor> runCall(const CallEntry& c, at::TensorList inputs) {
   }
   check(*d, r, c.cluster ? "cuLaunchKernelEx" : "cuLaunchKernel");
   stats().launches++;
+  if (c.kind == CallEntry::Kind::Pointwise) stats().pointwiseLaunches++;
   return outputs;
 }
 

@@ -14,6 +14,7 @@ std::vector<std::pair<std::string, int64_t>> RuntimeStats::snapshot() const {
       {"fallbacks", fallbacks.load()},
       {"aten_dispatch", atenDispatch.load()},
       {"cluster_launches", clusterLaunches.load()},
+      {"pointwise_launches", pointwiseLaunches.load()},
       {"call_cache_hits", callCacheHits.load()},
       {"kernels_compiled", kernelsCompiled.load()},
       {"memory_hits", memoryHits.load()},
@@ -27,7 +28,7 @@ std::vector<std::pair<std::string, int64_t>> RuntimeStats::snapshot() const {
 }
 
 void RuntimeStats::reset() {
-  for (auto* c : {&cpuCalls, &launches, &fallbacks, &atenDispatch, &clusterLaunches,
+  for (auto* c : {&cpuCalls, &launches, &fallbacks, &atenDispatch, &clusterLaunches, &pointwiseLaunches,
                   &callCacheHits, &kernelsCompiled, &memoryHits, &diskHits, &diskMisses,
                   &diskRebuilds, &diskWrites, &diskWriteFailures, &unsafeRegisterFallbacks})
     c->store(0);

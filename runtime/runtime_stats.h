@@ -17,6 +17,8 @@ struct RuntimeStats {
   // (codegen::isFastVariant), so cuBLAS + ATen pointwise is at least as fast. Not an error.
   std::atomic<int64_t> atenDispatch{0};
   std::atomic<int64_t> clusterLaunches{0};   // of `launches`: split-K cluster launches
+  // of `launches`: epilogue-alone kernels after a cuBLAS product (the unfused path, Kind::Pointwise)
+  std::atomic<int64_t> pointwiseLaunches{0};
   std::atomic<int64_t> callCacheHits{0};     // CUDA calls served by the per-call-site cache
   std::atomic<int64_t> kernelsCompiled{0};   // NVRTC compilations
   std::atomic<int64_t> memoryHits{0};        // kernel found in the in-memory cache

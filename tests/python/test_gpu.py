@@ -1,4 +1,4 @@
-"""The same models on CUDA in bf16 (skipped without a GPU): results vs eager, one kernel
+"""The same models on CUDA in bf16 (skipped without a GPU): results vs eager, one graph
 for every M with dynamic=True, mode="reduce-overhead" (CUDA graphs), training gradients."""
 from __future__ import annotations
 
@@ -44,7 +44,8 @@ def _check(model, shape, **kw):
 def test_models_bf16(make, shape, fused):
     s = _check(make(), shape)
     assert s["chains_fused"] >= fused
-    assert s.get("kernels_compiled", 0) >= 1
+    # launched, not compiled: another test may have put the kernel in the shared disk cache
+    assert s.get("launches", 0) >= 3 * fused
 
 
 def test_reduce_overhead():
@@ -52,19 +53,26 @@ def test_reduce_overhead():
     assert s["chains_fused"] == 1
 
 
-def test_dynamic_one_kernel_for_every_m():
+def test_dynamic_one_graph_for_every_m():
+    """dynamic=True: one compiled graph serves every M; the op picks the kernel for each M at run
+    time (gemv, tiled, Hopper: codegen/config_table.cpp) and loads each once."""
     model = MLP(256, 1024, "gelu_tanh").to(DEV, torch.bfloat16).eval()
     compiled = torch.compile(model, backend=fxfuse.backend_with(**FUSE_ALL), dynamic=True)
+    sizes = (2, 3, 17, 64, 100, 257, 1000)  # 0/1 are special to Dynamo
+    loaded = lambda s: s.get("kernels_compiled", 0) + s.get("disk_hits", 0)  # noqa: E731
     with torch.no_grad():
-        for m in (2, 64):  # warm up both specializations Dynamo may take (0/1 are special)
-            compiled(torch.randn(m, 256, device=DEV, dtype=torch.bfloat16))
-        compiled_before = fxfuse.stats().get("kernels_compiled", 0)
-        for m in (3, 17, 100, 257, 1000):
+        for m in sizes:
+            x = torch.randn(m, 256, device=DEV, dtype=torch.bfloat16)
+            assert rel_err(compiled(x), model(x)) < BF16_TOL
+        first = fxfuse.stats()
+        for m in sizes:  # again, fresh inputs: every kernel is in memory now
             x = torch.randn(m, 256, device=DEV, dtype=torch.bfloat16)
             assert rel_err(compiled(x), model(x)) < BF16_TOL
     s = fxfuse.stats()
-    assert s["graphs_seen"] == 1
-    assert s.get("kernels_compiled", 0) == compiled_before, "a new M compiled a new kernel"
+    assert s["graphs_seen"] == 1, "a new M traced and compiled the graph again"
+    assert loaded(first) <= len(sizes)  # 0 when an earlier test of this worker loaded them
+    assert loaded(s) == loaded(first), "a repeated M loaded its kernel again"
+    assert s["launches"] - first["launches"] == len(sizes)
 
 
 def test_training_backward_bf16():
