@@ -30,7 +30,9 @@ CHILD = r"""
 import json, sys, time, torch, fxfuse._C as C
 spec, M, K, N, step = json.loads(sys.argv[1])
 if step == "nvrtc":
-    t = time.perf_counter(); C.compile_ptx(spec, M, N, K, "sm_90"); print(time.perf_counter() - t); sys.exit()
+    t = time.perf_counter(); ptx = C.compile_ptx(spec, M, N, K, "sm_90"); dt = time.perf_counter() - t
+    entry = next(l.split()[-1].rstrip("(") for l in ptx.splitlines() if ".entry" in l)
+    print(json.dumps({"s": dt, "kernel": entry, "variant": C.kernel_variant(spec, M, N, K)})); sys.exit()
 torch.ones(1, device="cuda").add_(1); torch.cuda.synchronize()   # driver and context up
 x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
 w = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
@@ -38,16 +40,17 @@ b = torch.randn(N, device="cuda", dtype=torch.bfloat16)
 before = C.stats()
 t = time.perf_counter(); C.precompile([x, w, b], spec); dt = time.perf_counter() - t
 after = C.stats()
-print(dt, after.get("kernels_compiled", 0) - before.get("kernels_compiled", 0),
-      after.get("disk_hits", 0) - before.get("disk_hits", 0))
+print(json.dumps({"s": dt, "compiled": after.get("kernels_compiled", 0) - before.get("kernels_compiled", 0),
+                  "disk_hits": after.get("disk_hits", 0) - before.get("disk_hits", 0),
+                  "variant": C.kernel_variant(spec, M, N, K)}))
 """
 
 
 def child(spec, m, k, n, step, cache):
     env = {**os.environ, "FXFUSE_CACHE_DIR": cache}
     out = subprocess.run([sys.executable, "-c", CHILD, json.dumps([spec, m, k, n, step])], env=env,
-                         capture_output=True, text=True, check=True).stdout.split()
-    return [float(v) for v in out]
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def main():
@@ -62,16 +65,19 @@ def main():
         nvrtc, cold, warm = [], [], []
         for _ in range(a.repeats):
             with tempfile.TemporaryDirectory() as cache:
-                nvrtc.append(child(spec, m, k, n, "nvrtc", cache)[0])
+                r = child(spec, m, k, n, "nvrtc", cache)
+                nvrtc.append(r["s"])
+                what = f"{r['kernel']} (variant, fast) = {r['variant']}"
                 if gpu:
-                    t, compiled, _ = child(spec, m, k, n, "cold", cache)
-                    assert compiled == 1, "the cold step did not compile"
-                    cold.append(t)
-                    t, compiled, hits = child(spec, m, k, n, "warm", cache)
-                    assert compiled == 0 and hits == 1, "the warm step did not read the disk cache"
-                    warm.append(t * 1e3)
+                    r = child(spec, m, k, n, "cold", cache)
+                    assert r["compiled"] == 1, "the cold step did not compile"
+                    cold.append(r["s"])
+                    r = child(spec, m, k, n, "warm", cache)
+                    assert r["compiled"] == 0 and r["disk_hits"] == 1, "the warm step did not read the disk cache"
+                    warm.append(r["s"] * 1e3)
         med = lambda v, w: f"{statistics.median(v):{w}.2f}" if v else f"{'-':>{w}}"  # noqa: E731
         print(f"{name:>24} {med(nvrtc, 9)} {med(cold, 8)} {med(warm, 8)}")
+        print(f"{'':>24} compiled: {what}")
     print("targets: cold <= 0.5 s, warm <= 5 ms")
 
 

@@ -13,7 +13,15 @@ Routes through fxfuse:
 The verdict: every output has eager's shape and dtype; NaN and ±Inf sit where eager (in the
 case's dtype) has them; on the finite elements, the fused relative-norm error against the
 float64 reference is at most ``max(floor, 2 × eager's own error + floor/10)``, the floor by
-dtype (f32 1e-4·max(1, sqrt(K/64)), bf16 2e-2, f16 5e-3). A chain with comparisons may
+dtype (f32 1e-4·max(1, sqrt(K/64)), bf16 2e-2, f16 5e-3). Eager's error is one sample of its
+summation order: where the epilogue amplifies rounding (rsqrt near 0, sin of a large value) the
+same eager op on the same inputs in another order of K errs up to ~10× more, and CPU eager
+(MKL) up to 2.7× more than cuBLAS (GPU differential seeds 30287560, 30288000). A kernel that
+accumulates each element in one fixed FFMA chain over K erred 1.8× the worst of those. So an
+output over the first bound is judged again: at most ``max(floor, 3 × the largest eager error +
+floor/10)`` over eager in other orders of K (the reversal and 3 seeded permutations of every K
+axis: the same mathematical result, other roundings) and, for CUDA cases, eager on the CPU;
+outputs of the GEMM and epilogue only (a prologue output has a K axis). A chain with comparisons may
 flip a few elements whose inputs sit within rounding of the threshold: up to
 ``max(1, 0.2% of the elements)`` such flips are excused (and counted).
 """
@@ -75,6 +83,7 @@ class Outcome:
     detail: str = ""
     reasons: list[str] = field(default_factory=list)   # not-fused reasons from the plan
     flips: int = 0
+    reordered: int = 0          # outputs judged against eager's error in other orders of K
     errors: list[tuple[float, float, float]] = field(default_factory=list)  # (fused, eager, bound)
 
     @property
@@ -147,9 +156,53 @@ def _excusable_flips(flips: torch.Tensor) -> bool:
             int(cols.sum(0).max()) <= max(2, int(0.01 * rows.shape[0])))
 
 
+K_ORDERS = 4  # eager runs in other orders of K when an output is over its first bound
+
+
+def k_permuted_inputs(case: Case, inputs: list[torch.Tensor], order: int) -> list[torch.Tensor]:
+    """``inputs`` with every axis named K permuted alike (order 0: reversed; then seeded
+    random): the chain's mathematical result is unchanged, its rounding is not."""
+    K = case.K
+    if order == 0:
+        perm = torch.arange(K - 1, -1, -1)
+    else:
+        perm = torch.randperm(K, generator=torch.Generator().manual_seed(case.seed * 31 + order))
+    out = []
+    for spec, t in zip(case.inputs, inputs):
+        for axis, dim in enumerate(spec.shape):
+            if dim == "K":
+                t = t.index_select(axis, perm.to(t.device))
+        out.append(t)
+    return out
+
+
+def other_eager_orders(case: Case, build: Callable, inputs: list[torch.Tensor]) -> list[list[torch.Tensor]]:
+    """Eager's outputs computed in other orders: K permuted on the inputs' device; for CUDA
+    inputs also on the CPU (another library's blocking), as is and reversed."""
+    outs = [list(build(*k_permuted_inputs(case, inputs, j))) for j in range(K_ORDERS)]
+    if any(t.is_cuda for t in inputs):
+        host = [t.cpu() for t in inputs]
+        try:
+            outs += [list(build(*host)), list(build(*k_permuted_inputs(case, host, 0)))]
+        except (RuntimeError, NotImplementedError):  # an op without a CPU kernel for this dtype
+            pass
+    return outs
+
+
+def _k_independent(case: Case) -> list[bool]:
+    """Per output: is it computed from the GEMM (its layout does not have K)?"""
+    stage = {n.name: n.stage for n in case.nodes}
+    return [stage.get(name) in ("gemm", "epilogue") for name in case.outputs]
+
+
 def compare(case: Case, fused: list[torch.Tensor], eager: list[torch.Tensor],
-            ref: list[torch.Tensor]) -> Outcome:
+            ref: list[torch.Tensor],
+            other_orders: Callable[[], list[list[torch.Tensor]]] | None = None) -> Outcome:
+    """The verdict (module docstring). ``other_orders``: eager's outputs on K-permuted inputs,
+    computed only when an output is over its first bound."""
     out = Outcome("ok")
+    reordered: list[list[torch.Tensor]] | None = None
+    k_free = _k_independent(case)
     if len(fused) != len(eager):
         return Outcome("shape", detail=f"{len(fused)} outputs, eager has {len(eager)}")
     floor = floor_for(case)
@@ -195,6 +248,15 @@ def compare(case: Case, fused: list[torch.Tensor], eager: list[torch.Tensor],
         ef = _relnorm(fd[fin], r[fin])
         ee = _relnorm(ed[fin], r[fin])
         bound = max(floor, 2 * ee + floor / 10)
+        if not ef <= bound and other_orders is not None and i < len(k_free) and k_free[i]:
+            if reordered is None:
+                reordered = other_orders()
+            for outs in reordered:
+                o = outs[i].detach().cpu().double()
+                ok = fin & torch.isfinite(o)
+                ee = max(ee, _relnorm(o[ok], r[ok]))
+            bound = max(floor, 3 * ee + floor / 10)
+            out.reordered += 1
         out.errors.append((ef, ee, bound))
         if not ef <= bound:  # also catches NaN
             worst = ((fd - r).abs() * fin).flatten().argmax().item()
@@ -210,8 +272,9 @@ def compare(case: Case, fused: list[torch.Tensor], eager: list[torch.Tensor],
 def check_case(case: Case, route: str = "export", device: str = "cpu", options: dict | None = None) -> Outcome:
     """Runs ``case`` through ``route`` and judges it. Never raises for a fxfuse failure."""
     inputs = case.make_inputs(device)
+    build = case.build()
     try:
-        eager = list(case.build()(*inputs))
+        eager = list(build(*inputs))
         ref = list(case.build(reference=True)(*case.reference_inputs(inputs)))
     except Exception as e:  # noqa: BLE001 - a generator bug, not a fxfuse bug
         return Outcome("error:eager", detail=f"{type(e).__name__}: {e}")
@@ -220,7 +283,7 @@ def check_case(case: Case, route: str = "export", device: str = "cpu", options: 
     except Exception as e:  # noqa: BLE001
         tb = traceback.format_exc(limit=-4)
         return Outcome(f"error:{route}", detail=f"{type(e).__name__}: {str(e)[:2000]}\n{tb}")
-    o = compare(case, fused, eager, ref)
+    o = compare(case, fused, eager, ref, lambda: other_eager_orders(case, build, inputs))
     o.fused = nfused
     o.reasons = reasons
     # Inputs must not be modified by the fused program.

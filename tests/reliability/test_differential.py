@@ -60,7 +60,7 @@ def run_cases(seeds, device: str, cfg: GenConfig, max_shrunk: int = 3, options: 
     known = collections.Counter()
     reasons = collections.Counter()
     failures = []
-    fused_cases = flips = 0
+    fused_cases = flips = reordered = 0
     worst_ratio = 0.0
     t0 = time.time()
     for seed in seeds:
@@ -70,6 +70,7 @@ def run_cases(seeds, device: str, cfg: GenConfig, max_shrunk: int = 3, options: 
         results[o.status] += 1
         fused_cases += o.fused > 0
         flips += o.flips
+        reordered += o.reordered
         reasons.update(o.reasons)
         for ef, ee, bound in o.errors:
             worst_ratio = max(worst_ratio, ef / bound if bound else 0.0)
@@ -82,7 +83,7 @@ def run_cases(seeds, device: str, cfg: GenConfig, max_shrunk: int = 3, options: 
     n = len(seeds)
     print(f"\nfxfuse differential: seeds {seeds[0]}..{seeds[-1]} ({n} cases, device {device}) in "
           f"{time.time() - t0:.1f}s: {dict(results)}; fused {fused_cases}/{n}; excused flips {flips}; "
-          f"worst fused-error/bound {worst_ratio:.3f}")
+          f"outputs judged in other orders of K {reordered}; worst fused-error/bound {worst_ratio:.3f}")
     print(f"not-fused reasons: {dict(reasons.most_common())}")
     if known:
         print(f"failures of known open bugs (not counted): {dict(known)}")
