@@ -7,6 +7,7 @@ the op's host path; with --compile also through torch.compile(backend="fxfuse").
 Prints times (ms, median of triton's do_bench) and ratios; writes $OUT/bench_chains.json.
 
   python bench/bench_chains.py [--decode] [--quick] [--compile]
+Decode shapes against the memory limit, every weight format of issue 7: bench/bench_decode.py.
 """
 import argparse
 import json

@@ -7,7 +7,9 @@
 #   scripts/gpu-session.sh diff FIRST N   issue 8: N chunks of 100 differential cases from chunk
 #                                         FIRST, kernels forced (~5 min per 5,000 cases)
 #   scripts/gpu-session.sh bench          host overhead, end-to-end chains with Inductor beside
-#                                         them, with and without autotune, decode shapes
+#                                         them, with and without autotune
+#   scripts/gpu-session.sh decode         issue 7: every decode shape and weight format against
+#                                         cuBLAS and a same-traffic copy (bench/bench_decode.py)
 # The build persists on a warm machine; a fresh one rebuilds (~60 s) in every part.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,9 +39,12 @@ case "$part" in
     grep -A30 "^ *shape" "$LOGS/bench_all.txt" | head -n 30
     OUT=$LOGS FXFUSE_AUTOTUNE=1 timeout 200 python3 bench/bench_chains.py --all-epilogues --shapes 7 > "$LOGS/bench_autotune.txt" 2>&1
     grep -A30 "^ *shape" "$LOGS/bench_autotune.txt" | head -n 30
-    OUT=$LOGS timeout 120 python3 bench/bench_chains.py --decode > "$LOGS/bench_decode.txt" 2>&1
-    grep -A20 "^ *shape" "$LOGS/bench_decode.txt"
     ;;
-  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench"; exit 2 ;;
+  decode)
+    build
+    OUT=$LOGS timeout 420 python3 bench/bench_decode.py > "$LOGS/bench_decode.txt" 2>&1
+    grep -A140 "^copy bandwidth" "$LOGS/bench_decode.txt" | grep -E "^copy|^ *M |NOT met|targets met"
+    ;;
+  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode"; exit 2 ;;
 esac
 tar czf "$OUTDIR/gpu-logs-$part.tgz" -C "$OUTDIR" logs && rm -rf "$LOGS"
