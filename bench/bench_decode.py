@@ -1,27 +1,34 @@
 """Decode-sized GEMMs (issue 7): fxfuse against cuBLAS and against the memory limit, in one process.
 
 At small M a GEMM streams its weights once, so the measure is the weight bytes per second.
-The memory limit is measured in the same run: a device-to-device copy moving the same number of
-bytes (reads plus writes = the weight bytes), timed like the kernels. Per shape and chain:
+Per shape and chain:
   mm       cuBLAS `torch.mm(x, w)` on 16-bit weights of the same shape (the issue's floor)
   eager    the chain as written (for quantized weights: convert, scale, mm, ...)
   compile  torch.compile default (with --compile)
   fxfuse   the graph rewritten by the pass (make_fx -> fxfuse pass -> GraphModule)
-  copy     the same-traffic copy; %copy = copy time / fxfuse time
-and the issue's targets per row: dense 16-bit weights >= 90 % of copy and not slower than mm;
-int8 / fp8 weights >= 80 % of copy; M=16, K=4096, N=14336 int8 <= 0.018 ms.
-Times: median of triton's do_bench (it clears L2 between calls, so weights come from HBM).
+  %copy    weight bytes / fxfuse time against the copy bandwidth measured in the same run (a
+           device-to-device copy of 1 GiB of traffic, reads plus writes, as shared/perf-notes.md
+           counts it); %same: against a copy moving the same bytes as the weights (its fixed cost
+           weighs as much as the kernel's, so it is the softer reading)
+and the issue's targets per row (target column): dense 16-bit weights >= 90 % of copy and not
+slower than mm; int8 / fp8 weights >= 80 %; at M=16, K=4096, N=14336 every int8 / fp8 chain
+<= 0.018 ms and, with --compile, >= 4.5x torch.compile default; and fxfuse's error at most
+max(2x eager's, 1e-2) against float64.
+Timing: CUDA events around back-to-back calls that rotate over copies of the weights (together
+>= 256 MB, five times the L2), so every call reads its weights from HBM and no L2 flush (whose
+dirty lines would be written back during the timed call) is needed. Median of 5 batches.
 
   python bench/bench_decode.py [--quick] [--compile] [--m 1,4,16,64]   (writes $OUT/bench_decode.json)
 """
 import argparse
 import json
 import os
+import statistics
 
 import torch
 import torch.nn.functional as F
 
-from bench_chains import fused_module, ms, relerr
+from bench_chains import fused_module, relerr
 
 # Weight-only quantized forms as users write them. Each chain takes
 # (x, w, b, wq, wq_nk, s, wf8, s_t): w [K,N] 16-bit; wq int8 [K,N] and wq_nk its [N,K] copy
@@ -38,7 +45,12 @@ CHAINS = {
     "w8_linear_bias": ("int8", lambda x, w, b, wq, wq_nk, s, wf8, s_t:
                        F.linear(x, wq_nk.to(x.dtype) * s[:, None], b)),
     "f8ch_bias": ("fp8", lambda x, w, b, wq, wq_nk, s, wf8, s_t: x @ (wf8.to(x.dtype) * s) + b),
+    "w8_linear_bias_gelu": ("int8", lambda x, w, b, wq, wq_nk, s, wf8, s_t:
+                            F.gelu(F.linear(x, wq_nk.to(x.dtype) * s[:, None], b), approximate="tanh")),
+    "f8ch_bias": ("fp8", lambda x, w, b, wq, wq_nk, s, wf8, s_t: x @ (wf8.to(x.dtype) * s) + b),
     "f8t_bias": ("fp8", lambda x, w, b, wq, wq_nk, s, wf8, s_t: x @ (wf8.to(x.dtype) * s_t) + b),
+    "f8ch_bias_gelu": ("fp8", lambda x, w, b, wq, wq_nk, s, wf8, s_t:
+                       F.gelu(x @ (wf8.to(x.dtype) * s) + b, approximate="tanh")),
 }
 DENSE_DTYPES = (torch.bfloat16, torch.float16)
 KN = ((4096, 4096), (4096, 14336), (14336, 4096))
@@ -49,19 +61,57 @@ def weight_bytes(kind, K, N, dt):
     return K * N * (dt.itemsize if kind == "dense" else 1)
 
 
+ROTATION_BYTES = 256 << 20
+WEIGHT_ARGS = (1, 3, 4, 6)  # w, wq, wq_nk, wf8: the tensors copied for the rotation
+
+
+def rotated_ms(fn, arg_sets, batches=5):
+    """ms per call of fn(*arg_sets[i % n]) called back to back (see the module docstring)."""
+    for args in arg_sets:
+        fn(*args)
+    n = len(arg_sets)
+    calls = n * max(1, 60 // n)
+    times = []
+    for _ in range(batches):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        for i in range(calls):
+            fn(*arg_sets[i % n])
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / calls)
+    return statistics.median(times)
+
+
+def rotation(args, bytes_per_set):
+    """Argument sets with their own copies of the weights, >= ROTATION_BYTES together."""
+    n = max(2, -(-ROTATION_BYTES // bytes_per_set))
+    sets = [args]
+    for _ in range(n - 1):
+        sets.append(tuple(a.clone() if i in WEIGHT_ARGS else a for i, a in enumerate(args)))
+    return sets
+
+
 _copy_ms = {}
 
 
 def copy_ms(nbytes):
-    """A device copy whose reads plus writes are `nbytes` (the same traffic as the weights)."""
+    """A device copy whose reads plus writes are `nbytes`, timed like the chains."""
     if nbytes not in _copy_ms:
-        src = torch.empty(nbytes // 2, device="cuda", dtype=torch.uint8)
-        dst = torch.empty_like(src)
-        _copy_ms[nbytes] = ms(lambda: dst.copy_(src))
+        half = nbytes // 2
+        bufs = rotation_buffers(half)
+        _copy_ms[nbytes] = rotated_ms(lambda src, dst: dst.copy_(src), bufs)
     return _copy_ms[nbytes]
 
 
-def bench_row(M, K, N, dt, name, with_compile):
+def rotation_buffers(nbytes):
+    n = max(2, -(-ROTATION_BYTES // (2 * nbytes)))
+    return [(torch.empty(nbytes, device="cuda", dtype=torch.uint8),
+             torch.empty(nbytes, device="cuda", dtype=torch.uint8)) for _ in range(n)]
+
+
+def bench_row(M, K, N, dt, name, with_compile, copy_gbps):
     kind, fn = CHAINS[name]
     g = torch.Generator(device="cuda").manual_seed(M * 7 + K * 3 + N)
     x = torch.randn(M, K, device="cuda", dtype=dt, generator=g)
@@ -73,31 +123,36 @@ def bench_row(M, K, N, dt, name, with_compile):
     s_t = torch.tensor(0.02, device="cuda", dtype=dt)
     args = (x, w, b, wq, wq.t().contiguous(), s, wf8, s_t)
     row = dict(M=M, K=K, N=N, dtype=str(dt).split(".")[-1], chain=name, weights=kind)
-    row["mm"] = ms(lambda: torch.mm(x, w))
-    row["eager"] = ms(lambda: fn(*args))
+    sets = rotation(args, sum(args[i].nbytes for i in WEIGHT_ARGS))
+    row["mm"] = rotated_ms(lambda x, w, *_: torch.mm(x, w), sets)
+    row["eager"] = rotated_ms(fn, sets)
     ref = fn(*[a.double() if a.is_floating_point() and a.dtype.itemsize > 1 else a for a in args])
     gm, nfused, _ = fused_module(fn, args)
     out = gm(*args)
     out = out[0] if isinstance(out, (list, tuple)) else out
     row["fused_chains"] = nfused
-    row["fxfuse"] = ms(lambda: gm(*args))
+    row["fxfuse"] = rotated_ms(gm, sets)
     row["fxfuse_relerr"] = relerr(out, ref)
     row["eager_relerr"] = relerr(fn(*args), ref)
     if with_compile:
         torch._dynamo.reset()
         c = torch.compile(fn, dynamic=False)
         c(*args)
-        row["compile"] = ms(lambda: c(*args))
+        row["compile"] = rotated_ms(c, sets)
+    del sets
     nbytes = weight_bytes(kind, K, N, dt)
     row["weight_bytes"] = nbytes
-    row["copy"] = copy_ms(nbytes)
     row["gbps"] = nbytes / row["fxfuse"] / 1e6
-    row["pct_copy"] = row["copy"] / row["fxfuse"]
+    row["pct_copy"] = row["gbps"] / copy_gbps
+    row["pct_same"] = copy_ms(nbytes) / row["fxfuse"]
     ok = row["pct_copy"] >= TARGET_COPY[kind] and nfused > 0
+    ok = ok and row["fxfuse_relerr"] <= max(2 * row["eager_relerr"], 1e-2)
     if kind == "dense":
         ok = ok and row["fxfuse"] <= row["mm"]
-    if kind == "int8" and (M, K, N) == (16, 4096, 14336) and name == "w8_bias":
+    elif (M, K, N) == (16, 4096, 14336):
         ok = ok and row["fxfuse"] <= 0.018
+        if with_compile:
+            ok = ok and row["compile"] >= 4.5 * row["fxfuse"]
     row["target_met"] = ok
     print(json.dumps(row), flush=True)
     return row
@@ -112,30 +167,31 @@ def main():
     torch.manual_seed(0)
     ms_list = [int(m) for m in a.m.split(",")]
     kn = KN[1:2] if a.quick else KN
+    big = 1 << 30
+    copy_gbps = big / copy_ms(big) / 1e6
+    print(f"copy bandwidth, 1 GiB of traffic: {copy_gbps:.0f} GB/s (reads + writes)", flush=True)
     rows = []
     for K, N in kn:
         for M in ms_list:
             for dt in DENSE_DTYPES[:1] if a.quick else DENSE_DTYPES:
-                rows.append(bench_row(M, K, N, dt, "bias_gelu", a.compile))
+                rows.append(bench_row(M, K, N, dt, "bias_gelu", a.compile, copy_gbps))
                 if not a.quick:
-                    rows.append(bench_row(M, K, N, dt, "bias", a.compile))
+                    rows.append(bench_row(M, K, N, dt, "bias", a.compile, copy_gbps))
             quant = ["w8_bias", "w8_linear_bias"] if a.quick else \
                 [n for n, (kind, _) in CHAINS.items() if kind != "dense"]
             for name in quant:
-                rows.append(bench_row(M, K, N, torch.bfloat16, name, a.compile))
-    big = 1 << 30
-    asymptote = big / copy_ms(big) / 1e6
+                rows.append(bench_row(M, K, N, torch.bfloat16, name, a.compile, copy_gbps))
     out = os.path.join(os.environ.get("OUT", "."), "bench_decode.json")
     with open(out, "w") as f:
-        json.dump({"rows": rows, "copy_gbps_1GiB": asymptote}, f, indent=1)
-    print(f"copy bandwidth, 1 GiB of traffic: {asymptote:.0f} GB/s (reads + writes)")
+        json.dump({"rows": rows, "copy_gbps_1GiB": copy_gbps}, f, indent=1)
+    print(f"copy bandwidth, 1 GiB of traffic: {copy_gbps:.0f} GB/s (reads + writes)")
     print(f"{'M':>3} {'K':>6} {'N':>6} {'dtype':>8} {'chain':>15} {'mm':>7} {'eager':>7} {'compile':>7} "
-          f"{'fxfuse':>7} {'fx/mm':>6} {'eag/fx':>6} {'GB/s':>6} {'%copy':>6} {'fused':>5} {'relerr':>8} target")
+          f"{'fxfuse':>7} {'fx/mm':>6} {'eag/fx':>6} {'GB/s':>6} {'%copy':>6} {'%same':>6} {'fused':>5} {'relerr':>8} target")
     for r in rows:
         cp = f"{r['compile']:7.4f}" if "compile" in r else "      -"
         print(f"{r['M']:>3} {r['K']:>6} {r['N']:>6} {r['dtype']:>8} {r['chain']:>15} {r['mm']:7.4f} "
               f"{r['eager']:7.4f} {cp} {r['fxfuse']:7.4f} {r['fxfuse'] / r['mm']:6.2f} "
-              f"{r['eager'] / r['fxfuse']:6.2f} {r['gbps']:6.0f} {100 * r['pct_copy']:5.0f}% "
+              f"{r['eager'] / r['fxfuse']:6.2f} {r['gbps']:6.0f} {100 * r['pct_copy']:5.0f}% {100 * r['pct_same']:5.0f}% "
               f"{r['fused_chains']:5d} {r['fxfuse_relerr']:8.1e} {'met' if r['target_met'] else 'NOT met'}")
     met = sum(r["target_met"] for r in rows)
     print(f"issue-7 targets met on {met} of {len(rows)} rows")

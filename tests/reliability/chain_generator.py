@@ -122,11 +122,15 @@ class Case:
         lines.append(f"    return ({outs},)")
         return "\n".join(lines) + "\n"
 
-    def build(self, reference: bool = False) -> Callable:
-        """The chain as a Python function; ``reference``: every float dtype is float64."""
+    def build(self, reference: bool = False, sequential_gemm: bool = False) -> Callable:
+        """The chain as a Python function; ``reference``: every float dtype is float64;
+        ``sequential_gemm``: float32 GEMMs summed over K in one fixed order (sequential_gemm.py)."""
         d = torch.float64 if reference else DTYPES[self.dtype]
         f = torch.float64 if reference else torch.float32
         scope: dict[str, Any] = {"torch": torch, "F": torch.nn.functional, "D": d, "FP32": f, "math": math}
+        if sequential_gemm:
+            import sequential_gemm as seq
+            scope.update(torch=seq.TORCH, F=seq.FUNCTIONAL)
         exec(compile(self.source(), f"<chain seed={self.seed}>", "exec"), scope)  # noqa: S102
         return scope["chain"]
 
@@ -230,7 +234,7 @@ OPS: dict[str, OpDef] = {
     "div_scalar": OpDef(1, lambda a, p: f"{a[0]} / {_p(p, 'c')}"),
     # ---- GEMMs ----
     "mm": OpDef(2, lambda a, p: f"torch.mm({a[0]}, {a[1]})"),
-    "matmul": OpDef(2, lambda a, p: f"{a[0]} @ {a[1]}"),
+    "matmul": OpDef(2, lambda a, p: f"torch.matmul({a[0]}, {a[1]})"),  # what `a @ b` calls
     "bmm": OpDef(2, lambda a, p: f"torch.bmm({a[0]}, {a[1]})"),
     "addmm": OpDef(3, lambda a, p: f"torch.addmm({a[0]}, {a[1]}, {a[2]}, beta={_p(p, 'beta', 1.0)}, "
                                    f"alpha={_p(p, 'alpha', 1.0)})"),

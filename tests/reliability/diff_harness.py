@@ -16,12 +16,15 @@ float64 reference is at most ``max(floor, 2 × eager's own error + floor/10)``, 
 dtype (f32 1e-4·max(1, sqrt(K/64)), bf16 2e-2, f16 5e-3). Eager's error is one sample of its
 summation order: where the epilogue amplifies rounding (rsqrt near 0, sin of a large value) the
 same eager op on the same inputs in another order of K errs up to ~10× more, and CPU eager
-(MKL) up to 2.7× more than cuBLAS (GPU differential seeds 30287560, 30288000). A kernel that
-accumulates each element in one fixed FFMA chain over K erred 1.8× the worst of those. So an
-output over the first bound is judged again: at most ``max(floor, 3 × the largest eager error +
-floor/10)`` over eager in other orders of K (the reversal and 3 seeded permutations of every K
-axis: the same mathematical result, other roundings) and, for CUDA cases, eager on the CPU;
-outputs of the GEMM and epilogue only (a prologue output has a K axis). A chain with comparisons may
+(MKL) up to 2.7× more than cuBLAS (GPU differential seeds 30287560, 30288000). So an output over
+the first bound is judged again, with the same rule, against the largest error of eager in other
+orders: f32 GEMMs summed over K one term at a time (the order of a kernel with one accumulator
+per element; sequential_gemm.py), K permuted (the reversal and 3 seeded permutations of every K axis; an order is used
+only if the float64 reference computes the same values from the permuted inputs, which proves
+the permutation is a reordering of the sum) and, for CUDA cases, eager on the CPU (another
+library's blocking, also a correct f32 result). Only outputs of the GEMM and epilogue (a prologue
+output has a K axis), and not in chains with comparisons (a flipped element in one sample would
+inflate its error). A chain with comparisons may
 flip a few elements whose inputs sit within rounding of the threshold: up to
 ``max(1, 0.2% of the elements)`` such flips are excused (and counted).
 """
@@ -176,14 +179,30 @@ def k_permuted_inputs(case: Case, inputs: list[torch.Tensor], order: int) -> lis
     return out
 
 
-def other_eager_orders(case: Case, build: Callable, inputs: list[torch.Tensor]) -> list[list[torch.Tensor]]:
-    """Eager's outputs computed in other orders: K permuted on the inputs' device; for CUDA
-    inputs also on the CPU (another library's blocking), as is and reversed."""
-    outs = [list(build(*k_permuted_inputs(case, inputs, j))) for j in range(K_ORDERS)]
+def other_eager_orders(case: Case, inputs: list[torch.Tensor], ref: list[torch.Tensor]) -> list[list[torch.Tensor]]:
+    """Eager's outputs computed in other orders (module docstring): f32 GEMMs summed one term
+    at a time (sequential_gemm.py); K permuted on the inputs' device, each permutation checked
+    against the float64 reference; for CUDA inputs also eager on the CPU, as is and reversed."""
+    build, build64 = case.build(), case.build(reference=True)
+    k_free = _k_independent(case)
+
+    def same_function(permuted):
+        again = build64(*case.reference_inputs(permuted))
+        return all(not free or _relnorm(a.detach().cpu().double(), r.detach().cpu().double()) < 1e-9
+                   for free, a, r in zip(k_free, again, ref))
+
+    outs = [list(case.build(sequential_gemm=True)(*inputs))] if case.dtype == "f32" else []
+    for j in range(K_ORDERS):
+        permuted = k_permuted_inputs(case, inputs, j)
+        if same_function(permuted):
+            outs.append(list(build(*permuted)))
     if any(t.is_cuda for t in inputs):
         host = [t.cpu() for t in inputs]
         try:
-            outs += [list(build(*host)), list(build(*k_permuted_inputs(case, host, 0)))]
+            outs.append(list(build(*host)))
+            permuted = k_permuted_inputs(case, host, 0)
+            if same_function(permuted):
+                outs.append(list(build(*permuted)))
         except (RuntimeError, NotImplementedError):  # an op without a CPU kernel for this dtype
             pass
     return outs
@@ -198,8 +217,8 @@ def _k_independent(case: Case) -> list[bool]:
 def compare(case: Case, fused: list[torch.Tensor], eager: list[torch.Tensor],
             ref: list[torch.Tensor],
             other_orders: Callable[[], list[list[torch.Tensor]]] | None = None) -> Outcome:
-    """The verdict (module docstring). ``other_orders``: eager's outputs on K-permuted inputs,
-    computed only when an output is over its first bound."""
+    """The verdict (module docstring). ``other_orders``: eager's outputs in other orders
+    (``other_eager_orders``), computed only when an output is over its first bound."""
     out = Outcome("ok")
     reordered: list[list[torch.Tensor]] | None = None
     k_free = _k_independent(case)
@@ -248,21 +267,26 @@ def compare(case: Case, fused: list[torch.Tensor], eager: list[torch.Tensor],
         ef = _relnorm(fd[fin], r[fin])
         ee = _relnorm(ed[fin], r[fin])
         bound = max(floor, 2 * ee + floor / 10)
-        if not ef <= bound and other_orders is not None and i < len(k_free) and k_free[i]:
+        if (not ef <= bound and other_orders is not None and not case.discontinuous
+                and i < len(k_free) and k_free[i]):
             if reordered is None:
-                reordered = other_orders()
+                try:
+                    reordered = other_orders()
+                except Exception as e:  # noqa: BLE001 - keep the first bound; say why
+                    reordered = []
+                    out.detail += f"(other orders not evaluated: {type(e).__name__}: {e}) "
             for outs in reordered:
                 o = outs[i].detach().cpu().double()
                 ok = fin & torch.isfinite(o)
                 ee = max(ee, _relnorm(o[ok], r[ok]))
-            bound = max(floor, 3 * ee + floor / 10)
+            bound = max(floor, 2 * ee + floor / 10)
             out.reordered += 1
         out.errors.append((ef, ee, bound))
         if not ef <= bound:  # also catches NaN
             worst = ((fd - r).abs() * fin).flatten().argmax().item()
             idx = list(torch.unravel_index(torch.tensor(worst), fd.shape)) if fd.dim() else []
             idx = [int(x) for x in idx]
-            return Outcome("mismatch", detail=(
+            return Outcome("mismatch", reordered=out.reordered, detail=out.detail + (
                 f"output {i}: fused rel err {ef:.3e} > bound {bound:.3e} (eager {case.dtype} err {ee:.3e}); "
                 f"worst at {idx}: fused {fd.flatten()[worst].item():.6g} eager {ed.flatten()[worst].item():.6g} "
                 f"ref {r.flatten()[worst].item():.6g}"))
@@ -272,9 +296,8 @@ def compare(case: Case, fused: list[torch.Tensor], eager: list[torch.Tensor],
 def check_case(case: Case, route: str = "export", device: str = "cpu", options: dict | None = None) -> Outcome:
     """Runs ``case`` through ``route`` and judges it. Never raises for a fxfuse failure."""
     inputs = case.make_inputs(device)
-    build = case.build()
     try:
-        eager = list(build(*inputs))
+        eager = list(case.build()(*inputs))
         ref = list(case.build(reference=True)(*case.reference_inputs(inputs)))
     except Exception as e:  # noqa: BLE001 - a generator bug, not a fxfuse bug
         return Outcome("error:eager", detail=f"{type(e).__name__}: {e}")
@@ -283,7 +306,7 @@ def check_case(case: Case, route: str = "export", device: str = "cpu", options: 
     except Exception as e:  # noqa: BLE001
         tb = traceback.format_exc(limit=-4)
         return Outcome(f"error:{route}", detail=f"{type(e).__name__}: {str(e)[:2000]}\n{tb}")
-    o = compare(case, fused, eager, ref, lambda: other_eager_orders(case, build, inputs))
+    o = compare(case, fused, eager, ref, lambda: other_eager_orders(case, inputs, ref))
     o.fused = nfused
     o.reasons = reasons
     # Inputs must not be modified by the fused program.
