@@ -283,6 +283,13 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], u64 da, u64 db, i
   else wgmma_m64n128<BF16, TB>(d, da, db, scale_d);
 }
 
+// The persistent tile loop of one CTA: tiles tile0, tile0 + tile_step, ... < tiles, each of nk
+// k-blocks; mtc x nt tiles per batch (mtc counts cluster tiles along M).
+struct TileSpace {
+  int mtc, nt, nk;
+  long long tiles, tile0, tile_step;
+};
+
 // Grouped persistent tile order.  Returns (b, tile_m, tile_n) of linear tile t.
 __device__ __forceinline__ void tile_coords(long long t, int mt, int nt, int group_m,
                                             int& b, int& tm, int& tn) {
@@ -352,20 +359,32 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   if constexpr (CM > 1) cluster_sync_all();  // peers' barriers exist before any multicast / remote arrive
   else __syncthreads();
 
-  const long long M = p.M, N = p.N, K = p.K;
-  const int mt = (int)((M + BM - 1) / BM);
-  const int nt = (int)((N + BN - 1) / BN);
-  const int mtc = (mt + CM - 1) / CM;                 // cluster tiles along M (CM x BM rows)
-  const long long tiles = (long long)mtc * nt * p.B;  // work items of one cluster
-  const long long tile0 = blockIdx.x / CM, tile_step = gridDim.x / CM;
   constexpr int GROUP = FX_GROUP_M / CM > 0 ? FX_GROUP_M / CM : 1;
-  const int nk = (int)((K + BK - 1) / BK);
-  const bool a_bcast = p.in[FX_A_SLOT].sb == 0;
-  const bool b_bcast = p.in[FX_B_SLOT].sb == 0;
+  // The persistent loop's bounds. Each role computes them after its setmaxnreg, not once before
+  // the role split: ptxas carries values that live across the split in regular registers
+  // (copied out of the uniform registers) through the whole consumer loop, and spilled them at
+  // the epilogue's register peak (up to 28 bytes stored, 76 loaded; bench/sm90/SPILLS.md).
+  // Computed inside the consumer role they stay in uniform registers. (The bench-only
+  // FX_CLUSTER_M=2 build spills 8 bytes in its 40-register producer this way.)
+  auto tile_space = [&]() {
+    TileSpace ts;
+    const long long M = p.M, N = p.N, K = p.K;
+    const int mt = (int)((M + BM - 1) / BM);
+    ts.nt = (int)((N + BN - 1) / BN);
+    ts.mtc = (mt + CM - 1) / CM;                            // cluster tiles along M (CM x BM rows)
+    ts.tiles = (long long)ts.mtc * ts.nt * p.B;             // work items of one cluster
+    ts.tile0 = blockIdx.x / CM;
+    ts.tile_step = gridDim.x / CM;
+    ts.nk = (int)((K + BK - 1) / BK);
+    return ts;
+  };
 
   if (wg == 0) {
     // ------------------------------ producer ------------------------------
     setmaxnreg_dec<FX_PRODUCER_REGS>();
+    const TileSpace ts = tile_space();
+    const bool a_bcast = p.in[FX_A_SLOT].sb == 0;
+    const bool b_bcast = p.in[FX_B_SLOT].sb == 0;
     if (tid == 0) {
       const void* mapA = &p.tma[0][0];
       const void* mapB = &p.tma[1][0];
@@ -373,12 +392,12 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       tma_prefetch_desc(mapB);
       int s = 0;
       u32 ph = 0;
-      for (long long t = tile0; t < tiles; t += tile_step) {
+      for (long long t = ts.tile0; t < ts.tiles; t += ts.tile_step) {
         int b, tm, tn;
-        tile_coords(t, mtc, nt, GROUP, b, tm, tn);
+        tile_coords(t, ts.mtc, ts.nt, GROUP, b, tm, tn);
         tm = tm * CM + (int)crank;
         const int ba = a_bcast ? 0 : b, bb = b_bcast ? 0 : b;
-        for (int kb = 0; kb < nk; ++kb) {
+        for (int kb = 0; kb < ts.nk; ++kb) {
           mbar_wait(empty0 + 8 * s, ph ^ 1);
           const u32 full = full0 + 8 * s;
           mbar_expect_tx(full, STAGE_BYTES);
@@ -415,6 +434,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   } else {
     // ------------------------------ consumers -----------------------------
     setmaxnreg_inc<FX_CONSUMER_REGS>();
+    const TileSpace ts = tile_space();
     const int c = wg - 1;
     const int warp = tid / 32, lane = tid % 32;
     auto release = [&](int st) {
@@ -432,12 +452,13 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     // The producer fills the ring with every tile of this CTA in order, nk stages each; a
     // ping-pong consumer takes every other tile (local index j), so its ring position is j * nk.
     const long long first = FX_PINGPONG ? c : 0, every = FX_PINGPONG ? 2 : 1;
-    for (long long j = first, t = tile0 + first * tile_step; t < tiles; j += every, t += every * tile_step) {
-      const long long q = j * nk;
+    for (long long j = first, t = ts.tile0 + first * ts.tile_step; t < ts.tiles;
+         j += every, t += every * ts.tile_step) {
+      const long long q = j * ts.nk;
       int s = (int)(q % S);
       u32 ph = (u32)((q / S) & 1);
       int b, tm, tn;
-      tile_coords(t, mtc, nt, GROUP, b, tm, tn);
+      tile_coords(t, ts.mtc, ts.nt, GROUP, b, tm, tn);
       tm = tm * CM + (int)crank;
       // Ping-pong order: a stage's full barrier tells its phases apart only by parity, so a
       // consumer must not wait on a stage more than one fill ahead. Waiting until the other
@@ -445,9 +466,9 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       // alternates the mainloops: one consumer's epilogue runs under the other's MMAs.
       if (FX_PINGPONG && j > 0) mbar_wait(order0 + 8 * c, (u32)(((j - 1) / 2) & 1));
       int prev = 0;
-      for (int kb = 0; kb < nk; ++kb) {
+      for (int kb = 0; kb < ts.nk; ++kb) {
         mbar_wait(full0 + 8 * s, ph);
-        if (FX_PINGPONG && kb == nk - 1 && lane == 0) mbar_arrive(order0 + 8 * (1 - c));
+        if (FX_PINGPONG && kb == ts.nk - 1 && lane == 0) mbar_arrive(order0 + 8 * (1 - c));
         const u32 sA = smem + s * STAGE_BYTES + row0 * (BK * 2);
         const u32 sB = smem + s * STAGE_BYTES + A_BYTES;
         wgmma_fence();
@@ -480,7 +501,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       // A tile wholly inside the output, with outputs that take paired stores everywhere,
       // takes a branch-free path (fx_epilogue2_vec), so the compiler can issue the epilogue's
       // input loads of many column pairs together instead of one latency per pair.
-      const bool whole = (long long)(tm + 1) * BM <= M && (long long)(tn + 1) * BN <= N && fx_epilogue2_vec_ok(p);
+      const bool whole = (long long)(tm + 1) * BM <= p.M && (long long)(tn + 1) * BN <= p.N && fx_epilogue2_vec_ok(p);
 #pragma unroll
       for (int sub = 0; sub < SUB; ++sub) {
         const long long row = (long long)tm * BM + row0 + sub * 64 + warp * 16 + lane / 4;
