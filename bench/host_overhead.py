@@ -97,7 +97,8 @@ def main():
             delta = {k: after[k] - before[k] for k in
                      ("launches", "cluster_launches", "pointwise_launches", "aten_dispatch", "fallbacks", "call_cache_hits")
                      if k in after}
-            path = ("kernel" if delta.get("launches") == n else
+            path = ("cuBLAS + epilogue kernel" if delta.get("pointwise_launches") == n else
+                    "kernel" if delta.get("launches") == n else
                     "aten" if delta.get("aten_dispatch") == n else f"mixed {delta}")
             x, w, b = ins
             wt = w.t() if layout == "nk" else w

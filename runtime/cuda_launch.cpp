@@ -371,7 +371,7 @@ struct CallEntry {
   bool cluster = false;           // dims.cluster product > 1: launch with cuLaunchKernelEx
   int accSlot = -1;  // Kind::Pointwise
   // Good for this call only, not stored for the call site: the ATen evaluation taken because
-  // the epilogue kernel could not be compiled now (CUDA graph capture) or failed to load.
+  // the epilogue kernel could not be compiled now (the first call inside a CUDA graph capture).
   bool transient = false;
   // sm90_wgmma: tensor maps, re-encoded only when the A/B pointers change.
   bool tma = false;
@@ -418,7 +418,8 @@ bool callKey(const CachedSpec* spec, at::TensorList inputs, std::vector<int64_t>
   const c10::Device device = inputs[0].device();
   key->push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(spec)));
   key->push_back(device.index());
-  key->push_back(envFlag("FXFUSE_FORCE_KERNEL") ? 1 : 0);  // forced kernels (tests) decide differently
+  // Switches that change the decision (tests flip them between calls on the same inputs)
+  key->push_back((envFlag("FXFUSE_FORCE_KERNEL") ? 1 : 0) | (envFlag("FXFUSE_NO_POINTWISE") ? 2 : 0));
   key->push_back(static_cast<int64_t>(inputs.size()));
   for (const at::Tensor& t : inputs) {
     if (!t.defined() || t.layout() != at::kStrided || t.device() != device) return false;
@@ -508,16 +509,15 @@ std::shared_ptr<CallEntry> pointwiseEntry(const CudaDriver& d, const Plan& plan,
     e->transient = true;
     return e;
   } catch (const std::exception& e) {
-    // KernelUnavailable (codegen cannot emit it) is permanent; anything else (NVRTC or driver
-    // trouble) is retried at the next plan. Both are fallbacks: FXFUSE_STRICT raises.
+    // A fallback (FXFUSE_STRICT raises). The ATen entry is kept for this call site whatever
+    // the error: retrying at every call would regenerate and recompile (0.1-1 s) per call.
+    // A new call site (other shapes, a new process) tries again.
     TORCH_CHECK(!envFlag("FXFUSE_STRICT"), "fxfuse::gemm_chain (FXFUSE_STRICT=1): no epilogue kernel: ", e.what());
     stats().fallbacks++;
     warnOnce(std::string("pointwise: ") + e.what(),
              std::string("fxfuse::gemm_chain: no epilogue kernel (") + e.what() +
                  "); evaluating the chain with ATen ops instead. Warned once.");
-    auto entry = atenEntry(plan);
-    entry->transient = dynamic_cast<const KernelUnavailable*>(&e) == nullptr;
-    return entry;
+    return atenEntry(plan);
   }
   auto e = atenEntry(plan);
   e->kind = CallEntry::Kind::Pointwise;

@@ -103,7 +103,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("kernel_variant", &kernelVariant, py::arg("spec"), py::arg("M"), py::arg("N"),
         py::arg("K"), py::arg("B") = 1, py::arg("arch") = "sm_90",
         "(variant, fast): the kernel the op would pick for this problem (aligned operands); "
-        "fast=False means the op would run the chain with ATen, i.e. fusing gains nothing.");
+        "fast=False means the op would run it unfused (cuBLAS + the epilogue kernel, or ATen ops).");
   m.def(
       "kernel_candidates_for_size",
       [](const std::string& specText, long long M, long long N, long long K, long long B, const std::string& arch) {

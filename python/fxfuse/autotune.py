@@ -4,9 +4,10 @@ The op picks a kernel by a heuristic (codegen/config_table.cpp). With autotune o
 (``Options(autotune=True)``, ``fxfuse.compile(model, autotune=True)``, or FXFUSE_AUTOTUNE=1),
 the pass instead measures, while the model compiles, every kernel the op may run for the chain
 (``_C.kernel_candidates``: the heuristic's choice and the other Hopper tiles, whatever the
-epilogue) and the chain evaluated with ATen ops (what the op runs when no kernel is faster), on
-random inputs of the real shapes, strides and dtypes. A candidate counts only if it really
-launched its kernel and its outputs agree with the ATen evaluation. The fastest becomes the
+epilogue) and the unfused path (what the op runs when no kernel is faster: cuBLAS plus the
+generated epilogue kernel, or ATen ops), on random inputs of the real shapes, strides and
+dtypes. A candidate counts only if it really launched its kernel and its outputs agree with the
+chain evaluated by ATen ops alone (no generated code). The fastest becomes the
 op's choice for that problem (``_C.set_kernel_choice``), kept in the disk kernel cache
 (runtime/kernel_choice.h): every later process runs it without measuring, also one that loads
 the compiled graph from Inductor's cache or a rewritten .pt2 and never runs this pass.
@@ -22,7 +23,7 @@ import torch
 
 log = logging.getLogger("fxfuse")
 
-ATEN = "aten"       # the op evaluates the chain with ATen ops
+ATEN = "aten"       # the unfused path: cuBLAS + the epilogue kernel where it applies, else ATen ops
 WARMUP, REPS = 3, 20
 
 
@@ -84,10 +85,30 @@ def disagreement(outs: list[torch.Tensor], ref: list[torch.Tensor]) -> str | Non
     return None
 
 
+def _aten_reference(op, inputs: list[torch.Tensor], spec: str) -> list[torch.Tensor]:
+    """The chain evaluated with ATen ops alone (no generated code at all, not even the unfused
+    path's epilogue kernel, whose hooks every candidate shares): what candidates must match."""
+    from . import _C
+
+    saved = os.environ.get("FXFUSE_NO_POINTWISE")
+    os.environ["FXFUSE_NO_POINTWISE"] = "1"  # part of the op's call key: planned afresh
+    try:
+        _C.set_kernel_choice(inputs, spec, ATEN)
+        outs = [o.clone() for o in op(inputs, spec)]
+        torch.cuda.synchronize()
+        return outs
+    finally:
+        if saved is None:
+            del os.environ["FXFUSE_NO_POINTWISE"]
+        else:
+            os.environ["FXFUSE_NO_POINTWISE"] = saved
+
+
 def measure(inputs: list[torch.Tensor], spec: str, reps: int = REPS) -> dict[str, Any]:
-    """Times the ATen evaluation and each candidate kernel on ``inputs``; returns the fastest
-    valid choice with every time (None: rejected, reason in ``errors``). Leaves the op on the
-    heuristic; ``tune`` sets the choice."""
+    """Times the unfused path ("aten": cuBLAS plus the epilogue kernel, or ATen ops) and each
+    candidate kernel on ``inputs``; every one must agree with the ATen evaluation. Returns the
+    fastest valid choice with every time (None: rejected, reason in ``errors``). Leaves the op
+    on the heuristic; ``tune`` sets the choice."""
     from . import _C
 
     op = torch.ops.fxfuse.gemm_chain
@@ -95,8 +116,8 @@ def measure(inputs: list[torch.Tensor], spec: str, reps: int = REPS) -> dict[str
     forced = os.environ.pop("FXFUSE_FORCE_KERNEL", None)
     times: dict[str, float | None] = {}
     errors: dict[str, str] = {}
-    ref: list[torch.Tensor] | None = None
     try:
+        ref = _aten_reference(op, inputs, spec)
         for choice in [ATEN] + _C.kernel_candidates(inputs, spec):
             _C.set_kernel_choice(inputs, spec, choice)
             times[choice] = None
@@ -105,13 +126,11 @@ def measure(inputs: list[torch.Tensor], spec: str, reps: int = REPS) -> dict[str
                 outs = [op(inputs, spec) for _ in range(WARMUP)][-1]  # the first compiles and loads
                 torch.cuda.synchronize()
                 launched = _C.stats().get("launches", 0) - before
-                if choice == ATEN:
-                    ref = [o.clone() for o in outs]
-                elif launched != WARMUP:
+                if choice != ATEN and launched != WARMUP:
                     errors[choice] = "the op did not launch this kernel (it fell back to ATen)"
                     continue
-                elif ref is None or (why := disagreement(outs, ref)) is not None:
-                    errors[choice] = why or "no ATen result to compare with"
+                if (why := disagreement(outs, ref)) is not None:
+                    errors[choice] = why
                     continue
                 times[choice] = _time_ms(lambda: op(inputs, spec), reps)
             except Exception as e:  # noqa: BLE001 - a candidate that fails is not chosen
