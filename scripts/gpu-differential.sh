@@ -33,7 +33,8 @@ for r in rows:
 chunks = sorted((r["seeds"][0], r["sm90_all_epilogues"]) for r in rows)
 print(f"differential: {len(rows)} chunks, {sum(r['cases'] for r in rows)} cases, results {dict(res)}, "
       f"fused {sum(r['fused'] for r in rows)}, failing cases {sum(r['failures'] for r in rows)}, "
-      f"kernel launches {sum(r.get('op', {}).get('launches', 0) for r in rows)}, "
+      f"kernel launches {sum(r.get('op', {}).get('launches', 0) for r in rows)} "
+      f"(of them cuBLAS + epilogue kernel {sum(r.get('op', {}).get('pointwise_launches', 0) for r in rows)}), "
       f"ATen evaluations {sum(r.get('op', {}).get('aten_dispatch', 0) for r in rows)}")
 print("first seeds:", [c[0] for c in chunks][:3], "...", [c[0] for c in chunks][-3:])
 for r in rows:

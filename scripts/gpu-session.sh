@@ -5,7 +5,8 @@
 #   scripts/gpu-session.sh check          build, CTest, GPU tests (-n 14), smoke with the Hopper
 #                                         kernel on every epilogue, compile/disk-hit times (~400 s)
 #   scripts/gpu-session.sh diff FIRST N   issue 8: N chunks of 100 differential cases from chunk
-#                                         FIRST, kernels forced (~5 min per 5,000 cases)
+#                                         FIRST, kernels forced (~5 min per 5,000 cases);
+#                                         FXFUSE_DIFF_FORCE=0: as in production (unfused path)
 #   scripts/gpu-session.sh bench          host overhead, end-to-end chains with Inductor beside
 #                                         them, with and without autotune
 #   scripts/gpu-session.sh decode         issue 7: every decode shape and weight format against
