@@ -3,6 +3,7 @@
 // kernel lives in cuda_launch.cpp; it is registered here so that all registrations read in
 // one place.
 #include <ATen/ATen.h>
+#include <ATen/TensorUtils.h>  // at::detail::computeStride
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/SymBool.h>
 #include <torch/csrc/autograd/custom_function.h>
@@ -185,7 +186,17 @@ at::Tensor logicalView(const at::Tensor& t, const std::string& dims, Space space
     if (letters[d] == '1') perm.push_back(static_cast<int64_t>(d));
   TORCH_INTERNAL_ASSERT(perm.size() == letters.size(), "dims [", dims, "] outside space ",
                         order);
-  return t.permute(perm).reshape(shape);
+  // permute and reshape are a dispatcher call and a new view each, also when they change
+  // nothing, which is the common case (A as [m,k], B as [k,n], a full residual). Skipped then,
+  // with the strides reshape would give (it recomputes those of size-1 dims, which cuBLAS reads).
+  bool identity = true;
+  for (size_t d = 0; d < perm.size(); ++d) identity = identity && perm[d] == static_cast<int64_t>(d);
+  const at::Tensor p = identity ? t : t.permute(perm);
+  if (p.sizes() == c10::IntArrayRef(shape)) {
+    const auto strides = at::detail::computeStride(p.sizes(), p.strides(), c10::IntArrayRef(shape));
+    if (strides && c10::IntArrayRef(*strides) == p.strides()) return p;
+  }
+  return p.reshape(shape);
 }
 
 namespace {

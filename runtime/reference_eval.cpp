@@ -26,6 +26,12 @@ struct Operand {
   double constant() const { return value->constant; }
 };
 
+// `t` in dtype `d`. Tensor::to returns `t` itself when it already is, but only after a
+// dispatcher call, and this path would make several per op.
+at::Tensor toType(const at::Tensor& t, at::ScalarType d) {
+  return t.scalar_type() == d ? t : t.to(d);
+}
+
 using OpFn = std::function<at::Tensor(const std::vector<Operand>&)>;
 
 // Ops whose eager form takes a Python scalar (pow's exponent, leaky_relu's slope, clamp's
@@ -94,7 +100,7 @@ const std::unordered_map<std::string, OpFn>& opTable() {
       {"where",
        [](auto& x) {
          if (x[0].isConst()) return x[0].constant() != 0 ? x[1].t : x[2].t;  // later ops broadcast
-         const at::Tensor c = x[0].t.to(at::kBool);
+         const at::Tensor c = toType(x[0].t, at::kBool);
          if (x[1].isConst() && x[2].isConst())
            return at::where(c, at::Scalar(x[1].constant()), at::Scalar(x[2].constant())).to(x[1].t.scalar_type());
          if (x[1].isConst()) return at::where(c, at::Scalar(x[1].constant()), x[2].t);
@@ -128,20 +134,66 @@ at::ScalarType opMathType(const Value& v, const std::vector<at::Tensor>& values)
   return anyDouble ? at::kDouble : at::kFloat;
 }
 
+// Binary ops whose ATen kernel (TensorIterator) converts its operands to their promoted type
+// and, with an out= tensor, rounds to that tensor's dtype as it stores. evalOp lets them:
+// one kernel instead of up to four (two operand conversions, the op, the rounding), which on
+// CUDA means up to three fewer launches and allocations per op. The values are the same: the
+// casts inside the kernel are the ones .to() does, the op computes in the same type, and the
+// store rounds as .to() does.
+using BinaryOut = at::Tensor& (*)(at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
+BinaryOut binaryOut(const std::string& op) {
+  static const std::unordered_map<std::string, BinaryOut> table = {
+      {"add", [](at::Tensor& o, const at::Tensor& a, const at::Tensor& b) -> at::Tensor& { return at::add_out(o, a, b); }},
+      {"sub", [](at::Tensor& o, const at::Tensor& a, const at::Tensor& b) -> at::Tensor& { return at::sub_out(o, a, b); }},
+      {"mul", [](at::Tensor& o, const at::Tensor& a, const at::Tensor& b) -> at::Tensor& { return at::mul_out(o, a, b); }},
+      {"div", [](at::Tensor& o, const at::Tensor& a, const at::Tensor& b) -> at::Tensor& { return at::div_out(o, a, b); }},
+      {"maximum", [](at::Tensor& o, const at::Tensor& a, const at::Tensor& b) -> at::Tensor& { return at::maximum_out(o, a, b); }},
+      {"minimum", [](at::Tensor& o, const at::Tensor& a, const at::Tensor& b) -> at::Tensor& { return at::minimum_out(o, a, b); }},
+  };
+  auto it = table.find(op);
+  return it == table.end() ? nullptr : it->second;
+}
+
+bool plainFloat(at::ScalarType t) {  // float8 types take no part in ATen's type promotion
+  return t == at::kFloat || t == at::kDouble || t == at::kBFloat16 || t == at::kHalf;
+}
+
+// Converts at most one of `a`, `b` so that ATen's type promotion of the pair gives exactly
+// `math`, or returns false. Promotion gives the widest type among operands with dims (0-dim
+// tensors, the spec's constants, do not raise it), and neither operand is wider than `math`
+// (opMathType), so one operand with dims in `math` is enough.
+bool promoteToMath(at::Tensor& a, at::Tensor& b, at::ScalarType math) {
+  if (math != at::kFloat && math != at::kDouble) return false;
+  if (!plainFloat(a.scalar_type()) || !plainFloat(b.scalar_type())) return false;
+  if ((a.dim() > 0 && a.scalar_type() == math) || (b.dim() > 0 && b.scalar_type() == math)) return true;
+  at::Tensor& t = a.dim() > 0 ? a : b;
+  if (t.dim() == 0) return false;  // two constants
+  t = t.to(math);
+  return true;
+}
+
 at::Tensor evalOp(const ChainSpec& spec, const Value& v, const std::vector<at::Tensor>& values) {
   const at::ScalarType result = toScalarType(v.dtype);
-  if (v.op == "convert") return values[v.operands[0]].to(result);  // one rounding, like eager
+  if (v.op == "convert") return toType(values[v.operands[0]], result);  // one rounding, like eager
   auto it = opTable().find(v.op);
   TORCH_CHECK(it != opTable().end(), "fxfuse::gemm_chain: op '", v.op,
               "' has no CPU implementation");
   const at::ScalarType math = opMathType(v, values);
+  if (const BinaryOut out = binaryOut(v.op); out && plainFloat(result)) {
+    at::Tensor a = values[v.operands[0]], b = values[v.operands[1]];
+    if (promoteToMath(a, b, math)) {
+      // On a's device unless a is a constant (a CPU scalar next to device tensors).
+      at::Tensor r = at::empty({0}, (a.dim() > 0 ? a : b).options().dtype(result));  // resized by the op
+      return out(r, a, b);
+    }
+  }
   std::vector<Operand> operands;
   for (size_t i = 0; i < v.operands.size(); ++i) {
     const at::Tensor& t = values[v.operands[i]];
     const bool isCond = v.op == "where" && i == 0;
-    operands.push_back({isCond ? t : t.to(math), &spec.values[v.operands[i]]});
+    operands.push_back({isCond ? t : toType(t, math), &spec.values[v.operands[i]]});
   }
-  return it->second(operands).to(result);
+  return toType(it->second(operands), result);
 }
 
 // mm in fp32 accumulation, rounded once to the value's dtype. A native half-precision mm
@@ -156,7 +208,9 @@ at::Tensor evalMm(const Value& v, const at::Tensor& a, const at::Tensor& b,
     aShape.insert(aShape.begin(), B);
     bShape.insert(bShape.begin(), B);
   }
-  at::Tensor x = a.expand(aShape), y = b.expand(bShape);
+  // Operands are usually of the full shape already (expand, a view, is another dispatch).
+  at::Tensor x = a.sizes() == c10::IntArrayRef(aShape) ? a : a.expand(aShape);
+  at::Tensor y = b.sizes() == c10::IntArrayRef(bShape) ? b : b.expand(bShape);
   const bool native = x.scalar_type() == result && y.scalar_type() == result &&
                       at::isFloatingType(result) && result != at::kDouble;
   const bool half = x.scalar_type() == y.scalar_type() &&
@@ -172,11 +226,11 @@ at::Tensor evalMm(const Value& v, const at::Tensor& a, const at::Tensor& b,
     }
   }
   if (!native) {
-    x = x.to(at::kFloat);
-    y = y.to(at::kFloat);
+    x = toType(x, at::kFloat);
+    y = toType(y, at::kFloat);
   }
   at::Tensor r = gemm == GemmKind::Bmm ? at::bmm(x, y) : at::mm(x, y);
-  return r.to(result);
+  return toType(r, result);
 }
 
 }  // namespace
@@ -216,8 +270,14 @@ std::vector<at::Tensor> evaluateReference(const ChainSpec& spec, at::TensorList 
     at::Tensor r = values[id];
     if (r.device() != device) r = r.to(device);  // a constant (or all-constant) output
     TORCH_INTERNAL_ASSERT(r.scalar_type() == toScalarType(spec.values[id].dtype));
-    // Outputs never alias an input or each other (an output may be a plain input value).
-    outputs.push_back(r.expand(full).clone(at::MemoryFormat::Contiguous).view(outShape));
+    // Outputs never alias an input or each other (an output may be a plain input value, or be
+    // listed twice), and are contiguous and of the full shape. The usual output, the last op's
+    // fresh result, already is all that: returned as it is, without a copy kernel.
+    bool fresh = r.is_contiguous() && r.sizes() == c10::IntArrayRef(full);
+    for (const at::Tensor& t : inputs) fresh = fresh && !r.is_alias_of(t);
+    for (const at::Tensor& t : outputs) fresh = fresh && !r.is_alias_of(t);
+    if (!fresh) r = r.expand(full).clone(at::MemoryFormat::Contiguous);
+    outputs.push_back(full == outShape ? r : r.view(outShape));
   }
   return outputs;
 }

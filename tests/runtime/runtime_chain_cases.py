@@ -274,6 +274,29 @@ def activations_mix(dt, dev, M, N, K):
     return Case(s.text(), ins, ref)
 
 
+def per_op_rounding_chain(dev):
+    """(spec, inputs, the output bit for bit): each op computed in fp32 from its operands and
+    rounded to its value's dtype, written out with one explicit conversion per step, as the
+    ATen evaluator once did it; it must give the same bits whichever way it gets ATen to do
+    that (mixed bf16/f16/fp32 operands, a 0-d constant, binary ops that round as they store)."""
+    s = SpecBuilder()
+    x, w = s.input(torch.bfloat16, "mk"), s.input(torch.bfloat16, "kn")
+    y = s.mm(x, w, torch.bfloat16)
+    h = s.op("add", y, s.input(torch.bfloat16, "n"), dtype=torch.bfloat16)
+    g = s.op("gelu_tanh", h, dtype=torch.bfloat16)
+    m = s.op("mul", g, s.input(torch.float16, "mn"), dtype=torch.float16)
+    s.output(s.op("div", m, s.const(3.0, torch.bfloat16), dtype=torch.bfloat16))
+    M, N, K = 48, 64, 96  # on CUDA: no fast fused kernel at this size
+    ins = [randn((M, K), torch.bfloat16, dev), randn((K, N), torch.bfloat16, dev, K ** -0.5),
+           randn((N,), torch.bfloat16, dev), randn((M, N), torch.float16, dev)]
+    f32 = torch.float32
+    h = (torch.mm(ins[0], ins[1]).to(f32) + ins[2].to(f32)).to(torch.bfloat16)
+    g = F.gelu(h.to(f32), approximate="tanh").to(torch.bfloat16)
+    m = (g.to(f32) * ins[3].to(f32)).to(torch.float16)
+    c = torch.scalar_tensor(3.0, dtype=torch.bfloat16).to(f32)  # a constant: 0-d, on the CPU
+    return s.text(), ins, (m.to(f32) / c).to(torch.bfloat16)
+
+
 CASES = {f.__name__: f for f in [
     bias_gelu, linear_gelu_tanh, residual, silu, relu_cast, int8_weight_only, fp8_dequant,
     zero_point, bmm_bias, lead_3d, extra_outputs, transposed_a, broadcasts, activations_mix]}

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import fxfuse._C  # noqa: F401  (registers torch.ops.fxfuse.gemm_chain)
-from runtime_chain_cases import CASES, DTYPES, SpecBuilder, check_outputs, randn
+from runtime_chain_cases import CASES, DTYPES, SpecBuilder, check_outputs, per_op_rounding_chain, randn
 
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
 SHAPES = [(1, 8, 16), (17, 24, 40), (64, 33, 130)]  # (M, N, K), not multiples of anything
@@ -40,6 +40,22 @@ def test_outputs_do_not_alias_inputs():
     ins = [torch.randn(3, 4), torch.randn(4, 5), torch.randn(3, 5)]
     (out,) = gemm_chain(ins, s.text())
     assert torch.equal(out, ins[2]) and out.data_ptr() != ins[2].data_ptr()
+
+
+def test_output_listed_twice_is_two_tensors():
+    s = SpecBuilder()
+    x, w = s.input(torch.float32, "mk"), s.input(torch.float32, "kn")
+    y = s.op("relu", s.mm(x, w, torch.float32), dtype=torch.float32)
+    s.output(y, y)
+    a, b = gemm_chain([torch.randn(3, 4), torch.randn(4, 5)], s.text())
+    assert torch.equal(a, b) and a.data_ptr() != b.data_ptr()
+
+
+def test_rounding_per_op_is_bit_exact():
+    torch.manual_seed(3)
+    spec, inputs, expected = per_op_rounding_chain("cpu")
+    (out,) = gemm_chain(inputs, spec)
+    assert torch.equal(out.view(torch.int16), expected.view(torch.int16))
 
 
 def test_outputs_contiguous_and_shaped_like_eager():

@@ -26,7 +26,8 @@ import torch
 os.environ["FXFUSE_POISON_OUTPUTS"] = "1"
 
 import fxfuse._C as C  # noqa: E402
-from runtime_chain_cases import CASES, DTYPES, SpecBuilder, check_outputs, randn  # noqa: E402
+from runtime_chain_cases import (CASES, DTYPES, SpecBuilder, check_outputs,  # noqa: E402
+                                per_op_rounding_chain, randn)
 
 pytestmark = pytest.mark.gpu
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
@@ -149,6 +150,20 @@ def test_non_fast_variant_runs_through_aten(unforced, kind, shape, monkeypatch):
         assert all(o.is_cuda for o in outs)
         check_outputs(case, outs, torch.bfloat16)
     assert after["call_cache_hits"] >= before["call_cache_hits"] + 1
+
+
+def test_aten_path_rounds_per_op_bit_exact(unforced, monkeypatch):
+    """The ATen evaluation on the GPU gives the bits of one explicit fp32 step per op
+    (runtime_chain_cases.per_op_rounding_chain), from the first call and from the call-site cache."""
+    monkeypatch.setenv("FXFUSE_NO_POINTWISE", "1")
+    seed("aten-bits")
+    spec, inputs, expected = per_op_rounding_chain("cuda")
+    for call in range(2):
+        before = C.stats()
+        (out,) = gemm_chain(inputs, spec)
+        torch.cuda.synchronize()
+        assert C.stats()["aten_dispatch"] == before["aten_dispatch"] + 1, call
+        assert torch.equal(out.view(torch.int16), expected.view(torch.int16)), call
 
 
 def test_force_kernel_switches_per_call(monkeypatch):
