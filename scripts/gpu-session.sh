@@ -36,6 +36,9 @@ case "$part" in
   bench)
     build
     python3 bench/host_overhead.py > "$LOGS/host_overhead.txt" 2>&1; tail -n 6 "$LOGS/host_overhead.txt"
+    # the ATen path itself (the M=48 row without the unfused path's epilogue kernel)
+    FXFUSE_NO_POINTWISE=1 python3 bench/host_overhead.py > "$LOGS/host_overhead_aten.txt" 2>&1
+    grep "M=48" "$LOGS/host_overhead_aten.txt"
     OUT=$LOGS timeout 200 python3 bench/bench_chains.py --all-epilogues --compile --shapes 7 > "$LOGS/bench_all.txt" 2>&1
     grep -A30 "^ *shape" "$LOGS/bench_all.txt" | head -n 30
     OUT=$LOGS FXFUSE_AUTOTUNE=1 timeout 200 python3 bench/bench_chains.py --all-epilogues --shapes 7 > "$LOGS/bench_autotune.txt" 2>&1
@@ -48,4 +51,4 @@ case "$part" in
     ;;
   *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode"; exit 2 ;;
 esac
-tar czf "$OUTDIR/gpu-logs-$part.tgz" -C "$OUTDIR" logs && rm -rf "$LOGS"
+tar czf "$OUTDIR/gpu-logs-$part${2:+-$2}.tgz" -C "$OUTDIR" logs && rm -rf "$LOGS"
