@@ -22,6 +22,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -373,6 +374,10 @@ struct CallEntry {
   // Good for this call only, not stored for the call site: the ATen evaluation taken because
   // the epilogue kernel could not be compiled now (the first call inside a CUDA graph capture).
   bool transient = false;
+  // Kind::Aten because the epilogue kernel failed: each call counts as a fallback (and raises
+  // under FXFUSE_STRICT); the call site plans again from retryAt on (max: never).
+  bool fallback = false;
+  std::chrono::steady_clock::time_point retryAt = std::chrono::steady_clock::time_point::max();
   // sm90_wgmma: tensor maps, re-encoded only when the A/B pointers change.
   bool tma = false;
   int aSlot = -1, bSlot = -1;
@@ -500,6 +505,21 @@ std::shared_ptr<CallEntry> pointwiseEntry(const CudaDriver& d, const Plan& plan,
     const cu::Result r = d.cuStreamIsCapturing(stream, &status);
     return r == cu::kSuccess && status == cu::kCaptureStatusNone;
   };
+  // A failed kernel is not tried again for a while (for good when codegen cannot emit it):
+  // retrying at every call, or at every new call site of a dynamic shape, would regenerate and
+  // recompile (0.1-1 s) each time. Meanwhile the call site runs ATen ops, counted as fallbacks.
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kRetryAfter = std::chrono::seconds(30);
+  auto failed = [&](Clock::time_point retryAt) {
+    auto e = atenEntry(plan);
+    e->fallback = true;
+    e->retryAt = retryAt;
+    return e;
+  };
+  {
+    std::lock_guard<std::mutex> lock(plan.entry->kernelsMutex);
+    if (Clock::now() < plan.entry->pointwiseRetryAt) return failed(plan.entry->pointwiseRetryAt);
+  }
   std::shared_ptr<CudaKernel> kernel;
   try {
     kernel = getKernel(d, *plan.entry, req);
@@ -509,15 +529,17 @@ std::shared_ptr<CallEntry> pointwiseEntry(const CudaDriver& d, const Plan& plan,
     e->transient = true;
     return e;
   } catch (const std::exception& e) {
-    // A fallback (FXFUSE_STRICT raises). The ATen entry is kept for this call site whatever
-    // the error: retrying at every call would regenerate and recompile (0.1-1 s) per call.
-    // A new call site (other shapes, a new process) tries again.
+    const Clock::time_point retryAt =
+        dynamic_cast<const KernelUnavailable*>(&e) ? Clock::time_point::max() : Clock::now() + kRetryAfter;
+    {
+      std::lock_guard<std::mutex> lock(plan.entry->kernelsMutex);
+      plan.entry->pointwiseRetryAt = retryAt;
+    }
     TORCH_CHECK(!envFlag("FXFUSE_STRICT"), "fxfuse::gemm_chain (FXFUSE_STRICT=1): no epilogue kernel: ", e.what());
-    stats().fallbacks++;
     warnOnce(std::string("pointwise: ") + e.what(),
              std::string("fxfuse::gemm_chain: no epilogue kernel (") + e.what() +
                  "); evaluating the chain with ATen ops instead. Warned once.");
-    return atenEntry(plan);
+    return failed(retryAt);
   }
   auto e = atenEntry(plan);
   e->kind = CallEntry::Kind::Pointwise;
@@ -700,7 +722,13 @@ cu::Result launch(const CudaDriver& d, const CudaKernel& k, const codegen::Launc
 std::vector<at::Tensor> runCall(const CallEntry& c, at::TensorList inputs) {
   const ChainSpec& spec = c.spec->spec;
   if (c.kind == CallEntry::Kind::Aten) {
-    stats().atenDispatch++;
+    if (c.fallback) {
+      TORCH_CHECK(!envFlag("FXFUSE_STRICT"), "fxfuse::gemm_chain (FXFUSE_STRICT=1): no epilogue kernel for ",
+                  "this chain (the warning above says why)");
+      stats().fallbacks++;
+    } else {
+      stats().atenDispatch++;
+    }
     return evaluateReference(spec, inputs, c.shape);
   }
   const c10::Device device = inputs[0].device();
@@ -851,7 +879,8 @@ std::vector<at::Tensor> gemmChainCuda(at::TensorList inputs, c10::string_view sp
   const bool cacheable = callKey(entry.get(), inputs, &key);
   if (cacheable) {
     std::shared_ptr<const CallEntry> call = findCall(key);
-    if (call) {
+    // (a fallback entry is planned again once its retry time has come)
+    if (call && !(call->fallback && std::chrono::steady_clock::now() >= call->retryAt)) {
       stats().callCacheHits++;
       const c10::DeviceGuard guard(inputs[0].device());
       return runCall(*call, inputs);

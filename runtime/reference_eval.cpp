@@ -273,7 +273,9 @@ std::vector<at::Tensor> evaluateReference(const ChainSpec& spec, at::TensorList 
     // Outputs never alias an input or each other (an output may be a plain input value, or be
     // listed twice), and are contiguous and of the full shape. The usual output, the last op's
     // fresh result, already is all that: returned as it is, without a copy kernel.
-    bool fresh = r.is_contiguous() && r.sizes() == c10::IntArrayRef(full);
+    // (exact contiguous strides, not is_contiguous(), which ignores size-1 dims: the Meta
+    // kernel declares contiguous strides and Inductor may check them)
+    bool fresh = r.sizes() == c10::IntArrayRef(full) && r.strides() == c10::IntArrayRef(c10::contiguous_strides(full));
     for (const at::Tensor& t : inputs) fresh = fresh && !r.is_alias_of(t);
     for (const at::Tensor& t : outputs) fresh = fresh && !r.is_alias_of(t);
     if (!fresh) r = r.expand(full).clone(at::MemoryFormat::Contiguous);

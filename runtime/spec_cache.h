@@ -3,6 +3,7 @@
 // dozen distinct specs), so callers may keep the returned pointer.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,6 +24,10 @@ struct CachedSpec {
   // arch, device). Kept here so that a launch does one string hash, not two.
   mutable std::mutex kernelsMutex;
   mutable std::unordered_map<std::string, std::shared_ptr<CudaKernel>> kernels;
+  // The unfused path's epilogue kernel failed (runtime/cuda_launch.cpp pointwiseEntry): no new
+  // attempt before this time (max: codegen cannot emit it), whatever the call site, so dynamic
+  // shapes do not recompile a failing kernel at every new size. Under kernelsMutex.
+  mutable std::chrono::steady_clock::time_point pointwiseRetryAt{};
 };
 
 // Thread-safe. Throws spec::SpecError (with the parser's "line L: ..." message) for an

@@ -206,3 +206,16 @@ def test_every_chain_compiles_for_sm90(kind, shape):
     case = CASES[kind](torch.bfloat16, "cpu", 4, 4, 4)
     M, N, K = shape
     assert ".entry" in fxfuse._C.compile_ptx(case.spec, M, N, K, "sm_90")
+
+
+def test_outputs_have_contiguous_strides_in_size_one_dims():
+    """N = 1: the op's result must carry the strides its Meta kernel declares, (1, 1), also
+    where the last op's result could be handed back without a copy (strides (1, M) are
+    'contiguous' for is_contiguous() but not what the graph was traced with)."""
+    spec = ("fxfuse.chain v1\ngemm mm\n%0 = input 0 f32 [m,k]\n%1 = input 1 f32 [k,n]\n"
+            "%2 = mm %0 %1 : f32\n%3 = relu %2 : f32\noutput %3\n")
+    x = torch.randn(5, 7)
+    for w in (torch.randn(7, 1), torch.randn(1, 7).t()):
+        (y,) = gemm_chain([x, w], spec)
+        assert y.shape == (5, 1) and y.stride() == (1, 1), y.stride()
+        torch.testing.assert_close(y, torch.relu(x @ w))
