@@ -576,9 +576,10 @@ std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int de
   const std::string choice = lookupKernelChoice(*plan.entry, problemClass(plan.problem), info.gpu);
   // "aten" = the unfused path measured fastest: cuBLAS + the epilogue kernel where it applies,
   // else ATen ops. FXFUSE_FORCE_KERNEL (tests) asks for a fused kernel: it outranks "aten".
+  if (choice == kAtenOpsChoice) return atenEntry(plan);
   if (choice == kAtenChoice && !envFlag("FXFUSE_FORCE_KERNEL")) return pointwiseEntry(d, plan, device, info, stream);
   bool measured = false;  // a measured kernel is taken as it is, or not at all (no retry below)
-  if (!choice.empty() && choice != kAtenChoice)
+  if (!choice.empty() && choice != kAtenChoice && choice != kAtenOpsChoice)
     for (const codegen::KernelConfig& c : codegen::candidateConfigs(spec, problem, info.sm))
       if (codegen::describeConfig(c) == choice) {
         config = c;
@@ -930,13 +931,13 @@ std::string kernelChoiceCuda(at::TensorList inputs, c10::string_view specText) {
 void setKernelChoiceCuda(at::TensorList inputs, c10::string_view specText, const std::string& choice,
                          bool persist) {
   const ChoiceContext ctx = choiceContext(inputs, specText, "fxfuse.set_kernel_choice");
-  if (!choice.empty() && choice != kAtenChoice) {
+  if (!choice.empty() && choice != kAtenChoice && choice != kAtenOpsChoice) {
     bool known = false;
     for (const codegen::KernelConfig& c :
          codegen::candidateConfigs(ctx.plan.entry->spec, ctx.plan.problem, ctx.info->sm))
       known = known || codegen::describeConfig(c) == choice;
     TORCH_CHECK(known, "fxfuse.set_kernel_choice: '", choice, "' is not a kernel candidate for this problem "
-                "(fxfuse._C.kernel_candidates lists them), nor 'aten' or ''");
+                "(fxfuse._C.kernel_candidates lists them), nor 'aten', 'aten-ops' or ''");
   }
   const bool stored =
       recordKernelChoice(*ctx.plan.entry, problemClass(ctx.plan.problem), ctx.info->gpu, choice, persist);

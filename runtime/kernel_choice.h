@@ -1,7 +1,7 @@
 // Measured kernel choices (python/fxfuse/autotune.py). For one spec, one problem class (sizes,
 // operand layout and alignment: what selects a kernel) and one GPU model, the kernel the op
 // runs: a codegen::describeConfig text of one of codegen::candidateConfigs, or "aten" (the
-// chain evaluated with ATen ops was measured fastest). Held in memory and, when persisted, as a
+// unfused path was measured fastest: cuBLAS + the epilogue kernel, or ATen ops), or "aten-ops". Held in memory and, when persisted, as a
 // small entry of the disk kernel cache (same header, checksum and atomic rename as a cubin), so
 // that a later process, also one that loads a compiled graph from Inductor's cache or a
 // rewritten .pt2, runs the measured kernel without measuring again. Torch-free; thread-safe.
@@ -15,6 +15,9 @@
 namespace fxfuse::runtime {
 
 inline constexpr const char* kAtenChoice = "aten";
+// The chain evaluated by ATen ops alone, no generated code at all (not even the unfused path's
+// epilogue kernel): autotune's reference for every candidate. Outranks FXFUSE_FORCE_KERNEL.
+inline constexpr const char* kAtenOpsChoice = "aten-ops";
 
 // "B,M,N,K,a_kmajor,b_kmajor,align_a,align_b".
 std::string problemClass(const codegen::ProblemShape& p);

@@ -24,6 +24,7 @@ import torch
 log = logging.getLogger("fxfuse")
 
 ATEN = "aten"       # the unfused path: cuBLAS + the epilogue kernel where it applies, else ATen ops
+ATEN_OPS = "aten-ops"  # ATen ops alone (the reference; never chosen)
 WARMUP, REPS = 3, 20
 
 
@@ -90,18 +91,10 @@ def _aten_reference(op, inputs: list[torch.Tensor], spec: str) -> list[torch.Ten
     path's epilogue kernel, whose hooks every candidate shares): what candidates must match."""
     from . import _C
 
-    saved = os.environ.get("FXFUSE_NO_POINTWISE")
-    os.environ["FXFUSE_NO_POINTWISE"] = "1"  # part of the op's call key: planned afresh
-    try:
-        _C.set_kernel_choice(inputs, spec, ATEN)
-        outs = [o.clone() for o in op(inputs, spec)]
-        torch.cuda.synchronize()
-        return outs
-    finally:
-        if saved is None:
-            del os.environ["FXFUSE_NO_POINTWISE"]
-        else:
-            os.environ["FXFUSE_NO_POINTWISE"] = saved
+    _C.set_kernel_choice(inputs, spec, ATEN_OPS)
+    outs = [o.clone() for o in op(inputs, spec)]
+    torch.cuda.synchronize()
+    return outs
 
 
 def measure(inputs: list[torch.Tensor], spec: str, reps: int = REPS) -> dict[str, Any]:

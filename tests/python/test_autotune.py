@@ -123,6 +123,12 @@ def test_gpu_every_candidate_computes_the_chain(m, k, n, monkeypatch):
             pointwise = after["pointwise_launches"] - before["pointwise_launches"]
             expected = (1, 1) if choice == "aten" else (1, 0)
             assert (launched, pointwise) == expected, (choice, before, after)
+        C.set_kernel_choice(inputs, BIAS_GELU, "aten-ops")  # autotune's reference: no generated code
+        before = C.stats()
+        y = torch.ops.fxfuse.gemm_chain(inputs, BIAS_GELU)[0]
+        torch.cuda.synchronize()
+        assert C.stats()["launches"] == before["launches"], "aten-ops launched a kernel"
+        assert ((y.double() - ref).norm() / ref.norm()).item() < 2e-2
         with pytest.raises(RuntimeError, match="not a kernel candidate"):
             C.set_kernel_choice(inputs, BIAS_GELU, "sm90_wgmma 1x1x1 s1 t1")
     finally:
