@@ -27,6 +27,7 @@
 #include <cstring>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <unordered_map>
 
 #include <ATen/ATen.h>
@@ -478,6 +479,46 @@ void warnOnce(const std::string& key, const std::string& message) {
   warned[key] = true;
 }
 
+// What getKernel needs to find or build `config` for this device; it may compile only
+// outside a CUDA graph capture on `stream` (else KernelNotReady).
+KernelRequest kernelRequest(const CudaDriver& d, const codegen::KernelConfig& config, int device,
+                            const DeviceInfo& info, cu::Stream stream) {
+  KernelRequest req;
+  req.config = config;
+  req.device = device;
+  req.arch = nvrtcArch(info.sm);
+  req.maxSmemOptin = info.maxSmemOptin;
+  req.mayCompile = [&d, stream] {
+    int status = 0;
+    const cu::Result r = d.cuStreamIsCapturing(stream, &status);
+    return r == cu::kSuccess && status == cu::kCaptureStatusNone;
+  };
+  return req;
+}
+
+// A launching entry (Kernel or Pointwise) for `plan`: outputs, input strides and the input
+// copies `copy` (per slot, as Plan::copied) the kernel needs.
+std::shared_ptr<CallEntry> launchEntry(const Plan& plan, CallEntry::Kind kind, std::shared_ptr<CudaKernel> kernel,
+                                       std::vector<std::string> copy) {
+  auto e = atenEntry(plan);
+  e->kind = kind;
+  e->kernel = std::move(kernel);
+  for (const c10::SymInt& s : plan.shape.outputShape()) e->outShape.push_back(s.expect_int());
+  for (int id : plan.entry->spec.outputs) e->outDtypes.push_back(toScalarType(plan.entry->spec.values[id].dtype));
+  e->strides = plan.strides;
+  e->copy = std::move(copy);
+  for (const std::string& c : e->copy) e->anyCopy = e->anyCopy || !c.empty();
+  return e;
+}
+
+// The candidate kernel whose describeConfig text is `choice`, if any.
+std::optional<codegen::KernelConfig> candidateNamed(const ChainSpec& spec, const codegen::ProblemShape& problem,
+                                                    int sm, const std::string& choice) {
+  for (const codegen::KernelConfig& c : codegen::candidateConfigs(spec, problem, sm))
+    if (codegen::describeConfig(c) == choice) return c;
+  return std::nullopt;
+}
+
 // Whether an epilogue op reads input slot `slot` (then the kernel needs its strides, and any
 // copy the plan made of it); the epilogue-alone kernel does not read A and B otherwise.
 bool epilogueReadsSlot(const ChainSpec& spec, int slot) {
@@ -495,16 +536,7 @@ std::shared_ptr<CallEntry> pointwiseEntry(const CudaDriver& d, const Plan& plan,
                                           cu::Stream stream) {
   const ChainSpec& spec = plan.entry->spec;
   if (!codegen::pointwiseApplies(spec) || envFlag("FXFUSE_NO_POINTWISE")) return atenEntry(plan);
-  KernelRequest req;
-  req.config = codegen::pointwiseConfig();
-  req.device = device;
-  req.arch = nvrtcArch(info.sm);
-  req.maxSmemOptin = info.maxSmemOptin;
-  req.mayCompile = [&] {
-    int status = 0;
-    const cu::Result r = d.cuStreamIsCapturing(stream, &status);
-    return r == cu::kSuccess && status == cu::kCaptureStatusNone;
-  };
+  const KernelRequest req = kernelRequest(d, codegen::pointwiseConfig(), device, info, stream);
   // A failed kernel is not tried again for a while (for good when codegen cannot emit it):
   // retrying at every call, or at every new call site of a dynamic shape, would regenerate and
   // recompile (0.1-1 s) each time. Meanwhile the call site runs ATen ops, counted as fallbacks.
@@ -541,23 +573,18 @@ std::shared_ptr<CallEntry> pointwiseEntry(const CudaDriver& d, const Plan& plan,
                  "); evaluating the chain with ATen ops instead. Warned once.");
     return failed(retryAt);
   }
-  auto e = atenEntry(plan);
-  e->kind = CallEntry::Kind::Pointwise;
-  e->kernel = kernel;
-  for (const c10::SymInt& s : plan.shape.outputShape()) e->outShape.push_back(s.expect_int());
-  for (int id : spec.outputs) e->outDtypes.push_back(toScalarType(spec.values[id].dtype));
-  e->strides = plan.strides;
-  e->copy = plan.copied;
+  std::vector<std::string> copy = plan.copied;
   for (int slot : {spec.values[plan.aInput].slot, spec.values[plan.bInput].slot})
-    if (!epilogueReadsSlot(spec, slot)) e->copy[slot].clear();  // at::mm reads any strides
-  for (const std::string& c : e->copy) e->anyCopy = e->anyCopy || !c.empty();
+    if (!epilogueReadsSlot(spec, slot)) copy[slot].clear();  // at::mm reads any strides
+  auto e = launchEntry(plan, CallEntry::Kind::Pointwise, kernel, std::move(copy));
   e->accSlot = spec.numInputSlots();
   e->dims = e->plainDims = codegen::launchDims(kernel->source, plan.problem, info.smCount);
   return e;
 }
 
-// The decision for a plan: an ATen entry (variant not fast, not forced), a kernel entry, or
-// null with *reason set (no kernel: the caller falls back). Compiles only for kernel entries.
+// The decision for a plan: the unfused path (pointwiseEntry: variant not fast, not forced, or
+// a measured "aten"), a kernel entry, or null with *reason set (no kernel: the caller falls
+// back). Compiles only for launching entries.
 // Throws for capture-time misses and driver failures.
 std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int device,
                                    cu::Stream stream, std::string* reason) {
@@ -578,14 +605,12 @@ std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int de
   // else ATen ops. FXFUSE_FORCE_KERNEL (tests) asks for a fused kernel: it outranks "aten".
   if (choice == kAtenOpsChoice) return atenEntry(plan);
   if (choice == kAtenChoice && !envFlag("FXFUSE_FORCE_KERNEL")) return pointwiseEntry(d, plan, device, info, stream);
-  bool measured = false;  // a measured kernel is taken as it is, or not at all (no retry below)
-  if (!choice.empty() && choice != kAtenChoice && choice != kAtenOpsChoice)
-    for (const codegen::KernelConfig& c : codegen::candidateConfigs(spec, problem, info.sm))
-      if (codegen::describeConfig(c) == choice) {
-        config = c;
-        measured = true;
-        break;
-      }
+  // a measured kernel is taken as it is, or not at all (no retry below); "aten" under
+  // FXFUSE_FORCE_KERNEL names no candidate: the heuristic's kernel
+  const std::optional<codegen::KernelConfig> measuredConfig =
+      choice.empty() ? std::nullopt : candidateNamed(spec, problem, info.sm, choice);
+  const bool measured = measuredConfig.has_value();
+  if (measured) config = *measuredConfig;
   for (int attempt = 0;; ++attempt) {
     if (!measured) config = codegen::chooseConfig(spec, problem, info.sm);
     if (config.variant != "sm90_wgmma") break;
@@ -611,21 +636,12 @@ std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int de
   }
 
   // Never slower than unfused: a variant that may lose to cuBLAS + ATen pointwise is not run;
-  // the chain goes through ATen on the device (exactly the unfused graph), before compiling.
+  // the chain takes the unfused path (cuBLAS + the epilogue kernel, or ATen ops).
   const bool fast = measured || codegen::isFastVariant(config);
   const bool force = !fast && envFlag("FXFUSE_FORCE_KERNEL");
   if (!fast && !force) return pointwiseEntry(d, plan, device, info, stream);
 
-  KernelRequest req;
-  req.config = config;
-  req.device = device;
-  req.arch = nvrtcArch(info.sm);
-  req.maxSmemOptin = info.maxSmemOptin;
-  req.mayCompile = [&] {
-    int status = 0;
-    const cu::Result r = d.cuStreamIsCapturing(stream, &status);
-    return r == cu::kSuccess && status == cu::kCaptureStatusNone;
-  };
+  const KernelRequest req = kernelRequest(d, config, device, info, stream);
   std::shared_ptr<CudaKernel> kernel;
   try {
     kernel = getKernel(d, *plan.entry, req);
@@ -649,14 +665,7 @@ std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int de
     return nullptr;
   }
 
-  auto e = atenEntry(plan);
-  e->kind = CallEntry::Kind::Kernel;
-  e->kernel = kernel;
-  for (const c10::SymInt& s : plan.shape.outputShape()) e->outShape.push_back(s.expect_int());
-  for (int id : spec.outputs) e->outDtypes.push_back(toScalarType(spec.values[id].dtype));
-  e->strides = plan.strides;
-  e->copy = plan.copied;
-  for (const std::string& c : e->copy) e->anyCopy = e->anyCopy || !c.empty();
+  auto e = launchEntry(plan, CallEntry::Kind::Kernel, kernel, plan.copied);
   try {
     e->dims = codegen::launchDims(kernel->source, plan.problem, info.smCount);
     codegen::KernelSource plain = kernel->source;  // code was dropped at load: cheap copy
@@ -932,11 +941,8 @@ void setKernelChoiceCuda(at::TensorList inputs, c10::string_view specText, const
                          bool persist) {
   const ChoiceContext ctx = choiceContext(inputs, specText, "fxfuse.set_kernel_choice");
   if (!choice.empty() && choice != kAtenChoice && choice != kAtenOpsChoice) {
-    bool known = false;
-    for (const codegen::KernelConfig& c :
-         codegen::candidateConfigs(ctx.plan.entry->spec, ctx.plan.problem, ctx.info->sm))
-      known = known || codegen::describeConfig(c) == choice;
-    TORCH_CHECK(known, "fxfuse.set_kernel_choice: '", choice, "' is not a kernel candidate for this problem "
+    TORCH_CHECK(candidateNamed(ctx.plan.entry->spec, ctx.plan.problem, ctx.info->sm, choice).has_value(),
+                "fxfuse.set_kernel_choice: '", choice, "' is not a kernel candidate for this problem "
                 "(fxfuse._C.kernel_candidates lists them), nor 'aten', 'aten-ops' or ''");
   }
   const bool stored =

@@ -57,7 +57,7 @@ void precompileCuda(at::TensorList inputs, c10::string_view spec);
 
 // Measured kernel choice (runtime/kernel_choice.h) for the problem these CUDA inputs pose:
 // the candidates (codegen::describeConfig texts, the heuristic's first), the choice in force
-// ("" = the heuristic), and setting one (a candidate, "aten", or "" for the heuristic; persist:
+// ("" = the heuristic), and setting one (a candidate, "aten", "aten-ops" or "" for the heuristic; persist:
 // also in the disk cache). Setting makes every call site plan again. Thread-safe.
 std::vector<std::string> kernelCandidatesCuda(at::TensorList inputs, c10::string_view spec);
 std::string kernelChoiceCuda(at::TensorList inputs, c10::string_view spec);

@@ -137,7 +137,8 @@ PYBIND11_MODULE(_C, m) {
         setKernelChoiceCuda(inputs, spec, choice, persist);
       },
       py::arg("inputs"), py::arg("spec"), py::arg("choice"), py::arg("persist") = false,
-      "Makes the op run `choice` (a kernel_candidates entry, 'aten', or '' for the heuristic) "
+      "Makes the op run `choice` (a kernel_candidates entry, 'aten' = the unfused path, 'aten-ops' = "
+      "ATen ops alone, or '' for the heuristic) "
       "for this spec and these inputs' problem; persist=True also keeps it in the disk cache.");
   m.def(
       "compile_ptx",
