@@ -21,6 +21,7 @@ from triton.testing import do_bench
 
 import fxfuse
 from fxfuse.pass_driver import Options, run_on_graph
+from op_path import path_of_call
 
 
 def ms(fn):
@@ -84,6 +85,7 @@ def bench_shape(M, K, N, dt, chains, with_compile):
         torch.cuda.synchronize()
         row["fxfuse_prepare_s"] = time.time() - t0
         row["fused_chains"] = nfused
+        row["path"] = path_of_call(lambda: gm(*args))
         row["fxfuse"] = ms(lambda: gm(*args))
         row["fxfuse_relerr"] = relerr(out[0] if isinstance(out, (list, tuple)) else out, ref)
         row["eager_relerr"] = relerr(fn(*args), ref)
@@ -123,14 +125,14 @@ def main():
     with open(out, "w") as f:
         json.dump(rows, f, indent=1)
     print(f"{'shape':>16} {'dtype':>8} {'chain':>16} {'mm':>7} {'eager':>7} {'lt':>7} {'compile':>7} "
-          f"{'fxfuse':>7} {'fx/mm':>6} {'eag/fx':>6} {'cmp/fx':>6} {'fused':>5} {'relerr':>8}")
+          f"{'fxfuse':>7} {'fx/mm':>6} {'eag/fx':>6} {'cmp/fx':>6} {'relerr':>8}  path")
     for r in rows:
         lt = f"{r['cublaslt']:7.4f}" if "cublaslt" in r else "      -"
         cp = f"{r['compile']:7.4f}" if "compile" in r else "      -"
         cr = f"{r['compile'] / r['fxfuse']:6.2f}" if "compile" in r else "     -"
         print(f"{r['shape']:>16} {r['dtype']:>8} {r['chain']:>16} {r['mm']:7.4f} {r['eager']:7.4f} {lt} {cp} "
               f"{r['fxfuse']:7.4f} {r['fxfuse'] / r['mm']:6.2f} {r['eager'] / r['fxfuse']:6.2f} {cr} "
-              f"{r['fused_chains']:5d} {r['fxfuse_relerr']:8.1e}")
+              f"{r['fxfuse_relerr']:8.1e}  {r['path']}")
 
 
 if __name__ == "__main__":

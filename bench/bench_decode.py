@@ -16,7 +16,9 @@ slower than mm; int8 / fp8 weights >= 80 %; at M=16, K=4096, N=14336 every int8 
 max(2x eager's, 1e-2) against float64.
 Timing: CUDA events around back-to-back calls that rotate over copies of the weights (together
 >= 256 MB, five times the L2), so every call reads its weights from HBM and no L2 flush (whose
-dirty lines would be written back during the timed call) is needed. Median of 5 batches.
+dirty lines would be written back during the timed call) is needed; each batch is queued behind
+a GPU spin, so the events time the device, not the host's launch rate (rotated_ms). Median of 5
+batches. The path column says what the op ran (bench/op_path.py).
 
   python bench/bench_decode.py [--quick] [--compile] [--m 1,4,16,64]   (writes $OUT/bench_decode.json)
 """
@@ -24,11 +26,13 @@ import argparse
 import json
 import os
 import statistics
+import time
 
 import torch
 import torch.nn.functional as F
 
 from bench_chains import fused_module, relerr
+from op_path import path_of_call
 
 # Weight-only quantized forms as users write them. Each chain takes
 # (x, w, b, wq, wq_nk, s, wf8, s_t): w [K,N] 16-bit; wq int8 [K,N] and wq_nk its [N,K] copy
@@ -65,21 +69,60 @@ ROTATION_BYTES = 256 << 20
 WEIGHT_ARGS = (1, 3, 4, 6)  # w, wq, wq_nk, wf8: the tensors copied for the rotation
 
 
+_sleep_cycles_per_ms = None
+
+
+def gpu_sleep(ms):
+    """Keep the stream busy for about `ms` (torch.cuda._sleep spins for a number of GPU cycles)."""
+    global _sleep_cycles_per_ms
+    if _sleep_cycles_per_ms is None:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(1_000_000)  # the first spin also pays the clock ramp-up
+        start.record()
+        torch.cuda._sleep(1_000_000)
+        end.record()
+        torch.cuda.synchronize()
+        _sleep_cycles_per_ms = 1_000_000 / start.elapsed_time(end)
+    torch.cuda._sleep(int(ms * _sleep_cycles_per_ms))
+
+
 def rotated_ms(fn, arg_sets, batches=5):
-    """ms per call of fn(*arg_sets[i % n]) called back to back (see the module docstring)."""
+    """ms per call of fn(*arg_sets[i % n]) called back to back, in device time.
+
+    Decode kernels run for 5-30 us, about what Python and the dispatcher take to launch one
+    call, so calls timed as the host issues them would measure the host. Each batch is therefore
+    queued behind a GPU spin longer than the host needs to queue it: the events then see the
+    calls run back to back. A batch the host did not queue in time is timed again with a
+    longer spin, and after three tries the row fails rather than report a host-bound figure."""
+    def run():
+        for i in range(calls):
+            fn(*arg_sets[i % n])
+
     for args in arg_sets:
         fn(*args)
     n = len(arg_sets)
     calls = n * max(1, 60 // n)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    run()
+    spin_ms = 2e3 * (time.perf_counter() - t0) + 1.0
+    torch.cuda.synchronize()
     times = []
-    for _ in range(batches):
+    while len(times) < batches:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         torch.cuda.synchronize()
+        gpu_sleep(spin_ms)
         start.record()
-        for i in range(calls):
-            fn(*arg_sets[i % n])
+        t0 = time.perf_counter()
+        run()
+        queued_ms = 1e3 * (time.perf_counter() - t0)
         end.record()
         torch.cuda.synchronize()
+        if queued_ms > 0.8 * spin_ms:  # the GPU may have caught up with the host
+            if spin_ms > 1e3:
+                raise RuntimeError(f"host-bound: {calls} calls took {queued_ms:.1f} ms to queue")
+            spin_ms *= 4
+            continue
         times.append(start.elapsed_time(end) / calls)
     return statistics.median(times)
 
@@ -131,6 +174,7 @@ def bench_row(M, K, N, dt, name, with_compile, copy_gbps):
     out = gm(*args)
     out = out[0] if isinstance(out, (list, tuple)) else out
     row["fused_chains"] = nfused
+    row["path"] = path_of_call(lambda: gm(*args))
     row["fxfuse"] = rotated_ms(gm, sets)
     row["fxfuse_relerr"] = relerr(out, ref)
     row["eager_relerr"] = relerr(fn(*args), ref)
@@ -186,13 +230,13 @@ def main():
         json.dump({"rows": rows, "copy_gbps_1GiB": copy_gbps}, f, indent=1)
     print(f"copy bandwidth, 1 GiB of traffic: {copy_gbps:.0f} GB/s (reads + writes)")
     print(f"{'M':>3} {'K':>6} {'N':>6} {'dtype':>8} {'chain':>15} {'mm':>7} {'eager':>7} {'compile':>7} "
-          f"{'fxfuse':>7} {'fx/mm':>6} {'eag/fx':>6} {'GB/s':>6} {'%copy':>6} {'%same':>6} {'fused':>5} {'relerr':>8} target")
+          f"{'fxfuse':>7} {'fx/mm':>6} {'eag/fx':>6} {'GB/s':>6} {'%copy':>6} {'%same':>6} {'relerr':>8} {'target':>7}  path")
     for r in rows:
         cp = f"{r['compile']:7.4f}" if "compile" in r else "      -"
         print(f"{r['M']:>3} {r['K']:>6} {r['N']:>6} {r['dtype']:>8} {r['chain']:>15} {r['mm']:7.4f} "
               f"{r['eager']:7.4f} {cp} {r['fxfuse']:7.4f} {r['fxfuse'] / r['mm']:6.2f} "
               f"{r['eager'] / r['fxfuse']:6.2f} {r['gbps']:6.0f} {100 * r['pct_copy']:5.0f}% {100 * r['pct_same']:5.0f}% "
-              f"{r['fused_chains']:5d} {r['fxfuse_relerr']:8.1e} {'met' if r['target_met'] else 'NOT met'}")
+              f"{r['fxfuse_relerr']:8.1e} {'met' if r['target_met'] else 'NOT met':>7}  {r['path']}")
     met = sum(r["target_met"] for r in rows)
     print(f"issue-7 targets met on {met} of {len(rows)} rows")
 

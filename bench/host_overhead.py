@@ -18,25 +18,32 @@ import time
 
 import torch
 
-import fxfuse._C as C  # noqa: F401  (registers the op)
+import fxfuse._C  # noqa: F401  (registers the op)
+from op_path import counters, path_of
 
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
 
 
-def spec_bias_gelu(d, b_dims):
+# The activation after the bias: its spec op and eager's function. GELU makes the Hopper
+# kernel's epilogue an expensive one (codegen cheapEpilogue), ReLU a cheap one.
+ACTS = {"gelu": ("gelu_tanh", lambda y: torch.nn.functional.gelu(y, approximate="tanh")),
+        "relu": ("relu", torch.relu)}
+
+
+def spec_bias_act(d, b_dims, act):
     return ("fxfuse.chain v1\ngemm mm\n"
             f"%0 = input 0 {d} [m,k]\n%1 = input 1 {d} [{b_dims}]\n%2 = mm %0 %1 : f32\n"
-            f"%3 = input 2 {d} [n]\n%4 = add %2 %3 : {d}\n%5 = gelu_tanh %4 : {d}\noutput %5\n")
+            f"%3 = input 2 {d} [n]\n%4 = add %2 %3 : {d}\n%5 = {ACTS[act][0]} %4 : {d}\noutput %5\n")
 
 
-def make_case(M, K, N, dtype=torch.bfloat16, b_layout="nk"):
+def make_case(M, K, N, act, dtype=torch.bfloat16, b_layout="nk"):
     d = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}[dtype]
     x = torch.randn(M, K, device="cuda", dtype=dtype)
     w = torch.randn(N, K, device="cuda", dtype=dtype) / K ** 0.5
     if b_layout == "kn":
         w = w.t().contiguous()
     b = torch.randn(N, device="cuda", dtype=dtype)
-    return [x, w, b], spec_bias_gelu(d, ",".join(b_layout))
+    return [x, w, b], spec_bias_act(d, ",".join(b_layout), act)
 
 
 def time_calls(fn, calls, repeats):
@@ -73,12 +80,14 @@ def main():
     print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}  "
           f"calls={args.calls} repeats={args.repeats}")
 
-    # (label, M, K, N, B layout): which variant the heuristic picks on sm_90 in brackets.
+    # (label, M, K, N, B layout, activation): the variant the heuristic picks on sm_90 in
+    # brackets; the path column shows what the op ran.
     cases = [
-        ("decode M=1 [gemv]", 1, 256, 256, "nk"),
-        ("M=16 [gemv]", 16, 512, 512, "nk"),
-        ("M=128 [sm90 TMA]", 128, 256, 256, "kn"),
-        ("M=48 [no fast kernel: cuBLAS + epilogue kernel]", 48, 256, 256, "kn"),
+        ("decode M=1 gelu [gemv]", 1, 256, 256, "nk", "gelu"),
+        ("M=16 gelu [gemv]", 16, 512, 512, "nk", "gelu"),
+        ("M=128 relu [sm90 TMA]", 128, 256, 256, "kn", "relu"),
+        ("M=128 gelu [no fast kernel]", 128, 256, 256, "kn", "gelu"),
+        ("M=48 gelu [no fast kernel]", 48, 256, 256, "kn", "gelu"),
     ]
     with torch.inference_mode():
         x0 = torch.randn(16, 256, device="cuda", dtype=torch.bfloat16)
@@ -86,29 +95,24 @@ def main():
         mm_host, mm_dev = time_calls(lambda: torch.mm(x0, w0), args.calls, args.repeats)
         print(f"{'torch.mm 16x256x256':34s} host {mm_host:7.2f} us/call   events {mm_dev:7.2f} us/call")
         print("-" * 100)
-        for label, M, K, N, layout in cases:
-            ins, spec = make_case(M, K, N, b_layout=layout)
+        for label, M, K, N, layout, act in cases:
+            ins, spec = make_case(M, K, N, act, b_layout=layout)
             gemm_chain(ins, spec)  # plan + compile outside the timing
             torch.cuda.synchronize()
-            before = C.stats()
+            before = counters()
             host, dev = time_calls(lambda: gemm_chain(ins, spec), args.calls, args.repeats)
-            after = C.stats()
+            after = counters()
             n = 50 + args.calls * args.repeats
-            delta = {k: after[k] - before[k] for k in
-                     ("launches", "cluster_launches", "pointwise_launches", "aten_dispatch", "fallbacks", "call_cache_hits")
-                     if k in after}
-            path = ("cuBLAS + epilogue kernel" if delta.get("pointwise_launches") == n else
-                    "kernel" if delta.get("launches") == n else
-                    "aten" if delta.get("aten_dispatch") == n else f"mixed {delta}")
+            path = path_of(before, after, n)
+            hits = after["call_cache_hits"] - before["call_cache_hits"]
             x, w, b = ins
             wt = w.t() if layout == "nk" else w
-            eager = lambda: torch.nn.functional.gelu(  # noqa: E731
-                torch.addmm(b, x, wt), approximate="tanh")
+            eager = lambda: ACTS[act][1](torch.addmm(b, x, wt))  # noqa: E731
             e_host, e_dev = time_calls(eager, args.calls, args.repeats)
             print(f"{label:34s} host {host:7.2f} us/call   events {dev:7.2f} us/call   "
                   f"over mm {host - mm_host:+6.2f} us   ({path}, "
-                  f"cache hits {delta.get('call_cache_hits', 0)}/{n})   "
-                  f"eager addmm+gelu host {e_host:6.2f} events {e_dev:6.2f}")
+                  f"cache hits {hits}/{n})   "
+                  f"eager addmm+{act} host {e_host:6.2f} events {e_dev:6.2f}")
     print("target: 'over mm' <= 5 us on the kernel rows (host overhead of the op's C++ path "
           "plus the dispatcher's Tensor[]/str boxing).")
 
