@@ -20,7 +20,8 @@ dirty lines would be written back during the timed call) is needed; each batch i
 a GPU spin, so the events time the device, not the host's launch rate (rotated_ms). Median of 5
 batches. The path column says what the op ran (bench/op_path.py).
 
-  python bench/bench_decode.py [--quick] [--compile] [--m 1,4,16,64]   (writes $OUT/bench_decode.json)
+  python bench/bench_decode.py [--quick] [--compile] [--m 1,4,16,64] [--kn 4096x14336,...]
+                               [--chains bias,w8_bias,...] [--split-k S]   (writes $OUT/bench_decode.json)
 """
 import argparse
 import json
@@ -51,7 +52,6 @@ CHAINS = {
     "f8ch_bias": ("fp8", lambda x, w, b, wq, wq_nk, s, wf8, s_t: x @ (wf8.to(x.dtype) * s) + b),
     "w8_linear_bias_gelu": ("int8", lambda x, w, b, wq, wq_nk, s, wf8, s_t:
                             F.gelu(F.linear(x, wq_nk.to(x.dtype) * s[:, None], b), approximate="tanh")),
-    "f8ch_bias": ("fp8", lambda x, w, b, wq, wq_nk, s, wf8, s_t: x @ (wf8.to(x.dtype) * s) + b),
     "f8t_bias": ("fp8", lambda x, w, b, wq, wq_nk, s, wf8, s_t: x @ (wf8.to(x.dtype) * s_t) + b),
     "f8ch_bias_gelu": ("fp8", lambda x, w, b, wq, wq_nk, s, wf8, s_t:
                        F.gelu(x @ (wf8.to(x.dtype) * s) + b, approximate="tanh")),
@@ -207,10 +207,19 @@ def main():
     ap.add_argument("--quick", action="store_true", help="one (K, N), bf16 and int8 chains only")
     ap.add_argument("--compile", action="store_true", help="also torch.compile default (slow to compile)")
     ap.add_argument("--m", default="1,4,16,64", help="comma-separated M values")
+    ap.add_argument("--kn", default="", help="comma-separated KxN pairs, e.g. 4096x14336 (default: all three)")
+    ap.add_argument("--chains", default="", help="comma-separated chain names (default: all)")
+    ap.add_argument("--split-k", type=int, default=0,
+                    help="launch every gemv with this split-K cluster size (1, 2, 4, 8), to re-measure the rule")
     a = ap.parse_args()
+    if a.split_k:  # read once by codegen, before the first gemv is planned
+        os.environ["FXFUSE_GEMV_SPLIT_K"] = str(a.split_k)
     torch.manual_seed(0)
     ms_list = [int(m) for m in a.m.split(",")]
     kn = KN[1:2] if a.quick else KN
+    if a.kn:
+        kn = [tuple(int(v) for v in pair.split("x")) for pair in a.kn.split(",")]
+    wanted = set(a.chains.split(",")) if a.chains else None
     big = 1 << 30
     copy_gbps = big / copy_ms(big) / 1e6
     print(f"copy bandwidth, 1 GiB of traffic: {copy_gbps:.0f} GB/s (reads + writes)", flush=True)
@@ -218,14 +227,15 @@ def main():
     for K, N in kn:
         for M in ms_list:
             for dt in DENSE_DTYPES[:1] if a.quick else DENSE_DTYPES:
-                rows.append(bench_row(M, K, N, dt, "bias_gelu", a.compile, copy_gbps))
-                if not a.quick:
-                    rows.append(bench_row(M, K, N, dt, "bias", a.compile, copy_gbps))
+                for name in ["bias_gelu"] if a.quick else ["bias_gelu", "bias"]:
+                    if wanted is None or name in wanted:
+                        rows.append(bench_row(M, K, N, dt, name, a.compile, copy_gbps))
             quant = ["w8_bias", "w8_linear_bias"] if a.quick else \
                 [n for n, (kind, _) in CHAINS.items() if kind != "dense"]
             for name in quant:
-                rows.append(bench_row(M, K, N, torch.bfloat16, name, a.compile, copy_gbps))
-    out = os.path.join(os.environ.get("OUT", "."), "bench_decode.json")
+                if wanted is None or name in wanted:
+                    rows.append(bench_row(M, K, N, torch.bfloat16, name, a.compile, copy_gbps))
+    out = os.path.join(os.environ.get("OUT", "."), f"bench_decode{'_s%d' % a.split_k if a.split_k else ''}.json")
     with open(out, "w") as f:
         json.dump({"rows": rows, "copy_gbps_1GiB": copy_gbps}, f, indent=1)
     print(f"copy bandwidth, 1 GiB of traffic: {copy_gbps:.0f} GB/s (reads + writes)")

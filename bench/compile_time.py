@@ -32,7 +32,8 @@ spec, M, K, N, step = json.loads(sys.argv[1])
 if step == "nvrtc":
     t = time.perf_counter(); ptx = C.compile_ptx(spec, M, N, K, "sm_90"); dt = time.perf_counter() - t
     entry = next(l.split()[-1].rstrip("(") for l in ptx.splitlines() if ".entry" in l)
-    print(json.dumps({"s": dt, "kernel": entry, "variant": C.kernel_variant(spec, M, N, K)})); sys.exit()
+    print(json.dumps({"s": dt, "kernel": entry, "ptx_chars": len(ptx),
+                      "variant": C.kernel_variant(spec, M, N, K)})); sys.exit()
 torch.ones(1, device="cuda").add_(1); torch.cuda.synchronize()   # driver and context up
 x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
 w = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
@@ -67,7 +68,7 @@ def main():
             with tempfile.TemporaryDirectory() as cache:
                 r = child(spec, m, k, n, "nvrtc", cache)
                 nvrtc.append(r["s"])
-                what = f"{r['kernel']} (variant, fast) = {r['variant']}"
+                what = f"{r['kernel']} (variant, fast) = {r['variant']}, PTX {r['ptx_chars']} chars"
                 if gpu:
                     r = child(spec, m, k, n, "cold", cache)
                     assert r["compiled"] == 1, "the cold step did not compile"

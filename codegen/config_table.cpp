@@ -304,6 +304,31 @@ int smFromArch(const std::string& arch) {
   return digits.empty() || digits.size() > 4 ? -1 : std::stoi(digits);
 }
 
+namespace {
+// Measurement knob (bench/bench_decode.py --split-k): FXFUSE_GEMV_SPLIT_K=1|2|4|8 launches every
+// gemv with that split-K cluster size instead of gemvSplitK's rule, to re-measure the rule. Read
+// once per process; not for production use.
+int gemvSplitKOverride() {
+  static const int forced = [] {
+    const char* v = std::getenv("FXFUSE_GEMV_SPLIT_K");
+    const std::string s = v ? v : "";
+    return s == "1" || s == "2" || s == "4" || s == "8" ? std::stoi(s) : 0;
+  }();
+  return forced;
+}
+}  // namespace
+
+int gemvSplitK(long long nt, long long mz, long long ksteps, int max_cluster, int sm_count, int forced) {
+  // The template takes clusters of up to 8; a forced S > 1 needs clusters at all.
+  if (forced == 1 || (forced > 1 && forced <= 8 && max_cluster > 1)) return forced;
+  // S doubles (up to max_cluster, at most 4: S = 8 measured worse) while every CTA stays
+  // resident (nt * mz * S <= SMs, 2 CTAs per SM) and each CTA keeps >= 4 pipeline steps of K.
+  const int smax = std::min(max_cluster, 4);
+  int s = 1;
+  while (s < smax && nt * mz * s * 2 <= 2LL * sm_count && ksteps / (s * 2) >= 4) s *= 2;
+  return s;
+}
+
 // Notes for the launcher: a cluster other than (1,1,1) needs cuLaunchKernelEx with the
 // attribute CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = (cluster[0], cluster[1], cluster[2]);
 // smem_bytes > 48 KB needs cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
@@ -324,16 +349,12 @@ LaunchDims launchDims(const KernelSource& src, const ProblemShape& shape, int sm
   }
   if (src.grid == GridPolicy::SplitKCluster) {
     // kernels/gemv.cuh, "Launch geometry": grid (ceil(N/128), S, B * ceil(M / (8*MTILES))),
-    // cluster (1, S, 1). S doubles (up to max_cluster, at most 4: S = 8 measured worse) while
-    // every CTA stays resident (nt * mz * S <= SMs, 2 CTAs per SM) and each CTA keeps >= 4
-    // pipeline steps of K.
+    // cluster (1, S, 1).
     const long long nt = (shape.N + src.config.bn - 1) / src.config.bn;
     const long long mz = shape.B * ((shape.M + src.config.bm - 1) / src.config.bm);
     const long long ksteps = (shape.K + src.config.bk - 1) / src.config.bk;
     if (mz > kGemvMaxGridZ) throw CodegenError("B * ceil(M / bm) exceeds the gemv grid limit of 65535");
-    const int smax = std::min(src.config.max_cluster, 4);
-    int s = 1;
-    while (s < smax && nt * mz * s * 2 <= 2LL * sm_count && ksteps / (s * 2) >= 4) s *= 2;
+    const int s = gemvSplitK(nt, mz, ksteps, src.config.max_cluster, sm_count, gemvSplitKOverride());
     d.grid[0] = static_cast<unsigned>(nt);
     d.grid[1] = static_cast<unsigned>(s);
     d.grid[2] = static_cast<unsigned>(mz);

@@ -18,5 +18,8 @@ size_t dynamicSmemBytes(const KernelConfig& config);
 // The Hopper template's own config (tma_desc.h) for a KernelConfig of variant sm90_wgmma: the
 // runtime needs it for tensor maps and the generator for the FX_CONSUMERS macro.
 sm90::GemmConfig sm90ConfigOf(const KernelConfig& config);
+// The split-K cluster size S of a gemv launch over nt column tiles, mz row blocks and ksteps
+// k-steps; forced (1, 2, 4 or 8; 0 = none) replaces the rule where clusters exist.
+int gemvSplitK(long long nt, long long mz, long long ksteps, int max_cluster, int sm_count, int forced);
 
 }  // namespace fxfuse::codegen

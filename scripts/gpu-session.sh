@@ -11,6 +11,8 @@
 #                                         them, with and without autotune
 #   scripts/gpu-session.sh decode         issue 7: every decode shape and weight format against
 #                                         cuBLAS and a same-traffic copy (bench/bench_decode.py)
+#   scripts/gpu-session.sh probe          decode at M 1/16/64, the gemv split-K sizes side by side,
+#                                         ncu on the kernels behind issues 6/7's gaps (~6 min)
 # The build persists on a warm machine; a fresh one rebuilds (~60 s) in every part.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +51,26 @@ case "$part" in
     OUT=$LOGS timeout 420 python3 bench/bench_decode.py > "$LOGS/bench_decode.txt" 2>&1
     grep -A140 "^copy bandwidth" "$LOGS/bench_decode.txt" | grep -E "^copy|^ *M |NOT met|targets met"
     ;;
-  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode"; exit 2 ;;
+  probe)
+    # issue 7 with device-time timing, the gemv's split-K rule re-measured, and Nsight Compute on
+    # the kernels behind the open gaps (bench/profile_kernels.py)
+    build
+    OUT=$LOGS timeout 200 python3 bench/bench_decode.py --m 1,16,64 > "$LOGS/bench_decode.txt" 2>&1
+    grep -E "^copy|targets met" "$LOGS/bench_decode.txt" | tail -n 2
+    grep -E " bfloat16 +(bias|w8_linear_bias|f8ch_bias) " "$LOGS/bench_decode.txt" | cut -c1-122
+    for s in 1 2 4 8; do
+      OUT=$LOGS timeout 50 python3 bench/bench_decode.py --split-k $s --m 1,16,64 --kn 4096x14336,14336x4096 \
+        --chains bias,w8_linear_bias > "$LOGS/decode_split_k$s.txt" 2>&1
+      echo "split-K $s:"; grep -E " bfloat16 +(bias|w8_linear_bias) " "$LOGS/decode_split_k$s.txt" | cut -c1-100
+    done
+    NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+    timeout 150 "$NCU" --clock-control none --profile-from-start off --section SpeedOfLight \
+      --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
+      --section SchedulerStats python3 bench/profile_kernels.py > "$LOGS/ncu.txt" 2>&1
+    grep -E "profiled:|^  [A-Za-z_]|Duration|DRAM Throughput|Compute \(SM\) Throughput|Registers Per|Achieved Occ|Theoretical Occ|Warp Cycles Per Issued|No Eligible|Grid Size" \
+      "$LOGS/ncu.txt" | cut -c1-110 | head -n 80
+    timeout 60 python3 bench/compile_time.py --repeats 1 > "$LOGS/compile_time.txt" 2>&1; cat "$LOGS/compile_time.txt"
+    ;;
+  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe"; exit 2 ;;
 esac
 tar czf "$OUTDIR/gpu-logs-$part${2:+-$2}.tgz" -C "$OUTDIR" logs && rm -rf "$LOGS"

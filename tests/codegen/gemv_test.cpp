@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "codegen/codegen.h"
+#include "codegen/config_table.h"
 #include "codegen/embedded_sources.h"
 #include "codegen/hooks.h"
 #include "test_util.h"
@@ -246,6 +247,15 @@ TEST(Gemv, LaunchDimsOfMeasuredShapes) {
       EXPECT_EQ(d80.cluster[1], 1u);
     }
   }
+}
+
+TEST(Gemv, ForcedSplitKReplacesTheRuleOnlyWhereClustersExist) {
+  // 4096 x 14336 at M = 16: 112 column tiles, 64 k-steps of int8.
+  EXPECT_EQ(gemvSplitK(112, 1, 32, 4, 132, 0), 2);  // the rule
+  EXPECT_EQ(gemvSplitK(32, 1, 112, 4, 132, 0), 4);  // 14336 x 4096: capped at 4
+  for (int forced : {1, 2, 4, 8}) EXPECT_EQ(gemvSplitK(112, 1, 32, 4, 132, forced), forced);
+  EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 108, 8), 1);  // sm_80: no clusters to force
+  EXPECT_EQ(gemvSplitK(112, 1, 32, 4, 132, 16), 2);  // not a size the template takes: the rule
 }
 
 TEST(Gemv, OtherVariantsLaunchWithoutClusters) {

@@ -1,0 +1,65 @@
+"""The kernels behind issues 6 and 7's open gaps, one profiled launch each, for Nsight Compute.
+
+Each case is warmed up (plan, compile, load), then called once between
+torch.cuda.profiler.start() and stop(), so `ncu --profile-from-start off` profiles exactly that
+call's kernels. The op is called directly (torch.ops.fxfuse.gemm_chain) with the spec the pass
+would write, so what is profiled is the kernel the op runs, named by the path column.
+
+  ncu --clock-control none --profile-from-start off --section SpeedOfLight ... \
+      python3 bench/profile_kernels.py          (scripts/gpu-session.sh probe)
+"""
+import torch
+
+import fxfuse._C  # noqa: F401  (registers the op)
+from op_path import path_of_call
+
+gemm_chain = torch.ops.fxfuse.gemm_chain.default
+
+HEAD = "fxfuse.chain v1\ngemm mm\n"
+DENSE = HEAD + "%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n%3 = input 2 bf16 [n]\n"
+BIAS_RELU_CAST = DENSE + "%4 = add %2 %3 : bf16\n%5 = relu %4 : bf16\n%6 = convert %5 : f16\noutput %6\n"
+BIAS = DENSE + "%4 = add %2 %3 : bf16\noutput %4\n"
+INT8_LINEAR_BIAS = (HEAD + "%0 = input 0 bf16 [m,k]\n%1 = input 1 i8 [n,k]\n%2 = input 2 bf16 [n,1]\n"
+                    "%3 = convert %1 : bf16\n%4 = mul %3 %2 : bf16\n%5 = mm %0 %4 : f32\n"
+                    "%6 = input 3 bf16 [n]\n%7 = add %5 %6 : bf16\noutput %7\n")
+
+
+def dense_inputs(M, K, N):
+    return [torch.randn(M, K, device="cuda", dtype=torch.bfloat16),
+            torch.randn(K, N, device="cuda", dtype=torch.bfloat16) / K ** 0.5,
+            torch.randn(N, device="cuda", dtype=torch.bfloat16)]
+
+
+def int8_inputs(M, K, N):
+    return [torch.randn(M, K, device="cuda", dtype=torch.bfloat16),
+            torch.randint(-127, 127, (N, K), device="cuda", dtype=torch.int8),
+            (torch.rand(N, 1, device="cuda") / 64 + 1e-3).to(torch.bfloat16),
+            torch.randn(N, device="cuda", dtype=torch.bfloat16)]
+
+
+def main():
+    torch.manual_seed(0)
+    x, w, _ = dense_inputs(4096, 4096, 4096)
+    cases = [
+        ("cuBLAS mm 4096^3 bf16", lambda: torch.mm(x, w)),
+        ("op bias+relu+cast 4096^3", (BIAS_RELU_CAST, dense_inputs(4096, 4096, 4096))),
+        ("op int8 linear+bias M=16 4096x14336", (INT8_LINEAR_BIAS, int8_inputs(16, 4096, 14336))),
+        ("op int8 linear+bias M=16 14336x4096", (INT8_LINEAR_BIAS, int8_inputs(16, 14336, 4096))),
+        ("op bf16 bias M=1 4096x14336", (BIAS, dense_inputs(1, 4096, 14336))),
+    ]
+    for name, case in cases:
+        fn = case if callable(case) else (lambda c=case: gemm_chain(c[1], c[0]))
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        path = path_of_call(fn) if not callable(case) else "cuBLAS"
+        torch.cuda.synchronize()
+        torch.cuda.profiler.start()
+        fn()
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
+        print(f"profiled: {name} ({path})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
