@@ -92,7 +92,7 @@ KernelConfig gemvConfig(const Query& q) {
   int stages = static_cast<int>(100 * 1024 / stage);
   stages = stages < 2 ? 2 : stages > 6 ? 6 : stages;
   KernelConfig c{"gemv", 8 * mtiles, kGemvNT, kt, stages, kGemvThreads};
-  c.max_cluster = q.arch >= 90 ? 4 : 1;  // thread block clusters: sm_90 and later
+  c.max_cluster = q.arch >= 90 ? 8 : 1;  // thread block clusters: sm_90 and later (8: portable)
   return c;
 }
 
@@ -318,14 +318,20 @@ int gemvSplitKOverride() {
 }
 }  // namespace
 
-int gemvSplitK(long long nt, long long mz, long long ksteps, int max_cluster, int sm_count, int forced) {
+int gemvSplitK(long long nt, long long mz, long long ksteps, int weight_bytes, int max_cluster, int sm_count,
+               int forced) {
   // The template takes clusters of up to 8; a forced S > 1 needs clusters at all.
   if (forced == 1 || (forced > 1 && forced <= 8 && max_cluster > 1)) return forced;
-  // S doubles (up to max_cluster, at most 4: S = 8 measured worse) while every CTA stays
-  // resident (nt * mz * S <= SMs, 2 CTAs per SM) and each CTA keeps >= 4 pipeline steps of K.
-  const int smax = std::min(max_cluster, 4);
+  // S doubles while the CTAs fit the CTAs per SM below and each CTA keeps >= 4 pipeline steps
+  // of K. Measured on the H200 (bench/RESULTS.md section 6, split-K sweep, S = 1..8 side by side):
+  // 16-bit weights stream fastest at one CTA per SM (4096 x 14336: S = 1 4 % faster than 2;
+  // 14336 x 4096: S = 4, where 8 is 20 % slower); 8-bit weights, whose conversion wants more
+  // warps in flight, at two (14336 x 4096: S = 8 12-15 % faster than 4; 4096 x 14336: S = 2,
+  // where 4 is 10 % slower).
+  const long long ctas_per_sm = weight_bytes == 1 ? 2 : 1;
+  const int smax = std::min(max_cluster, 8);
   int s = 1;
-  while (s < smax && nt * mz * s * 2 <= 2LL * sm_count && ksteps / (s * 2) >= 4) s *= 2;
+  while (s < smax && nt * mz * s * 2 <= ctas_per_sm * sm_count && ksteps / (s * 2) >= 4) s *= 2;
   return s;
 }
 
@@ -354,7 +360,8 @@ LaunchDims launchDims(const KernelSource& src, const ProblemShape& shape, int sm
     const long long mz = shape.B * ((shape.M + src.config.bm - 1) / src.config.bm);
     const long long ksteps = (shape.K + src.config.bk - 1) / src.config.bk;
     if (mz > kGemvMaxGridZ) throw CodegenError("B * ceil(M / bm) exceeds the gemv grid limit of 65535");
-    const int s = gemvSplitK(nt, mz, ksteps, src.config.max_cluster, sm_count, gemvSplitKOverride());
+    const int weight_bytes = 128 / src.config.bk;  // gemvConfig: 128-byte k-steps of the streamed weight
+    const int s = gemvSplitK(nt, mz, ksteps, weight_bytes, src.config.max_cluster, sm_count, gemvSplitKOverride());
     d.grid[0] = static_cast<unsigned>(nt);
     d.grid[1] = static_cast<unsigned>(s);
     d.grid[2] = static_cast<unsigned>(mz);

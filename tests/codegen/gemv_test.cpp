@@ -111,9 +111,9 @@ TEST(Gemv, ConfigFollowsTheHeaderChooser) {
     int arch, bm, bk, stages, max_cluster;
   };
   // stages = clamp(100 KB / (16 KB + bm * bk * 2), 2, 6); bk = 128 / bytes of the streamed weight.
-  for (const Want& w : {Want{&bf16, 1, 90, 8, 64, 5, 4}, Want{&bf16, 16, 90, 16, 64, 5, 4},
-                        Want{&i8, 1, 80, 8, 128, 5, 1}, Want{&i8, 16, 90, 16, 128, 5, 4},
-                        Want{&i8, 17, 90, 32, 128, 4, 4}, Want{&i8, 64, 90, 64, 128, 3, 4}}) {
+  for (const Want& w : {Want{&bf16, 1, 90, 8, 64, 5, 8}, Want{&bf16, 16, 90, 16, 64, 5, 8},
+                        Want{&i8, 1, 80, 8, 128, 5, 1}, Want{&i8, 16, 90, 16, 128, 5, 8},
+                        Want{&i8, 17, 90, 32, 128, 4, 8}, Want{&i8, 64, 90, 64, 128, 3, 8}}) {
     KernelConfig c = chooseConfig(*w.s, shapeFor(*w.s, w.m), w.arch);
     SCOPED_TRACE("M=" + std::to_string(w.m));
     EXPECT_EQ(c.variant, "gemv");
@@ -165,8 +165,9 @@ GemvCfg gemv_config(long long B, long long M, long long N, long long K, int wbyt
   long long nt = (N + 127) / 128, mz = B * ((M + 8 * c.mtiles - 1) / (8 * c.mtiles));
   long long ksteps = (K + KT - 1) / KT;
   c.splitk = 1;
+  long long per_sm = wbytes == 1 ? 2 : 1;
   if (sm90)
-    while (c.splitk < 4 && nt * mz * c.splitk * 2 <= 2LL * num_sms && ksteps / (c.splitk * 2) >= 4) c.splitk *= 2;
+    while (c.splitk < 8 && nt * mz * c.splitk * 2 <= per_sm * num_sms && ksteps / (c.splitk * 2) >= 4) c.splitk *= 2;
   c.gx = nt;
   c.gy = c.splitk;
   c.gz = mz;
@@ -213,7 +214,8 @@ TEST(Gemv, LaunchDimsMatchTheHeaderFormula) {
 
 TEST(Gemv, LaunchDimsOfMeasuredShapes) {
   if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
-  // "mt S st" of bench/gemv/NOTES.md run 3 (H200, 132 SMs).
+  // "mt S st" of bench/gemv/NOTES.md run 3 (H200, 132 SMs), S as the session-5 split-K sweep
+  // chose it (bench/RESULTS.md section 6): int8 at N = 4096 takes S = 8, bf16 at N = 14336 S = 1.
   struct Case {
     const char* spec;
     long long M, K, N;
@@ -221,11 +223,11 @@ TEST(Gemv, LaunchDimsOfMeasuredShapes) {
     size_t smem;
   };
   for (const Case& c : {Case{"gemv_bf16_kn_bias_gelu", 1, 4096, 4096, 4, 5 * 17408},
-                        Case{"gemv_bf16_nk_bias_gelu", 16, 4096, 14336, 2, 5 * 18432},
+                        Case{"gemv_bf16_nk_bias_gelu", 16, 4096, 14336, 1, 5 * 18432},
                         Case{"gemv_bf16_kn_bias_gelu", 4, 14336, 4096, 4, 5 * 17408},
-                        Case{"gemv_int8_linear_channel_scale_bias", 64, 14336, 4096, 4, 3 * 32768},
+                        Case{"gemv_int8_linear_channel_scale_bias", 64, 14336, 4096, 8, 3 * 32768},
                         Case{"gemv_int8_linear_channel_scale_bias", 16, 4096, 14336, 2, 5 * 20480},
-                        Case{"gemv_fp8_e4m3_scalar_f32_scale", 1, 4096, 4096, 4, 5 * 18432}}) {
+                        Case{"gemv_fp8_e4m3_scalar_f32_scale", 1, 4096, 4096, 8, 5 * 18432}}) {
     SCOPED_TRACE(fmt::format("{} M={} K={} N={}", c.spec, c.M, c.K, c.N));
     spec::ChainSpec s = loadSpec(c.spec);
     ProblemShape p = shapeFor(s, c.M, c.N, c.K);
@@ -249,13 +251,21 @@ TEST(Gemv, LaunchDimsOfMeasuredShapes) {
   }
 }
 
+TEST(Gemv, SplitKRuleAsMeasured) {
+  // (nt, mz, ksteps, weight bytes): 112 column tiles = N 14336, 32 = N 4096; k-steps of 64
+  // (16-bit) or 128 (8-bit) elements. One CTA per SM for 16-bit weights, two for 8-bit.
+  EXPECT_EQ(gemvSplitK(112, 1, 64, 2, 8, 132, 0), 1);   // bf16 4096 x 14336
+  EXPECT_EQ(gemvSplitK(32, 1, 224, 2, 8, 132, 0), 4);   // bf16 14336 x 4096
+  EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 8, 132, 0), 2);   // int8 4096 x 14336
+  EXPECT_EQ(gemvSplitK(32, 1, 112, 1, 8, 132, 0), 8);   // int8 14336 x 4096
+  EXPECT_EQ(gemvSplitK(32, 1, 28, 1, 8, 132, 0), 4);    // too few k-steps for 8 (>= 4 each)
+  EXPECT_EQ(gemvSplitK(32, 1, 112, 1, 1, 108, 0), 1);   // sm_80: no clusters
+}
+
 TEST(Gemv, ForcedSplitKReplacesTheRuleOnlyWhereClustersExist) {
-  // 4096 x 14336 at M = 16: 112 column tiles, 64 k-steps of int8.
-  EXPECT_EQ(gemvSplitK(112, 1, 32, 4, 132, 0), 2);  // the rule
-  EXPECT_EQ(gemvSplitK(32, 1, 112, 4, 132, 0), 4);  // 14336 x 4096: capped at 4
-  for (int forced : {1, 2, 4, 8}) EXPECT_EQ(gemvSplitK(112, 1, 32, 4, 132, forced), forced);
-  EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 108, 8), 1);  // sm_80: no clusters to force
-  EXPECT_EQ(gemvSplitK(112, 1, 32, 4, 132, 16), 2);  // not a size the template takes: the rule
+  for (int forced : {1, 2, 4, 8}) EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 8, 132, forced), forced);
+  EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 1, 108, 8), 1);   // sm_80: no clusters to force
+  EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 8, 132, 16), 2);  // not a size the template takes: the rule
 }
 
 TEST(Gemv, OtherVariantsLaunchWithoutClusters) {
