@@ -225,6 +225,41 @@ def test_gemv_cluster_launch(unforced, shape):
     check_outputs(case, outs, torch.bfloat16)
 
 
+# Every split-K cluster size the gemv template takes, forced through FXFUSE_GEMV_SPLIT_K (read
+# once per process, hence a child per size), on the decode shapes where the rule picks 8 (int8
+# weights, N = 4096) and 1 (bf16, N = 14336). Outputs poisoned; strict (no ATen fallback).
+SPLIT_K_CHILD = """
+import sys, torch, fxfuse._C as C
+from runtime_chain_cases import CASES, check_outputs
+gemm_chain = torch.ops.fxfuse.gemm_chain.default
+split_k = int(sys.argv[1])
+for kind, (M, N, K) in [("int8_weight_only", (16, 4096, 14336)), ("linear_gelu_tanh", (1, 14336, 4096))]:
+    torch.manual_seed(split_k)
+    case = CASES[kind](torch.bfloat16, "cuda", M, N, K)
+    before = C.stats()
+    outs = gemm_chain(case.inputs, case.spec)
+    torch.cuda.synchronize()
+    after = C.stats()
+    assert after["launches"] - before["launches"] == 1, (kind, after)
+    assert after["cluster_launches"] - before["cluster_launches"] == (split_k > 1), (kind, after)
+    check_outputs(case, outs, torch.bfloat16)
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
+                    reason="split-K clusters need sm_90")
+@pytest.mark.parametrize("split_k", [1, 2, 4, 8])
+def test_gemv_every_split_k_size_computes_the_chain(split_k):
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = {k: v for k, v in os.environ.items() if k != "FXFUSE_FORCE_KERNEL"}
+    env.update(FXFUSE_GEMV_SPLIT_K=str(split_k), FXFUSE_POISON_OUTPUTS="1", FXFUSE_STRICT="1",
+               PYTHONPATH=os.pathsep.join([here, env.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", SPLIT_K_CHILD, str(split_k)], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-2000:] + r.stderr[-4000:]
+
+
 def test_call_site_cache_sees_new_pointers_and_strides():
     """A hit reuses the plan but reads pointers per call; a new stride or alignment class is a
     new plan (the sm90 tensor maps embed pointers: re-encoded when they change)."""
