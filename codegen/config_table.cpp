@@ -322,16 +322,17 @@ int gemvSplitK(long long nt, long long mz, long long ksteps, int weight_bytes, i
                int forced) {
   // The template takes clusters of up to 8; a forced S > 1 needs clusters at all.
   if (forced == 1 || (forced > 1 && forced <= 8 && max_cluster > 1)) return forced;
-  // S doubles while the CTAs fit the CTAs per SM below and each CTA keeps >= 4 pipeline steps
+  // S doubles while the CTAs fit the CTAs per SM below and each CTA keeps >= 8 pipeline steps
   // of K. Measured on the H200 (bench/RESULTS.md section 6, split-K sweep, S = 1..8 side by side):
   // 16-bit weights stream fastest at one CTA per SM (4096 x 14336: S = 1 4 % faster than 2;
   // 14336 x 4096: S = 4, where 8 is 20 % slower); 8-bit weights, whose conversion wants more
   // warps in flight, at two (14336 x 4096: S = 8 12-15 % faster than 4; 4096 x 14336: S = 2,
-  // where 4 is 10 % slower).
+  // where 4 is 10 % slower). With 4 k-steps per CTA (int8 / fp8 at K = 4096, S = 8) the
+  // pipeline never fills: 3-12 % slower than S = 4 with 8.
   const long long ctas_per_sm = weight_bytes == 1 ? 2 : 1;
   const int smax = std::min(max_cluster, 8);
   int s = 1;
-  while (s < smax && nt * mz * s * 2 <= ctas_per_sm * sm_count && ksteps / (s * 2) >= 4) s *= 2;
+  while (s < smax && nt * mz * s * 2 <= ctas_per_sm * sm_count && ksteps / (s * 2) >= 8) s *= 2;
   return s;
 }
 

@@ -46,7 +46,7 @@
 //       c.splitk = 1;   // all blocks resident: 1 per SM for 16-bit weights, 2 for 8-bit (measured)
 //       long long per_sm = wbytes == 1 ? 2 : 1;
 //       if (sm90) while (c.splitk < 8 && nt * mz * c.splitk * 2 <= per_sm * num_sms &&
-//                        ksteps / (c.splitk * 2) >= 4) c.splitk *= 2;
+//                        ksteps / (c.splitk * 2) >= 8) c.splitk *= 2;
 //       c.gx = nt; c.gy = c.splitk; c.gz = mz;
 //       size_t red = (size_t)8 * c.mtiles * 132 * 4;
 //       c.smem = stage * c.stages > red ? stage * c.stages : red;

@@ -167,7 +167,7 @@ GemvCfg gemv_config(long long B, long long M, long long N, long long K, int wbyt
   c.splitk = 1;
   long long per_sm = wbytes == 1 ? 2 : 1;
   if (sm90)
-    while (c.splitk < 8 && nt * mz * c.splitk * 2 <= per_sm * num_sms && ksteps / (c.splitk * 2) >= 4) c.splitk *= 2;
+    while (c.splitk < 8 && nt * mz * c.splitk * 2 <= per_sm * num_sms && ksteps / (c.splitk * 2) >= 8) c.splitk *= 2;
   c.gx = nt;
   c.gy = c.splitk;
   c.gz = mz;
@@ -227,7 +227,7 @@ TEST(Gemv, LaunchDimsOfMeasuredShapes) {
                         Case{"gemv_bf16_kn_bias_gelu", 4, 14336, 4096, 4, 5 * 17408},
                         Case{"gemv_int8_linear_channel_scale_bias", 64, 14336, 4096, 8, 3 * 32768},
                         Case{"gemv_int8_linear_channel_scale_bias", 16, 4096, 14336, 2, 5 * 20480},
-                        Case{"gemv_fp8_e4m3_scalar_f32_scale", 1, 4096, 4096, 8, 5 * 18432}}) {
+                        Case{"gemv_fp8_e4m3_scalar_f32_scale", 1, 4096, 4096, 4, 5 * 18432}}) {
     SCOPED_TRACE(fmt::format("{} M={} K={} N={}", c.spec, c.M, c.K, c.N));
     spec::ChainSpec s = loadSpec(c.spec);
     ProblemShape p = shapeFor(s, c.M, c.N, c.K);
@@ -258,7 +258,7 @@ TEST(Gemv, SplitKRuleAsMeasured) {
   EXPECT_EQ(gemvSplitK(32, 1, 224, 2, 8, 132, 0), 4);   // bf16 14336 x 4096
   EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 8, 132, 0), 2);   // int8 4096 x 14336
   EXPECT_EQ(gemvSplitK(32, 1, 112, 1, 8, 132, 0), 8);   // int8 14336 x 4096
-  EXPECT_EQ(gemvSplitK(32, 1, 28, 1, 8, 132, 0), 4);    // too few k-steps for 8 (>= 4 each)
+  EXPECT_EQ(gemvSplitK(32, 1, 32, 1, 8, 132, 0), 4);    // int8 4096 x 4096: 8 would leave 4 k-steps a CTA
   EXPECT_EQ(gemvSplitK(32, 1, 112, 1, 1, 108, 0), 1);   // sm_80: no clusters
 }
 
