@@ -21,7 +21,7 @@ from triton.testing import do_bench
 
 import fxfuse
 from fxfuse.pass_driver import Options, run_on_graph
-from op_path import path_of_call
+from op_path import counters, path_of
 
 
 def ms(fn):
@@ -85,8 +85,9 @@ def bench_shape(M, K, N, dt, chains, with_compile):
         torch.cuda.synchronize()
         row["fxfuse_prepare_s"] = time.time() - t0
         row["fused_chains"] = nfused
-        row["path"] = path_of_call(lambda: gm(*args))
+        before = counters()
         row["fxfuse"] = ms(lambda: gm(*args))
+        row["path"] = path_of(before, counters())
         row["fxfuse_relerr"] = relerr(out[0] if isinstance(out, (list, tuple)) else out, ref)
         row["eager_relerr"] = relerr(fn(*args), ref)
         if with_compile:

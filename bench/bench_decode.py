@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from bench_chains import fused_module, relerr
-from op_path import path_of_call
+from op_path import counters, path_of
 
 # Weight-only quantized forms as users write them. Each chain takes
 # (x, w, b, wq, wq_nk, s, wf8, s_t): w [K,N] 16-bit; wq int8 [K,N] and wq_nk its [N,K] copy
@@ -91,9 +91,11 @@ def rotated_ms(fn, arg_sets, batches=5):
 
     Decode kernels run for 5-30 us, about what Python and the dispatcher take to launch one
     call, so calls timed as the host issues them would measure the host. Each batch is therefore
-    queued behind a GPU spin longer than the host needs to queue it: the events then see the
-    calls run back to back. A batch the host did not queue in time is timed again with a
-    longer spin, and after three tries the row fails rather than report a host-bound figure."""
+    queued behind a GPU spin: if the stream has already reached the batch's start event when
+    the host has finished queuing it, the GPU may have waited for the host, and the batch is
+    timed again behind a spin 4x longer (the longer spin is kept for the later batches). A row
+    whose host needs more than a second to queue a batch fails rather than report a host-bound
+    figure."""
     def run():
         for i in range(calls):
             fn(*arg_sets[i % n])
@@ -113,14 +115,13 @@ def rotated_ms(fn, arg_sets, batches=5):
         torch.cuda.synchronize()
         gpu_sleep(spin_ms)
         start.record()
-        t0 = time.perf_counter()
         run()
-        queued_ms = 1e3 * (time.perf_counter() - t0)
+        caught_up = start.query()  # the spin ended before the host finished queuing
         end.record()
         torch.cuda.synchronize()
-        if queued_ms > 0.8 * spin_ms:  # the GPU may have caught up with the host
+        if caught_up:
             if spin_ms > 1e3:
-                raise RuntimeError(f"host-bound: {calls} calls took {queued_ms:.1f} ms to queue")
+                raise RuntimeError(f"host-bound: {calls} calls could not be queued within a {spin_ms:.0f} ms spin")
             spin_ms *= 4
             continue
         times.append(start.elapsed_time(end) / calls)
@@ -174,8 +175,9 @@ def bench_row(M, K, N, dt, name, with_compile, copy_gbps):
     out = gm(*args)
     out = out[0] if isinstance(out, (list, tuple)) else out
     row["fused_chains"] = nfused
-    row["path"] = path_of_call(lambda: gm(*args))
+    before = counters()
     row["fxfuse"] = rotated_ms(gm, sets)
+    row["path"] = path_of(before, counters())
     row["fxfuse_relerr"] = relerr(out, ref)
     row["eager_relerr"] = relerr(fn(*args), ref)
     if with_compile:
@@ -209,7 +211,7 @@ def main():
     ap.add_argument("--m", default="1,4,16,64", help="comma-separated M values")
     ap.add_argument("--kn", default="", help="comma-separated KxN pairs, e.g. 4096x14336 (default: all three)")
     ap.add_argument("--chains", default="", help="comma-separated chain names (default: all)")
-    ap.add_argument("--split-k", type=int, default=0,
+    ap.add_argument("--split-k", type=int, default=0, choices=[0, 1, 2, 4, 8],
                     help="launch every gemv with this split-K cluster size (1, 2, 4, 8), to re-measure the rule")
     a = ap.parse_args()
     if a.split_k:  # read once by codegen, before the first gemv is planned

@@ -15,20 +15,25 @@ def counters():
     return {k: s.get(k, 0) for k in COUNTERS}
 
 
-def path_of(before, after, calls):
-    """The path of `calls` op calls made between two counters() snapshots."""
+def path_of(before, after, calls=None):
+    """The path the op calls made between two counters() snapshots took. With `calls`, every
+    one of that many calls must have taken it, else the path reads "mixed"."""
     d = {k: after[k] - before[k] for k in COUNTERS}
-    if not any(d[k] for k in ("launches", "aten_dispatch", "fallbacks")):
+    launches, pointwise, cluster = d["launches"], d["pointwise_launches"], d["cluster_launches"]
+    aten, fallbacks = d["aten_dispatch"], d["fallbacks"]
+    if not (launches or aten or fallbacks):
         return "not the op"
-    if d["pointwise_launches"] == calls and d["launches"] == calls:
-        return "cuBLAS + epilogue kernel"
-    if d["launches"] == calls and d["pointwise_launches"] == 0:
-        return "kernel (split-K cluster)" if d["cluster_launches"] == calls else "kernel"
-    if d["aten_dispatch"] == calls:
-        return "aten"
-    if d["fallbacks"] == calls:
-        return "fallback"
-    return f"mixed {d}"
+    if launches and pointwise == launches and not (aten or fallbacks):
+        path, n = "cuBLAS + epilogue kernel", launches
+    elif launches and not (pointwise or aten or fallbacks) and cluster in (0, launches):
+        path, n = "kernel (split-K cluster)" if cluster else "kernel", launches
+    elif aten and not (launches or fallbacks):
+        path, n = "aten", aten
+    elif fallbacks and not (launches or aten):
+        path, n = "fallback", fallbacks
+    else:
+        return f"mixed {d}"
+    return path if calls is None or n == calls else f"mixed {d}"
 
 
 def path_of_call(fn):

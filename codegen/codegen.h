@@ -49,8 +49,8 @@ enum class GridPolicy {
   Tiles,       // grid (ceil(N/bn), ceil(M/bm), B): one CTA per output tile
   Persistent,  // grid (sm_count, 1, 1): CTAs loop over tiles
   // gemv: grid (ceil(N/bn), S, B * ceil(M/bm)), cluster (1, S, 1): S CTAs of one cluster split
-  // K and reduce through distributed shared memory. S in {1, 2, 4} from the problem and the SM
-  // count (kernels/gemv.cuh, "Launch geometry"); S = 1 whenever config.max_cluster == 1.
+  // K and reduce through distributed shared memory. S in {1, 2, 4, 8} from the problem and the
+  // SM count (gemvSplitK in config_table.h); S = 1 whenever config.max_cluster == 1.
   SplitKCluster,
   // epilogue_pointwise: grid (min(ceil(B * M * ceil(N/2) / threads), 16 * sm_count), 1, 1), a
   // grid-stride loop over column pairs.

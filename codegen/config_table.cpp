@@ -99,7 +99,9 @@ KernelConfig gemvConfig(const Query& q) {
 // When gemv is chosen, from bench/gemv/NOTES.md (run 3, H200, vs cuBLAS on 16-bit weights):
 //  - dense 16-bit weights: at par with cuBLAS for M <= 16 (72-80 % of HBM bandwidth on 4096 x
 //    14336), up to 1.8x slower for M = 17..64: M <= 16 only. Only where clusters exist
-//    (sm_90+): without split-K (S = 1, run 2) it is 2-4x slower than cuBLAS on the same shapes.
+//    (sm_90+): run 2 measured S = 1 2-4x slower than cuBLAS on the same shapes (before run 3's
+//    loader rework; session 5 measured S = 1 at N = 14336 at 0.95x cuBLAS, so sm_80 deserves a
+//    re-measurement).
 //  - int8 / fp8 weights with a per-column or per-tensor scale (FX_B_QUANT_SCALE): faster than
 //    the eager convert + mul + cuBLAS sequence up to M = 64 (which reads the weight once
 //    and writes/reads a 16-bit copy twice), also at S = 1: M <= 64, sm_80+.
@@ -320,15 +322,19 @@ int gemvSplitKOverride() {
 
 int gemvSplitK(long long nt, long long mz, long long ksteps, int weight_bytes, int max_cluster, int sm_count,
                int forced) {
-  // The template takes clusters of up to 8; a forced S > 1 needs clusters at all.
-  if (forced == 1 || (forced > 1 && forced <= 8 && max_cluster > 1)) return forced;
-  // S doubles while the CTAs fit the CTAs per SM below and each CTA keeps >= 8 pipeline steps
-  // of K. Measured on the H200 (bench/RESULTS.md section 6, split-K sweep, S = 1..8 side by side):
-  // 16-bit weights stream fastest at one CTA per SM (4096 x 14336: S = 1 4 % faster than 2;
-  // 14336 x 4096: S = 4, where 8 is 20 % slower); 8-bit weights, whose conversion wants more
+  // A forced size is taken where the config allows clusters that large (1, 2, 4 or 8: the
+  // template's reduction takes up to 8).
+  if ((forced == 1 || forced == 2 || forced == 4 || forced == 8) && forced <= max_cluster) return forced;
+  // S doubles while the CTAs stay within the CTAs per SM below and each CTA keeps >= 8 pipeline
+  // steps of K. Measured on the H200 (bench/RESULTS.md section 6, split-K sweep, S = 1..8 side by
+  // side): 16-bit weights stream fastest at one CTA per SM (4096 x 14336: S = 1 4 % faster than
+  // 2; 14336 x 4096: S = 4, where 8 is 20 % slower); int8 weights, whose conversion wants more
   // warps in flight, at two (14336 x 4096: S = 8 12-15 % faster than 4; 4096 x 14336: S = 2,
-  // where 4 is 10 % slower). With 4 k-steps per CTA (int8 / fp8 at K = 4096, S = 8) the
-  // pipeline never fills: 3-12 % slower than S = 4 with 8.
+  // where 4 is 10 % slower). With 4 k-steps per CTA (8-bit weights at K = 4096, S = 8) the
+  // pipeline does not fill: 0-14 % slower than S = 4 (fp8 5-14 %, int8 0-5 %; two runs).
+  // Not modelled: a cluster of 8 must fit in one GPC, so not every cluster of a 32-cluster
+  // grid is resident at once (bench/gemv/NOTES.md run 2: 30 of 32); S = 8 was measured faster
+  // there anyway. Capping S by cuOccupancyMaxActiveClusters would make that exact.
   const long long ctas_per_sm = weight_bytes == 1 ? 2 : 1;
   const int smax = std::min(max_cluster, 8);
   int s = 1;
@@ -361,7 +367,9 @@ LaunchDims launchDims(const KernelSource& src, const ProblemShape& shape, int sm
     const long long mz = shape.B * ((shape.M + src.config.bm - 1) / src.config.bm);
     const long long ksteps = (shape.K + src.config.bk - 1) / src.config.bk;
     if (mz > kGemvMaxGridZ) throw CodegenError("B * ceil(M / bm) exceeds the gemv grid limit of 65535");
-    const int weight_bytes = 128 / src.config.bk;  // gemvConfig: 128-byte k-steps of the streamed weight
+    // gemvConfig: k-steps of 128 bytes of the streamed weight, so bk = 64 (16-bit) or 128 (8-bit)
+    if (src.config.bk != 64 && src.config.bk != 128) throw CodegenError("gemv config with a k-step other than 64 or 128");
+    const int weight_bytes = 128 / src.config.bk;
     const int s = gemvSplitK(nt, mz, ksteps, weight_bytes, src.config.max_cluster, sm_count, gemvSplitKOverride());
     d.grid[0] = static_cast<unsigned>(nt);
     d.grid[1] = static_cast<unsigned>(s);

@@ -32,7 +32,8 @@
 //   grid  = (ceil(N/128), S, B * ceil(M / (8*MTILES)))       S = cluster size along y (1..8)
 //   dynamic smem = max(STAGES * (128*128 + 8*MTILES*KT*2),  8*MTILES*132*4) bytes
 //   (> 48 KB: cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) first)
-//   Host-side chooser (what bench/gemv/harness.cu uses):
+//   Host-side chooser (codegen/config_table.cpp launchDims / gemvSplitK; bench/gemv/harness.cu
+//   still has the pre-session-5 split-K rule):
 //     struct GemvCfg { int mtiles, stages, splitk; unsigned gx, gy, gz; size_t smem; };
 //     GemvCfg gemv_config(long long B, long long M, long long N, long long K, int wbytes /*1|2*/,
 //                         int num_sms, bool sm90) {

@@ -265,7 +265,9 @@ TEST(Gemv, SplitKRuleAsMeasured) {
 TEST(Gemv, ForcedSplitKReplacesTheRuleOnlyWhereClustersExist) {
   for (int forced : {1, 2, 4, 8}) EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 8, 132, forced), forced);
   EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 1, 108, 8), 1);   // sm_80: no clusters to force
+  EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 2, 132, 8), 2);   // larger than the config's clusters: the rule
   EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 8, 132, 16), 2);  // not a size the template takes: the rule
+  EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 8, 132, 3), 2);
 }
 
 TEST(Gemv, OtherVariantsLaunchWithoutClusters) {
