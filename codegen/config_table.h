@@ -20,7 +20,7 @@ size_t dynamicSmemBytes(const KernelConfig& config);
 sm90::GemmConfig sm90ConfigOf(const KernelConfig& config);
 // The split-K cluster size S of a gemv launch over nt column tiles, mz row blocks and ksteps
 // k-steps of a weight of weight_bytes (1 or 2) per element; forced (1, 2, 4 or 8; 0 = none)
-// replaces the rule where clusters exist.
+// replaces the rule where the config allows clusters that large (max_cluster).
 int gemvSplitK(long long nt, long long mz, long long ksteps, int weight_bytes, int max_cluster, int sm_count,
                int forced);
 

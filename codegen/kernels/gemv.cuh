@@ -44,7 +44,7 @@
 //       c.stages = (int)(100 * 1024 / stage); c.stages = c.stages < 2 ? 2 : c.stages > 6 ? 6 : c.stages;
 //       long long nt = (N + 127) / 128, mz = B * ((M + 8 * c.mtiles - 1) / (8 * c.mtiles));
 //       long long ksteps = (K + KT - 1) / KT;
-//       c.splitk = 1;   // all blocks resident: 1 per SM for 16-bit weights, 2 for 8-bit (measured)
+//       c.splitk = 1;   // CTAs per SM: 1 for 16-bit weights, 2 for 8-bit (measured, session 5)
 //       long long per_sm = wbytes == 1 ? 2 : 1;
 //       if (sm90) while (c.splitk < 8 && nt * mz * c.splitk * 2 <= per_sm * num_sms &&
 //                        ksteps / (c.splitk * 2) >= 8) c.splitk *= 2;
