@@ -24,37 +24,21 @@
 //                    The kernel always reads the cluster size from %cluster_nctarank, so the
 //                    runtime may instead launch with a runtime cluster dimension (1,S,1) via
 //                    cuLaunchKernelEx (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION); S=1 = no cluster.
-//   Fixed: 4 warps (128 threads), block tile NT = 128 output columns, k-step KT = 128/sizeof(W)
+//   FX_THREADS     128|256  one or two groups of 4 warps; two groups compute alternate stages
+//                  (STAGES >= 4 then) and add their sums before the reduction.
+//   FX_B_SCALE_IN_ELEM 0|1  fx_b_scale's values are exact in FxElemB (the scale's dtype is the
+//                  MMA type): int8 weights then take the packed 16-bit conversion (i8pair_scaled).
+//   Fixed: block tile NT = 128 output columns (4 warps x 32), k-step KT = 128/sizeof(W)
 //   where W = FxRawB if the fast quant path is used else FxElemB.
 //
 // Launch geometry (runtime):
-//   block = (128, 1, 1)
+//   block = (FX_THREADS, 1, 1)
 //   grid  = (ceil(N/128), S, B * ceil(M / (8*MTILES)))       S = cluster size along y (1..8)
 //   dynamic smem = max(STAGES * (128*128 + 8*MTILES*KT*2),  8*MTILES*132*4) bytes
 //   (> 48 KB: cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) first)
-//   Host-side chooser (codegen/config_table.cpp launchDims / gemvSplitK; bench/gemv/harness.cu
-//   still has the pre-session-5 split-K rule):
-//     struct GemvCfg { int mtiles, stages, splitk; unsigned gx, gy, gz; size_t smem; };
-//     GemvCfg gemv_config(long long B, long long M, long long N, long long K, int wbytes /*1|2*/,
-//                         int num_sms, bool sm90) {
-//       GemvCfg c; int mt8 = (int)((M + 7) / 8);
-//       c.mtiles = mt8 <= 1 ? 1 : mt8 <= 2 ? 2 : mt8 <= 4 ? 4 : 8;
-//       int KT = 128 / wbytes;
-//       size_t stage = 128 * 128 + (size_t)8 * c.mtiles * KT * 2;
-//       c.stages = (int)(100 * 1024 / stage); c.stages = c.stages < 2 ? 2 : c.stages > 6 ? 6 : c.stages;
-//       long long nt = (N + 127) / 128, mz = B * ((M + 8 * c.mtiles - 1) / (8 * c.mtiles));
-//       long long ksteps = (K + KT - 1) / KT;
-//       c.splitk = 1;   // CTAs per SM: 1 for 16-bit weights, 2 for 8-bit (measured, session 5)
-//       long long per_sm = wbytes == 1 ? 2 : 1;
-//       if (sm90) while (c.splitk < 8 && nt * mz * c.splitk * 2 <= per_sm * num_sms &&
-//                        ksteps / (c.splitk * 2) >= 8) c.splitk *= 2;
-//       c.gx = nt; c.gy = c.splitk; c.gz = mz;
-//       size_t red = (size_t)8 * c.mtiles * 132 * 4;
-//       c.smem = stage * c.stages > red ? stage * c.stages : red;
-//       return c;
-//     }
-//   (MTILES and STAGES are compile-time macros, so the kernel is specialised on them; splitk
-//    is either FX_GEMV_SPLITK or the runtime cluster dimension.)
+//   The host side chooses MTILES (the smallest of 1, 2, 4, 8 covering M), STAGES (about 100 KB
+//   of pipeline), FX_THREADS and S: codegen/config_table.cpp (gemvConfig, gemvSplitK, launchDims);
+//   tests/codegen/gemv_test.cpp checks them against an independent copy of the rule.
 //
 // Fast path conditions (checked at run time, else an element-wise path that uses the hooks):
 //   B: FX_B_PLAIN or FX_B_QUANT_SCALE; pointer 16-byte aligned; contiguous along its
@@ -91,8 +75,16 @@
 
 namespace fxgemv {
 
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * 32;
+constexpr int kWarps = 4;                      // warps of one group (they share a stage's columns)
+// Warp groups: with 2, the groups compute alternate pipeline stages and add their sums at the
+// end (an in-CTA split of K): twice the warps on the same shared-memory pipeline, for the
+// conversion-bound 8-bit weights. FX_THREADS = 128 * groups (the generator defines it).
+#ifndef FX_THREADS
+#define FX_THREADS 128
+#endif
+constexpr int kGroups = FX_THREADS / (kWarps * 32);
+constexpr int kThreads = kGroups * kWarps * 32;
+static_assert(kThreads == FX_THREADS && (kGroups == 1 || kGroups == 2), "gemv: FX_THREADS is 128 or 256");
 constexpr int kNT = 128;                       // output columns per block
 constexpr int kRT = 2;                         // 16-row MMA tiles per warp (kWarps*kRT*16 == kNT)
 constexpr int kMT = FX_GEMV_MTILES;            // 8-row m tiles
@@ -113,6 +105,7 @@ constexpr int kAStageBytes = 8 * kMT * kARowBytes;
 static_assert(sizeof(FxElemA) == 2 && sizeof(FxElemB) == 2, "gemv: 16-bit MMA operands only");
 static_assert(kWB == 1 || kWB == 2, "gemv: raw weight must be 8 or 16 bit");
 static_assert(kMT >= 1 && kMT <= 8, "FX_GEMV_MTILES in 1..8");
+static_assert(kStages >= 2 * kGroups, "gemv: two warp groups need at least 4 stages");
 template <class X, class Y> struct is_same_t { static constexpr bool value = false; };
 template <class X> struct is_same_t<X, X> { static constexpr bool value = true; };
 constexpr bool kHalf = is_same_t<FxElemB, __half>::value;
@@ -232,6 +225,42 @@ __device__ __forceinline__ unsigned dq2(unsigned w, float s) {
   }
 }
 
+// ---- int8 weight with a scale exact in the MMA type (FX_B_SCALE_IN_ELEM): a packed pair ------
+// B = FxElemB(fp32(float(raw) * s)). An int8 and s are both exact in FxElemB and their fp32
+// product is exact (8 + 8 or 8 + 11 significant bits), so rounding it once to FxElemB is the
+// correctly rounded 16-bit product: one fma.rn.{bf16,f16}x2 (x * s + -0) gives the same bits,
+// two elements at a time, where the fp32 route costs about 3.75 instructions per element.
+// The int8 itself becomes a 16-bit float exactly:
+//   f16:  0x6400 | (b ^ 0x80) is 1024 + b + 128, minus 1152;
+//   bf16: (0x4300 | (b & 0x7f)) - (0x4300 | (b & 0x80)), i.e. (128 + low 7 bits) - (128 or 256).
+// Both subtractions are exact (integers of at most 8 bits).
+#ifndef FX_B_SCALE_IN_ELEM
+#define FX_B_SCALE_IN_ELEM 0
+#endif
+constexpr bool kI8Packed = kQuantFast && FX_B_SCALE_IN_ELEM != 0 &&
+                           (is_same_t<WRaw, signed char>::value || is_same_t<WRaw, char>::value);
+__device__ __forceinline__ unsigned fma2(unsigned a, unsigned b, unsigned c) {
+  unsigned d;
+  if constexpr (kHalf) asm("fma.rn.f16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  else asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+// The bytes `sel` (a __byte_perm selector putting them in bytes 0 and 2) of words lo, hi,
+// as int8 times the scale pair s2, packed (element in byte 0 -> low half).
+__device__ __forceinline__ unsigned i8pair_scaled(unsigned lo, unsigned hi, unsigned sel, unsigned s2) {
+  const unsigned b = __byte_perm(lo, hi, sel);
+  unsigned x;
+  if constexpr (kHalf) {
+    const unsigned v = (b & 0x00ff00ffu) ^ 0x64806480u;  // 1024 + (b ^ 0x80)
+    x = fma2(v, 0x3c003c00u /* 1.0 */, 0xe480e480u /* -1152 */);
+  } else {
+    const unsigned v = (b & 0x007f007fu) | 0x43004300u;    // 128 + (b & 0x7f)
+    const unsigned m = (b & 0x00800080u) | 0x43004300u;    // 128, or 256 when the sign bit is set
+    x = fma2(m, 0xbf80bf80u /* -1.0 */, v);
+  }
+  return fma2(x, s2, 0x80008000u /* -0.0 */);
+}
+
 // ---- shared-memory swizzles (16-byte chunk index within a row) ----------------------------
 // W tile: KMAJOR: [kNT rows (n)][128 B];  KN: [kKT rows (k)][kNT*kWB B].
 __device__ __forceinline__ int wswz(int row, int chunk) {
@@ -341,11 +370,12 @@ __device__ __noinline__ void load_stage(const fxfuse::FxParams& p, const Ctx& c,
 
 // ---- compute one stage -----------------------------------------------------------------------
 __device__ __forceinline__ void compute_stage(const unsigned char* ws, const unsigned char* as,
-                                              float (&acc)[kRT][kMT][4], const float (&sc)[kRT][2]) {
-  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+                                              float (&acc)[kRT][kMT][4], const float (&sc)[kRT][2],
+                                              const unsigned (&sc2)[kRT][2]) {
+  const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) % kWarps;
   const int g = lane >> 2, t = lane & 3;
   const unsigned wsb = smem_u32(ws), asb = smem_u32(as);
-  (void)sc;
+  (void)sc; (void)sc2;
   if constexpr (kKMajor) {
     // thread (g,t) owns 16-byte chunk (4j+t) of rows g, g+8 of each row tile; kE/4 MMAs per chunk.
 #pragma unroll
@@ -378,6 +408,12 @@ __device__ __forceinline__ void compute_stage(const unsigned char* ws, const uns
             a[1] = dq2(wr[rt][1][2 * q], sc[rt][1]);
             a[2] = dq2(wr[rt][0][2 * q + 1], sc[rt][0]);
             a[3] = dq2(wr[rt][1][2 * q + 1], sc[rt][1]);
+          } else if constexpr (kI8Packed) {
+            // bytes 0,1 and 2,3 of each word (consecutive k, one column)
+            a[0] = i8pair_scaled(wr[rt][0][q], wr[rt][0][q], 0x3120u, sc2[rt][0]);
+            a[2] = i8pair_scaled(wr[rt][0][q], wr[rt][0][q], 0x1302u, sc2[rt][0]);
+            a[1] = i8pair_scaled(wr[rt][1][q], wr[rt][1][q], 0x3120u, sc2[rt][1]);
+            a[3] = i8pair_scaled(wr[rt][1][q], wr[rt][1][q], 0x1302u, sc2[rt][1]);
           } else {
             float f0[4], f1[4];
             raw4_to_f32(wr[rt][0][q], f0);
@@ -428,17 +464,28 @@ __device__ __forceinline__ void compute_stage(const unsigned char* ws, const uns
         for (int i = 0; i < 4; ++i)
           r4[i] = lds32(wsb + rows[i] * kWRowBytes + wswz(rows[i], cb >> 4) * 16 + (cb & 15));
         float f[4][4];
+        if constexpr (!kI8Packed) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) raw4_to_f32(r4[i], f[i]);
-        // column 4g+c: c = 2*rt + h  (h: row g / g+8)
+          for (int i = 0; i < 4; ++i) raw4_to_f32(r4[i], f[i]);
+        }
+        // column 4g+c: c = 2*rt + h  (h: row g / g+8); a pair is column c of rows (2t, 2t+1)
+        // or (2t+8, 2t+9), i.e. byte c of two words (one byte permute on the packed path).
 #pragma unroll
         for (int rt = 0; rt < kRT; ++rt) {
           const float s0 = sc[rt][0], s1 = sc[rt][1];
           unsigned a[4];
-          a[0] = pack2(f[0][2 * rt] * s0, f[1][2 * rt] * s0);
-          a[1] = pack2(f[0][2 * rt + 1] * s1, f[1][2 * rt + 1] * s1);
-          a[2] = pack2(f[2][2 * rt] * s0, f[3][2 * rt] * s0);
-          a[3] = pack2(f[2][2 * rt + 1] * s1, f[3][2 * rt + 1] * s1);
+          if constexpr (kI8Packed) {
+            const unsigned c0 = 2 * rt, c1 = 2 * rt + 1;
+            a[0] = i8pair_scaled(r4[0], r4[1], c0 | ((4 + c0) << 8), sc2[rt][0]);
+            a[1] = i8pair_scaled(r4[0], r4[1], c1 | ((4 + c1) << 8), sc2[rt][1]);
+            a[2] = i8pair_scaled(r4[2], r4[3], c0 | ((4 + c0) << 8), sc2[rt][0]);
+            a[3] = i8pair_scaled(r4[2], r4[3], c1 | ((4 + c1) << 8), sc2[rt][1]);
+          } else {
+            a[0] = pack2(f[0][2 * rt] * s0, f[1][2 * rt] * s0);
+            a[1] = pack2(f[0][2 * rt + 1] * s1, f[1][2 * rt + 1] * s1);
+            a[2] = pack2(f[2][2 * rt] * s0, f[3][2 * rt] * s0);
+            a[3] = pack2(f[2][2 * rt + 1] * s1, f[3][2 * rt + 1] * s1);
+          }
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) mma16816(acc[rt][mt], a[0], a[1], a[2], a[3], bf[mt][0], bf[mt][1]);
         }
@@ -492,7 +539,8 @@ __launch_bounds__(fxgemv::kThreads)
 FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   using namespace fxgemv;
   extern __shared__ __align__(128) unsigned char fx_smem[];
-  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) % kWarps;
+  const int grp = threadIdx.x / (kWarps * 32);  // warp group: computes stages grp, grp + kGroups, ...
   const int g = lane >> 2, t = lane & 3;
 
   const long long mchunks = (p.M + 8 * kMT - 1) / (8 * kMT);
@@ -531,6 +579,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 
   // ---- per-column scales (fast quant path): sc[rt][h] for MMA rows g (h=0), g+8 (h=1)
   float sc[kRT][2];
+  unsigned sc2[kRT][2];  // (s, s) in the MMA type, for the packed int8 path (exact there)
 #pragma unroll
   for (int rt = 0; rt < kRT; ++rt)
 #pragma unroll
@@ -540,13 +589,14 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       const long long n = c.n0 + col_of(w, rt, g + 8 * h);
       sc[rt][h] = n < p.N ? fx_b_scale(p, c.b, n) : 0.f;
 #endif
+      sc2[rt][h] = pack2(sc[rt][h], sc[rt][h]);
     }
 
   unsigned char* wbase = fx_smem;
   unsigned char* abase = fx_smem + kStages * kWStageBytes;
 
   // ---- hot-path loader state: per-thread global pointers at step kb and smem offsets
-  constexpr int kWCh = kWStageBytes / 16 / kThreads;  // 8
+  constexpr int kWCh = kWStageBytes / 16 / kThreads;  // 8 (4 with two groups)
   constexpr int kACpr = kARowBytes / 16;
   constexpr int kACh = (8 * kMT * kACpr + kThreads - 1) / kThreads;
   const char* wsrc[kWCh];
@@ -609,40 +659,55 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[rt][mt][i] = 0.f;
 
+  // Pipeline: each iteration computes kGroups consecutive steps (group j the step i + j) while
+  // the next kLead steps load. One commit group per step (empty past the end), so "steps up to
+  // i + kGroups - 1 have landed" is "at most kLead - kGroups groups pending".
+  constexpr int kLead = kStages - kGroups;
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
+  for (int s = 0; s < kLead; ++s) {
     if (s < nsteps) load(s, s);
     cp_async_commit();
   }
-  int slot = 0;
-  for (int i = 0; i < nsteps; ++i) {
-    cp_async_wait<kStages - 2>();
-    __syncthreads();
-    const int nx = i + kStages - 1;
-    int nslot = slot + kStages - 1;
-    if (nslot >= kStages) nslot -= kStages;
-    if (nx < nsteps) load(nslot, nx);
-    cp_async_commit();
-    compute_stage(wbase + slot * kWStageBytes, abase + slot * kAStageBytes, acc, sc);
-    if (++slot == kStages) slot = 0;
+  int slot = 0;  // slot of step i
+  for (int i = 0; i < nsteps; i += kGroups) {
+    cp_async_wait<kLead - kGroups>();
+    __syncthreads();  // the steps landed for every thread; the last iteration's slots are free
+#pragma unroll
+    for (int j = 0; j < kGroups; ++j) {
+      int nslot = slot + kLead + j;
+      if (nslot >= kStages) nslot -= kStages;
+      if (i + kLead + j < nsteps) load(nslot, i + kLead + j);
+      cp_async_commit();
+    }
+    int cslot = slot + grp;
+    if (cslot >= kStages) cslot -= kStages;
+    if (i + grp < nsteps) compute_stage(wbase + cslot * kWStageBytes, abase + cslot * kAStageBytes, acc, sc, sc2);
+    slot += kGroups;
+    if (slot >= kStages) slot -= kStages;
   }
   cp_async_wait<0>();
   __syncthreads();
 
   // ---- partial sums to smem: red[m][n] (n fastest), row pitch kNT+4 floats
+  // (with two warp groups: the last group writes, then each earlier group adds its sums in turn;
+  // thread (w, lane) of every group holds the same elements)
   constexpr int kPitch = kNT + 4;
   float* red = reinterpret_cast<float*>(fx_smem);
+  for (int turn = kGroups - 1; turn >= 0; --turn) {
+    if (grp == turn) {
 #pragma unroll
-  for (int rt = 0; rt < kRT; ++rt)
+      for (int rt = 0; rt < kRT; ++rt)
 #pragma unroll
-    for (int mt = 0; mt < kMT; ++mt) {
-      const int c0 = col_of(w, rt, g), c1 = col_of(w, rt, g + 8);
-      const int m0 = mt * 8 + 2 * t;
-      red[m0 * kPitch + c0] = acc[rt][mt][0];
-      red[(m0 + 1) * kPitch + c0] = acc[rt][mt][1];
-      red[m0 * kPitch + c1] = acc[rt][mt][2];
-      red[(m0 + 1) * kPitch + c1] = acc[rt][mt][3];
+        for (int mt = 0; mt < kMT; ++mt) {
+          const int c0 = col_of(w, rt, g), c1 = col_of(w, rt, g + 8);
+          const int m0 = mt * 8 + 2 * t;
+          const int offs[4] = {m0 * kPitch + c0, (m0 + 1) * kPitch + c0, m0 * kPitch + c1, (m0 + 1) * kPitch + c1};
+#pragma unroll
+          for (int i = 0; i < 4; ++i) red[offs[i]] = turn == kGroups - 1 ? acc[rt][mt][i] : acc[rt][mt][i] + red[offs[i]];
+        }
     }
+    if (turn > 0) __syncthreads();
+  }
   if (nrank > 1) cluster_sync(); else __syncthreads();
 
   // ---- reduce over the cluster + epilogue. Column pairs are dealt round-robin over the ranks.

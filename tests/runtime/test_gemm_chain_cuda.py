@@ -260,6 +260,59 @@ def test_gemv_every_split_k_size_computes_the_chain(split_k):
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-2000:] + r.stderr[-4000:]
 
 
+# The gemv's 8-bit weight paths produce B = FxElemB(fp32(float(raw) * s)) bit for bit: with
+# one-hot rows of A, row m of the output is row k_m of B rounded once more to its own dtype (a
+# no-op), so the output must equal eager's dequantized weight exactly. Every int8 value
+# (-128 too), scales of both signs over a wide exponent range, both weight layouts, an odd
+# number of k-steps (896 = 7 x 128) and a ragged last one (912), M that gets two warp groups
+# (16) and one (40); the scale in the MMA dtype (packed int8 conversion, FX_B_SCALE_IN_ELEM)
+# and in float32 (`(w.float() * s).to(dt)`, the fp32 conversion).
+@pytest.mark.parametrize("scale_f32", [False, True], ids=["scale_in_dtype", "scale_f32"])
+@pytest.mark.parametrize("layout", ["nk", "kn"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bfloat16", "float16"])
+@pytest.mark.parametrize("M,K", [(16, 896), (16, 912), (40, 896)])
+def test_gemv_int8_dequant_is_bit_exact(M, K, dtype, layout, scale_f32):
+    seed("i8exact", M, K, str(dtype), layout, scale_f32)
+    N = 384
+    s = SpecBuilder()
+    x = s.input(dtype, "mk")
+    wq = s.input(torch.int8, layout)
+    sdt = torch.float32 if scale_f32 else dtype
+    sc = s.input(sdt, "n1" if layout == "nk" else "n")
+    if scale_f32:
+        w = s.op("convert", s.op("mul", s.op("convert", wq, dtype=torch.float32), sc, dtype=torch.float32),
+                 dtype=dtype)
+    else:
+        w = s.op("mul", s.op("convert", wq, dtype=dtype), sc, dtype=dtype)
+    s.output(s.mm(x, w, dtype))
+    spec = s.text()
+    assert C.kernel_variant(spec, M, N, K)[0] == "gemv"
+    wshape = (N, K) if layout == "nk" else (K, N)
+    wq_t = torch.randint(-128, 128, wshape, dtype=torch.int8, device="cuda")
+    wq_t.view(-1)[:256] = torch.arange(-128, 128, dtype=torch.int8, device="cuda")
+    # |s| in [2^-12, 2^8): products stay finite and normal in both dtypes, so one-hot
+    # sums (0 * B elsewhere) are exact.
+    expo = torch.randint(-12, 8, (N,), device="cuda").float()
+    sign = torch.where(torch.rand(N, device="cuda") < 0.5, -1.0, 1.0)
+    scale = (sign * (1 + torch.rand(N, device="cuda")) * torch.exp2(expo)).to(sdt)
+    scale_in = scale.view(N, 1) if layout == "nk" else scale
+    ks = torch.randperm(K, device="cuda")[:M]
+    xin = torch.zeros(M, K, dtype=dtype, device="cuda")
+    xin[torch.arange(M, device="cuda"), ks] = 1
+    (out,) = gemm_chain([xin, wq_t, scale_in], spec)
+    torch.cuda.synchronize()
+    if scale_f32:
+        deq = (wq_t.float() * scale_in).to(dtype)
+    else:
+        deq = wq_t.to(dtype) * scale_in
+    B = deq.t() if layout == "nk" else deq  # [K, N]
+    want = B[ks]
+    assert torch.isfinite(out).all(), "an element was not written (poisoned NaN) or overflowed"
+    bad = (out != want).nonzero()
+    assert bad.numel() == 0, (f"{bad.shape[0]} of {out.numel()} elements differ; first at {bad[0].tolist()}: "
+                              f"{out[tuple(bad[0])].item()} != {want[tuple(bad[0])].item()}")
+
+
 def test_call_site_cache_sees_new_pointers_and_strides():
     """A hit reuses the plan but reads pointers per call; a new stride or alignment class is a
     new plan (the sm90 tensor maps embed pointers: re-encoded when they change)."""

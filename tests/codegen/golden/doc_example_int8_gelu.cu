@@ -38,6 +38,7 @@ using FxElemB = __nv_bfloat16;
 #define FX_B_RAW_SLOT 1
 using FxRawB = signed char;
 #define FX_B_QUANT_SCALE 1
+#define FX_B_SCALE_IN_ELEM 1
 
 // Address of element (m, k) of %0 (input 0).
 __device__ __forceinline__ const FxElemA* fx_addr_a(const fxfuse::FxParams& p, long long b, long long m, long long k) {
