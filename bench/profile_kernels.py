@@ -6,8 +6,10 @@ call's kernels. The op is called directly (torch.ops.fxfuse.gemm_chain) with the
 would write, so what is profiled is the kernel the op runs, named by the path column.
 
   ncu --clock-control none --profile-from-start off --section SpeedOfLight ... \
-      python3 bench/profile_kernels.py          (scripts/gpu-session.sh probe)
+      python3 bench/profile_kernels.py [--only SUBSTRING]     (scripts/gpu-session.sh probe)
 """
+import argparse
+
 import torch
 
 import fxfuse._C  # noqa: F401  (registers the op)
@@ -38,6 +40,9 @@ def int8_inputs(M, K, N):
 
 
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="", help="profile only the cases whose name contains this")
+    a = ap.parse_args()
     torch.manual_seed(0)
     x, w, _ = dense_inputs(4096, 4096, 4096)
     cases = [
@@ -45,9 +50,12 @@ def main():
         ("op bias+relu+cast 4096^3", (BIAS_RELU_CAST, dense_inputs(4096, 4096, 4096))),
         ("op int8 linear+bias M=16 4096x14336", (INT8_LINEAR_BIAS, int8_inputs(16, 4096, 14336))),
         ("op int8 linear+bias M=16 14336x4096", (INT8_LINEAR_BIAS, int8_inputs(16, 14336, 4096))),
+        ("op int8 linear+bias M=1 4096x14336", (INT8_LINEAR_BIAS, int8_inputs(1, 4096, 14336))),
         ("op bf16 bias M=1 4096x14336", (BIAS, dense_inputs(1, 4096, 14336))),
     ]
     for name, case in cases:
+        if a.only not in name:
+            continue
         fn = case if callable(case) else (lambda c=case: gemm_chain(c[1], c[0]))
         for _ in range(3):
             fn()
