@@ -1,3 +1,7 @@
+#!/usr/bin/env bash
+# Nsight Compute, full set, on the int8 gemv (M=16, 4096x14336) built with 4 and 8 warps per CTA:
+# the details page and the SASS source page (per-instruction stall samples, CSV) in $OUT/ncu_gemv.tgz.
+# Run on the GPU machine: OUT=... scripts/ncu-gemv.sh
 set -u
 export FXFUSE_BUILD_DIR=build-gpu FXFUSE_CACHE_DIR=/tmp/fxc PYTHONUNBUFFERED=1
 python3 -c "import fxfuse._C" 2>/dev/null || python3 -m pip install --no-build-isolation --no-deps --no-index -e . > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
