@@ -239,6 +239,19 @@ __device__ __forceinline__ unsigned dq2(unsigned w, float s) {
 #endif
 constexpr bool kI8Packed = kQuantFast && FX_B_SCALE_IN_ELEM != 0 &&
                            (is_same_t<WRaw, signed char>::value || is_same_t<WRaw, char>::value);
+// (a & b) | c and (a & b) ^ c in one LOP3: written as PTX so that both constants are operands
+// of one instruction (C++ `(b & m) | c` compiles to two LOP3s, one per immediate; measured:
+// LOP3 was 36 % of the int8 kernel's instructions, bench/gemv/NOTES.md session 6).
+__device__ __forceinline__ unsigned and_or(unsigned a, unsigned b, unsigned c) {
+  unsigned d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xea;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+__device__ __forceinline__ unsigned and_xor(unsigned a, unsigned b, unsigned c) {
+  unsigned d;
+  asm("lop3.b32 %0, %1, %2, %3, 0x6a;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
 __device__ __forceinline__ unsigned fma2(unsigned a, unsigned b, unsigned c) {
   unsigned d;
   if constexpr (kHalf) asm("fma.rn.f16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
@@ -251,11 +264,11 @@ __device__ __forceinline__ unsigned i8pair_scaled(unsigned lo, unsigned hi, unsi
   const unsigned b = __byte_perm(lo, hi, sel);
   unsigned x;
   if constexpr (kHalf) {
-    const unsigned v = (b & 0x00ff00ffu) ^ 0x64806480u;  // 1024 + (b ^ 0x80)
+    const unsigned v = and_xor(b, 0x00ff00ffu, 0x64806480u);  // 1024 + (b ^ 0x80)
     x = fma2(v, 0x3c003c00u /* 1.0 */, 0xe480e480u /* -1152 */);
   } else {
-    const unsigned v = (b & 0x007f007fu) | 0x43004300u;    // 128 + (b & 0x7f)
-    const unsigned m = (b & 0x00800080u) | 0x43004300u;    // 128, or 256 when the sign bit is set
+    const unsigned v = and_or(b, 0x007f007fu, 0x43004300u);  // 128 + (b & 0x7f)
+    const unsigned m = and_or(b, 0x00800080u, 0x43004300u);  // 128, or 256 when the sign bit is set
     x = fma2(m, 0xbf80bf80u /* -1.0 */, v);
   }
   return fma2(x, s2, 0x80008000u /* -0.0 */);
