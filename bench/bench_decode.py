@@ -21,8 +21,7 @@ a GPU spin, so the events time the device, not the host's launch rate (rotated_m
 batches. The path column says what the op ran (bench/op_path.py).
 
   python bench/bench_decode.py [--quick] [--compile] [--m 1,4,16,64] [--kn 4096x14336,...]
-                               [--chains bias,w8_bias,...] [--split-k S] [--gemv-warps W]
-                               (writes $OUT/bench_decode.json)
+                               [--chains bias,w8_bias,...] [--split-k S]   (writes $OUT/bench_decode.json)
 """
 import argparse
 import json
@@ -214,14 +213,9 @@ def main():
     ap.add_argument("--chains", default="", help="comma-separated chain names (default: all)")
     ap.add_argument("--split-k", type=int, default=0, choices=[0, 1, 2, 4, 8],
                     help="launch every gemv with this split-K cluster size (1, 2, 4, 8), to re-measure the rule")
-    ap.add_argument("--gemv-warps", type=int, default=0, choices=[0, 4, 8],
-                    help="build every gemv with this many warps per CTA (4, 8), to re-measure the rule")
     a = ap.parse_args()
-    # read once by codegen, before the first gemv is planned
-    if a.split_k:
+    if a.split_k:  # read once by codegen, before the first gemv is planned
         os.environ["FXFUSE_GEMV_SPLIT_K"] = str(a.split_k)
-    if a.gemv_warps:
-        os.environ["FXFUSE_GEMV_WARPS"] = str(a.gemv_warps)
     torch.manual_seed(0)
     ms_list = [int(m) for m in a.m.split(",")]
     kn = KN[1:2] if a.quick else KN
@@ -243,8 +237,7 @@ def main():
             for name in quant:
                 if wanted is None or name in wanted:
                     rows.append(bench_row(M, K, N, torch.bfloat16, name, a.compile, copy_gbps))
-    suffix = ("_s%d" % a.split_k if a.split_k else "") + ("_w%d" % a.gemv_warps if a.gemv_warps else "")
-    out = os.path.join(os.environ.get("OUT", "."), f"bench_decode{suffix}.json")
+    out = os.path.join(os.environ.get("OUT", "."), f"bench_decode{'_s%d' % a.split_k if a.split_k else ''}.json")
     with open(out, "w") as f:
         json.dump({"rows": rows, "copy_gbps_1GiB": copy_gbps}, f, indent=1)
     print(f"copy bandwidth, 1 GiB of traffic: {copy_gbps:.0f} GB/s (reads + writes)")

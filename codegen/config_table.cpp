@@ -72,6 +72,7 @@ bool cheapEpilogue(const spec::ChainSpec& spec) {
 
 // ---- gemv (kernels/gemv.cuh): the host-side chooser of its header comment ----
 constexpr int kGemvNT = 128;       // output columns per CTA (fixed in the template)
+constexpr int kGemvThreads = 128;  // 4 warps (fixed)
 constexpr long long kGemvMaxGridZ = 65535;
 
 // Bytes of the weight element the kernel streams: the raw 8-bit element on the fast
@@ -84,34 +85,13 @@ int gemvMTiles(long long M) {
   return mt8 <= 1 ? 1 : mt8 <= 2 ? 2 : mt8 <= 4 ? 4 : 8;
 }
 
-// Measurement knob (bench/bench_decode.py --gemv-warps): FXFUSE_GEMV_WARPS=4|8 builds every gemv
-// with that many warps instead of gemvWarps' rule, to re-measure the rule. Read once per
-// process; not for production use.
-int gemvWarpsOverride() {
-  static const int forced = [] {
-    const char* v = std::getenv("FXFUSE_GEMV_WARPS");
-    const std::string s = v ? v : "";
-    return s == "4" || s == "8" ? std::stoi(s) : 0;
-  }();
-  return forced;
-}
-
-// Warps per CTA: 4, or 8 (two groups computing alternate stages, kernels/gemv.cuh) for 8-bit
-// weights, whose conversion is issue-bound with 4-7 warps per SM (Nsight Compute, bench/RESULTS.md
-// section 6); two groups need 4 stages.
-int gemvWarps(int weight_bytes, int stages, int forced) {
-  const int want = forced ? forced : weight_bytes == 1 ? 8 : 4;
-  return want == 8 && stages >= 4 ? 8 : 4;
-}
-
 KernelConfig gemvConfig(const Query& q) {
   const int mtiles = gemvMTiles(q.shape.M);
   const int kt = 128 / gemvWeightBytes(q.b);
   const long long stage = kGemvNT * 128 + 8LL * mtiles * kt * 2;  // W tile + A tile
   int stages = static_cast<int>(100 * 1024 / stage);
   stages = stages < 2 ? 2 : stages > 6 ? 6 : stages;
-  const int threads = 32 * gemvWarps(gemvWeightBytes(q.b), stages, gemvWarpsOverride());
-  KernelConfig c{"gemv", 8 * mtiles, kGemvNT, kt, stages, threads};
+  KernelConfig c{"gemv", 8 * mtiles, kGemvNT, kt, stages, kGemvThreads};
   c.max_cluster = q.arch >= 90 ? 8 : 1;  // thread block clusters: sm_90 and later (8: portable)
   return c;
 }

@@ -24,20 +24,18 @@
 //                    The kernel always reads the cluster size from %cluster_nctarank, so the
 //                    runtime may instead launch with a runtime cluster dimension (1,S,1) via
 //                    cuLaunchKernelEx (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION); S=1 = no cluster.
-//   FX_THREADS     128|256  one or two groups of 4 warps; two groups compute alternate stages
-//                  (STAGES >= 4 then) and add their sums before the reduction.
 //   FX_B_SCALE_IN_ELEM 0|1  fx_b_scale's values are exact in FxElemB (the scale's dtype is the
 //                  MMA type): int8 weights then take the packed 16-bit conversion (i8pair_scaled).
-//   Fixed: block tile NT = 128 output columns (4 warps x 32), k-step KT = 128/sizeof(W)
+//   Fixed: 4 warps (128 threads), block tile NT = 128 output columns, k-step KT = 128/sizeof(W)
 //   where W = FxRawB if the fast quant path is used else FxElemB.
 //
 // Launch geometry (runtime):
-//   block = (FX_THREADS, 1, 1)
+//   block = (128, 1, 1)
 //   grid  = (ceil(N/128), S, B * ceil(M / (8*MTILES)))       S = cluster size along y (1..8)
 //   dynamic smem = max(STAGES * (128*128 + 8*MTILES*KT*2),  8*MTILES*132*4) bytes
 //   (> 48 KB: cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) first)
 //   The host side chooses MTILES (the smallest of 1, 2, 4, 8 covering M), STAGES (about 100 KB
-//   of pipeline), FX_THREADS and S: codegen/config_table.cpp (gemvConfig, gemvSplitK, launchDims);
+//   of pipeline) and S: codegen/config_table.cpp (gemvConfig, gemvSplitK, launchDims);
 //   tests/codegen/gemv_test.cpp checks them against an independent copy of the rule.
 //
 // Fast path conditions (checked at run time, else an element-wise path that uses the hooks):
@@ -75,16 +73,8 @@
 
 namespace fxgemv {
 
-constexpr int kWarps = 4;                      // warps of one group (they share a stage's columns)
-// Warp groups: with 2, the groups compute alternate pipeline stages and add their sums at the
-// end (an in-CTA split of K): twice the warps on the same shared-memory pipeline, for the
-// conversion-bound 8-bit weights. FX_THREADS = 128 * groups (the generator defines it).
-#ifndef FX_THREADS
-#define FX_THREADS 128
-#endif
-constexpr int kGroups = FX_THREADS / (kWarps * 32);
-constexpr int kThreads = kGroups * kWarps * 32;
-static_assert(kThreads == FX_THREADS && (kGroups == 1 || kGroups == 2), "gemv: FX_THREADS is 128 or 256");
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
 constexpr int kNT = 128;                       // output columns per block
 constexpr int kRT = 2;                         // 16-row MMA tiles per warp (kWarps*kRT*16 == kNT)
 constexpr int kMT = FX_GEMV_MTILES;            // 8-row m tiles
@@ -105,7 +95,6 @@ constexpr int kAStageBytes = 8 * kMT * kARowBytes;
 static_assert(sizeof(FxElemA) == 2 && sizeof(FxElemB) == 2, "gemv: 16-bit MMA operands only");
 static_assert(kWB == 1 || kWB == 2, "gemv: raw weight must be 8 or 16 bit");
 static_assert(kMT >= 1 && kMT <= 8, "FX_GEMV_MTILES in 1..8");
-static_assert(kStages >= 2 * kGroups, "gemv: two warp groups need at least 4 stages");
 template <class X, class Y> struct is_same_t { static constexpr bool value = false; };
 template <class X> struct is_same_t<X, X> { static constexpr bool value = true; };
 constexpr bool kHalf = is_same_t<FxElemB, __half>::value;
@@ -241,7 +230,7 @@ constexpr bool kI8Packed = kQuantFast && FX_B_SCALE_IN_ELEM != 0 &&
                            (is_same_t<WRaw, signed char>::value || is_same_t<WRaw, char>::value);
 // (a & b) | c and (a & b) ^ c in one LOP3: written as PTX so that both constants are operands
 // of one instruction (C++ `(b & m) | c` compiles to two LOP3s, one per immediate; measured:
-// LOP3 was 36 % of the int8 kernel's instructions, bench/gemv/NOTES.md session 6).
+// LOP3 was 36 % of the int8 kernel's instructions; bench/gemv/NOTES.md, session 6).
 __device__ __forceinline__ unsigned and_or(unsigned a, unsigned b, unsigned c) {
   unsigned d;
   asm("lop3.b32 %0, %1, %2, %3, 0xea;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
@@ -385,7 +374,7 @@ __device__ __noinline__ void load_stage(const fxfuse::FxParams& p, const Ctx& c,
 __device__ __forceinline__ void compute_stage(const unsigned char* ws, const unsigned char* as,
                                               float (&acc)[kRT][kMT][4], const float (&sc)[kRT][2],
                                               const unsigned (&sc2)[kRT][2]) {
-  const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) % kWarps;
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const unsigned wsb = smem_u32(ws), asb = smem_u32(as);
   (void)sc; (void)sc2;
@@ -552,8 +541,7 @@ __launch_bounds__(fxgemv::kThreads)
 FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   using namespace fxgemv;
   extern __shared__ __align__(128) unsigned char fx_smem[];
-  const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) % kWarps;
-  const int grp = threadIdx.x / (kWarps * 32);  // warp group: computes stages grp, grp + kGroups, ...
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
 
   const long long mchunks = (p.M + 8 * kMT - 1) / (8 * kMT);
@@ -609,7 +597,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   unsigned char* abase = fx_smem + kStages * kWStageBytes;
 
   // ---- hot-path loader state: per-thread global pointers at step kb and smem offsets
-  constexpr int kWCh = kWStageBytes / 16 / kThreads;  // 8 (4 with two groups)
+  constexpr int kWCh = kWStageBytes / 16 / kThreads;  // 8
   constexpr int kACpr = kARowBytes / 16;
   constexpr int kACh = (8 * kMT * kACpr + kThreads - 1) / kThreads;
   const char* wsrc[kWCh];
@@ -672,55 +660,40 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[rt][mt][i] = 0.f;
 
-  // Pipeline: each iteration computes kGroups consecutive steps (group j the step i + j) while
-  // the next kLead steps load. One commit group per step (empty past the end), so "steps up to
-  // i + kGroups - 1 have landed" is "at most kLead - kGroups groups pending".
-  constexpr int kLead = kStages - kGroups;
 #pragma unroll
-  for (int s = 0; s < kLead; ++s) {
+  for (int s = 0; s < kStages - 1; ++s) {
     if (s < nsteps) load(s, s);
     cp_async_commit();
   }
-  int slot = 0;  // slot of step i
-  for (int i = 0; i < nsteps; i += kGroups) {
-    cp_async_wait<kLead - kGroups>();
-    __syncthreads();  // the steps landed for every thread; the last iteration's slots are free
-#pragma unroll
-    for (int j = 0; j < kGroups; ++j) {
-      int nslot = slot + kLead + j;
-      if (nslot >= kStages) nslot -= kStages;
-      if (i + kLead + j < nsteps) load(nslot, i + kLead + j);
-      cp_async_commit();
-    }
-    int cslot = slot + grp;
-    if (cslot >= kStages) cslot -= kStages;
-    if (i + grp < nsteps) compute_stage(wbase + cslot * kWStageBytes, abase + cslot * kAStageBytes, acc, sc, sc2);
-    slot += kGroups;
-    if (slot >= kStages) slot -= kStages;
+  int slot = 0;
+  for (int i = 0; i < nsteps; ++i) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();
+    const int nx = i + kStages - 1;
+    int nslot = slot + kStages - 1;
+    if (nslot >= kStages) nslot -= kStages;
+    if (nx < nsteps) load(nslot, nx);
+    cp_async_commit();
+    compute_stage(wbase + slot * kWStageBytes, abase + slot * kAStageBytes, acc, sc, sc2);
+    if (++slot == kStages) slot = 0;
   }
   cp_async_wait<0>();
   __syncthreads();
 
   // ---- partial sums to smem: red[m][n] (n fastest), row pitch kNT+4 floats
-  // (with two warp groups: the last group writes, then each earlier group adds its sums in turn;
-  // thread (w, lane) of every group holds the same elements)
   constexpr int kPitch = kNT + 4;
   float* red = reinterpret_cast<float*>(fx_smem);
-  for (int turn = kGroups - 1; turn >= 0; --turn) {
-    if (grp == turn) {
 #pragma unroll
-      for (int rt = 0; rt < kRT; ++rt)
+  for (int rt = 0; rt < kRT; ++rt)
 #pragma unroll
-        for (int mt = 0; mt < kMT; ++mt) {
-          const int c0 = col_of(w, rt, g), c1 = col_of(w, rt, g + 8);
-          const int m0 = mt * 8 + 2 * t;
-          const int offs[4] = {m0 * kPitch + c0, (m0 + 1) * kPitch + c0, m0 * kPitch + c1, (m0 + 1) * kPitch + c1};
-#pragma unroll
-          for (int i = 0; i < 4; ++i) red[offs[i]] = turn == kGroups - 1 ? acc[rt][mt][i] : acc[rt][mt][i] + red[offs[i]];
-        }
+    for (int mt = 0; mt < kMT; ++mt) {
+      const int c0 = col_of(w, rt, g), c1 = col_of(w, rt, g + 8);
+      const int m0 = mt * 8 + 2 * t;
+      red[m0 * kPitch + c0] = acc[rt][mt][0];
+      red[(m0 + 1) * kPitch + c0] = acc[rt][mt][1];
+      red[m0 * kPitch + c1] = acc[rt][mt][2];
+      red[(m0 + 1) * kPitch + c1] = acc[rt][mt][3];
     }
-    if (turn > 0) __syncthreads();
-  }
   if (nrank > 1) cluster_sync(); else __syncthreads();
 
   // ---- reduce over the cluster + epilogue. Column pairs are dealt round-robin over the ranks.

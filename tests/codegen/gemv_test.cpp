@@ -108,13 +108,12 @@ TEST(Gemv, ConfigFollowsTheHeaderChooser) {
   struct Want {
     const spec::ChainSpec* s;
     long long m;
-    int arch, bm, bk, stages, max_cluster, threads;
+    int arch, bm, bk, stages, max_cluster;
   };
-  // stages = clamp(100 KB / (16 KB + bm * bk * 2), 2, 6); bk = 128 / bytes of the streamed weight;
-  // 8-bit weights get two warp groups (256 threads) where there are 4 stages for them.
-  for (const Want& w : {Want{&bf16, 1, 90, 8, 64, 5, 8, 128}, Want{&bf16, 16, 90, 16, 64, 5, 8, 128},
-                        Want{&i8, 1, 80, 8, 128, 5, 1, 256}, Want{&i8, 16, 90, 16, 128, 5, 8, 256},
-                        Want{&i8, 17, 90, 32, 128, 4, 8, 256}, Want{&i8, 64, 90, 64, 128, 3, 8, 128}}) {
+  // stages = clamp(100 KB / (16 KB + bm * bk * 2), 2, 6); bk = 128 / bytes of the streamed weight.
+  for (const Want& w : {Want{&bf16, 1, 90, 8, 64, 5, 8}, Want{&bf16, 16, 90, 16, 64, 5, 8},
+                        Want{&i8, 1, 80, 8, 128, 5, 1}, Want{&i8, 16, 90, 16, 128, 5, 8},
+                        Want{&i8, 17, 90, 32, 128, 4, 8}, Want{&i8, 64, 90, 64, 128, 3, 8}}) {
     KernelConfig c = chooseConfig(*w.s, shapeFor(*w.s, w.m), w.arch);
     SCOPED_TRACE("M=" + std::to_string(w.m));
     EXPECT_EQ(c.variant, "gemv");
@@ -122,7 +121,7 @@ TEST(Gemv, ConfigFollowsTheHeaderChooser) {
     EXPECT_EQ(c.bn, 128);
     EXPECT_EQ(c.bk, w.bk);
     EXPECT_EQ(c.stages, w.stages);
-    EXPECT_EQ(c.threads, w.threads);
+    EXPECT_EQ(c.threads, 128);
     EXPECT_EQ(c.max_cluster, w.max_cluster);
     std::string h = generateHooks(*w.s, c);
     EXPECT_TRUE(has(h, "#define FX_GEMV_MTILES " + std::to_string(w.bm / 8) + "\n"));
@@ -151,7 +150,7 @@ TEST(Gemv, FastVariants) {
 
 // The host-side chooser of kernels/gemv.cuh (codegen/config_table.cpp), written again here.
 struct GemvCfg {
-  int mtiles, stages, splitk, threads;
+  int mtiles, stages, splitk;
   unsigned gx, gy, gz;
   size_t smem;
 };
@@ -163,7 +162,6 @@ GemvCfg gemv_config(long long B, long long M, long long N, long long K, int wbyt
   size_t stage = 128 * 128 + (size_t)8 * c.mtiles * KT * 2;
   c.stages = (int)(100 * 1024 / stage);
   c.stages = c.stages < 2 ? 2 : c.stages > 6 ? 6 : c.stages;
-  c.threads = wbytes == 1 && c.stages >= 4 ? 256 : 128;  // two warp groups for 8-bit weights
   long long nt = (N + 127) / 128, mz = B * ((M + 8 * c.mtiles - 1) / (8 * c.mtiles));
   long long ksteps = (K + KT - 1) / KT;
   c.splitk = 1;
@@ -202,7 +200,7 @@ TEST(Gemv, LaunchDimsMatchTheHeaderFormula) {
                 EXPECT_EQ(d.grid[0], want.gx);
                 EXPECT_EQ(d.grid[1], want.gy);
                 EXPECT_EQ(d.grid[2], want.gz);
-                EXPECT_EQ(d.block, unsigned(want.threads));
+                EXPECT_EQ(d.block, 128u);
                 EXPECT_EQ(d.cluster[0], 1u);
                 EXPECT_EQ(d.cluster[1], unsigned(want.splitk));
                 EXPECT_EQ(d.cluster[2], 1u);

@@ -264,9 +264,9 @@ def test_gemv_every_split_k_size_computes_the_chain(split_k):
 # one-hot rows of A, row m of the output is row k_m of B rounded once more to its own dtype (a
 # no-op), so the output must equal eager's dequantized weight exactly. Every int8 value
 # (-128 too), scales of both signs over a wide exponent range, both weight layouts, an odd
-# number of k-steps (896 = 7 x 128) and a ragged last one (912), M that gets two warp groups
-# (16) and one (40); the scale in the MMA dtype (packed int8 conversion, FX_B_SCALE_IN_ELEM)
-# and in float32 (`(w.float() * s).to(dt)`, the fp32 conversion).
+# number of k-steps (896 = 7 x 128) and a ragged last one (912), two m-tile sizes (16, 40); the
+# scale in the MMA dtype (packed int8 conversion, FX_B_SCALE_IN_ELEM) and in float32
+# (`(w.float() * s).to(dt)`, the fp32 conversion).
 @pytest.mark.parametrize("scale_f32", [False, True], ids=["scale_in_dtype", "scale_f32"])
 @pytest.mark.parametrize("layout", ["nk", "kn"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bfloat16", "float16"])
