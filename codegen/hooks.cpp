@@ -9,6 +9,7 @@
 // broadcast (a missing dim, a '1' dim, a 0-d scale) costs nothing and needs no special case.
 #include "codegen/hooks.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
@@ -171,9 +172,18 @@ class HookEmitter {
 
   // Emits locals for every value in closure(roots), in spec order. `overrides` gives the
   // complete expression of values that do not come from their spec line (the accumulator
-  // rounded to mm's dtype, a raw weight element).
+  // rounded to mm's dtype, a raw weight element, a column value computed once per column);
+  // what only an overridden value needs is not emitted.
   void emitValues(const std::vector<int>& roots, const std::map<int, std::string>& overrides) {
-    for (int i : closure(spec_, roots)) {
+    std::set<int> need;
+    std::vector<int> todo = roots;
+    while (!todo.empty()) {
+      int v = todo.back();
+      todo.pop_back();
+      if (!need.insert(v).second || overrides.count(v) || spec_.values[v].kind == ValueKind::Mm) continue;
+      for (int o : spec_.values[v].operands) todo.push_back(o);
+    }
+    for (int i : need) {
       const Value& v = spec_.values[i];
       auto o = overrides.find(i);
       std::string expr = o != overrides.end() ? o->second : valueExpr(i);
@@ -342,10 +352,19 @@ class HookEmitter {
 
   // The branch-free pair for a tile wholly inside the output (the Hopper template's fast path):
   // fx_epilogue2_vec_ok(p), checked once per tile, says every 16-bit output takes one 4-byte
-  // store at any even n, so fx_epilogue2_vec has no per-pair branch and the compiler can issue
-  // the loads of many pairs together.
+  // store at any even n and every 16-bit column input (below) one 4-byte load, so
+  // fx_epilogue2_vec has no per-pair branch and the compiler can issue the loads of many pairs
+  // together.
+  // Column values: what depends on (b, n) only (a bias, a per-column scale and the ops on them).
+  // fx_epilogue_cols computes them once for the columns n, n + 1 and the template passes them to
+  // every row of its tile that it stores at those columns (Nsight Compute, bench/RESULTS.md
+  // section 3: the epilogue's per-element loads were the Hopper kernel's top stall).
   void emitVecEpilogue() {
     const std::vector<int>& outs = spec_.outputs;
+    const std::vector<int> cols = columnFrontier();
+    std::vector<int> col_inputs;  // 16-bit inputs along n read by the column values: paired loads
+    for (int i : closure(spec_, cols))
+      if (isPairedColumnInput(i)) col_inputs.push_back(i);
     w_.blank();
     {
       auto fn = w_.block("__device__ __forceinline__ bool fx_epilogue2_vec_ok(const fxfuse::FxParams& p)");
@@ -357,16 +376,78 @@ class HookEmitter {
         cond += fmt::format(" && {0}.sn == 1 && {0}.sm % 2 == 0 && fx_aligned4({0}.ptr, 0, 2)", base);
         if (spec_.gemm == spec::GemmKind::Bmm) cond += fmt::format(" && {}.sb % 2 == 0", base);
       }
+      for (int i : col_inputs) {
+        const Value& v = spec_.values[i];
+        std::string base = "p.in[" + std::to_string(v.slot) + "]";
+        cond += fmt::format(" && {0}.sn == 1 && fx_aligned4({0}.ptr, 0, 2)", base);
+        if (v.dims.find('b') != std::string::npos) cond += fmt::format(" && {}.sb % 2 == 0", base);
+      }
       w_.line("(void)p;");
       w_.line("return {};", cond);
     }
     w_.blank();
-    w_.line("// Columns n and n + 1 of row m, both inside the output; fx_epilogue2_vec_ok(p) holds.");
+    {
+      auto st = w_.blockSemi("struct FxCol");
+      w_.line("// the epilogue's values that depend on (b, n) only, for one column");
+      for (int i : cols) w_.line("{} v{};  // {}", valueCType(spec_.values[i].dtype), i, lines_.at(i + 2));
+    }
+    w_.blank();
+    // fx_epilogue_col: one column's values, the paired inputs passed in (in<i>);
+    // fx_epilogue_cols: both columns of a pair, each paired input by one 4-byte load.
+    std::string params, args0, args1;
+    std::map<int, std::string> paired;
+    for (int i : col_inputs) {
+      params += fmt::format(", float in{}", i);
+      args0 += fmt::format(", in{}.x", i);
+      args1 += fmt::format(", in{}.y", i);
+      paired[i] = "in" + std::to_string(i);
+    }
+    w_.line("// The column values of column n (16-bit inputs along n passed in, loaded in pairs).");
+    {
+      auto fn = w_.block("__device__ __forceinline__ FxCol fx_epilogue_col(const fxfuse::FxParams& p, long long b, "
+                         "long long n{})", params);
+      w_.line("(void)p; (void)b; (void)n;");
+      emitValues(cols, paired);
+      std::string init;
+      for (int i : cols) init += (init.empty() ? "" : ", ") + std::string("v") + std::to_string(i);
+      w_.line("return FxCol{{{}}};", init);
+    }
+    w_.blank();
+    w_.line("// The column values of columns n and n + 1 (n even); fx_epilogue2_vec_ok(p) holds.");
+    {
+      auto fn = w_.block(
+          "__device__ __forceinline__ void fx_epilogue_cols(const fxfuse::FxParams& p, long long b, long long n, "
+          "FxCol& c0, FxCol& c1)");
+      for (int i : col_inputs) {
+        const Value& v = spec_.values[i];
+        std::string base = "p.in[" + std::to_string(v.slot) + "]";
+        w_.line("const float2 in{} = {}({}.ptr, {});  // {}", i, v.dtype == DType::BF16 ? "fx_ld2_bf16" : "fx_ld2_f16",
+                base, offsetExpr(v.dims, base), lines_.at(i + 2));
+      }
+      w_.line("c0 = fx_epilogue_col(p, b, n{});", args0);
+      w_.line("c1 = fx_epilogue_col(p, b, n + 1{});", args1);
+    }
+    w_.blank();
+    {
+      auto fn = w_.block(
+          "__device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxParams& p, long long b, "
+          "long long m, long long n, float acc, const FxCol& c)");
+      w_.line("(void)p; (void)b; (void)m; (void)n; (void)c;");
+      std::map<int, std::string> overrides{{spec_.mmIndex(), roundTo(spec_.values[spec_.mmIndex()].dtype, "acc")}};
+      for (int i : cols) overrides[i] = "c.v" + std::to_string(i);
+      emitValues(outs, overrides);
+      std::string init;
+      for (int o : outs) init += (init.empty() ? "" : ", ") + std::string("v") + std::to_string(o);
+      w_.line("return FxOutValues{{{}}};", init);
+    }
+    w_.blank();
+    w_.line("// Columns n and n + 1 of row m, both inside the output; fx_epilogue2_vec_ok(p) holds;");
+    w_.line("// c0, c1 from fx_epilogue_cols(p, b, n, c0, c1).");
     auto fn = w_.block(
         "__device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long long b, long long m, "
-        "long long n, float acc0, float acc1)");
-    w_.line("const FxOutValues o0 = fx_epilogue_values(p, b, m, n, acc0);");
-    w_.line("const FxOutValues o1 = fx_epilogue_values(p, b, m, n + 1, acc1);");
+        "long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1)");
+    w_.line("const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0);");
+    w_.line("const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1);");
     for (size_t j = 0; j < outs.size(); ++j) {
       DType d = spec_.values[outs[j]].dtype;
       std::string base = "p.out[" + std::to_string(j) + "]";
@@ -378,6 +459,48 @@ class HookEmitter {
         w_.line("{}({}.ptr, {}, o1.o{});", storeFn(d), base, outOffset(base, "(n + 1)"), j);
       }
     }
+  }
+
+  // Values of the epilogue that vary along neither m nor k (inputs without m, constants and ops
+  // on those only), in spec order.
+  std::vector<bool> columnOnly() const {
+    std::vector<bool> col(spec_.values.size(), false);
+    for (size_t i = 0; i < spec_.values.size(); ++i) {
+      const Value& v = spec_.values[i];
+      if (v.kind == ValueKind::Input) col[i] = v.dims.find('m') == std::string::npos && v.dims.find('k') == std::string::npos;
+      if (v.kind == ValueKind::Const) col[i] = true;
+      if (v.kind == ValueKind::Op) {
+        col[i] = true;
+        for (int o : v.operands) col[i] = col[i] && col[o];
+      }
+    }
+    return col;
+  }
+
+  // The column values the rest of the epilogue reads: column-only, not constants (those fold),
+  // and an output or an operand of a value that varies along m.
+  std::vector<int> columnFrontier() const {
+    const std::vector<bool> col = columnOnly();
+    const std::set<int> epi = closure(spec_, spec_.outputs);
+    std::set<int> frontier;
+    for (int i : epi) {
+      const Value& v = spec_.values[i];
+      if (col[i] && v.kind != ValueKind::Const &&
+          std::find(spec_.outputs.begin(), spec_.outputs.end(), i) != spec_.outputs.end())
+        frontier.insert(i);
+      if (col[i] || v.kind == ValueKind::Mm) continue;
+      for (int o : v.operands)
+        if (col[o] && spec_.values[o].kind != ValueKind::Const) frontier.insert(o);
+    }
+    return {frontier.begin(), frontier.end()};
+  }
+
+  // A 16-bit input along n, contiguous there (its innermost dim), read for both columns by one
+  // 4-byte load on the fast path.
+  bool isPairedColumnInput(int i) const {
+    const Value& v = spec_.values[i];
+    return v.kind == ValueKind::Input && (v.dtype == DType::BF16 || v.dtype == DType::F16) &&
+           v.dims.find('m') == std::string::npos && v.dims.find('k') == std::string::npos && innermost(v.dims) == 'n';
   }
 
  private:

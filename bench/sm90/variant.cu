@@ -77,8 +77,11 @@ __device__ __forceinline__ void fx_epilogue2(const fxfuse::FxParams& p, long lon
 }
 // The harness's outputs are contiguous and aligned: its paired store is always the vector one.
 __device__ __forceinline__ bool fx_epilogue2_vec_ok(const fxfuse::FxParams&) { return true; }
+// No column values: the harness epilogue reads its bias per pair.
+struct FxCol {};
+__device__ __forceinline__ void fx_epilogue_cols(const fxfuse::FxParams&, long long, long long, FxCol&, FxCol&) {}
 __device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long long b, long long m,
-                                                 long long n, float acc0, float acc1) {
+                                                 long long n, float acc0, float acc1, const FxCol&, const FxCol&) {
   fx_epilogue2(p, b, m, n, acc0, acc1);
 }
 __device__ __forceinline__ void fx_epilogue(const fxfuse::FxParams& p, long long b, long long m,

@@ -6,8 +6,9 @@
 //   FxElemA, FxElemB (both __nv_bfloat16 or both __half), FX_A_KMAJOR (must be 1), FX_B_KMAJOR,
 //   FX_A_SLOT / FX_B_SLOT (optional: used only to detect a batch-broadcast operand, sb == 0),
 //   fx_epilogue2(p, b, m, n, acc0, acc1) (n even; stores every output of (m,n) and (m,n+1)),
-//   fx_epilogue2_vec_ok(p) / fx_epilogue2_vec(...) (the same without bounds or layout branches,
-//   for tiles wholly inside the output when vec_ok holds).
+//   fx_epilogue2_vec_ok(p) / FxCol, fx_epilogue_cols(p, b, n, c0, c1) / fx_epilogue2_vec(..., c0, c1)
+//   (the same without bounds or layout branches, for tiles wholly inside the output when vec_ok
+//   holds; the values that depend on the column only computed once per column pair).
 //   FX_KERNEL_NAME.
 //
 // Config macros (all optional; defaults in brackets).  The host side must use the same values:
@@ -501,23 +502,29 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       // A tile wholly inside the output, with outputs that take paired stores everywhere,
       // takes a branch-free path (fx_epilogue2_vec), so the compiler can issue the epilogue's
       // input loads of many column pairs together instead of one latency per pair.
+      // Its column values (bias, per-column scales: fx_epilogue_cols) are computed once per column
+      // pair and serve the thread's 2 * SUB rows there.
       const bool whole = (long long)(tm + 1) * BM <= p.M && (long long)(tn + 1) * BN <= p.N && fx_epilogue2_vec_ok(p);
-#pragma unroll
-      for (int sub = 0; sub < SUB; ++sub) {
-        const long long row = (long long)tm * BM + row0 + sub * 64 + warp * 16 + lane / 4;
-        if (whole) {
-#pragma unroll
-          for (int jn = 0; jn < BN / 8; ++jn) {
-            fx_epilogue2_vec(p, b, row, col + jn * 8, d[sub][4 * jn + 0], d[sub][4 * jn + 1]);
-            fx_epilogue2_vec(p, b, row + 8, col + jn * 8, d[sub][4 * jn + 2], d[sub][4 * jn + 3]);
-          }
-          continue;
-        }
+      const long long row = (long long)tm * BM + row0 + warp * 16 + lane / 4;
+      if (whole) {
 #pragma unroll
         for (int jn = 0; jn < BN / 8; ++jn) {
-          fx_sm90_edge_pair(p, b, row, col + jn * 8, d[sub][4 * jn + 0], d[sub][4 * jn + 1]);
-          fx_sm90_edge_pair(p, b, row + 8, col + jn * 8, d[sub][4 * jn + 2], d[sub][4 * jn + 3]);
+          FxCol c0, c1;
+          fx_epilogue_cols(p, b, col + jn * 8, c0, c1);
+#pragma unroll
+          for (int sub = 0; sub < SUB; ++sub) {
+            fx_epilogue2_vec(p, b, row + sub * 64, col + jn * 8, d[sub][4 * jn + 0], d[sub][4 * jn + 1], c0, c1);
+            fx_epilogue2_vec(p, b, row + sub * 64 + 8, col + jn * 8, d[sub][4 * jn + 2], d[sub][4 * jn + 3], c0, c1);
+          }
         }
+      } else {
+#pragma unroll
+        for (int sub = 0; sub < SUB; ++sub)
+#pragma unroll
+          for (int jn = 0; jn < BN / 8; ++jn) {
+            fx_sm90_edge_pair(p, b, row + sub * 64, col + jn * 8, d[sub][4 * jn + 0], d[sub][4 * jn + 1]);
+            fx_sm90_edge_pair(p, b, row + sub * 64 + 8, col + jn * 8, d[sub][4 * jn + 2], d[sub][4 * jn + 3]);
+          }
       }
     }
   }

@@ -104,9 +104,41 @@ __device__ __forceinline__ bool fx_epilogue2_vec_ok(const fxfuse::FxParams& p) {
   return true && p.out[0].sn == 1 && p.out[0].sm % 2 == 0 && fx_aligned4(p.out[0].ptr, 0, 2) && p.out[0].sb % 2 == 0;
 }
 
-// Columns n and n + 1 of row m, both inside the output; fx_epilogue2_vec_ok(p) holds.
-__device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc0, float acc1) {
-  const FxOutValues o0 = fx_epilogue_values(p, b, m, n, acc0);
-  const FxOutValues o1 = fx_epilogue_values(p, b, m, n + 1, acc1);
+struct FxCol {
+  // the epilogue's values that depend on (b, n) only, for one column
+  float v3;  // %3 = input 2 f32 [b,1,1]
+};
+
+// The column values of column n (16-bit inputs along n passed in, loaded in pairs).
+__device__ __forceinline__ FxCol fx_epilogue_col(const fxfuse::FxParams& p, long long b, long long n) {
+  (void)p; (void)b; (void)n;
+  const float v3 = fx_ld_f32(p.in[2].ptr, b * p.in[2].sb);  // %3 = input 2 f32 [b,1,1]
+  return FxCol{v3};
+}
+
+// The column values of columns n and n + 1 (n even); fx_epilogue2_vec_ok(p) holds.
+__device__ __forceinline__ void fx_epilogue_cols(const fxfuse::FxParams& p, long long b, long long n, FxCol& c0, FxCol& c1) {
+  c0 = fx_epilogue_col(p, b, n);
+  c1 = fx_epilogue_col(p, b, n + 1);
+}
+
+__device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc, const FxCol& c) {
+  (void)p; (void)b; (void)m; (void)n; (void)c;
+  const float v2 = fx_round_f16(acc);  // %2 = mm %0 %1 : f16
+  const float v3 = c.v3;  // %3 = input 2 f32 [b,1,1]
+  const float v4 = (v2 * v3);  // %4 = mul %2 %3 : f32
+  const float v5 = 30.0f;  // %5 = const 30 : f32
+  const float v6 = (v4 / v5);  // %6 = div %4 %5 : f32
+  const float v7 = fx_tanh(v6);  // %7 = tanh %6 : f32
+  const float v8 = (v7 * v5);  // %8 = mul %7 %5 : f32
+  const float v9 = fx_round_f16(v8);  // %9 = convert %8 : f16
+  return FxOutValues{v9};
+}
+
+// Columns n and n + 1 of row m, both inside the output; fx_epilogue2_vec_ok(p) holds;
+// c0, c1 from fx_epilogue_cols(p, b, n, c0, c1).
+__device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1) {
+  const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0);
+  const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1);
   fx_st2_f16(p.out[0].ptr, b * p.out[0].sb + m * p.out[0].sm + n * p.out[0].sn, o0.o0, o1.o0);
 }

@@ -114,9 +114,48 @@ __device__ __forceinline__ bool fx_epilogue2_vec_ok(const fxfuse::FxParams& p) {
   return true && p.out[0].sn == 1 && p.out[0].sm % 2 == 0 && fx_aligned4(p.out[0].ptr, 0, 2);
 }
 
-// Columns n and n + 1 of row m, both inside the output; fx_epilogue2_vec_ok(p) holds.
-__device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc0, float acc1) {
-  const FxOutValues o0 = fx_epilogue_values(p, b, m, n, acc0);
-  const FxOutValues o1 = fx_epilogue_values(p, b, m, n + 1, acc1);
+struct FxCol {
+  // the epilogue's values that depend on (b, n) only, for one column
+  float v8;  // %8 = input 2 f32 [n]
+  float v9;  // %9 = input 3 f32 [n]
+};
+
+// The column values of column n (16-bit inputs along n passed in, loaded in pairs).
+__device__ __forceinline__ FxCol fx_epilogue_col(const fxfuse::FxParams& p, long long b, long long n) {
+  (void)p; (void)b; (void)n;
+  const float v8 = fx_ld_f32(p.in[2].ptr, n * p.in[2].sn);  // %8 = input 2 f32 [n]
+  const float v9 = fx_ld_f32(p.in[3].ptr, n * p.in[3].sn);  // %9 = input 3 f32 [n]
+  return FxCol{v8, v9};
+}
+
+// The column values of columns n and n + 1 (n even); fx_epilogue2_vec_ok(p) holds.
+__device__ __forceinline__ void fx_epilogue_cols(const fxfuse::FxParams& p, long long b, long long n, FxCol& c0, FxCol& c1) {
+  c0 = fx_epilogue_col(p, b, n);
+  c1 = fx_epilogue_col(p, b, n + 1);
+}
+
+__device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc, const FxCol& c) {
+  (void)p; (void)b; (void)m; (void)n; (void)c;
+  const float v2 = acc;  // %2 = mm %0 %1 : f32
+  const float v3 = __int_as_float(0x7fffffff);  // %3 = const nan : f32
+  const float v4 = 6.0f;  // %4 = const 6 : f32
+  const float v5 = fx_clamp_max(v2, v4);  // %5 = clamp %2 %3 %4 : f32
+  const float v6 = __int_as_float(0xff800000);  // %6 = const -inf : f32
+  const float v7 = fx_clamp_min(v5, v6);  // %7 = clamp %5 %6 %3 : f32
+  const float v8 = c.v8;  // %8 = input 2 f32 [n]
+  const float v9 = c.v9;  // %9 = input 3 f32 [n]
+  const float v10 = fx_clamp(v7, v8, v9);  // %10 = clamp %7 %8 %9 : f32
+  const float v11 = -1.0f;  // %11 = const -1 : f32
+  const float v12 = 1.0f;  // %12 = const 1 : f32
+  const float v13 = fx_clamp(v10, v11, v12);  // %13 = hardtanh %10 %11 %12 : f32
+  const float v14 = fx_round_f16(v13);  // %14 = clamp %13 %3 %3 : f16
+  return FxOutValues{v14};
+}
+
+// Columns n and n + 1 of row m, both inside the output; fx_epilogue2_vec_ok(p) holds;
+// c0, c1 from fx_epilogue_cols(p, b, n, c0, c1).
+__device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1) {
+  const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0);
+  const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1);
   fx_st2_f16(p.out[0].ptr, m * p.out[0].sm + n * p.out[0].sn, o0.o0, o1.o0);
 }

@@ -117,12 +117,41 @@ __device__ __forceinline__ void fx_epilogue2(const fxfuse::FxParams& p, long lon
 
 __device__ __forceinline__ bool fx_epilogue2_vec_ok(const fxfuse::FxParams& p) {
   (void)p;
-  return true && p.out[0].sn == 1 && p.out[0].sm % 2 == 0 && fx_aligned4(p.out[0].ptr, 0, 2);
+  return true && p.out[0].sn == 1 && p.out[0].sm % 2 == 0 && fx_aligned4(p.out[0].ptr, 0, 2) && p.in[3].sn == 1 && fx_aligned4(p.in[3].ptr, 0, 2);
 }
 
-// Columns n and n + 1 of row m, both inside the output; fx_epilogue2_vec_ok(p) holds.
-__device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc0, float acc1) {
-  const FxOutValues o0 = fx_epilogue_values(p, b, m, n, acc0);
-  const FxOutValues o1 = fx_epilogue_values(p, b, m, n + 1, acc1);
+struct FxCol {
+  // the epilogue's values that depend on (b, n) only, for one column
+  float v6;  // %6 = input 3 bf16 [n]
+};
+
+// The column values of column n (16-bit inputs along n passed in, loaded in pairs).
+__device__ __forceinline__ FxCol fx_epilogue_col(const fxfuse::FxParams& p, long long b, long long n, float in6) {
+  (void)p; (void)b; (void)n;
+  const float v6 = in6;  // %6 = input 3 bf16 [n]
+  return FxCol{v6};
+}
+
+// The column values of columns n and n + 1 (n even); fx_epilogue2_vec_ok(p) holds.
+__device__ __forceinline__ void fx_epilogue_cols(const fxfuse::FxParams& p, long long b, long long n, FxCol& c0, FxCol& c1) {
+  const float2 in6 = fx_ld2_bf16(p.in[3].ptr, n * p.in[3].sn);  // %6 = input 3 bf16 [n]
+  c0 = fx_epilogue_col(p, b, n, in6.x);
+  c1 = fx_epilogue_col(p, b, n + 1, in6.y);
+}
+
+__device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc, const FxCol& c) {
+  (void)p; (void)b; (void)m; (void)n; (void)c;
+  const float v5 = acc;  // %5 = mm %0 %4 : f32
+  const float v6 = c.v6;  // %6 = input 3 bf16 [n]
+  const float v7 = fx_round_bf16((v5 + v6));  // %7 = add %5 %6 : bf16
+  const float v8 = fx_round_bf16(fx_gelu_tanh(v7));  // %8 = gelu_tanh %7 : bf16
+  return FxOutValues{v8};
+}
+
+// Columns n and n + 1 of row m, both inside the output; fx_epilogue2_vec_ok(p) holds;
+// c0, c1 from fx_epilogue_cols(p, b, n, c0, c1).
+__device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1) {
+  const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0);
+  const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1);
   fx_st2_bf16(p.out[0].ptr, m * p.out[0].sm + n * p.out[0].sn, o0.o0, o1.o0);
 }

@@ -121,10 +121,46 @@ __device__ __forceinline__ bool fx_epilogue2_vec_ok(const fxfuse::FxParams& p) {
   return true && p.out[0].sn == 1 && p.out[0].sm % 2 == 0 && fx_aligned4(p.out[0].ptr, 0, 2);
 }
 
-// Columns n and n + 1 of row m, both inside the output; fx_epilogue2_vec_ok(p) holds.
-__device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc0, float acc1) {
-  const FxOutValues o0 = fx_epilogue_values(p, b, m, n, acc0);
-  const FxOutValues o1 = fx_epilogue_values(p, b, m, n + 1, acc1);
+struct FxCol {
+  // the epilogue's values that depend on (b, n) only, for one column
+};
+
+// The column values of column n (16-bit inputs along n passed in, loaded in pairs).
+__device__ __forceinline__ FxCol fx_epilogue_col(const fxfuse::FxParams& p, long long b, long long n) {
+  (void)p; (void)b; (void)n;
+  return FxCol{};
+}
+
+// The column values of columns n and n + 1 (n even); fx_epilogue2_vec_ok(p) holds.
+__device__ __forceinline__ void fx_epilogue_cols(const fxfuse::FxParams& p, long long b, long long n, FxCol& c0, FxCol& c1) {
+  c0 = fx_epilogue_col(p, b, n);
+  c1 = fx_epilogue_col(p, b, n + 1);
+}
+
+__device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc, const FxCol& c) {
+  (void)p; (void)b; (void)m; (void)n; (void)c;
+  const float v2 = fx_round_bf16(acc);  // %2 = mm %0 %1 : bf16
+  const float v3 = 0.0f;  // %3 = const 0 : f32
+  const bool v4 = fx_round_bool((v2 > v3));  // %4 = gt %2 %3 : bool
+  const float v5 = 0.100000001f;  // %5 = const 0.10000000000000001 : f32
+  const float v6 = fx_round_bf16((v2 * v5));  // %6 = mul %2 %5 : bf16
+  const float v7 = fx_round_bf16((v4 ? v2 : v6));  // %7 = where %4 %2 %6 : bf16
+  const float v8 = fx_ld_bf16(p.in[2].ptr, m * p.in[2].sm + n * p.in[2].sn);  // %8 = input 2 bf16 [m,n]
+  const bool v9 = fx_round_bool((v7 <= v8));  // %9 = le %7 %8 : bool
+  const bool v10 = fx_round_bool((v9 != v4));  // %10 = ne %9 %4 : bool
+  const bool v11 = fx_round_bool((v7 == v8));  // %11 = eq %7 %8 : bool
+  const bool v12 = fx_round_bool((v7 < v3));  // %12 = lt %7 %3 : bool
+  const bool v13 = fx_round_bool((v7 >= v8));  // %13 = ge %7 %8 : bool
+  const bool v14 = fx_round_bool((v10 ? v11 : v12));  // %14 = where %10 %11 %12 : bool
+  const bool v15 = fx_round_bool((v14 ? v13 : v4));  // %15 = where %14 %13 %4 : bool
+  return FxOutValues{v7, v15};
+}
+
+// Columns n and n + 1 of row m, both inside the output; fx_epilogue2_vec_ok(p) holds;
+// c0, c1 from fx_epilogue_cols(p, b, n, c0, c1).
+__device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1) {
+  const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0);
+  const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1);
   fx_st2_bf16(p.out[0].ptr, m * p.out[0].sm + n * p.out[0].sn, o0.o0, o1.o0);
   fx_st_bool(p.out[1].ptr, m * p.out[1].sm + n * p.out[1].sn, o0.o1);
   fx_st_bool(p.out[1].ptr, m * p.out[1].sm + (n + 1) * p.out[1].sn, o1.o1);
