@@ -15,6 +15,8 @@
 #                                         ncu on the kernels behind issues 6/7's gaps (~6 min)
 #   scripts/gpu-session.sh gemv           the gemv's GPU tests, then the decode shapes' 8-bit
 #                                         and bias chains at M 1/16/64 (~3 min)
+#   scripts/gpu-session.sh hopper FIRST   the Hopper kernel on every epilogue: smoke, 16
+#                                         differential chunks from FIRST, end-to-end chains (~6 min)
 # The build persists on a warm machine; a fresh one rebuilds (~60 s) in every part.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -83,6 +85,14 @@ case "$part" in
     grep -E "^copy|targets met" "$LOGS/decode_gemv.txt" | tail -n 2
     grep -E " bfloat16 +(bias|w8_linear_bias|w8_bias|f8ch_bias) " "$LOGS/decode_gemv.txt" | cut -c1-122
     ;;
-  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv"; exit 2 ;;
+  hopper)
+    build
+    FXFUSE_POISON_OUTPUTS=1 FXFUSE_SM90_ALL_EPILOGUES=1 timeout 150 python3 scripts/gpu_smoke.py > "$LOGS/smoke.txt" 2>&1
+    echo "smoke (Hopper kernel on every epilogue): $(grep -c '^ok' "$LOGS/smoke.txt") ok, $(grep -c '^BAD' "$LOGS/smoke.txt") bad"
+    FXFUSE_DIFF_LOG=$OUTDIR/differential.jsonl OUT=$LOGS scripts/gpu-differential.sh "$2" 16 16 150 | head -n 3
+    OUT=$LOGS timeout 200 python3 bench/bench_chains.py --all-epilogues --shapes 7 > "$LOGS/bench_all.txt" 2>&1
+    grep -A30 "^ *shape" "$LOGS/bench_all.txt" | head -n 30
+    ;;
+  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | hopper FIRST"; exit 2 ;;
 esac
 tar czf "$OUTDIR/gpu-logs-$part${2:+-$2}.tgz" -C "$OUTDIR" logs && rm -rf "$LOGS"
