@@ -78,6 +78,49 @@ TEST(Hooks, ZeroDimScaleReadsElementZero) {
   EXPECT_FALSE(has(generate(loadSpec("bare_bf16_mm"), generic16()).code, "cuda_fp8.h"));
 }
 
+// The Hopper template's fast epilogue takes the values that depend on (b, n) only from FxCol,
+// computed once per column pair by fx_epilogue_cols (16-bit inputs along n by one 4-byte load,
+// which fx_epilogue2_vec_ok checks): the per-element function then loads nothing of them.
+std::string body(const std::string& h, const std::string& signature_start) {
+  size_t a = h.find(signature_start);
+  if (a == std::string::npos) return "";
+  size_t b = h.find("\n}\n", a);
+  return h.substr(a, b == std::string::npos ? std::string::npos : b - a);
+}
+
+TEST(Hooks, ColumnValuesAreComputedOncePerColumnPair) {
+  spec::ChainSpec s = spec::parseSpec(
+      "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
+      "%3 = input 2 bf16 [n]\n%4 = input 3 f32 [n]\n%5 = const 2 : f32\n%6 = mul %4 %5 : f32\n"
+      "%7 = add %2 %3 : f32\n%8 = mul %7 %6 : f32\n%9 = input 4 bf16 [m,n]\n%10 = add %8 %9 : bf16\noutput %10\n");
+  std::string h = generateHooks(s, generic16());
+  const std::string col = body(h, "struct FxCol {");
+  EXPECT_TRUE(has(col, "float v3;"));  // bias: read by the m-varying add
+  EXPECT_TRUE(has(col, "float v6;"));  // scale * 2: the op, not its input
+  EXPECT_FALSE(has(col, "v4;"));
+  EXPECT_FALSE(has(col, "v5;"));       // constants fold where they are used
+  EXPECT_FALSE(has(col, "v9;"));       // the [m,n] residual varies along m
+  const std::string cols = body(h, "__device__ __forceinline__ void fx_epilogue_cols(");
+  EXPECT_TRUE(has(cols, "const float2 in3 = fx_ld2_bf16(p.in[2].ptr, n * p.in[2].sn);"));
+  EXPECT_TRUE(has(cols, "c0 = fx_epilogue_col(p, b, n, in3.x);"));
+  EXPECT_TRUE(has(cols, "c1 = fx_epilogue_col(p, b, n + 1, in3.y);"));
+  const std::string one = body(h, "__device__ __forceinline__ FxCol fx_epilogue_col(");
+  EXPECT_TRUE(has(one, "const float v4 = fx_ld_f32(p.in[3].ptr, n * p.in[3].sn);"));  // f32: per column
+  EXPECT_TRUE(has(one, "const float v6 = (v4 * v5);"));
+  EXPECT_TRUE(has(one, "return FxCol{v3, v6};"));
+  const std::string values = body(h, "__device__ __forceinline__ FxOutValues fx_epilogue_values_col(");
+  EXPECT_TRUE(has(values, "const float v3 = c.v3;"));
+  EXPECT_TRUE(has(values, "const float v6 = c.v6;"));
+  EXPECT_FALSE(has(values, "p.in[2]"));
+  EXPECT_FALSE(has(values, "p.in[3]"));
+  EXPECT_FALSE(has(values, "v4"));
+  EXPECT_TRUE(has(values, "fx_ld_bf16(p.in[4].ptr, m * p.in[4].sm + n * p.in[4].sn)"));
+  const std::string ok = body(h, "__device__ __forceinline__ bool fx_epilogue2_vec_ok(");
+  EXPECT_TRUE(has(ok, "p.in[2].sn == 1 && fx_aligned4(p.in[2].ptr, 0, 2)"));
+  EXPECT_FALSE(has(ok, "p.in[3]"));
+  EXPECT_FALSE(has(ok, "p.in[4]"));
+}
+
 TEST(Generate, NamesAreDeterministicAndDistinct) {
   spec::ChainSpec s = loadSpec("bf16_linear3d_bias_gelu");
   KernelSource a = generate(s, generic16()), b = generate(s, generic16());
