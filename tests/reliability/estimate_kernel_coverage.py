@@ -7,7 +7,8 @@ the op picks for its size and whether the op runs it (fast) or evaluates the cha
   python tests/reliability/estimate_kernel_coverage.py RECORD.jsonl EVERY_NTH [sm90-all]
 
 `sm90-all` samples the chunks run with FXFUSE_SM90_ALL_EPILOGUES=1 (set it in the environment
-too: codegen reads it once per process)."""
+too: codegen reads it once per process). The generator's sizes are the GPU run's, with
+FXFUSE_DIFF_HOPPER_SHAPES as there (default 0.3; 0 for the 2026-11-29 run's records)."""
 from __future__ import annotations
 
 import collections
@@ -32,7 +33,8 @@ def main(argv: list[str]) -> None:
     warnings.filterwarnings("ignore")
     record, every = argv[0], int(argv[1])
     sm90_all = len(argv) > 2 and argv[2] == "sm90-all"
-    cfg = GenConfig(max_m=300, max_n=300, max_k=600, large_k_prob=0.05)  # the 2026-11-29 run's
+    cfg = GenConfig(max_m=300, max_n=300, max_k=600, large_k_prob=0.05,  # the GPU run's (test_differential)
+                    hopper_shape_prob=float(os.environ.get("FXFUSE_DIFF_HOPPER_SHAPES", "0.3")))
     rows = [json.loads(line) for line in open(record)]
     seeds = [s for r in rows if (r["sm90_all_epilogues"] == "1") == sm90_all
              for s in range(r["seeds"][0], r["seeds"][1] + 1)][::every]
