@@ -421,8 +421,12 @@ class HookEmitter {
       for (int i : col_inputs) {
         const Value& v = spec_.values[i];
         std::string base = "p.in[" + std::to_string(v.slot) + "]";
+        // sn == 1 (fx_epilogue2_vec_ok): n without its stride
+        std::string off = offsetExpr(v.dims, base);
+        const std::string n_term = "n * " + base + ".sn";
+        off.replace(off.find(n_term), n_term.size(), "n");
         w_.line("const float2 in{} = {}({}.ptr, {});  // {}", i, v.dtype == DType::BF16 ? "fx_ld2_bf16" : "fx_ld2_f16",
-                base, offsetExpr(v.dims, base), lines_.at(i + 2));
+                base, off, lines_.at(i + 2));
       }
       w_.line("c0 = fx_epilogue_col(p, b, n{});", args0);
       w_.line("c1 = fx_epilogue_col(p, b, n + 1{});", args1);

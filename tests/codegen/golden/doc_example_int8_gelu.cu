@@ -134,7 +134,7 @@ __device__ __forceinline__ FxCol fx_epilogue_col(const fxfuse::FxParams& p, long
 
 // The column values of columns n and n + 1 (n even); fx_epilogue2_vec_ok(p) holds.
 __device__ __forceinline__ void fx_epilogue_cols(const fxfuse::FxParams& p, long long b, long long n, FxCol& c0, FxCol& c1) {
-  const float2 in6 = fx_ld2_bf16(p.in[3].ptr, n * p.in[3].sn);  // %6 = input 3 bf16 [n]
+  const float2 in6 = fx_ld2_bf16(p.in[3].ptr, n);  // %6 = input 3 bf16 [n]
   c0 = fx_epilogue_col(p, b, n, in6.x);
   c1 = fx_epilogue_col(p, b, n + 1, in6.y);
 }
