@@ -81,10 +81,11 @@ TEST(Hooks, ZeroDimScaleReadsElementZero) {
 // The Hopper template's fast epilogue takes the values that depend on (b, n) only from FxCol,
 // computed once per column pair by fx_epilogue_cols (16-bit inputs along n by one 4-byte load,
 // which fx_epilogue2_vec_ok checks): the per-element function then loads nothing of them.
-std::string body(const std::string& h, const std::string& signature_start) {
-  size_t a = h.find(signature_start);
+// The text from `start` to the end of its function (`end` "\n}\n") or struct ("\n};\n").
+std::string body(const std::string& h, const std::string& start, const char* end = "\n}\n") {
+  size_t a = h.find(start);
   if (a == std::string::npos) return "";
-  size_t b = h.find("\n}\n", a);
+  size_t b = h.find(end, a);
   return h.substr(a, b == std::string::npos ? std::string::npos : b - a);
 }
 
@@ -94,14 +95,14 @@ TEST(Hooks, ColumnValuesAreComputedOncePerColumnPair) {
       "%3 = input 2 bf16 [n]\n%4 = input 3 f32 [n]\n%5 = const 2 : f32\n%6 = mul %4 %5 : f32\n"
       "%7 = add %2 %3 : f32\n%8 = mul %7 %6 : f32\n%9 = input 4 bf16 [m,n]\n%10 = add %8 %9 : bf16\noutput %10\n");
   std::string h = generateHooks(s, generic16());
-  const std::string col = body(h, "struct FxCol {");
+  const std::string col = body(h, "struct FxCol {", "\n};\n");
   EXPECT_TRUE(has(col, "float v3;"));  // bias: read by the m-varying add
   EXPECT_TRUE(has(col, "float v6;"));  // scale * 2: the op, not its input
   EXPECT_FALSE(has(col, "v4;"));
   EXPECT_FALSE(has(col, "v5;"));       // constants fold where they are used
   EXPECT_FALSE(has(col, "v9;"));       // the [m,n] residual varies along m
   const std::string cols = body(h, "__device__ __forceinline__ void fx_epilogue_cols(");
-  EXPECT_TRUE(has(cols, "const float2 in3 = fx_ld2_bf16(p.in[2].ptr, n);"));  // sn == 1 checked
+  EXPECT_TRUE(has(cols, "const float2 in3 = fx_ld2_bf16(p.in[2].ptr, n);"));  // sn == 1 (vec_ok)
   EXPECT_TRUE(has(cols, "c0 = fx_epilogue_col(p, b, n, in3.x);"));
   EXPECT_TRUE(has(cols, "c1 = fx_epilogue_col(p, b, n + 1, in3.y);"));
   const std::string one = body(h, "__device__ __forceinline__ FxCol fx_epilogue_col(");
@@ -117,8 +118,42 @@ TEST(Hooks, ColumnValuesAreComputedOncePerColumnPair) {
   EXPECT_TRUE(has(values, "fx_ld_bf16(p.in[4].ptr, m * p.in[4].sm + n * p.in[4].sn)"));
   const std::string ok = body(h, "__device__ __forceinline__ bool fx_epilogue2_vec_ok(");
   EXPECT_TRUE(has(ok, "p.in[2].sn == 1 && fx_aligned4(p.in[2].ptr, 0, 2)"));
-  EXPECT_FALSE(has(ok, "p.in[3]"));
+  EXPECT_FALSE(has(ok, "p.in[3]"));  // f32: loaded per column, any layout
   EXPECT_FALSE(has(ok, "p.in[4]"));
+}
+
+TEST(Hooks, BatchedColumnInputPairsNeedAnEvenBatchStride) {
+  spec::ChainSpec s = spec::parseSpec(
+      "fxfuse.chain v1\ngemm bmm\n%0 = input 0 f16 [b,m,k]\n%1 = input 1 f16 [b,k,n]\n%2 = mm %0 %1 : f32\n"
+      "%3 = input 2 f16 [b,1,n]\n%4 = add %2 %3 : f16\noutput %4\n");
+  std::string h = generateHooks(s, generic16());
+  const std::string ok = body(h, "__device__ __forceinline__ bool fx_epilogue2_vec_ok(");
+  EXPECT_TRUE(has(ok, "p.in[2].sn == 1 && fx_aligned4(p.in[2].ptr, 0, 2) && p.in[2].sb % 2 == 0"));
+  const std::string cols = body(h, "__device__ __forceinline__ void fx_epilogue_cols(");
+  EXPECT_TRUE(has(cols, "const float2 in3 = fx_ld2_f16(p.in[2].ptr, b * p.in[2].sb + n);"));
+  EXPECT_TRUE(has(body(h, "struct FxCol {", "\n};\n"), "float v3;"));
+}
+
+// gemv's packed int8 conversion is asked for only when the scale's values are exact in the
+// MMA type: a scale of that dtype (kernels/gemv.cuh, i8pair_scaled).
+TEST(Hooks, ScaleInElemOnlyForAScaleOfTheMmaDtype) {
+  const std::string head = "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 i8 [n,k]\n";
+  struct Case {
+    std::string rest;
+    int want;
+  };
+  for (const Case& c :
+       {Case{"%2 = input 2 bf16 [n,1]\n%3 = convert %1 : bf16\n%4 = mul %3 %2 : bf16\n%5 = mm %0 %4 : f32\n"
+             "%6 = convert %5 : bf16\noutput %6\n", 1},
+        Case{"%2 = input 2 f32 [n,1]\n%3 = convert %1 : f32\n%4 = mul %3 %2 : f32\n%5 = convert %4 : bf16\n"
+             "%6 = mm %0 %5 : f32\n%7 = convert %6 : bf16\noutput %7\n", 0},
+        Case{"%2 = input 2 f16 [n,1]\n%3 = convert %1 : bf16\n%4 = mul %3 %2 : bf16\n%5 = mm %0 %4 : f32\n"
+             "%6 = convert %5 : bf16\noutput %6\n", 0}}) {
+    SCOPED_TRACE(c.rest);
+    const spec::ChainSpec s = spec::parseSpec(head + c.rest);
+    ASSERT_TRUE(analyzeB(s).quant_scale);
+    EXPECT_TRUE(has(generateHooks(s, generic16()), "#define FX_B_SCALE_IN_ELEM " + std::to_string(c.want) + "\n"));
+  }
 }
 
 TEST(Generate, NamesAreDeterministicAndDistinct) {

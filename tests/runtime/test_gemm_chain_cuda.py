@@ -289,14 +289,18 @@ def test_gemv_int8_dequant_is_bit_exact(M, K, dtype, layout, scale_f32):
     assert C.kernel_variant(spec, M, N, K)[0] == "gemv"
     wshape = (N, K) if layout == "nk" else (K, N)
     wq_t = torch.randint(-128, 128, wshape, dtype=torch.int8, device="cuda")
-    wq_t.view(-1)[:256] = torch.arange(-128, 128, dtype=torch.int8, device="cuda")
+    ks = torch.randperm(K, device="cuda")[:M]
+    every = torch.arange(-128, 128, dtype=torch.int8, device="cuda")  # in a row of B that is read
+    if layout == "nk":
+        wq_t[:256, ks[0]] = every
+    else:
+        wq_t[ks[0], :256] = every
     # |s| in [2^-12, 2^8): products stay finite and normal in both dtypes, so one-hot
     # sums (0 * B elsewhere) are exact.
     expo = torch.randint(-12, 8, (N,), device="cuda").float()
     sign = torch.where(torch.rand(N, device="cuda") < 0.5, -1.0, 1.0)
     scale = (sign * (1 + torch.rand(N, device="cuda")) * torch.exp2(expo)).to(sdt)
     scale_in = scale.view(N, 1) if layout == "nk" else scale
-    ks = torch.randperm(K, device="cuda")[:M]
     xin = torch.zeros(M, K, dtype=dtype, device="cuda")
     xin[torch.arange(M, device="cuda"), ks] = 1
     (out,) = gemm_chain([xin, wq_t, scale_in], spec)
