@@ -8,7 +8,8 @@ the op picks for its size and whether the op runs it (fast) or evaluates the cha
 
 `sm90-all` samples the chunks run with FXFUSE_SM90_ALL_EPILOGUES=1 (set it in the environment
 too: codegen reads it once per process). The generator's sizes are the GPU run's, with
-FXFUSE_DIFF_HOPPER_SHAPES as there (default 0.3; 0 for the 2026-11-29 run's records)."""
+FXFUSE_DIFF_HOPPER_SHAPES and FXFUSE_DIFF_HOPPER_PLAIN as there (defaults 0.3 and 0; 0 and 0
+for the 2026-11-29 run's records)."""
 from __future__ import annotations
 
 import collections
@@ -34,7 +35,8 @@ def main(argv: list[str]) -> None:
     record, every = argv[0], int(argv[1])
     sm90_all = len(argv) > 2 and argv[2] == "sm90-all"
     cfg = GenConfig(max_m=300, max_n=300, max_k=600, large_k_prob=0.05,  # the GPU run's (test_differential)
-                    hopper_shape_prob=float(os.environ.get("FXFUSE_DIFF_HOPPER_SHAPES", "0.3")))
+                    hopper_shape_prob=float(os.environ.get("FXFUSE_DIFF_HOPPER_SHAPES", "0.3")),
+                    hopper_plain_prob=float(os.environ.get("FXFUSE_DIFF_HOPPER_PLAIN", "0")))
     rows = [json.loads(line) for line in open(record)]
     seeds = [s for r in rows if (r["sm90_all_epilogues"] == "1") == sm90_all
              for s in range(r["seeds"][0], r["seeds"][1] + 1)][::every]

@@ -126,6 +126,9 @@ DIFF_LOG = os.environ.get("FXFUSE_DIFF_LOG")
 # The first 12,000-case GPU run (2026-11-29, tests/reliability/DIFFERENTIAL.md) drew random
 # sizes only; set 0 to repeat it. Later runs give a third of the cases Hopper-kernel shapes.
 HOPPER_SHAPE_PROB = float(os.environ.get("FXFUSE_DIFF_HOPPER_SHAPES", "0.3"))
+# Cases the Hopper kernel takes as they are (plain bf16/f16 operands, its shapes; only the
+# epilogue random): 0 keeps the earlier runs' cases; scripts/gpu-session.sh hopper sets 0.5.
+HOPPER_PLAIN_PROB = float(os.environ.get("FXFUSE_DIFF_HOPPER_PLAIN", "0"))
 FORCE_KERNELS = os.environ.get("FXFUSE_DIFF_FORCE", "1") != "0"
 
 
@@ -136,6 +139,7 @@ def _log_chunk(seeds, results, fused, failures, report, seconds, op_stats) -> No
             "fused": fused, "failures": len(failures), "report": report[:4000], "seconds": round(seconds, 1),
             "op": op_stats,
             "sm90_all_epilogues": os.environ.get("FXFUSE_SM90_ALL_EPILOGUES", ""),
+            "hopper_plain": HOPPER_PLAIN_PROB,
             "poison": os.environ.get("FXFUSE_POISON_OUTPUTS", "")}
     with open(DIFF_LOG, "a") as f:  # one short write per line: safe for concurrent appenders
         f.write(json.dumps(line) + "\n")
@@ -163,7 +167,8 @@ def test_differential_gpu(chunk, monkeypatch):
     before = _C.stats()
     start = SEED + 10_000_000 + chunk * GPU_CHUNK
     seeds = list(range(start, start + GPU_CHUNK))
-    cfg = GenConfig(max_m=300, max_n=300, max_k=600, large_k_prob=0.05, hopper_shape_prob=HOPPER_SHAPE_PROB)
+    cfg = GenConfig(max_m=300, max_n=300, max_k=600, large_k_prob=0.05, hopper_shape_prob=HOPPER_SHAPE_PROB,
+                    hopper_plain_prob=HOPPER_PLAIN_PROB)
     t0 = time.time()
     results, fused, failures, report = run_cases(seeds, "cuda", cfg, options={"only_profitable": False})
     after = _C.stats()
