@@ -141,13 +141,15 @@ static void run_case(const Case& cs, int nsm, FILE* md) {
   int mt8 = (int)((M + 7) / 8);
   int mtiles = mt8 <= 1 ? 1 : mt8 <= 2 ? 2 : 8;   // instantiated: 1, 2, 8
   KernelRef kr = pick_kernel(wt, cs.kmajor, mtiles, cs.slow);
-  // ---- launch geometry (same as the comment block in gemv.cuh)
+  // ---- launch geometry (codegen/config_table.cpp gemvConfig / gemvSplitK; this standalone
+  // harness does not link the codegen library, so the rule is repeated here)
   const int KT = 128 / (cs.slow ? 2 : wb);
   const size_t stage = 128 * 128 + (size_t)8 * kr.mtiles * KT * 2;
   const long long nt = (N + 127) / 128, mz = (M + 8 * kr.mtiles - 1) / (8 * kr.mtiles);
   const long long ksteps = (K + KT - 1) / KT;
   int splitk = 1;
-  while (splitk < 4 && nt * mz * splitk * 2 <= 2LL * nsm && ksteps / (splitk * 2) >= 4) splitk *= 2;
+  const long long per_sm = (cs.slow ? 2 : wb) == 1 ? 2 : 1;  // CTAs per SM: 2 for 8-bit weights
+  while (splitk < 8 && nt * mz * splitk * 2 <= per_sm * nsm && ksteps / (splitk * 2) >= 8) splitk *= 2;
   if (cs.force_s > 0) splitk = cs.force_s;
   size_t red = (size_t)8 * kr.mtiles * 132 * 4;
   size_t smem = std::max(stage * kr.stages, red);
