@@ -40,12 +40,9 @@ constexpr PointwiseRow kTable[] = {
     {"hardswish", "fx_hardswish({0})"},
     {"convert", "{0}"},  // the rounding to the result dtype is the whole op
     // binary
-    // IEEE ops that ptxas may not fuse into one FMA: eager rounds a * b and then + c separately
-    // (NVRTC contracts `a * b + c` by default). Matters only for f32 intermediates: a 16-bit
-    // result is rounded between the two ops anyway.
-    {"add", "__fadd_rn({0}, {1})"},
-    {"sub", "__fsub_rn({0}, {1})"},
-    {"mul", "__fmul_rn({0}, {1})"},
+    {"add", "({0} + {1})"},
+    {"sub", "({0} - {1})"},
+    {"mul", "({0} * {1})"},
     {"div", "({0} / {1})"},
     {"maximum", "fx_maximum({0}, {1})"},
     {"minimum", "fx_minimum({0}, {1})"},

@@ -70,11 +70,11 @@ __device__ __forceinline__ FxOutValues fx_epilogue_values(const fxfuse::FxParams
   (void)p; (void)b; (void)m; (void)n;
   const float v2 = fx_round_f16(acc);  // %2 = mm %0 %1 : f16
   const float v3 = fx_ld_f32(p.in[2].ptr, b * p.in[2].sb);  // %3 = input 2 f32 [b,1,1]
-  const float v4 = __fmul_rn(v2, v3);  // %4 = mul %2 %3 : f32
+  const float v4 = (v2 * v3);  // %4 = mul %2 %3 : f32
   const float v5 = 30.0f;  // %5 = const 30 : f32
   const float v6 = (v4 / v5);  // %6 = div %4 %5 : f32
   const float v7 = fx_tanh(v6);  // %7 = tanh %6 : f32
-  const float v8 = __fmul_rn(v7, v5);  // %8 = mul %7 %5 : f32
+  const float v8 = (v7 * v5);  // %8 = mul %7 %5 : f32
   const float v9 = fx_round_f16(v8);  // %9 = convert %8 : f16
   return FxOutValues{v9};
 }
@@ -126,11 +126,11 @@ __device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxPa
   (void)p; (void)b; (void)m; (void)n; (void)c;
   const float v2 = fx_round_f16(acc);  // %2 = mm %0 %1 : f16
   const float v3 = c.v3;  // %3 = input 2 f32 [b,1,1]
-  const float v4 = __fmul_rn(v2, v3);  // %4 = mul %2 %3 : f32
+  const float v4 = (v2 * v3);  // %4 = mul %2 %3 : f32
   const float v5 = 30.0f;  // %5 = const 30 : f32
   const float v6 = (v4 / v5);  // %6 = div %4 %5 : f32
   const float v7 = fx_tanh(v6);  // %7 = tanh %6 : f32
-  const float v8 = __fmul_rn(v7, v5);  // %8 = mul %7 %5 : f32
+  const float v8 = (v7 * v5);  // %8 = mul %7 %5 : f32
   const float v9 = fx_round_f16(v8);  // %9 = convert %8 : f16
   return FxOutValues{v9};
 }

@@ -64,7 +64,7 @@ __device__ __forceinline__ FxElemB fx_dequant_b(const fxfuse::FxParams& p, long 
   const float v1 = fx_cvt_i8(raw);  // %1 = input 1 i8 [n,k]
   const float v2 = fx_ld_bf16(p.in[2].ptr, n * p.in[2].sn);  // %2 = input 2 bf16 [n,1]
   const float v3 = fx_round_bf16(v1);  // %3 = convert %1 : bf16
-  const float v4 = fx_round_bf16(__fmul_rn(v3, v2));  // %4 = mul %3 %2 : bf16
+  const float v4 = fx_round_bf16((v3 * v2));  // %4 = mul %3 %2 : bf16
   return __float2bfloat16_rn(v4);
 }
 
@@ -90,7 +90,7 @@ __device__ __forceinline__ FxOutValues fx_epilogue_values(const fxfuse::FxParams
   (void)p; (void)b; (void)m; (void)n;
   const float v5 = acc;  // %5 = mm %0 %4 : f32
   const float v6 = fx_ld_bf16(p.in[3].ptr, n * p.in[3].sn);  // %6 = input 3 bf16 [n]
-  const float v7 = fx_round_bf16(__fadd_rn(v5, v6));  // %7 = add %5 %6 : bf16
+  const float v7 = fx_round_bf16((v5 + v6));  // %7 = add %5 %6 : bf16
   const float v8 = fx_round_bf16(fx_gelu_tanh(v7));  // %8 = gelu_tanh %7 : bf16
   return FxOutValues{v8};
 }
@@ -143,7 +143,7 @@ __device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxPa
   (void)p; (void)b; (void)m; (void)n; (void)c;
   const float v5 = acc;  // %5 = mm %0 %4 : f32
   const float v6 = c.v6;  // %6 = input 3 bf16 [n]
-  const float v7 = fx_round_bf16(__fadd_rn(v5, v6));  // %7 = add %5 %6 : bf16
+  const float v7 = fx_round_bf16((v5 + v6));  // %7 = add %5 %6 : bf16
   const float v8 = fx_round_bf16(fx_gelu_tanh(v7));  // %8 = gelu_tanh %7 : bf16
   return FxOutValues{v8};
 }

@@ -66,7 +66,7 @@ __device__ __forceinline__ FxOutValues fx_epilogue_values(const fxfuse::FxParams
   (void)p; (void)b; (void)m; (void)n;
   const float v2 = acc;  // %2 = mm %0 %1 : f32
   const float v3 = fx_ld_f32(p.in[2].ptr, n * p.in[2].sn);  // %3 = input 2 f32 [n]
-  const float v4 = __fadd_rn(v2, v3);  // %4 = add %2 %3 : f32
+  const float v4 = (v2 + v3);  // %4 = add %2 %3 : f32
   const float v5 = fx_relu(v4);  // %5 = relu %4 : f32
   return FxOutValues{v5};
 }
@@ -113,7 +113,7 @@ __device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxPa
   (void)p; (void)b; (void)m; (void)n; (void)c;
   const float v2 = acc;  // %2 = mm %0 %1 : f32
   const float v3 = c.v3;  // %3 = input 2 f32 [n]
-  const float v4 = __fadd_rn(v2, v3);  // %4 = add %2 %3 : f32
+  const float v4 = (v2 + v3);  // %4 = add %2 %3 : f32
   const float v5 = fx_relu(v4);  // %5 = relu %4 : f32
   return FxOutValues{v5};
 }

@@ -80,7 +80,7 @@ __device__ __forceinline__ FxOutValues fx_epilogue_values(const fxfuse::FxParams
   const float v3 = 0.0f;  // %3 = const 0 : f32
   const bool v4 = fx_round_bool((v2 > v3));  // %4 = gt %2 %3 : bool
   const float v5 = 0.100000001f;  // %5 = const 0.10000000000000001 : f32
-  const float v6 = fx_round_bf16(__fmul_rn(v2, v5));  // %6 = mul %2 %5 : bf16
+  const float v6 = fx_round_bf16((v2 * v5));  // %6 = mul %2 %5 : bf16
   const float v7 = fx_round_bf16((v4 ? v2 : v6));  // %7 = where %4 %2 %6 : bf16
   const float v8 = fx_ld_bf16(p.in[2].ptr, m * p.in[2].sm + n * p.in[2].sn);  // %8 = input 2 bf16 [m,n]
   const bool v9 = fx_round_bool((v7 <= v8));  // %9 = le %7 %8 : bool
@@ -143,7 +143,7 @@ __device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxPa
   const float v3 = 0.0f;  // %3 = const 0 : f32
   const bool v4 = fx_round_bool((v2 > v3));  // %4 = gt %2 %3 : bool
   const float v5 = 0.100000001f;  // %5 = const 0.10000000000000001 : f32
-  const float v6 = fx_round_bf16(__fmul_rn(v2, v5));  // %6 = mul %2 %5 : bf16
+  const float v6 = fx_round_bf16((v2 * v5));  // %6 = mul %2 %5 : bf16
   const float v7 = fx_round_bf16((v4 ? v2 : v6));  // %7 = where %4 %2 %6 : bf16
   const float v8 = fx_ld_bf16(p.in[2].ptr, m * p.in[2].sm + n * p.in[2].sn);  // %8 = input 2 bf16 [m,n]
   const bool v9 = fx_round_bool((v7 <= v8));  // %9 = le %7 %8 : bool
