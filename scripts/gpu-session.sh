@@ -88,13 +88,14 @@ case "$part" in
     ;;
   hopper)
     build
-    FXFUSE_POISON_OUTPUTS=1 FXFUSE_SM90_ALL_EPILOGUES=1 timeout 150 python3 scripts/gpu_smoke.py > "$LOGS/smoke.txt" 2>&1
+    # worst case within the 600 s of one device call: build 60 + smoke 100 + differential 230 + bench 170
+    FXFUSE_POISON_OUTPUTS=1 FXFUSE_SM90_ALL_EPILOGUES=1 timeout 100 python3 scripts/gpu_smoke.py > "$LOGS/smoke.txt" 2>&1
     echo "smoke (Hopper kernel on every epilogue): $(grep -c '^ok' "$LOGS/smoke.txt") ok, $(grep -c '^BAD' "$LOGS/smoke.txt") bad"
     # half the cases plain 16-bit operands at Hopper sizes (only the epilogue random), so the
     # sm90-all half runs the Hopper kernel on about 45 % of its cases (3 % without)
     FXFUSE_DIFF_HOPPER_PLAIN=0.5 FXFUSE_DIFF_LOG=$OUTDIR/differential.jsonl OUT=$LOGS \
-      scripts/gpu-differential.sh "$2" 16 16 240 | head -n 3
-    OUT=$LOGS timeout 200 python3 bench/bench_chains.py --all-epilogues --shapes 7 > "$LOGS/bench_all.txt" 2>&1
+      scripts/gpu-differential.sh "$2" 16 16 220 | head -n 3
+    OUT=$LOGS timeout 170 python3 bench/bench_chains.py --all-epilogues --shapes 7 > "$LOGS/bench_all.txt" 2>&1
     grep -A30 "^ *shape" "$LOGS/bench_all.txt" | head -n 30
     ;;
   *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | hopper FIRST"; exit 2 ;;

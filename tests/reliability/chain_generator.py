@@ -332,9 +332,10 @@ class GenConfig:
     # sizes almost never are (under 1 % of the GPU run's cases were), so the GPU run asks for them.
     hopper_shape_prob: float = 0.0
     # Cases the Hopper kernel itself takes: bf16/f16 operands read as they are (no prologue,
-    # contiguous), M >= 128, N in [256, 768] and K multiples of 8, so whole 64x256 / 128x256
-    # tiles and edge tiles both occur; only the epilogue is random. (Random chains otherwise
-    # reach it rarely: about 3 % of the sm90-all half of session 6's run.)
+    # contiguous; a NaN/Inf as often as in other operands), M in [128, 600], N in [128, 768]
+    # and K multiples of 8 (the tile chooser's 64x128 at N = 128, 64x256 above; whole and edge
+    # tiles), mm / addmm / linear, at least one epilogue op. (Random chains otherwise reach the
+    # Hopper kernel rarely: about 3 % of the sm90-all half of session 6's run.)
     hopper_plain_prob: float = 0.0
     max_epilogue_ops: int = 7
     special_prob: float = 0.06      # a NaN/Inf somewhere in the inputs
@@ -380,7 +381,8 @@ def _operand(b: _Builder, which: str, shape: list, kdim_last: bool, cfg: GenConf
     rng, case = b.rng, b.case
     if plain:
         scale = 1.0 / math.sqrt(max(1, case.K)) if which == "b" else 1.0
-        return b.input(shape, scale=scale)
+        special = rng.choice(["nan", "inf", "-inf"]) if rng.random() < cfg.special_prob / 3 else None
+        return b.input(shape, scale=scale, special=special)
     stage = f"prologue_{which}"
     dt = case.dtype
     # Raw storage: the compute dtype, or a quantized/other float type converted in the graph.
@@ -457,7 +459,7 @@ def generate(seed: int, cfg: GenConfig | None = None) -> Case:
     if plain:
         dtype = rng.choice(["bf16", "f16"])
         gemm = rng.choice(["mm", "addmm", "linear", "linear"])
-        M, N, K = rng.randint(128, 600), 8 * rng.randint(32, 96), 8 * rng.randint(8, 96)
+        M, N, K = rng.randint(128, 600), 8 * rng.randint(16, 96), 8 * rng.randint(8, 96)
     dims = {"M": M, "N": N, "K": K, "B": rng.randint(1, 3), "S": rng.randint(1, 5)}
     case = Case(seed=seed, dtype=dtype, gemm=gemm, dims=dims, inputs=[], nodes=[], outputs=[])
     b = _Builder(rng, case)
@@ -505,6 +507,8 @@ def generate(seed: int, cfg: GenConfig | None = None) -> Case:
     n_ops = rng.choice([0] + list(range(1, cfg.max_epilogue_ops + 1)) + [1, 2, 2, 3])
     if rng.random() < 0.08:
         n_ops = 0
+    if plain:  # a bare GEMM is not fused: the case would test nothing
+        n_ops = max(n_ops, 1)
     upcast_done = False
 
     def extra_operand() -> str:

@@ -8,8 +8,9 @@ the op picks for its size and whether the op runs it (fast) or evaluates the cha
 
 `sm90-all` samples the chunks run with FXFUSE_SM90_ALL_EPILOGUES=1 (set it in the environment
 too: codegen reads it once per process). The generator's sizes are the GPU run's, with
-FXFUSE_DIFF_HOPPER_SHAPES and FXFUSE_DIFF_HOPPER_PLAIN as there (defaults 0.3 and 0; 0 and 0
-for the 2026-11-29 run's records)."""
+FXFUSE_DIFF_HOPPER_SHAPES as there (default 0.3; set 0 for the 2026-11-29 run's records) and the
+Hopper-plain rate each record line names (`hopper_plain`; FXFUSE_DIFF_HOPPER_PLAIN, default 0,
+for lines without it)."""
 from __future__ import annotations
 
 import collections
@@ -34,14 +35,17 @@ def main(argv: list[str]) -> None:
     warnings.filterwarnings("ignore")
     record, every = argv[0], int(argv[1])
     sm90_all = len(argv) > 2 and argv[2] == "sm90-all"
-    cfg = GenConfig(max_m=300, max_n=300, max_k=600, large_k_prob=0.05,  # the GPU run's (test_differential)
-                    hopper_shape_prob=float(os.environ.get("FXFUSE_DIFF_HOPPER_SHAPES", "0.3")),
-                    hopper_plain_prob=float(os.environ.get("FXFUSE_DIFF_HOPPER_PLAIN", "0")))
+    def config(row: dict) -> GenConfig:  # the GPU run's (test_differential); a row's own rate wins
+        plain = row.get("hopper_plain", float(os.environ.get("FXFUSE_DIFF_HOPPER_PLAIN", "0")))
+        return GenConfig(max_m=300, max_n=300, max_k=600, large_k_prob=0.05,
+                         hopper_shape_prob=float(os.environ.get("FXFUSE_DIFF_HOPPER_SHAPES", "0.3")),
+                         hopper_plain_prob=plain)
+
     rows = [json.loads(line) for line in open(record)]
-    seeds = [s for r in rows if (r["sm90_all_epilogues"] == "1") == sm90_all
+    seeds = [(s, config(r)) for r in rows if (r["sm90_all_epilogues"] == "1") == sm90_all
              for s in range(r["seeds"][0], r["seeds"][1] + 1)][::every]
     chains, with_kernel, traced = collections.Counter(), 0, 0
-    for seed in seeds:
+    for seed, cfg in seeds:
         case = generate(seed, cfg)
         cpu = case.make_inputs("cpu")
         try:
