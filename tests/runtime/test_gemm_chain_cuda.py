@@ -266,13 +266,15 @@ def test_gemv_every_split_k_size_computes_the_chain(split_k):
 # (-128 too), scales of both signs over a wide exponent range, both weight layouts, an odd
 # number of k-steps (896 = 7 x 128) and a ragged last one (912), two m-tile sizes (16, 40); the
 # scale in the MMA dtype (packed int8 conversion, FX_B_SCALE_IN_ELEM) and in float32
-# (`(w.float() * s).to(dt)`, the fp32 conversion).
+# (`(w.float() * s).to(dt)`, the fp32 conversion). "tiny" scales: ±0, f16 subnormal products
+# and bf16 products near the smallest normal (the 16-bit FMA and the MMA must keep them).
+@pytest.mark.parametrize("scales", ["wide", "tiny"])
 @pytest.mark.parametrize("scale_f32", [False, True], ids=["scale_in_dtype", "scale_f32"])
 @pytest.mark.parametrize("layout", ["nk", "kn"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bfloat16", "float16"])
 @pytest.mark.parametrize("M,K", [(16, 896), (16, 912), (40, 896)])
-def test_gemv_int8_dequant_is_bit_exact(M, K, dtype, layout, scale_f32):
-    seed("i8exact", M, K, str(dtype), layout, scale_f32)
+def test_gemv_int8_dequant_is_bit_exact(M, K, dtype, layout, scale_f32, scales):
+    seed("i8exact", M, K, str(dtype), layout, scale_f32, scales)
     N = 384
     s = SpecBuilder()
     x = s.input(dtype, "mk")
@@ -297,9 +299,16 @@ def test_gemv_int8_dequant_is_bit_exact(M, K, dtype, layout, scale_f32):
         wq_t[ks[0], :256] = every
     # |s| in [2^-12, 2^8): products stay finite and normal in both dtypes, so one-hot
     # sums (0 * B elsewhere) are exact.
-    expo = torch.randint(-12, 8, (N,), device="cuda").float()
+    # tiny: f16 subnormals (fp32 normals, so the fp32 accumulation keeps them); for bf16 the
+    # smallest normals only, since bf16 subnormals are fp32 subnormals, which eager's own CPU
+    # matmul flushes (so "eager's value" is not one value there)
+    lo, hi = (-12, 8) if scales == "wide" else (-24, -15) if dtype == torch.float16 else (-126, -119)
+    expo = torch.randint(lo, hi, (N,), device="cuda").float()
     sign = torch.where(torch.rand(N, device="cuda") < 0.5, -1.0, 1.0)
     scale = (sign * (1 + torch.rand(N, device="cuda")) * torch.exp2(expo)).to(sdt)
+    if scales == "tiny":
+        scale[:8] = 0.0
+        scale[8:16] = -0.0
     scale_in = scale.view(N, 1) if layout == "nk" else scale
     xin = torch.zeros(M, K, dtype=dtype, device="cuda")
     xin[torch.arange(M, device="cuda"), ks] = 1
