@@ -191,6 +191,20 @@ class HookEmitter {
     }
   }
 
+  // Locals for `values` (emitValues) and `return Type{v<i>, ...};`.
+  void emitReturn(const char* type, const std::vector<int>& values, const std::map<int, std::string>& overrides) {
+    emitValues(values, overrides);
+    std::string init;
+    for (int v : values) init += (init.empty() ? "" : ", ") + std::string("v") + std::to_string(v);
+    w_.line("return {}{{{}}};", type, init);
+  }
+
+  // The mm value comes from the fp32 accumulator `acc`, rounded to mm's dtype.
+  std::map<int, std::string> accOverride() const {
+    const int mm = spec_.mmIndex();
+    return {{mm, roundTo(spec_.values[mm].dtype, "acc")}};
+  }
+
   std::string valueExpr(int i) {
     const Value& v = spec_.values[i];
     switch (v.kind) {
@@ -320,10 +334,7 @@ class HookEmitter {
           "__device__ __forceinline__ FxOutValues fx_epilogue_values(const fxfuse::FxParams& p, long long b, "
           "long long m, long long n, float acc)");
       w_.line("(void)p; (void)b; (void)m; (void)n;");
-      emitValues(outs, {{mm, roundTo(spec_.values[mm].dtype, "acc")}});
-      std::string init;
-      for (int o : outs) init += (init.empty() ? "" : ", ") + std::string("v") + std::to_string(o);
-      w_.line("return FxOutValues{{{}}};", init);
+      emitReturn("FxOutValues", outs, accOverride());
     }
     w_.blank();
     {
@@ -411,10 +422,7 @@ class HookEmitter {
       auto fn = w_.block("__device__ __forceinline__ FxCol fx_epilogue_col(const fxfuse::FxParams& p, long long b, "
                          "long long n{})", params);
       w_.line("(void)p; (void)b; (void)n;");
-      emitValues(cols, paired);
-      std::string init;
-      for (int i : cols) init += (init.empty() ? "" : ", ") + std::string("v") + std::to_string(i);
-      w_.line("return FxCol{{{}}};", init);
+      emitReturn("FxCol", cols, paired);
     }
     w_.blank();
     w_.line("// The column values of columns n and n + 1 (n even); fx_epilogue2_vec_ok(p) holds.");
@@ -441,12 +449,9 @@ class HookEmitter {
           "__device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxParams& p, long long b, "
           "long long m, long long n, float acc, const FxCol& c)");
       w_.line("(void)p; (void)b; (void)m; (void)n; (void)c;");
-      std::map<int, std::string> overrides{{spec_.mmIndex(), roundTo(spec_.values[spec_.mmIndex()].dtype, "acc")}};
+      std::map<int, std::string> overrides = accOverride();
       for (int i : cols) overrides[i] = "c.v" + std::to_string(i);
-      emitValues(outs, overrides);
-      std::string init;
-      for (int o : outs) init += (init.empty() ? "" : ", ") + std::string("v") + std::to_string(o);
-      w_.line("return FxOutValues{{{}}};", init);
+      emitReturn("FxOutValues", outs, overrides);
     }
     w_.blank();
     w_.line("// Columns n and n + 1 of row m, both inside the output; fx_epilogue2_vec_ok(p) holds;");
