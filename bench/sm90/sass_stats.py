@@ -1,0 +1,83 @@
+"""Static statistics of the generated Hopper kernel, no GPU needed: per chain, NVRTC's phase
+times (its --time report), the PTX's epilogue loads, and (with nvdisasm) SASS opcode counts.
+
+The source is what the op compiles (`_C.generate_cuda`, every epilogue on the Hopper kernel as
+with FXFUSE_SM90_ALL_EPILOGUES=1), compiled with the op's NVRTC options
+(codegen/nvrtc_driver.cpp) for sm_90a. nvdisasm is a developer tool, not a project dependency:
+point FXFUSE_NVDISASM at one (e.g. from the `nvidia-cuda-nvdisasm` wheel) to get SASS columns.
+
+  python bench/sm90/sass_stats.py [--shape 4096x1024x4096]
+"""
+import argparse
+import collections
+import ctypes
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"  # read once by codegen, before the first plan
+import fxfuse._C as C  # noqa: E402
+
+HEAD = "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
+CHAINS = {
+    "bias_gelu": HEAD + "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\noutput %5\n",
+    "silu": HEAD + "%3 = convert %2 : bf16\n%4 = silu %3 : bf16\noutput %4\n",
+    "bias_relu_cast": HEAD + "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = relu %4 : bf16\n"
+                      "%6 = convert %5 : f16\noutput %6\n",
+    "bias_gelu_resid": HEAD + "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\n"
+                       "%6 = input 3 bf16 [m,n]\n%7 = add %5 %6 : bf16\noutput %7\n",
+}
+
+
+def nvrtc_compile(lib, src, time_csv):
+    inc = os.path.abspath(os.path.join(os.path.dirname(C.nvrtc_path()), "..", "include"))
+    opts = ["--gpu-architecture=sm_90a", "-std=c++17", "--ptxas-options=-v", "-DNDEBUG",
+            "--include-path=" + inc, "--time=" + time_csv]
+    prog = ctypes.c_void_p()
+    lib.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"kernel.cu", 0, None, None)
+    argv = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
+    if lib.nvrtcCompileProgram(prog, len(opts), argv) != 0:
+        sys.exit("NVRTC failed")
+    out = {}
+    for what in ("PTX", "CUBIN"):
+        n = ctypes.c_size_t()
+        getattr(lib, f"nvrtcGet{what}Size")(prog, ctypes.byref(n))
+        buf = ctypes.create_string_buffer(n.value)
+        getattr(lib, f"nvrtcGet{what}")(prog, buf)
+        out[what] = buf.raw
+    lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    return out["PTX"].decode(errors="replace"), out["CUBIN"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shape", default="4096x1024x4096", help="MxNxK the kernel is generated for")
+    M, N, K = (int(v) for v in ap.parse_args().shape.split("x"))
+    lib = ctypes.CDLL(C.nvrtc_path())
+    nvdisasm = os.environ.get("FXFUSE_NVDISASM")
+    print(f"{'chain':>16} {'variant':>11} {'front s':>8} {'nvvm s':>7} {'ptxas s':>8} {'ld.nc':>6} "
+          f"{'SASS':>6} {'BSSY':>5} {'BRA':>4} {'MUFU':>5}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, spec in CHAINS.items():
+            _, src = C.generate_cuda(spec, M, N, K)
+            csv = os.path.join(tmp, name + ".csv")
+            ptx, cubin = nvrtc_compile(lib, src, csv)
+            phases = {row.split(",")[1].strip(): float(row.split(",")[2]) / 1000
+                      for row in open(csv).read().splitlines()[1:] if row.count(",") >= 3}
+            sass = ["-"] * 4
+            if nvdisasm:
+                path = os.path.join(tmp, name + ".cubin")
+                open(path, "wb").write(cubin)
+                text = subprocess.run([nvdisasm, "-c", path], capture_output=True, text=True, check=True).stdout
+                ops = collections.Counter(m.group(1) for m in re.finditer(
+                    r"/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", text))
+                sass = [sum(ops.values()), ops["BSSY"], ops["BRA"], ops["MUFU"]]
+            print(f"{name:>16} {C.kernel_variant(spec, M, N, K)[0]:>11} {phases.get('CUDA C++ Frontend', 0):8.3f} "
+                  f"{phases.get('NVVM Optimizer', 0):7.3f} {phases.get('PTX Translation', 0):8.3f} "
+                  f"{ptx.count('ld.global.nc'):>6} {sass[0]:>6} {sass[1]:>5} {sass[2]:>4} {sass[3]:>5}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
