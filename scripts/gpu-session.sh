@@ -15,6 +15,8 @@
 #                                         ncu on the kernels behind issues 6/7's gaps (~6 min)
 #   scripts/gpu-session.sh gemv           the gemv's GPU tests, then the decode shapes' 8-bit
 #                                         and bias chains at M 1/16/64 (~3 min)
+#   scripts/gpu-session.sh ncu-gemv       Nsight Compute, full set, on the int8 gemv (M=16,
+#                                         4096x14336): details page and SASS source page (CSV)
 #   scripts/gpu-session.sh hopper FIRST   the Hopper kernel on every epilogue: smoke, 16
 #                                         differential chunks from FIRST (half of the cases
 #                                         Hopper-plain), end-to-end chains (~8 min)
@@ -86,6 +88,18 @@ case "$part" in
     grep -E "^copy|targets met" "$LOGS/decode_gemv.txt" | tail -n 2
     grep -E " bfloat16 +(bias|w8_linear_bias|w8_bias|f8ch_bias) " "$LOGS/decode_gemv.txt" | cut -c1-122
     ;;
+  ncu-gemv)
+    # per-instruction executions and stall samples, read per opcode in bench/gemv/NOTES.md
+    build
+    NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+    timeout 200 "$NCU" --clock-control none --profile-from-start off --set full --import-source no \
+      -o "$LOGS/i8" python3 bench/profile_kernels.py --only "int8 linear+bias M=16 4096x14336" > "$LOGS/ncu.log" 2>&1
+    "$NCU" -i "$LOGS/i8.ncu-rep" --page source --csv --print-source sass > "$LOGS/sass.csv" 2>&1
+    "$NCU" -i "$LOGS/i8.ncu-rep" --page details > "$LOGS/details.txt" 2>&1
+    rm -f "$LOGS/i8.ncu-rep"
+    grep -E "Duration|DRAM Throughput|Registers Per|Achieved Occupancy|Warp Cycles Per Issued|Issued Warp Per|No Eligible" \
+      "$LOGS/details.txt" | head -n 12
+    ;;
   hopper)
     build
     # worst case within the 600 s of one device call: build 60 + smoke 100 + differential 230 + bench 170
@@ -98,6 +112,6 @@ case "$part" in
     OUT=$LOGS timeout 170 python3 bench/bench_chains.py --all-epilogues --shapes 7 > "$LOGS/bench_all.txt" 2>&1
     grep -A30 "^ *shape" "$LOGS/bench_all.txt" | head -n 30
     ;;
-  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | hopper FIRST"; exit 2 ;;
+  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | hopper FIRST"; exit 2 ;;
 esac
 tar czf "$OUTDIR/gpu-logs-$part${2:+-$2}.tgz" -C "$OUTDIR" logs && rm -rf "$LOGS"
