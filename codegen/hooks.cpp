@@ -33,15 +33,17 @@ std::vector<std::string> specLines(const ChainSpec& spec) {
   return lines;
 }
 
-// Every value the roots depend on, stopping at mm (its value comes from the accumulator).
-std::set<int> closure(const ChainSpec& spec, const std::vector<int>& roots) {
+// Every value the roots depend on, stopping at mm (its value comes from the accumulator) and at
+// the values in `stop` (given another way; they are in the result, their operands only if needed
+// elsewhere).
+std::set<int> closure(const ChainSpec& spec, const std::vector<int>& roots, const std::set<int>& stop = {}) {
   std::set<int> seen;
   std::vector<int> todo = roots;
   while (!todo.empty()) {
     int v = todo.back();
     todo.pop_back();
     if (!seen.insert(v).second) continue;
-    if (spec.values[v].kind == ValueKind::Mm) continue;
+    if (spec.values[v].kind == ValueKind::Mm || stop.count(v)) continue;
     for (int o : spec.values[v].operands) todo.push_back(o);
   }
   return seen;
@@ -175,15 +177,9 @@ class HookEmitter {
   // rounded to mm's dtype, a raw weight element, a column value computed once per column);
   // what only an overridden value needs is not emitted.
   void emitValues(const std::vector<int>& roots, const std::map<int, std::string>& overrides) {
-    std::set<int> need;
-    std::vector<int> todo = roots;
-    while (!todo.empty()) {
-      int v = todo.back();
-      todo.pop_back();
-      if (!need.insert(v).second || overrides.count(v) || spec_.values[v].kind == ValueKind::Mm) continue;
-      for (int o : spec_.values[v].operands) todo.push_back(o);
-    }
-    for (int i : need) {
+    std::set<int> overridden;
+    for (const auto& o : overrides) overridden.insert(o.first);
+    for (int i : closure(spec_, roots, overridden)) {
       const Value& v = spec_.values[i];
       auto o = overrides.find(i);
       std::string expr = o != overrides.end() ? o->second : valueExpr(i);
@@ -508,12 +504,11 @@ class HookEmitter {
     return {frontier.begin(), frontier.end()};
   }
 
-  // A 16-bit input along n, contiguous there (its innermost dim), read for both columns by one
-  // 4-byte load on the fast path.
+  // Of the column values' inputs (no m, no k dim): a 16-bit one along n, contiguous there (its
+  // innermost dim), read for both columns by one 4-byte load on the fast path.
   bool isPairedColumnInput(int i) const {
     const Value& v = spec_.values[i];
-    return v.kind == ValueKind::Input && (v.dtype == DType::BF16 || v.dtype == DType::F16) &&
-           v.dims.find('m') == std::string::npos && v.dims.find('k') == std::string::npos && innermost(v.dims) == 'n';
+    return v.kind == ValueKind::Input && (v.dtype == DType::BF16 || v.dtype == DType::F16) && innermost(v.dims) == 'n';
   }
 
  private:
