@@ -134,6 +134,7 @@ void detectQuantScale(const ChainSpec& spec, OperandInfo& info) {
     if (s == ops[side] || !isBNScale(spec, s)) continue;
     info.quant_scale = true;
     info.scale_value = s;
+    info.scale_in_elem = spec.values[s].dtype == info.elem;
     return;
   }
 }
@@ -242,10 +243,7 @@ class HookEmitter {
       w_.line("#define FX_B_RAW_SLOT {}", b.slot);
       w_.line("using FxRawB = {};", rawCType(b.raw));
       w_.line("#define FX_B_QUANT_SCALE {}", b.quant_scale ? 1 : 0);
-      // The scale's values are exact in the MMA type when the scale has that dtype (gemv's
-      // packed int8 conversion relies on it; kernels/gemv.cuh, i8pair_scaled).
-      w_.line("#define FX_B_SCALE_IN_ELEM {}",
-              b.quant_scale && spec_.values[b.scale_value].dtype == b.elem ? 1 : 0);
+      w_.line("#define FX_B_SCALE_IN_ELEM {}", b.scale_in_elem ? 1 : 0);  // kernels/gemv.cuh, i8pair_scaled
     }
     w_.blank();
   }

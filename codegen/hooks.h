@@ -25,6 +25,9 @@ struct OperandInfo {
   // FX_B_QUANT_SCALE 1 and fx_b_scale, the gemv template's fast quantized path.
   bool quant_scale = false;
   int scale_value = -1;  // the spec value the hook returns when quant_scale
+  // quant_scale and the scale's dtype is `elem`: its values are exact in the MMA type (the gemv's
+  // packed int8 conversion, FX_B_SCALE_IN_ELEM).
+  bool scale_in_elem = false;
 };
 
 OperandInfo analyzeA(const spec::ChainSpec& spec);

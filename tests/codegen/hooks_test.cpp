@@ -152,6 +152,7 @@ TEST(Hooks, ScaleInElemOnlyForAScaleOfTheMmaDtype) {
     SCOPED_TRACE(c.rest);
     const spec::ChainSpec s = spec::parseSpec(head + c.rest);
     ASSERT_TRUE(analyzeB(s).quant_scale);
+    EXPECT_EQ(analyzeB(s).scale_in_elem, c.want == 1);
     EXPECT_TRUE(has(generateHooks(s, generic16()), "#define FX_B_SCALE_IN_ELEM " + std::to_string(c.want) + "\n"));
   }
 }
