@@ -370,6 +370,9 @@ class HookEmitter {
     std::vector<int> col_inputs;  // 16-bit inputs along n read by the column values: paired loads
     for (int i : closure(spec_, cols))
       if (isPairedColumnInput(i)) col_inputs.push_back(i);
+    std::vector<int> elem_inputs;  // 16-bit inputs along m and n (a residual): paired loads
+    for (int i : closure(spec_, outs))
+      if (isPairedElementInput(i)) elem_inputs.push_back(i);
     w_.blank();
     {
       auto fn = w_.block("__device__ __forceinline__ bool fx_epilogue2_vec_ok(const fxfuse::FxParams& p)");
@@ -389,6 +392,13 @@ class HookEmitter {
         const Value& v = spec_.values[i];
         std::string base = "p.in[" + std::to_string(v.slot) + "]";
         cond += fmt::format(" && {0}.sn == 1 && fx_aligned4({0}.ptr, 0, 2)", base);
+        if (v.dims.find('b') != std::string::npos) cond += fmt::format(" && {}.sb % 2 == 0", base);
+      }
+      // Paired element loads (the residual): the same, and every row starts 4-byte aligned.
+      for (int i : elem_inputs) {
+        const Value& v = spec_.values[i];
+        std::string base = "p.in[" + std::to_string(v.slot) + "]";
+        cond += fmt::format(" && {0}.sn == 1 && {0}.sm % 2 == 0 && fx_aligned4({0}.ptr, 0, 2)", base);
         if (v.dims.find('b') != std::string::npos) cond += fmt::format(" && {}.sb % 2 == 0", base);
       }
       w_.line("(void)p;");
@@ -424,27 +434,27 @@ class HookEmitter {
       auto fn = w_.block(
           "__device__ __forceinline__ void fx_epilogue_cols(const fxfuse::FxParams& p, long long b, long long n, "
           "FxCol& c0, FxCol& c1)");
-      for (int i : col_inputs) {
-        const Value& v = spec_.values[i];
-        std::string base = "p.in[" + std::to_string(v.slot) + "]";
-        // sn == 1 (fx_epilogue2_vec_ok): n without its stride
-        std::string off = offsetExpr(v.dims, base);
-        const std::string n_term = "n * " + base + ".sn";
-        off.replace(off.find(n_term), n_term.size(), "n");
-        w_.line("const float2 in{} = {}({}.ptr, {});  // {}", i, v.dtype == DType::BF16 ? "fx_ld2_bf16" : "fx_ld2_f16",
-                base, off, lines_.at(i + 2));
-      }
+      for (int i : col_inputs) emitPairedLoad(i);
       w_.line("c0 = fx_epilogue_col(p, b, n{});", args0);
       w_.line("c1 = fx_epilogue_col(p, b, n + 1{});", args1);
     }
     w_.blank();
+    std::string elem_params, elem_args0, elem_args1;
+    std::map<int, std::string> overrides = accOverride();
+    for (int i : cols) overrides[i] = "c.v" + std::to_string(i);
+    for (int i : elem_inputs) {
+      elem_params += fmt::format(", float in{}", i);
+      elem_args0 += fmt::format(", in{}.x", i);
+      elem_args1 += fmt::format(", in{}.y", i);
+      overrides[i] = "in" + std::to_string(i);
+    }
+    w_.line("// Every output of element (b, m, n) from its column values (16-bit inputs along m and n");
+    w_.line("// passed in, loaded in pairs).");
     {
       auto fn = w_.block(
           "__device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxParams& p, long long b, "
-          "long long m, long long n, float acc, const FxCol& c)");
+          "long long m, long long n, float acc, const FxCol& c{})", elem_params);
       w_.line("(void)p; (void)b; (void)m; (void)n; (void)c;");
-      std::map<int, std::string> overrides = accOverride();
-      for (int i : cols) overrides[i] = "c.v" + std::to_string(i);
       emitReturn("FxOutValues", outs, overrides);
     }
     w_.blank();
@@ -453,8 +463,9 @@ class HookEmitter {
     auto fn = w_.block(
         "__device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long long b, long long m, "
         "long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1)");
-    w_.line("const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0);");
-    w_.line("const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1);");
+    for (int i : elem_inputs) emitPairedLoad(i);
+    w_.line("const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0{});", elem_args0);
+    w_.line("const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1{});", elem_args1);
     for (size_t j = 0; j < outs.size(); ++j) {
       DType d = spec_.values[outs[j]].dtype;
       std::string base = "p.out[" + std::to_string(j) + "]";
@@ -507,6 +518,26 @@ class HookEmitter {
   bool isPairedColumnInput(int i) const {
     const Value& v = spec_.values[i];
     return v.kind == ValueKind::Input && (v.dtype == DType::BF16 || v.dtype == DType::F16) && innermost(v.dims) == 'n';
+  }
+
+  // Of the epilogue's inputs: a 16-bit one along m and n (not k: the GEMM's operands),
+  // contiguous along n, read for both columns of a pair by one 4-byte load on the fast path
+  // (per element, a residual costs a 2-byte load and its own 64-bit address).
+  bool isPairedElementInput(int i) const {
+    const Value& v = spec_.values[i];
+    return isPairedColumnInput(i) && v.dims.find('m') != std::string::npos && v.dims.find('k') == std::string::npos;
+  }
+
+  // `const float2 in<i> = fx_ld2_<dtype>(...)`: elements n, n + 1 of paired input value i
+  // (sn == 1 by fx_epilogue2_vec_ok, so n goes without its stride).
+  void emitPairedLoad(int i) {
+    const Value& v = spec_.values[i];
+    std::string base = "p.in[" + std::to_string(v.slot) + "]";
+    std::string off = offsetExpr(v.dims, base);
+    const std::string n_term = "n * " + base + ".sn";
+    off.replace(off.find(n_term), n_term.size(), "n");
+    w_.line("const float2 in{} = {}({}.ptr, {});  // {}", i, v.dtype == DType::BF16 ? "fx_ld2_bf16" : "fx_ld2_f16", base,
+            off, lines_.at(i + 2));
   }
 
  private:

@@ -6,7 +6,7 @@ with FXFUSE_SM90_ALL_EPILOGUES=1), compiled with the op's NVRTC options
 (codegen/nvrtc_driver.cpp) for sm_90a. nvdisasm is a developer tool, not a project dependency:
 point FXFUSE_NVDISASM at one (e.g. from the `nvidia-cuda-nvdisasm` wheel) to get SASS columns.
 
-  python bench/sm90/sass_stats.py [--shape 4096x1024x4096]
+  python bench/sm90/sass_stats.py [--shape 4096x1024x4096] [--dump DIR]
 """
 import argparse
 import collections
@@ -54,7 +54,9 @@ def nvrtc_compile(lib, src, time_csv):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shape", default="4096x1024x4096", help="MxNxK the kernel is generated for")
-    M, N, K = (int(v) for v in ap.parse_args().shape.split("x"))
+    ap.add_argument("--dump", help="a folder to write each chain's source, PTX and SASS into")
+    args = ap.parse_args()
+    M, N, K = (int(v) for v in args.shape.split("x"))
     lib = ctypes.CDLL(C.nvrtc_path())
     nvdisasm = os.environ.get("FXFUSE_NVDISASM")
     print(f"{'chain':>16} {'variant':>11} {'front s':>8} {'nvvm s':>7} {'ptxas s':>8} {'ld.nc':>6} "
@@ -74,6 +76,11 @@ def main():
                 ops = collections.Counter(m.group(1) for m in re.finditer(
                     r"/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", text))
                 sass = [sum(ops.values()), ops["BSSY"], ops["BRA"], ops["MUFU"]]
+                if args.dump:
+                    open(os.path.join(args.dump, name + ".sass"), "w").write(text)
+            if args.dump:
+                open(os.path.join(args.dump, name + ".cu"), "w").write(src)
+                open(os.path.join(args.dump, name + ".ptx"), "w").write(ptx)
             print(f"{name:>16} {C.kernel_variant(spec, M, N, K)[0]:>11} {phases.get('CUDA C++ Frontend', 0):8.3f} "
                   f"{phases.get('NVVM Optimizer', 0):7.3f} {phases.get('PTX Translation', 0):8.3f} "
                   f"{ptx.count('ld.global.nc'):>6} {sass[0]:>6} {sass[1]:>5} {sass[2]:>4} {sass[3]:>5}", flush=True)

@@ -121,19 +121,35 @@ FX_DEVICE float fx_clamp_max(float x, float hi) {
   if (x != x) return x;
   return hi != hi ? hi : fminf(x, hi);
 }
-// tanh. With FX_FAST_MATH (the generator sets it when every output of the chain is a 16- or 8-bit
-// float) tanh(x) = 1 - 2 / (exp(2x) + 1) on the MUFU exp and divide: absolute error about
-// 1e-7, far below half an ulp of a 16-bit output, and no cancellation in GELU's 1 + tanh(x)
-// tail. (tanh.approx.f32 is faster still but its 2^-11 error costs GELU several bf16 ulps for
-// x < -2.) libm's tanhf costs the Hopper epilogue about 25 % of a 4096^3 GEMM.
-// Both forms are computed and one is selected: a branch here made every element of the Hopper
-// kernel's unrolled epilogue a divergent region (140 BSSY/BSYNC pairs in bias+GELU's SASS),
-// which serializes what the scheduler would otherwise interleave.
+#ifdef FX_FAST_MATH
+// FX_FAST_MATH: the generator sets it when every output of the chain is a 16- or 8-bit float.
+// The exponential-based helpers then run on the MUFU: ex2.approx.ftz (relative error ~2^-22)
+// and an approximate reciprocal, about 1e-6 relative in all, far below half an ulp of a 16-bit
+// output. ftz flushes results below 2^-126 to zero; __expf's non-flushing form costs three
+// more instructions per call (a range test and two fix-up multiplies) for values that are
+// zero or below the resolution of every output this path serves.
+FX_DEVICE float fx_exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+// 1 / (1 + 2^a) on the MUFU: 0 once 1 + 2^a passes 2^126 (a > 126), where the exact value is
+// below 1e-38.
+FX_DEVICE float fx_inv_one_plus_exp2(float a) { return __fdividef(1.0f, 1.0f + fx_exp2_ftz(a)); }
+#endif
+constexpr float kFxLog2e = 1.4426950408889634f;
+
+// tanh. Fast math: tanh(x) = 1 - 2 / (exp(2x) + 1), absolute error about 1e-7, with a series
+// for small |x| where that form cancels. (tanh.approx.f32 is faster still but its 2^-11 error
+// costs GELU several bf16 ulps for x < -2.) libm's tanhf costs the Hopper epilogue about 25 %
+// of a 4096^3 GEMM. Both forms are computed and one is selected: a branch here made every
+// element of the Hopper kernel's unrolled epilogue a divergent region (140 BSSY/BSYNC pairs in
+// bias+GELU's SASS), which serializes what the scheduler would otherwise interleave.
 #ifdef FX_FAST_MATH
 FX_DEVICE float fx_tanh(float x) {
   const float x2 = x * x;
   const float series = x * (1.0f - x2 * (0.333333333f - x2 * 0.133333333f));  // small |x|: no cancellation
-  const float exp_form = 1.0f - __fdividef(2.0f, __expf(2.0f * x) + 1.0f);
+  const float exp_form = 1.0f - 2.0f * fx_inv_one_plus_exp2(2.0f * kFxLog2e * x);
   return fabsf(x) < 0.0625f ? series : exp_form;
 }
 #else
@@ -141,20 +157,29 @@ FX_DEVICE float fx_tanh(float x) { return tanhf(x); }
 #endif
 // gelu(x) = x/2 (1 + erf(x/sqrt(2))), as ATen's GeluCUDAKernelImpl (approximate="none").
 FX_DEVICE float fx_gelu(float x) { return x * 0.5f * (1.0f + erff(x * 0.70710678118654752440f)); }
-// gelu(x, approximate="tanh") = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-FX_DEVICE float fx_gelu_tanh(float x) {
-  const float kBeta = 0.79788456080286535588f;  // sqrt(2) * 2/sqrt(pi) * 0.5
-  const float kKappa = 0.044715f;
-  float inner = kBeta * (x + kKappa * (x * x * x));
-  return 0.5f * x * (1.0f + fx_tanh(inner));
-}
+// gelu(x, approximate="tanh") = x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+constexpr float kFxGeluBeta = 0.79788456080286535588f;  // sqrt(2/pi)
+constexpr float kFxGeluKappa = 0.044715f;
 #ifdef FX_FAST_MATH
-// MUFU exp and the fast divide (relative error ~1e-6, below a 16-bit output's resolution; for
-// x < -87 the result is 0 instead of a value below 1e-37). libm's expf plus an IEEE divide cost
-// the Hopper epilogue more than the MMAs of a K=1024 tile.
-FX_DEVICE float fx_sigmoid(float x) { return __fdividef(1.0f, 1.0f + __expf(-x)); }
+// (1 + tanh(u)) / 2 = 1 / (1 + exp(-2u)), so gelu = x / (1 + 2^(x (c1 + c2 x^2))) with
+// c1 = -2 log2(e) sqrt(2/pi), c2 = c1 * 0.044715: 7 instructions (two on the MUFU) where the
+// tanh form takes about 25, and no cancellation for negative x, where the tanh form's 1 + tanh
+// loses every bit (eager's tanhf too: it returns a multiple of 2^-24 there).
+// Specials as eager: x = +inf -> inf, -inf -> NaN (inf * 0 there), NaN -> NaN.
+FX_DEVICE float fx_gelu_tanh(float x) {
+  constexpr float c1 = -2.0f * kFxLog2e * kFxGeluBeta;
+  constexpr float c2 = c1 * kFxGeluKappa;
+  return x * fx_inv_one_plus_exp2(x * fmaf(x * x, c2, c1));
+}
+// sigmoid(x) = 1 / (1 + 2^(-x log2 e)): 0 for x < -87.3 instead of a value below 1e-38.
+// libm's expf plus an IEEE divide cost the Hopper epilogue more than the MMAs of a K=1024 tile.
+FX_DEVICE float fx_sigmoid(float x) { return fx_inv_one_plus_exp2(-kFxLog2e * x); }
 FX_DEVICE float fx_silu(float x) { return x * fx_sigmoid(x); }
 #else
+FX_DEVICE float fx_gelu_tanh(float x) {
+  float inner = kFxGeluBeta * (x + kFxGeluKappa * (x * x * x));
+  return 0.5f * x * (1.0f + fx_tanh(inner));
+}
 FX_DEVICE float fx_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 FX_DEVICE float fx_silu(float x) { return x / (1.0f + expf(-x)); }
 #endif

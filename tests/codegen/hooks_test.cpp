@@ -115,11 +115,36 @@ TEST(Hooks, ColumnValuesAreComputedOncePerColumnPair) {
   EXPECT_FALSE(has(values, "p.in[2]"));
   EXPECT_FALSE(has(values, "p.in[3]"));
   EXPECT_FALSE(has(values, "v4"));
-  EXPECT_TRUE(has(values, "fx_ld_bf16(p.in[4].ptr, m * p.in[4].sm + n * p.in[4].sn)"));
+  EXPECT_TRUE(has(values, "const float v9 = in9;"));  // the residual: passed in (paired load)
   const std::string ok = body(h, "__device__ __forceinline__ bool fx_epilogue2_vec_ok(");
   EXPECT_TRUE(has(ok, "p.in[2].sn == 1 && fx_aligned4(p.in[2].ptr, 0, 2)"));
   EXPECT_FALSE(has(ok, "p.in[3]"));  // f32: loaded per column, any layout
+}
+
+TEST(Hooks, ResidualPairsAreOneLoadOnTheFastPath) {
+  spec::ChainSpec s = spec::parseSpec(
+      "fxfuse.chain v1\ngemm bmm\n%0 = input 0 bf16 [b,m,k]\n%1 = input 1 bf16 [b,k,n]\n%2 = mm %0 %1 : f32\n"
+      "%3 = input 2 bf16 [b,m,n]\n%4 = add %2 %3 : bf16\n%5 = input 3 f32 [b,m,n]\n%6 = mul %4 %5 : bf16\n"
+      "%7 = input 4 bf16 [b,n,m]\n%8 = add %6 %7 : bf16\noutput %8\n");
+  std::string h = generateHooks(s, generic16());
+  const std::string vec = body(h, "__device__ __forceinline__ void fx_epilogue2_vec(");
+  // bf16 along n: one 4-byte load for both columns, each half passed to its element
+  EXPECT_TRUE(has(vec, "const float2 in3 = fx_ld2_bf16(p.in[2].ptr, b * p.in[2].sb + m * p.in[2].sm + n);"));
+  EXPECT_TRUE(has(vec, "fx_epilogue_values_col(p, b, m, n, acc0, c0, in3.x)"));
+  EXPECT_TRUE(has(vec, "fx_epilogue_values_col(p, b, m, n + 1, acc1, c1, in3.y)"));
+  const std::string values = body(h, "__device__ __forceinline__ FxOutValues fx_epilogue_values_col(");
+  EXPECT_TRUE(has(values, "const FxCol& c, float in3)"));
+  EXPECT_TRUE(has(values, "const float v3 = in3;"));
+  // f32, and a 16-bit input contiguous along m: per element, any layout
+  EXPECT_TRUE(has(values, "fx_ld_f32(p.in[3].ptr, b * p.in[3].sb + m * p.in[3].sm + n * p.in[3].sn)"));
+  EXPECT_TRUE(has(values, "fx_ld_bf16(p.in[4].ptr, b * p.in[4].sb + n * p.in[4].sn + m * p.in[4].sm)"));
+  const std::string ok = body(h, "__device__ __forceinline__ bool fx_epilogue2_vec_ok(");
+  EXPECT_TRUE(has(ok, "p.in[2].sn == 1 && p.in[2].sm % 2 == 0 && fx_aligned4(p.in[2].ptr, 0, 2) && p.in[2].sb % 2 == 0"));
+  EXPECT_FALSE(has(ok, "p.in[3]"));
   EXPECT_FALSE(has(ok, "p.in[4]"));
+  // the edge path (fx_epilogue2) keeps the per-element loads
+  const std::string edge = body(h, "__device__ __forceinline__ FxOutValues fx_epilogue_values(");
+  EXPECT_TRUE(has(edge, "fx_ld_bf16(p.in[2].ptr, b * p.in[2].sb + m * p.in[2].sm + n * p.in[2].sn)"));
 }
 
 TEST(Hooks, BatchedColumnInputPairsNeedAnEvenBatchStride) {

@@ -12,6 +12,7 @@ normally not launched: the op runs such chains unfused through ATen on the GPU (
 FXFUSE_FORCE_KERNEL=1, which launches the generic kernel anyway; the tests of the ATen dispatch
 itself turn it off.
 """
+import math
 import os
 import subprocess
 import sys
@@ -324,6 +325,119 @@ def test_gemv_int8_dequant_is_bit_exact(M, K, dtype, layout, scale_f32, scales):
     bad = (out != want).nonzero()
     assert bad.numel() == 0, (f"{bad.shape[0]} of {out.numel()} elements differ; first at {bad[0].tolist()}: "
                               f"{out[tuple(bad[0])].item()} != {want[tuple(bad[0])].item()}")
+
+
+# The MUFU-based activations of fast math (FX_FAST_MATH: every output 16-bit; fx_prelude.cuh:
+# GELU(tanh) as x / (1 + 2^a), sigmoid/SiLU on ex2.approx.ftz, tanh on the same exponential)
+# against eager on every input class: ±inf, NaN, huge finite values, the tails where the
+# exponential over- or underflows, and a dense sweep of [-25, 25]. A and B hold small integers,
+# so the accumulator is exact in any summation order and the activation's input (acc + bias,
+# rounded to the dtype) is the same value as eager's: what differs is the activation alone.
+# Bound: 2 ulps of eager's value, plus 1e-6 absolute for GELU's negative tail, where eager's
+# 1 + tanh(u) cancels (its values there are multiples of 2^-24 times x/2).
+ACTIVATION_OPS = {"gelu_tanh": lambda t: torch.nn.functional.gelu(t, approximate="tanh"),
+                  "silu": torch.nn.functional.silu, "sigmoid": torch.sigmoid, "tanh": torch.tanh}
+SPECIAL_VALUES_CHILD = """
+import sys, torch
+from test_gemm_chain_cuda import check_activation_special_values
+check_activation_special_values(sys.argv[1], getattr(torch, sys.argv[2]), 256, 520, 128, "sm90_wgmma")
+print("ok")
+"""
+
+
+def check_activation_special_values(op, dtype, M, N, K, variant):
+    seed("special", op, str(dtype), M, N, K)
+    s = SpecBuilder()
+    x, w = s.input(dtype, "mk"), s.input(dtype, "kn")
+    b = s.input(dtype, "n")
+    s.output(s.op(op, s.op("add", s.mm(x, w, torch.float32), b, dtype=dtype), dtype=dtype))
+    spec = s.text()
+    assert C.kernel_variant(spec, M, N, K)[0] == variant
+    xin = torch.randint(-1, 2, (M, K), device="cuda").to(dtype)
+    win = (torch.randint(-1, 2, (K, N), device="cuda") * (torch.rand(K, N, device="cuda") < 0.125)).to(dtype)
+    big = torch.finfo(dtype).max / 2
+    specials = torch.tensor([math.inf, -math.inf, math.nan, big, -big, 1e4, -1e4, 90.0, -90.0, 45.0, -45.0])
+    bias = torch.linspace(-12, 12, N)
+    bias[:specials.numel()] = specials
+    bias = bias.to(dtype).cuda()
+    before = C.stats()
+    (out,) = gemm_chain([xin, win, bias], spec)
+    torch.cuda.synchronize()
+    assert C.stats()["launches"] == before["launches"] + 1, "the generated kernel was not launched"
+    h = (xin.double() @ win.double() + bias.double()).to(dtype)  # exact accumulator, one rounding
+    want = ACTIVATION_OPS[op](h).double()
+    got = out.double()
+    assert torch.equal(torch.isnan(got), torch.isnan(want)), "NaN positions differ (or an unwritten element)"
+    inf_g = torch.where(torch.isinf(got), torch.sign(got), torch.zeros_like(got))
+    inf_w = torch.where(torch.isinf(want), torch.sign(want), torch.zeros_like(want))
+    assert torch.equal(inf_g, inf_w), "inf positions or signs differ"
+    fin = torch.isfinite(want)
+    excess = (got - want).abs() - (2 * torch.finfo(dtype).eps * want.abs() + 1e-6)
+    worst = int(torch.where(fin, excess, torch.full_like(excess, -1)).argmax())
+    assert excess.flatten()[worst] <= 0, (f"{op}: input {h.flatten()[worst].item()} -> "
+                                          f"{got.flatten()[worst].item()}, eager {want.flatten()[worst].item()}")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bfloat16", "float16"])
+@pytest.mark.parametrize("op", sorted(ACTIVATION_OPS))
+def test_fast_math_activations_on_special_values(op, dtype):
+    check_activation_special_values(op, dtype, 1, 520, 128, "gemv")
+    check_activation_special_values(op, dtype, 129, 264, 136, "sm80_mma")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
+                    reason="the Hopper kernel needs sm_90")
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("op", sorted(ACTIVATION_OPS))
+def test_fast_math_activations_on_special_values_hopper(op, dtype):
+    """The same on the Hopper kernel (in a child: FXFUSE_SM90_ALL_EPILOGUES is read once per
+    process), whose epilogue is code of its own (column values, paired stores)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, FXFUSE_SM90_ALL_EPILOGUES="1", FXFUSE_POISON_OUTPUTS="1", FXFUSE_STRICT="1",
+               PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", SPECIAL_VALUES_CHILD, op, dtype], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-2000:] + r.stderr[-4000:]
+
+
+# The Hopper kernel's fast path reads a 16-bit residual two columns at a time (one 4-byte load)
+# when it is contiguous along n, 4-byte aligned and every row starts aligned
+# (fx_epilogue2_vec_ok); any other layout sends the launch to the per-element edge path. Both,
+# on bias + GELU + residual (child process: FXFUSE_SM90_ALL_EPILOGUES is read once).
+HOPPER_RESIDUAL_CHILD = """
+import torch, fxfuse._C as C
+from runtime_chain_cases import CASES, check_outputs, randn
+gemm_chain = torch.ops.fxfuse.gemm_chain.default
+M, N, K = 256, 520, 128
+for dt in (torch.bfloat16, torch.float16):
+    for layout in ("contiguous", "odd_row_stride", "misaligned", "column_major"):
+        torch.manual_seed(len(layout))
+        case = CASES["residual"](dt, "cuda", M, N, K)
+        assert C.kernel_variant(case.spec, M, N, K)[0] == "sm90_wgmma"
+        if layout == "odd_row_stride":
+            case.inputs[3] = randn((M, N + 1), dt, "cuda")[:, :N]
+        elif layout == "misaligned":
+            case.inputs[3] = randn((M * N + 1,), dt, "cuda")[1:].view(M, N)
+        elif layout == "column_major":
+            case.inputs[3] = randn((N, M), dt, "cuda").t()
+        before = C.stats()
+        outs = gemm_chain(case.inputs, case.spec)
+        torch.cuda.synchronize()
+        assert C.stats()["launches"] == before["launches"] + 1, layout
+        check_outputs(case, outs, dt)
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
+                    reason="the Hopper kernel needs sm_90")
+def test_hopper_residual_in_every_layout():
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, FXFUSE_SM90_ALL_EPILOGUES="1", FXFUSE_POISON_OUTPUTS="1", FXFUSE_STRICT="1",
+               PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", HOPPER_RESIDUAL_CHILD], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-2000:] + r.stderr[-4000:]
 
 
 def test_call_site_cache_sees_new_pointers_and_strides():

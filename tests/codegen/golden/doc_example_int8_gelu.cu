@@ -139,6 +139,8 @@ __device__ __forceinline__ void fx_epilogue_cols(const fxfuse::FxParams& p, long
   c1 = fx_epilogue_col(p, b, n + 1, in6.y);
 }
 
+// Every output of element (b, m, n) from its column values (16-bit inputs along m and n
+// passed in, loaded in pairs).
 __device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc, const FxCol& c) {
   (void)p; (void)b; (void)m; (void)n; (void)c;
   const float v5 = acc;  // %5 = mm %0 %4 : f32

@@ -103,7 +103,7 @@ __device__ __forceinline__ void fx_epilogue2(const fxfuse::FxParams& p, long lon
 
 __device__ __forceinline__ bool fx_epilogue2_vec_ok(const fxfuse::FxParams& p) {
   (void)p;
-  return true && p.out[0].sn == 1 && p.out[0].sm % 2 == 0 && fx_aligned4(p.out[0].ptr, 0, 2) && p.out[1].sn == 1 && p.out[1].sm % 2 == 0 && fx_aligned4(p.out[1].ptr, 0, 2);
+  return true && p.out[0].sn == 1 && p.out[0].sm % 2 == 0 && fx_aligned4(p.out[0].ptr, 0, 2) && p.out[1].sn == 1 && p.out[1].sm % 2 == 0 && fx_aligned4(p.out[1].ptr, 0, 2) && p.in[2].sn == 1 && p.in[2].sm % 2 == 0 && fx_aligned4(p.in[2].ptr, 0, 2);
 }
 
 struct FxCol {
@@ -122,10 +122,12 @@ __device__ __forceinline__ void fx_epilogue_cols(const fxfuse::FxParams& p, long
   c1 = fx_epilogue_col(p, b, n + 1);
 }
 
-__device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc, const FxCol& c) {
+// Every output of element (b, m, n) from its column values (16-bit inputs along m and n
+// passed in, loaded in pairs).
+__device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc, const FxCol& c, float in3) {
   (void)p; (void)b; (void)m; (void)n; (void)c;
   const float v2 = fx_round_f16(acc);  // %2 = mm %0 %1 : f16
-  const float v3 = fx_ld_f16(p.in[2].ptr, m * p.in[2].sm + n * p.in[2].sn);  // %3 = input 2 f16 [m,n]
+  const float v3 = in3;  // %3 = input 2 f16 [m,n]
   const float v4 = fx_round_f16((v2 + v3));  // %4 = add %2 %3 : f16
   const float v5 = fx_round_f16(fx_silu(v4));  // %5 = silu %4 : f16
   return FxOutValues{v5, v4};
@@ -134,8 +136,9 @@ __device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxPa
 // Columns n and n + 1 of row m, both inside the output; fx_epilogue2_vec_ok(p) holds;
 // c0, c1 from fx_epilogue_cols(p, b, n, c0, c1).
 __device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1) {
-  const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0);
-  const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1);
+  const float2 in3 = fx_ld2_f16(p.in[2].ptr, m * p.in[2].sm + n);  // %3 = input 2 f16 [m,n]
+  const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0, in3.x);
+  const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1, in3.y);
   fx_st2_f16(p.out[0].ptr, m * p.out[0].sm + n * p.out[0].sn, o0.o0, o1.o0);
   fx_st2_f16(p.out[1].ptr, m * p.out[1].sm + n * p.out[1].sn, o0.o1, o1.o1);
 }
