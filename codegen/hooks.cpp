@@ -470,8 +470,9 @@ class HookEmitter {
       DType d = spec_.values[outs[j]].dtype;
       std::string base = "p.out[" + std::to_string(j) + "]";
       if (d == DType::BF16 || d == DType::F16) {
-        w_.line("fx_st2_{}({}.ptr, {}, o0.o{}, o1.o{});", d == DType::BF16 ? "bf16" : "f16", base, outOffset(base, "n"),
-                j, j);
+        // sn == 1 (fx_epilogue2_vec_ok): n without its stride
+        w_.line("fx_st2_{}({}.ptr, {}, o0.o{}, o1.o{});", d == DType::BF16 ? "bf16" : "f16", base,
+                outOffset(base, "n", true), j, j);
       } else {
         w_.line("{}({}.ptr, {}, o0.o{});", storeFn(d), base, outOffset(base, "n"), j);
         w_.line("{}({}.ptr, {}, o1.o{});", storeFn(d), base, outOffset(base, "(n + 1)"), j);
@@ -541,8 +542,8 @@ class HookEmitter {
   }
 
  private:
-  std::string outOffset(const std::string& base, const char* n) const {
-    std::string off = fmt::format("m * {0}.sm + {1} * {0}.sn", base, n);
+  std::string outOffset(const std::string& base, const char* n, bool unit_sn = false) const {
+    std::string off = unit_sn ? fmt::format("m * {0}.sm + {1}", base, n) : fmt::format("m * {0}.sm + {1} * {0}.sn", base, n);
     if (spec_.gemm == spec::GemmKind::Bmm) off = fmt::format("b * {}.sb + ", base) + off;
     return off;
   }

@@ -132,6 +132,9 @@ TEST(Hooks, ResidualPairsAreOneLoadOnTheFastPath) {
   EXPECT_TRUE(has(vec, "const float2 in3 = fx_ld2_bf16(p.in[2].ptr, b * p.in[2].sb + m * p.in[2].sm + n);"));
   EXPECT_TRUE(has(vec, "fx_epilogue_values_col(p, b, m, n, acc0, c0, in3.x)"));
   EXPECT_TRUE(has(vec, "fx_epilogue_values_col(p, b, m, n + 1, acc1, c1, in3.y)"));
+  // the output's sn == 1 is in fx_epilogue2_vec_ok: its offset has no n stride (the multiply
+  // cost a 64-bit IMAD per store, and ptxas spills with it in the residual chains)
+  EXPECT_TRUE(has(vec, "fx_st2_bf16(p.out[0].ptr, b * p.out[0].sb + m * p.out[0].sm + n, o0.o0, o1.o0);"));
   const std::string values = body(h, "__device__ __forceinline__ FxOutValues fx_epilogue_values_col(");
   EXPECT_TRUE(has(values, "const FxCol& c, float in3)"));
   EXPECT_TRUE(has(values, "const float v3 = in3;"));

@@ -142,5 +142,5 @@ __device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxPa
 __device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1) {
   const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0);
   const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1);
-  fx_st2_f16(p.out[0].ptr, b * p.out[0].sb + m * p.out[0].sm + n * p.out[0].sn, o0.o0, o1.o0);
+  fx_st2_f16(p.out[0].ptr, b * p.out[0].sb + m * p.out[0].sm + n, o0.o0, o1.o0);
 }

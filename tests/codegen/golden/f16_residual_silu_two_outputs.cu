@@ -139,6 +139,6 @@ __device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long
   const float2 in3 = fx_ld2_f16(p.in[2].ptr, m * p.in[2].sm + n);  // %3 = input 2 f16 [m,n]
   const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0, in3.x);
   const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1, in3.y);
-  fx_st2_f16(p.out[0].ptr, m * p.out[0].sm + n * p.out[0].sn, o0.o0, o1.o0);
-  fx_st2_f16(p.out[1].ptr, m * p.out[1].sm + n * p.out[1].sn, o0.o1, o1.o1);
+  fx_st2_f16(p.out[0].ptr, m * p.out[0].sm + n, o0.o0, o1.o0);
+  fx_st2_f16(p.out[1].ptr, m * p.out[1].sm + n, o0.o1, o1.o1);
 }
