@@ -45,9 +45,13 @@ def main():
     a = ap.parse_args()
     torch.manual_seed(0)
     x, w, _ = dense_inputs(4096, 4096, 4096)
+    xs, ws, _ = dense_inputs(4096, 1024, 4096)
     cases = [
         ("cuBLAS mm 4096^3 bf16", lambda: torch.mm(x, w)),
         ("op bias+relu+cast 4096^3", (BIAS_RELU_CAST, dense_inputs(4096, 4096, 4096))),
+        # short K (M 4096, K 1024, N 4096): the Hopper kernel's worst ratio to cuBLAS in Run I
+        ("cuBLAS mm short K=1024 bf16", lambda: torch.mm(xs, ws)),
+        ("op bias+relu+cast short K=1024", (BIAS_RELU_CAST, dense_inputs(4096, 1024, 4096))),
         ("op int8 linear+bias M=16 4096x14336", (INT8_LINEAR_BIAS, int8_inputs(16, 4096, 14336))),
         ("op int8 linear+bias M=16 14336x4096", (INT8_LINEAR_BIAS, int8_inputs(16, 14336, 4096))),
         ("op int8 linear+bias M=1 4096x14336", (INT8_LINEAR_BIAS, int8_inputs(1, 4096, 14336))),
