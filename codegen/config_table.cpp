@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,28 @@ bool cheapEpilogue(const spec::ChainSpec& spec) {
       if (v.op == op) return false;
   }
   return true;
+}
+
+// Measurement knob (bench only, like FXFUSE_SM90_ALL_EPILOGUES): FXFUSE_SM90_PINGPONG_TILE=BMxBN
+// (64x256, 64x128 or 128x128, the ping-pong tiles the template takes) runs every Hopper launch
+// with that tile and the deepest ring that fits, to compare tiles end to end. Read once.
+const sm90::GemmConfig* pingpongTileKnob() {
+  static const std::optional<sm90::GemmConfig> knob = []() -> std::optional<sm90::GemmConfig> {
+    const char* v = std::getenv("FXFUSE_SM90_PINGPONG_TILE");
+    if (!v || !*v) return std::nullopt;
+    const std::string t(v);
+    sm90::GemmConfig g;
+    g.pingpong = true;
+    g.consumers = 2;
+    if (t == "64x256") g.bm = 64, g.bn = 256;
+    else if (t == "64x128") g.bm = 64, g.bn = 128;
+    else if (t == "128x128") g.bm = 128, g.bn = 128;
+    else throw CodegenError("FXFUSE_SM90_PINGPONG_TILE must be 64x256, 64x128 or 128x128, not '" + t + "'");
+    const int stage_bytes = (g.bm + g.bn) * g.bk * 2;
+    g.stages = std::min(8, (227 * 1024 - 1024) / stage_bytes);
+    return g;
+  }();
+  return knob ? &*knob : nullptr;
 }
 
 // ---- gemv (kernels/gemv.cuh): the host-side chooser of its header comment ----
@@ -137,7 +160,8 @@ const VariantRow kRows[] = {
      [](const Query& q) {
        // Tile shape per problem (kernels/sm90_wgmma_gemm.cuh, bench/sm90/NOTES.md run 7): ping-pong
        // 64x256, 5 stages (64x128, 8 stages, for N <= 128). 132 SMs (H100/H200 SXM).
-       const sm90::GemmConfig g = sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, 132);
+       sm90::GemmConfig g = sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, 132);
+       if (const sm90::GemmConfig* t = pingpongTileKnob()) g = *t;
        KernelConfig c{"sm90_wgmma", g.bm, g.bn, g.bk, g.stages, g.threads()};
        c.pingpong = g.pingpong;
        return c;

@@ -57,6 +57,8 @@ def main():
     ap.add_argument("--dump", help="a folder to write each chain's source, PTX and SASS into")
     args = ap.parse_args()
     M, N, K = (int(v) for v in args.shape.split("x"))
+    if args.dump:
+        os.makedirs(args.dump, exist_ok=True)
     lib = ctypes.CDLL(C.nvrtc_path())
     nvdisasm = os.environ.get("FXFUSE_NVDISASM")
     print(f"{'chain':>16} {'variant':>11} {'front s':>8} {'nvvm s':>7} {'ptxas s':>8} {'ld.nc':>6} "
