@@ -161,17 +161,21 @@ FX_DEVICE float fx_gelu(float x) { return x * 0.5f * (1.0f + erff(x * 0.70710678
 constexpr float kFxGeluBeta = 0.79788456080286535588f;  // sqrt(2/pi)
 constexpr float kFxGeluKappa = 0.044715f;
 #ifdef FX_FAST_MATH
-// (1 + tanh(u)) / 2 = 1 / (1 + exp(-2u)), so gelu = x / (1 + 2^(x (c1 + c2 x^2))) with
-// c1 = -2 log2(e) sqrt(2/pi), c2 = c1 * 0.044715: 7 instructions (two on the MUFU) where the
-// tanh form takes about 25, and no cancellation for negative x, where the tanh form's 1 + tanh
-// loses every bit (eager's tanhf too: it returns a multiple of 2^-24 there).
+// (1 + tanh(u)) / 2 = 1 / (1 + exp(-2u)), so gelu = x / (1 + 2^a), a = x (c1 + c2 x^2) with
+// c1 = -2 log2(e) sqrt(2/pi), c2 = c1 * 0.044715: 9 instructions (two on the MUFU) where the
+// tanh form takes about 25. Eager's 1 + tanhf(u) cancels for negative x: it is a multiple of
+// 2^-24, and exactly 0 once tanhf(u) rounds to -1 (a > 25, x < -5.06), where eager returns
+// ±0. This form is accurate there, so it is flushed to x * 0 past a = 25 to return what eager
+// does: a comparison with 0 after the GELU sees eager's answer.
 // Specials as eager: x = +inf -> inf, -inf -> NaN (inf * 0 there), NaN -> NaN.
 FX_DEVICE float fx_gelu_tanh(float x) {
   constexpr float c1 = -2.0f * kFxLog2e * kFxGeluBeta;
   constexpr float c2 = c1 * kFxGeluKappa;
-  return x * fx_inv_one_plus_exp2(x * fmaf(x * x, c2, c1));
+  const float a = x * fmaf(x * x, c2, c1);
+  return x * (a > 25.0f ? 0.0f : fx_inv_one_plus_exp2(a));
 }
-// sigmoid(x) = 1 / (1 + 2^(-x log2 e)): 0 for x < -87.3 instead of a value below 1e-38.
+// sigmoid(x) = 1 / (1 + 2^(-x log2 e)): 0 for x < -87.3 instead of a value below 1e-38, and
+// SiLU there -0 instead of one below 1e-36 (eager's values; a known trade-off, docs/STATUS.md).
 // libm's expf plus an IEEE divide cost the Hopper epilogue more than the MMAs of a K=1024 tile.
 FX_DEVICE float fx_sigmoid(float x) { return fx_inv_one_plus_exp2(-kFxLog2e * x); }
 FX_DEVICE float fx_silu(float x) { return x * fx_sigmoid(x); }

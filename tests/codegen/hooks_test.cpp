@@ -119,6 +119,7 @@ TEST(Hooks, ColumnValuesAreComputedOncePerColumnPair) {
   const std::string ok = body(h, "__device__ __forceinline__ bool fx_epilogue2_vec_ok(");
   EXPECT_TRUE(has(ok, "p.in[2].sn == 1 && fx_aligned4(p.in[2].ptr, 0, 2)"));
   EXPECT_FALSE(has(ok, "p.in[3]"));  // f32: loaded per column, any layout
+  EXPECT_TRUE(has(ok, "p.in[4].sn == 1 && p.in[4].sm % 2 == 0 && fx_aligned4(p.in[4].ptr, 0, 2)"));  // residual pairs
 }
 
 TEST(Hooks, ResidualPairsAreOneLoadOnTheFastPath) {

@@ -333,8 +333,9 @@ def test_gemv_int8_dequant_is_bit_exact(M, K, dtype, layout, scale_f32, scales):
 # exponential over- or underflows, and a dense sweep of [-25, 25]. A and B hold small integers,
 # so the accumulator is exact in any summation order and the activation's input (acc + bias,
 # rounded to the dtype) is the same value as eager's: what differs is the activation alone.
-# Bound: 2 ulps of eager's value, plus 1e-6 absolute for GELU's negative tail, where eager's
-# 1 + tanh(u) cancels (its values there are multiples of 2^-24 times x/2).
+# Bound: 2 eps of eager's value (2-4 ulps), plus 1e-6 absolute for GELU's negative tail, where
+# eager's 1 + tanh(u) cancels (its values there are multiples of 2^-24 times x/2); zeros and
+# their signs exactly as eager's.
 ACTIVATION_OPS = {"gelu_tanh": lambda t: torch.nn.functional.gelu(t, approximate="tanh"),
                   "silu": torch.nn.functional.silu, "sigmoid": torch.sigmoid, "tanh": torch.tanh}
 SPECIAL_VALUES_CHILD = """
@@ -371,11 +372,24 @@ def check_activation_special_values(op, dtype, M, N, K, variant):
     inf_g = torch.where(torch.isinf(got), torch.sign(got), torch.zeros_like(got))
     inf_w = torch.where(torch.isinf(want), torch.sign(want), torch.zeros_like(want))
     assert torch.equal(inf_g, inf_w), "inf positions or signs differ"
-    fin = torch.isfinite(want)
-    excess = (got - want).abs() - (2 * torch.finfo(dtype).eps * want.abs() + 1e-6)
+    # sigmoid and SiLU below x = -87.3 are 0 and -0 where eager has values under 1e-36
+    # (fx_prelude.cuh; docs/STATUS.md, known trade-offs): not judged
+    fin = torch.isfinite(want) & ~((h.double() < -87.3) & (op in ("sigmoid", "silu")))
+    # absolute floor: GELU's negative tail (eager's values there are quantized, see above); the
+    # others only below 1e-37, where the fast forms return 0 (fx_prelude.cuh)
+    floor = 1e-6 if op == "gelu_tanh" else 1e-37
+    excess = (got - want).abs() - (2 * torch.finfo(dtype).eps * want.abs() + floor)
     worst = int(torch.where(fin, excess, torch.full_like(excess, -1)).argmax())
     assert excess.flatten()[worst] <= 0, (f"{op}: input {h.flatten()[worst].item()} -> "
                                           f"{got.flatten()[worst].item()}, eager {want.flatten()[worst].item()}")
+    # zeros and their signs as eager's (a comparison or division after the activation sees
+    # them), except within reach of GELU's flush point, where eager's tanhf rounds to -1 (a = 25)
+    hd = h.double()
+    a = -2 * math.log2(math.e) * math.sqrt(2 / math.pi) * hd * (1 + 0.044715 * hd * hd)
+    judged = ((a - 25).abs() > 0.5) & fin if op == "gelu_tanh" else fin
+    zero_g, zero_w = (got == 0) & judged, (want == 0) & judged
+    assert torch.equal(zero_g, zero_w), f"{op}: zeros differ from eager's at inputs {h[zero_g != zero_w][:4].tolist()}"
+    assert torch.equal(torch.signbit(got[zero_g]), torch.signbit(want[zero_w])), f"{op}: signs of zeros differ"
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bfloat16", "float16"])
@@ -406,7 +420,7 @@ def test_fast_math_activations_on_special_values_hopper(op, dtype):
 # on bias + GELU + residual (child process: FXFUSE_SM90_ALL_EPILOGUES is read once).
 HOPPER_RESIDUAL_CHILD = """
 import torch, fxfuse._C as C
-from runtime_chain_cases import CASES, check_outputs, randn
+from runtime_chain_cases import CASES, SpecBuilder, check_outputs, randn
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
 M, N, K = 256, 520, 128
 for dt in (torch.bfloat16, torch.float16):
@@ -425,6 +439,22 @@ for dt in (torch.bfloat16, torch.float16):
         torch.cuda.synchronize()
         assert C.stats()["launches"] == before["launches"] + 1, layout
         check_outputs(case, outs, dt)
+    # batched: a [b, m, n] residual with an even batch stride (paired loads) and an odd one
+    # (a slice of a longer buffer: the edge path)
+    for batch_stride in (M * N, M * N + 1):
+        B = 3
+        s = SpecBuilder("bmm")
+        x, w = s.input(dt, "bmk"), s.input(dt, "bkn")
+        s.output(s.op("add", s.mm(x, w, torch.float32), s.input(dt, "bmn"), dtype=dt))
+        spec = s.text()
+        assert C.kernel_variant(spec, M, N, K, B)[0] == "sm90_wgmma"
+        xb, wb = randn((B, M, K), dt, "cuda"), randn((B, K, N), dt, "cuda", K ** -0.5)
+        r = randn((B * batch_stride,), dt, "cuda").as_strided((B, M, N), (batch_stride, N, 1))
+        (out,) = gemm_chain([xb, wb, r], spec)
+        want = torch.bmm(xb.double(), wb.double()) + r.double()
+        assert torch.isfinite(out).all()
+        rel = ((out.double() - want).norm() / want.norm()).item()
+        assert rel < 1e-2, (batch_stride, rel)
 print("ok")
 """
 
