@@ -71,24 +71,36 @@ bool cheapEpilogue(const spec::ChainSpec& spec) {
   return true;
 }
 
+// The Hopper tiles a measured autotune chooses from (candidateConfigs), each with the deepest
+// ring that fits in 227 KB. 128x128 ping-pong: measured beside 64x256 in session 7
+// (bench/RESULTS.md, Run J): faster for bias+GELU and bias+ReLU+cast at 4096^3, slower elsewhere.
+struct HopperTile {
+  int bm, bn, stages;
+  bool pingpong;
+};
+constexpr HopperTile kHopperTiles[] = {
+    {64, 256, 5, true}, {64, 128, 8, true}, {128, 128, 7, true}, {128, 256, 4, false}, {128, 128, 6, false}};
+
+sm90::GemmConfig gemmConfigOf(const HopperTile& t) {
+  sm90::GemmConfig g;
+  g.bm = t.bm;
+  g.bn = t.bn;
+  g.stages = t.stages;
+  g.pingpong = t.pingpong;
+  g.consumers = t.pingpong ? 2 : t.bm / 64;
+  return g;
+}
+
 // Measurement knob (bench only, like FXFUSE_SM90_ALL_EPILOGUES): FXFUSE_SM90_PINGPONG_TILE=BMxBN
-// (64x256, 64x128 or 128x128, the ping-pong tiles the template takes) runs every Hopper launch
-// with that tile and the deepest ring that fits, to compare tiles end to end. Read once.
+// (one of the ping-pong tiles above) runs every Hopper launch with that tile, to compare tiles
+// end to end. Read once.
 const sm90::GemmConfig* pingpongTileKnob() {
   static const std::optional<sm90::GemmConfig> knob = []() -> std::optional<sm90::GemmConfig> {
     const char* v = std::getenv("FXFUSE_SM90_PINGPONG_TILE");
     if (!v || !*v) return std::nullopt;
-    const std::string t(v);
-    sm90::GemmConfig g;
-    g.pingpong = true;
-    g.consumers = 2;
-    if (t == "64x256") g.bm = 64, g.bn = 256;
-    else if (t == "64x128") g.bm = 64, g.bn = 128;
-    else if (t == "128x128") g.bm = 128, g.bn = 128;
-    else throw CodegenError("FXFUSE_SM90_PINGPONG_TILE must be 64x256, 64x128 or 128x128, not '" + t + "'");
-    const int stage_bytes = (g.bm + g.bn) * g.bk * 2;
-    g.stages = std::min(8, (227 * 1024 - 1024) / stage_bytes);
-    return g;
+    for (const HopperTile& t : kHopperTiles)
+      if (t.pingpong && fmt::format("{}x{}", t.bm, t.bn) == v) return gemmConfigOf(t);
+    throw CodegenError(std::string("FXFUSE_SM90_PINGPONG_TILE must be 64x256, 64x128 or 128x128, not '") + v + "'");
   }();
   return knob ? &*knob : nullptr;
 }
@@ -274,15 +286,8 @@ std::vector<KernelConfig> candidatesValidated(const spec::ChainSpec& checked, co
   const Query q{a, b, shape, sm_arch, /*cheap_epilogue=*/true};
   const VariantRow& hopper = row("sm90_wgmma");
   if (!embeddedFile(hopper.templ) || !hopper.applies(q)) return out;
-  const struct { int bm, bn, stages; bool pingpong; } tiles[] = {
-      {64, 256, 5, true}, {64, 128, 8, true}, {128, 256, 4, false}, {128, 128, 6, false}};
-  for (const auto& t : tiles) {
-    sm90::GemmConfig g;
-    g.bm = t.bm;
-    g.bn = t.bn;
-    g.stages = t.stages;
-    g.pingpong = t.pingpong;
-    g.consumers = t.pingpong ? 2 : t.bm / 64;
+  for (const HopperTile& t : kHopperTiles) {
+    const sm90::GemmConfig g = gemmConfigOf(t);
     KernelConfig c{"sm90_wgmma", g.bm, g.bn, g.bk, g.stages, g.threads()};
     c.pingpong = g.pingpong;
     bool seen = false;
