@@ -17,6 +17,9 @@
 #                                         and bias chains at M 1/16/64 (~3 min)
 #   scripts/gpu-session.sh ncu-gemv       Nsight Compute, full set, on the int8 gemv (M=16,
 #                                         4096x14336): details page and SASS source page (CSV)
+#   scripts/gpu-session.sh tiles          every autotune candidate (Hopper tiles, the unfused path)
+#                                         per bench chain and shape, back to back in one process
+#                                         (bench/sm90/compare_tiles.py, ~2 min)
 #   scripts/gpu-session.sh hopper FIRST   the Hopper kernel on every epilogue: smoke, 16
 #                                         differential chunks from FIRST (half of the cases
 #                                         Hopper-plain), end-to-end chains (~8 min)
@@ -99,6 +102,11 @@ case "$part" in
     rm -f "$LOGS/i8.ncu-rep"
     grep -E "Duration|DRAM Throughput|Registers Per|Achieved Occupancy|Warp Cycles Per Issued|Issued Warp Per|No Eligible" \
       "$LOGS/details.txt" | head -n 12
+    ;;
+  tiles)
+    build
+    OUT=$LOGS timeout 300 python3 bench/sm90/compare_tiles.py > "$LOGS/compare_tiles.txt" 2>&1
+    grep -A40 "^ *shape" "$LOGS/compare_tiles.txt" | head -n 40
     ;;
   hopper)
     build

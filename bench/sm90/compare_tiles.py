@@ -1,0 +1,101 @@
+"""Every kernel the autotune may choose for a chain, side by side in one process: the op's
+unfused path ("aten": cuBLAS plus the generated epilogue kernel), the heuristic's kernel and
+each Hopper tile (config_table.cpp kHopperTiles), with cuBLAS mm alone beside them.
+
+A tile's effect of 5-10 % is below the spread between two bench runs (bench/RESULTS.md Run J),
+so this times the candidates back to back in rounds (fxfuse.autotune.measure, which also checks
+each candidate's outputs against ATen before timing it) and keeps each one's best round.
+Every epilogue may take the Hopper kernel here (the autotune asks as if its epilogue were cheap).
+
+  python bench/sm90/compare_tiles.py [--shapes 4096x4096x4096,4096x1024x4096] [--chains bias_gelu,silu]
+                                     [--rounds 3]                        (GPU machine; MxKxN)
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+
+import torch
+
+import fxfuse._C  # noqa: F401  (registers the op)
+from fxfuse.autotune import measure
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from chain_specs import CHAINS  # noqa: E402
+
+SHAPES = "4096x4096x4096,4096x1024x4096,16384x1024x4096,4096x4096x1024,4096x14336x4096,512x4096x4096,2048x4096x4096"
+
+
+def inputs_for(spec, M, K, N):
+    ins = [torch.randn(M, K, device="cuda", dtype=torch.bfloat16),
+           torch.randn(K, N, device="cuda", dtype=torch.bfloat16) / K ** 0.5]
+    if "input 2 bf16 [n]" in spec:
+        ins.append(torch.randn(N, device="cuda", dtype=torch.bfloat16))
+    if "input 3 bf16 [m,n]" in spec:
+        ins.append(torch.randn(M, N, device="cuda", dtype=torch.bfloat16))
+    return ins
+
+
+def short(choice):
+    """"sm90_wgmma 64x256x64 s5 t384 pingpong" -> "64x256 pp"; others as they are."""
+    parts = choice.split()
+    if parts[0] != "sm90_wgmma":
+        return parts[0]
+    return parts[1].rsplit("x", 1)[0] + (" pp" if "pingpong" in parts else " coop")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shapes", default=SHAPES)
+    ap.add_argument("--chains", default=",".join(CHAINS))
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    rows = []
+    for shape in a.shapes.split(","):
+        M, K, N = (int(v) for v in shape.split("x"))
+        for chain in a.chains.split(","):
+            spec = CHAINS[chain]
+            ins = inputs_for(spec, M, K, N)
+            x, w = ins[0], ins[1]
+            best, errors, mm = {}, {}, []
+            for _ in range(a.rounds):
+                r = measure(ins, spec, reps=30)
+                for choice, t in r["times_ms"].items():
+                    if t is not None:
+                        best[choice] = min(t, best.get(choice, t))
+                errors.update(r["errors"])
+                mm.append(measure_mm(x, w))
+            row = {"shape": shape, "chain": chain, "mm": min(mm), "times_ms": best, "errors": errors}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    out = os.path.join(os.environ.get("OUT", "."), "compare_tiles.json")
+    with open(out, "w") as f:
+        json.dump(rows, f, indent=1)
+    names = sorted({c for r in rows for c in r["times_ms"]}, key=lambda c: (c != "aten", c))
+    print(f"{'shape':>16} {'chain':>16} {'mm':>7} " + " ".join(f"{short(c):>12}" for c in names) + "   best/mm")
+    for r in rows:
+        cells = " ".join(f"{r['times_ms'][c] / r['mm']:12.3f}" if c in r["times_ms"] else f"{'-':>12}" for c in names)
+        fastest = min(r["times_ms"], key=r["times_ms"].get) if r["times_ms"] else "-"
+        ratio = r["times_ms"][fastest] / r["mm"] if r["times_ms"] else float("nan")
+        print(f"{r['shape']:>16} {r['chain']:>16} {r['mm']:7.4f} {cells}   {ratio:.3f} ({short(fastest)})")
+        for c, why in r["errors"].items():
+            print(f"{'':>16} rejected {short(c)}: {why}")
+    print("cells: time / cuBLAS mm alone (best of the rounds); aten = cuBLAS + the epilogue kernel")
+
+
+def measure_mm(x, w):
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(30)]
+    for _ in range(3):
+        torch.mm(x, w)
+    for start, end in events:
+        start.record()
+        torch.mm(x, w)
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in events)
+
+
+if __name__ == "__main__":
+    main()
