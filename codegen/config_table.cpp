@@ -81,25 +81,22 @@ struct HopperTile {
 constexpr HopperTile kHopperTiles[] = {
     {64, 256, 5, true}, {64, 128, 8, true}, {128, 128, 7, true}, {128, 256, 4, false}, {128, 128, 6, false}};
 
-sm90::GemmConfig gemmConfigOf(const HopperTile& t) {
-  sm90::GemmConfig g;
-  g.bm = t.bm;
-  g.bn = t.bn;
-  g.stages = t.stages;
-  g.pingpong = t.pingpong;
-  g.consumers = t.pingpong ? 2 : t.bm / 64;
-  return g;
+KernelConfig hopperConfigOf(const HopperTile& t) {
+  KernelConfig c{"sm90_wgmma", t.bm, t.bn, sm90::GemmConfig{}.bk, t.stages, 0};
+  c.pingpong = t.pingpong;
+  c.threads = sm90ConfigOf(c).threads();
+  return c;
 }
 
 // Measurement knob (bench only, like FXFUSE_SM90_ALL_EPILOGUES): FXFUSE_SM90_PINGPONG_TILE=BMxBN
 // (one of the ping-pong tiles above) runs every Hopper launch with that tile, to compare tiles
 // end to end. Read once.
-const sm90::GemmConfig* pingpongTileKnob() {
-  static const std::optional<sm90::GemmConfig> knob = []() -> std::optional<sm90::GemmConfig> {
+const KernelConfig* pingpongTileKnob() {
+  static const std::optional<KernelConfig> knob = []() -> std::optional<KernelConfig> {
     const char* v = std::getenv("FXFUSE_SM90_PINGPONG_TILE");
     if (!v || !*v) return std::nullopt;
     for (const HopperTile& t : kHopperTiles)
-      if (t.pingpong && fmt::format("{}x{}", t.bm, t.bn) == v) return gemmConfigOf(t);
+      if (t.pingpong && fmt::format("{}x{}", t.bm, t.bn) == v) return hopperConfigOf(t);
     throw CodegenError(std::string("FXFUSE_SM90_PINGPONG_TILE must be 64x256, 64x128 or 128x128, not '") + v + "'");
   }();
   return knob ? &*knob : nullptr;
@@ -172,8 +169,8 @@ const VariantRow kRows[] = {
      [](const Query& q) {
        // Tile shape per problem (kernels/sm90_wgmma_gemm.cuh, bench/sm90/NOTES.md run 7): ping-pong
        // 64x256, 5 stages (64x128, 8 stages, for N <= 128). 132 SMs (H100/H200 SXM).
-       sm90::GemmConfig g = sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, 132);
-       if (const sm90::GemmConfig* t = pingpongTileKnob()) g = *t;
+       if (const KernelConfig* forced = pingpongTileKnob()) return *forced;
+       const sm90::GemmConfig g = sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, 132);
        KernelConfig c{"sm90_wgmma", g.bm, g.bn, g.bk, g.stages, g.threads()};
        c.pingpong = g.pingpong;
        return c;
@@ -287,9 +284,7 @@ std::vector<KernelConfig> candidatesValidated(const spec::ChainSpec& checked, co
   const VariantRow& hopper = row("sm90_wgmma");
   if (!embeddedFile(hopper.templ) || !hopper.applies(q)) return out;
   for (const HopperTile& t : kHopperTiles) {
-    const sm90::GemmConfig g = gemmConfigOf(t);
-    KernelConfig c{"sm90_wgmma", g.bm, g.bn, g.bk, g.stages, g.threads()};
-    c.pingpong = g.pingpong;
+    const KernelConfig c = hopperConfigOf(t);
     bool seen = false;
     for (const KernelConfig& o : out) seen = seen || describeConfig(o) == describeConfig(c);
     if (!seen) out.push_back(c);

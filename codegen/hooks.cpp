@@ -413,18 +413,12 @@ class HookEmitter {
     w_.blank();
     // fx_epilogue_col: one column's values, the paired inputs passed in (in<i>);
     // fx_epilogue_cols: both columns of a pair, each paired input by one 4-byte load.
-    std::string params, args0, args1;
     std::map<int, std::string> paired;
-    for (int i : col_inputs) {
-      params += fmt::format(", float in{}", i);
-      args0 += fmt::format(", in{}.x", i);
-      args1 += fmt::format(", in{}.y", i);
-      paired[i] = "in" + std::to_string(i);
-    }
+    const PairedArgs col = pairedArgs(col_inputs, paired);
     w_.line("// The column values of column n (16-bit inputs along n passed in, loaded in pairs).");
     {
       auto fn = w_.block("__device__ __forceinline__ FxCol fx_epilogue_col(const fxfuse::FxParams& p, long long b, "
-                         "long long n{})", params);
+                         "long long n{})", col.params);
       w_.line("(void)p; (void)b; (void)n;");
       emitReturn("FxCol", cols, paired);
     }
@@ -435,25 +429,19 @@ class HookEmitter {
           "__device__ __forceinline__ void fx_epilogue_cols(const fxfuse::FxParams& p, long long b, long long n, "
           "FxCol& c0, FxCol& c1)");
       for (int i : col_inputs) emitPairedLoad(i);
-      w_.line("c0 = fx_epilogue_col(p, b, n{});", args0);
-      w_.line("c1 = fx_epilogue_col(p, b, n + 1{});", args1);
+      w_.line("c0 = fx_epilogue_col(p, b, n{});", col.args0);
+      w_.line("c1 = fx_epilogue_col(p, b, n + 1{});", col.args1);
     }
     w_.blank();
-    std::string elem_params, elem_args0, elem_args1;
     std::map<int, std::string> overrides = accOverride();
     for (int i : cols) overrides[i] = "c.v" + std::to_string(i);
-    for (int i : elem_inputs) {
-      elem_params += fmt::format(", float in{}", i);
-      elem_args0 += fmt::format(", in{}.x", i);
-      elem_args1 += fmt::format(", in{}.y", i);
-      overrides[i] = "in" + std::to_string(i);
-    }
+    const PairedArgs elem = pairedArgs(elem_inputs, overrides);
     w_.line("// Every output of element (b, m, n) from its column values (16-bit inputs along m and n");
     w_.line("// passed in, loaded in pairs).");
     {
       auto fn = w_.block(
           "__device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxParams& p, long long b, "
-          "long long m, long long n, float acc, const FxCol& c{})", elem_params);
+          "long long m, long long n, float acc, const FxCol& c{})", elem.params);
       w_.line("(void)p; (void)b; (void)m; (void)n; (void)c;");
       emitReturn("FxOutValues", outs, overrides);
     }
@@ -464,8 +452,8 @@ class HookEmitter {
         "__device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long long b, long long m, "
         "long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1)");
     for (int i : elem_inputs) emitPairedLoad(i);
-    w_.line("const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0{});", elem_args0);
-    w_.line("const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1{});", elem_args1);
+    w_.line("const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0{});", elem.args0);
+    w_.line("const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1{});", elem.args1);
     for (size_t j = 0; j < outs.size(); ++j) {
       DType d = spec_.values[outs[j]].dtype;
       std::string base = "p.out[" + std::to_string(j) + "]";
@@ -527,6 +515,22 @@ class HookEmitter {
   bool isPairedElementInput(int i) const {
     const Value& v = spec_.values[i];
     return isPairedColumnInput(i) && v.dims.find('m') != std::string::npos && v.dims.find('k') == std::string::npos;
+  }
+
+  // A function's `, float in<i>` parameters for paired input values i, and the arguments of
+  // its calls for columns n (`, in<i>.x`) and n + 1 (`, in<i>.y`); value i reads in<i>.
+  struct PairedArgs {
+    std::string params, args0, args1;
+  };
+  static PairedArgs pairedArgs(const std::vector<int>& inputs, std::map<int, std::string>& overrides) {
+    PairedArgs a;
+    for (int i : inputs) {
+      a.params += fmt::format(", float in{}", i);
+      a.args0 += fmt::format(", in{}.x", i);
+      a.args1 += fmt::format(", in{}.y", i);
+      overrides[i] = "in" + std::to_string(i);
+    }
+    return a;
   }
 
   // `const float2 in<i> = fx_ld2_<dtype>(...)`: elements n, n + 1 of paired input value i
