@@ -161,20 +161,20 @@ FX_DEVICE float fx_gelu(float x) { return x * 0.5f * (1.0f + erff(x * 0.70710678
 constexpr float kFxGeluBeta = 0.79788456080286535588f;  // sqrt(2/pi)
 constexpr float kFxGeluKappa = 0.044715f;
 #ifdef FX_FAST_MATH
-// (1 + tanh(u)) / 2 = 1 / (1 + exp(-2u)), so gelu = x / (1 + 2^a), a = x (c1 + c2 x^2) with
-// c1 = -2 log2(e) sqrt(2/pi), c2 = c1 * 0.044715: 9 instructions (two on the MUFU) where the
-// tanh form takes about 25. Eager's 1 + tanhf(u) cancels for negative x: it is a multiple of
-// 2^-24, and exactly 0 once tanhf(u) rounds to -1, where eager returns ±0: on the GPU for
-// a > 26 (1 - 2 / (1 + 2^a) rounds to 1 once 2^(1-a) is below half an ulp of 1; x < -5.16;
-// measured on the H200, tests/GPU_RESULTS.md session 7), on the CPU already for a > 25. This
-// form is accurate there, so it is flushed to x * 0 past a = 26 to return what CUDA eager
-// does: a comparison with 0 after the GELU sees eager's answer.
-// Specials as eager: x = +inf -> inf, -inf -> NaN (inf * 0 there), NaN -> NaN.
+// (1 + tanh(u)) / 2 = 1 / (1 + exp(-2u)), so tanh(u) = 2 / (1 + 2^a) - 1 with a = -2u log2(e)
+// = x (c1 + c2 x^2), c1 = -2 log2(e) sqrt(2/pi), c2 = c1 * 0.044715: 10 instructions (two on
+// the MUFU) where the tanh form with its small-|u| series takes about 25. tanh(u) is rounded
+// to a float before 1 + tanh(u), as eager's tanhf(u) is: for negative x, eager's 1 + tanhf(u)
+// is a multiple of 2^-24 and exactly 0 once tanhf(u) rounds to -1 (a > 26, x < -5.16), where
+// eager returns ±0, and so does this (a comparison with 0 after the GELU sees eager's answer;
+// the unrounded x / (1 + 2^a) was accurate there, not eager). No cancellation near u = 0:
+// only 1 + tanh(u) is used. Specials as eager: +inf -> inf, -inf -> NaN, NaN -> NaN.
 FX_DEVICE float fx_gelu_tanh(float x) {
   constexpr float c1 = -2.0f * kFxLog2e * kFxGeluBeta;
   constexpr float c2 = c1 * kFxGeluKappa;
   const float a = x * fmaf(x * x, c2, c1);
-  return x * (a > 26.0f ? 0.0f : fx_inv_one_plus_exp2(a));
+  const float tanh_u = 2.0f * fx_inv_one_plus_exp2(a) - 1.0f;  // rounded like eager's tanhf(u)
+  return 0.5f * x * (1.0f + tanh_u);
 }
 // sigmoid(x) = 1 / (1 + 2^(-x log2 e)): 0 for x < -87.3 instead of a value below 1e-38, and
 // SiLU there -0 instead of one below 1e-36 (eager's values; a known trade-off, docs/STATUS.md).
