@@ -383,7 +383,7 @@ def check_activation_special_values(op, dtype, M, N, K, variant):
     assert excess.flatten()[worst] <= 0, (f"{op}: input {h.flatten()[worst].item()} -> "
                                           f"{got.flatten()[worst].item()}, eager {want.flatten()[worst].item()}")
     # zeros and their signs as eager's (a comparison or division after the activation sees
-    # them), except near GELU's flush point, where eager's tanhf rounds to -1 (a = 26 on the GPU;
+    # them), except near the point where eager's tanhf(u) rounds to -1 (a = 26 on the GPU;
     # 25 on the CPU)
     hd = h.double()
     a = -2 * math.log2(math.e) * math.sqrt(2 / math.pi) * hd * (1 + 0.044715 * hd * hd)
