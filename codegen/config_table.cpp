@@ -71,8 +71,9 @@ bool cheapEpilogue(const spec::ChainSpec& spec) {
   return true;
 }
 
-// The Hopper tiles a measured autotune chooses from (candidateConfigs), each with the deepest
-// ring that fits in 227 KB. 128x128 ping-pong: measured beside 64x256 in session 7
+// The Hopper tiles a measured autotune chooses from (candidateConfigs), with the ring depths
+// measured so far (64x128 ping-pong and 128x128 cooperative would fit one stage more in
+// 227 KB: not measured). 128x128 ping-pong: measured beside 64x256 in session 7
 // (bench/RESULTS.md, Run J): faster for bias+GELU and bias+ReLU+cast at 4096^3, slower elsewhere.
 struct HopperTile {
   int bm, bn, stages;

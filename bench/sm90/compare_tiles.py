@@ -41,7 +41,7 @@ def short(choice):
     """"sm90_wgmma 64x256x64 s5 t384 pingpong" -> "64x256 pp"; others as they are."""
     parts = choice.split()
     if parts[0] != "sm90_wgmma":
-        return parts[0]
+        return " ".join(parts[:2])
     return parts[1].rsplit("x", 1)[0] + (" pp" if "pingpong" in parts else " coop")
 
 
@@ -67,6 +67,8 @@ def main():
                         best[choice] = min(t, best.get(choice, t))
                 errors.update(r["errors"])
                 mm.append(measure_mm(x, w))
+            for rejected in errors:  # rejected in any round: no time shown
+                best.pop(rejected, None)
             row = {"shape": shape, "chain": chain, "mm": min(mm), "times_ms": best, "errors": errors}
             rows.append(row)
             print(json.dumps(row), flush=True)

@@ -328,7 +328,8 @@ def test_gemv_int8_dequant_is_bit_exact(M, K, dtype, layout, scale_f32, scales):
 
 
 # The MUFU-based activations of fast math (FX_FAST_MATH: every output 16-bit; fx_prelude.cuh:
-# GELU(tanh) as x / (1 + 2^a), sigmoid/SiLU on ex2.approx.ftz, tanh on the same exponential)
+# GELU(tanh) through tanh(u) = 2 / (1 + 2^a) - 1, sigmoid/SiLU on ex2.approx.ftz, tanh on the
+# same exponential)
 # against eager on every input class: ±inf, NaN, huge finite values, the tails where the
 # exponential over- or underflows, and a dense sweep of [-25, 25]. A and B hold small integers,
 # so the accumulator is exact in any summation order and the activation's input (acc + bias,
@@ -383,11 +384,12 @@ def check_activation_special_values(op, dtype, M, N, K, variant):
     assert excess.flatten()[worst] <= 0, (f"{op}: input {h.flatten()[worst].item()} -> "
                                           f"{got.flatten()[worst].item()}, eager {want.flatten()[worst].item()}")
     # zeros and their signs as eager's (a comparison or division after the activation sees
-    # them), except near the point where eager's tanhf(u) rounds to -1 (a = 26 on the GPU;
-    # 25 on the CPU)
+    # them), except within 0.1 of a = 26, where CUDA's tanhf(u) starts returning -1 (|u| >=
+    # 9.0109). Narrow on purpose: a flush at a > 25 (the CPU's point) must fail here; the test's
+    # inputs nearest to 26 sit at a = 25.94 and 26.02.
     hd = h.double()
     a = -2 * math.log2(math.e) * math.sqrt(2 / math.pi) * hd * (1 + 0.044715 * hd * hd)
-    judged = ((a < 24.7) | (a > 26.3)) & fin if op == "gelu_tanh" else fin
+    judged = ((a < 25.9) | (a > 26.1)) & fin if op == "gelu_tanh" else fin
     zero_g, zero_w = (got == 0) & judged, (want == 0) & judged
     assert torch.equal(zero_g, zero_w), f"{op}: zeros differ from eager's at inputs {h[zero_g != zero_w][:4].tolist()}"
     assert torch.equal(torch.signbit(got[zero_g]), torch.signbit(want[zero_w])), f"{op}: signs of zeros differ"
@@ -440,8 +442,8 @@ for dt in (torch.bfloat16, torch.float16):
         torch.cuda.synchronize()
         assert C.stats()["launches"] == before["launches"] + 1, layout
         check_outputs(case, outs, dt)
-    # batched: a [b, m, n] residual with an even batch stride (paired loads) and an odd one
-    # (a slice of a longer buffer: the edge path)
+    # batched, mm + residual alone: a [b, m, n] residual with an even batch stride (paired
+    # loads) and an odd one (a slice of a longer buffer: the edge path)
     for batch_stride in (M * N, M * N + 1):
         B = 3
         s = SpecBuilder("bmm")
@@ -453,9 +455,9 @@ for dt in (torch.bfloat16, torch.float16):
         r = randn((B * batch_stride,), dt, "cuda").as_strided((B, M, N), (batch_stride, N, 1))
         (out,) = gemm_chain([xb, wb, r], spec)
         want = torch.bmm(xb.double(), wb.double()) + r.double()
-        assert torch.isfinite(out).all()
-        rel = ((out.double() - want).norm() / want.norm()).item()
-        assert rel < 1e-2, (batch_stride, rel)
+        assert torch.isfinite(out).all(), "an element was not written (poisoned NaN)"
+        err = ((out.double() - want).abs() - (1e-2 * want.abs() + 1e-2)).max().item()
+        assert err <= 0, (batch_stride, err)  # per element: one wrong element fails
 print("ok")
 """
 
