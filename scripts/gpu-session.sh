@@ -20,6 +20,9 @@
 #   scripts/gpu-session.sh tiles          every autotune candidate (Hopper tiles, the unfused path)
 #                                         per bench chain and shape, back to back in one process
 #                                         (bench/sm90/compare_tiles.py, ~2 min)
+#   scripts/gpu-session.sh ab PATCH [SHAPES]  the same comparison on the tree and with PATCH
+#                                         applied (rebuilt), e.g. bench/sm90/ab/store_with_sn.patch:
+#                                         what one code change costs, kernels side by side (~6 min)
 #   scripts/gpu-session.sh hopper FIRST   the Hopper kernel on every epilogue: smoke, 16
 #                                         differential chunks from FIRST (half of the cases
 #                                         Hopper-plain), end-to-end chains (~8 min)
@@ -107,6 +110,20 @@ case "$part" in
     build
     OUT=$LOGS timeout 300 python3 bench/sm90/compare_tiles.py > "$LOGS/compare_tiles.txt" 2>&1
     grep -A40 "^ *shape" "$LOGS/compare_tiles.txt" | head -n 40
+    ;;
+  ab)
+    build
+    shapes=${3:-4096x4096x4096,4096x1024x4096,16384x1024x4096}
+    mkdir -p "$LOGS/base" "$LOGS/patched"
+    OUT=$LOGS/base timeout 200 python3 bench/sm90/compare_tiles.py --shapes "$shapes" > "$LOGS/ab_base.txt" 2>&1
+    { git apply "$2" 2>/dev/null || patch -p1 < "$2"; } || { echo "$2 does not apply"; exit 1; }
+    python3 -m pip install --no-build-isolation --no-deps --no-index -e . > "$LOGS/build_patched.log" 2>&1 ||
+      { tail -n 30 "$LOGS/build_patched.log"; git apply -R "$2" 2>/dev/null || patch -R -p1 < "$2"; exit 1; }
+    OUT=$LOGS/patched timeout 200 python3 bench/sm90/compare_tiles.py --shapes "$shapes" > "$LOGS/ab_patched.txt" 2>&1
+    git apply -R "$2" 2>/dev/null || patch -R -p1 < "$2"
+    python3 -m pip install --no-build-isolation --no-deps --no-index -e . > "$LOGS/build_restored.log" 2>&1
+    echo "== tree"; grep -A16 "^ *shape" "$LOGS/ab_base.txt" | head -n 16
+    echo "== with $2"; grep -A16 "^ *shape" "$LOGS/ab_patched.txt" | head -n 16
     ;;
   hopper)
     build
