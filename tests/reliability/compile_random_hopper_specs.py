@@ -1,0 +1,64 @@
+"""Every distinct Hopper-kernel spec of a range of differential seeds, NVRTC-compiled on the CPU
+(no GPU): the generated code of random epilogues must compile. The generator runs with the GPU
+differential's sizes and half its cases Hopper-plain (FXFUSE_DIFF_HOPPER_PLAIN=0.5 there); each
+case is traced on fake CUDA tensors and fused as the differential does (only_profitable=False),
+every epilogue on the Hopper kernel (FXFUSE_SM90_ALL_EPILOGUES=1).
+
+  python tests/reliability/compile_random_hopper_specs.py FIRST_SEED COUNT
+Prints the counts (specs with an [m,n] residual apart) and every compile error with its seed.
+"""
+import collections
+import os
+import sys
+import time
+import warnings
+
+os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"  # read once by codegen, before the first plan
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, "..", "..", "python"), HERE]
+
+import torch  # noqa: E402
+from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
+from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
+
+import fxfuse._C as C  # noqa: E402
+from chain_generator import GenConfig, generate  # noqa: E402
+from fxfuse.pass_driver import Options, problem_shape, run_on_graph  # noqa: E402
+
+
+def main(first: int, count: int) -> None:
+    warnings.filterwarnings("ignore")
+    cfg = GenConfig(max_m=300, max_n=300, max_k=600, large_k_prob=0.05, hopper_shape_prob=0.3,
+                    hopper_plain_prob=0.5)
+    counts, seen, t0 = collections.Counter(), set(), time.time()
+    for seed in range(first, first + count):
+        case = generate(seed, cfg)
+        cpu = case.make_inputs("cpu")
+        try:
+            with FakeTensorMode():
+                fake = [torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="cuda") for t in cpu]
+            gm = make_fx(case.build(), tracing_mode="fake")(*fake)
+            run_on_graph(gm.graph, Options(only_profitable=False, precompile=False, arch="sm_90"), "compile-check")
+        except Exception:  # noqa: BLE001 - counted, not fatal
+            counts["trace_error"] += 1
+            continue
+        for node in gm.graph.nodes:
+            if "gemm_chain" not in str(node.target) or problem_shape(node) is None:
+                continue
+            m, n, k, b = problem_shape(node)
+            spec = node.args[1]
+            if C.kernel_variant(spec, m, n, k, b, "sm_90")[0] != "sm90_wgmma" or spec in seen:
+                continue
+            seen.add(spec)
+            kind = "with_residual" if ",m,n]" in spec or "[m,n]" in spec else "compiled"
+            try:
+                C.compile_ptx(spec, m, n, k, "sm_90")
+                counts[kind] += 1
+            except Exception as e:  # noqa: BLE001 - reported
+                counts["error"] += 1
+                print(f"ERROR seed {seed}: {str(e)[:400]}", flush=True)
+    print(f"seeds {first}..{first + count - 1}: {dict(counts)} ({time.time() - t0:.0f} s)")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), int(sys.argv[2]))
