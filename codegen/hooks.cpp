@@ -379,27 +379,19 @@ class HookEmitter {
       std::string cond = "true";
       for (size_t j = 0; j < outs.size(); ++j) {
         DType d = spec_.values[outs[j]].dtype;
-        if (d != DType::BF16 && d != DType::F16) continue;
-        std::string base = "p.out[" + std::to_string(j) + "]";
-        cond += fmt::format(" && {0}.sn == 1 && {0}.sm % 2 == 0 && fx_aligned4({0}.ptr, 0, 2)", base);
-        if (spec_.gemm == spec::GemmKind::Bmm) cond += fmt::format(" && {}.sb % 2 == 0", base);
+        if (d == DType::BF16 || d == DType::F16)
+          cond += pairCondition("p.out[" + std::to_string(j) + "]", true, spec_.gemm == spec::GemmKind::Bmm);
       }
-      // Paired column loads need their input contiguous along n and 4-byte aligned; where one
-      // is not (a sliced or expanded bias), the whole launch takes the edge path, as for an
+      // Paired loads need their input laid out the same way; where one is not (a sliced or
+      // expanded bias, a transposed residual), the whole launch takes the edge path, as for an
       // output that is. A uniform branch per column pair instead was measured in SASS: +10 %
       // instructions and a branch between the pairs' loads in the common case (session 6).
-      for (int i : col_inputs) {
+      std::vector<int> paired_inputs = col_inputs;
+      paired_inputs.insert(paired_inputs.end(), elem_inputs.begin(), elem_inputs.end());
+      for (int i : paired_inputs) {
         const Value& v = spec_.values[i];
-        std::string base = "p.in[" + std::to_string(v.slot) + "]";
-        cond += fmt::format(" && {0}.sn == 1 && fx_aligned4({0}.ptr, 0, 2)", base);
-        if (v.dims.find('b') != std::string::npos) cond += fmt::format(" && {}.sb % 2 == 0", base);
-      }
-      // Paired element loads (the residual): the same, and every row starts 4-byte aligned.
-      for (int i : elem_inputs) {
-        const Value& v = spec_.values[i];
-        std::string base = "p.in[" + std::to_string(v.slot) + "]";
-        cond += fmt::format(" && {0}.sn == 1 && {0}.sm % 2 == 0 && fx_aligned4({0}.ptr, 0, 2)", base);
-        if (v.dims.find('b') != std::string::npos) cond += fmt::format(" && {}.sb % 2 == 0", base);
+        cond += pairCondition("p.in[" + std::to_string(v.slot) + "]", v.dims.find('m') != std::string::npos,
+                              v.dims.find('b') != std::string::npos);
       }
       w_.line("(void)p;");
       w_.line("return {};", cond);
@@ -531,6 +523,17 @@ class HookEmitter {
       overrides[i] = "in" + std::to_string(i);
     }
     return a;
+  }
+
+  // The ` && ...` terms under which elements n, n + 1 of a 16-bit tensor `base` are one 4-byte
+  // aligned word at every even n: unit n stride, aligned base, even row stride (with_m) and
+  // batch stride (batched).
+  static std::string pairCondition(const std::string& base, bool with_m, bool batched) {
+    std::string c = fmt::format(" && {}.sn == 1", base);
+    if (with_m) c += fmt::format(" && {}.sm % 2 == 0", base);
+    c += fmt::format(" && fx_aligned4({}.ptr, 0, 2)", base);
+    if (batched) c += fmt::format(" && {}.sb % 2 == 0", base);
+    return c;
   }
 
   // `const float2 in<i> = fx_ld2_<dtype>(...)`: elements n, n + 1 of paired input value i
