@@ -347,6 +347,13 @@ class GenConfig:
     fp8: bool = True
 
 
+def gpu_config(hopper_shape_prob: float, hopper_plain_prob: float) -> GenConfig:
+    """The GPU differential's generator sizes (test_differential.py's GPU chunks; the CPU tools
+    that estimate or compile what it reaches use the same)."""
+    return GenConfig(max_m=300, max_n=300, max_k=600, large_k_prob=0.05, hopper_shape_prob=hopper_shape_prob,
+                     hopper_plain_prob=hopper_plain_prob)
+
+
 class _Builder:
     def __init__(self, rng: random.Random, case: Case):
         self.rng = rng

@@ -17,36 +17,21 @@ os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"  # read once by codegen, before th
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, "..", "..", "python"), HERE]
 
-import torch  # noqa: E402
-from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
-from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
-
 import fxfuse._C as C  # noqa: E402
-from chain_generator import GenConfig, generate  # noqa: E402
-from fxfuse.pass_driver import Options, problem_shape, run_on_graph  # noqa: E402
-
+from chain_generator import generate, gpu_config  # noqa: E402
+from fused_problems import fused_problems  # noqa: E402
 
 def main(first: int, count: int) -> None:
     warnings.filterwarnings("ignore")
-    cfg = GenConfig(max_m=300, max_n=300, max_k=600, large_k_prob=0.05, hopper_shape_prob=0.3,
-                    hopper_plain_prob=0.5)
+    cfg = gpu_config(hopper_shape_prob=0.3, hopper_plain_prob=0.5)
     counts, seen, t0 = collections.Counter(), set(), time.time()
     for seed in range(first, first + count):
-        case = generate(seed, cfg)
-        cpu = case.make_inputs("cpu")
         try:
-            with FakeTensorMode():
-                fake = [torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="cuda") for t in cpu]
-            gm = make_fx(case.build(), tracing_mode="fake")(*fake)
-            run_on_graph(gm.graph, Options(only_profitable=False, precompile=False, arch="sm_90"), "compile-check")
+            problems = fused_problems(generate(seed, cfg), tag="compile-check")
         except Exception:  # noqa: BLE001 - counted, not fatal
             counts["trace_error"] += 1
             continue
-        for node in gm.graph.nodes:
-            if "gemm_chain" not in str(node.target) or problem_shape(node) is None:
-                continue
-            m, n, k, b = problem_shape(node)
-            spec = node.args[1]
+        for spec, m, n, k, b in problems:
             if C.kernel_variant(spec, m, n, k, b, "sm_90")[0] != "sm90_wgmma" or spec in seen:
                 continue
             seen.add(spec)

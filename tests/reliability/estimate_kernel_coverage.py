@@ -22,14 +22,9 @@ import warnings
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, "..", "..", "python"), HERE]
 
-import torch  # noqa: E402
-from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
-from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
-
 import fxfuse._C as C  # noqa: E402
-from chain_generator import GenConfig, generate  # noqa: E402
-from fxfuse.pass_driver import Options, problem_shape, run_on_graph  # noqa: E402
-
+from chain_generator import GenConfig, generate, gpu_config  # noqa: E402
+from fused_problems import fused_problems  # noqa: E402
 
 def main(argv: list[str]) -> None:
     warnings.filterwarnings("ignore")
@@ -37,32 +32,22 @@ def main(argv: list[str]) -> None:
     sm90_all = len(argv) > 2 and argv[2] == "sm90-all"
     def config(row: dict) -> GenConfig:  # the GPU run's (test_differential); a row's own rate wins
         plain = row.get("hopper_plain", float(os.environ.get("FXFUSE_DIFF_HOPPER_PLAIN", "0")))
-        return GenConfig(max_m=300, max_n=300, max_k=600, large_k_prob=0.05,
-                         hopper_shape_prob=float(os.environ.get("FXFUSE_DIFF_HOPPER_SHAPES", "0.3")),
-                         hopper_plain_prob=plain)
+        return gpu_config(float(os.environ.get("FXFUSE_DIFF_HOPPER_SHAPES", "0.3")), plain)
 
     rows = [json.loads(line) for line in open(record)]
     seeds = [(s, config(r)) for r in rows if (r["sm90_all_epilogues"] == "1") == sm90_all
              for s in range(r["seeds"][0], r["seeds"][1] + 1)][::every]
     chains, with_kernel, traced = collections.Counter(), 0, 0
     for seed, cfg in seeds:
-        case = generate(seed, cfg)
-        cpu = case.make_inputs("cpu")
         try:
-            with FakeTensorMode():
-                fake = [torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="cuda") for t in cpu]
-            gm = make_fx(case.build(), tracing_mode="fake")(*fake)
-            run_on_graph(gm.graph, Options(only_profitable=False, precompile=False, arch="sm_90"), "coverage")
+            problems = fused_problems(generate(seed, cfg), tag="coverage")
         except Exception:  # noqa: BLE001 - counted, not fatal
             chains["trace_error"] += 1
             continue
         traced += 1
         launches = False
-        for node in gm.graph.nodes:
-            if "gemm_chain" not in str(node.target) or problem_shape(node) is None:
-                continue
-            m, n, k, b = problem_shape(node)
-            variant, fast = C.kernel_variant(node.args[1], m, n, k, b, "sm_90")
+        for spec, m, n, k, b in problems:
+            variant, fast = C.kernel_variant(spec, m, n, k, b, "sm_90")
             chains[f"{variant}:{'kernel' if fast else 'aten'}"] += 1
             launches |= fast
         with_kernel += launches

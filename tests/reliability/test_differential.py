@@ -22,7 +22,7 @@ import time
 import pytest
 import torch
 
-from chain_generator import GenConfig, generate
+from chain_generator import GenConfig, generate, gpu_config
 from diff_harness import check_case, describe, same_failure, shrink
 
 fxfuse = pytest.importorskip("fxfuse", reason="fxfuse._C is not built")
@@ -167,8 +167,7 @@ def test_differential_gpu(chunk, monkeypatch):
     before = _C.stats()
     start = SEED + 10_000_000 + chunk * GPU_CHUNK
     seeds = list(range(start, start + GPU_CHUNK))
-    cfg = GenConfig(max_m=300, max_n=300, max_k=600, large_k_prob=0.05, hopper_shape_prob=HOPPER_SHAPE_PROB,
-                    hopper_plain_prob=HOPPER_PLAIN_PROB)
+    cfg = gpu_config(HOPPER_SHAPE_PROB, HOPPER_PLAIN_PROB)
     t0 = time.time()
     results, fused, failures, report = run_cases(seeds, "cuda", cfg, options={"only_profitable": False})
     after = _C.stats()
