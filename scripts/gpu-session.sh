@@ -31,9 +31,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1 FXFUSE_CACHE_DIR=${FXFUSE_CACHE_DIR:-/tmp/fxfuse-cache} FXFUSE_BUILD_DIR=build-gpu
 OUTDIR=${OUT:-gpu-logs}; LOGS=$OUTDIR/logs; mkdir -p "$LOGS"
-build() { python3 -c "import fxfuse._C" 2>/dev/null ||
-          python3 -m pip install --no-build-isolation --no-deps --no-index -e . > "$LOGS/build.log" 2>&1 ||
-          { tail -n 30 "$LOGS/build.log"; exit 1; }; }
+rebuild() { python3 -m pip install --no-build-isolation --no-deps --no-index -e . > "$LOGS/$1" 2>&1; }
+build() { python3 -c "import fxfuse._C" 2>/dev/null || rebuild build.log || { tail -n 30 "$LOGS/build.log"; exit 1; }; }
 part=${1:-check}
 case "$part" in
   check)
@@ -117,11 +116,11 @@ case "$part" in
     mkdir -p "$LOGS/base" "$LOGS/patched"
     OUT=$LOGS/base timeout 200 python3 bench/sm90/compare_tiles.py --shapes "$shapes" > "$LOGS/ab_base.txt" 2>&1
     { git apply "$2" 2>/dev/null || patch -p1 < "$2"; } || { echo "$2 does not apply"; exit 1; }
-    python3 -m pip install --no-build-isolation --no-deps --no-index -e . > "$LOGS/build_patched.log" 2>&1 ||
+    rebuild build_patched.log ||
       { tail -n 30 "$LOGS/build_patched.log"; git apply -R "$2" 2>/dev/null || patch -R -p1 < "$2"; exit 1; }
     OUT=$LOGS/patched timeout 200 python3 bench/sm90/compare_tiles.py --shapes "$shapes" > "$LOGS/ab_patched.txt" 2>&1
     git apply -R "$2" 2>/dev/null || patch -R -p1 < "$2"
-    python3 -m pip install --no-build-isolation --no-deps --no-index -e . > "$LOGS/build_restored.log" 2>&1
+    rebuild build_restored.log
     echo "== tree"; grep -A16 "^ *shape" "$LOGS/ab_base.txt" | head -n 16
     echo "== with $2"; grep -A16 "^ *shape" "$LOGS/ab_patched.txt" | head -n 16
     ;;
