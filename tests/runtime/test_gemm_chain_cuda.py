@@ -226,6 +226,23 @@ def test_gemv_cluster_launch(unforced, shape):
     check_outputs(case, outs, torch.bfloat16)
 
 
+def run_child(script, *args, drop=(), **env):
+    """Runs `script` in a fresh Python with this folder on its path, outputs poisoned and strict,
+    the variables in `env` set and those in `drop` unset (knobs read once per process need a
+    process per setting); it must exit cleanly and print "ok" last."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    full = {k: v for k, v in os.environ.items() if k not in drop}
+    full.update(env, FXFUSE_POISON_OUTPUTS="1", FXFUSE_STRICT="1",
+                PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", script, *map(str, args)], env=full, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-2000:] + r.stderr[-4000:]
+
+
+needs_sm90 = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
+                                reason="needs sm_90 (split-K clusters, the Hopper kernel)")
+
+
 # Every split-K cluster size the gemv template takes, forced through FXFUSE_GEMV_SPLIT_K (read
 # once per process, hence a child per size), on the decode shapes where the rule picks 8 (int8
 # weights, N = 4096) and 1 (bf16, N = 14336). Outputs poisoned; strict (no ATen fallback).
@@ -248,17 +265,10 @@ print("ok")
 """
 
 
-@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
-                    reason="split-K clusters need sm_90")
+@needs_sm90
 @pytest.mark.parametrize("split_k", [1, 2, 4, 8])
 def test_gemv_every_split_k_size_computes_the_chain(split_k):
-    here = os.path.dirname(os.path.abspath(__file__))
-    env = {k: v for k, v in os.environ.items() if k != "FXFUSE_FORCE_KERNEL"}
-    env.update(FXFUSE_GEMV_SPLIT_K=str(split_k), FXFUSE_POISON_OUTPUTS="1", FXFUSE_STRICT="1",
-               PYTHONPATH=os.pathsep.join([here, env.get("PYTHONPATH", "")]))
-    r = subprocess.run([sys.executable, "-c", SPLIT_K_CHILD, str(split_k)], env=env, capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-2000:] + r.stderr[-4000:]
+    run_child(SPLIT_K_CHILD, split_k, drop=("FXFUSE_FORCE_KERNEL",), FXFUSE_GEMV_SPLIT_K=str(split_k))
 
 
 # The gemv's 8-bit weight paths produce B = FxElemB(fp32(float(raw) * s)) bit for bit: with
@@ -402,19 +412,13 @@ def test_fast_math_activations_on_special_values(op, dtype):
     check_activation_special_values(op, dtype, 129, 264, 136, "sm80_mma")
 
 
-@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
-                    reason="the Hopper kernel needs sm_90")
+@needs_sm90
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("op", sorted(ACTIVATION_OPS))
 def test_fast_math_activations_on_special_values_hopper(op, dtype):
     """The same on the Hopper kernel (in a child: FXFUSE_SM90_ALL_EPILOGUES is read once per
     process), whose epilogue is code of its own (column values, paired stores)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    env = dict(os.environ, FXFUSE_SM90_ALL_EPILOGUES="1", FXFUSE_POISON_OUTPUTS="1", FXFUSE_STRICT="1",
-               PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
-    r = subprocess.run([sys.executable, "-c", SPECIAL_VALUES_CHILD, op, dtype], env=env, capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-2000:] + r.stderr[-4000:]
+    run_child(SPECIAL_VALUES_CHILD, op, dtype, FXFUSE_SM90_ALL_EPILOGUES="1")
 
 
 # The Hopper kernel's fast path reads a 16-bit residual two columns at a time (one 4-byte load)
@@ -462,15 +466,9 @@ print("ok")
 """
 
 
-@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
-                    reason="the Hopper kernel needs sm_90")
+@needs_sm90
 def test_hopper_residual_in_every_layout():
-    here = os.path.dirname(os.path.abspath(__file__))
-    env = dict(os.environ, FXFUSE_SM90_ALL_EPILOGUES="1", FXFUSE_POISON_OUTPUTS="1", FXFUSE_STRICT="1",
-               PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
-    r = subprocess.run([sys.executable, "-c", HOPPER_RESIDUAL_CHILD], env=env, capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-2000:] + r.stderr[-4000:]
+    run_child(HOPPER_RESIDUAL_CHILD, FXFUSE_SM90_ALL_EPILOGUES="1")
 
 
 def test_call_site_cache_sees_new_pointers_and_strides():
