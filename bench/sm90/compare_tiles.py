@@ -13,13 +13,12 @@ Every epilogue may take the Hopper kernel here (the autotune asks as if its epil
 import argparse
 import json
 import os
-import statistics
 import sys
 
 import torch
 
 import fxfuse._C  # noqa: F401  (registers the op)
-from fxfuse.autotune import measure
+from fxfuse.autotune import measure, time_ms
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from chain_specs import CHAINS  # noqa: E402
@@ -66,7 +65,8 @@ def main():
                     if t is not None:
                         best[choice] = min(t, best.get(choice, t))
                 errors.update(r["errors"])
-                mm.append(measure_mm(x, w))
+                torch.mm(x, w)  # warm
+                mm.append(time_ms(lambda: torch.mm(x, w), 30))
             for rejected in errors:  # rejected in any round: no time shown
                 best.pop(rejected, None)
             row = {"shape": shape, "chain": chain, "mm": min(mm), "times_ms": best, "errors": errors}
@@ -85,18 +85,6 @@ def main():
         for c, why in r["errors"].items():
             print(f"{'':>16} rejected {short(c)}: {why}")
     print("cells: time / cuBLAS mm alone (best of the rounds); aten = cuBLAS + the epilogue kernel")
-
-
-def measure_mm(x, w):
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(30)]
-    for _ in range(3):
-        torch.mm(x, w)
-    for start, end in events:
-        start.record()
-        torch.mm(x, w)
-        end.record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in events)
 
 
 if __name__ == "__main__":

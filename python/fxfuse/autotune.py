@@ -53,7 +53,8 @@ def random_inputs(like: list[Any]) -> list[torch.Tensor]:
     return out
 
 
-def _time_ms(fn, reps: int) -> float:
+def time_ms(fn, reps: int) -> float:
+    """Median of `reps` CUDA-event timings of `fn` (also the bench scripts' timer)."""
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
     for start, end in events:
         start.record()
@@ -125,7 +126,7 @@ def measure(inputs: list[torch.Tensor], spec: str, reps: int = REPS) -> dict[str
                 if (why := disagreement(outs, ref)) is not None:
                     errors[choice] = why
                     continue
-                times[choice] = _time_ms(lambda: op(inputs, spec), reps)
+                times[choice] = time_ms(lambda: op(inputs, spec), reps)
             except Exception as e:  # noqa: BLE001 - a candidate that fails is not chosen
                 errors[choice] = f"{type(e).__name__}: {e}"[:300]
     finally:
