@@ -72,15 +72,15 @@ bool cheapEpilogue(const spec::ChainSpec& spec) {
 }
 
 // The Hopper tiles a measured autotune chooses from (candidateConfigs), with the ring depths
-// measured so far (64x128 ping-pong and 128x128 cooperative would fit one stage more in
-// 227 KB: not measured). 128x128 ping-pong: measured beside 64x256 in session 7
+// that fit beside the staged stores' 18 KB in 227 KB (GemmConfig::dynSmemBytes). 128x128
+// ping-pong: measured beside 64x256 in session 7 with 7 stages, before the staging buffer
 // (bench/RESULTS.md, Run J): faster for bias+GELU and bias+ReLU+cast at 4096^3, slower elsewhere.
 struct HopperTile {
   int bm, bn, stages;
   bool pingpong;
 };
 constexpr HopperTile kHopperTiles[] = {
-    {64, 256, 5, true}, {64, 128, 8, true}, {128, 128, 7, true}, {128, 256, 4, false}, {128, 128, 6, false}};
+    {64, 256, 5, true}, {64, 128, 8, true}, {128, 128, 6, true}, {128, 256, 4, false}, {128, 128, 6, false}};
 
 KernelConfig hopperConfigOf(const HopperTile& t) {
   KernelConfig c{"sm90_wgmma", t.bm, t.bn, sm90::GemmConfig{}.bk, t.stages, 0};

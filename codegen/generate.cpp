@@ -1,6 +1,7 @@
 // generate(): one complete NVRTC translation unit for a spec and a config, laid out as
 // docs/interfaces.md says: a header comment with the spec, includes, config macros,
 // kernel_abi.h, the device prelude, the hooks, then the kernel template.
+#include <cstdlib>
 #include <sstream>
 
 #include "codegen/code_writer.h"
@@ -63,6 +64,21 @@ bool narrowOutputs(const ChainSpec& s) {
   return true;
 }
 
+// Measurement knob (bench only, like FXFUSE_SM90_PINGPONG_TILE): FXFUSE_SM90_STAGED_STORE=0 makes
+// the Hopper template store a one-16-bit-output chain's pairs straight from the fragment (its
+// FX_SM90_STAGED_STORE; 1, the default, stages them for 16-byte stores), to compare both end to end.
+// Read once.
+const char* stagedStoreKnob() {
+  static const std::string knob = [] {
+    const char* v = std::getenv("FXFUSE_SM90_STAGED_STORE");
+    const std::string s = v ? v : "";
+    if (!s.empty() && s != "0" && s != "1")
+      throw CodegenError("FXFUSE_SM90_STAGED_STORE must be 0 or 1, not '" + s + "'");
+    return s;
+  }();
+  return knob.empty() ? nullptr : knob.c_str();
+}
+
 // Config macros a template reads. FX_WARPS_M × FX_WARPS_N tile the CTA's warps over bm × bn.
 void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
   if (c.bm <= 0 || c.bn <= 0 || c.bk <= 0 || c.threads <= 0 || c.threads % 32 != 0)
@@ -91,6 +107,7 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     // split each tile (bm / 64 of them) or, ping-pong, take whole tiles in turn (2).
     w.line("#define FX_CONSUMERS {}", sm90ConfigOf(c).consumers);
     w.line("#define FX_PINGPONG {}", c.pingpong ? 1 : 0);
+    if (const char* staged = stagedStoreKnob()) w.line("#define FX_SM90_STAGED_STORE {}", staged);
   }
   w.blank();
 }

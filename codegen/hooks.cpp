@@ -377,10 +377,14 @@ class HookEmitter {
     {
       auto fn = w_.block("__device__ __forceinline__ bool fx_epilogue2_vec_ok(const fxfuse::FxParams& p)");
       std::string cond = "true";
+      const bool batched = spec_.gemm == spec::GemmKind::Bmm;
       for (size_t j = 0; j < outs.size(); ++j) {
-        DType d = spec_.values[outs[j]].dtype;
-        if (d == DType::BF16 || d == DType::F16)
-          cond += pairCondition("p.out[" + std::to_string(j) + "]", true, spec_.gemm == spec::GemmKind::Bmm);
+        const DType d = spec_.values[outs[j]].dtype;
+        const std::string base = "p.out[" + std::to_string(j) + "]";
+        if (stagedStore(spec_))
+          cond += wideCondition(base, batched);
+        else if (d == DType::BF16 || d == DType::F16)
+          cond += pairCondition(base, true, batched);
       }
       // Paired loads need their input laid out the same way; where one is not (a sliced or
       // expanded bias, a transposed residual), the whole launch takes the edge path, as for an
@@ -438,14 +442,22 @@ class HookEmitter {
       emitReturn("FxOutValues", outs, overrides);
     }
     w_.blank();
+    const char* vec_signature =
+        "__device__ __forceinline__ {} {}(const fxfuse::FxParams& p, long long b, long long m, "
+        "long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1)";
+    auto emit_pair_values = [&] {
+      for (int i : elem_inputs) emitPairedLoad(i);
+      w_.line("const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0{});", elem.args0);
+      w_.line("const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1{});", elem.args1);
+    };
+    if (stagedStore(spec_)) {
+      emitStagedStoreHelpers(emit_pair_values, vec_signature);
+      return;
+    }
     w_.line("// Columns n and n + 1 of row m, both inside the output; fx_epilogue2_vec_ok(p) holds;");
     w_.line("// c0, c1 from fx_epilogue_cols(p, b, n, c0, c1).");
-    auto fn = w_.block(
-        "__device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long long b, long long m, "
-        "long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1)");
-    for (int i : elem_inputs) emitPairedLoad(i);
-    w_.line("const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0{});", elem.args0);
-    w_.line("const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1{});", elem.args1);
+    auto fn = w_.block(fmt::format(vec_signature, "void", "fx_epilogue2_vec"));
+    emit_pair_values();
     for (size_t j = 0; j < outs.size(); ++j) {
       DType d = spec_.values[outs[j]].dtype;
       std::string base = "p.out[" + std::to_string(j) + "]";
@@ -458,6 +470,41 @@ class HookEmitter {
         w_.line("{}({}.ptr, {}, o1.o{});", storeFn(d), base, outOffset(base, "(n + 1)"), j);
       }
     }
+  }
+
+  // A chain with one 16-bit output (stagedStore): the Hopper template stages the output's
+  // packed pairs in shared memory and writes whole 128-byte row segments with 16-byte stores
+  // (each thread's accumulator fragment holds 2 columns of a row: stored straight from it, a
+  // warp instruction writes 8 rows x 16 bytes, half of each 32-byte sector it touches).
+  template <typename EmitPairValues>
+  void emitStagedStoreHelpers(const EmitPairValues& emit_pair_values, const char* vec_signature) {
+    const DType d = spec_.values[spec_.outputs[0]].dtype;
+    const char* dt = d == DType::BF16 ? "bf16" : "f16";
+    w_.line("#define FX_EPI_STAGED 1");
+    w_.line("// Columns n and n + 1 of row m of the output as one word (column n in the low half), both");
+    w_.line("// inside the output; fx_epilogue2_vec_ok(p) holds; c0, c1 from fx_epilogue_cols(p, b, n, c0, c1).");
+    {
+      auto fn = w_.block(fmt::format(vec_signature, "unsigned int", "fx_epilogue2_packed"));
+      emit_pair_values();
+      w_.line("return fx_pack2_{}(o0.o0, o1.o0);", dt);
+    }
+    w_.blank();
+    w_.line("// The same pair stored (4 bytes).");
+    {
+      auto fn = w_.block(fmt::format(vec_signature, "void", "fx_epilogue2_vec"));
+      w_.line("fx_st_u32(p.out[0].ptr, {}, fx_epilogue2_packed(p, b, m, n, acc0, acc1, c0, c1));",
+              outOffset("p.out[0]", "n", true));
+    }
+    w_.blank();
+    w_.line("// The output's element (b, m, n) as a byte address; fx_epilogue2_vec_ok(p) holds: sn == 1,");
+    w_.line("// elements n..n + 7 are one aligned 16-byte word at every n % 8 == 0.");
+    {
+      auto fn = w_.block("__device__ __forceinline__ char* fx_staged_out(const fxfuse::FxParams& p, long long b, "
+                         "long long m, long long n)");
+      w_.line("(void)b;");
+      w_.line("return (char*)p.out[0].ptr + 2 * ({});", outOffset("p.out[0]", "n", true));
+    }
+
   }
 
   // Values of the epilogue that vary along neither m nor k (inputs without m, constants and ops
@@ -536,6 +583,15 @@ class HookEmitter {
     return c;
   }
 
+  // The same for eight elements n..n + 7 of a 16-bit output in one 16-byte word at every n % 8 == 0
+  // (a staged output, stagedStore): one condition for the whole launch, not a branch per store
+  // (ptxas duplicated the unrolled epilogue around such a branch: +47 % SASS).
+  static std::string wideCondition(const std::string& base, bool batched) {
+    std::string c = fmt::format(" && {0}.sn == 1 && {0}.sm % 8 == 0 && fx_aligned16({0}.ptr)", base);
+    if (batched) c += fmt::format(" && {}.sb % 8 == 0", base);
+    return c;
+  }
+
   // `const float2 in<i> = fx_ld2_<dtype>(...)`: elements n, n + 1 of paired input value i
   // (sn == 1 by fx_epilogue2_vec_ok, so n goes without its stride).
   void emitPairedLoad(int i) {
@@ -597,6 +653,12 @@ class HookEmitter {
 };
 
 }  // namespace
+
+bool stagedStore(const ChainSpec& spec) {
+  if (spec.outputs.size() != 1) return false;
+  const DType d = spec.values[spec.outputs[0]].dtype;
+  return d == DType::BF16 || d == DType::F16;
+}
 
 OperandInfo analyzeA(const ChainSpec& spec) { return analyze(spec, 0, "mk"); }
 OperandInfo analyzeB(const ChainSpec& spec) {

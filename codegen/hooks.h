@@ -33,6 +33,10 @@ struct OperandInfo {
 OperandInfo analyzeA(const spec::ChainSpec& spec);
 OperandInfo analyzeB(const spec::ChainSpec& spec);
 
+// The chain's fast-path output is staged in shared memory for 16-byte stores (the Hopper
+// template's FX_EPI_STAGED): exactly one output, 16-bit.
+bool stagedStore(const spec::ChainSpec& spec);
+
 // Appends the type definitions and all hooks for `spec` to w.
 void emitHooks(const spec::ChainSpec& spec, CodeWriter& w);
 

@@ -45,8 +45,11 @@ struct GemmConfig {
   int cluster_m = 1;   // FX_CLUSTER_M: 1, or 2 = CTA pairs share (multicast) the B tile
   bool pingpong = false;  // FX_PINGPONG: each of the 2 consumers owns whole bm x bn tiles (bm 64/128)
   int threads() const { return 128 * (consumers + 1); }
-  // FX_STAGES*(BM+BN)*BK*2 + 1024 (alignment slack for the 1024-B swizzle atoms)
-  long long dynSmemBytes() const { return (long long)stages * (bm + bn) * bk * 2 + 1024; }
+  // FX_STAGES*(BM+BN)*BK*2 + FX_STAGE_BYTES (the staged stores' 16 rows x 144 B per consumer
+  // warp) + 1024 (alignment slack for the 1024-B swizzle atoms)
+  long long dynSmemBytes() const {
+    return (long long)stages * (bm + bn) * bk * 2 + (long long)consumers * 4 * 16 * 144 + 1024;
+  }
 };
 
 // Logical problem: out[b][m][n] = sum_k A[b][m][k] * B[b][k][n]; strides in ELEMENTS, sb = 0 means

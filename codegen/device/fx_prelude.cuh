@@ -93,12 +93,24 @@ FX_DEVICE void fx_st_f8e5m2(void* p, long long i, float v) {
 FX_DEVICE bool fx_aligned4(const void* p, long long i, int elem_bytes) {
   return ((unsigned long long)p + (unsigned long long)(i * elem_bytes)) % 4 == 0;
 }
+FX_DEVICE bool fx_aligned16(const void* p) { return (unsigned long long)p % 16 == 0; }
 FX_DEVICE void fx_st2_bf16(void* p, long long i, float a, float b) {
   *(__nv_bfloat162*)((__nv_bfloat16*)p + i) = __floats2bfloat162_rn(a, b);
 }
 FX_DEVICE void fx_st2_f16(void* p, long long i, float a, float b) {
   *(__half2*)((__half*)p + i) = __floats2half2_rn(a, b);
 }
+// The same pair as one 32-bit word (element i in the low half), for a store staged in shared
+// memory (the Hopper template's 16-byte stores).
+FX_DEVICE unsigned int fx_pack2_bf16(float a, float b) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
+  return *(const unsigned int*)&v;
+}
+FX_DEVICE unsigned int fx_pack2_f16(float a, float b) {
+  const __half2 v = __floats2half2_rn(a, b);
+  return *(const unsigned int*)&v;
+}
+FX_DEVICE void fx_st_u32(void* p, long long i, unsigned int w) { *(unsigned int*)((unsigned short*)p + i) = w; }
 
 // ---- Pointwise helpers (ATen's CUDA functors, in fp32). ----
 FX_DEVICE float fx_nan() { return __int_as_float(0x7fffffff); }

@@ -46,7 +46,7 @@
 // epilogue overlaps the other's mainloop).
 //
 // Launch: grid = (min(#tiles, #SMs), 1, 1) persistent, block = (FX_THREADS,1,1), dynamic smem =
-// FX_STAGES*(FX_BM+FX_BN)*FX_BK*2 + 1024 bytes (needs cuFuncSetAttribute
+// FX_STAGES*(FX_BM+FX_BN)*FX_BK*2 + FX_STAGE_BYTES + 1024 bytes (needs cuFuncSetAttribute
 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).  #tiles = ceil(M/BM)*ceil(N/BN)*B.
 // With FX_CLUSTER_M=2: grid = 2*min(ceil(ceil(M/BM)/2)*ceil(N/BN)*B, max active clusters); the
 // cluster shape is compiled in, so a plain cuLaunchKernel launches clusters.
@@ -124,7 +124,32 @@ static_assert(FX_BM == 64 * FX_CONSUMERS && FX_BM <= 256, "FX_BM must be 64 * FX
 #endif
 static_assert(FX_BN == 128 || FX_BN == 256, "FX_BN must be 128 or 256");
 static_assert(FX_A_KMAJOR == 1, "sm90 template needs A K-contiguous");
-static_assert(FX_STAGES >= 2 && FX_STAGES * (FX_BM + FX_BN) * FX_BK * 2 + 1024 <= 227 * 1024,
+// Staged stores (FX_EPI_STAGED, from the generator: one 16-bit output). Stored straight from the
+// accumulator fragment, a thread holds 2 columns of a row per 16-byte column block: a warp's
+// 4-byte stores write 8 rows x 16 bytes, half of every 32-byte sector they touch, and the other
+// half comes with the next instruction (Nsight Compute at M 4096, K 1024, N 4096: 47 % excess
+// sectors). With FX_SM90_STAGED_STORE 1 (0: those pair stores, fx_epilogue2_vec, for A/B runs) each
+// warp stages 16 rows x 64 columns in shared memory (FX_STAGE_WARP_BYTES after the ring; rows
+// FX_STAGE_PITCH = 144 bytes apart, not 128, so that the fragment's 8 rows of a 32-bit store hit
+// 8 different bank groups) and stores 16 bytes per lane: a warp instruction writes 4 rows x 128
+// bytes. (Exchanging words between lanes by shuffles for 8-byte stores instead made ptxas copy the
+// unrolled epilogue for a diverged warp: +46 % SASS.)
+// Every kernel reserves the staging memory, so the host's size formula (codegen/tma_desc.h
+// GemmConfig::dynSmemBytes) does not depend on the chain.
+#define FX_STAGE_PITCH 144
+#define FX_STAGE_WARP_BYTES (16 * FX_STAGE_PITCH)
+#define FX_STAGE_BYTES (FX_CONSUMERS * 4 * FX_STAGE_WARP_BYTES)
+#ifndef FX_SM90_STAGED_STORE
+#define FX_SM90_STAGED_STORE 1
+#endif
+// Each consumer warp syncs on its own named barrier, 1 + 4 * consumer + warp (0 is
+// __syncthreads'): __syncwarp made ptxas copy the rest of the epilogue for a diverged warp.
+#if defined(FX_EPI_STAGED) && FX_SM90_STAGED_STORE && FX_CONSUMERS * 4 < 16
+#define FX_SM90_STAGED 1
+#else
+#define FX_SM90_STAGED 0
+#endif
+static_assert(FX_STAGES >= 2 && FX_STAGES * (FX_BM + FX_BN) * FX_BK * 2 + FX_STAGE_BYTES + 1024 <= 227 * 1024,
               "shared memory ring too large");
 static_assert(FX_CLUSTER_M == 1 || FX_CLUSTER_M == 2, "FX_CLUSTER_M must be 1 or 2");
 static_assert(FX_CONSUMERS * (FX_CONSUMER_REGS - FX_SM90_ENTRY_REGS) <= FX_SM90_ENTRY_REGS - FX_PRODUCER_REGS,
@@ -227,6 +252,18 @@ template <int R> __device__ __forceinline__ void setmaxnreg_dec() {
 //  K-major tile (rows of 64 K-elements = 128 B, 8-row core groups 1024 B apart): LBO unused (1), SBO 1024.
 //  MN-major tile (TMA boxes of 64 MN-elements x 64 K-rows, 8 KB each, side by side along MN):
 //    LBO = byte distance between 64-element MN chunks (8 KB), SBO = between 8-row K groups (1024 B).
+// ---- staged stores (FX_SM90_STAGED_STORE) --------------------------------------------------------
+__device__ __forceinline__ void bar_sync_warp(u32 id) { asm volatile("bar.sync %0, 32;\n" :: "r"(id) : "memory"); }
+__device__ __forceinline__ void st_shared_u32(u32 addr, u32 v) {
+  asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint4 ld_shared_v4(u32 addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
+  return v;
+}
+
 __device__ __forceinline__ u64 desc_encode(u32 x) { return (u64)((x & 0x3FFFF) >> 4); }
 __device__ __forceinline__ u64 make_desc(u32 saddr, u32 lbo, u32 sbo) {
   return desc_encode(saddr) | (desc_encode(lbo) << 16) | (desc_encode(sbo) << 32) | (1ull << 62);
@@ -506,6 +543,44 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       // pair and serve the thread's 2 * SUB rows there.
       const bool whole = (long long)(tm + 1) * BM <= p.M && (long long)(tn + 1) * BN <= p.N && fx_epilogue2_vec_ok(p);
       const long long row = (long long)tm * BM + row0 + warp * 16 + lane / 4;
+#if FX_SM90_STAGED
+      if (whole) {
+        // Per 16 x 64 block of the warp's rows: the fragment's packed pairs go to shared memory
+        // (lane: rows lane/4 and +8, 4 bytes of each 16-byte column block), then each lane reads
+        // 16 bytes (row 4*it + lane/8, column block lane%8) and stores them.
+        const u32 stage = smem + S * STAGE_BYTES + (u32)((c * 4 + warp) * FX_STAGE_WARP_BYTES);
+        const u32 sts = stage + (u32)((lane / 4) * FX_STAGE_PITCH + (lane % 4) * 4);
+        const u32 lds = stage + (u32)((lane / 8) * FX_STAGE_PITCH + (lane % 8) * 16);
+        const u32 bar = 1 + c * 4 + warp;
+        const long long row_step4 = 4 * 2 * p.out[0].sm;  // bytes from row r to r + 4
+#pragma unroll
+        for (int sub = 0; sub < SUB; ++sub) {
+          char* const g = fx_staged_out(p, b, (long long)tm * BM + row0 + sub * 64 + warp * 16 + lane / 8,
+                                        (long long)tn * BN + (lane % 8) * 8);
+#pragma unroll
+          for (int ch = 0; ch < BN / 64; ++ch) {
+#pragma unroll
+            for (int j8 = 0; j8 < 8; ++j8) {
+              const int jn = ch * 8 + j8;
+              FxCol c0, c1;
+              fx_epilogue_cols(p, b, col + jn * 8, c0, c1);
+              st_shared_u32(sts + j8 * 16, fx_epilogue2_packed(p, b, row + sub * 64, col + jn * 8,
+                                                               d[sub][4 * jn + 0], d[sub][4 * jn + 1], c0, c1));
+              st_shared_u32(sts + 8 * FX_STAGE_PITCH + j8 * 16,
+                            fx_epilogue2_packed(p, b, row + sub * 64 + 8, col + jn * 8,
+                                                d[sub][4 * jn + 2], d[sub][4 * jn + 3], c0, c1));
+            }
+            bar_sync_warp(bar);
+#pragma unroll
+            for (int it = 0; it < 4; ++it) {
+              const uint4 v = ld_shared_v4(lds + it * 4 * FX_STAGE_PITCH);
+              *reinterpret_cast<uint4*>(g + it * row_step4 + ch * 128) = v;  // aligned: fx_epilogue2_vec_ok
+            }
+            bar_sync_warp(bar);  // the block is read before the next one overwrites it
+          }
+        }
+      } else
+#else
       if (whole) {
 #pragma unroll
         for (int jn = 0; jn < BN / 8; ++jn) {
@@ -517,7 +592,9 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
             fx_epilogue2_vec(p, b, row + sub * 64 + 8, col + jn * 8, d[sub][4 * jn + 2], d[sub][4 * jn + 3], c0, c1);
           }
         }
-      } else {
+      } else
+#endif
+      {
 #pragma unroll
         for (int sub = 0; sub < SUB; ++sub)
 #pragma unroll

@@ -34,7 +34,7 @@ TEST(CandidateConfigs, HeuristicFirstThenEveryHopperTile) {
   EXPECT_EQ(texts.size(), c.size()) << "two candidates are the same kernel";
   EXPECT_TRUE(texts.count("sm90_wgmma 64x256x64 s5 t384 pingpong"));
   EXPECT_TRUE(texts.count("sm90_wgmma 128x128x64 s6 t384"));
-  EXPECT_TRUE(texts.count("sm90_wgmma 128x128x64 s7 t384 pingpong"));
+  EXPECT_TRUE(texts.count("sm90_wgmma 128x128x64 s6 t384 pingpong"));
 }
 
 TEST(CandidateConfigs, NoHopperTilesWhereTheKernelDoesNotApply) {

@@ -128,14 +128,17 @@ TEST(Hooks, ResidualPairsAreOneLoadOnTheFastPath) {
       "%3 = input 2 bf16 [b,m,n]\n%4 = add %2 %3 : bf16\n%5 = input 3 f32 [b,m,n]\n%6 = mul %4 %5 : bf16\n"
       "%7 = input 4 bf16 [b,n,m]\n%8 = add %6 %7 : bf16\noutput %8\n");
   std::string h = generateHooks(s, generic16());
-  const std::string vec = body(h, "__device__ __forceinline__ void fx_epilogue2_vec(");
+  // one bf16 output: the pair is packed (the Hopper template stages it for 16-byte stores)
+  const std::string packed = body(h, "__device__ __forceinline__ unsigned int fx_epilogue2_packed(");
   // bf16 along n: one 4-byte load for both columns, each half passed to its element
-  EXPECT_TRUE(has(vec, "const float2 in3 = fx_ld2_bf16(p.in[2].ptr, b * p.in[2].sb + m * p.in[2].sm + n);"));
-  EXPECT_TRUE(has(vec, "fx_epilogue_values_col(p, b, m, n, acc0, c0, in3.x)"));
-  EXPECT_TRUE(has(vec, "fx_epilogue_values_col(p, b, m, n + 1, acc1, c1, in3.y)"));
+  EXPECT_TRUE(has(packed, "const float2 in3 = fx_ld2_bf16(p.in[2].ptr, b * p.in[2].sb + m * p.in[2].sm + n);"));
+  EXPECT_TRUE(has(packed, "fx_epilogue_values_col(p, b, m, n, acc0, c0, in3.x)"));
+  EXPECT_TRUE(has(packed, "fx_epilogue_values_col(p, b, m, n + 1, acc1, c1, in3.y)"));
+  EXPECT_TRUE(has(packed, "return fx_pack2_bf16(o0.o0, o1.o0);"));
   // the output's sn == 1 is in fx_epilogue2_vec_ok: its offset has no n stride (the multiply
   // cost a 64-bit IMAD per store, and ptxas spills with it in the residual chains)
-  EXPECT_TRUE(has(vec, "fx_st2_bf16(p.out[0].ptr, b * p.out[0].sb + m * p.out[0].sm + n, o0.o0, o1.o0);"));
+  const std::string vec = body(h, "__device__ __forceinline__ void fx_epilogue2_vec(");
+  EXPECT_TRUE(has(vec, "fx_st_u32(p.out[0].ptr, b * p.out[0].sb + m * p.out[0].sm + n, fx_epilogue2_packed("));
   const std::string values = body(h, "__device__ __forceinline__ FxOutValues fx_epilogue_values_col(");
   EXPECT_TRUE(has(values, "const FxCol& c, float in3)"));
   EXPECT_TRUE(has(values, "const float v3 = in3;"));
@@ -149,6 +152,28 @@ TEST(Hooks, ResidualPairsAreOneLoadOnTheFastPath) {
   // the edge path (fx_epilogue2) keeps the per-element loads
   const std::string edge = body(h, "__device__ __forceinline__ FxOutValues fx_epilogue_values(");
   EXPECT_TRUE(has(edge, "fx_ld_bf16(p.in[2].ptr, b * p.in[2].sb + m * p.in[2].sm + n * p.in[2].sn)"));
+}
+
+TEST(Hooks, OneSixteenBitOutputIsStagedForWideStores) {
+  const char* head = "fxfuse.chain v1\ngemm bmm\n%0 = input 0 f16 [b,m,k]\n%1 = input 1 f16 [b,k,n]\n%2 = mm %0 %1 : f32\n";
+  spec::ChainSpec one = spec::parseSpec(std::string(head) + "%3 = relu %2 : f16\noutput %3\n");
+  EXPECT_TRUE(stagedStore(one));
+  std::string h = generateHooks(one, generic16());
+  EXPECT_TRUE(has(h, "#define FX_EPI_STAGED 1"));
+  EXPECT_TRUE(has(body(h, "__device__ __forceinline__ unsigned int fx_epilogue2_packed("), "return fx_pack2_f16(o0.o0, o1.o0);"));
+  EXPECT_TRUE(has(body(h, "__device__ __forceinline__ char* fx_staged_out("),
+                  "return (char*)p.out[0].ptr + 2 * (b * p.out[0].sb + m * p.out[0].sm + n);"));
+  // 16-byte stores of 8 elements: aligned base, row and batch strides multiples of 8 elements
+  EXPECT_TRUE(has(body(h, "__device__ __forceinline__ bool fx_epilogue2_vec_ok("),
+                  "p.out[0].sn == 1 && p.out[0].sm % 8 == 0 && fx_aligned16(p.out[0].ptr) && p.out[0].sb % 8 == 0"));
+  // two outputs, or a 32-bit one: the pairs are stored from the fragment as before
+  for (const char* tail : {"%3 = relu %2 : f16\noutput %3\noutput %2\n", "%3 = relu %2 : f32\noutput %3\n"}) {
+    spec::ChainSpec s = spec::parseSpec(std::string(head) + tail);
+    EXPECT_FALSE(stagedStore(s)) << tail;
+    const std::string hs = generateHooks(s, generic16());
+    EXPECT_FALSE(has(hs, "FX_EPI_STAGED")) << tail;
+    EXPECT_TRUE(has(hs, "__device__ __forceinline__ void fx_epilogue2_vec(")) << tail;
+  }
 }
 
 TEST(Hooks, BatchedColumnInputPairsNeedAnEvenBatchStride) {

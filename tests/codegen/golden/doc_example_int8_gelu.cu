@@ -117,7 +117,7 @@ __device__ __forceinline__ void fx_epilogue2(const fxfuse::FxParams& p, long lon
 
 __device__ __forceinline__ bool fx_epilogue2_vec_ok(const fxfuse::FxParams& p) {
   (void)p;
-  return true && p.out[0].sn == 1 && p.out[0].sm % 2 == 0 && fx_aligned4(p.out[0].ptr, 0, 2) && p.in[3].sn == 1 && fx_aligned4(p.in[3].ptr, 0, 2);
+  return true && p.out[0].sn == 1 && p.out[0].sm % 8 == 0 && fx_aligned16(p.out[0].ptr) && p.in[3].sn == 1 && fx_aligned4(p.in[3].ptr, 0, 2);
 }
 
 struct FxCol {
@@ -150,10 +150,23 @@ __device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxPa
   return FxOutValues{v8};
 }
 
-// Columns n and n + 1 of row m, both inside the output; fx_epilogue2_vec_ok(p) holds;
-// c0, c1 from fx_epilogue_cols(p, b, n, c0, c1).
-__device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1) {
+#define FX_EPI_STAGED 1
+// Columns n and n + 1 of row m of the output as one word (column n in the low half), both
+// inside the output; fx_epilogue2_vec_ok(p) holds; c0, c1 from fx_epilogue_cols(p, b, n, c0, c1).
+__device__ __forceinline__ unsigned int fx_epilogue2_packed(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1) {
   const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0);
   const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1);
-  fx_st2_bf16(p.out[0].ptr, m * p.out[0].sm + n, o0.o0, o1.o0);
+  return fx_pack2_bf16(o0.o0, o1.o0);
+}
+
+// The same pair stored (4 bytes).
+__device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1) {
+  fx_st_u32(p.out[0].ptr, m * p.out[0].sm + n, fx_epilogue2_packed(p, b, m, n, acc0, acc1, c0, c1));
+}
+
+// The output's element (b, m, n) as a byte address; fx_epilogue2_vec_ok(p) holds: sn == 1,
+// elements n..n + 7 are one aligned 16-byte word at every n % 8 == 0.
+__device__ __forceinline__ char* fx_staged_out(const fxfuse::FxParams& p, long long b, long long m, long long n) {
+  (void)b;
+  return (char*)p.out[0].ptr + 2 * (m * p.out[0].sm + n);
 }
