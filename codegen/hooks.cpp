@@ -394,8 +394,12 @@ class HookEmitter {
       paired_inputs.insert(paired_inputs.end(), elem_inputs.begin(), elem_inputs.end());
       for (int i : paired_inputs) {
         const Value& v = spec_.values[i];
-        cond += pairCondition("p.in[" + std::to_string(v.slot) + "]", v.dims.find('m') != std::string::npos,
-                              v.dims.find('b') != std::string::npos);
+        const std::string base = "p.in[" + std::to_string(v.slot) + "]";
+        const bool with_b = v.dims.find('b') != std::string::npos;
+        if (i == stagedInput(elem_inputs))
+          cond += wideCondition(base, with_b);
+        else
+          cond += pairCondition(base, v.dims.find('m') != std::string::npos, with_b);
       }
       w_.line("(void)p;");
       w_.line("return {};", cond);
@@ -444,19 +448,27 @@ class HookEmitter {
     w_.blank();
     const char* vec_signature =
         "__device__ __forceinline__ {} {}(const fxfuse::FxParams& p, long long b, long long m, "
-        "long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1)";
+        "long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1{})";
+    const int staged_in = stagedInput(elem_inputs);
+    // in_pair: the staged input's elements n, n + 1 as one word, read by the template
     auto emit_pair_values = [&] {
-      for (int i : elem_inputs) emitPairedLoad(i);
+      for (int i : elem_inputs) {
+        if (i == staged_in)
+          w_.line("const float2 in{} = fx_unpack2_{}(in_pair);  // {}", i, dtypeSuffix(spec_.values[i].dtype),
+                  lines_.at(i + 2));
+        else
+          emitPairedLoad(i);
+      }
       w_.line("const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0{});", elem.args0);
       w_.line("const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1{});", elem.args1);
     };
     if (stagedStore(spec_)) {
-      emitStagedStoreHelpers(emit_pair_values, vec_signature);
+      emitStagedStoreHelpers(emit_pair_values, vec_signature, staged_in);
       return;
     }
     w_.line("// Columns n and n + 1 of row m, both inside the output; fx_epilogue2_vec_ok(p) holds;");
     w_.line("// c0, c1 from fx_epilogue_cols(p, b, n, c0, c1).");
-    auto fn = w_.block(fmt::format(vec_signature, "void", "fx_epilogue2_vec"));
+    auto fn = w_.block(fmt::format(vec_signature, "void", "fx_epilogue2_vec", ""));
     emit_pair_values();
     for (size_t j = 0; j < outs.size(); ++j) {
       DType d = spec_.values[outs[j]].dtype;
@@ -476,24 +488,37 @@ class HookEmitter {
   // packed pairs in shared memory and writes whole 128-byte row segments with 16-byte stores
   // (each thread's accumulator fragment holds 2 columns of a row: stored straight from it, a
   // warp instruction writes 8 rows x 16 bytes, half of each 32-byte sector it touches).
+  // Of a staged chain's paired element inputs (16-bit, along m and n: a residual): the one the
+  // template also stages, loading 16 bytes per lane into the staging buffer and reading its pairs
+  // back from there (as 4-byte pair loads, a warp's load reads 8 rows x 16 bytes, and the
+  // residual chain gained least from the staged stores, bench/RESULTS.md Run K); -1 if none, or
+  // if there are several (those keep their pair loads).
+  int stagedInput(const std::vector<int>& elem_inputs) const {
+    return stagedStore(spec_) && elem_inputs.size() == 1 ? elem_inputs[0] : -1;
+  }
+
   template <typename EmitPairValues>
-  void emitStagedStoreHelpers(const EmitPairValues& emit_pair_values, const char* vec_signature) {
+  void emitStagedStoreHelpers(const EmitPairValues& emit_pair_values, const char* vec_signature, int staged_in) {
     const DType d = spec_.values[spec_.outputs[0]].dtype;
-    const char* dt = d == DType::BF16 ? "bf16" : "f16";
+    const std::string in_param = staged_in >= 0 ? ", unsigned int in_pair" : "";
     w_.line("#define FX_EPI_STAGED 1");
+    if (staged_in >= 0) w_.line("#define FX_EPI_STAGED_IN 1");
     w_.line("// Columns n and n + 1 of row m of the output as one word (column n in the low half), both");
     w_.line("// inside the output; fx_epilogue2_vec_ok(p) holds; c0, c1 from fx_epilogue_cols(p, b, n, c0, c1).");
     {
-      auto fn = w_.block(fmt::format(vec_signature, "unsigned int", "fx_epilogue2_packed"));
+      auto fn = w_.block(fmt::format(vec_signature, "unsigned int", "fx_epilogue2_packed", in_param));
       emit_pair_values();
-      w_.line("return fx_pack2_{}(o0.o0, o1.o0);", dt);
+      w_.line("return fx_pack2_{}(o0.o0, o1.o0);", dtypeSuffix(d));
     }
     w_.blank();
     w_.line("// The same pair stored (4 bytes).");
     {
-      auto fn = w_.block(fmt::format(vec_signature, "void", "fx_epilogue2_vec"));
-      w_.line("fx_st_u32(p.out[0].ptr, {}, fx_epilogue2_packed(p, b, m, n, acc0, acc1, c0, c1));",
-              outOffset("p.out[0]", "n", true));
+      auto fn = w_.block(fmt::format(vec_signature, "void", "fx_epilogue2_vec", ""));
+      std::string in_arg;
+      if (staged_in >= 0)
+        in_arg = fmt::format(", fx_ld_u32(p.in[{}].ptr, {})", spec_.values[staged_in].slot, pairedOffset(staged_in));
+      w_.line("fx_st_u32(p.out[0].ptr, {}, fx_epilogue2_packed(p, b, m, n, acc0, acc1, c0, c1{}));",
+              outOffset("p.out[0]", "n", true), in_arg);
     }
     w_.blank();
     w_.line("// The output's element (b, m, n) as a byte address; fx_epilogue2_vec_ok(p) holds: sn == 1,");
@@ -504,7 +529,15 @@ class HookEmitter {
       w_.line("(void)b;");
       w_.line("return (char*)p.out[0].ptr + 2 * ({});", outOffset("p.out[0]", "n", true));
     }
-
+    if (staged_in < 0) return;
+    w_.blank();
+    w_.line("// The staged input's element (b, m, n) as a byte address (aligned as the output's).");
+    {
+      auto fn = w_.block("__device__ __forceinline__ const char* fx_staged_in(const fxfuse::FxParams& p, long long b, "
+                         "long long m, long long n)");
+      w_.line("(void)b;");
+      w_.line("return (const char*)p.in[{}].ptr + 2 * ({});", spec_.values[staged_in].slot, pairedOffset(staged_in));
+    }
   }
 
   // Values of the epilogue that vary along neither m nor k (inputs without m, constants and ops
@@ -596,13 +629,21 @@ class HookEmitter {
   // (sn == 1 by fx_epilogue2_vec_ok, so n goes without its stride).
   void emitPairedLoad(int i) {
     const Value& v = spec_.values[i];
-    std::string base = "p.in[" + std::to_string(v.slot) + "]";
+    w_.line("const float2 in{} = fx_ld2_{}(p.in[{}].ptr, {});  // {}", i, dtypeSuffix(v.dtype), v.slot, pairedOffset(i),
+            lines_.at(i + 2));
+  }
+
+  // The element offset of paired input value i at (b, m, n), its sn == 1 left out.
+  std::string pairedOffset(int i) const {
+    const Value& v = spec_.values[i];
+    const std::string base = "p.in[" + std::to_string(v.slot) + "]";
     std::string off = offsetExpr(v.dims, base);
     const std::string n_term = "n * " + base + ".sn";
     off.replace(off.find(n_term), n_term.size(), "n");
-    w_.line("const float2 in{} = {}({}.ptr, {});  // {}", i, v.dtype == DType::BF16 ? "fx_ld2_bf16" : "fx_ld2_f16", base,
-            off, lines_.at(i + 2));
+    return off;
   }
+
+  static const char* dtypeSuffix(DType d) { return d == DType::BF16 ? "bf16" : "f16"; }
 
  private:
   std::string outOffset(const std::string& base, const char* n, bool unit_sn = false) const {

@@ -110,6 +110,9 @@ FX_DEVICE unsigned int fx_pack2_f16(float a, float b) {
   const __half2 v = __floats2half2_rn(a, b);
   return *(const unsigned int*)&v;
 }
+FX_DEVICE unsigned int fx_ld_u32(const void* p, long long i) { return __ldg((const unsigned int*)((const unsigned short*)p + i)); }
+FX_DEVICE float2 fx_unpack2_bf16(unsigned int w) { return __bfloat1622float2(*(const __nv_bfloat162*)&w); }
+FX_DEVICE float2 fx_unpack2_f16(unsigned int w) { return __half22float2(*(const __half2*)&w); }
 FX_DEVICE void fx_st_u32(void* p, long long i, unsigned int w) { *(unsigned int*)((unsigned short*)p + i) = w; }
 
 // ---- Pointwise helpers (ATen's CUDA functors, in fp32). ----

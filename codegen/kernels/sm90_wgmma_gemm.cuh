@@ -149,6 +149,13 @@ static_assert(FX_A_KMAJOR == 1, "sm90 template needs A K-contiguous");
 #else
 #define FX_SM90_STAGED 0
 #endif
+// FX_EPI_STAGED_IN (a residual: the chain's one 16-bit input along m and n): staged the other way,
+// 16 bytes per lane into the buffer, its pairs read back where the output's pairs then go.
+#if FX_SM90_STAGED && defined(FX_EPI_STAGED_IN)
+#define FX_SM90_STAGED_IN 1
+#else
+#define FX_SM90_STAGED_IN 0
+#endif
 static_assert(FX_STAGES >= 2 && FX_STAGES * (FX_BM + FX_BN) * FX_BK * 2 + FX_STAGE_BYTES + 1024 <= 227 * 1024,
               "shared memory ring too large");
 static_assert(FX_CLUSTER_M == 1 || FX_CLUSTER_M == 2, "FX_CLUSTER_M must be 1 or 2");
@@ -254,6 +261,19 @@ template <int R> __device__ __forceinline__ void setmaxnreg_dec() {
 //    LBO = byte distance between 64-element MN chunks (8 KB), SBO = between 8-row K groups (1024 B).
 // ---- staged stores (FX_SM90_STAGED_STORE) --------------------------------------------------------
 __device__ __forceinline__ void bar_sync_warp(u32 id) { asm volatile("bar.sync %0, 32;\n" :: "r"(id) : "memory"); }
+__device__ __forceinline__ void cp_async_16(u32 dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(reinterpret_cast<u64>(src)) : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+__device__ __forceinline__ u32 ld_shared_u32(u32 addr) {
+  u32 v;
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_shared_v4(u32 addr, uint4 v) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" :: "r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
 __device__ __forceinline__ void st_shared_u32(u32 addr, u32 v) {
   asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(addr), "r"(v) : "memory");
 }
@@ -502,6 +522,20 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       // consumer must not wait on a stage more than one fill ahead. Waiting until the other
       // consumer has passed every stage of the previous tile guarantees that, and it also
       // alternates the mainloops: one consumer's epilogue runs under the other's MMAs.
+#if FX_SM90_STAGED_IN
+      // The staged input's first chunk (this warp's 16 rows, columns 0..63 of the first 64-row
+      // block) goes straight into the warp's staging buffer (free again since the last tile's
+      // epilogue) before the mainloop, so its latency hides under the MMAs; cp.async holds no
+      // registers across the mainloop (a register prefetch made ptxas spill 8-16 bytes).
+      if ((long long)(tm + 1) * BM <= p.M && (long long)(tn + 1) * BN <= p.N && fx_epilogue2_vec_ok(p)) {
+        const u32 lds = smem + S * STAGE_BYTES + (u32)((c * 4 + warp) * FX_STAGE_WARP_BYTES) +
+                        (u32)((lane / 8) * FX_STAGE_PITCH + (lane % 8) * 16);
+#pragma unroll
+        for (int it = 0; it < 4; ++it)
+          cp_async_16(lds + it * 4 * FX_STAGE_PITCH,
+                      fx_staged_in(p, b, (long long)tm * BM + row0 + warp * 16 + lane / 8 + 4 * it, (long long)tn * BN + (lane % 8) * 8));
+      }
+#endif
       if (FX_PINGPONG && j > 0) mbar_wait(order0 + 8 * c, (u32)(((j - 1) / 2) & 1));
       int prev = 0;
       for (int kb = 0; kb < ts.nk; ++kb) {
@@ -553,22 +587,55 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         const u32 lds = stage + (u32)((lane / 8) * FX_STAGE_PITCH + (lane % 8) * 16);
         const u32 bar = 1 + c * 4 + warp;
         const long long row_step4 = 4 * 2 * p.out[0].sm;  // bytes from row r to r + 4
+        // the pair at (m, n) whose word is at shared address a (the staged input's pair there)
+        auto pack = [&](long long m, long long n, float a0, float a1, const FxCol& c0, const FxCol& c1, u32 a) {
+#if FX_SM90_STAGED_IN
+          return fx_epilogue2_packed(p, b, m, n, a0, a1, c0, c1, ld_shared_u32(a));
+#else
+          (void)a;
+          return fx_epilogue2_packed(p, b, m, n, a0, a1, c0, c1);
+#endif
+        };
 #pragma unroll
         for (int sub = 0; sub < SUB; ++sub) {
-          char* const g = fx_staged_out(p, b, (long long)tm * BM + row0 + sub * 64 + warp * 16 + lane / 8,
-                                        (long long)tn * BN + (lane % 8) * 8);
+          const long long row_l = (long long)tm * BM + row0 + sub * 64 + warp * 16 + lane / 8;
+          const long long col_l = (long long)tn * BN + (lane % 8) * 8;
+          char* const g = fx_staged_out(p, b, row_l, col_l);
+#if FX_SM90_STAGED_IN
+          // the input's 16 bytes of rows row_l + 4*it, block ch: the first block of sub-tile 0 is
+          // in the buffer already (cp.async before the mainloop), the others are loaded one
+          // block ahead into registers
+          const char* gi[4];
+          uint4 in_next[4];
+#pragma unroll
+          for (int it = 0; it < 4; ++it) {
+            gi[it] = fx_staged_in(p, b, row_l + 4 * it, col_l);
+            if (sub > 0) in_next[it] = __ldg(reinterpret_cast<const uint4*>(gi[it]));
+          }
+#endif
 #pragma unroll
           for (int ch = 0; ch < BN / 64; ++ch) {
+#if FX_SM90_STAGED_IN
+            if (sub == 0 && ch == 0) {
+              cp_async_wait_all();
+            } else {
+#pragma unroll
+              for (int it = 0; it < 4; ++it) st_shared_v4(lds + it * 4 * FX_STAGE_PITCH, in_next[it]);
+            }
+            bar_sync_warp(bar);
+            if (ch + 1 < BN / 64) {
+#pragma unroll
+              for (int it = 0; it < 4; ++it) in_next[it] = __ldg(reinterpret_cast<const uint4*>(gi[it] + (ch + 1) * 128));
+            }
+#endif
 #pragma unroll
             for (int j8 = 0; j8 < 8; ++j8) {
               const int jn = ch * 8 + j8;
               FxCol c0, c1;
               fx_epilogue_cols(p, b, col + jn * 8, c0, c1);
-              st_shared_u32(sts + j8 * 16, fx_epilogue2_packed(p, b, row + sub * 64, col + jn * 8,
-                                                               d[sub][4 * jn + 0], d[sub][4 * jn + 1], c0, c1));
-              st_shared_u32(sts + 8 * FX_STAGE_PITCH + j8 * 16,
-                            fx_epilogue2_packed(p, b, row + sub * 64 + 8, col + jn * 8,
-                                                d[sub][4 * jn + 2], d[sub][4 * jn + 3], c0, c1));
+              const u32 a_lo = sts + j8 * 16, a_hi = a_lo + 8 * FX_STAGE_PITCH;
+              st_shared_u32(a_lo, pack(row + sub * 64, col + jn * 8, d[sub][4 * jn + 0], d[sub][4 * jn + 1], c0, c1, a_lo));
+              st_shared_u32(a_hi, pack(row + sub * 64 + 8, col + jn * 8, d[sub][4 * jn + 2], d[sub][4 * jn + 3], c0, c1, a_hi));
             }
             bar_sync_warp(bar);
 #pragma unroll

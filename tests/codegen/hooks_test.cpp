@@ -119,7 +119,8 @@ TEST(Hooks, ColumnValuesAreComputedOncePerColumnPair) {
   const std::string ok = body(h, "__device__ __forceinline__ bool fx_epilogue2_vec_ok(");
   EXPECT_TRUE(has(ok, "p.in[2].sn == 1 && fx_aligned4(p.in[2].ptr, 0, 2)"));
   EXPECT_FALSE(has(ok, "p.in[3]"));  // f32: loaded per column, any layout
-  EXPECT_TRUE(has(ok, "p.in[4].sn == 1 && p.in[4].sm % 2 == 0 && fx_aligned4(p.in[4].ptr, 0, 2)"));  // residual pairs
+  // the residual is staged with the output (16-byte loads): aligned like it
+  EXPECT_TRUE(has(ok, "p.in[4].sn == 1 && p.in[4].sm % 8 == 0 && fx_aligned16(p.in[4].ptr)"));
 }
 
 TEST(Hooks, ResidualPairsAreOneLoadOnTheFastPath) {
@@ -128,17 +129,23 @@ TEST(Hooks, ResidualPairsAreOneLoadOnTheFastPath) {
       "%3 = input 2 bf16 [b,m,n]\n%4 = add %2 %3 : bf16\n%5 = input 3 f32 [b,m,n]\n%6 = mul %4 %5 : bf16\n"
       "%7 = input 4 bf16 [b,n,m]\n%8 = add %6 %7 : bf16\noutput %8\n");
   std::string h = generateHooks(s, generic16());
-  // one bf16 output: the pair is packed (the Hopper template stages it for 16-byte stores)
+  // one bf16 output: the pair is packed (the Hopper template stages it for 16-byte stores), and
+  // the one bf16 input along m and n is staged with it: the pair comes in as a word
+  EXPECT_TRUE(has(h, "#define FX_EPI_STAGED_IN 1"));
   const std::string packed = body(h, "__device__ __forceinline__ unsigned int fx_epilogue2_packed(");
-  // bf16 along n: one 4-byte load for both columns, each half passed to its element
-  EXPECT_TRUE(has(packed, "const float2 in3 = fx_ld2_bf16(p.in[2].ptr, b * p.in[2].sb + m * p.in[2].sm + n);"));
+  EXPECT_TRUE(has(packed, "const FxCol& c0, const FxCol& c1, unsigned int in_pair)"));
+  EXPECT_TRUE(has(packed, "const float2 in3 = fx_unpack2_bf16(in_pair);"));
   EXPECT_TRUE(has(packed, "fx_epilogue_values_col(p, b, m, n, acc0, c0, in3.x)"));
   EXPECT_TRUE(has(packed, "fx_epilogue_values_col(p, b, m, n + 1, acc1, c1, in3.y)"));
   EXPECT_TRUE(has(packed, "return fx_pack2_bf16(o0.o0, o1.o0);"));
-  // the output's sn == 1 is in fx_epilogue2_vec_ok: its offset has no n stride (the multiply
-  // cost a 64-bit IMAD per store, and ptxas spills with it in the residual chains)
+  EXPECT_TRUE(has(body(h, "__device__ __forceinline__ const char* fx_staged_in("),
+                  "return (const char*)p.in[2].ptr + 2 * (b * p.in[2].sb + m * p.in[2].sm + n);"));
+  // unstaged (FX_SM90_STAGED_STORE=0): one 4-byte load for both columns; the output's sn == 1 is
+  // in fx_epilogue2_vec_ok: its offset has no n stride (the multiply cost a 64-bit IMAD per
+  // store, and ptxas spills with it in the residual chains)
   const std::string vec = body(h, "__device__ __forceinline__ void fx_epilogue2_vec(");
-  EXPECT_TRUE(has(vec, "fx_st_u32(p.out[0].ptr, b * p.out[0].sb + m * p.out[0].sm + n, fx_epilogue2_packed("));
+  EXPECT_TRUE(has(vec, "fx_st_u32(p.out[0].ptr, b * p.out[0].sb + m * p.out[0].sm + n, fx_epilogue2_packed(p, b, m, "
+                       "n, acc0, acc1, c0, c1, fx_ld_u32(p.in[2].ptr, b * p.in[2].sb + m * p.in[2].sm + n)));"));
   const std::string values = body(h, "__device__ __forceinline__ FxOutValues fx_epilogue_values_col(");
   EXPECT_TRUE(has(values, "const FxCol& c, float in3)"));
   EXPECT_TRUE(has(values, "const float v3 = in3;"));
@@ -146,7 +153,7 @@ TEST(Hooks, ResidualPairsAreOneLoadOnTheFastPath) {
   EXPECT_TRUE(has(values, "fx_ld_f32(p.in[3].ptr, b * p.in[3].sb + m * p.in[3].sm + n * p.in[3].sn)"));
   EXPECT_TRUE(has(values, "fx_ld_bf16(p.in[4].ptr, b * p.in[4].sb + n * p.in[4].sn + m * p.in[4].sm)"));
   const std::string ok = body(h, "__device__ __forceinline__ bool fx_epilogue2_vec_ok(");
-  EXPECT_TRUE(has(ok, "p.in[2].sn == 1 && p.in[2].sm % 2 == 0 && fx_aligned4(p.in[2].ptr, 0, 2) && p.in[2].sb % 2 == 0"));
+  EXPECT_TRUE(has(ok, "p.in[2].sn == 1 && p.in[2].sm % 8 == 0 && fx_aligned16(p.in[2].ptr) && p.in[2].sb % 8 == 0"));
   EXPECT_FALSE(has(ok, "p.in[3]"));
   EXPECT_FALSE(has(ok, "p.in[4]"));
   // the edge path (fx_epilogue2) keeps the per-element loads
@@ -166,6 +173,17 @@ TEST(Hooks, OneSixteenBitOutputIsStagedForWideStores) {
   // 16-byte stores of 8 elements: aligned base, row and batch strides multiples of 8 elements
   EXPECT_TRUE(has(body(h, "__device__ __forceinline__ bool fx_epilogue2_vec_ok("),
                   "p.out[0].sn == 1 && p.out[0].sm % 8 == 0 && fx_aligned16(p.out[0].ptr) && p.out[0].sb % 8 == 0"));
+  // two residuals: neither is staged (each keeps its 4-byte pair loads and their alignment terms)
+  spec::ChainSpec two_in = spec::parseSpec(std::string(head) +
+                                           "%3 = input 2 f16 [b,m,n]\n%4 = input 3 f16 [b,m,n]\n%5 = add %2 %3 : f32\n"
+                                           "%6 = add %5 %4 : f16\noutput %6\n");
+  const std::string h2 = generateHooks(two_in, generic16());
+  EXPECT_TRUE(has(h2, "#define FX_EPI_STAGED 1"));
+  EXPECT_FALSE(has(h2, "FX_EPI_STAGED_IN"));
+  EXPECT_TRUE(has(body(h2, "__device__ __forceinline__ unsigned int fx_epilogue2_packed("),
+                  "const float2 in3 = fx_ld2_f16(p.in[2].ptr, b * p.in[2].sb + m * p.in[2].sm + n);"));
+  EXPECT_TRUE(has(body(h2, "__device__ __forceinline__ bool fx_epilogue2_vec_ok("),
+                  "p.in[3].sn == 1 && p.in[3].sm % 2 == 0 && fx_aligned4(p.in[3].ptr, 0, 2) && p.in[3].sb % 2 == 0"));
   // two outputs, or a 32-bit one: the pairs are stored from the fragment as before
   for (const char* tail : {"%3 = relu %2 : f16\noutput %3\noutput %2\n", "%3 = relu %2 : f32\noutput %3\n"}) {
     spec::ChainSpec s = spec::parseSpec(std::string(head) + tail);
