@@ -26,7 +26,7 @@ struct Query {
   OperandInfo a, b;
   const ProblemShape& shape;
   int arch;
-  bool cheap_epilogue;  // see cheapEpilogue()
+  bool epilogue_wins;  // see epilogueWinsOnHopper()
   bool is16bit() const { return a.elem == DType::BF16 || a.elem == DType::F16; }
 };
 
@@ -40,21 +40,23 @@ struct VariantRow {
   KernelConfig (*config)(const Query&);
 };
 
-// Whether the Hopper kernel's epilogue is cheap enough for the fused kernel to beat the
-// unfused graph. Measured end to end on the H200 (bench/RESULTS.md, 2026-11-29): with
-// bias + ReLU + cast the fused kernel is 1.05-1.27x faster than eager, but with a
-// transcendental (GELU, SiLU: libm-accurate exp/tanh per element) or a full-size residual
-// read, the epilogue stalls the tensor cores and the fused kernel is 0.6-0.9x eager. Re-measured
-// after the ping-pong change (Run C, same file): still 0.44-0.93x eager through the generated
-// epilogue code, so those chains still run unfused (Inductor).
-bool cheapEpilogue(const spec::ChainSpec& spec) {
+// Whether the Hopper kernel with this epilogue beats the unfused graph (cuBLAS, then the
+// epilogue's own kernels) at this K. Measured end to end on the H200 (bench/RESULTS.md Run L,
+// 2026-11-30, after the staged stores): an epilogue without a transcendental or a full-size
+// residual wins at every measured shape (1.02-2.79x eager); GELU, SiLU and residual chains win at
+// K <= 4096 (GELU 1.12-1.79x, residual 1.26-1.94x, SiLU 1.00-1.25x) and lose at K = 14336
+// (0.96-0.98x), where the separate epilogue is a small share of the GEMM's time. (Before the
+// staged stores, Runs C-J, those chains lost at every K and ran unfused.)
+constexpr long long kExpensiveEpilogueMaxK = 4096;
+
+bool epilogueWinsOnHopper(const spec::ChainSpec& spec, long long K) {
   // Measurement knob (bench/bench_chains.py --all-epilogues): time the Hopper kernel on every
   // epilogue, to re-decide this rule when the kernel changes. Not for production use.
   static const bool all = [] {
     const char* v = std::getenv("FXFUSE_SM90_ALL_EPILOGUES");
     return v && std::string(v) == "1";
   }();
-  if (all) return true;
+  if (all || K <= kExpensiveEpilogueMaxK) return true;
   static const char* const kExpensive[] = {"tanh", "exp", "log", "erf", "sigmoid", "sin", "cos",
                                            "gelu", "gelu_tanh", "silu", "pow", "sqrt", "rsqrt",
                                            "hardswish", "div", "reciprocal"};
@@ -159,11 +161,14 @@ const VariantRow kRows[] = {
     // Hopper: wgmma + TMA needs both operands to be raw 16-bit tensors, 16-byte aligned.
     // Against Inductor it loses on every measured chain (bench/RESULTS.md Run E, 2026-11-29:
     // 0.54-0.99x torch.compile default with bias+ReLU+cast, GELU, residual; only SiLU at one
-    // shape, where Inductor picked a slow template, won): Inductor keeps those GEMMs.
+    // shape, where Inductor picked a slow template, won): Inductor keeps those GEMMs. Run L
+    // (2026-11-30, staged stores): 1.06-1.58x torch.compile at K = 1024 and 1.78-2.18x at
+    // 4096x4096x1024, but 0.84-0.99x at 4096^3, 2048x4096x4096 and K = 14336: still off
+    // against Inductor (a shape rule for it is the next step, docs/STATUS.md).
     {"sm90_wgmma", "kernels/sm90_wgmma_gemm.cuh", GridPolicy::Persistent, true, false,
      [](const Query& q) {
        // TMA loads A with k innermost: a transposed A is not expressible (the template checks).
-       return q.arch >= 90 && q.cheap_epilogue && q.is16bit() && q.a.plain && q.b.plain && q.a.kmajor && q.shape.a_kmajor &&
+       return q.arch >= 90 && q.epilogue_wins && q.is16bit() && q.a.plain && q.b.plain && q.a.kmajor && q.shape.a_kmajor &&
               q.shape.align_bytes_a >= 16 && q.shape.align_bytes_b >= 16 && q.shape.M >= 128 &&
               q.shape.K % 8 == 0 && q.shape.N % 8 == 0;
      },
@@ -240,7 +245,7 @@ namespace {
 // The first row that applies, for a validated spec and its operand analyses.
 KernelConfig chooseValidated(const spec::ChainSpec& checked, const OperandInfo& a, const OperandInfo& b,
                              const ProblemShape& shape, int sm_arch) {
-  Query q{a, b, shape, sm_arch, cheapEpilogue(checked)};
+  Query q{a, b, shape, sm_arch, epilogueWinsOnHopper(checked, shape.K)};
   for (const VariantRow& r : kRows)
     if (embeddedFile(r.templ) && r.applies(q)) return r.config(q);
   throw std::logic_error("fxfuse internal error: no kernel variant applies (please report a bug)");
@@ -280,8 +285,8 @@ namespace {
 std::vector<KernelConfig> candidatesValidated(const spec::ChainSpec& checked, const OperandInfo& a,
                                               const OperandInfo& b, const ProblemShape& shape, int sm_arch) {
   std::vector<KernelConfig> out{chooseValidated(checked, a, b, shape, sm_arch)};
-  // The epilogue rule (cheapEpilogue) is a guess the measurement replaces: ask as if cheap.
-  const Query q{a, b, shape, sm_arch, /*cheap_epilogue=*/true};
+  // The epilogue rule (epilogueWinsOnHopper) is a guess the measurement replaces: ask as if it wins.
+  const Query q{a, b, shape, sm_arch, /*epilogue_wins=*/true};
   const VariantRow& hopper = row("sm90_wgmma");
   if (!embeddedFile(hopper.templ) || !hopper.applies(q)) return out;
   for (const HopperTile& t : kHopperTiles) {

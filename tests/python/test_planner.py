@@ -26,18 +26,21 @@ INT8 = ("fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 i8 [n,k
         "%7 = add %5 %6 : bf16\noutput %7\n")
 
 
-@pytest.mark.parametrize("spec,m,arch,variant,fast", [
-    (BIAS_RELU, 4096, "sm_90", "sm90_wgmma", True),    # cheap epilogue: the Hopper kernel wins
-    (BIAS_GELU, 4096, "sm_90", "sm80_mma", False),     # GELU stalls it (bench/RESULTS.md): unfused
-    (RESIDUAL, 4096, "sm_90", "sm80_mma", False),      # a full residual read: unfused
-    (BIAS_GELU, 1, "sm_90", "gemv", True),             # decode: the weight-streaming kernel
-    (BIAS_GELU, 64, "sm_90", "sm80_mma", False),       # dense M=64: cuBLAS is faster
-    (INT8, 64, "sm_90", "gemv", True),                 # int8 weights up to M=64
-    (INT8, 16, "sm_80", "gemv", True),
-    (BIAS_RELU, 4096, "sm_80", "sm80_mma", False),     # no Hopper kernel before sm_90
+@pytest.mark.parametrize("spec,m,k,arch,variant,fast", [
+    (BIAS_RELU, 4096, 4096, "sm_90", "sm90_wgmma", True),     # cheap epilogue: the Hopper kernel wins
+    (BIAS_RELU, 4096, 14336, "sm_90", "sm90_wgmma", True),    # ... at every K
+    (BIAS_GELU, 4096, 4096, "sm_90", "sm90_wgmma", True),     # GELU wins up to K = 4096 (RESULTS Run L)
+    (BIAS_GELU, 4096, 14336, "sm_90", "sm80_mma", False),     # ... not beyond: unfused
+    (RESIDUAL, 4096, 1024, "sm_90", "sm90_wgmma", True),      # a full residual read, the same
+    (RESIDUAL, 4096, 8192, "sm_90", "sm80_mma", False),
+    (BIAS_GELU, 1, 4096, "sm_90", "gemv", True),              # decode: the weight-streaming kernel
+    (BIAS_GELU, 64, 4096, "sm_90", "sm80_mma", False),        # dense M=64: cuBLAS is faster
+    (INT8, 64, 4096, "sm_90", "gemv", True),                  # int8 weights up to M=64
+    (INT8, 16, 4096, "sm_80", "gemv", True),
+    (BIAS_RELU, 4096, 4096, "sm_80", "sm80_mma", False),      # no Hopper kernel before sm_90
 ])
-def test_kernel_variant(spec, m, arch, variant, fast):
-    assert C.kernel_variant(spec, m, 4096, 4096, 1, arch) == (variant, fast)
+def test_kernel_variant(spec, m, k, arch, variant, fast):
+    assert C.kernel_variant(spec, m, 4096, k, 1, arch) == (variant, fast)
 
 
 def _traced_on_fake_cuda(fn, *shapes):
@@ -51,18 +54,19 @@ def _traced_on_fake_cuda(fn, *shapes):
     return make_fx(fn, tracing_mode="fake")(*args)
 
 
-@pytest.mark.parametrize("act,fused,reason", [
-    ("relu", 1, None),                   # the Hopper kernel wins: fused
-    ("gelu", 0, "not_profitable"),      # no fast kernel at this size: left unfused, reported
+@pytest.mark.parametrize("act,k,fused,reason", [
+    ("relu", 14336, 1, None),                 # the Hopper kernel wins: fused
+    ("gelu", 4096, 1, None),                  # ... with GELU too, up to K = 4096
+    ("gelu", 14336, 0, "not_profitable"),     # no fast kernel at this size: left unfused, reported
 ])
-def test_pass_leaves_unprofitable_chains_unfused(act, fused, reason):
+def test_pass_leaves_unprofitable_chains_unfused(act, k, fused, reason):
     import torch
     import torch.nn.functional as F
 
     from fxfuse.pass_driver import Options, run_on_graph
 
     activation = {"relu": torch.relu, "gelu": lambda y: F.gelu(y, approximate="tanh")}[act]
-    gm = _traced_on_fake_cuda(lambda x, w, b: activation(torch.mm(x, w) + b), (4096, 4096), (4096, 4096), (4096,))
+    gm = _traced_on_fake_cuda(lambda x, w, b: activation(torch.mm(x, w) + b), (4096, k), (k, 4096), (4096,))
     res = run_on_graph(gm.graph, Options(precompile=False, arch="sm_90"), "planner")
     ops = [n for n in gm.graph.nodes if "gemm_chain" in str(n.target)]
     assert len(ops) == fused
@@ -71,7 +75,7 @@ def test_pass_leaves_unprofitable_chains_unfused(act, fused, reason):
     if reason:
         assert entry["reason"] == reason and "M=4096" in entry["detail"]
     # Opting out keeps every chain fused (the GPU tests use it to exercise the kernels).
-    gm2 = _traced_on_fake_cuda(lambda x, w, b: activation(torch.mm(x, w) + b), (4096, 4096), (4096, 4096), (4096,))
+    gm2 = _traced_on_fake_cuda(lambda x, w, b: activation(torch.mm(x, w) + b), (4096, k), (k, 4096), (4096,))
     run_on_graph(gm2.graph, Options(precompile=False, arch="sm_90", only_profitable=False), "planner")
     assert sum("gemm_chain" in str(n.target) for n in gm2.graph.nodes) == 1
 
@@ -114,7 +118,7 @@ def test_backend_judges_against_inductor(monkeypatch):
 @pytest.mark.parametrize("m,fused", [(4096, 0), (8, 1)])
 def test_symbolic_m_is_judged_at_its_hint(m, fused):
     """dynamic=True graphs: the pass gets each symbolic dim's traced size (size_hints) and
-    judges M there: decode-sized M fuses (gemv), a large M with GELU is left to Inductor."""
+    judges M there: decode-sized M fuses (gemv), a large M with GELU at K = 14336 is left unfused."""
     import torch
     import torch.nn.functional as F
     from torch._dynamo.source import ConstantSource
@@ -127,8 +131,8 @@ def test_symbolic_m_is_judged_at_its_hint(m, fused):
     env = ShapeEnv()
     sym_m = env.create_symintnode(env.create_symbol(m, ConstantSource("m"), dynamic_dim=DimDynamic.DYNAMIC), hint=m)
     with FakeTensorMode(shape_env=env):  # fake CUDA tensors: no GPU needed
-        x = torch.empty(sym_m, 4096, device="cuda", dtype=torch.bfloat16)
-        w = torch.empty(4096, 4096, device="cuda", dtype=torch.bfloat16)
+        x = torch.empty(sym_m, 14336, device="cuda", dtype=torch.bfloat16)
+        w = torch.empty(14336, 4096, device="cuda", dtype=torch.bfloat16)
     gm = make_fx(lambda x, w: F.gelu(torch.mm(x, w), approximate="tanh"), tracing_mode="fake")(x, w)
     assert any(isinstance(d, torch.SymInt) for n in gm.graph.nodes
                for d in getattr(n.meta.get("val"), "shape", ())), "M was not traced symbolically"
