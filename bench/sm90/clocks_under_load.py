@@ -1,0 +1,63 @@
+"""SM clock and power while cuBLAS mm and the fused Hopper kernel run back to back for a few
+seconds each (4096^3 bf16, bias+ReLU+cast), sampled by nvidia-smi: does sustained load slow the
+fused kernel more than cuBLAS? (bench/sm90/NOTES.md session 8: do_bench puts it at 1.20-1.24 x mm,
+a single launch under ncu at 1.08.)
+
+  python3 bench/sm90/clocks_under_load.py [--seconds 3]
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from profile_kernels import BIAS_RELU_CAST, dense_inputs, gemm_chain  # noqa: E402
+
+
+def sustained(fn, seconds):
+    """ms per call over `seconds` of back-to-back calls, and the nvidia-smi samples meanwhile."""
+    smi = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
+                            "-lms", "100"], stdout=subprocess.PIPE, text=True)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    calls, t0 = 0, time.time()
+    start.record()
+    while time.time() - t0 < seconds:
+        for _ in range(20):
+            fn()
+        calls += 20
+        torch.cuda.synchronize()
+    end.record()
+    torch.cuda.synchronize()
+    smi.terminate()
+    rows = [line.split(",") for line in smi.communicate()[0].splitlines() if line.count(",") == 1]
+    clocks = [float(c) for c, _ in rows[2:]]  # the first samples may predate the load
+    power = [float(p) for _, p in rows[2:]]
+    return start.elapsed_time(end) / calls, clocks, power
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=3.0)
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    x, w, b = dense_inputs(4096, 4096, 4096)
+    cases = [("cuBLAS mm", lambda: torch.mm(x, w)), ("fused bias+relu+cast", lambda: gemm_chain([x, w, b], BIAS_RELU_CAST))]
+    for _, fn in cases:  # plan, compile, load
+        fn()
+    torch.cuda.synchronize()
+    print(f"{'case':>22} {'ms/call':>8} {'SM MHz median':>14} {'min':>6} {'power W median':>15} {'max':>6} samples")
+    for name, fn in cases:
+        ms, clocks, power = sustained(fn, a.seconds)
+        if not clocks:
+            print(f"{name:>22} {ms:8.4f}  (no nvidia-smi samples)")
+            continue
+        print(f"{name:>22} {ms:8.4f} {statistics.median(clocks):14.0f} {min(clocks):6.0f} "
+              f"{statistics.median(power):15.1f} {max(power):6.1f} {len(clocks)}")
+
+
+if __name__ == "__main__":
+    main()
