@@ -409,7 +409,7 @@ def check_activation_special_values(op, dtype, M, N, K, variant):
 @pytest.mark.parametrize("op", sorted(ACTIVATION_OPS))
 def test_fast_math_activations_on_special_values(op, dtype):
     check_activation_special_values(op, dtype, 1, 520, 128, "gemv")
-    check_activation_special_values(op, dtype, 129, 264, 136, "sm80_mma")
+    check_activation_special_values(op, dtype, 129, 264, 132, "sm80_mma")  # K % 8 != 0: no TMA
 
 
 @needs_sm90
