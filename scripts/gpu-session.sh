@@ -17,6 +17,9 @@
 #                                         and bias chains at M 1/16/64 (~3 min)
 #   scripts/gpu-session.sh ncu-gemv       Nsight Compute, full set, on the int8 gemv (M=16,
 #                                         4096x14336): details page and SASS source page (CSV)
+#   scripts/gpu-session.sh ncu-hopper     Nsight Compute, full set, on cuBLAS and the fused Hopper
+#                                         kernel at 4096^3: executed instructions per SASS opcode
+#                                         (bench/sass_opcode_counts.py), then clocks under load
 #   scripts/gpu-session.sh tiles          every autotune candidate (Hopper tiles, the unfused path)
 #                                         per bench chain and shape, back to back in one process
 #                                         (bench/sm90/compare_tiles.py, ~2 min)
@@ -105,6 +108,19 @@ case "$part" in
     grep -E "Duration|DRAM Throughput|Registers Per|Achieved Occupancy|Warp Cycles Per Issued|Issued Warp Per|No Eligible" \
       "$LOGS/details.txt" | head -n 12
     ;;
+  ncu-hopper)
+    # issue 6: where the fused Hopper kernel's instructions go at 4096^3 (2.1x cuBLAS's; power-
+    # bound under sustained load, bench/sm90/NOTES.md session 8), per SASS opcode, beside cuBLAS
+    build
+    NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+    timeout 200 "$NCU" --clock-control none --profile-from-start off --set full --import-source no \
+      -o "$LOGS/hop" python3 bench/profile_kernels.py --only "4096^3" > "$LOGS/ncu.log" 2>&1
+    "$NCU" -i "$LOGS/hop.ncu-rep" --page source --csv --print-source sass > "$LOGS/sass.csv" 2>&1
+    "$NCU" -i "$LOGS/hop.ncu-rep" --page details > "$LOGS/details.txt" 2>&1
+    rm -f "$LOGS/hop.ncu-rep"
+    python3 bench/sass_opcode_counts.py "$LOGS/sass.csv" --top 30 | tee "$LOGS/opcodes.txt"
+    timeout 40 python3 bench/sm90/clocks_under_load.py | tee "$LOGS/clocks.txt"
+    ;;
   tiles)
     build
     OUT=$LOGS timeout 300 python3 bench/sm90/compare_tiles.py > "$LOGS/compare_tiles.txt" 2>&1
@@ -136,6 +152,6 @@ case "$part" in
     OUT=$LOGS timeout 170 python3 bench/bench_chains.py --all-epilogues --shapes 7 > "$LOGS/bench_all.txt" 2>&1
     grep -A30 "^ *shape" "$LOGS/bench_all.txt" | head -n 30
     ;;
-  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | tiles | ab PATCH [SHAPES] | hopper FIRST"; exit 2 ;;
+  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | ncu-hopper | tiles | ab PATCH [SHAPES] | hopper FIRST"; exit 2 ;;
 esac
 tar czf "$OUTDIR/gpu-logs-$part${2:+-$2}.tgz" -C "$OUTDIR" logs && rm -rf "$LOGS"
