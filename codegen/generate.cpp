@@ -64,19 +64,16 @@ bool narrowOutputs(const ChainSpec& s) {
   return true;
 }
 
-// Measurement knob (bench only, like FXFUSE_SM90_PINGPONG_TILE): FXFUSE_SM90_STAGED_STORE=0 makes
-// the Hopper template store a one-16-bit-output chain's pairs straight from the fragment (its
-// FX_SM90_STAGED_STORE; 1, the default, stages them for 16-byte stores), to compare both end to end.
-// Read once.
-const char* stagedStoreKnob() {
-  static const std::string knob = [] {
-    const char* v = std::getenv("FXFUSE_SM90_STAGED_STORE");
-    const std::string s = v ? v : "";
-    if (!s.empty() && s != "0" && s != "1")
-      throw CodegenError("FXFUSE_SM90_STAGED_STORE must be 0 or 1, not '" + s + "'");
-    return s;
-  }();
-  return knob.empty() ? nullptr : knob.c_str();
+// Measurement knobs (bench only, like FXFUSE_SM90_PINGPONG_TILE), each 0 or 1 and read once:
+// FXFUSE_SM90_STAGED_STORE=0 makes the Hopper template store a one-16-bit-output chain's pairs
+// straight from the fragment (its FX_SM90_STAGED_STORE; 1, the default, stages them for 16-byte
+// stores); FXFUSE_SM90_DESC_STEP=1 steps its wgmma descriptors by offsets (FX_SM90_DESC_STEP,
+// off by default until it has run on a GPU). For A/B runs of one change end to end.
+std::string readBinaryKnob(const char* env) {
+  const char* v = std::getenv(env);
+  const std::string s = v ? v : "";
+  if (!s.empty() && s != "0" && s != "1") throw CodegenError(std::string(env) + " must be 0 or 1, not '" + s + "'");
+  return s;
 }
 
 // Config macros a template reads. FX_WARPS_M × FX_WARPS_N tile the CTA's warps over bm × bn.
@@ -107,7 +104,10 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     // split each tile (bm / 64 of them) or, ping-pong, take whole tiles in turn (2).
     w.line("#define FX_CONSUMERS {}", sm90ConfigOf(c).consumers);
     w.line("#define FX_PINGPONG {}", c.pingpong ? 1 : 0);
-    if (const char* staged = stagedStoreKnob()) w.line("#define FX_SM90_STAGED_STORE {}", staged);
+    static const std::string staged = readBinaryKnob("FXFUSE_SM90_STAGED_STORE");
+    static const std::string desc_step = readBinaryKnob("FXFUSE_SM90_DESC_STEP");
+    if (!staged.empty()) w.line("#define FX_SM90_STAGED_STORE {}", staged);
+    if (!desc_step.empty()) w.line("#define FX_SM90_DESC_STEP {}", desc_step);
   }
   w.blank();
 }
