@@ -41,12 +41,14 @@ struct VariantRow {
 };
 
 // Whether the Hopper kernel with this epilogue beats the unfused graph (cuBLAS, then the
-// epilogue's own kernels) at this K. Measured end to end on the H200 (bench/RESULTS.md Run L,
-// 2026-11-30, after the staged stores): an epilogue without a transcendental or a full-size
-// residual wins at every measured shape (1.02-2.79x eager); GELU, SiLU and residual chains win at
-// K <= 4096 (GELU 1.12-1.79x, residual 1.26-1.94x, SiLU 1.00-1.25x) and lose at K = 14336
-// (0.96-0.98x), where the separate epilogue is a small share of the GEMM's time. (Before the
-// staged stores, Runs C-J, those chains lost at every K and ran unfused.)
+// epilogue's own kernels) at this K. Measured end to end on the H200 (bench/RESULTS.md Runs L and
+// M, 2026-11-30, after the staged stores): an epilogue without a transcendental or a full-size
+// residual wins at every measured shape (1.02-2.83x eager); GELU(tanh), SiLU and residual chains
+// win at K <= 4096 (GELU 1.12-1.85x, residual 1.26-1.94x, SiLU 1.00-1.26x) and lose at K = 14336
+// (0.96-0.98x), where the separate epilogue is a small share of the GEMM's time. Those
+// measurements are of staged chains (one 16-bit output, the residual staged with it:
+// stagedEverything) with the fast-math activations; other expensive chains (several outputs, a
+// 32-bit output, erf-GELU, division, logarithms...) lost in Runs C-J and stay unfused.
 constexpr long long kExpensiveEpilogueMaxK = 4096;
 
 bool epilogueWinsOnHopper(const spec::ChainSpec& spec, long long K) {
@@ -56,21 +58,26 @@ bool epilogueWinsOnHopper(const spec::ChainSpec& spec, long long K) {
     const char* v = std::getenv("FXFUSE_SM90_ALL_EPILOGUES");
     return v && std::string(v) == "1";
   }();
-  if (all || K <= kExpensiveEpilogueMaxK) return true;
+  if (all) return true;
+  // ops with a fast-math form of the measured cost (fx_prelude.cuh: ex2.approx and a reciprocal)
+  static const char* const kMeasured[] = {"gelu_tanh", "silu", "sigmoid", "tanh"};
   static const char* const kExpensive[] = {"tanh", "exp", "log", "erf", "sigmoid", "sin", "cos",
                                            "gelu", "gelu_tanh", "silu", "pow", "sqrt", "rsqrt",
                                            "hardswish", "div", "reciprocal"};
+  bool cheap = true, measured = K <= kExpensiveEpilogueMaxK && stagedEverything(spec);
   const int mm = spec.mmIndex();
   for (int i = mm + 1; i < static_cast<int>(spec.values.size()); ++i) {
     const spec::Value& v = spec.values[i];
     if (v.kind == spec::ValueKind::Input && v.dims.find('m') != std::string::npos &&
         v.dims.find('n') != std::string::npos)
-      return false;  // a full [M, N] extra input (residual)
+      cheap = false;  // a full [M, N] extra input (residual)
     if (v.kind != spec::ValueKind::Op) continue;
-    for (const char* op : kExpensive)
-      if (v.op == op) return false;
+    const bool expensive = std::any_of(std::begin(kExpensive), std::end(kExpensive), [&](const char* op) { return v.op == op; });
+    cheap = cheap && !expensive;
+    if (expensive)
+      measured = measured && std::any_of(std::begin(kMeasured), std::end(kMeasured), [&](const char* op) { return v.op == op; });
   }
-  return true;
+  return cheap || measured;
 }
 
 // The Hopper tiles a measured autotune chooses from (candidateConfigs), with the ring depths

@@ -701,6 +701,18 @@ bool stagedStore(const ChainSpec& spec) {
   return d == DType::BF16 || d == DType::F16;
 }
 
+bool stagedEverything(const ChainSpec& spec) {
+  if (!stagedStore(spec)) return false;
+  int residuals = 0;
+  for (const Value& v : spec.values) {
+    if (v.kind != ValueKind::Input || v.dims.find('m') == std::string::npos || v.dims.find('n') == std::string::npos ||
+        v.dims.find('k') != std::string::npos)
+      continue;
+    if (++residuals > 1 || (v.dtype != DType::BF16 && v.dtype != DType::F16) || innermost(v.dims) != 'n') return false;
+  }
+  return true;
+}
+
 OperandInfo analyzeA(const ChainSpec& spec) { return analyze(spec, 0, "mk"); }
 OperandInfo analyzeB(const ChainSpec& spec) {
   OperandInfo info = analyze(spec, 1, "kn");

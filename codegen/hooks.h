@@ -36,6 +36,9 @@ OperandInfo analyzeB(const spec::ChainSpec& spec);
 // The chain's fast-path output is staged in shared memory for 16-byte stores (the Hopper
 // template's FX_EPI_STAGED): exactly one output, 16-bit.
 bool stagedStore(const spec::ChainSpec& spec);
+// stagedStore, and every epilogue input along m and n (a residual) staged with it: at most one,
+// 16-bit, contiguous along n. The form of the fast path the planner's measurements cover.
+bool stagedEverything(const spec::ChainSpec& spec);
 
 // Appends the type definitions and all hooks for `spec` to w.
 void emitHooks(const spec::ChainSpec& spec, CodeWriter& w);

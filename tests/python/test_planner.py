@@ -21,6 +21,12 @@ HEAD = "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,
 BIAS_RELU = HEAD + "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = relu %4 : bf16\noutput %5\n"
 BIAS_GELU = HEAD + "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\noutput %5\n"
 RESIDUAL = HEAD + "%3 = input 2 bf16 [m,n]\n%4 = add %2 %3 : bf16\noutput %4\n"
+# expensive epilogues outside what the planner's rule was measured on (staged: one 16-bit output,
+# at most one 16-bit residual; fast-math activations)
+GELU_TWO_OUTPUTS = BIAS_GELU + "output %4\n"
+GELU_F32_OUT = HEAD + "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : f32\n%5 = gelu_tanh %4 : f32\noutput %5\n"
+ERF_GELU = HEAD + "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu %4 : bf16\noutput %5\n"
+F32_RESIDUAL = HEAD + "%3 = input 2 f32 [m,n]\n%4 = add %2 %3 : bf16\noutput %4\n"
 INT8 = ("fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 i8 [n,k]\n%2 = convert %1 : bf16\n"
         "%3 = input 2 bf16 [n,1]\n%4 = mul %2 %3 : bf16\n%5 = mm %0 %4 : bf16\n%6 = input 3 bf16 [n]\n"
         "%7 = add %5 %6 : bf16\noutput %7\n")
@@ -33,6 +39,10 @@ INT8 = ("fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 i8 [n,k
     (BIAS_GELU, 4096, 14336, "sm_90", "sm80_mma", False),     # ... not beyond: unfused
     (RESIDUAL, 4096, 1024, "sm_90", "sm90_wgmma", True),      # a full residual read, the same
     (RESIDUAL, 4096, 8192, "sm_90", "sm80_mma", False),
+    (GELU_TWO_OUTPUTS, 4096, 1024, "sm_90", "sm80_mma", False),  # not staged: not measured
+    (GELU_F32_OUT, 4096, 1024, "sm_90", "sm80_mma", False),
+    (ERF_GELU, 4096, 1024, "sm_90", "sm80_mma", False),          # erf: no fast-math form
+    (F32_RESIDUAL, 4096, 1024, "sm_90", "sm80_mma", False),      # a residual not staged
     (BIAS_GELU, 1, 4096, "sm_90", "gemv", True),              # decode: the weight-streaming kernel
     (BIAS_GELU, 64, 4096, "sm_90", "sm80_mma", False),        # dense M=64: cuBLAS is faster
     (INT8, 64, 4096, "sm_90", "gemv", True),                  # int8 weights up to M=64
