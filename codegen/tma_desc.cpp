@@ -26,7 +26,9 @@ bool describeTensorMaps(const GemmProblem& pr, const GemmConfig& cfg, TensorMapD
   }
   if (cfg.bn != 128 && cfg.bn != 256) return fail(why, "bn must be 128 or 256");
   if (cfg.cluster_m != 1 && cfg.cluster_m != 2) return fail(why, "cluster_m must be 1 or 2");
-  if (cfg.dynSmemBytes() > 227 * 1024) return fail(why, "stages*(bm+bn)*bk*2 plus the staging buffer too large");
+  // 227 KB per block holds the dynamic part and the kernel's static barriers (2 * stages + 2 of 8 bytes)
+  if (cfg.dynSmemBytes() + (2 * cfg.stages + 2) * 8 > 227 * 1024)
+    return fail(why, "stages*(bm+bn)*bk*2 plus the staging buffer too large");
   if (pr.M < 1 || pr.N < 1 || pr.K < 1 || pr.batch < 1) return fail(why, "empty problem");
   if (pr.M >= (1ll << 31) || pr.N >= (1ll << 31) || pr.K >= (1ll << 31)) return fail(why, "dim >= 2^31");
   if (pr.N % 2) return fail(why, "N must be even (epilogue column pairs)");

@@ -15,8 +15,10 @@
 // codegen/tma_desc.h (fxfuse::sm90::GemmConfig) describes tensor maps and launch geometry for them.
 //   FX_BM        [128]  CTA tile rows (M).  Cooperative: 64 * FX_CONSUMERS (each consumer warpgroup owns
 //                       64 rows); ping-pong: 64 or 128 (see FX_PINGPONG).  128 (2 consumers) is the
-//                       measured cooperative shape.  256 (4 consumers, FX_BN=128) compiles
-//                       (96 regs) but is unmeasured: it hung in run 4 with the old register targets.
+//                       measured cooperative shape.  256 (4 consumers, FX_BN=128) compiles with
+//                       at most 3 stages beside the reserved staging buffer (96 regs; it stages
+//                       nothing: 16 named barriers are too few) but is unmeasured: it hung in run 4
+//                       with the old register targets.
 //   FX_BN        [256]  CTA tile cols (N).  128 or 256 (wgmma m64nBNk16; one instruction per k16).
 //   FX_BK        [64]   K per pipeline stage.  Must be 64 (= one 128-byte swizzle row of 16-bit elements).
 //   FX_STAGES    [4]    shared-memory ring depth.  4 for 128x256 (48 KB/stage), up to 6 for 128x128.
@@ -162,7 +164,9 @@ static_assert(FX_A_KMAJOR == 1, "sm90 template needs A K-contiguous");
 #else
 #define FX_SM90_STAGED_IN 0
 #endif
-static_assert(FX_STAGES >= 2 && FX_STAGES * (FX_BM + FX_BN) * FX_BK * 2 + FX_STAGE_BYTES + 1024 <= 227 * 1024,
+// 227 KB per block, less the static barriers (fx_bars: 2 * FX_STAGES + 2 of 8 bytes).
+static_assert(FX_STAGES >= 2 && FX_STAGES * (FX_BM + FX_BN) * FX_BK * 2 + FX_STAGE_BYTES + 1024 +
+                  (2 * FX_STAGES + 2) * 8 <= 227 * 1024,
               "shared memory ring too large");
 static_assert(FX_CLUSTER_M == 1 || FX_CLUSTER_M == 2, "FX_CLUSTER_M must be 1 or 2");
 static_assert(FX_CONSUMERS * (FX_CONSUMER_REGS - FX_SM90_ENTRY_REGS) <= FX_SM90_ENTRY_REGS - FX_PRODUCER_REGS,
@@ -605,11 +609,12 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       // m64nNk16 f32 accumulator: d[4j+0,1] = (row, 8j + 2*(lane%4) + {0,1}), d[4j+2,3] = row + 8,
       // row = 16*warp + lane/4 within the 64-row block.
       const long long col = (long long)tn * BN + (lane % 4) * 2;
-      // A tile wholly inside the output, with outputs that take paired stores everywhere,
-      // takes a branch-free path (fx_epilogue2_vec), so the compiler can issue the epilogue's
-      // input loads of many column pairs together instead of one latency per pair.
-      // Its column values (bias, per-column scales: fx_epilogue_cols) are computed once per column
-      // pair and serve the thread's 2 * SUB rows there.
+      // A tile wholly inside the output, with outputs that take paired (or staged) stores
+      // everywhere, takes a branch-free path (fx_epilogue2_vec / _packed), so the compiler can
+      // issue the epilogue's input loads of many column pairs together instead of one latency
+      // per pair. Its column values (bias, per-column scales: fx_epilogue_cols) are computed once
+      // per column pair and serve the thread's 2 * SUB rows there (the staged path: per 64-row
+      // sub-tile, so 2 rows).
       const bool whole = (long long)(tm + 1) * BM <= p.M && (long long)(tn + 1) * BN <= p.N && fx_epilogue2_vec_ok(p);
       const long long row = (long long)tm * BM + row0 + warp * 16 + lane / 4;
 #if FX_SM90_STAGED

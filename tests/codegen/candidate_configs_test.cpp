@@ -26,9 +26,8 @@ TEST(CandidateConfigs, HeuristicFirstThenEveryHopperTile) {
   const spec::ChainSpec gelu = loadSpec("bf16_linear3d_bias_gelu");
   const std::vector<KernelConfig> c = candidateConfigsForSize(gelu, 4096, 4096, 14336, 1, 90);
   ASSERT_EQ(c.size(), 6u);
-  // GELU at K = 14336: the heuristic keeps the Hopper kernel off (epilogueWinsOnHopper); the
-  // measurement may not.
-  EXPECT_EQ(describeConfig(c[0]), describeConfig(chooseConfigForSize(gelu, 4096, 4096, 14336, 1, 90)));
+  // GELU at K = 14336: the heuristic (first) keeps the Hopper kernel off (epilogueWinsOnHopper);
+  // the measurement may not.
   EXPECT_EQ(c[0].variant, "sm80_mma");
   std::set<std::string> texts;
   for (const KernelConfig& k : c) texts.insert(describeConfig(k));

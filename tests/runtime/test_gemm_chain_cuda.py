@@ -421,10 +421,10 @@ def test_fast_math_activations_on_special_values_hopper(op, dtype):
     run_child(SPECIAL_VALUES_CHILD, op, dtype, FXFUSE_SM90_ALL_EPILOGUES="1")
 
 
-# The Hopper kernel's fast path reads a 16-bit residual two columns at a time (one 4-byte load)
-# when it is contiguous along n, 4-byte aligned and every row starts aligned
-# (fx_epilogue2_vec_ok); any other layout sends the launch to the per-element edge path. Both,
-# on bias + GELU + residual (child process: FXFUSE_SM90_ALL_EPILOGUES is read once).
+# The Hopper kernel's fast path stages a 16-bit residual with the output (16-byte loads) when it
+# is contiguous along n, 16-byte aligned and every row starts aligned (fx_epilogue2_vec_ok);
+# any other layout sends the launch to the per-element edge path. Both, on bias + GELU +
+# residual (child process: FXFUSE_SM90_ALL_EPILOGUES is read once).
 HOPPER_RESIDUAL_CHILD = """
 import torch, fxfuse._C as C
 from runtime_chain_cases import CASES, SpecBuilder, check_outputs, randn
@@ -469,6 +469,55 @@ print("ok")
 @needs_sm90
 def test_hopper_residual_in_every_layout():
     run_child(HOPPER_RESIDUAL_CHILD, FXFUSE_SM90_ALL_EPILOGUES="1")
+
+
+# The staged stores and the staged residual on every Hopper tile the autotune may pick (the
+# 128x128 ping-pong tile stages two 64-row sub-tiles, the cooperative tiles one 64-row block
+# per consumer; review, session 8): bias + GELU + residual, a batched residual with its batch
+# broadcast (sb = 0), a residual broadcast along m (sm = 0), and a chain without a residual.
+# Several tiles per shape (M = 512: two whole 256-row tiles and edge tiles along N = 520).
+HOPPER_STAGED_TILES_CHILD = """
+import torch, fxfuse._C as C
+from runtime_chain_cases import CASES, SpecBuilder, check_outputs, randn
+gemm_chain = torch.ops.fxfuse.gemm_chain.default
+M, N, K, B = 512, 520, 192, 2
+def every_tile(inputs, spec, want, what):
+    tiles = [c for c in C.kernel_candidates(inputs, spec) if c.startswith("sm90_wgmma")]
+    assert len(tiles) == 5, tiles
+    for tile in tiles:
+        C.set_kernel_choice(inputs, spec, tile)
+        before = C.stats()
+        (out,) = gemm_chain(inputs, spec)
+        torch.cuda.synchronize()
+        assert C.stats()["launches"] == before["launches"] + 1, (what, tile)
+        assert torch.isfinite(out).all(), (what, tile, "an element was not written (poisoned NaN)")
+        err = ((out.double() - want).abs() - (2e-2 * want.abs() + 2e-2)).max().item()
+        assert err <= 0, (what, tile, err)  # per element
+for dt in (torch.bfloat16, torch.float16):
+    torch.manual_seed(0)
+    case = CASES["residual"](dt, "cuda", M, N, K)
+    for tile in [c for c in C.kernel_candidates(case.inputs, case.spec) if c.startswith("sm90_wgmma")]:
+        C.set_kernel_choice(case.inputs, case.spec, tile)
+        check_outputs(case, gemm_chain(case.inputs, case.spec), dt)
+    x, w = randn((B, M, K), dt, "cuda"), randn((B, K, N), dt, "cuda", K ** -0.5)
+    prod = torch.bmm(x.double(), w.double())
+    for dims, shape in (("bmn", (1, M, N)), ("bmn", (B, 1, N))):  # sb = 0; sm = 0
+        s = SpecBuilder("bmm")
+        xs, ws = s.input(dt, "bmk"), s.input(dt, "bkn")
+        s.output(s.op("add", s.mm(xs, ws, torch.float32), s.input(dt, dims), dtype=dt))
+        r = randn(shape, dt, "cuda").expand(B, M, N)
+        every_tile([x, w, r], s.text(), prod + r.double(), shape)
+    s = SpecBuilder("bmm")
+    xs, ws = s.input(dt, "bmk"), s.input(dt, "bkn")
+    s.output(s.op("silu", s.mm(xs, ws, torch.float32), dtype=dt))
+    every_tile([x, w], s.text(), torch.nn.functional.silu(prod), "silu")
+print("ok")
+"""
+
+
+@needs_sm90
+def test_hopper_staged_paths_on_every_tile():
+    run_child(HOPPER_STAGED_TILES_CHILD, FXFUSE_SM90_ALL_EPILOGUES="1")
 
 
 def test_call_site_cache_sees_new_pointers_and_strides():
