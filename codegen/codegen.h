@@ -18,6 +18,10 @@ struct ProblemShape {
   bool b_kmajor = false;  // B stored [N,K] (k contiguous); false: [K,N] (n contiguous)
   int align_bytes_a = 16; // largest power of two dividing A's base address and row stride, bytes
   int align_bytes_b = 16;
+  // The same, smallest over the epilogue's inputs along m and n (residuals); 1 where one is not
+  // contiguous along n. The Hopper fast path stages such an input only at 16 (else its whole
+  // launch takes the per-element edge path), so below 16 the planner does not count on it.
+  int align_bytes_residual = 16;
 };
 
 // variant: "simt" (fp32 FFMA), "sm80_mma" (mma.sync), "sm90_wgmma", "gemv".

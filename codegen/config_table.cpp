@@ -51,7 +51,7 @@ struct VariantRow {
 // 32-bit output, erf-GELU, division, logarithms...) lost in Runs C-J and stay unfused.
 constexpr long long kExpensiveEpilogueMaxK = 4096;
 
-bool epilogueWinsOnHopper(const spec::ChainSpec& spec, long long K) {
+bool epilogueWinsOnHopper(const spec::ChainSpec& spec, const ProblemShape& shape) {
   // Measurement knob (bench/bench_chains.py --all-epilogues): time the Hopper kernel on every
   // epilogue, to re-decide this rule when the kernel changes. Not for production use.
   static const bool all = [] {
@@ -64,7 +64,8 @@ bool epilogueWinsOnHopper(const spec::ChainSpec& spec, long long K) {
   static const char* const kExpensive[] = {"tanh", "exp", "log", "erf", "sigmoid", "sin", "cos",
                                            "gelu", "gelu_tanh", "silu", "pow", "sqrt", "rsqrt",
                                            "hardswish", "div", "reciprocal"};
-  bool cheap = true, measured = K <= kExpensiveEpilogueMaxK && stagedEverything(spec);
+  bool cheap = true, measured = shape.K <= kExpensiveEpilogueMaxK && stagedEverything(spec) &&
+                                shape.align_bytes_residual >= 16;
   const int mm = spec.mmIndex();
   for (int i = mm + 1; i < static_cast<int>(spec.values.size()); ++i) {
     const spec::Value& v = spec.values[i];
@@ -252,7 +253,7 @@ namespace {
 // The first row that applies, for a validated spec and its operand analyses.
 KernelConfig chooseValidated(const spec::ChainSpec& checked, const OperandInfo& a, const OperandInfo& b,
                              const ProblemShape& shape, int sm_arch) {
-  Query q{a, b, shape, sm_arch, epilogueWinsOnHopper(checked, shape.K)};
+  Query q{a, b, shape, sm_arch, epilogueWinsOnHopper(checked, shape)};
   for (const VariantRow& r : kRows)
     if (embeddedFile(r.templ) && r.applies(q)) return r.config(q);
   throw std::logic_error("fxfuse internal error: no kernel variant applies (please report a bug)");

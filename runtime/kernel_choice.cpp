@@ -32,7 +32,9 @@ std::string memoryKey(const CachedSpec& spec, const std::string& problem, const 
 std::string problemClass(const codegen::ProblemShape& p) {
   return std::to_string(p.B) + "," + std::to_string(p.M) + "," + std::to_string(p.N) + "," + std::to_string(p.K) +
          "," + (p.a_kmajor ? "1" : "0") + "," + (p.b_kmajor ? "1" : "0") + "," + std::to_string(p.align_bytes_a) +
-         "," + std::to_string(p.align_bytes_b);
+         "," + std::to_string(p.align_bytes_b) +
+         // only when it is not 16, so that the keys of chains without a residual stay as they were
+         (p.align_bytes_residual < 16 ? ",r" + std::to_string(p.align_bytes_residual) : "");
 }
 
 std::string choiceCacheKey(const std::string& specText, const std::string& problem, const std::string& gpu) {

@@ -279,6 +279,15 @@ TEST(ChooseConfig, Table) {
   deep.K = 14336;
   EXPECT_EQ(chooseConfig(tanh_gelu, deep, 90).variant, "sm80_mma");
   EXPECT_EQ(chooseConfig(loadSpec("bare_bf16_mm"), deep, 90).variant, hopper);
+  // A residual the fast path cannot stage (not 16-byte aligned, or not contiguous along n)
+  // would send the whole launch to the per-element edge path: the unfused path instead.
+  const spec::ChainSpec residual = spec::parseSpec(
+      "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
+      "%3 = input 2 bf16 [m,n]\n%4 = add %2 %3 : bf16\noutput %4\n");
+  EXPECT_EQ(chooseConfig(residual, big, 90).variant, hopper);
+  ProblemShape unstaged = big;
+  unstaged.align_bytes_residual = 4;
+  EXPECT_EQ(chooseConfig(residual, unstaged, 90).variant, "sm80_mma");
   EXPECT_EQ(chooseConfig(loadSpec("bare_bf16_mm"), big, 90).variant, hopper);
   // A prologue on A rules out wgmma's TMA path.
   EXPECT_EQ(chooseConfig(loadSpec("a_prologue_row_scale"), big, 90).variant, "sm80_mma");

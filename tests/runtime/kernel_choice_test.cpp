@@ -57,6 +57,9 @@ codegen::ProblemShape problem(long long M, int alignA = 16) {
 TEST_F(KernelChoiceTest, ProblemClassNamesWhatSelectsAKernel) {
   EXPECT_EQ(problemClass(problem(4096)), "1,4096,4096,1024,1,0,16,16");
   EXPECT_NE(problemClass(problem(4096)), problemClass(problem(4096, 8)));  // alignment counts
+  codegen::ProblemShape residual8 = problem(4096);
+  residual8.align_bytes_residual = 8;  // a residual the Hopper kernel cannot stage
+  EXPECT_EQ(problemClass(residual8), "1,4096,4096,1024,1,0,16,16,r8");
 }
 
 TEST_F(KernelChoiceTest, NoneMadeMeansTheHeuristic) {
