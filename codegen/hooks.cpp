@@ -484,10 +484,6 @@ class HookEmitter {
     }
   }
 
-  // A chain with one 16-bit output (stagedStore): the Hopper template stages the output's
-  // packed pairs in shared memory and writes whole 128-byte row segments with 16-byte stores
-  // (each thread's accumulator fragment holds 2 columns of a row: stored straight from it, a
-  // warp instruction writes 8 rows x 16 bytes, half of each 32-byte sector it touches).
   // Of a staged chain's paired element inputs (16-bit, along m and n: a residual): the one the
   // template also stages, loading 16 bytes per lane into the staging buffer and reading its pairs
   // back from there (as 4-byte pair loads, a warp's load reads 8 rows x 16 bytes, and the
@@ -497,6 +493,10 @@ class HookEmitter {
     return stagedStore(spec_) && elem_inputs.size() == 1 ? elem_inputs[0] : -1;
   }
 
+  // A chain with one 16-bit output (stagedStore): the Hopper template stages the output's
+  // packed pairs in shared memory and writes whole 128-byte row segments with 16-byte stores
+  // (each thread's accumulator fragment holds 2 columns of a row: stored straight from it, a
+  // warp instruction writes 8 rows x 16 bytes, half of each 32-byte sector it touches).
   template <typename EmitPairValues>
   void emitStagedStoreHelpers(const EmitPairValues& emit_pair_values, const char* vec_signature, int staged_in) {
     const DType d = spec_.values[spec_.outputs[0]].dtype;
