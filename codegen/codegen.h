@@ -22,6 +22,9 @@ struct ProblemShape {
   // contiguous along n. The Hopper fast path stages such an input only at 16 (else its whole
   // launch takes the per-element edge path), so below 16 the planner does not count on it.
   int align_bytes_residual = 16;
+  // The same over the 16-bit epilogue inputs along n without m (a bias, a column scale), which
+  // the fast path reads in 4-byte pairs: below 4 the planner does not count on it.
+  int align_bytes_columns = 16;
 };
 
 // variant: "simt" (fp32 FFMA), "sm80_mma" (mma.sync), "sm90_wgmma", "gemv".

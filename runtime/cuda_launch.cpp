@@ -279,13 +279,16 @@ Plan makePlan(at::TensorList inputs, std::shared_ptr<const CachedSpec> entry) {
   setLayoutFromSpec(spec, &p);
   if (plan.aInput >= 0) p.align_bytes_a = alignBytes(plan.tensors[spec.values[plan.aInput].slot]);
   if (plan.bInput >= 0) p.align_bytes_b = alignBytes(plan.tensors[spec.values[plan.bInput].slot]);
-  // residuals (inputs along m and n, not k): the Hopper fast path stages them at 16 bytes
+  // epilogue inputs along n (not k): the Hopper fast path stages residuals (also along m) at 16
+  // bytes and reads 16-bit column inputs in 4-byte pairs
   for (const Value& v : spec.values) {
-    if (v.kind != ValueKind::Input || v.dims.find('m') == std::string::npos ||
-        v.dims.find('n') == std::string::npos || v.dims.find('k') != std::string::npos)
+    if (v.kind != ValueKind::Input || v.dims.find('n') == std::string::npos || v.dims.find('k') != std::string::npos)
       continue;
     const int a = plan.strides[v.slot].n == 1 ? alignBytes(plan.tensors[v.slot]) : 1;
-    p.align_bytes_residual = std::min(p.align_bytes_residual, a);
+    if (v.dims.find('m') != std::string::npos)
+      p.align_bytes_residual = std::min(p.align_bytes_residual, a);
+    else if (v.dtype == spec::DType::BF16 || v.dtype == spec::DType::F16)
+      p.align_bytes_columns = std::min(p.align_bytes_columns, a);
   }
   return plan;
 }

@@ -34,7 +34,8 @@ std::string problemClass(const codegen::ProblemShape& p) {
          "," + (p.a_kmajor ? "1" : "0") + "," + (p.b_kmajor ? "1" : "0") + "," + std::to_string(p.align_bytes_a) +
          "," + std::to_string(p.align_bytes_b) +
          // only when it is not 16, so that the keys of chains without a residual stay as they were
-         (p.align_bytes_residual < 16 ? ",r" + std::to_string(p.align_bytes_residual) : "");
+         (p.align_bytes_residual < 16 ? ",r" + std::to_string(p.align_bytes_residual) : "") +
+         (p.align_bytes_columns < 16 ? ",c" + std::to_string(p.align_bytes_columns) : "");
 }
 
 std::string choiceCacheKey(const std::string& specText, const std::string& problem, const std::string& gpu) {

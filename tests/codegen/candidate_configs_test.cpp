@@ -78,7 +78,7 @@ int maxSpillBytes(const std::string& log) {
 }
 
 // Every Hopper candidate is a kernel NVRTC builds for sm_90a, whatever the epilogue, on the
-// two-output residual + SiLU chain, the one that spilled most in the ping-pong tiles
+// two-output residual + SiLU chain, the one that spilled most in the ping-pong tiles, and a staged chain
 // (bench/sm90/SPILLS.md). No tile spills, except the 64x128 ping-pong one: ptxas keeps the
 // consumer's two 64-bit tile counters in local memory across its whole-tile epilogue (16
 // bytes, stored and loaded once per tile), whose 64-bit output and input addresses fill the
@@ -88,15 +88,24 @@ TEST(CandidateConfigs, EveryHopperTileCompiles) {
   const char* optOut = std::getenv("FXFUSE_NO_NVRTC");
   if (optOut && std::string(optOut) == "1") GTEST_SKIP() << "FXFUSE_NO_NVRTC=1";
   ASSERT_FALSE(findNvrtc().empty()) << "libnvrtc not found; set FXFUSE_NVRTC_PATH or FXFUSE_NO_NVRTC=1";
-  const spec::ChainSpec spec = loadSpec("f16_residual_silu_two_outputs");
-  const std::vector<KernelConfig> c = candidateConfigsForSize(spec, 4096, 4096, 4096, 1, 90);
+  // and a staged chain (one bf16 output, its residual staged with it: the shared-memory epilogue)
+  const spec::ChainSpec staged = spec::parseSpec(
+      "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
+      "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\n%6 = input 3 bf16 [m,n]\n"
+      "%7 = add %5 %6 : bf16\noutput %7\n");
+  // CTest runs this test a second time with FXFUSE_SM90_DESC_STEP=1 (tests/codegen/CMakeLists.txt)
+  const char* step = std::getenv("FXFUSE_SM90_DESC_STEP");
   int hopper = 0;
-  for (const KernelConfig& k : c) {
+  for (const spec::ChainSpec& spec : {loadSpec("f16_residual_silu_two_outputs"), staged})
+  for (const KernelConfig& k : candidateConfigsForSize(spec, 4096, 4096, 4096, 1, 90)) {
     if (k.variant != "sm90_wgmma") continue;
     ++hopper;
+    const KernelSource src = generate(spec, k);
+    if (step && std::string(step) == "1")
+      EXPECT_NE(src.code.find("#define FX_SM90_DESC_STEP 1"), std::string::npos) << "the knob is not in the source";
     Cubin out;
     try {
-      out = compileNvrtc(generate(spec, k), "sm_90a");
+      out = compileNvrtc(src, "sm_90a");
     } catch (const CompileError& e) {
       ADD_FAILURE() << describeConfig(k) << ": " << e.what();
       continue;
@@ -104,13 +113,15 @@ TEST(CandidateConfigs, EveryHopperTileCompiles) {
     EXPECT_EQ(out.image.substr(0, 4), std::string("\x7f" "ELF")) << describeConfig(k);
     EXPECT_NE(out.log.find("Compiling entry function"), std::string::npos) << out.log;
     // No tile spills since session 7 (bench/sm90/SPILLS.md): the 64x128 ping-pong tile spilled
-    // 16 bytes here before.
-    const int allowed = 0;
+    // 16 bytes here before. With the descriptor stepping (off by default, not yet run on a GPU)
+    // the staged chain spills 4 bytes in the 128x128 ping-pong tile and 8 in the 128x256 one
+    // (SPILLS.md session 8): allowed there until that mode is measured.
+    const int allowed = step && std::string(step) == "1" ? 8 : 0;
     const int spilled = maxSpillBytes(out.log);
     EXPECT_GE(spilled, 0) << "no ptxas statistics in the log:\n" << out.log;
     EXPECT_LE(spilled, allowed) << describeConfig(k) << " spills:\n" << out.log;
   }
-  EXPECT_EQ(hopper, 5);
+  EXPECT_EQ(hopper, 10);
 }
 
 }  // namespace

@@ -288,6 +288,25 @@ TEST(ChooseConfig, Table) {
   ProblemShape unstaged = big;
   unstaged.align_bytes_residual = 4;
   EXPECT_EQ(chooseConfig(residual, unstaged, 90).variant, "sm80_mma");
+  // The same for a 16-bit bias the fast path cannot pair, whatever the epilogue.
+  ProblemShape odd_bias = big;
+  odd_bias.align_bytes_columns = 2;
+  const char* head = "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n";
+  const spec::ChainSpec bias_relu = spec::parseSpec(std::string(head) +
+                                                    "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = relu %4 : bf16\noutput %5\n");
+  EXPECT_EQ(chooseConfig(bias_relu, big, 90).variant, hopper);
+  EXPECT_EQ(chooseConfig(bias_relu, odd_bias, 90).variant, "sm80_mma");
+  // Only what was measured fused: one GELU(tanh) or SiLU, M >= 512 (B x M).
+  for (const char* tail : {"%3 = sigmoid %2 : bf16\noutput %3\n", "%3 = tanh %2 : bf16\noutput %3\n",
+                           "%3 = silu %2 : f32\n%4 = gelu_tanh %3 : bf16\noutput %4\n"})
+    EXPECT_EQ(chooseConfig(spec::parseSpec(std::string(head) + tail), big, 90).variant, "sm80_mma") << tail;
+  const spec::ChainSpec silu = spec::parseSpec(std::string(head) + "%3 = silu %2 : bf16\noutput %3\n");
+  EXPECT_EQ(chooseConfig(silu, big, 90).variant, hopper);
+  ProblemShape small_m = big;
+  small_m.M = 256;
+  EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, "sm80_mma");
+  small_m.B = 2;  // 2 x 256 rows: as many as one 512-row matrix
+  EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, hopper);
   EXPECT_EQ(chooseConfig(loadSpec("bare_bf16_mm"), big, 90).variant, hopper);
   // A prologue on A rules out wgmma's TMA path.
   EXPECT_EQ(chooseConfig(loadSpec("a_prologue_row_scale"), big, 90).variant, "sm80_mma");

@@ -60,6 +60,8 @@ TEST_F(KernelChoiceTest, ProblemClassNamesWhatSelectsAKernel) {
   codegen::ProblemShape residual8 = problem(4096);
   residual8.align_bytes_residual = 8;  // a residual the Hopper kernel cannot stage
   EXPECT_EQ(problemClass(residual8), "1,4096,4096,1024,1,0,16,16,r8");
+  residual8.align_bytes_columns = 2;  // and a bias the fast path cannot pair
+  EXPECT_EQ(problemClass(residual8), "1,4096,4096,1024,1,0,16,16,r8,c2");
 }
 
 TEST_F(KernelChoiceTest, NoneMadeMeansTheHeuristic) {

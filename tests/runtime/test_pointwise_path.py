@@ -34,8 +34,8 @@ def _run(inputs, spec):
     return outs, before, C.stats()
 
 
-# (256, 4104, 384): the Hopper kernel would apply, but GELU past K = 4096 loses to the unfused
-# path (codegen/config_table.cpp epilogueWinsOnHopper); (1000, 776, 519): odd N, no TMA
+# (256, 4104, 384): two outputs and K past 4096, either of which keeps GELU off the Hopper kernel
+# (codegen/config_table.cpp epilogueWinsOnHopper); (1000, 776, 519): odd N, no TMA
 @pytest.mark.parametrize("m,k,n", [(256, 4104, 384), (1000, 776, 519), (3, 40, 7)])
 def test_chain_without_a_fast_kernel_runs_cublas_plus_one_epilogue_kernel(m, k, n, monkeypatch):
     monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")
@@ -52,6 +52,36 @@ def test_chain_without_a_fast_kernel_runs_cublas_plus_one_epilogue_kernel(m, k, 
     for got, want in ((y, ref), (pre, pre_ref)):
         assert not torch.isnan(got).any()
         assert ((got.double() - want).norm() / want.norm()).item() < 1e-2
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
+                    reason="needs sm_90 (the Hopper kernel)")
+@pytest.mark.parametrize("what", ["residual", "bias"])
+def test_input_the_hopper_fast_path_cannot_read_takes_the_unfused_path(what, monkeypatch):
+    """A residual the Hopper kernel cannot stage (a slice 2 bytes off 16-byte alignment) or a
+    bias it cannot pair (2 bytes off 4-byte alignment) would send its whole launch to the
+    per-element edge path: the op runs the unfused path instead (codegen epilogueWinsOnHopper,
+    the plan's align_bytes_residual / _columns). Aligned, the same chain takes the Hopper kernel."""
+    monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")
+    tail = "%3 = input 2 bf16 [m,n]\n%4 = add %2 %3 : bf16\noutput %4\n" if what == "residual" else \
+        "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = relu %4 : bf16\noutput %5\n"
+    spec = HEAD.format(g="mm", a="m,k", b="k,n") + tail
+    m, k, n = 512, 256, 520
+    assert C.kernel_variant(spec, m, n, k) == ("sm90_wgmma", True)
+    g = torch.Generator(device="cuda").manual_seed(n)
+    x = torch.randn(m, k, device="cuda", generator=g).bfloat16()
+    w = (torch.randn(k, n, device="cuda", generator=g) / k ** 0.5).bfloat16()
+    size = m * n if what == "residual" else n
+    for offset, pointwise in ((0, 0), (1, 1)):  # elements: 0 or 2 bytes off the allocation
+        e = torch.randn(size + 8, device="cuda", generator=g).bfloat16()[offset:offset + size]
+        e = e.view(m, n) if what == "residual" else e
+        (y,), before, after = _run([x, w, e], spec)
+        assert _delta(before, after, "launches") == 1, offset
+        assert _delta(before, after, "pointwise_launches") == pointwise, offset
+        ref = x.double() @ w.double() + e.double()
+        ref = ref if what == "residual" else torch.relu(ref)
+        assert not torch.isnan(y).any()
+        assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2, offset
 
 
 def test_bmm_chain(monkeypatch):
