@@ -36,6 +36,16 @@ export PYTHONUNBUFFERED=1 FXFUSE_CACHE_DIR=${FXFUSE_CACHE_DIR:-/tmp/fxfuse-cache
 OUTDIR=${OUT:-gpu-logs}; LOGS=$OUTDIR/logs; mkdir -p "$LOGS"
 rebuild() { python3 -m pip install --no-build-isolation --no-deps --no-index -e . > "$LOGS/$1" 2>&1; }
 build() { python3 -c "import fxfuse._C" 2>/dev/null || rebuild build.log || { tail -n 30 "$LOGS/build.log"; exit 1; }; }
+# Nsight Compute, full set, on bench/profile_kernels.py's cases named by $1: the SASS source page
+# (CSV, executed instructions and stall samples per instruction) and the details page under $LOGS
+ncu_full() {
+  local ncu; ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+  timeout 200 "$ncu" --clock-control none --profile-from-start off --set full --import-source no \
+    -o "$LOGS/prof" python3 bench/profile_kernels.py --only "$1" > "$LOGS/ncu.log" 2>&1
+  "$ncu" -i "$LOGS/prof.ncu-rep" --page source --csv --print-source sass > "$LOGS/sass.csv" 2>&1
+  "$ncu" -i "$LOGS/prof.ncu-rep" --page details > "$LOGS/details.txt" 2>&1
+  rm -f "$LOGS/prof.ncu-rep"
+}
 part=${1:-check}
 case "$part" in
   check)
@@ -99,12 +109,7 @@ case "$part" in
   ncu-gemv)
     # per-instruction executions and stall samples, read per opcode in bench/gemv/NOTES.md
     build
-    NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
-    timeout 200 "$NCU" --clock-control none --profile-from-start off --set full --import-source no \
-      -o "$LOGS/i8" python3 bench/profile_kernels.py --only "int8 linear+bias M=16 4096x14336" > "$LOGS/ncu.log" 2>&1
-    "$NCU" -i "$LOGS/i8.ncu-rep" --page source --csv --print-source sass > "$LOGS/sass.csv" 2>&1
-    "$NCU" -i "$LOGS/i8.ncu-rep" --page details > "$LOGS/details.txt" 2>&1
-    rm -f "$LOGS/i8.ncu-rep"
+    ncu_full "int8 linear+bias M=16 4096x14336"
     grep -E "Duration|DRAM Throughput|Registers Per|Achieved Occupancy|Warp Cycles Per Issued|Issued Warp Per|No Eligible" \
       "$LOGS/details.txt" | head -n 12
     ;;
@@ -112,12 +117,7 @@ case "$part" in
     # issue 6: where the fused Hopper kernel's instructions go at 4096^3 (2.1x cuBLAS's; power-
     # bound under sustained load, bench/sm90/NOTES.md session 8), per SASS opcode, beside cuBLAS
     build
-    NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
-    timeout 200 "$NCU" --clock-control none --profile-from-start off --set full --import-source no \
-      -o "$LOGS/hop" python3 bench/profile_kernels.py --only "4096^3" > "$LOGS/ncu.log" 2>&1
-    "$NCU" -i "$LOGS/hop.ncu-rep" --page source --csv --print-source sass > "$LOGS/sass.csv" 2>&1
-    "$NCU" -i "$LOGS/hop.ncu-rep" --page details > "$LOGS/details.txt" 2>&1
-    rm -f "$LOGS/hop.ncu-rep"
+    ncu_full "4096^3"
     python3 bench/sass_opcode_counts.py "$LOGS/sass.csv" --top 30 | tee "$LOGS/opcodes.txt"
     timeout 40 python3 bench/sm90/clocks_under_load.py | tee "$LOGS/clocks.txt"
     ;;
