@@ -51,6 +51,13 @@ enum class Baseline { Eager, Inductor };
 // unfused through ATen on CUDA, so that a rewrite never makes a model slower.
 bool isFastVariant(const KernelConfig& config, Baseline baseline = Baseline::Eager);
 
+// Whether the fused kernel `config` (chooseConfigForSize's answer for this spec and size) beats
+// the baseline there: isFastVariant, and against Inductor also the Hopper kernel at the shapes
+// where it was measured faster than torch.compile (K = 1024, M x B >= 4096, N >= 4096, no
+// residual: 1.12-1.58x in bench/RESULTS.md Runs L and M).
+bool beatsBaseline(const spec::ChainSpec& spec, const KernelConfig& config, long long M, long long N, long long K,
+                   long long B, Baseline baseline);
+
 // How the runtime sizes the grid for a KernelSource (launchDims does it; this says how).
 enum class GridPolicy {
   Tiles,       // grid (ceil(N/bn), ceil(M/bm), B): one CTA per output tile

@@ -40,7 +40,8 @@ std::optional<Rejection> checkProfitable(const GraphIndex& index, const GemmMatc
   try {
     const codegen::KernelConfig config = codegen::chooseConfigForSize(spec, m, n, *k, b, sm);
     const bool inductor = options.baseline == "inductor";
-    if (codegen::isFastVariant(config, inductor ? codegen::Baseline::Inductor : codegen::Baseline::Eager))
+    if (codegen::beatsBaseline(spec, config, m, n, *k, b,
+                               inductor ? codegen::Baseline::Inductor : codegen::Baseline::Eager))
       return std::nullopt;
     return Rejection{"not_profitable",
                      fmt::format("no kernel faster than unfused {} for M={}, K={}, N={} (it would run as {})",

@@ -90,17 +90,19 @@ def test_pass_leaves_unprofitable_chains_unfused(act, k, fused, reason):
     assert sum("gemm_chain" in str(n.target) for n in gm2.graph.nodes) == 1
 
 
-@pytest.mark.parametrize("baseline,m,fused", [
-    ("eager", 4096, 1),      # fxfuse.rewrite: beats cuBLAS + ATen's add and relu kernels
-    ("inductor", 4096, 0),   # torch.compile: loses to cuBLAS + one Inductor kernel (Run E)
-    ("inductor", 8, 1),      # decode: the gemv beats Inductor too
+@pytest.mark.parametrize("baseline,m,k,fused", [
+    ("eager", 4096, 4096, 1),      # fxfuse.rewrite: beats cuBLAS + ATen's add and relu kernels
+    ("inductor", 4096, 4096, 0),   # torch.compile: loses to cuBLAS + one Inductor kernel (Runs E, M)
+    ("inductor", 4096, 1024, 1),   # ... but wins at K = 1024 (Runs L, M: 1.12-1.58x)
+    ("inductor", 2048, 1024, 0),   # ... measured only from M = 4096
+    ("inductor", 8, 4096, 1),      # decode: the gemv beats Inductor too
 ])
-def test_baseline_decides_what_fused_must_beat(baseline, m, fused):
+def test_baseline_decides_what_fused_must_beat(baseline, m, k, fused):
     import torch
 
     from fxfuse.pass_driver import Options, run_on_graph
 
-    gm = _traced_on_fake_cuda(lambda x, w, b: torch.relu(torch.mm(x, w) + b), (m, 4096), (4096, 4096), (4096,))
+    gm = _traced_on_fake_cuda(lambda x, w, b: torch.relu(torch.mm(x, w) + b), (m, k), (k, 4096), (4096,))
     res = run_on_graph(gm.graph, Options(precompile=False, arch="sm_90", baseline=baseline), "planner")
     assert sum("gemm_chain" in str(n.target) for n in gm.graph.nodes) == fused
     if not fused:
