@@ -45,8 +45,8 @@ enum class Baseline { Eager, Inductor };
 
 // True for the variants that beat (or match) the baseline on the problems chooseConfig gives
 // them. Against eager: "sm90_wgmma" and "gemv". Against Inductor: "gemv" only (the Hopper
-// kernel, at 1.24-1.5x cuBLAS mm alone, loses to mm + Inductor's fused pointwise kernel:
-// bench/RESULTS.md Run E). False for the generic fallbacks ("sm80_mma", "simt"), which are
+// kernel loses to mm + Inductor's fused pointwise kernel at most shapes: bench/RESULTS.md Runs
+// E, M; beatsBaseline names where it wins). False for the generic fallbacks ("sm80_mma", "simt"), which are
 // correct but may be slower than cuBLAS + ATen elementwise: the runtime runs such chains
 // unfused through ATen on CUDA, so that a rewrite never makes a model slower.
 bool isFastVariant(const KernelConfig& config, Baseline baseline = Baseline::Eager);
