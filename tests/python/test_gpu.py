@@ -90,31 +90,32 @@ def test_training_backward_bf16():
     assert fxfuse.stats()["chains_fused"] >= 1
 
 
+def _with_default_planner(model, x):
+    """fxfuse.stats() after `model` ran through the backend with its default options (the
+    planner against Inductor, the op's own kernel choice) and matched eager on x."""
+    model = model.to(DEV, torch.bfloat16).eval()
+    compiled = torch.compile(model, backend="fxfuse")
+    with torch.no_grad():
+        assert rel_err(compiled(x), model(x)) < BF16_TOL
+    return fxfuse.stats()
+
+
 def test_planner_fuses_against_inductor_where_measured_faster(monkeypatch):
-    # Default options: bias + ReLU at M=4096, K=1024, N=4096 on Hopper beats cuBLAS plus
-    # Inductor's pointwise kernel (bench/RESULTS.md Runs L, M; codegen::beatsBaseline): fc1 fuses.
-    # fc2 (K=4096, a bare addmm) stays with Inductor.
+    # bias + ReLU at M=4096, K=1024, N=4096 on Hopper beats cuBLAS plus Inductor's pointwise
+    # kernel (bench/RESULTS.md Runs L, M; codegen::beatsBaseline): fc1 fuses. fc2 (K=4096, a bare
+    # addmm) stays with Inductor.
     if torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("the Hopper kernel needs sm_90")
     monkeypatch.delenv("FXFUSE_FORCE_KERNEL", raising=False)
-    model = MLP(1024, 4096, "relu").to(DEV, torch.bfloat16).eval()
-    compiled = torch.compile(model, backend="fxfuse")
-    x = torch.randn(4096, 1024, device=DEV, dtype=torch.bfloat16)
-    with torch.no_grad():
-        assert rel_err(compiled(x), model(x)) < BF16_TOL
-    assert fxfuse.stats()["chains_fused"] == 1, fxfuse.stats()
+    s = _with_default_planner(MLP(1024, 4096, "relu"), torch.randn(4096, 1024, device=DEV, dtype=torch.bfloat16))
+    assert s["chains_fused"] == 1, s
 
 
 def test_planner_leaves_unprofitable_chains_to_inductor(monkeypatch):
-    # Default options: a GELU epilogue at M=128 has no fast kernel on Hopper (the measured
-    # planner rule, codegen/config_table.cpp), so the chain stays unfused, reported as such.
+    # A GELU epilogue at M=128 has no fast kernel on Hopper (the measured planner rule,
+    # codegen/config_table.cpp), so the chain stays unfused, reported as such.
     monkeypatch.delenv("FXFUSE_FORCE_KERNEL", raising=False)
-    model = MLP(256, 1024, "gelu_tanh").to(DEV, torch.bfloat16).eval()
-    compiled = torch.compile(model, backend="fxfuse")
-    x = torch.randn(128, 256, device=DEV, dtype=torch.bfloat16)
-    with torch.no_grad():
-        assert rel_err(compiled(x), model(x)) < BF16_TOL
-    s = fxfuse.stats()
+    s = _with_default_planner(MLP(256, 1024, "gelu_tanh"), torch.randn(128, 256, device=DEV, dtype=torch.bfloat16))
     assert s["chains_fused"] == 0
     assert s["rejections"].get("not_profitable", 0) >= 1, s
 
