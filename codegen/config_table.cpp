@@ -73,9 +73,7 @@ bool epilogueWinsOnHopper(const spec::ChainSpec& spec, const ProblemShape& shape
                                 stagedEverything(spec) && shape.align_bytes_residual >= 16;
   int expensive_ops = 0;
   for (const spec::Value& v : spec.values) {
-    if (v.kind == spec::ValueKind::Input && v.dims.find('m') != std::string::npos &&
-        v.dims.find('n') != std::string::npos && v.dims.find('k') == std::string::npos)
-      cheap = false;  // a full [M, N] extra input (residual)
+    if (spec::isResidualInput(v)) cheap = false;
     if (v.kind != spec::ValueKind::Op) continue;
     const auto is = [&](const char* op) { return v.op == op; };
     if (!std::any_of(std::begin(kExpensive), std::end(kExpensive), is)) continue;
@@ -174,10 +172,8 @@ const VariantRow kRows[] = {
     // Hopper: wgmma + TMA needs both operands to be raw 16-bit tensors, 16-byte aligned.
     // Against Inductor it loses on every measured chain (bench/RESULTS.md Run E, 2026-11-29:
     // 0.54-0.99x torch.compile default with bias+ReLU+cast, GELU, residual; only SiLU at one
-    // shape, where Inductor picked a slow template, won): Inductor keeps those GEMMs. Run L
-    // (2026-11-30, staged stores): 1.06-1.58x torch.compile at K = 1024 and 1.78-2.18x at
-    // 4096x4096x1024, but 0.84-0.99x at 4096^3, 2048x4096x4096 and K = 14336: still off
-    // against Inductor (a shape rule for it is the next step, docs/STATUS.md).
+    // shape, where Inductor picked a slow template, won): Inductor keeps those GEMMs, except
+    // where Runs L and M measured the staged kernel faster (beatsBaseline).
     {"sm90_wgmma", "kernels/sm90_wgmma_gemm.cuh", GridPolicy::Persistent, true, false,
      [](const Query& q) {
        // TMA loads A with k innermost: a transposed A is not expressible (the template checks).
@@ -254,10 +250,7 @@ bool beatsBaseline(const spec::ChainSpec& spec, const KernelConfig& config, long
   // bias+ReLU+cast: 1.12-1.58x in both runs) and loses at K = 4096 (4096^3: 0.92-1.06) and with
   // a residual (0.95-1.10). Only that measured region: K = 1024 exactly (smaller K shortens the
   // mainloop the other consumer's epilogue hides under; not measured), M x B >= 4096, N >= 4096.
-  for (const spec::Value& v : spec.values)
-    if (v.kind == spec::ValueKind::Input && v.dims.find('m') != std::string::npos &&
-        v.dims.find('n') != std::string::npos && v.dims.find('k') == std::string::npos)
-      return false;
+  if (std::any_of(spec.values.begin(), spec.values.end(), spec::isResidualInput)) return false;
   return K == 1024 && M * B >= 4096 && N >= 4096;
 }
 

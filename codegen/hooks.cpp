@@ -586,7 +586,7 @@ class HookEmitter {
   // (per element, a residual costs a 2-byte load and its own 64-bit address).
   bool isPairedElementInput(int i) const {
     const Value& v = spec_.values[i];
-    return isPairedColumnInput(i) && v.dims.find('m') != std::string::npos && v.dims.find('k') == std::string::npos;
+    return isPairedColumnInput(i) && spec::isResidualInput(v);
   }
 
   // A function's `, float in<i>` parameters for paired input values i, and the arguments of
@@ -705,9 +705,7 @@ bool stagedEverything(const ChainSpec& spec) {
   if (!stagedStore(spec)) return false;
   int residuals = 0;
   for (const Value& v : spec.values) {
-    if (v.kind != ValueKind::Input || v.dims.find('m') == std::string::npos || v.dims.find('n') == std::string::npos ||
-        v.dims.find('k') != std::string::npos)
-      continue;
+    if (!spec::isResidualInput(v)) continue;
     if (++residuals > 1 || (v.dtype != DType::BF16 && v.dtype != DType::F16) || innermost(v.dims) != 'n') return false;
   }
   return true;

@@ -285,7 +285,7 @@ Plan makePlan(at::TensorList inputs, std::shared_ptr<const CachedSpec> entry) {
     if (v.kind != ValueKind::Input || v.dims.find('n') == std::string::npos || v.dims.find('k') != std::string::npos)
       continue;
     const int a = plan.strides[v.slot].n == 1 ? alignBytes(plan.tensors[v.slot]) : 1;
-    if (v.dims.find('m') != std::string::npos)
+    if (spec::isResidualInput(v))
       p.align_bytes_residual = std::min(p.align_bytes_residual, a);
     else if (v.dtype == spec::DType::BF16 || v.dtype == spec::DType::F16)
       p.align_bytes_columns = std::min(p.align_bytes_columns, a);

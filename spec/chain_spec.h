@@ -70,6 +70,8 @@ const char* spaceName(Space s);
 // The logical dims a value varies along, as a subset of "bmkn" in that order: an input's
 // letters, the union of an op's operands, "mn" ("bmn") for mm. Needs a validated spec.
 std::string valueLetters(const ChainSpec& spec, int value);
+// An input along m and n but not k: a full-size extra operand of the epilogue (a residual).
+bool isResidualInput(const Value& v);
 // A constant as the canonical text prints it ("%.17g", "inf", "-inf", "nan").
 std::string formatConstant(double v);
 

@@ -190,6 +190,11 @@ const char* spaceName(Space s) {
   return "?";
 }
 
+bool isResidualInput(const Value& v) {
+  return v.kind == ValueKind::Input && v.dims.find('m') != std::string::npos && v.dims.find('n') != std::string::npos &&
+         v.dims.find('k') == std::string::npos;
+}
+
 std::string valueLetters(const ChainSpec& spec, int value) {
   // Forward over the prefix: each value's letters from its operands' (linear, no recursion).
   std::vector<std::string> letters(value + 1);
