@@ -526,6 +526,11 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     constexpr int SUB = FX_PINGPONG ? BM / 64 : 1;
     const int row0 = FX_PINGPONG ? 0 : cu * 64;
     float d[SUB][BN / 2];
+#if FX_SM90_STAGED
+    // This warp's staging block, FX_STAGE_WARP_BYTES after the ring (recomputed where it is
+    // used, not kept in a register across the mainloop).
+    const auto staging = [&] { return smem + S * STAGE_BYTES + (u32)((c * 4 + warp) * FX_STAGE_WARP_BYTES); };
+#endif
     // The producer fills the ring with every tile of this CTA in order, nk stages each; a
     // ping-pong consumer takes every other tile (local index j), so its ring position is j * nk.
     const long long first = FX_PINGPONG ? cu : 0, every = FX_PINGPONG ? 2 : 1;
@@ -537,6 +542,11 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       int b, tm, tn;
       tile_coords(t, ts.mtc, ts.nt, GROUP, b, tm, tn);
       tm = tm * CM + (int)crank;
+      // A tile wholly inside the output, with outputs and inputs in the fast path's layout
+      // (fx_epilogue2_vec_ok): the epilogue's branch-free path, and the staged input's prefetch.
+      const auto whole_tile = [&] {
+        return (long long)(tm + 1) * BM <= p.M && (long long)(tn + 1) * BN <= p.N && fx_epilogue2_vec_ok(p);
+      };
       // Ping-pong order: a stage's full barrier tells its phases apart only by parity, so a
       // consumer must not wait on a stage more than one fill ahead. Waiting until the other
       // consumer has passed every stage of the previous tile guarantees that, and it also
@@ -546,9 +556,8 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       // block) goes straight into the warp's staging buffer (free again since the last tile's
       // epilogue) before the mainloop, so its latency hides under the MMAs; cp.async holds no
       // registers across the mainloop (a register prefetch made ptxas spill 8-16 bytes).
-      if ((long long)(tm + 1) * BM <= p.M && (long long)(tn + 1) * BN <= p.N && fx_epilogue2_vec_ok(p)) {
-        const u32 lds = smem + S * STAGE_BYTES + (u32)((c * 4 + warp) * FX_STAGE_WARP_BYTES) +
-                        (u32)((lane / 8) * FX_STAGE_PITCH + (lane % 8) * 16);
+      if (whole_tile()) {
+        const u32 lds = staging() + (u32)((lane / 8) * FX_STAGE_PITCH + (lane % 8) * 16);
 #pragma unroll
         for (int it = 0; it < 4; ++it)
           cp_async_16(lds + it * 4 * FX_STAGE_PITCH,
@@ -615,14 +624,14 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       // per pair. Its column values (bias, per-column scales: fx_epilogue_cols) are computed once
       // per column pair and serve the thread's 2 * SUB rows there (the staged path: per 64-row
       // sub-tile, so 2 rows).
-      const bool whole = (long long)(tm + 1) * BM <= p.M && (long long)(tn + 1) * BN <= p.N && fx_epilogue2_vec_ok(p);
+      const bool whole = whole_tile();
       const long long row = (long long)tm * BM + row0 + warp * 16 + lane / 4;
 #if FX_SM90_STAGED
       if (whole) {
         // Per 16 x 64 block of the warp's rows: the fragment's packed pairs go to shared memory
         // (lane: rows lane/4 and +8, 4 bytes of each 16-byte column block), then each lane reads
         // 16 bytes (row 4*it + lane/8, column block lane%8) and stores them.
-        const u32 stage = smem + S * STAGE_BYTES + (u32)((c * 4 + warp) * FX_STAGE_WARP_BYTES);
+        const u32 stage = staging();
         const u32 sts = stage + (u32)((lane / 4) * FX_STAGE_PITCH + (lane % 4) * 4);
         const u32 lds = stage + (u32)((lane / 8) * FX_STAGE_PITCH + (lane % 8) * 16);
         const u32 bar = 1 + c * 4 + warp;
