@@ -383,7 +383,7 @@ class HookEmitter {
         const std::string base = "p.out[" + std::to_string(j) + "]";
         if (stagedStore(spec_))
           cond += wideCondition(base, batched);
-        else if (d == DType::BF16 || d == DType::F16)
+        else if (is16bit(d))
           cond += pairCondition(base, true, batched);
       }
       // Paired loads need their input laid out the same way; where one is not (a sliced or
@@ -454,7 +454,7 @@ class HookEmitter {
     auto emit_pair_values = [&] {
       for (int i : elem_inputs) {
         if (i == staged_in)
-          w_.line("const float2 in{} = fx_unpack2_{}(in_pair);  // {}", i, dtypeSuffix(spec_.values[i].dtype),
+          w_.line("const float2 in{} = fx_unpack2_{}(in_pair);  // {}", i, cvtSuffix(spec_.values[i].dtype),
                   lines_.at(i + 2));
         else
           emitPairedLoad(i);
@@ -473,9 +473,9 @@ class HookEmitter {
     for (size_t j = 0; j < outs.size(); ++j) {
       DType d = spec_.values[outs[j]].dtype;
       std::string base = "p.out[" + std::to_string(j) + "]";
-      if (d == DType::BF16 || d == DType::F16) {
+      if (is16bit(d)) {
         // sn == 1 (fx_epilogue2_vec_ok): n without its stride
-        w_.line("fx_st2_{}({}.ptr, {}, o0.o{}, o1.o{});", d == DType::BF16 ? "bf16" : "f16", base,
+        w_.line("fx_st2_{}({}.ptr, {}, o0.o{}, o1.o{});", cvtSuffix(d), base,
                 outOffset(base, "n", true), j, j);
       } else {
         w_.line("{}({}.ptr, {}, o0.o{});", storeFn(d), base, outOffset(base, "n"), j);
@@ -508,7 +508,7 @@ class HookEmitter {
     {
       auto fn = w_.block(fmt::format(vec_signature, "unsigned int", "fx_epilogue2_packed", in_param));
       emit_pair_values();
-      w_.line("return fx_pack2_{}(o0.o0, o1.o0);", dtypeSuffix(d));
+      w_.line("return fx_pack2_{}(o0.o0, o1.o0);", cvtSuffix(d));
     }
     w_.blank();
     w_.line("// The same pair stored (4 bytes).");
@@ -578,7 +578,7 @@ class HookEmitter {
   // innermost dim), read for both columns by one 4-byte load on the fast path.
   bool isPairedColumnInput(int i) const {
     const Value& v = spec_.values[i];
-    return v.kind == ValueKind::Input && (v.dtype == DType::BF16 || v.dtype == DType::F16) && innermost(v.dims) == 'n';
+    return v.kind == ValueKind::Input && is16bit(v.dtype) && innermost(v.dims) == 'n';
   }
 
   // Of the epilogue's inputs: a 16-bit one along m and n (not k: the GEMM's operands),
@@ -629,7 +629,7 @@ class HookEmitter {
   // (sn == 1 by fx_epilogue2_vec_ok, so n goes without its stride).
   void emitPairedLoad(int i) {
     const Value& v = spec_.values[i];
-    w_.line("const float2 in{} = fx_ld2_{}(p.in[{}].ptr, {});  // {}", i, dtypeSuffix(v.dtype), v.slot, pairedOffset(i),
+    w_.line("const float2 in{} = fx_ld2_{}(p.in[{}].ptr, {});  // {}", i, cvtSuffix(v.dtype), v.slot, pairedOffset(i),
             lines_.at(i + 2));
   }
 
@@ -643,8 +643,6 @@ class HookEmitter {
     return off;
   }
 
-  static const char* dtypeSuffix(DType d) { return d == DType::BF16 ? "bf16" : "f16"; }
-
  private:
   std::string outOffset(const std::string& base, const char* n, bool unit_sn = false) const {
     std::string off = unit_sn ? fmt::format("m * {0}.sm + {1}", base, n) : fmt::format("m * {0}.sm + {1} * {0}.sn", base, n);
@@ -656,10 +654,10 @@ class HookEmitter {
     DType d = spec_.values[spec_.outputs[j]].dtype;
     std::string base = "p.out[" + std::to_string(j) + "]";
     std::string st = storeFn(d);
-    if (d == DType::BF16 || d == DType::F16) {
+    if (is16bit(d)) {
       w_.line("const long long off{} = {};", j, outOffset(base, "n"));
       auto pair = w_.block("if (has1 && {0}.sn == 1 && fx_aligned4({0}.ptr, off{1}, 2))", base, j);
-      w_.line("fx_st2_{}({}.ptr, off{}, o0.o{}, o1.o{});", d == DType::BF16 ? "bf16" : "f16", base, j, j, j);
+      w_.line("fx_st2_{}({}.ptr, off{}, o0.o{}, o1.o{});", cvtSuffix(d), base, j, j, j);
       pair.chain("else");
       w_.line("{}({}.ptr, off{}, o0.o{});", st, base, j, j);
       w_.line("if (has1) {}({}.ptr, {}, o1.o{});", st, base, outOffset(base, "(n + 1)"), j);
@@ -697,8 +695,7 @@ class HookEmitter {
 
 bool stagedStore(const ChainSpec& spec) {
   if (spec.outputs.size() != 1) return false;
-  const DType d = spec.values[spec.outputs[0]].dtype;
-  return d == DType::BF16 || d == DType::F16;
+  return is16bit(spec.values[spec.outputs[0]].dtype);
 }
 
 bool stagedEverything(const ChainSpec& spec) {
@@ -706,7 +703,7 @@ bool stagedEverything(const ChainSpec& spec) {
   int residuals = 0;
   for (const Value& v : spec.values) {
     if (!spec::isResidualInput(v)) continue;
-    if (++residuals > 1 || (v.dtype != DType::BF16 && v.dtype != DType::F16) || innermost(v.dims) != 'n') return false;
+    if (++residuals > 1 || !is16bit(v.dtype) || innermost(v.dims) != 'n') return false;
   }
   return true;
 }
