@@ -1,0 +1,56 @@
+"""CPU check of FX_SM90_DESC_STEP's arithmetic (kernels/sm90_wgmma_gemm.cuh): for every tile of
+the autotune table, both B layouts, every stage, k-step, 64-row sub-tile and consumer, and every
+1024-byte-aligned shared base whose ring and staging buffer fit in 227 KB, the descriptor stepped
+from stage 0's (desc0 + (stage offset + k-step offset) / 16) equals make_desc of the address, as
+the template's default mode encodes it. A Python mirror of the two formulas; the GPU tests with
+FXFUSE_SM90_DESC_STEP=1 (scripts/gpu-session.sh desc-step) are the check of the kernel itself.
+
+  python3 bench/sm90/desc_step_check.py
+"""
+
+
+def encode(x):  # desc_encode: the 14-bit field of an address or stride in 16-byte units
+    return (x & 0x3FFFF) >> 4
+
+
+def make_desc(addr, lbo, sbo):  # the template's make_desc (128-byte swizzle, layout 1)
+    return encode(addr) | (encode(lbo) << 16) | (encode(sbo) << 32) | (1 << 62)
+
+
+BK = 64
+TILES = [(64, 256, 5, True), (64, 128, 8, True), (128, 128, 6, True), (128, 256, 4, False), (128, 128, 6, False)]
+STAGING = 2 * 4 * 16 * 144  # FX_STAGE_BYTES for two consumer warpgroups
+
+
+def main():
+    checked = bad = 0
+    for bm, bn, stages, pingpong in TILES:
+        sub_tiles = bm // 64 if pingpong else 1
+        a_bytes, stage_bytes = bm * BK * 2, (bm + bn) * BK * 2
+        for b_kmajor in (False, True):
+            lbo_b = 16 if b_kmajor else 64 * BK * 2
+            for base in range(0, 1 << 18, 1024):
+                if base + stages * stage_bytes + STAGING > 227 * 1024 + 1024:
+                    break
+                for consumer in range(2):
+                    row0 = 0 if pingpong else consumer * 64
+                    desc_a0 = make_desc(base + row0 * BK * 2, 16, 1024)
+                    desc_b0 = make_desc(base + a_bytes, lbo_b, 1024)
+                    for s in range(stages):
+                        step = s * (stage_bytes >> 4)
+                        s_a = base + s * stage_bytes + row0 * BK * 2
+                        s_b = base + s * stage_bytes + a_bytes
+                        for kk in range(BK // 16):
+                            b_off = kk * 32 if b_kmajor else kk * 16 * 128
+                            checked += 1
+                            bad += desc_b0 + step + (b_off >> 4) != make_desc(s_b + b_off, lbo_b, 1024)
+                            for sub in range(sub_tiles):
+                                a_off = sub * 64 * BK * 2 + kk * 32
+                                checked += 1
+                                bad += desc_a0 + step + (a_off >> 4) != make_desc(s_a + a_off, 16, 1024)
+    print(f"descriptors checked: {checked}, different from make_desc: {bad}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
