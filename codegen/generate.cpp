@@ -67,8 +67,9 @@ bool narrowOutputs(const ChainSpec& s) {
 // Measurement knobs (bench only, like FXFUSE_SM90_PINGPONG_TILE), each 0 or 1 and read once:
 // FXFUSE_SM90_STAGED_STORE=0 makes the Hopper template store a one-16-bit-output chain's pairs
 // straight from the fragment (its FX_SM90_STAGED_STORE; 1, the default, stages them for 16-byte
-// stores); FXFUSE_SM90_DESC_STEP=1 steps its wgmma descriptors by offsets (FX_SM90_DESC_STEP,
-// off by default until it has run on a GPU). For A/B runs of one change end to end.
+// stores); FXFUSE_SM90_DESC_STEP=0 encodes its wgmma descriptors from each address instead of
+// stepping them by offsets (FX_SM90_DESC_STEP; 1, the default since session 9). For A/B runs of
+// one change end to end.
 std::string readBinaryKnob(const char* env) {
   const char* v = std::getenv(env);
   const std::string s = v ? v : "";

@@ -92,11 +92,12 @@
 #ifndef FX_PINGPONG
 #define FX_PINGPONG 0
 #endif
-// FX_SM90_DESC_STEP [0]: 1 steps the wgmma descriptors by adding offsets to stage 0's (and makes
-// the consumer/warp indices warp-uniform) instead of encoding each from its address; not yet
-// run on a GPU (session 8), so off by default (bench knob FXFUSE_SM90_DESC_STEP=1).
+// FX_SM90_DESC_STEP [1]: steps the wgmma descriptors by adding offsets to stage 0's (and makes
+// the consumer index warp-uniform) instead of encoding each from its address. 0, the encoding
+// per address, stays for A/B runs (bench knob FXFUSE_SM90_DESC_STEP=0) until the 64x128 tile's
+// case is settled (bench/sm90/NOTES.md session 9).
 #ifndef FX_SM90_DESC_STEP
-#define FX_SM90_DESC_STEP 0
+#define FX_SM90_DESC_STEP 1
 #endif
 
 #ifndef FX_PRODUCER_REGS
@@ -533,6 +534,14 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 #endif
     // The producer fills the ring with every tile of this CTA in order, nk stages each; a
     // ping-pong consumer takes every other tile (local index j), so its ring position is j * nk.
+#if FX_SM90_DESC_STEP
+    // The descriptors of stage 0's first k-step, low and high words: the mainloop only adds to
+    // the low word's start-address field. Kept in uniform registers across the tile loop (the
+    // 64-bit form, rebuilt per k-block, made ptxas spill 8 bytes in the 128x256 tile).
+    const u32 desc_a0 = (u32)make_desc(smem + row0 * (BK * 2), 16, 1024);
+    const u32 desc_b0 = (u32)make_desc(smem + A_BYTES, FX_B_KMAJOR ? 16 : 64 * BK * 2, 1024);
+    const u64 desc_hi = make_desc(0, 0, 1024) & 0xffffffff00000000ull;  // same for A and B
+#endif
     const long long first = FX_PINGPONG ? cu : 0, every = FX_PINGPONG ? 2 : 1;
     for (long long j = first, t = ts.tile0 + first * ts.tile_step; t < ts.tiles;
          j += every, t += every * ts.tile_step) {
@@ -571,20 +580,17 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         if (FX_PINGPONG && kb == ts.nk - 1 && lane == 0) mbar_arrive(order0 + 8 * (1 - c));
         wgmma_fence();
 #if FX_SM90_DESC_STEP
-        // The descriptors of stage 0's first k-step; every other (stage, k-step, sub-tile) adds
-        // its byte offset / 16 to the 14-bit start-address field, which cannot carry into the
-        // next field (shared addresses are below 2^18): an add per wgmma instead of make_desc's
-        // masks, shifts and ORs (about 65 of the mainloop's 85 instructions per k-block and warp,
-        // session 8). Written here, not hoisted, so that ptxas may rematerialize them.
-        const u64 desc_a0 = make_desc(smem + row0 * (BK * 2), 16, 1024);
-        const u64 desc_b0 = make_desc(smem + A_BYTES, FX_B_KMAJOR ? 16 : 64 * BK * 2, 1024);
+        // Every (stage, k-step, sub-tile) adds its byte offset / 16 to stage 0's 14-bit
+        // start-address field, which cannot carry into the next field (shared addresses are
+        // below 2^18): an add per wgmma instead of make_desc's masks, shifts and ORs (about 65 of
+        // the mainloop's 85 instructions per k-block and warp, session 8).
         const u32 step = (u32)s * (STAGE_BYTES >> 4);  // stage s in 16-byte units
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk) {
-          const u64 db = desc_b0 + step + desc_units(FX_B_KMAJOR ? kk * 32 : kk * (16 * 128));
+          const u64 db = desc_hi | (u32)(desc_b0 + step + desc_units(FX_B_KMAJOR ? kk * 32 : kk * (16 * 128)));
 #pragma unroll
           for (int sub = 0; sub < SUB; ++sub) {
-            const u64 da = desc_a0 + step + desc_units(sub * (64 * BK * 2) + kk * 32);
+            const u64 da = desc_hi | (u32)(desc_a0 + step + desc_units(sub * (64 * BK * 2) + kk * 32));
             wgmma_tile<BN, kBF16, FX_B_KMAJOR ? 0 : 1>(d[sub], da, db, (kb > 0 || kk > 0) ? 1 : 0);
           }
         }
