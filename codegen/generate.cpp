@@ -67,9 +67,7 @@ bool narrowOutputs(const ChainSpec& s) {
 // Measurement knobs (bench only, like FXFUSE_SM90_PINGPONG_TILE), each 0 or 1 and read once:
 // FXFUSE_SM90_STAGED_STORE=0 makes the Hopper template store a one-16-bit-output chain's pairs
 // straight from the fragment (its FX_SM90_STAGED_STORE; 1, the default, stages them for 16-byte
-// stores); FXFUSE_SM90_DESC_STEP=0 encodes its wgmma descriptors from each address instead of
-// stepping them by offsets (FX_SM90_DESC_STEP; 1, the default since session 9). For A/B runs of
-// one change end to end.
+// stores). For A/B runs of one change end to end.
 std::string readBinaryKnob(const char* env) {
   const char* v = std::getenv(env);
   const std::string s = v ? v : "";
@@ -106,9 +104,7 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     w.line("#define FX_CONSUMERS {}", sm90ConfigOf(c).consumers);
     w.line("#define FX_PINGPONG {}", c.pingpong ? 1 : 0);
     static const std::string staged = readBinaryKnob("FXFUSE_SM90_STAGED_STORE");
-    static const std::string desc_step = readBinaryKnob("FXFUSE_SM90_DESC_STEP");
     if (!staged.empty()) w.line("#define FX_SM90_STAGED_STORE {}", staged);
-    if (!desc_step.empty()) w.line("#define FX_SM90_DESC_STEP {}", desc_step);
   }
   w.blank();
 }

@@ -20,9 +20,6 @@
 #   scripts/gpu-session.sh ncu-hopper     Nsight Compute, full set, on cuBLAS and the fused Hopper
 #                                         kernel at 4096^3: executed instructions per SASS opcode
 #                                         (bench/sass_opcode_counts.py), then clocks under load
-#   scripts/gpu-session.sh desc-step [SHAPES]  the descriptor-stepping mainloop (the default; knob
-#                                         =0 the per-address encoding): Hopper GPU tests, then
-#                                         compare_tiles and clocks with it off and on (~5 min)
 #   scripts/gpu-session.sh tiles          every autotune candidate (Hopper tiles, the unfused path)
 #                                         per bench chain and shape, back to back in one process
 #                                         (bench/sm90/compare_tiles.py, ~2 min)
@@ -124,23 +121,6 @@ case "$part" in
     python3 bench/sass_opcode_counts.py "$LOGS/sass.csv" --top 30 | tee "$LOGS/opcodes.txt"
     timeout 40 python3 bench/sm90/clocks_under_load.py | tee "$LOGS/clocks.txt"
     ;;
-  desc-step)
-    # issue 6: the descriptor-stepping mainloop (FX_SM90_DESC_STEP, the default since session 9):
-    # the Hopper tests with it on, then every tile and the clocks with it off and on
-    build
-    shapes=${2:-4096x4096x4096,4096x1024x4096,16384x1024x4096}
-    FXFUSE_SM90_DESC_STEP=1 timeout 240 python3 -m pytest -q -p no:cacheprovider -m "gpu and not slow" tests -n 14 \
-      -k "hopper or autotune or residual or special_values or staged or sm90" > "$LOGS/desc_step_tests.txt" 2>&1
-    tail -n 1 "$LOGS/desc_step_tests.txt"; grep -hE "^(FAILED|ERROR)" "$LOGS/desc_step_tests.txt" | head -n 20
-    for step in 0 1; do
-      mkdir -p "$LOGS/step$step"
-      OUT=$LOGS/step$step FXFUSE_SM90_DESC_STEP=$step timeout 120 python3 bench/sm90/compare_tiles.py \
-        --shapes "$shapes" > "$LOGS/tiles_step$step.txt" 2>&1
-      FXFUSE_SM90_DESC_STEP=$step timeout 40 python3 bench/sm90/clocks_under_load.py > "$LOGS/clocks_step$step.txt" 2>&1
-      echo "== FXFUSE_SM90_DESC_STEP=$step"; grep -A16 "^ *shape" "$LOGS/tiles_step$step.txt" | head -n 16
-      tail -n 2 "$LOGS/clocks_step$step.txt"
-    done
-    ;;
   tiles)
     build
     OUT=$LOGS timeout 300 python3 bench/sm90/compare_tiles.py > "$LOGS/compare_tiles.txt" 2>&1
@@ -172,6 +152,6 @@ case "$part" in
     OUT=$LOGS timeout 170 python3 bench/bench_chains.py --all-epilogues --shapes 7 > "$LOGS/bench_all.txt" 2>&1
     grep -A30 "^ *shape" "$LOGS/bench_all.txt" | head -n 30
     ;;
-  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | ncu-hopper | desc-step [SHAPES] | tiles | ab PATCH [SHAPES] | hopper FIRST"; exit 2 ;;
+  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | ncu-hopper | tiles | ab PATCH [SHAPES] | hopper FIRST"; exit 2 ;;
 esac
-tar czf "$OUTDIR/gpu-logs-$part${2:+-$2}.tgz" -C "$OUTDIR" logs && rm -rf "$LOGS"
+tar czf "$OUTDIR/gpu-logs-$part${2:+-${2//[^A-Za-z0-9_.-]/_}}.tgz" -C "$OUTDIR" logs && rm -rf "$LOGS"

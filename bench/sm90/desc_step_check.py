@@ -1,9 +1,9 @@
-"""CPU check of FX_SM90_DESC_STEP's arithmetic (kernels/sm90_wgmma_gemm.cuh): for every tile of
-the autotune table, both B layouts, every stage, k-step, 64-row sub-tile and consumer, and every
-1024-byte-aligned shared base whose ring and staging buffer fit in 227 KB, the descriptor stepped
-from stage 0's (desc0 + (stage offset + k-step offset) / 16) equals make_desc of the address, as
-the template's default mode encodes it. A Python mirror of the two formulas; the GPU tests with
-FXFUSE_SM90_DESC_STEP=1 (scripts/gpu-session.sh desc-step) are the check of the kernel itself.
+"""CPU check of the Hopper mainloop's descriptor stepping (kernels/sm90_wgmma_gemm.cuh): for every
+tile of the autotune table, both B layouts, every stage, k-step, 64-row sub-tile and consumer,
+and every 1024-byte-aligned shared base whose ring and staging buffer fit in 227 KB, the
+descriptor stepped from stage 0's (its high word | low word + (stage offset + k-step offset) / 16,
+the low word's add in 32 bits) equals make_desc of the address. A Python mirror of the two
+formulas; the GPU tests and the differential (tests/GPU_RESULTS.md, session 9) check the kernel.
 
   python3 bench/sm90/desc_step_check.py
 """
@@ -15,6 +15,10 @@ def encode(x):  # desc_encode: the 14-bit field of an address or stride in 16-by
 
 def make_desc(addr, lbo, sbo):  # the template's make_desc (128-byte swizzle, layout 1)
     return encode(addr) | (encode(lbo) << 16) | (encode(sbo) << 32) | (1 << 62)
+
+
+def stepped(desc0, units):  # desc_hi | (u32)(desc0's low word + step + desc_units(offset))
+    return (desc0 & ~0xFFFFFFFF) | ((desc0 + units) & 0xFFFFFFFF)
 
 
 BK = 64
@@ -43,11 +47,11 @@ def main():
                         for kk in range(BK // 16):
                             b_off = kk * 32 if b_kmajor else kk * 16 * 128
                             checked += 1
-                            bad += desc_b0 + step + (b_off >> 4) != make_desc(s_b + b_off, lbo_b, 1024)
+                            bad += stepped(desc_b0, step + (b_off >> 4)) != make_desc(s_b + b_off, lbo_b, 1024)
                             for sub in range(sub_tiles):
                                 a_off = sub * 64 * BK * 2 + kk * 32
                                 checked += 1
-                                bad += desc_a0 + step + (a_off >> 4) != make_desc(s_a + a_off, 16, 1024)
+                                bad += stepped(desc_a0, step + (a_off >> 4)) != make_desc(s_a + a_off, 16, 1024)
     print(f"descriptors checked: {checked}, different from make_desc: {bad}")
     return 1 if bad else 0
 

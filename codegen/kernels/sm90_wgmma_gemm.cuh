@@ -92,14 +92,6 @@
 #ifndef FX_PINGPONG
 #define FX_PINGPONG 0
 #endif
-// FX_SM90_DESC_STEP [1]: steps the wgmma descriptors by adding offsets to stage 0's (and makes
-// the consumer index warp-uniform) instead of encoding each from its address. 0, the encoding
-// per address, stays for A/B runs (bench knob FXFUSE_SM90_DESC_STEP=0) until the 64x128 tile's
-// case is settled (bench/sm90/NOTES.md session 9).
-#ifndef FX_SM90_DESC_STEP
-#define FX_SM90_DESC_STEP 1
-#endif
-
 #ifndef FX_PRODUCER_REGS
 #define FX_PRODUCER_REGS 40
 #endif
@@ -506,13 +498,10 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     // ------------------------------ consumers -----------------------------
     setmaxnreg_inc<FX_CONSUMER_REGS>();
     const TileSpace ts = tile_space();
-#if FX_SM90_DESC_STEP
     // Broadcast from lane 0: the compiler then knows the consumer index is warp-uniform, and
-    // what depends on it (the ring position, the descriptors) can live in uniform registers.
+    // what depends on it (the ring position, the descriptors) can live in uniform registers
+    // (mainloop SASS 231 -> 128 instructions with the descriptor stepping, session 8).
     const int cu = __shfl_sync(0xffffffffu, wg - 1, 0);  // for the ring position and descriptors
-#else
-    const int cu = wg - 1;
-#endif
     const int c = wg - 1;
     const int warp = tid / 32, lane = tid % 32;
     auto release = [&](int st) {
@@ -532,16 +521,14 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     // used, not kept in a register across the mainloop).
     const auto staging = [&] { return smem + S * STAGE_BYTES + (u32)((c * 4 + warp) * FX_STAGE_WARP_BYTES); };
 #endif
-    // The producer fills the ring with every tile of this CTA in order, nk stages each; a
-    // ping-pong consumer takes every other tile (local index j), so its ring position is j * nk.
-#if FX_SM90_DESC_STEP
     // The descriptors of stage 0's first k-step, low and high words: the mainloop only adds to
     // the low word's start-address field. Kept in uniform registers across the tile loop (the
     // 64-bit form, rebuilt per k-block, made ptxas spill 8 bytes in the 128x256 tile).
     const u32 desc_a0 = (u32)make_desc(smem + row0 * (BK * 2), 16, 1024);
     const u32 desc_b0 = (u32)make_desc(smem + A_BYTES, FX_B_KMAJOR ? 16 : 64 * BK * 2, 1024);
     const u64 desc_hi = make_desc(0, 0, 1024) & 0xffffffff00000000ull;  // same for A and B
-#endif
+    // The producer fills the ring with every tile of this CTA in order, nk stages each; a
+    // ping-pong consumer takes every other tile (local index j), so its ring position is j * nk.
     const long long first = FX_PINGPONG ? cu : 0, every = FX_PINGPONG ? 2 : 1;
     for (long long j = first, t = ts.tile0 + first * ts.tile_step; t < ts.tiles;
          j += every, t += every * ts.tile_step) {
@@ -579,7 +566,6 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         mbar_wait(full0 + 8 * s, ph);
         if (FX_PINGPONG && kb == ts.nk - 1 && lane == 0) mbar_arrive(order0 + 8 * (1 - c));
         wgmma_fence();
-#if FX_SM90_DESC_STEP
         // Every (stage, k-step, sub-tile) adds its byte offset / 16 to stage 0's 14-bit
         // start-address field, which cannot carry into the next field (shared addresses are
         // below 2^18): an add per wgmma instead of make_desc's masks, shifts and ORs (about 65 of
@@ -594,23 +580,6 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
             wgmma_tile<BN, kBF16, FX_B_KMAJOR ? 0 : 1>(d[sub], da, db, (kb > 0 || kk > 0) ? 1 : 0);
           }
         }
-#else
-        const u32 sA = smem + s * STAGE_BYTES + row0 * (BK * 2);
-        const u32 sB = smem + s * STAGE_BYTES + A_BYTES;
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-#if FX_B_KMAJOR
-          const u64 db = make_desc(sB + kk * 32, 16, 1024);
-#else
-          const u64 db = make_desc(sB + kk * (16 * 128), 64 * BK * 2, 1024);
-#endif
-#pragma unroll
-          for (int sub = 0; sub < SUB; ++sub) {
-            const u64 da = make_desc(sA + sub * (64 * BK * 2) + kk * 32, 16, 1024);
-            wgmma_tile<BN, kBF16, FX_B_KMAJOR ? 0 : 1>(d[sub], da, db, (kb > 0 || kk > 0) ? 1 : 0);
-          }
-        }
-#endif
         wgmma_commit();
         wgmma_wait<1>();  // the group issued one stage ago is done: its stage can be refilled
         if (kb > 0 && lane == 0) release(prev);
