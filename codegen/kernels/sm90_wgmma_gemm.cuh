@@ -504,11 +504,16 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     const int cu = __shfl_sync(0xffffffffu, wg - 1, 0);  // for the ring position and descriptors
     const int c = wg - 1;
     const int warp = tid / 32, lane = tid % 32;
+    // The barriers' addresses, computed once and made opaque to NVVM, which otherwise rebuilds
+    // the shared symbol's address (S2R SR_CgaCtaId and three more instructions) in every k-block.
+    const u32 bars = __shfl_sync(0xffffffffu, full0, 0);
+    const u32 full_c = bars, empty_c = bars + 8 * S;
+    const u32 order_wait = bars + 8 * (2 * S + cu), order_signal = bars + 8 * (2 * S + 1 - cu);
     auto release = [&](int st) {
-      if constexpr (CM == 1) mbar_arrive(empty0 + 8 * st);
+      if constexpr (CM == 1) mbar_arrive(empty_c + 8 * st);
       else {
 #pragma unroll
-        for (int r = 0; r < CM; ++r) mbar_arrive_cluster(mapa_shared(empty0 + 8 * st, (u32)r));
+        for (int r = 0; r < CM; ++r) mbar_arrive_cluster(mapa_shared(empty_c + 8 * st, (u32)r));
       }
     };
     // SUB 64-row blocks per consumer tile: ping-pong consumers own all BM rows of their tiles,
@@ -524,8 +529,8 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     // The descriptors of stage 0's first k-step, low and high words: the mainloop only adds to
     // the low word's start-address field. Kept in uniform registers across the tile loop (the
     // 64-bit form, rebuilt per k-block, made ptxas spill 8 bytes in the 128x256 tile).
-    const u32 desc_a0 = (u32)make_desc(smem + row0 * (BK * 2), 16, 1024);
-    const u32 desc_b0 = (u32)make_desc(smem + A_BYTES, FX_B_KMAJOR ? 16 : 64 * BK * 2, 1024);
+    const u32 desc_a0 = __shfl_sync(0xffffffffu, (u32)make_desc(smem + row0 * (BK * 2), 16, 1024), 0);
+    const u32 desc_b0 = __shfl_sync(0xffffffffu, (u32)make_desc(smem + A_BYTES, FX_B_KMAJOR ? 16 : 64 * BK * 2, 1024), 0);
     const u64 desc_hi = make_desc(0, 0, 1024) & 0xffffffff00000000ull;  // same for A and B
     // The producer fills the ring with every tile of this CTA in order, nk stages each; a
     // ping-pong consumer takes every other tile (local index j), so its ring position is j * nk.
@@ -560,11 +565,11 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
                       fx_staged_in(p, b, (long long)tm * BM + row0 + warp * 16 + lane / 8 + 4 * it, (long long)tn * BN + (lane % 8) * 8));
       }
 #endif
-      if (FX_PINGPONG && j > 0) mbar_wait(order0 + 8 * c, (u32)(((j - 1) / 2) & 1));
+      if (FX_PINGPONG && j > 0) mbar_wait(order_wait, (u32)(((j - 1) / 2) & 1));
       int prev = 0;
       for (int kb = 0; kb < ts.nk; ++kb) {
-        mbar_wait(full0 + 8 * s, ph);
-        if (FX_PINGPONG && kb == ts.nk - 1 && lane == 0) mbar_arrive(order0 + 8 * (1 - c));
+        mbar_wait(full_c + 8 * s, ph);
+        if (FX_PINGPONG && kb == ts.nk - 1 && lane == 0) mbar_arrive(order_signal);
         wgmma_fence();
         // Every (stage, k-step, sub-tile) adds its byte offset / 16 to stage 0's 14-bit
         // start-address field, which cannot carry into the next field (shared addresses are
