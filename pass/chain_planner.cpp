@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "pass/activation_canonicalization.h"
 #include "pass/aten_ops.h"
 #include "pass/epilogue_region.h"
 #include "pass/gemm_anchor.h"
@@ -48,7 +49,8 @@ GemmCore emitCore(const GraphIndex& index, const GemmMatch& m, ChainBuilder& bui
   return core;
 }
 
-std::string describe(const GemmMatch& m, const GemmCore& core, const ChainBuilder& builder) {
+// `result`: the spec value of the anchor's result; the ops after it are the epilogue.
+std::string describe(const GemmMatch& m, const GemmCore& core, const spec::ChainSpec& spec, int result) {
   std::string s = m.anchorKind + (m.bias ? "+bias" : "");
   auto prologue = [](const char* which, const std::vector<std::string>& ops) {
     std::string p;
@@ -56,8 +58,8 @@ std::string describe(const GemmMatch& m, const GemmCore& core, const ChainBuilde
     return p.empty() ? p : std::string(" [") + which + ": " + p + "]";
   };
   s += prologue("A", core.a.ops) + prologue("B", core.b.ops);
-  const auto& values = builder.spec().values;
-  for (size_t i = core.result + 1; i < values.size(); ++i)
+  const auto& values = spec.values;
+  for (size_t i = result + 1; i < values.size(); ++i)
     if (values[i].kind == spec::ValueKind::Op) s += " → " + values[i].op;
   return s;
 }
@@ -166,6 +168,11 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
 
   FusionPlan plan;
   plan.spec = final.spec();
+  // Decomposed SiLU/GELU back to the composite ops, before the spec is printed and judged:
+  // the planner and codegen's fast paths know only those (activation_canonicalization.h).
+  std::vector<int> renumbered = canonicalizeActivations(plan.spec);
+  int result = renumbered[core.result];
+  if (result < 0) return rejected(out, "internal_error", "canonicalization removed the GEMM result (please report a bug)");
   try {
     spec::validateSpec(plan.spec);
     plan.specText = spec::printSpec(plan.spec);
@@ -185,7 +192,7 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
   plan.replaced = replacedNodes(index, candidates, choice.outputs);
   plan.inputs = final.slotNodes();
   plan.outputs = choice.outputs;
-  plan.chain = describe(m, core, final);
+  plan.chain = describe(m, core, plan.spec, result);
   out.plan = std::move(plan);
   return out;
 }
