@@ -64,7 +64,7 @@ bool narrowOutputs(const ChainSpec& s) {
   return true;
 }
 
-// Measurement knobs (bench only, like FXFUSE_SM90_PINGPONG_TILE), each 0 or 1 and read once:
+// A measurement knob (bench only, like FXFUSE_SM90_PINGPONG_TILE), 0 or 1 and read once:
 // FXFUSE_SM90_STAGED_STORE=0 makes the Hopper template store a one-16-bit-output chain's pairs
 // straight from the fragment (its FX_SM90_STAGED_STORE; 1, the default, stages them for 16-byte
 // stores). For A/B runs of one change end to end.

@@ -2,8 +2,10 @@
 tile of the autotune table, both B layouts, every stage, k-step, 64-row sub-tile and consumer,
 and every 1024-byte-aligned shared base whose ring and staging buffer fit in 227 KB, the
 descriptor stepped from stage 0's (its high word | low word + (stage offset + k-step offset) / 16,
-the low word's add in 32 bits) equals make_desc of the address. A Python mirror of the two
-formulas; the GPU tests and the differential (tests/GPU_RESULTS.md, session 9) check the kernel.
+the low word's add in 32 bits, the high word the one constant the kernel uses for A and B)
+equals make_desc of the address. A Python mirror of the two formulas; the GPU tests and the
+differential (tests/GPU_RESULTS.md, session 9: the differential ran the stepping before its
+stage-0 words were broadcast, e2c0a4b) check the kernel.
 
   python3 bench/sm90/desc_step_check.py
 """
@@ -17,11 +19,15 @@ def make_desc(addr, lbo, sbo):  # the template's make_desc (128-byte swizzle, la
     return encode(addr) | (encode(lbo) << 16) | (encode(sbo) << 32) | (1 << 62)
 
 
+DESC_HI = make_desc(0, 0, 1024) & ~0xFFFFFFFF  # the kernel's desc_hi, shared by A and B
+
+
 def stepped(desc0, units):  # desc_hi | (u32)(desc0's low word + step + desc_units(offset))
-    return (desc0 & ~0xFFFFFFFF) | ((desc0 + units) & 0xFFFFFFFF)
+    return DESC_HI | ((desc0 + units) & 0xFFFFFFFF)
 
 
 BK = 64
+# codegen/config_table.cpp kHopperTiles: (bm, bn, stages, ping-pong)
 TILES = [(64, 256, 5, True), (64, 128, 8, True), (128, 128, 6, True), (128, 256, 4, False), (128, 128, 6, False)]
 STAGING = 2 * 4 * 16 * 144  # FX_STAGE_BYTES for two consumer warpgroups
 

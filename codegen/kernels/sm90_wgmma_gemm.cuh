@@ -527,8 +527,10 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     const auto staging = [&] { return smem + S * STAGE_BYTES + (u32)((c * 4 + warp) * FX_STAGE_WARP_BYTES); };
 #endif
     // The descriptors of stage 0's first k-step, low and high words: the mainloop only adds to
-    // the low word's start-address field. Kept in uniform registers across the tile loop (the
-    // 64-bit form, rebuilt per k-block, made ptxas spill 8 bytes in the 128x256 tile).
+    // the low word's start-address field. The warp broadcast makes them opaque to NVVM, which
+    // otherwise rebuilds the shared symbol's address and the descriptors in every k-block (the
+    // 64x256 loop: 122 -> 94 instructions per two k-blocks; the staged test chain then spills 4-8
+    // bytes in two tiles, bench/sm90/SPILLS.md session 9).
     const u32 desc_a0 = __shfl_sync(0xffffffffu, (u32)make_desc(smem + row0 * (BK * 2), 16, 1024), 0);
     const u32 desc_b0 = __shfl_sync(0xffffffffu, (u32)make_desc(smem + A_BYTES, FX_B_KMAJOR ? 16 : 64 * BK * 2, 1024), 0);
     const u64 desc_hi = make_desc(0, 0, 1024) & 0xffffffff00000000ull;  // same for A and B
