@@ -210,10 +210,10 @@ std::vector<int> removeDead(ChainSpec& spec, const std::set<int>& candidates) {
 }
 
 // One rewrite with `top` as the pattern's last f32 op, if some pattern matches there and the
-// result is exactly eager's composite op. Returns the renumbering it made.
-std::optional<std::vector<int>> rewriteAt(ChainSpec& spec, int top) {
+// result is exactly eager's composite op. `users`: usersOf(spec) as it is. Returns the
+// renumbering it made.
+std::optional<std::vector<int>> rewriteAt(ChainSpec& spec, int top, const std::vector<std::vector<int>>& users) {
   const Matcher matcher(spec);
-  const std::vector<std::vector<int>> users = usersOf(spec);
   for (const Pattern& pattern : kPatterns) {
     if (spec::opArity(pattern.op) != 1) continue;  // not (or no longer) a spec op
     Match m;
@@ -274,8 +274,9 @@ std::vector<int> canonicalizeActivations(ChainSpec& spec) {
   // (a rewritten activation may complete the input of another).
   for (bool changed = true; changed;) {
     changed = false;
+    const std::vector<std::vector<int>> users = usersOf(spec);  // until the next rewrite
     for (int top = 0; top < static_cast<int>(spec.values.size()); ++top) {
-      std::optional<std::vector<int>> renumber = rewriteAt(spec, top);
+      std::optional<std::vector<int>> renumber = rewriteAt(spec, top, users);
       if (!renumber) continue;
       for (int& r : remap)
         if (r >= 0) r = (*renumber)[r];
