@@ -4,7 +4,7 @@ cuBLAS's instructions and, power-bound, runs at lower clocks).
 
   ncu --set full --import-source no -o rep python3 bench/profile_kernels.py --only "op bias+relu+cast 4096^3"
   ncu -i rep.ncu-rep --page source --csv --print-source sass > sass.csv
-  python3 bench/sass_opcode_counts.py sass.csv [--top 25]
+  python3 bench/sass_opcode_counts.py sass.csv [--top 25] [--blocks]
 
 Prints the opcodes by executed warp instructions (share of the kernel's total) and the stall
 samples on them, plus two groups that matter for the ping-pong kernel: barrier waits
@@ -65,10 +65,28 @@ def report(title, header, body, top):
     print(f"barrier waits (try_wait and its retry branch): {waits:,.0f} ({100 * waits / total:.1f}%)")
 
 
+def blocks(header, body, top):
+    """The largest runs of consecutive instructions executed the same number of times (a loop
+    body, or straight-line code between branches): where in the kernel the instructions go."""
+    src, execd = column(header, "source"), column(header, "instructions executed")
+    rows = [(r[src].strip(), number(r[execd])) for r in body if len(r) > max(src, execd)]
+    runs, start = [], 0
+    for i in range(1, len(rows) + 1):
+        if i == len(rows) or rows[i][1] != rows[start][1]:
+            runs.append((start, i - start, rows[start][1]))
+            start = i
+    total = sum(n for _, n in rows) or 1.0
+    print(f"{'first instruction':>10} {'length':>7} {'executions':>11} {'share':>7}  (runs by executed instructions)")
+    for first, length, n in sorted(runs, key=lambda r: -r[1] * r[2])[:top]:
+        print(f"{first:>10} {length:>7} {n:>11,.0f} {100 * length * n / total:6.1f}%  {rows[first][0][:60]}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("csv")
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--blocks", action="store_true",
+                    help="also the largest runs of instructions with one execution count (the loops)")
     a = ap.parse_args()
     with open(a.csv, newline="") as f:
         rows = [r for r in csv.reader(f) if r]
@@ -81,6 +99,8 @@ def main():
         end = starts[k + 1] - 1 if k + 1 < len(starts) else len(rows)
         title = " ".join(rows[i - 1]) if i > 0 else f"kernel {k}"
         report(title, rows[i], rows[i + 1:end], a.top)
+        if a.blocks:
+            blocks(rows[i], rows[i + 1:end], a.top)
 
 
 if __name__ == "__main__":

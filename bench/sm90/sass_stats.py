@@ -1,5 +1,6 @@
 """Static statistics of the generated Hopper kernel, no GPU needed: per chain, NVRTC's phase
-times (its --time report), the PTX's epilogue loads, and (with nvdisasm) SASS opcode counts.
+times (its --time report), the PTX's epilogue loads, and (with nvdisasm) SASS opcode counts and
+the consumers' k-loop: its instructions and HGMMA (4 per k-block per 64-row sub-tile).
 
 The source is what the op compiles (`_C.generate_cuda`, every epilogue on the Hopper kernel as
 with FXFUSE_SM90_ALL_EPILOGUES=1), compiled with the op's NVRTC options
@@ -42,6 +43,33 @@ def nvrtc_compile(lib, src, time_csv):
     return out["PTX"].decode(errors="replace"), out["CUBIN"]
 
 
+def mainloop(sass):
+    """(instructions, HGMMA) of the innermost loop around the first HGMMA in nvdisasm's text: the
+    consumers' k-loop, unrolled as ptxas left it; (0, 0) without one."""
+    labels, ins, pending = {}, [], []
+    for line in sass.splitlines():
+        if m := re.match(r"\s*(\.L_x_\d+):", line):
+            pending.append(m.group(1))
+        elif m := re.match(r"\s+/\*([0-9a-f]+)\*/\s+(.*)", line):
+            address = int(m.group(1), 16)
+            for label in pending:
+                labels[label] = address
+            pending = []
+            ins.append((address, m.group(2)))
+    hgmma = [a for a, text in ins if "HGMMA" in text]
+    best = (0, 0)
+    for a, text in ins:
+        m = re.search(r"BRA `\((\.L_x_\d+)\)", text)
+        if not (m and hgmma and m.group(1) in labels):
+            continue
+        top = labels[m.group(1)]
+        if top <= hgmma[0] <= a:
+            n = (a - top) // 16 + 1
+            if best[0] == 0 or n < best[0]:
+                best = (n, sum(1 for x, t in ins if top <= x <= a and "HGMMA" in t))
+    return best
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shape", default="4096x1024x4096", help="MxNxK the kernel is generated for")
@@ -53,7 +81,7 @@ def main():
     lib = ctypes.CDLL(C.nvrtc_path())
     nvdisasm = os.environ.get("FXFUSE_NVDISASM")
     print(f"{'chain':>16} {'variant':>11} {'front s':>8} {'nvvm s':>7} {'ptxas s':>8} {'ld.nc':>6} "
-          f"{'SASS':>6} {'BSSY':>5} {'BRA':>4} {'MUFU':>5}")
+          f"{'SASS':>6} {'BSSY':>5} {'BRA':>4} {'MUFU':>5} {'loop':>5} {'HGMMA':>6}")
     with tempfile.TemporaryDirectory() as tmp:
         for name, spec in CHAINS.items():
             _, src = C.generate_cuda(spec, M, N, K)
@@ -61,14 +89,14 @@ def main():
             ptx, cubin = nvrtc_compile(lib, src, csv)
             phases = {row.split(",")[1].strip(): float(row.split(",")[2]) / 1000
                       for row in open(csv).read().splitlines()[1:] if row.count(",") >= 3}
-            sass = ["-"] * 4
+            sass = ["-"] * 6
             if nvdisasm:
                 path = os.path.join(tmp, name + ".cubin")
                 open(path, "wb").write(cubin)
                 text = subprocess.run([nvdisasm, "-c", path], capture_output=True, text=True, check=True).stdout
                 ops = collections.Counter(m.group(1) for m in re.finditer(
                     r"/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", text))
-                sass = [sum(ops.values()), ops["BSSY"], ops["BRA"], ops["MUFU"]]
+                sass = [sum(ops.values()), ops["BSSY"], ops["BRA"], ops["MUFU"], *mainloop(text)]
                 if args.dump:
                     open(os.path.join(args.dump, name + ".sass"), "w").write(text)
             if args.dump:
@@ -76,7 +104,7 @@ def main():
                 open(os.path.join(args.dump, name + ".ptx"), "w").write(ptx)
             print(f"{name:>16} {C.kernel_variant(spec, M, N, K)[0]:>11} {phases.get('CUDA C++ Frontend', 0):8.3f} "
                   f"{phases.get('NVVM Optimizer', 0):7.3f} {phases.get('PTX Translation', 0):8.3f} "
-                  f"{ptx.count('ld.global.nc'):>6} {sass[0]:>6} {sass[1]:>5} {sass[2]:>4} {sass[3]:>5}", flush=True)
+                  f"{ptx.count('ld.global.nc'):>6} {sass[0]:>6} {sass[1]:>5} {sass[2]:>4} {sass[3]:>5} {sass[4]:>5} {sass[5]:>6}", flush=True)
 
 
 if __name__ == "__main__":
