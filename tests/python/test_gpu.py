@@ -111,6 +111,30 @@ def test_planner_fuses_against_inductor_where_measured_faster(monkeypatch):
     assert s["chains_fused"] == 1, s
 
 
+@pytest.mark.parametrize("act", ["silu", "gelu_tanh"])
+def test_backend_fuses_inductors_decomposed_activation(monkeypatch, act):
+    # Inductor hands the pass SiLU and GELU(tanh) decomposed into pointwise ops; the pass folds
+    # them back into the composite op (pass/activation_canonicalization.cpp), so the measured
+    # rule against Inductor (K = 1024, no residual) fuses them with the planner's defaults.
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("the Hopper kernel needs sm_90")
+    monkeypatch.delenv("FXFUSE_FORCE_KERNEL", raising=False)
+    fn = {"silu": torch.nn.functional.silu,
+          "gelu_tanh": lambda y: torch.nn.functional.gelu(y, approximate="tanh")}[act]
+    w = torch.randn(4096, 1024, device=DEV, dtype=torch.bfloat16) / 32
+    b = torch.randn(4096, device=DEV, dtype=torch.bfloat16)
+    chain = lambda x: fn(torch.nn.functional.linear(x, w, b))  # noqa: E731
+    compiled = torch.compile(chain, backend="fxfuse")
+    with torch.no_grad():
+        for _ in range(2):  # fresh inputs after the first call compiled the graph
+            x = torch.randn(4096, 1024, device=DEV, dtype=torch.bfloat16)
+            assert rel_err(compiled(x), chain(x)) < BF16_TOL
+    s = fxfuse.stats()
+    assert s["chains_fused"] == 1, s
+    (entry,) = fxfuse.report().fused
+    assert entry["chain"] == f"addmm+bias → {act}", entry
+
+
 def test_planner_leaves_unprofitable_chains_to_inductor(monkeypatch):
     # A GELU epilogue at M=128 has no fast kernel on Hopper (the measured planner rule,
     # codegen/config_table.cpp), so the chain stays unfused, reported as such.
