@@ -44,8 +44,9 @@ def nvrtc_compile(lib, src, time_csv):
 
 
 def mainloop(sass):
-    """(instructions, HGMMA) of the innermost loop around the first HGMMA in nvdisasm's text: the
-    consumers' k-loop, unrolled as ptxas left it; (0, 0) without one."""
+    """(instructions, HGMMA) of the smallest loop with an HGMMA in nvdisasm's text: the consumers'
+    k-loop, unrolled as ptxas left it (the tile's first k-block is peeled off before it); (0, 0)
+    without one."""
     labels, ins, pending = {}, [], []
     for line in sass.splitlines():
         if m := re.match(r"\s*(\.L_x_\d+):", line):
@@ -63,10 +64,10 @@ def mainloop(sass):
         if not (m and hgmma and m.group(1) in labels):
             continue
         top = labels[m.group(1)]
-        if top <= hgmma[0] <= a:
-            n = (a - top) // 16 + 1
-            if best[0] == 0 or n < best[0]:
-                best = (n, sum(1 for x, t in ins if top <= x <= a and "HGMMA" in t))
+        inside = sum(1 for x in hgmma if top <= x <= a)
+        n = (a - top) // 16 + 1
+        if inside and (best[0] == 0 or n < best[0]):
+            best = (n, inside)
     return best
 
 

@@ -576,9 +576,11 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 #endif
       if (FX_PINGPONG && j > 0) mbar_wait(order_wait, (u32)(((j - 1) / 2) & 1));
       int prev = 0;
-      for (int kb = 0; kb < ts.nk; ++kb) {
+      // One k-block: wait for its stage, issue its MMAs, release the stage of the block before.
+      // The tile's first block is peeled off (first = true, inlined as a constant): it zeroes the
+      // accumulator and has no block to release, so the loop carries neither predicate.
+      const auto k_block = [&](const bool first) {
         mbar_wait(full_c + 8 * s, ph);
-        if (FX_PINGPONG && kb == ts.nk - 1 && lane == 0) mbar_arrive(order_signal);
         wgmma_fence();
         // Every (stage, k-step, sub-tile) adds its byte offset / 16 to stage 0's 14-bit
         // start-address field, which cannot carry into the next field (shared addresses are
@@ -591,15 +593,20 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 #pragma unroll
           for (int sub = 0; sub < SUB; ++sub) {
             const u64 da = desc_hi | (u32)(desc_a0 + step + desc_units(sub * (64 * BK * 2) + kk * 32));
-            wgmma_tile<BN, kBF16, FX_B_KMAJOR ? 0 : 1>(d[sub], da, db, (kb > 0 || kk > 0) ? 1 : 0);
+            wgmma_tile<BN, kBF16, FX_B_KMAJOR ? 0 : 1>(d[sub], da, db, (first && kk == 0) ? 0 : 1);
           }
         }
         wgmma_commit();
         wgmma_wait<1>();  // the group issued one stage ago is done: its stage can be refilled
-        if (kb > 0 && lane == 0) release(prev);
+        if (!first && lane == 0) release(prev);
         prev = s;
         if (++s == S) { s = 0; ph ^= 1; }
-      }
+      };
+      k_block(true);
+      for (int kb = 1; kb < ts.nk; ++kb) k_block(false);
+      // This consumer has waited on every stage of the tile: the other one may start its next
+      // tile's mainloop (issued after the loop, not in its last iteration: no test per block).
+      if (FX_PINGPONG && lane == 0) mbar_arrive(order_signal);
       wgmma_wait<0>();
       if (lane == 0) release(prev);
 
