@@ -1,9 +1,12 @@
 """SM clock and power while cuBLAS mm and the fused Hopper kernel run back to back for a few
 seconds each (4096^3 bf16, bias+ReLU+cast), sampled by nvidia-smi: does sustained load slow the
 fused kernel more than cuBLAS? (bench/sm90/NOTES.md session 8: do_bench puts it at 1.20-1.24 x mm,
-a single launch under ncu at 1.08.)
+a single launch under ncu at 1.08.) With --tiles, every Hopper tile the autotune may choose
+(the op's candidates, forced one at a time): does a tile that moves fewer bytes from L2 per MMA
+(128x256 cooperative: 384 rows of A and B per 128x256 block, against 64x256's 320 per 64x256) run
+at a higher clock?
 
-  python3 bench/sm90/clocks_under_load.py [--seconds 3]
+  python3 bench/sm90/clocks_under_load.py [--seconds 3] [--tiles]
 """
 import argparse
 import os
@@ -16,6 +19,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from profile_kernels import BIAS_RELU_CAST, dense_inputs, gemm_chain  # noqa: E402
+import fxfuse._C as C  # noqa: E402
 
 
 def sustained(fn, seconds):
@@ -42,15 +46,23 @@ def sustained(fn, seconds):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--tiles", action="store_true", help="each Hopper tile candidate, not only the heuristic's")
     a = ap.parse_args()
     torch.manual_seed(0)
-    x, w, b = dense_inputs(4096, 4096, 4096)
-    cases = [("cuBLAS mm", lambda: torch.mm(x, w)), ("fused bias+relu+cast", lambda: gemm_chain([x, w, b], BIAS_RELU_CAST))]
-    for _, fn in cases:  # plan, compile, load
-        fn()
-    torch.cuda.synchronize()
+    ins = dense_inputs(4096, 4096, 4096)
+    x, w = ins[0], ins[1]
+    fused = lambda: gemm_chain(ins, BIAS_RELU_CAST)  # noqa: E731
+    choices = [c for c in C.kernel_candidates(ins, BIAS_RELU_CAST) if c.startswith("sm90_wgmma")] if a.tiles else [""]
+    cases = [("cuBLAS mm", "", lambda: torch.mm(x, w))]
+    cases += [(f"fused {c.split()[1] + (' pp' if 'pingpong' in c else ' coop') if c else 'bias+relu+cast'}", c, fused)
+              for c in choices]
+    cases.append(("cuBLAS mm (again)", "", cases[0][2]))  # brackets the fused rows: a drift shows
     print(f"{'case':>22} {'ms/call':>8} {'SM MHz median':>14} {'min':>6} {'power W median':>15} {'max':>6} samples")
-    for name, fn in cases:
+    for name, choice, fn in cases:
+        if choice:
+            C.set_kernel_choice(ins, BIAS_RELU_CAST, choice)
+        fn()  # plan, compile, load
+        torch.cuda.synchronize()
         ms, clocks, power = sustained(fn, a.seconds)
         if not clocks:
             print(f"{name:>22} {ms:8.4f}  (no nvidia-smi samples)")
