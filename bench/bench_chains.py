@@ -3,10 +3,12 @@
 Per shape and chain: cuBLAS mm alone, the eager chain, cuBLASLt's fused GELU epilogue where
 one exists, torch.compile default (with --compile), and fxfuse. fxfuse is timed on the graph the
 pass rewrote (make_fx → fxfuse pass → GraphModule), so the number is the fused kernel plus
-the op's host path; with --compile also through torch.compile(backend="fxfuse").
+the op's host path. With --compile also torch.compile(backend="fxfuse") ("backend"): what a user
+gets by switching the backend, the planner deciding against Inductor (a chain it leaves unfused
+runs as Inductor compiles it).
 Prints times (ms, median of triton's do_bench) and ratios; writes $OUT/bench_chains.json.
 
-  python bench/bench_chains.py [--decode] [--quick] [--compile]
+  python bench/bench_chains.py [--decode] [--quick] [--compile] [--shapes N | --which 2,8,9]
 Decode shapes against the memory limit, every weight format of issue 7: bench/bench_decode.py.
 """
 import argparse
@@ -95,6 +97,13 @@ def bench_shape(M, K, N, dt, chains, with_compile):
             c = torch.compile(fn, dynamic=False)
             c(*args)
             row["compile"] = ms(lambda: c(*args))
+            torch._dynamo.reset()
+            fxfuse.reset_stats()
+            cb = torch.compile(fn, backend="fxfuse", dynamic=False)
+            got = cb(*args)
+            row["backend"] = ms(lambda: cb(*args))
+            row["backend_fused"] = fxfuse.stats().get("chains_fused", 0)
+            row["backend_relerr"] = relerr(got, ref)
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows
@@ -108,6 +117,7 @@ def main():
     ap.add_argument("--all-epilogues", action="store_true",
                     help="fuse every chain on Hopper, also those the planner leaves unfused (to re-measure its rule)")
     ap.add_argument("--shapes", type=int, default=0, help="only the first N shapes")
+    ap.add_argument("--which", default="", help="only these shapes, 1-based indices into the list, e.g. 2,8,9")
     a = ap.parse_args()
     if a.all_epilogues:  # read once by codegen's config table, before the first chain is planned
         os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"
@@ -119,6 +129,8 @@ def main():
         shapes = shapes[:2]
     if a.shapes:
         shapes = shapes[:a.shapes]
+    if a.which:
+        shapes = [shapes[int(i) - 1] for i in a.which.split(",")]
     rows = []
     for (M, K, N, dt) in shapes:
         rows += bench_shape(M, K, N, dt, chains, a.compile)
@@ -127,6 +139,7 @@ def main():
         json.dump(rows, f, indent=1)
     print(f"{'shape':>16} {'dtype':>8} {'chain':>16} {'mm':>7} {'eager':>7} {'lt':>7} {'compile':>7} "
           f"{'fxfuse':>7} {'fx/mm':>6} {'eag/fx':>6} {'cmp/fx':>6} {'relerr':>8}  path")
+    backend = any("backend" in r for r in rows)
     for r in rows:
         lt = f"{r['cublaslt']:7.4f}" if "cublaslt" in r else "      -"
         cp = f"{r['compile']:7.4f}" if "compile" in r else "      -"
@@ -134,6 +147,11 @@ def main():
         print(f"{r['shape']:>16} {r['dtype']:>8} {r['chain']:>16} {r['mm']:7.4f} {r['eager']:7.4f} {lt} {cp} "
               f"{r['fxfuse']:7.4f} {r['fxfuse'] / r['mm']:6.2f} {r['eager'] / r['fxfuse']:6.2f} {cr} "
               f"{r['fxfuse_relerr']:8.1e}  {r['path']}")
+    if backend:  # torch.compile(backend="fxfuse") against torch.compile default
+        print(f"{'shape':>16} {'dtype':>8} {'chain':>16} {'compile':>7} {'backend':>7} {'cmp/bk':>6} {'fused':>5} {'relerr':>8}")
+        for r in rows:
+            print(f"{r['shape']:>16} {r['dtype']:>8} {r['chain']:>16} {r['compile']:7.4f} {r['backend']:7.4f} "
+                  f"{r['compile'] / r['backend']:6.2f} {r['backend_fused']:>5} {r['backend_relerr']:8.1e}")
 
 
 if __name__ == "__main__":
