@@ -117,7 +117,8 @@ def main():
     ap.add_argument("--all-epilogues", action="store_true",
                     help="fuse every chain on Hopper, also those the planner leaves unfused (to re-measure its rule)")
     ap.add_argument("--shapes", type=int, default=0, help="only the first N shapes")
-    ap.add_argument("--which", default="", help="only these shapes, 1-based indices into the list, e.g. 2,8,9")
+    ap.add_argument("--which", default="", help="only these shapes, 1-based indices into the whole list (LARGE "
+                    "or DECODE), e.g. 2,8,9; not combined with --quick or --shapes")
     a = ap.parse_args()
     if a.all_epilogues:  # read once by codegen's config table, before the first chain is planned
         os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"
@@ -125,12 +126,15 @@ def main():
     shapes = DECODE if a.decode else LARGE
     chains = ["bias_gelu", "w8_bias", "w8_linear"] if a.decode else \
         ["bias_gelu", "bias_gelu_resid", "silu", "bias_relu_cast"]
+    if a.which:
+        picked = [int(i) for i in a.which.split(",")]
+        if a.quick or a.shapes or not all(1 <= i <= len(shapes) for i in picked):
+            ap.error(f"--which takes indices 1..{len(shapes)} and no --quick / --shapes")
+        shapes = [shapes[i - 1] for i in picked]
     if a.quick:
         shapes = shapes[:2]
     if a.shapes:
         shapes = shapes[:a.shapes]
-    if a.which:
-        shapes = [shapes[int(i) - 1] for i in a.which.split(",")]
     rows = []
     for (M, K, N, dt) in shapes:
         rows += bench_shape(M, K, N, dt, chains, a.compile)

@@ -577,9 +577,9 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       if (FX_PINGPONG && j > 0) mbar_wait(order_wait, (u32)(((j - 1) / 2) & 1));
       int prev = 0;
       // One k-block: wait for its stage, issue its MMAs, release the stage of the block before.
-      // The tile's first block is peeled off (first = true, inlined as a constant): it zeroes the
+      // The tile's first block is peeled off (peeled = true, inlined as a constant): it zeroes the
       // accumulator and has no block to release, so the loop carries neither predicate.
-      const auto k_block = [&](const bool first) {
+      const auto k_block = [&](const bool peeled) {
         mbar_wait(full_c + 8 * s, ph);
         wgmma_fence();
         // Every (stage, k-step, sub-tile) adds its byte offset / 16 to stage 0's 14-bit
@@ -593,12 +593,12 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 #pragma unroll
           for (int sub = 0; sub < SUB; ++sub) {
             const u64 da = desc_hi | (u32)(desc_a0 + step + desc_units(sub * (64 * BK * 2) + kk * 32));
-            wgmma_tile<BN, kBF16, FX_B_KMAJOR ? 0 : 1>(d[sub], da, db, (first && kk == 0) ? 0 : 1);
+            wgmma_tile<BN, kBF16, FX_B_KMAJOR ? 0 : 1>(d[sub], da, db, (peeled && kk == 0) ? 0 : 1);
           }
         }
         wgmma_commit();
         wgmma_wait<1>();  // the group issued one stage ago is done: its stage can be refilled
-        if (!first && lane == 0) release(prev);
+        if (!peeled && lane == 0) release(prev);
         prev = s;
         if (++s == S) { s = 0; ph ^= 1; }
       };

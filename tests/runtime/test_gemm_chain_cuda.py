@@ -471,16 +471,19 @@ def test_hopper_residual_in_every_layout():
     run_child(HOPPER_RESIDUAL_CHILD, FXFUSE_SM90_ALL_EPILOGUES="1")
 
 
-# The staged stores and the staged residual on every Hopper tile the autotune may pick (the
-# 128x128 ping-pong tile stages two 64-row sub-tiles, the cooperative tiles one 64-row block
-# per consumer; review, session 8): bias + GELU + residual, a batched residual with its batch
-# broadcast (sb = 0), a residual broadcast along m (sm = 0), and a chain without a residual.
-# Several tiles per shape (M = 512, N = 520: whole tiles, and edge tiles past column 512).
-HOPPER_STAGED_TILES_CHILD = """
-import torch, fxfuse._C as C
+# Every Hopper tile the autotune may pick, forced one at a time, outputs poisoned. "layouts": the
+# staged stores and the staged residual (the 128x128 ping-pong tile stages two 64-row sub-tiles,
+# the cooperative tiles one 64-row block per consumer; review, session 8): bias + GELU +
+# residual, a batched residual with its batch broadcast (sb = 0), a residual broadcast along m
+# (sm = 0), and a chain without a residual, at M = 576, N = 520 (whole tiles, edge tiles past
+# column 512, odd row-tile counts). "pipeline": many tiles per CTA (4096 x 4096: 1,024 64x256
+# tiles for 132 CTAs, so the ping-pong consumers hand over about 8 times each) with 1, 2 and 4
+# k-blocks (K = 64, 72, 200; the last block partial): the ring wraps inside and across tiles, and
+# at K = 64 the peeled first k-block is the tile's only one (review, session 10).
+HOPPER_EVERY_TILE_CHILD = """
+import sys, torch, fxfuse._C as C
 from runtime_chain_cases import CASES, SpecBuilder, check_outputs, randn
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
-M, N, K, B = 576, 520, 192, 2  # 9 (5) row tiles of 64 (128): odd tile counts
 def every_tile(inputs, spec, what, check):
     tiles = [c for c in C.kernel_candidates(inputs, spec) if c.startswith("sm90_wgmma")]
     assert len(tiles) == 5, tiles
@@ -499,10 +502,12 @@ def near(want):
         err = ((out.double() - want).abs() - (2e-2 * want.abs() + 2e-2)).max().item()
         assert err <= 0, (what, err)  # per element
     return check
-for dt in (torch.bfloat16, torch.float16):
-    torch.manual_seed(0)
+def residual(dt, M, N, K):
     case = CASES["residual"](dt, "cuda", M, N, K)
-    every_tile(case.inputs, case.spec, "bias+gelu+residual", lambda outs, what: check_outputs(case, outs, dt))
+    every_tile(case.inputs, case.spec, ("bias+gelu+residual", K), lambda outs, what: check_outputs(case, outs, dt))
+def layouts(dt):
+    M, N, K, B = 576, 520, 192, 2  # 9 (5) row tiles of 64 (128): odd tile counts
+    residual(dt, M, N, K)
     x, w = randn((B, M, K), dt, "cuda"), randn((B, K, N), dt, "cuda", K ** -0.5)
     prod = torch.bmm(x.double(), w.double())
     for dims, shape in (("bmn", (1, M, N)), ("bmn", (B, 1, N))):  # sb = 0; sm = 0
@@ -515,13 +520,30 @@ for dt in (torch.bfloat16, torch.float16):
     xs, ws = s.input(dt, "bmk"), s.input(dt, "bkn")
     s.output(s.op("silu", s.mm(xs, ws, torch.float32), dtype=dt))
     every_tile([x, w], s.text(), "silu", near(torch.nn.functional.silu(prod)))
+def pipeline(dt):
+    M = N = 4096
+    for K in (64, 72, 200):
+        residual(dt, M, N, K)
+        x, w = randn((M, K), dt, "cuda"), randn((K, N), dt, "cuda", K ** -0.5)
+        s = SpecBuilder()
+        xs, ws = s.input(dt, "mk"), s.input(dt, "kn")
+        s.output(s.op("silu", s.mm(xs, ws, torch.float32), dtype=dt))
+        every_tile([x, w], s.text(), ("silu", K), near(torch.nn.functional.silu(x.double() @ w.double())))
+for dt in (torch.bfloat16, torch.float16):
+    torch.manual_seed(0)
+    {"layouts": layouts, "pipeline": pipeline}[sys.argv[1]](dt)
 print("ok")
 """
 
 
 @needs_sm90
 def test_hopper_staged_paths_on_every_tile():
-    run_child(HOPPER_STAGED_TILES_CHILD, FXFUSE_SM90_ALL_EPILOGUES="1")
+    run_child(HOPPER_EVERY_TILE_CHILD, "layouts", FXFUSE_SM90_ALL_EPILOGUES="1")
+
+
+@needs_sm90
+def test_hopper_pipeline_wraps_and_handovers_on_every_tile():
+    run_child(HOPPER_EVERY_TILE_CHILD, "pipeline", FXFUSE_SM90_ALL_EPILOGUES="1")
 
 
 def test_call_site_cache_sees_new_pointers_and_strides():
