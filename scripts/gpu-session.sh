@@ -23,9 +23,12 @@
 #   scripts/gpu-session.sh tiles          every autotune candidate (Hopper tiles, the unfused path)
 #                                         per bench chain and shape, back to back in one process
 #                                         (bench/sm90/compare_tiles.py, ~2 min)
-#   scripts/gpu-session.sh ab PATCH [SHAPES]  the same comparison on the tree and with PATCH
-#                                         applied (rebuilt), e.g. bench/sm90/ab/store_with_sn.patch:
-#                                         what one code change costs, kernels side by side (~6 min)
+#   scripts/gpu-session.sh ab PATCH[,PATCH...] [SHAPES]  the same comparison and the clock
+#                                         under sustained load on the tree, then with each PATCH
+#                                         applied alone (rebuilt), e.g. bench/sm90/ab/*.patch: what
+#                                         one code change costs, kernels side by side (~2 min per
+#                                         variant at two shapes); AB_TESTS=1: the Hopper GPU tests
+#                                         with each patch applied too (~75 s more per patch)
 #   scripts/gpu-session.sh hopper FIRST   the Hopper kernel on every epilogue: smoke, 16
 #                                         differential chunks from FIRST (half of the cases
 #                                         Hopper-plain), end-to-end chains (~8 min)
@@ -128,17 +131,29 @@ case "$part" in
     ;;
   ab)
     build
-    shapes=${3:-4096x4096x4096,4096x1024x4096,16384x1024x4096}
-    mkdir -p "$LOGS/base" "$LOGS/patched"
-    OUT=$LOGS/base timeout 200 python3 bench/sm90/compare_tiles.py --shapes "$shapes" > "$LOGS/ab_base.txt" 2>&1
-    { git apply "$2" 2>/dev/null || patch -p1 < "$2"; } || { echo "$2 does not apply"; exit 1; }
-    rebuild build_patched.log ||
-      { tail -n 30 "$LOGS/build_patched.log"; git apply -R "$2" 2>/dev/null || patch -R -p1 < "$2"; exit 1; }
-    OUT=$LOGS/patched timeout 200 python3 bench/sm90/compare_tiles.py --shapes "$shapes" > "$LOGS/ab_patched.txt" 2>&1
-    git apply -R "$2" 2>/dev/null || patch -R -p1 < "$2"
+    shapes=${3:-4096x4096x4096,4096x1024x4096}
+    variant() {  # variant NAME: compare_tiles and clocks_under_load on the library as built now
+      mkdir -p "$LOGS/$1"
+      OUT=$LOGS/$1 timeout 200 python3 bench/sm90/compare_tiles.py --shapes "$shapes" > "$LOGS/ab_$1.txt" 2>&1
+      timeout 40 python3 bench/sm90/clocks_under_load.py > "$LOGS/clocks_$1.txt" 2>&1
+      if [ "${AB_TESTS:-0}" = 1 ] && [ "$1" != tree ]; then
+        timeout 200 python3 -m pytest -q -p no:cacheprovider -m "gpu and not slow" tests -n 14 \
+          -k "hopper or autotune or residual or special_values or staged or sm90" > "$LOGS/tests_$1.txt" 2>&1
+        echo "tests with $1: $(tail -n 1 "$LOGS/tests_$1.txt")"
+      fi
+    }
+    variant tree
+    IFS=, read -ra patches <<< "$2"
+    for pa in "${patches[@]}"; do
+      name=$(basename "$pa" .patch)
+      git apply "$pa" || { echo "$pa does not apply"; continue; }
+      if rebuild "build_$name.log"; then variant "$name"; else tail -n 30 "$LOGS/build_$name.log"; fi
+      git apply -R "$pa"
+    done
     rebuild build_restored.log
-    echo "== tree"; grep -A16 "^ *shape" "$LOGS/ab_base.txt" | head -n 16
-    echo "== with $2"; grep -A16 "^ *shape" "$LOGS/ab_patched.txt" | head -n 16
+    for f in "$LOGS"/ab_*.txt; do
+      echo "== ${f#"$LOGS"/ab_}"; grep -A16 "^ *shape" "$f" | head -n 16; grep -v "^ *case" "${f/ab_/clocks_}"
+    done
     ;;
   hopper)
     build
