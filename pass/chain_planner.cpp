@@ -170,7 +170,8 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
   plan.spec = final.spec();
   // Decomposed SiLU/GELU back to the composite ops, before the spec is printed and judged:
   // the planner and codegen's fast paths know only those (activation_canonicalization.h).
-  std::vector<int> renumbered = canonicalizeActivations(plan.spec);
+  const bool on_cuda = index.tensor(m.anchor)->device.rfind("cuda", 0) == 0;
+  std::vector<int> renumbered = canonicalizeActivations(plan.spec, on_cuda);
   int result = renumbered[core.result];
   if (result < 0) return rejected(out, "internal_error", "canonicalization removed the GEMM result (please report a bug)");
   try {

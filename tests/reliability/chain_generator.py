@@ -217,6 +217,26 @@ class OpDef:
     discontinuous: bool = False
 
 
+# How users write SiLU and GELU: the composite op, torch's own decomposition spelled out (what
+# pass/activation_canonicalization.cpp folds back when its intermediates are f32), and a near
+# miss with one constant off (a different function the fold must leave alone). "{x}" is the
+# operand.
+SPELLINGS: dict[str, dict[str, str]] = {
+    "silu": {"composite": "F.silu({x})", "sigmoid": "{x} * torch.sigmoid({x})",
+             "div": "{x} / (1 + torch.exp(-{x}))", "near": "{x} / (1.0625 + torch.exp(-{x}))"},
+    "gelu_tanh": {"composite": "F.gelu({x}, approximate='tanh')",
+                  "torch": "0.5 * {x} * (1 + torch.tanh(0.7978845608028654 * ({x} + 0.044715 * ({x} * {x} * {x}))))",
+                  "near": "0.5 * {x} * (1 + torch.tanh(0.7978845608028654 * ({x} + 0.04 * ({x} * {x} * {x}))))"},
+    "gelu": {"composite": "F.gelu({x})", "torch": "{x} * 0.5 * (1 + torch.erf({x} * 0.7071067811865476))",
+             "near": "{x} * 0.5 * (1 + torch.erf({x} * 0.7))"},
+}
+SPELLING_WEIGHTS = {"composite": 5, "sigmoid": 2, "div": 2, "torch": 3, "near": 1}
+
+
+def _spelled(op: str, x: str, params: dict) -> str:
+    return SPELLINGS[op][params.get("form", "composite")].format(x=x)
+
+
 def _p(params: dict, key: str, default: Any = None) -> Any:
     v = params.get(key, default)
     return repr(float(v)) if isinstance(v, float) else repr(v)
@@ -264,9 +284,9 @@ OPS: dict[str, OpDef] = {
     "cos": OpDef(1, lambda a, p: f"torch.cos({a[0]})"),
     "relu": OpDef(1, lambda a, p: f"torch.relu({a[0]})"),
     "F_relu": OpDef(1, lambda a, p: f"F.relu({a[0]})"),
-    "gelu": OpDef(1, lambda a, p: f"F.gelu({a[0]})"),
-    "gelu_tanh": OpDef(1, lambda a, p: f"F.gelu({a[0]}, approximate='tanh')"),
-    "silu": OpDef(1, lambda a, p: f"F.silu({a[0]})"),
+    "gelu": OpDef(1, lambda a, p: _spelled("gelu", a[0], p)),
+    "gelu_tanh": OpDef(1, lambda a, p: _spelled("gelu_tanh", a[0], p)),
+    "silu": OpDef(1, lambda a, p: _spelled("silu", a[0], p)),
     "leaky_relu": OpDef(1, lambda a, p: f"F.leaky_relu({a[0]}, {_p(p, 'slope', 0.01)})"),
     "hardtanh": OpDef(1, lambda a, p: f"F.hardtanh({a[0]}, {_p(p, 'lo', -1.0)}, {_p(p, 'hi', 1.0)})"),
     "hardswish": OpDef(1, lambda a, p: f"F.hardswish({a[0]})"),
@@ -345,6 +365,9 @@ class GenConfig:
     gemm_weights: tuple[float, ...] = (0.25, 0.2, 0.25, 0.1, 0.1, 0.1)
     allow_noncontig_inputs: bool = True
     fp8: bool = True
+    # SiLU / GELU spelled out as well (SPELLINGS; session 10). Runs recorded before session 10
+    # (tests/reliability/*.jsonl name seeds) had only the composite ops: False reproduces them.
+    spellings: bool = True
 
 
 def gpu_config(hopper_shape_prob: float, hopper_plain_prob: float) -> GenConfig:
@@ -452,6 +475,7 @@ def _operand(b: _Builder, which: str, shape: list, kdim_last: bool, cfg: GenConf
 def generate(seed: int, cfg: GenConfig | None = None) -> Case:
     cfg = cfg or GenConfig()
     rng = random.Random(seed)
+    spelling = random.Random(seed ^ 0x5EE11)  # SiLU / GELU spellings (SPELLINGS)
     dtype = rng.choices(cfg.dtypes, weights=cfg.dtype_weights[:len(cfg.dtypes)])[0]
     gemm = rng.choices(cfg.gemms, weights=cfg.gemm_weights[:len(cfg.gemms)])[0]
     M, N = _dim(rng, cfg.max_m), _dim(rng, cfg.max_n)
@@ -540,6 +564,11 @@ def generate(seed: int, cfg: GenConfig | None = None) -> Case:
         if rng.random() < 0.55:
             op = _weighted(rng, UNARY_EPILOGUE)
             params = _unary_params(rng, op)
+            if cfg.spellings and op in SPELLINGS:  # its own stream: the cases' other draws stay as they were
+                forms = [(f, SPELLING_WEIGHTS[f]) for f in SPELLINGS[op]]
+                form = _weighted(spelling, forms)
+                if form != "composite":
+                    params["form"] = form
             v = b.node(op, [recent], **params)
         else:
             op = _weighted(rng, BINARY_EPILOGUE)

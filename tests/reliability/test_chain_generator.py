@@ -7,7 +7,7 @@ import collections
 
 import torch
 
-from chain_generator import OPS, Case, GenConfig, generate
+from chain_generator import OPS, SPELLINGS, Case, GenConfig, generate
 from diff_harness import compare
 
 
@@ -57,22 +57,39 @@ def test_hopper_plain_cases_reach_the_hopper_kernel_as_they_are():
 
 # Seeds reproduce recorded runs (tests/reliability/*.jsonl name seeds, not cases): the cases of
 # the default config and of the GPU run's are pinned by a hash of their JSON (session 6, before
-# hopper_plain_prob existed; a change that moves the random stream fails here).
-def test_existing_seeds_still_give_the_same_cases():
+# hopper_plain_prob existed; a change that moves the random stream fails here). The runs before
+# session 10 had no spelled-out SiLU / GELU (spellings=False reproduces them); the spellings draw
+# from their own stream, so with them off every case is what it was, and with them on (the
+# default since) only the spelled ops differ.
+def _digest(cfg):
     import hashlib
 
-    def digest(cfg):
-        h = hashlib.sha256()
-        for seed in range(200):
-            h.update(generate(seed, cfg).to_json().encode())
-        return h.hexdigest()[:16]
+    h = hashlib.sha256()
+    for seed in range(200):
+        h.update(generate(seed, cfg).to_json().encode())
+    return h.hexdigest()[:16]
 
-    assert digest(GenConfig()) == PINNED_DEFAULT
-    assert digest(GenConfig(max_m=300, max_n=300, max_k=600, large_k_prob=0.05, hopper_shape_prob=0.3)) == PINNED_GPU
+
+def test_existing_seeds_still_give_the_same_cases():
+    gpu = dict(max_m=300, max_n=300, max_k=600, large_k_prob=0.05, hopper_shape_prob=0.3)
+    assert _digest(GenConfig(spellings=False)) == PINNED_DEFAULT
+    assert _digest(GenConfig(spellings=False, **gpu)) == PINNED_GPU
+    assert _digest(GenConfig()) == PINNED_DEFAULT_SPELLED
+
+
+def test_spellings_change_only_the_spelled_ops():
+    for seed in range(300):
+        plain, spelled = generate(seed, GenConfig(spellings=False)), generate(seed, GenConfig())
+        for a, b in zip(plain.nodes, spelled.nodes, strict=True):
+            assert (a.op, a.args) == (b.op, b.args), seed
+            assert a.params == {k: v for k, v in b.params.items() if k != "form"}, seed
+            assert "form" not in b.params or b.op in SPELLINGS, seed
+        assert plain.inputs == spelled.inputs and plain.outputs == spelled.outputs, seed
 
 
 PINNED_DEFAULT = "f5e6b206ead3f1a8"
 PINNED_GPU = "34b331df0e6815fb"
+PINNED_DEFAULT_SPELLED = "d287f12977333731"
 
 
 def test_judge_catches_wrong_results():
