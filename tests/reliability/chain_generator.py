@@ -221,20 +221,26 @@ class OpDef:
 # pass/activation_canonicalization.cpp folds back when its intermediates are f32), and a near
 # miss with one constant off (a different function the fold must leave alone). "{x}" is the
 # operand.
+# "upcast": the formula on x.float(), rounded back to x's dtype once, as Inductor's decomposition of
+# a 16-bit tensor reads (the 16-bit fold's pattern; "{u}" is the f32 value, bound once).
 SPELLINGS: dict[str, dict[str, str]] = {
     "silu": {"composite": "F.silu({x})", "sigmoid": "{x} * torch.sigmoid({x})",
-             "div": "{x} / (1 + torch.exp(-{x}))", "near": "{x} / (1.0625 + torch.exp(-{x}))"},
+             "div": "{x} / (1 + torch.exp(-{x}))", "near": "{x} / (1.0625 + torch.exp(-{x}))",
+             "upcast": "(({u} := {x}.float()) / (1 + torch.exp(-{u}))).to({x}.dtype)"},
     "gelu_tanh": {"composite": "F.gelu({x}, approximate='tanh')",
                   "torch": "0.5 * {x} * (1 + torch.tanh(0.7978845608028654 * ({x} + 0.044715 * ({x} * {x} * {x}))))",
-                  "near": "0.5 * {x} * (1 + torch.tanh(0.7978845608028654 * ({x} + 0.04 * ({x} * {x} * {x}))))"},
+                  "near": "0.5 * {x} * (1 + torch.tanh(0.7978845608028654 * ({x} + 0.04 * ({x} * {x} * {x}))))",
+                  "upcast": "(0.5 * ({u} := {x}.float()) * (1 + torch.tanh(0.7978845608028654 * ({u} + 0.044715 * "
+                            "({u} * {u} * {u}))))).to({x}.dtype)"},
     "gelu": {"composite": "F.gelu({x})", "torch": "{x} * 0.5 * (1 + torch.erf({x} * 0.7071067811865476))",
-             "near": "{x} * 0.5 * (1 + torch.erf({x} * 0.7))"},
+             "near": "{x} * 0.5 * (1 + torch.erf({x} * 0.7))",
+             "upcast": "(({u} := {x}.float()) * 0.5 * (1 + torch.erf({u} * 0.7071067811865476))).to({x}.dtype)"},
 }
-SPELLING_WEIGHTS = {"composite": 5, "sigmoid": 2, "div": 2, "torch": 3, "near": 1}
+SPELLING_WEIGHTS = {"composite": 5, "sigmoid": 2, "div": 2, "torch": 3, "near": 1, "upcast": 3}
 
 
 def _spelled(op: str, x: str, params: dict) -> str:
-    return SPELLINGS[op][params.get("form", "composite")].format(x=x)
+    return SPELLINGS[op][params.get("form", "composite")].format(x=x, u=f"u_{x}")
 
 
 def _p(params: dict, key: str, default: Any = None) -> Any:
