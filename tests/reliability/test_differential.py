@@ -117,6 +117,17 @@ def test_differential_torch_compile_sample(k):
     assert o.ok, describe(case, o, "compile")
 
 
+@pytest.mark.parametrize("seed", [50262521, 50262628])
+def test_compile_route_is_judged_against_torch_compile_where_it_departs_from_eager(seed):
+    """Session 10's compile-route hunt: F.gelu of +inf on the CPU (torch.compile +inf, eager NaN)
+    and a bf16 GELU(tanh) written out (torch.compile skips eager's intermediate roundings): the
+    backend gives torch.compile's answer, which is the one to match there."""
+    case = generate(seed, GenConfig(max_epilogue_ops=4))
+    o = check_case(case, "compile", "cpu")
+    print(f"seed {seed}: {o.status} {o.detail}")
+    assert o.ok, describe(case, o, "compile")
+
+
 GPU_CHUNK = 100
 GPU_CASES = int(os.environ.get("FXFUSE_DIFF_GPU_CASES", "10000"))
 GPU_FIRST_CHUNK = int(os.environ.get("FXFUSE_DIFF_GPU_FIRST_CHUNK", "0"))
