@@ -67,6 +67,18 @@ TEST(ActivationCanonicalization, NothingToDoLeavesTheSpecAlone) {
   EXPECT_EQ(remap, (std::vector<int>{0, 1, 2, 3, 4, 5}));
 }
 
+// GELU (erf) on an f32 GEMM value as torch decomposes it.
+const char* kGeluErfF32 =
+    "%3 = const 0.5 : f32\n"
+    "%4 = mul %3 %2 : f32\n"
+    "%5 = const 0.70710678118654757 : f32\n"
+    "%6 = mul %5 %2 : f32\n"
+    "%7 = erf %6 : f32\n"
+    "%8 = const 1 : f32\n"
+    "%9 = add %8 %7 : f32\n"
+    "%10 = mul %9 %4 : f32\n"
+    "output %10\n";
+
 TEST(ActivationCanonicalization, GeluTanhAndErfOnF32) {
   EXPECT_EQ(canonical("%3 = const 0.5 : f32\n"
                       "%4 = mul %2 %3 : f32\n"
@@ -83,34 +95,15 @@ TEST(ActivationCanonicalization, GeluTanhAndErfOnF32) {
                       "%15 = mul %4 %14 : f32\n"
                       "output %15\n"),
             "%3 = gelu_tanh %2 : f32\noutput %3\n");
-  EXPECT_EQ(canonical("%3 = const 0.5 : f32\n"
-                      "%4 = mul %3 %2 : f32\n"
-                      "%5 = const 0.70710678118654757 : f32\n"
-                      "%6 = mul %5 %2 : f32\n"
-                      "%7 = erf %6 : f32\n"
-                      "%8 = const 1 : f32\n"
-                      "%9 = add %8 %7 : f32\n"
-                      "%10 = mul %9 %4 : f32\n"
-                      "output %10\n"),
-            "%3 = gelu %2 : f32\noutput %3\n");
+  EXPECT_EQ(canonical(kGeluErfF32), "%3 = gelu %2 : f32\noutput %3\n");
 }
 
 // On the CPU GELU (erf) stays decomposed: ATen's CPU gelu is NaN at +inf where the decomposition
 // is +inf (the differential test's seed 20261377). SiLU and GELU (tanh) agree with their
 // decompositions everywhere, +-inf and NaN included, and are folded on the CPU too.
 TEST(ActivationCanonicalization, GeluErfOnlyOnCuda) {
-  const std::string erf =
-      "%3 = const 0.5 : f32\n"
-      "%4 = mul %3 %2 : f32\n"
-      "%5 = const 0.70710678118654757 : f32\n"
-      "%6 = mul %5 %2 : f32\n"
-      "%7 = erf %6 : f32\n"
-      "%8 = const 1 : f32\n"
-      "%9 = add %8 %7 : f32\n"
-      "%10 = mul %9 %4 : f32\n"
-      "output %10\n";
-  EXPECT_EQ(canonical(erf, nullptr, /*on_cuda=*/false), erf);
-  EXPECT_EQ(canonical(erf, nullptr, /*on_cuda=*/true), "%3 = gelu %2 : f32\noutput %3\n");
+  EXPECT_EQ(canonical(kGeluErfF32, nullptr, /*on_cuda=*/false), kGeluErfF32);
+  EXPECT_EQ(canonical(kGeluErfF32, nullptr, /*on_cuda=*/true), "%3 = gelu %2 : f32\noutput %3\n");
   EXPECT_EQ(canonical("%3 = sigmoid %2 : f32\n%4 = mul %2 %3 : f32\noutput %4\n", nullptr, /*on_cuda=*/false),
             "%3 = silu %2 : f32\noutput %3\n");
 }
