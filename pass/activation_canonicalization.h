@@ -19,9 +19,10 @@
 namespace fxfuse::pass {
 
 // Rewrites `spec` in place (before validateSpec: value spaces are not read) and removes the
-// values the rewrites left dead. GELU (erf) is folded only when the chain runs on CUDA (`on_cuda`):
-// on the CPU, ATen's gelu differs from its decomposition at +inf. Returns, for each value id of the spec as it came in, its id
-// afterwards, or -1 where the value was removed; outputs are renumbered accordingly.
+// values the rewrites left dead. GELU (erf) is folded only when the chain runs on CUDA
+// (`on_cuda`): on the CPU, ATen's gelu differs from its decomposition at +inf. Returns, for each
+// value id of the spec as it came in, its id afterwards, or -1 where the value was removed;
+// outputs are renumbered accordingly.
 std::vector<int> canonicalizeActivations(spec::ChainSpec& spec, bool on_cuda);
 
 }  // namespace fxfuse::pass

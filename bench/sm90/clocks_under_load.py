@@ -2,9 +2,10 @@
 seconds each (4096^3 bf16, bias+ReLU+cast), sampled by nvidia-smi: does sustained load slow the
 fused kernel more than cuBLAS? (bench/sm90/NOTES.md session 8: do_bench puts it at 1.20-1.24 x mm,
 a single launch under ncu at 1.08.) With --tiles, every Hopper tile the autotune may choose
-(the op's candidates, forced one at a time): does a tile that moves fewer bytes from L2 per MMA
-(128x256 cooperative: 384 rows of A and B per 128x256 block, against 64x256's 320 per 64x256) run
-at a higher clock?
+(the op's candidates, forced one at a time). Measured (bench/RESULTS.md Runs Q, R): the 128x256
+cooperative tile runs at cuBLAS's clock, the 64x256 and 128x128 ping-pong tiles ~8 % lower in the
+same time per call; not because of the bytes they move from L2 (cluster pairs halve them, no
+clock gained).
 
   python3 bench/sm90/clocks_under_load.py [--seconds 3] [--tiles]
 """
