@@ -158,15 +158,10 @@ bool geluErf(const Matcher& p, int top, Match& m) {
 struct Pattern {
   const char* op;  // the composite spec op it becomes
   bool (*match)(const Matcher&, int, Match&);
-  // Only for chains on CUDA: ATen's CPU gelu (erf) gives NaN at +inf where its decomposition
-  // gives +inf (x * 0.5 * 2); the CUDA kernels (fx_gelu, ATen's CUDA gelu) compute the
-  // decomposition's arithmetic. On the CPU the op's evaluation is ATen's, so there the fold would
-  // change the result of a +inf (found by the differential test, session 10).
-  bool cuda_only = false;
 };
 
 constexpr Pattern kPatterns[] = {
-    {"silu", siluDiv}, {"silu", siluSigmoid}, {"gelu_tanh", geluTanh}, {"gelu", geluErf, true}};
+    {"silu", siluDiv}, {"silu", siluSigmoid}, {"gelu_tanh", geluTanh}, {"gelu", geluErf}};
 
 // users[v]: the values reading v, once per operand occurrence.
 std::vector<std::vector<int>> usersOf(const ChainSpec& spec) {
@@ -217,12 +212,10 @@ std::vector<int> removeDead(ChainSpec& spec, const std::set<int>& candidates) {
 // One rewrite with `top` as the pattern's last f32 op, if some pattern matches there and the
 // result is exactly eager's composite op. `users`: usersOf(spec) as it is. Returns the
 // renumbering it made.
-std::optional<std::vector<int>> rewriteAt(ChainSpec& spec, int top, const std::vector<std::vector<int>>& users,
-                                          bool on_cuda) {
+std::optional<std::vector<int>> rewriteAt(ChainSpec& spec, int top, const std::vector<std::vector<int>>& users) {
   const Matcher matcher(spec);
   for (const Pattern& pattern : kPatterns) {
     if (spec::opArity(pattern.op) != 1) continue;  // not (or no longer) a spec op
-    if (pattern.cuda_only && !on_cuda) continue;
     Match m;
     if (!pattern.match(matcher, top, m)) continue;
 
@@ -274,7 +267,7 @@ std::optional<std::vector<int>> rewriteAt(ChainSpec& spec, int top, const std::v
 
 }  // namespace
 
-std::vector<int> canonicalizeActivations(ChainSpec& spec, bool on_cuda) {
+std::vector<int> canonicalizeActivations(ChainSpec& spec) {
   std::vector<int> remap(spec.values.size());
   std::iota(remap.begin(), remap.end(), 0);
   // Each rewrite removes at least one value, so this ends; after one, scan again from the start
@@ -283,7 +276,7 @@ std::vector<int> canonicalizeActivations(ChainSpec& spec, bool on_cuda) {
     changed = false;
     const std::vector<std::vector<int>> users = usersOf(spec);  // until the next rewrite
     for (int top = 0; top < static_cast<int>(spec.values.size()); ++top) {
-      std::optional<std::vector<int>> renumber = rewriteAt(spec, top, users, on_cuda);
+      std::optional<std::vector<int>> renumber = rewriteAt(spec, top, users);
       if (!renumber) continue;
       for (int& r : remap)
         if (r >= 0) r = (*renumber)[r];

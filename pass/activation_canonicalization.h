@@ -19,10 +19,14 @@
 namespace fxfuse::pass {
 
 // Rewrites `spec` in place (before validateSpec: value spaces are not read) and removes the
-// values the rewrites left dead. GELU (erf) is folded only when the chain runs on CUDA
-// (`on_cuda`): on the CPU, ATen's gelu differs from its decomposition at +inf. Returns, for each
-// value id of the spec as it came in, its id afterwards, or -1 where the value was removed;
-// outputs are renumbered accordingly.
-std::vector<int> canonicalizeActivations(spec::ChainSpec& spec, bool on_cuda);
+// values the rewrites left dead. Returns, for each value id of the spec as it came in, its id
+// afterwards, or -1 where the value was removed; outputs are renumbered accordingly.
+// For chains on CUDA only (chain_planner.cpp): there the composite ops' kernels compute the
+// decompositions' arithmetic (fx_gelu, fx_silu, ...; their fast-math forms are the documented
+// trade-off). On the CPU the ops are ATen's, which differ from their own decompositions: gelu
+// (erf) is NaN at +inf where the decomposition is +inf (BUG-4), and gelu (tanh)'s tanh saturates a
+// step earlier than torch.tanh, turning -1.5e-7 into -0 (a `>= 0` flips). The fold buys the CPU
+// path no speed, so there the chain is evaluated as written.
+std::vector<int> canonicalizeActivations(spec::ChainSpec& spec);
 
 }  // namespace fxfuse::pass

@@ -1,6 +1,7 @@
 #include "pass/chain_planner.h"
 
 #include <algorithm>
+#include <numeric>
 #include <set>
 
 #include "pass/activation_canonicalization.h"
@@ -169,9 +170,11 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
   FusionPlan plan;
   plan.spec = final.spec();
   // Decomposed SiLU/GELU back to the composite ops, before the spec is printed and judged:
-  // the planner and codegen's fast paths know only those (activation_canonicalization.h).
-  const bool on_cuda = index.tensor(m.anchor)->device.rfind("cuda", 0) == 0;
-  std::vector<int> renumbered = canonicalizeActivations(plan.spec, on_cuda);
+  // the planner and codegen's fast paths know only those. CUDA chains only
+  // (activation_canonicalization.h says why).
+  std::vector<int> renumbered(plan.spec.values.size());
+  std::iota(renumbered.begin(), renumbered.end(), 0);
+  if (index.tensor(m.anchor)->device.rfind("cuda", 0) == 0) renumbered = canonicalizeActivations(plan.spec);
   int result = renumbered[core.result];
   if (result < 0) return rejected(out, "internal_error", "canonicalization removed the GEMM result (please report a bug)");
   try {

@@ -15,11 +15,10 @@ const char* kHeader =
     "%1 = input 1 bf16 [n,k]\n"
     "%2 = mm %0 %1 : f32\n";
 
-// Canonicalizes `body` (the values after kHeader) for a chain on CUDA, or on the CPU with
-// `on_cuda` false, and returns the printed spec's body.
-std::string canonical(const std::string& body, std::vector<int>* remap = nullptr, bool on_cuda = true) {
+// Canonicalizes `body` (the values after kHeader) and returns the printed spec's body.
+std::string canonical(const std::string& body, std::vector<int>* remap = nullptr) {
   spec::ChainSpec s = spec::parseSpec(kHeader + body);
-  std::vector<int> r = canonicalizeActivations(s, on_cuda);
+  std::vector<int> r = canonicalizeActivations(s);
   if (remap) *remap = r;
   std::string text = spec::printSpec(s);
   spec::ChainSpec reparsed = spec::parseSpec(text);  // numbering and operands still valid
@@ -98,16 +97,6 @@ TEST(ActivationCanonicalization, GeluTanhAndErfOnF32) {
   EXPECT_EQ(canonical(kGeluErfF32), "%3 = gelu %2 : f32\noutput %3\n");
 }
 
-// On the CPU GELU (erf) stays decomposed: ATen's CPU gelu is NaN at +inf where the decomposition
-// is +inf (the differential test's seed 20261377). SiLU and GELU (tanh) agree with their
-// decompositions everywhere, +-inf and NaN included, and are folded on the CPU too.
-TEST(ActivationCanonicalization, GeluErfOnlyOnCuda) {
-  EXPECT_EQ(canonical(kGeluErfF32, nullptr, /*on_cuda=*/false), kGeluErfF32);
-  EXPECT_EQ(canonical(kGeluErfF32, nullptr, /*on_cuda=*/true), "%3 = gelu %2 : f32\noutput %3\n");
-  EXPECT_EQ(canonical("%3 = sigmoid %2 : f32\n%4 = mul %2 %3 : f32\noutput %4\n", nullptr, /*on_cuda=*/false),
-            "%3 = silu %2 : f32\noutput %3\n");
-}
-
 // A const of another dtype is not the f32 opmath constant eager uses.
 TEST(ActivationCanonicalization, ConstMustBeF32) {
   const std::string body =
@@ -179,7 +168,7 @@ TEST(ActivationCanonicalization, PrologueValues) {
       "%5 = input 1 f16 [k,n]\n"
       "%6 = mm %4 %5 : f16\n"
       "output %6\n");
-  canonicalizeActivations(s, true);
+  canonicalizeActivations(s);
   EXPECT_EQ(spec::printSpec(s),
             "fxfuse.chain v1\n"
             "gemm mm\n"

@@ -51,6 +51,12 @@ REGRESSIONS: dict[str, tuple[str, str, str]] = {
         "BUG-4 (CPU differential, session 10, seed 20261377 minimized): x * 0.5 * (1 + erf(x / sqrt 2)) folded into "
         "gelu; ATen's CPU gelu is NaN at +inf where the written formula is +inf (the fold is now CUDA only)",
         '{"dims": {"B": 1, "K": 1, "M": 1, "N": 2, "S": 1}, "dtype": "f32", "gemm": "mm", "inputs": [{"fill": "normal", "layout": "contig", "name": "x0", "scale": 1.0, "shape": ["K", "M"], "special": "-inf", "store": "D"}, {"fill": "int", "layout": "contig", "name": "x1", "scale": 8.0, "shape": ["K", "N"], "special": null, "store": "i8"}], "nodes": [{"args": ["x1"], "name": "v1", "op": "to_D", "params": {}, "stage": "prologue_b"}, {"args": ["x0", "v1"], "name": "v3", "op": "mm", "params": {}, "stage": "gemm"}, {"args": ["v3"], "name": "v4", "op": "gelu", "params": {"form": "torch"}, "stage": "epilogue"}], "notes": "mm f32 M=11 N=10 K=40", "outputs": ["v4"], "seed": 20261377}'),
+    'bf16_upcast_gelu_tanh_sign_test_near_saturation': (
+        'fx',
+        "BUG-5 (CPU differential, session 10, seed 70265433 minimized): GELU(tanh) written on x.float() folded into "
+        "gelu_tanh; ATen's CPU gelu saturates tanh a step before torch.tanh, so GELU(-5.125) was -0 instead of "
+        "-1.5e-7 and `x3 * (v4 >= 0)` flipped (the fold is now for CUDA graphs only)",
+        '{"dims": {"B": 1, "K": 22, "M": 21, "N": 16, "S": 1}, "dtype": "bf16", "gemm": "linear3d", "inputs": [{"fill": "normal", "layout": "contig", "name": "x0", "scale": 2.0, "shape": ["B", "M", "K"], "special": null, "store": "f8e5m2"}, {"fill": "int", "layout": "contig", "name": "x1", "scale": 8.0, "shape": ["N", "K"], "special": "-inf", "store": "i8"}, {"fill": "positive", "layout": "contig", "name": "x2", "scale": 0.05212860351426869, "shape": [], "special": null, "store": "D"}, {"fill": "normal", "layout": "contig", "name": "x3", "scale": 1.0, "shape": ["B", "M", 1], "special": null, "store": "F"}], "nodes": [{"args": ["x0"], "name": "v0", "op": "to_D", "params": {}, "stage": "prologue_a"}, {"args": ["x1", "x2"], "name": "v2", "op": "mul", "params": {}, "stage": "prologue_b"}, {"args": ["v0", "v2"], "name": "v3", "op": "linear", "params": {}, "stage": "gemm"}, {"args": ["v3"], "name": "v4", "op": "gelu_tanh", "params": {"form": "upcast"}, "stage": "epilogue"}, {"args": ["v4", "x3"], "name": "v5", "op": "cmp_mask_mul", "params": {}, "stage": "epilogue"}], "notes": "linear3d bf16 M=21 N=16 K=23", "outputs": ["v5"], "seed": 70265433}'),
 }
 
 
