@@ -68,7 +68,9 @@ def _spec_ops(spec: str) -> list[str]:
 def _cuda_plan(ir: str) -> dict:
     """The pass's plan for a captured CPU graph handed over as a CUDA graph (where the fold
     applies), every chain fused (an f32 one would run as the simt kernel, not profitable)."""
-    return json.loads(fxfuse._C.run_pass(ir.replace("@cpu", "@cuda:0"), Options(only_profitable=False).pass_options_json()))
+    options = json.loads(Options(only_profitable=False).pass_options_json())
+    options["nvrtc"] = True  # as on a GPU machine: without libnvrtc here every CUDA chain is rejected
+    return json.loads(fxfuse._C.run_pass(ir.replace("@cpu", "@cuda:0"), json.dumps(options)))
 
 
 @pytest.mark.parametrize("dt", DTYPES)

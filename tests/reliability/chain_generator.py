@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -221,20 +222,20 @@ class OpDef:
 # pass/activation_canonicalization.cpp folds back when its intermediates are f32), and a near
 # miss with one constant off (a different function the fold must leave alone). "{x}" is the
 # operand.
-# "upcast": the formula on x.float(), rounded back to x's dtype once, as Inductor's decomposition of
+# "upcast": the formula on x.to(FP32) (float32; float64 in the reference), rounded back to x's dtype once, as Inductor's decomposition of
 # a 16-bit tensor reads (the 16-bit fold's pattern; "{u}" is the f32 value, bound once).
 SPELLINGS: dict[str, dict[str, str]] = {
     "silu": {"composite": "F.silu({x})", "sigmoid": "{x} * torch.sigmoid({x})",
              "div": "{x} / (1 + torch.exp(-{x}))", "near": "{x} / (1.0625 + torch.exp(-{x}))",
-             "upcast": "(({u} := {x}.float()) / (1 + torch.exp(-{u}))).to({x}.dtype)"},
+             "upcast": "(({u} := {x}.to(FP32)) / (1 + torch.exp(-{u}))).to({x}.dtype)"},
     "gelu_tanh": {"composite": "F.gelu({x}, approximate='tanh')",
                   "torch": "0.5 * {x} * (1 + torch.tanh(0.7978845608028654 * ({x} + 0.044715 * ({x} * {x} * {x}))))",
                   "near": "0.5 * {x} * (1 + torch.tanh(0.7978845608028654 * ({x} + 0.04 * ({x} * {x} * {x}))))",
-                  "upcast": "(0.5 * ({u} := {x}.float()) * (1 + torch.tanh(0.7978845608028654 * ({u} + 0.044715 * "
+                  "upcast": "(0.5 * ({u} := {x}.to(FP32)) * (1 + torch.tanh(0.7978845608028654 * ({u} + 0.044715 * "
                             "({u} * {u} * {u}))))).to({x}.dtype)"},
     "gelu": {"composite": "F.gelu({x})", "torch": "{x} * 0.5 * (1 + torch.erf({x} * 0.7071067811865476))",
              "near": "{x} * 0.5 * (1 + torch.erf({x} * 0.7))",
-             "upcast": "(({u} := {x}.float()) * 0.5 * (1 + torch.erf({u} * 0.7071067811865476))).to({x}.dtype)"},
+             "upcast": "(({u} := {x}.to(FP32)) * 0.5 * (1 + torch.erf({u} * 0.7071067811865476))).to({x}.dtype)"},
 }
 SPELLING_WEIGHTS = {"composite": 5, "sigmoid": 2, "div": 2, "torch": 3, "near": 1, "upcast": 3}
 
@@ -380,7 +381,12 @@ def gpu_config(hopper_shape_prob: float, hopper_plain_prob: float) -> GenConfig:
     """The GPU differential's generator sizes (test_differential.py's GPU chunks; the CPU tools
     that estimate or compile what it reaches use the same)."""
     return GenConfig(max_m=300, max_n=300, max_k=600, large_k_prob=0.05, hopper_shape_prob=hopper_shape_prob,
-                     hopper_plain_prob=hopper_plain_prob)
+                     hopper_plain_prob=hopper_plain_prob, spellings=spellings_from_env())
+
+
+def spellings_from_env() -> bool:
+    """FXFUSE_DIFF_SPELLINGS=0 reproduces the runs recorded before session 10 (GenConfig.spellings)."""
+    return os.environ.get("FXFUSE_DIFF_SPELLINGS", "1") != "0"
 
 
 class _Builder:

@@ -91,7 +91,9 @@ class Outcome:
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok"
+        # "ok:torch_compile": a compile-route case where fxfuse gives torch.compile's own answer,
+        # which departs from eager (_torch_compiles_own); counted apart in the run's totals
+        return self.status == "ok" or self.status == "ok:torch_compile"
 
 
 def run_fused(case: Case, inputs: list[torch.Tensor], route: str = "export",
@@ -303,11 +305,16 @@ def _torch_compiles_own(case: Case, inputs, fused, eager, ref, o: Outcome) -> Ou
         plain = list(torch.compile(case.build(), fullgraph=True)(*inputs))
     except Exception:  # noqa: BLE001 - then nothing excuses the failure
         return o
-    own = compare(case, plain, eager, ref)
-    if own.ok or not compare(case, fused, plain, ref).ok:
+    own = compare(case, plain, eager, ref, lambda: other_eager_orders(case, inputs, ref))
+    if own.ok or own.status != o.status or not compare(case, fused, plain, ref).ok:
         return o
-    return Outcome("ok", detail=f"torch.compile's own departure from eager ({own.status}: {own.detail[:200]}); "
-                                f"fxfuse matches torch.compile")
+    # and no further from the float64 reference than torch.compile is (where both are finite)
+    for f, p, r in zip(fused, plain, ref):
+        fin = torch.isfinite(f) & torch.isfinite(p) & torch.isfinite(r)
+        if _relnorm(f[fin], r[fin]) > 1.25 * _relnorm(p[fin], r[fin]) + 1e-6:
+            return o
+    return Outcome("ok:torch_compile", detail=f"torch.compile's own departure from eager ({own.status}: "
+                                              f"{own.detail[:200]}); fxfuse matches torch.compile")
 
 
 def check_case(case: Case, route: str = "export", device: str = "cpu", options: dict | None = None) -> Outcome:

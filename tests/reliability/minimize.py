@@ -1,7 +1,9 @@
 """Minimize a failing differential case:  python tests/reliability/minimize.py <seed> [route]
 
 Prints the original verdict, the minimized case (source, inputs, JSON for test_regressions.py)
-and its verdict. Route: fx (default), export, decomp, compile. Uses the CPU."""
+and its verdict. Route: fx (default), export, decomp, compile. Uses the CPU.
+FXFUSE_DIFF_SPELLINGS=0: the generator without spelled-out SiLU/GELU, as in the runs recorded
+before session 10 (GenConfig.spellings)."""
 from __future__ import annotations
 
 import logging
@@ -11,7 +13,7 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from chain_generator import generate  # noqa: E402
+from chain_generator import GenConfig, generate, spellings_from_env  # noqa: E402
 from diff_harness import check_case, describe, same_failure, shrink  # noqa: E402
 
 
@@ -20,7 +22,7 @@ def main(argv: list[str]) -> int:
     logging.disable(logging.CRITICAL)
     seed = int(argv[1])
     route = argv[2] if len(argv) > 2 else "fx"
-    case = generate(seed)
+    case = generate(seed, GenConfig(spellings=spellings_from_env()))
     o = check_case(case, route)
     print(describe(case, o, route))
     if o.ok:

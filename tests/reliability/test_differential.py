@@ -9,6 +9,7 @@ with a JSON literal to paste into test_regressions.py.
     FXFUSE_DIFF_CASES=<number of cases>  (default 500 on CPU; the GPU run has 10,000)
     FXFUSE_DIFF_SHRINK=0                 (skip minimization of failures)
     FXFUSE_DIFF_MIN_FUSED=<fraction>     (default 0.5)
+    FXFUSE_DIFF_SPELLINGS=0              (no spelled-out SiLU/GELU: the runs before session 10)
 
 One case again: FXFUSE_DIFF_SEED=<case seed> FXFUSE_DIFF_CASES=1 pytest ... -k cpu -s
 """
@@ -22,7 +23,7 @@ import time
 import pytest
 import torch
 
-from chain_generator import GenConfig, generate, gpu_config
+from chain_generator import GenConfig, generate, gpu_config, spellings_from_env
 from diff_harness import check_case, describe, same_failure, shrink
 
 fxfuse = pytest.importorskip("fxfuse", reason="fxfuse._C is not built")
@@ -101,7 +102,7 @@ def run_cases(seeds, device: str, cfg: GenConfig, max_shrunk: int = 3, options: 
 def test_differential_cpu():
     seeds = list(range(SEED, SEED + CASES))
     print(f"FXFUSE_DIFF_SEED={SEED} FXFUSE_DIFF_CASES={CASES}")
-    results, fused, failures, report = run_cases(seeds, "cpu", GenConfig())
+    results, fused, failures, report = run_cases(seeds, "cpu", GenConfig(spellings=spellings_from_env()))
     assert not failures, f"{len(failures)} of {len(seeds)} cases failed:\n{report}"
     assert fused >= MIN_FUSED * len(seeds), (
         f"only {fused} of {len(seeds)} cases fused anything: the test would pass without fxfuse")

@@ -60,6 +60,11 @@ REGRESSIONS: dict[str, tuple[str, str, str]] = {
 }
 
 
+# CPU-evaluation bugs whose case means something else on CUDA: there the activation fold applies
+# and BUG-5's GELU(tanh) runs the fast-math form, whose known step near tanh's saturation
+# (docs/STATUS.md, Known trade-offs) may flip the same `>= 0` mask. Not run by test_regression_gpu.
+CPU_ONLY = {"bf16_upcast_gelu_tanh_sign_test_near_saturation"}
+
 # Open bugs (issue-8 report): strict xfail, so a fix shows up as XPASS and the mark must go.
 KNOWN_BUGS: dict[str, str] = {
     # BUG-1 and BUG-2 cases pass since the pass names size-1 problem dims by role and leaves
@@ -81,7 +86,7 @@ def test_regression(name):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", sorted(REGRESSIONS))
+@pytest.mark.parametrize("name", sorted(set(REGRESSIONS) - CPU_ONLY))
 def test_regression_gpu(name, monkeypatch):
     """The same cases on CUDA tensors, every chain fused and run as a kernel (the generic ones
     too: FXFUSE_FORCE_KERNEL), not by the op's ATen evaluation."""
