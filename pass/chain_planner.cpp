@@ -174,7 +174,7 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
   // (activation_canonicalization.h says why).
   std::vector<int> renumbered(plan.spec.values.size());
   std::iota(renumbered.begin(), renumbered.end(), 0);
-  if (index.tensor(m.anchor)->device.rfind("cuda", 0) == 0) renumbered = canonicalizeActivations(plan.spec);
+  if (index.tensor(m.anchor)->onCuda()) renumbered = canonicalizeActivations(plan.spec);
   int result = renumbered[core.result];
   if (result < 0) return rejected(out, "internal_error", "canonicalization removed the GEMM result (please report a bug)");
   try {

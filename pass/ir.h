@@ -41,6 +41,7 @@ struct TensorType {
   bool hasStrides = false;  // `{…}` missing means strides unknown
   std::vector<Dim> strides;
   std::string device;       // empty: unknown
+  bool onCuda() const { return device.rfind("cuda", 0) == 0; }  // "cuda" or "cuda:N"
   bool operator==(const TensorType& o) const {
     return dtype == o.dtype && otherDtype == o.otherDtype && sizes == o.sizes && hasStrides == o.hasStrides &&
            strides == o.strides && device == o.device;

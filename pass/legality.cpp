@@ -53,7 +53,7 @@ std::optional<Rejection> checkLegality(const GraphIndex& index, const GemmMatch&
   if (auto r = checkDtypes(index, m, f, o)) return r;
 
   std::string device = deviceOf(index, m);
-  bool cuda = device.rfind("cuda", 0) == 0;
+  const bool cuda = index.tensor(m.anchor)->onCuda();
   if (!cuda && !(o.allowCpu && (device == "cpu" || device.empty())))
     return reject("unsupported_device", device.empty() ? "unknown device" : device);
   notes->push_back("device " + (device.empty() ? std::string("unknown") : device));

@@ -23,7 +23,7 @@ std::optional<Rejection> checkProfitable(const GraphIndex& index, const GemmMatc
                                          const spec::ChainSpec& spec, const PassOptions& options) {
   if (!options.onlyProfitable) return std::nullopt;
   const ir::Type& out = index.node(match.root).type;
-  if (!out.isTensor() || out.tensor.device.rfind("cuda", 0) != 0) return std::nullopt;
+  if (!out.isTensor() || !out.tensor.onCuda()) return std::nullopt;
   if (match.outShape.size() != match.outLetters.size() || match.n.symbolic) return std::nullopt;
   long long m = 1, b = 1;
   for (size_t i = 0; i < match.outShape.size(); ++i) {
