@@ -21,6 +21,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from profile_kernels import BIAS_RELU_CAST, dense_inputs, gemm_chain  # noqa: E402
 import fxfuse._C as C  # noqa: E402
+from compare_tiles import short  # noqa: E402  (the same tile names as its table)
 
 
 def sustained(fn, seconds):
@@ -55,8 +56,7 @@ def main():
     fused = lambda: gemm_chain(ins, BIAS_RELU_CAST)  # noqa: E731
     choices = [c for c in C.kernel_candidates(ins, BIAS_RELU_CAST) if c.startswith("sm90_wgmma")] if a.tiles else [""]
     cases = [("cuBLAS mm", "", lambda: torch.mm(x, w))]
-    cases += [(f"fused {c.split()[1] + (' pp' if 'pingpong' in c else ' coop') if c else 'bias+relu+cast'}", c, fused)
-              for c in choices]
+    cases += [(f"fused {short(c) if c else 'bias+relu+cast'}", c, fused) for c in choices]
     cases.append(("cuBLAS mm (again)", "", cases[0][2]))  # brackets the fused rows: a drift shows
     print(f"{'case':>22} {'ms/call':>8} {'SM MHz median':>14} {'min':>6} {'power W median':>15} {'max':>6} samples")
     for name, choice, fn in cases:
