@@ -157,16 +157,17 @@ static_assert(FX_A_KMAJOR == 1, "sm90 template needs A K-contiguous");
 #else
 #define FX_SM90_STAGED_IN 0
 #endif
+// The dynamic shared memory this layout needs: the ring, the staging buffer, the slack for the
+// 1024-byte alignment.
+#define FX_LAYOUT_SMEM_BYTES (FX_STAGES * (FX_BM + FX_BN) * FX_BK * 2 + FX_STAGE_BYTES + 1024)
 // The host sizes the launch's dynamic shared memory by its own formula (codegen/tma_desc.h
-// GemmConfig::dynSmemBytes; the generator passes it as FX_DYN_SMEM_BYTES): the ring, the staging
-// buffer and the alignment slack must fit in it.
+// GemmConfig::dynSmemBytes; the generator passes it as FX_DYN_SMEM_BYTES): the layout must fit.
 #ifdef FX_DYN_SMEM_BYTES
-static_assert(FX_STAGES * (FX_BM + FX_BN) * FX_BK * 2 + FX_STAGE_BYTES + 1024 <= FX_DYN_SMEM_BYTES,
+static_assert(FX_LAYOUT_SMEM_BYTES <= FX_DYN_SMEM_BYTES,
               "the host's dynamic shared memory size is smaller than this kernel's layout");
 #endif
 // 227 KB per block, less the static barriers (fx_bars: 2 * FX_STAGES + 2 of 8 bytes).
-static_assert(FX_STAGES >= 2 && FX_STAGES * (FX_BM + FX_BN) * FX_BK * 2 + FX_STAGE_BYTES + 1024 +
-                  (2 * FX_STAGES + 2) * 8 <= 227 * 1024,
+static_assert(FX_STAGES >= 2 && FX_LAYOUT_SMEM_BYTES + (2 * FX_STAGES + 2) * 8 <= 227 * 1024,
               "shared memory ring too large");
 static_assert(FX_CLUSTER_M == 1 || FX_CLUSTER_M == 2, "FX_CLUSTER_M must be 1 or 2");
 static_assert(FX_CONSUMERS * (FX_CONSUMER_REGS - FX_SM90_ENTRY_REGS) <= FX_SM90_ENTRY_REGS - FX_PRODUCER_REGS,
