@@ -7,7 +7,7 @@ with FXFUSE_SM90_ALL_EPILOGUES=1), compiled with the op's NVRTC options
 (codegen/nvrtc_driver.cpp) for sm_90a. nvdisasm is a developer tool, not a project dependency:
 point FXFUSE_NVDISASM at one (e.g. from the `nvidia-cuda-nvdisasm` wheel) to get SASS columns.
 
-  python bench/sm90/sass_stats.py [--shape 4096x1024x4096] [--dump DIR]
+  python bench/sm90/sass_stats.py [--shape 4096x1024x4096] [--dump DIR] [--nvrtc-opt=--Ofast-compile=mid ...]
 """
 import argparse
 import collections
@@ -23,10 +23,10 @@ import fxfuse._C as C  # noqa: E402
 from chain_specs import CHAINS  # noqa: E402
 
 
-def nvrtc_compile(lib, src, time_csv):
+def nvrtc_compile(lib, src, time_csv, extra=()):
     inc = os.path.abspath(os.path.join(os.path.dirname(C.nvrtc_path()), "..", "include"))
     opts = ["--gpu-architecture=sm_90a", "-std=c++17", "--ptxas-options=-v", "-DNDEBUG",
-            "--include-path=" + inc, "--time=" + time_csv]
+            "--include-path=" + inc, "--time=" + time_csv, *extra]
     prog = ctypes.c_void_p()
     lib.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"kernel.cu", 0, None, None)
     argv = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
@@ -75,6 +75,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shape", default="4096x1024x4096", help="MxNxK the kernel is generated for")
     ap.add_argument("--dump", help="a folder to write each chain's source, PTX and SASS into")
+    ap.add_argument("--nvrtc-opt", action="append", default=[], help="one more NVRTC option (what it costs or saves)")
     args = ap.parse_args()
     M, N, K = (int(v) for v in args.shape.split("x"))
     if args.dump:
@@ -87,7 +88,7 @@ def main():
         for name, spec in CHAINS.items():
             _, src = C.generate_cuda(spec, M, N, K)
             csv = os.path.join(tmp, name + ".csv")
-            ptx, cubin = nvrtc_compile(lib, src, csv)
+            ptx, cubin = nvrtc_compile(lib, src, csv, args.nvrtc_opt)
             phases = {row.split(",")[1].strip(): float(row.split(",")[2]) / 1000
                       for row in open(csv).read().splitlines()[1:] if row.count(",") >= 3}
             sass = ["-"] * 6

@@ -308,10 +308,12 @@ def _torch_compiles_own(case: Case, inputs, fused, eager, ref, o: Outcome) -> Ou
     own = compare(case, plain, eager, ref, lambda: other_eager_orders(case, inputs, ref))
     if own.ok or own.status != o.status or not compare(case, fused, plain, ref).ok:
         return o
-    # and no further from the float64 reference than torch.compile is (where both are finite)
+    # and no further from the float64 reference than torch.compile is (where both are finite), up
+    # to one rounding of the case's dtype: two Inductor compiles of the same graph differ by that
+    slack = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11}.get(case.dtype, 1e-6)
     for f, p, r in zip(fused, plain, ref):
         fin = torch.isfinite(f) & torch.isfinite(p) & torch.isfinite(r)
-        if _relnorm(f[fin], r[fin]) > 1.25 * _relnorm(p[fin], r[fin]) + 1e-6:
+        if _relnorm(f[fin], r[fin]) > 1.25 * _relnorm(p[fin], r[fin]) + slack:
             return o
     return Outcome("ok:torch_compile", detail=f"torch.compile's own departure from eager ({own.status}: "
                                               f"{own.detail[:200]}); fxfuse matches torch.compile")
