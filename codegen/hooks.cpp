@@ -202,6 +202,15 @@ class HookEmitter {
     return {{mm, roundTo(spec_.values[mm].dtype, "acc")}};
   }
 
+  bool roundedByItsStore(int i) const {
+    const DType d = spec_.values[i].dtype;
+    if (d != DType::BF16 && d != DType::F16) return false;
+    if (std::find(spec_.outputs.begin(), spec_.outputs.end(), i) == spec_.outputs.end()) return false;
+    for (const Value& u : spec_.values)
+      if (std::find(u.operands.begin(), u.operands.end(), i) != u.operands.end()) return false;
+    return true;
+  }
+
   std::string valueExpr(int i) {
     const Value& v = spec_.values[i];
     switch (v.kind) {
@@ -217,6 +226,10 @@ class HookEmitter {
           if (spec_.values[o].kind == ValueKind::Const) a.constant = spec_.values[o].constant;
           args.push_back(a);
         }
+        // An output used by nothing else is rounded by its store (fx_st_* / fx_pack2_*, round to
+        // nearest even like fx_round_*): rounding it here too costs two instructions per element
+        // and changes no bit (a 16-bit value converts back exactly).
+        if (roundedByItsStore(i)) return pointwiseExpr(v.op, args);
         return roundTo(v.dtype, pointwiseExpr(v.op, args));
       }
       case ValueKind::Mm: break;

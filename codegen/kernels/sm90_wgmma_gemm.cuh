@@ -202,6 +202,12 @@ __device__ __forceinline__ void mbar_expect_tx(u32 bar, u32 bytes) {
 __device__ __forceinline__ void mbar_arrive(u32 bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
 }
+// True in one lane of the converged warp (elect.sync), false in the others.
+__device__ __forceinline__ bool elect_one() {
+  u32 one;
+  asm volatile("{\n.reg .pred P;\nelect.sync _|P, 0xffffffff;\nselp.u32 %0, 1, 0, P;\n}\n" : "=r"(one));
+  return one != 0;
+}
 __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
   asm volatile(
       "{\n"
@@ -456,7 +462,15 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     const TileSpace ts = tile_space();
     const bool a_bcast = p.in[FX_A_SLOT].sb == 0;
     const bool b_bcast = p.in[FX_B_SLOT].sb == 0;
-    if (tid == 0) {
+    // The producer's first warp runs the loop; one elected lane issues each stage's loads. (A
+    // single thread, `tid == 0`, made ptxas wrap every TMA in a loop over the active threads,
+    // ELECT / UTMALDG / BRA.U.ANY: cp.async.bulk.tensor is issued per thread. Under elect.sync
+    // it knows one lane issues: 5 loads straight, one ELECT per stage.)
+    if (tid < 32) {
+      // the ring and barrier bases, opaque to NVVM (as in the consumers: else it rebuilds the
+      // shared symbol's address in every stage)
+      const u32 ring = __shfl_sync(0xffffffffu, smem, 0);
+      const u32 bars = __shfl_sync(0xffffffffu, full0, 0);
       const void* mapA = &p.tma[0][0];
       const void* mapB = &p.tma[1][0];
       tma_prefetch_desc(mapA);
@@ -469,34 +483,36 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         tm = tm * CM + (int)crank;
         const int ba = a_bcast ? 0 : b, bb = b_bcast ? 0 : b;
         for (int kb = 0; kb < ts.nk; ++kb) {
-          mbar_wait(empty0 + 8 * s, ph ^ 1);
-          const u32 full = full0 + 8 * s;
-          mbar_expect_tx(full, STAGE_BYTES);
-          const u32 sA = smem + s * STAGE_BYTES;
-          const u32 sB = sA + A_BYTES;
-          tma_load_3d(sA, mapA, full, kb * BK, tm * BM, ba);
-          if constexpr (CM == 1) {
+          mbar_wait(bars + 8 * (S + s), ph ^ 1);  // empty[s]
+          if (elect_one()) {
+            const u32 full = bars + 8 * s;
+            mbar_expect_tx(full, STAGE_BYTES);
+            const u32 sA = ring + s * STAGE_BYTES;
+            const u32 sB = sA + A_BYTES;
+            tma_load_3d(sA, mapA, full, kb * BK, tm * BM, ba);
+            if constexpr (CM == 1) {
 #if FX_B_KMAJOR
-            tma_load_3d(sB, mapB, full, kb * BK, tn * BN, bb);
+              tma_load_3d(sB, mapB, full, kb * BK, tn * BN, bb);
 #else
 #pragma unroll
-            for (int j = 0; j < BN / 64; ++j)
-              tma_load_3d(sB + j * (64 * BK * 2), mapB, full, tn * BN + j * 64, kb * BK, bb);
+              for (int j = 0; j < BN / 64; ++j)
+                tma_load_3d(sB + j * (64 * BK * 2), mapB, full, tn * BN + j * 64, kb * BK, bb);
 #endif
-          } else {
-            // this CTA's share of B, multicast into the same offset of every CTA of the cluster
-            constexpr unsigned short mask = (unsigned short)((1u << CM) - 1);
+            } else {
+              // this CTA's share of B, multicast into the same offset of every CTA of the cluster
+              constexpr unsigned short mask = (unsigned short)((1u << CM) - 1);
 #if FX_B_KMAJOR
-            constexpr int rows = BN / CM;
-            tma_load_3d_mc(sB + crank * (rows * 128), mapB, full, kb * BK, tn * BN + (int)crank * rows, bb, mask);
+              constexpr int rows = BN / CM;
+              tma_load_3d_mc(sB + crank * (rows * 128), mapB, full, kb * BK, tn * BN + (int)crank * rows, bb, mask);
 #else
-            constexpr int per = BN / 64 / CM;
+              constexpr int per = BN / 64 / CM;
 #pragma unroll
-            for (int j = 0; j < per; ++j) {
-              const int jj = (int)crank * per + j;
-              tma_load_3d_mc(sB + jj * (64 * BK * 2), mapB, full, tn * BN + jj * 64, kb * BK, bb, mask);
+              for (int j = 0; j < per; ++j) {
+                const int jj = (int)crank * per + j;
+                tma_load_3d_mc(sB + jj * (64 * BK * 2), mapB, full, tn * BN + jj * 64, kb * BK, bb, mask);
+              }
+#endif
             }
-#endif
           }
           if (++s == S) { s = 0; ph ^= 1; }
         }

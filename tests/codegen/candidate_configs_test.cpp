@@ -113,9 +113,11 @@ TEST(CandidateConfigs, EveryHopperTileCompiles) {
     // 16 bytes here before. With the mainloop's descriptors and barrier addresses kept in
     // registers (session 9) the staged chain spills 4 bytes in the 128x128 ping-pong tile and 8 in
     // the 128x256 one (a store and its reload in the epilogue, where those tiles keep 128
-    // accumulators live; SPILLS.md session 9); nothing else may.
+    // accumulators live; SPILLS.md session 9); nothing else may. Since outputs are rounded by
+    // their stores only (session 11, SPILLS.md) ptxas schedules that epilogue differently: 24
+    // bytes in the 128x128 ping-pong tile, 16 in the 128x256 one (neither is the default there).
     const bool staged_chain = &spec == &chains[1];
-    const int allowed = !staged_chain || k.bm != 128 ? 0 : k.bn == 256 ? 8 : k.pingpong ? 4 : 0;
+    const int allowed = !staged_chain || k.bm != 128 ? 0 : k.bn == 256 ? 16 : k.pingpong ? 24 : 0;
     const int spilled = maxSpillBytes(out.log);
     EXPECT_GE(spilled, 0) << "no ptxas statistics in the log:\n" << out.log;
     EXPECT_LE(spilled, allowed) << describeConfig(k) << " spills:\n" << out.log;

@@ -75,7 +75,7 @@ __device__ __forceinline__ FxOutValues fx_epilogue_values(const fxfuse::FxParams
   const float v6 = (v4 / v5);  // %6 = div %4 %5 : f32
   const float v7 = fx_tanh(v6);  // %7 = tanh %6 : f32
   const float v8 = (v7 * v5);  // %8 = mul %7 %5 : f32
-  const float v9 = fx_round_f16(v8);  // %9 = convert %8 : f16
+  const float v9 = v8;  // %9 = convert %8 : f16
   return FxOutValues{v9};
 }
 
@@ -133,7 +133,7 @@ __device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxPa
   const float v6 = (v4 / v5);  // %6 = div %4 %5 : f32
   const float v7 = fx_tanh(v6);  // %7 = tanh %6 : f32
   const float v8 = (v7 * v5);  // %8 = mul %7 %5 : f32
-  const float v9 = fx_round_f16(v8);  // %9 = convert %8 : f16
+  const float v9 = v8;  // %9 = convert %8 : f16
   return FxOutValues{v9};
 }
 

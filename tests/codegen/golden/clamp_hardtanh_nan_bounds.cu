@@ -85,7 +85,7 @@ __device__ __forceinline__ FxOutValues fx_epilogue_values(const fxfuse::FxParams
   const float v11 = -1.0f;  // %11 = const -1 : f32
   const float v12 = 1.0f;  // %12 = const 1 : f32
   const float v13 = fx_clamp(v10, v11, v12);  // %13 = hardtanh %10 %11 %12 : f32
-  const float v14 = fx_round_f16(v13);  // %14 = clamp %13 %3 %3 : f16
+  const float v14 = v13;  // %14 = clamp %13 %3 %3 : f16
   return FxOutValues{v14};
 }
 
@@ -150,7 +150,7 @@ __device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxPa
   const float v11 = -1.0f;  // %11 = const -1 : f32
   const float v12 = 1.0f;  // %12 = const 1 : f32
   const float v13 = fx_clamp(v10, v11, v12);  // %13 = hardtanh %10 %11 %12 : f32
-  const float v14 = fx_round_f16(v13);  // %14 = clamp %13 %3 %3 : f16
+  const float v14 = v13;  // %14 = clamp %13 %3 %3 : f16
   return FxOutValues{v14};
 }
 

@@ -91,7 +91,7 @@ __device__ __forceinline__ FxOutValues fx_epilogue_values(const fxfuse::FxParams
   const float v5 = acc;  // %5 = mm %0 %4 : f32
   const float v6 = fx_ld_bf16(p.in[3].ptr, n * p.in[3].sn);  // %6 = input 3 bf16 [n]
   const float v7 = fx_round_bf16((v5 + v6));  // %7 = add %5 %6 : bf16
-  const float v8 = fx_round_bf16(fx_gelu_tanh(v7));  // %8 = gelu_tanh %7 : bf16
+  const float v8 = fx_gelu_tanh(v7);  // %8 = gelu_tanh %7 : bf16
   return FxOutValues{v8};
 }
 
@@ -146,7 +146,7 @@ __device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxPa
   const float v5 = acc;  // %5 = mm %0 %4 : f32
   const float v6 = c.v6;  // %6 = input 3 bf16 [n]
   const float v7 = fx_round_bf16((v5 + v6));  // %7 = add %5 %6 : bf16
-  const float v8 = fx_round_bf16(fx_gelu_tanh(v7));  // %8 = gelu_tanh %7 : bf16
+  const float v8 = fx_gelu_tanh(v7);  // %8 = gelu_tanh %7 : bf16
   return FxOutValues{v8};
 }
 

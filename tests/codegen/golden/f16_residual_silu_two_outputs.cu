@@ -69,7 +69,7 @@ __device__ __forceinline__ FxOutValues fx_epilogue_values(const fxfuse::FxParams
   const float v2 = fx_round_f16(acc);  // %2 = mm %0 %1 : f16
   const float v3 = fx_ld_f16(p.in[2].ptr, m * p.in[2].sm + n * p.in[2].sn);  // %3 = input 2 f16 [m,n]
   const float v4 = fx_round_f16((v2 + v3));  // %4 = add %2 %3 : f16
-  const float v5 = fx_round_f16(fx_silu(v4));  // %5 = silu %4 : f16
+  const float v5 = fx_silu(v4);  // %5 = silu %4 : f16
   return FxOutValues{v5, v4};
 }
 
@@ -129,7 +129,7 @@ __device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxPa
   const float v2 = fx_round_f16(acc);  // %2 = mm %0 %1 : f16
   const float v3 = in3;  // %3 = input 2 f16 [m,n]
   const float v4 = fx_round_f16((v2 + v3));  // %4 = add %2 %3 : f16
-  const float v5 = fx_round_f16(fx_silu(v4));  // %5 = silu %4 : f16
+  const float v5 = fx_silu(v4);  // %5 = silu %4 : f16
   return FxOutValues{v5, v4};
 }
 
