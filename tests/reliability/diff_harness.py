@@ -37,7 +37,7 @@ from typing import Any, Callable
 
 import torch
 
-from chain_generator import OPS, Case
+from chain_generator import DTYPES, OPS, Case
 
 FLOORS = {"f32": 1e-4, "bf16": 2e-2, "f16": 5e-3}
 GEMM_CHAIN_NAME = "fxfuse.gemm_chain"
@@ -161,6 +161,24 @@ def _excusable_flips(flips: torch.Tensor) -> bool:
             int(cols.sum(0).max()) <= max(2, int(0.01 * rows.shape[0])))
 
 
+def _overflow_flips(case: Case, fd: torch.Tensor, ed: torch.Tensor, r: torch.Tensor,
+                    floor: float) -> torch.Tensor:
+    """Elements where overflow is a threshold crossed by rounding: ±inf on one side, finite on
+    the other, and the float64 value within 2x the floor (the flip tolerance above) of the
+    largest finite number of the case's dtype or of float32 (where an intermediate overflows).
+    GPU differential seed 30308239: f16 `v3 * v3**2`, float64 -65467, eager -65504, the kernel
+    -inf (its K order rounded v3 one step further out); 3 of its 4,928 elements lie that close."""
+    one_inf = torch.isinf(fd) != torch.isinf(ed)
+    if not one_inf.any():
+        return one_inf
+    mag = r.abs()
+    near = torch.zeros_like(one_inf)
+    for dtype in {DTYPES[case.dtype], torch.float32}:
+        big = torch.finfo(dtype).max
+        near |= (mag - big).abs() <= 2 * floor * big
+    return one_inf & torch.isfinite(r) & near
+
+
 K_ORDERS = 4  # eager runs in other orders of K when an output is over its first bound
 
 
@@ -255,6 +273,10 @@ def compare(case: Case, fused: list[torch.Tensor], eager: list[torch.Tensor],
                 flips = torch.zeros_like(flips)  # too many to excuse: judge them all
             else:
                 out.flips += nflip
+        over = _overflow_flips(case, fd, ed, r, floor) & ~flips
+        if over.any() and _excusable_flips(flips | over):
+            flips = flips | over
+            out.flips += int(over.sum())
         nan_f, nan_e = torch.isnan(fd) & ~flips, torch.isnan(ed) & ~flips
         if not torch.equal(nan_f, nan_e):
             where = (nan_f != nan_e).nonzero()[:4].tolist()

@@ -7,7 +7,7 @@ import collections
 
 import torch
 
-from chain_generator import OPS, SPELLINGS, Case, GenConfig, generate
+from chain_generator import OPS, SPELLINGS, Case, GenConfig, generate, gpu_config
 from diff_harness import compare
 
 
@@ -122,6 +122,33 @@ def test_judge_excuses_one_threshold_flip_and_no_more():
     row = [o.clone() for o in out]
     row[0][7] = torch.where(row[0][7] == 0, torch.full_like(row[0][7], 0.527), torch.zeros_like(row[0][7]))
     assert compare(case, row, out, list(ref)).status == "mismatch"
+
+
+def test_judge_excuses_overflow_at_the_threshold_and_nowhere_else():
+    """GPU differential seed 30308239 (session 11): f16 `v5 * v5**2` after a GEMM; at [7, 100]
+    the float64 value is -65467, eager's -65504 and the kernel's -inf (its K order rounded the
+    GEMM's result one f16 step further out). Overflow within rounding of the largest f16 is a
+    threshold flip; an Inf where the value is far from it, or a row of them, is a wrong answer."""
+    case = generate(30308239, gpu_config(0.3, 0.5))
+    assert case.dims == {"M": 32, "N": 154, "K": 495, "B": 3, "S": 4} and case.dtype == "f16"
+    ins = case.make_inputs()
+    out = [o.clone() for o in case.build()(*ins)]
+    ref = case.build(reference=True)(*case.reference_inputs(ins))
+    r = ref[0].double()
+    near = ((r.abs() / 65504 - 1).abs() < 0.002) & torch.isfinite(out[0])
+    far = (r.abs() < 100) & torch.isfinite(out[0])
+    assert near.any() and far.any()
+    at_threshold = [o.clone() for o in out]
+    i = tuple(near.nonzero()[0].tolist())
+    at_threshold[0][i] = float("inf") * torch.sign(r[i]).item()
+    o = compare(case, at_threshold, out, list(ref))
+    assert o.ok and o.flips == 1, o.detail
+    far_off = [o.clone() for o in out]
+    far_off[0][tuple(far.nonzero()[0].tolist())] = float("inf")
+    assert compare(case, far_off, out, list(ref)).status == "inf_mask"
+    row = [o.clone() for o in out]
+    row[0][i[0]] = float("inf")  # a whole row overflowed: not rounding
+    assert compare(case, row, out, list(ref)).status == "inf_mask"
 
 
 def test_judge_never_excuses_a_spoiled_row_or_column():
