@@ -47,7 +47,9 @@ LARGE = [(4096, 4096, 4096, torch.bfloat16), (4096, 1024, 4096, torch.bfloat16),
          (16384, 1024, 4096, torch.bfloat16), (4096, 4096, 1024, torch.bfloat16),
          (4096, 14336, 4096, torch.bfloat16), (512, 4096, 4096, torch.bfloat16),
          (2048, 4096, 4096, torch.bfloat16), (8192, 8192, 8192, torch.bfloat16),
-         (4096, 4096, 4096, torch.float16)]
+         (4096, 4096, 4096, torch.float16),
+         # issue 6's 4096x14336 with K = 4096 (an MLP's up-projection; index 5 is its down-projection)
+         (4096, 4096, 14336, torch.bfloat16)]
 DECODE = [(m, k, n, torch.bfloat16) for m in (1, 16, 64) for (k, n) in ((4096, 4096), (4096, 14336))]
 
 
