@@ -128,27 +128,47 @@ def test_judge_excuses_overflow_at_the_threshold_and_nowhere_else():
     """GPU differential seed 30308239 (session 11): f16 `v5 * v5**2` after a GEMM; at [7, 100]
     the float64 value is -65467, eager's -65504 and the kernel's -inf (its K order rounded the
     GEMM's result one f16 step further out). Overflow within rounding of the largest f16 is a
-    threshold flip; an Inf where the value is far from it, or a row of them, is a wrong answer."""
+    threshold flip; anything else about an Inf is a wrong answer: the wrong sign, a NaN, a finite
+    value far from the threshold, a float64 value outside the window, or many such elements."""
     case = generate(30308239, gpu_config(0.3, 0.5))
     assert case.dims == {"M": 32, "N": 154, "K": 495, "B": 3, "S": 4} and case.dtype == "f16"
     ins = case.make_inputs()
     out = [o.clone() for o in case.build()(*ins)]
-    ref = case.build(reference=True)(*case.reference_inputs(ins))
+    ref = list(case.build(reference=True)(*case.reference_inputs(ins)))
     r = ref[0].double()
     near = ((r.abs() / 65504 - 1).abs() < 0.002) & torch.isfinite(out[0])
     far = (r.abs() < 100) & torch.isfinite(out[0])
     assert near.any() and far.any()
-    at_threshold = [o.clone() for o in out]
     i = tuple(near.nonzero()[0].tolist())
-    at_threshold[0][i] = float("inf") * torch.sign(r[i]).item()
-    o = compare(case, at_threshold, out, list(ref))
-    assert o.ok and o.flips == 1, o.detail
+    sign = torch.sign(r[i]).item()
+
+    def judged(fused_value, eager_value=None, ref0=None):
+        fused, eager = [o.clone() for o in out], [o.clone() for o in out]
+        fused[0][i] = fused_value
+        if eager_value is not None:
+            eager[0][i] = eager_value
+        return compare(case, fused, eager, [ref0 if ref0 is not None else ref[0]] + ref[1:])
+
+    o = judged(sign * float("inf"))
+    assert o.ok and o.flips == 1, o.detail                      # the GPU run's element
+    o = judged(float(out[0][i]), eager_value=sign * float("inf"))
+    assert o.ok and o.flips == 1, o.detail                      # the other way round
+    assert judged(-sign * float("inf")).status == "inf_mask"    # the wrong sign
+    assert judged(float("nan"), eager_value=sign * float("inf")).status == "nan_mask"
+    assert judged(sign * 12345.0, eager_value=sign * float("inf")).status == "inf_mask"  # far off
+    assert judged(0.0, eager_value=sign * float("inf")).status == "inf_mask"
+    outside = ref[0].clone()
+    outside[i] = sign * 65504 * (1 + 3 * 5e-3)                  # float64 value outside 2x the floor
+    assert judged(sign * float("inf"), ref0=outside).status == "inf_mask"
     far_off = [o.clone() for o in out]
     far_off[0][tuple(far.nonzero()[0].tolist())] = float("inf")
-    assert compare(case, far_off, out, list(ref)).status == "inf_mask"
-    row = [o.clone() for o in out]
-    row[0][i[0]] = float("inf")  # a whole row overflowed: not rounding
-    assert compare(case, row, out, list(ref)).status == "inf_mask"
+    assert compare(case, far_off, out, ref).status == "inf_mask"
+    # a whole row at the threshold, all of it overflowing in the kernel: not rounding
+    row_ref, row_eager, row_fused = ref[0].clone(), [o.clone() for o in out], [o.clone() for o in out]
+    row_ref[i[0]] = -65467.0
+    row_eager[0][i[0]] = -65504.0
+    row_fused[0][i[0]] = -float("inf")
+    assert compare(case, row_fused, row_eager, [row_ref] + ref[1:]).status == "inf_mask"
 
 
 def test_judge_never_excuses_a_spoiled_row_or_column():
