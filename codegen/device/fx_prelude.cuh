@@ -71,7 +71,8 @@ FX_DEVICE float2 fx_ld2_f16(const void* p, long long i) {
   return __half22float2(__ldg((const __half2*)((const __half*)p + i)));
 }
 
-// ---- Stores: the value is already rounded to the dtype, so these conversions are exact. ----
+// ---- Stores. The 16-bit ones round to nearest even: exact for a value already rounded to the
+// dtype, and the only rounding of an output used by nothing else (hooks.cpp roundedByItsStore). ----
 FX_DEVICE void fx_st_f32(void* p, long long i, float v) { ((float*)p)[i] = v; }
 FX_DEVICE void fx_st_bf16(void* p, long long i, float v) { ((__nv_bfloat16*)p)[i] = __float2bfloat16_rn(v); }
 FX_DEVICE void fx_st_f16(void* p, long long i, float v) { ((__half*)p)[i] = __float2half_rn(v); }
