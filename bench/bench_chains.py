@@ -8,12 +8,13 @@ gets by switching the backend, the planner deciding against Inductor (a chain it
 runs as Inductor compiles it).
 Prints times (ms, median of triton's do_bench) and ratios; writes $OUT/bench_chains.json.
 
-  python bench/bench_chains.py [--decode] [--quick] [--compile] [--shapes N | --which 2,8,9]
+  python bench/bench_chains.py [--decode] [--quick] [--compile [SAMPLES]] [--shapes N | --which 2,8,9]
 Decode shapes against the memory limit, every weight format of issue 7: bench/bench_decode.py.
 """
 import argparse
 import json
 import os
+import statistics
 import time
 
 import torch
@@ -95,17 +96,23 @@ def bench_shape(M, K, N, dt, chains, with_compile):
         row["fxfuse_relerr"] = relerr(out[0] if isinstance(out, (list, tuple)) else out, ref)
         row["eager_relerr"] = relerr(fn(*args), ref)
         if with_compile:
-            torch._dynamo.reset()
-            c = torch.compile(fn, dynamic=False)
-            c(*args)
-            row["compile"] = ms(lambda: c(*args))
-            torch._dynamo.reset()
-            fxfuse.reset_stats()
-            cb = torch.compile(fn, backend="fxfuse", dynamic=False)
-            got = cb(*args)
-            row["backend"] = ms(lambda: cb(*args))
-            row["backend_fused"] = fxfuse.stats().get("chains_fused", 0)
-            row["backend_relerr"] = relerr(got, ref)
+            # Each sample a fresh compile (Run S: two compiles of one chain differed by up to 1.27x),
+            # the row's value their median; the samples go to the JSON.
+            row["compile_samples"], row["backend_samples"] = [], []
+            for _ in range(with_compile):
+                torch._dynamo.reset()
+                c = torch.compile(fn, dynamic=False)
+                c(*args)
+                row["compile_samples"].append(ms(lambda: c(*args)))
+                torch._dynamo.reset()
+                fxfuse.reset_stats()
+                cb = torch.compile(fn, backend="fxfuse", dynamic=False)
+                got = cb(*args)
+                row["backend_samples"].append(ms(lambda: cb(*args)))
+                row["backend_fused"] = fxfuse.stats().get("chains_fused", 0)
+                row["backend_relerr"] = relerr(got, ref)
+            row["compile"] = statistics.median(row["compile_samples"])
+            row["backend"] = statistics.median(row["backend_samples"])
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows
@@ -115,7 +122,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--decode", action="store_true", help="small-M shapes, incl. int8 weights")
     ap.add_argument("--quick", action="store_true", help="first two shapes only")
-    ap.add_argument("--compile", action="store_true", help="also torch.compile default (slow to compile)")
+    ap.add_argument("--compile", type=int, nargs="?", const=1, default=0, metavar="SAMPLES",
+                    help="also torch.compile default and torch.compile(backend='fxfuse'), each compiled "
+                         "SAMPLES times afresh (default 1; the median is shown)")
     ap.add_argument("--all-epilogues", action="store_true",
                     help="fuse every chain on Hopper, also those the planner leaves unfused (to re-measure its rule)")
     ap.add_argument("--shapes", type=int, default=0, help="only the first N shapes")
@@ -154,10 +163,13 @@ def main():
               f"{r['fxfuse']:7.4f} {r['fxfuse'] / r['mm']:6.2f} {r['eager'] / r['fxfuse']:6.2f} {cr} "
               f"{r['fxfuse_relerr']:8.1e}  {r['path']}")
     if backend:  # torch.compile(backend="fxfuse") against torch.compile default
-        print(f"{'shape':>16} {'dtype':>8} {'chain':>16} {'compile':>7} {'backend':>7} {'cmp/bk':>6} {'fused':>5} {'relerr':>8}")
+        print(f"{'shape':>16} {'dtype':>8} {'chain':>16} {'compile':>7} {'backend':>7} {'cmp/bk':>6} {'fused':>5} "
+              f"{'relerr':>8}  spread (max/min of the samples: compile, backend)")
         for r in rows:
+            spread = [max(v) / min(v) for v in (r["compile_samples"], r["backend_samples"])]
             print(f"{r['shape']:>16} {r['dtype']:>8} {r['chain']:>16} {r['compile']:7.4f} {r['backend']:7.4f} "
-                  f"{r['compile'] / r['backend']:6.2f} {r['backend_fused']:>5} {r['backend_relerr']:8.1e}")
+                  f"{r['compile'] / r['backend']:6.2f} {r['backend_fused']:>5} {r['backend_relerr']:8.1e}  "
+                  f"{spread[0]:.2f} {spread[1]:.2f}")
 
 
 if __name__ == "__main__":
