@@ -546,6 +546,64 @@ def test_hopper_pipeline_wraps_and_handovers_on_every_tile():
     run_child(HOPPER_EVERY_TILE_CHILD, "pipeline", FXFUSE_SM90_ALL_EPILOGUES="1")
 
 
+# The Hopper epilogue's 16-bit roundings, bit for bit: an intermediate rounded to bf16 / f16 and
+# kept as float (`add : bf16`, then `convert : f32`, an f32 output: the vector path's per-element
+# or paired fx_round_*), and an output rounded only by its store (`add : bf16` as the output: the
+# staged path's pack). The GEMM is exact (small integers, K = 64; a quarter of x's rows zero, so
+# there the rounded value is r's own), and r holds every kind of float32: random bit patterns
+# (NaN, ±Inf, subnormals, huge values), exact ties between two 16-bit values, -0, the largest
+# float. Expected: float32 `acc + r` rounded to nearest even by torch on the CPU. NaN positions
+# must agree, every other element bit for bit. N = 520: whole tiles (the vector path) and edge
+# tiles past column 512 (the per-element path). Written for pair_round.patch's claim (a column
+# pair's roundings by one conversion change no bit, session 11); it checks the tree as well.
+HOPPER_ROUNDING_CHILD = """
+import torch, fxfuse._C as C
+from runtime_chain_cases import SpecBuilder
+gemm_chain = torch.ops.fxfuse.gemm_chain.default
+torch.manual_seed(20261130)
+M, N, K = 256, 520, 64
+def special_floats(M, N):
+    bits = torch.randint(-2**31, 2**31 - 1, (M, N), dtype=torch.int64).to(torch.int32)
+    r = bits.view(torch.float32).clone()
+    tie = (torch.randint(0, 2**16, (M, N), dtype=torch.int32) << 16) | 0x8000  # halfway to bf16
+    r = torch.where(torch.rand(M, N) < 0.25, tie.view(torch.float32), r)
+    small = torch.randn(M, N) * 2.0 ** torch.randint(-30, 20, (M, N)).float()  # f16's range
+    r = torch.where(torch.rand(M, N) < 0.25, small, r)
+    r[0, :8] = torch.tensor([-0.0, 0.0, 3.4028234663852886e38, -3.4028234663852886e38,
+                             float("inf"), float("nan"), 65520.0, 1e-40])
+    return r
+for dt in (torch.bfloat16, torch.float16):
+    for as_output in (False, True):
+        s = SpecBuilder("mm")
+        x, w = s.input(dt, "mk"), s.input(dt, "kn")
+        rounded = s.op("add", s.mm(x, w, torch.float32), s.input(torch.float32, "mn"), dtype=dt)
+        s.output(rounded if as_output else s.op("convert", rounded, dtype=torch.float32))
+        spec = s.text()
+        assert C.kernel_variant(spec, M, N, K)[0] == "sm90_wgmma", spec
+        xi = torch.randint(-4, 5, (M, K)).float()
+        xi[torch.rand(M) < 0.25] = 0
+        wi = torch.randint(-4, 5, (K, N)).float()
+        r = special_floats(M, N)
+        want = (xi @ wi + r).to(dt)  # exact acc, one float32 add, one rounding to nearest even
+        before = C.stats()
+        (out,) = gemm_chain([xi.to(dt).cuda(), wi.to(dt).cuda(), r.cuda()], spec)
+        torch.cuda.synchronize()
+        assert C.stats()["launches"] == before["launches"] + 1
+        got = out.cpu().to(dt)  # the f32 output holds a 16-bit value: exact
+        nan_got, nan_want = torch.isnan(got), torch.isnan(want)
+        assert torch.equal(nan_got, nan_want), (dt, as_output, (nan_got != nan_want).nonzero()[:4].tolist())
+        a, b = got.view(torch.int16)[~nan_want], want.view(torch.int16)[~nan_want]
+        bad = (a != b).nonzero()
+        assert bad.numel() == 0, (dt, as_output, bad.numel(), a[bad[:4, 0]].tolist(), b[bad[:4, 0]].tolist())
+print("ok")
+"""
+
+
+@needs_sm90
+def test_hopper_16bit_roundings_bit_exact():
+    run_child(HOPPER_ROUNDING_CHILD, FXFUSE_SM90_ALL_EPILOGUES="1")
+
+
 def test_call_site_cache_sees_new_pointers_and_strides():
     """A hit reuses the plan but reads pointers per call; a new stride or alignment class is a
     new plan (the sm90 tensor maps embed pointers: re-encoded when they change)."""
