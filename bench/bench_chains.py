@@ -18,12 +18,12 @@ import statistics
 import time
 
 import torch
-import torch.nn.functional as F
 from torch.fx.experimental.proxy_tensor import make_fx
 from triton.testing import do_bench
 
 import fxfuse
 from fxfuse.pass_driver import Options, run_on_graph
+from chain_fns import CHAINS
 from op_path import counters, path_of
 
 
@@ -31,15 +31,6 @@ def ms(fn):
     return do_bench(fn, warmup=25, rep=100, return_mode="median")
 
 
-# The chains as users write them; each takes (x, w, b, r, wq, s) and uses what it needs.
-CHAINS = {
-    "bias_gelu": lambda x, w, b, r, wq, s: F.gelu(torch.mm(x, w) + b, approximate="tanh"),
-    "bias_gelu_resid": lambda x, w, b, r, wq, s: F.gelu(torch.mm(x, w) + b, approximate="tanh") * 0.5 + r,
-    "silu": lambda x, w, b, r, wq, s: F.silu(torch.mm(x, w)),
-    "bias_relu_cast": lambda x, w, b, r, wq, s: torch.relu(torch.mm(x, w) + b).to(torch.float16),
-    "w8_bias": lambda x, w, b, r, wq, s: torch.mm(x, wq.to(x.dtype) * s) + b,
-    "w8_linear": lambda x, w, b, r, wq, s: F.linear(x, wq.t().to(x.dtype) * s[:, None], b),
-}
 CUBLASLT = {"bias_gelu": lambda x, w, b, r, wq, s: torch._addmm_activation(b, x, w, use_gelu=True)}
 
 # (M, K, N, dtype). K = 1024 rows: transformer projections at d_model 1024, where the
