@@ -4,8 +4,8 @@ captured on small bf16 CPU tensors (make_fx), handed to the pass as a CUDA graph
 decides the activation fold) with every chain fused, and the spec of its one rewrite taken. So
 these are the kernels the benchmark runs (`mm : bf16` where eager rounds the product; the
 residual chain's `* 0.5`). Until session 11 this file held hand-written specs with `mm : f32`
-and no `* 0.5`: one rounding (two with the residual's multiply) fewer per element than the
-product runs (bench/sm90/NOTES.md session 11)."""
+(the `torch.addmm(b, x, w)` form, one rounding fewer per element) and no `* 0.5`
+(bench/sm90/NOTES.md session 11)."""
 import json
 import os
 import sys

@@ -1,8 +1,8 @@
 """The Hopper tools measure the kernels the benchmark runs: bench/sm90/chain_specs.py derives
 each chain's spec from the pass (compare_tiles and sass_stats use it), and the spill report's
 spec files (bench/sm90/spill_specs, read by a C++ tool) must be the same text. Until session 11
-the tools' specs were written by hand and had drifted from the pass (`mm : f32`, no residual
-`* 0.5`: one or two roundings per element fewer than the product)."""
+the tools' specs were written by hand and were another chain than the benchmark's (`mm : f32`,
+the addmm form; no residual `* 0.5`)."""
 from __future__ import annotations
 
 import os
