@@ -9,6 +9,7 @@ runs as Inductor compiles it).
 Prints times (ms, median of triton's do_bench) and ratios; writes $OUT/bench_chains.json.
 
   python bench/bench_chains.py [--decode] [--quick] [--compile [SAMPLES]] [--shapes N | --which 2,8,9]
+                               [--chains bias_gelu,linear_gelu,...]
 Decode shapes against the memory limit, every weight format of issue 7: bench/bench_decode.py.
 """
 import argparse
@@ -31,7 +32,7 @@ def ms(fn):
     return do_bench(fn, warmup=25, rep=100, return_mode="median")
 
 
-CUBLASLT = {"bias_gelu": lambda x, w, b, r, wq, s: torch._addmm_activation(b, x, w, use_gelu=True)}
+CUBLASLT = {"bias_gelu": lambda x, w, b, r, wq, s, wt: torch._addmm_activation(b, x, w, use_gelu=True)}
 
 # (M, K, N, dtype). K = 1024 rows: transformer projections at d_model 1024, where the
 # epilogue is a large share of the time.
@@ -65,7 +66,7 @@ def bench_shape(M, K, N, dt, chains, with_compile):
     r = torch.randn(M, N, device="cuda", dtype=dt)
     wq = torch.randint(-127, 127, (K, N), device="cuda", dtype=torch.int8)
     s = torch.rand(N, device="cuda", dtype=dt) / 64
-    args = (x, w, b, r, wq, s)
+    args = (x, w, b, r, wq, s, w.t().contiguous())
     t_mm = ms(lambda: torch.mm(x, w))
     rows = []
     for name in chains:
@@ -119,6 +120,8 @@ def main():
     ap.add_argument("--all-epilogues", action="store_true",
                     help="fuse every chain on Hopper, also those the planner leaves unfused (to re-measure its rule)")
     ap.add_argument("--shapes", type=int, default=0, help="only the first N shapes")
+    ap.add_argument("--chains", default="", help="these chains (bench/chain_fns.py), e.g. linear_gelu,"
+                    "linear_relu_cast (nn.Linear's weight layout); default: the four epilogues")
     ap.add_argument("--which", default="", help="only these shapes, 1-based indices into the whole list (LARGE "
                     "or DECODE), e.g. 2,8,9; not combined with --quick or --shapes")
     a = ap.parse_args()
@@ -126,8 +129,10 @@ def main():
         os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"
     torch.manual_seed(0)
     shapes = DECODE if a.decode else LARGE
-    chains = ["bias_gelu", "w8_bias", "w8_linear"] if a.decode else \
+    chains = a.chains.split(",") if a.chains else ["bias_gelu", "w8_bias", "w8_linear"] if a.decode else \
         ["bias_gelu", "bias_gelu_resid", "silu", "bias_relu_cast"]
+    if not all(c in CHAINS for c in chains):
+        ap.error(f"--chains takes names from {sorted(CHAINS)}")
     if a.which:
         picked = [int(i) for i in a.which.split(",")]
         if a.quick or a.shapes or not all(1 <= i <= len(shapes) for i in picked):

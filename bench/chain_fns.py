@@ -1,14 +1,17 @@
 """The chains as users write them, shared by the project's benchmark (bench_chains.py) and the
-Hopper tools that need their specs (sm90/chain_specs.py). Each takes (x, w, b, r, wq, s) and
-uses what it needs."""
+Hopper tools that need their specs (sm90/chain_specs.py). Each takes (x, w, b, r, wq, s, wt) and
+uses what it needs: w is [K, N] (`x @ w`), wt the same weight as nn.Linear keeps it, [N, K]
+contiguous (`F.linear`: the pass's `addmm` form, B K-major for the kernel)."""
 import torch
 import torch.nn.functional as F
 
 CHAINS = {
-    "bias_gelu": lambda x, w, b, r, wq, s: F.gelu(torch.mm(x, w) + b, approximate="tanh"),
-    "bias_gelu_resid": lambda x, w, b, r, wq, s: F.gelu(torch.mm(x, w) + b, approximate="tanh") * 0.5 + r,
-    "silu": lambda x, w, b, r, wq, s: F.silu(torch.mm(x, w)),
-    "bias_relu_cast": lambda x, w, b, r, wq, s: torch.relu(torch.mm(x, w) + b).to(torch.float16),
-    "w8_bias": lambda x, w, b, r, wq, s: torch.mm(x, wq.to(x.dtype) * s) + b,
-    "w8_linear": lambda x, w, b, r, wq, s: F.linear(x, wq.t().to(x.dtype) * s[:, None], b),
+    "bias_gelu": lambda x, w, b, r, wq, s, wt: F.gelu(torch.mm(x, w) + b, approximate="tanh"),
+    "bias_gelu_resid": lambda x, w, b, r, wq, s, wt: F.gelu(torch.mm(x, w) + b, approximate="tanh") * 0.5 + r,
+    "silu": lambda x, w, b, r, wq, s, wt: F.silu(torch.mm(x, w)),
+    "bias_relu_cast": lambda x, w, b, r, wq, s, wt: torch.relu(torch.mm(x, w) + b).to(torch.float16),
+    "linear_gelu": lambda x, w, b, r, wq, s, wt: F.gelu(F.linear(x, wt, b), approximate="tanh"),
+    "linear_relu_cast": lambda x, w, b, r, wq, s, wt: torch.relu(F.linear(x, wt, b)).to(torch.float16),
+    "w8_bias": lambda x, w, b, r, wq, s, wt: torch.mm(x, wq.to(x.dtype) * s) + b,
+    "w8_linear": lambda x, w, b, r, wq, s, wt: F.linear(x, wq.t().to(x.dtype) * s[:, None], b),
 }

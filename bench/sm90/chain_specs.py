@@ -29,7 +29,7 @@ def spec_of(fn) -> str:
     x, w, b, r = (torch.randn(n, n, dtype=torch.bfloat16), torch.randn(n, n, dtype=torch.bfloat16),
                   torch.randn(n, dtype=torch.bfloat16), torch.randn(n, n, dtype=torch.bfloat16))
     wq, s = torch.zeros(n, n, dtype=torch.int8), torch.ones(n, dtype=torch.bfloat16)
-    ir = graph_to_ir(make_fx(fn)(x, w, b, r, wq, s).graph).replace("@cpu", "@cuda:0")
+    ir = graph_to_ir(make_fx(fn)(x, w, b, r, wq, s, w.t().contiguous()).graph).replace("@cpu", "@cuda:0")
     options = json.loads(Options(only_profitable=False).pass_options_json())
     options["nvrtc"] = True  # as on the GPU machine (without libnvrtc every CUDA chain is rejected)
     rewrites = json.loads(C.run_pass(ir, json.dumps(options)))["rewrites"]
