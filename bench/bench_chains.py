@@ -121,7 +121,7 @@ def main():
                     help="fuse every chain on Hopper, also those the planner leaves unfused (to re-measure its rule)")
     ap.add_argument("--shapes", type=int, default=0, help="only the first N shapes")
     ap.add_argument("--chains", default="", help="these chains (bench/chain_fns.py), e.g. linear_gelu,"
-                    "linear_relu_cast (nn.Linear's weight layout); default: the four epilogues")
+                    "linear_relu_cast (nn.Linear's weight layout); default: the four epilogues (--decode: its three)")
     ap.add_argument("--which", default="", help="only these shapes, 1-based indices into the whole list (LARGE "
                     "or DECODE), e.g. 2,8,9; not combined with --quick or --shapes")
     a = ap.parse_args()
