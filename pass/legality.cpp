@@ -44,16 +44,15 @@ std::optional<Rejection> checkStrides(const GraphIndex& index, const PrologueRes
   return std::nullopt;
 }
 
-std::string deviceOf(const GraphIndex& index, const GemmMatch& m) { return index.tensor(m.anchor)->device; }
-
 }  // namespace
 
 std::optional<Rejection> checkLegality(const GraphIndex& index, const GemmMatch& m, const OperandFacts& f,
                                        const PassOptions& o, std::vector<std::string>* notes) {
   if (auto r = checkDtypes(index, m, f, o)) return r;
 
-  std::string device = deviceOf(index, m);
-  const bool cuda = index.tensor(m.anchor)->onCuda();
+  const ir::TensorType& anchor = *index.tensor(m.anchor);
+  const std::string& device = anchor.device;
+  const bool cuda = anchor.onCuda();
   if (!cuda && !(o.allowCpu && (device == "cpu" || device.empty())))
     return reject("unsupported_device", device.empty() ? "unknown device" : device);
   notes->push_back("device " + (device.empty() ? std::string("unknown") : device));
