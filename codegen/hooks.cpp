@@ -158,13 +158,14 @@ std::string toElem(DType d, const std::string& v) {
 }
 
 // "b * p.in[2].sb + n * p.in[2].sn" for the dims an input names, in dim order.
-std::string offsetExpr(const std::string& dims, const std::string& base) {
+// `n`: how the expression names the column (element 1 of a column pair: "(n + 1)").
+std::string offsetExpr(const std::string& dims, const std::string& base, const std::string& n = "n") {
   static const std::map<char, const char*> stride = {{'b', "sb"}, {'m', "sm"}, {'k', "sk"}, {'n', "sn"}};
   std::string out;
   std::set<char> done;  // [m,m,k]: M is already flattened, one term per letter
   for (char c : dims) {
     if (c == '1' || !done.insert(c).second) continue;
-    out += (out.empty() ? "" : " + ") + std::string(1, c) + " * " + base + "." + stride.at(c);
+    out += (out.empty() ? "" : " + ") + (c == 'n' ? n : std::string(1, c)) + " * " + base + "." + stride.at(c);
   }
   return out.empty() ? "0" : out;
 }
@@ -211,30 +212,80 @@ class HookEmitter {
     return true;
   }
 
-  std::string valueExpr(int i) {
+  // A value's local: v<i> in a one-element function, v<i>_<elem> for element elem (0: column n,
+  // 1: column n + 1) of a column pair (emitPairValues).
+  static std::string local(int i, int elem = -1) {
+    return elem < 0 ? fmt::format("v{}", i) : fmt::format("v{}_{}", i, elem);
+  }
+
+  // Whether the value's expression rounds to its dtype (fx_round_*): an op result of a dtype
+  // other than f32 (16-bit, 8-bit, bool, int), except a 16-bit output rounded by its store.
+  bool roundsItself(int i) const {
+    const Value& v = spec_.values[i];
+    return v.kind == ValueKind::Op && v.dtype != DType::F32 && !roundedByItsStore(i);
+  }
+
+  // The op's result before its rounding to the value's dtype.
+  std::string opExpr(int i, int elem) const {
+    std::vector<PointwiseArg> args;
+    for (int o : spec_.values[i].operands) {
+      PointwiseArg a{local(o, elem), std::nullopt};
+      if (spec_.values[o].kind == ValueKind::Const) a.constant = spec_.values[o].constant;
+      args.push_back(a);
+    }
+    return pointwiseExpr(spec_.values[i].op, args);
+  }
+
+  std::string valueExpr(int i, int elem = -1) const {
     const Value& v = spec_.values[i];
     switch (v.kind) {
       case ValueKind::Input: {
         std::string base = "p.in[" + std::to_string(v.slot) + "]";
-        return fmt::format("{}({}.ptr, {})", loadFn(v.dtype), base, offsetExpr(v.dims, base));
+        return fmt::format("{}({}.ptr, {})", loadFn(v.dtype), base,
+                           offsetExpr(v.dims, base, elem == 1 ? "(n + 1)" : "n"));
       }
       case ValueKind::Const: return roundTo(v.dtype, floatLiteral(v.constant));
-      case ValueKind::Op: {
-        std::vector<PointwiseArg> args;
-        for (int o : v.operands) {
-          PointwiseArg a{"v" + std::to_string(o), std::nullopt};
-          if (spec_.values[o].kind == ValueKind::Const) a.constant = spec_.values[o].constant;
-          args.push_back(a);
-        }
+      case ValueKind::Op:
         // An output used by nothing else is rounded by its store (fx_st_* / fx_pack2_*, round to
         // nearest even like fx_round_*): rounding it here too costs two instructions per element
         // and changes no bit (a 16-bit value converts back exactly).
-        if (roundedByItsStore(i)) return pointwiseExpr(v.op, args);
-        return roundTo(v.dtype, pointwiseExpr(v.op, args));
-      }
+        return roundsItself(i) ? roundTo(v.dtype, opExpr(i, elem)) : opExpr(i, elem);
       case ValueKind::Mm: break;
     }
     throw std::logic_error("fxfuse internal error: mm value outside the epilogue (please report a bug)");
+  }
+
+  // Both elements of a column pair side by side (locals v<i>_0, v<i>_1), for every value in
+  // closure(roots) that `overrides` (element 0's, element 1's) does not give. Each 16-bit
+  // rounding is done for the pair at once: fx_round2_* is one cvt.rn.{bf16,f16}x2.f32 and two
+  // unpacks where two fx_round_* take two conversions and two unpacks; bit-identical (session 11,
+  // SASS at 4096^3: the bias add's rounding was 2 of bias+GELU's ~13.5 instructions per element).
+  void emitPairValues(const std::vector<int>& roots, const std::map<int, std::string> (&overrides)[2]) {
+    std::set<int> overridden;
+    for (const auto& o : overrides[0]) overridden.insert(o.first);
+    for (int i : closure(spec_, roots, overridden)) {
+      const Value& v = spec_.values[i];
+      const std::string type = valueCType(v.dtype);
+      if (overridden.count(i)) {
+        w_.line("const {} {} = {}, {} = {};  // {}", type, local(i, 0), overrides[0].at(i), local(i, 1),
+                overrides[1].at(i), lines_.at(i + 2));
+      } else if (v.kind == ValueKind::Mm) {  // the accumulators acc0, acc1 rounded to mm's dtype
+        if (is16bit(v.dtype)) {
+          w_.line("{} {}, {};  // {}", type, local(i, 0), local(i, 1), lines_.at(i + 2));
+          w_.line("fx_round2_{}(acc0, acc1, {}, {});", cvtSuffix(v.dtype), local(i, 0), local(i, 1));
+        } else {
+          w_.line("const {} {} = {}, {} = {};  // {}", type, local(i, 0), roundTo(v.dtype, "acc0"), local(i, 1),
+                  roundTo(v.dtype, "acc1"), lines_.at(i + 2));
+        }
+      } else if (roundsItself(i) && is16bit(v.dtype)) {
+        w_.line("{} {}, {};  // {}", type, local(i, 0), local(i, 1), lines_.at(i + 2));
+        w_.line("fx_round2_{}({}, {}, {}, {});", cvtSuffix(v.dtype), opExpr(i, 0), opExpr(i, 1), local(i, 0),
+                local(i, 1));
+      } else {
+        w_.line("const {} {} = {}, {} = {};  // {}", type, local(i, 0), valueExpr(i, 0), local(i, 1),
+                valueExpr(i, 1), lines_.at(i + 2));
+      }
+    }
   }
 
   void emitTypes(const OperandInfo& a, const OperandInfo& b) {
@@ -446,19 +497,13 @@ class HookEmitter {
       w_.line("c1 = fx_epilogue_col(p, b, n + 1{});", col.args1);
     }
     w_.blank();
-    std::map<int, std::string> overrides = accOverride();
-    for (int i : cols) overrides[i] = "c.v" + std::to_string(i);
-    const PairedArgs elem = pairedArgs(elem_inputs, overrides);
-    w_.line("// Every output of element (b, m, n) from its column values (16-bit inputs along m and n");
-    w_.line("// passed in, loaded in pairs).");
-    {
-      auto fn = w_.block(
-          "__device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxParams& p, long long b, "
-          "long long m, long long n, float acc, const FxCol& c{})", elem.params);
-      w_.line("(void)p; (void)b; (void)m; (void)n; (void)c;");
-      emitReturn("FxOutValues", outs, overrides);
+    // A pair's values: the column values from c0 / c1, the paired element inputs from in<i>
+    // (float2, loaded in pairs), the rest computed for both elements side by side.
+    std::map<int, std::string> pair_overrides[2];
+    for (int e = 0; e < 2; ++e) {
+      for (int i : cols) pair_overrides[e][i] = fmt::format("c{}.v{}", e, i);
+      for (int i : elem_inputs) pair_overrides[e][i] = fmt::format("in{}.{}", i, e == 0 ? "x" : "y");
     }
-    w_.blank();
     const char* vec_signature =
         "__device__ __forceinline__ {} {}(const fxfuse::FxParams& p, long long b, long long m, "
         "long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1{})";
@@ -472,8 +517,11 @@ class HookEmitter {
         else
           emitPairedLoad(i);
       }
-      w_.line("const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0{});", elem.args0);
-      w_.line("const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1{});", elem.args1);
+      emitPairValues(outs, pair_overrides);
+      std::string init[2];
+      for (int e = 0; e < 2; ++e)
+        for (int v : outs) init[e] += (init[e].empty() ? "" : ", ") + local(v, e);
+      w_.line("const FxOutValues o0{{{}}}, o1{{{}}};", init[0], init[1]);
     };
     if (stagedStore(spec_)) {
       emitStagedStoreHelpers(emit_pair_values, vec_signature, staged_in);

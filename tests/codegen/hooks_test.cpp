@@ -110,13 +110,14 @@ TEST(Hooks, ColumnValuesAreComputedOncePerColumnPair) {
   EXPECT_TRUE(has(one, "const float v4 = fx_ld_f32(p.in[3].ptr, n * p.in[3].sn);"));  // f32: per column
   EXPECT_TRUE(has(one, "const float v6 = (v4 * v5);"));
   EXPECT_TRUE(has(one, "return FxCol{v3, v6};"));
-  const std::string values = body(h, "__device__ __forceinline__ FxOutValues fx_epilogue_values_col(");
-  EXPECT_TRUE(has(values, "const float v3 = c.v3;"));
-  EXPECT_TRUE(has(values, "const float v6 = c.v6;"));
+  // both elements of the pair side by side, from the two columns' values
+  const std::string values = body(h, "__device__ __forceinline__ unsigned int fx_epilogue2_packed(");
+  EXPECT_TRUE(has(values, "const float v3_0 = c0.v3, v3_1 = c1.v3;"));
+  EXPECT_TRUE(has(values, "const float v6_0 = c0.v6, v6_1 = c1.v6;"));
   EXPECT_FALSE(has(values, "p.in[2]"));
   EXPECT_FALSE(has(values, "p.in[3]"));
   EXPECT_FALSE(has(values, "v4"));
-  EXPECT_TRUE(has(values, "const float v9 = in9;"));  // the residual: passed in (paired load)
+  EXPECT_TRUE(has(values, "const float v9_0 = in9.x, v9_1 = in9.y;"));  // the residual: a paired load
   const std::string ok = body(h, "__device__ __forceinline__ bool fx_epilogue2_vec_ok(");
   EXPECT_TRUE(has(ok, "p.in[2].sn == 1 && fx_aligned4(p.in[2].ptr, 0, 2)"));
   EXPECT_FALSE(has(ok, "p.in[3]"));  // f32: loaded per column, any layout
@@ -136,8 +137,10 @@ TEST(Hooks, ResidualPairsAreOneLoadOnTheFastPath) {
   const std::string packed = body(h, "__device__ __forceinline__ unsigned int fx_epilogue2_packed(");
   EXPECT_TRUE(has(packed, "const FxCol& c0, const FxCol& c1, unsigned int in_pair)"));
   EXPECT_TRUE(has(packed, "const float2 in3 = fx_unpack2_bf16(in_pair);"));
-  EXPECT_TRUE(has(packed, "fx_epilogue_values_col(p, b, m, n, acc0, c0, in3.x)"));
-  EXPECT_TRUE(has(packed, "fx_epilogue_values_col(p, b, m, n + 1, acc1, c1, in3.y)"));
+  EXPECT_TRUE(has(packed, "const float v3_0 = in3.x, v3_1 = in3.y;"));
+  // each bf16 rounding of the pair by one conversion (the residual add, the multiply)
+  EXPECT_TRUE(has(packed, "fx_round2_bf16((v2_0 + v3_0), (v2_1 + v3_1), v4_0, v4_1);"));
+  EXPECT_TRUE(has(packed, "fx_round2_bf16((v4_0 * v5_0), (v4_1 * v5_1), v6_0, v6_1);"));
   EXPECT_TRUE(has(packed, "return fx_pack2_bf16(o0.o0, o1.o0);"));
   EXPECT_TRUE(has(body(h, "__device__ __forceinline__ const char* fx_staged_in("),
                   "return (const char*)p.in[2].ptr + 2 * (b * p.in[2].sb + m * p.in[2].sm + n);"));
@@ -147,12 +150,11 @@ TEST(Hooks, ResidualPairsAreOneLoadOnTheFastPath) {
   const std::string vec = body(h, "__device__ __forceinline__ void fx_epilogue2_vec(");
   EXPECT_TRUE(has(vec, "fx_st_u32(p.out[0].ptr, b * p.out[0].sb + m * p.out[0].sm + n, fx_epilogue2_packed(p, b, m, "
                        "n, acc0, acc1, c0, c1, fx_ld_u32(p.in[2].ptr, b * p.in[2].sb + m * p.in[2].sm + n)));"));
-  const std::string values = body(h, "__device__ __forceinline__ FxOutValues fx_epilogue_values_col(");
-  EXPECT_TRUE(has(values, "const FxCol& c, float in3)"));
-  EXPECT_TRUE(has(values, "const float v3 = in3;"));
-  // f32, and a 16-bit input contiguous along m: per element, any layout
-  EXPECT_TRUE(has(values, "fx_ld_f32(p.in[3].ptr, b * p.in[3].sb + m * p.in[3].sm + n * p.in[3].sn)"));
-  EXPECT_TRUE(has(values, "fx_ld_bf16(p.in[4].ptr, b * p.in[4].sb + n * p.in[4].sn + m * p.in[4].sm)"));
+  // f32, and a 16-bit input contiguous along m: per element, any layout (column n, then n + 1)
+  EXPECT_TRUE(has(packed, "fx_ld_f32(p.in[3].ptr, b * p.in[3].sb + m * p.in[3].sm + n * p.in[3].sn)"));
+  EXPECT_TRUE(has(packed, "fx_ld_f32(p.in[3].ptr, b * p.in[3].sb + m * p.in[3].sm + (n + 1) * p.in[3].sn)"));
+  EXPECT_TRUE(has(packed, "fx_ld_bf16(p.in[4].ptr, b * p.in[4].sb + n * p.in[4].sn + m * p.in[4].sm)"));
+  EXPECT_TRUE(has(packed, "fx_ld_bf16(p.in[4].ptr, b * p.in[4].sb + (n + 1) * p.in[4].sn + m * p.in[4].sm)"));
   const std::string ok = body(h, "__device__ __forceinline__ bool fx_epilogue2_vec_ok(");
   EXPECT_TRUE(has(ok, "p.in[2].sn == 1 && p.in[2].sm % 8 == 0 && fx_aligned16(p.in[2].ptr) && p.in[2].sb % 8 == 0"));
   EXPECT_FALSE(has(ok, "p.in[3]"));

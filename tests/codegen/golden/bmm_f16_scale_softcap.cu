@@ -122,27 +122,20 @@ __device__ __forceinline__ void fx_epilogue_cols(const fxfuse::FxParams& p, long
   c1 = fx_epilogue_col(p, b, n + 1);
 }
 
-// Every output of element (b, m, n) from its column values (16-bit inputs along m and n
-// passed in, loaded in pairs).
-__device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc, const FxCol& c) {
-  (void)p; (void)b; (void)m; (void)n; (void)c;
-  const float v2 = fx_round_f16(acc);  // %2 = mm %0 %1 : f16
-  const float v3 = c.v3;  // %3 = input 2 f32 [b,1,1]
-  const float v4 = (v2 * v3);  // %4 = mul %2 %3 : f32
-  const float v5 = 30.0f;  // %5 = const 30 : f32
-  const float v6 = (v4 / v5);  // %6 = div %4 %5 : f32
-  const float v7 = fx_tanh(v6);  // %7 = tanh %6 : f32
-  const float v8 = (v7 * v5);  // %8 = mul %7 %5 : f32
-  const float v9 = v8;  // %9 = convert %8 : f16
-  return FxOutValues{v9};
-}
-
 #define FX_EPI_STAGED 1
 // Columns n and n + 1 of row m of the output as one word (column n in the low half), both
 // inside the output; fx_epilogue2_vec_ok(p) holds; c0, c1 from fx_epilogue_cols(p, b, n, c0, c1).
 __device__ __forceinline__ unsigned int fx_epilogue2_packed(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1) {
-  const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0);
-  const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1);
+  float v2_0, v2_1;  // %2 = mm %0 %1 : f16
+  fx_round2_f16(acc0, acc1, v2_0, v2_1);
+  const float v3_0 = c0.v3, v3_1 = c1.v3;  // %3 = input 2 f32 [b,1,1]
+  const float v4_0 = (v2_0 * v3_0), v4_1 = (v2_1 * v3_1);  // %4 = mul %2 %3 : f32
+  const float v5_0 = 30.0f, v5_1 = 30.0f;  // %5 = const 30 : f32
+  const float v6_0 = (v4_0 / v5_0), v6_1 = (v4_1 / v5_1);  // %6 = div %4 %5 : f32
+  const float v7_0 = fx_tanh(v6_0), v7_1 = fx_tanh(v6_1);  // %7 = tanh %6 : f32
+  const float v8_0 = (v7_0 * v5_0), v8_1 = (v7_1 * v5_1);  // %8 = mul %7 %5 : f32
+  const float v9_0 = v8_0, v9_1 = v8_1;  // %9 = convert %8 : f16
+  const FxOutValues o0{v9_0}, o1{v9_1};
   return fx_pack2_f16(o0.o0, o1.o0);
 }
 

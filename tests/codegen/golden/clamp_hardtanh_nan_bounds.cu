@@ -134,32 +134,24 @@ __device__ __forceinline__ void fx_epilogue_cols(const fxfuse::FxParams& p, long
   c1 = fx_epilogue_col(p, b, n + 1);
 }
 
-// Every output of element (b, m, n) from its column values (16-bit inputs along m and n
-// passed in, loaded in pairs).
-__device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc, const FxCol& c) {
-  (void)p; (void)b; (void)m; (void)n; (void)c;
-  const float v2 = acc;  // %2 = mm %0 %1 : f32
-  const float v3 = __int_as_float(0x7fffffff);  // %3 = const nan : f32
-  const float v4 = 6.0f;  // %4 = const 6 : f32
-  const float v5 = fx_clamp_max(v2, v4);  // %5 = clamp %2 %3 %4 : f32
-  const float v6 = __int_as_float(0xff800000);  // %6 = const -inf : f32
-  const float v7 = fx_clamp_min(v5, v6);  // %7 = clamp %5 %6 %3 : f32
-  const float v8 = c.v8;  // %8 = input 2 f32 [n]
-  const float v9 = c.v9;  // %9 = input 3 f32 [n]
-  const float v10 = fx_clamp(v7, v8, v9);  // %10 = clamp %7 %8 %9 : f32
-  const float v11 = -1.0f;  // %11 = const -1 : f32
-  const float v12 = 1.0f;  // %12 = const 1 : f32
-  const float v13 = fx_clamp(v10, v11, v12);  // %13 = hardtanh %10 %11 %12 : f32
-  const float v14 = v13;  // %14 = clamp %13 %3 %3 : f16
-  return FxOutValues{v14};
-}
-
 #define FX_EPI_STAGED 1
 // Columns n and n + 1 of row m of the output as one word (column n in the low half), both
 // inside the output; fx_epilogue2_vec_ok(p) holds; c0, c1 from fx_epilogue_cols(p, b, n, c0, c1).
 __device__ __forceinline__ unsigned int fx_epilogue2_packed(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1) {
-  const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0);
-  const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1);
+  const float v2_0 = acc0, v2_1 = acc1;  // %2 = mm %0 %1 : f32
+  const float v3_0 = __int_as_float(0x7fffffff), v3_1 = __int_as_float(0x7fffffff);  // %3 = const nan : f32
+  const float v4_0 = 6.0f, v4_1 = 6.0f;  // %4 = const 6 : f32
+  const float v5_0 = fx_clamp_max(v2_0, v4_0), v5_1 = fx_clamp_max(v2_1, v4_1);  // %5 = clamp %2 %3 %4 : f32
+  const float v6_0 = __int_as_float(0xff800000), v6_1 = __int_as_float(0xff800000);  // %6 = const -inf : f32
+  const float v7_0 = fx_clamp_min(v5_0, v6_0), v7_1 = fx_clamp_min(v5_1, v6_1);  // %7 = clamp %5 %6 %3 : f32
+  const float v8_0 = c0.v8, v8_1 = c1.v8;  // %8 = input 2 f32 [n]
+  const float v9_0 = c0.v9, v9_1 = c1.v9;  // %9 = input 3 f32 [n]
+  const float v10_0 = fx_clamp(v7_0, v8_0, v9_0), v10_1 = fx_clamp(v7_1, v8_1, v9_1);  // %10 = clamp %7 %8 %9 : f32
+  const float v11_0 = -1.0f, v11_1 = -1.0f;  // %11 = const -1 : f32
+  const float v12_0 = 1.0f, v12_1 = 1.0f;  // %12 = const 1 : f32
+  const float v13_0 = fx_clamp(v10_0, v11_0, v12_0), v13_1 = fx_clamp(v10_1, v11_1, v12_1);  // %13 = hardtanh %10 %11 %12 : f32
+  const float v14_0 = v13_0, v14_1 = v13_1;  // %14 = clamp %13 %3 %3 : f16
+  const FxOutValues o0{v14_0}, o1{v14_1};
   return fx_pack2_f16(o0.o0, o1.o0);
 }
 

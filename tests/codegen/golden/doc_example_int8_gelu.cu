@@ -139,23 +139,16 @@ __device__ __forceinline__ void fx_epilogue_cols(const fxfuse::FxParams& p, long
   c1 = fx_epilogue_col(p, b, n + 1, in6.y);
 }
 
-// Every output of element (b, m, n) from its column values (16-bit inputs along m and n
-// passed in, loaded in pairs).
-__device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc, const FxCol& c) {
-  (void)p; (void)b; (void)m; (void)n; (void)c;
-  const float v5 = acc;  // %5 = mm %0 %4 : f32
-  const float v6 = c.v6;  // %6 = input 3 bf16 [n]
-  const float v7 = fx_round_bf16((v5 + v6));  // %7 = add %5 %6 : bf16
-  const float v8 = fx_gelu_tanh(v7);  // %8 = gelu_tanh %7 : bf16
-  return FxOutValues{v8};
-}
-
 #define FX_EPI_STAGED 1
 // Columns n and n + 1 of row m of the output as one word (column n in the low half), both
 // inside the output; fx_epilogue2_vec_ok(p) holds; c0, c1 from fx_epilogue_cols(p, b, n, c0, c1).
 __device__ __forceinline__ unsigned int fx_epilogue2_packed(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1) {
-  const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0);
-  const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1);
+  const float v5_0 = acc0, v5_1 = acc1;  // %5 = mm %0 %4 : f32
+  const float v6_0 = c0.v6, v6_1 = c1.v6;  // %6 = input 3 bf16 [n]
+  float v7_0, v7_1;  // %7 = add %5 %6 : bf16
+  fx_round2_bf16((v5_0 + v6_0), (v5_1 + v6_1), v7_0, v7_1);
+  const float v8_0 = fx_gelu_tanh(v7_0), v8_1 = fx_gelu_tanh(v7_1);  // %8 = gelu_tanh %7 : bf16
+  const FxOutValues o0{v8_0}, o1{v8_1};
   return fx_pack2_bf16(o0.o0, o1.o0);
 }
 

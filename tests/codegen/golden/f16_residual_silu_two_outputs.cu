@@ -122,23 +122,17 @@ __device__ __forceinline__ void fx_epilogue_cols(const fxfuse::FxParams& p, long
   c1 = fx_epilogue_col(p, b, n + 1);
 }
 
-// Every output of element (b, m, n) from its column values (16-bit inputs along m and n
-// passed in, loaded in pairs).
-__device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc, const FxCol& c, float in3) {
-  (void)p; (void)b; (void)m; (void)n; (void)c;
-  const float v2 = fx_round_f16(acc);  // %2 = mm %0 %1 : f16
-  const float v3 = in3;  // %3 = input 2 f16 [m,n]
-  const float v4 = fx_round_f16((v2 + v3));  // %4 = add %2 %3 : f16
-  const float v5 = fx_silu(v4);  // %5 = silu %4 : f16
-  return FxOutValues{v5, v4};
-}
-
 // Columns n and n + 1 of row m, both inside the output; fx_epilogue2_vec_ok(p) holds;
 // c0, c1 from fx_epilogue_cols(p, b, n, c0, c1).
 __device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1) {
   const float2 in3 = fx_ld2_f16(p.in[2].ptr, m * p.in[2].sm + n);  // %3 = input 2 f16 [m,n]
-  const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0, in3.x);
-  const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1, in3.y);
+  float v2_0, v2_1;  // %2 = mm %0 %1 : f16
+  fx_round2_f16(acc0, acc1, v2_0, v2_1);
+  const float v3_0 = in3.x, v3_1 = in3.y;  // %3 = input 2 f16 [m,n]
+  float v4_0, v4_1;  // %4 = add %2 %3 : f16
+  fx_round2_f16((v2_0 + v3_0), (v2_1 + v3_1), v4_0, v4_1);
+  const float v5_0 = fx_silu(v4_0), v5_1 = fx_silu(v4_1);  // %5 = silu %4 : f16
+  const FxOutValues o0{v5_0, v4_0}, o1{v5_1, v4_1};
   fx_st2_f16(p.out[0].ptr, m * p.out[0].sm + n, o0.o0, o1.o0);
   fx_st2_f16(p.out[1].ptr, m * p.out[1].sm + n, o0.o1, o1.o1);
 }

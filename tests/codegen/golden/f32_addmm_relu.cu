@@ -109,22 +109,14 @@ __device__ __forceinline__ void fx_epilogue_cols(const fxfuse::FxParams& p, long
   c1 = fx_epilogue_col(p, b, n + 1);
 }
 
-// Every output of element (b, m, n) from its column values (16-bit inputs along m and n
-// passed in, loaded in pairs).
-__device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc, const FxCol& c) {
-  (void)p; (void)b; (void)m; (void)n; (void)c;
-  const float v2 = acc;  // %2 = mm %0 %1 : f32
-  const float v3 = c.v3;  // %3 = input 2 f32 [n]
-  const float v4 = (v2 + v3);  // %4 = add %2 %3 : f32
-  const float v5 = fx_relu(v4);  // %5 = relu %4 : f32
-  return FxOutValues{v5};
-}
-
 // Columns n and n + 1 of row m, both inside the output; fx_epilogue2_vec_ok(p) holds;
 // c0, c1 from fx_epilogue_cols(p, b, n, c0, c1).
 __device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1) {
-  const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0);
-  const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1);
+  const float v2_0 = acc0, v2_1 = acc1;  // %2 = mm %0 %1 : f32
+  const float v3_0 = c0.v3, v3_1 = c1.v3;  // %3 = input 2 f32 [n]
+  const float v4_0 = (v2_0 + v3_0), v4_1 = (v2_1 + v3_1);  // %4 = add %2 %3 : f32
+  const float v5_0 = fx_relu(v4_0), v5_1 = fx_relu(v4_1);  // %5 = relu %4 : f32
+  const FxOutValues o0{v5_0}, o1{v5_1};
   fx_st_f32(p.out[0].ptr, m * p.out[0].sm + n * p.out[0].sn, o0.o0);
   fx_st_f32(p.out[0].ptr, m * p.out[0].sm + (n + 1) * p.out[0].sn, o1.o0);
 }

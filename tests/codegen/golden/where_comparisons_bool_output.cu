@@ -137,33 +137,28 @@ __device__ __forceinline__ void fx_epilogue_cols(const fxfuse::FxParams& p, long
   c1 = fx_epilogue_col(p, b, n + 1);
 }
 
-// Every output of element (b, m, n) from its column values (16-bit inputs along m and n
-// passed in, loaded in pairs).
-__device__ __forceinline__ FxOutValues fx_epilogue_values_col(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc, const FxCol& c, float in8) {
-  (void)p; (void)b; (void)m; (void)n; (void)c;
-  const float v2 = fx_round_bf16(acc);  // %2 = mm %0 %1 : bf16
-  const float v3 = 0.0f;  // %3 = const 0 : f32
-  const bool v4 = fx_round_bool((v2 > v3));  // %4 = gt %2 %3 : bool
-  const float v5 = 0.100000001f;  // %5 = const 0.10000000000000001 : f32
-  const float v6 = fx_round_bf16((v2 * v5));  // %6 = mul %2 %5 : bf16
-  const float v7 = fx_round_bf16((v4 ? v2 : v6));  // %7 = where %4 %2 %6 : bf16
-  const float v8 = in8;  // %8 = input 2 bf16 [m,n]
-  const bool v9 = fx_round_bool((v7 <= v8));  // %9 = le %7 %8 : bool
-  const bool v10 = fx_round_bool((v9 != v4));  // %10 = ne %9 %4 : bool
-  const bool v11 = fx_round_bool((v7 == v8));  // %11 = eq %7 %8 : bool
-  const bool v12 = fx_round_bool((v7 < v3));  // %12 = lt %7 %3 : bool
-  const bool v13 = fx_round_bool((v7 >= v8));  // %13 = ge %7 %8 : bool
-  const bool v14 = fx_round_bool((v10 ? v11 : v12));  // %14 = where %10 %11 %12 : bool
-  const bool v15 = fx_round_bool((v14 ? v13 : v4));  // %15 = where %14 %13 %4 : bool
-  return FxOutValues{v7, v15};
-}
-
 // Columns n and n + 1 of row m, both inside the output; fx_epilogue2_vec_ok(p) holds;
 // c0, c1 from fx_epilogue_cols(p, b, n, c0, c1).
 __device__ __forceinline__ void fx_epilogue2_vec(const fxfuse::FxParams& p, long long b, long long m, long long n, float acc0, float acc1, const FxCol& c0, const FxCol& c1) {
   const float2 in8 = fx_ld2_bf16(p.in[2].ptr, m * p.in[2].sm + n);  // %8 = input 2 bf16 [m,n]
-  const FxOutValues o0 = fx_epilogue_values_col(p, b, m, n, acc0, c0, in8.x);
-  const FxOutValues o1 = fx_epilogue_values_col(p, b, m, n + 1, acc1, c1, in8.y);
+  float v2_0, v2_1;  // %2 = mm %0 %1 : bf16
+  fx_round2_bf16(acc0, acc1, v2_0, v2_1);
+  const float v3_0 = 0.0f, v3_1 = 0.0f;  // %3 = const 0 : f32
+  const bool v4_0 = fx_round_bool((v2_0 > v3_0)), v4_1 = fx_round_bool((v2_1 > v3_1));  // %4 = gt %2 %3 : bool
+  const float v5_0 = 0.100000001f, v5_1 = 0.100000001f;  // %5 = const 0.10000000000000001 : f32
+  float v6_0, v6_1;  // %6 = mul %2 %5 : bf16
+  fx_round2_bf16((v2_0 * v5_0), (v2_1 * v5_1), v6_0, v6_1);
+  float v7_0, v7_1;  // %7 = where %4 %2 %6 : bf16
+  fx_round2_bf16((v4_0 ? v2_0 : v6_0), (v4_1 ? v2_1 : v6_1), v7_0, v7_1);
+  const float v8_0 = in8.x, v8_1 = in8.y;  // %8 = input 2 bf16 [m,n]
+  const bool v9_0 = fx_round_bool((v7_0 <= v8_0)), v9_1 = fx_round_bool((v7_1 <= v8_1));  // %9 = le %7 %8 : bool
+  const bool v10_0 = fx_round_bool((v9_0 != v4_0)), v10_1 = fx_round_bool((v9_1 != v4_1));  // %10 = ne %9 %4 : bool
+  const bool v11_0 = fx_round_bool((v7_0 == v8_0)), v11_1 = fx_round_bool((v7_1 == v8_1));  // %11 = eq %7 %8 : bool
+  const bool v12_0 = fx_round_bool((v7_0 < v3_0)), v12_1 = fx_round_bool((v7_1 < v3_1));  // %12 = lt %7 %3 : bool
+  const bool v13_0 = fx_round_bool((v7_0 >= v8_0)), v13_1 = fx_round_bool((v7_1 >= v8_1));  // %13 = ge %7 %8 : bool
+  const bool v14_0 = fx_round_bool((v10_0 ? v11_0 : v12_0)), v14_1 = fx_round_bool((v10_1 ? v11_1 : v12_1));  // %14 = where %10 %11 %12 : bool
+  const bool v15_0 = fx_round_bool((v14_0 ? v13_0 : v4_0)), v15_1 = fx_round_bool((v14_1 ? v13_1 : v4_1));  // %15 = where %14 %13 %4 : bool
+  const FxOutValues o0{v7_0, v15_0}, o1{v7_1, v15_1};
   fx_st2_bf16(p.out[0].ptr, m * p.out[0].sm + n, o0.o0, o1.o0);
   fx_st_bool(p.out[1].ptr, m * p.out[1].sm + n * p.out[1].sn, o0.o1);
   fx_st_bool(p.out[1].ptr, m * p.out[1].sm + (n + 1) * p.out[1].sn, o1.o1);
