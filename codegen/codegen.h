@@ -45,16 +45,17 @@ enum class Baseline { Eager, Inductor };
 
 // True for the variants that beat (or match) the baseline on the problems chooseConfig gives
 // them. Against eager: "sm90_wgmma" and "gemv". Against Inductor: "gemv" only (the Hopper
-// kernel loses to mm + Inductor's fused pointwise kernel at most shapes: bench/RESULTS.md Runs
-// E, M; beatsBaseline names where it wins). False for the generic fallbacks ("sm80_mma", "simt"), which are
+// kernel is not faster than mm + Inductor's fused pointwise kernel at every shape: bench/RESULTS.md
+// Runs E, M, Y; beatsBaseline names where it wins). False for the generic fallbacks ("sm80_mma", "simt"), which are
 // correct but may be slower than cuBLAS + ATen elementwise: the runtime runs such chains
 // unfused through ATen on CUDA, so that a rewrite never makes a model slower.
 bool isFastVariant(const KernelConfig& config, Baseline baseline = Baseline::Eager);
 
 // Whether the fused kernel `config` (chooseConfigForSize's answer for this spec and size) beats
 // the baseline there: isFastVariant, and against Inductor also the Hopper kernel at the shapes
-// where it was measured faster than torch.compile (K = 1024, M x B >= 4096, N >= 4096, no
-// residual: 1.12-1.58x in bench/RESULTS.md Runs L and M).
+// where it was measured faster than torch.compile (M x B >= 4096 and K = 1024 with N >= 4096, or
+// K = 4096 with N = 1024, a residual only behind GELU(tanh) or SiLU: 1.12-1.83x in
+// bench/RESULTS.md Runs F, L, M, Y, Z).
 bool beatsBaseline(const spec::ChainSpec& spec, const KernelConfig& config, long long M, long long N, long long K,
                    long long B, Baseline baseline);
 

@@ -102,8 +102,8 @@ def _with_default_planner(model, x):
 
 def test_planner_fuses_against_inductor_where_measured_faster(monkeypatch):
     # bias + ReLU at M=4096, K=1024, N=4096 on Hopper beats cuBLAS plus Inductor's pointwise
-    # kernel (bench/RESULTS.md Runs L, M; codegen::beatsBaseline): fc1 fuses. fc2 (K=4096, a bare
-    # addmm) stays with Inductor.
+    # kernel (bench/RESULTS.md Runs L, M, W; codegen::beatsBaseline): fc1 fuses. fc2 (a bare
+    # addmm: nothing to fuse, no_epilogue_no_prologue) stays with Inductor.
     if torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("the Hopper kernel needs sm_90")
     monkeypatch.delenv("FXFUSE_FORCE_KERNEL", raising=False)

@@ -90,21 +90,30 @@ def test_pass_leaves_unprofitable_chains_unfused(act, k, fused, reason):
     assert sum("gemm_chain" in str(n.target) for n in gm2.graph.nodes) == 1
 
 
-@pytest.mark.parametrize("baseline,m,k,fused", [
-    ("eager", 4096, 4096, 1),      # fxfuse.rewrite: beats cuBLAS + ATen's add and relu kernels
-    ("inductor", 4096, 4096, 0),   # torch.compile: loses to cuBLAS + one Inductor kernel (Runs E, M)
-    ("inductor", 4096, 1024, 1),   # ... but wins at K = 1024 (Runs L, M: 1.12-1.58x)
-    ("inductor", 2048, 1024, 0),   # ... measured only from M = 4096
-    ("inductor", 8, 4096, 1),      # decode: the gemv beats Inductor too
+@pytest.mark.parametrize("baseline,m,k,n,chain,fused", [
+    ("eager", 4096, 4096, 4096, "relu", 1),          # fxfuse.rewrite: beats cuBLAS + ATen's add and relu kernels
+    ("inductor", 4096, 4096, 4096, "relu", 0),       # torch.compile: at par with cuBLAS + one Inductor kernel (Runs E, M, Y)
+    ("inductor", 4096, 1024, 4096, "relu", 1),       # ... but wins at K = 1024 (Runs L, M, Y: 1.12-1.58x)
+    ("inductor", 4096, 1024, 4096, "gelu_resid", 1),  # ... with GELU and a residual too (Runs Y, Z: 1.13-1.39x)
+    ("inductor", 4096, 1024, 4096, "relu_resid", 0),  # ... a residual without GELU/SiLU: not measured
+    ("inductor", 4096, 4096, 1024, "gelu_resid", 1),  # ... and at K = 4096, N = 1024 (Runs F, Y, Z: 1.56-3.0x)
+    ("inductor", 4096, 4096, 2048, "relu", 0),       # ... not measured at N = 2048
+    ("inductor", 2048, 1024, 4096, "relu", 0),       # ... measured only from M = 4096
+    ("inductor", 8, 4096, 4096, "relu", 1),          # decode: the gemv beats Inductor too
 ])
-def test_baseline_decides_what_fused_must_beat(baseline, m, k, fused):
+def test_baseline_decides_what_fused_must_beat(baseline, m, k, n, chain, fused):
     import torch
+    import torch.nn.functional as F
 
     from fxfuse.pass_driver import Options, run_on_graph
 
-    gm = _traced_on_fake_cuda(lambda x, w, b: torch.relu(torch.mm(x, w) + b), (m, k), (k, 4096), (4096,))
+    fns = {"relu": lambda x, w, b: torch.relu(torch.mm(x, w) + b),
+           "gelu_resid": lambda x, w, b, r: F.gelu(torch.mm(x, w) + b, approximate="tanh") + r * 0.5,
+           "relu_resid": lambda x, w, b, r: torch.relu(torch.mm(x, w) + b) + r}
+    shapes = [(m, k), (k, n), (n,)] + ([(m, n)] if chain.endswith("resid") else [])
+    gm = _traced_on_fake_cuda(fns[chain], *shapes)
     res = run_on_graph(gm.graph, Options(precompile=False, arch="sm_90", baseline=baseline), "planner")
-    assert sum("gemm_chain" in str(n.target) for n in gm.graph.nodes) == fused
+    assert sum("gemm_chain" in str(node.target) for node in gm.graph.nodes) == fused, res.report_text
     if not fused:
         entry = next(e for e in res.plan["report"] if e["gemm"].startswith("mm"))
         assert entry["reason"] == "not_profitable" and "unfused inductor" in entry["detail"], entry
