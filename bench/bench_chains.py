@@ -145,6 +145,7 @@ def main():
     rows = []
     for (M, K, N, dt) in shapes:
         rows += bench_shape(M, K, N, dt, chains, a.compile)
+    os.makedirs(os.environ.get("OUT", "."), exist_ok=True)  # the table must not be lost to a missing folder
     out = os.path.join(os.environ.get("OUT", "."), "bench_chains.json")
     with open(out, "w") as f:
         json.dump(rows, f, indent=1)

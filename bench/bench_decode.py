@@ -237,6 +237,7 @@ def main():
             for name in quant:
                 if wanted is None or name in wanted:
                     rows.append(bench_row(M, K, N, torch.bfloat16, name, a.compile, copy_gbps))
+    os.makedirs(os.environ.get("OUT", "."), exist_ok=True)  # the table must not be lost to a missing folder
     out = os.path.join(os.environ.get("OUT", "."), f"bench_decode{'_s%d' % a.split_k if a.split_k else ''}.json")
     with open(out, "w") as f:
         json.dump({"rows": rows, "copy_gbps_1GiB": copy_gbps}, f, indent=1)

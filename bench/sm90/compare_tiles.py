@@ -72,6 +72,7 @@ def main():
             row = {"shape": shape, "chain": chain, "mm": min(mm), "times_ms": best, "errors": errors}
             rows.append(row)
             print(json.dumps(row), flush=True)
+    os.makedirs(os.environ.get("OUT", "."), exist_ok=True)  # the table must not be lost to a missing folder
     out = os.path.join(os.environ.get("OUT", "."), "compare_tiles.json")
     with open(out, "w") as f:
         json.dump(rows, f, indent=1)
