@@ -1,7 +1,6 @@
 #include "pass/chain_planner.h"
 
 #include <algorithm>
-#include <numeric>
 #include <set>
 
 #include "pass/activation_canonicalization.h"
@@ -172,10 +171,8 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
   // Decomposed SiLU/GELU back to the composite ops, before the spec is printed and judged:
   // the planner and codegen's fast paths know only those. CUDA chains only
   // (activation_canonicalization.h says why).
-  std::vector<int> renumbered(plan.spec.values.size());
-  std::iota(renumbered.begin(), renumbered.end(), 0);
-  if (index.tensor(m.anchor)->onCuda()) renumbered = canonicalizeActivations(plan.spec);
-  int result = renumbered[core.result];
+  int result = core.result;
+  if (index.tensor(m.anchor)->onCuda()) result = canonicalizeActivations(plan.spec)[core.result];
   if (result < 0) return rejected(out, "internal_error", "canonicalization removed the GEMM result (please report a bug)");
   try {
     spec::validateSpec(plan.spec);

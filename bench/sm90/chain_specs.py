@@ -6,6 +6,7 @@ these are the kernels the benchmark runs (`mm : bf16` where eager rounds the pro
 residual chain's `* 0.5`). Until session 11 this file held hand-written specs with `mm : f32`
 (the `torch.addmm(b, x, w)` form, one rounding fewer per element) and no `* 0.5`
 (bench/sm90/NOTES.md session 11)."""
+import functools
 import json
 import os
 import sys
@@ -38,4 +39,8 @@ def spec_of(fn) -> str:
     return rewrites[0]["spec"]
 
 
-CHAINS = {name: spec_of(CHAIN_FNS[name]) for name in EPILOGUE_CHAINS}
+@functools.lru_cache(maxsize=None)
+def chains() -> dict:
+    """Each epilogue chain's spec, by name. A function, not a module constant: a pass failure
+    then surfaces as an error where the specs are used, not while importing."""
+    return {name: spec_of(CHAIN_FNS[name]) for name in EPILOGUE_CHAINS}

@@ -21,7 +21,7 @@ import fxfuse._C  # noqa: F401  (registers the op)
 from fxfuse.autotune import measure, time_ms
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from chain_specs import CHAINS  # noqa: E402
+from chain_specs import EPILOGUE_CHAINS, chains  # noqa: E402
 
 SHAPES = "4096x4096x4096,4096x1024x4096,16384x1024x4096,4096x4096x1024,4096x14336x4096,512x4096x4096,2048x4096x4096"
 
@@ -47,7 +47,7 @@ def short(choice):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default=SHAPES)
-    ap.add_argument("--chains", default=",".join(CHAINS))
+    ap.add_argument("--chains", default=",".join(EPILOGUE_CHAINS))
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
     torch.manual_seed(0)
@@ -55,7 +55,7 @@ def main():
     for shape in a.shapes.split(","):
         M, K, N = (int(v) for v in shape.split("x"))
         for chain in a.chains.split(","):
-            spec = CHAINS[chain]
+            spec = chains()[chain]
             ins = inputs_for(spec, M, K, N)
             x, w = ins[0], ins[1]
             best, errors, mm = {}, {}, []

@@ -7,7 +7,7 @@ equals make_desc of the address. A Python mirror of the two formulas; the GPU te
 differential (tests/GPU_RESULTS.md, session 9: the differential ran the stepping before its
 stage-0 words were broadcast, e2c0a4b) check the kernel.
 
-  python3 bench/sm90/desc_step_check.py
+  PYTHONPATH=python python3 bench/sm90/desc_step_check.py
 """
 
 
@@ -27,14 +27,32 @@ def stepped(desc0, units):  # desc_hi | (u32)(desc0's low word + step + desc_uni
 
 
 BK = 64
-# codegen/config_table.cpp kHopperTiles: (bm, bn, stages, ping-pong)
-TILES = [(64, 256, 5, True), (64, 128, 8, True), (128, 128, 6, True), (128, 256, 4, False), (128, 128, 6, False)]
+
+
+def hopper_tiles():
+    """(bm, bn, stages, ping-pong) of every Hopper tile the autotune may pick, read from the
+    library (codegen's tile table), so this check follows the table."""
+    import re
+
+    import fxfuse._C as C
+
+    spec = ("fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n"
+            "%2 = mm %0 %1 : bf16\n%3 = relu %2 : bf16\noutput %3\n")
+    tiles = []
+    for text in C.kernel_candidates_for_size(spec, 4096, 4096, 4096, 1, "sm_90"):
+        m = re.fullmatch(r"sm90_wgmma (\d+)x(\d+)x(\d+) s(\d+) t\d+( pingpong)?", text)
+        if m:
+            assert int(m.group(3)) == BK, text
+            tiles.append((int(m.group(1)), int(m.group(2)), int(m.group(4)), bool(m.group(5))))
+    assert tiles, "no Hopper tile among the candidates"
+    return tiles
+
 STAGING = 2 * 4 * 16 * 144  # FX_STAGE_BYTES for two consumer warpgroups
 
 
 def main():
     checked = bad = 0
-    for bm, bn, stages, pingpong in TILES:
+    for bm, bn, stages, pingpong in hopper_tiles():
         sub_tiles = bm // 64 if pingpong else 1
         a_bytes, stage_bytes = bm * BK * 2, (bm + bn) * BK * 2
         for b_kmajor in (False, True):

@@ -20,7 +20,7 @@ import tempfile
 
 os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"  # read once by codegen, before the first plan
 import fxfuse._C as C  # noqa: E402
-from chain_specs import CHAINS  # noqa: E402
+from chain_specs import chains  # noqa: E402
 
 
 def nvrtc_compile(lib, src, time_csv, extra=()):
@@ -85,7 +85,7 @@ def main():
     print(f"{'chain':>16} {'variant':>11} {'front s':>8} {'nvvm s':>7} {'ptxas s':>8} {'ld.nc':>6} "
           f"{'SASS':>6} {'BSSY':>5} {'BRA':>4} {'MUFU':>5} {'loop':>5} {'HGMMA':>6}")
     with tempfile.TemporaryDirectory() as tmp:
-        for name, spec in CHAINS.items():
+        for name, spec in chains().items():
             _, src = C.generate_cuda(spec, M, N, K)
             csv = os.path.join(tmp, name + ".csv")
             ptx, cubin = nvrtc_compile(lib, src, csv, args.nvrtc_opt)

@@ -195,7 +195,7 @@ def test_every_table_op_renders():
 
 def test_judge_allows_other_summation_orders_and_no_more():
     """GPU differential seed 30287560 (minimized): rsqrt(|v| + 0.01) of a GEMM value v that
-    cancels to ~4e-4 amplifies f32 rounding; eager itself, on the same inputs, errs 3e-5..3e-4
+    cancels to ~4e-4 amplifies f32 rounding; eager itself, on the same inputs, errs 1e-5..3e-4
     by the order of K. A result as far off as eager in one of the orders the judge evaluates is
     right; 2.5x beyond the worst of them is not."""
     from diff_harness import K_ORDERS, k_permuted_inputs, other_eager_orders
@@ -205,8 +205,10 @@ def test_judge_allows_other_summation_orders_and_no_more():
     build = case.build()
     ref = list(case.build(reference=True)(*case.reference_inputs(ins)))
     err = lambda outs: float((outs[0].double() - ref[0]).norm() / ref[0].norm())  # noqa: E731
-    judged_orders = [list(build(*k_permuted_inputs(case, ins, j))) for j in range(K_ORDERS)]
-    high = max(judged_orders, key=err)   # eager in the worst order the judge evaluates
+    # The worst of every order the judge evaluates, the one-term-at-a-time sum among them (2.6e-4,
+    # the same on any CPU). Session 12: the worst K permutation alone depends on the CPU's GEMM
+    # kernel, and on an AMD EPYC it (1.6e-4) fell under the f32 floor (1.8e-4 at this K).
+    high = max(other_eager_orders(case, ins, ref), key=err)
     low = min((list(build(*k_permuted_inputs(case, ins, j))) for j in range(K_ORDERS, 40)), key=err)
     assert err(high) > 3 * err(low), (err(high), err(low))   # the order matters this much here
     assert compare(case, high, low, ref).status == "mismatch"   # one lucky sample of eager: too tight
