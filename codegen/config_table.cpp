@@ -27,6 +27,10 @@ struct Query {
   const ProblemShape& shape;
   int arch;
   bool epilogue_wins;  // see epilogueWinsOnHopper()
+  // The fewest rows the Hopper kernel is considered for. The heuristic: 128 (measured from M =
+  // 512 up). The autotune's candidates: one 64-row tile (decode batches of 64-127 rows, issue
+  // 7), where only a measurement may pick it (not yet measured; candidatesValidated).
+  long long hopper_min_m = 128;
   bool is16bit() const { return a.elem == DType::BF16 || a.elem == DType::F16; }
 };
 
@@ -177,7 +181,7 @@ const VariantRow kRows[] = {
      [](const Query& q) {
        // TMA loads A with k innermost: a transposed A is not expressible (the template checks).
        return q.arch >= 90 && q.epilogue_wins && q.is16bit() && q.a.plain && q.b.plain && q.a.kmajor && q.shape.a_kmajor &&
-              q.shape.align_bytes_a >= 16 && q.shape.align_bytes_b >= 16 && q.shape.M >= 128 &&
+              q.shape.align_bytes_a >= 16 && q.shape.align_bytes_b >= 16 && q.shape.M >= q.hopper_min_m &&
               q.shape.K % 8 == 0 && q.shape.N % 8 == 0;
      },
      [](const Query& q) {
@@ -324,8 +328,10 @@ namespace {
 std::vector<KernelConfig> candidatesValidated(const spec::ChainSpec& checked, const OperandInfo& a,
                                               const OperandInfo& b, const ProblemShape& shape, int sm_arch) {
   std::vector<KernelConfig> out{chooseValidated(checked, a, b, shape, sm_arch)};
-  // The epilogue rule (epilogueWinsOnHopper) is a guess the measurement replaces: ask as if it wins.
-  const Query q{a, b, shape, sm_arch, /*epilogue_wins=*/true};
+  // The epilogue rule (epilogueWinsOnHopper) and the heuristic's smallest M are guesses the
+  // measurement replaces: ask as if the epilogue wins, from one 64-row tile.
+  Query q{a, b, shape, sm_arch, /*epilogue_wins=*/true};
+  q.hopper_min_m = 64;
   const VariantRow& hopper = row("sm90_wgmma");
   if (!embeddedFile(hopper.templ) || !hopper.applies(q)) return out;
   for (const HopperTile& t : kHopperTiles) {

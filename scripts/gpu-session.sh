@@ -20,9 +20,9 @@
 #   scripts/gpu-session.sh ncu-hopper     Nsight Compute, full set, on cuBLAS and the fused Hopper
 #                                         kernel at 4096^3: executed instructions per SASS opcode
 #                                         (bench/sass_opcode_counts.py), then clocks under load
-#   scripts/gpu-session.sh tiles          every autotune candidate (Hopper tiles, the unfused path)
-#                                         per bench chain and shape, back to back in one process
-#                                         (bench/sm90/compare_tiles.py, ~2 min)
+#   scripts/gpu-session.sh tiles [SHAPES] every autotune candidate (Hopper tiles, the unfused path)
+#                                         per bench chain and shape (MxKxN,...), back to back in one
+#                                         process (bench/sm90/compare_tiles.py, ~2 min)
 #   scripts/gpu-session.sh ab PATCH[,PATCH...] [SHAPES]  the same comparison and the clock
 #                                         under sustained load on the tree, then with each PATCH
 #                                         applied alone (rebuilt), e.g. bench/sm90/ab/*.patch: what
@@ -126,7 +126,7 @@ case "$part" in
     ;;
   tiles)
     build
-    OUT=$LOGS timeout 300 python3 bench/sm90/compare_tiles.py > "$LOGS/compare_tiles.txt" 2>&1
+    OUT=$LOGS timeout 300 python3 bench/sm90/compare_tiles.py ${2:+--shapes "$2"} > "$LOGS/compare_tiles.txt" 2>&1
     grep -A40 "^ *shape" "$LOGS/compare_tiles.txt" | head -n 40
     ;;
   ab)
@@ -167,6 +167,6 @@ case "$part" in
     OUT=$LOGS timeout 170 python3 bench/bench_chains.py --all-epilogues --shapes 7 > "$LOGS/bench_all.txt" 2>&1
     grep -A30 "^ *shape" "$LOGS/bench_all.txt" | head -n 30
     ;;
-  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | ncu-hopper | tiles | ab PATCH [SHAPES] | hopper FIRST"; exit 2 ;;
+  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | ncu-hopper | tiles [SHAPES] | ab PATCH [SHAPES] | hopper FIRST"; exit 2 ;;
 esac
 tar czf "$OUTDIR/gpu-logs-$part${2:+-${2//[^A-Za-z0-9_.-]/_}}.tgz" -C "$OUTDIR" logs && rm -rf "$LOGS"

@@ -37,10 +37,25 @@ TEST(CandidateConfigs, HeuristicFirstThenEveryHopperTile) {
   EXPECT_TRUE(texts.count("sm90_wgmma 128x128x64 s6 t384 pingpong"));
 }
 
+TEST(CandidateConfigs, SmallBatchesOfferHopperTilesToTheMeasurementOnly) {
+  // M = 64..127 (decode batches, issue 7): the heuristic keeps the Hopper kernel off (measured
+  // from M = 512 only), the autotune may measure it from one 64-row tile.
+  if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
+  const spec::ChainSpec mm = loadSpec("bare_bf16_mm");
+  for (long long m : {64LL, 127LL}) {
+    EXPECT_NE(chooseConfigForSize(mm, m, 14336, 4096, 1, 90).variant, "sm90_wgmma") << m;
+    const std::vector<KernelConfig> c = candidateConfigsForSize(mm, m, 14336, 4096, 1, 90);
+    ASSERT_EQ(c.size(), 6u) << m;
+    EXPECT_NE(c[0].variant, "sm90_wgmma") << m;
+    for (size_t i = 1; i < c.size(); ++i) EXPECT_EQ(c[i].variant, "sm90_wgmma") << m;
+  }
+  EXPECT_EQ(chooseConfigForSize(mm, 128, 14336, 4096, 1, 90).variant, "sm90_wgmma");
+}
+
 TEST(CandidateConfigs, NoHopperTilesWhereTheKernelDoesNotApply) {
   const spec::ChainSpec gelu = loadSpec("bf16_linear3d_bias_gelu");
   EXPECT_EQ(candidateConfigsForSize(gelu, 4096, 4096, 4096, 1, 80).size(), 1u);  // no sm_90
-  EXPECT_EQ(candidateConfigsForSize(gelu, 64, 4096, 4096, 1, 90).size(), 1u);    // M < 128
+  EXPECT_EQ(candidateConfigsForSize(gelu, 63, 4096, 4096, 1, 90).size(), 1u);    // M < one 64-row tile
   EXPECT_EQ(candidateConfigsForSize(gelu, 4096, 4100, 4096, 1, 90).size(), 1u);  // N % 8
   const spec::ChainSpec f32 = loadSpec("f32_addmm_relu");
   EXPECT_EQ(candidateConfigsForSize(f32, 4096, 4096, 4096, 1, 90).size(), 1u);   // fp32: simt only

@@ -529,9 +529,17 @@ def pipeline(dt):
         xs, ws = s.input(dt, "mk"), s.input(dt, "kn")
         s.output(s.op("silu", s.mm(xs, ws, torch.float32), dtype=dt))
         every_tile([x, w], s.text(), ("silu", K), near(torch.nn.functional.silu(x.double() @ w.double())))
+def small_m(dt):  # M = 64..127: the autotune's candidates from one 64-row tile (config_table.cpp)
+    for M in (64, 100):  # one whole 64-row tile; 100: 128-row tiles half past the end
+        residual(dt, M, 520, 192)
+        x, w = randn((M, 1024), dt, "cuda"), randn((1024, 1032), dt, "cuda", 1024 ** -0.5)
+        s = SpecBuilder()
+        xs, ws = s.input(dt, "mk"), s.input(dt, "kn")
+        s.output(s.op("silu", s.mm(xs, ws, torch.float32), dtype=dt))
+        every_tile([x, w], s.text(), ("silu", M), near(torch.nn.functional.silu(x.double() @ w.double())))
 for dt in (torch.bfloat16, torch.float16):
     torch.manual_seed(0)
-    {"layouts": layouts, "pipeline": pipeline}[sys.argv[1]](dt)
+    {"layouts": layouts, "pipeline": pipeline, "small_m": small_m}[sys.argv[1]](dt)
 print("ok")
 """
 
@@ -544,6 +552,11 @@ def test_hopper_staged_paths_on_every_tile():
 @needs_sm90
 def test_hopper_pipeline_wraps_and_handovers_on_every_tile():
     run_child(HOPPER_EVERY_TILE_CHILD, "pipeline", FXFUSE_SM90_ALL_EPILOGUES="1")
+
+
+@needs_sm90
+def test_hopper_every_tile_at_decode_batch_sizes():
+    run_child(HOPPER_EVERY_TILE_CHILD, "small_m", FXFUSE_SM90_ALL_EPILOGUES="1")
 
 
 # The Hopper epilogue's 16-bit roundings, bit for bit: an intermediate rounded to bf16 / f16 and
