@@ -24,6 +24,7 @@ from triton.testing import do_bench
 
 import fxfuse
 from fxfuse.pass_driver import Options, run_on_graph
+from bench_out import out_dir
 from chain_fns import CHAINS
 from op_path import counters, path_of
 
@@ -125,6 +126,7 @@ def main():
     ap.add_argument("--which", default="", help="only these shapes, 1-based indices into the whole list (LARGE "
                     "or DECODE), e.g. 2,8,9; not combined with --quick or --shapes")
     a = ap.parse_args()
+    out = os.path.join(out_dir(), "bench_chains.json")  # created before the minutes of measuring
     if a.all_epilogues:  # read once by codegen's config table, before the first chain is planned
         os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"
     torch.manual_seed(0)
@@ -145,8 +147,6 @@ def main():
     rows = []
     for (M, K, N, dt) in shapes:
         rows += bench_shape(M, K, N, dt, chains, a.compile)
-    os.makedirs(os.environ.get("OUT", "."), exist_ok=True)  # the table must not be lost to a missing folder
-    out = os.path.join(os.environ.get("OUT", "."), "bench_chains.json")
     with open(out, "w") as f:
         json.dump(rows, f, indent=1)
     print(f"{'shape':>16} {'dtype':>8} {'chain':>16} {'mm':>7} {'eager':>7} {'lt':>7} {'compile':>7} "

@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from bench_chains import fused_module, relerr
+from bench_out import out_dir
 from op_path import counters, path_of
 
 # Weight-only quantized forms as users write them. Each chain takes
@@ -214,6 +215,7 @@ def main():
     ap.add_argument("--split-k", type=int, default=0, choices=[0, 1, 2, 4, 8],
                     help="launch every gemv with this split-K cluster size (1, 2, 4, 8), to re-measure the rule")
     a = ap.parse_args()
+    out = os.path.join(out_dir(), f"bench_decode{'_s%d' % a.split_k if a.split_k else ''}.json")  # created before the minutes of measuring
     if a.split_k:  # read once by codegen, before the first gemv is planned
         os.environ["FXFUSE_GEMV_SPLIT_K"] = str(a.split_k)
     torch.manual_seed(0)
@@ -237,8 +239,6 @@ def main():
             for name in quant:
                 if wanted is None or name in wanted:
                     rows.append(bench_row(M, K, N, torch.bfloat16, name, a.compile, copy_gbps))
-    os.makedirs(os.environ.get("OUT", "."), exist_ok=True)  # the table must not be lost to a missing folder
-    out = os.path.join(os.environ.get("OUT", "."), f"bench_decode{'_s%d' % a.split_k if a.split_k else ''}.json")
     with open(out, "w") as f:
         json.dump({"rows": rows, "copy_gbps_1GiB": copy_gbps}, f, indent=1)
     print(f"copy bandwidth, 1 GiB of traffic: {copy_gbps:.0f} GB/s (reads + writes)")

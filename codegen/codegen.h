@@ -54,7 +54,7 @@ bool isFastVariant(const KernelConfig& config, Baseline baseline = Baseline::Eag
 // Whether the fused kernel `config` (chooseConfigForSize's answer for this spec and size) beats
 // the baseline there: isFastVariant, and against Inductor also the Hopper kernel at the shapes
 // where it was measured faster than torch.compile (M x B >= 4096 and K = 1024 with N >= 4096, or
-// K = 4096 with N = 1024, a residual only behind GELU(tanh) or SiLU: 1.12-1.83x in
+// K = 4096 with N = 1024, a residual only added after GELU(tanh) or SiLU: 1.06-1.83x in
 // bench/RESULTS.md Runs F, L, M, Y, Z).
 bool beatsBaseline(const spec::ChainSpec& spec, const KernelConfig& config, long long M, long long N, long long K,
                    long long B, Baseline baseline);

@@ -21,6 +21,8 @@ import fxfuse._C  # noqa: F401  (registers the op)
 from fxfuse.autotune import measure, time_ms
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from bench_out import out_dir  # noqa: E402
 from chain_specs import EPILOGUE_CHAINS, chains  # noqa: E402
 
 SHAPES = "4096x4096x4096,4096x1024x4096,16384x1024x4096,4096x4096x1024,4096x14336x4096,512x4096x4096,2048x4096x4096"
@@ -50,6 +52,7 @@ def main():
     ap.add_argument("--chains", default=",".join(EPILOGUE_CHAINS))
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
+    out = os.path.join(out_dir(), "compare_tiles.json")  # created before the minutes of measuring
     torch.manual_seed(0)
     rows = []
     for shape in a.shapes.split(","):
@@ -72,8 +75,6 @@ def main():
             row = {"shape": shape, "chain": chain, "mm": min(mm), "times_ms": best, "errors": errors}
             rows.append(row)
             print(json.dumps(row), flush=True)
-    os.makedirs(os.environ.get("OUT", "."), exist_ok=True)  # the table must not be lost to a missing folder
-    out = os.path.join(os.environ.get("OUT", "."), "compare_tiles.json")
     with open(out, "w") as f:
         json.dump(rows, f, indent=1)
     names = sorted({c for r in rows for c in r["times_ms"]}, key=lambda c: (c != "aten", c))

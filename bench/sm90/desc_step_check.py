@@ -40,10 +40,11 @@ def hopper_tiles():
             "%2 = mm %0 %1 : bf16\n%3 = relu %2 : bf16\noutput %3\n")
     tiles = []
     for text in C.kernel_candidates_for_size(spec, 4096, 4096, 4096, 1, "sm_90"):
+        if not text.startswith("sm90_wgmma"):
+            continue
         m = re.fullmatch(r"sm90_wgmma (\d+)x(\d+)x(\d+) s(\d+) t\d+( pingpong)?", text)
-        if m:
-            assert int(m.group(3)) == BK, text
-            tiles.append((int(m.group(1)), int(m.group(2)), int(m.group(4)), bool(m.group(5))))
+        assert m and int(m.group(3)) == BK, f"a Hopper tile this check does not know: {text}"
+        tiles.append((int(m.group(1)), int(m.group(2)), int(m.group(4)), bool(m.group(5))))
     assert tiles, "no Hopper tile among the candidates"
     return tiles
 

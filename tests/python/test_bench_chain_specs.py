@@ -11,7 +11,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench", "sm90"))
 
-from chain_specs import EPILOGUE_CHAINS, chains  # noqa: E402
+from chain_specs import chains  # noqa: E402
 
 
 def test_spill_report_specs_are_what_the_pass_writes():
@@ -24,7 +24,7 @@ def test_specs_round_the_product_as_eager_does():
     """eager's `torch.mm(x, w) + b` rounds the product to bf16 before the add, and the residual
     chain multiplies by 0.5: the kernels the tools time must do the same work."""
     specs = chains()
-    assert set(specs) == set(EPILOGUE_CHAINS)
+    assert sorted(specs) == ["bias_gelu", "bias_gelu_resid", "bias_relu_cast", "silu"]  # the benchmark's four
     for name, spec in specs.items():
         assert "%2 = mm %0 %1 : bf16\n" in spec, (name, spec)
     assert "= mul %5 %6 : bf16\n" in specs["bias_gelu_resid"]

@@ -91,15 +91,21 @@ def test_pass_leaves_unprofitable_chains_unfused(act, k, fused, reason):
 
 
 @pytest.mark.parametrize("baseline,m,k,n,chain,fused", [
-    ("eager", 4096, 4096, 4096, "relu", 1),          # fxfuse.rewrite: beats cuBLAS + ATen's add and relu kernels
-    ("inductor", 4096, 4096, 4096, "relu", 0),       # torch.compile: at par with cuBLAS + one Inductor kernel (Runs E, M, Y)
-    ("inductor", 4096, 1024, 4096, "relu", 1),       # ... but wins at K = 1024 (Runs L, M, Y: 1.12-1.58x)
-    ("inductor", 4096, 1024, 4096, "gelu_resid", 1),  # ... with GELU and a residual too (Runs Y, Z: 1.13-1.39x)
-    ("inductor", 4096, 1024, 4096, "relu_resid", 0),  # ... a residual without GELU/SiLU: not measured
-    ("inductor", 4096, 4096, 1024, "gelu_resid", 1),  # ... and at K = 4096, N = 1024 (Runs F, Y, Z: 1.56-3.0x)
-    ("inductor", 4096, 4096, 2048, "relu", 0),       # ... not measured at N = 2048
-    ("inductor", 2048, 1024, 4096, "relu", 0),       # ... measured only from M = 4096
-    ("inductor", 8, 4096, 4096, "relu", 1),          # decode: the gemv beats Inductor too
+    ("eager", 4096, 4096, 4096, "relu", 1),           # fxfuse.rewrite: beats cuBLAS + ATen's add and relu kernels
+    ("inductor", 4096, 4096, 4096, "relu", 0),        # torch.compile: at par with cuBLAS + one Inductor kernel (Runs E, M, Y)
+    ("inductor", 4096, 1024, 4096, "relu", 1),        # ... but wins at K = 1024 (Runs L, M, Y, Z)
+    ("inductor", 4096, 1024, 4096, "gelu_resid", 1),  # ... with GELU(tanh), then a residual (Runs Y, Z)
+    ("inductor", 4096, 1024, 4096, "silu_resid", 1),  # ... SiLU then a residual follows it (unmeasured)
+    ("inductor", 4096, 1024, 4096, "relu_resid", 0),  # ... a residual without GELU/SiLU before it: not measured
+    ("inductor", 4096, 1024, 4096, "resid_gelu", 0),  # ... nor one added before the GELU
+    ("inductor", 4096, 4096, 1024, "gelu_resid", 1),  # ... and at K = 4096, N = 1024 (Runs F, Y, Z)
+    ("inductor", 4096, 4096, 2048, "relu", 0),        # ... not measured at N = 2048
+    ("inductor", 4096, 4096, 512, "relu", 0),         # ... nor N = 512
+    ("inductor", 4096, 8192, 1024, "relu", 0),        # ... nor K = 8192
+    ("inductor", 4096, 512, 4096, "relu", 0),         # ... nor K = 512
+    ("inductor", 2048, 1024, 4096, "relu", 0),        # ... measured only from M x B = 4096
+    ("inductor", 2048, 1024, 4096, "bmm_relu", 1),    # ... M = 2048 twice (B = 2) is M x B = 4096
+    ("inductor", 8, 4096, 4096, "relu", 1),           # decode: the gemv beats Inductor too
 ])
 def test_baseline_decides_what_fused_must_beat(baseline, m, k, n, chain, fused):
     import torch
@@ -107,15 +113,21 @@ def test_baseline_decides_what_fused_must_beat(baseline, m, k, n, chain, fused):
 
     from fxfuse.pass_driver import Options, run_on_graph
 
+    gelu = lambda y: F.gelu(y, approximate="tanh")  # noqa: E731
     fns = {"relu": lambda x, w, b: torch.relu(torch.mm(x, w) + b),
-           "gelu_resid": lambda x, w, b, r: F.gelu(torch.mm(x, w) + b, approximate="tanh") + r * 0.5,
-           "relu_resid": lambda x, w, b, r: torch.relu(torch.mm(x, w) + b) + r}
-    shapes = [(m, k), (k, n), (n,)] + ([(m, n)] if chain.endswith("resid") else [])
+           "gelu_resid": lambda x, w, b, r: gelu(torch.mm(x, w) + b) + r * 0.5,
+           "silu_resid": lambda x, w, r: F.silu(torch.mm(x, w)) + r,
+           "relu_resid": lambda x, w, b, r: torch.relu(torch.mm(x, w) + b) + r,
+           "resid_gelu": lambda x, w, r: gelu(torch.mm(x, w) + r),
+           "bmm_relu": lambda x, w, b: torch.relu(torch.bmm(x, w) + b)}
+    shapes = {"relu": [(m, k), (k, n), (n,)], "gelu_resid": [(m, k), (k, n), (n,), (m, n)],
+              "silu_resid": [(m, k), (k, n), (m, n)], "relu_resid": [(m, k), (k, n), (n,), (m, n)],
+              "resid_gelu": [(m, k), (k, n), (m, n)], "bmm_relu": [(2, m, k), (2, k, n), (n,)]}[chain]
     gm = _traced_on_fake_cuda(fns[chain], *shapes)
     res = run_on_graph(gm.graph, Options(precompile=False, arch="sm_90", baseline=baseline), "planner")
     assert sum("gemm_chain" in str(node.target) for node in gm.graph.nodes) == fused, res.report_text
     if not fused:
-        entry = next(e for e in res.plan["report"] if e["gemm"].startswith("mm"))
+        entry = next(e for e in res.plan["report"] if e["gemm"].startswith(("mm", "bmm")))
         assert entry["reason"] == "not_profitable" and "unfused inductor" in entry["detail"], entry
 
 
