@@ -1,7 +1,8 @@
 // The spec evaluated with ATen, value by value: the CPU kernel (the reference every generated
 // kernel is tested against) and the CUDA fallback when no kernel can be compiled. Each op
 // follows eager PyTorch's rounding: operands to the op-math type (fp32; int64 when every
-// operand and the result are integral), compute, round to the value's dtype.
+// operand and the result are integral), compute, round to the value's dtype; a unary op on a
+// 16-bit tensor of its own type is called on that tensor, as eager called it.
 #include <cmath>
 #include <functional>
 #include <unordered_map>
@@ -154,6 +155,8 @@ BinaryOut binaryOut(const std::string& op) {
   return it == table.end() ? nullptr : it->second;
 }
 
+bool isSixteenBitFloat(at::ScalarType t) { return t == at::kBFloat16 || t == at::kHalf; }
+
 bool plainFloat(at::ScalarType t) {  // float8 types take no part in ATen's type promotion
   return t == at::kFloat || t == at::kDouble || t == at::kBFloat16 || t == at::kHalf;
 }
@@ -186,6 +189,15 @@ at::Tensor evalOp(const ChainSpec& spec, const Value& v, const std::vector<at::T
       at::Tensor r = at::empty({0}, (a.dim() > 0 ? a : b).options().dtype(result));  // resized by the op
       return out(r, a, b);
     }
+  }
+  if (const at::Tensor& x = values[v.operands[0]]; v.operands.size() == 1 && isSixteenBitFloat(result) &&
+                                                     x.scalar_type() == result &&
+                                                     spec.values[v.operands[0]].kind != ValueKind::Const) {
+    // A unary op on a tensor of its own 16-bit type: the call eager made, on that tensor. ATen
+    // computes in fp32 inside and rounds once, as the upcast below does, but its Half and
+    // BFloat16 CPU kernels are not its Float ones at every point (BUG-6: gelu(+inf) is +inf
+    // for Half, NaN for Float).
+    return it->second({Operand{x, &spec.values[v.operands[0]]}});
   }
   std::vector<Operand> operands;
   for (size_t i = 0; i < v.operands.size(); ++i) {

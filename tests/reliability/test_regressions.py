@@ -57,6 +57,12 @@ REGRESSIONS: dict[str, tuple[str, str, str]] = {
         "gelu_tanh; ATen's CPU gelu saturates tanh a step before torch.tanh, so GELU(-5.125) was -0 instead of "
         "-1.5e-7 and `x3 * (v4 >= 0)` flipped (the fold is now for CUDA graphs only)",
         '{"dims": {"B": 1, "K": 22, "M": 21, "N": 16, "S": 1}, "dtype": "bf16", "gemm": "linear3d", "inputs": [{"fill": "normal", "layout": "contig", "name": "x0", "scale": 2.0, "shape": ["B", "M", "K"], "special": null, "store": "f8e5m2"}, {"fill": "int", "layout": "contig", "name": "x1", "scale": 8.0, "shape": ["N", "K"], "special": "-inf", "store": "i8"}, {"fill": "positive", "layout": "contig", "name": "x2", "scale": 0.05212860351426869, "shape": [], "special": null, "store": "D"}, {"fill": "normal", "layout": "contig", "name": "x3", "scale": 1.0, "shape": ["B", "M", 1], "special": null, "store": "F"}], "nodes": [{"args": ["x0"], "name": "v0", "op": "to_D", "params": {}, "stage": "prologue_a"}, {"args": ["x1", "x2"], "name": "v2", "op": "mul", "params": {}, "stage": "prologue_b"}, {"args": ["v0", "v2"], "name": "v3", "op": "linear", "params": {}, "stage": "gemm"}, {"args": ["v3"], "name": "v4", "op": "gelu_tanh", "params": {"form": "upcast"}, "stage": "epilogue"}, {"args": ["v4", "x3"], "name": "v5", "op": "cmp_mask_mul", "params": {}, "stage": "epilogue"}], "notes": "linear3d bf16 M=21 N=16 K=23", "outputs": ["v5"], "seed": 70265433}'),
+    'f16_gelu_of_plus_inf_on_the_cpu': (
+        'decomp',
+        "BUG-6 (CPU differential, session 12, seed 150268887 minimized): gelu of an f16 GEMM value of +inf; eager's "
+        "CPU gelu on the Half tensor gives +inf there, the fused CPU path computed it on an fp32 copy, where "
+        "ATen's Float kernel gives NaN (as in BUG-4)",
+        '{"dims": {"B": 1, "K": 1, "M": 1, "N": 2, "S": 1}, "dtype": "f16", "gemm": "mm", "inputs": [{"fill": "normal", "layout": "contig", "name": "x0", "scale": 1.0, "shape": ["M", "K"], "special": null, "store": "D"}, {"fill": "normal", "layout": "contig", "name": "x1", "scale": 1.0, "shape": ["N", "K"], "special": "-inf", "store": "D"}], "nodes": [{"args": ["x1"], "name": "v1", "op": "t", "params": {}, "stage": "prologue_b"}, {"args": ["x0", "v1"], "name": "v2", "op": "matmul", "params": {}, "stage": "gemm"}, {"args": ["v2"], "name": "v3", "op": "gelu", "params": {}, "stage": "epilogue"}], "notes": "mm f16 M=21 N=3 K=1", "outputs": ["v3"], "seed": 150268887}'),
 }
 
 
