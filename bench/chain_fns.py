@@ -12,6 +12,9 @@ CHAINS = {
     "bias_relu_cast": lambda x, w, b, r, wq, s, wt: torch.relu(torch.mm(x, w) + b).to(torch.float16),
     "linear_gelu": lambda x, w, b, r, wq, s, wt: F.gelu(F.linear(x, wt, b), approximate="tanh"),
     "linear_relu_cast": lambda x, w, b, r, wq, s, wt: torch.relu(F.linear(x, wt, b)).to(torch.float16),
+    # a transformer block's down-projection and its residual: the residual form real models
+    # have (the bias inside eager's cuBLAS call, then one add), unlike bias_gelu_resid's
+    "linear_resid": lambda x, w, b, r, wq, s, wt: F.linear(x, wt, b) + r,
     "w8_bias": lambda x, w, b, r, wq, s, wt: torch.mm(x, wq.to(x.dtype) * s) + b,
     "w8_linear": lambda x, w, b, r, wq, s, wt: F.linear(x, wq.t().to(x.dtype) * s[:, None], b),
 }
