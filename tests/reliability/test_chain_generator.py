@@ -213,7 +213,9 @@ def test_judge_allows_other_summation_orders_and_no_more():
     low = min((list(build(*k_permuted_inputs(case, ins, j))) for j in range(K_ORDERS, 40)), key=err)
     assert err(high) > 3 * err(low), (err(high), err(low))   # the order matters this much here
     assert compare(case, high, low, ref).status == "mismatch"   # one lucky sample of eager: too tight
-    others = lambda: other_eager_orders(case, ins, ref)  # noqa: E731
+    # reversed: the worst order (listed first) comes last, so a judge that read only the first
+    # of the other orders would fail here
+    others = lambda: other_eager_orders(case, ins, ref)[::-1]  # noqa: E731
     judged = compare(case, high, low, ref, others)
     assert judged.ok and judged.reordered == 1, judged.detail
     noise = torch.randn(ref[0].shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
