@@ -1,8 +1,9 @@
 // The spec evaluated with ATen, value by value: the CPU kernel (the reference every generated
 // kernel is tested against) and the CUDA fallback when no kernel can be compiled. Each op
 // follows eager PyTorch's rounding: operands to the op-math type (fp32; int64 when every
-// operand and the result are integral), compute, round to the value's dtype; a unary op on a
-// 16-bit tensor of its own type is called on that tensor, as eager called it.
+// operand and the result are integral), compute, round to the value's dtype; an op eager called
+// on one 16-bit tensor of its own type (and scalars) is called on that tensor (callsAsEagerDid).
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <unordered_map>
@@ -175,6 +176,25 @@ bool promoteToMath(at::Tensor& a, at::Tensor& b, at::ScalarType math) {
   return true;
 }
 
+// Whether `v` is an op eager called on one 16-bit tensor of its result's type, its other
+// operands Python scalars: a unary op, or pow / leaky_relu / clamp / hardtanh with constant
+// arguments (their table entries pass constants as Scalars, as eager's calls did). Not the
+// binary arithmetic ops: their entries take constants as 0-dim tensors, which ATen's kernels
+// treat unlike eager's Python scalars (those stay on the upcast path; a 1-ulp difference with a
+// 16-bit constant is known, STATUS).
+bool callsAsEagerDid(const ChainSpec& spec, const Value& v, const std::vector<at::Tensor>& values,
+                     at::ScalarType result) {
+  if (!isSixteenBitFloat(result) || v.operands.empty()) return false;
+  const int first = v.operands[0];
+  if (spec.values[first].kind == ValueKind::Const || values[first].scalar_type() != result) return false;
+  if (v.operands.size() == 1) return true;
+  static const char* const kScalarArgs[] = {"pow", "leaky_relu", "clamp", "hardtanh"};
+  if (std::none_of(std::begin(kScalarArgs), std::end(kScalarArgs), [&](const char* op) { return v.op == op; }))
+    return false;
+  return std::all_of(v.operands.begin() + 1, v.operands.end(),
+                     [&](int o) { return spec.values[o].kind == ValueKind::Const; });
+}
+
 at::Tensor evalOp(const ChainSpec& spec, const Value& v, const std::vector<at::Tensor>& values) {
   const at::ScalarType result = toScalarType(v.dtype);
   if (v.op == "convert") return toType(values[v.operands[0]], result);  // one rounding, like eager
@@ -190,14 +210,14 @@ at::Tensor evalOp(const ChainSpec& spec, const Value& v, const std::vector<at::T
       return out(r, a, b);
     }
   }
-  if (const at::Tensor& x = values[v.operands[0]]; v.operands.size() == 1 && isSixteenBitFloat(result) &&
-                                                     x.scalar_type() == result &&
-                                                     spec.values[v.operands[0]].kind != ValueKind::Const) {
-    // A unary op on a tensor of its own 16-bit type: the call eager made, on that tensor. ATen
-    // computes in fp32 inside and rounds once, as the upcast below does, but its Half and
-    // BFloat16 CPU kernels are not its Float ones at every point (BUG-6: gelu(+inf) is +inf
-    // for Half, NaN for Float).
-    return it->second({Operand{x, &spec.values[v.operands[0]]}});
+  if (callsAsEagerDid(spec, v, values, result)) {
+    // The call eager made, on the 16-bit tensor itself. ATen computes in fp32 inside and rounds
+    // once, as the upcast below does, but its Half and BFloat16 CPU kernels are not its Float
+    // ones at every point (BUG-6: f16 gelu(+inf) is +inf, the Float kernel's NaN; f16
+    // pow(-inf, 0.5) is +inf, not NaN; bf16 erf(1e-8) is 0).
+    std::vector<Operand> operands;
+    for (int o : v.operands) operands.push_back({values[o], &spec.values[o]});
+    return toType(it->second(operands), result);
   }
   std::vector<Operand> operands;
   for (size_t i = 0; i < v.operands.size(); ++i) {

@@ -115,7 +115,7 @@ def test_baseline_decides_what_fused_must_beat(baseline, m, k, n, chain, fused):
 
     gelu = lambda y: F.gelu(y, approximate="tanh")  # noqa: E731
     fns = {"relu": lambda x, w, b: torch.relu(torch.mm(x, w) + b),
-           "gelu_resid": lambda x, w, b, r: gelu(torch.mm(x, w) + b) + r * 0.5,
+           "gelu_resid": lambda x, w, b, r: gelu(torch.mm(x, w) + b) * 0.5 + r,  # bench_chains' form
            "silu_resid": lambda x, w, r: F.silu(torch.mm(x, w)) + r,
            "relu_resid": lambda x, w, b, r: torch.relu(torch.mm(x, w) + b) + r,
            "resid_gelu": lambda x, w, r: gelu(torch.mm(x, w) + r),

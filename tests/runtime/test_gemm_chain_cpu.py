@@ -66,12 +66,23 @@ UNARY_EAGER = {
     "silu": torch.nn.functional.silu, "hardswish": torch.nn.functional.hardswish}
 
 
+# ops with scalar arguments, as eager calls them: (spec op, constants, eager)
+SCALAR_ARG_EAGER = {
+    "pow_half": ("pow", [0.5], lambda x: x ** 0.5), "pow_minus_half": ("pow", [-0.5], lambda x: x ** -0.5),
+    "pow_3": ("pow", [3.0], lambda x: x ** 3), "pow_minus_2": ("pow", [-2.0], lambda x: x ** -2),
+    "leaky_relu": ("leaky_relu", [0.1], lambda x: torch.nn.functional.leaky_relu(x, 0.1)),
+    "clamp": ("clamp", [-1.5, 2.0], lambda x: torch.clamp(x, -1.5, 2.0)),
+    "hardtanh": ("hardtanh", [-1.0, 1.0], lambda x: torch.nn.functional.hardtanh(x, -1.0, 1.0))}
+UNARY_EAGER.update({name: row for name, row in SCALAR_ARG_EAGER.items()})
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
 @pytest.mark.parametrize("op", sorted(UNARY_EAGER))
 def test_unary_op_on_16bit_values_is_eagers_bit_for_bit(op, dtype):
     """BUG-6: ATen's Half/BFloat16 CPU kernels are not round(Float kernel) everywhere (f16
     gelu(+inf) is +inf, the Float kernel's NaN; bf16 erf(1e-8) is 0; sqrt, rsqrt differ by a
-    step at some values), and eager runs the 16-bit ones. The product is exact (K = 1, w = 1), so
+    step at some values; f16 pow(-inf, 0.5) is +inf, not NaN), and eager runs the 16-bit ones
+    (with Python scalars for pow's exponent, the slope, the bounds). The product is exact (K = 1, w = 1), so
     the op sees eager's values, specials included; NaN positions and every other bit must agree."""
     torch.manual_seed(zlib.crc32(f"{op}{dtype}".encode()))
     special = torch.tensor([float("inf"), float("-inf"), float("nan"), 0.0, -0.0, 1e-8, -1e-8, 2e-7,
@@ -80,10 +91,11 @@ def test_unary_op_on_16bit_values_is_eagers_bit_for_bit(op, dtype):
     x = torch.cat([special, torch.randn(512) * 4, wide]).to(dtype)[:, None]  # [M, 1]
     s = SpecBuilder()
     xs, ws = s.input(dtype, "mk"), s.input(dtype, "kn")
-    s.output(s.op(op, s.mm(xs, ws, dtype), dtype=dtype))
+    name, consts, eager = UNARY_EAGER[op] if isinstance(UNARY_EAGER[op], tuple) else (op, [], UNARY_EAGER[op])
+    s.output(s.op(name, s.mm(xs, ws, dtype), *[s.const(c) for c in consts], dtype=dtype))
     w = torch.ones(1, 1, dtype=dtype)
     (got,) = gemm_chain([x, w], s.text())
-    want = UNARY_EAGER[op](torch.mm(x, w))
+    want = eager(torch.mm(x, w))
     assert torch.equal(torch.isnan(got), torch.isnan(want)), op
     keep = ~torch.isnan(want)
     assert torch.equal(got[keep].view(torch.int16), want[keep].view(torch.int16)), op
