@@ -76,10 +76,10 @@ const std::unordered_map<std::string, OpFn>& opTable() {
       {"gelu_tanh", [](auto& x) { return at::gelu(x[0].t, "tanh"); }},
       {"silu", [](auto& x) { return at::silu(x[0].t); }},
       {"hardswish", [](auto& x) { return at::hardswish(x[0].t); }},
-      {"add", [](auto& x) { return at::add(x[0].t, x[1].t); }},
-      {"sub", [](auto& x) { return at::sub(x[0].t, x[1].t); }},
-      {"mul", [](auto& x) { return at::mul(x[0].t, x[1].t); }},
-      {"div", [](auto& x) { return at::div(x[0].t, x[1].t); }},
+      {"add", [](auto& x) { return x[1].isConst() ? at::add(x[0].t, at::Scalar(x[1].constant())) : at::add(x[0].t, x[1].t); }},
+      {"sub", [](auto& x) { return x[1].isConst() ? at::sub(x[0].t, at::Scalar(x[1].constant())) : at::sub(x[0].t, x[1].t); }},
+      {"mul", [](auto& x) { return x[1].isConst() ? at::mul(x[0].t, at::Scalar(x[1].constant())) : at::mul(x[0].t, x[1].t); }},
+      {"div", [](auto& x) { return x[1].isConst() ? at::div(x[0].t, at::Scalar(x[1].constant())) : at::div(x[0].t, x[1].t); }},
       {"maximum", [](auto& x) { return at::maximum(x[0].t, x[1].t); }},
       {"minimum", [](auto& x) { return at::minimum(x[0].t, x[1].t); }},
       {"pow",
@@ -177,18 +177,17 @@ bool promoteToMath(at::Tensor& a, at::Tensor& b, at::ScalarType math) {
 }
 
 // Whether `v` is an op eager called on one 16-bit tensor of its result's type, its other
-// operands Python scalars: a unary op, or pow / leaky_relu / clamp / hardtanh with constant
-// arguments (their table entries pass constants as Scalars, as eager's calls did). Not the
-// binary arithmetic ops: their entries take constants as 0-dim tensors, which ATen's kernels
-// treat unlike eager's Python scalars (those stay on the upcast path; a 1-ulp difference with a
-// 16-bit constant is known, STATUS).
+// operands Python scalars: a unary op, or pow / leaky_relu / clamp / hardtanh / add / sub / mul /
+// div with constant arguments after the tensor (their table entries pass constants as Scalars,
+// as eager's calls did: ATen's 16-bit CPU add and sub round the scalar to the tensor's type
+// first, so an fp32 copy of the tensor gave another answer for 12-19 % of the elements).
 bool callsAsEagerDid(const ChainSpec& spec, const Value& v, const std::vector<at::Tensor>& values,
                      at::ScalarType result) {
   if (!isSixteenBitFloat(result) || v.operands.empty()) return false;
   const int first = v.operands[0];
   if (spec.values[first].kind == ValueKind::Const || values[first].scalar_type() != result) return false;
   if (v.operands.size() == 1) return true;
-  static const char* const kScalarArgs[] = {"pow", "leaky_relu", "clamp", "hardtanh"};
+  static const char* const kScalarArgs[] = {"pow", "leaky_relu", "clamp", "hardtanh", "add", "sub", "mul", "div"};
   if (std::none_of(std::begin(kScalarArgs), std::end(kScalarArgs), [&](const char* op) { return v.op == op; }))
     return false;
   return std::all_of(v.operands.begin() + 1, v.operands.end(),
@@ -202,14 +201,6 @@ at::Tensor evalOp(const ChainSpec& spec, const Value& v, const std::vector<at::T
   TORCH_CHECK(it != opTable().end(), "fxfuse::gemm_chain: op '", v.op,
               "' has no CPU implementation");
   const at::ScalarType math = opMathType(v, values);
-  if (const BinaryOut out = binaryOut(v.op); out && plainFloat(result)) {
-    at::Tensor a = values[v.operands[0]], b = values[v.operands[1]];
-    if (promoteToMath(a, b, math)) {
-      // On a's device unless a is a constant (a CPU scalar next to device tensors).
-      at::Tensor r = at::empty({0}, (a.dim() > 0 ? a : b).options().dtype(result));  // resized by the op
-      return out(r, a, b);
-    }
-  }
   if (callsAsEagerDid(spec, v, values, result)) {
     // The call eager made, on the 16-bit tensor itself. ATen computes in fp32 inside and rounds
     // once, as the upcast below does, but its Half and BFloat16 CPU kernels are not its Float
@@ -218,6 +209,14 @@ at::Tensor evalOp(const ChainSpec& spec, const Value& v, const std::vector<at::T
     std::vector<Operand> operands;
     for (int o : v.operands) operands.push_back({values[o], &spec.values[o]});
     return toType(it->second(operands), result);
+  }
+  if (const BinaryOut out = binaryOut(v.op); out && plainFloat(result)) {
+    at::Tensor a = values[v.operands[0]], b = values[v.operands[1]];
+    if (promoteToMath(a, b, math)) {
+      // On a's device unless a is a constant (a CPU scalar next to device tensors).
+      at::Tensor r = at::empty({0}, (a.dim() > 0 ? a : b).options().dtype(result));  // resized by the op
+      return out(r, a, b);
+    }
   }
   std::vector<Operand> operands;
   for (size_t i = 0; i < v.operands.size(); ++i) {

@@ -72,7 +72,9 @@ SCALAR_ARG_EAGER = {
     "pow_3": ("pow", [3.0], lambda x: x ** 3), "pow_minus_2": ("pow", [-2.0], lambda x: x ** -2),
     "leaky_relu": ("leaky_relu", [0.1], lambda x: torch.nn.functional.leaky_relu(x, 0.1)),
     "clamp": ("clamp", [-1.5, 2.0], lambda x: torch.clamp(x, -1.5, 2.0)),
-    "hardtanh": ("hardtanh", [-1.0, 1.0], lambda x: torch.nn.functional.hardtanh(x, -1.0, 1.0))}
+    "hardtanh": ("hardtanh", [-1.0, 1.0], lambda x: torch.nn.functional.hardtanh(x, -1.0, 1.0)),
+    "add_scalar": ("add", [0.745867], lambda x: x + 0.745867), "sub_scalar": ("sub", [0.745867], lambda x: x - 0.745867),
+    "mul_scalar": ("mul", [0.745867], lambda x: x * 0.745867), "div_scalar": ("div", [0.745867], lambda x: x / 0.745867)}
 UNARY_EAGER.update({name: row for name, row in SCALAR_ARG_EAGER.items()})
 
 
@@ -81,8 +83,9 @@ UNARY_EAGER.update({name: row for name, row in SCALAR_ARG_EAGER.items()})
 def test_unary_op_on_16bit_values_is_eagers_bit_for_bit(op, dtype):
     """BUG-6: ATen's Half/BFloat16 CPU kernels are not round(Float kernel) everywhere (f16
     gelu(+inf) is +inf, the Float kernel's NaN; bf16 erf(1e-8) is 0; sqrt, rsqrt differ by a
-    step at some values; f16 pow(-inf, 0.5) is +inf, not NaN), and eager runs the 16-bit ones
-    (with Python scalars for pow's exponent, the slope, the bounds). The product is exact (K = 1, w = 1), so
+    step at some values; f16 pow(-inf, 0.5) is +inf, not NaN; 16-bit add and sub round a
+    Python scalar to the tensor's type first), and eager runs the 16-bit ones (with Python
+    scalars for pow's exponent, the slope, the bounds, the other addend). The product is exact (K = 1, w = 1), so
     the op sees eager's values, specials included; NaN positions and every other bit must agree."""
     torch.manual_seed(zlib.crc32(f"{op}{dtype}".encode()))
     special = torch.tensor([float("inf"), float("-inf"), float("nan"), 0.0, -0.0, 1e-8, -1e-8, 2e-7,
