@@ -266,24 +266,30 @@ class HookEmitter {
     for (int i : closure(spec_, roots, overridden)) {
       const Value& v = spec_.values[i];
       const std::string type = valueCType(v.dtype);
-      if (overridden.count(i)) {
-        w_.line("const {} {} = {}, {} = {};  // {}", type, local(i, 0), overrides[0].at(i), local(i, 1),
-                overrides[1].at(i), lines_.at(i + 2));
-      } else if (v.kind == ValueKind::Mm) {  // the accumulators acc0, acc1 rounded to mm's dtype
-        if (is16bit(v.dtype)) {
-          w_.line("{} {}, {};  // {}", type, local(i, 0), local(i, 1), lines_.at(i + 2));
-          w_.line("fx_round2_{}(acc0, acc1, {}, {});", cvtSuffix(v.dtype), local(i, 0), local(i, 1));
+      // each element's expression, and whether it still rounds to the value's dtype
+      std::string expr[2];
+      bool rounds = false;
+      for (int e = 0; e < 2; ++e) {
+        if (overridden.count(i)) {
+          expr[e] = overrides[e].at(i);
+        } else if (v.kind == ValueKind::Mm) {  // the accumulators acc0, acc1 rounded to mm's dtype
+          expr[e] = e == 0 ? "acc0" : "acc1";
+          rounds = true;
+        } else if (roundsItself(i) && is16bit(v.dtype)) {
+          expr[e] = opExpr(i, e);
+          rounds = true;
         } else {
-          w_.line("const {} {} = {}, {} = {};  // {}", type, local(i, 0), roundTo(v.dtype, "acc0"), local(i, 1),
-                  roundTo(v.dtype, "acc1"), lines_.at(i + 2));
+          expr[e] = valueExpr(i, e);  // rounded inside when it rounds at all
         }
-      } else if (roundsItself(i) && is16bit(v.dtype)) {
+      }
+      if (rounds && is16bit(v.dtype)) {
         w_.line("{} {}, {};  // {}", type, local(i, 0), local(i, 1), lines_.at(i + 2));
-        w_.line("fx_round2_{}({}, {}, {}, {});", cvtSuffix(v.dtype), opExpr(i, 0), opExpr(i, 1), local(i, 0),
-                local(i, 1));
+        w_.line("fx_round2_{}({}, {}, {}, {});", cvtSuffix(v.dtype), expr[0], expr[1], local(i, 0), local(i, 1));
       } else {
-        w_.line("const {} {} = {}, {} = {};  // {}", type, local(i, 0), valueExpr(i, 0), local(i, 1),
-                valueExpr(i, 1), lines_.at(i + 2));
+        if (rounds)
+          for (std::string& x : expr) x = roundTo(v.dtype, x);
+        w_.line("const {} {} = {}, {} = {};  // {}", type, local(i, 0), expr[0], local(i, 1), expr[1],
+                lines_.at(i + 2));
       }
     }
   }

@@ -36,11 +36,14 @@ at::Tensor toType(const at::Tensor& t, at::ScalarType d) {
 
 using OpFn = std::function<at::Tensor(const std::vector<Operand>&)>;
 
+// A spec constant as eager passed it: a Python scalar (callsAsEagerDid says why it matters).
+at::Scalar scalarOf(const Operand& o) { return at::Scalar(o.constant()); }
+
 // Ops whose eager form takes a Python scalar (pow's exponent, leaky_relu's slope, clamp's
 // bounds) use the Scalar overloads when the operand is a spec constant, as eager did.
 std::optional<at::Scalar> boundOf(const Operand& o) {
   if (std::isnan(o.constant())) return std::nullopt;  // `nan` bound: none
-  return at::Scalar(o.constant());
+  return scalarOf(o);
 }
 
 // clamp(x, lo, hi) = min(max(x, lo), hi), one side at a time so that a constant bound is a
@@ -76,16 +79,16 @@ const std::unordered_map<std::string, OpFn>& opTable() {
       {"gelu_tanh", [](auto& x) { return at::gelu(x[0].t, "tanh"); }},
       {"silu", [](auto& x) { return at::silu(x[0].t); }},
       {"hardswish", [](auto& x) { return at::hardswish(x[0].t); }},
-      {"add", [](auto& x) { return x[1].isConst() ? at::add(x[0].t, at::Scalar(x[1].constant())) : at::add(x[0].t, x[1].t); }},
-      {"sub", [](auto& x) { return x[1].isConst() ? at::sub(x[0].t, at::Scalar(x[1].constant())) : at::sub(x[0].t, x[1].t); }},
-      {"mul", [](auto& x) { return x[1].isConst() ? at::mul(x[0].t, at::Scalar(x[1].constant())) : at::mul(x[0].t, x[1].t); }},
-      {"div", [](auto& x) { return x[1].isConst() ? at::div(x[0].t, at::Scalar(x[1].constant())) : at::div(x[0].t, x[1].t); }},
+      {"add", [](auto& x) { return x[1].isConst() ? at::add(x[0].t, scalarOf(x[1])) : at::add(x[0].t, x[1].t); }},
+      {"sub", [](auto& x) { return x[1].isConst() ? at::sub(x[0].t, scalarOf(x[1])) : at::sub(x[0].t, x[1].t); }},
+      {"mul", [](auto& x) { return x[1].isConst() ? at::mul(x[0].t, scalarOf(x[1])) : at::mul(x[0].t, x[1].t); }},
+      {"div", [](auto& x) { return x[1].isConst() ? at::div(x[0].t, scalarOf(x[1])) : at::div(x[0].t, x[1].t); }},
       {"maximum", [](auto& x) { return at::maximum(x[0].t, x[1].t); }},
       {"minimum", [](auto& x) { return at::minimum(x[0].t, x[1].t); }},
       {"pow",
        [](auto& x) {
-         if (x[1].isConst()) return at::pow(x[0].t, at::Scalar(x[1].constant()));
-         if (x[0].isConst()) return at::pow(at::Scalar(x[0].constant()), x[1].t);
+         if (x[1].isConst()) return at::pow(x[0].t, scalarOf(x[1]));
+         if (x[0].isConst()) return at::pow(scalarOf(x[0]), x[1].t);
          return at::pow(x[0].t, x[1].t);
        }},
       {"lt", [](auto& x) { return at::lt(x[0].t, x[1].t); }},
@@ -96,7 +99,7 @@ const std::unordered_map<std::string, OpFn>& opTable() {
       {"ne", [](auto& x) { return at::ne(x[0].t, x[1].t); }},
       {"leaky_relu",
        [](auto& x) {
-         if (x[1].isConst()) return at::leaky_relu(x[0].t, at::Scalar(x[1].constant()));
+         if (x[1].isConst()) return at::leaky_relu(x[0].t, scalarOf(x[1]));
          return at::where(x[0].t > 0, x[0].t, x[0].t * x[1].t);
        }},
       {"where",
@@ -104,9 +107,9 @@ const std::unordered_map<std::string, OpFn>& opTable() {
          if (x[0].isConst()) return x[0].constant() != 0 ? x[1].t : x[2].t;  // later ops broadcast
          const at::Tensor c = toType(x[0].t, at::kBool);
          if (x[1].isConst() && x[2].isConst())
-           return at::where(c, at::Scalar(x[1].constant()), at::Scalar(x[2].constant())).to(x[1].t.scalar_type());
-         if (x[1].isConst()) return at::where(c, at::Scalar(x[1].constant()), x[2].t);
-         if (x[2].isConst()) return at::where(c, x[1].t, at::Scalar(x[2].constant()));
+           return at::where(c, scalarOf(x[1]), scalarOf(x[2])).to(x[1].t.scalar_type());
+         if (x[1].isConst()) return at::where(c, scalarOf(x[1]), x[2].t);
+         if (x[2].isConst()) return at::where(c, x[1].t, scalarOf(x[2]));
          return at::where(c, x[1].t, x[2].t);
        }},
       {"clamp", clampOp},
@@ -200,7 +203,6 @@ at::Tensor evalOp(const ChainSpec& spec, const Value& v, const std::vector<at::T
   auto it = opTable().find(v.op);
   TORCH_CHECK(it != opTable().end(), "fxfuse::gemm_chain: op '", v.op,
               "' has no CPU implementation");
-  const at::ScalarType math = opMathType(v, values);
   if (callsAsEagerDid(spec, v, values, result)) {
     // The call eager made, on the 16-bit tensor itself. ATen computes in fp32 inside and rounds
     // once, as the upcast below does, but its Half and BFloat16 CPU kernels are not its Float
@@ -210,6 +212,7 @@ at::Tensor evalOp(const ChainSpec& spec, const Value& v, const std::vector<at::T
     for (int o : v.operands) operands.push_back({values[o], &spec.values[o]});
     return toType(it->second(operands), result);
   }
+  const at::ScalarType math = opMathType(v, values);
   if (const BinaryOut out = binaryOut(v.op); out && plainFloat(result)) {
     at::Tensor a = values[v.operands[0]], b = values[v.operands[1]];
     if (promoteToMath(a, b, math)) {
