@@ -58,28 +58,25 @@ def test_rounding_per_op_is_bit_exact():
     assert torch.equal(out.view(torch.int16), expected.view(torch.int16))
 
 
-UNARY_EAGER = {
+_F = torch.nn.functional
+# name -> (spec op, its constant arguments, what eager called): unary ops, then ops with scalars
+EAGER_CALLS = {name: (name, [], fn) for name, fn in {
     "neg": torch.neg, "abs": torch.abs, "reciprocal": torch.reciprocal, "sqrt": torch.sqrt,
     "rsqrt": torch.rsqrt, "exp": torch.exp, "log": torch.log, "tanh": torch.tanh, "erf": torch.erf,
-    "sigmoid": torch.sigmoid, "sin": torch.sin, "cos": torch.cos, "relu": torch.relu,
-    "gelu": torch.nn.functional.gelu, "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
-    "silu": torch.nn.functional.silu, "hardswish": torch.nn.functional.hardswish}
-
-
-# ops with scalar arguments, as eager calls them: (spec op, constants, eager)
-SCALAR_ARG_EAGER = {
+    "sigmoid": torch.sigmoid, "sin": torch.sin, "cos": torch.cos, "relu": torch.relu, "gelu": _F.gelu,
+    "gelu_tanh": lambda x: _F.gelu(x, approximate="tanh"), "silu": _F.silu, "hardswish": _F.hardswish}.items()}
+EAGER_CALLS.update({
     "pow_half": ("pow", [0.5], lambda x: x ** 0.5), "pow_minus_half": ("pow", [-0.5], lambda x: x ** -0.5),
     "pow_3": ("pow", [3.0], lambda x: x ** 3), "pow_minus_2": ("pow", [-2.0], lambda x: x ** -2),
-    "leaky_relu": ("leaky_relu", [0.1], lambda x: torch.nn.functional.leaky_relu(x, 0.1)),
+    "leaky_relu": ("leaky_relu", [0.1], lambda x: _F.leaky_relu(x, 0.1)),
     "clamp": ("clamp", [-1.5, 2.0], lambda x: torch.clamp(x, -1.5, 2.0)),
-    "hardtanh": ("hardtanh", [-1.0, 1.0], lambda x: torch.nn.functional.hardtanh(x, -1.0, 1.0)),
+    "hardtanh": ("hardtanh", [-1.0, 1.0], lambda x: _F.hardtanh(x, -1.0, 1.0)),
     "add_scalar": ("add", [0.745867], lambda x: x + 0.745867), "sub_scalar": ("sub", [0.745867], lambda x: x - 0.745867),
-    "mul_scalar": ("mul", [0.745867], lambda x: x * 0.745867), "div_scalar": ("div", [0.745867], lambda x: x / 0.745867)}
-UNARY_EAGER.update({name: row for name, row in SCALAR_ARG_EAGER.items()})
+    "mul_scalar": ("mul", [0.745867], lambda x: x * 0.745867), "div_scalar": ("div", [0.745867], lambda x: x / 0.745867)})
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
-@pytest.mark.parametrize("op", sorted(UNARY_EAGER))
+@pytest.mark.parametrize("op", sorted(EAGER_CALLS))
 def test_unary_op_on_16bit_values_is_eagers_bit_for_bit(op, dtype):
     """BUG-6: ATen's Half/BFloat16 CPU kernels are not round(Float kernel) everywhere (f16
     gelu(+inf) is +inf, the Float kernel's NaN; bf16 erf(1e-8) is 0; sqrt, rsqrt differ by a
@@ -94,7 +91,7 @@ def test_unary_op_on_16bit_values_is_eagers_bit_for_bit(op, dtype):
     x = torch.cat([special, torch.randn(512) * 4, wide]).to(dtype)[:, None]  # [M, 1]
     s = SpecBuilder()
     xs, ws = s.input(dtype, "mk"), s.input(dtype, "kn")
-    name, consts, eager = UNARY_EAGER[op] if isinstance(UNARY_EAGER[op], tuple) else (op, [], UNARY_EAGER[op])
+    name, consts, eager = EAGER_CALLS[op]
     s.output(s.op(name, s.mm(xs, ws, dtype), *[s.const(c) for c in consts], dtype=dtype))
     w = torch.ones(1, 1, dtype=dtype)
     (got,) = gemm_chain([x, w], s.text())

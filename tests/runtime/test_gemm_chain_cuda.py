@@ -567,7 +567,7 @@ def test_hopper_every_tile_at_decode_batch_sizes():
 # (NaN, ±Inf, subnormals, huge values), exact ties between two 16-bit values, -0, the largest
 # float. Expected: float32 `acc + r` rounded to nearest even by torch on the CPU. NaN positions
 # must agree, every other element bit for bit. N = 520: whole tiles (the vector path) and edge
-# tiles past column 512 (the per-element path). Written for pair_round.patch's claim (a column
+# tiles past column 512 (the per-element path). Written for pair_round's claim (58482df: a column
 # pair's roundings by one conversion change no bit, session 11); it checks the tree as well.
 HOPPER_ROUNDING_CHILD = """
 import torch, fxfuse._C as C
