@@ -520,23 +520,21 @@ def layouts(dt):
     xs, ws = s.input(dt, "bmk"), s.input(dt, "bkn")
     s.output(s.op("silu", s.mm(xs, ws, torch.float32), dtype=dt))
     every_tile([x, w], s.text(), "silu", near(torch.nn.functional.silu(prod)))
+def silu(dt, M, N, K):
+    x, w = randn((M, K), dt, "cuda"), randn((K, N), dt, "cuda", K ** -0.5)
+    s = SpecBuilder()
+    xs, ws = s.input(dt, "mk"), s.input(dt, "kn")
+    s.output(s.op("silu", s.mm(xs, ws, torch.float32), dtype=dt))
+    every_tile([x, w], s.text(), ("silu", M, K), near(torch.nn.functional.silu(x.double() @ w.double())))
 def pipeline(dt):
     M = N = 4096
     for K in (64, 72, 200):
         residual(dt, M, N, K)
-        x, w = randn((M, K), dt, "cuda"), randn((K, N), dt, "cuda", K ** -0.5)
-        s = SpecBuilder()
-        xs, ws = s.input(dt, "mk"), s.input(dt, "kn")
-        s.output(s.op("silu", s.mm(xs, ws, torch.float32), dtype=dt))
-        every_tile([x, w], s.text(), ("silu", K), near(torch.nn.functional.silu(x.double() @ w.double())))
+        silu(dt, M, N, K)
 def small_m(dt):  # M = 64..127: the autotune's candidates from one 64-row tile (config_table.cpp)
     for M in (64, 100):  # one whole 64-row tile; 100: 128-row tiles half past the end
         residual(dt, M, 520, 192)
-        x, w = randn((M, 1024), dt, "cuda"), randn((1024, 1032), dt, "cuda", 1024 ** -0.5)
-        s = SpecBuilder()
-        xs, ws = s.input(dt, "mk"), s.input(dt, "kn")
-        s.output(s.op("silu", s.mm(xs, ws, torch.float32), dtype=dt))
-        every_tile([x, w], s.text(), ("silu", M), near(torch.nn.functional.silu(x.double() @ w.double())))
+        silu(dt, M, 1032, 1024)
 for dt in (torch.bfloat16, torch.float16):
     torch.manual_seed(0)
     {"layouts": layouts, "pipeline": pipeline, "small_m": small_m}[sys.argv[1]](dt)
