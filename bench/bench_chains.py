@@ -8,7 +8,7 @@ gets by switching the backend, the planner deciding against Inductor (a chain it
 runs as Inductor compiles it).
 Prints times (ms, median of triton's do_bench) and ratios; writes $OUT/bench_chains.json.
 
-  python bench/bench_chains.py [--decode] [--quick] [--compile [SAMPLES]] [--shapes N | --which 2,8,9]
+  python bench/bench_chains.py [--decode] [--quick] [--compile [SAMPLES]] [--shapes N | --which 2,8,9 | --mkn MxKxN,..]
                                [--chains bias_gelu,linear_gelu,...]
 Decode shapes against the memory limit, every weight format of issue 7: bench/bench_decode.py.
 """
@@ -101,7 +101,11 @@ def bench_shape(M, K, N, dt, chains, with_compile):
                 fxfuse.reset_stats()
                 cb = torch.compile(fn, backend="fxfuse", dynamic=False)
                 got = cb(*args)
+                before = counters()
                 row["backend_samples"].append(ms(lambda: cb(*args)))
+                # What ran: a second compile of the same graph comes from Inductor's FX graph
+                # cache without running the pass, so chains_fused alone would read 0 there.
+                row["backend_path"] = path_of(before, counters())
                 row["backend_fused"] = fxfuse.stats().get("chains_fused", 0)
                 row["backend_relerr"] = relerr(got, ref)
             row["compile"] = statistics.median(row["compile_samples"])
@@ -123,6 +127,7 @@ def main():
     ap.add_argument("--shapes", type=int, default=0, help="only the first N shapes")
     ap.add_argument("--chains", default="", help="these chains (bench/chain_fns.py), e.g. linear_gelu,"
                     "linear_relu_cast (nn.Linear's weight layout); default: the four epilogues (--decode: its three)")
+    ap.add_argument("--mkn", default="", help="these shapes instead, MxKxN[,...] (bfloat16), e.g. 128x4096x4096")
     ap.add_argument("--which", default="", help="only these shapes, 1-based indices into the whole list (LARGE "
                     "or DECODE), e.g. 2,8,9; not combined with --quick or --shapes")
     a = ap.parse_args()
@@ -140,6 +145,8 @@ def main():
         if a.quick or a.shapes or not all(1 <= i <= len(shapes) for i in picked):
             ap.error(f"--which takes indices 1..{len(shapes)} and no --quick / --shapes")
         shapes = [shapes[i - 1] for i in picked]
+    if a.mkn:
+        shapes = [tuple(int(v) for v in t.split("x")) + (torch.bfloat16,) for t in a.mkn.split(",")]
     if a.quick:
         shapes = shapes[:2]
     if a.shapes:
@@ -161,12 +168,12 @@ def main():
               f"{r['fxfuse_relerr']:8.1e}  {r['path']}")
     if backend:  # torch.compile(backend="fxfuse") against torch.compile default
         print(f"{'shape':>16} {'dtype':>8} {'chain':>16} {'compile':>7} {'backend':>7} {'cmp/bk':>6} {'fused':>5} "
-              f"{'relerr':>8}  spread (max/min of the samples: compile, backend)")
+              f"{'relerr':>8}  spread (max/min of the samples: compile, backend)  backend path")
         for r in rows:
             spread = [max(v) / min(v) for v in (r["compile_samples"], r["backend_samples"])]
             print(f"{r['shape']:>16} {r['dtype']:>8} {r['chain']:>16} {r['compile']:7.4f} {r['backend']:7.4f} "
                   f"{r['compile'] / r['backend']:6.2f} {r['backend_fused']:>5} {r['backend_relerr']:8.1e}  "
-                  f"{spread[0]:.2f} {spread[1]:.2f}")
+                  f"{spread[0]:.2f} {spread[1]:.2f}  {r['backend_path']}")
 
 
 if __name__ == "__main__":

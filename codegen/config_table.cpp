@@ -28,8 +28,8 @@ struct Query {
   int arch;
   bool epilogue_wins;  // see epilogueWinsOnHopper()
   // The fewest rows the Hopper kernel is considered for. The heuristic: 128 (measured from M =
-  // 512 up). The autotune's candidates: one 64-row tile (decode batches of 64-127 rows, issue
-  // 7), where only a measurement may pick it (not yet measured; candidatesValidated).
+  // 512 up), or 64 where whole tiles fill the SMs (wholeTilesFillSms). The autotune's
+  // candidates: one 64-row tile always (candidatesValidated).
   long long hopper_min_m = 128;
   bool is16bit() const { return a.elem == DType::BF16 || a.elem == DType::F16; }
 };
@@ -44,6 +44,21 @@ struct VariantRow {
   KernelConfig (*config)(const Query&);
 };
 
+// Whether a batch of fewer than 512 rows fills the machine with whole 64-row tiles: 64x128 tiles
+// (the tile chosen there, sm90::chooseConfig) on most of the 132 SMs. Measured (bench/RESULTS.md
+// Run AA, 2026-12-01, K = 4096): where they do (M = 64 at N = 13312 and 14336, 104 and 112 tiles;
+// M = 128 at N = 14336; M = 256 at N = 4096) the Hopper kernel beat cuBLAS + the epilogue on every
+// bench chain, 1.03-1.62x eager. Where they do not it lost: M = 100 (a partial row tile, the
+// per-element edge epilogue on half the tiles) 1.30-1.68x cuBLAS mm alone against cuBLAS + the
+// epilogue kernel's 1.21-1.28x; M = 64 at K = 14336, N = 4096 (32 tiles; the kernel has no split-K
+// to stream the weights with more SMs) 1.64x and more against 1.10x; M = 128 at N = 4096 (64
+// tiles) SiLU 0.96x eager.
+constexpr long long kSmallBatchMinTiles = 100;
+
+bool wholeTilesFillSms(const ProblemShape& s) {
+  return s.M >= 64 && s.M % 64 == 0 && (s.M / 64) * ((s.N + 127) / 128) * s.B >= kSmallBatchMinTiles;
+}
+
 // Whether the Hopper kernel with this epilogue beats the unfused graph (cuBLAS, then the
 // epilogue's own kernels) at this K. Measured end to end on the H200 (bench/RESULTS.md Runs L and
 // M, 2026-11-30, after the staged stores): an epilogue without a transcendental or a full-size
@@ -51,7 +66,8 @@ struct VariantRow {
 // win at K <= 4096 (GELU 1.12-1.85x, residual 1.26-1.94x, SiLU 1.00-1.26x) and lose at K = 14336
 // (0.96-0.98x), where the separate epilogue is a small share of the GEMM's time. Those
 // measurements are of staged chains (one 16-bit output, the residual staged with it:
-// stagedEverything) with one fast-math GELU(tanh) or SiLU, at M >= 512; other expensive chains
+// stagedEverything) with one fast-math GELU(tanh) or SiLU, at M >= 512 and (Run AA, 2026-12-01)
+// below 512 rows where whole tiles fill the SMs (wholeTilesFillSms); other expensive chains
 // (several outputs, a 32-bit output, erf-GELU, sigmoid or tanh alone, stacked activations,
 // division, logarithms...) were not measured or lost (Runs C-J) and stay unfused.
 constexpr long long kExpensiveEpilogueMaxK = 4096;
@@ -72,9 +88,11 @@ bool epilogueWinsOnHopper(const spec::ChainSpec& spec, const ProblemShape& shape
   static const char* const kExpensive[] = {"tanh", "exp", "log", "erf", "sigmoid", "sin", "cos",
                                            "gelu", "gelu_tanh", "silu", "pow", "sqrt", "rsqrt",
                                            "hardswish", "div", "reciprocal"};
-  // measured: K <= 4096, M >= 512 (B x M for bmm), at most one such activation, the staged form
-  bool cheap = true, measured = shape.K <= kExpensiveEpilogueMaxK && shape.M * shape.B >= 512 &&
-                                stagedEverything(spec) && shape.align_bytes_residual >= 16;
+  // measured: K <= 4096, M >= 512 (B x M for bmm) or whole 64-row tiles filling the SMs below it
+  // (Run AA), at most one such activation, the staged form
+  const bool measured_rows = shape.M * shape.B >= 512 || (shape.B == 1 && wholeTilesFillSms(shape));
+  bool cheap = true, measured = shape.K <= kExpensiveEpilogueMaxK && measured_rows && stagedEverything(spec) &&
+                                shape.align_bytes_residual >= 16;
   int expensive_ops = 0;
   for (const spec::Value& v : spec.values) {
     if (spec::isResidualInput(v)) cheap = false;
@@ -181,7 +199,7 @@ const VariantRow kRows[] = {
      [](const Query& q) {
        // TMA loads A with k innermost: a transposed A is not expressible (the template checks).
        return q.arch >= 90 && q.epilogue_wins && q.is16bit() && q.a.plain && q.b.plain && q.a.kmajor && q.shape.a_kmajor &&
-              q.shape.align_bytes_a >= 16 && q.shape.align_bytes_b >= 16 && q.shape.M >= q.hopper_min_m &&
+              q.shape.align_bytes_a >= 16 && q.shape.align_bytes_b >= 16 && (q.shape.M >= q.hopper_min_m || wholeTilesFillSms(q.shape)) &&
               q.shape.K % 8 == 0 && q.shape.N % 8 == 0;
      },
      [](const Query& q) {

@@ -113,18 +113,20 @@ LaunchGeometry launchGeometry(const GemmProblem& pr, const GemmConfig& cfg, int 
 
 GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, int num_sms) {
   (void)K;
-  (void)M;
-  (void)batch;
   (void)num_sms;
   // Ping-pong 64x256 (5 stages): measured faster than every cooperative tile on every shape
   // of bench/sm90/NOTES.md run 6 (bias+GELU: 4096^3 1.09x cuBLAS vs 1.16x; K=1024 1.35x vs
   // 1.55x), because one consumer's epilogue runs under the other's MMAs; its 64-row tiles also
-  // fill the SMs at small M. N <= 128 takes 64x128 tiles, 8 stages.
+  // fill the SMs at small M. N <= 128 takes 64x128 tiles, 8 stages; so do batches of up to 256
+  // rows (M x B), where 64x256 tiles leave most SMs idle: at K = 4096 the 64x128 tile ran 0.84-0.90x
+  // cuBLAS mm alone at M = 128 and 256 (N = 4096; 64x256: 1.04-1.26x) and 1.5-12 % faster than
+  // 64x256 at M = 64 and 128, N = 13312 and 14336 (bench/RESULTS.md Run AA). At M = 512 (N = 4096)
+  // neither ping-pong tile was ahead (-4..+3 %), 128x128 cooperative was (3-10 %, one sample).
   GemmConfig pp;
   pp.pingpong = true;
   pp.consumers = 2;
   pp.bm = 64;
-  pp.bn = N <= 128 ? 128 : 256;
+  pp.bn = N <= 128 || M * batch <= 256 ? 128 : 256;
   pp.stages = pp.bn == 256 ? 5 : 8;
   return pp;
 }

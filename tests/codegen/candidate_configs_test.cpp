@@ -21,6 +21,13 @@ using test::loadSpec;
 
 bool hopperBuiltIn() { return embeddedFile("kernels/sm90_wgmma_gemm.cuh") != nullptr; }
 
+// bias + GELU(tanh): an expensive epilogue the Hopper rule measured (epilogueWinsOnHopper).
+spec::ChainSpec biasGeluTanh() {
+  return spec::parseSpec(
+      "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
+      "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\noutput %5\n");
+}
+
 TEST(CandidateConfigs, HeuristicFirstThenEveryHopperTile) {
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   const spec::ChainSpec gelu = loadSpec("bf16_linear3d_bias_gelu");
@@ -37,19 +44,58 @@ TEST(CandidateConfigs, HeuristicFirstThenEveryHopperTile) {
   EXPECT_TRUE(texts.count("sm90_wgmma 128x128x64 s6 t384 pingpong"));
 }
 
-TEST(CandidateConfigs, SmallBatchesOfferHopperTilesToTheMeasurementOnly) {
-  // M = 64..127 (decode batches, issue 7): the heuristic keeps the Hopper kernel off (measured
-  // from M = 512 only), the autotune may measure it from one 64-row tile.
+TEST(CandidateConfigs, SmallBatchesTakeHopperWhereItsTilesFillTheSms) {
+  // M = 64..127 (decode batches, issue 7): the heuristic takes the Hopper kernel (64x128 tiles)
+  // where whole 64-row tiles fill most of the 132 SMs (K = 4096, N = 14336: 112 at M = 64, Run
+  // AA), and leaves it to the measurement elsewhere (K = 14336, N = 4096: 32 tiles; M = 100: a
+  // partial row tile).
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
-  const spec::ChainSpec mm = loadSpec("bare_bf16_mm");
-  for (long long m : {64LL, 127LL}) {
-    EXPECT_NE(chooseConfigForSize(mm, m, 14336, 4096, 1, 90).variant, "sm90_wgmma") << m;
-    const std::vector<KernelConfig> c = candidateConfigsForSize(mm, m, 14336, 4096, 1, 90);
+  const spec::ChainSpec gelu = biasGeluTanh();
+  EXPECT_EQ(describeConfig(chooseConfigForSize(gelu, 64, 14336, 4096, 1, 90)), "sm90_wgmma 64x128x64 s8 t384 pingpong");
+  for (long long m : {64LL, 100LL, 127LL}) {
+    EXPECT_NE(chooseConfigForSize(gelu, m, 4096, 14336, 1, 90).variant, "sm90_wgmma") << m;
+    const std::vector<KernelConfig> c = candidateConfigsForSize(gelu, m, 4096, 14336, 1, 90);
     ASSERT_EQ(c.size(), 6u) << m;
     EXPECT_NE(c[0].variant, "sm90_wgmma") << m;
     for (size_t i = 1; i < c.size(); ++i) EXPECT_EQ(c[i].variant, "sm90_wgmma") << m;
   }
-  EXPECT_EQ(chooseConfigForSize(mm, 128, 14336, 4096, 1, 90).variant, "sm90_wgmma");
+  for (long long m : {100LL, 127LL}) EXPECT_NE(chooseConfigForSize(gelu, m, 14336, 4096, 1, 90).variant, "sm90_wgmma") << m;
+  // Just under the tile count: 64 rows x 99 column tiles of 128.
+  EXPECT_NE(chooseConfigForSize(gelu, 64, 99 * 128, 4096, 1, 90).variant, "sm90_wgmma");
+  EXPECT_EQ(chooseConfigForSize(gelu, 64, 100 * 128, 4096, 1, 90).variant, "sm90_wgmma");
+  EXPECT_NE(chooseConfigForSize(gelu, 63, 14336, 4096, 1, 90).variant, "sm90_wgmma");
+  // From M = 128 a cheap epilogue needs neither (the rule measured from M = 512 up); GELU at
+  // K = 4096 below 512 rows needs whole tiles filling the SMs (M = 128, N = 4096: 64 tiles, where
+  // SiLU ran 0.96x eager; M = 256: 128 tiles).
+  const spec::ChainSpec mm = loadSpec("bare_bf16_mm");
+  EXPECT_EQ(chooseConfigForSize(mm, 130, 4096, 4096, 1, 90).variant, "sm90_wgmma");
+  EXPECT_EQ(chooseConfigForSize(mm, 128, 4096, 4096, 1, 90).variant, "sm90_wgmma");
+  EXPECT_NE(chooseConfigForSize(gelu, 128, 4096, 4096, 1, 90).variant, "sm90_wgmma");
+  EXPECT_EQ(chooseConfigForSize(gelu, 128, 14336, 4096, 1, 90).variant, "sm90_wgmma");
+  EXPECT_EQ(chooseConfigForSize(gelu, 256, 4096, 4096, 1, 90).variant, "sm90_wgmma");
+  EXPECT_EQ(chooseConfigForSize(gelu, 320, 4096, 4096, 1, 90).variant, "sm90_wgmma");  // 5 x 32 = 160 tiles
+  EXPECT_NE(chooseConfigForSize(gelu, 300, 4096, 4096, 1, 90).variant, "sm90_wgmma");  // a partial row tile
+  EXPECT_EQ(chooseConfigForSize(gelu, 512, 4096, 4096, 1, 90).variant, "sm90_wgmma");
+  EXPECT_NE(chooseConfigForSize(gelu, 256, 4096, 14336, 1, 90).variant, "sm90_wgmma");  // K = 14336
+}
+
+TEST(CandidateConfigs, HopperTileIsNarrowForSmallBatches) {
+  // 64x256 unless the rows (M x batch) are at most 256 (or N <= 128): then 64x128.
+  if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
+  const spec::ChainSpec mm = loadSpec("bare_bf16_mm");
+  auto tile = [&](long long m, long long n, long long b) {
+    const KernelConfig c = chooseConfigForSize(mm, m, n, 4096, b, 90);
+    EXPECT_EQ(c.variant, "sm90_wgmma");
+    return std::to_string(c.bm) + "x" + std::to_string(c.bn);
+  };
+  EXPECT_EQ(tile(4096, 4096, 1), "64x256");
+  EXPECT_EQ(tile(512, 4096, 1), "64x256");
+  EXPECT_EQ(tile(257, 14336, 1), "64x256");
+  EXPECT_EQ(tile(256, 4096, 1), "64x128");
+  EXPECT_EQ(tile(128, 14336, 1), "64x128");
+  EXPECT_EQ(tile(128, 4096, 2), "64x128");    // 256 rows in all
+  EXPECT_EQ(tile(128, 4096, 3), "64x256");    // 384
+  EXPECT_EQ(tile(4096, 128, 1), "64x128");    // N <= 128
 }
 
 TEST(CandidateConfigs, NoHopperTilesWhereTheKernelDoesNotApply) {

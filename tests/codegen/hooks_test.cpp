@@ -299,7 +299,8 @@ TEST(ChooseConfig, Table) {
                                                     "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = relu %4 : bf16\noutput %5\n");
   EXPECT_EQ(chooseConfig(bias_relu, big, 90).variant, hopper);
   EXPECT_EQ(chooseConfig(bias_relu, odd_bias, 90).variant, "sm80_mma");
-  // Only what was measured fused: one GELU(tanh) or SiLU, M >= 512 (B x M).
+  // Only what was measured fused: one GELU(tanh) or SiLU, M >= 512 (B x M) or whole 64-row tiles
+  // filling the SMs (wholeTilesFillSms).
   for (const char* tail : {"%3 = sigmoid %2 : bf16\noutput %3\n", "%3 = tanh %2 : bf16\noutput %3\n",
                            "%3 = silu %2 : f32\n%4 = gelu_tanh %3 : bf16\noutput %4\n"})
     EXPECT_EQ(chooseConfig(spec::parseSpec(std::string(head) + tail), big, 90).variant, "sm80_mma") << tail;
@@ -307,7 +308,9 @@ TEST(ChooseConfig, Table) {
   EXPECT_EQ(chooseConfig(silu, big, 90).variant, hopper);
   ProblemShape small_m = big;
   small_m.M = 256;
-  EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, "sm80_mma");
+  EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, hopper);  // 4 x 32 tiles of 64x128
+  small_m.N = 2048;
+  EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, "sm80_mma");  // 4 x 16
   small_m.B = 2;  // 2 x 256 rows: as many as one 512-row matrix
   EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, hopper);
   EXPECT_EQ(chooseConfig(loadSpec("bare_bf16_mm"), big, 90).variant, hopper);
