@@ -47,8 +47,9 @@ struct VariantRow {
 // Whether a batch of fewer than 512 rows fills the machine with whole 64-row tiles: 64x128 tiles
 // (the tile chosen there, sm90::chooseConfig) on most of the 132 SMs. Measured (bench/RESULTS.md
 // Run AA, 2026-12-01, K = 4096): where they do (M = 64 at N = 13312 and 14336, 104 and 112 tiles;
-// M = 128 at N = 14336; M = 256 at N = 4096) the Hopper kernel beat cuBLAS + the epilogue on every
-// bench chain, 1.03-1.62x eager. Where they do not it lost: M = 100 (a partial row tile, the
+// M = 128 and 192 at N = 14336; M = 256 at N = 4096) the Hopper kernel beat cuBLAS + the epilogue
+// on every bench chain but SiLU alone (GELU, residual, ReLU: 1.11-1.62x eager; SiLU 0.97-1.16x,
+// so epilogueWinsOnHopper keeps SiLU to 512 rows and more). Where they do not it lost: M = 100 (a partial row tile, the
 // per-element edge epilogue on half the tiles) 1.30-1.68x cuBLAS mm alone against cuBLAS + the
 // epilogue kernel's 1.21-1.28x; M = 64 at K = 14336, N = 4096 (32 tiles; the kernel has no split-K
 // to stream the weights with more SMs) 1.64x and more against 1.10x; M = 128 at N = 4096 (64
@@ -83,15 +84,14 @@ bool epilogueWinsOnHopper(const spec::ChainSpec& spec, const ProblemShape& shape
   // A 16-bit bias or column scale the fast path cannot pair (not contiguous, not 4-byte aligned)
   // sends the whole launch to the per-element edge path: the unfused path is faster.
   if (shape.align_bytes_columns < 4) return false;
-  // the activations measured fused, each with a fast-math form (fx_prelude.cuh)
-  static const char* const kMeasured[] = {"gelu_tanh", "silu"};
   static const char* const kExpensive[] = {"tanh", "exp", "log", "erf", "sigmoid", "sin", "cos",
                                            "gelu", "gelu_tanh", "silu", "pow", "sqrt", "rsqrt",
                                            "hardswish", "div", "reciprocal"};
   // measured: K <= 4096, M >= 512 (B x M for bmm) or whole 64-row tiles filling the SMs below it
   // (Run AA), at most one such activation, the staged form
-  const bool measured_rows = shape.M * shape.B >= 512 || (shape.B == 1 && wholeTilesFillSms(shape));
-  bool cheap = true, measured = shape.K <= kExpensiveEpilogueMaxK && measured_rows && stagedEverything(spec) &&
+  const bool many_rows = shape.M * shape.B >= 512;
+  bool cheap = true, measured = shape.K <= kExpensiveEpilogueMaxK && stagedEverything(spec) &&
+                                (many_rows || (shape.B == 1 && wholeTilesFillSms(shape))) &&
                                 shape.align_bytes_residual >= 16;
   int expensive_ops = 0;
   for (const spec::Value& v : spec.values) {
@@ -101,7 +101,10 @@ bool epilogueWinsOnHopper(const spec::ChainSpec& spec, const ProblemShape& shape
     if (!std::any_of(std::begin(kExpensive), std::end(kExpensive), is)) continue;
     cheap = false;
     ++expensive_ops;
-    measured = measured && std::any_of(std::begin(kMeasured), std::end(kMeasured), is);
+    // the activations measured fused, each with a fast-math form (fx_prelude.cuh): GELU(tanh);
+    // SiLU from 512 rows only (below, it ran 0.97x eager at M = 192, N = 14336, Run AA: its
+    // separate pass is the cheapest)
+    measured = measured && (is("gelu_tanh") || (is("silu") && many_rows));
   }
   return cheap || (measured && expensive_ops <= 1);
 }

@@ -306,13 +306,16 @@ TEST(ChooseConfig, Table) {
     EXPECT_EQ(chooseConfig(spec::parseSpec(std::string(head) + tail), big, 90).variant, "sm80_mma") << tail;
   const spec::ChainSpec silu = spec::parseSpec(std::string(head) + "%3 = silu %2 : bf16\noutput %3\n");
   EXPECT_EQ(chooseConfig(silu, big, 90).variant, hopper);
+  const spec::ChainSpec gelu_tanh = spec::parseSpec(std::string(head) + "%3 = gelu_tanh %2 : bf16\noutput %3\n");
   ProblemShape small_m = big;
   small_m.M = 256;
-  EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, hopper);  // 4 x 32 tiles of 64x128
+  EXPECT_EQ(chooseConfig(gelu_tanh, small_m, 90).variant, hopper);  // 4 x 32 tiles of 64x128
+  EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, "sm80_mma");   // SiLU: 512 rows and more
   small_m.N = 2048;
-  EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, "sm80_mma");  // 4 x 16
+  EXPECT_EQ(chooseConfig(gelu_tanh, small_m, 90).variant, "sm80_mma");  // 4 x 16
   small_m.B = 2;  // 2 x 256 rows: as many as one 512-row matrix
   EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, hopper);
+  EXPECT_EQ(chooseConfig(gelu_tanh, small_m, 90).variant, hopper);
   EXPECT_EQ(chooseConfig(loadSpec("bare_bf16_mm"), big, 90).variant, hopper);
   // A prologue on A rules out wgmma's TMA path.
   EXPECT_EQ(chooseConfig(loadSpec("a_prologue_row_scale"), big, 90).variant, "sm80_mma");
