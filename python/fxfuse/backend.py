@@ -25,6 +25,7 @@ import torch
 import torch.fx
 
 from .pass_driver import Options, run_on_graph
+from .stats import record_cached_graph
 
 log = logging.getLogger("fxfuse")
 
@@ -142,7 +143,20 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], fx_opts: Optio
         except ImportError:
             log.warning("fxfuse: replacing the existing post_grad_custom_post_pass %r", user_pass)
     patches[_PASS_KEY] = the_pass
-    return compile_fx(gm, example_inputs, config_patches=patches)
+    hits_before = _inductor_cache_hits()
+    compiled = compile_fx(gm, example_inputs, config_patches=patches)
+    if _inductor_cache_hits() > hits_before:
+        # Inductor served this graph from its FX graph or AOT autograd cache: the pass did not
+        # run, so its counters and report miss the graph's chains (the cached code still calls
+        # the fused op; the uuid keys the cache on the pass's version and options).
+        record_cached_graph()
+    return compiled
+
+
+def _inductor_cache_hits() -> int:
+    from torch._dynamo.utils import counters
+
+    return int(counters["inductor"]["fxgraph_cache_hit"]) + int(counters["aot_autograd"]["autograd_cache_hit"])
 
 
 def fxfuse_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], *, mode: str | None = None,

@@ -75,12 +75,13 @@ def report(obj: Any = None, *example_args: Any, options: Options | None = None, 
     - ``report()``: the graphs compiled with ``backend="fxfuse"`` (or rewritten) since
       the last ``fxfuse.reset_stats()``.
     """
-    from .stats import recent_plans
+    from .stats import recent_plans, stats
 
     rep = FusionReport()
     if obj is None:
         for title, plan, skipped in recent_plans():
             rep.add(title, plan, skipped)
+        rep.cached_graphs = int(stats().get("graphs_from_inductor_cache", 0))
         return rep
     opts = options or Options.from_kwargs(**option_kwargs)
     if isinstance(obj, torch.nn.Module) and not isinstance(obj, torch.fx.GraphModule):

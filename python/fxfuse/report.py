@@ -36,6 +36,9 @@ def format_report(plan: dict[str, Any], skipped: dict[int, str] | None = None, t
 class FusionReport:
     """What the pass did (or would do) on one or more graphs."""
     graphs: list[tuple[str, dict[str, Any], dict[int, str]]] = field(default_factory=list)
+    # graphs compiled with backend="fxfuse" that Inductor served from its cache (the pass did
+    # not run on them, so they have no entries here)
+    cached_graphs: int = 0
 
     def add(self, title: str, plan: dict[str, Any], skipped: dict[int, str] | None = None) -> None:
         self.graphs.append((title, plan, dict(skipped or {})))
@@ -53,6 +56,12 @@ class FusionReport:
         return [e for e in self.entries if e.get("status") != "fused"]
 
     def __str__(self) -> str:
+        cached = ""
+        if self.cached_graphs:
+            cached = (f"fxfuse report: {self.cached_graphs} graph(s) came from Inductor's cache, compiled "
+                      f"earlier with the same fxfuse version and options; the pass did not run on them, "
+                      f"so their chains are not listed (TORCHINDUCTOR_FX_GRAPH_CACHE=0 and "
+                      f"TORCHINDUCTOR_AUTOGRAD_CACHE=0 list them)\n")
         if not self.graphs:
-            return "fxfuse report: no graph was compiled\n"
-        return "".join(format_report(plan, skipped, title) for title, plan, skipped in self.graphs)
+            return cached or "fxfuse report: no graph was compiled\n"
+        return "".join(format_report(plan, skipped, title) for title, plan, skipped in self.graphs) + cached

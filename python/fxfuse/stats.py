@@ -13,7 +13,7 @@ from typing import Any
 
 log = logging.getLogger("fxfuse")
 
-__all__ = ["stats", "reset_stats", "record_pass", "record_plan", "recent_plans"]
+__all__ = ["stats", "reset_stats", "record_pass", "record_plan", "record_cached_graph", "recent_plans"]
 
 _lock = threading.Lock()
 _counters: Counter = Counter()
@@ -47,6 +47,13 @@ def record_pass(counters: dict[str, int], applied: int, skipped: int) -> None:
                 _rejections[key[len("reject."):]] += int(value)
 
 
+def record_cached_graph() -> None:
+    """One graph compiled by ``backend="fxfuse"`` came from Inductor's cache: the pass did not
+    run on it (``graphs_from_inductor_cache``; ``fxfuse.report()`` says so)."""
+    with _lock:
+        _counters["graphs_from_inductor_cache"] += 1
+
+
 def _native_stats() -> dict[str, Any]:
     from . import _C
 
@@ -65,10 +72,12 @@ def _native_stats() -> dict[str, Any]:
 
 def stats() -> dict[str, Any]:
     """``{"graphs_seen", "gemms_seen", "chains_fused", "rewrites_skipped",
-    "rejections": {reason: n}, "kernels_compiled", "cache_hits", ...}``: the Python counters
-    plus every counter of ``_C.stats()`` (kernel compiles, memory/disk cache hits)."""
+    "graphs_from_inductor_cache", "rejections": {reason: n}, "kernels_compiled", "cache_hits",
+    ...}``: the Python counters plus every counter of ``_C.stats()`` (kernel compiles,
+    memory/disk cache hits). A graph from Inductor's cache is not in the pass's counters."""
     with _lock:
-        out: dict[str, Any] = {k: 0 for k in ("graphs_seen", "gemms_seen", "chains_fused", "rewrites_skipped")}
+        out: dict[str, Any] = {k: 0 for k in ("graphs_seen", "gemms_seen", "chains_fused", "rewrites_skipped",
+                                              "graphs_from_inductor_cache")}
         out.update(_counters)
         out["rejections"] = dict(_rejections)
     native = _native_stats()

@@ -140,3 +140,48 @@ def test_dynamic_batch_one_graph():
             assert rel_err(compiled(x), model(x)) < TOL
     s = fxfuse.stats()
     assert s["graphs_seen"] == 1 and s["chains_fused"] == 1
+
+
+
+# Run in a child: conftest forces Inductor's caches off through the environment, which no config
+# patch can override in this process.
+_CACHED_COMPILE = r"""
+import torch, fxfuse
+from helpers import MLP, rel_err
+model = MLP(act="relu").eval()
+seen = []
+with torch.no_grad():
+    for _ in range(2):
+        torch._dynamo.reset()
+        fxfuse.reset_stats()
+        compiled = torch.compile(model, backend="fxfuse")
+        x = torch.randn(8, 32)
+        assert rel_err(compiled(x), model(x)) < 1e-4
+        s = fxfuse.stats()
+        seen.append((s["chains_fused"], s["graphs_seen"], s["graphs_from_inductor_cache"], str(fxfuse.report())))
+print(repr(seen))
+"""
+
+
+@pytest.mark.needs_real_pass
+def test_graph_from_inductors_cache_is_counted_and_reported(tmp_path):
+    # With Inductor's caches on (their default outside these tests), a second compile of the
+    # same graph is served from the cache and the pass does not run: the stats and the report
+    # must say so instead of reading "0 fused".
+    import ast
+    import os
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, TORCHINDUCTOR_FX_GRAPH_CACHE="1", TORCHINDUCTOR_AUTOGRAD_CACHE="1",
+               TORCHINDUCTOR_CACHE_DIR=str(tmp_path),
+               PYTHONPATH=os.pathsep.join([os.path.join(here, "..", "..", "python"), here]))
+    out = subprocess.run([sys.executable, "-c", _CACHED_COMPILE], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    (fused0, seen0, cached0, report0), (fused1, seen1, cached1, report1) = ast.literal_eval(
+        out.stdout.strip().splitlines()[-1])
+    assert (fused0, seen0, cached0) == (1, 1, 0) and "Inductor's cache" not in report0
+    assert (fused1, seen1, cached1) == (0, 0, 1)
+    assert "1 graph(s) came from Inductor's cache" in report1 and "no graph was compiled" not in report1
