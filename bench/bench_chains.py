@@ -91,7 +91,7 @@ def bench_shape(M, K, N, dt, chains, with_compile):
         if with_compile:
             # Each sample a fresh compile (Run S: two compiles of one chain differed by up to 1.27x),
             # the row's value their median; the samples go to the JSON.
-            row["compile_samples"], row["backend_samples"] = [], []
+            row["compile_samples"], row["backend_samples"], row["backend_paths"] = [], [], []
             for _ in range(with_compile):
                 torch._dynamo.reset()
                 c = torch.compile(fn, dynamic=False)
@@ -105,7 +105,7 @@ def bench_shape(M, K, N, dt, chains, with_compile):
                 row["backend_samples"].append(ms(lambda: cb(*args)))
                 # What ran: a second compile of the same graph comes from Inductor's FX graph
                 # cache without running the pass, so chains_fused alone would read 0 there.
-                row["backend_path"] = path_of(before, counters())
+                row["backend_paths"].append(path_of(before, counters()))
                 row["backend_fused"] = fxfuse.stats().get("chains_fused", 0)
                 row["backend_relerr"] = relerr(got, ref)
             row["compile"] = statistics.median(row["compile_samples"])
@@ -146,7 +146,10 @@ def main():
             ap.error(f"--which takes indices 1..{len(shapes)} and no --quick / --shapes")
         shapes = [shapes[i - 1] for i in picked]
     if a.mkn:
-        shapes = [tuple(int(v) for v in t.split("x")) + (torch.bfloat16,) for t in a.mkn.split(",")]
+        dims = [t.split("x") for t in a.mkn.split(",")]
+        if a.which or a.quick or a.shapes or not all(len(d) == 3 and all(v.isdigit() for v in d) for d in dims):
+            ap.error("--mkn takes MxKxN[,MxKxN...] and no --which / --quick / --shapes")
+        shapes = [tuple(int(v) for v in d) + (torch.bfloat16,) for d in dims]
     if a.quick:
         shapes = shapes[:2]
     if a.shapes:
@@ -168,12 +171,12 @@ def main():
               f"{r['fxfuse_relerr']:8.1e}  {r['path']}")
     if backend:  # torch.compile(backend="fxfuse") against torch.compile default
         print(f"{'shape':>16} {'dtype':>8} {'chain':>16} {'compile':>7} {'backend':>7} {'cmp/bk':>6} {'fused':>5} "
-              f"{'relerr':>8}  spread (max/min of the samples: compile, backend)  backend path")
+              f"{'relerr':>8}  spread (max/min of the samples: compile, backend)  backend path(s)")
         for r in rows:
             spread = [max(v) / min(v) for v in (r["compile_samples"], r["backend_samples"])]
             print(f"{r['shape']:>16} {r['dtype']:>8} {r['chain']:>16} {r['compile']:7.4f} {r['backend']:7.4f} "
                   f"{r['compile'] / r['backend']:6.2f} {r['backend_fused']:>5} {r['backend_relerr']:8.1e}  "
-                  f"{spread[0]:.2f} {spread[1]:.2f}  {r['backend_path']}")
+                  f"{spread[0]:.2f} {spread[1]:.2f}  {' / '.join(sorted(set(r['backend_paths'])))}")
 
 
 if __name__ == "__main__":

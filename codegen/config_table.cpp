@@ -44,20 +44,22 @@ struct VariantRow {
   KernelConfig (*config)(const Query&);
 };
 
-// Whether a batch of fewer than 512 rows fills the machine with whole 64-row tiles: 64x128 tiles
-// (the tile chosen there, sm90::chooseConfig) on most of the 132 SMs. Measured (bench/RESULTS.md
-// Run AA, 2026-12-01, K = 4096): where they do (M = 64 at N = 13312 and 14336, 104 and 112 tiles;
-// M = 128 and 192 at N = 14336; M = 256 at N = 4096) the Hopper kernel beat cuBLAS + the epilogue
-// on every bench chain but SiLU alone (GELU, residual, ReLU: 1.11-1.62x eager; SiLU 0.97-1.16x,
-// so epilogueWinsOnHopper keeps SiLU to 512 rows and more). Where they do not it lost: M = 100 (a partial row tile, the
-// per-element edge epilogue on half the tiles) 1.30-1.68x cuBLAS mm alone against cuBLAS + the
-// epilogue kernel's 1.21-1.28x; M = 64 at K = 14336, N = 4096 (32 tiles; the kernel has no split-K
-// to stream the weights with more SMs) 1.64x and more against 1.10x; M = 128 at N = 4096 (64
-// tiles) SiLU 0.96x eager.
+// Whether a decode batch (one matrix of 64 to 256 rows, where sm90::chooseConfig takes 64x128
+// tiles) fills the machine with whole 64-row tiles: 64x128 tiles on most of the 132 SMs. Measured
+// (bench/RESULTS.md Run AA, 2026-12-01, K = 4096): where they do (M = 64 at N = 13312 and 14336,
+// 104 and 112 tiles; M = 128 and 192 at N = 14336; M = 256 at N = 4096) the Hopper kernel beat
+// cuBLAS + the epilogue on every bench chain but SiLU alone (bias+GELU, bias+GELU then the
+// residual, bias+ReLU+cast: 1.11-1.62x eager; SiLU 0.97-1.16x, so epilogueWinsOnHopper keeps SiLU
+// to 512 rows and more). Where they do not: M = 100 (a partial row tile, the per-element edge
+// epilogue on half the tiles) lost on every chain, 1.30-1.68x cuBLAS mm alone on the 64x128 tile
+// against cuBLAS + the epilogue kernel's 1.21-1.28x; M = 64 at K = 14336, N = 4096 (32 tiles; the
+// kernel has no split-K to stream the weights with more SMs) lost, 1.64x and more against 1.10x;
+// M = 128 at N = 4096 (64 tiles) won with GELU (1.08x eager) and the residual (1.31x) but lost
+// with SiLU (0.96x). Batches of several matrices and 257-511 rows (64x256 tiles) were not measured.
 constexpr long long kSmallBatchMinTiles = 100;
 
 bool wholeTilesFillSms(const ProblemShape& s) {
-  return s.M >= 64 && s.M % 64 == 0 && (s.M / 64) * ((s.N + 127) / 128) * s.B >= kSmallBatchMinTiles;
+  return s.B == 1 && s.M >= 64 && s.M <= 256 && s.M % 64 == 0 && (s.M / 64) * ((s.N + 127) / 128) >= kSmallBatchMinTiles;
 }
 
 // Whether the Hopper kernel with this epilogue beats the unfused graph (cuBLAS, then the
@@ -87,12 +89,11 @@ bool epilogueWinsOnHopper(const spec::ChainSpec& spec, const ProblemShape& shape
   static const char* const kExpensive[] = {"tanh", "exp", "log", "erf", "sigmoid", "sin", "cos",
                                            "gelu", "gelu_tanh", "silu", "pow", "sqrt", "rsqrt",
                                            "hardswish", "div", "reciprocal"};
-  // measured: K <= 4096, M >= 512 (B x M for bmm) or whole 64-row tiles filling the SMs below it
-  // (Run AA), at most one such activation, the staged form
+  // measured: K <= 4096, M >= 512 (B x M for bmm) or a decode batch whose whole 64-row tiles fill
+  // the SMs (Run AA), at most one such activation, the staged form
   const bool many_rows = shape.M * shape.B >= 512;
   bool cheap = true, measured = shape.K <= kExpensiveEpilogueMaxK && stagedEverything(spec) &&
-                                (many_rows || (shape.B == 1 && wholeTilesFillSms(shape))) &&
-                                shape.align_bytes_residual >= 16;
+                                (many_rows || wholeTilesFillSms(shape)) && shape.align_bytes_residual >= 16;
   int expensive_ops = 0;
   for (const spec::Value& v : spec.values) {
     if (spec::isResidualInput(v)) cheap = false;
@@ -106,7 +107,8 @@ bool epilogueWinsOnHopper(const spec::ChainSpec& spec, const ProblemShape& shape
     // separate pass is the cheapest)
     measured = measured && (is("gelu_tanh") || (is("silu") && many_rows));
   }
-  return cheap || (measured && expensive_ops <= 1);
+  // Below 512 rows the residual was measured only behind GELU(tanh) (bench chain bias_gelu_resid)
+  return cheap || (measured && expensive_ops <= 1 && (many_rows || expensive_ops == 1));
 }
 
 // The Hopper tiles a measured autotune chooses from (candidateConfigs), with the ring depths
@@ -207,7 +209,8 @@ const VariantRow kRows[] = {
      },
      [](const Query& q) {
        // Tile shape per problem (kernels/sm90_wgmma_gemm.cuh, bench/sm90/NOTES.md run 7): ping-pong
-       // 64x256, 5 stages (64x128, 8 stages, for N <= 128). 132 SMs (H100/H200 SXM).
+       // 64x256, 5 stages (64x128, 8 stages, for N <= 128 or M x B <= 256: sm90::chooseConfig).
+       // 132 SMs (H100/H200 SXM).
        if (const KernelConfig* forced = pingpongTileKnob()) return *forced;
        const sm90::GemmConfig g = sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, 132);
        KernelConfig c{"sm90_wgmma", g.bm, g.bn, g.bk, g.stages, g.threads()};

@@ -60,23 +60,40 @@ TEST(CandidateConfigs, SmallBatchesTakeHopperWhereItsTilesFillTheSms) {
     for (size_t i = 1; i < c.size(); ++i) EXPECT_EQ(c[i].variant, "sm90_wgmma") << m;
   }
   for (long long m : {100LL, 127LL}) EXPECT_NE(chooseConfigForSize(gelu, m, 14336, 4096, 1, 90).variant, "sm90_wgmma") << m;
-  // Just under the tile count: 64 rows x 99 column tiles of 128.
-  EXPECT_NE(chooseConfigForSize(gelu, 64, 99 * 128, 4096, 1, 90).variant, "sm90_wgmma");
-  EXPECT_EQ(chooseConfigForSize(gelu, 64, 100 * 128, 4096, 1, 90).variant, "sm90_wgmma");
-  EXPECT_NE(chooseConfigForSize(gelu, 63, 14336, 4096, 1, 90).variant, "sm90_wgmma");
-  // From M = 128 a cheap epilogue needs neither (the rule measured from M = 512 up); GELU at
-  // K = 4096 below 512 rows needs whole tiles filling the SMs (M = 128, N = 4096: 64 tiles, where
-  // SiLU ran 0.96x eager; M = 256: 128 tiles).
+  // Just under the tile count: 64 rows x 99 column tiles of 128. The same for a bare mm (a cheap
+  // epilogue: only the row condition decides below 128 rows).
   const spec::ChainSpec mm = loadSpec("bare_bf16_mm");
+  for (const spec::ChainSpec* chain : {&gelu, &mm}) {
+    EXPECT_NE(chooseConfigForSize(*chain, 64, 99 * 128, 4096, 1, 90).variant, "sm90_wgmma");
+    EXPECT_EQ(chooseConfigForSize(*chain, 64, 100 * 128, 4096, 1, 90).variant, "sm90_wgmma");
+    EXPECT_NE(chooseConfigForSize(*chain, 63, 14336, 4096, 1, 90).variant, "sm90_wgmma");
+    EXPECT_NE(chooseConfigForSize(*chain, 100, 14336, 4096, 1, 90).variant, "sm90_wgmma");  // a partial row tile
+    EXPECT_NE(chooseConfigForSize(*chain, 64, 14336, 4096, 2, 90).variant, "sm90_wgmma");   // batches: unmeasured
+  }
+  // From M = 128 a cheap epilogue needs neither (the rule measured from M = 512 up); GELU at
+  // K = 4096 below 512 rows needs a decode batch of whole tiles filling the SMs (M = 128, N = 4096:
+  // 64 tiles, where SiLU ran 0.96x eager; M = 256: 128 tiles; 257-511 rows: 64x256 tiles,
+  // unmeasured).
   EXPECT_EQ(chooseConfigForSize(mm, 130, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_EQ(chooseConfigForSize(mm, 128, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_NE(chooseConfigForSize(gelu, 128, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_EQ(chooseConfigForSize(gelu, 128, 14336, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_EQ(chooseConfigForSize(gelu, 256, 4096, 4096, 1, 90).variant, "sm90_wgmma");
-  EXPECT_EQ(chooseConfigForSize(gelu, 320, 4096, 4096, 1, 90).variant, "sm90_wgmma");  // 5 x 32 = 160 tiles
+  EXPECT_NE(chooseConfigForSize(gelu, 320, 4096, 4096, 1, 90).variant, "sm90_wgmma");  // 64x256 tiles there
   EXPECT_NE(chooseConfigForSize(gelu, 300, 4096, 4096, 1, 90).variant, "sm90_wgmma");  // a partial row tile
   EXPECT_EQ(chooseConfigForSize(gelu, 512, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_NE(chooseConfigForSize(gelu, 256, 4096, 14336, 1, 90).variant, "sm90_wgmma");  // K = 14336
+  // A residual below 512 rows only behind GELU(tanh), as measured; a residual alone from 512.
+  const spec::ChainSpec residual = spec::parseSpec(
+      "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
+      "%3 = input 2 bf16 [m,n]\n%4 = add %2 %3 : bf16\noutput %4\n");
+  EXPECT_NE(chooseConfigForSize(residual, 256, 4096, 4096, 1, 90).variant, "sm90_wgmma");
+  EXPECT_EQ(chooseConfigForSize(residual, 512, 4096, 4096, 1, 90).variant, "sm90_wgmma");
+  const spec::ChainSpec gelu_residual = spec::parseSpec(
+      "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
+      "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\n%6 = input 3 bf16 [m,n]\n"
+      "%7 = add %5 %6 : bf16\noutput %7\n");
+  EXPECT_EQ(chooseConfigForSize(gelu_residual, 256, 4096, 4096, 1, 90).variant, "sm90_wgmma");
 }
 
 TEST(CandidateConfigs, HopperTileIsNarrowForSmallBatches) {

@@ -355,12 +355,13 @@ class GenConfig:
     max_n: int = 24
     max_k: int = 48
     large_k_prob: float = 0.02      # K in [512, 4096]
-    # Shapes the Hopper (TMA + wgmma) kernel takes: M >= 128, N and K multiples of 8. Random
+    # Shapes the Hopper (TMA + wgmma) kernel takes: M >= 128 (64-256 rows in whole 64-row tiles
+    # when they fill the GPU: codegen wholeTilesFillSms), N and K multiples of 8. Random
     # sizes almost never are (under 1 % of the GPU run's cases were), so the GPU run asks for them.
     hopper_shape_prob: float = 0.0
     # Cases the Hopper kernel itself takes: bf16/f16 operands read as they are (no prologue,
     # contiguous; a NaN/Inf as often as in other operands), M in [128, 600], N in [128, 768]
-    # and K multiples of 8 (the tile chooser's 64x128 at N = 128, 64x256 above; whole and edge
+    # and K multiples of 8 (the tile chooser's 64x128 at N = 128 or M <= 256, 64x256 above; whole and edge
     # tiles), mm / addmm / linear, at least one epilogue op. (Random chains otherwise reach the
     # Hopper kernel rarely: about 3 % of the sm90-all half of session 6's run.)
     hopper_plain_prob: float = 0.0
