@@ -4,7 +4,9 @@ each Hopper tile (config_table.cpp kHopperTiles), with cuBLAS mm alone beside th
 
 A tile's effect of 5-10 % is below the spread between two bench runs (bench/RESULTS.md Run J),
 so this times the candidates back to back in rounds (fxfuse.autotune.measure, which also checks
-each candidate's outputs against ATen before timing it) and keeps each one's best round.
+each candidate's outputs against ATen before timing it) and keeps each one's best round. Each
+timed call starts with L2 flushed (fxfuse.autotune.time_ms; before session 13's change it did
+not, which flattered every kernel whose operands fit in L2, bench/RESULTS.md Run AA).
 Every epilogue may take the Hopper kernel here (the autotune asks as if its epilogue were cheap).
 
   python bench/sm90/compare_tiles.py [--shapes 4096x4096x4096,4096x1024x4096] [--chains bias_gelu,silu]
