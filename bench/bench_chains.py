@@ -15,6 +15,7 @@ Decode shapes against the memory limit, every weight format of issue 7: bench/be
 import argparse
 import json
 import os
+import re
 import statistics
 import time
 
@@ -106,7 +107,8 @@ def bench_shape(M, K, N, dt, chains, with_compile):
                 # What ran: a second compile of the same graph comes from Inductor's FX graph
                 # cache without running the pass, so chains_fused alone would read 0 there.
                 row["backend_paths"].append(path_of(before, counters()))
-                row["backend_fused"] = fxfuse.stats().get("chains_fused", 0)
+                row["backend_fused"] = fxfuse.stats().get("chains_fused", 0)  # the last sample's
+                row["backend_cached_graphs"] = fxfuse.stats().get("graphs_from_inductor_cache", 0)
                 row["backend_relerr"] = relerr(got, ref)
             row["compile"] = statistics.median(row["compile_samples"])
             row["backend"] = statistics.median(row["backend_samples"])
@@ -147,7 +149,8 @@ def main():
         shapes = [shapes[i - 1] for i in picked]
     if a.mkn:
         dims = [t.split("x") for t in a.mkn.split(",")]
-        if a.which or a.quick or a.shapes or not all(len(d) == 3 and all(v.isdigit() for v in d) for d in dims):
+        if a.which or a.quick or a.shapes or not all(len(d) == 3 and all(re.fullmatch(r"[1-9][0-9]*", v) for v in d)
+                                                        for d in dims):
             ap.error("--mkn takes MxKxN[,MxKxN...] and no --which / --quick / --shapes")
         shapes = [tuple(int(v) for v in d) + (torch.bfloat16,) for d in dims]
     if a.quick:

@@ -121,7 +121,7 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   // rows (M x B), where 64x256 tiles leave most SMs idle: at K = 4096 the 64x128 tile ran 0.84-0.90x
   // cuBLAS mm alone at M = 128 and 256 (N = 4096; 64x256: 1.04-1.26x) and 1.5-28 % faster than
   // 64x256 at M = 64 and 128, N = 13312 and 14336 (bench/RESULTS.md Run AA, compare_tiles). At M =
-  // 512 (N = 4096) neither ping-pong tile was ahead (-4..+3 %), 128x128 cooperative was (3-10 %,
+  // 512 (N = 4096) neither ping-pong tile was ahead (-4..+3 %), 128x128 cooperative was (3-8 %,
   // one sample).
   GemmConfig pp;
   pp.pingpong = true;

@@ -54,17 +54,17 @@ def random_inputs(like: list[Any]) -> list[torch.Tensor]:
 
 
 # Bytes written between two timed calls so that each call finds its operands out of L2 (50 MB on
-# the H100/H200), as a model's layer does after the layers before it: at decode shapes whose
-# weights fit in L2 a warm timing flattered the fused kernel against cuBLAS (bench/RESULTS.md
-# Run AA: 0.85x cuBLAS mm warm at M = 128, K = N = 4096; 1.19-1.28x with triton's do_bench, which
-# flushes).
+# the H100/H200), as a model's layer does after the layers before it. Without it, at decode shapes
+# whose weights fit in L2, this timer and triton's do_bench (which flushes) disagreed: the fused
+# kernel 0.85x cuBLAS mm here against 1.19-1.28x there at M = 128, K = N = 4096 (bench/RESULTS.md
+# Run AA; cuBLAS itself read slower here, so L2 is not the whole difference: not yet re-run).
 L2_FLUSH_BYTES = 256 << 20
 
 
 def time_ms(fn, reps: int) -> float:
     """Median of `reps` CUDA-event timings of `fn`, L2 flushed before each (also the bench
     scripts' timer)."""
-    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
+    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device=torch.cuda.current_device())
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
     for start, end in events:
         flush.zero_()

@@ -73,8 +73,10 @@ class FxfusePass(_PassBase):
 
     def __init__(self, options: Options | None = None):
         self.options = options or Options()
+        self.graphs_run = 0  # graphs this instance rewrote (one instance per backend compile)
 
     def __call__(self, graph: torch.fx.Graph) -> None:
+        self.graphs_run += 1
         run_on_graph(graph, self.options, _graph_label(graph))
 
     def uuid(self) -> Any:
@@ -131,7 +133,8 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], fx_opts: Optio
     patches = dict(patches)
     if fx_opts.baseline is None:  # a chain left unfused here is compiled by Inductor
         fx_opts = dataclasses.replace(fx_opts, baseline="inductor")
-    the_pass: Any = FxfusePass(fx_opts)
+    ours = FxfusePass(fx_opts)
+    the_pass: Any = ours
     user_pass = patches.get(_PASS_KEY, getattr(config, _PASS_KEY, None))
     if user_pass is not None and not isinstance(user_pass, FxfusePass):
         # Keep the user's pass too (runs before fxfuse). A list is accepted by torch ≥ 2.6;
@@ -143,20 +146,15 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], fx_opts: Optio
         except ImportError:
             log.warning("fxfuse: replacing the existing post_grad_custom_post_pass %r", user_pass)
     patches[_PASS_KEY] = the_pass
-    hits_before = _inductor_cache_hits()
     compiled = compile_fx(gm, example_inputs, config_patches=patches)
-    if _inductor_cache_hits() > hits_before:
-        # Inductor served this graph from its FX graph or AOT autograd cache: the pass did not
-        # run, so its counters and report miss the graph's chains (the cached code still calls
-        # the fused op; the uuid keys the cache on the pass's version and options).
+    if ours.graphs_run == 0:
+        # Inductor compiled the inference or forward graph without calling the pass: it served
+        # it from its FX graph or AOT autograd cache, so the pass's counters and report miss the
+        # graph's chains (the cached code still calls the fused op; the uuid keys the cache on
+        # the pass's version and options). A backward graph is compiled later, at the first
+        # backward, and is not counted either way here.
         record_cached_graph()
     return compiled
-
-
-def _inductor_cache_hits() -> int:
-    from torch._dynamo.utils import counters
-
-    return int(counters["inductor"]["fxgraph_cache_hit"]) + int(counters["aot_autograd"]["autograd_cache_hit"])
 
 
 def fxfuse_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], *, mode: str | None = None,

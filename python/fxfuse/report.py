@@ -60,8 +60,9 @@ class FusionReport:
         if self.cached_graphs:
             cached = (f"fxfuse report: {self.cached_graphs} graph(s) came from Inductor's cache, compiled "
                       f"earlier with the same fxfuse version and options; the pass did not run on them, "
-                      f"so their chains are not listed (TORCHINDUCTOR_FX_GRAPH_CACHE=0 and "
-                      f"TORCHINDUCTOR_AUTOGRAD_CACHE=0 list them)\n")
+                      f"so their chains are not listed (torch._inductor.config.force_disable_caches = True, "
+                      f"or TORCHINDUCTOR_FX_GRAPH_CACHE=0 and TORCHINDUCTOR_AUTOGRAD_CACHE=0 set before "
+                      f"torch is imported, list them)\n")
         if not self.graphs:
             return cached or "fxfuse report: no graph was compiled\n"
         return "".join(format_report(plan, skipped, title) for title, plan, skipped in self.graphs) + cached

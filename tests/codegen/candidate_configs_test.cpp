@@ -72,13 +72,14 @@ TEST(CandidateConfigs, SmallBatchesTakeHopperWhereItsTilesFillTheSms) {
   }
   // From M = 128 a cheap epilogue needs neither (the rule measured from M = 512 up); GELU at
   // K = 4096 below 512 rows needs a decode batch of whole tiles filling the SMs (M = 128, N = 4096:
-  // 64 tiles, where SiLU ran 0.96x eager; M = 256: 128 tiles; 257-511 rows: 64x256 tiles,
-  // unmeasured).
+  // 64 tiles, where GELU won 1.08x eager: the 100-tile threshold is conservative there; M = 256:
+  // 128 tiles; 257-511 rows: 64x256 tiles, unmeasured). A ragged N counts its partial column tile.
   EXPECT_EQ(chooseConfigForSize(mm, 130, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_EQ(chooseConfigForSize(mm, 128, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_NE(chooseConfigForSize(gelu, 128, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_EQ(chooseConfigForSize(gelu, 128, 14336, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_EQ(chooseConfigForSize(gelu, 256, 4096, 4096, 1, 90).variant, "sm90_wgmma");
+  EXPECT_EQ(chooseConfigForSize(gelu, 64, 99 * 128 + 8, 4096, 1, 90).variant, "sm90_wgmma");  // 100 tiles
   EXPECT_NE(chooseConfigForSize(gelu, 320, 4096, 4096, 1, 90).variant, "sm90_wgmma");  // 64x256 tiles there
   EXPECT_NE(chooseConfigForSize(gelu, 300, 4096, 4096, 1, 90).variant, "sm90_wgmma");  // a partial row tile
   EXPECT_EQ(chooseConfigForSize(gelu, 512, 4096, 4096, 1, 90).variant, "sm90_wgmma");
@@ -94,6 +95,12 @@ TEST(CandidateConfigs, SmallBatchesTakeHopperWhereItsTilesFillTheSms) {
       "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\n%6 = input 3 bf16 [m,n]\n"
       "%7 = add %5 %6 : bf16\noutput %7\n");
   EXPECT_EQ(chooseConfigForSize(gelu_residual, 256, 4096, 4096, 1, 90).variant, "sm90_wgmma");
+  EXPECT_NE(chooseConfigForSize(gelu_residual, 128, 4096, 4096, 1, 90).variant, "sm90_wgmma");  // 64 tiles
+  const spec::ChainSpec silu_residual = spec::parseSpec(
+      "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
+      "%3 = silu %2 : bf16\n%4 = input 2 bf16 [m,n]\n%5 = add %3 %4 : bf16\noutput %5\n");
+  EXPECT_NE(chooseConfigForSize(silu_residual, 256, 4096, 4096, 1, 90).variant, "sm90_wgmma");  // SiLU: 512 rows
+  EXPECT_EQ(chooseConfigForSize(silu_residual, 512, 4096, 4096, 1, 90).variant, "sm90_wgmma");
 }
 
 TEST(CandidateConfigs, HopperTileIsNarrowForSmallBatches) {

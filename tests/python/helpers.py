@@ -18,18 +18,19 @@ def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
     return ((a.float() - b.float()).norm() / b.float().norm().clamp_min(1e-12)).item()
 
 
-def run_python(code: str, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    """Runs ``code`` in a fresh interpreter; ``fxfuse`` is importable there the same way."""
+def run_python(code: str, *args: str, timeout: int = 600, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Runs ``code`` in a fresh interpreter; ``fxfuse`` is importable there the same way. ``env``:
+    variables set there on top of this process's environment."""
     # Whether fxfuse._C is the stand-in (what tests/python/conftest.py installed). Not
     # `import conftest`: with tests/reliability collected too, that name is its conftest.
     standin = bool(getattr(sys.modules.get("fxfuse._C"), "STANDIN", False))
     prelude = "import sys\n"
     if standin:  # the real extension: a plain `import fxfuse` there, nothing injected
         prelude += "import _standin\n_standin.install(force=True)\n"
-    env = dict(os.environ)  # FXFUSE_TEST_PASS carries over
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "python"), HERE, env.get("PYTHONPATH", "")])
+    child_env = dict(os.environ, **(env or {}))  # FXFUSE_TEST_PASS carries over
+    child_env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "python"), HERE, child_env.get("PYTHONPATH", "")])
     return subprocess.run([sys.executable, "-c", prelude + code, *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=HERE)
+                          timeout=timeout, env=child_env, cwd=HERE)
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

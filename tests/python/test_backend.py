@@ -143,6 +143,7 @@ def test_dynamic_batch_one_graph():
 
 
 
+
 # Run in a child: conftest forces Inductor's caches off through the environment, which no config
 # patch can override in this process.
 _CACHED_COMPILE = r"""
@@ -169,16 +170,12 @@ def test_graph_from_inductors_cache_is_counted_and_reported(tmp_path):
     # same graph is served from the cache and the pass does not run: the stats and the report
     # must say so instead of reading "0 fused".
     import ast
-    import os
-    import subprocess
-    import sys
 
-    here = os.path.dirname(os.path.abspath(__file__))
-    env = dict(os.environ, TORCHINDUCTOR_FX_GRAPH_CACHE="1", TORCHINDUCTOR_AUTOGRAD_CACHE="1",
-               TORCHINDUCTOR_CACHE_DIR=str(tmp_path),
-               PYTHONPATH=os.pathsep.join([os.path.join(here, "..", "..", "python"), here]))
-    out = subprocess.run([sys.executable, "-c", _CACHED_COMPILE], env=env, capture_output=True, text=True,
-                         timeout=300)
+    from helpers import run_python
+
+    out = run_python(_CACHED_COMPILE, timeout=300, env={
+        "TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1",
+        "TORCHINDUCTOR_CACHE_DIR": str(tmp_path)})
     assert out.returncode == 0, out.stderr[-3000:]
     (fused0, seen0, cached0, report0), (fused1, seen1, cached1, report1) = ast.literal_eval(
         out.stdout.strip().splitlines()[-1])

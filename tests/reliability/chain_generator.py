@@ -361,7 +361,7 @@ class GenConfig:
     hopper_shape_prob: float = 0.0
     # Cases the Hopper kernel itself takes: bf16/f16 operands read as they are (no prologue,
     # contiguous; a NaN/Inf as often as in other operands), M in [128, 600], N in [128, 768]
-    # and K multiples of 8 (the tile chooser's 64x128 at N = 128 or M <= 256, 64x256 above; whole and edge
+    # and K multiples of 8 (the tile chooser's 64x128 at N = 128 or M x B <= 256, 64x256 above; whole and edge
     # tiles), mm / addmm / linear, at least one epilogue op. (Random chains otherwise reach the
     # Hopper kernel rarely: about 3 % of the sm90-all half of session 6's run.)
     hopper_plain_prob: float = 0.0
