@@ -38,8 +38,15 @@ std::string problemClass(const codegen::ProblemShape& p) {
          (p.align_bytes_columns < 16 ? ",c" + std::to_string(p.align_bytes_columns) : "");
 }
 
+// How a stored choice was measured (python/fxfuse/autotune.py), part of its key: bumped when the
+// measurement changes, so that a choice measured the old way is measured again. 2: time_ms
+// flushes L2 before each timed call (session 13); 1: it did not.
+constexpr int kChoiceMeasurement = 2;
+
 std::string choiceCacheKey(const std::string& specText, const std::string& problem, const std::string& gpu) {
-  return cacheKey(specText, std::string("kernel-choice/") + libraryVersion() + "/" + gpu, problem);
+  return cacheKey(specText,
+                  std::string("kernel-choice/m") + std::to_string(kChoiceMeasurement) + "/" + libraryVersion() + "/" + gpu,
+                  problem);
 }
 
 std::string lookupKernelChoice(const CachedSpec& spec, const std::string& problem, const std::string& gpu) {

@@ -63,7 +63,8 @@ L2_FLUSH_BYTES = 256 << 20
 
 def time_ms(fn, reps: int) -> float:
     """Median of `reps` CUDA-event timings of `fn`, L2 flushed before each (also the bench
-    scripts' timer)."""
+    scripts' timer). A change to how choices are measured bumps kChoiceMeasurement
+    (runtime/kernel_choice.cpp), so that choices stored on disk before it are measured again."""
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device=torch.cuda.current_device())
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
     for start, end in events:
