@@ -557,6 +557,33 @@ def test_hopper_every_tile_at_decode_batch_sizes():
     run_child(HOPPER_EVERY_TILE_CHILD, "small_m", FXFUSE_SM90_ALL_EPILOGUES="1")
 
 
+@needs_sm90
+@pytest.mark.parametrize("M,hopper", [(64, True), (128, True), (100, False)])
+def test_decode_batch_dispatch_by_the_heuristic(unforced, M, hopper):
+    """The op's own choice at decode batch sizes (codegen wholeTilesFillSms, bench/RESULTS.md Run
+    AA): bias+GELU(tanh) at N = 12,800 (100 column tiles of 128) takes the Hopper kernel with
+    64x128 tiles at M = 64 and 128, and cuBLAS + the epilogue kernel at M = 100 (a partial row
+    tile); the outputs are eager's either way."""
+    seed("decode-batch", M)
+    N, K, dt = 12800, 256, torch.bfloat16
+    s = SpecBuilder()
+    xs, ws = s.input(dt, "mk"), s.input(dt, "kn")
+    s.output(s.op("gelu_tanh", s.op("add", s.mm(xs, ws, torch.float32), s.input(dt, "n"), dtype=dt), dtype=dt))
+    spec = s.text()
+    x, w, b = randn((M, K), dt, "cuda"), randn((K, N), dt, "cuda", K ** -0.5), randn((N,), dt, "cuda")
+    variant = C.kernel_variant(spec, M, N, K)[0]
+    assert (variant == "sm90_wgmma") == hopper, variant
+    before = C.stats()
+    (out,) = gemm_chain([x, w, b], spec)
+    torch.cuda.synchronize()
+    after = C.stats()
+    assert after["launches"] == before["launches"] + 1, after
+    assert after["pointwise_launches"] == before["pointwise_launches"] + (0 if hopper else 1), after
+    want = torch.nn.functional.gelu(x.double() @ w.double() + b.double(), approximate="tanh")
+    assert torch.isfinite(out).all(), "an element was not written (poisoned NaN)"
+    assert ((out.double() - want).norm() / want.norm()).item() < 1e-2
+
+
 # The Hopper epilogue's 16-bit roundings, bit for bit: an intermediate rounded to bf16 / f16 and
 # kept as float (`add : bf16`, then `convert : f32`, an f32 output: the vector path's per-element
 # or paired fx_round_*), and an output rounded only by its store (`add : bf16` as the output: the
