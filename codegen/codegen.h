@@ -130,6 +130,10 @@ KernelConfig chooseConfig(const spec::ChainSpec& spec, const ProblemShape& shape
 // fxfuse._C.kernel_variant. The op itself decides per call from the real strides.
 KernelConfig chooseConfigForSize(const spec::ChainSpec& spec, long long M, long long N, long long K, long long B,
                                  int sm_arch);
+// Why the Hopper kernel would not take this chain at this size (the first of the heuristic's
+// conditions it fails, in words for the fusion report); "" where it would.
+std::string hopperRefusalForSize(const spec::ChainSpec& spec, long long M, long long N, long long K, long long B,
+                                 int sm_arch);
 // Every config the op may run for this problem, the heuristic's choice (chooseConfig) first,
 // then the other Hopper tiles (ping-pong 64x256 / 64x128, cooperative 128x256 / 128x128) where
 // the Hopper kernel applies, whatever the epilogue: what a measured autotune times

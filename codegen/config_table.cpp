@@ -26,7 +26,7 @@ struct Query {
   OperandInfo a, b;
   const ProblemShape& shape;
   int arch;
-  bool epilogue_wins;  // see epilogueWinsOnHopper()
+  std::string epilogue_refusal;  // why the Hopper kernel loses with this epilogue ("": it wins; epilogueRefusal)
   // The fewest rows the Hopper kernel is considered for. The heuristic: 128 (measured from M =
   // 512 up), or 64 where whole tiles fill the SMs (wholeTilesFillSms). The autotune's
   // candidates: one 64-row tile always (candidatesValidated).
@@ -49,7 +49,7 @@ struct VariantRow {
 // (bench/RESULTS.md Run AA, 2026-12-01, K = 4096): where they do (M = 64 at N = 13312 and 14336,
 // 104 and 112 tiles; M = 128 and 192 at N = 14336; M = 256 at N = 4096) the Hopper kernel beat
 // cuBLAS + the epilogue on every bench chain but SiLU alone (bias+GELU, bias+GELU then the
-// residual, bias+ReLU+cast: 1.11-1.62x eager; SiLU 0.97-1.16x, so epilogueWinsOnHopper keeps SiLU
+// residual, bias+ReLU+cast: 1.11-1.62x eager; SiLU 0.97-1.16x, so epilogueRefusal keeps SiLU
 // to 512 rows and more). Where they do not: M = 100 (a partial row tile, the per-element edge
 // epilogue on half the tiles) lost on every chain, 1.30-1.68x cuBLAS mm alone on the 64x128 tile
 // against cuBLAS + the epilogue kernel's 1.21-1.28x; M = 64 at K = 14336, N = 4096 (32 tiles; the
@@ -75,40 +75,70 @@ bool wholeTilesFillSms(const ProblemShape& s) {
 // division, logarithms...) were not measured or lost (Runs C-J) and stay unfused.
 constexpr long long kExpensiveEpilogueMaxK = 4096;
 
-bool epilogueWinsOnHopper(const spec::ChainSpec& spec, const ProblemShape& shape) {
+// Why the Hopper kernel with this epilogue does not beat the unfused graph at this shape, in
+// words for the report; "" where it does.
+std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& shape) {
   // Measurement knob (bench/bench_chains.py --all-epilogues): time the Hopper kernel on every
   // epilogue, to re-decide this rule when the kernel changes. Not for production use.
   static const bool all = [] {
     const char* v = std::getenv("FXFUSE_SM90_ALL_EPILOGUES");
     return v && std::string(v) == "1";
   }();
-  if (all) return true;
+  if (all) return {};
   // A 16-bit bias or column scale the fast path cannot pair (not contiguous, not 4-byte aligned)
   // sends the whole launch to the per-element edge path: the unfused path is faster.
-  if (shape.align_bytes_columns < 4) return false;
+  if (shape.align_bytes_columns < 4) return "a 16-bit bias or column scale is not 4-byte aligned (per-element path)";
   static const char* const kExpensive[] = {"tanh", "exp", "log", "erf", "sigmoid", "sin", "cos",
                                            "gelu", "gelu_tanh", "silu", "pow", "sqrt", "rsqrt",
                                            "hardswish", "div", "reciprocal"};
-  // measured: K <= 4096, M >= 512 (B x M for bmm) or a decode batch whose whole 64-row tiles fill
-  // the SMs (Run AA), at most one such activation, the staged form
-  const bool many_rows = shape.M * shape.B >= 512;
-  bool cheap = true, measured = shape.K <= kExpensiveEpilogueMaxK && stagedEverything(spec) &&
-                                (many_rows || wholeTilesFillSms(shape)) && shape.align_bytes_residual >= 16;
+  bool residual = false, silu = false;
   int expensive_ops = 0;
+  std::string unmeasured;
   for (const spec::Value& v : spec.values) {
-    if (spec::isResidualInput(v)) cheap = false;
+    if (spec::isResidualInput(v)) residual = true;
     if (v.kind != spec::ValueKind::Op) continue;
     const auto is = [&](const char* op) { return v.op == op; };
     if (!std::any_of(std::begin(kExpensive), std::end(kExpensive), is)) continue;
-    cheap = false;
     ++expensive_ops;
-    // the activations measured fused, each with a fast-math form (fx_prelude.cuh): GELU(tanh);
-    // SiLU from 512 rows only (below, it ran 0.97x eager at M = 192, N = 14336, Run AA: its
-    // separate pass is the cheapest)
-    measured = measured && (is("gelu_tanh") || (is("silu") && many_rows));
+    // the activations measured fused, each with a fast-math form (fx_prelude.cuh)
+    if (is("silu")) silu = true;
+    else if (!is("gelu_tanh") && unmeasured.empty()) unmeasured = v.op;
   }
-  // Below 512 rows the residual was measured only behind GELU(tanh) (bench chain bias_gelu_resid)
-  return cheap || (measured && expensive_ops <= 1 && (many_rows || expensive_ops == 1));
+  if (!residual && expensive_ops == 0) return {};  // cheap: wins at every measured shape
+  // measured: K <= 4096, M >= 512 (B x M for bmm) or a decode batch whose whole 64-row tiles fill
+  // the SMs (Run AA), at most one such activation, the staged form
+  if (!unmeasured.empty()) return "'" + unmeasured + "' was not measured fused";
+  if (expensive_ops > 1) return "more than one transcendental or division (not measured fused)";
+  if (shape.K > kExpensiveEpilogueMaxK)
+    return "GELU, SiLU and residual epilogues lose at K > 4096 (bench/RESULTS.md Runs L, M)";
+  if (!stagedEverything(spec)) return "outputs the fast path cannot stage (several, or a 32-bit one)";
+  if (shape.align_bytes_residual < 16) return "the residual is not 16-byte aligned";
+  if (shape.M * shape.B < 512) {
+    if (!wholeTilesFillSms(shape))
+      return "below 512 rows only decode batches were measured: one matrix of 64-256 rows in whole 64-row "
+             "tiles, at least 100 tiles of 64x128 (Run AA)";
+    // SiLU's separate pass is the cheapest: 0.97x eager at M = 192, N = 14336 (Run AA)
+    if (silu) return "SiLU is faster unfused below 512 rows (Run AA)";
+    // the residual was measured only behind GELU(tanh) there (bench chain bias_gelu_resid)
+    if (expensive_ops == 0) return "a residual without GELU(tanh) was not measured below 512 rows";
+  }
+  return {};
+}
+
+// Why the Hopper kernel does not take this problem, in words; "" where it does.
+std::string hopperRefusal(const Query& q) {
+  const ProblemShape& s = q.shape;
+  if (q.arch < 90) return "needs sm_90";
+  if (!q.is16bit()) return "operands are not bf16/f16";
+  if (!q.a.plain || !q.b.plain) return "an operand has a prologue (TMA loads the tensors as they are)";
+  // TMA loads A with k innermost: a transposed A is not expressible (the template checks).
+  if (!q.a.kmajor || !s.a_kmajor) return "A is transposed";
+  if (s.align_bytes_a < 16 || s.align_bytes_b < 16) return "an operand is not 16-byte aligned";
+  if (s.K % 8 != 0 || s.N % 8 != 0) return "K or N is not a multiple of 8";
+  if (s.M < q.hopper_min_m && !wholeTilesFillSms(s))
+    return "M < 128 outside decode batches of whole 64-row tiles filling the SMs (Run AA)";
+  if (!q.epilogue_refusal.empty()) return q.epilogue_refusal;
+  return {};
 }
 
 // The Hopper tiles a measured autotune chooses from (candidateConfigs), with the ring depths
@@ -201,12 +231,7 @@ const VariantRow kRows[] = {
     // torch.compile default; Run Y, 2026-11-30: at par at K = 4096, N >= 4096): Inductor keeps
     // those GEMMs, except where it was measured faster (beatsBaseline).
     {"sm90_wgmma", "kernels/sm90_wgmma_gemm.cuh", GridPolicy::Persistent, true, false,
-     [](const Query& q) {
-       // TMA loads A with k innermost: a transposed A is not expressible (the template checks).
-       return q.arch >= 90 && q.epilogue_wins && q.is16bit() && q.a.plain && q.b.plain && q.a.kmajor && q.shape.a_kmajor &&
-              q.shape.align_bytes_a >= 16 && q.shape.align_bytes_b >= 16 && (q.shape.M >= q.hopper_min_m || wholeTilesFillSms(q.shape)) &&
-              q.shape.K % 8 == 0 && q.shape.N % 8 == 0;
-     },
+     [](const Query& q) { return hopperRefusal(q).empty(); },
      [](const Query& q) {
        // Tile shape per problem (kernels/sm90_wgmma_gemm.cuh, bench/sm90/NOTES.md run 7): ping-pong
        // 64x256, 5 stages (64x128, 8 stages, for N <= 128 or M x B <= 256: sm90::chooseConfig).
@@ -312,7 +337,7 @@ bool beatsBaseline(const spec::ChainSpec& spec, const KernelConfig& config, long
   // Run Z has the backend fuse all 12 of those cells, 1.06-1.56x torch.compile. Measured on
   // 2-D bf16 mm chains (bias+GELU(tanh), SiLU, bias+ReLU+cast, GELU(tanh) then the residual);
   // bmm (M x B), fp16 and SiLU before a residual follow them unmeasured, as they do in the
-  // eager rule (epilogueWinsOnHopper).
+  // eager rule (epilogueRefusal).
   if (M * B < 4096) return false;
   return (K == 1024 && N >= 4096) || (K == 4096 && N == 1024);
 }
@@ -330,7 +355,7 @@ namespace {
 // The first row that applies, for a validated spec and its operand analyses.
 KernelConfig chooseValidated(const spec::ChainSpec& checked, const OperandInfo& a, const OperandInfo& b,
                              const ProblemShape& shape, int sm_arch) {
-  Query q{a, b, shape, sm_arch, epilogueWinsOnHopper(checked, shape)};
+  Query q{a, b, shape, sm_arch, epilogueRefusal(checked, shape)};
   for (const VariantRow& r : kRows)
     if (embeddedFile(r.templ) && r.applies(q)) return r.config(q);
   throw std::logic_error("fxfuse internal error: no kernel variant applies (please report a bug)");
@@ -366,13 +391,23 @@ KernelConfig chooseConfigForSize(const spec::ChainSpec& spec, long long M, long 
   return chooseValidated(checked, a, b, sizedShape(a, b, M, N, K, B), sm_arch);
 }
 
+std::string hopperRefusalForSize(const spec::ChainSpec& spec, long long M, long long N, long long K, long long B,
+                                 int sm_arch) {
+  spec::ChainSpec checked = spec;
+  spec::validateSpec(checked);
+  if (!embeddedFile(row("sm90_wgmma").templ)) return "built without the Hopper template";
+  const OperandInfo a = analyzeA(checked), b = analyzeB(checked);
+  const ProblemShape shape = sizedShape(a, b, M, N, K, B);
+  return hopperRefusal(Query{a, b, shape, sm_arch, epilogueRefusal(checked, shape)});
+}
+
 namespace {
 std::vector<KernelConfig> candidatesValidated(const spec::ChainSpec& checked, const OperandInfo& a,
                                               const OperandInfo& b, const ProblemShape& shape, int sm_arch) {
   std::vector<KernelConfig> out{chooseValidated(checked, a, b, shape, sm_arch)};
-  // The epilogue rule (epilogueWinsOnHopper) and the heuristic's smallest M are guesses the
+  // The epilogue rule (epilogueRefusal) and the heuristic's smallest M are guesses the
   // measurement replaces: ask as if the epilogue wins, from one 64-row tile.
-  Query q{a, b, shape, sm_arch, /*epilogue_wins=*/true};
+  Query q{a, b, shape, sm_arch, /*epilogue_refusal=*/""};
   q.hopper_min_m = 64;
   const VariantRow& hopper = row("sm90_wgmma");
   if (!embeddedFile(hopper.templ) || !hopper.applies(q)) return out;

@@ -43,9 +43,13 @@ std::optional<Rejection> checkProfitable(const GraphIndex& index, const GemmMatc
     if (codegen::beatsBaseline(spec, config, m, n, *k, b,
                                inductor ? codegen::Baseline::Inductor : codegen::Baseline::Eager))
       return std::nullopt;
+    // Where the Hopper kernel does not take the chain, say which of its conditions failed.
+    std::string why = config.variant == "sm90_wgmma" ? "" : codegen::hopperRefusalForSize(spec, m, n, *k, b, sm);
+    if (sm < 90) why.clear();  // no Hopper kernel to ask about
     return Rejection{"not_profitable",
-                     fmt::format("no kernel faster than unfused {} for M={}, K={}, N={} (it would run as {})",
-                                 options.baseline, m, *k, n, config.variant)};
+                     fmt::format("no kernel faster than unfused {} for M={}, K={}, N={} (it would run as {}{})",
+                                 options.baseline, m, *k, n, config.variant,
+                                 why.empty() ? "" : "; the Hopper kernel: " + why)};
   } catch (const std::exception&) {
     return std::nullopt;  // codegen cannot answer for this spec: the op decides at run time
   }

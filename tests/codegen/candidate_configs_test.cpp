@@ -9,6 +9,8 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "codegen/codegen.h"
 #include "codegen/embedded_sources.h"
@@ -101,6 +103,34 @@ TEST(CandidateConfigs, SmallBatchesTakeHopperWhereItsTilesFillTheSms) {
       "%3 = silu %2 : bf16\n%4 = input 2 bf16 [m,n]\n%5 = add %3 %4 : bf16\noutput %5\n");
   EXPECT_NE(chooseConfigForSize(silu_residual, 256, 4096, 4096, 1, 90).variant, "sm90_wgmma");  // SiLU: 512 rows
   EXPECT_EQ(chooseConfigForSize(silu_residual, 512, 4096, 4096, 1, 90).variant, "sm90_wgmma");
+}
+
+TEST(CandidateConfigs, HopperRefusalNamesWhyTheHeuristicSaysNo) {
+  // The report's reason (hopperRefusalForSize) is empty exactly where the heuristic takes the
+  // Hopper kernel, and names the failing condition elsewhere.
+  if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
+  const char* head = "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n";
+  const std::vector<spec::ChainSpec> chains = {
+      biasGeluTanh(), loadSpec("bare_bf16_mm"), loadSpec("bf16_linear3d_bias_gelu"),
+      spec::parseSpec(std::string(head) + "%3 = silu %2 : bf16\noutput %3\n"),
+      spec::parseSpec(std::string(head) + "%3 = input 2 bf16 [m,n]\n%4 = add %2 %3 : bf16\noutput %4\n")};
+  for (const spec::ChainSpec& chain : chains)
+    for (long long m : {1LL, 16LL, 64LL, 100LL, 128LL, 192LL, 256LL, 320LL, 512LL, 4096LL})
+      for (auto [n, k] : {std::pair{4096LL, 4096LL}, {14336LL, 4096LL}, {4096LL, 14336LL}, {4100LL, 4096LL}})
+        for (int sm : {80, 90}) {
+          const std::string why = hopperRefusalForSize(chain, m, n, k, 1, sm);
+          EXPECT_EQ(why.empty(), chooseConfigForSize(chain, m, n, k, 1, sm).variant == "sm90_wgmma")
+              << m << " " << n << " " << k << " sm" << sm << ": " << why;
+        }
+  const spec::ChainSpec gelu = biasGeluTanh();
+  EXPECT_EQ(hopperRefusalForSize(gelu, 4096, 4096, 4096, 1, 80), "needs sm_90");
+  EXPECT_NE(hopperRefusalForSize(gelu, 4096, 4096, 14336, 1, 90).find("K > 4096"), std::string::npos);
+  EXPECT_NE(hopperRefusalForSize(gelu, 4096, 4100, 4096, 1, 90).find("multiple of 8"), std::string::npos);
+  EXPECT_NE(hopperRefusalForSize(gelu, 100, 14336, 4096, 1, 90).find("M < 128"), std::string::npos);
+  EXPECT_NE(hopperRefusalForSize(gelu, 128, 4096, 4096, 1, 90).find("decode batches"), std::string::npos);
+  EXPECT_NE(hopperRefusalForSize(chains[2], 4096, 4096, 4096, 1, 90).find("'gelu' was not measured"), std::string::npos);
+  EXPECT_NE(hopperRefusalForSize(chains[3], 256, 4096, 4096, 1, 90).find("SiLU"), std::string::npos);
+  EXPECT_NE(hopperRefusalForSize(chains[4], 256, 4096, 4096, 1, 90).find("residual without GELU"), std::string::npos);
 }
 
 TEST(CandidateConfigs, HopperTileIsNarrowForSmallBatches) {
