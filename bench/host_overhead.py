@@ -25,7 +25,7 @@ gemm_chain = torch.ops.fxfuse.gemm_chain.default
 
 
 # The activation after the bias: its spec op and eager's function. erf-GELU has no fast kernel
-# beyond gemv's decode sizes (codegen epilogueWinsOnHopper: never measured fused), so its rows
+# beyond gemv's decode sizes (codegen epilogueRefusal: never measured fused), so its rows
 # time the op's unfused path; GELU(tanh) and ReLU take the Hopper kernel at these K.
 ACTS = {"gelu": ("gelu_tanh", lambda y: torch.nn.functional.gelu(y, approximate="tanh")),
         "gelu_erf": ("gelu", torch.nn.functional.gelu),

@@ -111,7 +111,7 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   if (expensive_ops > 1) return "more than one transcendental or division (not measured fused)";
   if (shape.K > kExpensiveEpilogueMaxK)
     return "GELU, SiLU and residual epilogues lose at K > 4096 (bench/RESULTS.md Runs L, M)";
-  if (!stagedEverything(spec)) return "outputs the fast path cannot stage (several, or a 32-bit one)";
+  if (!stagedEverything(spec)) return "outputs or a residual the fast path cannot stage (several, or 32-bit)";
   if (shape.align_bytes_residual < 16) return "the residual is not 16-byte aligned";
   if (shape.M * shape.B < 512) {
     if (!wholeTilesFillSms(shape))
@@ -136,7 +136,7 @@ std::string hopperRefusal(const Query& q) {
   if (s.align_bytes_a < 16 || s.align_bytes_b < 16) return "an operand is not 16-byte aligned";
   if (s.K % 8 != 0 || s.N % 8 != 0) return "K or N is not a multiple of 8";
   if (s.M < q.hopper_min_m && !wholeTilesFillSms(s))
-    return "M < 128 outside decode batches of whole 64-row tiles filling the SMs (Run AA)";
+    return fmt::format("M < {} outside decode batches of whole 64-row tiles filling the SMs (Run AA)", q.hopper_min_m);
   if (!q.epilogue_refusal.empty()) return q.epilogue_refusal;
   return {};
 }

@@ -43,9 +43,16 @@ std::optional<Rejection> checkProfitable(const GraphIndex& index, const GemmMatc
     if (codegen::beatsBaseline(spec, config, m, n, *k, b,
                                inductor ? codegen::Baseline::Inductor : codegen::Baseline::Eager))
       return std::nullopt;
-    // Where the Hopper kernel does not take the chain, say which of its conditions failed.
-    std::string why = config.variant == "sm90_wgmma" ? "" : codegen::hopperRefusalForSize(spec, m, n, *k, b, sm);
-    if (sm < 90) why.clear();  // no Hopper kernel to ask about
+    // Where the Hopper kernel does not take the chain, say which of its conditions failed (words
+    // only: a failure here must not turn the rejection into a fusion).
+    std::string why;
+    if (sm >= 90 && config.variant != "sm90_wgmma") {
+      try {
+        why = codegen::hopperRefusalForSize(spec, m, n, *k, b, sm);
+      } catch (const std::exception&) {
+        why.clear();
+      }
+    }
     return Rejection{"not_profitable",
                      fmt::format("no kernel faster than unfused {} for M={}, K={}, N={} (it would run as {}{})",
                                  options.baseline, m, *k, n, config.variant,

@@ -23,7 +23,7 @@ using test::loadSpec;
 
 bool hopperBuiltIn() { return embeddedFile("kernels/sm90_wgmma_gemm.cuh") != nullptr; }
 
-// bias + GELU(tanh): an expensive epilogue the Hopper rule measured (epilogueWinsOnHopper).
+// bias + GELU(tanh): an expensive epilogue the Hopper rule measured (epilogueRefusal).
 spec::ChainSpec biasGeluTanh() {
   return spec::parseSpec(
       "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
@@ -35,7 +35,7 @@ TEST(CandidateConfigs, HeuristicFirstThenEveryHopperTile) {
   const spec::ChainSpec gelu = loadSpec("bf16_linear3d_bias_gelu");
   const std::vector<KernelConfig> c = candidateConfigsForSize(gelu, 4096, 4096, 14336, 1, 90);
   ASSERT_EQ(c.size(), 6u);
-  // GELU at K = 14336: the heuristic (first) keeps the Hopper kernel off (epilogueWinsOnHopper);
+  // GELU at K = 14336: the heuristic (first) keeps the Hopper kernel off (epilogueRefusal);
   // the measurement may not.
   EXPECT_EQ(c[0].variant, "sm80_mma");
   std::set<std::string> texts;
@@ -127,9 +127,9 @@ TEST(CandidateConfigs, HopperRefusalNamesWhyTheHeuristicSaysNo) {
   EXPECT_NE(hopperRefusalForSize(gelu, 4096, 4096, 14336, 1, 90).find("K > 4096"), std::string::npos);
   EXPECT_NE(hopperRefusalForSize(gelu, 4096, 4100, 4096, 1, 90).find("multiple of 8"), std::string::npos);
   EXPECT_NE(hopperRefusalForSize(gelu, 100, 14336, 4096, 1, 90).find("M < 128"), std::string::npos);
-  EXPECT_NE(hopperRefusalForSize(gelu, 128, 4096, 4096, 1, 90).find("decode batches"), std::string::npos);
+  EXPECT_NE(hopperRefusalForSize(gelu, 128, 4096, 4096, 1, 90).find("below 512 rows only decode batches"), std::string::npos);
   EXPECT_NE(hopperRefusalForSize(chains[2], 4096, 4096, 4096, 1, 90).find("'gelu' was not measured"), std::string::npos);
-  EXPECT_NE(hopperRefusalForSize(chains[3], 256, 4096, 4096, 1, 90).find("SiLU"), std::string::npos);
+  EXPECT_NE(hopperRefusalForSize(chains[3], 256, 4096, 4096, 1, 90).find("SiLU is faster"), std::string::npos);
   EXPECT_NE(hopperRefusalForSize(chains[4], 256, 4096, 4096, 1, 90).find("residual without GELU"), std::string::npos);
 }
 

@@ -35,7 +35,7 @@ def _run(inputs, spec):
 
 
 # (256, 4104, 384): two outputs and K past 4096, either of which keeps GELU off the Hopper kernel
-# (codegen/config_table.cpp epilogueWinsOnHopper); (1000, 776, 519): odd N, no TMA
+# (codegen/config_table.cpp epilogueRefusal); (1000, 776, 519): odd N, no TMA
 @pytest.mark.parametrize("m,k,n", [(256, 4104, 384), (1000, 776, 519), (3, 40, 7)])
 def test_chain_without_a_fast_kernel_runs_cublas_plus_one_epilogue_kernel(m, k, n, monkeypatch):
     monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")
@@ -60,7 +60,7 @@ def test_chain_without_a_fast_kernel_runs_cublas_plus_one_epilogue_kernel(m, k, 
 def test_input_the_hopper_fast_path_cannot_read_takes_the_unfused_path(what, monkeypatch):
     """A residual the Hopper kernel cannot stage (a slice 2 bytes off 16-byte alignment) or a
     bias it cannot pair (2 bytes off 4-byte alignment) would send its whole launch to the
-    per-element edge path: the op runs the unfused path instead (codegen epilogueWinsOnHopper,
+    per-element edge path: the op runs the unfused path instead (codegen epilogueRefusal,
     the plan's align_bytes_residual / _columns). Aligned, the same chain takes the Hopper kernel."""
     monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")
     tail = "%3 = input 2 bf16 [m,n]\n%4 = add %2 %3 : bf16\noutput %4\n" if what == "residual" else \
