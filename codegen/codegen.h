@@ -58,6 +58,9 @@ bool isFastVariant(const KernelConfig& config, Baseline baseline = Baseline::Eag
 // bench/RESULTS.md Runs F, L, M, Y, Z).
 bool beatsBaseline(const spec::ChainSpec& spec, const KernelConfig& config, long long M, long long N, long long K,
                    long long B, Baseline baseline);
+// Why the Hopper kernel is not counted faster than torch.compile for this chain and size (the
+// measured boxes of beatsBaseline, in words for the report); "" inside them.
+std::string inductorRefusal(const spec::ChainSpec& spec, long long M, long long N, long long K, long long B);
 
 // How the runtime sizes the grid for a KernelSource (launchDims does it; this says how).
 enum class GridPolicy {

@@ -43,20 +43,22 @@ std::optional<Rejection> checkProfitable(const GraphIndex& index, const GemmMatc
     if (codegen::beatsBaseline(spec, config, m, n, *k, b,
                                inductor ? codegen::Baseline::Inductor : codegen::Baseline::Eager))
       return std::nullopt;
-    // Where the Hopper kernel does not take the chain, say which of its conditions failed (words
-    // only: a failure here must not turn the rejection into a fusion).
+    // Say why the Hopper kernel does not take the chain: which of its conditions failed, or,
+    // against Inductor, which measured box it is outside (words only: a failure here must not
+    // turn the rejection into a fusion).
     std::string why;
-    if (sm >= 90 && config.variant != "sm90_wgmma") {
-      try {
-        why = codegen::hopperRefusalForSize(spec, m, n, *k, b, sm);
-      } catch (const std::exception&) {
-        why.clear();
-      }
+    try {
+      if (sm >= 90 && config.variant != "sm90_wgmma")
+        why = "the Hopper kernel: " + codegen::hopperRefusalForSize(spec, m, n, *k, b, sm);
+      else if (config.variant == "sm90_wgmma" && inductor)
+        why = "the Hopper kernel: " + codegen::inductorRefusal(spec, m, n, *k, b);
+    } catch (const std::exception&) {
+      why.clear();
     }
     return Rejection{"not_profitable",
                      fmt::format("no kernel faster than unfused {} for M={}, K={}, N={} (it would run as {}{})",
                                  options.baseline, m, *k, n, config.variant,
-                                 why.empty() ? "" : "; the Hopper kernel: " + why)};
+                                 why.empty() ? "" : "; " + why)};
   } catch (const std::exception&) {
     return std::nullopt;  // codegen cannot answer for this spec: the op decides at run time
   }
