@@ -44,8 +44,11 @@ struct VariantRow {
   KernelConfig (*config)(const Query&);
 };
 
-// Whether a decode batch (one matrix of 64 to 256 rows, where sm90::chooseConfig takes 64x128
-// tiles) fills the machine with whole 64-row tiles: 64x128 tiles on most of the 132 SMs. Measured
+// The multiprocessors the Hopper tile choice plans for (H100/H200 SXM).
+constexpr int kHopperSms = 132;
+
+// Whether a decode batch (one matrix of 64 to 256 rows) fills the machine with whole 64-row tiles:
+// the tiles sm90::chooseConfig picks there (64x128) on most of the SMs. Measured
 // (bench/RESULTS.md Run AA, 2026-12-01, K = 4096): where they do (M = 64 at N = 13312 and 14336,
 // 104 and 112 tiles; M = 128 and 192 at N = 14336; M = 256 at N = 4096) the Hopper kernel beat
 // cuBLAS + the epilogue on every bench chain but SiLU alone (bias+GELU, bias+GELU then the
@@ -59,7 +62,9 @@ struct VariantRow {
 constexpr long long kSmallBatchMinTiles = 100;
 
 bool wholeTilesFillSms(const ProblemShape& s) {
-  return s.B == 1 && s.M >= 64 && s.M <= 256 && s.M % 64 == 0 && (s.M / 64) * ((s.N + 127) / 128) >= kSmallBatchMinTiles;
+  if (s.B != 1 || s.M < 64 || s.M > 256 || s.M % 64 != 0) return false;
+  const long long bn = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms).bn;  // the tile that would run
+  return (s.M / 64) * ((s.N + bn - 1) / bn) >= kSmallBatchMinTiles;
 }
 
 // Whether the Hopper kernel with this epilogue beats the unfused graph (cuBLAS, then the
@@ -235,9 +240,8 @@ const VariantRow kRows[] = {
      [](const Query& q) {
        // Tile shape per problem (kernels/sm90_wgmma_gemm.cuh, bench/sm90/NOTES.md run 7): ping-pong
        // 64x256, 5 stages (64x128, 8 stages, for N <= 128 or M x B <= 256: sm90::chooseConfig).
-       // 132 SMs (H100/H200 SXM).
        if (const KernelConfig* forced = pingpongTileKnob()) return *forced;
-       const sm90::GemmConfig g = sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, 132);
+       const sm90::GemmConfig g = sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, kHopperSms);
        KernelConfig c{"sm90_wgmma", g.bm, g.bn, g.bk, g.stages, g.threads()};
        c.pingpong = g.pingpong;
        return c;
@@ -389,22 +393,36 @@ ProblemShape sizedShape(const OperandInfo& a, const OperandInfo& b, long long M,
 }
 }  // namespace
 
+namespace {
+// A validated spec, its operand analyses and an aligned problem of this size: what the ...ForSize
+// questions ask about.
+struct SizedProblem {
+  spec::ChainSpec checked;
+  OperandInfo a, b;
+  ProblemShape shape;
+};
+
+SizedProblem sizedProblem(const spec::ChainSpec& spec, long long M, long long N, long long K, long long B) {
+  SizedProblem p{spec, {}, {}, {}};
+  spec::validateSpec(p.checked);
+  p.a = analyzeA(p.checked);
+  p.b = analyzeB(p.checked);
+  p.shape = sizedShape(p.a, p.b, M, N, K, B);
+  return p;
+}
+}  // namespace
+
 KernelConfig chooseConfigForSize(const spec::ChainSpec& spec, long long M, long long N, long long K, long long B,
                                  int sm_arch) {
-  spec::ChainSpec checked = spec;
-  spec::validateSpec(checked);
-  const OperandInfo a = analyzeA(checked), b = analyzeB(checked);
-  return chooseValidated(checked, a, b, sizedShape(a, b, M, N, K, B), sm_arch);
+  const SizedProblem p = sizedProblem(spec, M, N, K, B);
+  return chooseValidated(p.checked, p.a, p.b, p.shape, sm_arch);
 }
 
 std::string hopperRefusalForSize(const spec::ChainSpec& spec, long long M, long long N, long long K, long long B,
                                  int sm_arch) {
-  spec::ChainSpec checked = spec;
-  spec::validateSpec(checked);
+  const SizedProblem p = sizedProblem(spec, M, N, K, B);
   if (!embeddedFile(row("sm90_wgmma").templ)) return "built without the Hopper template";
-  const OperandInfo a = analyzeA(checked), b = analyzeB(checked);
-  const ProblemShape shape = sizedShape(a, b, M, N, K, B);
-  return hopperRefusal(Query{a, b, shape, sm_arch, epilogueRefusal(checked, shape)});
+  return hopperRefusal(Query{p.a, p.b, p.shape, sm_arch, epilogueRefusal(p.checked, p.shape)});
 }
 
 namespace {
@@ -435,10 +453,8 @@ std::vector<KernelConfig> candidateConfigs(const spec::ChainSpec& spec, const Pr
 
 std::vector<KernelConfig> candidateConfigsForSize(const spec::ChainSpec& spec, long long M, long long N, long long K,
                                                   long long B, int sm_arch) {
-  spec::ChainSpec checked = spec;
-  spec::validateSpec(checked);
-  const OperandInfo a = analyzeA(checked), b = analyzeB(checked);
-  return candidatesValidated(checked, a, b, sizedShape(a, b, M, N, K, B), sm_arch);
+  const SizedProblem p = sizedProblem(spec, M, N, K, B);
+  return candidatesValidated(p.checked, p.a, p.b, p.shape, sm_arch);
 }
 
 KernelConfig pointwiseConfig() { return KernelConfig{"pointwise", 1, 2, 1, 1, 256}; }
