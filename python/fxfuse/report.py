@@ -59,10 +59,10 @@ class FusionReport:
         cached = ""
         if self.cached_graphs:
             cached = (f"fxfuse report: {self.cached_graphs} graph(s) came from Inductor's cache, compiled "
-                      f"earlier with the same fxfuse version and options; the pass did not run on them, "
-                      f"so their chains are not listed (torch._inductor.config.force_disable_caches = True, "
-                      f"or TORCHINDUCTOR_FX_GRAPH_CACHE=0 and TORCHINDUCTOR_AUTOGRAD_CACHE=0 set before "
-                      f"torch is imported, list them)\n")
+                      "earlier with the same fxfuse version and options; the pass did not run on them, "
+                      "so their chains are not listed (torch._inductor.config.force_disable_caches = True, "
+                      "or TORCHINDUCTOR_FX_GRAPH_CACHE=0 and TORCHINDUCTOR_AUTOGRAD_CACHE=0 set before "
+                      "torch is imported, list them)\n")
         if not self.graphs:
             return cached or "fxfuse report: no graph was compiled\n"
         return "".join(format_report(plan, skipped, title) for title, plan, skipped in self.graphs) + cached
