@@ -574,6 +574,14 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       const auto whole_tile = [&] {
         return (long long)(tm + 1) * BM <= p.M && (long long)(tn + 1) * BN <= p.N && fx_epilogue2_vec_ok(p);
       };
+#if FX_SM90_STAGED
+      // The staged path also takes a tile whose columns are inside the output and whose last
+      // rows are not (the M edge: a decode batch of 100 rows has one in every column of tiles):
+      // rows past M read row M - 1's inputs and are not stored. Only a column edge takes the
+      // per-element path.
+      const auto whole_cols = [&] { return (long long)(tn + 1) * BN <= p.N && fx_epilogue2_vec_ok(p); };
+      const long long last_row = p.M - 1;
+#endif
       // Ping-pong order: a stage's full barrier tells its phases apart only by parity, so a
       // consumer must not wait on a stage more than one fill ahead. Waiting until the other
       // consumer has passed every stage of the previous tile guarantees that, and it also
@@ -583,12 +591,13 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       // block) goes straight into the warp's staging buffer (free again since the last tile's
       // epilogue) before the mainloop, so its latency hides under the MMAs; cp.async holds no
       // registers across the mainloop (a register prefetch made ptxas spill 8-16 bytes).
-      if (whole_tile()) {
+      if (whole_cols()) {
         const u32 lds = staging() + (u32)((lane / 8) * FX_STAGE_PITCH + (lane % 8) * 16);
 #pragma unroll
         for (int it = 0; it < 4; ++it)
           cp_async_16(lds + it * 4 * FX_STAGE_PITCH,
-                      fx_staged_in(p, b, (long long)tm * BM + row0 + warp * 16 + lane / 8 + 4 * it, (long long)tn * BN + (lane % 8) * 8));
+                      fx_staged_in(p, b, min((long long)tm * BM + row0 + warp * 16 + lane / 8 + 4 * it, last_row),
+                                   (long long)tn * BN + (lane % 8) * 8));
       }
 #endif
       if (FX_PINGPONG && j > 0) mbar_wait(order_wait, (u32)(((j - 1) / 2) & 1));
@@ -637,10 +646,9 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       // per pair. Its column values (bias, per-column scales: fx_epilogue_cols) are computed once
       // per column pair and serve the thread's 2 * SUB rows there (the staged path: per 64-row
       // sub-tile, so 2 rows).
-      const bool whole = whole_tile();
       const long long row = (long long)tm * BM + row0 + warp * 16 + lane / 4;
 #if FX_SM90_STAGED
-      if (whole) {
+      if (whole_cols()) {
         // Per 16 x 64 block of the warp's rows: the fragment's packed pairs go to shared memory
         // (lane: rows lane/4 and +8, 4 bytes of each 16-byte column block), then each lane reads
         // 16 bytes (row 4*it + lane/8, column block lane%8) and stores them.
@@ -663,6 +671,12 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
           const long long row_l = (long long)tm * BM + row0 + sub * 64 + warp * 16 + lane / 8;
           const long long col_l = (long long)tn * BN + (lane % 8) * 8;
           char* const g = fx_staged_out(p, b, row_l, col_l);
+          // the fragment's two rows (inputs read at row M - 1 past the edge) and which of the
+          // lane's four stored rows are inside the output
+          const long long row_lo = min(row + sub * 64, last_row), row_hi = min(row + sub * 64 + 8, last_row);
+          bool store_row[4];
+#pragma unroll
+          for (int it = 0; it < 4; ++it) store_row[it] = row_l + 4 * it <= last_row;
 #if FX_SM90_STAGED_IN
           // the input's 16 bytes of rows row_l + 4*it, block ch: the first block of sub-tile 0 is
           // in the buffer already (cp.async before the mainloop), the others are loaded one
@@ -671,7 +685,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
           uint4 in_next[4];
 #pragma unroll
           for (int it = 0; it < 4; ++it) {
-            gi[it] = fx_staged_in(p, b, row_l + 4 * it, col_l);
+            gi[it] = fx_staged_in(p, b, min(row_l + 4 * it, last_row), col_l);
             if (sub > 0) in_next[it] = __ldg(reinterpret_cast<const uint4*>(gi[it]));
           }
 #endif
@@ -696,21 +710,21 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
               FxCol c0, c1;
               fx_epilogue_cols(p, b, col + jn * 8, c0, c1);
               const u32 a_lo = sts + j8 * 16, a_hi = a_lo + 8 * FX_STAGE_PITCH;
-              st_shared_u32(a_lo, pack(row + sub * 64, col + jn * 8, d[sub][4 * jn + 0], d[sub][4 * jn + 1], c0, c1, a_lo));
-              st_shared_u32(a_hi, pack(row + sub * 64 + 8, col + jn * 8, d[sub][4 * jn + 2], d[sub][4 * jn + 3], c0, c1, a_hi));
+              st_shared_u32(a_lo, pack(row_lo, col + jn * 8, d[sub][4 * jn + 0], d[sub][4 * jn + 1], c0, c1, a_lo));
+              st_shared_u32(a_hi, pack(row_hi, col + jn * 8, d[sub][4 * jn + 2], d[sub][4 * jn + 3], c0, c1, a_hi));
             }
             bar_sync_warp(bar);
 #pragma unroll
             for (int it = 0; it < 4; ++it) {
               const uint4 v = ld_shared_v4(lds + it * 4 * FX_STAGE_PITCH);
-              *reinterpret_cast<uint4*>(g + it * row_step4 + ch * 128) = v;  // aligned: fx_epilogue2_vec_ok
+              if (store_row[it]) *reinterpret_cast<uint4*>(g + it * row_step4 + ch * 128) = v;  // aligned: fx_epilogue2_vec_ok
             }
             bar_sync_warp(bar);  // the block is read before the next one overwrites it
           }
         }
       } else
 #else
-      if (whole) {
+      if (whole_tile()) {
 #pragma unroll
         for (int jn = 0; jn < BN / 8; ++jn) {
           FxCol c0, c1;
