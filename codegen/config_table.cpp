@@ -28,7 +28,7 @@ struct Query {
   int arch;
   std::string epilogue_refusal;  // why the Hopper kernel loses with this epilogue ("": it wins; epilogueRefusal)
   // The fewest rows the Hopper kernel is considered for. The heuristic: 128 (measured from M =
-  // 512 up), or 64 where whole tiles fill the SMs (wholeTilesFillSms). The autotune's
+  // 512 up), or 64 where a decode batch fills the SMs (decodeBatchFillsSms). The autotune's
   // candidates: one 64-row tile always (candidatesValidated).
   long long hopper_min_m = 128;
   bool is16bit() const { return a.elem == DType::BF16 || a.elem == DType::F16; }
@@ -47,24 +47,28 @@ struct VariantRow {
 // The multiprocessors the Hopper tile choice plans for (H100/H200 SXM).
 constexpr int kHopperSms = 132;
 
-// Whether a decode batch (one matrix of 64 to 256 rows) fills the machine with whole 64-row tiles:
-// the tiles sm90::chooseConfig picks there (64x128) on most of the SMs. Measured
-// (bench/RESULTS.md Run AA, 2026-12-01, K = 4096): where they do (M = 64 at N = 13312 and 14336,
-// 104 and 112 tiles; M = 128 and 192 at N = 14336; M = 256 at N = 4096) the Hopper kernel beat
-// cuBLAS + the epilogue on every bench chain but SiLU alone (bias+GELU, bias+GELU then the
-// residual, bias+ReLU+cast: 1.11-1.62x eager; SiLU 0.97-1.16x, so epilogueRefusal keeps SiLU
-// to 512 rows and more). Where they do not: M = 100 (a partial row tile, the per-element edge
-// epilogue on half the tiles) lost on every chain, 1.30-1.68x cuBLAS mm alone on the 64x128 tile
-// against cuBLAS + the epilogue kernel's 1.21-1.28x; M = 64 at K = 14336, N = 4096 (32 tiles; the
-// kernel has no split-K to stream the weights with more SMs) lost, 1.64x and more against 1.10x;
-// M = 128 at N = 4096 (64 tiles) won with GELU (1.08x eager) and the residual (1.31x) but lost
-// with SiLU (0.96x). Batches of several matrices and 257-511 rows (64x256 tiles) were not measured.
+// Whether a decode batch (one matrix of 64 to 256 rows) fills the machine with 64-row tiles (the
+// tiles sm90::chooseConfig picks there: 64x128) whose rows are mostly real. Measured
+// (bench/RESULTS.md Run AA, 2026-12-01, K = 4096): where whole tiles fill most SMs (M = 64 at N =
+// 13312 and 14336, 104 and 112 tiles; M = 128 and 192 at N = 14336; M = 256 at N = 4096) the
+// Hopper kernel beat cuBLAS + the epilogue on every bench chain but SiLU alone (bias+GELU,
+// bias+GELU then the residual, bias+ReLU+cast: 1.11-1.62x eager; SiLU 0.97-1.16x, so
+// epilogueRefusal keeps SiLU to 512 rows and more). A partial row tile: M = 100 (78 % of the
+// tiles' rows real) lost on every chain before the staged epilogue took M-edge tiles (Run AA) and
+// won on every chain after it (Run AC, febc641: 64x128 1.09-1.16x cuBLAS mm alone against cuBLAS
+// + the epilogue kernel's 1.17-1.24x); a batch with fewer real rows (M = 65: half the MMA rows
+// wasted) was not measured and is left out. Not filling: M = 64 at K = 14336, N = 4096 (32
+// tiles; the kernel has no split-K to stream the weights with more SMs) lost, 1.64x and more
+// against 1.10x; M = 128 at N = 4096 (64 tiles) won with GELU (1.08x eager) and the residual
+// (1.31x) but lost with SiLU (0.96x). Batches of several matrices were not measured.
 constexpr long long kSmallBatchMinTiles = 100;
 
-bool wholeTilesFillSms(const ProblemShape& s) {
-  if (s.B != 1 || s.M < 64 || s.M > 256 || s.M % 64 != 0) return false;
+bool decodeBatchFillsSms(const ProblemShape& s) {
+  if (s.B != 1 || s.M < 64 || s.M > 256) return false;
+  const long long row_tiles = (s.M + 63) / 64;
+  if (4 * s.M < 3 * 64 * row_tiles) return false;  // fewer than three quarters of the rows real
   const long long bn = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms).bn;  // the tile that would run
-  return (s.M / 64) * ((s.N + bn - 1) / bn) >= kSmallBatchMinTiles;
+  return row_tiles * ((s.N + bn - 1) / bn) >= kSmallBatchMinTiles;
 }
 
 // Whether the Hopper kernel with this epilogue beats the unfused graph (cuBLAS, then the
@@ -75,7 +79,7 @@ bool wholeTilesFillSms(const ProblemShape& s) {
 // (0.96-0.98x), where the separate epilogue is a small share of the GEMM's time. Those
 // measurements are of staged chains (one 16-bit output, the residual staged with it:
 // stagedEverything) with one fast-math GELU(tanh) or SiLU, at M >= 512 and (Run AA, 2026-12-01)
-// below 512 rows where whole tiles fill the SMs (wholeTilesFillSms); other expensive chains
+// below 512 rows where a decode batch fills the SMs (decodeBatchFillsSms); other expensive chains
 // (several outputs, a 32-bit output, erf-GELU, sigmoid or tanh alone, stacked activations,
 // division, logarithms...) were not measured or lost (Runs C-J) and stay unfused.
 constexpr long long kExpensiveEpilogueMaxK = 4096;
@@ -110,8 +114,8 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
     else if (!is("gelu_tanh") && unmeasured.empty()) unmeasured = v.op;
   }
   if (!residual && expensive_ops == 0) return {};  // cheap: wins at every measured shape
-  // measured: K <= 4096, M >= 512 (B x M for bmm) or a decode batch whose whole 64-row tiles fill
-  // the SMs (Run AA), at most one such activation, the staged form
+  // measured: K <= 4096, M >= 512 (B x M for bmm) or a decode batch whose 64-row tiles fill the
+  // SMs (Runs AA, AC), at most one such activation, the staged form
   if (!unmeasured.empty()) return "'" + unmeasured + "' was not measured fused";
   if (expensive_ops > 1) return "more than one transcendental or division (not measured fused)";
   if (shape.K > kExpensiveEpilogueMaxK)
@@ -119,9 +123,9 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   if (!stagedEverything(spec)) return "outputs or a residual the fast path cannot stage (several, or 32-bit)";
   if (shape.align_bytes_residual < 16) return "the residual is not 16-byte aligned";
   if (shape.M * shape.B < 512) {
-    if (!wholeTilesFillSms(shape))
-      return "below 512 rows only decode batches were measured: one matrix of 64-256 rows in whole 64-row "
-             "tiles, at least 100 tiles of 64x128 (Run AA)";
+    if (!decodeBatchFillsSms(shape))
+      return "below 512 rows only decode batches were measured: one matrix of 64-256 rows, at least 100 "
+             "tiles of 64x128 with three quarters of their rows real (Runs AA, AC)";
     // SiLU's separate pass is the cheapest: 0.97x eager at M = 192, N = 14336 (Run AA)
     if (silu) return "SiLU is faster unfused below 512 rows (Run AA)";
     // the residual was measured only behind GELU(tanh) there (bench chain bias_gelu_resid)
@@ -140,8 +144,8 @@ std::string hopperRefusal(const Query& q) {
   if (!q.a.kmajor || !s.a_kmajor) return "A is transposed";
   if (s.align_bytes_a < 16 || s.align_bytes_b < 16) return "an operand is not 16-byte aligned";
   if (s.K % 8 != 0 || s.N % 8 != 0) return "K or N is not a multiple of 8";
-  if (s.M < q.hopper_min_m && !wholeTilesFillSms(s))
-    return fmt::format("M < {} outside decode batches of whole 64-row tiles filling the SMs (Run AA)", q.hopper_min_m);
+  if (s.M < q.hopper_min_m && !decodeBatchFillsSms(s))
+    return fmt::format("M < {} outside decode batches whose 64-row tiles fill the SMs (Runs AA, AC)", q.hopper_min_m);
   if (!q.epilogue_refusal.empty()) return q.epilogue_refusal;
   return {};
 }
@@ -239,7 +243,7 @@ const VariantRow kRows[] = {
      [](const Query& q) { return hopperRefusal(q).empty(); },
      [](const Query& q) {
        // Tile shape per problem (kernels/sm90_wgmma_gemm.cuh, bench/sm90/NOTES.md run 7): ping-pong
-       // 64x256, 5 stages (64x128, 8 stages, for N <= 128 or M x B <= 256: sm90::chooseConfig).
+       // 64x256, 5 stages, from 1025 rows; fewer rows: the tile that fills the SMs (sm90::chooseConfig).
        if (const KernelConfig* forced = pingpongTileKnob()) return *forced;
        const sm90::GemmConfig g = sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, kHopperSms);
        KernelConfig c{"sm90_wgmma", g.bm, g.bn, g.bk, g.stages, g.threads()};
@@ -330,8 +334,8 @@ std::string inductorRefusal(const spec::ChainSpec& spec, long long M, long long 
   // share of the chain's time, and where Inductor's own choice is slow; at K = 4096 with
   // N >= 4096 the two are within torch.compile's spread (Run Y: 1.01-1.07x over the median of
   // three compiles; Run V: 0.92-1.11x, one each), so Inductor keeps those. Only the measured
-  // boxes, all at M x B >= 4096 (smaller M and other K were not measured against Inductor; at
-  // M = 512 torch.compile's own times vary up to 5x between compiles, Run Z):
+  // boxes, at M x B >= 4096 (smaller M and other K were not measured against Inductor; at M =
+  // 512 torch.compile's own times vary up to 5x between compiles, Run Z) and the decode batches:
   //  - K = 1024, N >= 4096: Runs L and M (no residual, 1.12-1.58x) and Run Y (2026-11-30, the
   //    kernels of 58482df: every bench chain incl. the residual, 1.13-1.39x);
   //  - K = 4096, N = 1024: torch.compile default is slower than eager there (Run F 2.1-3.0x,
@@ -340,7 +344,16 @@ std::string inductorRefusal(const spec::ChainSpec& spec, long long M, long long 
   // 2-D bf16 mm chains (bias+GELU(tanh), SiLU, bias+ReLU+cast, GELU(tanh) then the residual);
   // bmm (M x B), fp16 and SiLU before a residual follow them unmeasured, as they do in the
   // eager rule (epilogueRefusal).
-  if (M * B < 4096) return "M x B < 4096 was not measured against torch.compile";
+  // Decode batches the eager rule takes (decodeBatchFillsSms): torch.compile default ran slower
+  // than eager there and 1.31-4.50x the fused chain (Run AC, 2026-12-01, K = 4096: M = 64 and 192
+  // at N = 14336, M = 256 at N = 4096; bias+GELU, GELU then the residual, bias+ReLU+cast).
+  ProblemShape shape;
+  shape.M = M;
+  shape.N = N;
+  shape.K = K;
+  shape.B = B;
+  if (K <= 4096 && decodeBatchFillsSms(shape)) return {};
+  if (M * B < 4096) return "M x B < 4096 was not measured against torch.compile outside decode batches";
   if ((K == 1024 && N >= 4096) || (K == 4096 && N == 1024)) return {};
   return "measured faster than torch.compile only at K = 1024 with N >= 4096 and K = 4096 with N = 1024";
 }

@@ -111,25 +111,68 @@ LaunchGeometry launchGeometry(const GemmProblem& pr, const GemmConfig& cfg, int 
   return g;
 }
 
+namespace {
+GemmConfig tileConfig(int bm, int bn, int stages, bool pingpong) {
+  GemmConfig c;
+  c.bm = bm;
+  c.bn = bn;
+  c.stages = stages;
+  c.pingpong = pingpong;
+  c.consumers = pingpong ? 2 : bm / 64;
+  return c;
+}
+
+long long tileCount(long long M, long long N, long long batch, const GemmConfig& c) {
+  return batch * ((M + c.bm - 1) / c.bm) * ((N + c.bn - 1) / c.bn);
+}
+
+// The share of the SMs' tile slots that computes real outputs: rounds of num_sms tiles, and
+// tiles partly past M or N count only their inside part.
+double usefulShare(long long M, long long N, long long batch, const GemmConfig& c, int num_sms) {
+  const long long rounds = (tileCount(M, N, batch, c) + num_sms - 1) / num_sms;
+  return (double)(batch * M * N) / ((double)rounds * num_sms * c.bm * c.bn);
+}
+
+// Rows of 257 to 1024 (M x batch): the tile that fills the SMs' rounds best. Measured on the
+// H200 (bench/RESULTS.md Run AC, 2026-12-01, compare_tiles, 15 shapes of M = 320-1024 at N =
+// 2048-14336, 4 bench chains each, 512 x 4096 twice): this rule's tile was the fastest Hopper
+// tile or within 1.7 % of it in 63 of 64 cells (the other: 512 x 14336 bias+ReLU+cast, 64x128 at 1.11x mm against
+// 1.02-1.09x on the shape's other chains, one sample), and up to 1.5x faster than 64x256 (512 x
+// 2048). Where several tiles tie (within 1 %), the order of the list decides: first a tile
+// without a partial row tile (448 rows: 64x256 1.10-1.26x mm, 128x128 cooperative with a
+// half-empty last row of tiles 1.20-1.64x), then the larger tile, whose operands cost fewer
+// shared-memory bytes per MMA (512 x 4096: 128x128 cooperative 1.03-1.14x mm against 64x256's
+// 1.10-1.27x). A 128x128 tile runs cooperative when all its tiles fit in one round (both
+// consumers on one tile; ping-pong would idle one) and ping-pong otherwise (768 x 8192: ping-pong
+// 1.00-1.08x, cooperative 1.04-1.15x).
+GemmConfig tileFillingTheSms(long long M, long long N, long long batch, int num_sms) {
+  const GemmConfig t128x128 = tileConfig(128, 128, 6, false);
+  const bool one_round = tileCount(M, N, batch, t128x128) <= num_sms;
+  const GemmConfig order[] = {tileConfig(128, 256, 4, false), tileConfig(128, 128, 6, !one_round),
+                              tileConfig(64, 256, 5, true), tileConfig(64, 128, 8, true)};
+  double best_share = 0;
+  for (const GemmConfig& c : order) best_share = std::max(best_share, usefulShare(M, N, batch, c, num_sms));
+  const auto ties = [&](const GemmConfig& c) { return usefulShare(M, N, batch, c, num_sms) >= 0.99 * best_share; };
+  for (const GemmConfig& c : order)
+    if (ties(c) && M % c.bm == 0) return c;
+  for (const GemmConfig& c : order)
+    if (ties(c)) return c;
+  return order[3];  // not reached: the best tile ties with itself
+}
+}  // namespace
+
 GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, int num_sms) {
   (void)K;
-  (void)num_sms;
-  // Ping-pong 64x256 (5 stages): measured faster than every cooperative tile on every shape
-  // of bench/sm90/NOTES.md run 6 (bias+GELU: 4096^3 1.09x cuBLAS vs 1.16x; K=1024 1.35x vs
-  // 1.55x), because one consumer's epilogue runs under the other's MMAs; its 64-row tiles also
-  // fill the SMs at small M. N <= 128 takes 64x128 tiles, 8 stages; so do batches of up to 256
-  // rows (M x B), where 64x256 tiles leave most SMs idle: at K = 4096 the 64x128 tile ran 0.84-0.90x
-  // cuBLAS mm alone at M = 128 and 256 (N = 4096; 64x256: 1.04-1.26x) and 1.5-28 % faster than
-  // 64x256 at M = 64 and 128, N = 13312 and 14336 (bench/RESULTS.md Run AA, compare_tiles). At M =
-  // 512 (N = 4096) neither ping-pong tile was ahead (-4..+3 %), 128x128 cooperative was (3-8 %,
-  // one sample).
-  GemmConfig pp;
-  pp.pingpong = true;
-  pp.consumers = 2;
-  pp.bm = 64;
-  pp.bn = N <= 128 || M * batch <= 256 ? 128 : 256;
-  pp.stages = pp.bn == 256 ? 5 : 8;
-  return pp;
+  // Ping-pong 64x256 (5 stages) from 1025 rows: measured faster than every cooperative tile on
+  // every shape of bench/sm90/NOTES.md run 6 (bias+GELU: 4096^3 1.09x cuBLAS vs 1.16x; K=1024
+  // 1.35x vs 1.55x), because one consumer's epilogue runs under the other's MMAs. N <= 128 takes
+  // 64x128 tiles, 8 stages; so do batches of up to 256 rows (M x B), where 64x256 tiles leave
+  // most SMs idle: at K = 4096 the 64x128 tile ran 0.84-0.90x cuBLAS mm alone at M = 128 and 256
+  // (N = 4096; 64x256: 1.04-1.26x) and 1.5-28 % faster than 64x256 at M = 64 and 128, N = 13312
+  // and 14336 (bench/RESULTS.md Run AA, compare_tiles). Between, the tile that fills the SMs.
+  if (N <= 128 || M * batch <= 256) return tileConfig(64, 128, 8, true);
+  if (M * batch <= 1024) return tileFillingTheSms(M, N, batch, std::max(1, num_sms));
+  return tileConfig(64, 256, 5, true);
 }
 
 GemmConfig chooseCooperativeConfig(long long M, long long N, long long K, long long batch, int num_sms) {

@@ -299,8 +299,8 @@ TEST(ChooseConfig, Table) {
                                                     "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = relu %4 : bf16\noutput %5\n");
   EXPECT_EQ(chooseConfig(bias_relu, big, 90).variant, hopper);
   EXPECT_EQ(chooseConfig(bias_relu, odd_bias, 90).variant, "sm80_mma");
-  // Only what was measured fused: one GELU(tanh) or SiLU, M >= 512 (B x M) or whole 64-row tiles
-  // filling the SMs (wholeTilesFillSms).
+  // Only what was measured fused: one GELU(tanh) or SiLU, M >= 512 (B x M) or a decode batch whose
+  // 64-row tiles fill the SMs (decodeBatchFillsSms).
   for (const char* tail : {"%3 = sigmoid %2 : bf16\noutput %3\n", "%3 = tanh %2 : bf16\noutput %3\n",
                            "%3 = silu %2 : f32\n%4 = gelu_tanh %3 : bf16\noutput %4\n"})
     EXPECT_EQ(chooseConfig(spec::parseSpec(std::string(head) + tail), big, 90).variant, "sm80_mma") << tail;

@@ -558,12 +558,13 @@ def test_hopper_every_tile_at_decode_batch_sizes():
 
 
 @needs_sm90
-@pytest.mark.parametrize("M,hopper", [(64, True), (128, True), (100, False)])
+@pytest.mark.parametrize("M,hopper", [(64, True), (128, True), (100, True), (80, False)])
 def test_decode_batch_dispatch_by_the_heuristic(unforced, M, hopper):
-    """The op's own choice at decode batch sizes (codegen wholeTilesFillSms, bench/RESULTS.md Run
-    AA): bias+GELU(tanh) at N = 12,800 (100 column tiles of 128) takes the Hopper kernel with
-    64x128 tiles at M = 64 and 128, and cuBLAS + the epilogue kernel at M = 100 (a partial row
-    tile); the outputs are eager's either way."""
+    """The op's own choice at decode batch sizes (codegen decodeBatchFillsSms, bench/RESULTS.md Runs
+    AA and AC): bias+GELU(tanh) at N = 12,800 (100 column tiles of 128) takes the Hopper kernel with
+    64x128 tiles at M = 64, 128 and 100 (a partial row tile, 78 % of its rows real: the staged
+    epilogue's M edge), and cuBLAS + the epilogue kernel at M = 80 (63 %); the outputs are eager's
+    either way."""
     seed("decode-batch", M)
     N, K, dt = 12800, 256, torch.bfloat16
     s = SpecBuilder()
