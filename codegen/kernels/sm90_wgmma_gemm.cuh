@@ -41,6 +41,14 @@
 //                       be a multiple of 2 and must not exceed 2 * (max co-resident clusters)
 //                       (cuOccupancyMaxActiveClusters), else the persistent loop serializes.
 //                       Measured no faster than 1 on H200 (bench/sm90/NOTES.md run 4): keep 1.
+//   FX_SPLIT_K   [1]    1, 2 or 4.  KS > 1: a cluster of KS CTAs (compile-time __cluster_dims__(KS,1,1))
+//                       shares each output tile along K, for shapes with too few tiles to fill the SMs
+//                       (M = 64, K = 14336, N = 4096: 32 tiles of 64x128).  Rank r runs k-blocks
+//                       [r*nk/KS, (r+1)*nk/KS) with its own producer and ring; ranks r > 0 then write
+//                       their f32 fragment into the leader's (rank 0's) partial buffer (FX_SPLITK_BYTES
+//                       after the staging memory) over DSMEM, one rank at a time, and the leader adds
+//                       them in rank order (the sum does not depend on timing) before its epilogue.
+//                       Needs one cooperative consumer (FX_BM 64, FX_CONSUMERS 1), FX_CLUSTER_M 1.
 //
 // Measured (H200, bench/sm90/NOTES.md runs 4-7, harness epilogue, bias+GELU(tanh.approx)): cooperative
 // 128x256 1.24x cuBLAS mm alone at 4096^3 (its epilogue runs while the tensor cores wait); ping-pong
@@ -52,6 +60,8 @@
 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).  #tiles = ceil(M/BM)*ceil(N/BN)*B.
 // With FX_CLUSTER_M=2: grid = 2*min(ceil(ceil(M/BM)/2)*ceil(N/BN)*B, max active clusters); the
 // cluster shape is compiled in, so a plain cuLaunchKernel launches clusters.
+// With FX_SPLIT_K=KS > 1: grid = KS*min(#tiles, #SMs/KS) (a multiple of KS; cluster c takes tiles
+// c, c + grid/KS, ...), dynamic smem + FX_SPLITK_BYTES; compiled-in cluster shape as above.
 //
 // Tensor maps (rank 3, 128B swizzle, OOB zero fill; see codegen/tma_desc.cpp):
 //   A  [B][M][K] K contiguous: dims {K, M, Ba}, box {64, FX_BM, 1}
@@ -92,6 +102,9 @@
 #ifndef FX_PINGPONG
 #define FX_PINGPONG 0
 #endif
+#ifndef FX_SPLIT_K
+#define FX_SPLIT_K 1
+#endif
 #ifndef FX_PRODUCER_REGS
 #define FX_PRODUCER_REGS 40
 #endif
@@ -105,6 +118,9 @@
     ? 240 : FX_SM90_ENTRY_REGS + ((FX_SM90_ENTRY_REGS - FX_PRODUCER_REGS) / FX_CONSUMERS) / 8 * 8)
 #endif
 #define FX_SM90_THREADS (128 * (FX_CONSUMERS + 1))
+// One consumer (256 threads) starts with 248 registers, more than it needs and more than the
+// formula above grants it (240): setmaxnreg.inc may not lower the count, so neither role moves.
+#define FX_SM90_SETMAXNREG (FX_CONSUMERS > 1)
 #ifndef FX_THREADS
 #define FX_THREADS FX_SM90_THREADS
 #endif
@@ -157,19 +173,30 @@ static_assert(FX_A_KMAJOR == 1, "sm90 template needs A K-contiguous");
 #else
 #define FX_SM90_STAGED_IN 0
 #endif
-// The dynamic shared memory this layout needs: the ring, the staging buffer, the slack for the
-// 1024-byte alignment.
-#define FX_LAYOUT_SMEM_BYTES (FX_STAGES * (FX_BM + FX_BN) * FX_BK * 2 + FX_STAGE_BYTES + 1024)
+// Split-K: the leader's buffer for one peer's f32 accumulator fragment (the peers take turns: one
+// buffer, not KS - 1, so that 64x128 keeps 7 ring stages).
+#define FX_SPLITK_BYTES (FX_SPLIT_K > 1 ? FX_BM * FX_BN * 4 : 0)
+// The dynamic shared memory this layout needs: the ring, the staging buffer, the split-K partial
+// buffer, the slack for the 1024-byte alignment.
+#define FX_LAYOUT_SMEM_BYTES (FX_STAGES * (FX_BM + FX_BN) * FX_BK * 2 + FX_STAGE_BYTES + FX_SPLITK_BYTES + 1024)
+// Static barriers: full[S], empty[S], order[2]; split-K adds its two (fx_splitk_bars).
+#define FX_STATIC_BAR_BYTES ((2 * FX_STAGES + 2 + (FX_SPLIT_K > 1 ? 2 : 0)) * 8)
 // The host sizes the launch's dynamic shared memory by its own formula (codegen/tma_desc.h
 // GemmConfig::dynSmemBytes; the generator passes it as FX_DYN_SMEM_BYTES): the layout must fit.
 #ifdef FX_DYN_SMEM_BYTES
 static_assert(FX_LAYOUT_SMEM_BYTES <= FX_DYN_SMEM_BYTES,
               "the host's dynamic shared memory size is smaller than this kernel's layout");
 #endif
-// 227 KB per block, less the static barriers (fx_bars: 2 * FX_STAGES + 2 of 8 bytes).
-static_assert(FX_STAGES >= 2 && FX_LAYOUT_SMEM_BYTES + (2 * FX_STAGES + 2) * 8 <= 227 * 1024,
+// 227 KB per block, less the static barriers.
+static_assert(FX_STAGES >= 2 && FX_LAYOUT_SMEM_BYTES + FX_STATIC_BAR_BYTES <= 227 * 1024,
               "shared memory ring too large");
 static_assert(FX_CLUSTER_M == 1 || FX_CLUSTER_M == 2, "FX_CLUSTER_M must be 1 or 2");
+static_assert(FX_SPLIT_K == 1 || FX_SPLIT_K == 2 || FX_SPLIT_K == 4, "FX_SPLIT_K must be 1, 2 or 4");
+// Split-K: one consumer per CTA, whose fragment layout is the same in every rank (a peer's thread
+// t writes what the leader's thread t adds); ping-pong would need a buffer per consumer, and a
+// cluster along M would need a second cluster dimension.
+static_assert(FX_SPLIT_K == 1 || (!FX_PINGPONG && FX_CONSUMERS == 1 && FX_CLUSTER_M == 1),
+              "FX_SPLIT_K > 1 needs one cooperative consumer (FX_BM 64) and FX_CLUSTER_M 1");
 static_assert(FX_CONSUMERS * (FX_CONSUMER_REGS - FX_SM90_ENTRY_REGS) <= FX_SM90_ENTRY_REGS - FX_PRODUCER_REGS,
               "setmaxnreg.inc would ask for more registers than setmaxnreg.dec frees: deadlock");
 
@@ -249,6 +276,35 @@ __device__ __forceinline__ u32 mapa_shared(u32 addr, u32 rank) {
 // (Run 2 used .release.cluster here and the cluster kernel ran 1.5-2.7x slower.)
 __device__ __forceinline__ void mbar_arrive_cluster(u32 cluster_addr) {
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" :: "r"(cluster_addr) : "memory");
+}
+// ---- split-K reduction over DSMEM (FX_SPLIT_K > 1) ------------------------------------------------
+// A partial moves between CTAs as plain stores to the other CTA's shared memory, made visible by
+// the storing thread's own arrive with release semantics at cluster scope, which the receiving
+// threads' wait takes with acquire semantics at cluster scope (the defaults, .release.cta /
+// .acquire.cta, order nothing for another CTA). Every thread arrives for its own stores (or loads),
+// so no intra-CTA barrier has to carry the ordering. Once per tile and rank: the cost of the
+// cluster-scope fence (which made the ring's per-stage arrive slow, above) does not matter here.
+__device__ __forceinline__ void mbar_arrive_release_cluster(u32 cluster_addr) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" :: "r"(cluster_addr) : "memory");
+}
+__device__ __forceinline__ void mbar_wait_acquire_cluster(u32 bar, u32 parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred P1;\n"
+      "FX_WAIT_CLUSTER_LOOP:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P1, [%0], %1;\n"
+      "@!P1 bra FX_WAIT_CLUSTER_LOOP;\n"
+      "}\n" :: "r"(bar), "r"(parity) : "memory");
+}
+__device__ __forceinline__ void st_cluster_v4f(u32 cluster_addr, float a, float b, float c, float d) {
+  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n"
+               :: "r"(cluster_addr), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+}
+__device__ __forceinline__ float4 ld_shared_v4f(u32 addr) {
+  float4 v;
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(addr)
+               : "memory");
+  return v;
 }
 __device__ __forceinline__ void tma_load_3d_mc(u32 dst, const void* map, u32 bar, int c0, int c1, int c2,
                                                unsigned short mask) {
@@ -362,8 +418,9 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], u64 da, u64 db, i
 
 // The persistent tile loop of one CTA: tiles tile0, tile0 + tile_step, ... < tiles, each of nk
 // k-blocks; mtc x nt tiles per batch (mtc counts cluster tiles along M).
+// Split-K: this CTA's k-blocks of each tile are kb0 .. kb0 + nk - 1 (nk may be 0).
 struct TileSpace {
-  int mtc, nt, nk;
+  int mtc, nt, nk, kb0;
   long long tiles, tile0, tile_step;
 };
 
@@ -386,6 +443,8 @@ __device__ __forceinline__ void tile_coords(long long t, int mt, int nt, int gro
 
 #if FX_CLUSTER_M > 1
 #define FX_SM90_CLUSTER_ATTR __cluster_dims__(FX_CLUSTER_M, 1, 1)
+#elif FX_SPLIT_K > 1
+#define FX_SM90_CLUSTER_ATTR __cluster_dims__(FX_SPLIT_K, 1, 1)
 #else
 #define FX_SM90_CLUSTER_ATTR
 #endif
@@ -404,7 +463,8 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
                 (is_f16<FxElemA>::value && is_f16<FxElemB>::value),
                 "sm90 template: A and B must both be bf16 or both fp16");
   constexpr bool kBF16 = is_bf16<FxElemA>::value;
-  constexpr int BM = FX_BM, BN = FX_BN, BK = FX_BK, S = FX_STAGES, CM = FX_CLUSTER_M;
+  constexpr int BM = FX_BM, BN = FX_BN, BK = FX_BK, S = FX_STAGES, CM = FX_CLUSTER_M, KS = FX_SPLIT_K;
+  constexpr int CS = CM * KS;  // CTAs per cluster (at most one of CM, KS is above 1)
   constexpr u32 A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
 
   extern __shared__ unsigned char fx_dsmem[];
@@ -415,6 +475,13 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   const u32 full0 = smem_u32(&fx_bars[0]);
   const u32 empty0 = smem_u32(&fx_bars[S]);
   const u32 order0 = smem_u32(&fx_bars[2 * S]);
+#if FX_SPLIT_K > 1
+  // Split-K handover, both in every CTA, used in the leader (partial_full: a peer's partial is in
+  // the buffer) or in the peers (turn: the buffer is free for this peer's partial).
+  __shared__ __align__(8) u64 fx_splitk_bars[2];
+  const u32 partial_full0 = smem_u32(&fx_splitk_bars[0]);
+  const u32 turn0 = smem_u32(&fx_splitk_bars[1]);
+#endif
 
   const int wg = threadIdx.x / 128;
   const int tid = threadIdx.x % 128;
@@ -431,9 +498,14 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       mbar_init(order0, 4);  // lane 0 of each warp of the other consumer
       mbar_init(order0 + 8, 4);
     }
+#if FX_SPLIT_K > 1
+    // every thread of the one consumer warpgroup arrives for its own stores / loads
+    mbar_init(partial_full0, 128);
+    mbar_init(turn0, 128);
+#endif
     mbar_fence_init();
   }
-  if constexpr (CM > 1) cluster_sync_all();  // peers' barriers exist before any multicast / remote arrive
+  if constexpr (CS > 1) cluster_sync_all();  // peers' barriers exist before any multicast / remote arrive
   else __syncthreads();
 
   constexpr int GROUP = FX_GROUP_M / CM > 0 ? FX_GROUP_M / CM : 1;
@@ -450,15 +522,24 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     ts.nt = (int)((N + BN - 1) / BN);
     ts.mtc = (mt + CM - 1) / CM;                            // cluster tiles along M (CM x BM rows)
     ts.tiles = (long long)ts.mtc * ts.nt * p.B;             // work items of one cluster
-    ts.tile0 = blockIdx.x / CM;
-    ts.tile_step = gridDim.x / CM;
-    ts.nk = (int)((K + BK - 1) / BK);
+    ts.tile0 = blockIdx.x / CS;
+    ts.tile_step = gridDim.x / CS;
+    const int nk = (int)((K + BK - 1) / BK);
+    if constexpr (KS > 1) {
+      // this rank's share of the k-blocks: counts differ by at most one, zero where nk < KS
+      const int r = (int)cluster_ctarank();
+      ts.kb0 = r * nk / KS;
+      ts.nk = (r + 1) * nk / KS - ts.kb0;
+    } else {
+      ts.kb0 = 0;
+      ts.nk = nk;
+    }
     return ts;
   };
 
   if (wg == 0) {
     // ------------------------------ producer ------------------------------
-    setmaxnreg_dec<FX_PRODUCER_REGS>();
+    if constexpr (FX_SM90_SETMAXNREG) setmaxnreg_dec<FX_PRODUCER_REGS>();
     const TileSpace ts = tile_space();
     const bool a_bcast = p.in[FX_A_SLOT].sb == 0;
     const bool b_bcast = p.in[FX_B_SLOT].sb == 0;
@@ -489,27 +570,28 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
             mbar_expect_tx(full, STAGE_BYTES);
             const u32 sA = ring + s * STAGE_BYTES;
             const u32 sB = sA + A_BYTES;
-            tma_load_3d(sA, mapA, full, kb * BK, tm * BM, ba);
+            const int k0 = (ts.kb0 + kb) * BK;
+            tma_load_3d(sA, mapA, full, k0, tm * BM, ba);
             if constexpr (CM == 1) {
 #if FX_B_KMAJOR
-              tma_load_3d(sB, mapB, full, kb * BK, tn * BN, bb);
+              tma_load_3d(sB, mapB, full, k0, tn * BN, bb);
 #else
 #pragma unroll
               for (int j = 0; j < BN / 64; ++j)
-                tma_load_3d(sB + j * (64 * BK * 2), mapB, full, tn * BN + j * 64, kb * BK, bb);
+                tma_load_3d(sB + j * (64 * BK * 2), mapB, full, tn * BN + j * 64, k0, bb);
 #endif
             } else {
               // this CTA's share of B, multicast into the same offset of every CTA of the cluster
               constexpr unsigned short mask = (unsigned short)((1u << CM) - 1);
 #if FX_B_KMAJOR
               constexpr int rows = BN / CM;
-              tma_load_3d_mc(sB + crank * (rows * 128), mapB, full, kb * BK, tn * BN + (int)crank * rows, bb, mask);
+              tma_load_3d_mc(sB + crank * (rows * 128), mapB, full, k0, tn * BN + (int)crank * rows, bb, mask);
 #else
               constexpr int per = BN / 64 / CM;
 #pragma unroll
               for (int j = 0; j < per; ++j) {
                 const int jj = (int)crank * per + j;
-                tma_load_3d_mc(sB + jj * (64 * BK * 2), mapB, full, tn * BN + jj * 64, kb * BK, bb, mask);
+                tma_load_3d_mc(sB + jj * (64 * BK * 2), mapB, full, tn * BN + jj * 64, k0, bb, mask);
               }
 #endif
             }
@@ -520,8 +602,9 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     }
   } else {
     // ------------------------------ consumers -----------------------------
-    setmaxnreg_inc<FX_CONSUMER_REGS>();
+    if constexpr (FX_SM90_SETMAXNREG) setmaxnreg_inc<FX_CONSUMER_REGS>();
     const TileSpace ts = tile_space();
+    const u32 ts_rank = KS > 1 ? cluster_ctarank() : 0u;  // split-K: 0 is the leader
     // Broadcast from lane 0: the compiler then knows the consumer index is warp-uniform, and
     // what depends on it (the ring position, the descriptors) can live in uniform registers
     // (mainloop SASS 231 -> 128 instructions with the descriptor stepping, session 8).
@@ -591,7 +674,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       // block) goes straight into the warp's staging buffer (free again since the last tile's
       // epilogue) before the mainloop, so its latency hides under the MMAs; cp.async holds no
       // registers across the mainloop (a register prefetch made ptxas spill 8-16 bytes).
-      if (whole_cols()) {
+      if (whole_cols() && (KS == 1 || ts_rank == 0)) {  // split-K: only the leader runs the epilogue
         const u32 lds = staging() + (u32)((lane / 8) * FX_STAGE_PITCH + (lane % 8) * 16);
 #pragma unroll
         for (int it = 0; it < 4; ++it)
@@ -628,13 +711,59 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         prev = s;
         if (++s == S) { s = 0; ph ^= 1; }
       };
-      k_block(true);
-      for (int kb = 1; kb < ts.nk; ++kb) k_block(false);
-      // This consumer has waited on every stage of the tile: the other one may start its next
-      // tile's mainloop (issued after the loop, not in its last iteration: no test per block).
-      if (FX_PINGPONG && lane == 0) mbar_arrive(order_signal);
-      wgmma_wait<0>();
-      if (lane == 0) release(prev);
+      if (KS == 1 || ts.nk > 0) {
+        k_block(true);
+        for (int kb = 1; kb < ts.nk; ++kb) k_block(false);
+        // This consumer has waited on every stage of the tile: the other one may start its next
+        // tile's mainloop (issued after the loop, not in its last iteration: no test per block).
+        if (FX_PINGPONG && lane == 0) mbar_arrive(order_signal);
+        wgmma_wait<0>();
+        if (lane == 0) release(prev);
+      } else {
+        // split-K with fewer k-blocks than ranks (K < KS * 64 or so): this rank's share is empty,
+        // its partial zero; it still takes its turn, so every rank does the same every tile
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) d[0][i] = 0.f;
+      }
+#if FX_SPLIT_K > 1
+      // ---- split-K: the peers' partials into the leader's accumulator, in rank order ----
+      // Thread t's fragment, as float4 i, sits at partial + i * 2048 + t * 16 in the leader's
+      // buffer: a warp's 16-byte stores / loads cover 512 contiguous bytes (no bank conflicts),
+      // and the same thread of the leader (same fragment positions) reads it.
+      // One buffer, the peers in turn: peer r writes once its turn barrier completes, which the
+      // leader's threads arrive on when they have read peer r - 1's partial of this tile (rank 1:
+      // rank KS - 1's of the previous tile, so its first tile needs no arrival: it waits for the
+      // phase before the first, complete at init). Each barrier can only run one phase ahead of
+      // its waiter, as parity waits need: a peer's next turn needs its partial of this tile.
+      {
+        const u32 partial = smem + S * STAGE_BYTES + FX_STAGE_BYTES + (u32)(tid * 16);
+        if (ts_rank == 0) {
+#pragma unroll 1
+          for (int r = 1; r < KS; ++r) {
+            mbar_wait_acquire_cluster(partial_full0, (u32)((j * (KS - 1) + r - 1) & 1));
+#pragma unroll
+            for (int i = 0; i < BN / 8; ++i) {
+              const float4 v = ld_shared_v4f(partial + i * 2048);
+              d[0][4 * i + 0] += v.x;
+              d[0][4 * i + 1] += v.y;
+              d[0][4 * i + 2] += v.z;
+              d[0][4 * i + 3] += v.w;
+            }
+            // this thread's loads are done: the next peer (the next tile's rank 1 after the last)
+            // may overwrite what it read
+            mbar_arrive_release_cluster(mapa_shared(turn0, (u32)(r + 1 < KS ? r + 1 : 1)));
+          }
+        } else {
+          mbar_wait_acquire_cluster(turn0, (u32)((j & 1) ^ (ts_rank == 1 ? 1 : 0)));
+          const u32 remote = mapa_shared(partial, 0);
+#pragma unroll
+          for (int i = 0; i < BN / 8; ++i)
+            st_cluster_v4f(remote + i * 2048, d[0][4 * i + 0], d[0][4 * i + 1], d[0][4 * i + 2], d[0][4 * i + 3]);
+          mbar_arrive_release_cluster(mapa_shared(partial_full0, 0));
+          continue;  // the leader runs the epilogue
+        }
+      }
+#endif
 
       // ---- epilogue straight from the accumulator fragment ----
       // m64nNk16 f32 accumulator: d[4j+0,1] = (row, 8j + 2*(lane%4) + {0,1}), d[4j+2,3] = row + 8,
@@ -748,8 +877,9 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       }
     }
   }
-  if constexpr (CM > 1) {
-    // no CTA may exit while a peer can still multicast into it or arrive on its barriers
+  if constexpr (CS > 1) {
+    // no CTA may exit while a peer can still multicast into it, store into its shared memory or
+    // arrive on its barriers
     __syncwarp();
     cluster_sync_all();
   }
