@@ -36,6 +36,7 @@ struct KernelConfig {
   int bm = 0, bn = 0, bk = 0, stages = 0, threads = 0;
   int max_cluster = 1;
   bool pingpong = false;  // sm90_wgmma: two consumer warpgroups alternate whole tiles (FX_PINGPONG)
+  int split_k = 1;        // sm90_wgmma: a cluster of 2 or 4 CTAs shares each tile along K (FX_SPLIT_K)
 };
 
 // What would run a chain left unfused: eager PyTorch (cuBLAS, then one ATen kernel per

@@ -71,6 +71,47 @@ bool decodeBatchFillsSms(const ProblemShape& s) {
   return row_tiles * ((s.N + bn - 1) / bn) >= kSmallBatchMinTiles;
 }
 
+// ---- split-K (FX_SPLIT_K): tiles too few to fill the SMs ----
+// Below this many 64x128 tiles the autotune also measures the split-K tiles (splitKCandidates):
+// M = 64, K = 14336, N = 4096 (the MLP's down-projection at a decode batch) has 32, which
+// stream the 117 MB of weights through 32 SMs (Run AA: the 64x128 tile lost there, 1.64x cuBLAS
+// mm and more). 100: decodeBatchFillsSms' threshold, where whole tiles already fill the SMs.
+constexpr long long kSplitKMaxTiles = 100;
+
+long long tiles64x128(const ProblemShape& s) { return (s.M + 63) / 64 * ((s.N + 127) / 128) * s.B; }
+
+KernelConfig splitKKernelConfig(int ks) {
+  const sm90::GemmConfig g = sm90::splitKConfig(ks);
+  KernelConfig c{"sm90_wgmma", g.bm, g.bn, g.bk, g.stages, g.threads()};
+  c.split_k = ks;
+  return c;
+}
+
+// The op's use of split-K, off by default: the kernel has not run on a GPU yet, and the rule
+// (sm90::splitKWouldFillSms) waits for compare_tiles' measurement at the decode shapes. With
+// FXFUSE_SM90_SPLIT_K=1 the heuristic takes the split-K tile where that rule gives KS > 1, and
+// admits those decode shapes below 128 rows (hopperRefusal); =2 or =4 forces that KS wherever the
+// shape has fewer than kSplitKMaxTiles tiles (to generate and time one KS: sass_stats, benches).
+// Read once; 0 = off, 1 = the rule, 2 / 4 = forced.
+int splitKKnob() {
+  static const int knob = [] {
+    const char* v = std::getenv("FXFUSE_SM90_SPLIT_K");
+    const std::string s = v ? v : "";
+    if (s.empty() || s == "0") return 0;
+    if (s == "1" || s == "2" || s == "4") return std::stoi(s);
+    throw CodegenError("FXFUSE_SM90_SPLIT_K must be 0, 1, 2 or 4, not '" + s + "'");
+  }();
+  return knob;
+}
+
+// The split-K cluster size the heuristic would take for this shape under the knob; 1: none.
+int splitKUnderKnob(const ProblemShape& s) {
+  const int knob = splitKKnob();
+  if (knob == 0 || tiles64x128(s) >= kSplitKMaxTiles) return 1;
+  if (knob > 1) return knob;
+  return sm90::splitKWouldFillSms(s.M, s.N, s.K, s.B, kHopperSms);
+}
+
 // Whether the Hopper kernel with this epilogue beats the unfused graph (cuBLAS, then the
 // epilogue's own kernels) at this K. Measured end to end on the H200 (bench/RESULTS.md Runs L and
 // M, 2026-11-30, after the staged stores): an epilogue without a transcendental or a full-size
@@ -144,7 +185,7 @@ std::string hopperRefusal(const Query& q) {
   if (!q.a.kmajor || !s.a_kmajor) return "A is transposed";
   if (s.align_bytes_a < 16 || s.align_bytes_b < 16) return "an operand is not 16-byte aligned";
   if (s.K % 8 != 0 || s.N % 8 != 0) return "K or N is not a multiple of 8";
-  if (s.M < q.hopper_min_m && !decodeBatchFillsSms(s))
+  if (s.M < q.hopper_min_m && !decodeBatchFillsSms(s) && splitKUnderKnob(s) == 1)
     return fmt::format("M < {} outside decode batches whose 64-row tiles fill the SMs (Runs AA, AC)", q.hopper_min_m);
   if (!q.epilogue_refusal.empty()) return q.epilogue_refusal;
   return {};
@@ -245,6 +286,7 @@ const VariantRow kRows[] = {
        // Tile shape per problem (kernels/sm90_wgmma_gemm.cuh, bench/sm90/NOTES.md run 7): ping-pong
        // 64x256, 5 stages, from 1025 rows; fewer rows: the tile that fills the SMs (sm90::chooseConfig).
        if (const KernelConfig* forced = pingpongTileKnob()) return *forced;
+       if (const int ks = splitKUnderKnob(q.shape); ks > 1) return splitKKernelConfig(ks);
        const sm90::GemmConfig g = sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, kHopperSms);
        KernelConfig c{"sm90_wgmma", g.bm, g.bn, g.bk, g.stages, g.threads()};
        c.pingpong = g.pingpong;
@@ -289,6 +331,7 @@ sm90::GemmConfig sm90ConfigOf(const KernelConfig& c) {
   g.stages = c.stages;
   g.pingpong = c.pingpong;
   g.consumers = c.pingpong ? 2 : c.bm / 64;  // ping-pong: 2; cooperative: one per 64 rows of the tile
+  g.split_k = c.split_k;
   return g;
 }
 
@@ -448,8 +491,13 @@ std::vector<KernelConfig> candidatesValidated(const spec::ChainSpec& checked, co
   q.hopper_min_m = 64;
   const VariantRow& hopper = row("sm90_wgmma");
   if (!embeddedFile(hopper.templ) || !hopper.applies(q)) return out;
-  for (const HopperTile& t : kHopperTiles) {
-    const KernelConfig c = hopperConfigOf(t);
+  std::vector<KernelConfig> tiles;
+  for (const HopperTile& t : kHopperTiles) tiles.push_back(hopperConfigOf(t));
+  // too few tiles to fill the SMs: the split-K tiles too (the rule that would pick one,
+  // sm90::splitKWouldFillSms, waits for their measurement)
+  if (tiles64x128(shape) < kSplitKMaxTiles)
+    for (int ks : {2, 4}) tiles.push_back(splitKKernelConfig(ks));
+  for (const KernelConfig& c : tiles) {
     bool seen = false;
     for (const KernelConfig& o : out) seen = seen || describeConfig(o) == describeConfig(c);
     if (!seen) out.push_back(c);
@@ -483,6 +531,7 @@ std::string describeConfig(const KernelConfig& c) {
   std::string s = fmt::format("{} {}x{}x{} s{} t{}", c.variant, c.bm, c.bn, c.bk, c.stages, c.threads);
   if (c.pingpong) s += " pingpong";
   if (c.max_cluster != 1) s += fmt::format(" cluster{}", c.max_cluster);
+  if (c.split_k != 1) s += fmt::format(" splitk{}", c.split_k);
   return s;
 }
 
@@ -539,6 +588,18 @@ LaunchDims launchDims(const KernelSource& src, const ProblemShape& shape, int sm
   d.smem_bytes = src.smem_bytes;
   if (src.grid == GridPolicy::Persistent) {
     d.grid[0] = static_cast<unsigned>(sm_count);
+    if (src.config.split_k > 1) {
+      // sm90 split-K: one cluster of split_k CTAs per tile (compiled-in __cluster_dims__, so
+      // d.cluster stays 1 and cuLaunchKernel launches clusters): a multiple of split_k, no more
+      // clusters than tiles (an idle cluster would only hold SMs)
+      const sm90::GemmConfig g = sm90ConfigOf(src.config);
+      sm90::GemmProblem pr;
+      pr.batch = shape.B;
+      pr.M = shape.M;
+      pr.N = shape.N;
+      pr.K = shape.K;
+      d.grid[0] = sm90::launchGeometry(pr, g, sm_count).grid[0];
+    }
     return d;
   }
   if (src.grid == GridPolicy::Elementwise) {

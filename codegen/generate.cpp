@@ -103,6 +103,9 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     // split each tile (bm / 64 of them) or, ping-pong, take whole tiles in turn (2).
     w.line("#define FX_CONSUMERS {}", sm90ConfigOf(c).consumers);
     w.line("#define FX_PINGPONG {}", c.pingpong ? 1 : 0);
+    // split-K: the cluster shape is compiled in (__cluster_dims__), so launchDims' grid is a
+    // multiple of it and the launch stays a plain cuLaunchKernel
+    w.line("#define FX_SPLIT_K {}", c.split_k);
     // the launch's dynamic shared memory, so that the template checks its own layout against it
     w.line("#define FX_DYN_SMEM_BYTES {}", sm90ConfigOf(c).dynSmemBytes());
     static const std::string staged = readBinaryKnob("FXFUSE_SM90_STAGED_STORE");

@@ -26,9 +26,12 @@ bool describeTensorMaps(const GemmProblem& pr, const GemmConfig& cfg, TensorMapD
   }
   if (cfg.bn != 128 && cfg.bn != 256) return fail(why, "bn must be 128 or 256");
   if (cfg.cluster_m != 1 && cfg.cluster_m != 2) return fail(why, "cluster_m must be 1 or 2");
-  // 227 KB per block holds the dynamic part and the kernel's static barriers (2 * stages + 2 of 8 bytes)
-  if (cfg.dynSmemBytes() + (2 * cfg.stages + 2) * 8 > 227 * 1024)
-    return fail(why, "stages*(bm+bn)*bk*2 plus the staging buffer too large");
+  if (cfg.split_k != 1 && cfg.split_k != 2 && cfg.split_k != 4) return fail(why, "split_k must be 1, 2 or 4");
+  if (cfg.split_k > 1 && (cfg.pingpong || cfg.consumers != 1 || cfg.cluster_m != 1))
+    return fail(why, "split-K needs one cooperative consumer (bm 64) and cluster_m 1");
+  // 227 KB per block holds the dynamic part and the kernel's static barriers
+  if (cfg.dynSmemBytes() + cfg.staticSmemBytes() > 227 * 1024)
+    return fail(why, "stages*(bm+bn)*bk*2 plus the staging (and split-K) buffers too large");
   if (pr.M < 1 || pr.N < 1 || pr.K < 1 || pr.batch < 1) return fail(why, "empty problem");
   if (pr.M >= (1ll << 31) || pr.N >= (1ll << 31) || pr.K >= (1ll << 31)) return fail(why, "dim >= 2^31");
   if (pr.N % 2) return fail(why, "N must be even (epilogue column pairs)");
@@ -97,15 +100,18 @@ bool describeTensorMaps(const GemmProblem& pr, const GemmConfig& cfg, TensorMapD
 LaunchGeometry launchGeometry(const GemmProblem& pr, const GemmConfig& cfg, int num_sms,
                               int max_active_clusters) {
   LaunchGeometry g;
+  const long long ks = std::max(1, cfg.split_k);
   const long long cm = std::max(1, cfg.cluster_m);
   const long long mt = (pr.M + cfg.bm - 1) / cfg.bm;
   const long long nt = (pr.N + cfg.bn - 1) / cfg.bn;
   g.num_tiles = mt * nt * pr.batch;
   const long long cluster_tiles = (mt + cm - 1) / cm * nt * pr.batch;
-  long long clusters = max_active_clusters > 0 ? max_active_clusters : std::max(1, num_sms) / cm;
+  // the CTAs of one cluster: cm along M or ks along K (never both)
+  const long long cs = cm * ks;
+  long long clusters = max_active_clusters > 0 ? max_active_clusters : std::max(1, num_sms) / cs;
   clusters = std::max(1ll, std::min(cluster_tiles, clusters));
-  g.grid[0] = (unsigned)(clusters * cm);
-  g.cluster[0] = (unsigned)cm;
+  g.grid[0] = (unsigned)(clusters * cs);
+  g.cluster[0] = (unsigned)cs;
   g.block[0] = (unsigned)cfg.threads();
   g.dyn_smem_bytes = cfg.dynSmemBytes();
   return g;
@@ -190,6 +196,36 @@ GemmConfig chooseCooperativeConfig(long long M, long long N, long long K, long l
   return waves_eff(big) >= 0.85 * waves_eff(small) ? big : small;
 }
 
+GemmConfig splitKConfig(int ks) {
+  GemmConfig c;
+  c.bm = 64;
+  c.bn = 128;
+  c.consumers = 1;
+  c.stages = 7;  // 7 x 24 KB + 9 KB staging + 32 KB partial + 1 KB slack = 210 KB of 227
+  c.split_k = ks;
+  return c;
+}
+
+int splitKWouldFillSms(long long M, long long N, long long K, long long batch, int num_sms) {
+  // The candidate's rule, to be checked against the measurement before chooseConfig uses it: the
+  // smallest KS whose clusters cover at least three quarters of the SMs (M = 64, N = 4096: 32
+  // tiles of 64x128, KS = 4 -> 128 CTAs of 132) where the plain 64x128 grid covers less, else the
+  // largest that fits; the grid stays within one CTA per SM (a persistent cluster that waits for
+  // a free GPC slot doubles the time), and every rank keeps at least 8 k-blocks (about the
+  // ring's depth, so that its pipeline fills: K >= 2048 at KS = 4), as the gemv's split-K rule
+  // does (config_table.cpp gemvSplitK).
+  const long long tiles = (M + 63) / 64 * ((N + 127) / 128) * batch;
+  const long long nk = (K + 63) / 64;
+  if (4 * tiles >= 3LL * num_sms) return 1;
+  int best = 1;
+  for (int ks : {2, 4}) {
+    if (tiles * ks > num_sms || nk / ks < 8) break;
+    best = ks;
+    if (4 * tiles * ks >= 3LL * num_sms) break;
+  }
+  return best;
+}
+
 std::string configDefines(const GemmConfig& c) {
   std::string s;
   auto def = [&](const char* k, int v) { s += "#define "; s += k; s += " "; s += std::to_string(v); s += "\n"; };
@@ -202,6 +238,7 @@ std::string configDefines(const GemmConfig& c) {
   def("FX_GROUP_M", c.group_m);
   def("FX_CLUSTER_M", c.cluster_m);
   def("FX_PINGPONG", c.pingpong ? 1 : 0);
+  def("FX_SPLIT_K", c.split_k);
   return s;
 }
 
@@ -218,6 +255,9 @@ int safeConsumerRegs(const GemmConfig& cfg, int kernel_num_regs, int producer_re
 }
 
 bool setmaxnregSafe(const GemmConfig& cfg, int kernel_num_regs, int producer_regs) {
+  // one consumer (the split-K tiles): the template moves no registers (FX_SM90_SETMAXNREG), so
+  // whatever ptxas allocated is what every warp keeps
+  if (cfg.consumers == 1) return true;
   // what the template compiled in (FX_CONSUMER_REGS default) vs what the pool really allows
   const int entry = entryRegs(cfg);
   int compiled = entry + ((entry - producer_regs) / cfg.consumers) / 8 * 8;

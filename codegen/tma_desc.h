@@ -44,12 +44,17 @@ struct GemmConfig {
   int group_m = 16;    // FX_GROUP_M: grouped tile order
   int cluster_m = 1;   // FX_CLUSTER_M: 1, or 2 = CTA pairs share (multicast) the B tile
   bool pingpong = false;  // FX_PINGPONG: each of the 2 consumers owns whole bm x bn tiles (bm 64/128)
+  int split_k = 1;     // FX_SPLIT_K: 1, or 2 / 4 CTAs (a cluster) share each tile along K (bm 64, 1 consumer)
   int threads() const { return 128 * (consumers + 1); }
   // FX_STAGES*(BM+BN)*BK*2 + FX_STAGE_BYTES (the staged stores' 16 rows x 144 B per consumer
-  // warp) + 1024 (alignment slack for the 1024-B swizzle atoms)
+  // warp) + FX_SPLITK_BYTES (split-K: the leader's f32 buffer for one peer's partial tile) + 1024
+  // (alignment slack for the 1024-B swizzle atoms)
   long long dynSmemBytes() const {
-    return (long long)stages * (bm + bn) * bk * 2 + (long long)consumers * 4 * 16 * 144 + 1024;
+    return (long long)stages * (bm + bn) * bk * 2 + (long long)consumers * 4 * 16 * 144 +
+           (split_k > 1 ? (long long)bm * bn * 4 : 0) + 1024;
   }
+  // the kernel's static shared memory: its mbarriers (FX_STATIC_BAR_BYTES)
+  long long staticSmemBytes() const { return (2LL * stages + 2 + (split_k > 1 ? 2 : 0)) * 8; }
 };
 
 // Logical problem: out[b][m][n] = sum_k A[b][m][k] * B[b][k][n]; strides in ELEMENTS, sb = 0 means
@@ -95,11 +100,12 @@ bool describeTensorMaps(const GemmProblem& pr, const GemmConfig& cfg, TensorMapD
 struct LaunchGeometry {
   unsigned grid[3] = {1, 1, 1};     // persistent: min(#tiles, num_sms)
   unsigned block[3] = {1, 1, 1};    // cfg.threads()
-  unsigned cluster[3] = {1, 1, 1};  // {cluster_m,1,1}; compiled into the kernel (__cluster_dims__)
+  unsigned cluster[3] = {1, 1, 1};  // {cluster_m or split_k,1,1}; compiled into the kernel (__cluster_dims__)
   long long dyn_smem_bytes = 0;     // needs CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
   long long num_tiles = 0;          // ceil(M/bm) * ceil(N/bn) * batch
 };
-// max_active_clusters: cuOccupancyMaxActiveClusters for cluster_m == 2 (0 = assume num_sms / 2).
+// max_active_clusters: cuOccupancyMaxActiveClusters for cluster_m == 2 or split_k > 1 (0 = assume
+// num_sms / cluster size). Split-K: one cluster of split_k CTAs per tile, grid = split_k * clusters.
 LaunchGeometry launchGeometry(const GemmProblem& pr, const GemmConfig& cfg, int num_sms,
                               int max_active_clusters = 0);
 
@@ -112,6 +118,15 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
 // (4 stages) unless that leaves too many SMs idle, then 128x128 (6 stages).
 GemmConfig chooseCooperativeConfig(long long M, long long N, long long K, long long batch, int num_sms);
 
+// Split-K (FX_SPLIT_K): a 64x128 tile with one consumer, shared along K by a cluster of split_k CTAs.
+// ks: 2 or 4. 7 ring stages: the 32 KB partial buffer takes the eighth (dynSmemBytes).
+GemmConfig splitKConfig(int ks);
+// The split-K cluster size that would fill the SMs for this problem: 1 (no split-K: the 64x128
+// tiles are many enough, or each rank would get too few k-blocks), 2 or 4. NOT used by
+// chooseConfig: the rule waits for a GPU measurement (bench/sm90/compare_tiles.py); the op takes
+// it only under FXFUSE_SM90_SPLIT_K=1 (codegen/config_table.cpp).
+int splitKWouldFillSms(long long M, long long N, long long K, long long batch, int num_sms);
+
 // "#define FX_BM 128\n#define FX_BN 256\n..." for the generated source (before the template).
 std::string configDefines(const GemmConfig& cfg);
 
@@ -120,6 +135,7 @@ std::string configDefines(const GemmConfig& cfg);
 // ptxas allocated entryRegs(cfg) per thread (168 for 384 threads, which every measured build had).
 // After loading, compare cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_NUM_REGS): if this returns false, do
 // not launch (it would hang); recompile with "#define FX_CONSUMER_REGS <safeConsumerRegs(...)>".
+// One consumer (FX_BM 64 cooperative, the split-K tiles): no setmaxnreg at all, always safe.
 int entryRegs(const GemmConfig& cfg);
 int safeConsumerRegs(const GemmConfig& cfg, int kernel_num_regs, int producer_regs = 40);
 bool setmaxnregSafe(const GemmConfig& cfg, int kernel_num_regs, int producer_regs = 40);
