@@ -51,14 +51,15 @@ TEST(CandidateConfigs, SmallBatchesTakeHopperWhereItsTilesFillTheSms) {
   // where 64-row tiles, at least three quarters of their rows real, fill most of the 132 SMs
   // (K = 4096, N = 14336: 112 at M = 64, Run AA; 224 at M = 100, Run AC), and leaves it to the
   // measurement elsewhere (K = 14336, N = 4096: 32 tiles; M = 65-95: more than a quarter of the
-  // MMA rows wasted, unmeasured).
+  // MMA rows wasted, unmeasured). There the five Hopper tiles and the two split-K tiles
+  // (split_k_test.cpp).
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   const spec::ChainSpec gelu = biasGeluTanh();
   EXPECT_EQ(describeConfig(chooseConfigForSize(gelu, 64, 14336, 4096, 1, 90)), "sm90_wgmma 64x128x64 s8 t384 pingpong");
   for (long long m : {64LL, 100LL, 127LL}) {
     EXPECT_NE(chooseConfigForSize(gelu, m, 4096, 14336, 1, 90).variant, "sm90_wgmma") << m;
     const std::vector<KernelConfig> c = candidateConfigsForSize(gelu, m, 4096, 14336, 1, 90);
-    ASSERT_EQ(c.size(), 6u) << m;
+    ASSERT_EQ(c.size(), 8u) << m;
     EXPECT_NE(c[0].variant, "sm90_wgmma") << m;
     for (size_t i = 1; i < c.size(); ++i) EXPECT_EQ(c[i].variant, "sm90_wgmma") << m;
   }
@@ -191,6 +192,9 @@ TEST(CandidateConfigs, DescribeNamesEveryField) {
   EXPECT_NE(describeConfig(a), describeConfig(b));
   b = a;
   b.max_cluster = 2;
+  EXPECT_NE(describeConfig(a), describeConfig(b));
+  b = a;
+  b.split_k = 2;
   EXPECT_NE(describeConfig(a), describeConfig(b));
   EXPECT_EQ(describeConfig(a), "sm90_wgmma 128x256x64 s4 t384");
 }

@@ -1,0 +1,212 @@
+// Split-K for the Hopper kernel (FX_SPLIT_K, kernels/sm90_wgmma_gemm.cuh): the autotune measures
+// the split-K tiles exactly where the 64x128 tiles are too few to fill the SMs; each KS is its own
+// kernel (name, cache key, macros); the launch grid is a whole number of clusters; the rule that
+// would pick KS (sm90::splitKWouldFillSms, not used by default); every split-K tile builds for
+// sm_90a without spills.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "codegen/codegen.h"
+#include "codegen/config_table.h"
+#include "codegen/embedded_sources.h"
+#include "codegen/tma_desc.h"
+#include "test_util.h"
+
+namespace fxfuse::codegen {
+namespace {
+
+using test::loadSpec;
+
+bool hopperBuiltIn() { return embeddedFile("kernels/sm90_wgmma_gemm.cuh") != nullptr; }
+
+spec::ChainSpec biasGeluTanh() {
+  return spec::parseSpec(
+      "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
+      "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\noutput %5\n");
+}
+
+KernelConfig splitK(int ks) {
+  KernelConfig c{"sm90_wgmma", 64, 128, 64, 7, 256};
+  c.split_k = ks;
+  return c;
+}
+
+std::vector<std::string> splitKCandidates(const spec::ChainSpec& spec, long long M, long long N, long long K,
+                                          long long B) {
+  std::vector<std::string> out;
+  for (const KernelConfig& c : candidateConfigsForSize(spec, M, N, K, B, 90))
+    if (c.split_k != 1) out.push_back(describeConfig(c));
+  return out;
+}
+
+TEST(SplitK, CandidatesExactlyWhereTilesAreFew) {
+  if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
+  const std::vector<std::string> both = {"sm90_wgmma 64x128x64 s7 t256 splitk2", "sm90_wgmma 64x128x64 s7 t256 splitk4"};
+  for (const spec::ChainSpec& spec : {biasGeluTanh(), loadSpec("bare_bf16_mm")}) {
+    // M = 64, K = 14336, N = 4096: 32 tiles of 64x128
+    EXPECT_EQ(splitKCandidates(spec, 64, 4096, 14336, 1), both);
+    EXPECT_EQ(splitKCandidates(spec, 100, 4096, 4160, 1), both);       // 2 x 32 tiles, K not a multiple of 4 x 64
+    EXPECT_EQ(splitKCandidates(spec, 64, 99 * 128, 4096, 1), both);    // 99 tiles
+    EXPECT_TRUE(splitKCandidates(spec, 64, 100 * 128, 4096, 1).empty());  // 100: whole tiles fill the SMs
+    EXPECT_TRUE(splitKCandidates(spec, 64, 14336, 4096, 1).empty());      // 112 tiles
+    EXPECT_TRUE(splitKCandidates(spec, 64, 4096, 14336, 4).empty());      // a batch of 4: 128 tiles
+    EXPECT_EQ(splitKCandidates(spec, 64, 4096, 14336, 3), both);          // 96 tiles
+    EXPECT_TRUE(splitKCandidates(spec, 4096, 4096, 4096, 1).empty());
+    // where the Hopper kernel does not apply at all, no split-K either (M < one 64-row tile: gemv
+    // or the generic kernel; no sm_90)
+    EXPECT_TRUE(splitKCandidates(spec, 63, 4096, 14336, 1).empty());
+    EXPECT_EQ(candidateConfigsForSize(spec, 64, 4096, 14336, 1, 80).size(), 1u);
+  }
+  // the default heuristic never takes split-K (its rule waits for a GPU measurement)
+  for (long long m : {1LL, 16LL, 64LL, 100LL, 128LL, 4096LL})
+    for (long long k : {4160LL, 14336LL})
+      EXPECT_EQ(chooseConfigForSize(loadSpec("bare_bf16_mm"), m, 4096, k, 1, 90).split_k, 1) << m << " " << k;
+}
+
+TEST(SplitK, EachClusterSizeIsItsOwnKernel) {
+  if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
+  KernelConfig plain = splitK(1);
+  EXPECT_EQ(describeConfig(plain), "sm90_wgmma 64x128x64 s7 t256");
+  EXPECT_NE(describeConfig(splitK(2)), describeConfig(plain));
+  EXPECT_NE(describeConfig(splitK(2)), describeConfig(splitK(4)));
+  const spec::ChainSpec spec = biasGeluTanh();
+  const KernelSource a = generate(spec, splitK(2)), b = generate(spec, splitK(4)), c = generate(spec, plain);
+  EXPECT_NE(a.name, b.name);  // the kernel's name and the loader's cache key both come from describeConfig
+  EXPECT_NE(a.name, c.name);
+  EXPECT_NE(a.code.find("#define FX_SPLIT_K 2\n"), std::string::npos);
+  EXPECT_NE(b.code.find("#define FX_SPLIT_K 4\n"), std::string::npos);
+  EXPECT_NE(c.code.find("#define FX_SPLIT_K 1\n"), std::string::npos);
+  EXPECT_NE(a.code.find("#define FX_CONSUMERS 1\n"), std::string::npos);
+  // the partial buffer (64 x 128 f32) on top of the plain layout, within 227 KB with 7 stages
+  EXPECT_EQ(a.smem_bytes, c.smem_bytes + 64 * 128 * 4);
+  EXPECT_EQ(a.smem_bytes, 7u * 24576 + 9216 + 32768 + 1024);
+  const sm90::GemmConfig g = sm90ConfigOf(splitK(4));
+  EXPECT_EQ(g.split_k, 4);
+  EXPECT_EQ(g.consumers, 1);
+  EXPECT_LE(g.dynSmemBytes() + g.staticSmemBytes(), 227 * 1024);
+  // no setmaxnreg with one consumer: the runtime's hang guard passes whatever ptxas allocated
+  EXPECT_TRUE(sm90::setmaxnregSafe(g, 90));
+  EXPECT_TRUE(sm90::setmaxnregSafe(g, 248));
+  sm90::GemmConfig eight = g;
+  eight.stages = 8;
+  EXPECT_GT(eight.dynSmemBytes() + eight.staticSmemBytes(), 227 * 1024);  // why 7
+}
+
+TEST(SplitK, TensorMapsRefuseSplitKWithPingPongOrClusterPairs) {
+  sm90::GemmProblem pr;
+  alignas(16) static char a[16], b[16];
+  pr.M = 64;
+  pr.N = 4096;
+  pr.K = 14336;
+  pr.a_ptr = a;
+  pr.b_ptr = b;
+  pr.a_sm = pr.K;
+  pr.b_sk = pr.N;
+  sm90::TensorMapDesc maps[2];
+  std::string why;
+  EXPECT_TRUE(sm90::describeTensorMaps(pr, sm90::splitKConfig(4), maps, &why)) << why;
+  EXPECT_TRUE(sm90::describeTensorMaps(pr, sm90::splitKConfig(2), maps, &why)) << why;
+  sm90::GemmConfig bad = sm90::splitKConfig(4);
+  bad.split_k = 3;
+  EXPECT_FALSE(sm90::describeTensorMaps(pr, bad, maps, &why));
+  bad = sm90::splitKConfig(2);
+  bad.pingpong = true;
+  bad.consumers = 2;
+  EXPECT_FALSE(sm90::describeTensorMaps(pr, bad, maps, &why));
+  bad = sm90::splitKConfig(2);
+  bad.stages = 8;
+  EXPECT_FALSE(sm90::describeTensorMaps(pr, bad, maps, &why));
+}
+
+TEST(SplitK, GridIsWholeClustersOnePerTile) {
+  if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
+  const spec::ChainSpec spec = loadSpec("bare_bf16_mm");
+  ProblemShape s;
+  s.M = 64;
+  s.N = 4096;
+  s.K = 14336;
+  const KernelSource two = generate(spec, splitK(2)), four = generate(spec, splitK(4));
+  EXPECT_EQ(four.grid, GridPolicy::Persistent);
+  EXPECT_EQ(launchDims(four, s, 132).grid[0], 128u);  // 32 tiles x 4
+  EXPECT_EQ(launchDims(two, s, 132).grid[0], 64u);
+  EXPECT_EQ(launchDims(four, s, 132).block, 256u);
+  // the cluster is compiled in (__cluster_dims__): a plain launch, no cluster attribute
+  EXPECT_EQ(launchDims(four, s, 132).cluster[0], 1u);
+  s.N = 40 * 128;  // 40 tiles: 33 clusters of 4 on 132 SMs, persistent
+  EXPECT_EQ(launchDims(four, s, 132).grid[0], 132u);
+  EXPECT_EQ(launchDims(four, s, 114).grid[0], 112u);  // a multiple of 4 below 114 SMs
+  EXPECT_EQ(launchDims(two, s, 131).grid[0], 80u);
+  s.M = 1;
+  s.N = 256;  // 2 tiles
+  EXPECT_EQ(launchDims(four, s, 132).grid[0], 8u);
+  // without split-K the persistent grid is the SM count, as before
+  EXPECT_EQ(launchDims(generate(spec, splitK(1)), s, 132).grid[0], 132u);
+}
+
+TEST(SplitK, RuleThatWouldPickIt) {
+  // sm90::splitKWouldFillSms(M, N, K, B, SMs): the smallest KS covering three quarters of the
+  // SMs, each rank keeping 8 k-blocks, the grid within the SMs
+  EXPECT_EQ(sm90::splitKWouldFillSms(64, 4096, 14336, 1, 132), 4);  // 32 tiles -> 128 CTAs
+  EXPECT_EQ(sm90::splitKWouldFillSms(1, 4096, 14336, 1, 132), 4);
+  EXPECT_EQ(sm90::splitKWouldFillSms(64, 8192, 14336, 1, 132), 2);  // 64 tiles -> 128
+  EXPECT_EQ(sm90::splitKWouldFillSms(64, 14336, 4096, 1, 132), 1);  // 112 tiles
+  EXPECT_EQ(sm90::splitKWouldFillSms(64, 4096, 14336, 4, 132), 1);  // 128 tiles
+  EXPECT_EQ(sm90::splitKWouldFillSms(64, 4096, 1024, 1, 132), 2);   // 16 k-blocks: 8 per rank at most
+  EXPECT_EQ(sm90::splitKWouldFillSms(64, 4096, 512, 1, 132), 1);    // 8 k-blocks
+  EXPECT_EQ(sm90::splitKWouldFillSms(64, 6144, 14336, 1, 132), 2);  // 48 tiles: 4 would need 192 SMs
+}
+
+// The largest "N bytes spill stores/loads" of a ptxas -v log.
+int maxSpillBytes(const std::string& log) {
+  static const std::regex spill("([0-9]+) bytes spill (stores|loads)");
+  int most = -1;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), spill); it != std::sregex_iterator(); ++it)
+    most = std::max(most, std::stoi((*it)[1].str()));
+  return most;
+}
+
+// Both split-K tiles build for sm_90a, as the autotune would build them at M = 64, K = 14336,
+// N = 4096, on the chains EveryHopperTileCompiles uses (the two-output residual + SiLU, the
+// staged residual) and the bare mm, without spills.
+TEST(SplitK, EveryClusterSizeCompilesWithoutSpills) {
+  if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
+  const char* optOut = std::getenv("FXFUSE_NO_NVRTC");
+  if (optOut && std::string(optOut) == "1") GTEST_SKIP() << "FXFUSE_NO_NVRTC=1";
+  ASSERT_FALSE(findNvrtc().empty()) << "libnvrtc not found; set FXFUSE_NVRTC_PATH or FXFUSE_NO_NVRTC=1";
+  const spec::ChainSpec staged = spec::parseSpec(
+      "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
+      "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\n%6 = input 3 bf16 [m,n]\n"
+      "%7 = add %5 %6 : bf16\noutput %7\n");
+  int built = 0;
+  const spec::ChainSpec chains[] = {loadSpec("f16_residual_silu_two_outputs"), staged, loadSpec("bare_bf16_mm")};
+  for (const spec::ChainSpec& spec : chains)
+    for (const KernelConfig& k : candidateConfigsForSize(spec, 64, 4096, 14336, 1, 90)) {
+      if (k.split_k == 1) continue;
+      ++built;
+      Cubin out;
+      try {
+        out = compileNvrtc(generate(spec, k), "sm_90a");
+      } catch (const CompileError& e) {
+        ADD_FAILURE() << describeConfig(k) << ": " << e.what();
+        continue;
+      }
+      EXPECT_EQ(out.image.substr(0, 4), std::string("\x7f" "ELF")) << describeConfig(k);
+      const int spilled = maxSpillBytes(out.log);
+      EXPECT_GE(spilled, 0) << "no ptxas statistics in the log:\n" << out.log;
+      EXPECT_EQ(spilled, 0) << describeConfig(k) << " spills:\n" << out.log;
+      std::smatch regs;
+      static const std::regex used("Used ([0-9]+) registers");
+      if (std::regex_search(out.log, regs, used))
+        std::cout << describeConfig(k) << ": " << regs[0] << ", " << spilled << " bytes spilled\n";
+    }
+  EXPECT_EQ(built, 6);
+}
+
+}  // namespace
+}  // namespace fxfuse::codegen
