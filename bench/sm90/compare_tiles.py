@@ -1,6 +1,7 @@
 """Every kernel the autotune may choose for a chain, side by side in one process: the op's
 unfused path ("aten": cuBLAS plus the generated epilogue kernel), the heuristic's kernel and
-each Hopper tile (config_table.cpp kHopperTiles), with cuBLAS mm alone beside them.
+each Hopper tile (config_table.cpp kHopperTiles; below 100 tiles of 64x128 also the split-K
+tiles, "64x128 sk2" / "sk4"), with cuBLAS mm alone beside them.
 
 A tile's effect of 5-10 % is below the spread between two bench runs (bench/RESULTS.md Run J),
 so this times the candidates back to back in rounds (fxfuse.autotune.measure, which also checks
@@ -41,11 +42,14 @@ def inputs_for(spec, M, K, N):
 
 
 def short(choice):
-    """"sm90_wgmma 64x256x64 s5 t384 pingpong" -> "64x256 pp"; others as they are."""
+    """"sm90_wgmma 64x256x64 s5 t384 pingpong" -> "64x256 pp", "... t256 splitk4" -> "64x128 sk4";
+    others as they are."""
     parts = choice.split()
     if parts[0] != "sm90_wgmma":
         return " ".join(parts[:2])
-    return parts[1].rsplit("x", 1)[0] + (" pp" if "pingpong" in parts else " coop")
+    split = [p for p in parts if p.startswith("splitk")]
+    kind = " sk" + split[0][len("splitk"):] if split else " pp" if "pingpong" in parts else " coop"
+    return parts[1].rsplit("x", 1)[0] + kind
 
 
 def main():

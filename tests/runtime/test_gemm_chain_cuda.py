@@ -486,7 +486,10 @@ from runtime_chain_cases import CASES, SpecBuilder, check_outputs, randn
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
 def every_tile(inputs, spec, what, check):
     tiles = [c for c in C.kernel_candidates(inputs, spec) if c.startswith("sm90_wgmma")]
-    assert len(tiles) == 5, tiles
+    # the five tiles, and the two split-K tiles where fewer than 100 tiles of 64x128 exist
+    # (M = 64 and 100 here, and layouts' 90): K = 192 and 64 give a KS = 4 rank no k-block
+    assert len([t for t in tiles if "splitk" not in t]) == 5, tiles
+    assert len([t for t in tiles if "splitk" in t]) in (0, 2), tiles
     for tile in tiles:
         C.set_kernel_choice(inputs, spec, tile)
         before = C.stats()
@@ -555,6 +558,61 @@ def test_hopper_pipeline_wraps_and_handovers_on_every_tile():
 @needs_sm90
 def test_hopper_every_tile_at_decode_batch_sizes():
     run_child(HOPPER_EVERY_TILE_CHILD, "small_m", FXFUSE_SM90_ALL_EPILOGUES="1")
+
+
+# Split-K (FX_SPLIT_K, kernels/sm90_wgmma_gemm.cuh) at decode shapes, forced through
+# FXFUSE_SM90_SPLIT_K=KS (read once per process, hence a child per KS; the heuristic then takes
+# the split-K tile wherever the shape has fewer than 100 tiles of 64x128, M = 1 included, which
+# the autotune's candidates start at 64): M = 1, 64 and 100 (one 64-row tile; two, rows past the
+# end), K = 14336 (224 k-blocks: 112 / 56 per rank) and 4160 (65: ranks of 16 and 17), N = 4096
+# and 4104 (a partial column tile), with F.linear's [N, K] weight (bias only) and bias + GELU +
+# residual on an [K, N] weight (the staged epilogue). Outputs poisoned, strict, fresh random
+# inputs per case; against the float64 reference by relative error (the partials' sum order
+# differs from one k-loop, so no bit-exact comparison), and a second launch must give the same
+# bits: the leader adds the partials in rank order, whatever order they arrive in.
+HOPPER_SPLIT_K_CHILD = """
+import sys, torch, fxfuse._C as C
+from runtime_chain_cases import CASES, SpecBuilder, check_outputs, randn
+gemm_chain = torch.ops.fxfuse.gemm_chain.default
+ks = int(sys.argv[1])
+torch.manual_seed(20261201 + ks)
+dt = torch.bfloat16
+def run(inputs, spec, what):
+    first = C.kernel_candidates(inputs, spec)[0]
+    assert first.startswith("sm90_wgmma 64x128x64") and first.endswith(f"splitk{ks}"), (what, first)
+    outs = []
+    for _ in range(2):
+        before = C.stats()
+        outs.append(gemm_chain(inputs, spec))
+        torch.cuda.synchronize()
+        assert C.stats()["launches"] == before["launches"] + 1, what
+        assert C.stats()["pointwise_launches"] == before["pointwise_launches"], what
+    for a, b in zip(*outs):
+        assert torch.equal(a.view(torch.int16), b.view(torch.int16)), (what, "two launches differ")
+    return outs[0]
+for M in (1, 64, 100):
+    for K in (14336, 4160):
+        for N in (4096, 4104):
+            what = (ks, M, K, N)
+            s = SpecBuilder()
+            xs, ws = s.input(dt, "mk"), s.input(dt, "nk")
+            s.output(s.op("add", s.mm(xs, ws, torch.float32), s.input(dt, "n"), dtype=dt))
+            x, w, b = randn((M, K), dt, "cuda"), randn((N, K), dt, "cuda", K ** -0.5), randn((N,), dt, "cuda")
+            (out,) = run([x, w, b], s.text(), ("linear", what))
+            want = x.double() @ w.double().t() + b.double()
+            assert torch.isfinite(out).all(), (what, "an element was not written (poisoned NaN)")
+            rel = ((out.double() - want).norm() / want.norm()).item()
+            assert rel < 6e-3, (what, rel)
+            case = CASES["residual"](dt, "cuda", M, N, K)
+            check_outputs(case, run(case.inputs, case.spec, ("residual", what)), dt)
+print("ok")
+"""
+
+
+@needs_sm90
+@pytest.mark.parametrize("ks", [2, 4])
+def test_hopper_split_k_at_decode_shapes(ks):
+    run_child(HOPPER_SPLIT_K_CHILD, ks, FXFUSE_SM90_SPLIT_K=str(ks), FXFUSE_SM90_ALL_EPILOGUES="1")
 
 
 @needs_sm90
