@@ -243,7 +243,9 @@ std::string configDefines(const GemmConfig& c) {
 }
 
 int entryRegs(const GemmConfig& cfg) {
-  const int r = (65536 / cfg.threads()) / 8 * 8;
+  // the template's FX_SM90_MIN_BLOCKS: one consumer launches with bounds of 2 CTAs per SM
+  const int min_blocks = cfg.consumers == 1 ? 2 : 1;
+  const int r = (65536 / (cfg.threads() * min_blocks)) / 8 * 8;
   return r > 248 ? 248 : r;
 }
 
@@ -255,9 +257,6 @@ int safeConsumerRegs(const GemmConfig& cfg, int kernel_num_regs, int producer_re
 }
 
 bool setmaxnregSafe(const GemmConfig& cfg, int kernel_num_regs, int producer_regs) {
-  // one consumer (the split-K tiles): the template moves no registers (FX_SM90_SETMAXNREG), so
-  // whatever ptxas allocated is what every warp keeps
-  if (cfg.consumers == 1) return true;
   // what the template compiled in (FX_CONSUMER_REGS default) vs what the pool really allows
   const int entry = entryRegs(cfg);
   int compiled = entry + ((entry - producer_regs) / cfg.consumers) / 8 * 8;

@@ -135,7 +135,8 @@ std::string configDefines(const GemmConfig& cfg);
 // ptxas allocated entryRegs(cfg) per thread (168 for 384 threads, which every measured build had).
 // After loading, compare cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_NUM_REGS): if this returns false, do
 // not launch (it would hang); recompile with "#define FX_CONSUMER_REGS <safeConsumerRegs(...)>".
-// One consumer (FX_BM 64 cooperative, the split-K tiles): no setmaxnreg at all, always safe.
+// One consumer (FX_BM 64 cooperative, the split-K tiles): entry 128 (launch bounds of 2 CTAs per
+// SM, FX_SM90_MIN_BLOCKS), the consumer raised to 216.
 int entryRegs(const GemmConfig& cfg);
 int safeConsumerRegs(const GemmConfig& cfg, int kernel_num_regs, int producer_regs = 40);
 bool setmaxnregSafe(const GemmConfig& cfg, int kernel_num_regs, int producer_regs = 40);

@@ -43,8 +43,9 @@
 //                       Measured no faster than 1 on H200 (bench/sm90/NOTES.md run 4): keep 1.
 //   FX_SPLIT_K   [1]    1, 2 or 4.  KS > 1: a cluster of KS CTAs (compile-time __cluster_dims__(KS,1,1))
 //                       shares each output tile along K, for shapes with too few tiles to fill the SMs
-//                       (M = 64, K = 14336, N = 4096: 32 tiles of 64x128).  Rank r runs k-blocks
-//                       [r*nk/KS, (r+1)*nk/KS) with its own producer and ring; ranks r > 0 then write
+//                       (M = 64, K = 14336, N = 4096: 32 tiles of 64x128).  Rank r runs its share of
+//                       the nk k-blocks (nk/KS, the first nk%KS ranks one more; where nk < KS the
+//                       ranks without one sit out) with its own producer and ring; ranks r > 0 write
 //                       their f32 fragment into the leader's (rank 0's) partial buffer (FX_SPLITK_BYTES
 //                       after the staging memory) over DSMEM, one rank at a time, and the leader adds
 //                       them in rank order (the sum does not depend on timing) before its epilogue.
@@ -108,19 +109,25 @@
 #ifndef FX_PRODUCER_REGS
 #define FX_PRODUCER_REGS 40
 #endif
-// Registers per thread the CTA is launched with: __launch_bounds__(FX_THREADS, 1) caps ptxas at
-// this, and ptxas uses all of it for these kernels (168 for 384 threads; 96 for 640).
-#define FX_SM90_ENTRY_REGS ((65536 / FX_THREADS) / 8 * 8 > 248 ? 248 : (65536 / FX_THREADS) / 8 * 8)
+// One consumer (256 threads, the split-K tiles): launch bounds of 2 CTAs per SM, a register cap
+// only (shared memory still holds one CTA per SM). At one CTA the entry would be 248 registers,
+// which leaves setmaxnreg.inc nothing to raise the consumer to; without setmaxnreg ptxas keeps the
+// k-loop's descriptors in regular registers and moves them to uniform ones per HGMMA (103 against
+// 74 instructions per two k-blocks). At 128 the producer's decrease to 40 gives the consumer 216.
+#define FX_SM90_MIN_BLOCKS (FX_CONSUMERS == 1 ? 2 : 1)
+// Registers per thread the CTA is launched with: __launch_bounds__(FX_THREADS, FX_SM90_MIN_BLOCKS)
+// caps ptxas at this, and ptxas uses all of it for these kernels (168 for 384 threads; 96 for 640;
+// 128 for 256).
+#define FX_SM90_ENTRY_REGS_UNCAPPED ((65536 / (FX_THREADS * FX_SM90_MIN_BLOCKS)) / 8 * 8)
+#define FX_SM90_ENTRY_REGS (FX_SM90_ENTRY_REGS_UNCAPPED > 248 ? 248 : FX_SM90_ENTRY_REGS_UNCAPPED)
 #ifndef FX_CONSUMER_REGS
 // setmaxnreg.inc can only take what the producer's setmaxnreg.dec gave back to the CTA's pool
-// (otherwise it waits forever — run 4: 4 consumers at 112 hung).  232 for 2 consumers, 104 for 4.
+// (otherwise it waits forever — run 4: 4 consumers at 112 hung).  232 for 2 consumers, 104 for 4,
+// 216 for 1.
 #define FX_CONSUMER_REGS (FX_SM90_ENTRY_REGS + ((FX_SM90_ENTRY_REGS - FX_PRODUCER_REGS) / FX_CONSUMERS) / 8 * 8 > 240 \
     ? 240 : FX_SM90_ENTRY_REGS + ((FX_SM90_ENTRY_REGS - FX_PRODUCER_REGS) / FX_CONSUMERS) / 8 * 8)
 #endif
 #define FX_SM90_THREADS (128 * (FX_CONSUMERS + 1))
-// One consumer (256 threads) starts with 248 registers, more than it needs and more than the
-// formula above grants it (240): setmaxnreg.inc may not lower the count, so neither role moves.
-#define FX_SM90_SETMAXNREG (FX_CONSUMERS > 1)
 #ifndef FX_THREADS
 #define FX_THREADS FX_SM90_THREADS
 #endif
@@ -418,9 +425,10 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], u64 da, u64 db, i
 
 // The persistent tile loop of one CTA: tiles tile0, tile0 + tile_step, ... < tiles, each of nk
 // k-blocks; mtc x nt tiles per batch (mtc counts cluster tiles along M).
-// Split-K: this CTA's k-blocks of each tile are kb0 .. kb0 + nk - 1 (nk may be 0).
+// Split-K: this CTA's k-blocks of each tile are kb0 .. kb0 + nk - 1; ranks: the CTAs of the
+// cluster with k-blocks (1 without split-K).
 struct TileSpace {
-  int mtc, nt, nk, kb0;
+  int mtc, nt, nk, kb0, ranks;
   long long tiles, tile0, tile_step;
 };
 
@@ -456,7 +464,7 @@ static __device__ __noinline__ void fx_sm90_edge_pair(const fxfuse::FxParams& p,
   if (m < p.M && n < p.N) fx_epilogue2(p, b, m, n, acc0, acc1);
 }
 
-extern "C" __global__ void FX_SM90_CLUSTER_ATTR __launch_bounds__(FX_THREADS, 1)
+extern "C" __global__ void FX_SM90_CLUSTER_ATTR __launch_bounds__(FX_THREADS, FX_SM90_MIN_BLOCKS)
 FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   using namespace fxsm90;
   static_assert((is_bf16<FxElemA>::value && is_bf16<FxElemB>::value) ||
@@ -526,20 +534,27 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     ts.tile_step = gridDim.x / CS;
     const int nk = (int)((K + BK - 1) / BK);
     if constexpr (KS > 1) {
-      // this rank's share of the k-blocks: counts differ by at most one, zero where nk < KS
+      // This rank's share of the k-blocks: nk / KS each, the first nk % KS ranks one more, so
+      // that the leader always has one (K >= 1) and only trailing ranks can have none (nk < KS).
+      // Those sit the kernel out (no tiles: their partial would be zero), and the leader counts
+      // only the ranks that take part (ranks); every tile has the same nk, so the same ranks.
       const int r = (int)cluster_ctarank();
-      ts.kb0 = r * nk / KS;
-      ts.nk = (r + 1) * nk / KS - ts.kb0;
+      const int base = nk / KS, extra = nk % KS;
+      ts.kb0 = r * base + min(r, extra);
+      ts.nk = base + (r < extra ? 1 : 0);
+      ts.ranks = min(nk, KS);
+      if (ts.nk == 0) ts.tiles = 0;
     } else {
       ts.kb0 = 0;
       ts.nk = nk;
+      ts.ranks = 1;
     }
     return ts;
   };
 
   if (wg == 0) {
     // ------------------------------ producer ------------------------------
-    if constexpr (FX_SM90_SETMAXNREG) setmaxnreg_dec<FX_PRODUCER_REGS>();
+    setmaxnreg_dec<FX_PRODUCER_REGS>();
     const TileSpace ts = tile_space();
     const bool a_bcast = p.in[FX_A_SLOT].sb == 0;
     const bool b_bcast = p.in[FX_B_SLOT].sb == 0;
@@ -602,9 +617,10 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     }
   } else {
     // ------------------------------ consumers -----------------------------
-    if constexpr (FX_SM90_SETMAXNREG) setmaxnreg_inc<FX_CONSUMER_REGS>();
+    setmaxnreg_inc<FX_CONSUMER_REGS>();
     const TileSpace ts = tile_space();
     const u32 ts_rank = KS > 1 ? cluster_ctarank() : 0u;  // split-K: 0 is the leader
+    (void)ts_rank;  // unused without split-K
     // Broadcast from lane 0: the compiler then knows the consumer index is warp-uniform, and
     // what depends on it (the ring position, the descriptors) can live in uniform registers
     // (mainloop SASS 231 -> 128 instructions with the descriptor stepping, session 8).
@@ -711,20 +727,13 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         prev = s;
         if (++s == S) { s = 0; ph ^= 1; }
       };
-      if (KS == 1 || ts.nk > 0) {
-        k_block(true);
-        for (int kb = 1; kb < ts.nk; ++kb) k_block(false);
-        // This consumer has waited on every stage of the tile: the other one may start its next
-        // tile's mainloop (issued after the loop, not in its last iteration: no test per block).
-        if (FX_PINGPONG && lane == 0) mbar_arrive(order_signal);
-        wgmma_wait<0>();
-        if (lane == 0) release(prev);
-      } else {
-        // split-K with fewer k-blocks than ranks (K < KS * 64 or so): this rank's share is empty,
-        // its partial zero; it still takes its turn, so every rank does the same every tile
-#pragma unroll
-        for (int i = 0; i < BN / 2; ++i) d[0][i] = 0.f;
-      }
+      k_block(true);
+      for (int kb = 1; kb < ts.nk; ++kb) k_block(false);
+      // This consumer has waited on every stage of the tile: the other one may start its next
+      // tile's mainloop (issued after the loop, not in its last iteration: no test per block).
+      if (FX_PINGPONG && lane == 0) mbar_arrive(order_signal);
+      wgmma_wait<0>();
+      if (lane == 0) release(prev);
 #if FX_SPLIT_K > 1
       // ---- split-K: the peers' partials into the leader's accumulator, in rank order ----
       // Thread t's fragment, as float4 i, sits at partial + i * 2048 + t * 16 in the leader's
@@ -732,15 +741,16 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       // and the same thread of the leader (same fragment positions) reads it.
       // One buffer, the peers in turn: peer r writes once its turn barrier completes, which the
       // leader's threads arrive on when they have read peer r - 1's partial of this tile (rank 1:
-      // rank KS - 1's of the previous tile, so its first tile needs no arrival: it waits for the
-      // phase before the first, complete at init). Each barrier can only run one phase ahead of
-      // its waiter, as parity waits need: a peer's next turn needs its partial of this tile.
+      // the last peer's of the previous tile, so its first tile needs no arrival: it waits for
+      // the phase before the first, complete at init). Each barrier can only run one phase ahead
+      // of its waiter, as parity waits need: a peer's next turn needs its partial of this tile.
+      // Only the ts.ranks ranks with k-blocks take part (all KS unless K has fewer k-blocks).
       {
         const u32 partial = smem + S * STAGE_BYTES + FX_STAGE_BYTES + (u32)(tid * 16);
         if (ts_rank == 0) {
 #pragma unroll 1
-          for (int r = 1; r < KS; ++r) {
-            mbar_wait_acquire_cluster(partial_full0, (u32)((j * (KS - 1) + r - 1) & 1));
+          for (int r = 1; r < ts.ranks; ++r) {
+            mbar_wait_acquire_cluster(partial_full0, (u32)((j * (ts.ranks - 1) + r - 1) & 1));
 #pragma unroll
             for (int i = 0; i < BN / 8; ++i) {
               const float4 v = ld_shared_v4f(partial + i * 2048);
@@ -751,7 +761,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
             }
             // this thread's loads are done: the next peer (the next tile's rank 1 after the last)
             // may overwrite what it read
-            mbar_arrive_release_cluster(mapa_shared(turn0, (u32)(r + 1 < KS ? r + 1 : 1)));
+            mbar_arrive_release_cluster(mapa_shared(turn0, (u32)(r + 1 < ts.ranks ? r + 1 : 1)));
           }
         } else {
           mbar_wait_acquire_cluster(turn0, (u32)((j & 1) ^ (ts_rank == 1 ? 1 : 0)));

@@ -90,9 +90,11 @@ TEST(SplitK, EachClusterSizeIsItsOwnKernel) {
   EXPECT_EQ(g.split_k, 4);
   EXPECT_EQ(g.consumers, 1);
   EXPECT_LE(g.dynSmemBytes() + g.staticSmemBytes(), 227 * 1024);
-  // no setmaxnreg with one consumer: the runtime's hang guard passes whatever ptxas allocated
-  EXPECT_TRUE(sm90::setmaxnregSafe(g, 90));
-  EXPECT_TRUE(sm90::setmaxnregSafe(g, 248));
+  // one consumer: entry 128 registers (launch bounds of 2 CTAs per SM), 88 of the producer's
+  // moved to the consumer (216); the runtime's hang guard refuses a kernel allocated fewer
+  EXPECT_EQ(sm90::entryRegs(g), 128);
+  EXPECT_TRUE(sm90::setmaxnregSafe(g, 128));
+  EXPECT_FALSE(sm90::setmaxnregSafe(g, 120));
   sm90::GemmConfig eight = g;
   eight.stages = 8;
   EXPECT_GT(eight.dynSmemBytes() + eight.staticSmemBytes(), 227 * 1024);  // why 7
@@ -200,10 +202,12 @@ TEST(SplitK, EveryClusterSizeCompilesWithoutSpills) {
       const int spilled = maxSpillBytes(out.log);
       EXPECT_GE(spilled, 0) << "no ptxas statistics in the log:\n" << out.log;
       EXPECT_EQ(spilled, 0) << describeConfig(k) << " spills:\n" << out.log;
+      // the allocation the setmaxnreg budget assumes (else the runtime would refuse to launch it)
       std::smatch regs;
       static const std::regex used("Used ([0-9]+) registers");
-      if (std::regex_search(out.log, regs, used))
-        std::cout << describeConfig(k) << ": " << regs[0] << ", " << spilled << " bytes spilled\n";
+      ASSERT_TRUE(std::regex_search(out.log, regs, used)) << out.log;
+      EXPECT_TRUE(sm90::setmaxnregSafe(sm90ConfigOf(k), std::stoi(regs[1].str()))) << describeConfig(k) << ": " << regs[0];
+      std::cout << describeConfig(k) << ": " << regs[0] << ", " << spilled << " bytes spilled\n";
     }
   EXPECT_EQ(built, 6);
 }
