@@ -87,29 +87,28 @@ KernelConfig splitKKernelConfig(int ks) {
   return c;
 }
 
-// The op's use of split-K, off by default: the kernel has not run on a GPU yet, and the rule
-// (sm90::splitKWouldFillSms) waits for compare_tiles' measurement at the decode shapes. With
-// FXFUSE_SM90_SPLIT_K=1 the heuristic takes the split-K tile where that rule gives KS > 1, and
-// admits those decode shapes below 128 rows (hopperRefusal); =2 or =4 forces that KS wherever the
-// shape has fewer than kSplitKMaxTiles tiles (to generate and time one KS: sass_stats, benches).
-// Read once; 0 = off, 1 = the rule, 2 / 4 = forced.
+// Measurement knob (bench only, like FXFUSE_SM90_PINGPONG_TILE): FXFUSE_SM90_SPLIT_K=2 or 4
+// forces that KS wherever the shape has fewer than kSplitKMaxTiles tiles (M = 1 included, which
+// the autotune's candidates start at 64: to time or test one KS anywhere), =0 turns split-K off;
+// unset, the heuristic's rule (sm90::splitKForDecode). Read once.
 int splitKKnob() {
   static const int knob = [] {
     const char* v = std::getenv("FXFUSE_SM90_SPLIT_K");
     const std::string s = v ? v : "";
-    if (s.empty() || s == "0") return 0;
-    if (s == "1" || s == "2" || s == "4") return std::stoi(s);
-    throw CodegenError("FXFUSE_SM90_SPLIT_K must be 0, 1, 2 or 4, not '" + s + "'");
+    if (s.empty()) return -1;
+    if (s == "0" || s == "2" || s == "4") return std::stoi(s);
+    throw CodegenError("FXFUSE_SM90_SPLIT_K must be 0, 2 or 4, not '" + s + "'");
   }();
   return knob;
 }
 
-// The split-K cluster size the heuristic would take for this shape under the knob; 1: none.
-int splitKUnderKnob(const ProblemShape& s) {
+// The split-K cluster size the heuristic takes for this shape; 1: none.
+int splitKFor(const ProblemShape& s) {
+  if (tiles64x128(s) >= kSplitKMaxTiles) return 1;
   const int knob = splitKKnob();
-  if (knob == 0 || tiles64x128(s) >= kSplitKMaxTiles) return 1;
+  if (knob == 0) return 1;
   if (knob > 1) return knob;
-  return sm90::splitKWouldFillSms(s.M, s.N, s.K, s.B, kHopperSms);
+  return sm90::splitKForDecode(s.M, s.N, s.K, s.B, kHopperSms);
 }
 
 // Whether the Hopper kernel with this epilogue beats the unfused graph (cuBLAS, then the
@@ -159,16 +158,20 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   // SMs (Runs AA, AC), at most one such activation, the staged form
   if (!unmeasured.empty()) return "'" + unmeasured + "' was not measured fused";
   if (expensive_ops > 1) return "more than one transcendental or division (not measured fused)";
-  if (shape.K > kExpensiveEpilogueMaxK)
+  // Split-K decode shapes (splitKFor): every bench chain won there at K = 14336, SiLU alone and
+  // the residual behind GELU(tanh) included (Run AC, call 6: 1.5-5.6 % under cuBLAS + the
+  // epilogue kernel; the GEMM streams weights, and the separate epilogue pass is the loss).
+  const bool split_k = splitKFor(shape) > 1;
+  if (shape.K > kExpensiveEpilogueMaxK && !split_k)
     return "GELU, SiLU and residual epilogues lose at K > 4096 (bench/RESULTS.md Runs L, M)";
   if (!stagedEverything(spec)) return "outputs or a residual the fast path cannot stage (several, or 32-bit)";
   if (shape.align_bytes_residual < 16) return "the residual is not 16-byte aligned";
   if (shape.M * shape.B < 512) {
-    if (!decodeBatchFillsSms(shape))
+    if (!decodeBatchFillsSms(shape) && !split_k)
       return "below 512 rows only decode batches were measured: one matrix of 64-256 rows, at least 100 "
-             "tiles of 64x128 with three quarters of their rows real (Runs AA, AC)";
+             "tiles of 64x128 with three quarters of their rows real, or split-K (Runs AA, AC)";
     // SiLU's separate pass is the cheapest: 0.97x eager at M = 192, N = 14336 (Run AA)
-    if (silu) return "SiLU is faster unfused below 512 rows (Run AA)";
+    if (silu && !split_k) return "SiLU is faster unfused below 512 rows (Run AA)";
     // the residual was measured only behind GELU(tanh) there (bench chain bias_gelu_resid)
     if (expensive_ops == 0) return "a residual without GELU(tanh) was not measured below 512 rows";
   }
@@ -185,7 +188,7 @@ std::string hopperRefusal(const Query& q) {
   if (!q.a.kmajor || !s.a_kmajor) return "A is transposed";
   if (s.align_bytes_a < 16 || s.align_bytes_b < 16) return "an operand is not 16-byte aligned";
   if (s.K % 8 != 0 || s.N % 8 != 0) return "K or N is not a multiple of 8";
-  if (s.M < q.hopper_min_m && !decodeBatchFillsSms(s) && splitKUnderKnob(s) == 1)
+  if (s.M < q.hopper_min_m && !decodeBatchFillsSms(s) && splitKFor(s) == 1)
     return fmt::format("M < {} outside decode batches whose 64-row tiles fill the SMs (Runs AA, AC)", q.hopper_min_m);
   if (!q.epilogue_refusal.empty()) return q.epilogue_refusal;
   return {};
@@ -286,7 +289,7 @@ const VariantRow kRows[] = {
        // Tile shape per problem (kernels/sm90_wgmma_gemm.cuh, bench/sm90/NOTES.md run 7): ping-pong
        // 64x256, 5 stages, from 1025 rows; fewer rows: the tile that fills the SMs (sm90::chooseConfig).
        if (const KernelConfig* forced = pingpongTileKnob()) return *forced;
-       if (const int ks = splitKUnderKnob(q.shape); ks > 1) return splitKKernelConfig(ks);
+       if (const int ks = splitKFor(q.shape); ks > 1) return splitKKernelConfig(ks);
        const sm90::GemmConfig g = sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, kHopperSms);
        KernelConfig c{"sm90_wgmma", g.bm, g.bn, g.bk, g.stages, g.threads()};
        c.pingpong = g.pingpong;
@@ -493,8 +496,8 @@ std::vector<KernelConfig> candidatesValidated(const spec::ChainSpec& checked, co
   if (!embeddedFile(hopper.templ) || !hopper.applies(q)) return out;
   std::vector<KernelConfig> tiles;
   for (const HopperTile& t : kHopperTiles) tiles.push_back(hopperConfigOf(t));
-  // too few tiles to fill the SMs: the split-K tiles too (the rule that would pick one,
-  // sm90::splitKWouldFillSms, waits for their measurement)
+  // too few tiles to fill the SMs: the split-K tiles too (the heuristic's rule:
+  // sm90::splitKForDecode)
   if (tiles64x128(shape) < kSplitKMaxTiles)
     for (int ks : {2, 4}) tiles.push_back(splitKKernelConfig(ks));
   for (const KernelConfig& c : tiles) {

@@ -206,24 +206,20 @@ GemmConfig splitKConfig(int ks) {
   return c;
 }
 
-int splitKWouldFillSms(long long M, long long N, long long K, long long batch, int num_sms) {
-  // The candidate's rule, to be checked against the measurement before chooseConfig uses it: the
-  // smallest KS whose clusters cover at least three quarters of the SMs (M = 64, N = 4096: 32
-  // tiles of 64x128, KS = 4 -> 128 CTAs of 132) where the plain 64x128 grid covers less, else the
-  // largest that fits; the grid stays within one CTA per SM (a persistent cluster that waits for
-  // a free GPC slot doubles the time), and every rank keeps at least 8 k-blocks (about the
-  // ring's depth, so that its pipeline fills: K >= 2048 at KS = 4), as the gemv's split-K rule
-  // does (config_table.cpp gemvSplitK).
-  const long long tiles = (M + 63) / 64 * ((N + 127) / 128) * batch;
-  const long long nk = (K + 63) / 64;
-  if (4 * tiles >= 3LL * num_sms) return 1;
-  int best = 1;
-  for (int ks : {2, 4}) {
-    if (tiles * ks > num_sms || nk / ks < 8) break;
-    best = ks;
-    if (4 * tiles * ks >= 3LL * num_sms) break;
-  }
-  return best;
+int splitKForDecode(long long M, long long N, long long K, long long batch, int num_sms) {
+  // One matrix of one 64-row tile (48-64 rows: at least three quarters of the MMA rows real)
+  // whose 64x128 tiles, doubled, still fit in one round of the SMs, with at least kSplitKMinK of
+  // K. Measured on the H200 (bench/RESULTS.md Run AC, call 6, 2026-12-01, compare_tiles): M = 64,
+  // K = 14336, N = 4096 (32 tiles, 224 k-blocks): KS = 2 1.02-1.07x cuBLAS mm alone on the four
+  // bench chains, against cuBLAS + the epilogue kernel 1.08-1.10x and the 64x128 tile without
+  // split-K 1.52-1.57x; KS = 4 1.32-1.39x (not taken: 32 clusters of four 210 KB CTAs, each
+  // cluster inside one GPC, may not all be resident at once). Not taken: two row tiles (M = 100,
+  // 128 at that K and N: KS = 2 1.16-1.24x against 1.08-1.13x) and K = 4160 (65 k-blocks: KS = 2
+  // 1.17-1.29x against 1.18-1.26x).
+  constexpr long long kSplitKMinK = 8192;
+  if (batch != 1 || M < 48 || M > 64 || K < kSplitKMinK) return 1;
+  const long long tiles = (N + 127) / 128;
+  return 2 * tiles <= num_sms ? 2 : 1;
 }
 
 std::string configDefines(const GemmConfig& c) {

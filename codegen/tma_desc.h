@@ -121,11 +121,10 @@ GemmConfig chooseCooperativeConfig(long long M, long long N, long long K, long l
 // Split-K (FX_SPLIT_K): a 64x128 tile with one consumer, shared along K by a cluster of split_k CTAs.
 // ks: 2 or 4. 7 ring stages: the 32 KB partial buffer takes the eighth (dynSmemBytes).
 GemmConfig splitKConfig(int ks);
-// The split-K cluster size that would fill the SMs for this problem: 1 (no split-K: the 64x128
-// tiles are many enough, or each rank would get too few k-blocks), 2 or 4. NOT used by
-// chooseConfig: the rule waits for a GPU measurement (bench/sm90/compare_tiles.py); the op takes
-// it only under FXFUSE_SM90_SPLIT_K=1 (codegen/config_table.cpp).
-int splitKWouldFillSms(long long M, long long N, long long K, long long batch, int num_sms);
+// The split-K cluster size the heuristic takes for this problem: 2 for a decode batch of one
+// 64-row tile whose 64x128 tiles are too few to fill the SMs and whose K is long (measured at
+// M = 64, K = 14336, N = 4096); 1 (no split-K) elsewhere.
+int splitKForDecode(long long M, long long N, long long K, long long batch, int num_sms);
 
 // "#define FX_BM 128\n#define FX_BN 256\n..." for the generated source (before the template).
 std::string configDefines(const GemmConfig& cfg);

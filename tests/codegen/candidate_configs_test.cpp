@@ -50,13 +50,17 @@ TEST(CandidateConfigs, SmallBatchesTakeHopperWhereItsTilesFillTheSms) {
   // M = 64..127 (decode batches, issue 7): the heuristic takes the Hopper kernel (64x128 tiles)
   // where 64-row tiles, at least three quarters of their rows real, fill most of the 132 SMs
   // (K = 4096, N = 14336: 112 at M = 64, Run AA; 224 at M = 100, Run AC), and leaves it to the
-  // measurement elsewhere (K = 14336, N = 4096: 32 tiles; M = 65-95: more than a quarter of the
-  // MMA rows wasted, unmeasured). There the five Hopper tiles and the two split-K tiles
-  // (split_k_test.cpp).
+  // measurement elsewhere (K = 14336, N = 4096: 64 tiles at M = 100 and 127, where split-K lost;
+  // M = 65-95: more than a quarter of the MMA rows wasted, unmeasured). There the five Hopper
+  // tiles and the two split-K tiles (split_k_test.cpp).
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   const spec::ChainSpec gelu = biasGeluTanh();
   EXPECT_EQ(describeConfig(chooseConfigForSize(gelu, 64, 14336, 4096, 1, 90)), "sm90_wgmma 64x128x64 s8 t384 pingpong");
-  for (long long m : {64LL, 100LL, 127LL}) {
+  // one 64-row tile at K = 14336: split-K (split_k_test.cpp), the first of 7 candidates
+  const std::vector<KernelConfig> one_tile = candidateConfigsForSize(gelu, 64, 4096, 14336, 1, 90);
+  ASSERT_EQ(one_tile.size(), 7u);
+  EXPECT_EQ(describeConfig(one_tile[0]), "sm90_wgmma 64x128x64 s7 t256 splitk2");
+  for (long long m : {100LL, 127LL}) {
     EXPECT_NE(chooseConfigForSize(gelu, m, 4096, 14336, 1, 90).variant, "sm90_wgmma") << m;
     const std::vector<KernelConfig> c = candidateConfigsForSize(gelu, m, 4096, 14336, 1, 90);
     ASSERT_EQ(c.size(), 8u) << m;

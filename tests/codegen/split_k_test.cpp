@@ -1,8 +1,8 @@
 // Split-K for the Hopper kernel (FX_SPLIT_K, kernels/sm90_wgmma_gemm.cuh): the autotune measures
 // the split-K tiles exactly where the 64x128 tiles are too few to fill the SMs; each KS is its own
-// kernel (name, cache key, macros); the launch grid is a whole number of clusters; the rule that
-// would pick KS (sm90::splitKWouldFillSms, not used by default); every split-K tile builds for
-// sm_90a without spills.
+// kernel (name, cache key, macros); the launch grid is a whole number of clusters; the heuristic's
+// rule (sm90::splitKForDecode) and the chains it fuses; every split-K tile builds for sm_90a
+// without spills.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -58,15 +58,44 @@ TEST(SplitK, CandidatesExactlyWhereTilesAreFew) {
     EXPECT_TRUE(splitKCandidates(spec, 64, 4096, 14336, 4).empty());      // a batch of 4: 128 tiles
     EXPECT_EQ(splitKCandidates(spec, 64, 4096, 14336, 3), both);          // 96 tiles
     EXPECT_TRUE(splitKCandidates(spec, 4096, 4096, 4096, 1).empty());
-    // where the Hopper kernel does not apply at all, no split-K either (M < one 64-row tile: gemv
+    // where the Hopper kernel does not apply at all, no split-K either (fewer than 48 rows: gemv
     // or the generic kernel; no sm_90)
-    EXPECT_TRUE(splitKCandidates(spec, 63, 4096, 14336, 1).empty());
+    EXPECT_TRUE(splitKCandidates(spec, 47, 4096, 14336, 1).empty());
     EXPECT_EQ(candidateConfigsForSize(spec, 64, 4096, 14336, 1, 80).size(), 1u);
   }
-  // the default heuristic never takes split-K (its rule waits for a GPU measurement)
-  for (long long m : {1LL, 16LL, 64LL, 100LL, 128LL, 4096LL})
-    for (long long k : {4160LL, 14336LL})
-      EXPECT_EQ(chooseConfigForSize(loadSpec("bare_bf16_mm"), m, 4096, k, 1, 90).split_k, 1) << m << " " << k;
+}
+
+TEST(SplitK, HeuristicTakesItForOneLongRowTile) {
+  // KS = 2 for one matrix of 48-64 rows at K >= 8192 whose column tiles, doubled, fit in the SMs
+  // (bench/RESULTS.md Run AC, call 6: measured at M = 64, K = 14336, N = 4096)
+  if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
+  const spec::ChainSpec mm = loadSpec("bare_bf16_mm");
+  const auto ks = [&](long long m, long long n, long long k, long long b) {
+    const KernelConfig c = chooseConfigForSize(mm, m, n, k, b, 90);
+    return c.variant == "sm90_wgmma" ? c.split_k : 0;  // 0: not the Hopper kernel
+  };
+  EXPECT_EQ(ks(64, 4096, 14336, 1), 2);
+  EXPECT_EQ(ks(48, 4096, 14336, 1), 2);
+  EXPECT_EQ(ks(64, 4096, 8192, 1), 2);
+  EXPECT_EQ(ks(64, 66 * 128, 14336, 1), 2);   // 66 tiles: 132 CTAs
+  EXPECT_EQ(ks(64, 67 * 128, 14336, 1), 0);   // 134 CTAs would not fit in one round
+  EXPECT_EQ(ks(64, 4096, 8128, 1), 0);        // K below 8192
+  EXPECT_EQ(ks(47, 4096, 14336, 1), 0);       // fewer than three quarters of the rows real
+  EXPECT_EQ(ks(65, 4096, 14336, 1), 0);       // two row tiles: lost at M = 100 and 128
+  EXPECT_EQ(ks(64, 4096, 14336, 2), 0);       // a batch: unmeasured
+  EXPECT_EQ(ks(128, 14336, 4096, 1), 1);      // the decode batch's 64x128 tiles fill the SMs
+  EXPECT_EQ(ks(4096, 4096, 4096, 1), 1);
+  // the measured chains fuse there although K > 4096 (GELU(tanh), SiLU, the residual behind GELU)
+  const char* head = "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n";
+  for (const char* tail : {"%3 = silu %2 : bf16\noutput %3\n", "%3 = gelu_tanh %2 : bf16\noutput %3\n",
+                           "%3 = gelu_tanh %2 : bf16\n%4 = input 2 bf16 [m,n]\n%5 = add %3 %4 : bf16\noutput %5\n"}) {
+    const spec::ChainSpec chain = spec::parseSpec(std::string(head) + tail);
+    EXPECT_EQ(chooseConfigForSize(chain, 64, 4096, 14336, 1, 90).split_k, 2) << tail;
+    EXPECT_NE(chooseConfigForSize(chain, 128, 4096, 14336, 1, 90).variant, "sm90_wgmma") << tail;
+  }
+  // a residual alone was not measured below 512 rows, split-K or not
+  const spec::ChainSpec residual = spec::parseSpec(std::string(head) + "%3 = input 2 bf16 [m,n]\n%4 = add %2 %3 : bf16\noutput %4\n");
+  EXPECT_NE(chooseConfigForSize(residual, 64, 4096, 14336, 1, 90).variant, "sm90_wgmma");
 }
 
 TEST(SplitK, EachClusterSizeIsItsOwnKernel) {
@@ -149,19 +178,6 @@ TEST(SplitK, GridIsWholeClustersOnePerTile) {
   EXPECT_EQ(launchDims(four, s, 132).grid[0], 8u);
   // without split-K the persistent grid is the SM count, as before
   EXPECT_EQ(launchDims(generate(spec, splitK(1)), s, 132).grid[0], 132u);
-}
-
-TEST(SplitK, RuleThatWouldPickIt) {
-  // sm90::splitKWouldFillSms(M, N, K, B, SMs): the smallest KS covering three quarters of the
-  // SMs, each rank keeping 8 k-blocks, the grid within the SMs
-  EXPECT_EQ(sm90::splitKWouldFillSms(64, 4096, 14336, 1, 132), 4);  // 32 tiles -> 128 CTAs
-  EXPECT_EQ(sm90::splitKWouldFillSms(1, 4096, 14336, 1, 132), 4);
-  EXPECT_EQ(sm90::splitKWouldFillSms(64, 8192, 14336, 1, 132), 2);  // 64 tiles -> 128
-  EXPECT_EQ(sm90::splitKWouldFillSms(64, 14336, 4096, 1, 132), 1);  // 112 tiles
-  EXPECT_EQ(sm90::splitKWouldFillSms(64, 4096, 14336, 4, 132), 1);  // 128 tiles
-  EXPECT_EQ(sm90::splitKWouldFillSms(64, 4096, 1024, 1, 132), 2);   // 16 k-blocks: 8 per rank at most
-  EXPECT_EQ(sm90::splitKWouldFillSms(64, 4096, 512, 1, 132), 1);    // 8 k-blocks
-  EXPECT_EQ(sm90::splitKWouldFillSms(64, 6144, 14336, 1, 132), 2);  // 48 tiles: 4 would need 192 SMs
 }
 
 // The largest "N bytes spill stores/loads" of a ptxas -v log.

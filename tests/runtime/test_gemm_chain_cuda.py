@@ -643,6 +643,32 @@ def test_decode_batch_dispatch_by_the_heuristic(unforced, M, hopper):
     assert ((out.double() - want).norm() / want.norm()).item() < 1e-2
 
 
+@needs_sm90
+@pytest.mark.parametrize("M", [64, 48])
+def test_split_k_by_the_heuristic(unforced, M):
+    """The op's own choice for one short row tile at a long K (codegen sm90::splitKForDecode,
+    bench/RESULTS.md Run AC): bias+GELU(tanh) at K = 14336, N = 4096 runs the split-K tile (KS = 2)
+    in one launch, no epilogue kernel; against float64 by relative error, outputs poisoned."""
+    seed("split-k-heuristic", M)
+    N, K, dt = 4096, 14336, torch.bfloat16
+    s = SpecBuilder()
+    xs, ws = s.input(dt, "mk"), s.input(dt, "kn")
+    s.output(s.op("gelu_tanh", s.op("add", s.mm(xs, ws, torch.float32), s.input(dt, "n"), dtype=dt), dtype=dt))
+    spec = s.text()
+    x, w, b = randn((M, K), dt, "cuda"), randn((K, N), dt, "cuda", K ** -0.5), randn((N,), dt, "cuda")
+    first = C.kernel_candidates([x, w, b], spec)[0]
+    assert first == "sm90_wgmma 64x128x64 s7 t256 splitk2", first
+    before = C.stats()
+    (out,) = gemm_chain([x, w, b], spec)
+    torch.cuda.synchronize()
+    after = C.stats()
+    assert after["launches"] == before["launches"] + 1, after
+    assert after["pointwise_launches"] == before["pointwise_launches"], after
+    want = torch.nn.functional.gelu(x.double() @ w.double() + b.double(), approximate="tanh")
+    assert torch.isfinite(out).all(), "an element was not written (poisoned NaN)"
+    assert ((out.double() - want).norm() / want.norm()).item() < 1e-2
+
+
 # The Hopper epilogue's 16-bit roundings, bit for bit: an intermediate rounded to bf16 / f16 and
 # kept as float (`add : bf16`, then `convert : f32`, an f32 output: the vector path's per-element
 # or paired fx_round_*), and an output rounded only by its store (`add : bf16` as the output: the
