@@ -381,7 +381,8 @@ std::string inductorRefusal(const spec::ChainSpec& spec, long long M, long long 
   // N >= 4096 the two are within torch.compile's spread (Run Y: 1.01-1.07x over the median of
   // three compiles; Run V: 0.92-1.11x, one each), so Inductor keeps those. Only the measured
   // boxes, at M x B >= 4096 (smaller M and other K were not measured against Inductor; at M =
-  // 512 torch.compile's own times vary up to 5x between compiles, Run Z) and the decode batches:
+  // 512 torch.compile's own times vary up to 5x between compiles, Run Z), the decode batches and
+  // the split-K shapes:
   //  - K = 1024, N >= 4096: Runs L and M (no residual, 1.12-1.58x) and Run Y (2026-11-30, the
   //    kernels of 58482df: every bench chain incl. the residual, 1.13-1.39x);
   //  - K = 4096, N = 1024: torch.compile default is slower than eager there (Run F 2.1-3.0x,
@@ -399,6 +400,9 @@ std::string inductorRefusal(const spec::ChainSpec& spec, long long M, long long 
   shape.K = K;
   shape.B = B;
   if (K <= 4096 && decodeBatchFillsSms(shape)) return {};
+  // Split-K decode shapes (splitKFor): torch.compile default 1.05-2.20x the fused chain (Run AC,
+  // call 7: M = 48 and 64, K = 14336, N = 4096, the four bench chains; one compile each).
+  if (splitKFor(shape) > 1) return {};
   if (M * B < 4096) return "M x B < 4096 was not measured against torch.compile outside decode batches";
   if ((K == 1024 && N >= 4096) || (K == 4096 && N == 1024)) return {};
   return "measured faster than torch.compile only at K = 1024 with N >= 4096 and K = 4096 with N = 1024";
