@@ -55,6 +55,23 @@ def test_hopper_plain_cases_reach_the_hopper_kernel_as_they_are():
 
 
 
+def test_hopper_decode_cases_are_split_k_sizes():
+    """hopper_decode_prob: Hopper-plain cases at decode sizes with a long K (the differential's way
+    to put random epilogues on the split-K tile): one 48-64-row tile, K >= 8192, at most 66
+    column tiles of 128, the sizes where sm90::splitKForDecode takes KS = 2 (CTest
+    SplitK.HeuristicTakesItForOneLongRowTile); valid like every case."""
+    cfg = GenConfig(max_m=300, max_n=300, max_k=600, hopper_plain_prob=1.0, hopper_decode_prob=1.0)
+    for seed in range(12):
+        case = generate(seed, cfg)
+        assert case.dtype in ("bf16", "f16") and case.gemm in ("mm", "addmm", "linear"), case.source()
+        M, N, K = case.dims["M"], case.dims["N"], case.dims["K"]
+        assert 48 <= M <= 64 and 8192 <= K <= 14336 and K % 8 == 0 and 128 <= N <= 768 and N % 8 == 0, case.dims
+        ins = case.make_inputs()
+        out = case.build()(*ins)
+        ref = case.build(reference=True)(*case.reference_inputs(ins))
+        assert compare(case, list(out), list(out), list(ref)).ok, (seed, case.source())
+
+
 # Seeds reproduce recorded runs (tests/reliability/*.jsonl name seeds, not cases): the cases of
 # the default config and of the GPU run's are pinned by a hash of their JSON (session 6, before
 # hopper_plain_prob existed; a change that moves the random stream fails here). The runs before

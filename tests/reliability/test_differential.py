@@ -141,6 +141,9 @@ HOPPER_SHAPE_PROB = float(os.environ.get("FXFUSE_DIFF_HOPPER_SHAPES", "0.3"))
 # Cases the Hopper kernel takes as they are (plain bf16/f16 operands, its shapes; only the
 # epilogue random): 0 keeps the earlier runs' cases; scripts/gpu-session.sh hopper sets 0.5.
 HOPPER_PLAIN_PROB = float(os.environ.get("FXFUSE_DIFF_HOPPER_PLAIN", "0"))
+# Of the Hopper-plain cases, decode sizes with a long K, which run the split-K tile (session 14;
+# 0 keeps the earlier runs' cases).
+HOPPER_DECODE_PROB = float(os.environ.get("FXFUSE_DIFF_HOPPER_DECODE", "0"))
 FORCE_KERNELS = os.environ.get("FXFUSE_DIFF_FORCE", "1") != "0"
 
 
@@ -152,6 +155,7 @@ def _log_chunk(seeds, results, fused, failures, report, seconds, op_stats) -> No
             "op": op_stats,
             "sm90_all_epilogues": os.environ.get("FXFUSE_SM90_ALL_EPILOGUES", ""),
             "hopper_plain": HOPPER_PLAIN_PROB,
+            "hopper_decode": HOPPER_DECODE_PROB,
             "poison": os.environ.get("FXFUSE_POISON_OUTPUTS", "")}
     with open(DIFF_LOG, "a") as f:  # one short write per line: safe for concurrent appenders
         f.write(json.dumps(line) + "\n")
@@ -179,7 +183,7 @@ def test_differential_gpu(chunk, monkeypatch):
     before = _C.stats()
     start = SEED + 10_000_000 + chunk * GPU_CHUNK
     seeds = list(range(start, start + GPU_CHUNK))
-    cfg = gpu_config(HOPPER_SHAPE_PROB, HOPPER_PLAIN_PROB)
+    cfg = gpu_config(HOPPER_SHAPE_PROB, HOPPER_PLAIN_PROB, HOPPER_DECODE_PROB)
     t0 = time.time()
     results, fused, failures, report = run_cases(seeds, "cuda", cfg, options={"only_profitable": False})
     after = _C.stats()
