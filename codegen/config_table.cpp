@@ -189,7 +189,8 @@ std::string hopperRefusal(const Query& q) {
   if (s.align_bytes_a < 16 || s.align_bytes_b < 16) return "an operand is not 16-byte aligned";
   if (s.K % 8 != 0 || s.N % 8 != 0) return "K or N is not a multiple of 8";
   if (s.M < q.hopper_min_m && !decodeBatchFillsSms(s) && splitKFor(s) == 1)
-    return fmt::format("M < {} outside decode batches whose 64-row tiles fill the SMs (Runs AA, AC)", q.hopper_min_m);
+    return fmt::format("M < {} and neither a decode batch whose 64-row tiles fill the SMs nor one 48-64-row tile at "
+                       "K >= 8192 (split-K) (Runs AA, AC)", q.hopper_min_m);
   if (!q.epilogue_refusal.empty()) return q.epilogue_refusal;
   return {};
 }
