@@ -28,8 +28,9 @@ struct Query {
   int arch;
   std::string epilogue_refusal;  // why the Hopper kernel loses with this epilogue ("": it wins; epilogueRefusal)
   // The fewest rows the Hopper kernel is considered for. The heuristic: 128 (measured from M =
-  // 512 up), or 64 where a decode batch fills the SMs (decodeBatchFillsSms). The autotune's
-  // candidates: one 64-row tile always (candidatesValidated).
+  // 512 up), or 64 where a decode batch fills the SMs (decodeBatchFillsSms), or none where one
+  // 48-64-row tile runs split-K (splitKFor). The autotune's candidates: one 64-row tile always
+  // (candidatesValidated).
   long long hopper_min_m = 128;
   bool is16bit() const { return a.elem == DType::BF16 || a.elem == DType::F16; }
 };
@@ -58,8 +59,8 @@ constexpr int kHopperSms = 132;
 // won on every chain after it (Run AC, febc641: 64x128 1.09-1.16x cuBLAS mm alone against cuBLAS
 // + the epilogue kernel's 1.17-1.24x); a batch with fewer real rows (M = 65: half the MMA rows
 // wasted) was not measured and is left out. Not filling: M = 64 at K = 14336, N = 4096 (32
-// tiles; the kernel has no split-K to stream the weights with more SMs) lost, 1.64x and more
-// against 1.10x; M = 128 at N = 4096 (64 tiles) won with GELU (1.08x eager) and the residual
+// tiles) lost, 1.64x and more against 1.10x, until split-K (splitKFor: 1.02-1.07x there, Run
+// AC); M = 128 at N = 4096 (64 tiles) won with GELU (1.08x eager) and the residual
 // (1.31x) but lost with SiLU (0.96x). Batches of several matrices were not measured.
 constexpr long long kSmallBatchMinTiles = 100;
 
@@ -159,7 +160,7 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   if (!unmeasured.empty()) return "'" + unmeasured + "' was not measured fused";
   if (expensive_ops > 1) return "more than one transcendental or division (not measured fused)";
   // Split-K decode shapes (splitKFor): every bench chain won there at K = 14336, SiLU alone and
-  // the residual behind GELU(tanh) included (Run AC, call 6: 1.5-5.6 % under cuBLAS + the
+  // the residual behind GELU(tanh) included (Run AC, call 6: 3.4-6.4 % under cuBLAS + the
   // epilogue kernel; the GEMM streams weights, and the separate epilogue pass is the loss).
   const bool split_k = splitKFor(shape) > 1;
   if (shape.K > kExpensiveEpilogueMaxK && !split_k)
@@ -392,19 +393,23 @@ std::string inductorRefusal(const spec::ChainSpec& spec, long long M, long long 
   // 2-D bf16 mm chains (bias+GELU(tanh), SiLU, bias+ReLU+cast, GELU(tanh) then the residual);
   // bmm (M x B), fp16 and SiLU before a residual follow them unmeasured, as they do in the
   // eager rule (epilogueRefusal).
-  // Decode batches the eager rule takes (decodeBatchFillsSms): torch.compile default ran slower
-  // than eager there and 1.31-4.50x the fused chain (Run AC, 2026-12-01, K = 4096: M = 64 and 192
-  // at N = 14336, M = 256 at N = 4096; bias+GELU, GELU then the residual, bias+ReLU+cast).
+  // Decode batches the eager rule takes (decodeBatchFillsSms), at the K measured: torch.compile
+  // default ran slower than eager there and 1.31-4.50x the fused chain (Run AC, 2026-12-01, K =
+  // 4096: M = 64 and 192 at N = 14336, M = 256 at N = 4096; bias+GELU, GELU then the residual,
+  // bias+ReLU+cast).
   ProblemShape shape;
   shape.M = M;
   shape.N = N;
   shape.K = K;
   shape.B = B;
-  if (K <= 4096 && decodeBatchFillsSms(shape)) return {};
-  // Split-K decode shapes (splitKFor): torch.compile default 1.05-2.20x the fused chain (Run AC,
-  // call 7: M = 48 and 64, K = 14336, N = 4096, the four bench chains; one compile each).
-  if (splitKFor(shape) > 1) return {};
-  if (M * B < 4096) return "M x B < 4096 was not measured against torch.compile outside decode batches";
+  if (K == 4096 && decodeBatchFillsSms(shape)) return {};
+  // Split-K decode shapes (splitKFor) at the size measured: torch.compile default 1.05-2.20x the
+  // fused chain (Run AC, call 7: M = 48 and 64, K = 14336, N = 4096, the four bench chains; one
+  // compile each). Other K and N of the split-K rule were not measured against torch.compile.
+  if (K == 14336 && N == 4096 && splitKFor(shape) > 1) return {};
+  if (M * B < 4096)
+    return "M x B < 4096 was not measured against torch.compile outside decode batches at K = 4096 and "
+           "split-K at K = 14336, N = 4096";
   if ((K == 1024 && N >= 4096) || (K == 4096 && N == 1024)) return {};
   return "measured faster than torch.compile only at K = 1024 with N >= 4096 and K = 4096 with N = 1024";
 }

@@ -132,38 +132,40 @@ long long tileCount(long long M, long long N, long long batch, const GemmConfig&
   return batch * ((M + c.bm - 1) / c.bm) * ((N + c.bn - 1) / c.bn);
 }
 
-// The share of the SMs' tile slots that computes real outputs: rounds of num_sms tiles, and
-// tiles partly past M or N count only their inside part.
-double usefulShare(long long M, long long N, long long batch, const GemmConfig& c, int num_sms) {
+// The output area the SMs' tile slots cover: rounds of num_sms tiles, each of bm x bn. Every
+// tile covers the same real outputs (M x N x batch), so the smallest slot area is the largest
+// share of the slots doing real work (tiles partly past M or N count only their inside part).
+long long slotArea(long long M, long long N, long long batch, const GemmConfig& c, int num_sms) {
   const long long rounds = (tileCount(M, N, batch, c) + num_sms - 1) / num_sms;
-  return (double)(batch * M * N) / ((double)rounds * num_sms * c.bm * c.bn);
+  return rounds * c.bm * c.bn;
 }
 
-// Rows of 257 to 1024 (M x batch): the tile that fills the SMs' rounds best. Measured on the
-// H200 (bench/RESULTS.md Run AC, 2026-12-01, compare_tiles, 15 shapes of M = 320-1024 at N =
-// 2048-14336, 4 bench chains each, 512 x 4096 twice): this rule's tile was the fastest Hopper
-// tile or within 1.7 % of it in 63 of 64 cells (the other: 512 x 14336 bias+ReLU+cast, 64x128 at 1.11x mm against
-// 1.02-1.09x on the shape's other chains, one sample), and up to 1.5x faster than 64x256 (512 x
-// 2048). Where several tiles tie (within 1 %), the order of the list decides: first a tile
-// without a partial row tile (448 rows: 64x256 1.10-1.26x mm, 128x128 cooperative with a
-// half-empty last row of tiles 1.20-1.64x), then the larger tile, whose operands cost fewer
-// shared-memory bytes per MMA (512 x 4096: 128x128 cooperative 1.03-1.14x mm against 64x256's
-// 1.10-1.27x). A 128x128 tile runs cooperative when all its tiles fit in one round (both
-// consumers on one tile; ping-pong would idle one) and ping-pong otherwise (768 x 8192: ping-pong
-// 1.00-1.08x, cooperative 1.04-1.15x).
+// Rows of 257 to 1024 (M x batch): the tile whose slots cover the fewest outputs beyond the real
+// ones (slotArea). Measured on the H200 (bench/RESULTS.md Run AC, 2026-12-01, compare_tiles, 14
+// shapes of M = 320-1024 at N = 2048-14336, 4 bench chains each, 512 x 4096 twice): this rule's
+// tile was the fastest Hopper tile or within 1.7 % of it in 59 of 60 cells (the other: 512 x 14336
+// bias+ReLU+cast, 64x128 at 1.11x mm against 1.02-1.09x on the shape's other chains, one
+// sample), and up to 1.5x faster than 64x256 (512 x 2048); on 10 shapes not used to write it,
+// within 2 % in 28 of 40 cells, 4.1 % at worst (640 x 8192). Where several tiles tie (the same
+// slot area), the order of the list decides: first a tile without a partial row tile (448 rows:
+// 64x256 1.10-1.26x mm, 128x128 cooperative with a half-empty last row of tiles 1.20-1.64x),
+// then the larger tile, whose operands cost fewer shared-memory bytes per MMA (512 x 4096:
+// 128x128 cooperative 1.03-1.14x mm against 64x256's 1.10-1.27x). A 128x128 tile runs
+// cooperative when all its tiles fit in one round (both consumers on one tile; ping-pong would
+// idle one) and ping-pong otherwise (768 x 8192: ping-pong 1.00-1.08x, cooperative 1.04-1.15x).
 GemmConfig tileFillingTheSms(long long M, long long N, long long batch, int num_sms) {
   const GemmConfig t128x128 = tileConfig(128, 128, 6, false);
   const bool one_round = tileCount(M, N, batch, t128x128) <= num_sms;
   const GemmConfig order[] = {tileConfig(128, 256, 4, false), tileConfig(128, 128, 6, !one_round),
                               tileConfig(64, 256, 5, true), tileConfig(64, 128, 8, true)};
-  double best_share = 0;
-  for (const GemmConfig& c : order) best_share = std::max(best_share, usefulShare(M, N, batch, c, num_sms));
-  const auto ties = [&](const GemmConfig& c) { return usefulShare(M, N, batch, c, num_sms) >= 0.99 * best_share; };
+  long long least = slotArea(M, N, batch, order[0], num_sms);
+  for (const GemmConfig& c : order) least = std::min(least, slotArea(M, N, batch, c, num_sms));
+  const auto ties = [&](const GemmConfig& c) { return slotArea(M, N, batch, c, num_sms) == least; };
   for (const GemmConfig& c : order)
-    if (ties(c) && M % c.bm == 0) return c;
+    if (ties(c) && M % c.bm == 0) return c;  // M of one matrix: its partial row tile repeats per matrix
   for (const GemmConfig& c : order)
     if (ties(c)) return c;
-  return order[3];  // not reached: the best tile ties with itself
+  return order[3];  // not reached: the least slot area ties with itself
 }
 }  // namespace
 

@@ -3,7 +3,8 @@
 // For one problem it says:
 //   * the two tensor maps the kernel reads from p.tma[0] (A) and p.tma[1] (B): every argument of
 //     cuTensorMapEncodeTiled (numeric enum values are the CUDA driver API's, listed below);
-//   * the launch geometry: persistent grid, block, dynamic shared memory (no cluster).
+//   * the launch geometry: persistent grid, block, dynamic shared memory, the compiled-in cluster
+//     (CTA pairs along M, or split-K's CTAs along K).
 //
 // Runtime recipe:
 //   GemmConfig cfg = chooseConfig(M, N, K, B, num_sms);      // or your own; same values as the FX_* macros

@@ -26,7 +26,7 @@
 //   FX_THREADS   [128*(FX_CONSUMERS+1)]  must equal that value if the generator defines it.
 //   FX_GROUP_M   [16]   grouped (L2-friendly) persistent tile order: tiles walk GROUP_M M-tiles
 //                       down before moving one N-tile right.
-//   FX_PRODUCER_REGS [40], FX_CONSUMER_REGS [232 for 2 consumers, 104 for 4]: setmaxnreg targets.
+//   FX_PRODUCER_REGS [40], FX_CONSUMER_REGS [232 for 2 consumers, 104 for 4, 216 for 1]: setmaxnreg targets.
 //                       The consumers' increase must fit in what the producer's decrease frees,
 //                       assuming the kernel is allocated FX_SM90_ENTRY_REGS (168 for 384 threads).
 //                       The runtime should check cuFuncGetAttribute(NUM_REGS) == 168 after loading
@@ -264,7 +264,7 @@ __device__ __forceinline__ void tma_load_3d(u32 dst, const void* map, u32 bar, i
       : "memory");
 }
 
-// ---- cluster (FX_CLUSTER_M > 1) ----------------------------------------------------------------
+// ---- cluster (FX_CLUSTER_M > 1 or FX_SPLIT_K > 1) ---------------------------------------------------
 __device__ __forceinline__ u32 cluster_ctarank() {
   u32 r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));

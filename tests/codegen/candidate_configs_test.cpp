@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "codegen/codegen.h"
+#include "codegen/config_table.h"
 #include "codegen/embedded_sources.h"
+#include "codegen/tma_desc.h"
 #include "test_util.h"
 
 namespace fxfuse::codegen {
@@ -83,17 +85,18 @@ TEST(CandidateConfigs, SmallBatchesTakeHopperWhereItsTilesFillTheSms) {
     EXPECT_NE(chooseConfigForSize(*chain, 64, 14336, 4096, 2, 90).variant, "sm90_wgmma");   // batches: unmeasured
   }
   // From M = 128 a cheap epilogue needs neither (the rule measured from M = 512 up); GELU at
-  // K = 4096 below 512 rows needs a decode batch of whole tiles filling the SMs (M = 128, N = 4096:
-  // 64 tiles, where GELU won 1.08x eager: the 100-tile threshold is conservative there; M = 256:
-  // 128 tiles; 257-511 rows: 64x256 tiles, unmeasured). A ragged N counts its partial column tile.
+  // K = 4096 below 512 rows needs a decode batch (one matrix of 64-256 rows) whose 64-row tiles
+  // fill the SMs (M = 128, N = 4096: 64 tiles, where GELU won 1.08x eager: the 100-tile threshold
+  // is conservative there; M = 256: 128 tiles); 257-511 rows were not measured with GELU. A
+  // ragged N counts its partial column tile.
   EXPECT_EQ(chooseConfigForSize(mm, 130, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_EQ(chooseConfigForSize(mm, 128, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_NE(chooseConfigForSize(gelu, 128, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_EQ(chooseConfigForSize(gelu, 128, 14336, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_EQ(chooseConfigForSize(gelu, 256, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_EQ(chooseConfigForSize(gelu, 64, 99 * 128 + 8, 4096, 1, 90).variant, "sm90_wgmma");  // 100 tiles
-  EXPECT_NE(chooseConfigForSize(gelu, 320, 4096, 4096, 1, 90).variant, "sm90_wgmma");  // 64x256 tiles there
-  EXPECT_NE(chooseConfigForSize(gelu, 300, 4096, 4096, 1, 90).variant, "sm90_wgmma");  // a partial row tile
+  EXPECT_NE(chooseConfigForSize(gelu, 320, 4096, 4096, 1, 90).variant, "sm90_wgmma");  // 257-511 rows
+  EXPECT_NE(chooseConfigForSize(gelu, 300, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_EQ(chooseConfigForSize(gelu, 512, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_NE(chooseConfigForSize(gelu, 256, 4096, 14336, 1, 90).variant, "sm90_wgmma");  // K = 14336
   // A residual below 512 rows only behind GELU(tanh), as measured; a residual alone from 512.
@@ -176,6 +179,7 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   EXPECT_EQ(tile(512, 14336, 1), "64x128 pp s8");
   EXPECT_EQ(tile(512, 11008, 1), "128x128 pp s6");
   EXPECT_EQ(tile(128, 4096, 3), "128x128 coop s6");   // 384 rows in all: as M = 384
+  EXPECT_EQ(tile(192, 4096, 2), "64x256 pp s5");      // 384 rows, but each matrix's last 128-row tile half empty
   EXPECT_EQ(tile(128, 4096, 8), "128x256 coop s4");   // 1024
   EXPECT_EQ(tile(128, 4096, 9), "64x256 pp s5");      // 1152
 }
@@ -225,9 +229,12 @@ int maxSpillBytes(const std::string& log) {
 
 // Every Hopper candidate is a kernel NVRTC builds for sm_90a, whatever the epilogue, on the
 // two-output residual + SiLU chain, the one that spilled most in the ping-pong tiles, and a staged chain
-// (bench/sm90/SPILLS.md). No tile spills with the NVRTC of this build (since pair_round,
-// 58482df); a new NVRTC that spills a few bytes here fails this test on purpose: read the
-// spill report (bench/sm90/spill_report.cpp) before accepting it.
+// (bench/sm90/SPILLS.md), at 4096^3; and the split-K tiles at the decode size that offers them
+// (M = 64, K = 14336, N = 4096), the bare mm too. No tile spills with the NVRTC of this build
+// (since pair_round, 58482df); a new NVRTC that spills a few bytes here fails this test on
+// purpose: read the spill report (bench/sm90/spill_report.cpp) before accepting it. Each kernel
+// also allocates no more registers than its setmaxnreg budget assumes (else the runtime would
+// refuse to launch it).
 TEST(CandidateConfigs, EveryHopperTileCompiles) {
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   const char* optOut = std::getenv("FXFUSE_NO_NVRTC");
@@ -238,29 +245,40 @@ TEST(CandidateConfigs, EveryHopperTileCompiles) {
       "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
       "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\n%6 = input 3 bf16 [m,n]\n"
       "%7 = add %5 %6 : bf16\noutput %7\n");
-  int hopper = 0;
-  const spec::ChainSpec chains[] = {loadSpec("f16_residual_silu_two_outputs"), staged};
-  for (const spec::ChainSpec& spec : chains)
-  for (const KernelConfig& k : candidateConfigsForSize(spec, 4096, 4096, 4096, 1, 90)) {
-    if (k.variant != "sm90_wgmma") continue;
-    ++hopper;
-    const KernelSource src = generate(spec, k);
-    Cubin out;
-    try {
-      out = compileNvrtc(src, "sm_90a");
-    } catch (const CompileError& e) {
-      ADD_FAILURE() << describeConfig(k) << ": " << e.what();
-      continue;
-    }
-    EXPECT_EQ(out.image.substr(0, 4), std::string("\x7f" "ELF")) << describeConfig(k);
-    EXPECT_NE(out.log.find("Compiling entry function"), std::string::npos) << out.log;
-    // No tile spills (bench/sm90/SPILLS.md): the staged chain's 24 / 16 bytes in the 128-row
-    // tiles (session 11) went with the paired roundings (pair_round.patch).
-    const int spilled = maxSpillBytes(out.log);
-    EXPECT_GE(spilled, 0) << "no ptxas statistics in the log:\n" << out.log;
-    EXPECT_EQ(spilled, 0) << describeConfig(k) << " spills:\n" << out.log;
-  }
-  EXPECT_EQ(hopper, 10);
+  const spec::ChainSpec chains[] = {loadSpec("f16_residual_silu_two_outputs"), staged, loadSpec("bare_bf16_mm")};
+  struct Size {
+    long long M, N, K;
+    bool split_k_only;
+  };
+  int tiles = 0, split_k = 0;
+  for (const Size& size : {Size{4096, 4096, 4096, false}, Size{64, 4096, 14336, true}})
+    for (const spec::ChainSpec& spec : chains)
+      for (const KernelConfig& k : candidateConfigsForSize(spec, size.M, size.N, size.K, 1, 90)) {
+        if (k.variant != "sm90_wgmma" || (size.split_k_only && k.split_k == 1)) continue;
+        if (!size.split_k_only && &spec == &chains[2]) continue;  // the bare mm: split-K only
+        ++(k.split_k > 1 ? split_k : tiles);
+        const KernelSource src = generate(spec, k);
+        Cubin out;
+        try {
+          out = compileNvrtc(src, "sm_90a");
+        } catch (const CompileError& e) {
+          ADD_FAILURE() << describeConfig(k) << ": " << e.what();
+          continue;
+        }
+        EXPECT_EQ(out.image.substr(0, 4), std::string("\x7f" "ELF")) << describeConfig(k);
+        EXPECT_NE(out.log.find("Compiling entry function"), std::string::npos) << out.log;
+        // No tile spills (bench/sm90/SPILLS.md): the staged chain's 24 / 16 bytes in the 128-row
+        // tiles (session 11) went with the paired roundings (pair_round.patch).
+        const int spilled = maxSpillBytes(out.log);
+        EXPECT_GE(spilled, 0) << "no ptxas statistics in the log:\n" << out.log;
+        EXPECT_EQ(spilled, 0) << describeConfig(k) << " spills:\n" << out.log;
+        std::smatch regs;
+        static const std::regex used("Used ([0-9]+) registers");
+        ASSERT_TRUE(std::regex_search(out.log, regs, used)) << out.log;
+        EXPECT_TRUE(sm90::setmaxnregSafe(sm90ConfigOf(k), std::stoi(regs[1].str()))) << describeConfig(k) << ": " << regs[0];
+      }
+  EXPECT_EQ(tiles, 10);   // 5 tiles x 2 chains
+  EXPECT_EQ(split_k, 6);  // KS 2 and 4 x 3 chains
 }
 
 }  // namespace

@@ -567,7 +567,8 @@ def test_hopper_every_tile_at_decode_batch_sizes():
 # end), K = 14336 (224 k-blocks: 112 / 56 per rank) and 4160 (65: ranks of 16 and 17), N = 4096
 # and 4104 (a partial column tile), with F.linear's [N, K] weight (bias only) and bias + GELU +
 # residual on an [K, N] weight (the staged epilogue). Outputs poisoned, strict, fresh random
-# inputs per case; against the float64 reference by relative error (the partials' sum order
+# inputs per case; M = 64 at N = 99 x 128 (several tiles per cluster) at K = 14336 and 192;
+# against the float64 reference by relative error (the partials' sum order
 # differs from one k-loop, so no bit-exact comparison), and a second launch must give the same
 # bits: the leader adds the partials in rank order, whatever order they arrive in.
 HOPPER_SPLIT_K_CHILD = """
@@ -590,21 +591,28 @@ def run(inputs, spec, what):
     for a, b in zip(*outs):
         assert torch.equal(a.view(torch.int16), b.view(torch.int16)), (what, "two launches differ")
     return outs[0]
+def check(M, K, N):
+    what = (ks, M, K, N)
+    s = SpecBuilder()
+    xs, ws = s.input(dt, "mk"), s.input(dt, "nk")
+    s.output(s.op("add", s.mm(xs, ws, torch.float32), s.input(dt, "n"), dtype=dt))
+    x, w, b = randn((M, K), dt, "cuda"), randn((N, K), dt, "cuda", K ** -0.5), randn((N,), dt, "cuda")
+    (out,) = run([x, w, b], s.text(), ("linear", what))
+    want = x.double() @ w.double().t() + b.double()
+    assert torch.isfinite(out).all(), (what, "an element was not written (poisoned NaN)")
+    rel = ((out.double() - want).norm() / want.norm()).item()
+    assert rel < 6e-3, (what, rel)
+    case = CASES["residual"](dt, "cuda", M, N, K)
+    check_outputs(case, run(case.inputs, case.spec, ("residual", what)), dt)
 for M in (1, 64, 100):
     for K in (14336, 4160):
         for N in (4096, 4104):
-            what = (ks, M, K, N)
-            s = SpecBuilder()
-            xs, ws = s.input(dt, "mk"), s.input(dt, "nk")
-            s.output(s.op("add", s.mm(xs, ws, torch.float32), s.input(dt, "n"), dtype=dt))
-            x, w, b = randn((M, K), dt, "cuda"), randn((N, K), dt, "cuda", K ** -0.5), randn((N,), dt, "cuda")
-            (out,) = run([x, w, b], s.text(), ("linear", what))
-            want = x.double() @ w.double().t() + b.double()
-            assert torch.isfinite(out).all(), (what, "an element was not written (poisoned NaN)")
-            rel = ((out.double() - want).norm() / want.norm()).item()
-            assert rel < 6e-3, (what, rel)
-            case = CASES["residual"](dt, "cuda", M, N, K)
-            check_outputs(case, run(case.inputs, case.spec, ("residual", what)), dt)
+            check(M, K, N)
+# several tiles per cluster, so the barriers' phases run past the first tile (99 tiles: KS = 2
+# has 66 clusters, some with two tiles; KS = 4 has 33 with three each), also with three k-blocks
+# (K = 192: three ranks take part at KS = 4)
+for K in (14336, 192):
+    check(64, K, 99 * 128)
 print("ok")
 """
 
