@@ -14,19 +14,10 @@ import json
 import os
 
 import fxfuse._C as C
+from compare_tiles import short  # its column labels
 
 BARE_MM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "codegen", "specs",
                        "bare_bf16_mm.spec")
-
-
-def short(choice):
-    """"sm90_wgmma 64x256x64 s5 t384 pingpong" -> "64x256 pp" (compare_tiles' labels)."""
-    parts = choice.split()
-    if parts[0] != "sm90_wgmma":
-        return " ".join(parts[:2])
-    split = [p for p in parts if p.startswith("splitk")]
-    kind = " sk" + split[0][len("splitk"):] if split else " pp" if "pingpong" in parts else " coop"
-    return parts[1].rsplit("x", 1)[0] + kind
 
 
 def heuristic_tile(spec, M, K, N):

@@ -21,16 +21,9 @@
 namespace fxfuse::codegen {
 namespace {
 
+using test::biasGeluTanh;
+using test::hopperBuiltIn;
 using test::loadSpec;
-
-bool hopperBuiltIn() { return embeddedFile("kernels/sm90_wgmma_gemm.cuh") != nullptr; }
-
-// bias + GELU(tanh): an expensive epilogue the Hopper rule measured (epilogueRefusal).
-spec::ChainSpec biasGeluTanh() {
-  return spec::parseSpec(
-      "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
-      "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\noutput %5\n");
-}
 
 TEST(CandidateConfigs, HeuristicFirstThenEveryHopperTile) {
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";

@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 
+#include "codegen/embedded_sources.h"
 #include "spec/chain_spec.h"
 
 namespace fxfuse::codegen::test {
@@ -37,6 +38,16 @@ inline std::vector<std::string> specNames() {
 
 inline spec::ChainSpec loadSpec(const std::string& name) {
   return spec::parseSpec(readFile(testDir() + "/specs/" + name + ".spec"));
+}
+
+// Whether this build embeds the Hopper template (tests of its tiles skip without it).
+inline bool hopperBuiltIn() { return codegen::embeddedFile("kernels/sm90_wgmma_gemm.cuh") != nullptr; }
+
+// bias + GELU(tanh) on a [k,n] weight: an expensive epilogue the Hopper rule measured (epilogueRefusal).
+inline spec::ChainSpec biasGeluTanh() {
+  return spec::parseSpec(
+      "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
+      "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\noutput %5\n");
 }
 
 }  // namespace fxfuse::codegen::test

@@ -624,54 +624,38 @@ def test_hopper_split_k_at_decode_shapes(ks):
 
 
 @needs_sm90
-@pytest.mark.parametrize("M,hopper", [(64, True), (128, True), (100, True), (80, False)])
-def test_decode_batch_dispatch_by_the_heuristic(unforced, M, hopper):
-    """The op's own choice at decode batch sizes (codegen decodeBatchFillsSms, bench/RESULTS.md Runs
-    AA and AC): bias+GELU(tanh) at N = 12,800 (100 column tiles of 128) takes the Hopper kernel with
-    64x128 tiles at M = 64, 128 and 100 (a partial row tile, 78 % of its rows real: the staged
-    epilogue's M edge), and cuBLAS + the epilogue kernel at M = 80 (63 %); the outputs are eager's
-    either way."""
-    seed("decode-batch", M)
-    N, K, dt = 12800, 256, torch.bfloat16
+@pytest.mark.parametrize("M,K,N,first", [
+    (64, 256, 12800, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
+    (128, 256, 12800, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
+    (100, 256, 12800, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
+    (80, 256, 12800, None),
+    (64, 14336, 4096, "sm90_wgmma 64x128x64 s7 t256 splitk2"),
+    (48, 14336, 4096, "sm90_wgmma 64x128x64 s7 t256 splitk2"),
+])
+def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
+    """The op's own choice at decode sizes (codegen decodeBatchFillsSms and sm90::splitKForDecode,
+    bench/RESULTS.md Runs AA and AC), bias+GELU(tanh): at N = 12,800 (100 column tiles of 128) the
+    Hopper kernel with 64x128 tiles at M = 64, 128 and 100 (a partial row tile, 78 % of its rows
+    real: the staged epilogue's M edge), cuBLAS + the epilogue kernel at M = 80 (63 %); at K =
+    14336, N = 4096 (32 tiles) the split-K tile at M = 64 and 48. One launch each (and the epilogue
+    kernel's where unfused); against float64 by relative error, outputs poisoned."""
+    seed("decode-dispatch", M, K)
+    dt = torch.bfloat16
     s = SpecBuilder()
     xs, ws = s.input(dt, "mk"), s.input(dt, "kn")
     s.output(s.op("gelu_tanh", s.op("add", s.mm(xs, ws, torch.float32), s.input(dt, "n"), dtype=dt), dtype=dt))
     spec = s.text()
     x, w, b = randn((M, K), dt, "cuda"), randn((K, N), dt, "cuda", K ** -0.5), randn((N,), dt, "cuda")
-    variant = C.kernel_variant(spec, M, N, K)[0]
-    assert (variant == "sm90_wgmma") == hopper, variant
+    fused = first is not None
+    assert (C.kernel_variant(spec, M, N, K)[0] == "sm90_wgmma") == fused
+    if fused:
+        assert C.kernel_candidates([x, w, b], spec)[0] == first
     before = C.stats()
     (out,) = gemm_chain([x, w, b], spec)
     torch.cuda.synchronize()
     after = C.stats()
     assert after["launches"] == before["launches"] + 1, after
-    assert after["pointwise_launches"] == before["pointwise_launches"] + (0 if hopper else 1), after
-    want = torch.nn.functional.gelu(x.double() @ w.double() + b.double(), approximate="tanh")
-    assert torch.isfinite(out).all(), "an element was not written (poisoned NaN)"
-    assert ((out.double() - want).norm() / want.norm()).item() < 1e-2
-
-
-@needs_sm90
-@pytest.mark.parametrize("M", [64, 48])
-def test_split_k_by_the_heuristic(unforced, M):
-    """The op's own choice for one short row tile at a long K (codegen sm90::splitKForDecode,
-    bench/RESULTS.md Run AC): bias+GELU(tanh) at K = 14336, N = 4096 runs the split-K tile (KS = 2)
-    in one launch, no epilogue kernel; against float64 by relative error, outputs poisoned."""
-    seed("split-k-heuristic", M)
-    N, K, dt = 4096, 14336, torch.bfloat16
-    s = SpecBuilder()
-    xs, ws = s.input(dt, "mk"), s.input(dt, "kn")
-    s.output(s.op("gelu_tanh", s.op("add", s.mm(xs, ws, torch.float32), s.input(dt, "n"), dtype=dt), dtype=dt))
-    spec = s.text()
-    x, w, b = randn((M, K), dt, "cuda"), randn((K, N), dt, "cuda", K ** -0.5), randn((N,), dt, "cuda")
-    first = C.kernel_candidates([x, w, b], spec)[0]
-    assert first == "sm90_wgmma 64x128x64 s7 t256 splitk2", first
-    before = C.stats()
-    (out,) = gemm_chain([x, w, b], spec)
-    torch.cuda.synchronize()
-    after = C.stats()
-    assert after["launches"] == before["launches"] + 1, after
-    assert after["pointwise_launches"] == before["pointwise_launches"], after
+    assert after["pointwise_launches"] == before["pointwise_launches"] + (0 if fused else 1), after
     want = torch.nn.functional.gelu(x.double() @ w.double() + b.double(), approximate="tanh")
     assert torch.isfinite(out).all(), "an element was not written (poisoned NaN)"
     assert ((out.double() - want).norm() / want.norm()).item() < 1e-2
