@@ -73,7 +73,7 @@ bool decodeBatchFillsSms(const ProblemShape& s) {
 }
 
 // ---- split-K (FX_SPLIT_K): tiles too few to fill the SMs ----
-// Below this many 64x128 tiles the autotune also measures the split-K tiles (splitKCandidates):
+// Below this many 64x128 tiles the autotune also measures the split-K tiles (candidatesValidated):
 // M = 64, K = 14336, N = 4096 (the MLP's down-projection at a decode batch) has 32, which
 // stream the 117 MB of weights through 32 SMs (Run AA: the 64x128 tile lost there, 1.64x cuBLAS
 // mm and more). 100: decodeBatchFillsSms' threshold, where whole tiles already fill the SMs.
