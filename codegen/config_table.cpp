@@ -159,20 +159,22 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   // SMs (Runs AA, AC), at most one such activation, the staged form
   if (!unmeasured.empty()) return "'" + unmeasured + "' was not measured fused";
   if (expensive_ops > 1) return "more than one transcendental or division (not measured fused)";
-  // Split-K decode shapes (splitKFor): every bench chain won there at K = 14336, SiLU alone and
-  // the residual behind GELU(tanh) included (Run AC, call 6: 3.4-6.4 % under cuBLAS + the
-  // epilogue kernel; the GEMM streams weights, and the separate epilogue pass is the loss).
+  // Split-K decode shapes (splitKFor, always below 512 rows): every bench chain won there at K =
+  // 14336, SiLU alone and the residual behind GELU(tanh) included (Run AC, call 6: 3.4-6.4 %
+  // under cuBLAS + the epilogue kernel; the GEMM streams weights, and the separate epilogue pass
+  // is the loss); a residual without GELU(tanh) was not measured there.
   const bool split_k = splitKFor(shape) > 1;
   if (shape.K > kExpensiveEpilogueMaxK && !split_k)
     return "GELU, SiLU and residual epilogues lose at K > 4096 (bench/RESULTS.md Runs L, M)";
   if (!stagedEverything(spec)) return "outputs or a residual the fast path cannot stage (several, or 32-bit)";
   if (shape.align_bytes_residual < 16) return "the residual is not 16-byte aligned";
+  if (split_k) return expensive_ops == 0 ? "a residual without GELU(tanh) was not measured below 512 rows" : "";
   if (shape.M * shape.B < 512) {
-    if (!decodeBatchFillsSms(shape) && !split_k)
+    if (!decodeBatchFillsSms(shape))
       return "below 512 rows only decode batches were measured: one matrix of 64-256 rows, at least 100 "
              "tiles of 64x128 with three quarters of their rows real, or split-K (Runs AA, AC)";
     // SiLU's separate pass is the cheapest: 0.97x eager at M = 192, N = 14336 (Run AA)
-    if (silu && !split_k) return "SiLU is faster unfused below 512 rows (Run AA)";
+    if (silu) return "SiLU is faster unfused below 512 rows (Run AA)";
     // the residual was measured only behind GELU(tanh) there (bench chain bias_gelu_resid)
     if (expensive_ops == 0) return "a residual without GELU(tanh) was not measured below 512 rows";
   }
@@ -397,11 +399,7 @@ std::string inductorRefusal(const spec::ChainSpec& spec, long long M, long long 
   // default ran slower than eager there and 1.31-4.50x the fused chain (Run AC, 2026-12-01, K =
   // 4096: M = 64 and 192 at N = 14336, M = 256 at N = 4096; bias+GELU, GELU then the residual,
   // bias+ReLU+cast).
-  ProblemShape shape;
-  shape.M = M;
-  shape.N = N;
-  shape.K = K;
-  shape.B = B;
+  const ProblemShape shape{B, M, N, K};
   if (K == 4096 && decodeBatchFillsSms(shape)) return {};
   // Split-K decode shapes (splitKFor) at the size measured: torch.compile default 1.05-2.20x the
   // fused chain (Run AC, call 7: M = 48 and 64, K = 14336, N = 4096, the four bench chains; one

@@ -183,21 +183,6 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   return tileConfig(64, 256, 5, true);
 }
 
-GemmConfig chooseCooperativeConfig(long long M, long long N, long long K, long long batch, int num_sms) {
-  (void)K;
-  GemmConfig big;  // 128x256, 4 stages
-  GemmConfig small;
-  small.bn = 128;
-  small.stages = 6;
-  auto waves_eff = [&](const GemmConfig& c) {
-    const long long t = ((M + c.bm - 1) / c.bm) * ((N + c.bn - 1) / c.bn) * batch;
-    const long long rounds = (t + num_sms - 1) / num_sms;
-    return (double)t / (double)(rounds * num_sms);  // fraction of SM-rounds doing work
-  };
-  // 128x256 does ~1.1x the work per smem byte of 128x128; take it unless it wastes > 15% more SM time.
-  return waves_eff(big) >= 0.85 * waves_eff(small) ? big : small;
-}
-
 GemmConfig splitKConfig(int ks) {
   GemmConfig c;
   c.bm = 64;

@@ -115,9 +115,6 @@ LaunchGeometry launchGeometry(const GemmProblem& pr, const GemmConfig& cfg, int 
 // rounds best. No cluster (measured no faster, bench/sm90/NOTES.md). num_sms: the device's
 // multiprocessor count (132 on H100/H200 SXM).
 GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, int num_sms);
-// The cooperative choice it replaced (kept for the harness and comparisons): 128x256 tiles
-// (4 stages) unless that leaves too many SMs idle, then 128x128 (6 stages).
-GemmConfig chooseCooperativeConfig(long long M, long long N, long long K, long long batch, int num_sms);
 
 // Split-K (FX_SPLIT_K): a 64x128 tile with one consumer, shared along K by a cluster of split_k CTAs.
 // ks: 2 or 4. 7 ring stages: the 32 KB partial buffer takes the eighth (dynSmemBytes).
