@@ -48,8 +48,10 @@ struct VariantRow {
 // The multiprocessors the Hopper tile choice plans for (H100/H200 SXM).
 constexpr int kHopperSms = 132;
 
-// Whether a decode batch (one matrix of 64 to 256 rows) fills the machine with 64-row tiles (the
-// tiles sm90::chooseConfig picks there: 64x128) whose rows are mostly real. Measured
+long long tiles64x128(const ProblemShape& s) { return (s.M + 63) / 64 * ((s.N + 127) / 128) * s.B; }
+
+// Whether a decode batch (one matrix of 64 to 256 rows) fills the machine with 64x128 tiles whose
+// rows are mostly real (sm90::chooseConfig may run a wider tile there, Run AD). Measured
 // (bench/RESULTS.md Run AA, 2026-12-01, K = 4096): where whole tiles fill most SMs (M = 64 at N =
 // 13312 and 14336, 104 and 112 tiles; M = 128 and 192 at N = 14336; M = 256 at N = 4096) the
 // Hopper kernel beat cuBLAS + the epilogue on every bench chain but SiLU alone (bias+GELU,
@@ -68,8 +70,7 @@ bool decodeBatchFillsSms(const ProblemShape& s) {
   if (s.B != 1 || s.M < 64 || s.M > 256) return false;
   const long long row_tiles = (s.M + 63) / 64;
   if (4 * s.M < 3 * 64 * row_tiles) return false;  // fewer than three quarters of the rows real
-  const long long bn = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms).bn;  // the tile that would run
-  return row_tiles * ((s.N + bn - 1) / bn) >= kSmallBatchMinTiles;
+  return tiles64x128(s) >= kSmallBatchMinTiles;
 }
 
 // ---- split-K (FX_SPLIT_K): tiles too few to fill the SMs ----
@@ -78,8 +79,6 @@ bool decodeBatchFillsSms(const ProblemShape& s) {
 // stream the 117 MB of weights through 32 SMs (Run AA: the 64x128 tile lost there, 1.64x cuBLAS
 // mm and more). 100: decodeBatchFillsSms' threshold, where whole tiles already fill the SMs.
 constexpr long long kSplitKMaxTiles = 100;
-
-long long tiles64x128(const ProblemShape& s) { return (s.M + 63) / 64 * ((s.N + 127) / 128) * s.B; }
 
 KernelConfig splitKKernelConfig(int ks) {
   const sm90::GemmConfig g = sm90::splitKConfig(ks);

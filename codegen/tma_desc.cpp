@@ -2,6 +2,7 @@
 #include "tma_desc.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace fxfuse {
 namespace sm90 {
@@ -140,7 +141,7 @@ long long slotArea(long long M, long long N, long long batch, const GemmConfig& 
   return rounds * c.bm * c.bn;
 }
 
-// Rows of 257 to 1024 (M x batch): the tile whose slots cover the fewest outputs beyond the real
+// Rows of up to 1024 (M x batch): the tile whose slots cover the fewest outputs beyond the real
 // ones (slotArea). Measured on the H200 (bench/RESULTS.md Run AC, 2026-12-01, compare_tiles, 14
 // shapes of M = 320-1024 at N = 2048-14336, 4 bench chains each, 512 x 4096 twice): this rule's
 // tile was the fastest Hopper tile or within 1.7 % of it in 59 of 60 cells (the other: 512 x 14336
@@ -153,11 +154,23 @@ long long slotArea(long long M, long long N, long long batch, const GemmConfig& 
 // 128x128 cooperative 1.03-1.14x mm against 64x256's 1.10-1.27x). A 128x128 tile runs
 // cooperative when all its tiles fit in one round (both consumers on one tile; ping-pong would
 // idle one) and ping-pong otherwise (768 x 8192: ping-pong 1.00-1.08x, cooperative 1.04-1.15x).
+//
+// Up to 256 rows the same rule without the 128x128 tile, which was never the fastest Hopper tile
+// there (bench/RESULTS.md Run AD, 2026-12-01, compare_tiles at M = 96-256: 0.2-8 % behind the
+// best at M = 96-128 and 224-256 at N = 14336, 29-70 % at 144-192 and at N = 4096, K = 14336).
+// The rule's choices there, measured: 64x128 where it alone covers the fewest outputs (M = 64
+// and 144-192 at N = 14336; 128-256 at N = 4096); 64x256 where it ties with 64x128 in one round
+// instead of two (M = 96 and 100: 1-6 % faster than 64x128 on three of four chains, the fourth
+// within 0.2 %; M = 112 and 128 within 2.8 % either way, and Run AA had 64x128 1.5-5.5 % ahead
+// at M = 128); 128x256 cooperative where all three tie (M = 224 and 256 at N = 14336: one round
+// against 64x128's four, 12-24 % faster).
 GemmConfig tileFillingTheSms(long long M, long long N, long long batch, int num_sms) {
   const GemmConfig t128x128 = tileConfig(128, 128, 6, false);
   const bool one_round = tileCount(M, N, batch, t128x128) <= num_sms;
-  const GemmConfig order[] = {tileConfig(128, 256, 4, false), tileConfig(128, 128, 6, !one_round),
-                              tileConfig(64, 256, 5, true), tileConfig(64, 128, 8, true)};
+  const bool decode_batch = M * batch <= 256;
+  std::vector<GemmConfig> order = {tileConfig(128, 256, 4, false), tileConfig(128, 128, 6, !one_round),
+                                   tileConfig(64, 256, 5, true), tileConfig(64, 128, 8, true)};
+  if (decode_batch) order.erase(order.begin() + 1);
   long long least = slotArea(M, N, batch, order[0], num_sms);
   for (const GemmConfig& c : order) least = std::min(least, slotArea(M, N, batch, c, num_sms));
   const auto ties = [&](const GemmConfig& c) { return slotArea(M, N, batch, c, num_sms) == least; };
@@ -165,7 +178,7 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long batch, int num_
     if (ties(c) && M % c.bm == 0) return c;  // M of one matrix: its partial row tile repeats per matrix
   for (const GemmConfig& c : order)
     if (ties(c)) return c;
-  return order[3];  // not reached: the least slot area ties with itself
+  return order.back();  // not reached: the least slot area ties with itself
 }
 }  // namespace
 
@@ -174,11 +187,10 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   // Ping-pong 64x256 (5 stages) from 1025 rows: measured faster than every cooperative tile on
   // every shape of bench/sm90/NOTES.md run 6 (bias+GELU: 4096^3 1.09x cuBLAS vs 1.16x; K=1024
   // 1.35x vs 1.55x), because one consumer's epilogue runs under the other's MMAs. N <= 128 takes
-  // 64x128 tiles, 8 stages; so do batches of up to 256 rows (M x B), where 64x256 tiles leave
-  // most SMs idle: at K = 4096 the 64x128 tile ran 0.84-0.90x cuBLAS mm alone at M = 128 and 256
-  // (N = 4096; 64x256: 1.04-1.26x) and 1.5-28 % faster than 64x256 at M = 64 and 128, N = 13312
-  // and 14336 (bench/RESULTS.md Run AA, compare_tiles). Between, the tile that fills the SMs.
-  if (N <= 128 || M * batch <= 256) return tileConfig(64, 128, 8, true);
+  // 64x128 tiles, 8 stages. Up to 1024 rows (M x B), the tile that fills the SMs
+  // (tileFillingTheSms): at up to 256 rows mostly 64x128, as in Run AA (K = 4096: 0.84-0.90x
+  // cuBLAS mm alone at M = 128 and 256, N = 4096, where 64x256 ran 1.04-1.26x).
+  if (N <= 128) return tileConfig(64, 128, 8, true);
   if (M * batch <= 1024) return tileFillingTheSms(M, N, batch, std::max(1, num_sms));
   return tileConfig(64, 256, 5, true);
 }

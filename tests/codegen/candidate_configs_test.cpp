@@ -140,9 +140,10 @@ TEST(CandidateConfigs, HopperRefusalNamesWhyTheHeuristicSaysNo) {
 }
 
 TEST(CandidateConfigs, HopperTileFillsTheSms) {
-  // 64x256 ping-pong from 1025 rows (M x batch); 64x128 ping-pong up to 256 rows or N <= 128;
-  // between, the tile that fills the SMs' rounds best (sm90::chooseConfig), here at the shapes
-  // where bench/RESULTS.md Run AC measured that tile fastest (or within 1.7 %).
+  // 64x256 ping-pong from 1025 rows (M x batch); 64x128 ping-pong where N <= 128; fewer rows,
+  // the tile that fills the SMs' rounds best (sm90::chooseConfig), here at the shapes where
+  // bench/RESULTS.md Runs AC (257-1024 rows) and AD (up to 256) measured that tile fastest (or
+  // within 1.7 %; M = 128, N = 14336 within 2.8 %).
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   const spec::ChainSpec mm = loadSpec("bare_bf16_mm");
   auto tile = [&](long long m, long long n, long long b) {
@@ -153,8 +154,14 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   };
   EXPECT_EQ(tile(4096, 4096, 1), "64x256 pp s5");
   EXPECT_EQ(tile(1025, 4096, 1), "64x256 pp s5");
-  EXPECT_EQ(tile(256, 4096, 1), "64x128 pp s8");
-  EXPECT_EQ(tile(128, 14336, 1), "64x128 pp s8");
+  // up to 256 rows: no 128x128 tile
+  EXPECT_EQ(tile(256, 4096, 1), "64x128 pp s8");      // 128 tiles, one round
+  EXPECT_EQ(tile(64, 14336, 1), "64x128 pp s8");
+  EXPECT_EQ(tile(100, 14336, 1), "64x256 pp s5");     // one round instead of two (128x128 ties too)
+  EXPECT_EQ(tile(128, 14336, 1), "64x256 pp s5");     // the same tie
+  EXPECT_EQ(tile(176, 14336, 1), "64x128 pp s8");     // three rounds of 64x128 cover the least
+  EXPECT_EQ(tile(224, 14336, 1), "128x256 coop s4");  // all three tie: one round
+  EXPECT_EQ(tile(256, 14336, 1), "128x256 coop s4");
   EXPECT_EQ(tile(128, 4096, 2), "64x128 pp s8");      // 256 rows in all
   EXPECT_EQ(tile(4096, 128, 1), "64x128 pp s8");      // N <= 128
   // 257-1024 rows: the measured winners

@@ -99,17 +99,19 @@ def _gelu_inputs(m, k, n):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("m,k,n", [(1000, 776, 520), (4096, 1024, 4096)])
-def test_gpu_every_candidate_computes_the_chain(m, k, n, monkeypatch):
+@pytest.mark.parametrize("m,k,n,split_k", [(1000, 776, 520, True), (4096, 1024, 4096, False)])
+def test_gpu_every_candidate_computes_the_chain(m, k, n, split_k, monkeypatch):
     """Each kernel the autotune may pick (Hopper tiles on every epilogue, edge tiles at 1000 x
-    520) matches float64, outputs poisoned first, and is really the one launched."""
+    520, and there the split-K tiles: 80 tiles of 64x128, fewer than 100, with K = 776 not a
+    multiple of 64) matches float64, outputs poisoned first, and is really the one launched."""
     monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")
     inputs, ref = _gelu_inputs(m, k, n)
     candidates = C.kernel_candidates(inputs, BIAS_GELU)
     assert {c for c in candidates if c.startswith("sm90_wgmma")} == {
         "sm90_wgmma 64x256x64 s5 t384 pingpong", "sm90_wgmma 64x128x64 s8 t384 pingpong",
         "sm90_wgmma 128x128x64 s6 t384 pingpong", "sm90_wgmma 128x256x64 s4 t384",
-        "sm90_wgmma 128x128x64 s6 t384"}, candidates
+        "sm90_wgmma 128x128x64 s6 t384"} | ({"sm90_wgmma 64x128x64 s7 t256 splitk2",
+                                             "sm90_wgmma 64x128x64 s7 t256 splitk4"} if split_k else set()), candidates
     try:
         for choice in candidates + ["aten"]:
             C.set_kernel_choice(inputs, BIAS_GELU, choice)
@@ -126,6 +128,8 @@ def test_gpu_every_candidate_computes_the_chain(m, k, n, monkeypatch):
             pointwise = after["pointwise_launches"] - before["pointwise_launches"]
             expected = (1, 1) if choice == "aten" else (1, 0)
             assert (launched, pointwise) == expected, (choice, before, after)
+            split = after["hopper_split_k_launches"] - before["hopper_split_k_launches"]
+            assert split == ("splitk" in choice), (choice, before, after)
         C.set_kernel_choice(inputs, BIAS_GELU, "aten-ops")  # autotune's reference: no generated code
         before = C.stats()
         y = torch.ops.fxfuse.gemm_chain(inputs, BIAS_GELU)[0]

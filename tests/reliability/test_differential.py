@@ -188,7 +188,7 @@ def test_differential_gpu(chunk, monkeypatch):
     results, fused, failures, report = run_cases(seeds, "cuda", cfg, options={"only_profitable": False})
     after = _C.stats()
     op_stats = {k: after.get(k, 0) - before.get(k, 0)
-                for k in ("launches", "pointwise_launches", "aten_dispatch", "fallbacks")}
+                for k in ("launches", "pointwise_launches", "hopper_split_k_launches", "aten_dispatch", "fallbacks")}
     op_stats["forced"] = int(FORCE_KERNELS)
     _log_chunk(seeds, results, fused, failures, report, time.time() - t0, op_stats)
     assert not failures, f"{len(failures)} of {len(seeds)} cases failed:\n{report}"

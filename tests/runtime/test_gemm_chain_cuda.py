@@ -563,8 +563,9 @@ def test_hopper_every_tile_at_decode_batch_sizes():
 # Split-K (FX_SPLIT_K, kernels/sm90_wgmma_gemm.cuh) at decode shapes, forced through
 # FXFUSE_SM90_SPLIT_K=KS (read once per process, hence a child per KS; the heuristic then takes
 # the split-K tile wherever the shape has fewer than 100 tiles of 64x128, M = 1 included, which
-# the autotune's candidates start at 64): M = 1, 64 and 100 (one 64-row tile; two, rows past the
-# end), K = 14336 (224 k-blocks: 112 / 56 per rank) and 4160 (65: ranks of 16 and 17), N = 4096
+# the autotune's candidates start at 64; below 17 rows the dense gemv is the variant, so M = 1
+# ran the gemv, not the split-K tile, until the launch counter below caught it): M = 32, 64 and
+# 100 (one 64-row tile, half its rows past the end; one whole; two, rows past the end), K = 14336 (224 k-blocks: 112 / 56 per rank) and 4160 (65: ranks of 16 and 17), N = 4096
 # and 4104 (a partial column tile), with F.linear's [N, K] weight (bias only) and bias + GELU +
 # residual on an [K, N] weight (the staged epilogue). Outputs poisoned, strict, fresh random
 # inputs per case; M = 64 at N = 99 x 128 (several tiles per cluster) at K = 14336 and 192;
@@ -586,8 +587,10 @@ def run(inputs, spec, what):
         before = C.stats()
         outs.append(gemm_chain(inputs, spec))
         torch.cuda.synchronize()
-        assert C.stats()["launches"] == before["launches"] + 1, what
-        assert C.stats()["pointwise_launches"] == before["pointwise_launches"], what
+        after = C.stats()
+        assert after["launches"] == before["launches"] + 1, what
+        assert after["pointwise_launches"] == before["pointwise_launches"], what
+        assert after["hopper_split_k_launches"] == before["hopper_split_k_launches"] + 1, what
     for a, b in zip(*outs):
         assert torch.equal(a.view(torch.int16), b.view(torch.int16)), (what, "two launches differ")
     return outs[0]
@@ -604,7 +607,7 @@ def check(M, K, N):
     assert rel < 6e-3, (what, rel)
     case = CASES["residual"](dt, "cuda", M, N, K)
     check_outputs(case, run(case.inputs, case.spec, ("residual", what)), dt)
-for M in (1, 64, 100):
+for M in (32, 64, 100):
     for K in (14336, 4160):
         for N in (4096, 4104):
             check(M, K, N)
@@ -626,19 +629,24 @@ def test_hopper_split_k_at_decode_shapes(ks):
 @needs_sm90
 @pytest.mark.parametrize("M,K,N,first", [
     (64, 256, 12800, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
-    (128, 256, 12800, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
-    (100, 256, 12800, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
+    (128, 256, 12800, "sm90_wgmma 64x256x64 s5 t384 pingpong"),
+    (100, 256, 12800, "sm90_wgmma 64x256x64 s5 t384 pingpong"),
     (80, 256, 12800, None),
     (64, 14336, 4096, "sm90_wgmma 64x128x64 s7 t256 splitk2"),
     (48, 14336, 4096, "sm90_wgmma 64x128x64 s7 t256 splitk2"),
+    (160, 256, 14336, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
+    (224, 256, 14336, "sm90_wgmma 128x256x64 s4 t384"),
 ])
 def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
-    """The op's own choice at decode sizes (codegen decodeBatchFillsSms and sm90::splitKForDecode,
-    bench/RESULTS.md Runs AA and AC), bias+GELU(tanh): at N = 12,800 (100 column tiles of 128) the
-    Hopper kernel with 64x128 tiles at M = 64, 128 and 100 (a partial row tile, 78 % of its rows
-    real: the staged epilogue's M edge), cuBLAS + the epilogue kernel at M = 80 (63 %); at K =
-    14336, N = 4096 (32 tiles) the split-K tile at M = 64 and 48. One launch each (and the epilogue
-    kernel's where unfused); against float64 by relative error, outputs poisoned."""
+    """The op's own choice at decode sizes (codegen decodeBatchFillsSms, measuredSlowerShape,
+    sm90::chooseConfig and sm90::splitKForDecode; bench/RESULTS.md Runs AA, AC and AD),
+    bias+GELU(tanh): at N = 12,800 (100 column tiles of 128) the Hopper kernel with 64x128 tiles at
+    M = 64, 64x256 at M = 128 and 100 (one round; at 100 a partial row tile, 78 % of its rows real:
+    the staged epilogue's M edge), cuBLAS + the epilogue kernel at M = 80 (63 %); at K = 14336, N =
+    4096 (32 tiles) the split-K tile at M = 64 and 48; at N = 14336 64x128 at M = 160 (its last
+    row tile half real, in the third round) and 128x256 cooperative at M = 224 (one round, 88 % of
+    its rows real). One launch each (and the epilogue kernel's where unfused); against float64 by
+    relative error, outputs poisoned."""
     seed("decode-dispatch", M, K)
     dt = torch.bfloat16
     s = SpecBuilder()
@@ -656,6 +664,8 @@ def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     after = C.stats()
     assert after["launches"] == before["launches"] + 1, after
     assert after["pointwise_launches"] == before["pointwise_launches"] + (0 if fused else 1), after
+    split_k = fused and "splitk" in first
+    assert after["hopper_split_k_launches"] == before["hopper_split_k_launches"] + split_k, after
     want = torch.nn.functional.gelu(x.double() @ w.double() + b.double(), approximate="tanh")
     assert torch.isfinite(out).all(), "an element was not written (poisoned NaN)"
     assert ((out.double() - want).norm() / want.norm()).item() < 1e-2
