@@ -141,6 +141,20 @@ long long slotArea(long long M, long long N, long long batch, const GemmConfig& 
   return rounds * c.bm * c.bn;
 }
 
+// The tile of `order` with the least slotArea; among ties, first one without a partial row tile,
+// then the first in `order`.
+GemmConfig leastSlotArea(const std::vector<GemmConfig>& order, long long M, long long N, long long batch,
+                         int num_sms) {
+  long long least = slotArea(M, N, batch, order[0], num_sms);
+  for (const GemmConfig& c : order) least = std::min(least, slotArea(M, N, batch, c, num_sms));
+  const auto ties = [&](const GemmConfig& c) { return slotArea(M, N, batch, c, num_sms) == least; };
+  for (const GemmConfig& c : order)
+    if (ties(c) && M % c.bm == 0) return c;  // M of one matrix: its partial row tile repeats per matrix
+  for (const GemmConfig& c : order)
+    if (ties(c)) return c;
+  return order.back();  // not reached: the least slot area ties with itself
+}
+
 // Rows of up to 1024 (M x batch): the tile whose slots cover the fewest outputs beyond the real
 // ones (slotArea). Measured on the H200 (bench/RESULTS.md Run AC, 2026-12-01, compare_tiles, 14
 // shapes of M = 320-1024 at N = 2048-14336, 4 bench chains each, 512 x 4096 twice): this rule's
@@ -157,28 +171,31 @@ long long slotArea(long long M, long long N, long long batch, const GemmConfig& 
 //
 // Up to 256 rows the same rule without the 128x128 tile, which was never the fastest Hopper tile
 // there (bench/RESULTS.md Run AD, 2026-12-01, compare_tiles at M = 96-256: 0.2-8 % behind the
-// best at M = 96-128 and 224-256 at N = 14336, 29-70 % at 144-192 and at N = 4096, K = 14336).
+// best at M = 96-128 and 224-256 at N = 14336, 29-69 % at 144-192 and at N = 4096, K = 14336).
 // The rule's choices there, measured: 64x128 where it alone covers the fewest outputs (M = 64
-// and 144-192 at N = 14336; 128-256 at N = 4096); 64x256 where it ties with 64x128 in one round
-// instead of two (M = 96 and 100: 1-6 % faster than 64x128 on three of four chains, the fourth
-// within 0.2 %; M = 112 and 128 within 2.8 % either way, and Run AA had 64x128 1.5-5.5 % ahead
-// at M = 128); 128x256 cooperative where all three tie (M = 224 and 256 at N = 14336: one round
-// against 64x128's four, 12-24 % faster).
+// and 176-192 at N = 14336; 128-256 at N = 4096; for M = 144 and 160 see below); 64x256 where it
+// ties with 64x128 in one round instead of two (M = 96 and 100: 1-6 % faster than 64x128 on
+// three of four chains, the fourth within 0.2 %; M = 112 and 128 within 2.8 % either way, and
+// Run AA had 64x128 1.5-5.5 % ahead at M = 128); 128x256 cooperative where all three tie (M = 224
+// and 256 at N = 14336: one round against 64x128's four, 12-24 % faster).
 GemmConfig tileFillingTheSms(long long M, long long N, long long batch, int num_sms) {
   const GemmConfig t128x128 = tileConfig(128, 128, 6, false);
   const bool one_round = tileCount(M, N, batch, t128x128) <= num_sms;
-  const bool decode_batch = M * batch <= 256;
   std::vector<GemmConfig> order = {tileConfig(128, 256, 4, false), tileConfig(128, 128, 6, !one_round),
                                    tileConfig(64, 256, 5, true), tileConfig(64, 128, 8, true)};
-  if (decode_batch) order.erase(order.begin() + 1);
-  long long least = slotArea(M, N, batch, order[0], num_sms);
-  for (const GemmConfig& c : order) least = std::min(least, slotArea(M, N, batch, c, num_sms));
-  const auto ties = [&](const GemmConfig& c) { return slotArea(M, N, batch, c, num_sms) == least; };
-  for (const GemmConfig& c : order)
-    if (ties(c) && M % c.bm == 0) return c;  // M of one matrix: its partial row tile repeats per matrix
-  for (const GemmConfig& c : order)
-    if (ties(c)) return c;
-  return order.back();  // not reached: the least slot area ties with itself
+  if (M * batch > 256) return leastSlotArea(order, M, N, batch, num_sms);
+  order.erase(order.begin() + 1);
+  const GemmConfig c = leastSlotArea(order, M, N, batch, num_sms);
+  // A last row of tiles under three quarters real, run in a later round, costs more than its
+  // slots (M = 144 and 160 at N = 14336: 64x128 in three rounds 1.31-1.55x mm, 128x256 in one
+  // 1.27-1.43x, in all 12 cells, M = 160 measured twice; M = 176, 48 of 64 rows real, stays
+  // with 64x128, the fastest there): then the one-round 128x256 where it fits.
+  const long long edge_rows = M % c.bm;
+  const GemmConfig& wide = order[0];
+  if (edge_rows != 0 && 4 * edge_rows < 3 * c.bm && tileCount(M, N, batch, c) > num_sms &&
+      tileCount(M, N, batch, wide) <= num_sms)
+    return wide;
+  return c;
 }
 }  // namespace
 

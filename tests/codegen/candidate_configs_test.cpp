@@ -159,7 +159,9 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   EXPECT_EQ(tile(64, 14336, 1), "64x128 pp s8");
   EXPECT_EQ(tile(100, 14336, 1), "64x256 pp s5");     // one round instead of two (128x128 ties too)
   EXPECT_EQ(tile(128, 14336, 1), "64x256 pp s5");     // the same tie
-  EXPECT_EQ(tile(176, 14336, 1), "64x128 pp s8");     // three rounds of 64x128 cover the least
+  EXPECT_EQ(tile(160, 14336, 1), "128x256 coop s4");  // 64x128's last row half real, in round three
+  EXPECT_EQ(tile(144, 14336, 1), "128x256 coop s4");
+  EXPECT_EQ(tile(176, 14336, 1), "64x128 pp s8");     // three rounds, the last row 3/4 real
   EXPECT_EQ(tile(224, 14336, 1), "128x256 coop s4");  // all three tie: one round
   EXPECT_EQ(tile(256, 14336, 1), "128x256 coop s4");
   EXPECT_EQ(tile(128, 4096, 2), "64x128 pp s8");      // 256 rows in all
