@@ -167,6 +167,11 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
     return "GELU, SiLU and residual epilogues lose at K > 4096 (bench/RESULTS.md Runs L, M)";
   if (!stagedEverything(spec)) return "outputs or a residual the fast path cannot stage (several, or 32-bit)";
   if (shape.align_bytes_residual < 16) return "the residual is not 16-byte aligned";
+  // Two split-K row tiles (M = 96-128): only cheap epilogues (returned above), which ran there
+  // without split-K before; with GELU(tanh) or SiLU the Hopper kernel lost to eager at M = 128
+  // without split-K (0.88-0.94x, Run AD call 3) and split-K's 5-7 % would not make up for it.
+  if (split_k && shape.M > 64)
+    return "GELU, SiLU and residual epilogues at two split-K row tiles (M = 96-128) were not measured to beat eager";
   if (split_k) return expensive_ops == 0 ? "a residual without GELU(tanh) was not measured below 512 rows" : "";
   if (shape.M * shape.B < 512) {
     if (!decodeBatchFillsSms(shape))
@@ -191,8 +196,8 @@ std::string hopperRefusal(const Query& q) {
   if (s.align_bytes_a < 16 || s.align_bytes_b < 16) return "an operand is not 16-byte aligned";
   if (s.K % 8 != 0 || s.N % 8 != 0) return "K or N is not a multiple of 8";
   if (s.M < q.hopper_min_m && !decodeBatchFillsSms(s) && splitKFor(s) == 1)
-    return fmt::format("M < {} and neither a decode batch whose 64-row tiles fill the SMs nor one 48-64-row tile at "
-                       "K >= 8192 (split-K) (Runs AA, AC)", q.hopper_min_m);
+    return fmt::format("M < {} and neither a decode batch whose 64-row tiles fill the SMs nor one or two 64-row "
+                       "tiles, three quarters real, at K >= 8192 (split-K) (Runs AA, AC, AD)", q.hopper_min_m);
   if (!q.epilogue_refusal.empty()) return q.epilogue_refusal;
   return {};
 }
@@ -402,8 +407,9 @@ std::string inductorRefusal(const spec::ChainSpec& spec, long long M, long long 
   if (K == 4096 && decodeBatchFillsSms(shape)) return {};
   // Split-K decode shapes (splitKFor) at the size measured: torch.compile default 1.05-2.20x the
   // fused chain (Run AC, call 7: M = 48 and 64, K = 14336, N = 4096, the four bench chains; one
-  // compile each). Other K and N of the split-K rule were not measured against torch.compile.
-  if (K == 14336 && N == 4096 && splitKFor(shape) > 1) return {};
+  // compile each). Other K and N of the split-K rule, and its two row tiles (M = 96-128), were not
+  // measured against torch.compile.
+  if (K == 14336 && N == 4096 && M <= 64 && splitKFor(shape) > 1) return {};
   if (M * B < 4096)
     return "M x B < 4096 was not measured against torch.compile outside decode batches at K = 4096 and "
            "split-K at K = 14336, N = 4096";

@@ -223,19 +223,24 @@ GemmConfig splitKConfig(int ks) {
 }
 
 int splitKForDecode(long long M, long long N, long long K, long long batch, int num_sms) {
-  // One matrix of one 64-row tile (48-64 rows: at least three quarters of the MMA rows real)
-  // whose 64x128 tiles, doubled, still fit in one round of the SMs, with at least kSplitKMinK of
-  // K. Measured on the H200 (bench/RESULTS.md Run AC, call 6, 2026-12-01, compare_tiles): M = 64,
-  // K = 14336, N = 4096 (32 tiles, 224 k-blocks): KS = 2 1.02-1.07x cuBLAS mm alone on the four
-  // bench chains, against cuBLAS + the epilogue kernel 1.08-1.10x and the 64x128 tile without
-  // split-K 1.52-1.57x; KS = 4 1.32-1.39x (not taken: 32 clusters of four 210 KB CTAs, each
-  // cluster inside one GPC, may not all be resident at once). Not taken: two row tiles (M = 100,
-  // 128 at that K and N: KS = 2 1.16-1.24x against 1.08-1.13x) and K = 4160 (65 k-blocks: KS = 2
-  // 1.17-1.29x against 1.18-1.26x).
+  // One matrix of one or two 64-row tiles (48-64 or 96-128 rows: at least three quarters of the
+  // MMA rows real) whose 64x128 tiles, doubled, still fit in one round of the SMs, with at least
+  // kSplitKMinK of K. Measured on the H200 (bench/RESULTS.md Run AC, call 6, 2026-12-01,
+  // compare_tiles): M = 64, K = 14336, N = 4096 (32 tiles, 224 k-blocks): KS = 2 1.02-1.07x
+  // cuBLAS mm alone on the four bench chains, against cuBLAS + the epilogue kernel 1.08-1.10x and
+  // the 64x128 tile without split-K 1.52-1.57x; KS = 4 1.32-1.39x (not taken: 32 clusters of four
+  // 210 KB CTAs, each cluster inside one GPC, may not all be resident at once). Not taken: K =
+  // 4160 (65 k-blocks: KS = 2 1.17-1.29x against 1.18-1.26x).
+  // Two row tiles (96-128 rows, again three quarters real) too: KS = 2 ran 1.15-1.20x mm at
+  // M = 128 against the 64x128 tile's 1.22-1.27x on all four chains, in two runs (Run AC call 6,
+  // Run AD call 4), and 1.19-1.24x at M = 100 against 1.29-1.35x (Run AC). cuBLAS + the epilogue
+  // kernel was faster still (1.08-1.14x), but the pass runs a chain it leaves unfused on eager's
+  // ops, not on that path; config_table's epilogueRefusal keeps GELU and SiLU off these shapes.
   constexpr long long kSplitKMinK = 8192;
-  if (batch != 1 || M < 48 || M > 64 || K < kSplitKMinK) return 1;
-  const long long tiles = (N + 127) / 128;
-  return 2 * tiles <= num_sms ? 2 : 1;
+  if (batch != 1 || M < 48 || K < kSplitKMinK) return 1;
+  const long long row_tiles = (M + 63) / 64;
+  if (row_tiles > 2 || 4 * M < 3 * 64 * row_tiles) return 1;
+  return 2 * row_tiles * ((N + 127) / 128) <= num_sms ? 2 : 1;
 }
 
 std::string configDefines(const GemmConfig& c) {

@@ -55,9 +55,10 @@ TEST(SplitK, CandidatesExactlyWhereTilesAreFew) {
   }
 }
 
-TEST(SplitK, HeuristicTakesItForOneLongRowTile) {
-  // KS = 2 for one matrix of 48-64 rows at K >= 8192 whose column tiles, doubled, fit in the SMs
-  // (bench/RESULTS.md Run AC, call 6: measured at M = 64, K = 14336, N = 4096)
+TEST(SplitK, HeuristicTakesItForOneOrTwoLongRowTiles) {
+  // KS = 2 for one matrix of 48-64 or 96-128 rows at K >= 8192 whose column tiles, doubled, fit
+  // in the SMs (bench/RESULTS.md Run AC, call 6, and Run AD: measured at M = 64, 100 and 128, K =
+  // 14336, N = 4096); at two row tiles only for cheap epilogues
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   const spec::ChainSpec mm = loadSpec("bare_bf16_mm");
   const auto ks = [&](long long m, long long n, long long k, long long b) {
@@ -71,7 +72,13 @@ TEST(SplitK, HeuristicTakesItForOneLongRowTile) {
   EXPECT_EQ(ks(64, 67 * 128, 14336, 1), 0);   // 134 CTAs would not fit in one round
   EXPECT_EQ(ks(64, 4096, 8128, 1), 0);        // K below 8192
   EXPECT_EQ(ks(47, 4096, 14336, 1), 0);       // fewer than three quarters of the rows real
-  EXPECT_EQ(ks(65, 4096, 14336, 1), 0);       // two row tiles: lost at M = 100 and 128
+  EXPECT_EQ(ks(65, 4096, 14336, 1), 0);       // two row tiles, under three quarters real
+  EXPECT_EQ(ks(95, 4096, 14336, 1), 0);
+  EXPECT_EQ(ks(96, 4096, 14336, 1), 2);       // two row tiles: faster than 64x128 at M = 100, 128
+  EXPECT_EQ(ks(128, 4096, 14336, 1), 2);
+  EXPECT_EQ(ks(128, 33 * 128, 14336, 1), 2);  // 66 tiles: 132 CTAs
+  EXPECT_EQ(ks(128, 34 * 128, 14336, 1), 1);  // 136 would not fit: the 64x128 tile (M >= 128)
+  EXPECT_EQ(ks(129, 4096, 14336, 1), 1);      // three row tiles
   EXPECT_EQ(ks(64, 4096, 14336, 2), 0);       // a batch: unmeasured
   EXPECT_EQ(ks(128, 14336, 4096, 1), 1);      // the decode batch's 64x128 tiles fill the SMs
   EXPECT_EQ(ks(4096, 4096, 4096, 1), 1);
@@ -82,7 +89,12 @@ TEST(SplitK, HeuristicTakesItForOneLongRowTile) {
     const spec::ChainSpec chain = spec::parseSpec(std::string(head) + tail);
     EXPECT_EQ(chooseConfigForSize(chain, 64, 4096, 14336, 1, 90).split_k, 2) << tail;
     EXPECT_NE(chooseConfigForSize(chain, 128, 4096, 14336, 1, 90).variant, "sm90_wgmma") << tail;
+    EXPECT_NE(chooseConfigForSize(chain, 100, 4096, 14336, 1, 90).variant, "sm90_wgmma") << tail;
   }
+  const spec::ChainSpec relu_cast =
+      spec::parseSpec(std::string(head) + "%3 = relu %2 : f32\n%4 = convert %3 : f16\noutput %4\n");
+  EXPECT_EQ(chooseConfigForSize(relu_cast, 100, 4096, 14336, 1, 90).split_k, 2);
+  EXPECT_EQ(chooseConfigForSize(relu_cast, 128, 4096, 14336, 1, 90).split_k, 2);
   // a residual alone was not measured below 512 rows, split-K or not
   const spec::ChainSpec residual = spec::parseSpec(std::string(head) + "%3 = input 2 bf16 [m,n]\n%4 = add %2 %3 : bf16\noutput %4\n");
   EXPECT_NE(chooseConfigForSize(residual, 64, 4096, 14336, 1, 90).variant, "sm90_wgmma");

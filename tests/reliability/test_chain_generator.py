@@ -59,7 +59,7 @@ def test_hopper_decode_cases_are_split_k_sizes():
     """hopper_decode_prob: Hopper-plain cases at decode sizes with a long K (the differential's way
     to put random epilogues on the split-K tile): one 48-64-row tile, K >= 8192, at most 66
     column tiles of 128, the sizes where sm90::splitKForDecode takes KS = 2 (CTest
-    SplitK.HeuristicTakesItForOneLongRowTile); valid like every case."""
+    SplitK.HeuristicTakesItForOneOrTwoLongRowTiles); valid like every case."""
     cfg = GenConfig(max_m=300, max_n=300, max_k=600, hopper_plain_prob=1.0, hopper_decode_prob=1.0)
     for seed in range(12):
         case = generate(seed, cfg)
