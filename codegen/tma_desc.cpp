@@ -174,8 +174,8 @@ GemmConfig leastSlotArea(const std::vector<GemmConfig>& order, long long M, long
 // best at M = 96-128 and 224-256 at N = 14336, 29-69 % at 144-192 and at N = 4096, K = 14336).
 // The rule's choices there, measured: 64x128 where it alone covers the fewest outputs (M = 64
 // and 176-192 at N = 14336; 128-256 at N = 4096; for M = 144 and 160 see below); 64x256 where it
-// ties with 64x128 in one round instead of two (M = 96 and 100: 1-6 % faster than 64x128 on
-// three of four chains, the fourth within 0.2 %; M = 112 and 128 within 2.8 % either way, and
+// ties with 64x128 in one round instead of two (M = 96 and 100: 1.5-6 % faster than 64x128 in
+// seven of eight cells, the eighth within 0.2 %; M = 112 and 128 within 2.8 % either way, and
 // Run AA had 64x128 1.5-5.5 % ahead at M = 128); 128x256 cooperative where all three tie (M = 224
 // and 256 at N = 14336: one round against 64x128's four, 12-24 % faster).
 GemmConfig tileFillingTheSms(long long M, long long N, long long batch, int num_sms) {
