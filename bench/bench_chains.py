@@ -8,7 +8,7 @@ gets by switching the backend, the planner deciding against Inductor (a chain it
 runs as Inductor compiles it).
 Prints times (ms, median of triton's do_bench) and ratios; writes $OUT/bench_chains.json.
 
-  python bench/bench_chains.py [--decode] [--quick] [--compile [SAMPLES]] [--shapes N | --which 2,8,9 | --mkn MxKxN,..]
+  python bench/bench_chains.py [--decode] [--quick] [--compile [SAMPLES]] [--op-unfused] [--shapes N | --which 2,8,9 | --mkn MxKxN,..]
                                [--chains bias_gelu,linear_gelu,...]
 Decode shapes against the memory limit, every weight format of issue 7: bench/bench_decode.py.
 """
@@ -52,16 +52,16 @@ def relerr(got, ref):
     return ((got.double() - ref.double()).norm() / ref.double().norm()).item()
 
 
-def fused_module(fn, args):
+def fused_module(fn, args, options=None):
     """The chain's graph rewritten by fxfuse (the same pass the backend runs)."""
     gm = make_fx(fn)(*args)
-    res = run_on_graph(gm.graph, Options(), "bench")
+    res = run_on_graph(gm.graph, options or Options(), "bench")
     gm.recompile()
     n = sum(1 for nd in gm.graph.nodes if "gemm_chain" in str(nd.target))
     return gm, n, res
 
 
-def bench_shape(M, K, N, dt, chains, with_compile):
+def bench_shape(M, K, N, dt, chains, with_compile, op_unfused=False):
     x = torch.randn(M, K, device="cuda", dtype=dt)
     w = torch.randn(K, N, device="cuda", dtype=dt) / K ** 0.5
     b = torch.randn(N, device="cuda", dtype=dt)
@@ -89,6 +89,18 @@ def bench_shape(M, K, N, dt, chains, with_compile):
         row["path"] = path_of(before, counters())
         row["fxfuse_relerr"] = relerr(out[0] if isinstance(out, (list, tuple)) else out, ref)
         row["eager_relerr"] = relerr(fn(*args), ref)
+        if op_unfused and row["path"] == "not the op":
+            # What the chain the planner left to eager's ops would run on the op's own unfused
+            # path (cuBLAS, then one generated epilogue kernel): the rewrite without the
+            # profitability rule, the op deciding per call. Eager timed again after it, so the
+            # row shows how far two timings of the same ops differ in this run.
+            gm2, _, _ = fused_module(fn, args, Options(only_profitable=False))
+            got = gm2(*args)
+            before = counters()
+            row["op_unfused"] = ms(lambda: gm2(*args))
+            row["op_unfused_path"] = path_of(before, counters())
+            row["op_unfused_relerr"] = relerr(got[0] if isinstance(got, (list, tuple)) else got, ref)
+            row["eager_again"] = ms(lambda: fn(*args))
         if with_compile:
             # Each sample a fresh compile (Run S: two compiles of one chain differed by up to 1.27x),
             # the row's value their median; the samples go to the JSON.
@@ -124,6 +136,9 @@ def main():
     ap.add_argument("--compile", type=int, nargs="?", const=1, default=0, metavar="SAMPLES",
                     help="also torch.compile default and torch.compile(backend='fxfuse'), each compiled "
                          "SAMPLES times afresh (default 1; the median is shown)")
+    ap.add_argument("--op-unfused", action="store_true",
+                    help="for each chain the planner leaves to eager's ops, also time the op's own unfused path "
+                         "(cuBLAS + one epilogue kernel) and eager again")
     ap.add_argument("--all-epilogues", action="store_true",
                     help="fuse every chain on Hopper, also those the planner leaves unfused (to re-measure its rule)")
     ap.add_argument("--shapes", type=int, default=0, help="only the first N shapes")
@@ -159,7 +174,7 @@ def main():
         shapes = shapes[:a.shapes]
     rows = []
     for (M, K, N, dt) in shapes:
-        rows += bench_shape(M, K, N, dt, chains, a.compile)
+        rows += bench_shape(M, K, N, dt, chains, a.compile, a.op_unfused)
     with open(out, "w") as f:
         json.dump(rows, f, indent=1)
     print(f"{'shape':>16} {'dtype':>8} {'chain':>16} {'mm':>7} {'eager':>7} {'lt':>7} {'compile':>7} "
@@ -172,6 +187,14 @@ def main():
         print(f"{r['shape']:>16} {r['dtype']:>8} {r['chain']:>16} {r['mm']:7.4f} {r['eager']:7.4f} {lt} {cp} "
               f"{r['fxfuse']:7.4f} {r['fxfuse'] / r['mm']:6.2f} {r['eager'] / r['fxfuse']:6.2f} {cr} "
               f"{r['fxfuse_relerr']:8.1e}  {r['path']}")
+    unfused = [r for r in rows if "op_unfused" in r]
+    if unfused:  # the chains left to eager: eager's ops against the op's unfused path
+        print(f"{'shape':>16} {'dtype':>8} {'chain':>16} {'eager':>7} {'again':>7} {'op':>7} {'eag/op':>6} "
+              f"{'relerr':>8}  op path")
+        for r in unfused:
+            print(f"{r['shape']:>16} {r['dtype']:>8} {r['chain']:>16} {r['eager']:7.4f} {r['eager_again']:7.4f} "
+                  f"{r['op_unfused']:7.4f} {r['eager'] / r['op_unfused']:6.2f} {r['op_unfused_relerr']:8.1e}  "
+                  f"{r['op_unfused_path']}")
     if backend:  # torch.compile(backend="fxfuse") against torch.compile default
         print(f"{'shape':>16} {'dtype':>8} {'chain':>16} {'compile':>7} {'backend':>7} {'cmp/bk':>6} {'fused':>5} "
               f"{'relerr':>8}  spread (max/min of the samples: compile, backend)  backend path(s)")

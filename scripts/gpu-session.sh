@@ -29,6 +29,10 @@
 #                                         one code change costs, kernels side by side (~2 min per
 #                                         variant at two shapes); AB_TESTS=1: the Hopper GPU tests
 #                                         with each patch applied too (~75 s more per patch)
+#   scripts/gpu-session.sh decode-eager [SHAPES]  decode batches end to end with eager in the same
+#                                         run: the planner's choice (and, for the chains it leaves
+#                                         to eager, the op's unfused path), then every epilogue
+#                                         forced onto the Hopper kernel (~3 min)
 #   scripts/gpu-session.sh hopper FIRST   the Hopper kernel on every epilogue: smoke, 16
 #                                         differential chunks from FIRST (half of the cases
 #                                         Hopper-plain), end-to-end chains (~8 min)
@@ -155,6 +159,14 @@ case "$part" in
       echo "== ${f#"$LOGS"/ab_}"; grep -A16 "^ *shape" "$f" | head -n 16; grep -v "^ *case" "${f/ab_/clocks_}"
     done
     ;;
+  decode-eager)
+    build
+    shapes=${2:-100x14336x4096,128x14336x4096,144x4096x14336,160x4096x14336,224x4096x14336,256x4096x14336}
+    OUT=$LOGS timeout 240 python3 bench/bench_chains.py --op-unfused --mkn "$shapes" > "$LOGS/planner.txt" 2>&1
+    grep -A60 "^ *shape" "$LOGS/planner.txt" | head -n 60
+    OUT=$LOGS/forced timeout 200 python3 bench/bench_chains.py --all-epilogues --mkn "$shapes" > "$LOGS/forced.txt" 2>&1
+    grep -A30 "^ *shape" "$LOGS/forced.txt" | head -n 30
+    ;;
   hopper)
     build
     # worst case within the 600 s of one device call: build 60 + smoke 100 + differential 230 + bench 170
@@ -168,6 +180,6 @@ case "$part" in
     OUT=$LOGS timeout 170 python3 bench/bench_chains.py --all-epilogues --shapes 7 > "$LOGS/bench_all.txt" 2>&1
     grep -A30 "^ *shape" "$LOGS/bench_all.txt" | head -n 30
     ;;
-  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | ncu-hopper | tiles [SHAPES] | ab PATCH [SHAPES] | hopper FIRST"; exit 2 ;;
+  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | ncu-hopper | tiles [SHAPES] | ab PATCH [SHAPES] | decode-eager [SHAPES] | hopper FIRST"; exit 2 ;;
 esac
 tar czf "$OUTDIR/gpu-logs-$part${2:+-${2//[^A-Za-z0-9_.-]/_}}.tgz" -C "$OUTDIR" logs && rm -rf "$LOGS"
