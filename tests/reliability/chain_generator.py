@@ -355,8 +355,8 @@ class GenConfig:
     max_n: int = 24
     max_k: int = 48
     large_k_prob: float = 0.02      # K in [512, 4096]
-    # Shapes the Hopper (TMA + wgmma) kernel takes: M >= 128 (64-256 rows in 64-row tiles when
-    # they fill the GPU: codegen decodeBatchFillsSms), N and K multiples of 8. Random
+    # Shapes the Hopper (TMA + wgmma) kernel takes: M >= 128 (64-256 rows when their 64-row
+    # tiles fill the GPU: codegen decodeBatchFillsSms), N and K multiples of 8. Random
     # sizes almost never are (under 1 % of the GPU run's cases were), so the GPU run asks for them.
     hopper_shape_prob: float = 0.0
     # Cases the Hopper kernel itself takes: bf16/f16 operands read as they are (no prologue,
