@@ -171,7 +171,7 @@ GemmConfig leastSlotArea(const std::vector<GemmConfig>& order, long long M, long
 //
 // Up to 256 rows the same rule without the 128x128 tile, which was never the fastest Hopper tile
 // there (bench/RESULTS.md Run AD, 2026-12-01, compare_tiles at M = 96-256: 0.2-8 % behind the
-// best at M = 96-128 and 224-256 at N = 14336, 29-69 % at 144-192 and at N = 4096, K = 14336).
+// best at M = 96-128 and 224-256 at N = 14336, 24-67 % at 144-192 and at N = 4096, K = 14336).
 // The rule's choices there, measured: 64x128 where it alone covers the fewest outputs (M = 64
 // and 176-192 at N = 14336; 128-256 at N = 4096; for M = 144 and 160 see below); 64x256 where it
 // ties with 64x128 in one round instead of two (M = 96 and 100: 1.5-6 % faster than 64x128 in
@@ -185,15 +185,22 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long batch, int num_
                                    tileConfig(64, 256, 5, true), tileConfig(64, 128, 8, true)};
   if (M * batch > 256) return leastSlotArea(order, M, N, batch, num_sms);
   order.erase(order.begin() + 1);
+  const GemmConfig& narrow = order.back();  // 64x128
+  // A wider tile only where its tiles fill at least three quarters of the SMs, as the measured
+  // ones did (112 tiles of 64x256 or 128x256 at N = 14336); with fewer (M = 128 at N = 11008: 86
+  // tiles of 64x256) 64x128, the tile Runs AA and AC measured there, stays.
+  const auto fills = [&](const GemmConfig& c) { return 4 * tileCount(M, N, batch, c) >= 3LL * num_sms; };
   const GemmConfig c = leastSlotArea(order, M, N, batch, num_sms);
+  if (c.bn != narrow.bn || c.bm != narrow.bm) return fills(c) ? c : narrow;
   // A last row of tiles under three quarters real, run in a later round, costs more than its
   // slots (M = 144 and 160 at N = 14336: 64x128 in three rounds 1.31-1.55x mm, 128x256 in one
   // 1.27-1.43x, in all 12 cells, M = 160 measured twice; M = 176, 48 of 64 rows real, stays
-  // with 64x128, the fastest there): then the one-round 128x256 where it fits.
+  // with 64x128, the fastest there): then the one-round 128x256 where it fits (M = 129-143 and
+  // 145-159 follow 144 and 160 unmeasured).
   const long long edge_rows = M % c.bm;
   const GemmConfig& wide = order[0];
   if (edge_rows != 0 && 4 * edge_rows < 3 * c.bm && tileCount(M, N, batch, c) > num_sms &&
-      tileCount(M, N, batch, wide) <= num_sms)
+      tileCount(M, N, batch, wide) <= num_sms && fills(wide))
     return wide;
   return c;
 }

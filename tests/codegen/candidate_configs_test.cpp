@@ -88,6 +88,8 @@ TEST(CandidateConfigs, SmallBatchesTakeHopperWhereItsTilesFillTheSms) {
   EXPECT_EQ(chooseConfigForSize(gelu, 128, 14336, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_EQ(chooseConfigForSize(gelu, 256, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_EQ(chooseConfigForSize(gelu, 64, 99 * 128 + 8, 4096, 1, 90).variant, "sm90_wgmma");  // 100 tiles
+  // tiles counted as 64x128 whatever tile runs (M = 128, N = 11008: 172 of them, 86 of 64x256)
+  EXPECT_EQ(chooseConfigForSize(gelu, 128, 11008, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_NE(chooseConfigForSize(gelu, 320, 4096, 4096, 1, 90).variant, "sm90_wgmma");  // 257-511 rows
   EXPECT_NE(chooseConfigForSize(gelu, 300, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_EQ(chooseConfigForSize(gelu, 512, 4096, 4096, 1, 90).variant, "sm90_wgmma");
@@ -162,6 +164,10 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   EXPECT_EQ(tile(160, 14336, 1), "128x256 coop s4");  // 64x128's last row half real, in round three
   EXPECT_EQ(tile(144, 14336, 1), "128x256 coop s4");
   EXPECT_EQ(tile(176, 14336, 1), "64x128 pp s8");     // three rounds, the last row 3/4 real
+  EXPECT_EQ(tile(192, 14336, 1), "64x128 pp s8");     // three rounds of whole tiles
+  EXPECT_EQ(tile(200, 20480, 1), "64x128 pp s8");     // 128x256 would take two rounds too
+  EXPECT_EQ(tile(256, 6400, 1), "64x256 pp s5");      // 100 tiles in one round
+  EXPECT_EQ(tile(128, 11008, 1), "64x128 pp s8");     // 64x256: 86 tiles, under 3/4 of the SMs
   EXPECT_EQ(tile(224, 14336, 1), "128x256 coop s4");  // all three tie: one round
   EXPECT_EQ(tile(256, 14336, 1), "128x256 coop s4");
   EXPECT_EQ(tile(128, 4096, 2), "64x128 pp s8");      // 256 rows in all

@@ -79,6 +79,7 @@ TEST(SplitK, HeuristicTakesItForOneOrTwoLongRowTiles) {
   EXPECT_EQ(ks(128, 33 * 128, 14336, 1), 2);  // 66 tiles: 132 CTAs
   EXPECT_EQ(ks(128, 34 * 128, 14336, 1), 1);  // 136 would not fit: the 64x128 tile (M >= 128)
   EXPECT_EQ(ks(129, 4096, 14336, 1), 1);      // three row tiles
+  EXPECT_EQ(ks(192, 2048, 14336, 1), 1);      // three whole row tiles: 96 CTAs would fit
   EXPECT_EQ(ks(64, 4096, 14336, 2), 0);       // a batch: unmeasured
   EXPECT_EQ(ks(128, 14336, 4096, 1), 1);      // the decode batch's 64x128 tiles fill the SMs
   EXPECT_EQ(ks(4096, 4096, 4096, 1), 1);
@@ -95,6 +96,11 @@ TEST(SplitK, HeuristicTakesItForOneOrTwoLongRowTiles) {
       spec::parseSpec(std::string(head) + "%3 = relu %2 : f32\n%4 = convert %3 : f16\noutput %4\n");
   EXPECT_EQ(chooseConfigForSize(relu_cast, 100, 4096, 14336, 1, 90).split_k, 2);
   EXPECT_EQ(chooseConfigForSize(relu_cast, 128, 4096, 14336, 1, 90).split_k, 2);
+  // against torch.compile split-K was measured at one row tile only
+  for (const long long m : {64LL, 128LL}) {
+    const KernelConfig c = chooseConfigForSize(relu_cast, m, 4096, 14336, 1, 90);
+    EXPECT_EQ(beatsBaseline(relu_cast, c, m, 4096, 14336, 1, Baseline::Inductor), m == 64) << m;
+  }
   // a residual alone was not measured below 512 rows, split-K or not
   const spec::ChainSpec residual = spec::parseSpec(std::string(head) + "%3 = input 2 bf16 [m,n]\n%4 = add %2 %3 : bf16\noutput %4\n");
   EXPECT_NE(chooseConfigForSize(residual, 64, 4096, 14336, 1, 90).variant, "sm90_wgmma");

@@ -361,14 +361,17 @@ class GenConfig:
     hopper_shape_prob: float = 0.0
     # Cases the Hopper kernel itself takes: bf16/f16 operands read as they are (no prologue,
     # contiguous; a NaN/Inf as often as in other operands), M in [128, 600], N in [128, 768]
-    # and K multiples of 8 (the tile chooser's 64x128 at N = 128 or M x B <= 256, 64x256 above; whole and edge
-    # tiles), mm / addmm / linear, at least one epilogue op. (Random chains otherwise reach the
+    # and K multiples of 8 (whichever tile sm90::chooseConfig takes; whole and edge tiles),
+    # mm / addmm / linear, at least one epilogue op. (Random chains otherwise reach the
     # Hopper kernel rarely: about 3 % of the sm90-all half of session 6's run.)
     hopper_plain_prob: float = 0.0
     # Of those, decode sizes with a long K (drawn only when > 0, so other seeds keep their cases):
     # one 48-64-row tile at K of 8192-14336 and 16-96 column tiles, where the heuristic runs the
     # split-K tile (codegen sm90::splitKForDecode; session 14).
     hopper_decode_prob: float = 0.0
+    # Of those, two 64-row tiles instead (96-128 rows; drawn only when > 0): split-K's two row
+    # tiles (session 15).
+    hopper_decode_two_tiles_prob: float = 0.0
     max_epilogue_ops: int = 7
     special_prob: float = 0.06      # a NaN/Inf somewhere in the inputs
     dtypes: tuple[str, ...] = COMPUTE_DTYPES
@@ -382,12 +385,13 @@ class GenConfig:
     spellings: bool = True
 
 
-def gpu_config(hopper_shape_prob: float, hopper_plain_prob: float, hopper_decode_prob: float = 0.0) -> GenConfig:
+def gpu_config(hopper_shape_prob: float, hopper_plain_prob: float, hopper_decode_prob: float = 0.0,
+               hopper_decode_two_tiles_prob: float = 0.0) -> GenConfig:
     """The GPU differential's generator sizes (test_differential.py's GPU chunks; the CPU tools
     that estimate or compile what it reaches use the same)."""
     return GenConfig(max_m=300, max_n=300, max_k=600, large_k_prob=0.05, hopper_shape_prob=hopper_shape_prob,
                      hopper_plain_prob=hopper_plain_prob, hopper_decode_prob=hopper_decode_prob,
-                     spellings=spellings_from_env())
+                     hopper_decode_two_tiles_prob=hopper_decode_two_tiles_prob, spellings=spellings_from_env())
 
 
 def spellings_from_env() -> bool:
@@ -511,6 +515,8 @@ def generate(seed: int, cfg: GenConfig | None = None) -> Case:
         M, N, K = rng.randint(128, 600), 8 * rng.randint(16, 96), 8 * rng.randint(8, 96)
         if cfg.hopper_decode_prob > 0 and rng.random() < cfg.hopper_decode_prob:
             M, K = rng.randint(48, 64), rng.choice([8192, 8200, 10240, 14336])
+            if cfg.hopper_decode_two_tiles_prob > 0 and rng.random() < cfg.hopper_decode_two_tiles_prob:
+                M = rng.randint(96, 128)
     dims = {"M": M, "N": N, "K": K, "B": rng.randint(1, 3), "S": rng.randint(1, 5)}
     case = Case(seed=seed, dtype=dtype, gemm=gemm, dims=dims, inputs=[], nodes=[], outputs=[])
     b = _Builder(rng, case)

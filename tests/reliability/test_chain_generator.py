@@ -72,6 +72,22 @@ def test_hopper_decode_cases_are_split_k_sizes():
         assert compare(case, list(out), list(out), list(ref)).ok, (seed, case.source())
 
 
+def test_hopper_decode_two_tile_cases_are_split_k_sizes():
+    """hopper_decode_two_tiles_prob: the decode cases at two 64-row tiles (96-128 rows), where
+    sm90::splitKForDecode also takes KS = 2 (CTest SplitK.HeuristicTakesItForOneOrTwoLongRowTiles;
+    the differential forces every epilogue onto them); valid like every case."""
+    cfg = GenConfig(max_m=300, max_n=300, max_k=600, hopper_plain_prob=1.0, hopper_decode_prob=1.0,
+                    hopper_decode_two_tiles_prob=1.0)
+    for seed in range(8):
+        case = generate(seed, cfg)
+        M, N, K = case.dims["M"], case.dims["N"], case.dims["K"]
+        assert 96 <= M <= 128 and 8192 <= K <= 14336 and 128 <= N <= 768, case.dims
+        ins = case.make_inputs()
+        out = case.build()(*ins)
+        ref = case.build(reference=True)(*case.reference_inputs(ins))
+        assert compare(case, list(out), list(out), list(ref)).ok, (seed, case.source())
+
+
 # Seeds reproduce recorded runs (tests/reliability/*.jsonl name seeds, not cases): the cases of
 # the default config and of the GPU run's are pinned by a hash of their JSON (session 6, before
 # hopper_plain_prob existed; a change that moves the random stream fails here). The runs before

@@ -144,6 +144,9 @@ HOPPER_PLAIN_PROB = float(os.environ.get("FXFUSE_DIFF_HOPPER_PLAIN", "0"))
 # Of the Hopper-plain cases, decode sizes with a long K, which run the split-K tile (session 14;
 # 0 keeps the earlier runs' cases).
 HOPPER_DECODE_PROB = float(os.environ.get("FXFUSE_DIFF_HOPPER_DECODE", "0"))
+# Of those, two row tiles (96-128 rows: split-K's two-row-tile rule, session 15; 0 keeps the
+# earlier runs' cases).
+HOPPER_DECODE_TWO_TILES_PROB = float(os.environ.get("FXFUSE_DIFF_HOPPER_DECODE_TWO_TILES", "0"))
 FORCE_KERNELS = os.environ.get("FXFUSE_DIFF_FORCE", "1") != "0"
 
 
@@ -156,6 +159,7 @@ def _log_chunk(seeds, results, fused, failures, report, seconds, op_stats) -> No
             "sm90_all_epilogues": os.environ.get("FXFUSE_SM90_ALL_EPILOGUES", ""),
             "hopper_plain": HOPPER_PLAIN_PROB,
             "hopper_decode": HOPPER_DECODE_PROB,
+            "hopper_decode_two_tiles": HOPPER_DECODE_TWO_TILES_PROB,
             "poison": os.environ.get("FXFUSE_POISON_OUTPUTS", "")}
     with open(DIFF_LOG, "a") as f:  # one short write per line: safe for concurrent appenders
         f.write(json.dumps(line) + "\n")
@@ -183,7 +187,7 @@ def test_differential_gpu(chunk, monkeypatch):
     before = _C.stats()
     start = SEED + 10_000_000 + chunk * GPU_CHUNK
     seeds = list(range(start, start + GPU_CHUNK))
-    cfg = gpu_config(HOPPER_SHAPE_PROB, HOPPER_PLAIN_PROB, HOPPER_DECODE_PROB)
+    cfg = gpu_config(HOPPER_SHAPE_PROB, HOPPER_PLAIN_PROB, HOPPER_DECODE_PROB, HOPPER_DECODE_TWO_TILES_PROB)
     t0 = time.time()
     results, fused, failures, report = run_cases(seeds, "cuda", cfg, options={"only_profitable": False})
     after = _C.stats()

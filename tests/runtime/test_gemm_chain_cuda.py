@@ -565,8 +565,9 @@ def test_hopper_every_tile_at_decode_batch_sizes():
 # the split-K tile wherever the shape has fewer than 100 tiles of 64x128, M = 1 included, which
 # the autotune's candidates start at 64; below 17 rows the dense gemv is the variant, so M = 1
 # ran the gemv, not the split-K tile, until the launch counter below caught it): M = 32, 64 and
-# 100 (one 64-row tile, half its rows past the end; one whole; two, rows past the end), K = 14336 (224 k-blocks: 112 / 56 per rank) and 4160 (65: ranks of 16 and 17), N = 4096
-# and 4104 (a partial column tile), with F.linear's [N, K] weight (bias only) and bias + GELU +
+# 100 (one 64-row tile, half its rows past the end; one whole; two, rows past the end), K =
+# 14336 (224 k-blocks: 112 / 56 per rank) and 4160 (65: ranks of 16 and 17), N = 4096 and 4104
+# (a partial column tile), with F.linear's [N, K] weight (bias only) and bias + GELU +
 # residual on an [K, N] weight (the staged epilogue). Outputs poisoned, strict, fresh random
 # inputs per case; M = 64 at N = 99 x 128 (several tiles per cluster) at K = 14336 and 192;
 # against the float64 reference by relative error (the partials' sum order
@@ -638,8 +639,8 @@ def test_hopper_split_k_at_decode_shapes(ks):
     (224, 256, 14336, "sm90_wgmma 128x256x64 s4 t384"),
 ])
 def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
-    """The op's own choice at decode sizes (codegen decodeBatchFillsSms, measuredSlowerShape,
-    sm90::chooseConfig and sm90::splitKForDecode; bench/RESULTS.md Runs AA, AC and AD),
+    """The op's own choice at decode sizes (codegen decodeBatchFillsSms, sm90::chooseConfig and
+    sm90::splitKForDecode; bench/RESULTS.md Runs AA, AC and AD),
     bias+GELU(tanh): at N = 12,800 (100 column tiles of 128) the Hopper kernel with 64x128 tiles at
     M = 64, 64x256 at M = 128 and 100 (one round; at 100 a partial row tile, 78 % of its rows real:
     the staged epilogue's M edge), cuBLAS + the epilogue kernel at M = 80 (63 %); at K = 14336, N =
@@ -669,6 +670,37 @@ def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     want = torch.nn.functional.gelu(x.double() @ w.double() + b.double(), approximate="tanh")
     assert torch.isfinite(out).all(), "an element was not written (poisoned NaN)"
     assert ((out.double() - want).norm() / want.norm()).item() < 1e-2
+
+
+@needs_sm90
+@pytest.mark.parametrize("M", [100, 128, 96])
+def test_split_k_on_two_row_tiles_by_the_heuristic(unforced, M):
+    """sm90::splitKForDecode's two row tiles (96-128 rows at K >= 8192, bench/RESULTS.md Runs AC
+    and AD), which the heuristic takes for cheap epilogues only: bias+ReLU+cast at K = 14336,
+    N = 4096 runs the split-K tile (one launch, counted as split-K), against float64 by relative
+    error, outputs poisoned; bias+GELU(tanh) there stays unfused."""
+    seed("split-k-two-row-tiles", M)
+    dt, K, N = torch.bfloat16, 14336, 4096
+    s = SpecBuilder()
+    xs, ws = s.input(dt, "mk"), s.input(dt, "kn")
+    y = s.op("add", s.mm(xs, ws, torch.float32), s.input(dt, "n"), dtype=torch.float32)
+    s.output(s.op("convert", s.op("relu", y, dtype=torch.float32), dtype=torch.float16))
+    spec = s.text()
+    x, w, b = randn((M, K), dt, "cuda"), randn((K, N), dt, "cuda", K ** -0.5), randn((N,), dt, "cuda")
+    assert C.kernel_candidates([x, w, b], spec)[0] == "sm90_wgmma 64x128x64 s7 t256 splitk2"
+    before = C.stats()
+    (out,) = gemm_chain([x, w, b], spec)
+    torch.cuda.synchronize()
+    after = C.stats()
+    assert after["launches"] == before["launches"] + 1, after
+    assert after["hopper_split_k_launches"] == before["hopper_split_k_launches"] + 1, after
+    want = torch.relu(x.double() @ w.double() + b.double())
+    assert out.dtype == torch.float16 and torch.isfinite(out).all(), "an element was not written (poisoned NaN)"
+    assert ((out.double() - want).norm() / want.norm()).item() < 1e-2
+    g = SpecBuilder()
+    xs, ws = g.input(dt, "mk"), g.input(dt, "kn")
+    g.output(g.op("gelu_tanh", g.op("add", g.mm(xs, ws, torch.float32), g.input(dt, "n"), dtype=dt), dtype=dt))
+    assert C.kernel_variant(g.text(), M, N, K)[1] is False
 
 
 # The Hopper epilogue's 16-bit roundings, bit for bit: an intermediate rounded to bf16 / f16 and
