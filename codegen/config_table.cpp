@@ -167,8 +167,8 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
     return "GELU, SiLU and residual epilogues lose at K > 4096 (bench/RESULTS.md Runs L, M)";
   if (!stagedEverything(spec)) return "outputs or a residual the fast path cannot stage (several, or 32-bit)";
   if (shape.align_bytes_residual < 16) return "the residual is not 16-byte aligned";
-  // Two split-K row tiles: only cheap epilogues (returned above), which ran there without
-  // split-K before. Without split-K at M = 128 the Hopper kernel ran 0.94x eager with GELU(tanh),
+  // Two split-K row tiles: only cheap epilogues (returned above; at M = 128 they ran the 64x128
+  // tile before). Without split-K at M = 128 the Hopper kernel ran 0.94x eager with GELU(tanh),
   // 0.88x with SiLU, 1.01x with GELU then the residual (Run AD call 3); split-K's 5-7 % might
   // carry the residual chain, but none of them was measured with split-K against eager.
   if (split_k && shape.M > 64)

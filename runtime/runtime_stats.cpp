@@ -29,8 +29,8 @@ std::vector<std::pair<std::string, int64_t>> RuntimeStats::snapshot() const {
 }
 
 void RuntimeStats::reset() {
-  for (auto* c : {&cpuCalls, &launches, &fallbacks, &atenDispatch, &clusterLaunches,
-                  &hopperSplitKLaunches, &pointwiseLaunches, &callCacheHits, &kernelsCompiled, &memoryHits, &diskHits, &diskMisses,
+  for (auto* c : {&cpuCalls, &launches, &fallbacks, &atenDispatch, &clusterLaunches, &hopperSplitKLaunches,
+                  &pointwiseLaunches, &callCacheHits, &kernelsCompiled, &memoryHits, &diskHits, &diskMisses,
                   &diskRebuilds, &diskWrites, &diskWriteFailures, &unsafeRegisterFallbacks})
     c->store(0);
 }

@@ -16,7 +16,7 @@ struct RuntimeStats {
   // CUDA calls run unfused through ATen by design: the chosen variant is not a fast one
   // (codegen::isFastVariant), so cuBLAS + ATen pointwise is at least as fast. Not an error.
   std::atomic<int64_t> atenDispatch{0};
-  std::atomic<int64_t> clusterLaunches{0};   // of `launches`: split-K gemv launches with cuLaunchKernelEx
+  std::atomic<int64_t> clusterLaunches{0};   // of `launches`: cuLaunchKernelEx cluster launches (split-K gemv)
   // of `launches`: sm90 split-K kernels (clusters compiled in, launched plainly): what tells a
   // differential run that its decode cases reached the split-K tile
   std::atomic<int64_t> hopperSplitKLaunches{0};
