@@ -67,9 +67,7 @@ long long tiles64x128(const ProblemShape& s) { return (s.M + 63) / 64 * ((s.N + 
 constexpr long long kSmallBatchMinTiles = 100;
 
 bool decodeBatchFillsSms(const ProblemShape& s) {
-  if (s.B != 1 || s.M < 64 || s.M > 256) return false;
-  const long long row_tiles = (s.M + 63) / 64;
-  if (4 * s.M < 3 * 64 * row_tiles) return false;  // fewer than three quarters of the rows real
+  if (s.B != 1 || s.M < 64 || s.M > 256 || !sm90::rowsMostlyReal(s.M, 64)) return false;
   return tiles64x128(s) >= kSmallBatchMinTiles;
 }
 

@@ -119,6 +119,10 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
 // Split-K (FX_SPLIT_K): a 64x128 tile with one consumer, shared along K by a cluster of split_k CTAs.
 // ks: 2 or 4. 7 ring stages: the 32 KB partial buffer takes the eighth (dynSmemBytes).
 GemmConfig splitKConfig(int ks);
+// Whether at least three quarters of the rows of M's bm-row tiles are real rows: the bound the
+// decode-batch rules share (config_table's decodeBatchFillsSms, splitKForDecode).
+bool rowsMostlyReal(long long M, int bm);
+
 // The split-K cluster size the heuristic takes for this problem: 2 for a decode batch of one or
 // two 64-row tiles whose 64x128 tiles are too few to fill the SMs and whose K is long (measured
 // at M = 64, 100 and 128, K = 14336, N = 4096); 1 (no split-K) elsewhere.

@@ -382,7 +382,6 @@ struct CallEntry {
   codegen::LaunchDims dims;       // as launched (cluster only when cuLaunchKernelEx exists)
   codegen::LaunchDims plainDims;  // the same problem with split-K cluster S = 1
   bool cluster = false;           // dims.cluster product > 1: launch with cuLaunchKernelEx
-  bool hopperSplitK = false;      // an sm90 split-K kernel (its clusters are compiled in)
   int accSlot = -1;  // Kind::Pointwise
   // Good for this call only, not stored for the call site: the ATen evaluation taken because
   // the epilogue kernel could not be compiled now (the first call inside a CUDA graph capture).
@@ -683,7 +682,6 @@ std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int de
     codegen::KernelSource plain = kernel->source;  // code was dropped at load: cheap copy
     plain.config.max_cluster = 1;
     e->plainDims = codegen::launchDims(plain, plan.problem, info.smCount);
-    e->hopperSplitK = kernel->source.config.split_k > 1;
   } catch (const codegen::CodegenError& err) {
     *reason = err.what();
     return nullptr;
@@ -832,7 +830,7 @@ std::vector<at::Tensor> runCall(const CallEntry& c, at::TensorList inputs) {
   check(*d, r, c.cluster ? "cuLaunchKernelEx" : "cuLaunchKernel");
   stats().launches++;
   if (c.kind == CallEntry::Kind::Pointwise) stats().pointwiseLaunches++;
-  if (c.hopperSplitK) stats().hopperSplitKLaunches++;
+  if (c.kernel->source.config.split_k > 1) stats().hopperSplitKLaunches++;  // sm90 split-K only
   return outputs;
 }
 
