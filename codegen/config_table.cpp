@@ -32,6 +32,9 @@ struct Query {
   // or two 64-row tiles run split-K (splitKFor). The autotune's candidates: one 64-row tile always
   // (candidatesValidated).
   long long hopper_min_m = 128;
+  // The heuristic's measured refusals of the Hopper kernel apply (partialLastRowTile); false for
+  // the autotune's candidates, which measure instead.
+  bool heuristic = true;
   bool is16bit() const { return a.elem == DType::BF16 || a.elem == DType::F16; }
 };
 
@@ -184,6 +187,26 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   return {};
 }
 
+// Why the Hopper kernel loses to cuBLAS + the epilogue kernel (the op's unfused path) at a decode
+// batch whose last row tile is mostly padding, in words; "" elsewhere. Measured on the H200
+// (bench/RESULTS.md Run AE, 2026-12-01, compare_tiles, the faster epilogue kernel, four bench
+// chains): M = 144 and 160 at K = 4096, N = 14336 (128x256: 16 and 32 of its last tile's 128 rows
+// real) ran 1.27-1.39x cuBLAS mm alone against that path's 1.19-1.29x; whole or three-quarter
+// last tiles won (M = 64, 128, 192 at N = 14336, 64x128 or 64x256: 1.03-1.24x against
+// 1.16-1.31x; M = 224 and 256, 128x256: 1.03-1.14x against 1.20-1.31x; M = 256 at N = 4096:
+// 0.97-1.09x against 1.25-1.40x). Session 15 found the same cost at equal grids (128x128 at
+// M = 144: 2.02x mm; at 256: 1.11x, bench/sm90/NOTES.md); its cause is not known. Up to 256 rows
+// (the decode tile rule, sm90::chooseConfig); M = 100 at N = 14336 (64x128, 36 of 64 rows real)
+// is not refused: its 64x128 tile won against the slower epilogue kernel (1.09-1.16x against
+// 1.17-1.24x, Run AC) and was not measured against the faster one.
+std::string partialLastRowTile(const ProblemShape& s) {
+  if (s.B != 1 || s.M > 256 || splitKFor(s) > 1) return {};
+  const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
+  if (g.bm != 128 || sm90::lastRowTileMostlyReal(s.M, g.bm)) return {};
+  return fmt::format("the last {}-row tile holds {} real rows: cuBLAS + the epilogue kernel is faster (Run AE)",
+                     g.bm, s.M % g.bm);
+}
+
 // Why the Hopper kernel does not take this problem, in words; "" where it does.
 std::string hopperRefusal(const Query& q) {
   const ProblemShape& s = q.shape;
@@ -197,6 +220,8 @@ std::string hopperRefusal(const Query& q) {
   if (s.M < q.hopper_min_m && !decodeBatchFillsSms(s) && splitKFor(s) == 1)
     return fmt::format("M < {} and neither a decode batch whose 64-row tiles fill the SMs nor one or two 64-row "
                        "tiles, three quarters real, at K >= 8192 (split-K) (Runs AA, AC, AD)", q.hopper_min_m);
+  if (q.heuristic)
+    if (std::string why = partialLastRowTile(s); !why.empty()) return why;
   if (!q.epilogue_refusal.empty()) return q.epilogue_refusal;
   return {};
 }
@@ -504,6 +529,7 @@ std::vector<KernelConfig> candidatesValidated(const spec::ChainSpec& checked, co
   // measurement replaces: ask as if the epilogue wins, from one 64-row tile.
   Query q{a, b, shape, sm_arch, /*epilogue_refusal=*/""};
   q.hopper_min_m = 64;
+  q.heuristic = false;
   const VariantRow& hopper = row("sm90_wgmma");
   if (!embeddedFile(hopper.templ) || !hopper.applies(q)) return out;
   std::vector<KernelConfig> tiles;
@@ -593,6 +619,9 @@ int gemvSplitK(long long nt, long long mz, long long ksteps, int weight_bytes, i
   return s;
 }
 
+// The epilogue-alone kernel's grid size, in blocks per SM (GridPolicy::Elementwise).
+constexpr long long kElementwiseBlocksPerSm = 16;
+
 // Notes for the launcher: a cluster other than (1,1,1) needs cuLaunchKernelEx with the
 // attribute CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = (cluster[0], cluster[1], cluster[2]);
 // smem_bytes > 48 KB needs cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
@@ -618,9 +647,15 @@ LaunchDims launchDims(const KernelSource& src, const ProblemShape& shape, int sm
     return d;
   }
   if (src.grid == GridPolicy::Elementwise) {
-    const long long pairs = shape.B * shape.M * ((shape.N + 1) / 2);
-    const long long blocks = (pairs + src.config.threads - 1) / src.config.threads;
-    d.grid[0] = static_cast<unsigned>(std::max(1LL, std::min(blocks, 16LL * sm_count)));
+    // x: enough blocks to cover one row's column pairs (at most the whole target); y: rows, so
+    // that about kElementwiseBlocksPerSm blocks per SM are resident in all (a wave of 256-thread
+    // blocks at 8 per SM, twice), never more rows than there are nor over the grid's y limit.
+    const long long pairs_per_row = (shape.N + 1) / 2;
+    const long long target = kElementwiseBlocksPerSm * sm_count;
+    const long long gx = std::min((pairs_per_row + src.config.threads - 1) / src.config.threads, target);
+    const long long gy = std::min({shape.B * shape.M, std::max(1LL, target / gx), 65535LL});
+    d.grid[0] = static_cast<unsigned>(std::max(1LL, gx));
+    d.grid[1] = static_cast<unsigned>(std::max(1LL, gy));
     return d;
   }
   if (src.grid == GridPolicy::SplitKCluster) {

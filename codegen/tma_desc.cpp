@@ -234,6 +234,8 @@ GemmConfig splitKConfig(int ks) {
 
 bool rowsMostlyReal(long long M, int bm) { return 4 * M >= 3LL * bm * ((M + bm - 1) / bm); }
 
+bool lastRowTileMostlyReal(long long M, int bm) { return M % bm == 0 || 4 * (M % bm) >= 3LL * bm; }
+
 int splitKForDecode(long long M, long long N, long long K, long long batch, int num_sms) {
   // One matrix of one or two 64-row tiles (48-64 or 96-128 rows: at least three quarters of the
   // MMA rows real) whose 64x128 tiles, doubled, still fit in one round of the SMs, with at least
@@ -246,8 +248,10 @@ int splitKForDecode(long long M, long long N, long long K, long long batch, int 
   // Two row tiles (96-128 rows, again three quarters real) too: KS = 2 ran 1.15-1.20x mm at
   // M = 128 against the 64x128 tile's 1.22-1.27x on all four chains, in two runs (Run AC call 6,
   // Run AD call 4), and 1.19-1.24x at M = 100 against 1.29-1.35x (Run AC). cuBLAS + the epilogue
-  // kernel was faster still (1.08-1.14x), but the pass runs a chain it leaves unfused on eager's
-  // ops, not on that path; config_table's epilogueRefusal keeps GELU and SiLU off these shapes.
+  // kernel was faster still (1.08-1.14x; Run AE, the faster epilogue kernel: 1.08-1.16x against
+  // KS = 2's 1.16-1.23x), but the pass runs a chain with one eager epilogue kernel on eager's ops,
+  // and at M = 128 the Hopper kernel would take the chain without split-K (64x128, 1.20-1.26x in
+  // Run AE); config_table's epilogueRefusal keeps GELU and SiLU off these shapes.
   constexpr long long kSplitKMinK = 8192;
   if (batch != 1 || M < 48 || K < kSplitKMinK) return 1;
   const long long row_tiles = (M + 63) / 64;

@@ -122,6 +122,9 @@ GemmConfig splitKConfig(int ks);
 // Whether at least three quarters of the rows of M's bm-row tiles are real rows: the bound the
 // decode-batch rules share (config_table's decodeBatchFillsSms, splitKForDecode).
 bool rowsMostlyReal(long long M, int bm);
+// Whether the last of M's bm-row tiles is whole or at least three quarters real (config_table's
+// partialLastRowTile).
+bool lastRowTileMostlyReal(long long M, int bm);
 
 // The split-K cluster size the heuristic takes for this problem: 2 for a decode batch of one or
 // two 64-row tiles whose 64x128 tiles are too few to fill the SMs and whose K is long (measured

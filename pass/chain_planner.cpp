@@ -180,7 +180,7 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
   } catch (const spec::SpecError& e) {
     return rejected(out, "internal_error", std::string("invalid spec (please report a bug): ") + e.what());
   }
-  if (auto r = checkProfitable(index, m, plan.spec, options)) {
+  if (auto r = checkProfitable(index, m, plan.spec, options, static_cast<int>(choice.nodes.size()), &out.notes)) {
     out.rejection = *r;
     return out;
   }

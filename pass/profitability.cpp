@@ -20,7 +20,8 @@ std::optional<long long> sizeOf(const ir::Dim& d, const PassOptions& o) {
 }  // namespace
 
 std::optional<Rejection> checkProfitable(const GraphIndex& index, const GemmMatch& match,
-                                         const spec::ChainSpec& spec, const PassOptions& options) {
+                                         const spec::ChainSpec& spec, const PassOptions& options,
+                                         int eagerKernels, std::vector<std::string>* notes) {
   if (!options.onlyProfitable) return std::nullopt;
   const ir::Type& out = index.node(match.root).type;
   if (!out.isTensor() || !out.tensor.onCuda()) return std::nullopt;
@@ -43,6 +44,12 @@ std::optional<Rejection> checkProfitable(const GraphIndex& index, const GemmMatc
     if (codegen::beatsBaseline(spec, config, m, n, *k, b,
                                inductor ? codegen::Baseline::Inductor : codegen::Baseline::Eager))
       return std::nullopt;
+    if (!inductor && eagerKernels >= kEagerKernelsTheUnfusedPathBeats && codegen::pointwiseApplies(spec)) {
+      notes->push_back(fmt::format("no fused kernel faster than eager for M={}, K={}, N={}: the op runs cuBLAS + one "
+                                   "epilogue kernel in place of eager's {} elementwise kernels",
+                                   m, *k, n, eagerKernels));
+      return std::nullopt;
+    }
     // Say why the Hopper kernel does not take the chain: which of its conditions failed, or,
     // against Inductor, which measured box it is outside (words only: a failure here must not
     // turn the rejection into a fusion).

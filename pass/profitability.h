@@ -2,10 +2,13 @@
 // as a fused kernel only where codegen has a fast variant for its problem; anywhere else it
 // would evaluate the chain with ATen, i.e. unfused plus the op's own overhead. Such a chain is
 // left in the graph (Inductor compiles it) and its GEMM is reported not_profitable: a rewrite
-// never makes a model slower.
+// never makes a model slower. Against eager, a chain whose epilogue eager runs as several
+// kernels is kept even so, for the op's unfused path, which runs it as one.
 #pragma once
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "pass/gemm_anchor.h"
 #include "pass/graph_index.h"
@@ -15,10 +18,21 @@
 
 namespace fxfuse::pass {
 
+// The fewest elementwise kernels over the whole output that the eager graph runs after its GEMM
+// for a chain without a fused kernel to be kept for the op's unfused path (cuBLAS, then one
+// generated epilogue kernel): two passes over the output become one. With one (SiLU alone) eager's
+// own kernel is as good, and the op only adds its overhead (bench/RESULTS.md Run AE).
+constexpr int kEagerKernelsTheUnfusedPathBeats = 2;
+
 // nullopt (keep the chain) when profitability is not asked, the graph is not on CUDA, a
 // symbolic M or batch dim has no size hint, or codegen cannot answer; the op then decides per
 // call. (Symbolic K and N never get here: legality rejects them as dynamic_k_or_n.)
+// Against eager, a chain without a fused kernel faster than eager is still kept when the op's
+// unfused path applies to it (no prologue) and eager would run at least
+// kEagerKernelsTheUnfusedPathBeats elementwise kernels after the GEMM (`eagerKernels`: the
+// region's nodes, each one ATen kernel over the output); a note in `notes` says so.
 std::optional<Rejection> checkProfitable(const GraphIndex& index, const GemmMatch& match,
-                                         const spec::ChainSpec& spec, const PassOptions& options);
+                                         const spec::ChainSpec& spec, const PassOptions& options,
+                                         int eagerKernels, std::vector<std::string>* notes);
 
 }  // namespace fxfuse::pass

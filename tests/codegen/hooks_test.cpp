@@ -345,6 +345,36 @@ TEST(ChooseConfig, LaunchDims) {
   EXPECT_EQ(d.smem_bytes, 0u);
 }
 
+// The epilogue-alone kernel: grid.x over one row's column pairs, grid.y over the rows, about 16
+// blocks per SM in all; never more rows than exist, never over the y limit, at least one block.
+TEST(ChooseConfig, LaunchDimsOfTheEpilogueAloneKernel) {
+  const KernelSource src = generate(loadSpec("bare_bf16_mm"), pointwiseConfig());
+  const auto dims = [&](long long B, long long M, long long N) {
+    ProblemShape s;
+    s.B = B;
+    s.M = M;
+    s.N = N;
+    s.K = 64;
+    return launchDims(src, s, 132);
+  };
+  LaunchDims d = dims(1, 256, 14336);  // 7168 pairs a row: 28 blocks of 256; 2112 / 28 = 75 rows
+  EXPECT_EQ(d.grid[0], 28u);
+  EXPECT_EQ(d.grid[1], 75u);
+  EXPECT_EQ(d.grid[2], 1u);
+  EXPECT_EQ(d.block, 256u);
+  d = dims(1, 16, 14336);  // fewer rows than the target: every row its own
+  EXPECT_EQ(d.grid[1], 16u);
+  d = dims(3, 5, 7);  // one block covers a row (4 pairs); 15 rows
+  EXPECT_EQ(d.grid[0], 1u);
+  EXPECT_EQ(d.grid[1], 15u);
+  d = dims(1, 4, 1 << 22);  // a row wider than the target: x capped at 2112, y at least 1
+  EXPECT_EQ(d.grid[0], 2112u);
+  EXPECT_EQ(d.grid[1], 1u);
+  d = dims(1000, 1000, 2);  // a million rows of one pair: y at the target
+  EXPECT_EQ(d.grid[0], 1u);
+  EXPECT_EQ(d.grid[1], 2112u);
+}
+
 TEST(Embedded, TemplatesAndSupportFiles) {
   EXPECT_NE(embeddedFile("kernels/generic_gemm.cuh"), nullptr);
   EXPECT_NE(embeddedFile("kernel_abi.h"), nullptr);

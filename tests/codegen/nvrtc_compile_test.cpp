@@ -99,6 +99,7 @@ TEST(Nvrtc, EpilogueAloneKernelCompilesForEveryEligibleSpec) {
       continue;
     }
     ++eligible;
+    SCOPED_TRACE(name);
     const KernelSource src = generate(s, pointwiseConfig());
     EXPECT_EQ(src.grid, GridPolicy::Elementwise);
     EXPECT_NE(src.code.find("#define FX_ACC_SLOT " + std::to_string(s.numInputSlots())), std::string::npos);

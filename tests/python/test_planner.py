@@ -64,28 +64,37 @@ def _traced_on_fake_cuda(fn, *shapes):
     return make_fx(fn, tracing_mode="fake")(*args)
 
 
-@pytest.mark.parametrize("act,k,fused,reason", [
-    ("relu", 14336, 1, None),                 # the Hopper kernel wins: fused
-    ("gelu", 4096, 1, None),                  # ... with GELU too, up to K = 4096
-    ("gelu", 14336, 0, "not_profitable"),     # no fast kernel at this size: left unfused, reported
+@pytest.mark.parametrize("act,bias,k,path", [
+    ("relu", True, 14336, "kernel"),       # the Hopper kernel wins: fused
+    ("gelu", True, 4096, "kernel"),        # ... with GELU too, up to K = 4096
+    # No fused kernel faster than eager at K = 14336 with GELU. Eager runs add and GELU as two
+    # kernels: kept for the op's unfused path (cuBLAS + one epilogue kernel), with a note.
+    ("gelu", True, 14336, "unfused path"),
+    # GELU alone is one eager kernel, as good as the op's: left unfused, reported.
+    ("gelu", False, 14336, "not_profitable"),
 ])
-def test_pass_leaves_unprofitable_chains_unfused(act, k, fused, reason):
+def test_pass_leaves_unprofitable_chains_unfused(act, bias, k, path):
     import torch
     import torch.nn.functional as F
 
     from fxfuse.pass_driver import Options, run_on_graph
 
     activation = {"relu": torch.relu, "gelu": lambda y: F.gelu(y, approximate="tanh")}[act]
-    gm = _traced_on_fake_cuda(lambda x, w, b: activation(torch.mm(x, w) + b), (4096, k), (k, 4096), (4096,))
+    fn = lambda x, w, b: activation(torch.mm(x, w) + b) if bias else activation(torch.mm(x, w))  # noqa: E731
+    gm = _traced_on_fake_cuda(fn, (4096, k), (k, 4096), (4096,))
     res = run_on_graph(gm.graph, Options(precompile=False, arch="sm_90"), "planner")
     ops = [n for n in gm.graph.nodes if "gemm_chain" in str(n.target)]
-    assert len(ops) == fused
+    assert len(ops) == (path != "not_profitable"), res.report_text
     entry = next(e for e in res.plan["report"] if e["gemm"].startswith("mm"))
-    assert entry["status"] == ("fused" if fused else "not_fused")
-    if reason:
-        assert entry["reason"] == reason and "M=4096" in entry["detail"]
+    assert entry["status"] == ("not_fused" if path == "not_profitable" else "fused")
+    unfused_note = [n for n in entry.get("notes", []) if "cuBLAS + one epilogue kernel" in n]
+    assert len(unfused_note) == (path == "unfused path"), entry
+    if path == "unfused path":
+        assert "M=4096, K=14336, N=4096" in unfused_note[0] and "eager's 2 elementwise kernels" in unfused_note[0]
+    if path == "not_profitable":
+        assert entry["reason"] == "not_profitable" and "M=4096" in entry["detail"]
     # Opting out keeps every chain fused (the GPU tests use it to exercise the kernels).
-    gm2 = _traced_on_fake_cuda(lambda x, w, b: activation(torch.mm(x, w) + b), (4096, k), (k, 4096), (4096,))
+    gm2 = _traced_on_fake_cuda(fn, (4096, k), (k, 4096), (4096,))
     run_on_graph(gm2.graph, Options(precompile=False, arch="sm_90", only_profitable=False), "planner")
     assert sum("gemm_chain" in str(n.target) for n in gm2.graph.nodes) == 1
 
