@@ -29,10 +29,10 @@ struct Query {
   std::string epilogue_refusal;  // why the Hopper kernel loses with this epilogue ("": it wins; epilogueRefusal)
   // The fewest rows the Hopper kernel is considered for. The heuristic: 128 (measured from M =
   // 512 up), or 64 where a decode batch fills the SMs (decodeBatchFillsSms), or none where one
-  // or two 64-row tiles run split-K (splitKFor). The autotune's candidates: one 64-row tile always
+  // 64-row tile runs split-K (splitKFor). The autotune's candidates: one 64-row tile always
   // (candidatesValidated).
   long long hopper_min_m = 128;
-  // The heuristic's measured refusals of the Hopper kernel apply (partialLastRowTile); false for
+  // The heuristic's measured refusals of the Hopper kernel apply (unfusedPathFaster); false for
   // the autotune's candidates, which measure instead.
   bool heuristic = true;
   bool is16bit() const { return a.elem == DType::BF16 || a.elem == DType::F16; }
@@ -168,12 +168,6 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
     return "GELU, SiLU and residual epilogues lose at K > 4096 (bench/RESULTS.md Runs L, M)";
   if (!stagedEverything(spec)) return "outputs or a residual the fast path cannot stage (several, or 32-bit)";
   if (shape.align_bytes_residual < 16) return "the residual is not 16-byte aligned";
-  // Two split-K row tiles: only cheap epilogues (returned above; at M = 128 they ran the 64x128
-  // tile before). Without split-K at M = 128 the Hopper kernel ran 0.94x eager with GELU(tanh),
-  // 0.88x with SiLU, 1.01x with GELU then the residual (Run AD call 3); split-K's 5-7 % might
-  // carry the residual chain, but none of them was measured with split-K against eager.
-  if (split_k && shape.M > 64)
-    return "GELU, SiLU and residual epilogues on two split-K row tiles were not measured against eager";
   if (split_k) return expensive_ops == 0 ? "a residual without GELU(tanh) was not measured below 512 rows" : "";
   if (shape.M * shape.B < 512) {
     if (!decodeBatchFillsSms(shape))
@@ -187,24 +181,32 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   return {};
 }
 
-// Why the Hopper kernel loses to cuBLAS + the epilogue kernel (the op's unfused path) at a decode
-// batch whose last row tile is mostly padding, in words; "" elsewhere. Measured on the H200
-// (bench/RESULTS.md Run AE, 2026-12-01, compare_tiles, the faster epilogue kernel, four bench
-// chains): M = 144 and 160 at K = 4096, N = 14336 (128x256: 16 and 32 of its last tile's 128 rows
-// real) ran 1.27-1.39x cuBLAS mm alone against that path's 1.19-1.29x; whole or three-quarter
-// last tiles won (M = 64, 128, 192 at N = 14336, 64x128 or 64x256: 1.03-1.24x against
-// 1.16-1.31x; M = 224 and 256, 128x256: 1.03-1.14x against 1.20-1.31x; M = 256 at N = 4096:
-// 0.97-1.09x against 1.25-1.40x). Session 15 found the same cost at equal grids (128x128 at
-// M = 144: 2.02x mm; at 256: 1.11x, bench/sm90/NOTES.md); its cause is not known. Up to 256 rows
-// (the decode tile rule, sm90::chooseConfig); M = 100 at N = 14336 (64x128, 36 of 64 rows real)
-// is not refused: its 64x128 tile won against the slower epilogue kernel (1.09-1.16x against
-// 1.17-1.24x, Run AC) and was not measured against the faster one.
-std::string partialLastRowTile(const ProblemShape& s) {
+// Why cuBLAS + the epilogue kernel (the op's unfused path) beats the Hopper kernel at this decode
+// batch, in words; "" elsewhere. Measured on the H200 (bench/RESULTS.md Run AE, 2026-12-01,
+// compare_tiles against the faster epilogue kernel, four bench chains, time / cuBLAS mm alone):
+//  - Two 64-row tiles (65-128 rows) at K >= 8192 whose 64x128 tiles are too few to fill the SMs:
+//    at M = 100 and 128, K = 14336, N = 4096 split-K ran 1.16-1.23x and the 64x128 tile (the
+//    heuristic's at 128 rows without split-K) 1.20-1.26x, the unfused path 1.08-1.16x. (Below 128
+//    rows hopperRefusal's smallest M refuses these shapes already.)
+//  - A 128-row last tile under three quarters real: M = 144 and 160 at K = 4096, N = 14336
+//    (128x256 with 16 and 32 real rows in its last tile) ran 1.27-1.39x against 1.19-1.29x.
+//    Session 15 found the same cost at equal grids (128x128 at M = 144: 2.02x mm; at 256: 1.11x,
+//    bench/sm90/NOTES.md); its cause is not known.
+// Whole or three-quarter last tiles won: M = 64, 128, 192 at N = 14336 (64x128 or 64x256:
+// 1.03-1.24x against 1.16-1.31x), M = 224 and 256 (128x256: 1.03-1.14x against 1.20-1.31x), M = 256
+// at N = 4096 (0.97-1.09x against 1.25-1.40x), one 64-row tile at K = 14336 with split-K (0.98-1.04x
+// against 1.09-1.11x). Up to 256 rows (the decode tile rule, sm90::chooseConfig). A 64-row last
+// tile is not refused: M = 100 at N = 14336 (64x128, 36 of 64 rows real) won against the slower
+// epilogue kernel (1.09-1.16x against 1.17-1.24x, Run AC) and was not measured against the faster.
+std::string unfusedPathFaster(const ProblemShape& s) {
   if (s.B != 1 || s.M > 256 || splitKFor(s) > 1) return {};
+  if (s.M > 64 && s.M <= 128 && s.K >= 8192 && tiles64x128(s) < kSplitKMaxTiles)
+    return "two 64-row tiles too few to fill the SMs at K >= 8192: cuBLAS + the epilogue kernel is faster (Run AE)";
   const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
-  if (g.bm != 128 || sm90::lastRowTileMostlyReal(s.M, g.bm)) return {};
-  return fmt::format("the last {}-row tile holds {} real rows: cuBLAS + the epilogue kernel is faster (Run AE)",
-                     g.bm, s.M % g.bm);
+  if (g.bm == 128 && !sm90::lastRowTileMostlyReal(s.M, g.bm))
+    return fmt::format("the last 128-row tile holds {} real rows: cuBLAS + the epilogue kernel is faster (Run AE)",
+                       s.M % g.bm);
+  return {};
 }
 
 // Why the Hopper kernel does not take this problem, in words; "" where it does.
@@ -218,10 +220,10 @@ std::string hopperRefusal(const Query& q) {
   if (s.align_bytes_a < 16 || s.align_bytes_b < 16) return "an operand is not 16-byte aligned";
   if (s.K % 8 != 0 || s.N % 8 != 0) return "K or N is not a multiple of 8";
   if (s.M < q.hopper_min_m && !decodeBatchFillsSms(s) && splitKFor(s) == 1)
-    return fmt::format("M < {} and neither a decode batch whose 64-row tiles fill the SMs nor one or two 64-row "
-                       "tiles, three quarters real, at K >= 8192 (split-K) (Runs AA, AC, AD)", q.hopper_min_m);
+    return fmt::format("M < {} and neither a decode batch whose 64-row tiles fill the SMs nor one 64-row tile, "
+                       "three quarters real, at K >= 8192 (split-K) (Runs AA, AC, AE)", q.hopper_min_m);
   if (q.heuristic)
-    if (std::string why = partialLastRowTile(s); !why.empty()) return why;
+    if (std::string why = unfusedPathFaster(s); !why.empty()) return why;
   if (!q.epilogue_refusal.empty()) return q.epilogue_refusal;
   return {};
 }
@@ -431,8 +433,7 @@ std::string inductorRefusal(const spec::ChainSpec& spec, long long M, long long 
   if (K == 4096 && decodeBatchFillsSms(shape)) return {};
   // Split-K decode shapes (splitKFor) at the size measured: torch.compile default 1.05-2.20x the
   // fused chain (Run AC, call 7: M = 48 and 64, K = 14336, N = 4096, the four bench chains; one
-  // compile each). Other K and N of the split-K rule, and its two row tiles (M = 96-128), were not
-  // measured against torch.compile.
+  // compile each). Other K and N of the split-K rule were not measured against torch.compile.
   if (K == 14336 && N == 4096 && M <= 64 && splitKFor(shape) > 1) return {};
   if (M * B < 4096)
     return "M x B < 4096 was not measured against torch.compile outside decode batches at K = 4096 and "

@@ -237,26 +237,21 @@ bool rowsMostlyReal(long long M, int bm) { return 4 * M >= 3LL * bm * ((M + bm -
 bool lastRowTileMostlyReal(long long M, int bm) { return M % bm == 0 || 4 * (M % bm) >= 3LL * bm; }
 
 int splitKForDecode(long long M, long long N, long long K, long long batch, int num_sms) {
-  // One matrix of one or two 64-row tiles (48-64 or 96-128 rows: at least three quarters of the
-  // MMA rows real) whose 64x128 tiles, doubled, still fit in one round of the SMs, with at least
-  // kSplitKMinK of K. Measured on the H200 (bench/RESULTS.md Run AC, call 6, 2026-12-01,
-  // compare_tiles): M = 64, K = 14336, N = 4096 (32 tiles, 224 k-blocks): KS = 2 1.02-1.07x
-  // cuBLAS mm alone on the four bench chains, against cuBLAS + the epilogue kernel 1.08-1.10x and
-  // the 64x128 tile without split-K 1.52-1.57x; KS = 4 1.32-1.39x (not taken: 32 clusters of four
-  // 210 KB CTAs, each cluster inside one GPC, may not all be resident at once). Not taken: K =
-  // 4160 (65 k-blocks: KS = 2 1.17-1.29x against 1.18-1.26x).
-  // Two row tiles (96-128 rows, again three quarters real) too: KS = 2 ran 1.15-1.20x mm at
-  // M = 128 against the 64x128 tile's 1.22-1.27x on all four chains, in two runs (Run AC call 6,
-  // Run AD call 4), and 1.19-1.24x at M = 100 against 1.29-1.35x (Run AC). cuBLAS + the epilogue
-  // kernel was faster still (1.08-1.14x; Run AE, the faster epilogue kernel: 1.08-1.16x against
-  // KS = 2's 1.16-1.23x), but the pass runs a chain with one eager epilogue kernel on eager's ops,
-  // and at M = 128 the Hopper kernel would take the chain without split-K (64x128, 1.20-1.26x in
-  // Run AE); config_table's epilogueRefusal keeps GELU and SiLU off these shapes.
+  // One matrix of one 64-row tile (48-64 rows: at least three quarters of the MMA rows real)
+  // whose 64x128 tiles, doubled, still fit in one round of the SMs, with at least kSplitKMinK of K.
+  // Measured on the H200 (bench/RESULTS.md Run AC, call 6, 2026-12-01, compare_tiles): M = 64,
+  // K = 14336, N = 4096 (32 tiles, 224 k-blocks): KS = 2 1.02-1.07x cuBLAS mm alone on the four
+  // bench chains, against cuBLAS + the epilogue kernel 1.08-1.10x and the 64x128 tile without
+  // split-K 1.52-1.57x; KS = 4 1.32-1.39x (not taken: 32 clusters of four 210 KB CTAs, each
+  // cluster inside one GPC, may not all be resident at once). Run AE, against the faster
+  // epilogue kernel: KS = 2 0.98-1.04x, that path 1.09-1.11x. Not taken: K = 4160 (65 k-blocks:
+  // KS = 2 1.17-1.29x against 1.18-1.26x).
+  // Not on two row tiles (96-128 rows; session 15 took them): KS = 2 ran 1.16-1.23x mm at M = 100
+  // and 128 (K = 14336, N = 4096) against cuBLAS + the faster epilogue kernel's 1.08-1.16x (Run AE);
+  // config_table's unfusedPathFaster leaves those shapes to that path.
   constexpr long long kSplitKMinK = 8192;
-  if (batch != 1 || M < 48 || K < kSplitKMinK) return 1;
-  const long long row_tiles = (M + 63) / 64;
-  if (row_tiles > 2 || !rowsMostlyReal(M, 64)) return 1;
-  return 2 * row_tiles * ((N + 127) / 128) <= num_sms ? 2 : 1;
+  if (batch != 1 || M < 48 || M > 64 || K < kSplitKMinK) return 1;
+  return 2 * ((N + 127) / 128) <= num_sms ? 2 : 1;
 }
 
 std::string configDefines(const GemmConfig& c) {

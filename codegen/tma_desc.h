@@ -119,16 +119,16 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
 // Split-K (FX_SPLIT_K): a 64x128 tile with one consumer, shared along K by a cluster of split_k CTAs.
 // ks: 2 or 4. 7 ring stages: the 32 KB partial buffer takes the eighth (dynSmemBytes).
 GemmConfig splitKConfig(int ks);
-// Whether at least three quarters of the rows of M's bm-row tiles are real rows: the bound the
-// decode-batch rules share (config_table's decodeBatchFillsSms, splitKForDecode).
+// Whether at least three quarters of the rows of M's bm-row tiles are real rows (config_table's
+// decodeBatchFillsSms).
 bool rowsMostlyReal(long long M, int bm);
 // Whether the last of M's bm-row tiles is whole or at least three quarters real (config_table's
-// partialLastRowTile).
+// unfusedPathFaster).
 bool lastRowTileMostlyReal(long long M, int bm);
 
-// The split-K cluster size the heuristic takes for this problem: 2 for a decode batch of one or
-// two 64-row tiles whose 64x128 tiles are too few to fill the SMs and whose K is long (measured
-// at M = 64, 100 and 128, K = 14336, N = 4096); 1 (no split-K) elsewhere.
+// The split-K cluster size the heuristic takes for this problem: 2 for a decode batch of one
+// 64-row tile (48-64 rows) whose 64x128 tiles are too few to fill the SMs and whose K is long
+// (measured at M = 64, K = 14336, N = 4096); 1 (no split-K) elsewhere.
 int splitKForDecode(long long M, long long N, long long K, long long batch, int num_sms);
 
 // "#define FX_BM 128\n#define FX_BN 256\n..." for the generated source (before the template).

@@ -174,10 +174,11 @@ case "$part" in
     echo "smoke (Hopper kernel on every epilogue): $(grep -c '^ok' "$LOGS/smoke.txt") ok, $(grep -c '^BAD' "$LOGS/smoke.txt") bad"
     # half the cases plain 16-bit operands at Hopper sizes (only the epilogue random), so the
     # sm90-all half runs the Hopper kernel on about 45 % of its cases (3 % without); a fifth of
-    # those at decode sizes with a long K, which run the split-K tile (session 14), half of
-    # these at two row tiles (session 15)
+    # those at decode sizes with a long K, which run the split-K tile (session 14); at two row
+    # tiles (FXFUSE_DIFF_HOPPER_DECODE_TWO_TILES, session 15's split-K) none since session 16:
+    # the heuristic leaves those shapes to the unfused path
     FXFUSE_DIFF_HOPPER_PLAIN=0.5 FXFUSE_DIFF_HOPPER_DECODE=${FXFUSE_DIFF_HOPPER_DECODE:-0.2} \
-      FXFUSE_DIFF_HOPPER_DECODE_TWO_TILES=${FXFUSE_DIFF_HOPPER_DECODE_TWO_TILES:-0.5} \
+      FXFUSE_DIFF_HOPPER_DECODE_TWO_TILES=${FXFUSE_DIFF_HOPPER_DECODE_TWO_TILES:-0} \
       FXFUSE_DIFF_LOG=$OUTDIR/differential.jsonl OUT=$LOGS \
       scripts/gpu-differential.sh "$2" 16 16 220 | head -n 3
     OUT=$LOGS timeout 170 python3 bench/bench_chains.py --all-epilogues --shapes 7 > "$LOGS/bench_all.txt" 2>&1

@@ -370,7 +370,8 @@ class GenConfig:
     # split-K tile (codegen sm90::splitKForDecode; session 14).
     hopper_decode_prob: float = 0.0
     # Of those, two 64-row tiles instead (96-128 rows; drawn only when > 0): split-K's two row
-    # tiles (session 15).
+    # tiles (session 15; since session 16 the heuristic leaves these shapes to the unfused path,
+    # so the GPU runs draw none; kept to reproduce session 16's recorded chunks 540-554).
     hopper_decode_two_tiles_prob: float = 0.0
     max_epilogue_ops: int = 7
     special_prob: float = 0.06      # a NaN/Inf somewhere in the inputs

@@ -59,7 +59,7 @@ def test_hopper_decode_cases_are_split_k_sizes():
     """hopper_decode_prob: Hopper-plain cases at decode sizes with a long K (the differential's way
     to put random epilogues on the split-K tile): one 48-64-row tile, K >= 8192, at most 66
     column tiles of 128, the sizes where sm90::splitKForDecode takes KS = 2 (CTest
-    SplitK.HeuristicTakesItForOneOrTwoLongRowTiles); valid like every case."""
+    SplitK.HeuristicTakesItForOneLongRowTile); valid like every case."""
     cfg = GenConfig(max_m=300, max_n=300, max_k=600, hopper_plain_prob=1.0, hopper_decode_prob=1.0)
     for seed in range(12):
         case = generate(seed, cfg)
@@ -72,10 +72,10 @@ def test_hopper_decode_cases_are_split_k_sizes():
         assert compare(case, list(out), list(out), list(ref)).ok, (seed, case.source())
 
 
-def test_hopper_decode_two_tile_cases_are_split_k_sizes():
+def test_hopper_decode_two_tile_cases_are_two_row_tiles():
     """hopper_decode_two_tiles_prob: the decode cases at two 64-row tiles (96-128 rows), where
-    sm90::splitKForDecode also takes KS = 2 (CTest SplitK.HeuristicTakesItForOneOrTwoLongRowTiles;
-    the differential forces every epilogue onto them); valid like every case."""
+    session 15's sm90::splitKForDecode took KS = 2 (session 16's recorded chunks 540-554 drew
+    them); valid like every case."""
     cfg = GenConfig(max_m=300, max_n=300, max_k=600, hopper_plain_prob=1.0, hopper_decode_prob=1.0,
                     hopper_decode_two_tiles_prob=1.0)
     for seed in range(8):
