@@ -188,22 +188,25 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 //    at M = 100 and 128, K = 14336, N = 4096 split-K ran 1.16-1.23x and the 64x128 tile (the
 //    heuristic's at 128 rows without split-K) 1.20-1.26x, the unfused path 1.08-1.16x. (Below 128
 //    rows hopperRefusal's smallest M refuses these shapes already.)
-//  - A 128-row last tile under three quarters real: M = 144 and 160 at K = 4096, N = 14336
-//    (128x256 with 16 and 32 real rows in its last tile) ran 1.27-1.39x against 1.19-1.29x.
-//    Session 15 found the same cost at equal grids (128x128 at M = 144: 2.02x mm; at 256: 1.11x,
-//    bench/sm90/NOTES.md); its cause is not known.
+//  - A 128-row last tile at most a quarter real: M = 144 and 160 at K = 4096, N = 14336 (128x256
+//    with 16 and 32 real rows in its last tile) ran 1.27-1.39x against 1.19-1.29x. Session 15
+//    found the same cost at equal grids (128x128 at M = 144: 2.02x mm; at 256: 1.11x,
+//    bench/sm90/NOTES.md); its cause is not known. Only where measured: at K >= 4096 (a longer K
+//    adds to the kernel's share, not to the unfused path's epilogue) and up to 32 real rows; at
+//    M = 224 (96 real rows) the Hopper kernel won, and 33-95 real rows were not measured.
 // Whole or three-quarter last tiles won: M = 64, 128, 192 at N = 14336 (64x128 or 64x256:
 // 1.03-1.24x against 1.16-1.31x), M = 224 and 256 (128x256: 1.03-1.14x against 1.20-1.31x), M = 256
 // at N = 4096 (0.97-1.09x against 1.25-1.40x), one 64-row tile at K = 14336 with split-K (0.98-1.04x
 // against 1.09-1.11x). Up to 256 rows (the decode tile rule, sm90::chooseConfig). A 64-row last
-// tile is not refused: M = 100 at N = 14336 (64x128, 36 of 64 rows real) won against the slower
-// epilogue kernel (1.09-1.16x against 1.17-1.24x, Run AC) and was not measured against the faster.
+// tile is not refused: M = 100 at N = 14336 (64x128 then, 64x256 since session 15; 36 of 64 rows
+// real) won against the slower epilogue kernel (1.09-1.16x against 1.17-1.24x, Run AC) and was not
+// measured against the faster.
 std::string unfusedPathFaster(const ProblemShape& s) {
   if (s.B != 1 || s.M > 256 || splitKFor(s) > 1) return {};
   if (s.M > 64 && s.M <= 128 && s.K >= 8192 && tiles64x128(s) < kSplitKMaxTiles)
     return "two 64-row tiles too few to fill the SMs at K >= 8192: cuBLAS + the epilogue kernel is faster (Run AE)";
   const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
-  if (g.bm == 128 && !sm90::lastRowTileMostlyReal(s.M, g.bm))
+  if (g.bm == 128 && s.K >= 4096 && sm90::lastRowTileAtMostAQuarterReal(s.M, g.bm))
     return fmt::format("the last 128-row tile holds {} real rows: cuBLAS + the epilogue kernel is faster (Run AE)",
                        s.M % g.bm);
   return {};
@@ -653,9 +656,9 @@ LaunchDims launchDims(const KernelSource& src, const ProblemShape& shape, int sm
     // blocks at 8 per SM, twice), never more rows than there are nor over the grid's y limit.
     const long long pairs_per_row = (shape.N + 1) / 2;
     const long long target = kElementwiseBlocksPerSm * sm_count;
-    const long long gx = std::min((pairs_per_row + src.config.threads - 1) / src.config.threads, target);
+    const long long gx = std::max(1LL, std::min((pairs_per_row + src.config.threads - 1) / src.config.threads, target));
     const long long gy = std::min({shape.B * shape.M, std::max(1LL, target / gx), 65535LL});
-    d.grid[0] = static_cast<unsigned>(std::max(1LL, gx));
+    d.grid[0] = static_cast<unsigned>(gx);
     d.grid[1] = static_cast<unsigned>(std::max(1LL, gy));
     return d;
   }

@@ -200,7 +200,10 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long batch, int num_
   // one 1.27-1.43x, in all 12 cells, M = 160 measured twice; M = 176, 48 of 64 rows real, stays
   // with 64x128, the fastest there): then the one-round 128x256 where it is a candidate (M =
   // 129-143 and 145-159 follow 144 and 160 unmeasured). The slot area does not see this cost,
-  // whose cause is not known yet (bench/sm90/NOTES.md session 15).
+  // whose cause is not known yet (bench/sm90/NOTES.md session 15). The heuristic does not run
+  // this 128x256 where its own last row tile holds at most a quarter real rows at K >= 4096 (M =
+  // 144 and 160 at K = 4096: cuBLAS + the epilogue kernel was faster, config_table's
+  // unfusedPathFaster, Run AE); it does elsewhere, and the autotune measures it.
   const long long edge_rows = M % narrow.bm;
   if (c.bm == narrow.bm && c.bn == narrow.bn && edge_rows != 0 && 4 * edge_rows < 3 * narrow.bm &&
       tileCount(M, N, batch, narrow) > num_sms && fills(wide) && tileCount(M, N, batch, wide) <= num_sms)
@@ -234,7 +237,7 @@ GemmConfig splitKConfig(int ks) {
 
 bool rowsMostlyReal(long long M, int bm) { return 4 * M >= 3LL * bm * ((M + bm - 1) / bm); }
 
-bool lastRowTileMostlyReal(long long M, int bm) { return M % bm == 0 || 4 * (M % bm) >= 3LL * bm; }
+bool lastRowTileAtMostAQuarterReal(long long M, int bm) { return M % bm != 0 && 4 * (M % bm) <= bm; }
 
 int splitKForDecode(long long M, long long N, long long K, long long batch, int num_sms) {
   // One matrix of one 64-row tile (48-64 rows: at least three quarters of the MMA rows real)

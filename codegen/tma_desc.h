@@ -122,9 +122,9 @@ GemmConfig splitKConfig(int ks);
 // Whether at least three quarters of the rows of M's bm-row tiles are real rows (config_table's
 // decodeBatchFillsSms).
 bool rowsMostlyReal(long long M, int bm);
-// Whether the last of M's bm-row tiles is whole or at least three quarters real (config_table's
-// unfusedPathFaster).
-bool lastRowTileMostlyReal(long long M, int bm);
+// Whether the last of M's bm-row tiles is partial with at most a quarter of its rows real
+// (config_table's unfusedPathFaster).
+bool lastRowTileAtMostAQuarterReal(long long M, int bm);
 
 // The split-K cluster size the heuristic takes for this problem: 2 for a decode batch of one
 // 64-row tile (48-64 rows) whose 64x128 tiles are too few to fill the SMs and whose K is long

@@ -18,7 +18,8 @@ struct PassOptions {
   int maxInputs = 16;           // kernel ABI limits (FxParams::in / out)
   int maxOutputs = 4;
   // "only_profitable": a CUDA chain for which the op would find no fast kernel (it would run
-  // the chain with ATen: unfused plus its own overhead) is rejected as not_profitable.
+  // the chain unfused plus its own overhead) is rejected as not_profitable, except against eager
+  // where the op's unfused path beats eager's separate kernels (pass/profitability.h).
   bool onlyProfitable = false;
   // "nvrtc": false when the machine has no NVRTC: CUDA chains are rejected nvrtc_unavailable
   // (the op could only evaluate them with ATen, slower than leaving them to Inductor).

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <exception>
+#include <string>
 
 #include "codegen/codegen.h"
 
@@ -15,6 +17,21 @@ std::optional<long long> sizeOf(const ir::Dim& d, const PassOptions& o) {
   auto it = o.sizeHints.find(d.text);
   if (it == o.sizeHints.end()) return std::nullopt;
   return it->second;
+}
+
+// Whether the op's unfused path (cuBLAS, then one epilogue kernel) beats eager's separate
+// elementwise kernels for this chain. As measured (bench/RESULTS.md Run AE: the four bench chains
+// in the `torch.mm(x, w) + b` form, bf16, on the H200): operands without a prologue (cuBLAS reads
+// them as they are), a 16-bit product (an addmm / F.linear chain's is f32: written and read at
+// twice the bytes, which can cancel the pass eager saves), sm_90, and eager running at least
+// kEagerKernelsTheUnfusedPathBeats kernels. Not where FXFUSE_NO_POINTWISE=1 turns the path off
+// (the op would evaluate the chain with ATen).
+bool unfusedPathBeatsEager(const spec::ChainSpec& spec, int sm, int eagerKernels) {
+  if (eagerKernels < kEagerKernelsTheUnfusedPathBeats || sm < 90 || !codegen::pointwiseApplies(spec)) return false;
+  const spec::DType product = spec.values[spec.mmIndex()].dtype;
+  if (product != spec::DType::BF16 && product != spec::DType::F16) return false;
+  const char* off = std::getenv("FXFUSE_NO_POINTWISE");
+  return !(off && std::string(off) == "1");
 }
 
 }  // namespace
@@ -44,7 +61,7 @@ std::optional<Rejection> checkProfitable(const GraphIndex& index, const GemmMatc
     if (codegen::beatsBaseline(spec, config, m, n, *k, b,
                                inductor ? codegen::Baseline::Inductor : codegen::Baseline::Eager))
       return std::nullopt;
-    if (!inductor && eagerKernels >= kEagerKernelsTheUnfusedPathBeats && codegen::pointwiseApplies(spec)) {
+    if (!inductor && unfusedPathBeatsEager(spec, sm, eagerKernels)) {
       notes->push_back(fmt::format("no fused kernel faster than eager for M={}, K={}, N={}: the op runs cuBLAS + one "
                                    "epilogue kernel in place of eager's {} elementwise kernels",
                                    m, *k, n, eagerKernels));

@@ -1,9 +1,10 @@
 // Whether fusing a planned chain pays (PassOptions::onlyProfitable). On CUDA the op runs a chain
-// as a fused kernel only where codegen has a fast variant for its problem; anywhere else it
-// would evaluate the chain with ATen, i.e. unfused plus the op's own overhead. Such a chain is
-// left in the graph (Inductor compiles it) and its GEMM is reported not_profitable: a rewrite
-// never makes a model slower. Against eager, a chain whose epilogue eager runs as several
-// kernels is kept even so, for the op's unfused path, which runs it as one.
+// as a fused kernel only where codegen has a fast variant for its problem; anywhere else it runs
+// it unfused (cuBLAS + one generated epilogue kernel, or the ATen evaluator where that path does
+// not apply) plus the op's own overhead. Such a chain is left in the graph (Inductor or eager
+// runs it) and its GEMM is reported not_profitable: a rewrite never makes a model slower.
+// Against eager, a chain whose epilogue eager runs as several kernels is kept even so, for the
+// op's unfused path, which runs it as one.
 #pragma once
 
 #include <optional>
@@ -27,10 +28,11 @@ constexpr int kEagerKernelsTheUnfusedPathBeats = 2;
 // nullopt (keep the chain) when profitability is not asked, the graph is not on CUDA, a
 // symbolic M or batch dim has no size hint, or codegen cannot answer; the op then decides per
 // call. (Symbolic K and N never get here: legality rejects them as dynamic_k_or_n.)
-// Against eager, a chain without a fused kernel faster than eager is still kept when the op's
-// unfused path applies to it (no prologue) and eager would run at least
-// kEagerKernelsTheUnfusedPathBeats elementwise kernels after the GEMM (`eagerKernels`: the
-// region's nodes, each one ATen kernel over the output); a note in `notes` says so.
+// Against eager, a chain without a fused kernel faster than eager is still kept where the op's
+// unfused path was measured faster (profitability.cpp unfusedPathBeatsEager: no prologue, a
+// 16-bit product, sm_90, eager running at least kEagerKernelsTheUnfusedPathBeats elementwise
+// kernels after the GEMM; `eagerKernels`: the region's nodes, each one ATen kernel over the
+// output); a note in `notes` says so.
 std::optional<Rejection> checkProfitable(const GraphIndex& index, const GemmMatch& match,
                                          const spec::ChainSpec& spec, const PassOptions& options,
                                          int eagerKernels, std::vector<std::string>* notes);

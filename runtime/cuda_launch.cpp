@@ -4,10 +4,11 @@
 // reached through codegen, and torch's current stream through the device-guard registry.
 //
 // Never slower than unfused: when the chosen variant is not a fast one (codegen::isFastVariant:
-// the generic sm80_mma / simt template), the chain runs through the ATen evaluator on the GPU
-// (cuBLAS + ATen pointwise: the unfused graph) before anything is compiled; stats().atenDispatch
-// counts it, and it is not an error. FXFUSE_FORCE_KERNEL=1 (read per call) launches the generic
-// kernel instead (tests).
+// the generic sm80_mma / simt template), the chain runs unfused: cuBLAS, then one generated
+// epilogue kernel (pointwiseEntry; stats().pointwiseLaunches), or, where that path does not apply
+// (a prologue, FXFUSE_NO_POINTWISE=1), the ATen evaluator (cuBLAS + ATen pointwise, before
+// anything is compiled; stats().atenDispatch). Neither is an error. FXFUSE_FORCE_KERNEL=1 (read
+// per call) launches the generic kernel instead (tests).
 //
 // When no kernel can be had (no libcuda/NVRTC, a spec codegen cannot emit, a kernel whose
 // setmaxnreg budget does not hold, K == 0) the spec is evaluated with ATen ops on the device

@@ -162,8 +162,8 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   EXPECT_EQ(tile(100, 14336, 1), "64x256 pp s5");     // one round instead of two (128x128 ties too)
   EXPECT_EQ(tile(128, 14336, 1), "64x256 pp s5");     // the same tie
   // 64x128's last row half real in round three: the tile rule takes 128x256, and the heuristic
-  // then refuses the Hopper kernel, whose last 128-row tile is mostly padding (Run AE: cuBLAS + the
-  // epilogue kernel faster); the autotune still measures it
+  // then refuses the Hopper kernel, whose last 128-row tile holds at most a quarter real rows (Run
+  // AE: cuBLAS + the epilogue kernel faster, measured at K = 4096); the autotune still measures it
   for (const long long m : {144LL, 160LL}) {
     const sm90::GemmConfig g = sm90::chooseConfig(m, 14336, 4096, 1, 132);
     EXPECT_EQ(std::to_string(g.bm) + "x" + std::to_string(g.bn) + (g.pingpong ? " pp" : " coop"), "128x256 coop") << m;
@@ -177,6 +177,17 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
                             [](const KernelConfig& c) { return c.bm == 128 && c.bn == 256; }))
         << m;
   }
+  // not refused outside what was measured: K below 4096, a last tile over a quarter real (33-95
+  // rows unmeasured, 96 won), a batch, and over 256 rows (the 257-1024 tile rule, Run AC)
+  const auto hopper = [&](long long m, long long n, long long k, long long b) {
+    return chooseConfigForSize(mm, m, n, k, b, 90).variant == "sm90_wgmma";
+  };
+  EXPECT_TRUE(hopper(144, 14336, 4088, 1));
+  EXPECT_TRUE(hopper(161, 14336, 4096, 1));
+  EXPECT_TRUE(hopper(200, 14336, 4096, 1));
+  EXPECT_TRUE(hopper(144, 14336, 4096, 2));
+  EXPECT_TRUE(hopper(272, 4096, 4096, 1));
+  EXPECT_EQ(sm90::chooseConfig(272, 4096, 4096, 1, 132).bm, 128);  // so the M <= 256 bound matters
   EXPECT_EQ(tile(176, 14336, 1), "64x128 pp s8");     // three rounds, the last row 3/4 real
   EXPECT_EQ(tile(192, 14336, 1), "64x128 pp s8");     // three rounds of whole tiles
   EXPECT_EQ(tile(200, 20480, 1), "64x128 pp s8");     // 128x256 would take two rounds too

@@ -80,6 +80,8 @@ TEST(SplitK, HeuristicTakesItForOneLongRowTile) {
   EXPECT_EQ(ks(128, 49 * 128, 14336, 1), 0);  // 98 tiles of 64x128: still too few
   EXPECT_EQ(ks(128, 50 * 128, 14336, 1), 1);  // 100 tiles fill the SMs: the 64x128 tile
   EXPECT_EQ(ks(128, 4096, 4096, 1), 1);       // K = 4096: the 64x128 tile as before (not measured against the path)
+  EXPECT_EQ(ks(128, 4096, 8192, 1), 0);       // the K bound: 8192 refused, 8184 not
+  EXPECT_EQ(ks(128, 4096, 8184, 1), 1);
   EXPECT_EQ(ks(129, 4096, 14336, 1), 1);      // three row tiles
   EXPECT_EQ(ks(192, 2048, 14336, 1), 1);      // three whole row tiles: 96 CTAs would fit
   EXPECT_EQ(ks(64, 4096, 14336, 2), 0);       // a batch: unmeasured

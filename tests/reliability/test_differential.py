@@ -144,8 +144,8 @@ HOPPER_PLAIN_PROB = float(os.environ.get("FXFUSE_DIFF_HOPPER_PLAIN", "0"))
 # Of the Hopper-plain cases, decode sizes with a long K, which run the split-K tile (session 14;
 # 0 keeps the earlier runs' cases).
 HOPPER_DECODE_PROB = float(os.environ.get("FXFUSE_DIFF_HOPPER_DECODE", "0"))
-# Of those, two row tiles (96-128 rows: split-K's two-row-tile rule, session 15; 0 keeps the
-# earlier runs' cases).
+# Of those, two row tiles (96-128 rows: session 15's split-K on two row tiles, which session 16
+# removed; 0 keeps the earlier runs' cases).
 HOPPER_DECODE_TWO_TILES_PROB = float(os.environ.get("FXFUSE_DIFF_HOPPER_DECODE_TWO_TILES", "0"))
 FORCE_KERNELS = os.environ.get("FXFUSE_DIFF_FORCE", "1") != "0"
 

@@ -635,20 +635,21 @@ def test_hopper_split_k_at_decode_shapes(ks):
     (80, 256, 12800, None),
     (64, 14336, 4096, "sm90_wgmma 64x128x64 s7 t256 splitk2"),
     (48, 14336, 4096, "sm90_wgmma 64x128x64 s7 t256 splitk2"),
-    (160, 256, 14336, None),
-    (144, 256, 14336, None),
+    (160, 256, 14336, "sm90_wgmma 128x256x64 s4 t384"),
+    (160, 4096, 14336, None),
+    (144, 4096, 14336, None),
     (224, 256, 14336, "sm90_wgmma 128x256x64 s4 t384"),
 ])
 def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
-    """The op's own choice at decode sizes (codegen decodeBatchFillsSms, sm90::chooseConfig and
-    sm90::splitKForDecode; bench/RESULTS.md Runs AA, AC and AD),
+    """The op's own choice at decode sizes (codegen decodeBatchFillsSms, unfusedPathFaster,
+    sm90::chooseConfig and sm90::splitKForDecode; bench/RESULTS.md Runs AA, AC, AD and AE),
     bias+GELU(tanh): at N = 12,800 (100 column tiles of 128) the Hopper kernel with 64x128 tiles at
     M = 64, 64x256 at M = 128 and 100 (one round; at 100 a partial row tile, 78 % of its rows real:
     the staged epilogue's M edge), cuBLAS + the epilogue kernel at M = 80 (63 %); at K = 14336, N =
-    4096 (32 tiles) the split-K tile at M = 64 and 48; at N = 14336 128x256 cooperative at M = 224,
-    and cuBLAS + the epilogue kernel at M = 160 and 144, where 128x256's last row tile is mostly
-    padding (codegen partialLastRowTile, Run AE). One launch each (and the epilogue kernel's where
-    unfused); against float64 by relative error, outputs poisoned."""
+    4096 (32 tiles) the split-K tile at M = 64 and 48; at N = 14336 128x256 cooperative at M = 224
+    and, at K = 256, M = 160; at K = 4096 cuBLAS + the epilogue kernel at M = 160 and 144, where
+    128x256's last row tile holds at most a quarter real rows (Run AE). One launch each (and the
+    epilogue kernel's where unfused); against float64 by relative error, outputs poisoned."""
     seed("decode-dispatch", M, K)
     dt = torch.bfloat16
     s = SpecBuilder()

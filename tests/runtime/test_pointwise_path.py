@@ -86,16 +86,23 @@ def test_input_the_hopper_fast_path_cannot_read_takes_the_unfused_path(what, mon
 
 # The epilogue kernel's grid strides over the B * M rows (codegen launchDims): (3, 70, 50) one
 # block row per row; (4, 300, 4096) 264 block rows over 1,200 rows, strides crossing matrices;
-# (200, 7, 4096) a stride of 264 rows over matrices of 7 (several matrices per step).
+# (200, 7, 4096) a stride of 264 rows over matrices of 7 (several matrices per step). With a bias
+# per matrix ([b, n]) a thread must load its columns' values again in every matrix it enters.
+@pytest.mark.parametrize("epilogue", ["silu", "bias_per_matrix"])
 @pytest.mark.parametrize("batch,m,n", [(3, 70, 50), (4, 300, 4096), (200, 7, 4096)])
-def test_bmm_chain(batch, m, n, monkeypatch):
+def test_bmm_chain(batch, m, n, epilogue, monkeypatch):
     monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")
-    spec = HEAD.format(g="bmm", a="b,m,k", b="b,k,n") + "%3 = silu %2 : bf16\noutput %3\n"
+    tail = {"silu": "%3 = silu %2 : bf16\noutput %3\n",
+            "bias_per_matrix": "%3 = input 2 bf16 [b,n]\n%4 = add %2 %3 : bf16\n%5 = relu %4 : bf16\noutput %5\n"}
+    spec = HEAD.format(g="bmm", a="b,m,k", b="b,k,n") + tail[epilogue]
     x = torch.randn(batch, m, 60, device="cuda").bfloat16()  # K % 8 != 0: no Hopper kernel
     w = torch.randn(batch, 60, n, device="cuda").bfloat16() / 8
-    (y,), before, after = _run([x, w], spec)
+    bias = torch.randn(batch, 1, n, device="cuda").bfloat16()
+    inputs = [x, w] if epilogue == "silu" else [x, w, bias.view(batch, n)]
+    (y,), before, after = _run(inputs, spec)
     assert _delta(before, after, "pointwise_launches") == 1 and _delta(before, after, "aten_dispatch") == 0
-    ref = torch.nn.functional.silu(x.double() @ w.double())
+    prod = x.double() @ w.double()
+    ref = torch.nn.functional.silu(prod) if epilogue == "silu" else torch.relu(prod + bias.double())
     assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
 
 
