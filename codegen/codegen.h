@@ -71,9 +71,9 @@ enum class GridPolicy {
   // K and reduce through distributed shared memory. S in {1, 2, 4, 8} from the problem and the
   // SM count (gemvSplitK in config_table.h); S = 1 whenever config.max_cluster == 1.
   SplitKCluster,
-  // epilogue_pointwise: grid (gx, gy, 1), gx = min(ceil(ceil(N/2) / threads), 16 * sm_count)
-  // blocks over a row's column pairs, gy = min(B * M, max(1, 16 * sm_count / gx), 65535) over
-  // the rows; both dims grid-stride loops.
+  // epilogue_pointwise: grid (gx, gy, 1), gx = max(1, min(ceil(ceil(N/2) / threads), 16 *
+  // sm_count)) blocks over a row's column pairs, gy = min(B * M, max(1, 16 * sm_count / gx),
+  // 65535) over the rows; both dims grid-stride loops.
   Elementwise,
 };
 
