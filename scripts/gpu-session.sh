@@ -33,6 +33,10 @@
 #                                         run: the planner's choice (and, for the chains it leaves
 #                                         to eager, the op's unfused path), then every epilogue
 #                                         forced onto the Hopper kernel (~3 min)
+#   scripts/gpu-session.sh unfused [SHAPES]  the op's unfused path (cuBLAS + one epilogue kernel)
+#                                         against eager in the forms its rule does not take yet
+#                                         (nn.Linear's f32 product, narrow N, decode sizes) beside
+#                                         the measured mm form (~3 min)
 #   scripts/gpu-session.sh hopper FIRST   the Hopper kernel on every epilogue: smoke, 16
 #                                         differential chunks from FIRST (half of the cases
 #                                         Hopper-plain), end-to-end chains (~8 min)
@@ -167,6 +171,15 @@ case "$part" in
     OUT=$LOGS/forced timeout 200 python3 bench/bench_chains.py --all-epilogues --mkn "$shapes" > "$LOGS/forced.txt" 2>&1
     grep -A30 "^ *shape" "$LOGS/forced.txt" | head -n 30
     ;;
+  unfused)
+    # pass/profitability.cpp unfusedPathBeatsEager was measured on the `torch.mm(x, w) + b` form
+    # only (bench/RESULTS.md Run AE); the linear_* chains have an f32 product
+    build
+    shapes=${2:-16x4096x4096,32x4096x14336,128x14336x4096,4096x14336x4096,4096x4096x256,256x4096x64}
+    OUT=$LOGS timeout 300 python3 bench/bench_chains.py --op-unfused --mkn "$shapes" \
+      --chains bias_gelu,bias_relu_cast,linear_gelu,linear_relu_cast,linear_resid > "$LOGS/unfused.txt" 2>&1
+    grep -A80 "^ *shape" "$LOGS/unfused.txt" | head -n 80
+    ;;
   hopper)
     build
     # worst case within the 600 s of one device call: build 60 + smoke 100 + differential 230 + bench 170
@@ -184,6 +197,6 @@ case "$part" in
     OUT=$LOGS timeout 170 python3 bench/bench_chains.py --all-epilogues --shapes 7 > "$LOGS/bench_all.txt" 2>&1
     grep -A30 "^ *shape" "$LOGS/bench_all.txt" | head -n 30
     ;;
-  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | ncu-hopper | tiles [SHAPES] | ab PATCH [SHAPES] | decode-eager [SHAPES] | hopper FIRST"; exit 2 ;;
+  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | ncu-hopper | tiles [SHAPES] | ab PATCH [SHAPES] | decode-eager [SHAPES] | unfused [SHAPES] | hopper FIRST"; exit 2 ;;
 esac
 tar czf "$OUTDIR/gpu-logs-$part${2:+-${2//[^A-Za-z0-9_.-]/_}}.tgz" -C "$OUTDIR" logs && rm -rf "$LOGS"
