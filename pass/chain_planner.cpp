@@ -180,9 +180,14 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
   } catch (const spec::SpecError& e) {
     return rejected(out, "internal_error", std::string("invalid spec (please report a bug): ") + e.what());
   }
-  if (auto r = checkProfitable(index, m, plan.spec, options, static_cast<int>(choice.nodes.size()), &out.notes)) {
-    out.rejection = *r;
+  const Profitability profitable = checkProfitable(index, m, plan.spec, options, static_cast<int>(choice.nodes.size()));
+  if (profitable.rejection) {
+    out.rejection = *profitable.rejection;
     return out;
+  }
+  if (profitable.unfusedPath) {
+    out.notes.push_back(*profitable.unfusedPath);
+    plan.unfusedPath = true;
   }
   std::set<int> candidates(choice.nodes.begin(), choice.nodes.end());
   candidates.insert(m.anchor);

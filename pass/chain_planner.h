@@ -20,6 +20,9 @@ struct FusionPlan {
   spec::ChainSpec spec;
   std::string specText;
   std::string chain;                // "addmm+bias → gelu_tanh → convert"
+  // Kept only for the op's unfused path (cuBLAS + one epilogue kernel; pass/profitability.h):
+  // no fused kernel beats eager for it, but eager runs its epilogue as several kernels.
+  bool unfusedPath = false;
 };
 
 struct GemmOutcome {

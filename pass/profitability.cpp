@@ -36,37 +36,35 @@ bool unfusedPathBeatsEager(const spec::ChainSpec& spec, int sm, int eagerKernels
 
 }  // namespace
 
-std::optional<Rejection> checkProfitable(const GraphIndex& index, const GemmMatch& match,
-                                         const spec::ChainSpec& spec, const PassOptions& options,
-                                         int eagerKernels, std::vector<std::string>* notes) {
-  if (!options.onlyProfitable) return std::nullopt;
+Profitability checkProfitable(const GraphIndex& index, const GemmMatch& match, const spec::ChainSpec& spec,
+                              const PassOptions& options, int eagerKernels) {
+  if (!options.onlyProfitable) return {};
   const ir::Type& out = index.node(match.root).type;
-  if (!out.isTensor() || !out.tensor.onCuda()) return std::nullopt;
-  if (match.outShape.size() != match.outLetters.size() || match.n.symbolic) return std::nullopt;
+  if (!out.isTensor() || !out.tensor.onCuda()) return {};
+  if (match.outShape.size() != match.outLetters.size() || match.n.symbolic) return {};
   long long m = 1, b = 1;
   for (size_t i = 0; i < match.outShape.size(); ++i) {
     const char letter = match.outLetters[i];
     if (letter != 'm' && letter != 'b') continue;
     std::optional<long long> size = sizeOf(match.outShape[i], options);
-    if (!size) return std::nullopt;
+    if (!size) return {};
     (letter == 'm' ? m : b) *= *size;
   }
   std::optional<long long> k = sizeOf(match.k, options);
   const int sm = codegen::smFromArch(options.arch);
-  if (!k || sm < 0) return std::nullopt;
+  if (!k || sm < 0) return {};
   const long long n = match.n.value;
   try {
     const codegen::KernelConfig config = codegen::chooseConfigForSize(spec, m, n, *k, b, sm);
     const bool inductor = options.baseline == "inductor";
     if (codegen::beatsBaseline(spec, config, m, n, *k, b,
                                inductor ? codegen::Baseline::Inductor : codegen::Baseline::Eager))
-      return std::nullopt;
-    if (!inductor && unfusedPathBeatsEager(spec, sm, eagerKernels)) {
-      notes->push_back(fmt::format("no fused kernel faster than eager for M={}, K={}, N={}: the op runs cuBLAS + one "
-                                   "epilogue kernel in place of eager's {} elementwise kernels",
-                                   m, *k, n, eagerKernels));
-      return std::nullopt;
-    }
+      return {};
+    if (!inductor && unfusedPathBeatsEager(spec, sm, eagerKernels))
+      return Profitability{std::nullopt,
+                           fmt::format("no fused kernel faster than eager for M={}, K={}, N={}: the op runs cuBLAS + "
+                                       "one epilogue kernel in place of eager's {} elementwise kernels",
+                                       m, *k, n, eagerKernels)};
     // Say why the Hopper kernel does not take the chain: which of its conditions failed, or,
     // against Inductor, which measured box it is outside (words only: a failure here must not
     // turn the rejection into a fusion).
@@ -79,12 +77,14 @@ std::optional<Rejection> checkProfitable(const GraphIndex& index, const GemmMatc
     } catch (const std::exception&) {
       why.clear();
     }
-    return Rejection{"not_profitable",
-                     fmt::format("no kernel faster than unfused {} for M={}, K={}, N={} (it would run as {}{})",
-                                 options.baseline, m, *k, n, config.variant,
-                                 why.empty() ? "" : "; " + why)};
+    return Profitability{Rejection{"not_profitable",
+                                   fmt::format("no kernel faster than unfused {} for M={}, K={}, N={} (it would "
+                                               "run as {}{})",
+                                               options.baseline, m, *k, n, config.variant,
+                                               why.empty() ? "" : "; " + why)},
+                         std::nullopt};
   } catch (const std::exception&) {
-    return std::nullopt;  // codegen cannot answer for this spec: the op decides at run time
+    return {};  // codegen cannot answer for this spec: the op decides at run time
   }
 }
 

@@ -9,7 +9,6 @@
 
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "pass/gemm_anchor.h"
 #include "pass/graph_index.h"
@@ -25,16 +24,21 @@ namespace fxfuse::pass {
 // own kernel is as good, and the op only adds its overhead (bench/RESULTS.md Run AE).
 constexpr int kEagerKernelsTheUnfusedPathBeats = 2;
 
-// nullopt (keep the chain) when profitability is not asked, the graph is not on CUDA, a
+struct Profitability {
+  std::optional<Rejection> rejection;  // the chain stays in the graph
+  // Kept (no rejection) for the op's unfused path: why, in words for the report's notes.
+  std::optional<std::string> unfusedPath;
+};
+
+// No rejection (keep the chain) when profitability is not asked, the graph is not on CUDA, a
 // symbolic M or batch dim has no size hint, or codegen cannot answer; the op then decides per
 // call. (Symbolic K and N never get here: legality rejects them as dynamic_k_or_n.)
 // Against eager, a chain without a fused kernel faster than eager is still kept where the op's
 // unfused path was measured faster (profitability.cpp unfusedPathBeatsEager: no prologue, a
 // 16-bit product, sm_90, eager running at least kEagerKernelsTheUnfusedPathBeats elementwise
 // kernels after the GEMM; `eagerKernels`: the region's nodes, each one ATen kernel over the
-// output); a note in `notes` says so.
-std::optional<Rejection> checkProfitable(const GraphIndex& index, const GemmMatch& match,
-                                         const spec::ChainSpec& spec, const PassOptions& options,
-                                         int eagerKernels, std::vector<std::string>* notes);
+// output); `unfusedPath` says so.
+Profitability checkProfitable(const GraphIndex& index, const GemmMatch& match, const spec::ChainSpec& spec,
+                              const PassOptions& options, int eagerKernels);
 
 }  // namespace fxfuse::pass

@@ -73,6 +73,7 @@ PassResult runPass(const ir::Graph& graph, const PassOptions& options) {
       entry.rewrite = static_cast<int>(result.rewrites.size());
       entry.chain = o.plan->chain;
       ++result.counters["chains_fused"];
+      if (o.plan->unfusedPath) ++result.counters["chains_for_unfused_path"];
       if (o.plan->outputs.size() > 1) result.counters["extra_outputs"] += o.plan->outputs.size() - 1;
       RewriteRecord r;
       r.id = entry.rewrite;

@@ -35,11 +35,14 @@ def recent_plans() -> list[tuple[str, dict[str, Any], dict[int, str]]]:
 
 
 def record_pass(counters: dict[str, int], applied: int, skipped: int) -> None:
-    """Adds one pass run: the pass's counters (``gemms_seen``, ``reject.<reason>``) and how
-    many rewrites were applied / skipped by ``apply_plan``."""
+    """Adds one pass run: the pass's counters (``gemms_seen``, ``chains_for_unfused_path``,
+    ``reject.<reason>``) and how many rewrites were applied / skipped by ``apply_plan``."""
     with _lock:
         _counters["graphs_seen"] += 1
         _counters["gemms_seen"] += int(counters.get("gemms_seen", 0))
+        # planned, of them: chains no fused kernel runs faster than eager, kept for the op's
+        # unfused path (cuBLAS + one epilogue kernel; pass/profitability.h)
+        _counters["chains_for_unfused_path"] += int(counters.get("chains_for_unfused_path", 0))
         _counters["chains_fused"] += applied
         _counters["rewrites_skipped"] += skipped
         for key, value in counters.items():
@@ -71,13 +74,13 @@ def _native_stats() -> dict[str, Any]:
 
 
 def stats() -> dict[str, Any]:
-    """``{"graphs_seen", "gemms_seen", "chains_fused", "rewrites_skipped",
+    """``{"graphs_seen", "gemms_seen", "chains_fused", "chains_for_unfused_path", "rewrites_skipped",
     "graphs_from_inductor_cache", "rejections": {reason: n}, "kernels_compiled", "cache_hits",
     ...}``: the Python counters plus every counter of ``_C.stats()`` (kernel compiles,
     memory/disk cache hits). A graph from Inductor's cache is not in the pass's counters."""
     with _lock:
-        out: dict[str, Any] = {k: 0 for k in ("graphs_seen", "gemms_seen", "chains_fused", "rewrites_skipped",
-                                              "graphs_from_inductor_cache")}
+        out: dict[str, Any] = {k: 0 for k in ("graphs_seen", "gemms_seen", "chains_fused", "chains_for_unfused_path",
+                                              "rewrites_skipped", "graphs_from_inductor_cache")}
         out.update(_counters)
         out["rejections"] = dict(_rejections)
     native = _native_stats()

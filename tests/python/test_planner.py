@@ -81,14 +81,19 @@ def test_pass_leaves_unprofitable_chains_unfused(act, bias, k, path):
 
     activation = {"relu": torch.relu, "gelu": lambda y: F.gelu(y, approximate="tanh")}[act]
     fn = lambda x, w, b: activation(torch.mm(x, w) + b) if bias else activation(torch.mm(x, w))  # noqa: E731
+    import fxfuse
+
     gm = _traced_on_fake_cuda(fn, (4096, k), (k, 4096), (4096,))
+    before = fxfuse.stats()["chains_for_unfused_path"]
     res = run_on_graph(gm.graph, Options(precompile=False, arch="sm_90"), "planner")
+    assert fxfuse.stats()["chains_for_unfused_path"] - before == (path == "unfused path")
     ops = [n for n in gm.graph.nodes if "gemm_chain" in str(n.target)]
     assert len(ops) == (path != "not_profitable"), res.report_text
     entry = next(e for e in res.plan["report"] if e["gemm"].startswith("mm"))
     assert entry["status"] == ("not_fused" if path == "not_profitable" else "fused")
     unfused_note = [n for n in entry.get("notes", []) if "cuBLAS + one epilogue kernel" in n]
     assert len(unfused_note) == (path == "unfused path"), entry
+    assert res.plan["counters"].get("chains_for_unfused_path", 0) == (path == "unfused path")
     if path == "unfused path":
         assert "M=4096, K=14336, N=4096" in unfused_note[0] and "eager's 2 elementwise kernels" in unfused_note[0]
     if path == "not_profitable":
