@@ -152,6 +152,10 @@ std::vector<KernelConfig> candidateConfigsForSize(const spec::ChainSpec& spec, l
 // fast fused kernel whose operands need no prologue (pointwiseApplies).
 KernelConfig pointwiseConfig();
 bool pointwiseApplies(const spec::ChainSpec& spec);
+// Whether that path is switched on: FXFUSE_NO_POINTWISE unset, empty or "0" (read on every call:
+// tests switch it). The runtime and the pass's profitability rule both ask here, so a chain the
+// pass keeps for the path is never run by the ATen evaluator instead.
+bool pointwiseEnabled();
 // "sm90_wgmma 64x256x64 s5 t384 pingpong": one text per distinct kernel (cache keys, reports).
 std::string describeConfig(const KernelConfig& config);
 // "sm_90", "sm_90a", "90" -> 90; -1 when the text has no digits.

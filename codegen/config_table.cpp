@@ -572,6 +572,11 @@ bool pointwiseApplies(const spec::ChainSpec& spec) {
          spec.values[mm.operands[1]].kind == spec::ValueKind::Input && spec.numInputSlots() < 16;
 }
 
+bool pointwiseEnabled() {
+  const char* v = std::getenv("FXFUSE_NO_POINTWISE");
+  return !(v && *v && std::string(v) != "0");
+}
+
 std::string describeConfig(const KernelConfig& c) {
   std::string s = fmt::format("{} {}x{}x{} s{} t{}", c.variant, c.bm, c.bn, c.bk, c.stages, c.threads);
   if (c.pingpong) s += " pingpong";

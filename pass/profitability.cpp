@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <exception>
 #include <string>
 
@@ -24,14 +23,12 @@ std::optional<long long> sizeOf(const ir::Dim& d, const PassOptions& o) {
 // in the `torch.mm(x, w) + b` form, bf16, on the H200): operands without a prologue (cuBLAS reads
 // them as they are), a 16-bit product (an addmm / F.linear chain's is f32: written and read at
 // twice the bytes, which can cancel the pass eager saves), sm_90, and eager running at least
-// kEagerKernelsTheUnfusedPathBeats kernels. Not where FXFUSE_NO_POINTWISE=1 turns the path off
-// (the op would evaluate the chain with ATen).
+// kEagerKernelsTheUnfusedPathBeats kernels. Not where FXFUSE_NO_POINTWISE turns the path off
+// (codegen::pointwiseEnabled; the op would evaluate the chain with ATen).
 bool unfusedPathBeatsEager(const spec::ChainSpec& spec, int sm, int eagerKernels) {
   if (eagerKernels < kEagerKernelsTheUnfusedPathBeats || sm < 90 || !codegen::pointwiseApplies(spec)) return false;
   const spec::DType product = spec.values[spec.mmIndex()].dtype;
-  if (product != spec::DType::BF16 && product != spec::DType::F16) return false;
-  const char* off = std::getenv("FXFUSE_NO_POINTWISE");
-  return !(off && std::string(off) == "1");
+  return (product == spec::DType::BF16 || product == spec::DType::F16) && codegen::pointwiseEnabled();
 }
 
 }  // namespace

@@ -437,7 +437,7 @@ bool callKey(const CachedSpec* spec, at::TensorList inputs, std::vector<int64_t>
   key->push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(spec)));
   key->push_back(device.index());
   // Switches that change the decision (tests flip them between calls on the same inputs)
-  key->push_back((envFlag("FXFUSE_FORCE_KERNEL") ? 1 : 0) | (envFlag("FXFUSE_NO_POINTWISE") ? 2 : 0));
+  key->push_back((envFlag("FXFUSE_FORCE_KERNEL") ? 1 : 0) | (codegen::pointwiseEnabled() ? 0 : 2));
   key->push_back(static_cast<int64_t>(inputs.size()));
   for (const at::Tensor& t : inputs) {
     if (!t.defined() || t.layout() != at::kStrided || t.device() != device) return false;
@@ -547,7 +547,7 @@ bool epilogueReadsSlot(const ChainSpec& spec, int slot) {
 std::shared_ptr<CallEntry> pointwiseEntry(const CudaDriver& d, const Plan& plan, int device, const DeviceInfo& info,
                                           cu::Stream stream) {
   const ChainSpec& spec = plan.entry->spec;
-  if (!codegen::pointwiseApplies(spec) || envFlag("FXFUSE_NO_POINTWISE")) return atenEntry(plan);
+  if (!codegen::pointwiseApplies(spec) || !codegen::pointwiseEnabled()) return atenEntry(plan);
   const KernelRequest req = kernelRequest(d, codegen::pointwiseConfig(), device, info, stream);
   // A failed kernel is not tried again for a while (for good when codegen cannot emit it):
   // retrying at every call, or at every new call site of a dynamic shape, would regenerate and

@@ -104,6 +104,23 @@ def test_pass_leaves_unprofitable_chains_unfused(act, bias, k, path):
     assert sum("gemm_chain" in str(n.target) for n in gm2.graph.nodes) == 1
 
 
+@pytest.mark.parametrize("value,kept", [("1", False), ("yes", False), ("0", True), ("", True)])
+def test_unfused_path_switched_off_leaves_the_chain_to_eager(value, kept, monkeypatch):
+    """FXFUSE_NO_POINTWISE turns the op's unfused path off (codegen::pointwiseEnabled, as the
+    runtime reads it: any value but empty or "0"): the pass then does not keep a chain for it, which
+    the op would evaluate with ATen, slower than eager."""
+    import torch
+    import torch.nn.functional as F
+
+    from fxfuse.pass_driver import Options, run_on_graph
+
+    monkeypatch.setenv("FXFUSE_NO_POINTWISE", value)
+    fn = lambda x, w, b: F.gelu(torch.mm(x, w) + b, approximate="tanh")  # noqa: E731
+    gm = _traced_on_fake_cuda(fn, (4096, 14336), (14336, 4096), (4096,))
+    res = run_on_graph(gm.graph, Options(precompile=False, arch="sm_90"), "planner")
+    assert sum("gemm_chain" in str(n.target) for n in gm.graph.nodes) == kept, res.report_text
+
+
 @pytest.mark.parametrize("baseline,m,k,n,chain,fused", [
     ("eager", 4096, 4096, 4096, "relu", 1),           # fxfuse.rewrite: beats cuBLAS + ATen's add and relu kernels
     ("inductor", 4096, 4096, 4096, "relu", 0),        # torch.compile: at par with cuBLAS + one Inductor kernel (Runs E, M, Y)
