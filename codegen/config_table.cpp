@@ -53,6 +53,12 @@ constexpr int kHopperSms = 132;
 
 long long tiles64x128(const ProblemShape& s) { return (s.M + 63) / 64 * ((s.N + 127) / 128) * s.B; }
 
+// Whether at least three quarters of the rows of M's bm-row tiles are real rows.
+bool rowsMostlyReal(long long M, int bm) { return 4 * M >= 3LL * bm * ((M + bm - 1) / bm); }
+
+// Whether the last of M's bm-row tiles is partial with at most a quarter of its rows real.
+bool lastRowTileAtMostAQuarterReal(long long M, int bm) { return M % bm != 0 && 4 * (M % bm) <= bm; }
+
 // Whether a decode batch (one matrix of 64 to 256 rows) fills the machine with 64x128 tiles whose
 // rows are mostly real (sm90::chooseConfig may run a wider tile there, Run AD). Measured
 // (bench/RESULTS.md Run AA, 2026-12-01, K = 4096): where whole tiles fill most SMs (M = 64 at N =
@@ -70,7 +76,7 @@ long long tiles64x128(const ProblemShape& s) { return (s.M + 63) / 64 * ((s.N + 
 constexpr long long kSmallBatchMinTiles = 100;
 
 bool decodeBatchFillsSms(const ProblemShape& s) {
-  if (s.B != 1 || s.M < 64 || s.M > 256 || !sm90::rowsMostlyReal(s.M, 64)) return false;
+  if (s.B != 1 || s.M < 64 || s.M > 256 || !rowsMostlyReal(s.M, 64)) return false;
   return tiles64x128(s) >= kSmallBatchMinTiles;
 }
 
@@ -206,7 +212,7 @@ std::string unfusedPathFaster(const ProblemShape& s) {
   if (s.M > 64 && s.M <= 128 && s.K >= 8192 && tiles64x128(s) < kSplitKMaxTiles)
     return "two 64-row tiles too few to fill the SMs at K >= 8192: cuBLAS + the epilogue kernel is faster (Run AE)";
   const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
-  if (g.bm == 128 && s.K >= 4096 && sm90::lastRowTileAtMostAQuarterReal(s.M, g.bm))
+  if (g.bm == 128 && s.K >= 4096 && lastRowTileAtMostAQuarterReal(s.M, g.bm))
     return fmt::format("the last 128-row tile holds {} real rows: cuBLAS + the epilogue kernel is faster (Run AE)",
                        s.M % g.bm);
   return {};

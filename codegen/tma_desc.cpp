@@ -235,10 +235,6 @@ GemmConfig splitKConfig(int ks) {
   return c;
 }
 
-bool rowsMostlyReal(long long M, int bm) { return 4 * M >= 3LL * bm * ((M + bm - 1) / bm); }
-
-bool lastRowTileAtMostAQuarterReal(long long M, int bm) { return M % bm != 0 && 4 * (M % bm) <= bm; }
-
 int splitKForDecode(long long M, long long N, long long K, long long batch, int num_sms) {
   // One matrix of one 64-row tile (48-64 rows: at least three quarters of the MMA rows real)
   // whose 64x128 tiles, doubled, still fit in one round of the SMs, with at least kSplitKMinK of K.

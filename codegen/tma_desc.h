@@ -119,12 +119,6 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
 // Split-K (FX_SPLIT_K): a 64x128 tile with one consumer, shared along K by a cluster of split_k CTAs.
 // ks: 2 or 4. 7 ring stages: the 32 KB partial buffer takes the eighth (dynSmemBytes).
 GemmConfig splitKConfig(int ks);
-// Whether at least three quarters of the rows of M's bm-row tiles are real rows (config_table's
-// decodeBatchFillsSms).
-bool rowsMostlyReal(long long M, int bm);
-// Whether the last of M's bm-row tiles is partial with at most a quarter of its rows real
-// (config_table's unfusedPathFaster).
-bool lastRowTileAtMostAQuarterReal(long long M, int bm);
 
 // The split-K cluster size the heuristic takes for this problem: 2 for a decode batch of one
 // 64-row tile (48-64 rows) whose 64x128 tiles are too few to fill the SMs and whose K is long
