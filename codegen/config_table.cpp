@@ -443,7 +443,7 @@ std::string inductorRefusal(const spec::ChainSpec& spec, long long M, long long 
   // Split-K decode shapes (splitKFor) at the size measured: torch.compile default 1.05-2.20x the
   // fused chain (Run AC, call 7: M = 48 and 64, K = 14336, N = 4096, the four bench chains; one
   // compile each). Other K and N of the split-K rule were not measured against torch.compile.
-  if (K == 14336 && N == 4096 && M <= 64 && splitKFor(shape) > 1) return {};
+  if (K == 14336 && N == 4096 && splitKFor(shape) > 1) return {};
   if (M * B < 4096)
     return "M x B < 4096 was not measured against torch.compile outside decode batches at K = 4096 and "
            "split-K at K = 14336, N = 4096";
