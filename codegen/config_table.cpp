@@ -97,7 +97,7 @@ KernelConfig splitKKernelConfig(int ks) {
 // Measurement knob (bench only, like FXFUSE_SM90_PINGPONG_TILE): FXFUSE_SM90_SPLIT_K=2 or 4
 // forces that KS wherever the shape has fewer than kSplitKMaxTiles tiles (M = 1 included, which
 // the autotune's candidates start at 64: to time or test one KS anywhere), =0 turns split-K off;
-// unset, the heuristic's rule (sm90::splitKForDecode). Read once.
+// unset, the heuristic's rule (sm90::splitKForFewTiles). Read once.
 int splitKKnob() {
   static const int knob = [] {
     const char* v = std::getenv("FXFUSE_SM90_SPLIT_K");
@@ -115,7 +115,7 @@ int splitKFor(const ProblemShape& s) {
   const int knob = splitKKnob();
   if (knob == 0) return 1;
   if (knob > 1) return knob;
-  return sm90::splitKForDecode(s.M, s.N, s.K, s.B, kHopperSms);
+  return sm90::splitKForFewTiles(s.M, s.N, s.K, s.B, kHopperSms);
 }
 
 // Whether the Hopper kernel with this epilogue beats the unfused graph (cuBLAS, then the
@@ -165,16 +165,16 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   // SMs (Runs AA, AC), at most one such activation, the staged form
   if (!unmeasured.empty()) return "'" + unmeasured + "' was not measured fused";
   if (expensive_ops > 1) return "more than one transcendental or division (not measured fused)";
-  // Split-K decode shapes (splitKFor, always below 512 rows): every bench chain won there at K =
+  // Split-K decode shapes (splitKFor below 512 rows): every bench chain won there at K =
   // 14336, SiLU alone and the residual behind GELU(tanh) included (Run AC, call 6: 3.4-6.4 %
   // under cuBLAS + the epilogue kernel; the GEMM streams weights, and the separate epilogue pass
   // is the loss); a residual without GELU(tanh) was not measured there.
-  const bool split_k = splitKFor(shape) > 1;
-  if (shape.K > kExpensiveEpilogueMaxK && !split_k)
+  const bool decode_split_k = splitKFor(shape) > 1 && shape.M * shape.B < 512;  // not a narrow N (sm90::splitKForFewTiles)
+  if (shape.K > kExpensiveEpilogueMaxK && !decode_split_k)
     return "GELU, SiLU and residual epilogues lose at K > 4096 (bench/RESULTS.md Runs L, M)";
   if (!stagedEverything(spec)) return "outputs or a residual the fast path cannot stage (several, or 32-bit)";
   if (shape.align_bytes_residual < 16) return "the residual is not 16-byte aligned";
-  if (split_k) return expensive_ops == 0 ? "a residual without GELU(tanh) was not measured below 512 rows" : "";
+  if (decode_split_k) return expensive_ops == 0 ? "a residual without GELU(tanh) was not measured below 512 rows" : "";
   if (shape.M * shape.B < 512) {
     if (!decodeBatchFillsSms(shape))
       return "below 512 rows only decode batches were measured: one matrix of 64-256 rows, at least 100 "
@@ -187,13 +187,23 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   return {};
 }
 
-// Why cuBLAS + the epilogue kernel (the op's unfused path) beats the Hopper kernel at this decode
-// batch, in words; "" elsewhere. Measured on the H200 (bench/RESULTS.md Run AE, 2026-12-01,
-// compare_tiles against the faster epilogue kernel, four bench chains, time / cuBLAS mm alone):
-//  - Two 64-row tiles (65-128 rows) at K >= 8192 whose 64x128 tiles are too few to fill the SMs:
-//    at M = 100 and 128, K = 14336, N = 4096 split-K ran 1.16-1.23x and the 64x128 tile (the
-//    heuristic's at 128 rows without split-K) 1.20-1.26x, the unfused path 1.08-1.16x. (Below 128
-//    rows hopperRefusal's smallest M refuses these shapes already.)
+// Why cuBLAS + the epilogue kernel (the op's unfused path) beats the Hopper kernel at this shape,
+// in words; "" elsewhere. Measured on the H200 (compare_tiles against the 2-D epilogue kernel, four
+// bench chains, time / cuBLAS mm alone):
+//  - Fewer than kFewestTilesTheKernelWins tiles of 64x128 (a quarter of the SMs) without split-K
+//    (bench/RESULTS.md Run AF, 2026-12-01): M x N = 256 x 64 (4 tiles) the best Hopper tile ran
+//    1.79-2.27x against 1.26-1.47x, 512 x 128 (8 tiles) 1.30-1.46x (split-K) against 1.25-1.47x,
+//    both at K = 4096; 16-31 tiles were not measured and are refused with them. 32 tiles won with
+//    split-K (sm90::splitKForFewTiles).
+//  - A partial 128-column tile at N < 256 (one of N's one or two column tiles; Run AF): M x N =
+//    4096 x 192 (128 tiles, 64x128 ping-pong, the best Hopper tile) ran 1.53-1.87x against
+//    1.26-1.47x; at N = 256 the same grid ran 1.10-1.18x. The columns past N go through the
+//    epilogue's per-element edge path in half the tiles.
+//  - At K >= 8192, 64x128 tiles too few to fill the SMs (under kSplitKMaxTiles) without split-K
+//    (Run AE): at M = 100 and 128, K = 14336, N = 4096 (64 tiles) split-K ran 1.16-1.23x and the
+//    64x128 tile 1.20-1.26x, the unfused path 1.08-1.16x. One round of 64x128 tiles along the long
+//    K sets the kernel's time whatever the count under 100; other M and N with so few tiles (a
+//    narrow N over many rows, three row tiles) follow that measurement unmeasured.
 //  - A 128-row last tile at most a quarter real: M = 144 and 160 at K = 4096, N = 14336 (128x256
 //    with 16 and 32 real rows in its last tile) ran 1.27-1.39x against 1.19-1.29x. Session 15
 //    found the same cost at equal grids (128x128 at M = 144: 2.02x mm; at 256: 1.11x,
@@ -203,14 +213,27 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 // Whole or three-quarter last tiles won: M = 64, 128, 192 at N = 14336 (64x128 or 64x256:
 // 1.03-1.24x against 1.16-1.31x), M = 224 and 256 (128x256: 1.03-1.14x against 1.20-1.31x), M = 256
 // at N = 4096 (0.97-1.09x against 1.25-1.40x), one 64-row tile at K = 14336 with split-K (0.98-1.04x
-// against 1.09-1.11x). Up to 256 rows (the decode tile rule, sm90::chooseConfig). A 64-row last
-// tile is not refused: M = 100 at N = 14336 (64x128 then, 64x256 since session 15; 36 of 64 rows
-// real) won against the slower epilogue kernel (1.09-1.16x against 1.17-1.24x, Run AC) and was not
-// measured against the faster.
+// against 1.09-1.11x). A 64-row last tile is not refused: M = 96, 100 at N = 14336 (64x256; 32 and
+// 36 of 64 rows real) 1.04-1.18x against 1.17-1.26x, M = 176 (64x128) 1.20-1.26x against
+// 1.21-1.30x (Run AF).
+constexpr long long kFewestTilesTheKernelWins = 32;
+
 std::string unfusedPathFaster(const ProblemShape& s) {
-  if (s.B != 1 || s.M > 256 || splitKFor(s) > 1) return {};
-  if (s.M > 64 && s.M <= 128 && s.K >= 8192 && tiles64x128(s) < kSplitKMaxTiles)
-    return "two 64-row tiles too few to fill the SMs at K >= 8192: cuBLAS + the epilogue kernel is faster (Run AE)";
+  if (splitKFor(s) > 1) return {};
+  const long long tiles = tiles64x128(s);
+  if (tiles < kFewestTilesTheKernelWins)
+    return fmt::format("{} tiles of 64x128, under a quarter of the SMs: cuBLAS + the epilogue kernel is faster "
+                       "(Run AF)",
+                       tiles);
+  if (s.N % 128 != 0 && s.N < 256)
+    return "a partial 128-column tile, at least half of N's column tiles: cuBLAS + the epilogue kernel is faster "
+           "(Run AF)";
+  if (s.B != 1) return {};
+  if (s.K >= 8192 && tiles < kSplitKMaxTiles)
+    return fmt::format("{} tiles of 64x128, too few to fill the SMs at K >= 8192: cuBLAS + the epilogue kernel is "
+                       "faster (Run AE)",
+                       tiles);
+  if (s.M > 256) return {};
   const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
   if (g.bm == 128 && s.K >= 4096 && lastRowTileAtMostAQuarterReal(s.M, g.bm))
     return fmt::format("the last 128-row tile holds {} real rows: cuBLAS + the epilogue kernel is faster (Run AE)",
@@ -545,7 +568,7 @@ std::vector<KernelConfig> candidatesValidated(const spec::ChainSpec& checked, co
   std::vector<KernelConfig> tiles;
   for (const HopperTile& t : kHopperTiles) tiles.push_back(hopperConfigOf(t));
   // too few tiles to fill the SMs: the split-K tiles too (the heuristic's rule:
-  // sm90::splitKForDecode)
+  // sm90::splitKForFewTiles)
   if (tiles64x128(shape) < kSplitKMaxTiles)
     for (int ks : {2, 4}) tiles.push_back(splitKKernelConfig(ks));
   for (const KernelConfig& c : tiles) {

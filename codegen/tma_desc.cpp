@@ -155,9 +155,10 @@ GemmConfig leastSlotArea(const std::vector<GemmConfig>& order, long long M, long
   return order.back();  // not reached: the least slot area ties with itself
 }
 
-// Rows of up to 1024 (M x batch): the tile whose slots cover the fewest outputs beyond the real
-// ones (slotArea). Measured on the H200 (bench/RESULTS.md Run AC, 2026-12-01, compare_tiles, 14
-// shapes of M = 320-1024 at N = 2048-14336, 4 bench chains each, 512 x 4096 twice): this rule's
+// Rows of up to 1024 (M x batch), and more where 64x256 leaves SMs idle (chooseConfig): the tile
+// whose slots cover the fewest outputs beyond the real ones (slotArea). Measured on the H200
+// (bench/RESULTS.md Run AC, 2026-12-01, compare_tiles, 14 shapes of M = 320-1024 at N =
+// 2048-14336, 4 bench chains each, 512 x 4096 twice): this rule's
 // tile was the fastest Hopper tile or within 1.7 % of it in 59 of 60 cells (the other: 512 x 14336
 // bias+ReLU+cast, 64x128 at 1.11x mm against 1.02-1.09x on the shape's other chains, one
 // sample), and up to 1.5x faster than 64x256 (512 x 2048); on 10 shapes not used to write it,
@@ -214,15 +215,23 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long batch, int num_
 
 GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, int num_sms) {
   (void)K;
-  // Ping-pong 64x256 (5 stages) from 1025 rows: measured faster than every cooperative tile on
+  // Ping-pong 64x256 (5 stages) from 1025 rows where its tiles fill the SMs: measured faster than every cooperative tile on
   // every shape of bench/sm90/NOTES.md run 6 (bias+GELU: 4096^3 1.09x cuBLAS vs 1.16x; K=1024
   // 1.35x vs 1.55x), because one consumer's epilogue runs under the other's MMAs. N <= 128 takes
   // 64x128 tiles, 8 stages. Up to 1024 rows (M x B), the tile that fills the SMs
   // (tileFillingTheSms): at up to 256 rows mostly 64x128, as in Run AA (K = 4096: 0.84-0.90x
   // cuBLAS mm alone at M = 128 and 256, N = 4096, where 64x256 ran 1.04-1.26x).
+  // From 1025 rows a narrow N leaves 64x256's tiles short of one round (M = 4096, N = 256: 64
+  // tiles on 132 SMs); there too the tile that fills the SMs. Measured on the H200 (bench/RESULTS.md
+  // Run AF, 2026-12-01, compare_tiles, K = 4096, four bench chains, time / cuBLAS mm alone): M x N
+  // = 4096 x 256 64x128 ping-pong 1.10-1.18x against 64x256's 1.37-1.57x; 4096 x 384 and 4096 x
+  // 512 128x128 cooperative 1.04-1.16x against 1.07-2.44x; 8192 x 256 128x128 cooperative
+  // 1.08-1.18x against 1.13-1.26x (each the fastest Hopper tile of the shape).
   if (N <= 128) return tileConfig(64, 128, 8, true);
-  if (M * batch <= 1024) return tileFillingTheSms(M, N, batch, std::max(1, num_sms));
-  return tileConfig(64, 256, 5, true);
+  const GemmConfig pingpong64x256 = tileConfig(64, 256, 5, true);
+  if (M * batch <= 1024 || tileCount(M, N, batch, pingpong64x256) < num_sms)
+    return tileFillingTheSms(M, N, batch, std::max(1, num_sms));
+  return pingpong64x256;
 }
 
 GemmConfig splitKConfig(int ks) {
@@ -235,7 +244,10 @@ GemmConfig splitKConfig(int ks) {
   return c;
 }
 
-int splitKForDecode(long long M, long long N, long long K, long long batch, int num_sms) {
+int splitKForFewTiles(long long M, long long N, long long K, long long batch, int num_sms) {
+  if (batch != 1) return 1;  // batches: unmeasured
+  const long long tiles = (M + 63) / 64 * ((N + 127) / 128);
+  const bool doubled_fits = 2 * tiles <= num_sms;
   // One matrix of one 64-row tile (48-64 rows: at least three quarters of the MMA rows real)
   // whose 64x128 tiles, doubled, still fit in one round of the SMs, with at least kSplitKMinK of K.
   // Measured on the H200 (bench/RESULTS.md Run AC, call 6, 2026-12-01, compare_tiles): M = 64,
@@ -249,8 +261,22 @@ int splitKForDecode(long long M, long long N, long long K, long long batch, int 
   // and 128 (K = 14336, N = 4096) against cuBLAS + the faster epilogue kernel's 1.08-1.16x (Run AE);
   // config_table's unfusedPathFaster leaves those shapes to that path.
   constexpr long long kSplitKMinK = 8192;
-  if (batch != 1 || M < 48 || M > 64 || K < kSplitKMinK) return 1;
-  return 2 * ((N + 127) / 128) <= num_sms ? 2 : 1;
+  if (M >= 48 && M <= 64 && K >= kSplitKMinK) return doubled_fits ? 2 : 1;
+  // A narrow N (one or two whole column tiles) over many rows at K >= 4096: 32-66 tiles of 64x128,
+  // so KS = 2 fills a quarter to all of the SMs in one round. Measured on the H200
+  // (bench/RESULTS.md Run AF, 2026-12-01, compare_tiles, four bench chains, time / cuBLAS mm
+  // alone): M x N = 1024 x 256 (32 tiles) KS = 2 1.15-1.31x against 64x128 ping-pong's 1.42-1.55x
+  // and cuBLAS + the epilogue kernel's 1.25-1.54x; 1536 x 256 (48) 1.14-1.32x against 1.35-1.54x
+  // and 1.33-1.51x; 2048 x 256 (64) 1.13-1.24x against 1.28-1.36x and 1.34-1.52x; 4096 x 128 (64)
+  // 1.10-1.25x against 1.16-1.35x and 1.30-1.55x, all at K = 4096; at K = 14336 2048 x 256
+  // 1.11-1.17x against 1.46-1.52x and 1.13-1.25x (where two row tiles of N = 4096 lost to the
+  // unfused path, Run AE: at 64 tiles of both shapes cuBLAS is faster on the narrow one). Fewer
+  // tiles lose to that path (8 tiles, 512 x 128: KS = 2 1.30-1.46x against 1.25-1.47x; KS = 4
+  // slower; config_table's unfusedPathFaster). A partial column tile (N = 192) was not measured
+  // with split-K and is left out.
+  constexpr long long kNarrowSplitKMinTiles = 32, kNarrowMaxN = 256;
+  if (N <= kNarrowMaxN && N % 128 == 0 && K >= 4096 && tiles >= kNarrowSplitKMinTiles && doubled_fits) return 2;
+  return 1;
 }
 
 std::string configDefines(const GemmConfig& c) {

@@ -110,8 +110,8 @@ struct LaunchGeometry {
 LaunchGeometry launchGeometry(const GemmProblem& pr, const GemmConfig& cfg, int num_sms,
                               int max_active_clusters = 0);
 
-// Config choice: ping-pong 64x256 from 1025 rows (M x batch); 64x128 ping-pong for N <= 128;
-// otherwise the tile (128x256, 128x128, 64x256 or 64x128; up to 256 rows without 128x128) that
+// Config choice: ping-pong 64x256 from 1025 rows (M x batch) where its tiles fill the SMs; 64x128
+// ping-pong for N <= 128; otherwise the tile (128x256, 128x128, 64x256 or 64x128; up to 256 rows without 128x128) that
 // fills the SMs' rounds best. No cluster (measured no faster, bench/sm90/NOTES.md). num_sms: the
 // device's multiprocessor count (132 on H100/H200 SXM).
 GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, int num_sms);
@@ -120,10 +120,11 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
 // ks: 2 or 4. 7 ring stages: the 32 KB partial buffer takes the eighth (dynSmemBytes).
 GemmConfig splitKConfig(int ks);
 
-// The split-K cluster size the heuristic takes for this problem: 2 for a decode batch of one
-// 64-row tile (48-64 rows) whose 64x128 tiles are too few to fill the SMs and whose K is long
-// (measured at M = 64, K = 14336, N = 4096); 1 (no split-K) elsewhere.
-int splitKForDecode(long long M, long long N, long long K, long long batch, int num_sms);
+// The split-K cluster size the heuristic takes for this problem: 2 where one matrix's 64x128 tiles,
+// doubled, fit in one round of the SMs and either one 64-row tile (48-64 rows) has a long K
+// (measured at M = 64, K = 14336, N = 4096) or a narrow N (128 or 256) has 32-66 tiles at
+// K >= 4096 (measured at 1024-4096 rows, K = 4096 and 14336); 1 (no split-K) elsewhere.
+int splitKForFewTiles(long long M, long long N, long long K, long long batch, int num_sms);
 
 // "#define FX_BM 128\n#define FX_BN 256\n..." for the generated source (before the template).
 std::string configDefines(const GemmConfig& cfg);

@@ -141,6 +141,37 @@ TEST(CandidateConfigs, HopperRefusalNamesWhyTheHeuristicSaysNo) {
   EXPECT_NE(hopperRefusalForSize(chains[4], 256, 4096, 4096, 1, 90).find("residual without GELU"), std::string::npos);
 }
 
+TEST(CandidateConfigs, TooFewTilesLeaveTheChainToTheUnfusedPath) {
+  // Under 32 tiles of 64x128 (a quarter of the SMs) without split-K the heuristic takes no Hopper
+  // kernel (Run AF: 4 and 8 tiles lost to cuBLAS + the epilogue kernel); the autotune still
+  // measures its tiles. Batches count every matrix's tiles.
+  if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
+  const spec::ChainSpec mm = loadSpec("bare_bf16_mm");
+  const auto hopper = [&](long long m, long long n, long long k, long long b) {
+    return chooseConfigForSize(mm, m, n, k, b, 90).variant == "sm90_wgmma";
+  };
+  EXPECT_FALSE(hopper(256, 64, 4096, 1));     // 4 tiles
+  EXPECT_FALSE(hopper(512, 128, 4096, 1));    // 8
+  EXPECT_FALSE(hopper(128, 1024, 4096, 1));   // 16
+  EXPECT_FALSE(hopper(128, 1920, 4096, 1));   // 30
+  EXPECT_TRUE(hopper(128, 1928, 4096, 1));    // 32 (a partial column tile counts)
+  EXPECT_TRUE(hopper(128, 2048, 4096, 1));
+  EXPECT_FALSE(hopper(128, 1024, 4096, 1));
+  EXPECT_TRUE(hopper(128, 1024, 4096, 2));    // 32 over two matrices
+  EXPECT_FALSE(hopper(256, 64, 1024, 1));     // whatever K
+  // a partial 128-column tile at N < 256: the per-element edge path in half the tiles (Run AF:
+  // 4096 x 192 lost, 4096 x 256 won on the same grid)
+  EXPECT_FALSE(hopper(4096, 192, 4096, 1));
+  EXPECT_FALSE(hopper(8192, 64, 4096, 1));
+  EXPECT_TRUE(hopper(4096, 256, 4096, 1));
+  EXPECT_TRUE(hopper(4096, 320, 4096, 1));    // three column tiles: unmeasured, as before
+  EXPECT_NE(hopperRefusalForSize(mm, 4096, 192, 4096, 1, 90).find("a partial 128-column tile"), std::string::npos);
+  EXPECT_NE(hopperRefusalForSize(mm, 256, 64, 4096, 1, 90).find("4 tiles of 64x128, under a quarter of the SMs"),
+            std::string::npos);
+  const std::vector<KernelConfig> c = candidateConfigsForSize(mm, 256, 64, 4096, 1, 90);
+  EXPECT_TRUE(std::any_of(c.begin() + 1, c.end(), [](const KernelConfig& k) { return k.variant == "sm90_wgmma"; }));
+}
+
 TEST(CandidateConfigs, HopperTileFillsTheSms) {
   // 64x256 ping-pong from 1025 rows (M x batch); 64x128 ping-pong where N <= 128; fewer rows,
   // the tile that fills the SMs' rounds best (sm90::chooseConfig), here at the shapes where
@@ -196,7 +227,16 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   EXPECT_EQ(tile(224, 14336, 1), "128x256 coop s4");  // all three tie: one round
   EXPECT_EQ(tile(256, 14336, 1), "128x256 coop s4");
   EXPECT_EQ(tile(128, 4096, 2), "64x128 pp s8");      // 256 rows in all
-  EXPECT_EQ(tile(4096, 128, 1), "64x128 pp s8");      // N <= 128
+  EXPECT_EQ(tile(16384, 128, 1), "64x128 pp s8");     // N <= 128 (at 4096 rows: split-K, split_k_test.cpp)
+  // from 1025 rows where 64x256's tiles do not fill the SMs, the tile rule (Run AF: each the
+  // fastest Hopper tile of its shape)
+  EXPECT_EQ(tile(4096, 256, 1), "64x128 pp s8");      // 64 tiles of 64x256; 64x128's 128 fill one round
+  EXPECT_EQ(tile(8192, 256, 1), "128x128 coop s6");   // 128 tiles in one round (64x256 and 64x128 tie)
+  EXPECT_EQ(tile(4096, 384, 1), "128x128 coop s6");
+  EXPECT_EQ(tile(4096, 512, 1), "128x128 coop s6");
+  EXPECT_EQ(tile(4160, 512, 1), "64x256 pp s5");      // 130 tiles: a tie, and 128-row tiles leave a partial row
+  EXPECT_EQ(tile(4224, 512, 1), "64x256 pp s5");      // 132: they fill the SMs
+  EXPECT_EQ(tile(4096, 1024, 1), "64x256 pp s5");
   // 257-1024 rows: the measured winners
   EXPECT_EQ(tile(320, 4096, 1), "64x256 pp s5");      // 4 tiles tie; 128-row tiles leave a partial row
   EXPECT_EQ(tile(384, 4096, 1), "128x128 coop s6");   // 96 tiles, one round

@@ -1,7 +1,7 @@
 // Split-K for the Hopper kernel (FX_SPLIT_K, kernels/sm90_wgmma_gemm.cuh): the autotune measures
 // the split-K tiles exactly where the 64x128 tiles are too few to fill the SMs; each KS is its own
 // kernel (name, cache key, macros); the launch grid is a whole number of clusters; the heuristic's
-// rule (sm90::splitKForDecode) and the chains it fuses. That every split-K tile builds for
+// rule (sm90::splitKForFewTiles) and the chains it fuses. That every split-K tile builds for
 // sm_90a without spills: CandidateConfigs.EveryHopperTileCompiles.
 #include <gtest/gtest.h>
 
@@ -82,8 +82,9 @@ TEST(SplitK, HeuristicTakesItForOneLongRowTile) {
   EXPECT_EQ(ks(128, 4096, 4096, 1), 1);       // K = 4096: the 64x128 tile as before (not measured against the path)
   EXPECT_EQ(ks(128, 4096, 8192, 1), 0);       // the K bound: 8192 refused, 8184 not
   EXPECT_EQ(ks(128, 4096, 8184, 1), 1);
-  EXPECT_EQ(ks(129, 4096, 14336, 1), 1);      // three row tiles
-  EXPECT_EQ(ks(192, 2048, 14336, 1), 1);      // three whole row tiles: 96 CTAs would fit
+  EXPECT_EQ(ks(129, 4096, 14336, 1), 0);      // three row tiles, 96 of 64x128: one round along K, as at 64
+  EXPECT_EQ(ks(192, 2048, 14336, 1), 0);      // 48 tiles
+  EXPECT_EQ(ks(200, 4096, 14336, 1), 1);      // 128 tiles fill the SMs
   EXPECT_EQ(ks(64, 4096, 14336, 2), 0);       // a batch: unmeasured
   EXPECT_EQ(ks(128, 14336, 4096, 1), 1);      // the decode batch's 64x128 tiles fill the SMs
   EXPECT_EQ(ks(4096, 4096, 4096, 1), 1);
@@ -100,7 +101,7 @@ TEST(SplitK, HeuristicTakesItForOneLongRowTile) {
       spec::parseSpec(std::string(head) + "%3 = relu %2 : f32\n%4 = convert %3 : f16\noutput %4\n");
   for (const long long m : {100LL, 128LL}) {
     EXPECT_NE(chooseConfigForSize(relu_cast, m, 4096, 14336, 1, 90).variant, "sm90_wgmma") << m;
-    EXPECT_NE(hopperRefusalForSize(relu_cast, m, 4096, 14336, 1, 90).find(m < 128 ? "M < 128" : "two 64-row tiles"),
+    EXPECT_NE(hopperRefusalForSize(relu_cast, m, 4096, 14336, 1, 90).find(m < 128 ? "M < 128" : "64 tiles of 64x128, too few to fill the SMs at K >= 8192"),
               std::string::npos)
         << m;
   }
@@ -112,6 +113,39 @@ TEST(SplitK, HeuristicTakesItForOneLongRowTile) {
   // a residual alone was not measured below 512 rows, split-K or not
   const spec::ChainSpec residual = spec::parseSpec(std::string(head) + "%3 = input 2 bf16 [m,n]\n%4 = add %2 %3 : bf16\noutput %4\n");
   EXPECT_NE(chooseConfigForSize(residual, 64, 4096, 14336, 1, 90).variant, "sm90_wgmma");
+}
+
+TEST(SplitK, HeuristicTakesItForANarrowNOverManyRows) {
+  // KS = 2 where N is 128 or 256 and 32-66 tiles of 64x128 at K >= 4096 (bench/RESULTS.md Run AF:
+  // 1024-2048 x 256 and 4096 x 128 at K = 4096, 2048 x 256 at K = 14336, faster than 64x128
+  // ping-pong and than cuBLAS + the epilogue kernel).
+  if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
+  const spec::ChainSpec mm = loadSpec("bare_bf16_mm");
+  const auto ks = [&](long long m, long long n, long long k, long long b) {
+    const KernelConfig c = chooseConfigForSize(mm, m, n, k, b, 90);
+    return c.variant == "sm90_wgmma" ? c.split_k : 0;  // 0: not the Hopper kernel
+  };
+  EXPECT_EQ(ks(1024, 256, 4096, 1), 2);   // 32 tiles
+  EXPECT_EQ(ks(2048, 256, 4096, 1), 2);   // 64
+  EXPECT_EQ(ks(4096, 128, 4096, 1), 2);   // 64
+  EXPECT_EQ(ks(4224, 128, 4096, 1), 2);   // 66: 132 CTAs
+  EXPECT_EQ(ks(4288, 128, 4096, 1), 1);   // 67: would take two rounds
+  EXPECT_EQ(ks(4096, 256, 4096, 1), 1);   // 128 tiles
+  EXPECT_EQ(ks(2048, 256, 8192, 1), 2);
+  EXPECT_EQ(ks(2048, 256, 14336, 1), 2);  // measured too (two row tiles of N = 4096 there: no split-K)
+  EXPECT_EQ(ks(2048, 256, 4088, 1), 1);   // K under 4096: not measured, the 64x128 tile
+  EXPECT_EQ(ks(2048, 264, 4096, 1), 1);   // N over 256 (three column tiles): not measured
+  EXPECT_EQ(ks(2048, 192, 4096, 1), 0);   // a partial column tile: no split-K, and no Hopper kernel (Run AF)
+  EXPECT_EQ(ks(960, 256, 4096, 1), 0);    // 30 tiles: too few for any Hopper kernel (Run AF)
+  EXPECT_EQ(ks(1024, 256, 4096, 2), 1);   // a batch: unmeasured
+  // the expensive epilogues at K = 4096 (M >= 512: the measured rule), not above
+  const char* head = "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n";
+  for (const char* tail : {"%3 = silu %2 : bf16\noutput %3\n", "%3 = gelu_tanh %2 : bf16\noutput %3\n",
+                           "%3 = input 2 bf16 [m,n]\n%4 = add %2 %3 : bf16\noutput %4\n"}) {
+    const spec::ChainSpec chain = spec::parseSpec(std::string(head) + tail);
+    EXPECT_EQ(chooseConfigForSize(chain, 2048, 256, 4096, 1, 90).split_k, 2) << tail;
+    EXPECT_NE(hopperRefusalForSize(chain, 2048, 256, 6144, 1, 90).find("K > 4096"), std::string::npos) << tail;
+  }
 }
 
 TEST(SplitK, EachClusterSizeIsItsOwnKernel) {

@@ -367,7 +367,7 @@ class GenConfig:
     hopper_plain_prob: float = 0.0
     # Of those, decode sizes with a long K (drawn only when > 0, so other seeds keep their cases):
     # one 48-64-row tile at K of 8192-14336 and 16-96 column tiles, where the heuristic runs the
-    # split-K tile (codegen sm90::splitKForDecode; session 14).
+    # split-K tile (codegen sm90::splitKForFewTiles; session 14).
     hopper_decode_prob: float = 0.0
     # Of those, two 64-row tiles instead (96-128 rows; drawn only when > 0): split-K's two row
     # tiles (session 15; since session 16 the heuristic leaves these shapes to the unfused path,

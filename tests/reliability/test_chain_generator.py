@@ -58,7 +58,7 @@ def test_hopper_plain_cases_reach_the_hopper_kernel_as_they_are():
 def test_hopper_decode_cases_are_split_k_sizes():
     """hopper_decode_prob: Hopper-plain cases at decode sizes with a long K (the differential's way
     to put random epilogues on the split-K tile): one 48-64-row tile, K >= 8192, at most 66
-    column tiles of 128, the sizes where sm90::splitKForDecode takes KS = 2 (CTest
+    column tiles of 128, the sizes where sm90::splitKForFewTiles takes KS = 2 (CTest
     SplitK.HeuristicTakesItForOneLongRowTile); valid like every case."""
     cfg = GenConfig(max_m=300, max_n=300, max_k=600, hopper_plain_prob=1.0, hopper_decode_prob=1.0)
     for seed in range(12):
@@ -74,7 +74,7 @@ def test_hopper_decode_cases_are_split_k_sizes():
 
 def test_hopper_decode_two_tile_cases_are_two_row_tiles():
     """hopper_decode_two_tiles_prob: the decode cases at two 64-row tiles (96-128 rows), where
-    session 15's sm90::splitKForDecode took KS = 2 (session 16's recorded chunks 540-554 drew
+    session 15's sm90::splitKForFewTiles took KS = 2 (session 16's recorded chunks 540-554 drew
     them); valid like every case."""
     cfg = GenConfig(max_m=300, max_n=300, max_k=600, hopper_plain_prob=1.0, hopper_decode_prob=1.0,
                     hopper_decode_two_tiles_prob=1.0)

@@ -642,7 +642,7 @@ def test_hopper_split_k_at_decode_shapes(ks):
 ])
 def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     """The op's own choice at decode sizes (codegen decodeBatchFillsSms, unfusedPathFaster,
-    sm90::chooseConfig and sm90::splitKForDecode; bench/RESULTS.md Runs AA, AC, AD and AE),
+    sm90::chooseConfig and sm90::splitKForFewTiles; bench/RESULTS.md Runs AA, AC, AD and AE),
     bias+GELU(tanh): at N = 12,800 (100 column tiles of 128) the Hopper kernel with 64x128 tiles at
     M = 64, 64x256 at M = 128 and 100 (one round; at 100 a partial row tile, 78 % of its rows real:
     the staged epilogue's M edge), cuBLAS + the epilogue kernel at M = 80 (63 %); at K = 14336, N =
@@ -650,7 +650,32 @@ def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     and, at K = 256, M = 160; at K = 4096 cuBLAS + the epilogue kernel at M = 160 and 144, where
     128x256's last row tile holds at most a quarter real rows (Run AE). One launch each (and the
     epilogue kernel's where unfused); against float64 by relative error, outputs poisoned."""
-    seed("decode-dispatch", M, K)
+    check_dispatch("decode-dispatch", M, K, N, first)
+
+
+@needs_sm90
+@pytest.mark.parametrize("M,K,N,first", [
+    (1024, 4096, 256, "sm90_wgmma 64x128x64 s7 t256 splitk2"),
+    (4096, 4096, 128, "sm90_wgmma 64x128x64 s7 t256 splitk2"),
+    (4096, 4096, 256, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
+    (8192, 4096, 256, "sm90_wgmma 128x128x64 s6 t384"),
+    (256, 4096, 64, None),
+    (4096, 4096, 192, None),
+    (2048, 14336, 256, None),
+])
+def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
+    """The op's own choice where N is narrow (sm90::chooseConfig, sm90::splitKForFewTiles, codegen
+    unfusedPathFaster; bench/RESULTS.md Run AF), bias+GELU(tanh): split-K at 32 and 64 tiles of
+    64x128 (K = 4096), from 1025 rows the tile that fills the SMs where 64x256's tiles do not
+    (64x128 ping-pong at 4096 x 256, 128x128 cooperative at 8192 x 256), cuBLAS + the epilogue
+    kernel under 32 tiles (256 x 64: 4), with a partial column tile at N = 192, and for GELU at
+    K = 14336 (where a cheap epilogue takes split-K). One launch each (and the epilogue kernel's
+    where unfused); against float64 by relative error, outputs poisoned."""
+    check_dispatch("narrow-n-dispatch", M, K, N, first)
+
+
+def check_dispatch(name, M, K, N, first):
+    seed(name, M, K, N)
     dt = torch.bfloat16
     s = SpecBuilder()
     xs, ws = s.input(dt, "mk"), s.input(dt, "kn")
