@@ -110,7 +110,7 @@ TEST(SplitK, HeuristicTakesItForOneLongRowTile) {
     const KernelConfig c = chooseConfigForSize(relu_cast, m, 4096, 14336, 1, 90);
     EXPECT_EQ(beatsBaseline(relu_cast, c, m, 4096, 14336, 1, Baseline::Inductor), m == 64) << m;
   }
-  // a residual alone was not measured below 512 rows, split-K or not
+  // a residual alone was not measured with split-K (nor below 512 rows without it)
   const spec::ChainSpec residual = spec::parseSpec(std::string(head) + "%3 = input 2 bf16 [m,n]\n%4 = add %2 %3 : bf16\noutput %4\n");
   EXPECT_NE(chooseConfigForSize(residual, 64, 4096, 14336, 1, 90).variant, "sm90_wgmma");
 }
@@ -138,14 +138,18 @@ TEST(SplitK, HeuristicTakesItForANarrowNOverManyRows) {
   EXPECT_EQ(ks(2048, 192, 4096, 1), 0);   // a partial column tile: no split-K, and no Hopper kernel (Run AF)
   EXPECT_EQ(ks(960, 256, 4096, 1), 0);    // 30 tiles: too few for any Hopper kernel (Run AF)
   EXPECT_EQ(ks(1024, 256, 4096, 2), 1);   // a batch: unmeasured
-  // the expensive epilogues at K = 4096 (M >= 512: the measured rule), not above
+  // GELU(tanh) and SiLU there at any K (measured at 4096, 8192 and 14336); a residual alone was not
+  // measured with split-K
   const char* head = "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n";
-  for (const char* tail : {"%3 = silu %2 : bf16\noutput %3\n", "%3 = gelu_tanh %2 : bf16\noutput %3\n",
-                           "%3 = input 2 bf16 [m,n]\n%4 = add %2 %3 : bf16\noutput %4\n"}) {
+  for (const char* tail : {"%3 = silu %2 : bf16\noutput %3\n", "%3 = gelu_tanh %2 : bf16\noutput %3\n"}) {
     const spec::ChainSpec chain = spec::parseSpec(std::string(head) + tail);
-    EXPECT_EQ(chooseConfigForSize(chain, 2048, 256, 4096, 1, 90).split_k, 2) << tail;
-    EXPECT_NE(hopperRefusalForSize(chain, 2048, 256, 6144, 1, 90).find("K > 4096"), std::string::npos) << tail;
+    for (const long long k : {4096LL, 6144LL, 14336LL})
+      EXPECT_EQ(chooseConfigForSize(chain, 2048, 256, k, 1, 90).split_k, 2) << tail << k;
   }
+  const spec::ChainSpec residual =
+      spec::parseSpec(std::string(head) + "%3 = input 2 bf16 [m,n]\n%4 = add %2 %3 : bf16\noutput %4\n");
+  EXPECT_NE(hopperRefusalForSize(residual, 2048, 256, 4096, 1, 90).find("residual without GELU(tanh) was not measured with split-K"),
+            std::string::npos);
 }
 
 TEST(SplitK, EachClusterSizeIsItsOwnKernel) {
