@@ -168,7 +168,7 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   // Split-K shapes (splitKFor): every bench chain won there at K = 14336, SiLU alone and the
   // residual behind GELU(tanh) included: one 64-row tile (Run AC, call 6: 3.4-6.4 % under cuBLAS +
   // the epilogue kernel; the GEMM streams weights, and the separate epilogue pass is the loss), and
-  // a narrow N (Run AF: 2048 x 256 and 3072 x 128 at K = 14336, 2048 x 256 at K = 8192, 5-14 %
+  // a narrow N (Run AF: 2048 x 256 and 3072 x 128 at K = 14336, 2048 x 256 at K = 8192, 2-14 %
   // under it in all 12 cells); a residual without GELU(tanh) was not measured there.
   const bool split_k = splitKFor(shape) > 1;
   if (shape.K > kExpensiveEpilogueMaxK && !split_k)
@@ -215,7 +215,7 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 // 1.03-1.24x against 1.16-1.31x), M = 224 and 256 (128x256: 1.03-1.14x against 1.20-1.31x), M = 256
 // at N = 4096 (0.97-1.09x against 1.25-1.40x), one 64-row tile at K = 14336 with split-K (0.98-1.04x
 // against 1.09-1.11x). A 64-row last tile is not refused: M = 96, 100 at N = 14336 (64x256; 32 and
-// 36 of 64 rows real) 1.04-1.18x against 1.17-1.26x, M = 176 (64x128) 1.20-1.26x against
+// 36 of 64 rows real) 1.03-1.18x against 1.17-1.26x, M = 176 (64x128) 1.20-1.26x against
 // 1.21-1.30x (Run AF).
 constexpr long long kFewestTilesTheKernelWins = 32;
 

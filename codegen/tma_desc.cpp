@@ -266,11 +266,13 @@ int splitKForFewTiles(long long M, long long N, long long K, long long batch, in
   // so KS = 2 fills a quarter to all of the SMs in one round. Measured on the H200
   // (bench/RESULTS.md Run AF, 2026-12-01, compare_tiles, four bench chains, time / cuBLAS mm
   // alone): M x N = 1024 x 256 (32 tiles) KS = 2 1.15-1.31x against 64x128 ping-pong's 1.42-1.55x
-  // and cuBLAS + the epilogue kernel's 1.25-1.54x; 1536 x 256 (48) 1.14-1.32x against 1.35-1.54x
-  // and 1.33-1.51x; 2048 x 256 (64) 1.13-1.24x against 1.28-1.36x and 1.34-1.52x; 4096 x 128 (64)
+  // and cuBLAS + the epilogue kernel's 1.25-1.54x; 1536 x 256 (48) 1.13-1.32x against 1.35-1.54x
+  // and 1.33-1.51x; 2048 x 256 (64) 1.13-1.24x against 1.27-1.36x and 1.34-1.52x; 4096 x 128 (64)
   // 1.10-1.25x against 1.16-1.35x and 1.30-1.55x, all at K = 4096; at K = 14336 2048 x 256
-  // 1.11-1.17x against 1.46-1.52x and 1.13-1.25x (where two row tiles of N = 4096 lost to the
-  // unfused path, Run AE: at 64 tiles of both shapes cuBLAS is faster on the narrow one). Fewer
+  // 1.10-1.17x against 1.46-1.52x and 1.13-1.25x, 3072 x 128 1.04-1.09x against 1.40-1.44x and
+  // 1.11-1.23x; at K = 8192 2048 x 256 1.05-1.15x against 1.31-1.38x and 1.17-1.34x. (At the same
+  // 64 tiles and K = 14336, two row tiles of N = 4096 lost to the unfused path, Run AE; why the
+  // narrow N differs is not established.) Fewer
   // tiles lose to that path (8 tiles, 512 x 128: KS = 2 1.30-1.46x against 1.25-1.47x; KS = 4
   // slower; config_table's unfusedPathFaster). A partial column tile (N = 192) was not measured
   // with split-K and is left out.
