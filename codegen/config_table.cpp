@@ -131,16 +131,23 @@ int splitKFor(const ProblemShape& s) {
 // division, logarithms...) were not measured or lost (Runs C-J) and stay unfused.
 constexpr long long kExpensiveEpilogueMaxK = 4096;
 
-// Why the Hopper kernel with this epilogue does not beat the unfused graph at this shape, in
-// words for the report; "" where it does.
-std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& shape) {
-  // Measurement knob (bench/bench_chains.py --all-epilogues): time the Hopper kernel on every
-  // epilogue, to re-decide this rule when the kernel changes. Not for production use.
+// Measurement and test knob (bench/bench_chains.py --all-epilogues, the GPU differential's
+// sm90-all half, the Hopper GPU tests): FXFUSE_SM90_ALL_EPILOGUES=1 runs the Hopper kernel on
+// every epilogue and at every shape the heuristic's measured refusals leave out (unfusedPathFaster;
+// the autotune's candidates have them too), to time or test it there and to re-decide the rules
+// when the kernel changes. Not for production use. Read once.
+bool allEpiloguesKnob() {
   static const bool all = [] {
     const char* v = std::getenv("FXFUSE_SM90_ALL_EPILOGUES");
     return v && std::string(v) == "1";
   }();
-  if (all) return {};
+  return all;
+}
+
+// Why the Hopper kernel with this epilogue does not beat the unfused graph at this shape, in
+// words for the report; "" where it does.
+std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& shape) {
+  if (allEpiloguesKnob()) return {};
   // A 16-bit bias or column scale the fast path cannot pair (not contiguous, not 4-byte aligned)
   // sends the whole launch to the per-element edge path: the unfused path is faster.
   if (shape.align_bytes_columns < 4) return "a 16-bit bias or column scale is not 4-byte aligned (per-element path)";
@@ -193,13 +200,16 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 // bench chains, time / cuBLAS mm alone):
 //  - Fewer than kFewestTilesTheKernelWins tiles of 64x128 (a quarter of the SMs) without split-K
 //    (bench/RESULTS.md Run AF, 2026-12-01): M x N = 256 x 64 (4 tiles) the best Hopper tile ran
-//    1.79-2.27x against 1.26-1.47x, 512 x 128 (8 tiles) 1.30-1.46x (split-K) against 1.25-1.47x,
-//    both at K = 4096; 16-31 tiles were not measured and are refused with them. 32 tiles won with
-//    split-K (sm90::splitKForFewTiles).
-//  - A partial 128-column tile at N < 256 (one of N's one or two column tiles; Run AF): M x N =
-//    4096 x 192 (128 tiles, 64x128 ping-pong, the best Hopper tile) ran 1.53-1.87x against
-//    1.26-1.47x; at N = 256 the same grid ran 1.10-1.18x. The columns past N go through the
-//    epilogue's per-element edge path in half the tiles.
+//    1.79-2.27x against 1.26-1.47x (behind in all 4 chains), 512 x 128 (8 tiles) 1.30-1.46x
+//    (split-K) against 1.25-1.47x and 128 x 1024 (16 tiles) 1.23-1.43x (split-K) against
+//    1.28-1.35x (ahead in 2 of 4 chains each), all at K = 4096: a judgment, no gain to take;
+//    17-31 tiles were not measured. 32 tiles won with split-K (sm90::splitKForFewTiles).
+//  - A partial 128-column tile at N < 256 (Run AF): M x N = 4096 x 192 (128 tiles, 64x128
+//    ping-pong, the best Hopper tile) ran 1.53-1.87x against 1.26-1.47x; at N = 256 the same grid
+//    ran 1.10-1.18x. The columns past N go through the epilogue's per-element edge path: in half
+//    the tiles at 128 < N < 256, in every tile below 128 (N = 8-120, e.g. an attention bmm's head
+//    dimension of 64: not measured, refused as the larger share of edge tiles suggests; batches
+//    too).
 //  - At K >= 8192, 64x128 tiles too few to fill the SMs (under kSplitKMaxTiles) without split-K
 //    (Run AE): at M = 100 and 128, K = 14336, N = 4096 (64 tiles) split-K ran 1.16-1.23x and the
 //    64x128 tile 1.20-1.26x, the unfused path 1.08-1.16x. One round of 64x128 tiles along the long
@@ -255,7 +265,7 @@ std::string hopperRefusal(const Query& q) {
   if (s.M < q.hopper_min_m && !decodeBatchFillsSms(s) && splitKFor(s) == 1)
     return fmt::format("M < {} and neither a decode batch whose 64-row tiles fill the SMs nor one 64-row tile, "
                        "three quarters real, at K >= 8192 (split-K) (Runs AA, AC, AE)", q.hopper_min_m);
-  if (q.heuristic)
+  if (q.heuristic && !allEpiloguesKnob())
     if (std::string why = unfusedPathFaster(s); !why.empty()) return why;
   if (!q.epilogue_refusal.empty()) return q.epilogue_refusal;
   return {};
@@ -354,7 +364,8 @@ const VariantRow kRows[] = {
      [](const Query& q) { return hopperRefusal(q).empty(); },
      [](const Query& q) {
        // Tile shape per problem (kernels/sm90_wgmma_gemm.cuh, bench/sm90/NOTES.md run 7): ping-pong
-       // 64x256, 5 stages, from 1025 rows; fewer rows: the tile that fills the SMs (sm90::chooseConfig).
+       // 64x256, 5 stages, from 1025 rows where its tiles fill the SMs; otherwise the tile that
+       // fills them (sm90::chooseConfig); split-K where 64x128 tiles are few (sm90::splitKForFewTiles).
        if (const KernelConfig* forced = pingpongTileKnob()) return *forced;
        if (const int ks = splitKFor(q.shape); ks > 1) return splitKKernelConfig(ks);
        const sm90::GemmConfig g = sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, kHopperSms);

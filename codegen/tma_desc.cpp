@@ -260,8 +260,12 @@ int splitKForFewTiles(long long M, long long N, long long K, long long batch, in
   // Not on two row tiles (96-128 rows; session 15 took them): KS = 2 ran 1.16-1.23x mm at M = 100
   // and 128 (K = 14336, N = 4096) against cuBLAS + the faster epilogue kernel's 1.08-1.16x (Run AE);
   // config_table's unfusedPathFaster leaves those shapes to that path.
-  constexpr long long kSplitKMinK = 8192;
-  if (M >= 48 && M <= 64 && K >= kSplitKMinK) return doubled_fits ? 2 : 1;
+  // Both forms need at least kSplitKMinTiles tiles (64 CTAs, half the SMs): fewer lost to cuBLAS
+  // + the epilogue kernel or tied with it (Run AF: 4, 8 and 16 tiles at a narrow N), and the
+  // decode form was measured at 32 and 64 tiles only (N = 4096 and 8192).
+  constexpr long long kSplitKMinK = 8192, kSplitKMinTiles = 32;
+  if (tiles < kSplitKMinTiles || !doubled_fits) return 1;
+  if (M >= 48 && M <= 64 && K >= kSplitKMinK) return 2;
   // A narrow N (one or two whole column tiles) over many rows at K >= 4096: 32-66 tiles of 64x128,
   // so KS = 2 fills a quarter to all of the SMs in one round. Measured on the H200
   // (bench/RESULTS.md Run AF, 2026-12-01, compare_tiles, four bench chains, time / cuBLAS mm
@@ -272,12 +276,13 @@ int splitKForFewTiles(long long M, long long N, long long K, long long batch, in
   // 1.10-1.17x against 1.46-1.52x and 1.13-1.25x, 3072 x 128 1.04-1.09x against 1.40-1.44x and
   // 1.11-1.23x; at K = 8192 2048 x 256 1.05-1.15x against 1.31-1.38x and 1.17-1.34x. (At the same
   // 64 tiles and K = 14336, two row tiles of N = 4096 lost to the unfused path, Run AE; why the
-  // narrow N differs is not established.) Fewer
-  // tiles lose to that path (8 tiles, 512 x 128: KS = 2 1.30-1.46x against 1.25-1.47x; KS = 4
-  // slower; config_table's unfusedPathFaster). A partial column tile (N = 192) was not measured
-  // with split-K and is left out.
-  constexpr long long kNarrowSplitKMinTiles = 32, kNarrowMaxN = 256;
-  if (N <= kNarrowMaxN && N % 128 == 0 && K >= 4096 && tiles >= kNarrowSplitKMinTiles && doubled_fits) return 2;
+  // narrow N differs is not established.) Fewer tiles do not win (8 tiles, 512 x 128: KS = 2
+  // 1.30-1.46x against 1.25-1.47x, ahead in 2 of 4 chains; 16 tiles, 128 x 1024: 1.23-1.43x
+  // against 1.28-1.35x, ahead in 2 of 4; KS = 4 slower; config_table's unfusedPathFaster refuses
+  // the Hopper kernel under 32 tiles). A partial column tile (N = 192) was not measured with
+  // split-K and is left out.
+  constexpr long long kNarrowMaxN = 256;
+  if (N <= kNarrowMaxN && N % 128 == 0 && K >= 4096) return 2;
   return 1;
 }
 

@@ -120,8 +120,8 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
 // ks: 2 or 4. 7 ring stages: the 32 KB partial buffer takes the eighth (dynSmemBytes).
 GemmConfig splitKConfig(int ks);
 
-// The split-K cluster size the heuristic takes for this problem: 2 where one matrix's 64x128 tiles,
-// doubled, fit in one round of the SMs and either one 64-row tile (48-64 rows) has a long K
+// The split-K cluster size the heuristic takes for this problem: 2 where one matrix's 32 or more
+// 64x128 tiles, doubled, fit in one round of the SMs and either one 64-row tile (48-64 rows) has a long K
 // (measured at M = 64, K = 14336, N = 4096) or a narrow N (128 or 256) has 32-66 tiles at
 // K >= 4096 (measured at 1024-4096 rows, K = 4096 and 14336); 1 (no split-K) elsewhere.
 int splitKForFewTiles(long long M, long long N, long long K, long long batch, int num_sms);

@@ -189,9 +189,11 @@ case "$part" in
     # sm90-all half runs the Hopper kernel on about 45 % of its cases (3 % without); a fifth of
     # those at decode sizes with a long K, which run the split-K tile (session 14); at two row
     # tiles (FXFUSE_DIFF_HOPPER_DECODE_TWO_TILES, session 15's split-K) none since session 16:
-    # the heuristic leaves those shapes to the unfused path
+    # the heuristic leaves those shapes to the unfused path; the decode cases at N of 32-66
+    # column tiles (FXFUSE_DIFF_HOPPER_DECODE_WIDE_N): split-K needs 32 tiles since session 17
     FXFUSE_DIFF_HOPPER_PLAIN=0.5 FXFUSE_DIFF_HOPPER_DECODE=${FXFUSE_DIFF_HOPPER_DECODE:-0.2} \
       FXFUSE_DIFF_HOPPER_DECODE_TWO_TILES=${FXFUSE_DIFF_HOPPER_DECODE_TWO_TILES:-0} \
+      FXFUSE_DIFF_HOPPER_DECODE_WIDE_N=${FXFUSE_DIFF_HOPPER_DECODE_WIDE_N:-1} \
       FXFUSE_DIFF_LOG=$OUTDIR/differential.jsonl OUT=$LOGS \
       scripts/gpu-differential.sh "$2" 16 16 220 | head -n 3
     OUT=$LOGS timeout 170 python3 bench/bench_chains.py --all-epilogues --shapes 7 > "$LOGS/bench_all.txt" 2>&1

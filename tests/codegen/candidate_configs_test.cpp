@@ -142,9 +142,10 @@ TEST(CandidateConfigs, HopperRefusalNamesWhyTheHeuristicSaysNo) {
 }
 
 TEST(CandidateConfigs, TooFewTilesLeaveTheChainToTheUnfusedPath) {
-  // Under 32 tiles of 64x128 (a quarter of the SMs) without split-K the heuristic takes no Hopper
-  // kernel (Run AF: 4 and 8 tiles lost to cuBLAS + the epilogue kernel); the autotune still
-  // measures its tiles. Batches count every matrix's tiles.
+  // Under 32 tiles of 64x128 (a quarter of the SMs) the heuristic takes no Hopper kernel (Run AF:
+  // at 4 tiles every Hopper tile lost to cuBLAS + the epilogue kernel, at 8 and 16 split-K won 2
+  // chains of 4 and lost 2); the autotune still measures its tiles. Batches count every matrix's
+  // tiles.
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   const spec::ChainSpec mm = loadSpec("bare_bf16_mm");
   const auto hopper = [&](long long m, long long n, long long k, long long b) {
@@ -172,8 +173,32 @@ TEST(CandidateConfigs, TooFewTilesLeaveTheChainToTheUnfusedPath) {
   EXPECT_TRUE(std::any_of(c.begin() + 1, c.end(), [](const KernelConfig& k) { return k.variant == "sm90_wgmma"; }));
 }
 
+TEST(AllEpiloguesKnob, LiftsTheMeasuredRefusalsOnly) {
+  // FXFUSE_SM90_ALL_EPILOGUES=1 (read once per process; CTest runs this test a second time with
+  // it set, tests/codegen/CMakeLists.txt): the Hopper kernel at every epilogue and at the shapes
+  // the heuristic's measured refusals leave out, so the GPU tests and the differential's
+  // sm90-all half reach it there; not where it cannot run or where M is below the heuristic's
+  // smallest.
+  if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
+  const char* v = std::getenv("FXFUSE_SM90_ALL_EPILOGUES");
+  const bool knob = v && std::string(v) == "1";
+  const spec::ChainSpec mm = loadSpec("bare_bf16_mm"), gelu = biasGeluTanh();
+  const auto hopper = [&](const spec::ChainSpec& chain, long long m, long long n, long long k) {
+    return chooseConfigForSize(chain, m, n, k, 1, 90).variant == "sm90_wgmma";
+  };
+  EXPECT_EQ(hopper(mm, 256, 64, 4096), knob);      // under 32 tiles
+  EXPECT_EQ(hopper(mm, 4096, 192, 4096), knob);    // a partial column tile at N < 256
+  EXPECT_EQ(hopper(mm, 144, 14336, 4096), knob);   // a last 128-row tile at most a quarter real
+  EXPECT_EQ(hopper(mm, 128, 4096, 14336), knob);   // too few tiles at K >= 8192
+  EXPECT_EQ(hopper(gelu, 4096, 4096, 14336), knob);  // GELU at K > 4096 (epilogueRefusal)
+  EXPECT_TRUE(hopper(mm, 4096, 4096, 4096));
+  EXPECT_FALSE(hopper(mm, 80, 14336, 4096));       // M < 128, not a decode batch that fills the SMs
+  EXPECT_FALSE(chooseConfigForSize(mm, 4096, 4096, 4096, 1, 80).variant == "sm90_wgmma");
+}
+
 TEST(CandidateConfigs, HopperTileFillsTheSms) {
-  // 64x256 ping-pong from 1025 rows (M x batch); 64x128 ping-pong where N <= 128; fewer rows,
+  // 64x256 ping-pong from 1025 rows (M x batch) where its tiles fill the SMs; 64x128 ping-pong where
+  // N <= 128; fewer rows or tiles,
   // the tile that fills the SMs' rounds best (sm90::chooseConfig), here at the shapes where
   // bench/RESULTS.md Runs AC (257-1024 rows) and AD (up to 256) measured that tile fastest (or
   // within 1.7 %; M = 128, N = 14336 within 2.8 %).
@@ -237,6 +262,7 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   EXPECT_EQ(tile(4160, 512, 1), "64x256 pp s5");      // 130 tiles: a tie, and 128-row tiles leave a partial row
   EXPECT_EQ(tile(4224, 512, 1), "64x256 pp s5");      // 132: they fill the SMs
   EXPECT_EQ(tile(4096, 1024, 1), "64x256 pp s5");
+  EXPECT_EQ(tile(256, 256, 8), "64x128 pp s8");       // a batch of 8 (2048 rows): 32 tiles of 64x256; unmeasured
   // 257-1024 rows: the measured winners
   EXPECT_EQ(tile(320, 4096, 1), "64x256 pp s5");      // 4 tiles tie; 128-row tiles leave a partial row
   EXPECT_EQ(tile(384, 4096, 1), "128x128 coop s6");   // 96 tiles, one round

@@ -72,6 +72,8 @@ TEST(SplitK, HeuristicTakesItForOneLongRowTile) {
   EXPECT_EQ(ks(64, 66 * 128, 14336, 1), 2);   // 66 tiles: 132 CTAs
   EXPECT_EQ(ks(64, 67 * 128, 14336, 1), 0);   // 134 CTAs would not fit in one round
   EXPECT_EQ(ks(64, 4096, 8128, 1), 0);        // K below 8192
+  EXPECT_EQ(ks(64, 31 * 128, 14336, 1), 0);   // 31 tiles: fewer than split-K needs (Run AF)
+  EXPECT_EQ(ks(64, 128, 14336, 1), 0);        // one tile: two CTAs on the whole GPU
   EXPECT_EQ(ks(47, 4096, 14336, 1), 0);       // fewer than three quarters of the rows real
   EXPECT_EQ(ks(65, 4096, 14336, 1), 0);       // two row tiles, under three quarters real
   EXPECT_EQ(ks(95, 4096, 14336, 1), 0);
@@ -138,6 +140,10 @@ TEST(SplitK, HeuristicTakesItForANarrowNOverManyRows) {
   EXPECT_EQ(ks(2048, 192, 4096, 1), 0);   // a partial column tile: no split-K, and no Hopper kernel (Run AF)
   EXPECT_EQ(ks(960, 256, 4096, 1), 0);    // 30 tiles: too few for any Hopper kernel (Run AF)
   EXPECT_EQ(ks(1024, 256, 4096, 2), 1);   // a batch: unmeasured
+  // at K >= 8192 without split-K, too few tiles for the Hopper kernel at any M (Run AE's rule)
+  EXPECT_EQ(ks(3072, 256, 14336, 1), 0);  // 96 tiles: split-K's doubled grid would not fit
+  EXPECT_EQ(ks(512, 1024, 8192, 1), 0);   // 64 tiles, N over 256
+  EXPECT_EQ(ks(512, 1024, 8184, 1), 1);
   // GELU(tanh) and SiLU there at any K (measured at 4096, 8192 and 14336); a residual alone was not
   // measured with split-K
   const char* head = "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n";

@@ -366,9 +366,13 @@ class GenConfig:
     # Hopper kernel rarely: about 3 % of the sm90-all half of session 6's run.)
     hopper_plain_prob: float = 0.0
     # Of those, decode sizes with a long K (drawn only when > 0, so other seeds keep their cases):
-    # one 48-64-row tile at K of 8192-14336 and 16-96 column tiles, where the heuristic runs the
-    # split-K tile (codegen sm90::splitKForFewTiles; session 14).
+    # one 48-64-row tile at K of 8192-14336 and N of 128-768, where session 14's heuristic ran the
+    # split-K tile.
     hopper_decode_prob: float = 0.0
+    # ... and with N of 4096-8448 (32-66 column tiles of 128; drawn only when True): since session
+    # 17 split-K needs 32 tiles or more (codegen sm90::splitKForFewTiles), so the N above no
+    # longer reaches it; False reproduces the chunks recorded before.
+    hopper_decode_wide_n: bool = False
     # Of those, two 64-row tiles instead (96-128 rows; drawn only when > 0): split-K's two row
     # tiles (session 15; since session 16 the heuristic leaves these shapes to the unfused path,
     # so the GPU runs draw none; kept to reproduce session 16's recorded chunks 540-554).
@@ -387,12 +391,13 @@ class GenConfig:
 
 
 def gpu_config(hopper_shape_prob: float, hopper_plain_prob: float, hopper_decode_prob: float = 0.0,
-               hopper_decode_two_tiles_prob: float = 0.0) -> GenConfig:
+               hopper_decode_two_tiles_prob: float = 0.0, hopper_decode_wide_n: bool = False) -> GenConfig:
     """The GPU differential's generator sizes (test_differential.py's GPU chunks; the CPU tools
     that estimate or compile what it reaches use the same)."""
     return GenConfig(max_m=300, max_n=300, max_k=600, large_k_prob=0.05, hopper_shape_prob=hopper_shape_prob,
                      hopper_plain_prob=hopper_plain_prob, hopper_decode_prob=hopper_decode_prob,
-                     hopper_decode_two_tiles_prob=hopper_decode_two_tiles_prob, spellings=spellings_from_env())
+                     hopper_decode_two_tiles_prob=hopper_decode_two_tiles_prob,
+                     hopper_decode_wide_n=hopper_decode_wide_n, spellings=spellings_from_env())
 
 
 def spellings_from_env() -> bool:
@@ -518,6 +523,8 @@ def generate(seed: int, cfg: GenConfig | None = None) -> Case:
             M, K = rng.randint(48, 64), rng.choice([8192, 8200, 10240, 14336])
             if cfg.hopper_decode_two_tiles_prob > 0 and rng.random() < cfg.hopper_decode_two_tiles_prob:
                 M = rng.randint(96, 128)
+            if cfg.hopper_decode_wide_n:
+                N = 8 * rng.randint(512, 1056)
     dims = {"M": M, "N": N, "K": K, "B": rng.randint(1, 3), "S": rng.randint(1, 5)}
     case = Case(seed=seed, dtype=dtype, gemm=gemm, dims=dims, inputs=[], nodes=[], outputs=[])
     b = _Builder(rng, case)

@@ -57,24 +57,29 @@ def test_hopper_plain_cases_reach_the_hopper_kernel_as_they_are():
 
 def test_hopper_decode_cases_are_split_k_sizes():
     """hopper_decode_prob: Hopper-plain cases at decode sizes with a long K (the differential's way
-    to put random epilogues on the split-K tile): one 48-64-row tile, K >= 8192, at most 66
-    column tiles of 128, the sizes where sm90::splitKForFewTiles takes KS = 2 (CTest
-    SplitK.HeuristicTakesItForOneLongRowTile); valid like every case."""
-    cfg = GenConfig(max_m=300, max_n=300, max_k=600, hopper_plain_prob=1.0, hopper_decode_prob=1.0)
-    for seed in range(12):
-        case = generate(seed, cfg)
-        assert case.dtype in ("bf16", "f16") and case.gemm in ("mm", "addmm", "linear"), case.source()
-        M, N, K = case.dims["M"], case.dims["N"], case.dims["K"]
-        assert 48 <= M <= 64 and 8192 <= K <= 14336 and K % 8 == 0 and 128 <= N <= 768 and N % 8 == 0, case.dims
-        ins = case.make_inputs()
-        out = case.build()(*ins)
-        ref = case.build(reference=True)(*case.reference_inputs(ins))
-        assert compare(case, list(out), list(out), list(ref)).ok, (seed, case.source())
+    to put random epilogues on the split-K tile): one 48-64-row tile, K >= 8192; with
+    hopper_decode_wide_n 32-66 column tiles of 128, the sizes where sm90::splitKForFewTiles takes
+    KS = 2 since session 17 (CTest SplitK.HeuristicTakesItForOneLongRowTile), without it N of
+    128-768 (the chunks recorded before); valid like every case."""
+    for wide_n in (False, True):
+        cfg = GenConfig(max_m=300, max_n=300, max_k=600, hopper_plain_prob=1.0, hopper_decode_prob=1.0,
+                        hopper_decode_wide_n=wide_n)
+        for seed in range(12):
+            case = generate(seed, cfg)
+            assert case.dtype in ("bf16", "f16") and case.gemm in ("mm", "addmm", "linear"), case.source()
+            M, N, K = case.dims["M"], case.dims["N"], case.dims["K"]
+            assert 48 <= M <= 64 and 8192 <= K <= 14336 and K % 8 == 0 and N % 8 == 0, case.dims
+            tiles = (N + 127) // 128
+            assert 32 <= tiles <= 66 if wide_n else 128 <= N <= 768, case.dims
+            ins = case.make_inputs()
+            out = case.build()(*ins)
+            ref = case.build(reference=True)(*case.reference_inputs(ins))
+            assert compare(case, list(out), list(out), list(ref)).ok, (seed, case.source())
 
 
 def test_hopper_decode_two_tile_cases_are_two_row_tiles():
     """hopper_decode_two_tiles_prob: the decode cases at two 64-row tiles (96-128 rows), where
-    session 15's sm90::splitKForFewTiles took KS = 2 (session 16's recorded chunks 540-554 drew
+    session 15's sm90::splitKForDecode took KS = 2 (session 16's recorded chunks 540-554 drew
     them); valid like every case."""
     cfg = GenConfig(max_m=300, max_n=300, max_k=600, hopper_plain_prob=1.0, hopper_decode_prob=1.0,
                     hopper_decode_two_tiles_prob=1.0)

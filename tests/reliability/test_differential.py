@@ -147,6 +147,9 @@ HOPPER_DECODE_PROB = float(os.environ.get("FXFUSE_DIFF_HOPPER_DECODE", "0"))
 # Of those, two row tiles (96-128 rows: session 15's split-K on two row tiles, which session 16
 # removed; 0 keeps the earlier runs' cases).
 HOPPER_DECODE_TWO_TILES_PROB = float(os.environ.get("FXFUSE_DIFF_HOPPER_DECODE_TWO_TILES", "0"))
+# The decode cases at N of 32-66 column tiles, where split-K runs since session 17 ("0" keeps the
+# earlier runs' cases; scripts/gpu-session.sh hopper sets "1").
+HOPPER_DECODE_WIDE_N = os.environ.get("FXFUSE_DIFF_HOPPER_DECODE_WIDE_N", "0") == "1"
 FORCE_KERNELS = os.environ.get("FXFUSE_DIFF_FORCE", "1") != "0"
 
 
@@ -160,6 +163,7 @@ def _log_chunk(seeds, results, fused, failures, report, seconds, op_stats) -> No
             "hopper_plain": HOPPER_PLAIN_PROB,
             "hopper_decode": HOPPER_DECODE_PROB,
             "hopper_decode_two_tiles": HOPPER_DECODE_TWO_TILES_PROB,
+            "hopper_decode_wide_n": HOPPER_DECODE_WIDE_N,
             "poison": os.environ.get("FXFUSE_POISON_OUTPUTS", "")}
     with open(DIFF_LOG, "a") as f:  # one short write per line: safe for concurrent appenders
         f.write(json.dumps(line) + "\n")
@@ -187,7 +191,8 @@ def test_differential_gpu(chunk, monkeypatch):
     before = _C.stats()
     start = SEED + 10_000_000 + chunk * GPU_CHUNK
     seeds = list(range(start, start + GPU_CHUNK))
-    cfg = gpu_config(HOPPER_SHAPE_PROB, HOPPER_PLAIN_PROB, HOPPER_DECODE_PROB, HOPPER_DECODE_TWO_TILES_PROB)
+    cfg = gpu_config(HOPPER_SHAPE_PROB, HOPPER_PLAIN_PROB, HOPPER_DECODE_PROB, HOPPER_DECODE_TWO_TILES_PROB,
+                     HOPPER_DECODE_WIDE_N)
     t0 = time.time()
     results, fused, failures, report = run_cases(seeds, "cuda", cfg, options={"only_profitable": False})
     after = _C.stats()
