@@ -35,6 +35,12 @@ std::vector<std::string> splitKCandidates(const spec::ChainSpec& spec, long long
   return out;
 }
 
+// The split-K cluster size the heuristic takes for a bare bf16 mm; 0: not the Hopper kernel.
+int ks(long long m, long long n, long long k, long long b) {
+  const KernelConfig c = chooseConfigForSize(loadSpec("bare_bf16_mm"), m, n, k, b, 90);
+  return c.variant == "sm90_wgmma" ? c.split_k : 0;
+}
+
 TEST(SplitK, CandidatesExactlyWhereTilesAreFew) {
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   const std::vector<std::string> both = {"sm90_wgmma 64x128x64 s7 t256 splitk2", "sm90_wgmma 64x128x64 s7 t256 splitk4"};
@@ -61,11 +67,6 @@ TEST(SplitK, HeuristicTakesItForOneLongRowTile) {
   // Two row tiles there (65-128 rows) take no Hopper kernel: cuBLAS + the epilogue kernel was
   // faster (Run AE; codegen unfusedPathFaster).
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
-  const spec::ChainSpec mm = loadSpec("bare_bf16_mm");
-  const auto ks = [&](long long m, long long n, long long k, long long b) {
-    const KernelConfig c = chooseConfigForSize(mm, m, n, k, b, 90);
-    return c.variant == "sm90_wgmma" ? c.split_k : 0;  // 0: not the Hopper kernel
-  };
   EXPECT_EQ(ks(64, 4096, 14336, 1), 2);
   EXPECT_EQ(ks(48, 4096, 14336, 1), 2);
   EXPECT_EQ(ks(64, 4096, 8192, 1), 2);
@@ -122,11 +123,6 @@ TEST(SplitK, HeuristicTakesItForANarrowNOverManyRows) {
   // 1024-2048 x 256 and 4096 x 128 at K = 4096, 2048 x 256 at K = 14336, faster than 64x128
   // ping-pong and than cuBLAS + the epilogue kernel).
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
-  const spec::ChainSpec mm = loadSpec("bare_bf16_mm");
-  const auto ks = [&](long long m, long long n, long long k, long long b) {
-    const KernelConfig c = chooseConfigForSize(mm, m, n, k, b, 90);
-    return c.variant == "sm90_wgmma" ? c.split_k : 0;  // 0: not the Hopper kernel
-  };
   EXPECT_EQ(ks(1024, 256, 4096, 1), 2);   // 32 tiles
   EXPECT_EQ(ks(2048, 256, 4096, 1), 2);   // 64
   EXPECT_EQ(ks(4096, 128, 4096, 1), 2);   // 64
