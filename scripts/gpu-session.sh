@@ -28,7 +28,8 @@
 #                                         applied alone (rebuilt), e.g. bench/sm90/ab/*.patch: what
 #                                         one code change costs, kernels side by side (~2 min per
 #                                         variant at two shapes); AB_TESTS=1: the Hopper GPU tests
-#                                         with each patch applied too (~75 s more per patch)
+#                                         with each patch applied too (~75 s more per patch;
+#                                         AB_TESTS_K: another pytest -k selection)
 #   scripts/gpu-session.sh decode-eager [SHAPES]  decode batches end to end with eager in the same
 #                                         run: the planner's choice (and, for the chains it leaves
 #                                         to eager, the op's unfused path), then every epilogue
@@ -146,7 +147,7 @@ case "$part" in
       timeout 40 python3 bench/sm90/clocks_under_load.py > "$LOGS/clocks_$1.txt" 2>&1
       if [ "${AB_TESTS:-0}" = 1 ] && [ "$1" != tree ]; then
         timeout 200 python3 -m pytest -q -p no:cacheprovider -m "gpu and not slow" tests -n 14 \
-          -k "hopper or autotune or residual or special_values or staged or sm90" > "$LOGS/tests_$1.txt" 2>&1
+          -k "${AB_TESTS_K:-hopper or autotune or residual or special_values or staged or sm90}" > "$LOGS/tests_$1.txt" 2>&1
         echo "tests with $1: $(tail -n 1 "$LOGS/tests_$1.txt")"
       fi
     }

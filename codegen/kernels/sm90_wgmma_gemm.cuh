@@ -669,7 +669,8 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       tile_coords(t, ts.mtc, ts.nt, GROUP, b, tm, tn);
       tm = tm * CM + (int)crank;
       // A tile wholly inside the output, with outputs and inputs in the fast path's layout
-      // (fx_epilogue2_vec_ok): the epilogue's branch-free path, and the staged input's prefetch.
+      // (fx_epilogue2_vec_ok): the branch-free path of the epilogue without staging
+      // (FX_SM90_STAGED 0; the staged one takes row-edge tiles too, below).
       const auto whole_tile = [&] {
         return (long long)(tm + 1) * BM <= p.M && (long long)(tn + 1) * BN <= p.N && fx_epilogue2_vec_ok(p);
       };
