@@ -38,6 +38,8 @@
 #                                         against eager in the forms its rule does not take yet
 #                                         (nn.Linear's f32 product, narrow N, decode sizes) beside
 #                                         the measured mm form (~3 min)
+#   scripts/gpu-session.sh narrow [SHAPES]  narrow N end to end against eager, then every autotune
+#                                         candidate (the shapes session 17's rules extrapolate, ~3 min)
 #   scripts/gpu-session.sh hopper FIRST   the Hopper kernel on every epilogue: smoke, 16
 #                                         differential chunks from FIRST (half of the cases
 #                                         Hopper-plain), end-to-end chains (~8 min)
@@ -181,6 +183,18 @@ case "$part" in
       --chains bias_gelu,bias_relu_cast,linear_gelu,linear_relu_cast,linear_resid > "$LOGS/unfused.txt" 2>&1
     grep -A80 "^ *shape" "$LOGS/unfused.txt" | head -n 80
     ;;
+  narrow)
+    # narrow N (bench/RESULTS.md Run AF): what session 17's rules extrapolate, end to end against
+    # eager (the planner's choice; for chains it leaves to eager, the op's unfused path), then every
+    # autotune candidate side by side
+    build
+    shapes=${2:-1024x1024x256,2048x4096x128,4096x4096x320,4096x4096x448,8192x4096x64,16384x4096x128,1024x4096x256,4096x4096x256}
+    OUT=$LOGS timeout 280 python3 bench/bench_chains.py --op-unfused --mkn "$shapes" \
+      --chains bias_gelu,bias_gelu_resid,silu,bias_relu_cast,linear_relu_cast > "$LOGS/narrow.txt" 2>&1
+    grep -A60 "^ *shape" "$LOGS/narrow.txt" | head -n 60
+    OUT=$LOGS/tiles timeout 150 python3 bench/sm90/compare_tiles.py --shapes "$shapes" > "$LOGS/narrow_tiles.txt" 2>&1
+    grep -A40 "^ *shape" "$LOGS/narrow_tiles.txt" | head -n 40
+    ;;
   hopper)
     build
     # worst case within the 600 s of one device call: build 60 + smoke 100 + differential 230 + bench 170
@@ -200,6 +214,6 @@ case "$part" in
     OUT=$LOGS timeout 170 python3 bench/bench_chains.py --all-epilogues --shapes 7 > "$LOGS/bench_all.txt" 2>&1
     grep -A30 "^ *shape" "$LOGS/bench_all.txt" | head -n 30
     ;;
-  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | ncu-hopper | tiles [SHAPES] | ab PATCH [SHAPES] | decode-eager [SHAPES] | unfused [SHAPES] | hopper FIRST"; exit 2 ;;
+  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | ncu-hopper | tiles [SHAPES] | ab PATCH [SHAPES] | decode-eager [SHAPES] | unfused [SHAPES] | narrow [SHAPES] | hopper FIRST"; exit 2 ;;
 esac
 tar czf "$OUTDIR/gpu-logs-$part${2:+-${2//[^A-Za-z0-9_.-]/_}}.tgz" -C "$OUTDIR" logs && rm -rf "$LOGS"
