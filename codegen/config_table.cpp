@@ -198,12 +198,14 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 // Why cuBLAS + the epilogue kernel (the op's unfused path) beats the Hopper kernel at this shape,
 // in words; "" elsewhere. Measured on the H200 (compare_tiles against the 2-D epilogue kernel, four
 // bench chains, time / cuBLAS mm alone):
-//  - Fewer than kFewestTilesTheKernelWins tiles of 64x128 (a quarter of the SMs) without split-K
-//    (bench/RESULTS.md Run AF, 2026-12-01): M x N = 256 x 64 (4 tiles) the best Hopper tile ran
-//    1.79-2.27x against 1.26-1.47x (behind in all 4 chains), 512 x 128 (8 tiles) 1.30-1.46x
-//    (split-K) against 1.25-1.47x and 128 x 1024 (16 tiles) 1.23-1.43x (split-K) against
-//    1.28-1.35x (ahead in 2 of 4 chains each), all at K = 4096: a judgment, no gain to take;
-//    17-31 tiles were not measured. 32 tiles won with split-K (sm90::splitKForFewTiles).
+//  - Fewer than kFewestTilesTheKernelWins tiles of 64x128 (under half the SMs) without split-K
+//    (bench/RESULTS.md Run AF, 2026-12-01, K = 4096): the kernel without split-K lost to the
+//    unfused path in every chain at 32 and 48 tiles (M x N = 1024 x 256: 64x128 ping-pong
+//    1.42-1.55x against 1.25-1.54x; 1536 x 256: 1.35-1.54x against 1.33-1.51x) and won in every
+//    chain at 64 (2048 x 256: 1.27-1.36x against 1.34-1.52x; 4096 x 128: 1.16-1.35x against
+//    1.30-1.55x). Fewer tiles did not win even with split-K (4 tiles, 256 x 64: the best Hopper
+//    tile 1.79-2.27x against 1.26-1.47x; 8 tiles, 512 x 128, and 16, 128 x 1024: split-K ahead in
+//    2 of 4 chains each). Split-K from 32 tiles won (sm90::splitKForFewTiles); it is checked first.
 //  - A partial 128-column tile at N < 256 (Run AF): M x N = 4096 x 192 (128 tiles, 64x128
 //    ping-pong, the best Hopper tile) ran 1.53-1.87x against 1.26-1.47x; at N = 256 the same grid
 //    ran 1.10-1.18x. The columns past N go through the epilogue's per-element edge path: in half
@@ -227,14 +229,14 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 // against 1.09-1.11x). A 64-row last tile is not refused: M = 96, 100 at N = 14336 (64x256; 32 and
 // 36 of 64 rows real) 1.03-1.18x against 1.17-1.26x, M = 176 (64x128) 1.20-1.26x against
 // 1.21-1.30x (Run AF).
-constexpr long long kFewestTilesTheKernelWins = 32;
+constexpr long long kFewestTilesTheKernelWins = 64;
 
 std::string unfusedPathFaster(const ProblemShape& s) {
   if (splitKFor(s) > 1) return {};
   const long long tiles = tiles64x128(s);
   if (tiles < kFewestTilesTheKernelWins)
-    return fmt::format("{} tiles of 64x128, under a quarter of the SMs: cuBLAS + the epilogue kernel is faster "
-                       "(Run AF)",
+    return fmt::format("{} tiles of 64x128, under half the SMs, and no split-K: cuBLAS + the epilogue kernel is "
+                       "faster (Run AF)",
                        tiles);
   if (s.N % 128 != 0 && s.N < 256)
     return "a partial 128-column tile, at least half of N's column tiles: cuBLAS + the epilogue kernel is faster "

@@ -142,10 +142,10 @@ TEST(CandidateConfigs, HopperRefusalNamesWhyTheHeuristicSaysNo) {
 }
 
 TEST(CandidateConfigs, TooFewTilesLeaveTheChainToTheUnfusedPath) {
-  // Under 32 tiles of 64x128 (a quarter of the SMs) the heuristic takes no Hopper kernel (Run AF:
-  // at 4 tiles every Hopper tile lost to cuBLAS + the epilogue kernel, at 8 and 16 split-K won 2
-  // chains of 4 and lost 2); the autotune still measures its tiles. Batches count every matrix's
-  // tiles.
+  // Under 64 tiles of 64x128 (half the SMs) without split-K the heuristic takes no Hopper kernel
+  // (Run AF: at 32 and 48 tiles 64x128 ping-pong lost to cuBLAS + the epilogue kernel in every
+  // chain, at 64 it won; under 32 split-K did not win either); the autotune still measures its
+  // tiles. Batches count every matrix's tiles.
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   const spec::ChainSpec mm = loadSpec("bare_bf16_mm");
   const auto hopper = [&](long long m, long long n, long long k, long long b) {
@@ -154,11 +154,13 @@ TEST(CandidateConfigs, TooFewTilesLeaveTheChainToTheUnfusedPath) {
   EXPECT_FALSE(hopper(256, 64, 4096, 1));     // 4 tiles
   EXPECT_FALSE(hopper(512, 128, 4096, 1));    // 8
   EXPECT_FALSE(hopper(128, 1024, 4096, 1));   // 16
-  EXPECT_FALSE(hopper(128, 1920, 4096, 1));   // 30
-  EXPECT_TRUE(hopper(128, 1928, 4096, 1));    // 32 (a partial column tile counts)
-  EXPECT_TRUE(hopper(128, 2048, 4096, 1));
-  EXPECT_FALSE(hopper(128, 1024, 4096, 1));
-  EXPECT_TRUE(hopper(128, 1024, 4096, 2));    // 32 over two matrices
+  EXPECT_FALSE(hopper(1536, 256, 4088, 1));   // 48 without split-K (K under 4096)
+  EXPECT_FALSE(hopper(128, 3968, 4096, 1));   // 62
+  EXPECT_TRUE(hopper(128, 3976, 4096, 1));    // 64 (a partial column tile counts)
+  EXPECT_TRUE(hopper(128, 4096, 4096, 1));
+  EXPECT_TRUE(hopper(1536, 256, 4096, 1));    // 48 with split-K (split_k_test.cpp)
+  EXPECT_FALSE(hopper(128, 1024, 4096, 2));   // 32 over two matrices
+  EXPECT_TRUE(hopper(128, 1024, 4096, 4));    // 64 over four
   EXPECT_FALSE(hopper(256, 64, 1024, 1));     // whatever K
   // a partial 128-column tile at N < 256: the per-element edge path in half the tiles (Run AF:
   // 4096 x 192 lost, 4096 x 256 won on the same grid)
@@ -167,7 +169,7 @@ TEST(CandidateConfigs, TooFewTilesLeaveTheChainToTheUnfusedPath) {
   EXPECT_TRUE(hopper(4096, 256, 4096, 1));
   EXPECT_TRUE(hopper(4096, 320, 4096, 1));    // three column tiles: unmeasured, as before
   EXPECT_NE(hopperRefusalForSize(mm, 4096, 192, 4096, 1, 90).find("a partial 128-column tile"), std::string::npos);
-  EXPECT_NE(hopperRefusalForSize(mm, 256, 64, 4096, 1, 90).find("4 tiles of 64x128, under a quarter of the SMs"),
+  EXPECT_NE(hopperRefusalForSize(mm, 256, 64, 4096, 1, 90).find("4 tiles of 64x128, under half the SMs, and no split-K"),
             std::string::npos);
   const std::vector<KernelConfig> c = candidateConfigsForSize(mm, 256, 64, 4096, 1, 90);
   EXPECT_TRUE(std::any_of(c.begin() + 1, c.end(), [](const KernelConfig& k) { return k.variant == "sm90_wgmma"; }));
