@@ -188,7 +188,7 @@ TEST(AllEpiloguesKnob, LiftsTheMeasuredRefusalsOnly) {
   const auto hopper = [&](const spec::ChainSpec& chain, long long m, long long n, long long k) {
     return chooseConfigForSize(chain, m, n, k, 1, 90).variant == "sm90_wgmma";
   };
-  EXPECT_EQ(hopper(mm, 256, 64, 4096), knob);      // under 32 tiles
+  EXPECT_EQ(hopper(mm, 256, 64, 4096), knob);      // 4 tiles
   EXPECT_EQ(hopper(mm, 4096, 192, 4096), knob);    // a partial column tile at N < 256
   EXPECT_EQ(hopper(mm, 144, 14336, 4096), knob);   // a last 128-row tile at most a quarter real
   EXPECT_EQ(hopper(mm, 128, 4096, 14336), knob);   // too few tiles at K >= 8192

@@ -666,10 +666,11 @@ def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
 def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     """The op's own choice where N is narrow (sm90::chooseConfig, sm90::splitKForFewTiles, codegen
     unfusedPathFaster; bench/RESULTS.md Run AF), bias+GELU(tanh): split-K at 32 and 64 tiles of
-    64x128 (K = 4096, and K = 14336, where GELU is fused only with split-K), from 1025 rows the tile that fills the SMs where 64x256's tiles do not
-    (64x128 ping-pong at 4096 x 256, 128x128 cooperative at 8192 x 256), cuBLAS + the epilogue
-    kernel under 32 tiles (256 x 64: 4) and with a partial column tile at N = 192. One launch each (and the epilogue kernel's
-    where unfused); against float64 by relative error, outputs poisoned."""
+    64x128 (K = 4096, and K = 14336, where GELU is fused only with split-K), from 1025 rows the
+    tile that fills the SMs where 64x256's tiles do not (64x128 ping-pong at 4096 x 256, 128x128
+    cooperative at 8192 x 256), cuBLAS + the epilogue kernel with too few tiles (256 x 64: 4) and
+    with a partial column tile at N = 192. One launch each (and the epilogue kernel's where
+    unfused); against float64 by relative error, outputs poisoned."""
     check_dispatch("narrow-n-dispatch", M, K, N, first)
 
 
