@@ -267,7 +267,7 @@ int splitKForFewTiles(long long M, long long N, long long K, long long batch, in
   if (tiles < kSplitKMinTiles || !doubled_fits) return 1;
   if (M >= 48 && M <= 64 && K >= kSplitKMinK) return 2;
   // A narrow N (one or two whole column tiles) over many rows at K >= 4096: 32-66 tiles of 64x128,
-  // so KS = 2 fills a quarter to all of the SMs in one round. Measured on the H200
+  // so KS = 2 fills half to all of the SMs in one round. Measured on the H200
   // (bench/RESULTS.md Run AF, 2026-12-01, compare_tiles, four bench chains, time / cuBLAS mm
   // alone): M x N = 1024 x 256 (32 tiles) KS = 2 1.15-1.31x against 64x128 ping-pong's 1.42-1.55x
   // and cuBLAS + the epilogue kernel's 1.25-1.54x; 1536 x 256 (48) 1.13-1.32x against 1.35-1.54x
@@ -279,7 +279,7 @@ int splitKForFewTiles(long long M, long long N, long long K, long long batch, in
   // narrow N differs is not established.) Fewer tiles do not win (8 tiles, 512 x 128: KS = 2
   // 1.30-1.46x against 1.25-1.47x, ahead in 2 of 4 chains; 16 tiles, 128 x 1024: 1.23-1.43x
   // against 1.28-1.35x, ahead in 2 of 4; KS = 4 slower; config_table's unfusedPathFaster refuses
-  // the Hopper kernel under 32 tiles). A partial column tile (N = 192) was not measured with
+  // the Hopper kernel under 64 tiles without split-K). A partial column tile (N = 192) was not measured with
   // split-K and is left out.
   constexpr long long kNarrowMaxN = 256;
   if (N <= kNarrowMaxN && N % 128 == 0 && K >= 4096) return 2;

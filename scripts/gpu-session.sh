@@ -40,7 +40,7 @@
 #                                         the measured mm form (~3 min)
 #   scripts/gpu-session.sh narrow [SHAPES]  narrow N end to end against eager, then every autotune
 #                                         candidate (the shapes session 17's rules extrapolate, ~3 min)
-#   scripts/gpu-session.sh hopper FIRST   the Hopper kernel on every epilogue: smoke, 16
+#   scripts/gpu-session.sh hopper FIRST   the Hopper kernel on every epilogue: smoke, 14
 #                                         differential chunks from FIRST (half of the cases
 #                                         Hopper-plain), end-to-end chains (~8 min)
 # The build persists on a warm machine; a fresh one rebuilds (~60 s) in every part.
@@ -210,7 +210,7 @@ case "$part" in
       FXFUSE_DIFF_HOPPER_DECODE_TWO_TILES=${FXFUSE_DIFF_HOPPER_DECODE_TWO_TILES:-0} \
       FXFUSE_DIFF_HOPPER_DECODE_WIDE_N=${FXFUSE_DIFF_HOPPER_DECODE_WIDE_N:-1} \
       FXFUSE_DIFF_LOG=$OUTDIR/differential.jsonl OUT=$LOGS \
-      scripts/gpu-differential.sh "$2" 16 16 220 | head -n 3
+      scripts/gpu-differential.sh "$2" 14 16 220 | head -n 3
     OUT=$LOGS timeout 170 python3 bench/bench_chains.py --all-epilogues --shapes 7 > "$LOGS/bench_all.txt" 2>&1
     grep -A30 "^ *shape" "$LOGS/bench_all.txt" | head -n 30
     ;;

@@ -355,11 +355,14 @@ class GenConfig:
     max_n: int = 24
     max_k: int = 48
     large_k_prob: float = 0.02      # K in [512, 4096]
-    # Shapes the Hopper (TMA + wgmma) kernel takes: M >= 128 (64-256 rows when their 64-row
-    # tiles fill the GPU: codegen decodeBatchFillsSms), N and K multiples of 8. Random
+    # Shapes the Hopper (TMA + wgmma) kernel can take: M >= 128 (64-256 rows when their 64-row
+    # tiles fill the GPU: codegen decodeBatchFillsSms), N and K multiples of 8 (since session 17
+    # the heuristic refuses it under 64 tiles of 64x128, so these reach it only under
+    # FXFUSE_SM90_ALL_EPILOGUES=1, the differential's sm90-all half). Random
     # sizes almost never are (under 1 % of the GPU run's cases were), so the GPU run asks for them.
     hopper_shape_prob: float = 0.0
-    # Cases the Hopper kernel itself takes: bf16/f16 operands read as they are (no prologue,
+    # Cases the Hopper kernel can take as they are (under FXFUSE_SM90_ALL_EPILOGUES=1, as above):
+    # bf16/f16 operands read as they are (no prologue,
     # contiguous; a NaN/Inf as often as in other operands), M in [128, 600], N in [128, 768]
     # and K multiples of 8 (whichever tile sm90::chooseConfig takes; whole and edge tiles),
     # mm / addmm / linear, at least one epilogue op. (Random chains otherwise reach the
@@ -369,9 +372,10 @@ class GenConfig:
     # one 48-64-row tile at K of 8192-14336 and N of 128-768, where session 14's heuristic ran the
     # split-K tile.
     hopper_decode_prob: float = 0.0
-    # ... and with N of 4096-8448 (32-66 column tiles of 128; drawn only when True): since session
+    # ... and with N of 4096-5120 (32-40 column tiles of 128; drawn only when True): since session
     # 17 split-K needs 32 tiles or more (codegen sm90::splitKForFewTiles), so the N above no
-    # longer reaches it; False reproduces the chunks recorded before.
+    # longer reaches it (few tiles, kept small: the CPU's float64 reference of a 14336 x 5120
+    # weight is already 0.6 GB); False reproduces the chunks recorded before.
     hopper_decode_wide_n: bool = False
     # Of those, two 64-row tiles instead (96-128 rows; drawn only when > 0): split-K's two row
     # tiles (session 15; since session 16 the heuristic leaves these shapes to the unfused path,
@@ -524,7 +528,7 @@ def generate(seed: int, cfg: GenConfig | None = None) -> Case:
             if cfg.hopper_decode_two_tiles_prob > 0 and rng.random() < cfg.hopper_decode_two_tiles_prob:
                 M = rng.randint(96, 128)
             if cfg.hopper_decode_wide_n:
-                N = 8 * rng.randint(512, 1056)
+                N = 8 * rng.randint(512, 640)
     dims = {"M": M, "N": N, "K": K, "B": rng.randint(1, 3), "S": rng.randint(1, 5)}
     case = Case(seed=seed, dtype=dtype, gemm=gemm, dims=dims, inputs=[], nodes=[], outputs=[])
     b = _Builder(rng, case)

@@ -106,6 +106,33 @@ def test_bmm_chain(batch, m, n, epilogue, monkeypatch):
     assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
 
 
+# A 16-bit product (`torch.mm(x, w)` on bf16 / f16 tensors: the mm value rounded to its dtype, as
+# cuBLAS writes it for the epilogue kernel, FX_ACC_LOAD over 2-byte elements), at even and odd N
+# (an odd row stride) and over batches: the layouts bench/sm90/ab/pointwise_pair_loads.patch reads
+# as 4-byte pairs or falls back from. K = 60: no Hopper kernel.
+@pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("gemm,batch,m,n", [("mm", 1, 300, 4096), ("mm", 1, 257, 519), ("bmm", 3, 70, 50),
+                                            ("bmm", 4, 300, 4097)])
+def test_sixteen_bit_product(dt, gemm, batch, m, n, monkeypatch):
+    monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")
+    t = "bf16" if dt == torch.bfloat16 else "f16"
+    a, b = ("m,k", "k,n") if gemm == "mm" else ("b,m,k", "b,k,n")
+    spec = (f"fxfuse.chain v1\ngemm {gemm}\n%0 = input 0 {t} [{a}]\n%1 = input 1 {t} [{b}]\n%2 = mm %0 %1 : {t}\n"
+            f"%3 = input 2 {t} [n]\n%4 = add %2 %3 : {t}\n%5 = gelu_tanh %4 : {t}\noutput %5\n")
+    g = torch.Generator(device="cuda").manual_seed(batch * m + n)
+    lead = (m,) if gemm == "mm" else (batch, m)
+    wlead = () if gemm == "mm" else (batch,)
+    x = torch.randn(*lead, 60, device="cuda", generator=g).to(dt)
+    w = (torch.randn(*wlead, 60, n, device="cuda", generator=g) / 8).to(dt)
+    bias = torch.randn(n, device="cuda", generator=g).to(dt)
+    (y,), before, after = _run([x, w, bias], spec)
+    assert _delta(before, after, "pointwise_launches") == 1 and _delta(before, after, "aten_dispatch") == 0
+    prod = (x.double() @ w.double()).to(dt).double()
+    ref = torch.nn.functional.gelu((prod + bias.double()).to(dt).double(), approximate="tanh")
+    assert not torch.isnan(y).any(), "an element was not written (poisoned NaN)"
+    assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
+
+
 def test_prologue_chains_and_the_switch_keep_the_aten_path(monkeypatch):
     # int8 weight at M = 256: no fast kernel, and a prologue the epilogue kernel cannot take
     q = ("fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 i8 [k,n]\n%2 = convert %1 : bf16\n"
