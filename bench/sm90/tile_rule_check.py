@@ -1,7 +1,9 @@
 """The heuristic's Hopper tile against compare_tiles' measurement: for every cell of one or more
 compare_tiles.json files, the tile sm90::chooseConfig takes for that size (asked of the built
 library, fxfuse._C.kernel_candidates_for_size, so this checks the code, not a copy of the rule),
-its time / cuBLAS mm alone, the fastest measured Hopper tile and the ratio between the two. With
+its time / cuBLAS mm alone, the fastest measured Hopper tile and the ratio between the two; where
+the heuristic refuses the Hopper kernel (a bare mm: only its shape refusals), the unfused path
+("aten") against the fastest Hopper tile. With
 --before, also the rule before bd3b40d (64x256 ping-pong from 257 rows), to show what a rule
 change gains or loses cell by cell.
 
@@ -37,13 +39,22 @@ def main():
     ap.add_argument("--before", action="store_true")
     a = ap.parse_args()
     spec = open(BARE_MM).read()
-    within = total = 0
+    within = total = refused = refused_right = 0
     for path in a.files:
         for r in json.load(open(path)):
             M, K, N = (int(v) for v in r["shape"].split("x"))
             t = {short(c): v for c, v in r["times_ms"].items() if v}
             hopper = {c: v for c, v in t.items() if c.endswith((" pp", " coop")) or " sk" in c}
             rule = heuristic_tile(spec, M, K, N)
+            if rule is None and hopper and "aten" in t:
+                # the heuristic refuses the Hopper kernel here: the unfused path against the best tile
+                best = min(hopper, key=hopper.get)
+                ratio = t["aten"] / hopper[best]
+                refused += 1
+                refused_right += ratio <= 1.02
+                print(f"{r['shape']:>16} {r['chain']:>16}  refused: aten {t['aten'] / r['mm']:.3f}  "
+                      f"best {best:>12} {hopper[best] / r['mm']:.3f}  aten/best {ratio:.3f}")
+                continue
             if not hopper or rule not in t:
                 print(f"{r['shape']:>16} {r['chain']:>16}  heuristic tile {rule} not measured")
                 continue
@@ -59,6 +70,9 @@ def main():
                 line += f"  aten {t['aten'] / r['mm']:.3f}"
             print(line)
     print(f"the heuristic's tile is the fastest Hopper tile or within 2 % in {within} of {total} cells")
+    if refused:
+        print(f"where it refuses the Hopper kernel, the unfused path is faster than the best Hopper tile or "
+              f"within 2 % in {refused_right} of {refused} cells")
 
 
 if __name__ == "__main__":
