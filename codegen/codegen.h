@@ -152,6 +152,9 @@ std::vector<KernelConfig> candidateConfigsForSize(const spec::ChainSpec& spec, l
 // fast fused kernel whose operands need no prologue (pointwiseApplies).
 KernelConfig pointwiseConfig();
 bool pointwiseApplies(const spec::ChainSpec& spec);
+// Whether an environment switch is on: set to anything but "" or "0". The runtime's switches
+// (FXFUSE_FORCE_KERNEL, FXFUSE_STRICT, ...) and pointwiseEnabled read theirs through it.
+bool envFlag(const char* name);
 // Whether that path is switched on: FXFUSE_NO_POINTWISE unset, empty or "0" (read on every call:
 // tests switch it). The runtime and the pass's profitability rule both ask here, so a chain the
 // pass keeps for the path is never run by the ATen evaluator instead.

@@ -615,10 +615,12 @@ bool pointwiseApplies(const spec::ChainSpec& spec) {
          spec.values[mm.operands[1]].kind == spec::ValueKind::Input && spec.numInputSlots() < 16;
 }
 
-bool pointwiseEnabled() {
-  const char* v = std::getenv("FXFUSE_NO_POINTWISE");
-  return !(v && *v && std::string(v) != "0");
+bool envFlag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::string(v) != "0";
 }
+
+bool pointwiseEnabled() { return !envFlag("FXFUSE_NO_POINTWISE"); }
 
 std::string describeConfig(const KernelConfig& c) {
   std::string s = fmt::format("{} {}x{}x{} s{} t{}", c.variant, c.bm, c.bn, c.bk, c.stages, c.threads);

@@ -246,7 +246,7 @@ GemmConfig splitKConfig(int ks) {
 
 int splitKForFewTiles(long long M, long long N, long long K, long long batch, int num_sms) {
   if (batch != 1) return 1;  // batches: unmeasured
-  const long long tiles = (M + 63) / 64 * ((N + 127) / 128);
+  const long long tiles = tileCount(M, N, batch, splitKConfig(2));  // of 64x128
   const bool doubled_fits = 2 * tiles <= num_sms;
   // One matrix of one 64-row tile (48-64 rows: at least three quarters of the MMA rows real)
   // whose 64x128 tiles, doubled, still fit in one round of the SMs, with at least kSplitKMinK of K.

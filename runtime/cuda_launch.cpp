@@ -51,10 +51,7 @@
 namespace fxfuse::runtime {
 namespace {
 
-bool envFlag(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v && std::string(v) != "0";
-}
+using codegen::envFlag;
 
 // ---- torch's current CUDA stream, without CUDA headers ------------------------------------
 // c10::Stream::id() is not the cudaStream_t (pool streams are encoded indices), so ask the

@@ -25,6 +25,13 @@ using test::biasGeluTanh;
 using test::hopperBuiltIn;
 using test::loadSpec;
 
+// Whether the heuristic runs the Hopper kernel for this chain and size on sm_90 (the bare bf16 mm
+// when no chain is named).
+bool hopper(const spec::ChainSpec& chain, long long m, long long n, long long k, long long b = 1) {
+  return chooseConfigForSize(chain, m, n, k, b, 90).variant == "sm90_wgmma";
+}
+bool hopper(long long m, long long n, long long k, long long b) { return hopper(loadSpec("bare_bf16_mm"), m, n, k, b); }
+
 TEST(CandidateConfigs, HeuristicFirstThenEveryHopperTile) {
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   const spec::ChainSpec gelu = loadSpec("bf16_linear3d_bias_gelu");
@@ -148,9 +155,6 @@ TEST(CandidateConfigs, TooFewTilesLeaveTheChainToTheUnfusedPath) {
   // tiles. Batches count every matrix's tiles.
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   const spec::ChainSpec mm = loadSpec("bare_bf16_mm");
-  const auto hopper = [&](long long m, long long n, long long k, long long b) {
-    return chooseConfigForSize(mm, m, n, k, b, 90).variant == "sm90_wgmma";
-  };
   EXPECT_FALSE(hopper(256, 64, 4096, 1));     // 4 tiles
   EXPECT_FALSE(hopper(512, 128, 4096, 1));    // 8
   EXPECT_FALSE(hopper(128, 1024, 4096, 1));   // 16
@@ -185,9 +189,6 @@ TEST(AllEpiloguesKnob, LiftsTheMeasuredRefusalsOnly) {
   const char* v = std::getenv("FXFUSE_SM90_ALL_EPILOGUES");
   const bool knob = v && std::string(v) == "1";
   const spec::ChainSpec mm = loadSpec("bare_bf16_mm"), gelu = biasGeluTanh();
-  const auto hopper = [&](const spec::ChainSpec& chain, long long m, long long n, long long k) {
-    return chooseConfigForSize(chain, m, n, k, 1, 90).variant == "sm90_wgmma";
-  };
   EXPECT_EQ(hopper(mm, 256, 64, 4096), knob);      // 4 tiles
   EXPECT_EQ(hopper(mm, 4096, 192, 4096), knob);    // a partial column tile at N < 256
   EXPECT_EQ(hopper(mm, 144, 14336, 4096), knob);   // a last 128-row tile at most a quarter real
@@ -237,9 +238,6 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   }
   // not refused outside what was measured: K below 4096, a last tile over a quarter real (33-95
   // rows unmeasured, 96 won), a batch, and over 256 rows (the 257-1024 tile rule, Run AC)
-  const auto hopper = [&](long long m, long long n, long long k, long long b) {
-    return chooseConfigForSize(mm, m, n, k, b, 90).variant == "sm90_wgmma";
-  };
   EXPECT_TRUE(hopper(144, 14336, 4088, 1));
   EXPECT_TRUE(hopper(161, 14336, 4096, 1));
   EXPECT_TRUE(hopper(200, 14336, 4096, 1));
