@@ -208,10 +208,12 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 //    2 of 4 chains each). Split-K from 32 tiles won (sm90::splitKForFewTiles); it is checked first.
 //  - A partial 128-column tile at N < 256 (Run AF): M x N = 4096 x 192 (128 tiles, 64x128
 //    ping-pong, the best Hopper tile) ran 1.53-1.87x against 1.26-1.47x; at N = 256 the same grid
-//    ran 1.10-1.18x. The columns past N go through the epilogue's per-element edge path: in half
-//    the tiles at 128 < N < 256, in every tile below 128 (N = 8-120, e.g. an attention bmm's head
-//    dimension of 64: not measured, refused as the larger share of edge tiles suggests; batches
-//    too).
+//    ran 1.10-1.18x. Since the staged epilogue takes the column edge too (Run AG, 2026-12-01) it
+//    ran 1.35-1.48x against 1.23-1.48x: still behind in every chain (the residual by 0.3 %).
+//    Below 128 columns (every tile at the edge) one shape was measured since then (Run AG): M x N =
+//    8192 x 64, one matrix, 128 tiles: 64x128 ping-pong 1.20-1.27x against 1.22-1.43x, ahead in
+//    every chain; it is taken there, from kEdgeColumnsMinTiles tiles of one matrix. Fewer tiles and
+//    batches (an attention bmm's head dimension of 64) were not measured and are refused.
 //  - At K >= 8192, 64x128 tiles too few to fill the SMs (under kSplitKMaxTiles) without split-K
 //    (Run AE): at M = 100 and 128, K = 14336, N = 4096 (64 tiles) split-K ran 1.16-1.23x and the
 //    64x128 tile 1.20-1.26x, the unfused path 1.08-1.16x. One round of 64x128 tiles along the long
@@ -229,7 +231,7 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 // against 1.09-1.11x). A 64-row last tile is not refused: M = 96, 100 at N = 14336 (64x256; 32 and
 // 36 of 64 rows real) 1.03-1.18x against 1.17-1.26x, M = 176 (64x128) 1.20-1.26x against
 // 1.21-1.30x (Run AF).
-constexpr long long kFewestTilesTheKernelWins = 64;
+constexpr long long kFewestTilesTheKernelWins = 64, kEdgeColumnsMinTiles = 128;
 
 std::string unfusedPathFaster(const ProblemShape& s) {
   if (splitKFor(s) > 1) return {};
@@ -238,9 +240,10 @@ std::string unfusedPathFaster(const ProblemShape& s) {
     return fmt::format("{} tiles of 64x128, under half the SMs, and no split-K: cuBLAS + the epilogue kernel is "
                        "faster (Run AF)",
                        tiles);
-  if (s.N % 128 != 0 && s.N < 256)
+  const bool measured_below_128_columns = s.N < 128 && s.B == 1 && tiles >= kEdgeColumnsMinTiles;
+  if (s.N % 128 != 0 && s.N < 256 && !measured_below_128_columns)
     return "a partial 128-column tile, at least half of N's column tiles: cuBLAS + the epilogue kernel is faster "
-           "(Run AF)";
+           "(Runs AF, AG)";
   if (s.B != 1) return {};
   if (s.K >= 8192 && tiles < kSplitKMaxTiles)
     return fmt::format("{} tiles of 64x128, too few to fill the SMs at K >= 8192: cuBLAS + the epilogue kernel is "

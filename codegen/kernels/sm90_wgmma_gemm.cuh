@@ -675,11 +675,13 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         return (long long)(tm + 1) * BM <= p.M && (long long)(tn + 1) * BN <= p.N && fx_epilogue2_vec_ok(p);
       };
 #if FX_SM90_STAGED
-      // The staged path also takes a tile whose columns are inside the output and whose last
-      // rows are not (the M edge: a decode batch of 100 rows has one in every column of tiles):
-      // rows past M read row M - 1's inputs and are not stored. Only a column edge takes the
-      // per-element path.
-      const auto whole_cols = [&] { return (long long)(tn + 1) * BN <= p.N && fx_epilogue2_vec_ok(p); };
+      // The staged path also takes the tiles at the output's edges: rows past M (the M edge: a
+      // decode batch of 100 rows has one in every column of tiles) read row M - 1's inputs and
+      // are not stored; columns past N (N = 192 with 128-column tiles: half the tiles) read the
+      // last columns' inputs and are not stored, in 8-column blocks (N % 8 == 0, as the Hopper
+      // rule requires; otherwise a column edge takes the per-element path).
+      const bool col_edge = (long long)(tn + 1) * BN > p.N;
+      const auto staged = [&] { return fx_epilogue2_vec_ok(p) && (!col_edge || p.N % 8 == 0); };
       const long long last_row = p.M - 1;
 #endif
       // Ping-pong order: a stage's full barrier tells its phases apart only by parity, so a
@@ -691,13 +693,13 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       // block) goes straight into the warp's staging buffer (free again since the last tile's
       // epilogue) before the mainloop, so its latency hides under the MMAs; cp.async holds no
       // registers across the mainloop (a register prefetch made ptxas spill 8-16 bytes).
-      if (whole_cols() && (KS == 1 || ts_rank == 0)) {  // split-K: only the leader runs the epilogue
+      if (staged() && (KS == 1 || ts_rank == 0)) {  // split-K: only the leader runs the epilogue
         const u32 lds = staging() + (u32)((lane / 8) * FX_STAGE_PITCH + (lane % 8) * 16);
 #pragma unroll
         for (int it = 0; it < 4; ++it)
           cp_async_16(lds + it * 4 * FX_STAGE_PITCH,
                       fx_staged_in(p, b, min((long long)tm * BM + row0 + warp * 16 + lane / 8 + 4 * it, last_row),
-                                   (long long)tn * BN + (lane % 8) * 8));
+                                   min((long long)tn * BN + (lane % 8) * 8, p.N - 8)));
       }
 #endif
       if (FX_PINGPONG && j > 0) mbar_wait(order_wait, (u32)(((j - 1) / 2) & 1));
@@ -788,7 +790,11 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       // sub-tile, so 2 rows).
       const long long row = (long long)tm * BM + row0 + warp * 16 + lane / 4;
 #if FX_SM90_STAGED
-      if (whole_cols()) {
+      // The staged epilogue; at the column edge (edge = true) its column indices are clamped to
+      // the last ones inside the output (one copy of the code, the clamps computed in every tile:
+      // no time measured at whole-tile shapes, bench/RESULTS.md Run AG; two inlined copies, with
+      // and without the clamps, cost 1.4-1.7x the SASS).
+      const auto staged_epilogue = [&](const bool edge) {
         // Per 16 x 64 block of the warp's rows: the fragment's packed pairs go to shared memory
         // (lane: rows lane/4 and +8, 4 bytes of each 16-byte column block), then each lane reads
         // 16 bytes (row 4*it + lane/8, column block lane%8) and stores them.
@@ -821,11 +827,13 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
           // the input's 16 bytes of rows row_l + 4*it, block ch: the first block of sub-tile 0 is
           // in the buffer already (cp.async before the mainloop), the others are loaded one
           // block ahead into registers
+          // at a column edge: the lane's input blocks clamped to the last one (col_in + in_span)
+          const long long col_in = edge ? min(col_l, p.N - 8) : col_l, in_span = p.N - 8 - col_in;
           const char* gi[4];
           uint4 in_next[4];
 #pragma unroll
           for (int it = 0; it < 4; ++it) {
-            gi[it] = fx_staged_in(p, b, min(row_l + 4 * it, last_row), col_l);
+            gi[it] = fx_staged_in(p, b, min(row_l + 4 * it, last_row), col_in);
             if (sub > 0) in_next[it] = __ldg(reinterpret_cast<const uint4*>(gi[it]));
           }
 #endif
@@ -841,27 +849,36 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
             bar_sync_warp(bar);
             if (ch + 1 < BN / 64) {
 #pragma unroll
-              for (int it = 0; it < 4; ++it) in_next[it] = __ldg(reinterpret_cast<const uint4*>(gi[it] + (ch + 1) * 128));
+              for (int it = 0; it < 4; ++it)
+                in_next[it] = __ldg(reinterpret_cast<const uint4*>(
+                    gi[it] + 2 * (edge ? min((long long)(ch + 1) * 64, in_span) : (long long)(ch + 1) * 64)));
             }
 #endif
 #pragma unroll
             for (int j8 = 0; j8 < 8; ++j8) {
               const int jn = ch * 8 + j8;
+              // past N: the last column pair's inputs (the values are not stored)
+              const long long n = edge ? min(col + jn * 8, p.N - 2) : col + jn * 8;
               FxCol c0, c1;
-              fx_epilogue_cols(p, b, col + jn * 8, c0, c1);
+              fx_epilogue_cols(p, b, n, c0, c1);
               const u32 a_lo = sts + j8 * 16, a_hi = a_lo + 8 * FX_STAGE_PITCH;
-              st_shared_u32(a_lo, pack(row_lo, col + jn * 8, d[sub][4 * jn + 0], d[sub][4 * jn + 1], c0, c1, a_lo));
-              st_shared_u32(a_hi, pack(row_hi, col + jn * 8, d[sub][4 * jn + 2], d[sub][4 * jn + 3], c0, c1, a_hi));
+              st_shared_u32(a_lo, pack(row_lo, n, d[sub][4 * jn + 0], d[sub][4 * jn + 1], c0, c1, a_lo));
+              st_shared_u32(a_hi, pack(row_hi, n, d[sub][4 * jn + 2], d[sub][4 * jn + 3], c0, c1, a_hi));
             }
             bar_sync_warp(bar);
+            const bool store_col = !edge || col_l + ch * 64 < p.N;  // the lane's 8 columns, all in or all out
 #pragma unroll
             for (int it = 0; it < 4; ++it) {
               const uint4 v = ld_shared_v4(lds + it * 4 * FX_STAGE_PITCH);
-              if (store_row[it]) *reinterpret_cast<uint4*>(g + it * row_step4 + ch * 128) = v;  // aligned: fx_epilogue2_vec_ok
+              if (store_row[it] && store_col)
+                *reinterpret_cast<uint4*>(g + it * row_step4 + ch * 128) = v;  // aligned: fx_epilogue2_vec_ok
             }
             bar_sync_warp(bar);  // the block is read before the next one overwrites it
           }
         }
+      };
+      if (staged()) {
+        staged_epilogue(col_edge);
       } else
 #else
       if (whole_tile()) {

@@ -166,10 +166,14 @@ TEST(CandidateConfigs, TooFewTilesLeaveTheChainToTheUnfusedPath) {
   EXPECT_FALSE(hopper(128, 1024, 4096, 2));   // 32 over two matrices
   EXPECT_TRUE(hopper(128, 1024, 4096, 4));    // 64 over four
   EXPECT_FALSE(hopper(256, 64, 1024, 1));     // whatever K
-  // a partial 128-column tile at N < 256: the per-element edge path in half the tiles (Run AF:
-  // 4096 x 192 lost, 4096 x 256 won on the same grid)
+  // a partial 128-column tile at N < 256 (Runs AF, AG: 4096 x 192 lost, also with the staged
+  // column edge; 4096 x 256 won on the same grid); below 128 columns only 8192 x 64 was measured
+  // (128 tiles, one matrix: won, Run AG)
   EXPECT_FALSE(hopper(4096, 192, 4096, 1));
-  EXPECT_FALSE(hopper(8192, 64, 4096, 1));
+  EXPECT_TRUE(hopper(8192, 64, 4096, 1));
+  EXPECT_TRUE(hopper(8192, 120, 4096, 1));
+  EXPECT_FALSE(hopper(8128, 64, 4096, 1));    // 127 tiles
+  EXPECT_FALSE(hopper(4096, 64, 4096, 2));    // 128 tiles over two matrices: batches unmeasured
   EXPECT_TRUE(hopper(4096, 256, 4096, 1));
   EXPECT_TRUE(hopper(4096, 320, 4096, 1));    // three column tiles: unmeasured, as before
   EXPECT_NE(hopperRefusalForSize(mm, 4096, 192, 4096, 1, 90).find("a partial 128-column tile"), std::string::npos);
