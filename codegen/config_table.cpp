@@ -51,7 +51,10 @@ struct VariantRow {
 // The multiprocessors the Hopper tile choice plans for (H100/H200 SXM).
 constexpr int kHopperSms = 132;
 
-long long tiles64x128(const ProblemShape& s) { return (s.M + 63) / 64 * ((s.N + 127) / 128) * s.B; }
+long long tilesOf(const ProblemShape& s, long long bm, long long bn) {
+  return (s.M + bm - 1) / bm * ((s.N + bn - 1) / bn) * s.B;
+}
+long long tiles64x128(const ProblemShape& s) { return tilesOf(s, 64, 128); }
 
 // Whether at least three quarters of the rows of M's bm-row tiles are real rows.
 bool rowsMostlyReal(long long M, int bm) { return 4 * M >= 3LL * bm * ((M + bm - 1) / bm); }
@@ -206,10 +209,19 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 //    1.30-1.55x). Fewer tiles did not win even with split-K (4 tiles, 256 x 64: the best Hopper
 //    tile 1.79-2.27x against 1.26-1.47x; 8 tiles, 512 x 128, and 16, 128 x 1024: split-K ahead in
 //    2 of 4 chains each). Split-K from 32 tiles won (sm90::splitKForFewTiles); it is checked first.
-//  - A partial 128-column tile at N < 256 (Run AF): M x N = 4096 x 192 (128 tiles, 64x128
+//    At K <= 1024, where the unfused path's separate epilogue weighs more against the GEMM, the
+//    kernel won at 32 tiles (Run AG, 2026-12-01: 1024 x 256, K = 1024, 64x128 ping-pong 1.13-1.43x
+//    against 1.32-1.73x, ahead in every chain): there the minimum is kFewestTilesShortK (fewer
+//    tiles at K <= 1024 were not measured).
+//  - A partial 128-column tile at N < kPartialColumnTileMaxN (a third of the column tiles or more,
+//    Runs AF, AG): M x N = 4096 x 192 (128 tiles, 64x128
 //    ping-pong, the best Hopper tile) ran 1.53-1.87x against 1.26-1.47x; at N = 256 the same grid
 //    ran 1.10-1.18x. Since the staged epilogue takes the column edge too (Run AG, 2026-12-01) it
 //    ran 1.35-1.48x against 1.23-1.48x: still behind in every chain (the residual by 0.3 %).
+//    4096 x 320 (128x128 cooperative, 96 tiles, a half-empty third column tile): 1.33-1.46x
+//    against 1.24-1.43x, behind in every chain (end to end 0.85-0.94x eager with GELU and SiLU).
+//    4096 x 448 (a fourth of the column tiles partial) is taken: 1.25-1.35x against 1.25-1.39x,
+//    ahead in 2 of 4 chains, each way by at most 3 %.
 //    Below 128 columns (every tile at the edge) one shape was measured since then (Run AG): M x N =
 //    8192 x 64, one matrix, 128 tiles: 64x128 ping-pong 1.20-1.27x against 1.22-1.43x, ahead in
 //    every chain; it is taken there, from kEdgeColumnsMinTiles tiles of one matrix. Fewer tiles and
@@ -219,6 +231,16 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 //    64x128 tile 1.20-1.26x, the unfused path 1.08-1.16x. One round of 64x128 tiles along the long
 //    K sets the kernel's time whatever the count under 100; other M and N with so few tiles (a
 //    narrow N over many rows, three row tiles) follow that measurement unmeasured.
+//  - From 1025 rows, the heuristic's tile in two or more rounds filling at most three quarters of
+//    their slots (tiles over rounds x SMs: a last round at most half full; one matrix) (Run AG,
+//    2026-12-01): M x N = 4096 x 1152 (128x128 ping-pong, 288 tiles in three rounds) 1.40-1.52x
+//    against 1.23-1.40x, also at K = 4304 (1.50-1.60x against 1.21-1.38x); 4096 x 768 (64x256, 192
+//    tiles in two) 1.30-1.46x against 1.24-1.40x: behind in every chain. At 85 % and more the
+//    kernel won (4096 x 1408: 352 tiles in three rounds, 1.08-1.18x against 1.22-1.35x). One round
+//    three quarters full is not refused: 3072 x 256 and 6144 x 256 (96 tiles) won in every chain
+//    (Run AF: 1.06-1.20x against 1.22-1.45x); 4096 x 320 (96 tiles) lost, but to its partial
+//    column tile (above). Up to 1024 rows the tile rule chooses by slot area and was
+//    measured against the unfused path there (Runs AC, AD); batches were not measured.
 //  - A 128-row last tile at most a quarter real: M = 144 and 160 at K = 4096, N = 14336 (128x256
 //    with 16 and 32 real rows in its last tile) ran 1.27-1.39x against 1.19-1.29x. Session 15
 //    found the same cost at equal grids (128x128 at M = 144: 2.02x mm; at 256: 1.11x,
@@ -231,26 +253,35 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 // against 1.09-1.11x). A 64-row last tile is not refused: M = 96, 100 at N = 14336 (64x256; 32 and
 // 36 of 64 rows real) 1.03-1.18x against 1.17-1.26x, M = 176 (64x128) 1.20-1.26x against
 // 1.21-1.30x (Run AF).
-constexpr long long kFewestTilesTheKernelWins = 64, kEdgeColumnsMinTiles = 128;
+constexpr long long kFewestTilesTheKernelWins = 64, kFewestTilesShortK = 32, kEdgeColumnsMinTiles = 128,
+                    kPartialColumnTileMaxN = 384;
 
 std::string unfusedPathFaster(const ProblemShape& s) {
   if (splitKFor(s) > 1) return {};
   const long long tiles = tiles64x128(s);
-  if (tiles < kFewestTilesTheKernelWins)
+  if (tiles < (s.K <= 1024 ? kFewestTilesShortK : kFewestTilesTheKernelWins))
     return fmt::format("{} tiles of 64x128, under half the SMs, and no split-K: cuBLAS + the epilogue kernel is "
                        "faster (Run AF)",
                        tiles);
   const bool measured_below_128_columns = s.N < 128 && s.B == 1 && tiles >= kEdgeColumnsMinTiles;
-  if (s.N % 128 != 0 && s.N < 256 && !measured_below_128_columns)
-    return "a partial 128-column tile, at least half of N's column tiles: cuBLAS + the epilogue kernel is faster "
+  if (s.N % 128 != 0 && s.N < kPartialColumnTileMaxN && !measured_below_128_columns)
+    return "a partial 128-column tile, at least a third of N's column tiles: cuBLAS + the epilogue kernel is faster "
            "(Runs AF, AG)";
   if (s.B != 1) return {};
   if (s.K >= 8192 && tiles < kSplitKMaxTiles)
     return fmt::format("{} tiles of 64x128, too few to fill the SMs at K >= 8192: cuBLAS + the epilogue kernel is "
                        "faster (Run AE)",
                        tiles);
-  if (s.M > 256) return {};
   const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
+  if (s.M > 1024) {
+    const long long tiles_g = tilesOf(s, g.bm, g.bn), rounds = (tiles_g + kHopperSms - 1) / kHopperSms;
+    if (rounds > 1 && 4 * tiles_g <= 3 * rounds * kHopperSms)
+      return fmt::format("{} tiles of {}x{} fill {} % of {} round(s) of {} SMs: cuBLAS + the epilogue kernel is "
+                         "faster (Run AG)",
+                         tiles_g, g.bm, g.bn, 100 * tiles_g / (rounds * kHopperSms), rounds, kHopperSms);
+    return {};
+  }
+  if (s.M > 256) return {};
   if (g.bm == 128 && s.K >= 4096 && lastRowTileAtMostAQuarterReal(s.M, g.bm))
     return fmt::format("the last 128-row tile holds {} real rows: cuBLAS + the epilogue kernel is faster (Run AE)",
                        s.M % g.bm);

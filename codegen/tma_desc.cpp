@@ -231,6 +231,23 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   const GemmConfig pingpong64x256 = tileConfig(64, 256, 5, true);
   if (M * batch <= 1024 || tileCount(M, N, batch, pingpong64x256) < num_sms)
     return tileFillingTheSms(M, N, batch, std::max(1, num_sms));
+  // A partial 256-column tile (N not a multiple of 256): 64x256 ping-pong was slower than the
+  // best 128-row tile at every such shape measured, by 6-65 %; there the 128-row tile whose slots
+  // cover the fewest outputs, 128x256 cooperative on ties. Measured on the H200 (bench/RESULTS.md
+  // Run AG, 2026-12-01, compare_tiles after the staged column edge, four bench chains, time /
+  // cuBLAS mm alone, M x N at K = 4096 unless given): 4096 x 4160 and 4096 x 4224 128x128
+  // ping-pong 1.11-1.22x against 64x256's 1.18-1.52x; 4096 x 1408 1.08-1.18x against 1.27-1.36x;
+  // 4096 x 4304 (K = 1152) 1.20-1.47x against 1.46-1.66x; 4096 x 2944 128x256 cooperative
+  // 1.03-1.12x against 1.14-1.21x; 4096 x 896 and 8192 x 896 (K = 4864) 1.03-1.12x against
+  // 1.60-1.73x. Whole 256-column tiles keep 64x256 (4096 x 4096 and issue 6's shapes; 8192 x 768
+  // (K = 3072) 1.04-1.17x, the fastest there; 4096 x 768 and 4096 x 1024 behind 128x256 by 1-7 %). Why
+  // 64x256 ping-pong loses so much more at a partial column tile than its slots suggest is not
+  // known.
+  if (N % pingpong64x256.bn != 0) {
+    const bool one_round = tileCount(M, N, batch, tileConfig(128, 128, 6, false)) <= num_sms;
+    return leastSlotArea({tileConfig(128, 256, 4, false), tileConfig(128, 128, 6, !one_round)}, M, N, batch,
+                         std::max(1, num_sms));
+  }
   return pingpong64x256;
 }
 

@@ -175,7 +175,8 @@ TEST(CandidateConfigs, TooFewTilesLeaveTheChainToTheUnfusedPath) {
   EXPECT_FALSE(hopper(8128, 64, 4096, 1));    // 127 tiles
   EXPECT_FALSE(hopper(4096, 64, 4096, 2));    // 128 tiles over two matrices: batches unmeasured
   EXPECT_TRUE(hopper(4096, 256, 4096, 1));
-  EXPECT_TRUE(hopper(4096, 320, 4096, 1));    // three column tiles: unmeasured, as before
+  EXPECT_FALSE(hopper(4096, 320, 4096, 1));   // a third of the column tiles partial (Run AG: lost)
+  EXPECT_TRUE(hopper(4096, 448, 4096, 1));    // a fourth (Run AG: even)
   EXPECT_NE(hopperRefusalForSize(mm, 4096, 192, 4096, 1, 90).find("a partial 128-column tile"), std::string::npos);
   EXPECT_NE(hopperRefusalForSize(mm, 256, 64, 4096, 1, 90).find("4 tiles of 64x128, under half the SMs, and no split-K"),
             std::string::npos);
@@ -218,7 +219,11 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
            std::to_string(c.stages);
   };
   EXPECT_EQ(tile(4096, 4096, 1), "64x256 pp s5");
-  EXPECT_EQ(tile(1025, 4096, 1), "64x256 pp s5");
+  EXPECT_EQ(tile(1536, 4096, 1), "64x256 pp s5");
+  // from 1025 rows the tile rule of whole 256-column tiles; the heuristic then refuses 1025 x 4096,
+  // whose 272 tiles fill 69 % of three rounds (PartialColumnTilesAndTailRounds)
+  EXPECT_EQ(sm90::chooseConfig(1025, 4096, 4096, 1, 132).bn, 256);
+  EXPECT_FALSE(hopper(1025, 4096, 4096, 1));
   // up to 256 rows: no 128x128 tile
   EXPECT_EQ(tile(256, 4096, 1), "64x128 pp s8");      // 128 tiles, one round
   EXPECT_EQ(tile(64, 14336, 1), "64x128 pp s8");
@@ -285,6 +290,44 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   EXPECT_EQ(tile(192, 4096, 2), "64x256 pp s5");      // 384 rows, but each matrix's last 128-row tile half empty
   EXPECT_EQ(tile(128, 4096, 8), "128x256 coop s4");   // 1024
   EXPECT_EQ(tile(128, 4096, 9), "64x256 pp s5");      // 1152
+}
+
+TEST(CandidateConfigs, PartialColumnTilesAndTailRounds) {
+  // From 1025 rows (bench/RESULTS.md Run AG, 2026-12-01): a partial 256-column tile takes the
+  // 128-row tile of least slot area, 128x256 cooperative on ties (64x256 ping-pong lost by 6-65 %
+  // there); the heuristic leaves to the unfused path a tile in two or more rounds filling at most
+  // three quarters of their slots. At K <= 1024, 32 tiles of 64x128 suffice.
+  if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
+  const spec::ChainSpec mm = loadSpec("bare_bf16_mm");
+  auto tile = [](long long m, long long n) {
+    const sm90::GemmConfig g = sm90::chooseConfig(m, n, 4096, 1, 132);
+    return std::to_string(g.bm) + "x" + std::to_string(g.bn) + (g.pingpong ? " pp" : " coop");
+  };
+  EXPECT_EQ(tile(4096, 4160), "128x128 pp");    // 1056 tiles, 8 rounds; 64x256 1088 in 9
+  EXPECT_EQ(tile(4096, 4224), "128x128 pp");
+  EXPECT_EQ(tile(4096, 1408), "128x128 pp");    // 3 rounds; 128x256 2 rounds of twice the area
+  EXPECT_EQ(tile(4096, 2944), "128x256 coop");  // ties with 128x128 (6 rounds): the wider
+  EXPECT_EQ(tile(4096, 896), "128x256 coop");   // 128 tiles in one round
+  EXPECT_EQ(tile(8192, 896), "128x256 coop");
+  EXPECT_EQ(tile(4096, 4096), "64x256 pp");     // whole 256-column tiles: unchanged
+  EXPECT_EQ(tile(8192, 768), "64x256 pp");
+  EXPECT_EQ(tile(4096, 4864), "64x256 pp");
+  EXPECT_TRUE(hopper(4096, 4160, 4096, 1));
+  EXPECT_TRUE(hopper(4096, 1408, 4096, 1));     // 352 tiles: 89 % of three rounds
+  EXPECT_TRUE(hopper(4096, 896, 4096, 1));      // one round
+  EXPECT_FALSE(hopper(4096, 1152, 4096, 1));    // 288 tiles of 128x128: 72 % of three rounds
+  EXPECT_FALSE(hopper(4096, 1152, 4304, 1));
+  EXPECT_FALSE(hopper(4096, 768, 4096, 1));     // 192 tiles of 64x256: 72 % of two
+  EXPECT_NE(hopperRefusalForSize(mm, 4096, 1152, 4096, 1, 90).find("288 tiles of 128x128 fill 72 % of 3 round(s)"),
+            std::string::npos);
+  EXPECT_TRUE(hopper(3072, 256, 4096, 1));      // one round, 96 tiles: won (Run AF)
+  EXPECT_TRUE(hopper(6144, 256, 4096, 1));
+  EXPECT_TRUE(hopper(2048, 768, 4096, 2));      // batches: unmeasured, taken as before
+  EXPECT_TRUE(hopper(1024, 768, 4096, 1));      // up to 1024 rows: the tile rule of Runs AC/AD
+  // few tiles at a short K
+  EXPECT_TRUE(hopper(1024, 256, 1024, 1));      // 32 tiles at K = 1024: won (Run AG)
+  EXPECT_FALSE(hopper(960, 256, 1024, 1));      // 30
+  EXPECT_FALSE(hopper(1024, 256, 1088, 1));     // 32 at K over 1024 (under 4096: no split-K)
 }
 
 TEST(CandidateConfigs, NoHopperTilesWhereTheKernelDoesNotApply) {

@@ -132,7 +132,8 @@ TEST(SplitK, HeuristicTakesItForANarrowNOverManyRows) {
   EXPECT_EQ(ks(2048, 256, 8192, 1), 2);
   EXPECT_EQ(ks(2048, 256, 14336, 1), 2);  // measured too (two row tiles of N = 4096 there: no split-K)
   EXPECT_EQ(ks(2048, 256, 4088, 1), 1);   // K under 4096: not measured, the 64x128 tile
-  EXPECT_EQ(ks(2048, 264, 4096, 1), 1);   // N over 256 (three column tiles): not measured
+  EXPECT_EQ(ks(2048, 384, 4096, 1), 1);   // N over 256 (three column tiles): not measured
+  EXPECT_EQ(ks(2048, 264, 4096, 1), 0);   // a partial third column tile: no Hopper kernel (Run AG)
   EXPECT_EQ(ks(2048, 192, 4096, 1), 0);   // a partial column tile: no split-K, and no Hopper kernel (Run AF)
   EXPECT_EQ(ks(960, 256, 4096, 1), 0);    // 30 tiles: too few for any Hopper kernel (Run AF)
   EXPECT_EQ(ks(1024, 256, 4096, 2), 1);   // a batch: unmeasured

@@ -662,6 +662,15 @@ def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     (256, 4096, 64, None),
     (4096, 4096, 192, None),
     (2048, 14336, 256, "sm90_wgmma 64x128x64 s7 t256 splitk2"),
+    # Run AG: N < 128 from 128 tiles (every tile at the column edge, staged); a partial third
+    # column tile refused; 32 tiles at K = 1024; a partial 256-column tile from 1025 rows takes a
+    # 128-row tile; a tail round at most half full refused
+    (8192, 4096, 64, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
+    (4096, 4096, 320, None),
+    (1024, 1024, 256, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
+    (4096, 4096, 4160, "sm90_wgmma 128x128x64 s6 t384 pingpong"),
+    (4096, 4096, 896, "sm90_wgmma 128x256x64 s4 t384"),
+    (4096, 4096, 1152, None),
 ])
 def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     """The op's own choice where N is narrow (sm90::chooseConfig, sm90::splitKForFewTiles, codegen
