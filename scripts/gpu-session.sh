@@ -40,9 +40,10 @@
 #                                         the measured mm form (~3 min)
 #   scripts/gpu-session.sh narrow [SHAPES]  narrow N end to end against eager, then every autotune
 #                                         candidate (the shapes session 17's rules extrapolate, ~3 min)
-#   scripts/gpu-session.sh hopper FIRST   the Hopper kernel on every epilogue: smoke, 14
+#   scripts/gpu-session.sh hopper FIRST   the Hopper kernel on every epilogue: smoke, 12
 #                                         differential chunks from FIRST (half of the cases
-#                                         Hopper-plain), end-to-end chains (~8 min)
+#                                         Hopper-plain), ~8 min (the end-to-end table with every
+#                                         epilogue forced: the bench part)
 # The build persists on a warm machine; a fresh one rebuilds (~60 s) in every part.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -197,7 +198,10 @@ case "$part" in
     ;;
   hopper)
     build
-    # worst case within the 600 s of one device call: build 60 + smoke 100 + differential 230 + bench 170
+    # worst case within the 600 s of one device call: build 60 + smoke 100 + differential 400. A
+    # chunk with the wide-N decode cases took 200-213 s (session 18: 3 of 14 chunks finished in
+    # 240 s, none of the planner half), so 12 chunks get 400 s; the end-to-end table it ran
+    # before is in the bench part (bench_all.txt)
     FXFUSE_POISON_OUTPUTS=1 FXFUSE_SM90_ALL_EPILOGUES=1 timeout 100 python3 scripts/gpu_smoke.py > "$LOGS/smoke.txt" 2>&1
     echo "smoke (Hopper kernel on every epilogue): $(grep -c '^ok' "$LOGS/smoke.txt") ok, $(grep -c '^BAD' "$LOGS/smoke.txt") bad"
     # half the cases plain 16-bit operands at Hopper sizes (only the epilogue random), so the
@@ -210,9 +214,7 @@ case "$part" in
       FXFUSE_DIFF_HOPPER_DECODE_TWO_TILES=${FXFUSE_DIFF_HOPPER_DECODE_TWO_TILES:-0} \
       FXFUSE_DIFF_HOPPER_DECODE_WIDE_N=${FXFUSE_DIFF_HOPPER_DECODE_WIDE_N:-1} \
       FXFUSE_DIFF_LOG=$OUTDIR/differential.jsonl OUT=$LOGS \
-      scripts/gpu-differential.sh "$2" 14 16 220 | head -n 3
-    OUT=$LOGS timeout 170 python3 bench/bench_chains.py --all-epilogues --shapes 7 > "$LOGS/bench_all.txt" 2>&1
-    grep -A30 "^ *shape" "$LOGS/bench_all.txt" | head -n 30
+      scripts/gpu-differential.sh "$2" 12 16 400 | head -n 3
     ;;
   *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | ncu-hopper | tiles [SHAPES] | ab PATCH [SHAPES] | decode-eager [SHAPES] | unfused [SHAPES] | narrow [SHAPES] | hopper FIRST"; exit 2 ;;
 esac
