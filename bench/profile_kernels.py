@@ -56,6 +56,10 @@ def main():
         ("op int8 linear+bias M=16 14336x4096", (INT8_LINEAR_BIAS, int8_inputs(16, 14336, 4096))),
         ("op int8 linear+bias M=1 4096x14336", (INT8_LINEAR_BIAS, int8_inputs(1, 4096, 14336))),
         ("op bf16 bias M=1 4096x14336", (BIAS, dense_inputs(1, 4096, 14336))),
+        # a partial 256-column tile from 1025 rows (bench/RESULTS.md Run AG: 64x256 ping-pong
+        # 1.60-1.68x cuBLAS mm at N = 896, 128x256 cooperative 1.04-1.12x), beside whole tiles
+        ("op bias+relu+cast 4096x4864x896", (BIAS_RELU_CAST, dense_inputs(4096, 4864, 896))),
+        ("op bias+relu+cast 4096x4864x1024", (BIAS_RELU_CAST, dense_inputs(4096, 4864, 1024))),
     ]
     for name, case in cases:
         if a.only not in name:

@@ -20,6 +20,10 @@
 #   scripts/gpu-session.sh ncu-hopper     Nsight Compute, full set, on cuBLAS and the fused Hopper
 #                                         kernel at 4096^3: executed instructions per SASS opcode
 #                                         (bench/sass_opcode_counts.py), then clocks under load
+#   scripts/gpu-session.sh ncu-edge       Nsight Compute, full set, at 4096x4864x896 (a partial
+#                                         256-column tile) and 4096x4864x1024: 64x256 ping-pong
+#                                         (forced) against the heuristic's tile (Run AG: 1.60-1.68x
+#                                         mm against 128x256's 1.04-1.12x at N = 896)
 #   scripts/gpu-session.sh tiles [SHAPES] every autotune candidate (Hopper tiles, the unfused path)
 #                                         per bench chain and shape (MxKxN,...), back to back in one
 #                                         process (bench/sm90/compare_tiles.py, ~2 min)
@@ -53,12 +57,13 @@ rebuild() { python3 -m pip install --no-build-isolation --no-deps --no-index -e 
 build() { python3 -c "import fxfuse._C" 2>/dev/null || rebuild build.log || { tail -n 30 "$LOGS/build.log"; exit 1; }; }
 # Nsight Compute, full set, on bench/profile_kernels.py's cases named by $1: the SASS source page
 # (CSV, executed instructions and stall samples per instruction) and the details page under $LOGS
+# (file names suffixed with $2 when given)
 ncu_full() {
   local ncu; ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
   timeout 200 "$ncu" --clock-control none --profile-from-start off --set full --import-source no \
-    -o "$LOGS/prof" python3 bench/profile_kernels.py --only "$1" > "$LOGS/ncu.log" 2>&1
-  "$ncu" -i "$LOGS/prof.ncu-rep" --page source --csv --print-source sass > "$LOGS/sass.csv" 2>&1
-  "$ncu" -i "$LOGS/prof.ncu-rep" --page details > "$LOGS/details.txt" 2>&1
+    -o "$LOGS/prof" python3 bench/profile_kernels.py --only "$1" > "$LOGS/ncu${2:-}.log" 2>&1
+  "$ncu" -i "$LOGS/prof.ncu-rep" --page source --csv --print-source sass > "$LOGS/sass${2:-}.csv" 2>&1
+  "$ncu" -i "$LOGS/prof.ncu-rep" --page details > "$LOGS/details${2:-}.txt" 2>&1
   rm -f "$LOGS/prof.ncu-rep"
 }
 part=${1:-check}
@@ -135,6 +140,14 @@ case "$part" in
     ncu_full "4096^3"
     python3 bench/sass_opcode_counts.py "$LOGS/sass.csv" --top 30 | tee "$LOGS/opcodes.txt"
     timeout 40 python3 bench/sm90/clocks_under_load.py | tee "$LOGS/clocks.txt"
+    ;;
+  ncu-edge)
+    build
+    FXFUSE_SM90_PINGPONG_TILE=64x256 ncu_full "x4864x" _64x256pp
+    ncu_full "x4864x" _heuristic
+    for f in "$LOGS"/details_*.txt; do
+      echo "== $f"; grep -E "^  [a-z_]+.*\(|Duration|SM Frequency|Compute \(SM\) Throughput|L2 Cache Throughput|DRAM Throughput|Registers Per|Achieved Occupancy" "$f" | head -n 40
+    done
     ;;
   tiles)
     build
@@ -216,6 +229,6 @@ case "$part" in
       FXFUSE_DIFF_LOG=$OUTDIR/differential.jsonl OUT=$LOGS \
       scripts/gpu-differential.sh "$2" 12 16 400 | head -n 3
     ;;
-  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | ncu-hopper | tiles [SHAPES] | ab PATCH [SHAPES] | decode-eager [SHAPES] | unfused [SHAPES] | narrow [SHAPES] | hopper FIRST"; exit 2 ;;
+  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | ncu-hopper | ncu-edge | tiles [SHAPES] | ab PATCH [SHAPES] | decode-eager [SHAPES] | unfused [SHAPES] | narrow [SHAPES] | hopper FIRST"; exit 2 ;;
 esac
 tar czf "$OUTDIR/gpu-logs-$part${2:+-${2//[^A-Za-z0-9_.-]/_}}.tgz" -C "$OUTDIR" logs && rm -rf "$LOGS"
