@@ -211,12 +211,11 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 //    2 of 4 chains each). Split-K from 32 tiles won (sm90::splitKForFewTiles); it is checked first.
 //    At K <= 1024, where the unfused path's separate epilogue weighs more against the GEMM, the
 //    kernel won at 32 tiles (Run AG, 2026-12-01: 1024 x 256, K = 1024, 64x128 ping-pong 1.13-1.43x
-//    against 1.32-1.73x, ahead in every chain): there the minimum is kFewestTilesShortK (fewer
-//    tiles at K <= 1024 were not measured).
+//    against 1.32-1.73x, ahead in every chain): there the minimum is kFewestTilesShortK, for one
+//    matrix (fewer tiles at K <= 1024, and batches, were not measured).
 //  - A partial 128-column tile at N < kPartialColumnTileMaxN (a third of the column tiles or more,
-//    Runs AF, AG): M x N = 4096 x 192 (128 tiles, 64x128
-//    ping-pong, the best Hopper tile) ran 1.53-1.87x against 1.26-1.47x; at N = 256 the same grid
-//    ran 1.10-1.18x. Since the staged epilogue takes the column edge too (Run AG, 2026-12-01) it
+//    Runs AF, AG): M x N = 4096 x 192 (128 tiles, 64x128 ping-pong, the best Hopper tile) ran
+//    1.53-1.87x against 1.26-1.47x; at N = 256 the same grid ran 1.10-1.18x. Since the staged epilogue takes the column edge too (Run AG, 2026-12-01) it
 //    ran 1.35-1.48x against 1.23-1.48x: still behind in every chain (the residual by 0.3 %).
 //    4096 x 320 (128x128 cooperative, 96 tiles, a half-empty third column tile): 1.33-1.46x
 //    against 1.24-1.43x, behind in every chain (end to end 0.85-0.94x eager with GELU and SiLU).
@@ -224,23 +223,28 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 //    ahead in 2 of 4 chains, each way by at most 3 %.
 //    Below 128 columns (every tile at the edge) one shape was measured since then (Run AG): M x N =
 //    8192 x 64, one matrix, 128 tiles: 64x128 ping-pong 1.20-1.27x against 1.22-1.43x, ahead in
-//    every chain; it is taken there, from kEdgeColumnsMinTiles tiles of one matrix. Fewer tiles and
-//    batches (an attention bmm's head dimension of 64) were not measured and are refused.
+//    every chain; it is taken there, from kEdgeColumnsMinTiles tiles of one matrix and N >= 64.
+//    Fewer tiles, fewer columns (N = 8-56: most of every tile empty) and batches (an attention
+//    bmm's head dimension of 64) were not measured and are refused.
 //  - At K >= 8192, 64x128 tiles too few to fill the SMs (under kSplitKMaxTiles) without split-K
 //    (Run AE): at M = 100 and 128, K = 14336, N = 4096 (64 tiles) split-K ran 1.16-1.23x and the
 //    64x128 tile 1.20-1.26x, the unfused path 1.08-1.16x. One round of 64x128 tiles along the long
 //    K sets the kernel's time whatever the count under 100; other M and N with so few tiles (a
 //    narrow N over many rows, three row tiles) follow that measurement unmeasured.
-//  - From 1025 rows, the heuristic's tile in two or more rounds filling at most three quarters of
-//    their slots (tiles over rounds x SMs: a last round at most half full; one matrix) (Run AG,
-//    2026-12-01): M x N = 4096 x 1152 (128x128 ping-pong, 288 tiles in three rounds) 1.40-1.52x
-//    against 1.23-1.40x, also at K = 4304 (1.50-1.60x against 1.21-1.38x); 4096 x 768 (64x256, 192
-//    tiles in two) 1.30-1.46x against 1.24-1.40x: behind in every chain. At 85 % and more the
-//    kernel won (4096 x 1408: 352 tiles in three rounds, 1.08-1.18x against 1.22-1.35x). One round
-//    three quarters full is not refused: 3072 x 256 and 6144 x 256 (96 tiles) won in every chain
-//    (Run AF: 1.06-1.20x against 1.22-1.45x); 4096 x 320 (96 tiles) lost, but to its partial
-//    column tile (above). Up to 1024 rows the tile rule chooses by slot area and was
-//    measured against the unfused path there (Runs AC, AD); batches were not measured.
+//  - From 1025 rows, the heuristic's tile in two or three rounds filling at most three quarters of
+//    their slots (tiles over rounds x SMs: in two rounds the last at most half full, in three at
+//    most a quarter; four or more rounds never fall under three quarters; one matrix) (Run AG,
+//    2026-12-01): M x N = 4096 x 1152 (128x128 ping-pong, 288 tiles in three rounds, 73 %)
+//    1.40-1.52x against 1.23-1.40x, also at K = 4304 (1.49-1.60x against 1.21-1.38x); 4096 x 768
+//    with 64x256 (192 tiles in two, 73 %) 1.30-1.46x against 1.24-1.40x (the tile rule now takes
+//    128x256 there, one round): behind in every chain. At 89 % the kernel won (4096 x 1408: 352
+//    tiles in three rounds, 1.08-1.18x against 1.21-1.35x); 75-89 % was not measured. One round
+//    is not refused: 3072 x 256 and 6144 x 256 (96 tiles, 73 %) won in every chain (Run AF:
+//    1.06-1.20x against 1.22-1.45x); 4096 x 320 (96 tiles) lost, but to its partial column tile
+//    (above). The rule extends the measurement, unmeasured, to every such shape from 1025 rows:
+//    e.g. 1025-1152 x 4096, 3072 x 768, 10240 x 128 and 12288 x 128 (160 and 192 tiles of 64x128),
+//    8512 x 64 (133). Up to 1024 rows the tile rule chooses by slot area and was measured against
+//    the unfused path there (Runs AC, AD); batches were not measured.
 //  - A 128-row last tile at most a quarter real: M = 144 and 160 at K = 4096, N = 14336 (128x256
 //    with 16 and 32 real rows in its last tile) ran 1.27-1.39x against 1.19-1.29x. Session 15
 //    found the same cost at equal grids (128x128 at M = 144: 2.02x mm; at 256: 1.11x,
@@ -259,11 +263,11 @@ constexpr long long kFewestTilesTheKernelWins = 64, kFewestTilesShortK = 32, kEd
 std::string unfusedPathFaster(const ProblemShape& s) {
   if (splitKFor(s) > 1) return {};
   const long long tiles = tiles64x128(s);
-  if (tiles < (s.K <= 1024 ? kFewestTilesShortK : kFewestTilesTheKernelWins))
+  if (tiles < (s.K <= 1024 && s.B == 1 ? kFewestTilesShortK : kFewestTilesTheKernelWins))
     return fmt::format("{} tiles of 64x128, under half the SMs, and no split-K: cuBLAS + the epilogue kernel is "
                        "faster (Run AF)",
                        tiles);
-  const bool measured_below_128_columns = s.N < 128 && s.B == 1 && tiles >= kEdgeColumnsMinTiles;
+  const bool measured_below_128_columns = s.N >= 64 && s.N < 128 && s.B == 1 && tiles >= kEdgeColumnsMinTiles;
   if (s.N % 128 != 0 && s.N < kPartialColumnTileMaxN && !measured_below_128_columns)
     return "a partial 128-column tile, at least a third of N's column tiles: cuBLAS + the epilogue kernel is faster "
            "(Runs AF, AG)";
@@ -400,8 +404,9 @@ const VariantRow kRows[] = {
      [](const Query& q) { return hopperRefusal(q).empty(); },
      [](const Query& q) {
        // Tile shape per problem (kernels/sm90_wgmma_gemm.cuh, bench/sm90/NOTES.md run 7): ping-pong
-       // 64x256, 5 stages, from 1025 rows where its tiles fill the SMs; otherwise the tile that
-       // fills them (sm90::chooseConfig); split-K where 64x128 tiles are few (sm90::splitKForFewTiles).
+       // 64x256, 5 stages, from 1025 rows where its tiles fill the SMs (but at a partial 256-column
+       // tile, or in one round of 128x256); otherwise the tile that fills them (sm90::chooseConfig);
+       // split-K where 64x128 tiles are few (sm90::splitKForFewTiles).
        if (const KernelConfig* forced = pingpongTileKnob()) return *forced;
        if (const int ks = splitKFor(q.shape); ks > 1) return splitKKernelConfig(ks);
        const sm90::GemmConfig g = sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, kHopperSms);

@@ -240,14 +240,22 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   // 4096 x 4304 (K = 1152) 1.20-1.47x against 1.46-1.66x; 4096 x 2944 128x256 cooperative
   // 1.03-1.12x against 1.14-1.21x; 4096 x 896 and 8192 x 896 (K = 4864) 1.03-1.12x against
   // 1.60-1.73x. Whole 256-column tiles keep 64x256 (4096 x 4096 and issue 6's shapes; 8192 x 768
-  // (K = 3072) 1.04-1.17x, the fastest there; 4096 x 768 and 4096 x 1024 behind 128x256 by 1-7 %). Why
+  // (K = 3072) 1.04-1.17x, the fastest there) except in one round of 128x256 (below). Why
   // 64x256 ping-pong loses so much more at a partial column tile than its slots suggest is not
   // known.
-  if (N % pingpong64x256.bn != 0) {
+  // One matrix only: a batch of small matrices would give every matrix a mostly empty 128-row last
+  // tile (B = 8, M = 144), the cost config_table's unfusedPathFaster refuses for one matrix.
+  const GemmConfig wide = tileConfig(128, 256, 4, false);
+  if (N % pingpong64x256.bn != 0 && batch == 1) {
     const bool one_round = tileCount(M, N, batch, tileConfig(128, 128, 6, false)) <= num_sms;
-    return leastSlotArea({tileConfig(128, 256, 4, false), tileConfig(128, 128, 6, !one_round)}, M, N, batch,
-                         std::max(1, num_sms));
+    return leastSlotArea({wide, tileConfig(128, 128, 6, !one_round)}, M, N, batch, std::max(1, num_sms));
   }
+  // Whole 256-column tiles where 128x256 cooperative fits in one round and 64x256 needs two (the
+  // same slot area): 128x256, which ran 1-7 % faster at 4096 x 1024 (128 tiles) and 4096 x 768
+  // (96) in every chain (Run AG), the one-round choice of tileFillingTheSms (1024 x 4096, Run AC).
+  // Not measured for batches: one matrix only.
+  if (batch == 1 && tileCount(M, N, batch, wide) <= num_sms && tileCount(M, N, batch, pingpong64x256) > num_sms)
+    return wide;
   return pingpong64x256;
 }
 
@@ -296,7 +304,7 @@ int splitKForFewTiles(long long M, long long N, long long K, long long batch, in
   // narrow N differs is not established.) Fewer tiles do not win (8 tiles, 512 x 128: KS = 2
   // 1.30-1.46x against 1.25-1.47x, ahead in 2 of 4 chains; 16 tiles, 128 x 1024: 1.23-1.43x
   // against 1.28-1.35x, ahead in 2 of 4; KS = 4 slower; config_table's unfusedPathFaster refuses
-  // the Hopper kernel under 64 tiles without split-K). A partial column tile (N = 192) was not measured with
+  // the Hopper kernel under 64 tiles without split-K, 32 at K <= 1024). A partial column tile (N = 192) was not measured with
   // split-K and is left out.
   constexpr long long kNarrowMaxN = 256;
   if (N <= kNarrowMaxN && N % 128 == 0 && K >= 4096) return 2;

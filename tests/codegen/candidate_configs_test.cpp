@@ -165,10 +165,10 @@ TEST(CandidateConfigs, TooFewTilesLeaveTheChainToTheUnfusedPath) {
   EXPECT_TRUE(hopper(1536, 256, 4096, 1));    // 48 with split-K (split_k_test.cpp)
   EXPECT_FALSE(hopper(128, 1024, 4096, 2));   // 32 over two matrices
   EXPECT_TRUE(hopper(128, 1024, 4096, 4));    // 64 over four
-  EXPECT_FALSE(hopper(256, 64, 1024, 1));     // whatever K
-  // a partial 128-column tile at N < 256 (Runs AF, AG: 4096 x 192 lost, also with the staged
-  // column edge; 4096 x 256 won on the same grid); below 128 columns only 8192 x 64 was measured
-  // (128 tiles, one matrix: won, Run AG)
+  EXPECT_FALSE(hopper(256, 64, 1024, 1));     // 4 tiles: under 32 even at K = 1024
+  // a partial 128-column tile at N < 384 (Runs AF, AG: 4096 x 192 lost, also with the staged
+  // column edge, 4096 x 256 won on the same grid; 4096 x 320 lost); below 128 columns only 8192 x
+  // 64 was measured (128 tiles, one matrix: won, Run AG)
   EXPECT_FALSE(hopper(4096, 192, 4096, 1));
   EXPECT_TRUE(hopper(8192, 64, 4096, 1));
   EXPECT_TRUE(hopper(8192, 120, 4096, 1));
@@ -198,6 +198,8 @@ TEST(AllEpiloguesKnob, LiftsTheMeasuredRefusalsOnly) {
   EXPECT_EQ(hopper(mm, 4096, 192, 4096), knob);    // a partial column tile at N < 256
   EXPECT_EQ(hopper(mm, 144, 14336, 4096), knob);   // a last 128-row tile at most a quarter real
   EXPECT_EQ(hopper(mm, 128, 4096, 14336), knob);   // too few tiles at K >= 8192
+  EXPECT_EQ(hopper(mm, 4096, 1152, 4096), knob);   // a tail round 72 % full (Run AG)
+  EXPECT_EQ(hopper(mm, 4096, 320, 4096), knob);    // a partial third column tile (Run AG)
   EXPECT_EQ(hopper(gelu, 4096, 4096, 14336), knob);  // GELU at K > 4096 (epilogueRefusal)
   EXPECT_TRUE(hopper(mm, 4096, 4096, 4096));
   EXPECT_FALSE(hopper(mm, 80, 14336, 4096));       // M < 128, not a decode batch that fills the SMs
@@ -205,8 +207,8 @@ TEST(AllEpiloguesKnob, LiftsTheMeasuredRefusalsOnly) {
 }
 
 TEST(CandidateConfigs, HopperTileFillsTheSms) {
-  // 64x256 ping-pong from 1025 rows (M x batch) where its tiles fill the SMs; 64x128 ping-pong where
-  // N <= 128; fewer rows or tiles,
+  // 64x256 ping-pong from 1025 rows (M x batch) where its tiles fill the SMs (one matrix's
+  // exceptions: PartialColumnTilesAndTailRounds); 64x128 ping-pong where N <= 128; fewer rows or tiles,
   // the tile that fills the SMs' rounds best (sm90::chooseConfig), here at the shapes where
   // bench/RESULTS.md Runs AC (257-1024 rows) and AD (up to 256) measured that tile fastest (or
   // within 1.7 %; M = 128, N = 14336 within 2.8 %).
@@ -270,7 +272,7 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   EXPECT_EQ(tile(4096, 512, 1), "128x128 coop s6");
   EXPECT_EQ(tile(4160, 512, 1), "64x256 pp s5");      // 130 tiles: a tie, and 128-row tiles leave a partial row
   EXPECT_EQ(tile(4224, 512, 1), "64x256 pp s5");      // 132: they fill the SMs
-  EXPECT_EQ(tile(4096, 1024, 1), "64x256 pp s5");
+  EXPECT_EQ(tile(4096, 1024, 1), "128x256 coop s4");  // one round against 64x256's two (Run AG)
   EXPECT_EQ(tile(256, 256, 8), "64x128 pp s8");       // a batch of 8 (2048 rows): 32 tiles of 64x256; unmeasured
   // 257-1024 rows: the measured winners
   EXPECT_EQ(tile(320, 4096, 1), "64x256 pp s5");      // 4 tiles tie; 128-row tiles leave a partial row
@@ -317,9 +319,24 @@ TEST(CandidateConfigs, PartialColumnTilesAndTailRounds) {
   EXPECT_TRUE(hopper(4096, 896, 4096, 1));      // one round
   EXPECT_FALSE(hopper(4096, 1152, 4096, 1));    // 288 tiles of 128x128: 72 % of three rounds
   EXPECT_FALSE(hopper(4096, 1152, 4304, 1));
-  EXPECT_FALSE(hopper(4096, 768, 4096, 1));     // 192 tiles of 64x256: 72 % of two
+  EXPECT_EQ(tile(4096, 768), "128x256 coop");  // one round (96 tiles) against 64x256's two (192, 73 %)
+  EXPECT_TRUE(hopper(4096, 768, 4096, 1));
+  EXPECT_EQ(tile(4096, 1024), "128x256 coop");
+  EXPECT_EQ(tile(4224, 512), "64x256 pp");      // 64x256 in one round (132 tiles): stays
+  // the tail-round boundaries: 2 rounds refused up to 198 tiles (75 %), 3 up to 297; 4+ never
+  EXPECT_EQ(tile(6336, 768), "64x256 pp");      // 99 x 3 = 297 tiles: 3 rounds, 75 %
+  EXPECT_FALSE(hopper(6336, 768, 4096, 1));
+  EXPECT_TRUE(hopper(6400, 768, 4096, 1));      // 300 tiles: 76 %
+  EXPECT_FALSE(hopper(12672, 128, 4096, 1));    // 198 tiles of 64x128: 75 % of two rounds
+  EXPECT_TRUE(hopper(12736, 128, 4096, 1));     // 199
+  EXPECT_TRUE(hopper(4096, 2816, 4096, 1));     // 64x256 in 6 rounds (704 tiles): never refused
+  EXPECT_FALSE(hopper(8512, 64, 4096, 1));      // 133 tiles of 64x128 in two rounds (N < 128 at 128 tiles: taken)
+  // batches: the tile rule of whole tiles and no tail-round refusal (unmeasured)
+  EXPECT_EQ(sm90::chooseConfig(144, 4160, 4096, 8, 132).bn, 256);  // B = 8: 64x256, not a 128-row tile
+  EXPECT_TRUE(hopper(1024, 1152, 4096, 4));
   EXPECT_NE(hopperRefusalForSize(mm, 4096, 1152, 4096, 1, 90).find("288 tiles of 128x128 fill 72 % of 3 round(s)"),
             std::string::npos);
+  EXPECT_FALSE(hopper(8192, 32, 4096, 1));      // N < 64 at 128 tiles: most of every tile empty, unmeasured
   EXPECT_TRUE(hopper(3072, 256, 4096, 1));      // one round, 96 tiles: won (Run AF)
   EXPECT_TRUE(hopper(6144, 256, 4096, 1));
   EXPECT_TRUE(hopper(2048, 768, 4096, 2));      // batches: unmeasured, taken as before
@@ -328,6 +345,7 @@ TEST(CandidateConfigs, PartialColumnTilesAndTailRounds) {
   EXPECT_TRUE(hopper(1024, 256, 1024, 1));      // 32 tiles at K = 1024: won (Run AG)
   EXPECT_FALSE(hopper(960, 256, 1024, 1));      // 30
   EXPECT_FALSE(hopper(1024, 256, 1088, 1));     // 32 at K over 1024 (under 4096: no split-K)
+  EXPECT_FALSE(hopper(512, 256, 1024, 2));      // 32 over two matrices: batches unmeasured
 }
 
 TEST(CandidateConfigs, NoHopperTilesWhereTheKernelDoesNotApply) {

@@ -357,7 +357,8 @@ class GenConfig:
     large_k_prob: float = 0.02      # K in [512, 4096]
     # Shapes the Hopper (TMA + wgmma) kernel can take: M >= 128 (64-256 rows when their 64-row
     # tiles fill the GPU: codegen decodeBatchFillsSms), N and K multiples of 8 (since session 17
-    # the heuristic refuses it under 64 tiles of 64x128, so these reach it only under
+    # the heuristic refuses it under 64 tiles of 64x128, since session 18 under 32 at K <= 1024
+    # for one matrix and where 128 < N < 384 with a partial column tile, so these reach it mostly under
     # FXFUSE_SM90_ALL_EPILOGUES=1, the differential's sm90-all half). Random
     # sizes almost never are (under 1 % of the GPU run's cases were), so the GPU run asks for them.
     hopper_shape_prob: float = 0.0

@@ -538,9 +538,13 @@ def small_m(dt):  # M = 64..127: the autotune's candidates from one 64-row tile 
     for M in (64, 100):  # one whole 64-row tile; 100: 128-row tiles half past the end
         residual(dt, M, 520, 192)
         silu(dt, M, 1032, 1024)
+def column_edges(dt):  # the staged epilogue at the column edge (session 18), with the staged residual
+    for N in (24, 40, 440, 4296):  # N < 64; a partial 64-column chunk; 56 of 64; 200 of 256 (4 chunks)
+        residual(dt, 576, N, 192)
+    silu(dt, 576, 24, 192)
 for dt in (torch.bfloat16, torch.float16):
     torch.manual_seed(0)
-    {"layouts": layouts, "pipeline": pipeline, "small_m": small_m}[sys.argv[1]](dt)
+    {"layouts": layouts, "pipeline": pipeline, "small_m": small_m, "column_edges": column_edges}[sys.argv[1]](dt)
 print("ok")
 """
 
@@ -558,6 +562,15 @@ def test_hopper_pipeline_wraps_and_handovers_on_every_tile():
 @needs_sm90
 def test_hopper_every_tile_at_decode_batch_sizes():
     run_child(HOPPER_EVERY_TILE_CHILD, "small_m", FXFUSE_SM90_ALL_EPILOGUES="1")
+
+
+@needs_sm90
+def test_hopper_column_edges_on_every_tile():
+    """Every Hopper tile at N not a multiple of 64 (N = 24, 40, 440, 4296) with bias + GELU + a
+    staged residual, and SiLU at N = 24: the staged epilogue's column clamps (session 18) where
+    most lanes are past N, where a 64-column chunk is partial, and where an edge tile spans several
+    chunks; checked per element against float64, outputs poisoned."""
+    run_child(HOPPER_EVERY_TILE_CHILD, "column_edges", FXFUSE_SM90_ALL_EPILOGUES="1")
 
 
 # Split-K (FX_SPLIT_K, kernels/sm90_wgmma_gemm.cuh) at decode shapes, forced through
@@ -670,15 +683,18 @@ def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     (1024, 1024, 256, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
     (4096, 4096, 4160, "sm90_wgmma 128x128x64 s6 t384 pingpong"),
     (4096, 4096, 896, "sm90_wgmma 128x256x64 s4 t384"),
+    (4096, 4096, 768, "sm90_wgmma 128x256x64 s4 t384"),
     (4096, 4096, 1152, None),
 ])
 def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     """The op's own choice where N is narrow (sm90::chooseConfig, sm90::splitKForFewTiles, codegen
-    unfusedPathFaster; bench/RESULTS.md Run AF), bias+GELU(tanh): split-K at 32 and 64 tiles of
-    64x128 (K = 4096, and K = 14336, where GELU is fused only with split-K), from 1025 rows the
+    unfusedPathFaster; bench/RESULTS.md Runs AF, AG), bias+GELU(tanh): split-K at 32 and 64 tiles
+    of 64x128 (K = 4096, and K = 14336, where GELU is fused only with split-K), from 1025 rows the
     tile that fills the SMs where 64x256's tiles do not (64x128 ping-pong at 4096 x 256, 128x128
     cooperative at 8192 x 256), cuBLAS + the epilogue kernel with too few tiles (256 x 64: 4) and
-    with a partial column tile at N = 192. One launch each (and the epilogue kernel's where
+    with a partial column tile at N = 192 and 320; Run AG's: N = 64 at 128 tiles, 32 tiles at
+    K = 1024, a 128-row tile at a partial 256-column tile (4160, 896), 128x256 in one round (768),
+    a mostly empty last round (1152) unfused. One launch each (and the epilogue kernel's where
     unfused); against float64 by relative error, outputs poisoned."""
     check_dispatch("narrow-n-dispatch", M, K, N, first)
 
