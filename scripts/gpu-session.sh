@@ -44,6 +44,10 @@
 #                                         the measured mm form (~3 min)
 #   scripts/gpu-session.sh narrow [SHAPES]  narrow N end to end against eager, then every autotune
 #                                         candidate (the shapes session 17's rules extrapolate, ~3 min)
+#   scripts/gpu-session.sh rules [SHAPES] the tile rule and refusals of session 18 out of sample:
+#                                         every autotune candidate at shapes the rules decide
+#                                         unmeasured, checked by bench/sm90/tile_rule_check.py,
+#                                         then end to end against eager (~4 min)
 #   scripts/gpu-session.sh hopper FIRST   the Hopper kernel on every epilogue: smoke, 12
 #                                         differential chunks from FIRST (half of the cases
 #                                         Hopper-plain), ~8 min (the end-to-end table with every
@@ -209,6 +213,23 @@ case "$part" in
     OUT=$LOGS/tiles timeout 150 python3 bench/sm90/compare_tiles.py --shapes "$shapes" > "$LOGS/narrow_tiles.txt" 2>&1
     grep -A40 "^ *shape" "$LOGS/narrow_tiles.txt" | head -n 40
     ;;
+  rules)
+    # bench/RESULTS.md Run AG's rules at shapes they decide without a measurement: tail rounds
+    # refused (1088 x 4096, 3072 x 768, 10240 x 128, 12288 x 128, 8512 x 64, 2048 x 1152, 8192 x
+    # 1152), 128x256 in one round (2048 x 2048, 1280 x 3072), partial 256-column tiles (4096 x 640,
+    # 6144 x 1408, 8192 x 768 x 3072's transpose), whole ones (4096 x 2304), the K >= 8192 refusal
+    # at three row tiles (192 x 14336 x 4096)
+    build
+    shapes=${2:-1088x4096x4096,3072x4096x768,10240x4096x128,12288x4096x128,8512x4096x64,2048x4096x1152,8192x4096x1152,2048x4096x2048,1280x4096x3072,4096x4096x640,6144x4096x1408,4096x4096x2304,192x14336x4096}
+    OUT=$LOGS/tiles timeout 200 python3 bench/sm90/compare_tiles.py --shapes "$shapes" > "$LOGS/rules_tiles.txt" 2>&1
+    tiles_json=$(realpath "$LOGS/tiles/compare_tiles.json")
+    (cd bench/sm90 && PYTHONPATH=..:../../python python3 tile_rule_check.py "$tiles_json") > "$LOGS/rules_check.txt" 2>&1
+    grep -v "rule/best 1.0[01]" "$LOGS/rules_check.txt" | tail -n 40
+    OUT=$LOGS timeout 250 python3 bench/bench_chains.py --op-unfused --mkn "$shapes" \
+      --chains bias_gelu,bias_gelu_resid,silu,bias_relu_cast > "$LOGS/rules_e2e.txt" 2>&1
+    # the rows where fxfuse (the planner's choice) ran slower than eager
+    grep -A70 "^ *shape" "$LOGS/rules_e2e.txt" | awk '$10 < 1.0 || /shape/' | head -n 40
+    ;;
   hopper)
     build
     # worst case within the 600 s of one device call: build 60 + smoke 100 + differential 400. A
@@ -229,6 +250,6 @@ case "$part" in
       FXFUSE_DIFF_LOG=$OUTDIR/differential.jsonl OUT=$LOGS \
       scripts/gpu-differential.sh "$2" 12 16 400 | head -n 3
     ;;
-  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | ncu-hopper | ncu-edge | tiles [SHAPES] | ab PATCH [SHAPES] | decode-eager [SHAPES] | unfused [SHAPES] | narrow [SHAPES] | hopper FIRST"; exit 2 ;;
+  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | ncu-hopper | ncu-edge | tiles [SHAPES] | ab PATCH [SHAPES] | decode-eager [SHAPES] | unfused [SHAPES] | narrow [SHAPES] | rules [SHAPES] | hopper FIRST"; exit 2 ;;
 esac
 tar czf "$OUTDIR/gpu-logs-$part${2:+-${2//[^A-Za-z0-9_.-]/_}}.tgz" -C "$OUTDIR" logs && rm -rf "$LOGS"
