@@ -304,8 +304,8 @@ int splitKForFewTiles(long long M, long long N, long long K, long long batch, in
   // narrow N differs is not established.) Fewer tiles do not win (8 tiles, 512 x 128: KS = 2
   // 1.30-1.46x against 1.25-1.47x, ahead in 2 of 4 chains; 16 tiles, 128 x 1024: 1.23-1.43x
   // against 1.28-1.35x, ahead in 2 of 4; KS = 4 slower; config_table's unfusedPathFaster refuses
-  // the Hopper kernel under 64 tiles without split-K, 32 at K <= 1024). A partial column tile (N = 192) was not measured with
-  // split-K and is left out.
+  // the Hopper kernel under 64 tiles without split-K, 32 at K <= 1024). A partial column tile
+  // (N = 192) was not measured with split-K and is left out.
   constexpr long long kNarrowMaxN = 256;
   if (N <= kNarrowMaxN && N % 128 == 0 && K >= 4096) return 2;
   return 1;

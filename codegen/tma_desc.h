@@ -113,8 +113,8 @@ LaunchGeometry launchGeometry(const GemmProblem& pr, const GemmConfig& cfg, int 
 // Config choice: ping-pong 64x256 from 1025 rows (M x batch) where its tiles fill the SMs (for one
 // matrix: a 128-row tile at a partial 256-column tile, 128x256 where it fits one round); 64x128
 // ping-pong for N <= 128; otherwise the tile (128x256, 128x128, 64x256 or 64x128; up to 256 rows
-// without 128x128) that fills the SMs' rounds best. No cluster (measured no faster, bench/sm90/NOTES.md). num_sms: the
-// device's multiprocessor count (132 on H100/H200 SXM).
+// without 128x128) that fills the SMs' rounds best. No cluster (measured no faster,
+// bench/sm90/NOTES.md). num_sms: the device's multiprocessor count (132 on H100/H200 SXM).
 GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, int num_sms);
 
 // Split-K (FX_SPLIT_K): a 64x128 tile with one consumer, shared along K by a cluster of split_k CTAs.
