@@ -297,7 +297,7 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
 TEST(CandidateConfigs, PartialColumnTilesAndTailRounds) {
   // From 1025 rows (bench/RESULTS.md Run AG, 2026-12-01): a partial 256-column tile takes the
   // 128-row tile of least slot area, 128x256 cooperative on ties (64x256 ping-pong lost by 6-65 %
-  // there); the heuristic leaves to the unfused path a tile in two or more rounds filling at most
+  // there); the heuristic leaves to the unfused path a tile in two or three rounds filling at most
   // three quarters of their slots. At K <= 1024, 32 tiles of 64x128 suffice.
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   const spec::ChainSpec mm = loadSpec("bare_bf16_mm");
