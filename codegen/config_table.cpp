@@ -242,8 +242,8 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 //    is not refused: 3072 x 256 and 6144 x 256 (96 tiles, 73 %) won in every chain (Run AF:
 //    1.06-1.20x against 1.22-1.45x); 4096 x 320 (96 tiles) lost, but to its partial column tile
 //    (above). The rule extends the measurement, unmeasured, to every such shape from 1025 rows:
-//    e.g. 1025-1152 x 4096, 3072 x 768, 10240 x 128 and 12288 x 128 (160 and 192 tiles of 64x128),
-//    8512 x 64 (133). Up to 1024 rows the tile rule chooses by slot area and was measured against
+//    e.g. 1025-1152 x 4096, 10240 x 128 and 12288 x 128 (160 and 192 tiles of 64x128), 8512 x 64
+//    (133). Up to 1024 rows the tile rule chooses by slot area and was measured against
 //    the unfused path there (Runs AC, AD); batches were not measured.
 //  - A 128-row last tile at most a quarter real: M = 144 and 160 at K = 4096, N = 14336 (128x256
 //    with 16 and 32 real rows in its last tile) ran 1.27-1.39x against 1.19-1.29x. Session 15
@@ -282,7 +282,8 @@ std::string unfusedPathFaster(const ProblemShape& s) {
     if (rounds > 1 && 4 * tiles_g <= 3 * rounds * kHopperSms)
       return fmt::format("{} tiles of {}x{} fill {} % of {} round(s) of {} SMs: cuBLAS + the epilogue kernel is "
                          "faster (Run AG)",
-                         tiles_g, g.bm, g.bn, 100 * tiles_g / (rounds * kHopperSms), rounds, kHopperSms);
+                         tiles_g, g.bm, g.bn, (200 * tiles_g + rounds * kHopperSms) / (2 * rounds * kHopperSms), rounds,
+                         kHopperSms);
     return {};
   }
   if (s.M > 256) return {};

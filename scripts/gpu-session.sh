@@ -150,7 +150,10 @@ case "$part" in
     FXFUSE_SM90_PINGPONG_TILE=64x256 ncu_full "x4864x" _64x256pp
     ncu_full "x4864x" _heuristic
     for f in "$LOGS"/details_*.txt; do
-      echo "== $f"; grep -E "^  [a-z_]+.*\(|Duration|SM Frequency|Compute \(SM\) Throughput|L2 Cache Throughput|DRAM Throughput|Registers Per|Achieved Occupancy" "$f" | head -n 40
+      # the cases in profiling order (the kernels' names and grids do not tell N = 896 from 1024)
+      log=${f/details_/ncu_}
+      echo "== $f: $(grep -h '^profiled:' "${log%.txt}.log" | sed 's/^profiled: //' | tr '\n' ';')"
+      grep -E "^  [a-z_]+.*\(|Duration|SM Frequency|Compute \(SM\) Throughput|L2 Cache Throughput|DRAM Throughput|Registers Per|Achieved Occupancy" "$f" | head -n 40
     done
     ;;
   tiles)
@@ -214,21 +217,22 @@ case "$part" in
     grep -A40 "^ *shape" "$LOGS/narrow_tiles.txt" | head -n 40
     ;;
   rules)
-    # bench/RESULTS.md Run AG's rules at shapes they decide without a measurement: tail rounds
-    # refused (1088 x 4096, 3072 x 768, 10240 x 128, 12288 x 128, 8512 x 64, 2048 x 1152, 8192 x
-    # 1152), 128x256 in one round (2048 x 2048, 1280 x 3072), partial 256-column tiles (4096 x 640,
-    # 6144 x 1408, 8192 x 768 x 3072's transpose), whole ones (4096 x 2304), the K >= 8192 refusal
-    # at three row tiles (192 x 14336 x 4096)
+    # bench/RESULTS.md Run AG's rules at shapes they decide without a measurement (M x K x N; the
+    # heuristic's choice in brackets, session 18): tail rounds refused (1088 x 4096 x 4096, 10240 x
+    # 4096 x 128, 12288 x 4096 x 128, 8512 x 4096 x 64), 128x256 in one round (3072 x 4096 x 768,
+    # 2048 x 4096 x 1152, 2048 x 4096 x 2048, 1280 x 4096 x 3072, 4096 x 4096 x 640), 128x128
+    # ping-pong at a partial 256-column tile (8192 x 4096 x 1152, 6144 x 4096 x 1408), 64x256 at
+    # whole ones (4096 x 4096 x 2304), the K >= 8192 refusal at three row tiles (192 x 14336 x 4096)
     build
     shapes=${2:-1088x4096x4096,3072x4096x768,10240x4096x128,12288x4096x128,8512x4096x64,2048x4096x1152,8192x4096x1152,2048x4096x2048,1280x4096x3072,4096x4096x640,6144x4096x1408,4096x4096x2304,192x14336x4096}
-    OUT=$LOGS/tiles timeout 200 python3 bench/sm90/compare_tiles.py --shapes "$shapes" > "$LOGS/rules_tiles.txt" 2>&1
+    OUT=$LOGS/tiles timeout 260 python3 bench/sm90/compare_tiles.py --shapes "$shapes" > "$LOGS/rules_tiles.txt" 2>&1
     tiles_json=$(realpath "$LOGS/tiles/compare_tiles.json")
     (cd bench/sm90 && PYTHONPATH=..:../../python python3 tile_rule_check.py "$tiles_json") > "$LOGS/rules_check.txt" 2>&1
     grep -v "rule/best 1.0[01]" "$LOGS/rules_check.txt" | tail -n 40
-    OUT=$LOGS timeout 250 python3 bench/bench_chains.py --op-unfused --mkn "$shapes" \
+    OUT=$LOGS timeout 200 python3 bench/bench_chains.py --op-unfused --mkn "$shapes" \
       --chains bias_gelu,bias_gelu_resid,silu,bias_relu_cast > "$LOGS/rules_e2e.txt" 2>&1
     # the rows where fxfuse (the planner's choice) ran slower than eager
-    grep -A70 "^ *shape" "$LOGS/rules_e2e.txt" | awk '$10 < 1.0 || /shape/' | head -n 40
+    grep -A70 "^ *shape" "$LOGS/rules_e2e.txt" | awk '(NF >= 10 && $10 < 1.0) || /shape/' | head -n 40
     ;;
   hopper)
     build

@@ -198,7 +198,7 @@ TEST(AllEpiloguesKnob, LiftsTheMeasuredRefusalsOnly) {
   EXPECT_EQ(hopper(mm, 4096, 192, 4096), knob);    // a partial column tile at N < 256
   EXPECT_EQ(hopper(mm, 144, 14336, 4096), knob);   // a last 128-row tile at most a quarter real
   EXPECT_EQ(hopper(mm, 128, 4096, 14336), knob);   // too few tiles at K >= 8192
-  EXPECT_EQ(hopper(mm, 4096, 1152, 4096), knob);   // a tail round 72 % full (Run AG)
+  EXPECT_EQ(hopper(mm, 4096, 1152, 4096), knob);   // tiles filling 73 % of three rounds (Run AG)
   EXPECT_EQ(hopper(mm, 4096, 320, 4096), knob);    // a partial third column tile (Run AG)
   EXPECT_EQ(hopper(gelu, 4096, 4096, 14336), knob);  // GELU at K > 4096 (epilogueRefusal)
   EXPECT_TRUE(hopper(mm, 4096, 4096, 4096));
@@ -317,12 +317,14 @@ TEST(CandidateConfigs, PartialColumnTilesAndTailRounds) {
   EXPECT_TRUE(hopper(4096, 4160, 4096, 1));
   EXPECT_TRUE(hopper(4096, 1408, 4096, 1));     // 352 tiles: 89 % of three rounds
   EXPECT_TRUE(hopper(4096, 896, 4096, 1));      // one round
-  EXPECT_FALSE(hopper(4096, 1152, 4096, 1));    // 288 tiles of 128x128: 72 % of three rounds
+  EXPECT_FALSE(hopper(4096, 1152, 4096, 1));    // 288 tiles of 128x128: 73 % of three rounds
   EXPECT_FALSE(hopper(4096, 1152, 4304, 1));
   EXPECT_EQ(tile(4096, 768), "128x256 coop");  // one round (96 tiles) against 64x256's two (192, 73 %)
   EXPECT_TRUE(hopper(4096, 768, 4096, 1));
   EXPECT_EQ(tile(4096, 1024), "128x256 coop");
   EXPECT_EQ(tile(4224, 512), "64x256 pp");      // 64x256 in one round (132 tiles): stays
+  EXPECT_EQ(tile(4224, 1024), "128x256 coop");  // 128x256 in exactly one round (132 tiles)
+  EXPECT_EQ(sm90::chooseConfig(2048, 1024, 4096, 2, 132).bm, 64);  // B = 2: 64x256, unmeasured
   // the tail-round boundaries: 2 rounds refused up to 198 tiles (75 %), 3 up to 297; 4+ never
   EXPECT_EQ(tile(6336, 768), "64x256 pp");      // 99 x 3 = 297 tiles: 3 rounds, 75 %
   EXPECT_FALSE(hopper(6336, 768, 4096, 1));
@@ -333,8 +335,9 @@ TEST(CandidateConfigs, PartialColumnTilesAndTailRounds) {
   EXPECT_FALSE(hopper(8512, 64, 4096, 1));      // 133 tiles of 64x128 in two rounds (N < 128 at 128 tiles: taken)
   // batches: the tile rule of whole tiles and no tail-round refusal (unmeasured)
   EXPECT_EQ(sm90::chooseConfig(144, 4160, 4096, 8, 132).bn, 256);  // B = 8: 64x256, not a 128-row tile
+  EXPECT_EQ(sm90::chooseConfig(144, 4160, 4096, 8, 132).bm, 64);
   EXPECT_TRUE(hopper(1024, 1152, 4096, 4));
-  EXPECT_NE(hopperRefusalForSize(mm, 4096, 1152, 4096, 1, 90).find("288 tiles of 128x128 fill 72 % of 3 round(s)"),
+  EXPECT_NE(hopperRefusalForSize(mm, 4096, 1152, 4096, 1, 90).find("288 tiles of 128x128 fill 73 % of 3 round(s)"),
             std::string::npos);
   EXPECT_FALSE(hopper(8192, 32, 4096, 1));      // N < 64 at 128 tiles: most of every tile empty, unmeasured
   EXPECT_TRUE(hopper(3072, 256, 4096, 1));      // one round, 96 tiles: won (Run AF)

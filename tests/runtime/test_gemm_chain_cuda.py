@@ -487,7 +487,8 @@ gemm_chain = torch.ops.fxfuse.gemm_chain.default
 def every_tile(inputs, spec, what, check):
     tiles = [c for c in C.kernel_candidates(inputs, spec) if c.startswith("sm90_wgmma")]
     # the five tiles, and the two split-K tiles where fewer than 100 tiles of 64x128 exist
-    # (M = 64 and 100 here, and layouts' 90): K = 192 and 64 give a KS = 4 rank no k-block
+    # (M = 64 and 100 here, layouts' 90, column_edges' 9 and 36): K = 192 and 64 give a KS = 4 rank
+    # no k-block
     assert len([t for t in tiles if "splitk" not in t]) == 5, tiles
     assert len([t for t in tiles if "splitk" in t]) in (0, 2), tiles
     for tile in tiles:
