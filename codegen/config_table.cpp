@@ -51,10 +51,7 @@ struct VariantRow {
 // The multiprocessors the Hopper tile choice plans for (H100/H200 SXM).
 constexpr int kHopperSms = 132;
 
-long long tilesOf(const ProblemShape& s, long long bm, long long bn) {
-  return (s.M + bm - 1) / bm * ((s.N + bn - 1) / bn) * s.B;
-}
-long long tiles64x128(const ProblemShape& s) { return tilesOf(s, 64, 128); }
+long long tiles64x128(const ProblemShape& s) { return (s.M + 63) / 64 * ((s.N + 127) / 128) * s.B; }
 
 // Whether at least three quarters of the rows of M's bm-row tiles are real rows.
 bool rowsMostlyReal(long long M, int bm) { return 4 * M >= 3LL * bm * ((M + bm - 1) / bm); }
@@ -278,7 +275,7 @@ std::string unfusedPathFaster(const ProblemShape& s) {
                        tiles);
   const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
   if (s.M > 1024) {
-    const long long tiles_g = tilesOf(s, g.bm, g.bn), rounds = (tiles_g + kHopperSms - 1) / kHopperSms;
+    const long long tiles_g = sm90::tileCount(s.M, s.N, s.B, g), rounds = (tiles_g + kHopperSms - 1) / kHopperSms;
     if (rounds > 1 && 4 * tiles_g <= 3 * rounds * kHopperSms)
       return fmt::format("{} tiles of {}x{} fill {} % of {} round(s) of {} SMs: cuBLAS + the epilogue kernel is "
                          "faster (Run AG)",

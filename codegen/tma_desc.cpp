@@ -118,6 +118,10 @@ LaunchGeometry launchGeometry(const GemmProblem& pr, const GemmConfig& cfg, int 
   return g;
 }
 
+long long tileCount(long long M, long long N, long long batch, const GemmConfig& c) {
+  return batch * ((M + c.bm - 1) / c.bm) * ((N + c.bn - 1) / c.bn);
+}
+
 namespace {
 GemmConfig tileConfig(int bm, int bn, int stages, bool pingpong) {
   GemmConfig c;
@@ -127,10 +131,6 @@ GemmConfig tileConfig(int bm, int bn, int stages, bool pingpong) {
   c.pingpong = pingpong;
   c.consumers = pingpong ? 2 : bm / 64;
   return c;
-}
-
-long long tileCount(long long M, long long N, long long batch, const GemmConfig& c) {
-  return batch * ((M + c.bm - 1) / c.bm) * ((N + c.bn - 1) / c.bn);
 }
 
 // The output area the SMs' tile slots cover: rounds of num_sms tiles, each of bm x bn. Every
@@ -179,13 +179,17 @@ GemmConfig leastSlotArea(const std::vector<GemmConfig>& order, long long M, long
 // seven of eight cells, the eighth within 0.2 %; M = 112 and 128 within 2.8 % either way, and
 // Run AA had 64x128 1.5-5.5 % ahead at M = 128); 128x256 cooperative where all three tie (M = 224
 // and 256 at N = 14336: one round against 64x128's four, 12-24 % faster).
+// The 128x128 tile: cooperative when all its tiles fit in one round (both consumers on one tile;
+// ping-pong would idle one), ping-pong otherwise.
+GemmConfig tile128x128(long long M, long long N, long long batch, int num_sms) {
+  return tileConfig(128, 128, 6, tileCount(M, N, batch, tileConfig(128, 128, 6, false)) > num_sms);
+}
+
 GemmConfig tileFillingTheSms(long long M, long long N, long long batch, int num_sms) {
   const GemmConfig wide = tileConfig(128, 256, 4, false), t64x256 = tileConfig(64, 256, 5, true),
                    narrow = tileConfig(64, 128, 8, true);
-  const GemmConfig t128x128 = tileConfig(128, 128, 6, false);
-  const bool one_round = tileCount(M, N, batch, t128x128) <= num_sms;
   if (M * batch > 256)
-    return leastSlotArea({wide, tileConfig(128, 128, 6, !one_round), t64x256, narrow}, M, N, batch, num_sms);
+    return leastSlotArea({wide, tile128x128(M, N, batch, num_sms), t64x256, narrow}, M, N, batch, num_sms);
   // Up to 256 rows a wider tile is a candidate only where its tiles fill at least three quarters
   // of the SMs, as the measured ones did (112 tiles of 64x256 or 128x256 at N = 14336); with
   // fewer (M = 128 at N = 11008: 86 tiles of 64x256) 64x128, the tile Runs AA and AC measured
@@ -246,10 +250,8 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   // One matrix only: a batch of small matrices would give every matrix a mostly empty 128-row last
   // tile (B = 8, M = 144), the cost config_table's unfusedPathFaster refuses for one matrix.
   const GemmConfig wide = tileConfig(128, 256, 4, false);
-  if (N % pingpong64x256.bn != 0 && batch == 1) {
-    const bool one_round = tileCount(M, N, batch, tileConfig(128, 128, 6, false)) <= num_sms;
-    return leastSlotArea({wide, tileConfig(128, 128, 6, !one_round)}, M, N, batch, std::max(1, num_sms));
-  }
+  if (N % pingpong64x256.bn != 0 && batch == 1)
+    return leastSlotArea({wide, tile128x128(M, N, batch, num_sms)}, M, N, batch, std::max(1, num_sms));
   // Whole 256-column tiles where 128x256 cooperative fits in one round and 64x256 needs two (the
   // same slot area): 128x256, which ran 1-7 % faster at 4096 x 1024 (128 tiles) and 4096 x 768
   // (96) in every chain (Run AG), the one-round choice of tileFillingTheSms (1024 x 4096, Run AC).

@@ -110,6 +110,9 @@ struct LaunchGeometry {
 LaunchGeometry launchGeometry(const GemmProblem& pr, const GemmConfig& cfg, int num_sms,
                               int max_active_clusters = 0);
 
+// Tiles of c over M x N x batch (partial ones included).
+long long tileCount(long long M, long long N, long long batch, const GemmConfig& c);
+
 // Config choice: ping-pong 64x256 from 1025 rows (M x batch) where its tiles fill the SMs (for one
 // matrix: a 128-row tile at a partial 256-column tile, 128x256 where it fits one round); 64x128
 // ping-pong for N <= 128; otherwise the tile (128x256, 128x128, 64x256 or 64x128; up to 256 rows
