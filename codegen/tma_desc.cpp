@@ -49,7 +49,9 @@ bool describeTensorMaps(const GemmProblem& pr, const GemmConfig& cfg, TensorMapD
     return s;
   };
 
-  // ---- A: [B][M][K], K contiguous.  dims {K, M, Ba}; box {64, bm, 1}
+  // ---- A: [B][M][K], K contiguous.  dims {K, M, Ba}; box {64, 64, 1}: the kernel issues bm/64
+  // boxes per stage (with the 128-byte swizzle, two stacked 64-row boxes are one 128-row box's
+  // layout) and skips those wholly past M
   if (!stride_ok(pr.a_sm)) return fail(why, "A row stride (a_sm*2 bytes) must be a positive multiple of 16");
   TensorMapDesc& a = maps[0];
   a = TensorMapDesc();
@@ -62,7 +64,7 @@ bool describeTensorMaps(const GemmProblem& pr, const GemmConfig& cfg, TensorMapD
   a.global_stride_bytes[1] = (unsigned long long)(batch_stride(pr.a_sb, pr.M, pr.a_sm) * es);
   if (!stride_ok(a.global_stride_bytes[1] / 2) || a.global_stride_bytes[1] % 16) return fail(why, "A batch stride must be a multiple of 16 bytes");
   a.box_dim[0] = 64;
-  a.box_dim[1] = (unsigned)cfg.bm;
+  a.box_dim[1] = 64;
   a.box_dim[2] = 1;
 
   // ---- B

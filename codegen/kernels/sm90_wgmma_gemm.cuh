@@ -578,22 +578,33 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         tile_coords(t, ts.mtc, ts.nt, GROUP, b, tm, tn);
         tm = tm * CM + (int)crank;
         const int ba = a_bcast ? 0 : b, bb = b_bcast ? 0 : b;
+        // B's 64-column boxes wholly past N are not loaded at the column edge (their columns'
+        // accumulators are never stored; an output column depends on its own B column only), and
+        // the stage's byte count leaves them out: the hypothesis (bench/RESULTS.md Run AG) that a
+        // box the TMA fills out of bounds costs the edge tile its time.
+        const int b_boxes = (FX_B_KMAJOR || CM != 1) ? BN / 64 : (int)min((long long)(BN / 64), (p.N - (long long)tn * BN + 63) / 64);
+        // A's 64-row boxes wholly past M likewise (max 0: a cluster's second CTA may hold a tile
+        // wholly past M, FX_CLUSTER_M builds only)
+        const int a_boxes = (int)max(0LL, min((long long)(BM / 64), (p.M - (long long)tm * BM + 63) / 64));
+        const u32 stage_tx = (u32)a_boxes * (u32)(64 * BK * 2) + (u32)b_boxes * (u32)(B_BYTES / (BN / 64));
         for (int kb = 0; kb < ts.nk; ++kb) {
           mbar_wait(bars + 8 * (S + s), ph ^ 1);  // empty[s]
           if (elect_one()) {
             const u32 full = bars + 8 * s;
-            mbar_expect_tx(full, STAGE_BYTES);
+            mbar_expect_tx(full, stage_tx);
             const u32 sA = ring + s * STAGE_BYTES;
             const u32 sB = sA + A_BYTES;
             const int k0 = (ts.kb0 + kb) * BK;
-            tma_load_3d(sA, mapA, full, k0, tm * BM, ba);
+#pragma unroll
+            for (int h = 0; h < BM / 64; ++h)  // 64-row boxes (codegen/tma_desc.cpp)
+              if (h < a_boxes) tma_load_3d(sA + h * (64 * BK * 2), mapA, full, k0, tm * BM + h * 64, ba);
             if constexpr (CM == 1) {
 #if FX_B_KMAJOR
               tma_load_3d(sB, mapB, full, k0, tn * BN, bb);
 #else
 #pragma unroll
               for (int j = 0; j < BN / 64; ++j)
-                tma_load_3d(sB + j * (64 * BK * 2), mapB, full, tn * BN + j * 64, k0, bb);
+                if (j < b_boxes) tma_load_3d(sB + j * (64 * BK * 2), mapB, full, tn * BN + j * 64, k0, bb);
 #endif
             } else {
               // this CTA's share of B, multicast into the same offset of every CTA of the cluster
