@@ -206,8 +206,9 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long batch, int num_
   // its slots (M = 144 and 160 at N = 14336: 64x128 in three rounds 1.31-1.55x mm, 128x256 in
   // one 1.27-1.43x, in all 12 cells, M = 160 measured twice; M = 176, 48 of 64 rows real, stays
   // with 64x128, the fastest there): then the one-round 128x256 where it is a candidate (M =
-  // 129-143 and 145-159 follow 144 and 160 unmeasured). The slot area does not see this cost,
-  // whose cause is not known yet (bench/sm90/NOTES.md session 15). The heuristic does not run
+  // 129-143 and 145-159 follow 144 and 160 unmeasured). The slot area does not see this cost
+  // (measured before the kernel skipped the boxes wholly past M, which were most of it: Run AH;
+  // not re-measured for this choice since). The heuristic does not run
   // this 128x256 where its own last row tile holds at most a quarter real rows at K >= 4096 (M =
   // 144 and 160 at K = 4096: cuBLAS + the epilogue kernel was faster, config_table's
   // unfusedPathFaster, Run AE); it does elsewhere, and the autotune measures it.
@@ -233,7 +234,19 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   // = 4096 x 256 64x128 ping-pong 1.10-1.18x against 64x256's 1.37-1.57x; 4096 x 384 and 4096 x
   // 512 128x128 cooperative 1.04-1.16x against 1.07-2.44x; 8192 x 256 128x128 cooperative
   // 1.08-1.18x against 1.13-1.26x (each the fastest Hopper tile of the shape).
-  if (N <= 128) return tileConfig(64, 128, 8, true);
+  if (N <= 128) {
+    // From 1025 rows of one matrix, 128x128 where 64x128 takes more rounds: at a narrow N the tiles
+    // stream A, so rounds, not slots, set the time. Measured on the H200 (bench/RESULTS.md Run AH,
+    // 2026-12-01, compare_tiles, K = 4096, four bench chains, time / cuBLAS + the epilogue
+    // kernel): M x N = 10240 x 128 and 12288 x 128 (128x128 in one round, 64x128 in two)
+    // 0.78-0.88 against 64x128's 0.86-1.05, 8512 x 64 0.87-0.94 against 1.02-1.11; 16384 x 64
+    // (two rounds against one) at par; one round each (4096-8192 x 128, 8192 x 64): 64x128 ran
+    // 0.75-0.94 against 128x128's 0.84-1.23, and stays.
+    const GemmConfig narrow = tileConfig(64, 128, 8, true), square = tile128x128(M, N, batch, std::max(1, num_sms));
+    const auto rounds = [&](const GemmConfig& c) { return (tileCount(M, N, batch, c) + num_sms - 1) / num_sms; };
+    if (batch == 1 && M > 1024 && num_sms > 0 && rounds(square) < rounds(narrow)) return square;
+    return narrow;
+  }
   const GemmConfig pingpong64x256 = tileConfig(64, 256, 5, true);
   if (M * batch <= 1024 || tileCount(M, N, batch, pingpong64x256) < num_sms)
     return tileFillingTheSms(M, N, batch, std::max(1, num_sms));
@@ -246,9 +259,10 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   // 4096 x 4304 (K = 1152) 1.20-1.47x against 1.46-1.66x; 4096 x 2944 128x256 cooperative
   // 1.03-1.12x against 1.14-1.21x; 4096 x 896 and 8192 x 896 (K = 4864) 1.03-1.12x against
   // 1.60-1.73x. Whole 256-column tiles keep 64x256 (4096 x 4096 and issue 6's shapes; 8192 x 768
-  // (K = 3072) 1.04-1.17x, the fastest there) except in one round of 128x256 (below). Why
-  // 64x256 ping-pong loses so much more at a partial column tile than its slots suggest is not
-  // known.
+  // (K = 3072) 1.04-1.17x, the fastest there) except in one round of 128x256 (below). Most of
+  // 64x256's loss was the TMA filling B's boxes wholly past N; since the kernel skips them (Run
+  // AH, 2026-12-01: 4096 x 896 at K = 4864 1.54-1.64x -> 1.07-1.18x mm) 128x256 is still the
+  // faster there (1.04-1.12x), so the rule stands.
   // One matrix only: a batch of small matrices would give every matrix a mostly empty 128-row last
   // tile (B = 8, M = 144), the cost config_table's unfusedPathFaster refuses for one matrix.
   const GemmConfig wide = tileConfig(128, 256, 4, false);

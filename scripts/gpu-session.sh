@@ -217,14 +217,14 @@ case "$part" in
     grep -A40 "^ *shape" "$LOGS/narrow_tiles.txt" | head -n 40
     ;;
   rules)
-    # bench/RESULTS.md Run AG's rules at shapes they decide without a measurement (M x K x N; the
-    # heuristic's choice in brackets, session 18): tail rounds refused (1088 x 4096 x 4096, 10240 x
-    # 4096 x 128, 12288 x 4096 x 128, 8512 x 4096 x 64), 128x256 in one round (3072 x 4096 x 768,
-    # 2048 x 4096 x 1152, 2048 x 4096 x 2048, 1280 x 4096 x 3072, 4096 x 4096 x 640), 128x128
-    # ping-pong at a partial 256-column tile (8192 x 4096 x 1152, 6144 x 4096 x 1408), 64x256 at
-    # whole ones (4096 x 4096 x 2304), the K >= 8192 refusal at three row tiles (192 x 14336 x 4096)
+    # compare_tiles, tile_rule_check and end to end at the shapes where the rules decide (M x K x
+    # N): Run AH's work-share refusal on both sides of its threshold (3072 x 4096 x 768, 2048 x
+    # 4096 x 1152, 4096 x 4096 x 640 refused; 2048 x 4864 x 896, 5120 x 4096 x 768 taken; 4096 x
+    # 4096 x 768 on it), 128x128 at N <= 128 (10240 x 4096 x 128, 8512 x 4096 x 64), the partial
+    # 256-column tile (8192 x 4096 x 1152), the K >= 8192 refusal at three row tiles (192 x 14336
+    # x 4096)
     build
-    shapes=${2:-1088x4096x4096,3072x4096x768,10240x4096x128,12288x4096x128,8512x4096x64,2048x4096x1152,8192x4096x1152,2048x4096x2048,1280x4096x3072,4096x4096x640,6144x4096x1408,4096x4096x2304,192x14336x4096}
+    shapes=${2:-3072x4096x768,2048x4096x1152,4096x4096x640,2048x4864x896,5120x4096x768,4096x4096x768,10240x4096x128,8512x4096x64,8192x4096x1152,192x14336x4096}
     OUT=$LOGS/tiles timeout 260 python3 bench/sm90/compare_tiles.py --shapes "$shapes" > "$LOGS/rules_tiles.txt" 2>&1
     tiles_json=$(realpath "$LOGS/tiles/compare_tiles.json")
     (cd bench/sm90 && PYTHONPATH=..:../../python python3 tile_rule_check.py "$tiles_json") > "$LOGS/rules_check.txt" 2>&1

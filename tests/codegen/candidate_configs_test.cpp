@@ -223,7 +223,7 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   EXPECT_EQ(tile(4096, 4096, 1), "64x256 pp s5");
   EXPECT_EQ(tile(1536, 4096, 1), "64x256 pp s5");
   // from 1025 rows the tile rule of whole 256-column tiles; the heuristic then refuses 1025 x 4096,
-  // whose 272 tiles fill 69 % of three rounds (PartialColumnTilesAndTailRounds)
+  // whose 272 tiles do 63 % of three rounds' work (PartialColumnTilesAndTailRounds)
   EXPECT_EQ(sm90::chooseConfig(1025, 4096, 4096, 1, 132).bn, 256);
   EXPECT_FALSE(hopper(1025, 4096, 4096, 1));
   // up to 256 rows: no 128x128 tile
@@ -263,7 +263,11 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   EXPECT_EQ(tile(224, 14336, 1), "128x256 coop s4");  // all three tie: one round
   EXPECT_EQ(tile(256, 14336, 1), "128x256 coop s4");
   EXPECT_EQ(tile(128, 4096, 2), "64x128 pp s8");      // 256 rows in all
-  EXPECT_EQ(tile(16384, 128, 1), "64x128 pp s8");     // N <= 128 (at 4096 rows: split-K, split_k_test.cpp)
+  EXPECT_EQ(tile(8192, 128, 1), "64x128 pp s8");      // N <= 128 (at 4096 rows: split-K, split_k_test.cpp)
+  EXPECT_EQ(tile(16384, 128, 1), "128x128 coop s6");  // 64x128 in two rounds, 128x128 in one (Run AH)
+  EXPECT_EQ(tile(10240, 128, 1), "128x128 coop s6");
+  EXPECT_EQ(tile(8512, 64, 1), "128x128 coop s6");
+  EXPECT_EQ(tile(4096, 128, 2), "64x128 pp s8");      // batches: 64x128 (unmeasured)
   // from 1025 rows where 64x256's tiles do not fill the SMs, the tile rule (Run AF: each the
   // fastest Hopper tile of its shape)
   EXPECT_EQ(tile(4096, 256, 1), "64x128 pp s8");      // 64 tiles of 64x256; 64x128's 128 fill one round
@@ -320,25 +324,37 @@ TEST(CandidateConfigs, PartialColumnTilesAndTailRounds) {
   EXPECT_FALSE(hopper(4096, 1152, 4096, 1));    // 288 tiles of 128x128: 73 % of three rounds
   EXPECT_FALSE(hopper(4096, 1152, 4304, 1));
   EXPECT_EQ(tile(4096, 768), "128x256 coop");  // one round (96 tiles) against 64x256's two (192, 73 %)
-  EXPECT_TRUE(hopper(4096, 768, 4096, 1));
   EXPECT_EQ(tile(4096, 1024), "128x256 coop");
   EXPECT_EQ(tile(4224, 512), "64x256 pp");      // 64x256 in one round (132 tiles): stays
   EXPECT_EQ(tile(4224, 1024), "128x256 coop");  // 128x256 in exactly one round (132 tiles)
   EXPECT_EQ(sm90::chooseConfig(2048, 1024, 4096, 2, 132).bm, 64);  // B = 2: 64x256, unmeasured
-  // the tail-round boundaries: 2 rounds refused up to 198 tiles (75 %), 3 up to 297; 4+ never
-  EXPECT_EQ(tile(6336, 768), "64x256 pp");      // 99 x 3 = 297 tiles: 3 rounds, 75 %
-  EXPECT_FALSE(hopper(6336, 768, 4096, 1));
-  EXPECT_TRUE(hopper(6400, 768, 4096, 1));      // 300 tiles: 76 %
-  EXPECT_FALSE(hopper(12672, 128, 4096, 1));    // 198 tiles of 64x128: 75 % of two rounds
-  EXPECT_TRUE(hopper(12736, 128, 4096, 1));     // 199
-  EXPECT_TRUE(hopper(4096, 2816, 4096, 1));     // 64x256 in 6 rounds (704 tiles): never refused
-  EXPECT_FALSE(hopper(8512, 64, 4096, 1));      // 133 tiles of 64x128 in two rounds (N < 128 at 128 tiles: taken)
-  // batches: the tile rule of whole tiles and no tail-round refusal (unmeasured)
+  // the work-share refusal (Run AH): at most K / (K + 1536) of the slots' work, from 16 GFLOP, N >= 512
+  EXPECT_FALSE(hopper(3072, 768, 4096, 1));     // 72 tiles of 128x256 in one round: 55 %
+  EXPECT_NE(hopperRefusalForSize(mm, 3072, 768, 4096, 1, 90)
+                .find("128x256 tiles do 55 % of their slots' work, under the 73 % that beats cuBLAS + the epilogue "
+                      "kernel at K = 4096"),
+            std::string::npos);
+  EXPECT_FALSE(hopper(4096, 1152, 4096, 1));    // 288 tiles of 128x128 in three rounds: 68 %
+  EXPECT_FALSE(hopper(4096, 1152, 4304, 1));
+  EXPECT_FALSE(hopper(6144, 768, 4096, 1));     // 64x256 in three rounds: 71 %
+  EXPECT_TRUE(hopper(4096, 2304, 4096, 1));     // 64x256 in five rounds: 85 %
+  EXPECT_TRUE(hopper(5120, 768, 4096, 1));      // 128x256 in one round: 91 %
+  EXPECT_TRUE(hopper(2048, 896, 4864, 1));      // 128x128 in one round: 80 %, over 76 % at K = 4864
+  EXPECT_FALSE(hopper(4096, 768, 4096, 1));     // 73 % at K = 4096: on the threshold, refused
+  EXPECT_TRUE(hopper(4096, 768, 3072, 1));      // 73 %, over 67 % at K = 3072
+  EXPECT_FALSE(hopper(4096, 768, 14336, 1));    // 73 %, under 90 % at K = 14336
+  EXPECT_TRUE(hopper(4096, 4096, 14336, 1));    // 64x256 in eight rounds: 94 %
+  EXPECT_TRUE(hopper(2048, 768, 4096, 1));      // 68 %, but 12.9 GFLOP: under the 16 of the rule
+  EXPECT_TRUE(hopper(4096, 4864, 896, 1));      // 89 % against 37 % at K = 896
+  EXPECT_TRUE(hopper(4096, 2816, 4096, 1));
+  // N < 512: not refused for the share (the tiles stream A; 10240 x 128 won at 57 %)
+  EXPECT_TRUE(hopper(10240, 128, 4096, 1));
+  EXPECT_TRUE(hopper(12672, 128, 4096, 1));
+  EXPECT_TRUE(hopper(8512, 64, 4096, 1));
+  // batches: the tile rule of whole tiles and no work-share refusal (unmeasured)
   EXPECT_EQ(sm90::chooseConfig(144, 4160, 4096, 8, 132).bn, 256);  // B = 8: 64x256, not a 128-row tile
   EXPECT_EQ(sm90::chooseConfig(144, 4160, 4096, 8, 132).bm, 64);
   EXPECT_TRUE(hopper(1024, 1152, 4096, 4));
-  EXPECT_NE(hopperRefusalForSize(mm, 4096, 1152, 4096, 1, 90).find("288 tiles of 128x128 fill 73 % of 3 round(s)"),
-            std::string::npos);
   EXPECT_FALSE(hopper(8192, 32, 4096, 1));      // N < 64 at 128 tiles: most of every tile empty, unmeasured
   EXPECT_TRUE(hopper(3072, 256, 4096, 1));      // one round, 96 tiles: won (Run AF)
   EXPECT_TRUE(hopper(6144, 256, 4096, 1));

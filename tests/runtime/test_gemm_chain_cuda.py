@@ -678,14 +678,20 @@ def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     (2048, 14336, 256, "sm90_wgmma 64x128x64 s7 t256 splitk2"),
     # Run AG: N < 128 from 128 tiles (every tile at the column edge, staged); a partial third
     # column tile refused; 32 tiles at K = 1024; a partial 256-column tile from 1025 rows takes a
-    # 128-row tile; a tail round at most half full refused
+    # 128-row tile
     (8192, 4096, 64, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
     (4096, 4096, 320, None),
     (1024, 1024, 256, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
     (4096, 4096, 4160, "sm90_wgmma 128x128x64 s6 t384 pingpong"),
     (4096, 4096, 896, "sm90_wgmma 128x256x64 s4 t384"),
-    (4096, 4096, 768, "sm90_wgmma 128x256x64 s4 t384"),
     (4096, 4096, 1152, None),
+    # Run AH: too little of the slots' work for K refused; N <= 128 takes 128x128 where 64x128
+    # needs more rounds
+    (3072, 4096, 768, None),
+    (4096, 4096, 768, None),  # 128x256 in one round, on the threshold
+    (5120, 4096, 768, "sm90_wgmma 128x256x64 s4 t384"),
+    (2048, 4096, 768, "sm90_wgmma 128x128x64 s6 t384"),
+    (10240, 4096, 128, "sm90_wgmma 128x128x64 s6 t384"),
 ])
 def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     """The op's own choice where N is narrow (sm90::chooseConfig, sm90::splitKForFewTiles, codegen
@@ -694,9 +700,10 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     tile that fills the SMs where 64x256's tiles do not (64x128 ping-pong at 4096 x 256, 128x128
     cooperative at 8192 x 256), cuBLAS + the epilogue kernel with too few tiles (256 x 64: 4) and
     with a partial column tile at N = 192 and 320; Run AG's: N = 64 at 128 tiles, 32 tiles at
-    K = 1024, a 128-row tile at a partial 256-column tile (4160, 896), 128x256 in one round (768),
-    a mostly empty last round (1152) unfused. One launch each (and the epilogue kernel's where
-    unfused); against float64 by relative error, outputs poisoned."""
+    K = 1024, a 128-row tile at a partial 256-column tile (4160, 896); Run AH's: tiles doing too
+    little of their slots' work for K unfused (1152, 768, 3072 x 768; 2048 x 768 is under the
+    rule's 16 GFLOP), 128x256 in one round at 5120 x 768, 128x128 at 10240 x 128. One launch each (and the epilogue
+    kernel's where unfused); against float64 by relative error, outputs poisoned."""
     check_dispatch("narrow-n-dispatch", M, K, N, first)
 
 
