@@ -266,7 +266,7 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 // 36 of 64 rows real) 1.03-1.18x against 1.17-1.26x, M = 176 (64x128) 1.20-1.26x against
 // 1.21-1.30x (Run AF).
 constexpr long long kFewestTilesTheKernelWins = 64, kFewestTilesShortK = 32, kEdgeColumnsMinTiles = 128,
-                    kPartialColumnTileMaxN = 384, kFillRuleMinN = 512;
+                    kPartialColumnTileMaxN = 384, kFillRuleMinN = 512, kFillRuleMaxK = 14336;
 constexpr double kFillRuleMinFlops = 16e9, kFillRuleK = 1536;
 
 // A Hopper tile's throughput on whole tiles, relative to 128x256 cooperative: the time of one
@@ -284,7 +284,7 @@ double tileThroughput(const sm90::GemmConfig& g) {
 // The share of the tile slots' work that is real: the real outputs over the area of the tile's
 // rounds of SMs, times the tile's throughput. 1: every slot of every round busy at 128x256's rate.
 double tileWorkShare(const ProblemShape& s, const sm90::GemmConfig& g) {
-  const long long tiles = sm90::tileCount(s.M, s.N, s.B, g), rounds = (tiles + kHopperSms - 1) / kHopperSms;
+  const long long rounds = sm90::roundsOfTiles(s.M, s.N, s.B, g, kHopperSms);
   return double(s.M) * double(s.N) * double(s.B) / (double(rounds) * kHopperSms * g.bm * g.bn) * tileThroughput(g);
 }
 
@@ -306,7 +306,10 @@ std::string unfusedPathFaster(const ProblemShape& s) {
                        tiles);
   const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
   if (s.M > 1024) {
-    const double share = tileWorkShare(s, g), least = double(s.K) / double(s.K + kFillRuleK);
+    // K beyond the longest measured (14336) counts as 14336: the threshold tends to 1 with K, and
+    // would refuse well-filled tiles there (64x256 at 94 % from K = 24k) unmeasured
+    const double k = double(std::min(s.K, kFillRuleMaxK));
+    const double share = tileWorkShare(s, g), least = k / (k + kFillRuleK);
     // A tie is refused: 4096 x 768 at K = 4096 sits on the threshold (8/11 both); the kernel ran at
     // par with cuBLAS + the epilogue kernel (Run AH call 8: 0.98-1.02) but 0.91x eager with SiLU,
     // whose eager pass is cheaper than that kernel's.
@@ -436,8 +439,9 @@ const VariantRow kRows[] = {
      [](const Query& q) {
        // Tile shape per problem (kernels/sm90_wgmma_gemm.cuh, bench/sm90/NOTES.md run 7): ping-pong
        // 64x256, 5 stages, from 1025 rows where its tiles fill the SMs (but at a partial 256-column
-       // tile, or in one round of 128x256); otherwise the tile that fills them (sm90::chooseConfig);
-       // split-K where 64x128 tiles are few (sm90::splitKForFewTiles).
+       // tile, where 128x256 takes half its rounds and at most two, or at N <= 128); otherwise the
+       // tile that fills them (sm90::chooseConfig); split-K where 64x128 tiles are few
+       // (sm90::splitKForFewTiles).
        if (const KernelConfig* forced = pingpongTileKnob()) return *forced;
        if (const int ks = splitKFor(q.shape); ks > 1) return splitKKernelConfig(ks);
        const sm90::GemmConfig g = sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, kHopperSms);

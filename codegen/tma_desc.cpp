@@ -124,6 +124,11 @@ long long tileCount(long long M, long long N, long long batch, const GemmConfig&
   return batch * ((M + c.bm - 1) / c.bm) * ((N + c.bn - 1) / c.bn);
 }
 
+long long roundsOfTiles(long long M, long long N, long long batch, const GemmConfig& c, int num_sms) {
+  const long long sms = std::max(1, num_sms);
+  return (tileCount(M, N, batch, c) + sms - 1) / sms;
+}
+
 namespace {
 GemmConfig tileConfig(int bm, int bn, int stages, bool pingpong) {
   GemmConfig c;
@@ -139,8 +144,7 @@ GemmConfig tileConfig(int bm, int bn, int stages, bool pingpong) {
 // tile covers the same real outputs (M x N x batch), so the smallest slot area is the largest
 // share of the slots doing real work (tiles partly past M or N count only their inside part).
 long long slotArea(long long M, long long N, long long batch, const GemmConfig& c, int num_sms) {
-  const long long rounds = (tileCount(M, N, batch, c) + num_sms - 1) / num_sms;
-  return rounds * c.bm * c.bn;
+  return roundsOfTiles(M, N, batch, c, num_sms) * c.bm * c.bn;
 }
 
 // The tile of `order` with the least slotArea; among ties, first one without a partial row tile,
@@ -221,11 +225,10 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long batch, int num_
 }  // namespace
 
 GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, int num_sms) {
-  (void)K;
   // Ping-pong 64x256 (5 stages) from 1025 rows where its tiles fill the SMs: measured faster than every cooperative tile on
   // every shape of bench/sm90/NOTES.md run 6 (bias+GELU: 4096^3 1.09x cuBLAS vs 1.16x; K=1024
   // 1.35x vs 1.55x), because one consumer's epilogue runs under the other's MMAs. N <= 128 takes
-  // 64x128 tiles, 8 stages. Up to 1024 rows (M x B), the tile that fills the SMs
+  // 64x128 tiles, 8 stages (or 128x128, below). Up to 1024 rows (M x B), the tile that fills the SMs
   // (tileFillingTheSms): at up to 256 rows mostly 64x128, as in Run AA (K = 4096: 0.84-0.90x
   // cuBLAS mm alone at M = 128 and 256, N = 4096, where 64x256 ran 1.04-1.26x).
   // From 1025 rows a narrow N leaves 64x256's tiles short of one round (M = 4096, N = 256: 64
@@ -243,8 +246,9 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     // (two rounds against one) at par; one round each (4096-8192 x 128, 8192 x 64): 64x128 ran
     // 0.75-0.94 against 128x128's 0.84-1.23, and stays.
     const GemmConfig narrow = tileConfig(64, 128, 8, true), square = tile128x128(M, N, batch, std::max(1, num_sms));
-    const auto rounds = [&](const GemmConfig& c) { return (tileCount(M, N, batch, c) + num_sms - 1) / num_sms; };
-    if (batch == 1 && M > 1024 && num_sms > 0 && rounds(square) < rounds(narrow)) return square;
+    // (one round of 128x128 only: more was not measured)
+    const auto rounds = [&](const GemmConfig& c) { return roundsOfTiles(M, N, batch, c, num_sms); };
+    if (batch == 1 && M > 1024 && rounds(square) == 1 && rounds(narrow) > 1) return square;
     return narrow;
   }
   const GemmConfig pingpong64x256 = tileConfig(64, 256, 5, true);
@@ -259,20 +263,29 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   // 4096 x 4304 (K = 1152) 1.20-1.47x against 1.46-1.66x; 4096 x 2944 128x256 cooperative
   // 1.03-1.12x against 1.14-1.21x; 4096 x 896 and 8192 x 896 (K = 4864) 1.03-1.12x against
   // 1.60-1.73x. Whole 256-column tiles keep 64x256 (4096 x 4096 and issue 6's shapes; 8192 x 768
-  // (K = 3072) 1.04-1.17x, the fastest there) except in one round of 128x256 (below). Most of
-  // 64x256's loss was the TMA filling B's boxes wholly past N; since the kernel skips them (Run
-  // AH, 2026-12-01: 4096 x 896 at K = 4864 1.54-1.64x -> 1.07-1.18x mm) 128x256 is still the
-  // faster there (1.04-1.12x), so the rule stands.
+  // (K = 3072) 1.04-1.17x, the fastest there) except where 128x256 takes fewer rounds (below).
+  // Most of 64x256's loss was the TMA filling B's boxes wholly past N; since the kernel skips them
+  // (Run AH, 2026-12-01, B as [K, N]: 4096 x 896 at K = 4864 1.54-1.64x -> 1.07-1.18x mm) 128x256
+  // is still the faster there (1.04-1.12x), so the rule stands. (A K-major B, F.linear's weight,
+  // still loads its one box whole: not re-measured.)
   // One matrix only: a batch of small matrices would give every matrix a mostly empty 128-row last
   // tile (B = 8, M = 144), the cost config_table's unfusedPathFaster refuses for one matrix.
   const GemmConfig wide = tileConfig(128, 256, 4, false);
   if (N % pingpong64x256.bn != 0 && batch == 1)
     return leastSlotArea({wide, tile128x128(M, N, batch, num_sms)}, M, N, batch, std::max(1, num_sms));
-  // Whole 256-column tiles where 128x256 cooperative fits in one round and 64x256 needs two (the
-  // same slot area): 128x256, which ran 1-7 % faster at 4096 x 1024 (128 tiles) and 4096 x 768
-  // (96) in every chain (Run AG), the one-round choice of tileFillingTheSms (1024 x 4096, Run AC).
-  // Not measured for batches: one matrix only.
-  if (batch == 1 && tileCount(M, N, batch, wide) <= num_sms && tileCount(M, N, batch, pingpong64x256) > num_sms)
+  // Whole 256-column tiles where 128x256 cooperative takes half the rounds of 64x256 (the same
+  // slot area) and at most two: 128x256, fewer tiles each SM runs. Measured on the H200 (Runs AG
+  // and AH, 2026-12-01, compare_tiles, four bench chains, 128x256's time over 64x256's): one round
+  // 0.91-0.99 at K = 3072-14336 (4096 x 1024 and 4096 x 768, as the one-round choice of
+  // tileFillingTheSms at 1024 x 4096, Run AC; 2048 x 2048, 5120 x 768, 1280 x 3072 ...), but
+  // 1.01-1.07 at K = 1024 (3072 x 768, where 64x128 was the fastest); two rounds 0.96-0.99 (2048 x
+  // 4096 at K = 4096, Run AH call 6); four rounds at par (4096 x 4096: 0.98-1.03) and 64x256 keeps
+  // them. Only where measured: one round from K = 3072, two from K = 4096. Not measured for
+  // batches: one matrix only.
+  const auto rounds = [&](const GemmConfig& c) { return roundsOfTiles(M, N, batch, c, num_sms); };
+  const long long rounds_wide = rounds(wide);
+  if (batch == 1 && rounds(pingpong64x256) == 2 * rounds_wide &&
+      ((rounds_wide == 1 && K >= 3072) || (rounds_wide == 2 && K >= 4096)))
     return wide;
   return pingpong64x256;
 }

@@ -65,9 +65,12 @@
 // c, c + grid/KS, ...), dynamic smem + FX_SPLITK_BYTES; compiled-in cluster shape as above.
 //
 // Tensor maps (rank 3, 128B swizzle, OOB zero fill; see codegen/tma_desc.cpp):
-//   A  [B][M][K] K contiguous: dims {K, M, Ba}, box {64, FX_BM, 1}
+//   A  [B][M][K] K contiguous: dims {K, M, Ba}, box {64, 64, 1}, FX_BM/64 loads/stage (those wholly
+//      past M skipped)
 //   B  FX_B_KMAJOR=1 ([N,K], F.linear weight): dims {K, N, Bb}, box {64, FX_BN/FX_CLUSTER_M, 1}
+//      (one box: its rows past N are loaded as the TMA's zero fill)
 //      FX_B_KMAJOR=0 ([K,N], x @ w):           dims {N, K, Bb}, box {64, 64, 1}, FX_BN/64 loads/stage
+//      (those wholly past N skipped where FX_CLUSTER_M == 1)
 //
 // Requirements: K >= 1; K % 8 == 0 and the row strides 16-byte multiples (TMA); N % 2 == 0 for
 // fx_epilogue2 pairs (the hook guards n+1 < N).  Any M.  M, N, K < 2^31.
@@ -144,7 +147,7 @@ static_assert(FX_BK == 64, "FX_BK must be 64 (128-byte swizzle rows of 16-bit el
 static_assert(FX_CONSUMERS == 2 && (FX_BM == 64 || FX_BM == 128) && FX_BM * FX_BN <= 16384 && FX_CLUSTER_M == 1,
               "ping-pong: 2 consumers, each a whole FX_BM x FX_BN tile (64x256, 64x128 or 128x128), no cluster");
 #else
-static_assert(FX_BM == 64 * FX_CONSUMERS && FX_BM <= 256, "FX_BM must be 64 * FX_CONSUMERS (<= 256: TMA box)");
+static_assert(FX_BM == 64 * FX_CONSUMERS && FX_BM <= 256, "FX_BM must be 64 * FX_CONSUMERS (<= 256)");
 #endif
 static_assert(FX_BN == 128 || FX_BN == 256, "FX_BN must be 128 or 256");
 static_assert(FX_A_KMAJOR == 1, "sm90 template needs A K-contiguous");

@@ -198,7 +198,7 @@ TEST(AllEpiloguesKnob, LiftsTheMeasuredRefusalsOnly) {
   EXPECT_EQ(hopper(mm, 4096, 192, 4096), knob);    // a partial column tile at N < 256
   EXPECT_EQ(hopper(mm, 144, 14336, 4096), knob);   // a last 128-row tile at most a quarter real
   EXPECT_EQ(hopper(mm, 128, 4096, 14336), knob);   // too few tiles at K >= 8192
-  EXPECT_EQ(hopper(mm, 4096, 1152, 4096), knob);   // tiles filling 73 % of three rounds (Run AG)
+  EXPECT_EQ(hopper(mm, 4096, 1152, 4096), knob);   // tiles doing 68 % of three rounds' work (Run AH)
   EXPECT_EQ(hopper(mm, 4096, 320, 4096), knob);    // a partial third column tile (Run AG)
   EXPECT_EQ(hopper(gelu, 4096, 4096, 14336), knob);  // GELU at K > 4096 (epilogueRefusal)
   EXPECT_TRUE(hopper(mm, 4096, 4096, 4096));
@@ -208,7 +208,8 @@ TEST(AllEpiloguesKnob, LiftsTheMeasuredRefusalsOnly) {
 
 TEST(CandidateConfigs, HopperTileFillsTheSms) {
   // 64x256 ping-pong from 1025 rows (M x batch) where its tiles fill the SMs (one matrix's
-  // exceptions: PartialColumnTilesAndTailRounds); 64x128 ping-pong where N <= 128; fewer rows or tiles,
+  // exceptions: PartialColumnTilesAndWorkShare); 64x128 ping-pong where N <= 128 (or 128x128 in one
+  // round, from 1025 rows); fewer rows or tiles,
   // the tile that fills the SMs' rounds best (sm90::chooseConfig), here at the shapes where
   // bench/RESULTS.md Runs AC (257-1024 rows) and AD (up to 256) measured that tile fastest (or
   // within 1.7 %; M = 128, N = 14336 within 2.8 %).
@@ -223,7 +224,7 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   EXPECT_EQ(tile(4096, 4096, 1), "64x256 pp s5");
   EXPECT_EQ(tile(1536, 4096, 1), "64x256 pp s5");
   // from 1025 rows the tile rule of whole 256-column tiles; the heuristic then refuses 1025 x 4096,
-  // whose 272 tiles do 63 % of three rounds' work (PartialColumnTilesAndTailRounds)
+  // whose 272 tiles do 63 % of three rounds' work (PartialColumnTilesAndWorkShare)
   EXPECT_EQ(sm90::chooseConfig(1025, 4096, 4096, 1, 132).bn, 256);
   EXPECT_FALSE(hopper(1025, 4096, 4096, 1));
   // up to 256 rows: no 128x128 tile
@@ -267,6 +268,7 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   EXPECT_EQ(tile(16384, 128, 1), "128x128 coop s6");  // 64x128 in two rounds, 128x128 in one (Run AH)
   EXPECT_EQ(tile(10240, 128, 1), "128x128 coop s6");
   EXPECT_EQ(tile(8512, 64, 1), "128x128 coop s6");
+  EXPECT_EQ(tile(20480, 128, 1), "64x128 pp s8");     // 128x128 in two rounds (160 tiles): unmeasured
   EXPECT_EQ(tile(4096, 128, 2), "64x128 pp s8");      // batches: 64x128 (unmeasured)
   // from 1025 rows where 64x256's tiles do not fill the SMs, the tile rule (Run AF: each the
   // fastest Hopper tile of its shape)
@@ -298,11 +300,12 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   EXPECT_EQ(tile(128, 4096, 9), "64x256 pp s5");      // 1152
 }
 
-TEST(CandidateConfigs, PartialColumnTilesAndTailRounds) {
-  // From 1025 rows (bench/RESULTS.md Run AG, 2026-12-01): a partial 256-column tile takes the
+TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
+  // From 1025 rows (bench/RESULTS.md Runs AG, AH, 2026-12-01): a partial 256-column tile takes the
   // 128-row tile of least slot area, 128x256 cooperative on ties (64x256 ping-pong lost by 6-65 %
-  // there); the heuristic leaves to the unfused path a tile in two or three rounds filling at most
-  // three quarters of their slots. At K <= 1024, 32 tiles of 64x128 suffice.
+  // there); 128x256 where it takes half 64x256's rounds and at most two; the heuristic leaves to
+  // the unfused path a tile doing too little of its slots' work for K (the work-share refusal).
+  // At K <= 1024, 32 tiles of 64x128 suffice.
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   const spec::ChainSpec mm = loadSpec("bare_bf16_mm");
   auto tile = [](long long m, long long n) {
@@ -318,10 +321,16 @@ TEST(CandidateConfigs, PartialColumnTilesAndTailRounds) {
   EXPECT_EQ(tile(4096, 4096), "64x256 pp");     // whole 256-column tiles: unchanged
   EXPECT_EQ(tile(8192, 768), "64x256 pp");
   EXPECT_EQ(tile(4096, 4864), "64x256 pp");
+  EXPECT_EQ(tile(2048, 4096), "128x256 coop");  // two rounds against 64x256's four (Run AH)
+  EXPECT_EQ(tile(2560, 3072), "128x256 coop");  // 240 tiles: two rounds against four
+  EXPECT_EQ(tile(4096, 4096), "64x256 pp");     // four rounds against eight: 64x256 keeps them
+  EXPECT_EQ(sm90::chooseConfig(3072, 768, 1024, 1, 132).bm, 64);   // one round at K = 1024: 64x256
+  EXPECT_EQ(sm90::chooseConfig(3072, 768, 3072, 1, 132).bm, 128);  // from K = 3072: 128x256
+  EXPECT_EQ(sm90::chooseConfig(2048, 4096, 3072, 1, 132).bm, 64);  // two rounds at K < 4096: unmeasured
+  EXPECT_EQ(sm90::chooseConfig(2048, 4096, 4096, 1, 0).bm, 64);    // no SMs reported: one, 256 rounds
   EXPECT_TRUE(hopper(4096, 4160, 4096, 1));
   EXPECT_TRUE(hopper(4096, 1408, 4096, 1));     // 352 tiles: 89 % of three rounds
   EXPECT_TRUE(hopper(4096, 896, 4096, 1));      // one round
-  EXPECT_FALSE(hopper(4096, 1152, 4096, 1));    // 288 tiles of 128x128: 73 % of three rounds
   EXPECT_FALSE(hopper(4096, 1152, 4304, 1));
   EXPECT_EQ(tile(4096, 768), "128x256 coop");  // one round (96 tiles) against 64x256's two (192, 73 %)
   EXPECT_EQ(tile(4096, 1024), "128x256 coop");
@@ -347,6 +356,13 @@ TEST(CandidateConfigs, PartialColumnTilesAndTailRounds) {
   EXPECT_TRUE(hopper(2048, 768, 4096, 1));      // 68 %, but 12.9 GFLOP: under the 16 of the rule
   EXPECT_TRUE(hopper(4096, 4864, 896, 1));      // 89 % against 37 % at K = 896
   EXPECT_TRUE(hopper(4096, 2816, 4096, 1));
+  EXPECT_FALSE(hopper(5120, 512, 4096, 1));     // N = 512 (the rule's least): 128x256 in one round, 61 %
+  // K beyond 14336 counts as 14336 (unmeasured beyond): 64x256 at 94 % stays taken at K = 28672
+  EXPECT_TRUE(hopper(4096, 8192, 28672, 1));
+  EXPECT_TRUE(hopper(8192, 8192, 28672, 1));
+  EXPECT_FALSE(hopper(4096, 768, 28672, 1));    // 73 %: refused as at 14336
+  // the 16 GFLOP floor: 2048 x 768 x 4096 (12.9) taken above; 2048 x 768 x 5120 (16.1), 68 %, refused
+  EXPECT_FALSE(hopper(2048, 768, 5120, 1));
   // N < 512: not refused for the share (the tiles stream A; 10240 x 128 won at 57 %)
   EXPECT_TRUE(hopper(10240, 128, 4096, 1));
   EXPECT_TRUE(hopper(12672, 128, 4096, 1));
