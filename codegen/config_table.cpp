@@ -144,6 +144,10 @@ bool allEpiloguesKnob() {
   return all;
 }
 
+// The work-share refusal (unfusedPathFaster's, below), here for SiLU with its own cost.
+std::string workShareRefusal(const ProblemShape& s, double k_cost, const char* unfused_path);
+constexpr double kFillRuleKSilu = 640;
+
 // Why the Hopper kernel with this epilogue does not beat the unfused graph at this shape, in
 // words for the report; "" where it does.
 std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& shape) {
@@ -192,6 +196,15 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
     // the residual was measured only behind GELU(tanh) there (bench chain bias_gelu_resid)
     if (expensive_ops == 0) return "a residual without GELU(tanh) was not measured below 512 rows";
   }
+  // SiLU alone from 1025 rows: eager's SiLU pass (ATen's kernel) is cheaper than the epilogue
+  // kernel the work-share refusal is measured against (cuBLAS + it ran 0.92-0.94x eager with SiLU
+  // at every shape of Run AH call 8), so the kernel needs a larger share to beat eager: at K =
+  // 4096 it ran 0.98x eager at a share of 0.82 (8192 x 1152), 1.00x at 0.85 (4096 x 2304), 1.04-1.11x
+  // at 0.91-0.97 (1280 x 3072, 6144 x 1408, 2048 x 2048) (Run AH call 5, end to end). Refused at
+  // K / (K + kFillRuleKSilu) or less (0.86 at K = 4096); for the pass that leaves SiLU to eager.
+  if (silu && expensive_ops == 1 && !residual)
+    if (std::string why = workShareRefusal(shape, kFillRuleKSilu, "cuBLAS + ATen's SiLU"); !why.empty())
+      return "SiLU: " + why;
   return {};
 }
 
@@ -288,6 +301,24 @@ double tileWorkShare(const ProblemShape& s, const sm90::GemmConfig& g) {
   return double(s.M) * double(s.N) * double(s.B) / (double(rounds) * kHopperSms * g.bm * g.bn) * tileThroughput(g);
 }
 
+// The work-share refusal (above), with k_cost the K at which the unfused path's extra pass weighs
+// as much as a whole slot's work: a reason in words where the heuristic's tile does at most
+// K / (K + k_cost) of its slots' work, "" elsewhere or outside the rule's measured range.
+std::string workShareRefusal(const ProblemShape& s, double k_cost, const char* unfused_path) {
+  if (s.B != 1 || s.M <= 1024 || s.N < kFillRuleMinN || 2.0 * s.M * s.N * s.K < kFillRuleMinFlops) return {};
+  const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
+  // K beyond the longest measured (14336) counts as 14336: the threshold tends to 1 with K, and
+  // would refuse well-filled tiles there (64x256 at 94 % from K = 24k) unmeasured
+  const double k = double(std::min(s.K, kFillRuleMaxK));
+  const double share = tileWorkShare(s, g), least = k / (k + k_cost);
+  // A tie is refused: 4096 x 768 at K = 4096 sits on the general threshold (8/11 both); the kernel
+  // ran at par with cuBLAS + the epilogue kernel there (Run AH call 8: 0.98-1.02) but 0.91x eager
+  // with SiLU.
+  if (share > least * (1 + 1e-9)) return {};
+  return fmt::format("{}x{} tiles do {:.0f} % of their slots' work, under the {:.0f} % that beats {} at K = {} (Run AH)",
+                     g.bm, g.bn, 100 * share, 100 * least, unfused_path, s.K);
+}
+
 std::string unfusedPathFaster(const ProblemShape& s) {
   if (splitKFor(s) > 1) return {};
   const long long tiles = tiles64x128(s);
@@ -304,21 +335,8 @@ std::string unfusedPathFaster(const ProblemShape& s) {
     return fmt::format("{} tiles of 64x128, too few to fill the SMs at K >= 8192: cuBLAS + the epilogue kernel is "
                        "faster (Run AE)",
                        tiles);
+  if (s.M > 1024) return workShareRefusal(s, kFillRuleK, "cuBLAS + the epilogue kernel");
   const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
-  if (s.M > 1024) {
-    // K beyond the longest measured (14336) counts as 14336: the threshold tends to 1 with K, and
-    // would refuse well-filled tiles there (64x256 at 94 % from K = 24k) unmeasured
-    const double k = double(std::min(s.K, kFillRuleMaxK));
-    const double share = tileWorkShare(s, g), least = k / (k + kFillRuleK);
-    // A tie is refused: 4096 x 768 at K = 4096 sits on the threshold (8/11 both); the kernel ran at
-    // par with cuBLAS + the epilogue kernel (Run AH call 8: 0.98-1.02) but 0.91x eager with SiLU,
-    // whose eager pass is cheaper than that kernel's.
-    if (s.N >= kFillRuleMinN && 2.0 * s.M * s.N * s.K >= kFillRuleMinFlops && share <= least * (1 + 1e-9))
-      return fmt::format("{}x{} tiles do {:.0f} % of their slots' work, under the {:.0f} % that beats cuBLAS + the "
-                         "epilogue kernel at K = {} (Run AH)",
-                         g.bm, g.bn, 100 * share, 100 * least, s.K);
-    return {};
-  }
   if (s.M > 256) return {};
   if (g.bm == 128 && s.K >= 4096 && lastRowTileAtMostAQuarterReal(s.M, g.bm))
     return fmt::format("the last 128-row tile holds {} real rows: cuBLAS + the epilogue kernel is faster (Run AE)",
