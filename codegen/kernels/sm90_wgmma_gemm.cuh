@@ -583,8 +583,9 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         const int ba = a_bcast ? 0 : b, bb = b_bcast ? 0 : b;
         // B's 64-column boxes wholly past N are not loaded at the column edge (their columns'
         // accumulators are never stored; an output column depends on its own B column only), and
-        // the stage's byte count leaves them out: the hypothesis (bench/RESULTS.md Run AG) that a
-        // box the TMA fills out of bounds costs the edge tile its time.
+        // the stage's byte count leaves them out: a box the TMA fills out of bounds cost the edge
+        // tile about as much as a real one (bench/RESULTS.md Run AH: 64x256 at N = 896 1.54-1.64x
+        // -> 1.07-1.18x cuBLAS mm; A's skip, 128x128 at M = 144, 1.83-2.23x -> 1.36-1.45x).
         const int b_boxes = (FX_B_KMAJOR || CM != 1) ? BN / 64 : (int)min((long long)(BN / 64), (p.N - (long long)tn * BN + 63) / 64);
         // A's 64-row boxes wholly past M likewise (max 0: a cluster's second CTA may hold a tile
         // wholly past M, FX_CLUSTER_M builds only)
