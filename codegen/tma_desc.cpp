@@ -337,8 +337,14 @@ int splitKForFewTiles(long long M, long long N, long long K, long long batch, in
   // against 1.28-1.35x, ahead in 2 of 4; KS = 4 slower; config_table's unfusedPathFaster refuses
   // the Hopper kernel under 64 tiles without split-K, 32 at K <= 1024). A partial column tile
   // (N = 192) was not measured with split-K and is left out.
-  constexpr long long kNarrowMaxN = 256;
+  // N = 64 (half of each tile's columns empty, B's boxes past N not loaded since Run AH) at 64
+  // tiles: 4096 x 64 at K = 4096 KS = 2 1.10-1.21x mm against 64x128 ping-pong's 1.20-1.28x and
+  // cuBLAS + the epilogue kernel's 1.28-1.51x (bench/RESULTS.md Run AH call 7, four bench chains;
+  // that path had been taken: config_table's unfusedPathFaster refuses N < 128 under 128 tiles
+  // without split-K). Fewer tiles at N = 64 were not measured.
+  constexpr long long kNarrowMaxN = 256, kSplitKN64MinTiles = 64;
   if (N <= kNarrowMaxN && N % 128 == 0 && K >= 4096) return 2;
+  if (N == 64 && tiles >= kSplitKN64MinTiles && K >= 4096) return 2;
   return 1;
 }
 

@@ -173,6 +173,7 @@ TEST(CandidateConfigs, TooFewTilesLeaveTheChainToTheUnfusedPath) {
   EXPECT_TRUE(hopper(8192, 64, 4096, 1));
   EXPECT_TRUE(hopper(8192, 120, 4096, 1));
   EXPECT_FALSE(hopper(8128, 64, 4096, 1));    // 127 tiles
+  EXPECT_TRUE(hopper(4096, 64, 4096, 1));     // 64 tiles with split-K (Run AH; split_k_test.cpp)
   EXPECT_FALSE(hopper(4096, 64, 4096, 2));    // 128 tiles over two matrices: batches unmeasured
   EXPECT_TRUE(hopper(4096, 256, 4096, 1));
   EXPECT_FALSE(hopper(4096, 320, 4096, 1));   // a third of the column tiles partial (Run AG: lost)

@@ -121,7 +121,7 @@ TEST(SplitK, HeuristicTakesItForOneLongRowTile) {
 TEST(SplitK, HeuristicTakesItForANarrowNOverManyRows) {
   // KS = 2 where N is 128 or 256 and 32-66 tiles of 64x128 at K >= 4096 (bench/RESULTS.md Run AF:
   // 1024-2048 x 256 and 4096 x 128 at K = 4096, 2048 x 256 at K = 14336, faster than 64x128
-  // ping-pong and than cuBLAS + the epilogue kernel).
+  // ping-pong and than cuBLAS + the epilogue kernel), and N = 64 at 64-66 tiles (Run AH).
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   EXPECT_EQ(ks(1024, 256, 4096, 1), 2);   // 32 tiles
   EXPECT_EQ(ks(2048, 256, 4096, 1), 2);   // 64
@@ -137,6 +137,12 @@ TEST(SplitK, HeuristicTakesItForANarrowNOverManyRows) {
   EXPECT_EQ(ks(2048, 192, 4096, 1), 0);   // a partial column tile: no split-K, and no Hopper kernel (Run AF)
   EXPECT_EQ(ks(960, 256, 4096, 1), 0);    // 30 tiles: too few for any Hopper kernel (Run AF)
   EXPECT_EQ(ks(1024, 256, 4096, 2), 1);   // a batch: unmeasured
+  // N = 64 from 64 tiles (Run AH: 4096 x 64 at K = 4096); fewer were not measured
+  EXPECT_EQ(ks(4096, 64, 4096, 1), 2);    // 64 tiles
+  EXPECT_EQ(ks(4224, 64, 4096, 1), 2);    // 66
+  EXPECT_EQ(ks(4032, 64, 4096, 1), 0);    // 63: no split-K, and no Hopper kernel under 128 tiles at N < 128
+  EXPECT_EQ(ks(4096, 64, 2048, 1), 0);    // K under 4096
+  EXPECT_EQ(ks(8128, 64, 4096, 1), 0);    // 127 tiles: the doubled grid would not fit one round
   // at K >= 8192 without split-K, too few tiles for the Hopper kernel at any M (Run AE's rule)
   EXPECT_EQ(ks(3072, 256, 14336, 1), 0);  // 96 tiles: split-K's doubled grid would not fit
   EXPECT_EQ(ks(512, 1024, 8192, 1), 0);   // 64 tiles, N over 256

@@ -692,6 +692,7 @@ def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     (5120, 4096, 768, "sm90_wgmma 128x256x64 s4 t384"),
     (2048, 4096, 768, "sm90_wgmma 128x128x64 s6 t384"),
     (10240, 4096, 128, "sm90_wgmma 128x128x64 s6 t384"),
+    (4096, 4096, 64, "sm90_wgmma 64x128x64 s7 t256 splitk2"),
 ])
 def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     """The op's own choice where N is narrow (sm90::chooseConfig, sm90::splitKForFewTiles, codegen
@@ -702,7 +703,8 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     with a partial column tile at N = 192 and 320; Run AG's: N = 64 at 128 tiles, 32 tiles at
     K = 1024, a 128-row tile at a partial 256-column tile (4160, 896); Run AH's: tiles doing too
     little of their slots' work for K unfused (1152, 768, 3072 x 768; 2048 x 768 is under the
-    rule's 16 GFLOP), 128x256 in one round at 5120 x 768, 128x128 at 10240 x 128. One launch each (and the epilogue
+    rule's 16 GFLOP), 128x256 in one round at 5120 x 768, 128x128 at 10240 x 128, split-K at
+    4096 x 64. One launch each (and the epilogue
     kernel's where unfused); against float64 by relative error, outputs poisoned."""
     check_dispatch("narrow-n-dispatch", M, K, N, first)
 
