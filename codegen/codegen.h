@@ -139,6 +139,16 @@ KernelConfig chooseConfigForSize(const spec::ChainSpec& spec, long long M, long 
 // conditions it fails, in words for the fusion report); "" where it would.
 std::string hopperRefusalForSize(const spec::ChainSpec& spec, long long M, long long N, long long K, long long B,
                                  int sm_arch);
+// The work-share refusal's figures for a plain one-matrix problem of this size (config_table.cpp):
+// the heuristic's Hopper tile, the share of its rounds' slots doing real work times the tile's
+// throughput, and the shares at or under which the kernel is refused, in general and for SiLU
+// alone (outside the rule's range, M <= 1024, N < 512 or under 16 GFLOP, both 0).
+// bench/sm90/tile_rule_check.py --share prints them beside the measurement.
+struct HopperWorkShare {
+  int bm = 0, bn = 0;
+  double share = 0, least = 0, least_silu = 0;
+};
+HopperWorkShare hopperWorkShareForSize(long long M, long long N, long long K);
 // Every config the op may run for this problem, the heuristic's choice (chooseConfig) first,
 // then the other Hopper tiles (ping-pong 64x256 / 64x128, cooperative 128x256 / 128x128) where
 // the Hopper kernel applies, whatever the epilogue: what a measured autotune times

@@ -250,19 +250,19 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 //    1.6-2.2x at 768-1152). Refused at a share of K / (K + kFillRuleK) or less: 0.73 at K = 4096,
 //    0.90 at 14336. Measured on the H200 (bench/RESULTS.md Run AH, 2026-12-01, compare_tiles after the
 //    box skip, with Runs AF and AG at whole tiles, four bench chains; the heuristic's tile / cuBLAS
-//    + the epilogue kernel): every shape refused lost (share 0.55-0.71 at K = 4096: 3072 x 768,
+//    + the epilogue kernel, as bench/sm90/tile_rule_check.py --share prints): every shape refused lost (share 0.55-0.71 at K = 4096: 3072 x 768,
 //    2048 x 1152, 4096 x 640, 5120 x 512, 2560 x 1024, 3584 x 768, 1088 x 4096, 4096 x 1152,
-//    3072 x 1536, 6144 x 768: 1.01-1.18; 4096 x 1152 at K = 4304 1.16-1.25; 4096 x 768 and 2048
+//    3072 x 1536, 6144 x 768: 1.01-1.21; 4096 x 1152 at K = 4304 1.16-1.25; 4096 x 768 and 2048
 //    x 1152 at K = 14336, shares 0.73 and 0.55: 1.12-1.26); at 0.73 the kernel tied (4096 x 768,
 //    3072 x 1024, 2048 x 1536: 0.97-1.03; refused, below); every shape taken from 0.77 won (0.56-0.99; 2048 x 896
-//    at K = 4864, share 0.80: 0.82-0.85). End to end, before this rule, the kernel ran 0.79-0.98x
+//    at K = 4864, share 0.80: 0.81-0.85). End to end, before this rule, the kernel ran 0.79-0.98x
 //    eager at 3072 x 768, 2048 x 1152 and 4096 x 640 with GELU and SiLU. Under kFillRuleMinFlops
 //    cuBLAS's own fixed cost weighs and the kernel won at a share of 0.68 (2048 x 768 and 3072 x
 //    512 at K = 4096, 12.9 GFLOP: 0.83-0.91); between 12.9 and 19.3 GFLOP nothing under
 //    the threshold was measured. Below kFillRuleMinN the tiles stream A and the kernel won at low
 //    shares (8192 x 64 at 0.37, 6144 x 128 and 3072 x 256 at 0.55: 0.77-0.98): not refused. This
 //    replaces session 18's tail-round refusal, which refused 10240 x 128, 12288 x 128 and 8512 x
-//    64, where the kernel (128x128 since Run AH) won by 6-22 %.
+//    64, where the kernel (128x128 since Run AH) won by 6-23 %.
 //  - A 128-row last tile at most a quarter real: M = 144 and 160 at K = 4096, N = 14336 (128x256
 //    with 16 and 32 real rows in its last tile) ran 1.27-1.39x against 1.19-1.29x. Session 15
 //    found the same cost at equal grids (128x128 at M = 144: 2.02x mm; at 256: 1.11x,
@@ -304,13 +304,22 @@ double tileWorkShare(const ProblemShape& s, const sm90::GemmConfig& g) {
 // The work-share refusal (above), with k_cost the K at which the unfused path's extra pass weighs
 // as much as a whole slot's work: a reason in words where the heuristic's tile does at most
 // K / (K + k_cost) of its slots' work, "" elsewhere or outside the rule's measured range.
+bool inWorkShareRange(const ProblemShape& s) {
+  return s.B == 1 && s.M > 1024 && s.N >= kFillRuleMinN && 2.0 * s.M * s.N * s.K >= kFillRuleMinFlops;
+}
+
+// The share at or under which the kernel is refused: K / (K + k_cost). K beyond the longest
+// measured (14336) counts as 14336: the threshold tends to 1 with K, and would refuse well-filled
+// tiles there (64x256 at 94 % from K = 24k) unmeasured.
+double workShareThreshold(long long K, double k_cost) {
+  const double k = double(std::min(K, kFillRuleMaxK));
+  return k / (k + k_cost);
+}
+
 std::string workShareRefusal(const ProblemShape& s, double k_cost, const char* unfused_path) {
-  if (s.B != 1 || s.M <= 1024 || s.N < kFillRuleMinN || 2.0 * s.M * s.N * s.K < kFillRuleMinFlops) return {};
+  if (!inWorkShareRange(s)) return {};
   const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
-  // K beyond the longest measured (14336) counts as 14336: the threshold tends to 1 with K, and
-  // would refuse well-filled tiles there (64x256 at 94 % from K = 24k) unmeasured
-  const double k = double(std::min(s.K, kFillRuleMaxK));
-  const double share = tileWorkShare(s, g), least = k / (k + k_cost);
+  const double share = tileWorkShare(s, g), least = workShareThreshold(s.K, k_cost);
   // A tie is refused: 4096 x 768 at K = 4096 sits on the general threshold (8/11 both); the kernel
   // ran at par with cuBLAS + the epilogue kernel there (Run AH call 8: 0.98-1.02) but 0.91x eager
   // with SiLU.
@@ -651,6 +660,23 @@ KernelConfig chooseConfigForSize(const spec::ChainSpec& spec, long long M, long 
                                  int sm_arch) {
   const SizedProblem p = sizedProblem(spec, M, N, K, B);
   return chooseValidated(p.checked, p.a, p.b, p.shape, sm_arch);
+}
+
+HopperWorkShare hopperWorkShareForSize(long long M, long long N, long long K) {
+  ProblemShape s;
+  s.M = M;
+  s.N = N;
+  s.K = K;
+  HopperWorkShare w;
+  const sm90::GemmConfig g = sm90::chooseConfig(M, N, K, 1, kHopperSms);
+  w.bm = g.bm;
+  w.bn = g.bn;
+  w.share = tileWorkShare(s, g);
+  if (inWorkShareRange(s)) {
+    w.least = workShareThreshold(K, kFillRuleK);
+    w.least_silu = workShareThreshold(K, kFillRuleKSilu);
+  }
+  return w;
 }
 
 std::string hopperRefusalForSize(const spec::ChainSpec& spec, long long M, long long N, long long K, long long B,

@@ -117,6 +117,21 @@ PYBIND11_MODULE(_C, m) {
       "The kernels a measured autotune may choose from for an aligned problem of this size, the "
       "heuristic's first (kernel_candidates answers for real CUDA inputs).");
   m.def(
+      "hopper_work_share",
+      [](long long M, long long N, long long K) {
+        const fxfuse::codegen::HopperWorkShare w = fxfuse::codegen::hopperWorkShareForSize(M, N, K);
+        py::dict d;
+        d["tile"] = std::to_string(w.bm) + "x" + std::to_string(w.bn);
+        d["share"] = w.share;
+        d["least"] = w.least;
+        d["least_silu"] = w.least_silu;
+        return d;
+      },
+      py::arg("M"), py::arg("N"), py::arg("K"),
+      "The work-share refusal's figures for a plain one-matrix problem of this size: the heuristic's "
+      "Hopper tile, its share and the shares at or under which it is refused (general, SiLU alone; "
+      "0 outside the rule's range).");
+  m.def(
       "kernel_candidates",
       [](const std::vector<at::Tensor>& inputs, const std::string& spec) { return kernelCandidatesCuda(inputs, spec); },
       py::arg("inputs"), py::arg("spec"),

@@ -5,9 +5,13 @@ its time / cuBLAS mm alone, the fastest measured Hopper tile and the ratio betwe
 the heuristic refuses the Hopper kernel (a bare mm: only its shape refusals), the unfused path
 ("aten") against the fastest Hopper tile. With
 --before, also the rule before bd3b40d (64x256 ping-pong from 257 rows), to show what a rule
-change gains or loses cell by cell.
+change gains or loses cell by cell. With --share, instead, one line per shape from 1025 rows: the
+heuristic's tile, its work share and the shares the kernel is refused at or under
+(fxfuse._C.hopper_work_share, codegen/config_table.cpp's work-share refusal), and over the file's
+chains the heuristic tile's and the best Hopper tile's time / cuBLAS + the epilogue kernel: the
+figures behind that rule's comment (bench/RESULTS.md Run AH).
 
-    python3 bench/sm90/tile_rule_check.py [--before] compare_tiles.json [...]
+    python3 bench/sm90/tile_rule_check.py [--before | --share] compare_tiles.json [...]
 
 Needs no GPU: the times come from the files.
 """
@@ -33,11 +37,45 @@ def tile_before(M, N):
     return "64x128 pp" if M <= 256 or N <= 128 else "64x256 pp"
 
 
+def share_table(files):
+    """Per shape from 1025 rows: the heuristic's tile (the Hopper kernel's, refusals lifted), its
+    work share, the refusal thresholds, and the ranges over chains of that tile's and the best
+    Hopper tile's time / the unfused path's."""
+    os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"  # read once: before the first planner call
+    spec = open(BARE_MM).read()
+    cells = {}
+    for path in files:
+        for r in json.load(open(path)):
+            M, K, N = (int(v) for v in r["shape"].split("x"))
+            t = {short(c): v for c, v in r["times_ms"].items() if v}
+            if M <= 1024 or "aten" not in t:
+                continue
+            hopper = {c: v for c, v in t.items() if c.endswith((" pp", " coop")) or " sk" in c}
+            rule = heuristic_tile(spec, M, K, N)
+            c = cells.setdefault((M, K, N), {"rule": rule, "heur": [], "best": []})
+            if rule in t:
+                c["heur"].append(t[rule] / t["aten"])
+            if hopper:
+                c["best"].append(min(hopper.values()) / t["aten"])
+    span = lambda v: f"{min(v):.2f}-{max(v):.2f}" if v else "-"  # noqa: E731
+    print(f"{'shape':>16} {'tile':>14} {'share':>6} {'least':>6} {'silu':>6}  heur/aten   best/aten")
+    for (M, K, N), c in sorted(cells.items(), key=lambda kv: C.hopper_work_share(kv[0][0], kv[0][2], kv[0][1])["share"]):
+        w = C.hopper_work_share(M, N, K)
+        print(f"{M:>6}x{K:>5}x{N:>5} {str(c['rule']):>14} {w['share']:6.3f} {w['least']:6.3f} {w['least_silu']:6.3f}"
+              f"  {span(c['heur']):>9}   {span(c['best']):>9}")
+    print("share: the tile's real work over its rounds' slots, times its throughput; least / silu: refused at or "
+          "under (0: outside the rule's range); times over the unfused path (cuBLAS + the epilogue kernel)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("files", nargs="+")
     ap.add_argument("--before", action="store_true")
+    ap.add_argument("--share", action="store_true")
     a = ap.parse_args()
+    if a.share:
+        share_table(a.files)
+        return
     spec = open(BARE_MM).read()
     within = total = refused = refused_right = 0
     for path in a.files:

@@ -364,6 +364,16 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   EXPECT_FALSE(hopper(4096, 768, 28672, 1));    // 73 %: refused as at 14336
   // the 16 GFLOP floor: 2048 x 768 x 4096 (12.9) taken above; 2048 x 768 x 5120 (16.1), 68 %, refused
   EXPECT_FALSE(hopper(2048, 768, 5120, 1));
+  // the figures tile_rule_check.py --share prints (fxfuse._C.hopper_work_share)
+  const HopperWorkShare w = hopperWorkShareForSize(3072, 768, 4096);
+  EXPECT_EQ(w.bm, 128);
+  EXPECT_EQ(w.bn, 256);
+  EXPECT_NEAR(w.share, 3072.0 * 768 / (132 * 128 * 256), 1e-12);  // one round, 128x256's throughput 1
+  EXPECT_NEAR(w.least, 4096.0 / (4096 + 1536), 1e-12);
+  EXPECT_NEAR(w.least_silu, 4096.0 / (4096 + 640), 1e-12);
+  EXPECT_NEAR(hopperWorkShareForSize(4096, 768, 28672).least, 14336.0 / (14336 + 1536), 1e-12);  // K capped
+  EXPECT_EQ(hopperWorkShareForSize(1024, 4096, 4096).least, 0.0);  // up to 1024 rows: outside the rule
+  EXPECT_EQ(hopperWorkShareForSize(10240, 128, 4096).least, 0.0);  // N < 512
   // N < 512: not refused for the share (the tiles stream A; 10240 x 128 won at 57 %)
   EXPECT_TRUE(hopper(10240, 128, 4096, 1));
   EXPECT_TRUE(hopper(12672, 128, 4096, 1));

@@ -1,0 +1,38 @@
+"""bench/sm90/tile_rule_check.py asks the built library for the planner's choices and lays them
+beside compare_tiles' measurements; its --share table is where the work-share refusal's figures
+(codegen/config_table.cpp, bench/RESULTS.md Run AH) come from. Run on a stored measurement (no GPU)
+so the script and the binding it reads (fxfuse._C.hopper_work_share) cannot drift from the rule."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SM90 = os.path.join(ROOT, "bench", "sm90")
+RULES = os.path.join(SM90, "data", "run_ah_call8_rules_compare_tiles.json")  # Run AH call 8's 11 shapes
+
+
+def run(*args: str) -> str:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "python"), os.path.join(ROOT, "bench")])}
+    env.pop("FXFUSE_SM90_ALL_EPILOGUES", None)
+    return subprocess.run([sys.executable, "tile_rule_check.py", *args], cwd=SM90, env=env, capture_output=True,
+                          text=True, check=True).stdout
+
+
+def test_share_table_shows_the_rule_on_both_sides_of_its_threshold():
+    rows = {line.split()[0] + line.split()[1] + line.split()[2]: line.split()
+            for line in run("--share", RULES).splitlines() if line.lstrip()[:1].isdigit()}
+    refused = rows["3072x4096x768"]  # 72 tiles of 128x256 in one round: 0.545 <= 0.727
+    assert refused[3:6] == ["128x256", "coop", "0.545"] and refused[6] == "0.727", refused
+    taken = rows["2048x4864x896"]  # 128x128 in one round: 0.798 > K / (K + 1536) = 0.760
+    assert taken[3:6] == ["128x128", "coop", "0.798"] and taken[6] == "0.760", taken
+    assert rows["10240x4096x128"][6] == "0.000"  # N < 512: outside the rule
+
+
+def test_default_mode_counts_the_planners_choices_against_the_measurement():
+    out = run(RULES)
+    # call 8 ran the rule with ties taken; the committed rule refuses the tie at 4096 x 768
+    assert "the heuristic's tile is the fastest Hopper tile or within 2 % in" in out
+    assert "  3072x4096x768        bias_gelu  refused:" in out
+    assert "  10240x4096x128        bias_gelu  rule 128x128 coop" in out
