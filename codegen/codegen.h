@@ -139,6 +139,12 @@ KernelConfig chooseConfigForSize(const spec::ChainSpec& spec, long long M, long 
 // conditions it fails, in words for the fusion report); "" where it would.
 std::string hopperRefusalForSize(const spec::ChainSpec& spec, long long M, long long N, long long K, long long B,
                                  int sm_arch);
+// Where eager runs this chain's epilogue as one kernel and that kernel is SiLU (ATen's, cheaper
+// than the op's epilogue kernel): why the Hopper kernel does not beat eager at this size (its work
+// share at or under K / (K + 850) from 1025 rows, config_table.cpp), in words; "" where it does or
+// the chain is not SiLU alone. For the pass (pass/profitability.cpp), which then leaves the chain
+// to eager; the op itself compares with its own unfused path (hopperRefusalForSize).
+std::string siluAgainstEagerRefusal(const spec::ChainSpec& spec, long long M, long long N, long long K, long long B);
 // The work-share refusal's figures for a plain one-matrix problem of this size (config_table.cpp):
 // the heuristic's Hopper tile, the share of its rounds' slots doing real work times the tile's
 // throughput, and the shares at or under which the kernel is refused, in general and for SiLU

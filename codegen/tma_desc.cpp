@@ -341,10 +341,11 @@ int splitKForFewTiles(long long M, long long N, long long K, long long batch, in
   // tiles: 4096 x 64 at K = 4096 KS = 2 1.10-1.21x mm against 64x128 ping-pong's 1.20-1.28x and
   // cuBLAS + the epilogue kernel's 1.28-1.51x (bench/RESULTS.md Run AH call 7, four bench chains;
   // that path had been taken: config_table's unfusedPathFaster refuses N < 128 under 128 tiles
-  // without split-K). Fewer tiles at N = 64 were not measured.
-  constexpr long long kNarrowMaxN = 256, kSplitKN64MinTiles = 64;
+  // without split-K). Fewer tiles, and a longer K (which would pass by the K >= 8192 and GELU's
+  // K > 4096 refusals), were not measured at N = 64.
+  constexpr long long kNarrowMaxN = 256, kSplitKN64MinTiles = 64, kSplitKN64K = 4096;
   if (N <= kNarrowMaxN && N % 128 == 0 && K >= 4096) return 2;
-  if (N == 64 && tiles >= kSplitKN64MinTiles && K >= 4096) return 2;
+  if (N == 64 && tiles >= kSplitKN64MinTiles && K == kSplitKN64K) return 2;
   return 1;
 }
 

@@ -55,8 +55,18 @@ Profitability checkProfitable(const GraphIndex& index, const GemmMatch& match, c
     const codegen::KernelConfig config = codegen::chooseConfigForSize(spec, m, n, *k, b, sm);
     const bool inductor = options.baseline == "inductor";
     if (codegen::beatsBaseline(spec, config, m, n, *k, b,
-                               inductor ? codegen::Baseline::Inductor : codegen::Baseline::Eager))
-      return {};
+                               inductor ? codegen::Baseline::Inductor : codegen::Baseline::Eager)) {
+      // Where eager's epilogue is one SiLU kernel, the Hopper kernel must beat that, not the op's
+      // unfused path (codegen::siluAgainstEagerRefusal; bench/RESULTS.md Run AH)
+      const std::string why = inductor || eagerKernels >= kEagerKernelsTheUnfusedPathBeats || config.variant != "sm90_wgmma"
+                                  ? std::string()
+                                  : codegen::siluAgainstEagerRefusal(spec, m, n, *k, b);
+      if (why.empty()) return {};
+      return Profitability{Rejection{"not_profitable", fmt::format("no kernel faster than unfused eager for M={}, K={}, "
+                                                                   "N={} (the Hopper kernel: {})",
+                                                                   m, *k, n, why)},
+                           std::nullopt};
+    }
     if (!inductor && unfusedPathBeatsEager(spec, sm, eagerKernels))
       return Profitability{std::nullopt,
                            fmt::format("no fused kernel faster than eager for M={}, K={}, N={}: the op runs cuBLAS + "

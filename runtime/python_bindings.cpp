@@ -119,6 +119,7 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "hopper_work_share",
       [](long long M, long long N, long long K) {
+        if (M < 1 || N < 1 || K < 1) throw py::value_error("hopper_work_share: M, N and K must be positive");
         const fxfuse::codegen::HopperWorkShare w = fxfuse::codegen::hopperWorkShareForSize(M, N, K);
         py::dict d;
         d["tile"] = std::to_string(w.bm) + "x" + std::to_string(w.bn);

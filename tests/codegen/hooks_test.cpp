@@ -316,26 +316,24 @@ TEST(ChooseConfig, Table) {
   small_m.B = 2;  // 2 x 256 rows: as many as one 512-row matrix
   EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, hopper);
   EXPECT_EQ(chooseConfig(gelu_tanh, small_m, 90).variant, hopper);
-  // SiLU alone from 1025 rows needs a larger work share than other epilogues (eager's SiLU pass is
-  // cheaper than the epilogue kernel; Run AH): K / (K + 640), 86 % at K = 4096
+  // SiLU alone from 1025 rows, against eager's SiLU (the pass's question; Run AH): a larger work
+  // share than the op's own unfused path needs, K / (K + 850), 83 % at K = 4096
+  EXPECT_NE(siluAgainstEagerRefusal(silu, 8192, 1152, 4096, 1)
+                .find("SiLU alone: 128x128 tiles do 82 % of their slots' work, under the 83 %"),
+            std::string::npos);  // 576 tiles of 128x128 in five rounds
   ProblemShape wide = big;
   wide.M = 8192;
-  wide.N = 1152;  // 576 tiles of 128x128 in five rounds: 82 %
-  EXPECT_NE(chooseConfig(silu, wide, 90).variant, hopper);
-  EXPECT_EQ(chooseConfig(gelu_tanh, wide, 90).variant, hopper);  // over the general 73 %
-  EXPECT_NE(hopperRefusalForSize(silu, 8192, 1152, 4096, 1, 90).find("SiLU: 128x128 tiles do 82 % of their slots' work, under the 86 %"),
-            std::string::npos);
-  wide.M = 6144;
-  wide.N = 1408;  // 528 tiles of 128x128 in four rounds: 94 %
-  EXPECT_EQ(chooseConfig(silu, wide, 90).variant, hopper);
-  wide.M = 10240;
-  wide.N = 128;  // under 512 columns: not for the work share
-  EXPECT_EQ(chooseConfig(silu, wide, 90).variant, hopper);
+  wide.N = 1152;
+  EXPECT_EQ(chooseConfig(silu, wide, 90).variant, hopper);  // the op keeps it: its own unfused path is slower
+  EXPECT_EQ(siluAgainstEagerRefusal(silu, 4096, 2304, 4096, 1), "");  // 85 %
+  EXPECT_EQ(siluAgainstEagerRefusal(silu, 10240, 128, 4096, 1), "");  // N < 512: outside the rule
+  EXPECT_EQ(siluAgainstEagerRefusal(gelu_tanh, 8192, 1152, 4096, 1), "");  // not SiLU
   const spec::ChainSpec bias_silu =
       spec::parseSpec(std::string(head) + "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = silu %4 : bf16\noutput %5\n");
-  wide.M = 8192;
-  wide.N = 1152;
-  EXPECT_NE(chooseConfig(bias_silu, wide, 90).variant, hopper);  // a bias before it: SiLU is still the one costly op
+  EXPECT_NE(siluAgainstEagerRefusal(bias_silu, 8192, 1152, 4096, 1), "");  // SiLU the one expensive op
+  const spec::ChainSpec silu_resid = spec::parseSpec(
+      std::string(head) + "%3 = silu %2 : bf16\n%4 = input 2 bf16 [m,n]\n%5 = add %3 %4 : bf16\noutput %5\n");
+  EXPECT_EQ(siluAgainstEagerRefusal(silu_resid, 8192, 1152, 4096, 1), "");  // a residual: not SiLU alone
   EXPECT_EQ(chooseConfig(loadSpec("bare_bf16_mm"), big, 90).variant, hopper);
   // A prologue on A rules out wgmma's TMA path.
   EXPECT_EQ(chooseConfig(loadSpec("a_prologue_row_scale"), big, 90).variant, "sm80_mma");

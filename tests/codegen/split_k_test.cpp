@@ -142,6 +142,7 @@ TEST(SplitK, HeuristicTakesItForANarrowNOverManyRows) {
   EXPECT_EQ(ks(4224, 64, 4096, 1), 2);    // 66
   EXPECT_EQ(ks(4032, 64, 4096, 1), 0);    // 63: no split-K, and no Hopper kernel under 128 tiles at N < 128
   EXPECT_EQ(ks(4096, 64, 2048, 1), 0);    // K under 4096
+  EXPECT_EQ(ks(4096, 64, 8192, 1), 0);    // or over: not measured at N = 64
   EXPECT_EQ(ks(8128, 64, 4096, 1), 0);    // 127 tiles: the doubled grid would not fit one round
   // at K >= 8192 without split-K, too few tiles for the Hopper kernel at any M (Run AE's rule)
   EXPECT_EQ(ks(3072, 256, 14336, 1), 0);  // 96 tiles: split-K's doubled grid would not fit
