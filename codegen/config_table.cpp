@@ -144,13 +144,30 @@ bool allEpiloguesKnob() {
   return all;
 }
 
-// A transcendental, a division or a power: an op whose separate pass the fused epilogue was
-// measured against (the rest are cheap: one FMA-class instruction per element).
-bool isExpensiveOp(const std::string& op) {
+// What an epilogue costs beside the GEMM, as the measured rules see it: its transcendentals,
+// divisions and powers (the rest are cheap: one FMA-class instruction per element) and whether it
+// reads a full-size residual.
+struct EpilogueCost {
+  int expensive_ops = 0;
+  bool silu = false, residual = false;
+  std::string unmeasured;  // the first expensive op without a measured fast-math form ("": none)
+};
+
+EpilogueCost epilogueCost(const spec::ChainSpec& spec) {
   static const char* const kExpensive[] = {"tanh", "exp", "log", "erf", "sigmoid", "sin", "cos",
                                            "gelu", "gelu_tanh", "silu", "pow", "sqrt", "rsqrt",
                                            "hardswish", "div", "reciprocal"};
-  return std::any_of(std::begin(kExpensive), std::end(kExpensive), [&](const char* e) { return op == e; });
+  EpilogueCost c;
+  for (const spec::Value& v : spec.values) {
+    if (spec::isResidualInput(v)) c.residual = true;
+    if (v.kind != spec::ValueKind::Op) continue;
+    if (!std::any_of(std::begin(kExpensive), std::end(kExpensive), [&](const char* e) { return v.op == e; })) continue;
+    ++c.expensive_ops;
+    // the activations measured fused, each with a fast-math form (fx_prelude.cuh)
+    if (v.op == "silu") c.silu = true;
+    else if (v.op != "gelu_tanh" && c.unmeasured.empty()) c.unmeasured = v.op;
+  }
+  return c;
 }
 
 // Why the Hopper kernel with this epilogue does not beat the unfused graph at this shape, in
@@ -160,19 +177,10 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   // A 16-bit bias or column scale the fast path cannot pair (not contiguous, not 4-byte aligned)
   // sends the whole launch to the per-element edge path: the unfused path is faster.
   if (shape.align_bytes_columns < 4) return "a 16-bit bias or column scale is not 4-byte aligned (per-element path)";
-  bool residual = false, silu = false;
-  int expensive_ops = 0;
-  std::string unmeasured;
-  for (const spec::Value& v : spec.values) {
-    if (spec::isResidualInput(v)) residual = true;
-    if (v.kind != spec::ValueKind::Op) continue;
-    const auto is = [&](const char* op) { return v.op == op; };
-    if (!isExpensiveOp(v.op)) continue;
-    ++expensive_ops;
-    // the activations measured fused, each with a fast-math form (fx_prelude.cuh)
-    if (is("silu")) silu = true;
-    else if (!is("gelu_tanh") && unmeasured.empty()) unmeasured = v.op;
-  }
+  const EpilogueCost cost = epilogueCost(spec);
+  const bool residual = cost.residual, silu = cost.silu;
+  const int expensive_ops = cost.expensive_ops;
+  const std::string& unmeasured = cost.unmeasured;
   if (!residual && expensive_ops == 0) return {};  // cheap: wins at every measured shape
   // measured: K <= 4096, M >= 512 (B x M for bmm) or a decode batch whose 64-row tiles fill the
   // SMs (Runs AA, AC), at most one such activation, the staged form
@@ -670,18 +678,9 @@ KernelConfig chooseConfigForSize(const spec::ChainSpec& spec, long long M, long 
 std::string siluAgainstEagerRefusal(const spec::ChainSpec& spec, long long M, long long N, long long K, long long B) {
   if (allEpiloguesKnob()) return {};
   // SiLU the one expensive op, no residual (cheap ops beside it: the caller counts eager's kernels)
-  int silu = 0, others = 0;
-  for (const spec::Value& v : spec.values) {
-    if (spec::isResidualInput(v)) ++others;
-    if (v.kind == spec::ValueKind::Op && isExpensiveOp(v.op)) ++(v.op == "silu" ? silu : others);
-  }
-  if (silu != 1 || others != 0) return {};
-  ProblemShape s;
-  s.M = M;
-  s.N = N;
-  s.K = K;
-  s.B = B;
-  const std::string why = workShareRefusal(s, kFillRuleKSilu, "cuBLAS + ATen's SiLU");
+  const EpilogueCost cost = epilogueCost(spec);
+  if (!cost.silu || cost.expensive_ops != 1 || cost.residual) return {};
+  const std::string why = workShareRefusal(sizedProblem(spec, M, N, K, B).shape, kFillRuleKSilu, "cuBLAS + ATen's SiLU");
   return why.empty() ? why : "SiLU alone: " + why;
 }
 

@@ -44,10 +44,10 @@
 #                                         the measured mm form (~3 min)
 #   scripts/gpu-session.sh narrow [SHAPES]  narrow N end to end against eager, then every autotune
 #                                         candidate (the shapes session 17's rules extrapolate, ~3 min)
-#   scripts/gpu-session.sh rules [SHAPES] the tile rule and refusals of session 18 out of sample:
-#                                         every autotune candidate at shapes the rules decide
-#                                         unmeasured, checked by bench/sm90/tile_rule_check.py,
-#                                         then end to end against eager (~4 min)
+#   scripts/gpu-session.sh rules [SHAPES] the tile rule and refusals where they decide (Run AH's
+#                                         work share on both sides of its threshold, ...): every
+#                                         autotune candidate, checked by bench/sm90/tile_rule_check.py,
+#                                         then end to end against eager (~2 min)
 #   scripts/gpu-session.sh hopper FIRST   the Hopper kernel on every epilogue: smoke, 12
 #                                         differential chunks from FIRST (half of the cases
 #                                         Hopper-plain), ~8 min (the end-to-end table with every
