@@ -111,6 +111,18 @@ def test_planner_fuses_against_inductor_where_measured_faster(monkeypatch):
     assert s["chains_fused"] == 1, s
 
 
+@pytest.mark.parametrize("rows, fused", [(1024, 1), (768, 0)])
+def test_planner_against_inductor_at_mid_rows(monkeypatch, rows, fused):
+    # 512-2048 rows at K = N = 4096 fuse against Inductor where the tile is well filled (1024
+    # rows: 128x256, 97 % of its slots' work); 768 rows (64x128 at 74 %) stay with Inductor
+    # (bench/RESULTS.md Run AI; codegen::inductorRefusal). fc2 (a bare addmm) is never fused.
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("the Hopper kernel needs sm_90")
+    monkeypatch.delenv("FXFUSE_FORCE_KERNEL", raising=False)
+    s = _with_default_planner(MLP(4096, 4096, "gelu_tanh"), torch.randn(rows, 4096, device=DEV, dtype=torch.bfloat16))
+    assert s["chains_fused"] == fused, s
+
+
 @pytest.mark.parametrize("act", ["silu", "gelu_tanh"])
 def test_backend_fuses_inductors_decomposed_activation(monkeypatch, act):
     # Inductor hands the pass SiLU and GELU(tanh) decomposed into pointwise ops; the pass folds

@@ -1,0 +1,72 @@
+"""Where the backend's rule against Inductor (codegen::inductorRefusal) leaves a chain to
+Inductor: torch.compile default, the fxfuse backend as it decides, and the fxfuse backend made to
+fuse (option fxfuse.baseline="eager": judged against eager, which the kernel beats), compiled once
+each and timed round-robin in one process, so host noise hits the three alike.
+Prints per shape and chain the median and min over the rounds (ms) and compile / fused.
+
+  python bench/backend_rule_check.py --mkn 1024x4096x14336,2048x4096x4096 [--chains ..] [--rounds 5]
+Writes $OUT/backend_rule_check.json.
+"""
+import argparse
+import json
+import os
+import statistics
+
+import torch
+import torch._inductor.config
+from triton.testing import do_bench
+
+import fxfuse
+from bench_out import out_dir
+from chain_fns import CHAINS
+
+VARIANTS = {"compile": {}, "backend": {"backend": "fxfuse"},
+            "forced": {"backend": "fxfuse", "options": {"fxfuse.baseline": "eager"}}}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mkn", required=True, help="MxKxN[,...] (bfloat16)")
+    ap.add_argument("--chains", default="bias_gelu,bias_gelu_resid,silu,bias_relu_cast")
+    ap.add_argument("--rounds", type=int, default=5)
+    a = ap.parse_args()
+    # every compile runs the pass (a graph from the FX graph cache would not count its chains)
+    torch._inductor.config.fx_graph_cache = False
+    rows = []
+    print(f"{'shape':>16} {'chain':>16} " + " ".join(f"{v + ' med':>12} {'min':>7}" for v in VARIANTS)
+          + f" {'cmp/forced':>10} {'fused':>5}  backend fused")
+    for mkn in a.mkn.split(","):
+        M, K, N = map(int, mkn.split("x"))
+        dt = torch.bfloat16
+        x = torch.randn(M, K, device="cuda", dtype=dt)
+        w = torch.randn(K, N, device="cuda", dtype=dt) / K ** 0.5
+        b = torch.randn(N, device="cuda", dtype=dt)
+        r = torch.randn(M, N, device="cuda", dtype=dt)
+        args = (x, w, b, r, None, None, w.t().contiguous())
+        for name in a.chains.split(","):
+            fn = CHAINS[name]
+            ref = fn(*[t.double() if t is not None else None for t in args])
+            compiled, fused = {}, {}
+            for v, kw in VARIANTS.items():
+                torch._dynamo.reset()
+                fxfuse.reset_stats()
+                c = torch.compile(fn, dynamic=False, **kw)
+                got = c(*args)
+                err = ((got.double() - ref).norm() / ref.norm()).item()
+                assert err < 2e-2, f"{v} {mkn} {name}: relative error {err}"
+                compiled[v], fused[v] = c, fxfuse.stats().get("chains_fused", 0)
+            samples = {v: [] for v in VARIANTS}
+            for _ in range(a.rounds):
+                for v, c in compiled.items():
+                    samples[v].append(do_bench(lambda: c(*args), warmup=25, rep=100, return_mode="median"))
+            med = {v: statistics.median(s) for v, s in samples.items()}
+            row = dict(shape=mkn, chain=name, samples=samples, fused=fused)
+            rows.append(row)
+            print(f"{mkn:>16} {name:>16} " + " ".join(f"{med[v]:12.4f} {min(samples[v]):7.4f}" for v in VARIANTS)
+                  + f" {med['compile'] / med['forced']:10.2f} {fused['forced']:5d}  {fused['backend']}", flush=True)
+    with open(os.path.join(out_dir(), "backend_rule_check.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
