@@ -1,8 +1,10 @@
 """Where the backend's rule against Inductor (codegen::inductorRefusal) leaves a chain to
 Inductor: torch.compile default, the fxfuse backend as it decides, and the fxfuse backend made to
 fuse (option fxfuse.baseline="eager": judged against eager, which the kernel beats), compiled once
-each and timed round-robin in one process, so host noise hits the three alike.
-Prints per shape and chain the median and min over the rounds (ms) and compile / fused.
+each (one Dynamo reset per chain: Dynamo keeps one compiled entry per backend side by side) and timed
+round-robin in one process, so host noise hits the three alike. do_bench clears the L2 before
+each call. Prints per shape and chain the median and min over the rounds (ms), compile / forced,
+the chains each fused, and the op path the forced one took (bench/op_path.py).
 
   python bench/backend_rule_check.py --mkn 1024x4096x14336,2048x4096x4096 [--chains ..] [--rounds 5]
 Writes $OUT/backend_rule_check.json.
@@ -19,6 +21,7 @@ from triton.testing import do_bench
 import fxfuse
 from bench_out import out_dir
 from chain_fns import CHAINS
+from op_path import counters, path_of
 
 VARIANTS = {"compile": {}, "backend": {"backend": "fxfuse"},
             "forced": {"backend": "fxfuse", "options": {"fxfuse.baseline": "eager"}}}
@@ -34,7 +37,7 @@ def main():
     torch._inductor.config.fx_graph_cache = False
     rows = []
     print(f"{'shape':>16} {'chain':>16} " + " ".join(f"{v + ' med':>12} {'min':>7}" for v in VARIANTS)
-          + f" {'cmp/forced':>10} {'fused':>5}  backend fused")
+          + f" {'cmp/forced':>10} {'fused':>5}  backend fused  forced path")
     for mkn in a.mkn.split(","):
         M, K, N = map(int, mkn.split("x"))
         dt = torch.bfloat16
@@ -47,8 +50,8 @@ def main():
             fn = CHAINS[name]
             ref = fn(*[t.double() if t is not None else None for t in args])
             compiled, fused = {}, {}
+            torch._dynamo.reset()
             for v, kw in VARIANTS.items():
-                torch._dynamo.reset()
                 fxfuse.reset_stats()
                 c = torch.compile(fn, dynamic=False, **kw)
                 got = c(*args)
@@ -56,14 +59,18 @@ def main():
                 assert err < 2e-2, f"{v} {mkn} {name}: relative error {err}"
                 compiled[v], fused[v] = c, fxfuse.stats().get("chains_fused", 0)
             samples = {v: [] for v in VARIANTS}
+            before = counters()
+            compiled["forced"](*args)
+            forced_path = path_of(before, counters())
             for _ in range(a.rounds):
                 for v, c in compiled.items():
                     samples[v].append(do_bench(lambda: c(*args), warmup=25, rep=100, return_mode="median"))
             med = {v: statistics.median(s) for v, s in samples.items()}
-            row = dict(shape=mkn, chain=name, samples=samples, fused=fused)
+            row = dict(shape=mkn, chain=name, samples=samples, fused=fused, forced_path=forced_path)
             rows.append(row)
             print(f"{mkn:>16} {name:>16} " + " ".join(f"{med[v]:12.4f} {min(samples[v]):7.4f}" for v in VARIANTS)
-                  + f" {med['compile'] / med['forced']:10.2f} {fused['forced']:5d}  {fused['backend']}", flush=True)
+                  + f" {med['compile'] / med['forced']:10.2f} {fused['forced']:5d}  {fused['backend']:13d}  {forced_path}",
+                  flush=True)
     with open(os.path.join(out_dir(), "backend_rule_check.json"), "w") as f:
         json.dump(rows, f, indent=1)
 

@@ -56,7 +56,8 @@ bool isFastVariant(const KernelConfig& config, Baseline baseline = Baseline::Eag
 // the baseline there: isFastVariant, and against Inductor also the Hopper kernel at the shapes
 // where it was measured faster than torch.compile (M x B >= 4096 and K = 1024 with N >= 4096, or
 // K = 4096 with N = 1024, a residual only added after GELU(tanh) or SiLU: 1.06-1.83x in
-// bench/RESULTS.md Runs F, L, M, Y, Z).
+// bench/RESULTS.md Runs F, L, M, Y, Z; decode batches and split-K, Run AC; one matrix of 512-2048
+// rows at K = 4096 with a well-filled tile, Run AI).
 bool beatsBaseline(const spec::ChainSpec& spec, const KernelConfig& config, long long M, long long N, long long K,
                    long long B, Baseline baseline);
 // Why the Hopper kernel is not counted faster than torch.compile for this chain and size (the
