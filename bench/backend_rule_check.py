@@ -4,7 +4,10 @@ fuse (option fxfuse.baseline="eager": judged against eager, which the kernel bea
 each (one Dynamo reset per chain: Dynamo keeps one compiled entry per backend side by side) and timed
 round-robin in one process, so host noise hits the three alike. do_bench clears the L2 before
 each call. Prints per shape and chain the median and min over the rounds (ms), compile / forced,
-the chains each fused, and the op path the forced one took (bench/op_path.py).
+the chains each fused, and the op path the forced one took (bench/op_path.py). With --graphs also
+each variant captured in one CUDA graph and its replay timed the same way: the device time
+without the host's share (what mode="reduce-overhead" would meet; the medians without it are
+host-bound under ~0.15 ms, Run AI).
 
   python bench/backend_rule_check.py --mkn 1024x4096x14336,2048x4096x4096 [--chains ..] [--rounds 5]
 Writes $OUT/backend_rule_check.json.
@@ -23,6 +26,21 @@ from bench_out import out_dir
 from chain_fns import CHAINS
 from op_path import counters, path_of
 
+def graphed(fn, args):
+    """fn(*args) captured in one CUDA graph (after warm-up calls on a side stream, as torch's
+    docs ask); returns the replay."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn(*args)
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn(*args)
+    return g.replay
+
+
 VARIANTS = {"compile": {}, "backend": {"backend": "fxfuse"},
             "forced": {"backend": "fxfuse", "options": {"fxfuse.baseline": "eager"}}}
 
@@ -32,6 +50,7 @@ def main():
     ap.add_argument("--mkn", required=True, help="MxKxN[,...] (bfloat16)")
     ap.add_argument("--chains", default="bias_gelu,bias_gelu_resid,silu,bias_relu_cast")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--graphs", action="store_true", help="also time each variant replayed from a CUDA graph")
     a = ap.parse_args()
     # every compile runs the pass (a graph from the FX graph cache would not count its chains)
     torch._inductor.config.fx_graph_cache = False
@@ -58,19 +77,34 @@ def main():
                 err = ((got.double() - ref).norm() / ref.norm()).item()
                 assert err < 2e-2, f"{v} {mkn} {name}: relative error {err}"
                 compiled[v], fused[v] = c, fxfuse.stats().get("chains_fused", 0)
-            samples = {v: [] for v in VARIANTS}
             before = counters()
             compiled["forced"](*args)
             forced_path = path_of(before, counters())
-            for _ in range(a.rounds):
+            timed = dict(compiled)
+            if a.graphs:
                 for v, c in compiled.items():
-                    samples[v].append(do_bench(lambda: c(*args), warmup=25, rep=100, return_mode="median"))
+                    try:
+                        timed[v + " graph"] = graphed(c, args)
+                    except Exception as e:  # a capture that fails costs its column, not the run
+                        print(f"  {v}: CUDA graph capture failed: {type(e).__name__}: {e}", flush=True)
+            samples = {v: [] for v in timed}
+            for _ in range(a.rounds):
+                for v, c in timed.items():
+                    samples[v].append(do_bench(c if v.endswith(" graph") else (lambda: c(*args)), warmup=25,
+                                               rep=100, return_mode="median"))
             med = {v: statistics.median(s) for v, s in samples.items()}
             row = dict(shape=mkn, chain=name, samples=samples, fused=fused, forced_path=forced_path)
             rows.append(row)
             print(f"{mkn:>16} {name:>16} " + " ".join(f"{med[v]:12.4f} {min(samples[v]):7.4f}" for v in VARIANTS)
                   + f" {med['compile'] / med['forced']:10.2f} {fused['forced']:5d}  {fused['backend']:13d}  {forced_path}",
                   flush=True)
+            if a.graphs:
+                cell = lambda v: (f"{med[v]:12.4f} {min(samples[v]):7.4f}" if v in med  # noqa: E731
+                                  else f"{'-':>12} {'-':>7}")
+                ratio = (f"{med['compile graph'] / med['forced graph']:10.2f}"
+                         if "compile graph" in med and "forced graph" in med else f"{'-':>10}")
+                print(f"{'(CUDA graphs)':>33} " + " ".join(cell(v + " graph") for v in VARIANTS) + f" {ratio}",
+                      flush=True)
     with open(os.path.join(out_dir(), "backend_rule_check.json"), "w") as f:
         json.dump(rows, f, indent=1)
 
