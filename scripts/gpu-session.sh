@@ -118,7 +118,7 @@ case "$part" in
       --section SchedulerStats python3 bench/profile_kernels.py > "$LOGS/ncu.txt" 2>&1
     grep -E "profiled:|^  [A-Za-z_]|Duration|DRAM Throughput|Compute \(SM\) Throughput|Registers Per|Achieved Occ|Theoretical Occ|Warp Cycles Per Issued|No Eligible|Grid Size" \
       "$LOGS/ncu.txt" | cut -c1-110 | head -n 80
-    timeout 60 python3 bench/compile_time.py --repeats 1 > "$LOGS/compile_time.txt" 2>&1; cat "$LOGS/compile_time.txt"
+    timeout 90 python3 bench/compile_time.py --repeats 1 > "$LOGS/compile_time.txt" 2>&1; cat "$LOGS/compile_time.txt"
     ;;
   gemv)
     build
