@@ -3,6 +3,7 @@
 // conditions); a new variant is a new row plus its .cuh under kernels/.
 #include "codegen/config_table.h"
 
+#include "codegen/hopper_shape_rules.h"
 #include "codegen/tma_desc.h"
 
 #include <fmt/format.h>
@@ -48,9 +49,6 @@ struct VariantRow {
   KernelConfig (*config)(const Query&);
 };
 
-// The multiprocessors the Hopper tile choice plans for (H100/H200 SXM).
-constexpr int kHopperSms = 132;
-
 long long tiles64x128(const ProblemShape& s) { return (s.M + 63) / 64 * ((s.N + 127) / 128) * s.B; }
 
 // Whether at least three quarters of the rows of M's bm-row tiles are real rows.
@@ -75,10 +73,14 @@ bool lastRowTileAtMostAQuarterReal(long long M, int bm) { return M % bm != 0 && 
 // (1.31x) but lost with SiLU (0.96x). Batches of several matrices were not measured.
 constexpr long long kSmallBatchMinTiles = 100;
 
+}  // namespace
+
 bool decodeBatchFillsSms(const ProblemShape& s) {
   if (s.B != 1 || s.M < 64 || s.M > 256 || !rowsMostlyReal(s.M, 64)) return false;
   return tiles64x128(s) >= kSmallBatchMinTiles;
 }
+
+namespace {
 
 // ---- split-K (FX_SPLIT_K): tiles too few to fill the SMs ----
 // Below this many 64x128 tiles the autotune also measures the split-K tiles (candidatesValidated):
@@ -109,7 +111,8 @@ int splitKKnob() {
   return knob;
 }
 
-// The split-K cluster size the heuristic takes for this shape; 1: none.
+}  // namespace
+
 int splitKFor(const ProblemShape& s) {
   if (tiles64x128(s) >= kSplitKMaxTiles) return 1;
   const int knob = splitKKnob();
@@ -117,6 +120,8 @@ int splitKFor(const ProblemShape& s) {
   if (knob > 1) return knob;
   return sm90::splitKForFewTiles(s.M, s.N, s.K, s.B, kHopperSms);
 }
+
+namespace {
 
 // Whether the Hopper kernel with this epilogue beats the unfused graph (cuBLAS, then the
 // epilogue's own kernels) at this K. Measured end to end on the H200 (bench/RESULTS.md Runs L and
@@ -293,10 +298,6 @@ constexpr double kFillRuleMinFlops = 16e9, kFillRuleK = 1536;
 // and Run AG call 4), so about 1.05-1.13x eager: taken.
 constexpr double kFillRuleKSilu = 850;
 
-// The least work share at which 512-2048 rows are fused against Inductor (midRowsBeatInductor):
-// every measured shape that won had 0.91-0.97, the one behind by the fastest round (768 rows) 0.74.
-constexpr double kMidRowsInductorShare = 0.9;
-
 // A Hopper tile's throughput on whole tiles, relative to 128x256 cooperative: the time of one
 // round of tiles per unit of K at K = 4096 over the tile's area (Run AH, bias+ReLU+cast, 1025-8192
 // rows: 128x256 cooperative 11.1-12.0 ns per round and K for 32768 outputs, 64x256 ping-pong
@@ -309,12 +310,14 @@ double tileThroughput(const sm90::GemmConfig& g) {
   return 0.76;  // 64x128
 }
 
-// The share of the tile slots' work that is real: the real outputs over the area of the tile's
-// rounds of SMs, times the tile's throughput. 1: every slot of every round busy at 128x256's rate.
+}  // namespace
+
 double tileWorkShare(const ProblemShape& s, const sm90::GemmConfig& g) {
   const long long rounds = sm90::roundsOfTiles(s.M, s.N, s.B, g, kHopperSms);
   return double(s.M) * double(s.N) * double(s.B) / (double(rounds) * kHopperSms * g.bm * g.bn) * tileThroughput(g);
 }
+
+namespace {
 
 // Where the work-share refusal was measured: one matrix from 1025 rows, N >= kFillRuleMinN, at
 // least kFillRuleMinFlops.
@@ -543,97 +546,6 @@ bool isFastVariant(const KernelConfig& config, Baseline baseline) {
   for (const VariantRow& r : kRows)
     if (config.variant == r.variant) return baseline == Baseline::Inductor ? r.fast_vs_inductor : r.fast;
   return false;
-}
-
-namespace {
-// Whether every op that takes a residual input ([m, n]) takes it beside a value computed from a
-// GELU(tanh) or SiLU (the measured form `gelu_tanh(mm + b) * 0.5 + r`; not `gelu_tanh(mm + r)`).
-bool residualsFollowActivation(const spec::ChainSpec& spec) {
-  std::vector<bool> activated(spec.values.size(), false);  // computed from a GELU(tanh) or SiLU
-  for (size_t i = 0; i < spec.values.size(); ++i) {
-    const spec::Value& v = spec.values[i];
-    if (v.kind != spec::ValueKind::Op) continue;
-    bool from = v.op == "gelu_tanh" || v.op == "silu";
-    for (int o : v.operands) from = from || activated[o];
-    activated[i] = from;
-    for (int r : v.operands) {
-      if (!spec::isResidualInput(spec.values[r])) continue;
-      bool beside = false;
-      for (int o : v.operands) beside = beside || (o != r && activated[o]);
-      if (!beside) return false;
-    }
-  }
-  return true;
-}
-
-// One matrix of 512-2048 rows at K = 4096, N = 4096, or exactly 1024 rows at N = 14336, the
-// heuristic's tile doing at least 90 % of its slots' work: torch.compile(backend="fxfuse") made to
-// fuse ran 1.01-1.85x torch.compile default over the medians of 3-5 round-robin rounds in all 14
-// cells at 512 / 1024 / 1536 / 2048 x 4096 x 4096, 1.10-1.13x at 1024 x 4096 x 14336
-// (bench/RESULTS.md Run AI, calls 7-9; mm + bias chains, B as [K, N]; nn.Linear's addmm form
-// follows unmeasured). Inductor's graph launches a Triton kernel beside cuBLAS, and at these sizes
-// its host time shows in the medians. By the fastest round the kernel was behind at 768 rows (4
-// of 6 cells, 0.91-0.97x against the faster of the two Inductor runs), where the tile is 64x128
-// at a share of 0.74 (the share bound leaves those to Inductor: it tracks how well the kernel's
-// grid is filled, not host time, and every winning shape had 0.91-0.97), and in one of two calls
-// at 1024 rows (bias+ReLU+cast 0.94x; 1.23x in the other). 2048 x 4096 x 14336 tied
-// (0.98-1.04x) and is not taken, nor N = 14336 under 1024 rows (unmeasured); from 4096 rows the
-// medians tie (0.95-1.03x). Under CUDA graphs (mode="reduce-overhead") the host time is gone and
-// the rule is unmeasured.
-bool midRowsBeatInductor(const ProblemShape& s) {
-  if (s.B != 1 || s.M < 512) return false;
-  if (!(s.N == 4096 && s.M <= 2048) && !(s.N == 14336 && s.M == 1024)) return false;
-  return tileWorkShare(s, sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms)) >= kMidRowsInductorShare;
-}
-}  // namespace
-
-std::string inductorRefusal(const spec::ChainSpec& spec, long long M, long long N, long long K, long long B) {
-  // The residual was measured added after GELU(tanh) (bench chain bias_gelu_resid), which
-  // Inductor runs as a pointwise kernel reading the residual. A residual without one before it
-  // was not measured: Inductor may run `mm + r` inside cuBLAS (addmm with the residual as C),
-  // and the fused kernel's residual read costs 1.3x mm at K = 1024 (Run X).
-  if (!residualsFollowActivation(spec))
-    return "a residual not added after GELU(tanh) or SiLU was not measured against torch.compile";
-  // Against torch.compile default the Hopper kernel wins where the separate epilogue is a large
-  // share of the chain's time, and where Inductor's own choice is slow; at K = 4096 with
-  // N >= 4096 the two are within torch.compile's spread (Run Y: 1.01-1.07x over the median of
-  // three compiles; Run V: 0.92-1.11x, one each; Run AI call 8: 0.95-1.03x), so Inductor keeps
-  // those. Only the measured boxes, at M x B >= 4096 (other K were not measured against
-  // Inductor), 512-2048 rows at K = 4096 (midRowsBeatInductor; torch.compile's own times vary up
-  // to 5x between compiles there, Run Z, so it was measured round-robin, Run AI), the decode
-  // batches and the split-K shapes:
-  //  - K = 1024, N >= 4096: Runs L and M (no residual, 1.12-1.58x) and Run Y (2026-11-30, the
-  //    kernels of 58482df: every bench chain incl. the residual, 1.13-1.39x);
-  //  - K = 4096, N = 1024: torch.compile default is slower than eager there (Run F 2.1-3.0x,
-  //    Run Y 1.69-1.83x the fused chain, residual included).
-  // Run Z has the backend fuse all 12 of those cells, 1.06-1.56x torch.compile. Measured on
-  // 2-D bf16 mm chains (bias+GELU(tanh), SiLU, bias+ReLU+cast, GELU(tanh) then the residual);
-  // bmm (M x B), fp16 and SiLU before a residual follow them unmeasured, as they do in the
-  // eager rule (epilogueRefusal).
-  // Decode batches the eager rule takes (decodeBatchFillsSms), at the K measured: torch.compile
-  // default ran slower than eager there and 1.31-4.50x the fused chain (Run AC, 2026-12-01, K =
-  // 4096: M = 64 and 192 at N = 14336, M = 256 at N = 4096; bias+GELU, GELU then the residual,
-  // bias+ReLU+cast).
-  const ProblemShape shape{B, M, N, K};
-  if (K == 4096 && decodeBatchFillsSms(shape)) return {};
-  // Split-K decode shapes (splitKFor) at the size measured: torch.compile default 1.05-2.20x the
-  // fused chain (Run AC, call 7: M = 48 and 64, K = 14336, N = 4096, the four bench chains; one
-  // compile each). Other K and N of the split-K rule were not measured against torch.compile.
-  if (K == 14336 && N == 4096 && splitKFor(shape) > 1) return {};
-  if (K == 4096 && midRowsBeatInductor(shape)) return {};
-  if (M * B < 4096)
-    return "M x B < 4096 was measured against torch.compile only at decode batches and 512-2048 rows at K = "
-           "4096 (N = 4096; N = 14336 at 1024 rows) where the tile is well filled, and split-K at K = 14336, "
-           "N = 4096";
-  if ((K == 1024 && N >= 4096) || (K == 4096 && N == 1024)) return {};
-  return "measured faster than torch.compile only at K = 1024 with N >= 4096 and K = 4096 with N = 1024";
-}
-
-bool beatsBaseline(const spec::ChainSpec& spec, const KernelConfig& config, long long M, long long N, long long K,
-                   long long B, Baseline baseline) {
-  if (isFastVariant(config, baseline)) return true;
-  if (baseline != Baseline::Inductor || config.variant != "sm90_wgmma") return false;
-  return inductorRefusal(spec, M, N, K, B).empty();
 }
 
 size_t dynamicSmemBytes(const KernelConfig& c) {
