@@ -5,9 +5,11 @@ each (one Dynamo reset per chain: Dynamo keeps one compiled entry per backend si
 round-robin in one process, so host noise hits the three alike. do_bench clears the L2 before
 each call. Prints per shape and chain the median and min over the rounds (ms), compile / forced,
 the chains each fused, and the op path the forced one took (bench/op_path.py). With --graphs also
-each variant captured in one CUDA graph and its replay timed the same way: the device time
-without the host's share (what mode="reduce-overhead" would meet; the medians without it are
-host-bound under ~0.15 ms, Run AI).
+each variant captured in one CUDA graph and its replay timed the same way: a lower bound on the
+device time without the host's share (mode="reduce-overhead" also copies inputs not marked static
+into its graph's buffers on every call; this replay copies nothing). The medians without it are
+host-bound under ~0.15 ms (Run AI). The op path the forced variant's capture recorded is printed
+too (fxfuse captures ATen if its kernel were not compiled yet).
 
   python bench/backend_rule_check.py --mkn 1024x4096x14336,2048x4096x4096 [--chains ..] [--rounds 5]
 Writes $OUT/backend_rule_check.json.
@@ -16,6 +18,7 @@ import argparse
 import json
 import os
 import statistics
+import traceback
 
 import torch
 import torch._inductor.config
@@ -81,19 +84,33 @@ def main():
             compiled["forced"](*args)
             forced_path = path_of(before, counters())
             timed = dict(compiled)
+            graph_errors, captured_path = {}, ""
             if a.graphs:
                 for v, c in compiled.items():
+                    before = counters()
                     try:
                         timed[v + " graph"] = graphed(c, args)
-                    except Exception as e:  # a capture that fails costs its column, not the run
-                        print(f"  {v}: CUDA graph capture failed: {type(e).__name__}: {e}", flush=True)
+                    except Exception:  # a capture that fails costs its column, not the run
+                        # (the whole chain: torch.cuda.graph's exit raises its own error over the cause)
+                        graph_errors[v] = traceback.format_exc(limit=3)
+                        print(f"  {v}: CUDA graph capture failed:\n{graph_errors[v]}", flush=True)
+                    if v == "forced":
+                        captured_path = path_of(before, counters())
             samples = {v: [] for v in timed}
             for _ in range(a.rounds):
-                for v, c in timed.items():
-                    samples[v].append(do_bench(c if v.endswith(" graph") else (lambda: c(*args)), warmup=25,
-                                               rep=100, return_mode="median"))
+                for v, c in list(timed.items()):
+                    try:
+                        samples[v].append(do_bench(c if v.endswith(" graph") else (lambda: c(*args)), warmup=25,
+                                                   rep=100, return_mode="median"))
+                    except Exception:
+                        if not v.endswith(" graph"):
+                            raise
+                        graph_errors[v] = traceback.format_exc(limit=3)  # a replay that fails: drop it
+                        print(f"  {v}: replay failed:\n{graph_errors[v]}", flush=True)
+                        del timed[v], samples[v]
             med = {v: statistics.median(s) for v, s in samples.items()}
-            row = dict(shape=mkn, chain=name, samples=samples, fused=fused, forced_path=forced_path)
+            row = dict(shape=mkn, chain=name, samples=samples, fused=fused, forced_path=forced_path,
+                       forced_captured_path=captured_path, graph_errors=graph_errors)
             rows.append(row)
             print(f"{mkn:>16} {name:>16} " + " ".join(f"{med[v]:12.4f} {min(samples[v]):7.4f}" for v in VARIANTS)
                   + f" {med['compile'] / med['forced']:10.2f} {fused['forced']:5d}  {fused['backend']:13d}  {forced_path}",
@@ -103,8 +120,8 @@ def main():
                                   else f"{'-':>12} {'-':>7}")
                 ratio = (f"{med['compile graph'] / med['forced graph']:10.2f}"
                          if "compile graph" in med and "forced graph" in med else f"{'-':>10}")
-                print(f"{'(CUDA graphs)':>33} " + " ".join(cell(v + " graph") for v in VARIANTS) + f" {ratio}",
-                      flush=True)
+                print(f"{'(CUDA graphs)':>33} " + " ".join(cell(v + " graph") for v in VARIANTS) + f" {ratio}"
+                      + f"{'':>22}  {captured_path} (captured)", flush=True)
     with open(os.path.join(out_dir(), "backend_rule_check.json"), "w") as f:
         json.dump(rows, f, indent=1)
 

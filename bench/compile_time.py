@@ -11,8 +11,9 @@ directory:
 Each process first initializes CUDA and runs a tiny torch op, so driver start-up is not counted.
 NVRTC (12.9+) keeps compiled programs in the CUDA driver's compute cache (~/.nv/ComputeCache)
 where a driver is loaded: on the GPU machine a kernel compiled by an earlier process came back in
-0.07-0.09 s instead of being compiled (sessions 13-20 read that as the cold time). The cold and
-nvrtc steps therefore run with CUDA_CACHE_DISABLE=1; the driver-cached column shows the other.
+0.06-0.10 s instead of being compiled (bench/RESULTS.md section 4). The nvrtc, cold and warm
+steps therefore run with CUDA_CACHE_DISABLE=1 (warm loads a cubin: the driver cache plays no
+part there); the driver-cached column shows the cached compile.
 
   python bench/compile_time.py [--repeats 3]     (on a machine without a GPU: the nvrtc column only)
 """
@@ -74,7 +75,7 @@ def main():
 
     gpu = torch.cuda.is_available()
     print(f"{'kernel':>24} {'nvrtc s':>9} {'cold s':>8} {'warm ms':>8} {'nvrtc driver-cached s':>22}   "
-          f"(median of {a.repeats}; gpu={gpu})")
+          f"(median of {a.repeats}; gpu={gpu})", flush=True)
     for name, (spec, m, k, n) in KERNELS.items():
         nvrtc, cold, warm, cached = [], [], [], []
         for _ in range(a.repeats):
@@ -93,9 +94,9 @@ def main():
                     child(spec, m, k, n, "nvrtc", cache, driver_cache)  # fills it
                     cached.append(child(spec, m, k, n, "nvrtc", cache, driver_cache)["s"])
         med = lambda v, w: f"{statistics.median(v):{w}.2f}" if v else f"{'-':>{w}}"  # noqa: E731
-        print(f"{name:>24} {med(nvrtc, 9)} {med(cold, 8)} {med(warm, 8)} {med(cached, 22)}")
-        print(f"{'':>24} compiled: {what}")
-    print("targets: cold <= 0.5 s, warm <= 5 ms (CUDA_CACHE_DISABLE=1 in the nvrtc and cold steps)")
+        print(f"{name:>24} {med(nvrtc, 9)} {med(cold, 8)} {med(warm, 8)} {med(cached, 22)}", flush=True)
+        print(f"{'':>24} compiled: {what}", flush=True)
+    print("targets: cold <= 0.5 s, warm <= 5 ms (CUDA_CACHE_DISABLE=1 but in the driver-cached column)")
 
 
 if __name__ == "__main__":
