@@ -48,6 +48,10 @@
 #                                         work share on both sides of its threshold, ...): every
 #                                         autotune candidate, checked by bench/sm90/tile_rule_check.py,
 #                                         then end to end against eager (~2 min)
+#   scripts/gpu-session.sh inductor [SHAPES]  the backend's rule against Inductor where it decides
+#                                         (codegen/inductor_rule.cpp): torch.compile, the backend and
+#                                         the backend made to fuse, round-robin, also replayed from
+#                                         CUDA graphs; mm chains, then nn.Linear's (~3 min)
 #   scripts/gpu-session.sh hopper FIRST   the Hopper kernel on every epilogue: smoke, 12
 #                                         differential chunks from FIRST (half of the cases
 #                                         Hopper-plain), ~8 min (the end-to-end table with every
@@ -234,6 +238,16 @@ case "$part" in
       --chains bias_gelu,bias_gelu_resid,silu,bias_relu_cast > "$LOGS/rules_e2e.txt" 2>&1
     # the rows where fxfuse (the planner's choice) ran slower than eager
     grep -A70 "^ *shape" "$LOGS/rules_e2e.txt" | awk '(NF >= 10 && $10 < 1.0) || /shape/' | head -n 40
+    ;;
+  inductor)
+    build
+    shapes=${2:-512x4096x4096,768x4096x4096,1024x4096x4096,2048x4096x4096,1024x4096x14336,2048x4096x14336}
+    logs=$(realpath "$LOGS")
+    (cd bench && OUT=$logs/inductor_mm timeout 260 python3 backend_rule_check.py --graphs --rounds 3 --mkn "$shapes") \
+      > "$LOGS/inductor_mm.txt" 2>&1
+    (cd bench && OUT=$logs/inductor_linear timeout 200 python3 backend_rule_check.py --graphs --rounds 3 \
+      --chains linear_gelu,linear_relu_cast,linear_resid --mkn "$shapes") > "$LOGS/inductor_linear.txt" 2>&1
+    grep -vE "Warning|warn\(" "$LOGS/inductor_mm.txt" | tail -n 40; grep -vE "Warning|warn\(" "$LOGS/inductor_linear.txt" | tail -n 30
     ;;
   hopper)
     build
