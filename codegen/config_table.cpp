@@ -298,27 +298,6 @@ constexpr double kFillRuleMinFlops = 16e9, kFillRuleK = 1536;
 // and Run AG call 4), so about 1.05-1.13x eager: taken.
 constexpr double kFillRuleKSilu = 850;
 
-// A Hopper tile's throughput on whole tiles, relative to 128x256 cooperative: the time of one
-// round of tiles per unit of K at K = 4096 over the tile's area (Run AH, bias+ReLU+cast, 1025-8192
-// rows: 128x256 cooperative 11.1-12.0 ns per round and K for 32768 outputs, 64x256 ping-pong
-// 5.7-6.2 for 16384, 128x128 5.6-6.5, 64x128 ping-pong 3.5-4.1 for 8192). 64x128 pays its
-// epilogue and its B loads over half the MMA work per tile.
-double tileThroughput(const sm90::GemmConfig& g) {
-  if (g.bm == 128 && g.bn == 256) return 1.0;
-  if (g.bm == 64 && g.bn == 256) return 0.97;
-  if (g.bm == 128 && g.bn == 128) return 0.94;
-  return 0.76;  // 64x128
-}
-
-}  // namespace
-
-double tileWorkShare(const ProblemShape& s, const sm90::GemmConfig& g) {
-  const long long rounds = sm90::roundsOfTiles(s.M, s.N, s.B, g, kHopperSms);
-  return double(s.M) * double(s.N) * double(s.B) / (double(rounds) * kHopperSms * g.bm * g.bn) * tileThroughput(g);
-}
-
-namespace {
-
 // Where the work-share refusal was measured: one matrix from 1025 rows, N >= kFillRuleMinN, at
 // least kFillRuleMinFlops.
 bool inWorkShareRange(const ProblemShape& s) {
@@ -339,7 +318,7 @@ double workShareThreshold(long long K, double k_cost) {
 std::string workShareRefusal(const ProblemShape& s, double k_cost, const char* unfused_path) {
   if (!inWorkShareRange(s)) return {};
   const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
-  const double share = tileWorkShare(s, g), least = workShareThreshold(s.K, k_cost);
+  const double share = sm90::tileWorkShare(s.M, s.N, s.B, g, kHopperSms), least = workShareThreshold(s.K, k_cost);
   // A tie is refused: 4096 x 768 at K = 4096 sits on the general threshold (8/11 both); the kernel
   // ran at par with cuBLAS + the epilogue kernel there (Run AH call 8: 0.98-1.02) but 0.91x eager
   // with SiLU.
@@ -632,7 +611,7 @@ HopperWorkShare hopperWorkShareForSize(long long M, long long N, long long K) {
   const sm90::GemmConfig g = sm90::chooseConfig(M, N, K, 1, kHopperSms);
   w.bm = g.bm;
   w.bn = g.bn;
-  w.share = tileWorkShare(s, g);
+  w.share = sm90::tileWorkShare(s.M, s.N, s.B, g, kHopperSms);
   if (inWorkShareRange(s)) {
     w.least = workShareThreshold(K, kFillRuleK);
     w.least_silu = workShareThreshold(K, kFillRuleKSilu);

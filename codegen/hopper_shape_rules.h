@@ -1,5 +1,6 @@
 // Shape facts the Hopper kernel's planner rules share between the variant table
-// (config_table.cpp: against eager) and the backend's rule against Inductor (inductor_rule.cpp).
+// (config_table.cpp: against eager) and the backend's rule against Inductor (inductor_rule.cpp);
+// the tile's work share is sm90::tileWorkShare (tma_desc.h).
 #pragma once
 
 #include "codegen/codegen.h"
@@ -15,8 +16,5 @@ constexpr int kHopperSms = 132;
 bool decodeBatchFillsSms(const ProblemShape& s);
 // The split-K cluster size the heuristic takes for this shape; 1: none.
 int splitKFor(const ProblemShape& s);
-// The share of the tile slots' work that is real: the real outputs over the area of the tile's
-// rounds of SMs, times the tile's throughput. 1: every slot of every round busy at 128x256's rate.
-double tileWorkShare(const ProblemShape& s, const sm90::GemmConfig& g);
 
 }  // namespace fxfuse::codegen

@@ -130,6 +130,26 @@ long long roundsOfTiles(long long M, long long N, long long batch, const GemmCon
 }
 
 namespace {
+// A Hopper tile's throughput on whole tiles, relative to 128x256 cooperative: the time of one
+// round of tiles per unit of K at K = 4096 over the tile's area (Run AH, bias+ReLU+cast, 1025-8192
+// rows: 128x256 cooperative 11.1-12.0 ns per round and K for 32768 outputs, 64x256 ping-pong
+// 5.7-6.2 for 16384, 128x128 5.6-6.5, 64x128 ping-pong 3.5-4.1 for 8192). 64x128 pays its
+// epilogue and its B loads over half the MMA work per tile.
+double tileThroughput(const GemmConfig& g) {
+  if (g.bm == 128 && g.bn == 256) return 1.0;
+  if (g.bm == 64 && g.bn == 256) return 0.97;
+  if (g.bm == 128 && g.bn == 128) return 0.94;
+  return 0.76;  // 64x128
+}
+}  // namespace
+
+double tileWorkShare(long long M, long long N, long long batch, const GemmConfig& c, int num_sms) {
+  const long long sms = std::max(1, num_sms);
+  const double slots = double(roundsOfTiles(M, N, batch, c, num_sms)) * double(sms) * c.bm * c.bn;
+  return double(M) * double(N) * double(batch) / slots * tileThroughput(c);
+}
+
+namespace {
 GemmConfig tileConfig(int bm, int bn, int stages, bool pingpong) {
   GemmConfig c;
   c.bm = bm;
@@ -271,23 +291,39 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   // One matrix only: a batch of small matrices would give every matrix a mostly empty 128-row last
   // tile (B = 8, M = 144), the cost config_table's unfusedPathFaster refuses for one matrix.
   const GemmConfig wide = tileConfig(128, 256, 4, false);
-  if (N % pingpong64x256.bn != 0 && batch == 1)
-    return leastSlotArea({wide, tile128x128(M, N, batch, num_sms)}, M, N, batch, std::max(1, num_sms));
-  // Whole 256-column tiles where 128x256 cooperative takes half the rounds of 64x256 (the same
-  // slot area) and at most two: 128x256, fewer tiles each SM runs. Measured on the H200 (Runs AG
-  // and AH, 2026-12-01, compare_tiles, four bench chains, 128x256's time over 64x256's): one round
-  // 0.91-0.99 at K = 3072-14336 (4096 x 1024 and 4096 x 768, as the one-round choice of
-  // tileFillingTheSms at 1024 x 4096, Run AC; 2048 x 2048, 5120 x 768, 1280 x 3072 ...), but
-  // 1.01-1.07 at K = 1024 (3072 x 768, where 64x128 was the fastest); two rounds 0.96-0.99 (2048 x
-  // 4096 at K = 4096, Run AH call 6); four rounds at par (4096 x 4096: 0.98-1.03) and 64x256 keeps
-  // them. Only where measured: one round from K = 3072, two from K = 4096. Not measured for
-  // batches: one matrix only.
+  GemmConfig choice = pingpong64x256;
   const auto rounds = [&](const GemmConfig& c) { return roundsOfTiles(M, N, batch, c, num_sms); };
-  const long long rounds_wide = rounds(wide);
-  if (batch == 1 && rounds(pingpong64x256) == 2 * rounds_wide &&
-      ((rounds_wide == 1 && K >= 3072) || (rounds_wide == 2 && K >= 4096)))
-    return wide;
-  return pingpong64x256;
+  if (N % pingpong64x256.bn != 0 && batch == 1) {
+    choice = leastSlotArea({wide, tile128x128(M, N, batch, num_sms)}, M, N, batch, std::max(1, num_sms));
+  } else {
+    // Whole 256-column tiles where 128x256 cooperative takes half the rounds of 64x256 (the same
+    // slot area) and at most two: 128x256, fewer tiles each SM runs. Measured on the H200 (Runs AG
+    // and AH, 2026-12-01, compare_tiles, four bench chains, 128x256's time over 64x256's): one round
+    // 0.91-0.99 at K = 3072-14336 (4096 x 1024 and 4096 x 768, as the one-round choice of
+    // tileFillingTheSms at 1024 x 4096, Run AC; 2048 x 2048, 5120 x 768, 1280 x 3072 ...), but
+    // 1.01-1.07 at K = 1024 (3072 x 768, where 64x128 was the fastest); two rounds 0.96-0.99 (2048 x
+    // 4096 at K = 4096, Run AH call 6); four rounds at par (4096 x 4096: 0.98-1.03) and 64x256 keeps
+    // them. Only where measured: one round from K = 3072, two from K = 4096. Not measured for
+    // batches: one matrix only.
+    const long long rounds_wide = rounds(wide);
+    if (batch == 1 && rounds(pingpong64x256) == 2 * rounds_wide &&
+        ((rounds_wide == 1 && K >= 3072) || (rounds_wide == 2 && K >= 4096)))
+      choice = wide;
+  }
+  // At K <= 3072, 64x128 ping-pong where its work share (tileWorkShare: the real outputs over its
+  // rounds' slots, times its throughput) is larger than the choice's: a short K leaves each tile
+  // little MMA work to hide a wide tile's idle slots behind. Measured on the H200 (bench/RESULTS.md
+  // Runs AH-AI, 2026-12-01, compare_tiles, four bench chains, the choice's time over 64x128's):
+  // 3072 x 768 at K = 1024 1.08-1.10 (64x256, share 0.53 against 0.55) and 4096 x 768 at K = 3072
+  // 1.05-1.08 (128x256, 0.73 against 0.74); at K = 4096 the same comparison was a tie (0.97-1.05 at
+  // nine shapes), at K = 14336 0.97-1.00 (4096 x 768, 2048 x 1152): K > 3072 keeps the choice. Shapes where the
+  // choice's share is the larger (8192 x 768 at K = 3072: 64x256 1.04-1.17x mm against 64x128's
+  // 1.29-1.39x) keep it. One matrix only, as measured.
+  if (batch == 1 && K <= 3072) {
+    const GemmConfig narrow = tileConfig(64, 128, 8, true);
+    if (tileWorkShare(M, N, batch, narrow, num_sms) > tileWorkShare(M, N, batch, choice, num_sms)) return narrow;
+  }
+  return choice;
 }
 
 GemmConfig splitKConfig(int ks) {

@@ -301,6 +301,27 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   EXPECT_EQ(tile(128, 4096, 9), "64x256 pp s5");      // 1152
 }
 
+TEST(CandidateConfigs, ShortKTakes64x128WhereItsWorkShareIsLarger) {
+  // From 1025 rows at K <= 3072, 64x128 ping-pong where its work share beats the choice's
+  // (bench/RESULTS.md Runs AH-AI: 3072 x 768 at K = 1024 and 4096 x 768 at K = 3072, 5-10 % ahead).
+  auto tile = [](long long m, long long n, long long k, long long batch = 1) {
+    const sm90::GemmConfig g = sm90::chooseConfig(m, n, k, batch, 132);
+    return std::to_string(g.bm) + "x" + std::to_string(g.bn) + (g.pingpong ? " pp" : " coop");
+  };
+  EXPECT_EQ(tile(3072, 768, 1024), "64x128 pp");    // 288 tiles in 3 rounds: 0.55 against 64x256's 0.53
+  EXPECT_EQ(tile(4096, 768, 3072), "64x128 pp");    // 0.74 against 128x256's 0.73 (one round)
+  EXPECT_EQ(tile(3072, 768, 3072), "64x128 pp");
+  EXPECT_EQ(tile(4096, 768, 4096), "128x256 coop");  // K > 3072: the choice stays (a tie there)
+  EXPECT_EQ(tile(4096, 768, 14336), "128x256 coop");
+  EXPECT_EQ(tile(8192, 768, 3072), "64x256 pp");     // 64x256's share is the larger: it stays
+  EXPECT_EQ(tile(4096, 3072, 768), "64x256 pp");     // likewise (0.94 against 0.74)
+  EXPECT_EQ(tile(2048, 4304, 1152), "128x128 pp");   // partial column tile: 128x128's 0.77 stays
+  EXPECT_EQ(tile(1536, 768, 1024, 2), "64x256 pp");  // batches: unmeasured, unchanged
+  // the work share itself: real outputs over the rounds' slots, times the tile's throughput
+  const sm90::GemmConfig narrow = sm90::chooseConfig(4096, 768, 3072, 1, 132);
+  EXPECT_NEAR(sm90::tileWorkShare(4096, 768, 1, narrow, 132), 4096.0 * 768 / (3 * 132 * 64 * 128) * 0.76, 1e-12);
+}
+
 TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   // From 1025 rows (bench/RESULTS.md Runs AG, AH, 2026-12-01): a partial 256-column tile takes the
   // 128-row tile of least slot area, 128x256 cooperative on ties (64x256 ping-pong lost by 6-65 %
@@ -325,8 +346,7 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   EXPECT_EQ(tile(2048, 4096), "128x256 coop");  // two rounds against 64x256's four (Run AH)
   EXPECT_EQ(tile(2560, 3072), "128x256 coop");  // 240 tiles: two rounds against four
   EXPECT_EQ(tile(4096, 4096), "64x256 pp");     // four rounds against eight: 64x256 keeps them
-  EXPECT_EQ(sm90::chooseConfig(3072, 768, 1024, 1, 132).bm, 64);   // one round at K = 1024: 64x256
-  EXPECT_EQ(sm90::chooseConfig(3072, 768, 3072, 1, 132).bm, 128);  // from K = 3072: 128x256
+  EXPECT_EQ(sm90::chooseConfig(3072, 768, 4096, 1, 132).bm, 128);  // one round from K = 3072: 128x256
   EXPECT_EQ(sm90::chooseConfig(2048, 4096, 3072, 1, 132).bm, 64);  // two rounds at K < 4096: unmeasured
   EXPECT_EQ(sm90::chooseConfig(2048, 4096, 4096, 1, 0).bm, 64);    // no SMs reported: one, 256 rounds
   EXPECT_TRUE(hopper(4096, 4160, 4096, 1));

@@ -693,6 +693,9 @@ def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     (2048, 4096, 768, "sm90_wgmma 128x128x64 s6 t384"),
     (10240, 4096, 128, "sm90_wgmma 128x128x64 s6 t384"),
     (4096, 4096, 64, "sm90_wgmma 64x128x64 s7 t256 splitk2"),
+    # session 20: at K <= 3072 64x128 where its work share is the larger (Runs AH-AI)
+    (4096, 3072, 768, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
+    (3072, 1024, 768, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
 ])
 def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     """The op's own choice where N is narrow (sm90::chooseConfig, sm90::splitKForFewTiles, codegen
