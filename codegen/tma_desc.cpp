@@ -315,11 +315,15 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   // little MMA work to hide a wide tile's idle slots behind. Measured on the H200 (bench/RESULTS.md
   // Runs AH-AI, 2026-12-01, compare_tiles, four bench chains, the choice's time over 64x128's):
   // 3072 x 768 at K = 1024 1.08-1.10 (64x256, share 0.53 against 0.55) and 4096 x 768 at K = 3072
-  // 1.05-1.08 (128x256, 0.73 against 0.74); at K = 4096 the same comparison was a tie (0.97-1.05 at
-  // nine shapes), at K = 14336 0.97-1.00 (4096 x 768, 2048 x 1152): K > 3072 keeps the choice. Shapes where the
-  // choice's share is the larger (8192 x 768 at K = 3072: 64x256 1.04-1.17x mm against 64x128's
-  // 1.29-1.39x) keep it. One matrix only, as measured.
-  if (batch == 1 && K <= 3072) {
+  // 1.05-1.08 (128x256, 0.73 against 0.74); at K = 4096 the same comparison gave 0.94-1.05 at nine
+  // shapes (128x256 ahead at 4096 x 768 in all 16 cells), at K = 14336 0.97-1.00 (4096 x 768, 2048
+  // x 1152): K > 3072 keeps the choice. Shapes where the choice's share is the larger (8192 x 768 at
+  // K = 3072: 64x256 1.04-1.17x mm against 64x128's 1.29-1.39x) keep it. One matrix and whole
+  // 256-column tiles only, as measured (with a partial one the margins are within the throughput
+  // table's uncertainty). Where it switches, the work-share refusal judges 64x128's larger share, so
+  // a shape just under the threshold with the old tile may now fuse (1408 x 2048 at K = 3072: 0.667
+  // -> 0.676 against 0.667; unmeasured).
+  if (batch == 1 && K <= 3072 && N % pingpong64x256.bn == 0) {
     const GemmConfig narrow = tileConfig(64, 128, 8, true);
     if (tileWorkShare(M, N, batch, narrow, num_sms) > tileWorkShare(M, N, batch, choice, num_sms)) return narrow;
   }

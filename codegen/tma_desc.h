@@ -124,8 +124,8 @@ double tileWorkShare(long long M, long long N, long long batch, const GemmConfig
 // Config choice: ping-pong 64x256 from 1025 rows (M x batch) where its tiles fill the SMs (for one
 // matrix: a 128-row tile at a partial 256-column tile, 128x256 where it takes half 64x256's rounds
 // and at most two); 64x128 ping-pong for N <= 128 (from 1025 rows of one matrix, 128x128 where it
-// fits one round and 64x128 does not); from 1025 rows at K <= 3072, 64x128 where its work share is the
-// larger; otherwise the tile (128x256, 128x128, 64x256 or 64x128; up to 256 rows
+// fits one round and 64x128 does not); from 1025 rows of one matrix at K <= 3072 with whole 256-column
+// tiles, 64x128 where its work share is the larger; otherwise the tile (128x256, 128x128, 64x256 or 64x128; up to 256 rows
 // without 128x128) that fills the SMs' rounds best. No cluster (measured no faster,
 // bench/sm90/NOTES.md). num_sms: the device's multiprocessor count (132 on H100/H200 SXM).
 GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, int num_sms);

@@ -310,12 +310,13 @@ TEST(CandidateConfigs, ShortKTakes64x128WhereItsWorkShareIsLarger) {
   };
   EXPECT_EQ(tile(3072, 768, 1024), "64x128 pp");    // 288 tiles in 3 rounds: 0.55 against 64x256's 0.53
   EXPECT_EQ(tile(4096, 768, 3072), "64x128 pp");    // 0.74 against 128x256's 0.73 (one round)
-  EXPECT_EQ(tile(3072, 768, 3072), "64x128 pp");
+  EXPECT_EQ(tile(3072, 768, 3072), "64x128 pp");     // between the two measured K (unmeasured)
   EXPECT_EQ(tile(4096, 768, 4096), "128x256 coop");  // K > 3072: the choice stays (a tie there)
   EXPECT_EQ(tile(4096, 768, 14336), "128x256 coop");
   EXPECT_EQ(tile(8192, 768, 3072), "64x256 pp");     // 64x256's share is the larger: it stays
   EXPECT_EQ(tile(4096, 3072, 768), "64x256 pp");     // likewise (0.94 against 0.74)
   EXPECT_EQ(tile(2048, 4304, 1152), "128x128 pp");   // partial column tile: 128x128's 0.77 stays
+  EXPECT_EQ(tile(2048, 1032, 1024), "128x256 coop");  // partial column tile: unmeasured, unchanged
   EXPECT_EQ(tile(1536, 768, 1024, 2), "64x256 pp");  // batches: unmeasured, unchanged
   // the work share itself: real outputs over the rounds' slots, times the tile's throughput
   const sm90::GemmConfig narrow = sm90::chooseConfig(4096, 768, 3072, 1, 132);
@@ -346,7 +347,7 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   EXPECT_EQ(tile(2048, 4096), "128x256 coop");  // two rounds against 64x256's four (Run AH)
   EXPECT_EQ(tile(2560, 3072), "128x256 coop");  // 240 tiles: two rounds against four
   EXPECT_EQ(tile(4096, 4096), "64x256 pp");     // four rounds against eight: 64x256 keeps them
-  EXPECT_EQ(sm90::chooseConfig(3072, 768, 4096, 1, 132).bm, 128);  // one round from K = 3072: 128x256
+  EXPECT_EQ(sm90::chooseConfig(3072, 768, 4096, 1, 132).bm, 128);  // K = 4096: one round of 128x256
   EXPECT_EQ(sm90::chooseConfig(2048, 4096, 3072, 1, 132).bm, 64);  // two rounds at K < 4096: unmeasured
   EXPECT_EQ(sm90::chooseConfig(2048, 4096, 4096, 1, 0).bm, 64);    // no SMs reported: one, 256 rounds
   EXPECT_TRUE(hopper(4096, 4160, 4096, 1));

@@ -707,7 +707,8 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     K = 1024, a 128-row tile at a partial 256-column tile (4160, 896); Run AH's: tiles doing too
     little of their slots' work for K unfused (1152, 768, 3072 x 768; 2048 x 768 is under the
     rule's 16 GFLOP), 128x256 in one round at 5120 x 768, 128x128 at 10240 x 128, split-K at
-    4096 x 64. One launch each (and the epilogue kernel's where unfused); against float64 by
+    4096 x 64; session 20's: 64x128 at K <= 3072 where its work share is the larger (4096 x 768
+    at K = 3072, 3072 x 768 at K = 1024). One launch each (and the epilogue kernel's where unfused); against float64 by
     relative error, outputs poisoned."""
     check_dispatch("narrow-n-dispatch", M, K, N, first)
 
