@@ -26,7 +26,8 @@ from triton.testing import do_bench
 
 import fxfuse
 from bench_out import out_dir
-from chain_fns import CHAINS
+from bench_chains import relerr
+from chain_fns import CHAINS, chain_args, float64_reference
 from op_path import counters, path_of
 
 def graphed(fn, args):
@@ -62,22 +63,17 @@ def main():
           + f" {'cmp/forced':>10} {'fused':>5}  backend fused  forced path")
     for mkn in a.mkn.split(","):
         M, K, N = map(int, mkn.split("x"))
-        dt = torch.bfloat16
-        x = torch.randn(M, K, device="cuda", dtype=dt)
-        w = torch.randn(K, N, device="cuda", dtype=dt) / K ** 0.5
-        b = torch.randn(N, device="cuda", dtype=dt)
-        r = torch.randn(M, N, device="cuda", dtype=dt)
-        args = (x, w, b, r, None, None, w.t().contiguous())
+        args = chain_args(M, K, N, torch.bfloat16)
         for name in a.chains.split(","):
             fn = CHAINS[name]
-            ref = fn(*[t.double() if t is not None else None for t in args])
+            ref = float64_reference(fn, args)
             compiled, fused = {}, {}
             torch._dynamo.reset()
             for v, kw in VARIANTS.items():
                 fxfuse.reset_stats()
                 c = torch.compile(fn, dynamic=False, **kw)
                 got = c(*args)
-                err = ((got.double() - ref).norm() / ref.norm()).item()
+                err = relerr(got, ref)
                 assert err < 2e-2, f"{v} {mkn} {name}: relative error {err}"
                 compiled[v], fused[v] = c, fxfuse.stats().get("chains_fused", 0)
             before = counters()

@@ -26,7 +26,7 @@ from triton.testing import do_bench
 import fxfuse
 from fxfuse.pass_driver import Options, run_on_graph
 from bench_out import out_dir
-from chain_fns import CHAINS
+from chain_fns import CHAINS, chain_args, float64_reference
 from op_path import counters, path_of
 
 
@@ -62,13 +62,8 @@ def fused_module(fn, args, options=None):
 
 
 def bench_shape(M, K, N, dt, chains, with_compile, op_unfused=False):
-    x = torch.randn(M, K, device="cuda", dtype=dt)
-    w = torch.randn(K, N, device="cuda", dtype=dt) / K ** 0.5
-    b = torch.randn(N, device="cuda", dtype=dt)
-    r = torch.randn(M, N, device="cuda", dtype=dt)
-    wq = torch.randint(-127, 127, (K, N), device="cuda", dtype=torch.int8)
-    s = torch.rand(N, device="cuda", dtype=dt) / 64
-    args = (x, w, b, r, wq, s, w.t().contiguous())
+    args = chain_args(M, K, N, dt)
+    x, w = args[0], args[1]
     t_mm = ms(lambda: torch.mm(x, w))
     rows = []
     for name in chains:
@@ -77,7 +72,7 @@ def bench_shape(M, K, N, dt, chains, with_compile, op_unfused=False):
         row["eager"] = ms(lambda: fn(*args))
         if name in CUBLASLT:
             row["cublaslt"] = ms(lambda: CUBLASLT[name](*args))
-        ref = fn(*[a.double() if a.is_floating_point() else a for a in args])
+        ref = float64_reference(fn, args)
         t0 = time.time()
         gm, nfused, _ = fused_module(fn, args)
         out = gm(*args)

@@ -18,3 +18,21 @@ CHAINS = {
     "w8_bias": lambda x, w, b, r, wq, s, wt: torch.mm(x, wq.to(x.dtype) * s) + b,
     "w8_linear": lambda x, w, b, r, wq, s, wt: F.linear(x, wq.t().to(x.dtype) * s[:, None], b),
 }
+
+
+def chain_args(M, K, N, dt):
+    """Fresh random inputs for every chain at M x K x N in dtype dt, in the order the chains take
+    them: (x, w, b, r, wq, s, wt)."""
+    x = torch.randn(M, K, device="cuda", dtype=dt)
+    w = torch.randn(K, N, device="cuda", dtype=dt) / K ** 0.5
+    b = torch.randn(N, device="cuda", dtype=dt)
+    r = torch.randn(M, N, device="cuda", dtype=dt)
+    wq = torch.randint(-127, 127, (K, N), device="cuda", dtype=torch.int8)
+    s = torch.rand(N, device="cuda", dtype=dt) / 64
+    return (x, w, b, r, wq, s, w.t().contiguous())
+
+
+def float64_reference(fn, args):
+    """The chain evaluated in float64 (integer inputs as they are)."""
+    return fn(*[a.double() if a.is_floating_point() else a for a in args])
+

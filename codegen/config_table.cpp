@@ -182,10 +182,7 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   // A 16-bit bias or column scale the fast path cannot pair (not contiguous, not 4-byte aligned)
   // sends the whole launch to the per-element edge path: the unfused path is faster.
   if (shape.align_bytes_columns < 4) return "a 16-bit bias or column scale is not 4-byte aligned (per-element path)";
-  const EpilogueCost cost = epilogueCost(spec);
-  const bool residual = cost.residual, silu = cost.silu;
-  const int expensive_ops = cost.expensive_ops;
-  const std::string& unmeasured = cost.unmeasured;
+  const auto [expensive_ops, silu, residual, unmeasured] = epilogueCost(spec);
   if (!residual && expensive_ops == 0) return {};  // cheap: wins at every measured shape
   // measured: K <= 4096, M >= 512 (B x M for bmm) or a decode batch whose 64-row tiles fill the
   // SMs (Runs AA, AC), at most one such activation, the staged form
@@ -603,15 +600,12 @@ std::string siluAgainstEagerRefusal(const spec::ChainSpec& spec, long long M, lo
 }
 
 HopperWorkShare hopperWorkShareForSize(long long M, long long N, long long K) {
-  ProblemShape s;
-  s.M = M;
-  s.N = N;
-  s.K = K;
+  const ProblemShape s{1, M, N, K};
   HopperWorkShare w;
   const sm90::GemmConfig g = sm90::chooseConfig(M, N, K, 1, kHopperSms);
   w.bm = g.bm;
   w.bn = g.bn;
-  w.share = sm90::tileWorkShare(s.M, s.N, s.B, g, kHopperSms);
+  w.share = sm90::tileWorkShare(M, N, 1, g, kHopperSms);
   if (inWorkShareRange(s)) {
     w.least = workShareThreshold(K, kFillRuleK);
     w.least_silu = workShareThreshold(K, kFillRuleKSilu);
