@@ -286,7 +286,7 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   // (K = 3072) 1.04-1.17x, the fastest there) except where 128x256 takes fewer rounds (below).
   // Most of 64x256's loss was the TMA filling B's boxes wholly past N; since the kernel skips them
   // (Run AH, 2026-12-01, B as [K, N]: 4096 x 896 at K = 4864 1.54-1.64x -> 1.07-1.18x mm) 128x256
-  // is still the faster there (1.04-1.12x), so the rule stands. (A K-major B, F.linear's weight,
+  // is still the faster there (1.04-1.12x), so the rule stands, but for the multi-round shapes below. (A K-major B, F.linear's weight,
   // still loads its one box whole: not re-measured.)
   // One matrix only: a batch of small matrices would give every matrix a mostly empty 128-row last
   // tile (B = 8, M = 144), the cost config_table's unfusedPathFaster refuses for one matrix.
@@ -295,6 +295,25 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   const auto rounds = [&](const GemmConfig& c) { return roundsOfTiles(M, N, batch, c, num_sms); };
   if (N % pingpong64x256.bn != 0 && batch == 1) {
     choice = leastSlotArea({wide, tile128x128(M, N, batch, num_sms)}, M, N, batch, std::max(1, num_sms));
+    // Back to 64x256 ping-pong at K = 4096-8192 with rows of whole 128-byte lines (N a multiple of
+    // 64) where it does more of its slots' work (tileWorkShare) than the choice and both take more
+    // than one round: since the kernel skips B's boxes wholly past N (Run AH) its partial column
+    // tile no longer costs more than its slots, and it loads fewer shared-memory bytes per MMA
+    // than 128x128. Measured on the H200 (bench/RESULTS.md Runs AH-AJ, 2026-12-01/02,
+    // compare_tiles, four bench chains, 64x256's time over 128x128 ping-pong's, both in the same
+    // number of rounds): 0.91-0.99 at 8192 x 640, 4096 x 1408 (three rounds) and 8192 x 1152 (five),
+    // K = 4096; out of sample at par, 0.98-1.015, at 6144 x 2944, 4096 x 5504, 2048 x 2432, 3072 x
+    // 1664 (K = 4096), 8192 x 1152 and 4096 x 2432 (K = 8192). Not taken:
+    // one round (ping-pong gives each CTA one tile, so one consumer idles: 2048 x 4864 x 896, 128x128
+    // cooperative 3-10 % ahead); fewer rounds of the choice (6144 x 1408: 128x128 in four, 13-15 %
+    // ahead; the share orders it); N not a multiple of 64 (N = 4304 at 2048-12288 rows, K =
+    // 1152-14336: 64x256 15-40 % behind 128x128 or 128x256); K = 14336 (unmeasured). Where it
+    // switches, the work-share refusal judges 64x256's larger share: 2048 x 4096 x 2432 and 8192 x
+    // 8192 x 1152, refused before, now fuse at 0.99-1.03x the unfused path's time (Run AJ).
+    const auto share = [&](const GemmConfig& c) { return tileWorkShare(M, N, batch, c, num_sms); };
+    if (K >= 4096 && K <= 8192 && N % 64 == 0 && rounds(choice) > 1 && rounds(pingpong64x256) > 1 &&
+        share(pingpong64x256) > share(choice))
+      choice = pingpong64x256;
   } else {
     // Whole 256-column tiles where 128x256 cooperative takes half the rounds of 64x256 (the same
     // slot area) and at most two: 128x256, fewer tiles each SM runs. Measured on the H200 (Runs AG

@@ -326,7 +326,8 @@ TEST(CandidateConfigs, ShortKTakes64x128WhereItsWorkShareIsLarger) {
 TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   // From 1025 rows (bench/RESULTS.md Runs AG, AH, 2026-12-01): a partial 256-column tile takes the
   // 128-row tile of least slot area, 128x256 cooperative on ties (64x256 ping-pong lost by 6-65 %
-  // there); 128x256 where it takes half 64x256's rounds and at most two; the heuristic leaves to
+  // there before the kernel skipped boxes past N), 64x256 where it matches 128x128's rounds (more
+  // than one); 128x256 where it takes half 64x256's rounds and at most two; the heuristic leaves to
   // the unfused path a tile doing too little of its slots' work for K (the work-share refusal).
   // At K <= 1024, 32 tiles of 64x128 suffice.
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
@@ -337,7 +338,18 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   };
   EXPECT_EQ(tile(4096, 4160), "128x128 pp");    // 1056 tiles, 8 rounds; 64x256 1088 in 9
   EXPECT_EQ(tile(4096, 4224), "128x128 pp");
-  EXPECT_EQ(tile(4096, 1408), "128x128 pp");    // 3 rounds; 128x256 2 rounds of twice the area
+  // 64x256 ping-pong where it takes as many rounds as 128x128, more than one, at K = 4096-8192 and
+  // N a multiple of 64 (Run AJ): 3 rounds each, 64x256's share the larger (0.97 against 0.94)
+  EXPECT_EQ(tile(4096, 1408), "64x256 pp");
+  EXPECT_EQ(tile(8192, 640), "64x256 pp");
+  EXPECT_EQ(tile(8192, 1152), "64x256 pp");     // five rounds each
+  EXPECT_EQ(sm90::chooseConfig(8192, 1152, 8192, 1, 132).bm, 64);
+  EXPECT_EQ(sm90::chooseConfig(4096, 1408, 14336, 1, 132).bm, 128);  // K = 14336: unmeasured
+  EXPECT_EQ(sm90::chooseConfig(4096, 1408, 3072, 1, 132).bm, 128);   // K < 4096 (4304 columns: 15-20 % behind)
+  EXPECT_EQ(tile(4096, 4304), "128x128 pp");    // N not a multiple of 64: 64x256 15-40 % behind
+  EXPECT_EQ(tile(6144, 1408), "128x128 pp");    // 128x128 in four rounds, 64x256 in five
+  EXPECT_EQ(tile(8192, 1408), "128x256 coop");  // 128x256's share the larger (three rounds)
+  EXPECT_EQ(tile(2048, 896), "128x128 coop");   // one round: ping-pong would idle a consumer
   EXPECT_EQ(tile(4096, 2944), "128x256 coop");  // ties with 128x128 (6 rounds): the wider
   EXPECT_EQ(tile(4096, 896), "128x256 coop");   // 128 tiles in one round
   EXPECT_EQ(tile(8192, 896), "128x256 coop");

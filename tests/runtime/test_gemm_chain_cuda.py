@@ -696,6 +696,10 @@ def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     # session 20: at K <= 3072 64x128 where its work share is the larger (Runs AH-AI)
     (4096, 3072, 768, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
     (3072, 1024, 768, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
+    # session 21: a partial 256-column tile takes 64x256 where it needs as many rounds as 128x128,
+    # more than one, at K = 4096-8192 with N a multiple of 64 (Runs AH-AJ)
+    (8192, 4096, 640, "sm90_wgmma 64x256x64 s5 t384 pingpong"),
+    (4096, 4096, 1408, "sm90_wgmma 64x256x64 s5 t384 pingpong"),
 ])
 def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     """The op's own choice where N is narrow (sm90::chooseConfig, sm90::splitKForFewTiles, codegen
@@ -708,7 +712,8 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     little of their slots' work for K unfused (1152, 768, 3072 x 768; 2048 x 768 is under the
     rule's 16 GFLOP), 128x256 in one round at 5120 x 768, 128x128 at 10240 x 128, split-K at
     4096 x 64; session 20's: 64x128 at K <= 3072 where its work share is the larger (4096 x 768
-    at K = 3072, 3072 x 768 at K = 1024). One launch each (and the epilogue kernel's where unfused); against float64 by
+    at K = 3072, 3072 x 768 at K = 1024); session 21's: 64x256 at a partial 256-column tile where
+    it takes as many rounds as 128x128 (8192 x 640, 4096 x 1408). One launch each (and the epilogue kernel's where unfused); against float64 by
     relative error, outputs poisoned."""
     check_dispatch("narrow-n-dispatch", M, K, N, first)
 
