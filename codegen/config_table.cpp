@@ -288,12 +288,14 @@ constexpr double kFillRuleMinFlops = 16e9, kFillRuleK = 1536;
 // SiLU alone against eager's SiLU (siluAgainstEagerRefusal): ATen's SiLU pass is cheaper than the
 // epilogue kernel the general threshold was measured against (cuBLAS + that kernel ran 0.92-0.94x
 // eager with SiLU at every shape of Run AH call 8), so the kernel needs a larger share to beat
-// eager: K / (K + kFillRuleKSilu), 0.83 at K = 4096. Measured (Run AH, bf16, K = 4096): end to
-// end the kernel ran 0.98x eager at a share of 0.82 (8192 x 1152), 1.00x at 0.85 (4096 x 2304),
-// 1.04-1.11x at 0.91-0.97 (1280 x 3072, 6144 x 1408, 2048 x 2048, call 5); in compare_tiles 2560 x
-// 768 at 0.86 and 4096 x 1408 at 0.84 ran 0.82 and 0.89 of cuBLAS + the epilogue kernel (calls 7
-// and Run AG call 4), so about 1.05-1.13x eager: taken.
-constexpr double kFillRuleKSilu = 850;
+// eager: K / (K + kFillRuleKSilu), 0.854 at K = 4096. Measured (Runs AH and AJ, bf16, K = 4096):
+// end to end the kernel ran 0.98x eager at a share of 0.82 (8192 x 1152, 128x128) and 0.95x at
+// 0.847 (the same shape on 64x256 since session 21, Run AJ call 6), 1.00x at 0.847 (4096 x 2304),
+// 1.04-1.11x at 0.91-0.97 (1280 x 3072, 6144 x 1408, 2048 x 2048, Run AH call 5), 1.08-1.10x at
+// 0.862 (4096 x 1408 on 64x256, Run AJ calls 4 and 6); in compare_tiles 2560 x 768 at 0.86 ran
+// 0.82 of cuBLAS + the epilogue kernel (Run AH call 7), so about 1.05-1.13x eager: taken. The
+// constant was 850 (0.828) until 8192 x 1152's larger 64x256 share crossed it.
+constexpr double kFillRuleKSilu = 700;
 
 // Where the work-share refusal was measured: one matrix from 1025 rows, N >= kFillRuleMinN, at
 // least kFillRuleMinFlops.

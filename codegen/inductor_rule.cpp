@@ -78,7 +78,8 @@ std::string inductorRefusal(const spec::ChainSpec& spec, long long M, long long 
   // backend made to fuse ran 1.04-1.07x torch.compile default replayed from CUDA graphs and
   // 1.06-1.69x over the medians at 512 / 1024 / 2048 x 4096 x 4096 and 1024 x 4096 x 14336 (768
   // rows: 0.96x, outside the box). With the bias in addmm, Inductor's residual add is a pointwise
-  // kernel of its own; without a bias it could be addmm's C (unmeasured).
+  // kernel of its own; without a bias torch.compile hands the pass the residual as addmm's C (a
+  // bare GEMM: nothing to fuse; Run AJ call 6), and `mm + r` in other forms is unmeasured.
   const ProblemShape shape{B, M, N, K};
   const bool mid_rows = K == 4096 && midRowsBeatInductor(shape);
   if (!residualsFollowActivation(spec) && !(mid_rows && addsBias(spec)))
