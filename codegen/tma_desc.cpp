@@ -314,6 +314,16 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     if (K >= 4096 && K <= 8192 && N % 64 == 0 && rounds(choice) > 1 && rounds(pingpong64x256) > 1 &&
         share(pingpong64x256) > share(choice))
       choice = pingpong64x256;
+    // Rows of B and C that are not whole 128-byte lines (N not a multiple of 64) at K >= 4096:
+    // 128x256 cooperative, the tile with the fewest operand bytes per MMA (3 per 256 outputs and
+    // unit of K against 128x128's 4, 64x256's 5, 64x128's 6), which these rows make dearer.
+    // Measured on the H200 (bench/RESULTS.md Run AJ, 2026-12-02, compare_tiles, four bench chains,
+    // time / cuBLAS mm alone, N = 4304): 12288 x 4304 at K = 4096 128x256 1.05-1.16 against
+    // 128x128 ping-pong's 1.14-1.32 (two calls, 8 of 8 cells), 6144 x 4304 at K = 14336 1.15-1.16
+    // against 1.17-1.24; 64x256 1.32-1.60 and 64x128 1.69-1.82 there, in that order. At K = 1152
+    // 128x128 ping-pong stays the fastest (2048 / 4096 x 4304: 1.16-1.47 against 128x256's
+    // 1.19-1.65, Runs AG-AH): K < 4096 keeps the slot area's choice.
+    if (N % 64 != 0 && K >= 4096) choice = wide;
   } else {
     // Whole 256-column tiles where 128x256 cooperative takes half the rounds of 64x256 (the same
     // slot area) and at most two: 128x256, fewer tiles each SM runs. Measured on the H200 (Runs AG
