@@ -244,12 +244,6 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 //    64x128 tile 1.20-1.26x, the unfused path 1.08-1.16x. One round of 64x128 tiles along the long
 //    K sets the kernel's time whatever the count under 100; other M and N with so few tiles (a
 //    narrow N over many rows, three row tiles) follow that measurement unmeasured.
-//  - From 1025 rows of one matrix at K >= 8192 with rows of N not whole 128-byte lines (N not a
-//    multiple of 64): the best Hopper tile (128x256 cooperative) ran 1.15-1.16x cuBLAS mm alone at
-//    6144 x 14336 x 4304, the unfused path 0.95-1.06x, ahead in every chain (bench/RESULTS.md Run
-//    AJ call 5; end to end the kernel ran 0.77-1.06x eager there), further behind than its work
-//    share (0.87, refused by the rule below too) explains. One shape measured; K = 8192 and
-//    better-filled grids follow it unmeasured.
 //  - From 1025 rows of one matrix at N >= kFillRuleMinN and at least kFillRuleMinFlops of work, the
 //    heuristic's tile doing too little real work per slot for this K (tileWorkShare: the real
 //    outputs' share of the area of its rounds of SMs, times the tile's own throughput): the
@@ -344,9 +338,6 @@ std::string unfusedPathFaster(const ProblemShape& s) {
     return "a partial 128-column tile, at least a third of N's column tiles: cuBLAS + the epilogue kernel is faster "
            "(Runs AF, AG)";
   if (s.B != 1) return {};
-  if (s.M > 1024 && s.K >= 8192 && s.N % 64 != 0)
-    return "rows of N not whole 128-byte lines (N not a multiple of 64) at K >= 8192: cuBLAS + the epilogue kernel "
-           "is faster (Run AJ)";
   if (s.K >= 8192 && tiles < kSplitKMaxTiles)
     return fmt::format("{} tiles of 64x128, too few to fill the SMs at K >= 8192: cuBLAS + the epilogue kernel is "
                        "faster (Run AE)",

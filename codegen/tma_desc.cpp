@@ -322,7 +322,14 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     // 128x128 ping-pong's 1.14-1.32 (two calls, 8 of 8 cells), 6144 x 4304 at K = 14336 1.15-1.16
     // against 1.17-1.24; 64x256 1.32-1.60 and 64x128 1.69-1.82 there, in that order. At K = 1152
     // 128x128 ping-pong stays the fastest (2048 / 4096 x 4304: 1.16-1.47 against 128x256's
-    // 1.19-1.65, Runs AG-AH): K < 4096 keeps the slot area's choice.
+    // 1.19-1.65, Runs AG-AH): K < 4096 keeps the slot area's choice. Out of sample (Run AJ call 8)
+    // 128x256 was the fastest Hopper tile or within 1 % in 15 of 16 cells at 4096 x 4304 (1.06-1.16
+    // against 128x128's 1.22-1.26), 2048 x 4304 (3.4 % behind 128x128 with the residual; refused by
+    // the work share, rightly), 4096 x
+    // 4304 at K = 8192 (1.00-1.07; refused by the work share, 0.815 under 0.842, though it ran 5-9 %
+    // ahead of the unfused path) and 8192 x 2200 (1.38-1.49). At 8192 x 2200 every tile ran behind cuBLAS
+    // + the epilogue kernel (1.18-1.34), which the work share (0.83) does not see: unexplained,
+    // one shape (the kernel still 1.02-1.15x eager end to end).
     if (N % 64 != 0 && K >= 4096) choice = wide;
   } else {
     // Whole 256-column tiles where 128x256 cooperative takes half the rounds of 64x256 (the same
