@@ -326,7 +326,7 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     // 128x256 was the fastest Hopper tile or within 1 % in 15 of 16 cells at 4096 x 4304 (1.06-1.16
     // against 128x128's 1.22-1.26), 2048 x 4304 (3.4 % behind 128x128 with the residual; refused by
     // the work share, rightly), 4096 x
-    // 4304 at K = 8192 (1.00-1.07; refused by the work share, 0.815 under 0.842, though it ran 5-9 %
+    // 4304 at K = 8192 (1.00-1.07; refused by the work share, 0.815 under 0.842, though it ran 6-10 %
     // ahead of the unfused path) and 8192 x 2200 (1.38-1.49). At 8192 x 2200 every tile ran behind cuBLAS
     // + the epilogue kernel (1.18-1.34), which the work share (0.83) does not see: unexplained,
     // one shape (the kernel still 1.02-1.15x eager end to end).

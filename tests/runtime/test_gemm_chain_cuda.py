@@ -700,6 +700,8 @@ def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     # more than one, at K = 4096-8192 with N a multiple of 64 (Runs AH-AJ)
     (8192, 4096, 640, "sm90_wgmma 64x256x64 s5 t384 pingpong"),
     (4096, 4096, 1408, "sm90_wgmma 64x256x64 s5 t384 pingpong"),
+    # N not a multiple of 64 at K >= 4096: 128x256 cooperative (Run AJ calls 5-8)
+    (4096, 4096, 4304, "sm90_wgmma 128x256x64 s4 t384"),
 ])
 def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     """The op's own choice where N is narrow (sm90::chooseConfig, sm90::splitKForFewTiles, codegen
@@ -713,7 +715,8 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     rule's 16 GFLOP), 128x256 in one round at 5120 x 768, 128x128 at 10240 x 128, split-K at
     4096 x 64; session 20's: 64x128 at K <= 3072 where its work share is the larger (4096 x 768
     at K = 3072, 3072 x 768 at K = 1024); session 21's: 64x256 at a partial 256-column tile where
-    it takes as many rounds as 128x128 (8192 x 640, 4096 x 1408). One launch each (and the epilogue kernel's where unfused); against float64 by
+    it takes as many rounds as 128x128 (8192 x 640, 4096 x 1408), 128x256 at N = 4304 (rows not whole
+    128-byte lines). One launch each (and the epilogue kernel's where unfused); against float64 by
     relative error, outputs poisoned."""
     check_dispatch("narrow-n-dispatch", M, K, N, first)
 
