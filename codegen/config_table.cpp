@@ -291,10 +291,11 @@ constexpr double kFillRuleMinFlops = 16e9, kFillRuleK = 1536;
 // eager: K / (K + kFillRuleKSilu), 0.854 at K = 4096. Measured (Runs AH and AJ, bf16, K = 4096):
 // end to end the kernel ran 0.98x eager at a share of 0.82 (8192 x 1152, 128x128) and 0.95x at
 // 0.847 (the same shape on 64x256 since session 21, Run AJ call 6), 1.00x at 0.847 (4096 x 2304),
-// 1.04-1.11x at 0.91-0.97 (1280 x 3072, 6144 x 1408, 2048 x 2048, Run AH call 5), 1.08-1.10x at
-// 0.862 (4096 x 1408 on 64x256, Run AJ calls 4 and 6); in compare_tiles 2560 x 768 at 0.86 ran
-// 0.82 of cuBLAS + the epilogue kernel (Run AH call 7), so about 1.05-1.13x eager: taken. The
-// constant was 850 (0.828) until 8192 x 1152's larger 64x256 share crossed it.
+// 1.04-1.11x at 0.91-0.97 (1280 x 3072, 6144 x 1408, 2048 x 2048, Run AH call 5), 1.05-1.08x at
+// 0.862 (4096 x 1408 on 64x256, Run AJ calls 6-7; 1.10x at 0.835 on 128x128, call 4); in
+// compare_tiles 2560 x 768 at 0.86 ran 0.82 of cuBLAS + the epilogue kernel (Run AH call 7), so
+// about 1.05-1.13x eager: taken. The constant was 850 (0.828) until 8192 x 1152's larger 64x256
+// share crossed it.
 constexpr double kFillRuleKSilu = 700;
 
 // Where the work-share refusal was measured: one matrix from 1025 rows, N >= kFillRuleMinN, at
@@ -463,8 +464,9 @@ const VariantRow kRows[] = {
      [](const Query& q) { return hopperRefusal(q).empty(); },
      [](const Query& q) {
        // Tile shape per problem (kernels/sm90_wgmma_gemm.cuh, bench/sm90/NOTES.md run 7): ping-pong
-       // 64x256, 5 stages, from 1025 rows where its tiles fill the SMs (but at a partial 256-column
-       // tile, where 128x256 takes half its rounds and at most two, or at N <= 128); otherwise the
+       // 64x256, 5 stages, from 1025 rows where its tiles fill the SMs (but mostly a 128-row tile at
+       // a partial 256-column tile, where 128x256 takes half its rounds and at most two, or at N <=
+       // 128); otherwise the
        // tile that fills them (sm90::chooseConfig); split-K where 64x128 tiles are few
        // (sm90::splitKForFewTiles).
        if (const KernelConfig* forced = pingpongTileKnob()) return *forced;

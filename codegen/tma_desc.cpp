@@ -286,8 +286,9 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   // (K = 3072) 1.04-1.17x, the fastest there) except where 128x256 takes fewer rounds (below).
   // Most of 64x256's loss was the TMA filling B's boxes wholly past N; since the kernel skips them
   // (Run AH, 2026-12-01, B as [K, N]: 4096 x 896 at K = 4864 1.54-1.64x -> 1.07-1.18x mm) 128x256
-  // is still the faster there (1.04-1.12x), so the rule stands, but for the multi-round shapes below. (A K-major B, F.linear's weight,
-  // still loads its one box whole: not re-measured.)
+  // is still the faster there (1.04-1.12x), so the rule stands; the exceptions, measured after the
+  // skip, follow the choice below. (A K-major B, F.linear's weight, still loads its one box whole:
+  // not re-measured.)
   // One matrix only: a batch of small matrices would give every matrix a mostly empty 128-row last
   // tile (B = 8, M = 144), the cost config_table's unfusedPathFaster refuses for one matrix.
   const GemmConfig wide = tileConfig(128, 256, 4, false);
@@ -295,24 +296,25 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   const auto rounds = [&](const GemmConfig& c) { return roundsOfTiles(M, N, batch, c, num_sms); };
   if (N % pingpong64x256.bn != 0 && batch == 1) {
     choice = leastSlotArea({wide, tile128x128(M, N, batch, num_sms)}, M, N, batch, std::max(1, num_sms));
-    // Back to 64x256 ping-pong at K = 4096-8192 with rows of whole 128-byte lines (N a multiple of
-    // 64) where it does more of its slots' work (tileWorkShare) than the choice and both take more
-    // than one round: since the kernel skips B's boxes wholly past N (Run AH) its partial column
-    // tile no longer costs more than its slots, and it loads fewer shared-memory bytes per MMA
-    // than 128x128. Measured on the H200 (bench/RESULTS.md Runs AH-AJ, 2026-12-01/02,
+    // Back to 64x256 ping-pong where the choice is 128x128 and 64x256 takes as many rounds, more
+    // than one, at K = 4096-8192 with rows of whole 128-byte lines (N a multiple of 64): the same
+    // slot area, and since the kernel skips B's boxes wholly past N (Run AH) 64x256's partial
+    // column tile no longer costs more than its slots (B as [K, N]; a K-major B, nn.Linear's
+    // weight, unmeasured). Measured on the H200 (bench/RESULTS.md Runs AH-AJ, 2026-12-01/02,
     // compare_tiles, four bench chains, 64x256's time over 128x128 ping-pong's, both in the same
     // number of rounds): 0.91-0.99 at 8192 x 640, 4096 x 1408 (three rounds) and 8192 x 1152 (five),
     // K = 4096; out of sample at par, 0.98-1.015, at 6144 x 2944, 4096 x 5504, 2048 x 2432, 3072 x
-    // 1664 (K = 4096), 8192 x 1152 and 4096 x 2432 (K = 8192). Not taken:
-    // one round (ping-pong gives each CTA one tile, so one consumer idles: 2048 x 4864 x 896, 128x128
-    // cooperative 3-10 % ahead); fewer rounds of the choice (6144 x 1408: 128x128 in four, 13-15 %
-    // ahead; the share orders it); N not a multiple of 64 (N = 4304 at 2048-12288 rows, K =
-    // 1152-14336: 64x256 15-40 % behind 128x128 or 128x256); K = 14336 (unmeasured). Where it
-    // switches, the work-share refusal judges 64x256's larger share: 2048 x 4096 x 2432 and 8192 x
-    // 8192 x 1152, refused before, now fuse at 0.99-1.03x the unfused path's time (Run AJ).
-    const auto share = [&](const GemmConfig& c) { return tileWorkShare(M, N, batch, c, num_sms); };
-    if (K >= 4096 && K <= 8192 && N % 64 == 0 && rounds(choice) > 1 && rounds(pingpong64x256) > 1 &&
-        share(pingpong64x256) > share(choice))
+    // 1664 (K = 4096), 8192 x 1152 and 4096 x 2432 (K = 8192). Not taken: fewer rounds of 128x128
+    // (6144 x 1408: four against five, 128x128 13-15 % ahead), other rounds or choices (unmeasured),
+    // one round each (exactly num_sms tiles of 64x256: fewer go to tileFillingTheSms; ping-pong
+    // would give each CTA one tile, idling a consumer, as 2048 x 4864 x 896 showed there), N not a
+    // multiple of 64 (below), K = 14336 (unmeasured). Where it switches, the work-share refusal
+    // judges 64x256's larger share (its throughput, 0.97 against 0.94): 2048 x 4096 x 2432 and
+    // 8192 x 8192 x 1152, refused before, now fuse at 0.99-1.04x the unfused path's time, slower in
+    // 6 of 8 cells (Run AJ call 5): a breach of at most 4 % against that path, named.
+    const bool square = choice.bm == 128 && choice.bn == 128;
+    if (square && K >= 4096 && K <= 8192 && N % 64 == 0 && rounds(choice) > 1 &&
+        rounds(pingpong64x256) == rounds(choice))
       choice = pingpong64x256;
     // Rows of B and C that are not whole 128-byte lines (N not a multiple of 64) at K >= 4096:
     // 128x256 cooperative, the tile with the fewest operand bytes per MMA (3 per 256 outputs and
@@ -320,16 +322,20 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     // Measured on the H200 (bench/RESULTS.md Run AJ, 2026-12-02, compare_tiles, four bench chains,
     // time / cuBLAS mm alone, N = 4304): 12288 x 4304 at K = 4096 128x256 1.05-1.16 against
     // 128x128 ping-pong's 1.14-1.32 (two calls, 8 of 8 cells), 6144 x 4304 at K = 14336 1.15-1.16
-    // against 1.17-1.24; 64x256 1.32-1.60 and 64x128 1.69-1.82 there, in that order. At K = 1152
+    // against 1.17-1.24; 64x256 1.32-1.60 and 64x128 1.69-1.95 there, in that order. At K = 1152
     // 128x128 ping-pong stays the fastest (2048 / 4096 x 4304: 1.16-1.47 against 128x256's
     // 1.19-1.65, Runs AG-AH): K < 4096 keeps the slot area's choice. Out of sample (Run AJ call 8)
-    // 128x256 was the fastest Hopper tile or within 1 % in 15 of 16 cells at 4096 x 4304 (1.06-1.16
-    // against 128x128's 1.22-1.26), 2048 x 4304 (3.4 % behind 128x128 with the residual; refused by
-    // the work share, rightly), 4096 x
-    // 4304 at K = 8192 (1.00-1.07; refused by the work share, 0.815 under 0.842, though it ran 6-10 %
-    // ahead of the unfused path) and 8192 x 2200 (1.38-1.49). At 8192 x 2200 every tile ran behind cuBLAS
-    // + the epilogue kernel (1.18-1.34), which the work share (0.83) does not see: unexplained,
-    // one shape (the kernel still 1.02-1.15x eager end to end).
+    // 128x256 was the fastest Hopper tile or within 1 % in 15 of 16 cells: 4096 x 4304 (1.06-1.16
+    // against 128x128's 1.22-1.26), 2048 x 4304 (3.4 % behind 128x128 with the residual; refused
+    // by the work share, rightly), 4096 x 4304 at K = 8192 (1.00-1.07) and 8192 x 2200 (1.38-1.49).
+    // 128x256's smaller share moves the work-share refusal: 4096 x 8192 x 4304 (0.851 on 128x128,
+    // 0.815 on 128x256, under 0.842) is now refused, where 128x256 ran 6-10 % ahead of the unfused
+    // path (and the 128x128 it ran before 4-7 % behind it);
+    // and at 8192 x 2200 every tile ran behind cuBLAS + the epilogue kernel (1.18-1.34), which the
+    // share (0.83) does not see (the kernel still 1.02-1.15x eager end to end). The share does not
+    // order unaligned rows: named, one shape each. SiLU alone at 12288 x 4304 (share 0.94) now
+    // fuses against eager, unmeasured end to end (compare_tiles: 128x256 1.08x mm, cuBLAS + the
+    // epilogue kernel 1.15-1.22x, eager's SiLU cheaper than that kernel).
     if (N % 64 != 0 && K >= 4096) choice = wide;
   } else {
     // Whole 256-column tiles where 128x256 cooperative takes half the rounds of 64x256 (the same

@@ -122,8 +122,9 @@ long long roundsOfTiles(long long M, long long N, long long batch, const GemmCon
 double tileWorkShare(long long M, long long N, long long batch, const GemmConfig& c, int num_sms);
 
 // Config choice: ping-pong 64x256 from 1025 rows (M x batch) where its tiles fill the SMs (for one
-// matrix: a 128-row tile at a partial 256-column tile, 128x256 where it takes half 64x256's rounds
-// and at most two); 64x128 ping-pong for N <= 128 (from 1025 rows of one matrix, 128x128 where it
+// matrix: a 128-row tile at a partial 256-column tile (64x256 where 128x128 takes as many rounds,
+// 128x256 where N is not a multiple of 64, both at K >= 4096), 128x256 where it takes half
+// 64x256's rounds and at most two); 64x128 ping-pong for N <= 128 (from 1025 rows of one matrix, 128x128 where it
 // fits one round and 64x128 does not); from 1025 rows of one matrix at K <= 3072 with whole 256-column
 // tiles, 64x128 where its work share is the larger; otherwise the tile (128x256, 128x128, 64x256 or 64x128; up to 256 rows
 // without 128x128) that fills the SMs' rounds best. No cluster (measured no faster,

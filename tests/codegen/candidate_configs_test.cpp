@@ -338,14 +338,16 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   };
   EXPECT_EQ(tile(4096, 4160), "128x128 pp");    // 1056 tiles, 8 rounds; 64x256 1088 in 9
   EXPECT_EQ(tile(4096, 4224), "128x128 pp");
-  // 64x256 ping-pong where it takes as many rounds as 128x128, more than one, at K = 4096-8192 and
-  // N a multiple of 64 (Run AJ): 3 rounds each, 64x256's share the larger (0.97 against 0.94)
+  // 64x256 ping-pong where the choice is 128x128 and 64x256 takes as many rounds, more than one, at
+  // K = 4096-8192 and N a multiple of 64 (Run AJ): 3 rounds each (shares 0.862 against 0.836)
   EXPECT_EQ(tile(4096, 1408), "64x256 pp");
   EXPECT_EQ(tile(8192, 640), "64x256 pp");
   EXPECT_EQ(tile(8192, 1152), "64x256 pp");     // five rounds each
   EXPECT_EQ(sm90::chooseConfig(8192, 1152, 8192, 1, 132).bm, 64);
   EXPECT_EQ(sm90::chooseConfig(4096, 1408, 14336, 1, 132).bm, 128);  // K = 14336: unmeasured
-  EXPECT_EQ(sm90::chooseConfig(4096, 1408, 3072, 1, 132).bm, 128);   // K < 4096 (4304 columns: 15-20 % behind)
+  EXPECT_EQ(sm90::chooseConfig(4096, 1408, 3072, 1, 132).bm, 128);   // K < 4096: unmeasured
+  EXPECT_EQ(tile(16384, 5504), "128x128 pp");   // 42 rounds against 64x256's 43, though its share is larger
+  EXPECT_EQ(tile(6336, 960), "128x256 coop");   // the choice 128x256 (2 rounds): not switched
   // N not a multiple of 64 at K >= 4096: 128x256, the fewest operand bytes per MMA (Run AJ)
   EXPECT_EQ(tile(4096, 4304), "128x256 coop");
   EXPECT_EQ(tile(12288, 4304), "128x256 coop");
@@ -354,7 +356,7 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   EXPECT_FALSE(hopper(6144, 4304, 14336, 1));   // 128x256 at 87 %, under 90 % at K = 14336 (the work share)
   EXPECT_EQ(tile(6144, 1408), "128x128 pp");    // 128x128 in four rounds, 64x256 in five
   EXPECT_EQ(tile(8192, 1408), "128x256 coop");  // 128x256's share the larger (three rounds)
-  EXPECT_EQ(tile(2048, 896), "128x128 coop");   // one round: ping-pong would idle a consumer
+  EXPECT_EQ(tile(2048, 896), "128x128 coop");   // 128 tiles of 64x256: the tile that fills the SMs
   EXPECT_EQ(tile(4096, 2944), "128x256 coop");  // ties with 128x128 (6 rounds): the wider
   EXPECT_EQ(tile(4096, 896), "128x256 coop");   // 128 tiles in one round
   EXPECT_EQ(tile(8192, 896), "128x256 coop");
@@ -368,7 +370,7 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   EXPECT_EQ(sm90::chooseConfig(2048, 4096, 3072, 1, 132).bm, 64);  // two rounds at K < 4096: unmeasured
   EXPECT_EQ(sm90::chooseConfig(2048, 4096, 4096, 1, 0).bm, 64);    // no SMs reported: one, 256 rounds
   EXPECT_TRUE(hopper(4096, 4160, 4096, 1));
-  EXPECT_TRUE(hopper(4096, 1408, 4096, 1));     // 352 tiles: 89 % of three rounds
+  EXPECT_TRUE(hopper(4096, 1408, 4096, 1));     // 64x256, 384 tiles: 86 % of three rounds
   EXPECT_TRUE(hopper(4096, 896, 4096, 1));      // one round
   EXPECT_FALSE(hopper(4096, 1152, 4304, 1));
   EXPECT_EQ(tile(4096, 768), "128x256 coop");  // one round (96 tiles) against 64x256's two (192, 73 %)
@@ -382,7 +384,7 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
                 .find("128x256 tiles do 55 % of their slots' work, under the 73 % that beats cuBLAS + the epilogue "
                       "kernel at K = 4096"),
             std::string::npos);
-  EXPECT_FALSE(hopper(4096, 1152, 4096, 1));    // 288 tiles of 128x128 in three rounds: 68 %
+  EXPECT_FALSE(hopper(4096, 1152, 4096, 1));    // 320 tiles of 64x256 in three rounds: 71 %
   EXPECT_FALSE(hopper(4096, 1152, 4304, 1));
   EXPECT_FALSE(hopper(6144, 768, 4096, 1));     // 64x256 in three rounds: 71 %
   EXPECT_TRUE(hopper(4096, 2304, 4096, 1));     // 64x256 in five rounds: 85 %
