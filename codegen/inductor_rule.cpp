@@ -60,8 +60,8 @@ bool isBiasThenResidual(const spec::ChainSpec& spec) {
 // (bench/RESULTS.md Run AI, calls 7-9; mm + bias chains, B as [K, N]). Run AJ (2026-12-02,
 // backend_rule_check --graphs) confirmed it by device time, each variant replayed from a CUDA graph:
 // 1.03-1.11x at those shapes on the mm chains and 1.04-1.15x in nn.Linear's form (addmm, the
-// weight K-major); 768 rows 0.94-0.98x. Inductor's graph launches a Triton kernel beside cuBLAS, and at these sizes
-// its host time shows in the medians. By the fastest round the kernel was behind at 768 rows (4
+// weight K-major); 768 rows 0.94-0.98x. Inductor's graph launches a Triton kernel beside cuBLAS,
+// and at these sizes its host time shows in the medians. By the fastest round the kernel was behind at 768 rows (4
 // of 6 cells, 0.91-0.97x against the faster of the two Inductor runs), where the tile is 64x128
 // at a share of 0.74 (the share bound leaves those to Inductor: it tracks how well the kernel's
 // grid is filled, not host time, and every winning shape had 0.91-0.97), and in one of two calls
