@@ -319,6 +319,8 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     // Rows of B and C that are not whole 128-byte lines (N not a multiple of 64) at K >= 4096:
     // 128x256 cooperative, the tile with the fewest operand bytes per MMA (3 per 256 outputs and
     // unit of K against 128x128's 4, 64x256's 5, 64x128's 6), which these rows make dearer.
+    // Measured with B as [K, N]; nn.Linear's K-major weight has whole-line rows (only C's are
+    // not): unmeasured, and chooseConfig does not see the layout.
     // Measured on the H200 (bench/RESULTS.md Run AJ, 2026-12-02, compare_tiles, four bench chains,
     // time / cuBLAS mm alone, N = 4304): 12288 x 4304 at K = 4096 128x256 1.05-1.16 against
     // 128x128 ping-pong's 1.14-1.32 (two calls, 8 of 8 cells), 6144 x 4304 at K = 14336 1.15-1.16
