@@ -290,7 +290,8 @@ constexpr double kFillRuleMinFlops = 16e9, kFillRuleK = 1536;
 // eager with SiLU at every shape of Run AH call 8), so the kernel needs a larger share to beat
 // eager: K / (K + kFillRuleKSilu), 0.854 at K = 4096. Measured (Runs AH and AJ, bf16, K = 4096):
 // end to end the kernel ran 0.98x eager at a share of 0.82 (8192 x 1152, 128x128) and 0.95x at
-// 0.847 (the same shape on 64x256 since session 21, Run AJ call 6), 1.00x at 0.847 (4096 x 2304),
+// 0.847 (the same shape on 64x256 since session 21, Run AJ call 6), 1.00x at 0.847 (4096 x 2304;
+// its kernel 0.97x eager in Run AJ call 7, the pass leaving it to eager),
 // 1.04-1.11x at 0.91-0.97 (1280 x 3072, 6144 x 1408, 2048 x 2048, Run AH call 5), 1.05-1.08x at
 // 0.862 (4096 x 1408 on 64x256, Run AJ calls 6-7; 1.10x at 0.835 on 128x128, call 4); in
 // compare_tiles 2560 x 768 at 0.86 ran 0.82 of cuBLAS + the epilogue kernel (Run AH call 7), so

@@ -37,8 +37,8 @@ bool residualsFollowActivation(const spec::ChainSpec& spec) {
 }
 
 // Whether the chain is nn.Linear's `linear(x, w, b) + r` as measured: its ops only adds (and
-// roundings to a dtype), one of them adding a bias (an input of the output's space along n but not
-// m). A scale, an activation or any other op is not that form.
+// roundings to a dtype), one of them adding a bias (an input of the output's space along n alone).
+// A scale, an activation or any other op is not that form.
 bool isBiasThenResidual(const spec::ChainSpec& spec) {
   bool adds_bias = false;
   for (const spec::Value& v : spec.values) {
@@ -47,7 +47,7 @@ bool isBiasThenResidual(const spec::ChainSpec& spec) {
     for (int o : v.operands) {
       const spec::Value& in = spec.values[o];
       adds_bias = adds_bias || (v.op == "add" && in.kind == spec::ValueKind::Input && in.space == spec::Space::Out &&
-                                in.dims.find('n') != std::string::npos && in.dims.find('m') == std::string::npos);
+                                spec::valueLetters(spec, o) == "n");
     }
   }
   return adds_bias;

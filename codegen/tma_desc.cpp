@@ -319,25 +319,24 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     // Rows of B and C that are not whole 128-byte lines (N not a multiple of 64) at K >= 4096:
     // 128x256 cooperative, the tile with the fewest operand bytes per MMA (3 per 256 outputs and
     // unit of K against 128x128's 4, 64x256's 5, 64x128's 6), which these rows make dearer.
-    // Measured with B as [K, N]; nn.Linear's K-major weight has whole-line rows (only C's are
-    // not): unmeasured, and chooseConfig does not see the layout.
-    // Measured on the H200 (bench/RESULTS.md Run AJ, 2026-12-02, compare_tiles, four bench chains,
-    // time / cuBLAS mm alone, N = 4304): 12288 x 4304 at K = 4096 128x256 1.05-1.16 against
-    // 128x128 ping-pong's 1.14-1.32 (two calls, 8 of 8 cells), 6144 x 4304 at K = 14336 1.15-1.16
-    // against 1.17-1.24; 64x256 1.32-1.60 and 64x128 1.69-1.95 there, in that order. At K = 1152
-    // 128x128 ping-pong stays the fastest (2048 / 4096 x 4304: 1.16-1.47 against 128x256's
-    // 1.19-1.65, Runs AG-AH): K < 4096 keeps the slot area's choice. Out of sample (Run AJ call 8)
-    // 128x256 was the fastest Hopper tile or within 1 % in 15 of 16 cells: 4096 x 4304 (1.06-1.16
-    // against 128x128's 1.22-1.26), 2048 x 4304 (3.4 % behind 128x128 with the residual; refused
-    // by the work share, rightly), 4096 x 4304 at K = 8192 (1.00-1.07) and 8192 x 2200 (1.38-1.49).
-    // 128x256's smaller share moves the work-share refusal: 4096 x 8192 x 4304 (0.851 on 128x128,
-    // 0.815 on 128x256, under 0.842) is now refused, where 128x256 ran 6-10 % ahead of the unfused
-    // path (and the 128x128 it ran before 4-7 % behind it);
-    // and at 8192 x 2200 every tile ran behind cuBLAS + the epilogue kernel (1.18-1.34), which the
-    // share (0.83) does not see (the kernel still 1.02-1.15x eager end to end). The share does not
-    // order unaligned rows: named, one shape each. SiLU alone at 12288 x 4304 (share 0.94) now
-    // fuses against eager, unmeasured end to end (compare_tiles: 128x256 1.08x mm, cuBLAS + the
-    // epilogue kernel 1.15-1.22x, eager's SiLU cheaper than that kernel).
+    // Measured on the H200 with B as [K, N] (bench/RESULTS.md Run AJ, 2026-12-02, compare_tiles,
+    // four bench chains, time / cuBLAS mm alone): at N = 4304 12288 x 4304 (K = 4096) 128x256
+    // 1.05-1.16 against 128x128 ping-pong's 1.14-1.32 (two calls, 8 of 8 cells), 6144 x 4304 (K =
+    // 14336) 1.15-1.16 against 1.17-1.24, 64x256 1.32-1.60 and 64x128 1.69-1.95 there; out of
+    // sample (call 8) the fastest Hopper tile or within 1 % in 15 of 16 cells at 4096 x 4304
+    // (1.06-1.16 against 128x128's 1.22-1.26), 2048 x 4304 (3.4 % behind 128x128 with the
+    // residual; refused by the work share, rightly), 4096 x 4304 at K = 8192 (1.00-1.07) and 8192 x
+    // 2200 (1.38-1.49). At K = 1152 128x128 ping-pong stays the fastest (2048 / 4096 x 4304:
+    // 1.16-1.47 against 128x256's 1.19-1.65, Runs AG-AH): K < 4096 keeps the slot area's choice.
+    // nn.Linear's K-major weight has whole-line rows (only C's are not): unmeasured, and
+    // chooseConfig does not see the layout.
+    // The work share does not order unaligned rows (named, one shape each): 128x256's smaller
+    // share refuses 4096 x 8192 x 4304 (0.815 under 0.842; 0.851 on 128x128), where 128x256 ran
+    // 6-10 % ahead of the unfused path (the 128x128 it ran before, 4-7 % behind it); at 8192 x
+    // 2200 every tile ran behind cuBLAS + the epilogue kernel (1.18-1.34) at a share of 0.83,
+    // which the refusal takes (the kernel still 1.02-1.15x eager). SiLU alone at 12288 x 4304
+    // (share 0.94) now fuses against eager, unmeasured end to end (compare_tiles: 128x256 1.08x mm,
+    // cuBLAS + the epilogue kernel 1.15-1.22x, eager's SiLU cheaper than that kernel).
     if (N % 64 != 0 && K >= 4096) choice = wide;
   } else {
     // Whole 256-column tiles where 128x256 cooperative takes half the rounds of 64x256 (the same
