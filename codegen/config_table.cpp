@@ -275,6 +275,16 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 //    1.24-1.36x, Run AH call 2). Only where measured: at K >= 4096 (a longer K
 //    adds to the kernel's share, not to the unfused path's epilogue) and up to 32 real rows; at
 //    M = 224 (96 real rows) the Hopper kernel won, and 33-95 real rows were not measured.
+//  - From 1025 rows of one matrix at K >= 4096, N a multiple of 8 but not of 16 (rows of B and the
+//    output 16-byte aligned, not 32: every 128-byte box row and store row straddles one more 32-byte
+//    sector). Run AK (2026-12-02, compare_tiles, K = 4096, four bench chains): 128x256, the best
+//    tile, ran 1.28-1.43x cuBLAS mm alone against cuBLAS + the epilogue kernel's 1.15-1.36x at
+//    8192 x 2184 / 2200 / 4296 / 4312 and 12288 x 2200, behind in all 20 cells; end to end SiLU
+//    alone ran 0.92-0.93x eager. Rows 32-byte aligned do not pay it: at 8192 x 2192 and 4304
+//    (32-byte) and 2208 (64-byte) the kernel ran 1.08-1.26x against 1.18-1.34x, ahead in all 12
+//    cells. (16-bit elements: the kernel takes no other.) A longer K adds unaligned B rows to the
+//    kernel's time only, so the rule holds from 4096 up; shorter K, fewer rows and N under
+//    kFillRuleMinN (narrow tiles that stream A; 8192 x 120 follows 8192 x 64) were not measured.
 // Whole or three-quarter last tiles won: M = 64, 128, 192 at N = 14336 (64x128 or 64x256:
 // 1.03-1.24x against 1.16-1.31x), M = 224 and 256 (128x256: 1.03-1.14x against 1.20-1.31x), M = 256
 // at N = 4096 (0.97-1.09x against 1.25-1.40x), one 64-row tile at K = 14336 with split-K (0.98-1.04x
@@ -282,7 +292,8 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 // 36 of 64 rows real) 1.03-1.18x against 1.17-1.26x, M = 176 (64x128) 1.20-1.26x against
 // 1.21-1.30x (Run AF).
 constexpr long long kFewestTilesTheKernelWins = 64, kFewestTilesShortK = 32, kEdgeColumnsMinTiles = 128,
-                    kPartialColumnTileMaxN = 384, kFillRuleMinN = 512, kFillRuleMaxK = 14336;
+                    kPartialColumnTileMaxN = 384, kFillRuleMinN = 512, kFillRuleMaxK = 14336,
+                    kSixteenByteRowsMinK = 4096;
 constexpr double kFillRuleMinFlops = 16e9, kFillRuleK = 1536;
 
 // SiLU alone against eager's SiLU (siluAgainstEagerRefusal): ATen's SiLU pass is cheaper than the
@@ -344,6 +355,10 @@ std::string unfusedPathFaster(const ProblemShape& s) {
     return fmt::format("{} tiles of 64x128, too few to fill the SMs at K >= 8192: cuBLAS + the epilogue kernel is "
                        "faster (Run AE)",
                        tiles);
+  if (s.M > 1024 && s.K >= kSixteenByteRowsMinK && s.N >= kFillRuleMinN && s.N % 16 != 0)
+    return fmt::format("rows of B and the output {} bytes long, a multiple of 16 but not of 32: cuBLAS + the "
+                       "epilogue kernel is faster (Run AK)",
+                       2 * s.N);
   if (s.M > 1024) return workShareRefusal(s, kFillRuleK, "cuBLAS + the epilogue kernel");
   const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
   if (s.M > 256) return {};

@@ -332,9 +332,10 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     // chooseConfig does not see the layout.
     // The work share does not order unaligned rows (named, one shape each): 128x256's smaller
     // share refuses 4096 x 8192 x 4304 (0.815 under 0.842; 0.851 on 128x128), where 128x256 ran
-    // 6-10 % ahead of the unfused path (the 128x128 it ran before, 4-7 % behind it); at 8192 x
-    // 2200 every tile ran behind cuBLAS + the epilogue kernel (1.18-1.34) at a share of 0.83,
-    // which the refusal takes (the kernel still 1.02-1.15x eager). SiLU alone at 12288 x 4304
+    // 6-10 % ahead of the unfused path (the 128x128 it ran before, 4-7 % behind it). At 8192 x
+    // 2200 every tile ran behind cuBLAS + the epilogue kernel: N % 16 != 0, rows only 16-byte
+    // aligned, the cost Run AK separated from the column count (config_table's unfusedPathFaster
+    // refuses it; 32- and 64-byte aligned rows run 128x256 ahead of that path). SiLU alone at 12288 x 4304
     // (share 0.94) now fuses against eager, unmeasured end to end (compare_tiles: 128x256 1.08x mm,
     // cuBLAS + the epilogue kernel 1.15-1.22x, eager's SiLU cheaper than that kernel).
     if (N % 64 != 0 && K >= 4096) choice = wide;

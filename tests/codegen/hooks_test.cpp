@@ -350,6 +350,26 @@ TEST(ChooseConfig, Table) {
   ProblemShape misaligned = big;
   misaligned.align_bytes_a = 2;
   EXPECT_EQ(chooseConfig(bf16, misaligned, 90).variant, "sm80_mma");
+  // Rows of B and the output 16-byte but not 32-byte aligned (N % 16 == 8), from 1025 rows at
+  // K >= 4096: cuBLAS + the epilogue kernel (Run AK: 128x256 behind it in all 20 cells); rows
+  // 32-byte aligned keep the kernel (N = 2192 and 4304 ran ahead).
+  ProblemShape rows16 = big;
+  rows16.M = 8192;
+  for (long long n : {2184LL, 2200LL, 4296LL, 4312LL}) {
+    rows16.N = n;
+    EXPECT_EQ(chooseConfig(bias_relu, rows16, 90).variant, "sm80_mma") << n;
+    if (hopper == "sm90_wgmma")
+      EXPECT_NE(hopperRefusalForSize(bias_relu, 8192, n, 4096, 1, 90).find("a multiple of 16 but not of 32"),
+                std::string::npos)
+          << n;
+  }
+  for (long long n : {2192LL, 2208LL, 4304LL}) {
+    rows16.N = n;
+    EXPECT_EQ(chooseConfig(bias_relu, rows16, 90).variant, hopper) << n;
+  }
+  // Unmeasured below K = 4096 and at 1024 rows or fewer: the other rules decide.
+  EXPECT_EQ(hopperRefusalForSize(bias_relu, 8192, 2200, 2048, 1, 90).find("not of 32"), std::string::npos);
+  EXPECT_EQ(hopperRefusalForSize(bias_relu, 1024, 2200, 4096, 1, 90).find("not of 32"), std::string::npos);
 }
 
 TEST(ChooseConfig, LaunchDims) {

@@ -702,6 +702,10 @@ def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     (4096, 4096, 1408, "sm90_wgmma 64x256x64 s5 t384 pingpong"),
     # N not a multiple of 64 at K >= 4096: 128x256 cooperative (Run AJ calls 5-8)
     (4096, 4096, 4304, "sm90_wgmma 128x256x64 s4 t384"),
+    # session 22: rows 16-byte but not 32-byte aligned (N % 16 == 8) from 1025 rows at K >= 4096:
+    # cuBLAS + the epilogue kernel (Run AK); 32-byte aligned rows keep 128x256
+    (8192, 4096, 2200, None),
+    (8192, 4096, 2192, "sm90_wgmma 128x256x64 s4 t384"),
 ])
 def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     """The op's own choice where N is narrow (sm90::chooseConfig, sm90::splitKForFewTiles, codegen
