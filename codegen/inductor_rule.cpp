@@ -69,7 +69,7 @@ bool isBiasThenResidual(const spec::ChainSpec& spec) {
 // at 1024 rows (bias+ReLU+cast 0.94x; 1.23x in the other). 1536 and 2048 rows at N = 14336
 // (2048 rows: 0.98-1.04x by the medians in Run AI): by device time, each variant replayed from a
 // CUDA graph, 1.02-1.06x (2048 rows, Run AJ) and, in two calls of Run AK (2026-12-02, mm chains
-// and nn.Linear's form), 1.00-1.08x at 2048 rows and 1.02-1.06x at 1536 (the residual after GELU
+// and nn.Linear's form), 1.00-1.08x at 2048 rows and 1.00-1.06x at 1536 (the residual after GELU
 // at par, 1.00-1.02x): never behind, taken. N = 14336 under 1024 rows is unmeasured; from 4096
 // rows the medians tie (0.95-1.03x).
 bool midRowsBeatInductor(const ProblemShape& s) {
