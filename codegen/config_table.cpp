@@ -134,7 +134,7 @@ namespace {
 // below 512 rows where a decode batch fills the SMs (decodeBatchFillsSms); other expensive chains
 // (several outputs, a 32-bit output, erf-GELU, sigmoid or tanh alone, stacked activations,
 // division, logarithms...) were not measured or lost (Runs C-J) and stay unfused.
-constexpr long long kExpensiveEpilogueMaxK = 4096;
+constexpr long long kExpensiveEpilogueMaxK = 4096, kLongKDecodeMaxK = 14336;
 
 // Measurement and test knob (bench/bench_chains.py --all-epilogues, the GPU differential's
 // sm90-all half, the Hopper GPU tests): FXFUSE_SM90_ALL_EPILOGUES=1 runs the Hopper kernel on
@@ -194,7 +194,13 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   // a narrow N (Run AF: 2048 x 256 and 3072 x 128 at K = 14336, 2048 x 256 at K = 8192, 2-14 %
   // under it in all 12 cells); a residual without GELU(tanh) was not measured there.
   const bool split_k = splitKFor(shape) > 1;
-  if (shape.K > kExpensiveEpilogueMaxK && !split_k)
+  // Decode batches whose 64-row tiles fill the SMs (decodeBatchFillsSms) stream the weights at a
+  // long K too, and the separate pass stays the loss: at 256 x 14336 x 4096 64x128 ping-pong ran
+  // 0.99-1.03x cuBLAS mm alone against cuBLAS + the epilogue kernel's 1.12-1.16x with every bench
+  // chain (bench/RESULTS.md Run AD call 4, 2026-12-01, compare_tiles). Up to K = 14336; the
+  // rows' own refusals below (SiLU alone, a residual without GELU) still apply.
+  const bool long_k_decode = decodeBatchFillsSms(shape) && shape.K <= kLongKDecodeMaxK;
+  if (shape.K > kExpensiveEpilogueMaxK && !split_k && !long_k_decode)
     return "GELU, SiLU and residual epilogues lose at K > 4096 (bench/RESULTS.md Runs L, M)";
   if (!stagedEverything(spec)) return "outputs or a residual the fast path cannot stage (several, or 32-bit)";
   if (shape.align_bytes_residual < 16) return "the residual is not 16-byte aligned";

@@ -316,6 +316,21 @@ TEST(ChooseConfig, Table) {
   small_m.B = 2;  // 2 x 256 rows: as many as one 512-row matrix
   EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, hopper);
   EXPECT_EQ(chooseConfig(gelu_tanh, small_m, 90).variant, hopper);
+  // A decode batch whose 64-row tiles fill the SMs keeps GELU(tanh) at a long K (Run AD: 256 x
+  // 14336 x 4096, 128 tiles); SiLU alone stays unfused below 512 rows; beyond K = 14336, with too
+  // few tiles (128 rows: 64) and from 512 rows the K > 4096 refusal stands.
+  ProblemShape long_k = big;
+  long_k.M = 256;
+  long_k.K = 14336;
+  EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, hopper);
+  EXPECT_EQ(chooseConfig(silu, long_k, 90).variant, "sm80_mma");
+  long_k.K = 28672;
+  EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
+  long_k.K = 14336;
+  long_k.M = 128;
+  EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
+  long_k.M = 512;
+  EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
   // SiLU alone from 1025 rows, against eager's SiLU (the pass's question; Run AH): a larger work
   // share than the op's own unfused path needs, K / (K + 700), 85 % at K = 4096
   EXPECT_NE(siluAgainstEagerRefusal(silu, 8192, 640, 4096, 1)

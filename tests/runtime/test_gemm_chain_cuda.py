@@ -653,6 +653,9 @@ def test_hopper_split_k_at_decode_shapes(ks):
     (160, 4096, 14336, None),
     (144, 4096, 14336, None),
     (224, 256, 14336, "sm90_wgmma 128x256x64 s4 t384"),
+    # session 22: a decode batch filling the SMs keeps GELU at K = 14336 (Run AD call 4)
+    (256, 14336, 4096, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
+    (192, 14336, 4096, None),
 ])
 def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     """The op's own choice at decode sizes (codegen decodeBatchFillsSms, unfusedPathFaster,
