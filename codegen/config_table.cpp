@@ -197,9 +197,14 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   // Decode batches whose 64-row tiles fill the SMs (decodeBatchFillsSms) stream the weights at a
   // long K too, and the separate pass stays the loss: at 256 x 14336 x 4096 64x128 ping-pong ran
   // 0.99-1.03x cuBLAS mm alone against cuBLAS + the epilogue kernel's 1.12-1.16x with every bench
-  // chain (bench/RESULTS.md Run AD call 4, 2026-12-01, compare_tiles). Up to K = 14336; the
-  // rows' own refusals below (SiLU alone, a residual without GELU) still apply.
-  const bool long_k_decode = decodeBatchFillsSms(shape) && shape.K <= kLongKDecodeMaxK;
+  // chain (bench/RESULTS.md Run AD call 4, 2026-12-01, compare_tiles). Out of sample (Run AK,
+  // 2026-12-02, end to end) 1.06-1.34x eager with GELU and the residual at 256 x 8192 x 4096, 256 x
+  // 11008 x 4096 and 128 x 14336 x 8192, all of them one round of 128 tiles; in two rounds (192 x
+  // 14336 x 8192, 192 tiles) every tile tied or lost (unfusedPathFaster refuses it); one row tile
+  // (64 x 14336 x 14336, 112 tiles) lost by 2-3 % (0.97x eager with GELU). Up to K = 14336, 128-256
+  // rows in one round; the rows' own refusals below (SiLU alone, a residual without GELU) apply.
+  const bool long_k_decode = decodeBatchFillsSms(shape) && shape.M >= 128 && tiles64x128(shape) <= kHopperSms &&
+                             shape.K <= kLongKDecodeMaxK;
   if (shape.K > kExpensiveEpilogueMaxK && !split_k && !long_k_decode)
     return "GELU, SiLU and residual epilogues lose at K > 4096 (bench/RESULTS.md Runs L, M)";
   if (!stagedEverything(spec)) return "outputs or a residual the fast path cannot stage (several, or 32-bit)";
@@ -291,6 +296,11 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 //    cells. (16-bit elements: the kernel takes no other.) A longer K adds unaligned B rows to the
 //    kernel's time only, so the rule holds from 4096 up; shorter K, fewer rows and N under
 //    kFillRuleMinN (narrow tiles that stream A; 8192 x 120 follows 8192 x 64) were not measured.
+//  - Up to 256 rows at K >= 8192, 64x128 tiles more than one round (over 132): at 192 x 14336 x
+//    8192 (192 tiles) the heuristic's 64x128 ping-pong ran 1.30-1.35x cuBLAS mm alone and the best
+//    tile (128x128 cooperative, one round) 1.12-1.15x against cuBLAS + the epilogue kernel's
+//    1.10-1.15x (Run AK, 2026-12-02, compare_tiles, four bench chains); end to end the kernel ran
+//    0.88-0.95x eager. One shape; at K = 4096 more rounds won (192 x 4096 x 14336, Run AD).
 // Whole or three-quarter last tiles won: M = 64, 128, 192 at N = 14336 (64x128 or 64x256:
 // 1.03-1.24x against 1.16-1.31x), M = 224 and 256 (128x256: 1.03-1.14x against 1.20-1.31x), M = 256
 // at N = 4096 (0.97-1.09x against 1.25-1.40x), one 64-row tile at K = 14336 with split-K (0.98-1.04x
@@ -360,6 +370,10 @@ std::string unfusedPathFaster(const ProblemShape& s) {
   if (s.K >= 8192 && tiles < kSplitKMaxTiles)
     return fmt::format("{} tiles of 64x128, too few to fill the SMs at K >= 8192: cuBLAS + the epilogue kernel is "
                        "faster (Run AE)",
+                       tiles);
+  if (s.K >= 8192 && s.M <= 256 && tiles > kHopperSms)
+    return fmt::format("{} tiles of 64x128 in more than one round at K >= 8192 below 257 rows: cuBLAS + the "
+                       "epilogue kernel is faster (Run AK)",
                        tiles);
   if (s.M > 1024 && s.K >= kSixteenByteRowsMinK && s.N >= kFillRuleMinN && s.N % 16 != 0)
     return fmt::format("rows of B and the output {} bytes long, a multiple of 16 but not of 32: cuBLAS + the "

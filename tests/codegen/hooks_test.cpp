@@ -331,6 +331,22 @@ TEST(ChooseConfig, Table) {
   EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
   long_k.M = 512;
   EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
+  // 64x128 tiles in more than one round (192 x 14336 x 8192: 192 tiles) at K >= 8192: unfused,
+  // cheap epilogues too (Run AK: every tile tied or lost to cuBLAS + the epilogue kernel)
+  long_k.M = 192;
+  long_k.N = 8192;
+  EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
+  EXPECT_EQ(chooseConfig(bias_relu, long_k, 90).variant, "sm80_mma");
+  long_k.K = 4096;  // more rounds won at K = 4096 (Run AD)
+  EXPECT_EQ(chooseConfig(bias_relu, long_k, 90).variant, hopper);
+  // one 64-row tile at K = 14336 (64 x 14336 x 14336, 112 tiles): GELU lost by 2-3 % (Run AK)
+  long_k.M = 64;
+  long_k.K = 14336;
+  long_k.N = 14336;
+  EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
+  long_k.M = 128;
+  long_k.N = 8192;  // two row tiles, 128 tiles: won (Run AK, 1.06-1.15x eager)
+  EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, hopper);
   // SiLU alone from 1025 rows, against eager's SiLU (the pass's question; Run AH): a larger work
   // share than the op's own unfused path needs, K / (K + 700), 85 % at K = 4096
   EXPECT_NE(siluAgainstEagerRefusal(silu, 8192, 640, 4096, 1)

@@ -656,6 +656,9 @@ def test_hopper_split_k_at_decode_shapes(ks):
     # session 22: a decode batch filling the SMs keeps GELU at K = 14336 (Run AD call 4)
     (256, 14336, 4096, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
     (192, 14336, 4096, None),
+    (192, 14336, 8192, None),  # 192 tiles of 64x128: two rounds at a long K (Run AK)
+    (128, 14336, 8192, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
+    (64, 14336, 14336, None),  # one 64-row tile at a long K: GELU lost by 2-3 % (Run AK)
 ])
 def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     """The op's own choice at decode sizes (codegen decodeBatchFillsSms, unfusedPathFaster,
