@@ -668,8 +668,11 @@ def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     the staged epilogue's M edge), cuBLAS + the epilogue kernel at M = 80 (63 %); at K = 14336, N =
     4096 (32 tiles) the split-K tile at M = 64 and 48; at N = 14336 128x256 cooperative at M = 224
     and, at K = 256, M = 160; at K = 4096 cuBLAS + the epilogue kernel at M = 160 and 144, where
-    128x256's last row tile holds at most a quarter real rows (Run AE). One launch each (and the
-    epilogue kernel's where unfused); against float64 by relative error, outputs poisoned."""
+    128x256's last row tile holds at most a quarter real rows (Run AE); at K = 14336 (Runs AD,
+    AK) GELU on 64x128 ping-pong where 128-256 rows fill one round of 64x128 tiles (256 x 4096,
+    128 x 8192), cuBLAS + the epilogue kernel at 96 tiles (192 x 4096), in two rounds (192 x
+    8192) and in one row tile (64 x 14336). One launch each (and the epilogue kernel's where
+    unfused); against float64 by relative error, outputs poisoned."""
     check_dispatch("decode-dispatch", M, K, N, first)
 
 
