@@ -133,7 +133,9 @@ namespace {
 // stagedEverything) with one fast-math GELU(tanh) or SiLU, at M >= 512 and (Run AA, 2026-12-01)
 // below 512 rows where a decode batch fills the SMs (decodeBatchFillsSms); other expensive chains
 // (several outputs, a 32-bit output, erf-GELU, sigmoid or tanh alone, stacked activations,
-// division, logarithms...) were not measured or lost (Runs C-J) and stay unfused.
+// division, logarithms...) were not measured or lost (Runs C-J) and stay unfused. Beyond K = 4096
+// only split-K shapes and decode batches of 128-256 rows in one round of 64x128 tiles (up to K =
+// 14336, Runs AD, AK) take them (epilogueRefusal).
 constexpr long long kExpensiveEpilogueMaxK = 4096, kLongKDecodeMaxK = 14336;
 
 // Measurement and test knob (bench/bench_chains.py --all-epilogues, the GPU differential's
@@ -185,7 +187,8 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   const auto [expensive_ops, silu, residual, unmeasured] = epilogueCost(spec);
   if (!residual && expensive_ops == 0) return {};  // cheap: wins at every measured shape
   // measured: K <= 4096, M >= 512 (B x M for bmm) or a decode batch whose 64-row tiles fill the
-  // SMs (Runs AA, AC), at most one such activation, the staged form
+  // SMs (Runs AA, AC; at K <= 14336 in one round of them, Runs AD, AK), at most one such
+  // activation, the staged form
   if (!unmeasured.empty()) return "'" + unmeasured + "' was not measured fused";
   if (expensive_ops > 1) return "more than one transcendental or division (not measured fused)";
   // Split-K shapes (splitKFor): every bench chain won there at K = 14336, SiLU alone and the
@@ -202,9 +205,10 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   // 11008 x 4096 and 128 x 14336 x 8192, all of them one round of 128 tiles; in two rounds (192 x
   // 14336 x 8192, 192 tiles) every tile tied or lost (unfusedPathFaster refuses it); one row tile
   // (64 x 14336 x 14336, 112 tiles) lost by 2-3 % (0.97x eager with GELU). Up to K = 14336, 128-256
-  // rows in one round; the rows' own refusals below (SiLU alone, a residual without GELU) apply.
-  const bool long_k_decode = decodeBatchFillsSms(shape) && shape.M >= 128 && tiles64x128(shape) <= kHopperSms &&
-                             shape.K <= kLongKDecodeMaxK;
+  // rows of whole 64-row tiles (partial ones lost at 144-160 rows, Run AE) in one round; the rows'
+  // own refusals below (SiLU alone, a residual without GELU) apply.
+  const bool long_k_decode = decodeBatchFillsSms(shape) && shape.M >= 128 && shape.M % 64 == 0 &&
+                             tiles64x128(shape) <= kHopperSms && shape.K <= kLongKDecodeMaxK;
   if (shape.K > kExpensiveEpilogueMaxK && !split_k && !long_k_decode)
     return "GELU, SiLU and residual epilogues lose at K > 4096 (bench/RESULTS.md Runs L, M)";
   if (!stagedEverything(spec)) return "outputs or a residual the fast path cannot stage (several, or 32-bit)";
@@ -295,7 +299,9 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 //    (32-byte) and 2208 (64-byte) the kernel ran 1.08-1.26x against 1.18-1.34x, ahead in all 12
 //    cells. (16-bit elements: the kernel takes no other.) A longer K adds unaligned B rows to the
 //    kernel's time only, so the rule holds from 4096 up; shorter K, fewer rows and N under
-//    kFillRuleMinN (narrow tiles that stream A; 8192 x 120 follows 8192 x 64) were not measured.
+//    kFillRuleMinN (narrow tiles that stream A; 8192 x 120 follows 8192 x 64) were not measured,
+//    nor a K-major B (nn.Linear's weight: whole-line rows of B, only the output's at 16 bytes),
+//    which keeps the kernel. The row strides are judged by N: padded strides are not seen.
 //  - Up to 256 rows at K >= 8192, 64x128 tiles more than one round (over 132): at 192 x 14336 x
 //    8192 (192 tiles) the heuristic's 64x128 ping-pong ran 1.30-1.35x cuBLAS mm alone and the best
 //    tile (128x128 cooperative, one round) 1.12-1.15x against cuBLAS + the epilogue kernel's
@@ -375,7 +381,7 @@ std::string unfusedPathFaster(const ProblemShape& s) {
     return fmt::format("{} tiles of 64x128 in more than one round at K >= 8192 below 257 rows: cuBLAS + the "
                        "epilogue kernel is faster (Run AK)",
                        tiles);
-  if (s.M > 1024 && s.K >= kSixteenByteRowsMinK && s.N >= kFillRuleMinN && s.N % 16 != 0)
+  if (s.M > 1024 && s.K >= kSixteenByteRowsMinK && s.N >= kFillRuleMinN && s.N % 16 != 0 && !s.b_kmajor)
     return fmt::format("rows of B and the output {} bytes long, a multiple of 16 but not of 32: cuBLAS + the "
                        "epilogue kernel is faster (Run AK)",
                        2 * s.N);

@@ -337,8 +337,30 @@ TEST(ChooseConfig, Table) {
   long_k.N = 8192;
   EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
   EXPECT_EQ(chooseConfig(bias_relu, long_k, 90).variant, "sm80_mma");
-  long_k.K = 4096;  // more rounds won at K = 4096 (Run AD)
+  long_k.K = 4096;  // more rounds won at K = 4096 (Run AD at 192 x 14336; N = 8192 unmeasured)
   EXPECT_EQ(chooseConfig(bias_relu, long_k, 90).variant, hopper);
+  // rule edges: 256 rows at K = 14336, 132 tiles (N = 4224) kept, 136 (4352) refused; 257 rows
+  // are no decode batch (the long-K GELU refusal)
+  long_k.M = 256;
+  long_k.K = 14336;
+  long_k.N = 4224;
+  EXPECT_EQ(chooseConfig(bias_relu, long_k, 90).variant, hopper);
+  EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, hopper);
+  long_k.N = 4352;
+  EXPECT_EQ(chooseConfig(bias_relu, long_k, 90).variant, "sm80_mma");
+  long_k.N = 4096;
+  long_k.M = 257;
+  EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
+  long_k.M = 192;  // 96 tiles: under the decode batch's 100
+  EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
+  long_k.M = 240;  // 4 x 32 = 128 tiles, the last row tile 48 of 64 real: whole tiles only
+  EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
+  // a K-major B (nn.Linear's weight) with 16-byte output rows keeps the kernel (unmeasured)
+  ProblemShape rows16_kmajor = big;
+  rows16_kmajor.M = 8192;
+  rows16_kmajor.N = 2200;
+  rows16_kmajor.b_kmajor = true;
+  EXPECT_EQ(chooseConfig(bias_relu, rows16_kmajor, 90).variant, hopper);
   // one 64-row tile at K = 14336 (64 x 14336 x 14336, 112 tiles): GELU lost by 2-3 % (Run AK)
   long_k.M = 64;
   long_k.K = 14336;

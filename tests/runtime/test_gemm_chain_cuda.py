@@ -729,8 +729,10 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     4096 x 64; session 20's: 64x128 at K <= 3072 where its work share is the larger (4096 x 768
     at K = 3072, 3072 x 768 at K = 1024); session 21's: 64x256 at a partial 256-column tile where
     it takes as many rounds as 128x128 (8192 x 640, 4096 x 1408), 128x256 at N = 4304 (rows not whole
-    128-byte lines). One launch each (and the epilogue kernel's where unfused); against float64 by
-    relative error, outputs poisoned."""
+    128-byte lines); session 22's: cuBLAS + the epilogue kernel where rows are 16-byte but not
+    32-byte aligned (8192 x 2200), 128x256 where they are 32-byte (8192 x 2192). One launch each
+    (and the epilogue kernel's where unfused); against float64 by relative error, outputs
+    poisoned."""
     check_dispatch("narrow-n-dispatch", M, K, N, first)
 
 
