@@ -1,0 +1,150 @@
+"""A single cost model of the Hopper tiles, fitted to compare_tiles' measurements: a prototype for
+replacing sm90::chooseConfig's list of measured special cases (slot area, then the 128x256 /
+64x256 / 64x128 exceptions, equal rounds, unaligned N) with one formula (docs/STATUS.md, "the
+single tile cost model"). Prints how often the model's tile and the library's heuristic are the
+fastest measured tile or within 2 %, in sample and leaving each shape out of the fit.
+
+Model, per tile t (128x256 cooperative, 64x256 / 128x128 / 64x128 ping-pong, 128x128
+cooperative): time = rounds_t x (K x a_t x rows_t + b_t), where rounds_t is the number of rounds
+of num_sms tiles and rows_t = 1 + p_t where the rows of B and the output are 16-byte but not
+32-byte aligned (N % 16 == 8), 1 + q_t where they are 32-byte but not whole 128-byte lines. Only
+the ratios between tiles of one cell are fitted (each cell's own level is free): the model
+orders tiles, it does not predict the unfused path.
+
+    PYTHONPATH=.:..:../../python python3 tile_cost_model.py [files...]
+
+Needs no GPU: the times come from the files (default: the runs after the box skip, Run AH call 5
+on, where the kernel's edge-tile cost is the present one).
+"""
+import argparse
+import glob
+import json
+import math
+import os
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from compare_tiles import short
+from tile_rule_check import BARE_MM, heuristic_tile
+
+SMS = 132
+TILES = {"128x256 coop": (128, 256), "64x256 pp": (64, 256), "128x128 pp": (128, 128),
+         "64x128 pp": (64, 128), "128x128 coop": (128, 128)}
+NAMES = list(TILES)
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT = ["run_ah_call5", "run_ah_call6", "run_ah_call7", "run_ah_call8", "run_ai_call2", "run_ai_call3_tree",
+           "run_aj_", "run_ak_"]
+
+
+def default_files():
+    files = sorted(glob.glob(os.path.join(HERE, "data", "run_a*_compare_tiles.json")))
+    return [f for f in files if any(os.path.basename(f).startswith(p) for p in DEFAULT)]
+
+
+def rounds(M, N, tile):
+    bm, bn = TILES[tile]
+    return math.ceil(math.ceil(M / bm) * math.ceil(N / bn) / SMS)
+
+
+def load(files, min_rows):
+    """Cells: (file, shape, chain) -> {tile: ms}, the whole-tile Hopper candidates only."""
+    cells = []
+    for path in files:
+        for r in json.load(open(path)):
+            M, K, N = (int(v) for v in r["shape"].split("x"))
+            if M < min_rows:
+                continue
+            t = {short(c): v for c, v in r["times_ms"].items() if v}
+            t = {c: v for c, v in t.items() if c in TILES}
+            if len(t) >= 3:
+                cells.append({"M": M, "K": K, "N": N, "chain": r["chain"], "times": t, "file": path})
+    return cells
+
+
+NP = 5  # parameters per tile
+
+
+def effective_rounds(M, N, tile, alpha):
+    """Whole rounds, and the last one at alpha + (1 - alpha) x its share of busy SMs: a round with
+    few tiles runs each faster (more memory bandwidth per tile)."""
+    bm, bn = TILES[tile]
+    tiles = math.ceil(M / bm) * math.ceil(N / bn)
+    full, last = divmod(tiles, SMS)
+    return full + (alpha + (1 - alpha) * last / SMS if last else 0)
+
+
+def predict(params, M, K, N, tile):
+    i = NAMES.index(tile)
+    a, b, p, q, alpha = params[NP * i:NP * i + NP]
+    rows = 1 + (p if N % 16 else q if N % 64 else 0)
+    return effective_rounds(M, N, tile, alpha) * (K * a * rows + b)
+
+
+def residuals(params, cells):
+    out = []
+    for c in cells:
+        tiles = list(c["times"])
+        pred = np.log([max(predict(params, c["M"], c["K"], c["N"], t), 1e-9) for t in tiles])
+        meas = np.log([c["times"][t] for t in tiles])
+        d = pred - meas
+        out.extend(d - d.mean())  # each cell's own level is free
+    return np.array(out)
+
+
+def fit(cells):
+    x0 = []
+    for t in NAMES:
+        bm, bn = TILES[t]
+        x0 += [bm * bn / 32768 * 3e-6, 1e-3, 0.1, 0.05, 0.7]
+    lo = [1e-9, 0.0, -0.5, -0.5, 0.0] * len(NAMES)
+    hi = [1.0, 1.0, 2.0, 2.0, 1.0] * len(NAMES)
+    return least_squares(residuals, x0, args=(cells,), bounds=(lo, hi)).x
+
+
+def within(choice, times, tol=1.02):
+    return choice in times and times[choice] <= min(times.values()) * tol
+
+
+def model_choice(params, c):
+    return min(c["times"], key=lambda t: predict(params, c["M"], c["K"], c["N"], t))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("files", nargs="*")
+    ap.add_argument("--min-rows", type=int, default=257, help="cells from this many rows (default 257)")
+    args = ap.parse_args()
+    os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"  # the heuristic's tile, its refusals lifted (read once)
+    cells = load(args.files or default_files(), args.min_rows)
+    spec = open(BARE_MM).read()
+    params = fit(cells)
+    for i, t in enumerate(NAMES):
+        a, b, p, q, alpha = params[NP * i:NP * i + NP]
+        print(f"{t:>13}: {a * 1e6:7.3f} ns per round and unit of K, fixed {b * 1e3:6.2f} us per round, "
+              f"16-byte rows {100 * p:+5.1f} %, 32/64-byte rows {100 * q:+5.1f} %, last round {alpha:.2f} + share")
+    heur = sum(within(heuristic_tile(spec, c["M"], c["K"], c["N"]), c["times"]) for c in cells)
+    insample = sum(within(model_choice(params, c), c["times"]) for c in cells)
+    # leave each shape out of the fit, then choose its tile
+    shapes = sorted({(c["M"], c["K"], c["N"]) for c in cells})
+    loo = 0
+    for s in shapes:
+        rest = [c for c in cells if (c["M"], c["K"], c["N"]) != s]
+        p = fit(rest)
+        loo += sum(within(model_choice(p, c), c["times"]) for c in cells if (c["M"], c["K"], c["N"]) == s)
+    n = len(cells)
+    print(f"{n} cells, {len(shapes)} shapes, from {args.min_rows} rows: the fastest Hopper tile or within 2 %:")
+    print(f"  the heuristic (sm90::chooseConfig)   {heur} of {n}")
+    print(f"  the model, in sample                 {insample} of {n}")
+    print(f"  the model, each shape left out       {loo} of {n}")
+    worst = sorted(cells, key=lambda c: -c["times"][model_choice(params, c)] / min(c["times"].values()))[:10]
+    print("the model's worst cells (in sample): shape chain model tile / best")
+    for c in worst:
+        m = model_choice(params, c)
+        best = min(c["times"], key=c["times"].get)
+        print(f"  {c['M']}x{c['K']}x{c['N']:<6} {c['chain']:>16} {m:>13} / {best:<13} "
+              f"{c['times'][m] / c['times'][best]:.3f}  heuristic {heuristic_tile(spec, c['M'], c['K'], c['N'])}")
+
+
+if __name__ == "__main__":
+    main()
