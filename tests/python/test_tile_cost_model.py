@@ -21,9 +21,9 @@ def test_the_fit_chooses_the_measured_fastest_tile_and_counts_both_rules():
     out = subprocess.run([sys.executable, "tile_cost_model.py", ROWS], cwd=SM90, env=env, capture_output=True,
                          text=True, check=True).stdout
     assert "24 cells, 6 shapes, from 257 rows" in out, out
-    counts = dict(re.findall(r"  the (heuristic|model, in sample|model, each shape left out)(?: \(sm90::chooseConfig\))?\s+(\d+) of 24", out))
+    counts = dict(re.findall(r"  the (heuristic|model, in sample|model, shapes left out)(?: \(sm90::chooseConfig\)| \(8 folds\))?\s+(\d+) of 24", out))
     assert counts["heuristic"] == "24" and counts["model, in sample"] == "24", out
-    assert 0 <= int(counts["model, each shape left out"]) <= 24, out  # 20: five shapes do not fix 32-byte rows
+    assert 0 <= int(counts["model, shapes left out"]) <= 24, out  # six folds of one shape each
     # one coefficient line per tile, each with a positive cost per unit of K
-    per_k = [float(v) for v in re.findall(r"^\s*\S+ (?:pp|coop):\s+([\d.]+) ns per round", out, re.M)]
+    per_k = [float(v) for v in re.findall(r"^\s*\S+ (?:pp|coop):\s+([\d.]+) ns per tile", out, re.M)]
     assert len(per_k) == 5 and all(v > 0 for v in per_k), out
