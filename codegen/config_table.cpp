@@ -291,8 +291,8 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 //    adds to the kernel's share, not to the unfused path's epilogue) and up to 32 real rows; at
 //    M = 224 (96 real rows) the Hopper kernel won, and 33-95 real rows were not measured.
 //  - From 1025 rows of one matrix at K >= 4096, N a multiple of 8 but not of 16 (rows of B and the
-//    output 16-byte aligned, not 32: every 128-byte box row and store row straddles one more 32-byte
-//    sector). Run AK (2026-12-02, compare_tiles, K = 4096, four bench chains): 128x256, the best
+//    output 16-byte aligned, not 32; the hypothesis, not checked with ncu: a 128-byte box or store
+//    row then touches five 32-byte sectors, not four; bench/sm90/NOTES.md session 22). Run AK (2026-12-02, compare_tiles, K = 4096, four bench chains): 128x256, the best
 //    tile, ran 1.28-1.43x cuBLAS mm alone against cuBLAS + the epilogue kernel's 1.15-1.36x at
 //    8192 x 2184 / 2200 / 4296 / 4312 and 12288 x 2200, behind in all 20 cells; end to end SiLU
 //    alone ran 0.92-0.93x eager. Rows 32-byte aligned do not pay it: at 8192 x 2192 and 4304

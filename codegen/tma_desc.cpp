@@ -335,8 +335,8 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     // 6-10 % ahead of the unfused path (the 128x128 it ran before, 4-7 % behind it). At 8192 x
     // 2200 every tile ran behind cuBLAS + the epilogue kernel: N % 16 != 0, rows only 16-byte
     // aligned, the cost Run AK separated from the column count (config_table's unfusedPathFaster
-    // refuses it; 32- and 64-byte aligned rows run 128x256 ahead of that path). SiLU alone at 12288 x 4304
-    // (share 0.94) now fuses against eager, unmeasured end to end (compare_tiles: 128x256 1.08x mm,
+    // refuses it; 32- and 64-byte aligned rows run 128x256 ahead of that path). SiLU alone at
+    // 12288 x 4304 (share 0.94) now fuses against eager, unmeasured end to end (compare_tiles: 128x256 1.08x mm,
     // cuBLAS + the epilogue kernel 1.15-1.22x, eager's SiLU cheaper than that kernel).
     if (N % 64 != 0 && K >= 4096) choice = wide;
   } else {

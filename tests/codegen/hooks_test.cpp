@@ -337,7 +337,7 @@ TEST(ChooseConfig, Table) {
   long_k.N = 8192;
   EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
   EXPECT_EQ(chooseConfig(bias_relu, long_k, 90).variant, "sm80_mma");
-  long_k.K = 4096;  // more rounds won at K = 4096 (Run AD at 192 x 14336; N = 8192 unmeasured)
+  long_k.K = 4096;  // more rounds won at K = 4096 (Run AD: M x K x N = 192 x 4096 x 14336; N = 8192 unmeasured)
   EXPECT_EQ(chooseConfig(bias_relu, long_k, 90).variant, hopper);
   // rule edges: 256 rows at K = 14336, 132 tiles (N = 4224) kept, 136 (4352) refused; 257 rows
   // are no decode batch (the long-K GELU refusal)
