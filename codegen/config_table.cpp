@@ -51,6 +51,10 @@ struct VariantRow {
 
 long long tiles64x128(const ProblemShape& s) { return (s.M + 63) / 64 * ((s.N + 127) / 128) * s.B; }
 
+// Whether the 64x128 tiles fit in one round of the SMs: at a long K below 257 rows the kernel
+// won in one round and lost in two (epilogueRefusal, unfusedPathFaster; Run AK).
+bool oneRoundOf64x128(const ProblemShape& s) { return tiles64x128(s) <= kHopperSms; }
+
 // Whether at least three quarters of the rows of M's bm-row tiles are real rows.
 bool rowsMostlyReal(long long M, int bm) { return 4 * M >= 3LL * bm * ((M + bm - 1) / bm); }
 
@@ -208,7 +212,7 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   // rows of whole 64-row tiles (partial ones lost at 144-160 rows, Run AE) in one round; the rows'
   // own refusals below (SiLU alone, a residual without GELU) apply.
   const bool long_k_decode = decodeBatchFillsSms(shape) && shape.M >= 128 && shape.M % 64 == 0 &&
-                             tiles64x128(shape) <= kHopperSms && shape.K <= kLongKDecodeMaxK;
+                             oneRoundOf64x128(shape) && shape.K <= kLongKDecodeMaxK;
   if (shape.K > kExpensiveEpilogueMaxK && !split_k && !long_k_decode)
     return "GELU, SiLU and residual epilogues lose at K > 4096 (bench/RESULTS.md Runs L, M)";
   if (!stagedEverything(spec)) return "outputs or a residual the fast path cannot stage (several, or 32-bit)";
@@ -377,7 +381,7 @@ std::string unfusedPathFaster(const ProblemShape& s) {
     return fmt::format("{} tiles of 64x128, too few to fill the SMs at K >= 8192: cuBLAS + the epilogue kernel is "
                        "faster (Run AE)",
                        tiles);
-  if (s.K >= 8192 && s.M <= 256 && tiles > kHopperSms)
+  if (s.K >= 8192 && s.M <= 256 && !oneRoundOf64x128(s))
     return fmt::format("{} tiles of 64x128 in more than one round at K >= 8192 below 257 rows: cuBLAS + the "
                        "epilogue kernel is faster (Run AK)",
                        tiles);

@@ -45,11 +45,6 @@ def default_files():
     return [f for f in files if any(os.path.basename(f).startswith(p) for p in DEFAULT)]
 
 
-def rounds(M, N, tile):
-    bm, bn = TILES[tile]
-    return math.ceil(math.ceil(M / bm) * math.ceil(N / bn) / SMS)
-
-
 def load(files, min_rows):
     """Cells: (file, shape, chain) -> {tile: ms}, the whole-tile Hopper candidates only."""
     cells = []
