@@ -149,7 +149,7 @@ std::string siluAgainstEagerRefusal(const spec::ChainSpec& spec, long long M, lo
 // The work-share refusal's figures for a plain one-matrix problem of this size (config_table.cpp):
 // the heuristic's Hopper tile, the share of its rounds' slots doing real work times the tile's
 // throughput, and the shares at or under which the kernel is refused, in general and for SiLU
-// alone (outside the rule's range, M <= 1024, N < 512 or under 16 GFLOP, both 0).
+// alone (outside the rule's range, N < 512 or under 16 GFLOP, both 0; M <= 256 / <= 1024, each 0).
 // bench/sm90/tile_rule_check.py --share prints them beside the measurement.
 struct HopperWorkShare {
   int bm = 0, bn = 0;

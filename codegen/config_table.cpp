@@ -51,9 +51,16 @@ struct VariantRow {
 
 long long tiles64x128(const ProblemShape& s) { return (s.M + 63) / 64 * ((s.N + 127) / 128) * s.B; }
 
-// Whether the 64x128 tiles fit in one round of the SMs: at a long K below 257 rows the kernel
-// won in one round and lost in two (epilogueRefusal, unfusedPathFaster; Run AK).
-bool oneRoundOf64x128(const ProblemShape& s) { return tiles64x128(s) <= kHopperSms; }
+// Whether the heuristic's Hopper tile (sm90::chooseConfig) fits in one round of the SMs: at a long
+// K below 257 rows the kernel won in one round and lost in two (epilogueRefusal,
+// unfusedPathFaster): 64x128 in one round at 128-256 x 8192-14336 (Run AK), in two at 192 x 14336 x
+// 8192 (Run AK) and 256 x 14336 x 6144 (Run AL: 1.24-1.28x cuBLAS mm alone against cuBLAS + the
+// epilogue kernel's 1.11-1.16x); 64x256 in one round where 64x128 takes two, 256 x 28672 x 8192
+// (Run AL, 2026-12-02, compare_tiles, four bench chains: 1.01-1.03x against 1.05-1.07x).
+bool heuristicTileInOneRound(const ProblemShape& s) {
+  const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
+  return sm90::roundsOfTiles(s.M, s.N, s.B, g, kHopperSms) == 1;
+}
 
 // Whether at least three quarters of the rows of M's bm-row tiles are real rows.
 bool rowsMostlyReal(long long M, int bm) { return 4 * M >= 3LL * bm * ((M + bm - 1) / bm); }
@@ -138,9 +145,9 @@ namespace {
 // below 512 rows where a decode batch fills the SMs (decodeBatchFillsSms); other expensive chains
 // (several outputs, a 32-bit output, erf-GELU, sigmoid or tanh alone, stacked activations,
 // division, logarithms...) were not measured or lost (Runs C-J) and stay unfused. Beyond K = 4096
-// only split-K shapes and decode batches of 128-256 rows in one round of 64x128 tiles (up to K =
-// 14336, Runs AD, AK) take them (epilogueRefusal).
-constexpr long long kExpensiveEpilogueMaxK = 4096, kLongKDecodeMaxK = 14336;
+// only split-K shapes and decode batches of 128-256 rows in one round of the heuristic's tile (up
+// to K = 28672, Runs AD, AK, AL) take them (epilogueRefusal).
+constexpr long long kExpensiveEpilogueMaxK = 4096, kLongKDecodeMaxK = 28672;
 
 // Measurement and test knob (bench/bench_chains.py --all-epilogues, the GPU differential's
 // sm90-all half, the Hopper GPU tests): FXFUSE_SM90_ALL_EPILOGUES=1 runs the Hopper kernel on
@@ -208,11 +215,14 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   // 2026-12-02, end to end) 1.06-1.34x eager with GELU and the residual at 256 x 8192 x 4096, 256 x
   // 11008 x 4096 and 128 x 14336 x 8192, all of them one round of 128 tiles; in two rounds (192 x
   // 14336 x 8192, 192 tiles) every tile tied or lost (unfusedPathFaster refuses it); one row tile
-  // (64 x 14336 x 14336, 112 tiles) lost by 2-3 % (0.97x eager with GELU). Up to K = 14336, 128-256
-  // rows of whole 64-row tiles (partial ones lost at 144-160 rows, Run AE) in one round; the rows'
-  // own refusals below (SiLU alone, a residual without GELU) apply.
+  // (64 x 14336 x 14336, 112 tiles) lost by 2-3 % (0.97x eager with GELU). At 256 x 28672 x 8192
+  // (Run AL, compare_tiles) the heuristic's 64x256 in one round ran 1.01-1.03x cuBLAS mm alone
+  // against cuBLAS + the epilogue kernel's 1.05-1.07x with every bench chain. Up to K = 28672,
+  // 128-256 rows of whole 64-row tiles (partial ones lost at 144-160 rows, Run AE) with the
+  // heuristic's tile in one round; the rows' own refusals below (SiLU alone, a residual without
+  // GELU) apply.
   const bool long_k_decode = decodeBatchFillsSms(shape) && shape.M >= 128 && shape.M % 64 == 0 &&
-                             oneRoundOf64x128(shape) && shape.K <= kLongKDecodeMaxK;
+                             heuristicTileInOneRound(shape) && shape.K <= kLongKDecodeMaxK;
   if (shape.K > kExpensiveEpilogueMaxK && !split_k && !long_k_decode)
     return "GELU, SiLU and residual epilogues lose at K > 4096 (bench/RESULTS.md Runs L, M)";
   if (!stagedEverything(spec)) return "outputs or a residual the fast path cannot stage (several, or 32-bit)";
@@ -263,7 +273,7 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 //    64x128 tile 1.20-1.26x, the unfused path 1.08-1.16x. One round of 64x128 tiles along the long
 //    K sets the kernel's time whatever the count under 100; other M and N with so few tiles (a
 //    narrow N over many rows, three row tiles) follow that measurement unmeasured.
-//  - From 1025 rows of one matrix at N >= kFillRuleMinN and at least kFillRuleMinFlops of work, the
+//  - From 257 rows of one matrix (inWorkShareRange) at N >= kFillRuleMinN and at least kFillRuleMinFlops of work, the
 //    heuristic's tile doing too little real work per slot for this K (tileWorkShare: the real
 //    outputs' share of the area of its rounds of SMs, times the tile's own throughput): the
 //    kernel pays for every slot of its last round, where cuBLAS balances its work over the SMs,
@@ -306,11 +316,15 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 //    kFillRuleMinN (narrow tiles that stream A; 8192 x 120 follows 8192 x 64) were not measured,
 //    nor a K-major B (nn.Linear's weight: whole-line rows of B, only the output's at 16 bytes),
 //    which keeps the kernel. The row strides are judged by N: padded strides are not seen.
-//  - Up to 256 rows at K >= 8192, 64x128 tiles more than one round (over 132): at 192 x 14336 x
-//    8192 (192 tiles) the heuristic's 64x128 ping-pong ran 1.30-1.35x cuBLAS mm alone and the best
-//    tile (128x128 cooperative, one round) 1.12-1.15x against cuBLAS + the epilogue kernel's
-//    1.10-1.15x (Run AK, 2026-12-02, compare_tiles, four bench chains); end to end the kernel ran
-//    0.88-0.95x eager. One shape; at K = 4096 more rounds won (192 x 4096 x 14336, Run AD).
+//  - Up to 256 rows at K >= 8192, the heuristic's tiles in more than one round (over 132): at 192
+//    x 14336 x 8192 (192 tiles) the heuristic's 64x128 ping-pong ran 1.30-1.35x cuBLAS mm alone and
+//    the best tile (128x128 cooperative, one round) 1.12-1.15x against cuBLAS + the epilogue
+//    kernel's 1.10-1.15x (Run AK, 2026-12-02, compare_tiles, four bench chains); end to end the
+//    kernel ran 0.88-0.95x eager. At 256 x 14336 x 6144 (Run AL) 64x128 in two rounds 1.24-1.28x
+//    against 1.11-1.16x. One round of the heuristic's tile wins (heuristicTileInOneRound); at K =
+//    4096 more rounds won (192 x 4096 x 14336, Run AD). (128x128 cooperative in one round, not a
+//    heuristic tile below 257 rows, ran 1.07-1.10x there and 1.00-1.01x at 256 x 28672 x 8192:
+//    named, not taken.)
 // Whole or three-quarter last tiles won: M = 64, 128, 192 at N = 14336 (64x128 or 64x256:
 // 1.03-1.24x against 1.16-1.31x), M = 224 and 256 (128x256: 1.03-1.14x against 1.20-1.31x), M = 256
 // at N = 4096 (0.97-1.09x against 1.25-1.40x), one 64-row tile at K = 14336 with split-K (0.98-1.04x
@@ -336,10 +350,21 @@ constexpr double kFillRuleMinFlops = 16e9, kFillRuleK = 1536;
 // share crossed it.
 constexpr double kFillRuleKSilu = 700;
 
-// Where the work-share refusal was measured: one matrix from 1025 rows, N >= kFillRuleMinN, at
-// least kFillRuleMinFlops.
-bool inWorkShareRange(const ProblemShape& s) {
-  return s.B == 1 && s.M > 1024 && s.N >= kFillRuleMinN && 2.0 * s.M * s.N * s.K >= kFillRuleMinFlops;
+// Where the work-share refusal was measured: one matrix of more than `above_rows` rows, N >=
+// kFillRuleMinN, at least kFillRuleMinFlops. Against cuBLAS + the epilogue kernel from 257 rows
+// (kWorkShareAboveRows; Run AH from 1025 rows, and at 320-1024 rows Runs AC and AL, 2026-12-01/02,
+// compare_tiles, four bench chains, the heuristic's tile / cuBLAS + the epilogue kernel: every
+// shape in range at or under the threshold lost in at least one chain, 576 x 4096 x 4096 and 640
+// x 4096 x 4096 at shares 0.55 / 0.61 by up to 6.5 % / 0.7 %, 320 x 4096 x 8192 (0.61) by 2.2 %,
+// 1024 x 14336 x 2560 (0.61, threshold 0.90) by 15-17 %, 1024 x 8192 x 5120 (0.76, 0.84) by
+// 7.5-9.3 %, each on every chain there but the first two; every shape over it won, 1024 x 4096 x
+// 1024 and 768 x 4096 x 4096 at 0.74 by 13-21 %, 640 x 4096 x 8192 at 0.76). Below 16 GFLOP two
+// won under it (384 x 4096 x 4096 at 0.68 by 20 %, 1024 x 4096 x 1152 at 0.51 by 4-7 %): the
+// FLOP bound stands there too. SiLU against eager (kFillRuleKSilu) only from 1025 rows, where it
+// was measured.
+constexpr long long kWorkShareAboveRows = 256, kSiluWorkShareAboveRows = 1024;
+bool inWorkShareRange(const ProblemShape& s, long long above_rows) {
+  return s.B == 1 && s.M > above_rows && s.N >= kFillRuleMinN && 2.0 * s.M * s.N * s.K >= kFillRuleMinFlops;
 }
 
 // The share at or under which the kernel is refused: K / (K + k_cost). K beyond the longest
@@ -353,8 +378,8 @@ double workShareThreshold(long long K, double k_cost) {
 // The work-share refusal (above), with k_cost the K at which the unfused path's extra pass weighs
 // as much as a whole slot's work: a reason in words where the heuristic's tile does at most
 // K / (K + k_cost) of its slots' work, "" elsewhere or outside the rule's measured range.
-std::string workShareRefusal(const ProblemShape& s, double k_cost, const char* unfused_path) {
-  if (!inWorkShareRange(s)) return {};
+std::string workShareRefusal(const ProblemShape& s, double k_cost, long long above_rows, const char* unfused_path) {
+  if (!inWorkShareRange(s, above_rows)) return {};
   const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
   const double share = sm90::tileWorkShare(s.M, s.N, s.B, g, kHopperSms), least = workShareThreshold(s.K, k_cost);
   // A tie is refused: 4096 x 768 at K = 4096 sits on the general threshold (8/11 both); the kernel
@@ -381,17 +406,16 @@ std::string unfusedPathFaster(const ProblemShape& s) {
     return fmt::format("{} tiles of 64x128, too few to fill the SMs at K >= 8192: cuBLAS + the epilogue kernel is "
                        "faster (Run AE)",
                        tiles);
-  if (s.K >= 8192 && s.M <= 256 && !oneRoundOf64x128(s))
-    return fmt::format("{} tiles of 64x128 in more than one round at K >= 8192 below 257 rows: cuBLAS + the "
-                       "epilogue kernel is faster (Run AK)",
-                       tiles);
+  if (s.K >= 8192 && s.M <= 256 && !heuristicTileInOneRound(s))
+    return "the tiles take more than one round at K >= 8192 below 257 rows: cuBLAS + the epilogue kernel is faster "
+           "(Runs AK, AL)";
   if (s.M > 1024 && s.K >= kSixteenByteRowsMinK && s.N >= kFillRuleMinN && s.N % 16 != 0 && !s.b_kmajor)
     return fmt::format("rows of B and the output {} bytes long, a multiple of 16 but not of 32: cuBLAS + the "
                        "epilogue kernel is faster (Run AK)",
                        2 * s.N);
-  if (s.M > 1024) return workShareRefusal(s, kFillRuleK, "cuBLAS + the epilogue kernel");
+  if (s.M > kWorkShareAboveRows)
+    return workShareRefusal(s, kFillRuleK, kWorkShareAboveRows, "cuBLAS + the epilogue kernel");
   const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
-  if (s.M > 256) return {};
   if (g.bm == 128 && s.K >= 4096 && lastRowTileAtMostAQuarterReal(s.M, g.bm))
     return fmt::format("the last 128-row tile holds {} real rows: cuBLAS + the epilogue kernel is faster (Run AE)",
                        s.M % g.bm);
@@ -645,7 +669,8 @@ std::string siluAgainstEagerRefusal(const spec::ChainSpec& spec, long long M, lo
   // SiLU the one expensive op, no residual (cheap ops beside it: the caller counts eager's kernels)
   const EpilogueCost cost = epilogueCost(spec);
   if (!cost.silu || cost.expensive_ops != 1 || cost.residual) return {};
-  const std::string why = workShareRefusal(sizedProblem(spec, M, N, K, B).shape, kFillRuleKSilu, "cuBLAS + ATen's SiLU");
+  const std::string why =
+      workShareRefusal(sizedProblem(spec, M, N, K, B).shape, kFillRuleKSilu, kSiluWorkShareAboveRows, "cuBLAS + ATen's SiLU");
   return why.empty() ? why : "SiLU alone: " + why;
 }
 
@@ -656,10 +681,8 @@ HopperWorkShare hopperWorkShareForSize(long long M, long long N, long long K) {
   w.bm = g.bm;
   w.bn = g.bn;
   w.share = sm90::tileWorkShare(M, N, 1, g, kHopperSms);
-  if (inWorkShareRange(s)) {
-    w.least = workShareThreshold(K, kFillRuleK);
-    w.least_silu = workShareThreshold(K, kFillRuleKSilu);
-  }
+  if (inWorkShareRange(s, kWorkShareAboveRows)) w.least = workShareThreshold(K, kFillRuleK);
+  if (inWorkShareRange(s, kSiluWorkShareAboveRows)) w.least_silu = workShareThreshold(K, kFillRuleKSilu);
   return w;
 }
 

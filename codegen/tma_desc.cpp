@@ -168,12 +168,17 @@ long long slotArea(long long M, long long N, long long batch, const GemmConfig& 
 }
 
 // The tile of `order` with the least slotArea; among ties, first one without a partial row tile,
-// then the first in `order`.
+// then the first in `order`. `narrow_fifths`: what one output slot of the 64x128 tile costs, in
+// fifths of another tile's (5: the same), for the per-output cost of its operands (6 bytes per 256
+// outputs and unit of K against 4-5 for the others; see tileFillingTheSms).
 GemmConfig leastSlotArea(const std::vector<GemmConfig>& order, long long M, long long N, long long batch,
-                         int num_sms) {
-  long long least = slotArea(M, N, batch, order[0], num_sms);
-  for (const GemmConfig& c : order) least = std::min(least, slotArea(M, N, batch, c, num_sms));
-  const auto ties = [&](const GemmConfig& c) { return slotArea(M, N, batch, c, num_sms) == least; };
+                         int num_sms, long long narrow_fifths = 5) {
+  const auto area = [&](const GemmConfig& c) {
+    return slotArea(M, N, batch, c, num_sms) * (c.bm == 64 && c.bn == 128 ? narrow_fifths : 5);
+  };
+  long long least = area(order[0]);
+  for (const GemmConfig& c : order) least = std::min(least, area(c));
+  const auto ties = [&](const GemmConfig& c) { return area(c) == least; };
   for (const GemmConfig& c : order)
     if (ties(c) && M % c.bm == 0) return c;  // M of one matrix: its partial row tile repeats per matrix
   for (const GemmConfig& c : order)
@@ -214,8 +219,14 @@ GemmConfig tile128x128(long long M, long long N, long long batch, int num_sms) {
 GemmConfig tileFillingTheSms(long long M, long long N, long long batch, int num_sms) {
   const GemmConfig wide = tileConfig(128, 256, 4, false), t64x256 = tileConfig(64, 256, 5, true),
                    narrow = tileConfig(64, 128, 8, true);
+  // From 257 rows the 64x128 tile's slots count 6/5: it moves 1.5x the operand bytes per output of
+  // 128x128, and where it took 8-17 % fewer slots than the best 128-row tile it still ran 2-23 %
+  // slower (1024 x 4096 x 11008: 1.18-1.27x mm against 128x128 ping-pong's 1.01-1.07x; 768 x 4096 x
+  // 14336, 640 x 4096 x 8192, 1024 x 8192 x 5120), while with 25 % fewer it ran ~10 % faster (768 x
+  // 4096 x 4096, 576 x 4096 x 4096, 384 / 320 x 4096 x 8192): a per-output cost of about 1.2.
+  // Measured on the H200 (bench/RESULTS.md Run AC and Run AL, compare_tiles, four bench chains).
   if (M * batch > 256)
-    return leastSlotArea({wide, tile128x128(M, N, batch, num_sms), t64x256, narrow}, M, N, batch, num_sms);
+    return leastSlotArea({wide, tile128x128(M, N, batch, num_sms), t64x256, narrow}, M, N, batch, num_sms, 6);
   // Up to 256 rows a wider tile is a candidate only where its tiles fill at least three quarters
   // of the SMs, as the measured ones did (112 tiles of 64x256 or 128x256 at N = 14336); with
   // fewer (M = 128 at N = 11008: 86 tiles of 64x256) 64x128, the tile Runs AA and AC measured

@@ -126,12 +126,17 @@ def main():
     ap.add_argument("files", nargs="*")
     ap.add_argument("--min-rows", type=int, default=257, help="cells from this many rows (default 257)")
     ap.add_argument("--no-loo", action="store_true", help="skip the cross-validation (eight more fits)")
+    ap.add_argument("--test", nargs="+", default=[],
+                    help="measurements kept out of the fit: the model fitted to the others chooses their tiles "
+                         "(a run measured after the fit: the honest out-of-sample count)")
     ap.add_argument("--disagree", action="store_true",
                     help="list the shapes of a grid (1024-16384 rows, K 1024-14336, N 512-14336) where the "
                          "model's tile and the heuristic's differ: what to measure next")
     args = ap.parse_args()
     os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"  # the heuristic's tile, its refusals lifted (read once)
-    cells = load(args.files or default_files(), args.min_rows)
+    test = load(args.test, args.min_rows)
+    cells = load([f for f in (args.files or default_files()) if os.path.abspath(f) not in
+                  {os.path.abspath(t) for t in args.test}], args.min_rows)
     spec = open(BARE_MM).read()
     params = fit(cells)
     for i, t in enumerate(NAMES):
@@ -152,8 +157,8 @@ def main():
         loo += sum(within(model_choice(p, c), c["times"]) for c in cells if (c["M"], c["K"], c["N"]) in out)
     n = len(cells)
 
-    def slowdown(choices):
-        r = [c["times"][t] / min(c["times"].values()) for t, c in zip(choices, cells) if t in c["times"]]
+    def slowdown(choices, among=cells):
+        r = [c["times"][t] / min(c["times"].values()) for t, c in zip(choices, among) if t in c["times"]]
         return f"mean {100 * (math.exp(sum(map(math.log, r)) / len(r)) - 1):.1f} %, worst {100 * (max(r) - 1):.1f} % behind the best"
     print(f"{n} cells, {len(shapes)} shapes, from {args.min_rows} rows: the fastest Hopper tile or within 2 %:")
     print(f"  the heuristic (sm90::chooseConfig)   {heur} of {n}   ({slowdown(heur_tiles)})")
@@ -161,6 +166,15 @@ def main():
           f"({slowdown([model_choice(params, c) for c in cells])})")
     if not args.no_loo:
         print(f"  the model, shapes left out (8 folds) {loo} of {n}")
+    if test:
+        th = [heuristic_tile(spec, c["M"], c["K"], c["N"]) for c in test]
+        tm = [model_choice(params, c) for c in test]
+        print(f"{len(test)} held-out cells ({len({(c['M'], c['K'], c['N']) for c in test})} shapes, not in the fit): "
+              f"the fastest Hopper tile or within 2 %:")
+        print(f"  the heuristic   {sum(within(t, c['times']) for t, c in zip(th, test))} of {len(test)}   "
+              f"({slowdown(th, test)})")
+        print(f"  the model       {sum(within(t, c['times']) for t, c in zip(tm, test))} of {len(test)}   "
+              f"({slowdown(tm, test)})")
     if args.disagree:
         grid = [(M, K, N) for M in (1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384)
                 for K in (1024, 2048, 4096, 8192, 14336) for N in (512, 768, 1024, 1536, 2048, 2560, 3072, 4096,

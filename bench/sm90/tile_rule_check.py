@@ -5,7 +5,7 @@ its time / cuBLAS mm alone, the fastest measured Hopper tile and the ratio betwe
 the heuristic refuses the Hopper kernel (a bare mm: only its shape refusals), the unfused path
 ("aten") against the fastest Hopper tile. With
 --before, also the rule before bd3b40d (64x256 ping-pong from 257 rows), to show what a rule
-change gains or loses cell by cell. With --share, instead, one line per shape from 1025 rows: the
+change gains or loses cell by cell. With --share, instead, one line per shape from 257 rows: the
 heuristic's tile, its work share and the shares the kernel is refused at or under
 (fxfuse._C.hopper_work_share, codegen/config_table.cpp's work-share refusal), and over the file's
 chains the heuristic tile's and the best Hopper tile's time / cuBLAS + the epilogue kernel: the
@@ -38,7 +38,7 @@ def tile_before(M, N):
 
 
 def share_table(files):
-    """Per shape from 1025 rows: the heuristic's tile (the Hopper kernel's, refusals lifted), its
+    """Per shape from 257 rows: the heuristic's tile (the Hopper kernel's, refusals lifted), its
     work share, the refusal thresholds, and the ranges over chains of that tile's and the best
     Hopper tile's time / the unfused path's."""
     os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"  # read once: before the first planner call
@@ -48,7 +48,7 @@ def share_table(files):
         for r in json.load(open(path)):
             M, K, N = (int(v) for v in r["shape"].split("x"))
             t = {short(c): v for c, v in r["times_ms"].items() if v}
-            if M <= 1024 or "aten" not in t:
+            if M <= 256 or "aten" not in t:
                 continue
             hopper = {c: v for c, v in t.items() if c.endswith((" pp", " coop")) or " sk" in c}
             rule = heuristic_tile(spec, M, K, N)

@@ -101,9 +101,10 @@ TEST(CandidateConfigs, SmallBatchesTakeHopperWhereItsTilesFillTheSms) {
   EXPECT_NE(chooseConfigForSize(gelu, 300, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_EQ(chooseConfigForSize(gelu, 512, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   // K = 14336: the decode batch keeps GELU (Run AD call 4: 64x128 ping-pong 11-13 % ahead of
-  // cuBLAS + the epilogue kernel); past 14336 unmeasured
+  // cuBLAS + the epilogue kernel); up to 28672 (Run AL: 256 x 28672 x 8192), past it unmeasured
   EXPECT_EQ(chooseConfigForSize(gelu, 256, 4096, 14336, 1, 90).variant, "sm90_wgmma");
-  EXPECT_NE(chooseConfigForSize(gelu, 256, 4096, 28672, 1, 90).variant, "sm90_wgmma");
+  EXPECT_EQ(chooseConfigForSize(gelu, 256, 4096, 28672, 1, 90).variant, "sm90_wgmma");
+  EXPECT_NE(chooseConfigForSize(gelu, 256, 4096, 28736, 1, 90).variant, "sm90_wgmma");
   // A residual below 512 rows only behind GELU(tanh), as measured; a residual alone from 512.
   const spec::ChainSpec residual = spec::parseSpec(
       "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
@@ -289,14 +290,27 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   EXPECT_EQ(tile(384, 4096, 1), "128x128 coop s6");   // 96 tiles, one round
   EXPECT_EQ(tile(448, 4096, 1), "64x256 pp s5");      // tie; 128x128 leaves a half-empty row of tiles
   EXPECT_EQ(tile(512, 4096, 1), "128x128 coop s6");   // 128 tiles, one round
-  EXPECT_EQ(tile(640, 4096, 1), "64x128 pp s8");      // 320 tiles fill 3 rounds best
+  // 640 x 4096: 64x128's 320 tiles fill 3 rounds best, but do 61 % of their slots' work, under the
+  // work-share threshold (73 % at K = 4096): refused, a tie with cuBLAS + the epilogue kernel (Run
+  // AC: 0.97-1.01x its time)
+  {
+    const sm90::GemmConfig g = sm90::chooseConfig(640, 4096, 4096, 1, 132);
+    EXPECT_EQ(std::to_string(g.bm) + "x" + std::to_string(g.bn), "64x128");
+    EXPECT_FALSE(hopper(640, 4096, 4096, 1));
+    EXPECT_NE(hopperRefusalForSize(mm, 640, 4096, 4096, 1, 90).find("of their slots' work"), std::string::npos);
+  }
   EXPECT_EQ(tile(768, 4096, 1), "64x128 pp s8");
   EXPECT_EQ(tile(384, 8192, 1), "64x128 pp s8");
   EXPECT_EQ(tile(512, 8192, 1), "128x256 coop s4");   // 128 tiles, one round
   EXPECT_EQ(tile(768, 8192, 1), "128x128 pp s6");     // 384 tiles: three rounds, ping-pong
   EXPECT_EQ(tile(512, 2048, 1), "64x128 pp s8");
   EXPECT_EQ(tile(1024, 4096, 1), "128x256 coop s4");
-  EXPECT_EQ(tile(512, 14336, 1), "64x128 pp s8");
+  // 64x128's slots count 6/5 from 257 rows (its operand bytes per output): where it covers 8-17 %
+  // fewer than the best 128-row tile, that tile (Runs AC, AL: 64x128 2-23 % behind it)
+  EXPECT_EQ(tile(512, 14336, 1), "128x256 coop s4");   // 12.5 % fewer: 64x128 up to 7.9 % behind
+  EXPECT_EQ(tile(768, 14336, 1), "128x256 coop s4");   // 8.3 %: 6-11 % behind
+  EXPECT_EQ(tile(1024, 11008, 1), "128x256 coop s4");  // 8.3 %: 16-23 % behind
+  EXPECT_EQ(tile(768, 4096, 1), "64x128 pp s8");       // 25 % fewer: 64x128 ~10 % ahead
   EXPECT_EQ(tile(512, 11008, 1), "128x128 pp s6");
   EXPECT_EQ(tile(128, 4096, 3), "128x128 coop s6");   // 384 rows in all: as M = 384
   EXPECT_EQ(tile(192, 4096, 2), "64x256 pp s5");      // 384 rows, but each matrix's last 128-row tile half empty
@@ -415,7 +429,18 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   EXPECT_NEAR(w.least, 4096.0 / (4096 + 1536), 1e-12);
   EXPECT_NEAR(w.least_silu, 4096.0 / (4096 + 700), 1e-12);
   EXPECT_NEAR(hopperWorkShareForSize(4096, 768, 28672).least, 14336.0 / (14336 + 1536), 1e-12);  // K capped
-  EXPECT_EQ(hopperWorkShareForSize(1024, 4096, 4096).least, 0.0);  // up to 1024 rows: outside the rule
+  // from 257 rows (Runs AC, AL); SiLU against eager from 1025 (Run AH)
+  EXPECT_NEAR(hopperWorkShareForSize(1024, 4096, 4096).least, 4096.0 / (4096 + 1536), 1e-12);
+  EXPECT_EQ(hopperWorkShareForSize(1024, 4096, 4096).least_silu, 0.0);
+  EXPECT_EQ(hopperWorkShareForSize(256, 14336, 4096).least, 0.0);  // up to 256 rows: outside the rule
+  // 257-1024 rows: refused where measured behind cuBLAS + the epilogue kernel on every chain (Run
+  // AL: 1024 x 2560 at K = 14336, 61 %, 15-17 % behind; 1024 x 5120 at K = 8192, 76 %, 7.5-9.3 %)
+  EXPECT_FALSE(hopper(1024, 2560, 14336, 1));
+  EXPECT_FALSE(hopper(1024, 5120, 8192, 1));
+  EXPECT_FALSE(hopper(576, 4096, 4096, 1));   // 55 %: 2-6.5 % behind (Run AC)
+  EXPECT_TRUE(hopper(768, 4096, 4096, 1));    // 74 %: 13-15 % ahead
+  EXPECT_TRUE(hopper(640, 8192, 4096, 1));    // 76 %: 9-13 % ahead
+  EXPECT_TRUE(hopper(384, 4096, 4096, 1));    // 68 % but 12.9 GFLOP, under the floor: 20 % ahead
   EXPECT_EQ(hopperWorkShareForSize(10240, 128, 4096).least, 0.0);  // N < 512
   // N < 512: not refused for the share (the tiles stream A; 10240 x 128 won at 57 %)
   EXPECT_TRUE(hopper(10240, 128, 4096, 1));

@@ -5,6 +5,7 @@
 #include "codegen/codegen.h"
 #include "codegen/embedded_sources.h"
 #include "codegen/hooks.h"
+#include "codegen/tma_desc.h"
 #include "test_util.h"
 
 namespace fxfuse::codegen {
@@ -317,16 +318,31 @@ TEST(ChooseConfig, Table) {
   EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, hopper);
   EXPECT_EQ(chooseConfig(gelu_tanh, small_m, 90).variant, hopper);
   // A decode batch whose 64-row tiles fill the SMs keeps GELU(tanh) at a long K (Run AD: 256 x
-  // 14336 x 4096, 128 tiles); SiLU alone stays unfused below 512 rows; beyond K = 14336, with too
+  // 14336 x 4096, 128 tiles); SiLU alone stays unfused below 512 rows; beyond K = 28672, with too
   // few tiles (128 rows: 64) and from 512 rows the K > 4096 refusal stands.
   ProblemShape long_k = big;
   long_k.M = 256;
   long_k.K = 14336;
   EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, hopper);
   EXPECT_EQ(chooseConfig(silu, long_k, 90).variant, "sm80_mma");
-  long_k.K = 28672;
+  long_k.K = 28672;  // one round of 64x128 (Run AL measured 64x256's one round at N = 8192)
+  EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, hopper);
+  long_k.K = 28736;
   EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
+  // the heuristic's tile in one round decides, not 64x128's: 256 x 28672 x 8192 takes 64x256 (128
+  // tiles; 64x128 would take two rounds), 1.01-1.03x cuBLAS mm alone against cuBLAS + the
+  // epilogue kernel's 1.05-1.07x (Run AL); 256 x 14336 x 6144 keeps 64x128 in two rounds (64x256's
+  // 96 tiles do not fill three quarters of the SMs), 1.24-1.28x against 1.11-1.16x: refused
+  long_k.K = 28672;
+  long_k.N = 8192;
+  EXPECT_EQ(sm90::chooseConfig(256, 8192, 28672, 1, 132).bn, 256);
+  EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, hopper);
+  EXPECT_EQ(chooseConfig(bias_relu, long_k, 90).variant, hopper);
   long_k.K = 14336;
+  long_k.N = 6144;
+  EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
+  EXPECT_EQ(chooseConfig(bias_relu, long_k, 90).variant, "sm80_mma");
+  long_k.N = 4096;
   long_k.M = 128;
   EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
   long_k.M = 512;
