@@ -81,8 +81,13 @@ bool lastRowTileAtMostAQuarterReal(long long M, int bm) { return M % bm != 0 && 
 // wasted) was not measured and is left out. Not filling: M = 64 at K = 14336, N = 4096 (32
 // tiles) lost, 1.64x and more against 1.10x, until split-K (splitKFor: 1.02-1.07x there, Run
 // AC); M = 128 at N = 4096 (64 tiles) won with GELU (1.08x eager) and the residual
-// (1.31x) but lost with SiLU (0.96x). Batches of several matrices were not measured.
-constexpr long long kSmallBatchMinTiles = 100;
+// (1.31x) but lost with SiLU (0.96x). Batches of several matrices were not measured. 96 tiles
+// (three quarters of the SMs' slots rounded to whole 32-tile rows; 100 until session 23): M = 192
+// at N = 4096 (Run AL, 2026-12-02, compare_tiles, four bench chains) ran 64x128 ping-pong at
+// 0.93-1.03x cuBLAS mm alone against cuBLAS + the epilogue kernel's 1.24-1.33x at K = 4096,
+// 0.84-0.90x against 1.14-1.19x at K = 8192 and 1.02-1.08x against 1.11-1.13x at K = 14336; 97-99
+// tiles follow unmeasured.
+constexpr long long kSmallBatchMinTiles = 96;
 
 }  // namespace
 
@@ -97,7 +102,8 @@ namespace {
 // Below this many 64x128 tiles the autotune also measures the split-K tiles (candidatesValidated):
 // M = 64, K = 14336, N = 4096 (the MLP's down-projection at a decode batch) has 32, which
 // stream the 117 MB of weights through 32 SMs (Run AA: the 64x128 tile lost there, 1.64x cuBLAS
-// mm and more). 100: decodeBatchFillsSms' threshold, where whole tiles already fill the SMs.
+// mm and more). 100: decodeBatchFillsSms' threshold until session 23, where whole tiles already
+// fill the SMs (96-99 tiles of a decode batch take no split-K: unfusedPathFaster).
 constexpr long long kSplitKMaxTiles = 100;
 
 KernelConfig splitKKernelConfig(int ks) {
@@ -230,7 +236,7 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   if (split_k) return expensive_ops == 0 ? "a residual without GELU(tanh) was not measured with split-K" : "";
   if (shape.M * shape.B < 512) {
     if (!decodeBatchFillsSms(shape))
-      return "below 512 rows only decode batches were measured: one matrix of 64-256 rows, at least 100 "
+      return "below 512 rows only decode batches were measured: one matrix of 64-256 rows, at least 96 "
              "tiles of 64x128 with three quarters of their rows real, or split-K (Runs AA, AC)";
     // SiLU's separate pass is the cheapest: 0.97x eager at M = 192, N = 14336 (Run AA)
     if (silu) return "SiLU is faster unfused below 512 rows (Run AA)";
@@ -271,8 +277,10 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 //  - At K >= 8192, 64x128 tiles too few to fill the SMs (under kSplitKMaxTiles) without split-K
 //    (Run AE): at M = 100 and 128, K = 14336, N = 4096 (64 tiles) split-K ran 1.16-1.23x and the
 //    64x128 tile 1.20-1.26x, the unfused path 1.08-1.16x. One round of 64x128 tiles along the long
-//    K sets the kernel's time whatever the count under 100; other M and N with so few tiles (a
-//    narrow N over many rows, three row tiles) follow that measurement unmeasured.
+//    K sets the kernel's time whatever the count under 100 but for decode batches that fill the
+//    SMs (decodeBatchFillsSms: 96 tiles, three whole row tiles at N = 4096, won by 5-26 % at K =
+//    8192 and 14336, Run AL); other M and N with so few tiles (a narrow N over many rows, a last
+//    row tile mostly empty) follow Run AE unmeasured.
 //  - From 257 rows of one matrix (inWorkShareRange) at N >= kFillRuleMinN and at least kFillRuleMinFlops of work, the
 //    heuristic's tile doing too little real work per slot for this K (tileWorkShare: the real
 //    outputs' share of the area of its rounds of SMs, times the tile's own throughput): the
@@ -402,7 +410,7 @@ std::string unfusedPathFaster(const ProblemShape& s) {
     return "a partial 128-column tile, at least a third of N's column tiles: cuBLAS + the epilogue kernel is faster "
            "(Runs AF, AG)";
   if (s.B != 1) return {};
-  if (s.K >= 8192 && tiles < kSplitKMaxTiles)
+  if (s.K >= 8192 && tiles < kSplitKMaxTiles && !decodeBatchFillsSms(s))
     return fmt::format("{} tiles of 64x128, too few to fill the SMs at K >= 8192: cuBLAS + the epilogue kernel is "
                        "faster (Run AE)",
                        tiles);

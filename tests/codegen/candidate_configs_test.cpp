@@ -73,12 +73,14 @@ TEST(CandidateConfigs, SmallBatchesTakeHopperWhereItsTilesFillTheSms) {
     EXPECT_NE(chooseConfigForSize(gelu, m, 14336, 4096, 1, 90).variant, "sm90_wgmma") << m;
   for (long long m : {96LL, 100LL, 127LL, 176LL, 255LL})
     EXPECT_EQ(chooseConfigForSize(gelu, m, 14336, 4096, 1, 90).variant, "sm90_wgmma") << m;
-  // Just under the tile count: 64 rows x 99 column tiles of 128. The same for a bare mm (a cheap
-  // epilogue: only the row condition decides below 128 rows).
+  // Just under the tile count: 64 rows x 95 column tiles of 128 (96 since Run AL: 192 x 4096,
+  // three row tiles of 32). The same for a bare mm (a cheap epilogue: only the row condition
+  // decides below 128 rows).
   const spec::ChainSpec mm = loadSpec("bare_bf16_mm");
   for (const spec::ChainSpec* chain : {&gelu, &mm}) {
-    EXPECT_NE(chooseConfigForSize(*chain, 64, 99 * 128, 4096, 1, 90).variant, "sm90_wgmma");
-    EXPECT_EQ(chooseConfigForSize(*chain, 64, 100 * 128, 4096, 1, 90).variant, "sm90_wgmma");
+    EXPECT_NE(chooseConfigForSize(*chain, 64, 95 * 128, 4096, 1, 90).variant, "sm90_wgmma");
+    EXPECT_EQ(chooseConfigForSize(*chain, 64, 96 * 128, 4096, 1, 90).variant, "sm90_wgmma");
+    EXPECT_EQ(chooseConfigForSize(*chain, 192, 4096, 4096, 1, 90).variant, "sm90_wgmma");
     EXPECT_NE(chooseConfigForSize(*chain, 63, 14336, 4096, 1, 90).variant, "sm90_wgmma");
     EXPECT_EQ(chooseConfigForSize(*chain, 100, 14336, 4096, 1, 90).variant, "sm90_wgmma");  // 78 % of the rows real
     EXPECT_NE(chooseConfigForSize(*chain, 80, 14336, 4096, 1, 90).variant, "sm90_wgmma");   // 63 %
@@ -86,7 +88,7 @@ TEST(CandidateConfigs, SmallBatchesTakeHopperWhereItsTilesFillTheSms) {
   }
   // From M = 128 a cheap epilogue needs neither (the rule measured from M = 512 up); GELU at
   // K = 4096 below 512 rows needs a decode batch (one matrix of 64-256 rows) whose 64-row tiles
-  // fill the SMs (M = 128, N = 4096: 64 tiles, where GELU won 1.08x eager: the 100-tile threshold
+  // fill the SMs (M = 128, N = 4096: 64 tiles, where GELU won 1.08x eager: the 96-tile threshold
   // is conservative there; M = 256: 128 tiles); 257-511 rows were not measured with GELU. A
   // ragged N counts its partial column tile.
   EXPECT_EQ(chooseConfigForSize(mm, 130, 4096, 4096, 1, 90).variant, "sm90_wgmma");

@@ -367,8 +367,11 @@ TEST(ChooseConfig, Table) {
   long_k.N = 4096;
   long_k.M = 257;
   EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
-  long_k.M = 192;  // 96 tiles: under the decode batch's 100
-  EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
+  long_k.M = 192;  // 96 tiles, the decode batch's least (Run AL: 5-10 % ahead at K = 14336)
+  EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, hopper);
+  EXPECT_EQ(chooseConfig(bias_relu, long_k, 90).variant, hopper);
+  long_k.M = 129;  // 96 tiles too, the last row tile one row: no decode batch, refused (Run AE)
+  EXPECT_EQ(chooseConfig(bias_relu, long_k, 90).variant, "sm80_mma");
   long_k.M = 240;  // 4 x 32 = 128 tiles, the last row tile 48 of 64 real: whole tiles only
   EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
   // a K-major B (nn.Linear's weight) with 16-byte output rows keeps the kernel (unmeasured)

@@ -655,8 +655,11 @@ def test_hopper_split_k_at_decode_shapes(ks):
     (224, 256, 14336, "sm90_wgmma 128x256x64 s4 t384"),
     # session 22: a decode batch filling the SMs keeps GELU at K = 14336 (Run AD call 4)
     (256, 14336, 4096, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
-    (192, 14336, 4096, None),
+    (192, 14336, 4096, "sm90_wgmma 64x128x64 s8 t384 pingpong"),  # 96 tiles (Run AL: 5-10 % ahead)
+    (192, 8192, 4096, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
     (192, 14336, 8192, None),  # 192 tiles of 64x128: two rounds at a long K (Run AK)
+    (256, 14336, 6144, None),  # 64x128 in two rounds (Run AL)
+    (256, 28672, 8192, "sm90_wgmma 64x256x64 s5 t384 pingpong"),  # 64x256 in one round (Run AL)
     (128, 14336, 8192, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
     (64, 14336, 14336, None),  # one 64-row tile at a long K: GELU lost by 2-3 % (Run AK)
 ])
@@ -669,10 +672,11 @@ def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     4096 (32 tiles) the split-K tile at M = 64 and 48; at N = 14336 128x256 cooperative at M = 224
     and, at K = 256, M = 160; at K = 4096 cuBLAS + the epilogue kernel at M = 160 and 144, where
     128x256's last row tile holds at most a quarter real rows (Run AE); at K = 14336 (Runs AD,
-    AK) GELU on 64x128 ping-pong where 128-256 rows fill one round of 64x128 tiles (256 x 4096,
-    128 x 8192), cuBLAS + the epilogue kernel at 96 tiles (192 x 4096), in two rounds (192 x
-    8192) and in one row tile (64 x 14336). One launch each (and the epilogue kernel's where
-    unfused); against float64 by relative error, outputs poisoned."""
+    AK, AL) GELU on 64x128 ping-pong where 128-256 rows fill one round of the heuristic's tiles
+    (256 x 4096, 128 x 8192, 192 x 4096: 96 tiles; 64x256 at 256 x 8192, K = 28672), cuBLAS +
+    the epilogue kernel in two rounds (192 x 8192, 256 x 6144) and in one row tile (64 x 14336).
+    One launch each (and the epilogue kernel's where unfused); against float64 by relative error,
+    outputs poisoned."""
     check_dispatch("decode-dispatch", M, K, N, first)
 
 
@@ -698,6 +702,9 @@ def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     # needs more rounds
     (3072, 4096, 768, None),
     (4096, 4096, 768, None),  # 128x256 in one round, on the threshold
+    # Run AL: from 257 rows 64x128's slots count 6/5, and the work share refuses from 257 rows
+    (1024, 4096, 11008, "sm90_wgmma 128x256x64 s4 t384"),
+    (640, 4096, 4096, None),
     (5120, 4096, 768, "sm90_wgmma 128x256x64 s4 t384"),
     (2048, 4096, 768, "sm90_wgmma 128x128x64 s6 t384"),
     (10240, 4096, 128, "sm90_wgmma 128x128x64 s6 t384"),
@@ -730,7 +737,9 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     at K = 3072, 3072 x 768 at K = 1024); session 21's: 64x256 at a partial 256-column tile where
     it takes as many rounds as 128x128 (8192 x 640, 4096 x 1408), 128x256 at N = 4304 (rows not whole
     128-byte lines); session 22's: cuBLAS + the epilogue kernel where rows are 16-byte but not
-    32-byte aligned (8192 x 2200), 128x256 where they are 32-byte (8192 x 2192). One launch each
+    32-byte aligned (8192 x 2200), 128x256 where they are 32-byte (8192 x 2192); session 23's:
+    128x256 at 1024 x 11008 (64x128's slots count 6/5 from 257 rows), cuBLAS + the epilogue
+    kernel at 640 x 4096 (the work share from 257 rows). One launch each
     (and the epilogue kernel's where unfused); against float64 by relative error, outputs
     poisoned."""
     check_dispatch("narrow-n-dispatch", M, K, N, first)
