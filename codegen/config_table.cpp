@@ -51,15 +51,17 @@ struct VariantRow {
 
 long long tiles64x128(const ProblemShape& s) { return (s.M + 63) / 64 * ((s.N + 127) / 128) * s.B; }
 
-// Whether the heuristic's Hopper tile (sm90::chooseConfig) fits in one round of the SMs: at a long
-// K below 257 rows the kernel won in one round and lost in two (epilogueRefusal,
-// unfusedPathFaster): 64x128 in one round at 128-256 x 8192-14336 (Run AK), in two at 192 x 14336 x
-// 8192 (Run AK) and 256 x 14336 x 6144 (Run AL: 1.24-1.28x cuBLAS mm alone against cuBLAS + the
-// epilogue kernel's 1.11-1.16x); 64x256 in one round where 64x128 takes two, 256 x 28672 x 8192
-// (Run AL, 2026-12-02, compare_tiles, four bench chains: 1.01-1.03x against 1.05-1.07x).
-bool heuristicTileInOneRound(const ProblemShape& s) {
+// Whether the heuristic's Hopper tile (sm90::chooseConfig) fits in one round of the SMs and is one
+// measured there: at a long K below 257 rows the kernel won in one round and lost in two
+// (epilogueRefusal, unfusedPathFaster): 64x128 in one round at 128-256 x 8192-28672 (Runs AK, AL),
+// in two at 192 x 14336 x 8192 (Run AK) and 256 x 14336 x 6144 (Run AL: 1.21-1.28x cuBLAS mm alone
+// against cuBLAS + the epilogue kernel's 1.11-1.16x); in one round where 64x128 takes two, 64x256
+// at 256 x 28672 x 8192 (1.01-1.03x against 1.05-1.07x) and 128x128 cooperative at 256 x 14336 x
+// 6144 (1.05-1.10x; Run AL, 2026-12-02, compare_tiles, four bench chains). 128x256 cooperative
+// (224-256 rows at N >= 12800) was not measured at a long K below 257 rows: refused there.
+bool measuredTileInOneRound(const ProblemShape& s) {
   const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
-  return sm90::roundsOfTiles(s.M, s.N, s.B, g, kHopperSms) == 1;
+  return sm90::roundsOfTiles(s.M, s.N, s.B, g, kHopperSms) == 1 && !(g.bm == 128 && g.bn == 256);
 }
 
 // Whether at least three quarters of the rows of M's bm-row tiles are real rows.
@@ -102,8 +104,9 @@ namespace {
 // Below this many 64x128 tiles the autotune also measures the split-K tiles (candidatesValidated):
 // M = 64, K = 14336, N = 4096 (the MLP's down-projection at a decode batch) has 32, which
 // stream the 117 MB of weights through 32 SMs (Run AA: the 64x128 tile lost there, 1.64x cuBLAS
-// mm and more). 100: decodeBatchFillsSms' threshold until session 23, where whole tiles already
-// fill the SMs (96-99 tiles of a decode batch take no split-K: unfusedPathFaster).
+// mm and more). 100: decodeBatchFillsSms' threshold until session 23 (now 96), where whole tiles
+// already fill the SMs; the heuristic takes split-K only where the doubled grid fits one round
+// (sm90::splitKForFewTiles), and the autotune measures it below 100.
 constexpr long long kSplitKMaxTiles = 100;
 
 KernelConfig splitKKernelConfig(int ks) {
@@ -204,8 +207,8 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   const auto [expensive_ops, silu, residual, unmeasured] = epilogueCost(spec);
   if (!residual && expensive_ops == 0) return {};  // cheap: wins at every measured shape
   // measured: K <= 4096, M >= 512 (B x M for bmm) or a decode batch whose 64-row tiles fill the
-  // SMs (Runs AA, AC; at K <= 14336 in one round of them, Runs AD, AK), at most one such
-  // activation, the staged form
+  // SMs (Runs AA, AC; at K <= 28672 with the heuristic's tile in one round, Runs AD, AK, AL), at
+  // most one such activation, the staged form
   if (!unmeasured.empty()) return "'" + unmeasured + "' was not measured fused";
   if (expensive_ops > 1) return "more than one transcendental or division (not measured fused)";
   // Split-K shapes (splitKFor): every bench chain won there at K = 14336, SiLU alone and the
@@ -225,10 +228,10 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   // (Run AL, compare_tiles) the heuristic's 64x256 in one round ran 1.01-1.03x cuBLAS mm alone
   // against cuBLAS + the epilogue kernel's 1.05-1.07x with every bench chain. Up to K = 28672,
   // 128-256 rows of whole 64-row tiles (partial ones lost at 144-160 rows, Run AE) with the
-  // heuristic's tile in one round; the rows' own refusals below (SiLU alone, a residual without
-  // GELU) apply.
+  // heuristic's tile in one round (measuredTileInOneRound); the rows' own refusals below (SiLU
+  // alone, a residual without GELU) apply.
   const bool long_k_decode = decodeBatchFillsSms(shape) && shape.M >= 128 && shape.M % 64 == 0 &&
-                             heuristicTileInOneRound(shape) && shape.K <= kLongKDecodeMaxK;
+                             measuredTileInOneRound(shape) && shape.K <= kLongKDecodeMaxK;
   if (shape.K > kExpensiveEpilogueMaxK && !split_k && !long_k_decode)
     return "GELU, SiLU and residual epilogues lose at K > 4096 (bench/RESULTS.md Runs L, M)";
   if (!stagedEverything(spec)) return "outputs or a residual the fast path cannot stage (several, or 32-bit)";
@@ -277,10 +280,11 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 //  - At K >= 8192, 64x128 tiles too few to fill the SMs (under kSplitKMaxTiles) without split-K
 //    (Run AE): at M = 100 and 128, K = 14336, N = 4096 (64 tiles) split-K ran 1.16-1.23x and the
 //    64x128 tile 1.20-1.26x, the unfused path 1.08-1.16x. One round of 64x128 tiles along the long
-//    K sets the kernel's time whatever the count under 100 but for decode batches that fill the
-//    SMs (decodeBatchFillsSms: 96 tiles, three whole row tiles at N = 4096, won by 5-26 % at K =
-//    8192 and 14336, Run AL); other M and N with so few tiles (a narrow N over many rows, a last
-//    row tile mostly empty) follow Run AE unmeasured.
+//    K sets the kernel's time whatever the count under 100 but for decode batches of 128 rows and
+//    more that fill the SMs (decodeBatchFillsSms: 96 tiles, three whole row tiles at N = 4096, won
+//    by 5-26 % at K = 8192 and 14336, Run AL); one row tile (64 x 12288 at K >= 8192; 64 x 14336
+//    x 14336 lost 2-3 %, Run AK) and other M and N with so few tiles (a narrow N over many rows,
+//    a last row tile mostly empty) follow Run AE.
 //  - From 257 rows of one matrix (inWorkShareRange) at N >= kFillRuleMinN and at least kFillRuleMinFlops of work, the
 //    heuristic's tile doing too little real work per slot for this K (tileWorkShare: the real
 //    outputs' share of the area of its rounds of SMs, times the tile's own throughput): the
@@ -328,11 +332,10 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
 //    x 14336 x 8192 (192 tiles) the heuristic's 64x128 ping-pong ran 1.30-1.35x cuBLAS mm alone and
 //    the best tile (128x128 cooperative, one round) 1.12-1.15x against cuBLAS + the epilogue
 //    kernel's 1.10-1.15x (Run AK, 2026-12-02, compare_tiles, four bench chains); end to end the
-//    kernel ran 0.88-0.95x eager. At 256 x 14336 x 6144 (Run AL) 64x128 in two rounds 1.24-1.28x
-//    against 1.11-1.16x. One round of the heuristic's tile wins (heuristicTileInOneRound); at K =
-//    4096 more rounds won (192 x 4096 x 14336, Run AD). (128x128 cooperative in one round, not a
-//    heuristic tile below 257 rows, ran 1.07-1.10x there and 1.00-1.01x at 256 x 28672 x 8192:
-//    named, not taken.)
+//    kernel ran 0.88-0.95x eager. At 256 x 14336 x 6144 (Run AL) 64x128 in two rounds 1.21-1.28x
+//    against 1.11-1.16x, and 128x128 cooperative in one round 1.05-1.10x, which sm90::chooseConfig
+//    now takes there. One round of a measured tile wins (measuredTileInOneRound); at K = 4096 more
+//    rounds won (192 x 4096 x 14336, Run AD).
 // Whole or three-quarter last tiles won: M = 64, 128, 192 at N = 14336 (64x128 or 64x256:
 // 1.03-1.24x against 1.16-1.31x), M = 224 and 256 (128x256: 1.03-1.14x against 1.20-1.31x), M = 256
 // at N = 4096 (0.97-1.09x against 1.25-1.40x), one 64-row tile at K = 14336 with split-K (0.98-1.04x
@@ -362,12 +365,13 @@ constexpr double kFillRuleKSilu = 700;
 // kFillRuleMinN, at least kFillRuleMinFlops. Against cuBLAS + the epilogue kernel from 257 rows
 // (kWorkShareAboveRows; Run AH from 1025 rows, and at 320-1024 rows Runs AC and AL, 2026-12-01/02,
 // compare_tiles, four bench chains, the heuristic's tile / cuBLAS + the epilogue kernel: every
-// shape in range at or under the threshold lost in at least one chain, 576 x 4096 x 4096 and 640
-// x 4096 x 4096 at shares 0.55 / 0.61 by up to 6.5 % / 0.7 %, 320 x 4096 x 8192 (0.61) by 2.2 %,
-// 1024 x 14336 x 2560 (0.61, threshold 0.90) by 15-17 %, 1024 x 8192 x 5120 (0.76, 0.84) by
-// 7.5-9.3 %, each on every chain there but the first two; every shape over it won, 1024 x 4096 x
-// 1024 and 768 x 4096 x 4096 at 0.74 by 13-21 %, 640 x 4096 x 8192 at 0.76). Below 16 GFLOP two
-// won under it (384 x 4096 x 4096 at 0.68 by 20 %, 1024 x 4096 x 1152 at 0.51 by 4-7 %): the
+// shape in range at or under the threshold lost in at least one chain: 576 x 4096 x 4096 and 640
+// x 4096 x 4096 at shares 0.55 / 0.61 by up to 6.5 % / 0.7 % in Run AC and by 4-9 % on every chain
+// in Run AL, 320 x 4096 x 8192 (0.61) by 2.2 %, 1024 x 14336 x 2560 (0.61, threshold 0.90) by
+// 15-17 %, 1024 x 8192 x 5120 (0.76, 0.84) by 7.5-9.3 %; every shape over it won, 768 x 4096 x
+// 4096 at 0.74 by 13-15 %, 640 x 4096 x 8192 at 0.76 by 9-13 %). Below 16 GFLOP three
+// won under it (384 x 4096 x 4096 at 0.68 by 20 %, 1024 x 4096 x 1152 at 0.51 by 4-7 %, 1024 x
+// 4096 x 1024 at 0.74 by 16-21 %): the
 // FLOP bound stands there too. SiLU against eager (kFillRuleKSilu) only from 1025 rows, where it
 // was measured.
 constexpr long long kWorkShareAboveRows = 256, kSiluWorkShareAboveRows = 1024;
@@ -410,11 +414,11 @@ std::string unfusedPathFaster(const ProblemShape& s) {
     return "a partial 128-column tile, at least a third of N's column tiles: cuBLAS + the epilogue kernel is faster "
            "(Runs AF, AG)";
   if (s.B != 1) return {};
-  if (s.K >= 8192 && tiles < kSplitKMaxTiles && !decodeBatchFillsSms(s))
+  if (s.K >= 8192 && tiles < kSplitKMaxTiles && !(decodeBatchFillsSms(s) && s.M >= 128))
     return fmt::format("{} tiles of 64x128, too few to fill the SMs at K >= 8192: cuBLAS + the epilogue kernel is "
                        "faster (Run AE)",
                        tiles);
-  if (s.K >= 8192 && s.M <= 256 && !heuristicTileInOneRound(s))
+  if (s.K >= 8192 && s.M <= 256 && !measuredTileInOneRound(s))
     return "the tiles take more than one round at K >= 8192 below 257 rows: cuBLAS + the epilogue kernel is faster "
            "(Runs AK, AL)";
   if (s.M > 1024 && s.K >= kSixteenByteRowsMinK && s.N >= kFillRuleMinN && s.N % 16 != 0 && !s.b_kmajor)

@@ -169,8 +169,8 @@ long long slotArea(long long M, long long N, long long batch, const GemmConfig& 
 
 // The tile of `order` with the least slotArea; among ties, first one without a partial row tile,
 // then the first in `order`. `narrow_fifths`: what one output slot of the 64x128 tile costs, in
-// fifths of another tile's (5: the same), for the per-output cost of its operands (6 bytes per 256
-// outputs and unit of K against 4-5 for the others; see tileFillingTheSms).
+// fifths of another tile's (5: the same), for the per-output cost of its operands (6 operand
+// elements per 256 outputs and unit of K against 3-5 for the others; see tileFillingTheSms).
 GemmConfig leastSlotArea(const std::vector<GemmConfig>& order, long long M, long long N, long long batch,
                          int num_sms, long long narrow_fifths = 5) {
   const auto area = [&](const GemmConfig& c) {
@@ -187,7 +187,8 @@ GemmConfig leastSlotArea(const std::vector<GemmConfig>& order, long long M, long
 }
 
 // Rows of up to 1024 (M x batch), and more where 64x256 leaves SMs idle (chooseConfig): the tile
-// whose slots cover the fewest outputs beyond the real ones (slotArea). Measured on the H200
+// whose slots cover the fewest outputs beyond the real ones (slotArea; from 257 rows of one matrix
+// 64x128's slots weighted 6/5, below). Measured on the H200
 // (bench/RESULTS.md Run AC, 2026-12-01, compare_tiles, 14 shapes of M = 320-1024 at N =
 // 2048-14336, 4 bench chains each, 512 x 4096 twice): this rule's
 // tile was the fastest Hopper tile or within 1.7 % of it in 59 of 60 cells (the other: 512 x 14336
@@ -220,13 +221,18 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long batch, int num_
   const GemmConfig wide = tileConfig(128, 256, 4, false), t64x256 = tileConfig(64, 256, 5, true),
                    narrow = tileConfig(64, 128, 8, true);
   // From 257 rows the 64x128 tile's slots count 6/5: it moves 1.5x the operand bytes per output of
-  // 128x128, and where it took 8-17 % fewer slots than the best 128-row tile it still ran 2-23 %
-  // slower (1024 x 4096 x 11008: 1.18-1.27x mm against 128x128 ping-pong's 1.01-1.07x; 768 x 4096 x
+  // 128x128, and where it took 8-17 % fewer slots than the best 128-row tile it still ran 3-23 %
+  // slower (1024 x 4096 x 11008: 1.22-1.28x mm against 128x128 ping-pong's 1.01-1.07x; 768 x 4096 x
   // 14336, 640 x 4096 x 8192, 1024 x 8192 x 5120), while with 25 % fewer it ran ~10 % faster (768 x
   // 4096 x 4096, 576 x 4096 x 4096, 384 / 320 x 4096 x 8192): a per-output cost of about 1.2.
   // Measured on the H200 (bench/RESULTS.md Run AC and Run AL, compare_tiles, four bench chains).
+  // Where 64x128 has exactly 1/6 fewer slots (640 x 4096 x 8192, 1024 x 8192 x 5120) the weighted
+  // areas tie and the list's order takes the 128-row tile, as measured. One matrix only (batches
+  // unmeasured); a 128-row tile it picks at 769-800 rows has a last row tile at most a quarter real
+  // (unmeasured at these rows; at 144-160 such a tile lost, Run AE).
   if (M * batch > 256)
-    return leastSlotArea({wide, tile128x128(M, N, batch, num_sms), t64x256, narrow}, M, N, batch, num_sms, 6);
+    return leastSlotArea({wide, tile128x128(M, N, batch, num_sms), t64x256, narrow}, M, N, batch, num_sms,
+                         batch == 1 ? 6 : 5);
   // Up to 256 rows a wider tile is a candidate only where its tiles fill at least three quarters
   // of the SMs, as the measured ones did (112 tiles of 64x256 or 128x256 at N = 14336); with
   // fewer (M = 128 at N = 11008: 86 tiles of 64x256) 64x128, the tile Runs AA and AC measured
@@ -283,6 +289,21 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     return narrow;
   }
   const GemmConfig pingpong64x256 = tileConfig(64, 256, 5, true);
+  if (M * batch <= 256 && K >= 8192) {
+    // Below 257 rows at K >= 8192 the weights stream through one round of tiles or the kernel
+    // loses to cuBLAS + the epilogue kernel (config_table's measuredTileInOneRound): where the
+    // tile that fills the SMs takes more rounds, 128x128 cooperative in one round of at least
+    // 96 tiles (three quarters of the SMs, as a decode batch) for one matrix of whole 128-row
+    // tiles. Measured on the H200 (bench/RESULTS.md Run AL call 3, 2026-12-02, compare_tiles,
+    // four bench chains, time / cuBLAS mm alone): 256 x 14336 x 6144 (96 tiles) 1.05-1.10x
+    // against 64x128 in two rounds 1.21-1.28x and cuBLAS + the epilogue kernel 1.11-1.16x. One
+    // shape; not yet end to end (docs/STATUS.md, "Next session").
+    const GemmConfig c = tileFillingTheSms(M, N, batch, std::max(1, num_sms)), square = tileConfig(128, 128, 6, false);
+    const auto rounds = [&](const GemmConfig& g) { return roundsOfTiles(M, N, batch, g, num_sms); };
+    if (batch == 1 && M % square.bm == 0 && rounds(c) > 1 && rounds(square) == 1 && tileCount(M, N, batch, square) >= 96)
+      return square;
+    return c;
+  }
   if (M * batch <= 1024 || tileCount(M, N, batch, pingpong64x256) < num_sms)
     return tileFillingTheSms(M, N, batch, std::max(1, num_sms));
   // A partial 256-column tile (N not a multiple of 256): 64x256 ping-pong was slower than the

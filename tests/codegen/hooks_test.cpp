@@ -325,14 +325,15 @@ TEST(ChooseConfig, Table) {
   long_k.K = 14336;
   EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, hopper);
   EXPECT_EQ(chooseConfig(silu, long_k, 90).variant, "sm80_mma");
-  long_k.K = 28672;  // one round of 64x128 (Run AL measured 64x256's one round at N = 8192)
+  long_k.K = 28672;  // one round of 64x128 (Run AL: 256 x 28672 x 4096, 1.04-1.07x mm against 1.08-1.11x)
   EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, hopper);
   long_k.K = 28736;
   EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
   // the heuristic's tile in one round decides, not 64x128's: 256 x 28672 x 8192 takes 64x256 (128
   // tiles; 64x128 would take two rounds), 1.01-1.03x cuBLAS mm alone against cuBLAS + the
-  // epilogue kernel's 1.05-1.07x (Run AL); 256 x 14336 x 6144 keeps 64x128 in two rounds (64x256's
-  // 96 tiles do not fill three quarters of the SMs), 1.24-1.28x against 1.11-1.16x: refused
+  // epilogue kernel's 1.05-1.07x (Run AL); 256 x 14336 x 6144 takes 128x128 cooperative in one
+  // round (96 tiles; 64x128 in two ran 1.21-1.28x, 128x128 1.05-1.10x against 1.11-1.16x); with
+  // fewer than 96 of them (N = 5120: 80) 64x128 in two rounds, refused
   long_k.K = 28672;
   long_k.N = 8192;
   EXPECT_EQ(sm90::chooseConfig(256, 8192, 28672, 1, 132).bn, 256);
@@ -340,8 +341,25 @@ TEST(ChooseConfig, Table) {
   EXPECT_EQ(chooseConfig(bias_relu, long_k, 90).variant, hopper);
   long_k.K = 14336;
   long_k.N = 6144;
+  EXPECT_EQ(sm90::chooseConfig(256, 6144, 14336, 1, 132).bm, 128);
+  EXPECT_FALSE(sm90::chooseConfig(256, 6144, 14336, 1, 132).pingpong);
+  EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, hopper);
+  EXPECT_EQ(chooseConfig(bias_relu, long_k, 90).variant, hopper);
+  EXPECT_EQ(sm90::chooseConfig(256, 6144, 4096, 1, 132).bm, 64);  // K = 4096: more rounds won (Run AD)
+  long_k.N = 5120;
   EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
   EXPECT_EQ(chooseConfig(bias_relu, long_k, 90).variant, "sm80_mma");
+  // 128x256 cooperative in one round (256 x 14336 at K = 14336: 112 tiles, all three tiles tie)
+  // was not measured at a long K below 257 rows: refused
+  long_k.N = 14336;
+  EXPECT_EQ(sm90::chooseConfig(256, 14336, 14336, 1, 132).bn, 256);
+  EXPECT_EQ(chooseConfig(bias_relu, long_k, 90).variant, "sm80_mma");
+  EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
+  long_k.M = 192;  // 128x128's last row tile half empty: 64x128 in two rounds, refused (Run AK)
+  long_k.N = 8192;
+  EXPECT_EQ(sm90::chooseConfig(192, 8192, 14336, 1, 132).bm, 64);
+  EXPECT_EQ(chooseConfig(bias_relu, long_k, 90).variant, "sm80_mma");
+  long_k.M = 256;
   long_k.N = 4096;
   long_k.M = 128;
   EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");

@@ -83,6 +83,7 @@ TEST(SplitK, HeuristicTakesItForOneLongRowTile) {
   EXPECT_EQ(ks(128, 47 * 128, 14336, 1), 0);  // 94 tiles of 64x128: still too few
   EXPECT_EQ(ks(128, 48 * 128, 14336, 1), 1);  // 96 tiles of a decode batch fill the SMs (Run AL)
   EXPECT_EQ(ks(192, 4096, 14336, 1), 1);      // 96, measured: 5-10 % ahead of the unfused path
+  EXPECT_EQ(ks(64, 96 * 128, 14336, 1), 0);   // one row tile of 96: refused at K >= 8192 (Runs AE, AK)
   EXPECT_EQ(ks(128, 4096, 4096, 1), 1);       // K = 4096: the 64x128 tile as before (not measured against the path)
   EXPECT_EQ(ks(128, 4096, 8192, 1), 0);       // the K bound: 8192 refused, 8184 not
   EXPECT_EQ(ks(128, 4096, 8184, 1), 1);

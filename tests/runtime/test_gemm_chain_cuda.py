@@ -658,7 +658,7 @@ def test_hopper_split_k_at_decode_shapes(ks):
     (192, 14336, 4096, "sm90_wgmma 64x128x64 s8 t384 pingpong"),  # 96 tiles (Run AL: 5-10 % ahead)
     (192, 8192, 4096, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
     (192, 14336, 8192, None),  # 192 tiles of 64x128: two rounds at a long K (Run AK)
-    (256, 14336, 6144, None),  # 64x128 in two rounds (Run AL)
+    (256, 14336, 6144, "sm90_wgmma 128x128x64 s6 t384"),  # one round against 64x128's two (Run AL)
     (256, 28672, 8192, "sm90_wgmma 64x256x64 s5 t384 pingpong"),  # 64x256 in one round (Run AL)
     (128, 14336, 8192, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
     (64, 14336, 14336, None),  # one 64-row tile at a long K: GELU lost by 2-3 % (Run AK)
@@ -673,8 +673,9 @@ def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     and, at K = 256, M = 160; at K = 4096 cuBLAS + the epilogue kernel at M = 160 and 144, where
     128x256's last row tile holds at most a quarter real rows (Run AE); at K = 14336 (Runs AD,
     AK, AL) GELU on 64x128 ping-pong where 128-256 rows fill one round of the heuristic's tiles
-    (256 x 4096, 128 x 8192, 192 x 4096: 96 tiles; 64x256 at 256 x 8192, K = 28672), cuBLAS +
-    the epilogue kernel in two rounds (192 x 8192, 256 x 6144) and in one row tile (64 x 14336).
+    (256 x 4096, 128 x 8192, 192 x 4096: 96 tiles; 64x256 at 256 x 8192, K = 28672; 128x128
+    cooperative at 256 x 6144), cuBLAS + the epilogue kernel in two rounds (192 x 8192) and in
+    one row tile (64 x 14336).
     One launch each (and the epilogue kernel's where unfused); against float64 by relative error,
     outputs poisoned."""
     check_dispatch("decode-dispatch", M, K, N, first)
