@@ -84,7 +84,7 @@ bool lastRowTileAtMostAQuarterReal(long long M, int bm) { return M % bm != 0 && 
 // tiles) lost, 1.64x and more against 1.10x, until split-K (splitKFor: 1.02-1.07x there, Run
 // AC); M = 128 at N = 4096 (64 tiles) won with GELU (1.08x eager) and the residual
 // (1.31x) but lost with SiLU (0.96x). Batches of several matrices were not measured. 96 tiles
-// (three quarters of the SMs' slots rounded to whole 32-tile rows; 100 until session 23): M = 192
+// (73 % of the 132 SMs; 100 until session 23): M = 192
 // at N = 4096 (Run AL, 2026-12-02, compare_tiles, four bench chains) ran 64x128 ping-pong at
 // 0.93-1.03x cuBLAS mm alone against cuBLAS + the epilogue kernel's 1.24-1.33x at K = 4096,
 // 0.84-0.90x against 1.14-1.19x at K = 8192 and 1.02-1.08x against 1.11-1.13x at K = 14336; 97-99

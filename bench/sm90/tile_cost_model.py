@@ -14,7 +14,11 @@ where they are 32-byte but not whole 128-byte lines. Only the ratios between til
 fitted (each cell's own level is free): the model orders tiles, it does not predict the unfused
 path.
 
-    PYTHONPATH=.:..:../../python python3 tile_cost_model.py [files...]
+    PYTHONPATH=.:..:../../python python3 tile_cost_model.py [files...] [--test held-out files...]
+
+Out of sample (session 23: fitted to the default runs, then choosing the tiles of Run AL's 29 new
+shapes with --test) it did not beat the heuristic, 82 of 116 cells against 86 (bench/sm90/NOTES.md
+session 23): kept as the tool that judges a next form, not as the planner.
 
 Needs no GPU: the times come from the files (default: the runs after the box skip, Run AH call 5
 on, where the kernel's edge-tile cost is the present one).
