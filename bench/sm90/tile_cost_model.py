@@ -15,6 +15,7 @@ fitted (each cell's own level is free): the model orders tiles, it does not pred
 path.
 
     PYTHONPATH=.:..:../../python python3 tile_cost_model.py [files...] [--test held-out files...]
+                                                             [--test-run AC]
 
 Out of sample (session 23: fitted to the default runs, then choosing the tiles of Run AL's 29 new
 shapes with --test) it did not beat the heuristic, 82 of 116 cells against 86 (bench/sm90/NOTES.md
@@ -133,12 +134,21 @@ def main():
     ap.add_argument("--test", nargs="+", default=[],
                     help="measurements kept out of the fit: the model fitted to the others chooses their tiles "
                          "(a run measured after the fit: the honest out-of-sample count)")
+    ap.add_argument("--test-run", metavar="RUN",
+                    help="also hold out the compare_tiles tables of one run in bench/RESULTS.md (e.g. AC: its "
+                         "257-1024-row shapes, kept only as tables; stored_cells.results_cells)")
     ap.add_argument("--disagree", action="store_true",
                     help="list the shapes of a grid (1024-16384 rows, K 1024-14336, N 512-14336) where the "
                          "model's tile and the heuristic's differ: what to measure next")
     args = ap.parse_args()
     os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"  # the heuristic's tile, its refusals lifted (read once)
     test = load(args.test, args.min_rows)
+    if args.test_run:
+        from stored_cells import results_cells
+        test += [c for c in results_cells(args.test_run) if c["M"] >= args.min_rows and
+                 len({t: v for t, v in c["times"].items() if t in TILES}) >= 3]
+        for c in test:
+            c["times"] = {t: v for t, v in c["times"].items() if t in TILES}
     cells = load([f for f in (args.files or default_files()) if os.path.abspath(f) not in
                   {os.path.abspath(t) for t in args.test}], args.min_rows)
     spec = open(BARE_MM).read()

@@ -1,0 +1,109 @@
+"""Every stored compare_tiles cell, and what the heuristic's tile choice makes of them: the check a
+tile-rule change gets before it goes to the GPU (which cells change tile, and whether the new tile
+was measured faster).
+
+A cell is one shape and bench chain of one run, with each Hopper tile's time (and the unfused
+path's, "aten", where the file has it). The cells come from the JSON files under data/ and from the
+compare_tiles tables printed in bench/RESULTS.md (runs before the JSON files were kept, e.g. Run
+AC's 257-1024-row shapes); a table's times are ratios to cuBLAS mm alone, which orders tiles as
+well as the times do.
+
+    PYTHONPATH=.:..:../../python python3 stored_cells.py --dump before.json   (library as built)
+    ... rebuild with the change ...
+    PYTHONPATH=.:..:../../python python3 stored_cells.py --dump after.json
+    PYTHONPATH=.:..:../../python python3 stored_cells.py --diff before.json after.json
+
+Needs no GPU: the tile is asked of the built library (tile_rule_check.heuristic_tile).
+"""
+import argparse
+import glob
+import json
+import os
+import re
+from collections import Counter
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(HERE, "..", "RESULTS.md")
+# compare_tiles' table columns after "mm aten sm80_mma", in the order it prints them
+TABLE_TILES = ("128x128 coop", "128x128 pp", "128x256 coop", "64x128 pp", "64x256 pp")
+TABLE_ROW = re.compile(r"\s+(\d+)x(\d+)x(\d+)\s+(\w+)\s+([\d.]+)\s+([\d.]+)\s+(\S+)"
+                       r"\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+[\d.]+ \(")
+
+
+def json_cells(files=None):
+    """The cells of the stored compare_tiles JSON files (default: all of data/)."""
+    from compare_tiles import short
+    cells = []
+    for path in files or sorted(glob.glob(os.path.join(HERE, "data", "run_a*_compare_tiles.json"))):
+        for r in json.load(open(path)):
+            M, K, N = (int(v) for v in r["shape"].split("x"))
+            times = {short(c): v for c, v in r["times_ms"].items() if v}
+            cells.append({"M": M, "K": K, "N": N, "chain": r["chain"], "times": times,
+                          "source": os.path.basename(path)})
+    return cells
+
+
+def results_cells(run=None):
+    """The cells of the compare_tiles tables in bench/RESULTS.md (the five-tile layout only), all of
+    them or those under one run's heading (run="AC": from "### Run AC" to the next "### Run")."""
+    cells, current = [], None
+    for line in open(RESULTS):
+        heading = re.match(r"### Run (\w+)", line)
+        if heading:
+            current = heading.group(1)
+        if run is not None and current != run:
+            continue
+        m = TABLE_ROW.match(line)
+        if m:
+            times = {t: float(v) for t, v in zip(TABLE_TILES, m.group(8, 9, 10, 11, 12))}
+            times["aten"] = float(m.group(6))
+            cells.append({"M": int(m.group(1)), "K": int(m.group(2)), "N": int(m.group(3)), "chain": m.group(4),
+                          "times": times, "source": f"RESULTS.md Run {current}"})
+    return cells
+
+
+def keyed(cells):
+    """Each cell under (M, K, N, chain, source, n), n counting repeats within one source."""
+    seen, out = Counter(), {}
+    for c in cells:
+        k = (c["M"], c["K"], c["N"], c["chain"], c["source"])
+        seen[k] += 1
+        out[k + (seen[k],)] = c
+    return out
+
+
+def within(tile, times, tol=1.02):
+    hopper = [v for t, v in times.items() if t != "aten" and not t.startswith("sm80")]
+    return tile in times and times[tile] <= min(hopper) * tol
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dump", help="write every stored cell with the built library's tile for it")
+    ap.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"), help="the cells whose tile changed")
+    args = ap.parse_args()
+    if args.dump:
+        os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"  # the tile, refusals lifted (read once)
+        from tile_rule_check import BARE_MM, heuristic_tile
+        spec = open(BARE_MM).read()
+        cells = json_cells() + results_cells()
+        for c in cells:
+            c["tile"] = heuristic_tile(spec, c["M"], c["K"], c["N"])
+        json.dump(cells, open(args.dump, "w"))
+        print(f"{len(cells)} cells -> {args.dump}")
+    if args.diff:
+        before, after = (keyed(json.load(open(p))) for p in args.diff)
+        changed = [(k, c, after[k]) for k, c in before.items() if k in after and after[k]["tile"] != c["tile"]]
+        for k, b, a in changed:
+            best = min(v for t, v in b["times"].items() if t != "aten" and not t.startswith("sm80"))
+            rel = lambda t: b["times"][t] / best if t in b["times"] else float("nan")  # noqa: E731
+            print(f"  {b['M']}x{b['K']}x{b['N']:<6} {b['chain']:>16} {b['source'][:34]:34} "
+                  f"{str(b['tile']):>13} {rel(b['tile']):.3f} -> {str(a['tile']):>13} {rel(a['tile']):.3f}")
+        ok_b = sum(within(b["tile"], b["times"]) for _, b, _ in changed)
+        ok_a = sum(within(a["tile"], b["times"]) for _, b, a in changed)
+        print(f"{len(changed)} of {len(before)} cells changed tile; the fastest Hopper tile or within 2 %: "
+              f"{ok_b} before, {ok_a} after")
+
+
+if __name__ == "__main__":
+    main()
