@@ -1,7 +1,8 @@
 """bench/sm90/tile_cost_model.py fits one cost formula of the Hopper tiles to compare_tiles'
 measurements and counts its choices against the heuristic's (a prototype for replacing
-sm90::chooseConfig's special cases; bench/sm90/NOTES.md session 22). Run on a stored
-measurement (no GPU)."""
+sm90::chooseConfig's special cases, not better out of sample; bench/sm90/NOTES.md sessions 22-23);
+bench/sm90/stored_cells.py reads every stored cell for checking a tile-rule change. Run on stored
+measurements (no GPU)."""
 from __future__ import annotations
 
 import os
@@ -27,3 +28,28 @@ def test_the_fit_chooses_the_measured_fastest_tile_and_counts_both_rules():
     # one coefficient line per tile, each with a positive cost per unit of K
     per_k = [float(v) for v in re.findall(r"^\s*\S+ (?:pp|coop):\s+([\d.]+) ns per tile", out, re.M)]
     assert len(per_k) == 5 and all(v > 0 for v in per_k), out
+
+
+def test_stored_cells_reads_the_results_tables_and_diffs_two_dumps(tmp_path):
+    """bench/sm90/stored_cells.py: Run AC's compare_tiles tables (kept only in bench/RESULTS.md) parse
+    into cells with the five tiles and the unfused path, and --diff counts the cells whose tile
+    changed and whether the new tile was measured faster."""
+    sys.path.insert(0, SM90)
+    try:
+        import stored_cells
+    finally:
+        sys.path.remove(SM90)
+    ac = stored_cells.results_cells("AC")
+    row = [c for c in ac if (c["M"], c["K"], c["N"], c["chain"]) == (768, 4096, 4096, "bias_gelu")]
+    assert row, "Run AC's 768 x 4096 x 4096 row is missing"
+    assert row[0]["times"]["64x128 pp"] == 1.165 and row[0]["times"]["aten"] == 1.353, row[0]
+    assert set(row[0]["times"]) == {"aten", *stored_cells.TABLE_TILES}
+    assert all(c["source"] == "RESULTS.md Run AC" for c in ac) and len(ac) >= 96
+    # a made-up pair of dumps: one cell moved to its fastest tile, one unchanged
+    cells = [dict(row[0], tile="128x256 coop"), dict(ac[0], tile=None)]
+    (tmp_path / "b.json").write_text(__import__("json").dumps(cells))
+    (tmp_path / "a.json").write_text(__import__("json").dumps([dict(cells[0], tile="64x128 pp"), cells[1]]))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([SM90, os.path.join(ROOT, "bench"), os.path.join(ROOT, "python")])}
+    out = subprocess.run([sys.executable, "stored_cells.py", "--diff", str(tmp_path / "b.json"), str(tmp_path / "a.json")],
+                         cwd=SM90, env=env, capture_output=True, text=True, check=True).stdout
+    assert "1 of 2 cells changed tile; the fastest Hopper tile or within 2 %: 0 before, 1 after" in out, out
