@@ -293,14 +293,15 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     // Below 257 rows at K >= 8192 the weights stream through one round of tiles or the kernel
     // loses to cuBLAS + the epilogue kernel (config_table's measuredTileInOneRound): where the
     // tile that fills the SMs takes more rounds, 128x128 cooperative in one round of at least
-    // 96 tiles (three quarters of the SMs, as a decode batch) for one matrix of whole 128-row
-    // tiles. Measured on the H200 (bench/RESULTS.md Run AL call 3, 2026-12-02, compare_tiles,
+    // 96 tiles (73 % of the SMs, as a decode batch) for one matrix of whole 128-row and
+    // 128-column tiles (at 132 SMs: M = 256, N = 6144 to 8448 where 64x256 does not fill the SMs). Measured on the H200 (bench/RESULTS.md Run AL call 3, 2026-12-02, compare_tiles,
     // four bench chains, time / cuBLAS mm alone): 256 x 14336 x 6144 (96 tiles) 1.05-1.10x
     // against 64x128 in two rounds 1.21-1.28x and cuBLAS + the epilogue kernel 1.11-1.16x. One
     // shape; not yet end to end (docs/STATUS.md, "Next session").
     const GemmConfig c = tileFillingTheSms(M, N, batch, std::max(1, num_sms)), square = tileConfig(128, 128, 6, false);
     const auto rounds = [&](const GemmConfig& g) { return roundsOfTiles(M, N, batch, g, num_sms); };
-    if (batch == 1 && M % square.bm == 0 && rounds(c) > 1 && rounds(square) == 1 && tileCount(M, N, batch, square) >= 96)
+    if (batch == 1 && M % square.bm == 0 && N % square.bn == 0 && rounds(c) > 1 && rounds(square) == 1 &&
+        tileCount(M, N, batch, square) >= 96)
       return square;
     return c;
   }

@@ -43,15 +43,21 @@ def json_cells(files=None):
     return cells
 
 
+def has_json(run):
+    """Whether data/ keeps run `run`'s compare_tiles files (then its tables repeat them)."""
+    return bool(glob.glob(os.path.join(HERE, "data", f"run_{run.lower()}_*compare_tiles.json")))
+
+
 def results_cells(run=None):
-    """The cells of the compare_tiles tables in bench/RESULTS.md (the five-tile layout only), all of
-    them or those under one run's heading (run="AC": from "### Run AC" to the next "### Run")."""
+    """The cells of the compare_tiles tables in bench/RESULTS.md (the five-tile layout only) of the
+    runs whose JSON files were not kept (has_json), or those under one run's heading (run="AC": from
+    "### Run AC" to the next "### Run")."""
     cells, current = [], None
     for line in open(RESULTS):
         heading = re.match(r"### Run (\w+)", line)
         if heading:
             current = heading.group(1)
-        if run is not None and current != run:
+        if (run is not None and current != run) or (run is None and (current is None or has_json(current))):
             continue
         m = TABLE_ROW.match(line)
         if m:

@@ -144,7 +144,9 @@ def main():
     os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"  # the heuristic's tile, its refusals lifted (read once)
     test = load(args.test, args.min_rows)
     if args.test_run:
-        from stored_cells import results_cells
+        from stored_cells import has_json, results_cells
+        if has_json(args.test_run):
+            ap.error(f"Run {args.test_run}'s compare_tiles files are in data/: hold them out with --test")
         test += [c for c in results_cells(args.test_run) if c["M"] >= args.min_rows and
                  len({t: v for t, v in c["times"].items() if t in TILES}) >= 3]
         for c in test:
