@@ -294,8 +294,10 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     // loses to cuBLAS + the epilogue kernel (config_table's measuredTileInOneRound): where the
     // tile that fills the SMs takes more rounds, 128x128 cooperative in one round of at least
     // 96 tiles (73 % of the SMs, as a decode batch) for one matrix of whole 128-row and
-    // 128-column tiles (at 132 SMs: M = 256, N = 6144 to 8448 where 64x256 does not fill the SMs). Measured on the H200 (bench/RESULTS.md Run AL call 3, 2026-12-02, compare_tiles,
-    // four bench chains, time / cuBLAS mm alone): 256 x 14336 x 6144 (96 tiles) 1.05-1.10x
+    // 128-column tiles. At 132 SMs that is a narrow band, where 64x256's tiles are just too few
+    // to fill the SMs: M = 256 at N = 6144 and M = 128 at N = 12288-12544. Measured on the H200
+    // (bench/RESULTS.md Run AL call 3, 2026-12-02, compare_tiles, four bench chains, time / cuBLAS
+    // mm alone): 256 x 14336 x 6144 (96 tiles) 1.05-1.10x
     // against 64x128 in two rounds 1.21-1.28x and cuBLAS + the epilogue kernel 1.11-1.16x. One
     // shape; not yet end to end (docs/STATUS.md, "Next session").
     const GemmConfig c = tileFillingTheSms(M, N, batch, std::max(1, num_sms)), square = tileConfig(128, 128, 6, false);

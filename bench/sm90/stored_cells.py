@@ -12,6 +12,8 @@ well as the times do.
     ... rebuild with the change ...
     PYTHONPATH=.:..:../../python python3 stored_cells.py --dump after.json
     PYTHONPATH=.:..:../../python python3 stored_cells.py --diff before.json after.json
+    PYTHONPATH=.:..:../../python python3 stored_cells.py --ratio after.json "64x256 pp" "128x128 pp" \
+        --rows 1025 1000000 --k-at-most 2048      (where the library takes one tile: another's time)
 
 Needs no GPU: the tile is asked of the built library (tile_rule_check.heuristic_tile).
 """
@@ -79,14 +81,40 @@ def keyed(cells):
 
 
 def within(tile, times, tol=1.02):
-    hopper = [v for t, v in times.items() if t != "aten" and not t.startswith("sm80")]
-    return tile in times and times[tile] <= min(hopper) * tol
+    return tile in times and times[tile] <= hopper_best(times) * tol
+
+
+def hopper_best(times):
+    return min(v for t, v in times.items() if t != "aten" and not t.startswith("sm80"))
+
+
+def ratio_table(cells, tile, other, rows, k_at_most):
+    """Per shape where the library takes `tile` (rows[0] <= M <= rows[1], K <= k_at_most): `tile`'s
+    time over `other`'s and `other`'s over the fastest Hopper tile, ranges over the shape's cells."""
+    shapes = {}
+    for c in cells:
+        t = c["times"]
+        if c["tile"] == tile and other in t and rows[0] <= c["M"] <= rows[1] and c["K"] <= k_at_most:
+            shapes.setdefault((c["K"], c["M"], c["N"]), []).append((t[tile] / t[other], t[other] / hopper_best(t)))
+    span = lambda v: f"{min(v):.3f}-{max(v):.3f}"  # noqa: E731
+    for (K, M, N), r in sorted(shapes.items()):
+        print(f"  K = {K:<6} {M} x {N:<6} {tile} / {other} {span([a for a, _ in r])}, "
+              f"{other} / best {span([b for _, b in r])} ({len(r)} cells)")
+    r = [x for v in shapes.values() for x in v]
+    print(f"{len(shapes)} shapes, {len(r)} cells: {tile} slower than {other} in {sum(a > 1 for a, _ in r)}, "
+          f"{other} the fastest or within 0.5 % in {sum(b <= 1.005 for _, b in r)}")
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dump", help="write every stored cell with the built library's tile for it")
     ap.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"), help="the cells whose tile changed")
+    ap.add_argument("--ratio", nargs=3, metavar=("DUMP", "TILE", "OTHER"),
+                    help="per shape where the dump's tile is TILE: TILE's time over OTHER's")
+    ap.add_argument("--rows", nargs=2, type=int, default=(0, 1 << 40), metavar=("LEAST", "MOST"))
+    ap.add_argument("--k-at-most", type=int, default=1 << 40)
+    ap.add_argument("--vs-aten", nargs=2, metavar=("DUMP", "SHAPES"),
+                    help="at these shapes (MxKxN,...) the dump's tile over the unfused path, per cell")
     args = ap.parse_args()
     if args.dump:
         os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"  # the tile, refusals lifted (read once)
@@ -101,7 +129,7 @@ def main():
         before, after = (keyed(json.load(open(p))) for p in args.diff)
         changed = [(k, c, after[k]) for k, c in before.items() if k in after and after[k]["tile"] != c["tile"]]
         for k, b, a in changed:
-            best = min(v for t, v in b["times"].items() if t != "aten" and not t.startswith("sm80"))
+            best = hopper_best(b["times"])
             rel = lambda t: b["times"][t] / best if t in b["times"] else float("nan")  # noqa: E731
             print(f"  {b['M']}x{b['K']}x{b['N']:<6} {b['chain']:>16} {b['source'][:34]:34} "
                   f"{str(b['tile']):>13} {rel(b['tile']):.3f} -> {str(a['tile']):>13} {rel(a['tile']):.3f}")
@@ -109,6 +137,15 @@ def main():
         ok_a = sum(within(a["tile"], b["times"]) for _, b, a in changed)
         print(f"{len(changed)} of {len(before)} cells changed tile; the fastest Hopper tile or within 2 %: "
               f"{ok_b} before, {ok_a} after")
+    if args.vs_aten:
+        shapes = {tuple(int(v) for v in s.split("x")) for s in args.vs_aten[1].split(",")}
+        for c in json.load(open(args.vs_aten[0])):
+            t = c["times"]
+            if (c["M"], c["K"], c["N"]) in shapes and "aten" in t and c["tile"] in t:
+                print(f"  {c['M']}x{c['K']}x{c['N']:<6} {c['chain']:>16} {c['source'][:34]:34} "
+                      f"{c['tile']:>13} / aten {t[c['tile']] / t['aten']:.3f}")
+    if args.ratio:
+        ratio_table(json.load(open(args.ratio[0])), args.ratio[1], args.ratio[2], args.rows, args.k_at_most)
 
 
 if __name__ == "__main__":

@@ -53,3 +53,14 @@ def test_stored_cells_reads_the_results_tables_and_diffs_two_dumps(tmp_path):
     out = subprocess.run([sys.executable, "stored_cells.py", "--diff", str(tmp_path / "b.json"), str(tmp_path / "a.json")],
                          cwd=SM90, env=env, capture_output=True, text=True, check=True).stdout
     assert "1 of 2 cells changed tile; the fastest Hopper tile or within 2 %: 0 before, 1 after" in out, out
+    # --ratio: where the dump's tile is 64x128 (the 768-row cell), 64x128's time over 128x256's
+    # (1.165 / 1.304) and 128x256's over the fastest Hopper tile (1.304 / 1.165)
+    out = subprocess.run([sys.executable, "stored_cells.py", "--ratio", str(tmp_path / "a.json"), "64x128 pp",
+                          "128x256 coop", "--rows", "700", "800"],
+                         cwd=SM90, env=env, capture_output=True, text=True, check=True).stdout
+    assert "64x128 pp / 128x256 coop 0.893-0.893, 128x256 coop / best 1.119-1.119 (1 cells)" in out, out
+    assert "1 shapes, 1 cells: 64x128 pp slower than 128x256 coop in 0, 128x256 coop the fastest or within 0.5 % in 0" \
+        in out, out
+    out = subprocess.run([sys.executable, "stored_cells.py", "--vs-aten", str(tmp_path / "a.json"), "768x4096x4096"],
+                         cwd=SM90, env=env, capture_output=True, text=True, check=True).stdout
+    assert "64x128 pp / aten 0.861" in out, out  # 1.165 / 1.353
