@@ -57,11 +57,16 @@ long long tiles64x128(const ProblemShape& s) { return (s.M + 63) / 64 * ((s.N + 
 // in two at 192 x 14336 x 8192 (Run AK) and 256 x 14336 x 6144 (Run AL: 1.21-1.28x cuBLAS mm alone
 // against cuBLAS + the epilogue kernel's 1.11-1.16x); in one round where 64x128 takes two, 64x256
 // at 256 x 28672 x 8192 (1.01-1.03x against 1.05-1.07x) and 128x128 cooperative at 256 x 14336 x
-// 6144 (1.05-1.10x; Run AL, 2026-12-02, compare_tiles, four bench chains). 128x256 cooperative
-// (224-256 rows at N >= 12800) was not measured at a long K below 257 rows: refused there.
+// 6144 (1.05-1.10x; Run AL, 2026-12-02, compare_tiles, four bench chains). 128-row tiles only as
+// two whole row tiles of one matrix (M = 256): 128x256 cooperative at 256 x 14336 x 14336 ran
+// 1.02-1.05x against cuBLAS + the epilogue kernel's 1.07-1.11x (Run AM, 2026-12-02, compare_tiles,
+// four bench chains). One 128-row tile, where each weight byte feeds one CTA, lost: 128x128
+// cooperative at 128 x 14336 x 12288 1.09-1.20x against 1.09-1.12x (Run AM); a partial one (193-255
+// rows, 128x256 at N >= 12800) is unmeasured at a long K: both refused.
 bool measuredTileInOneRound(const ProblemShape& s) {
   const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
-  return sm90::roundsOfTiles(s.M, s.N, s.B, g, kHopperSms) == 1 && !(g.bm == 128 && g.bn == 256);
+  return sm90::roundsOfTiles(s.M, s.N, s.B, g, kHopperSms) == 1 &&
+         !(g.bm == 128 && (s.B != 1 || s.M != 2 * g.bm));
 }
 
 // Whether at least three quarters of the rows of M's bm-row tiles are real rows.

@@ -217,7 +217,7 @@ GemmConfig tile128x128(long long M, long long N, long long batch, int num_sms) {
   return tileConfig(128, 128, 6, tileCount(M, N, batch, tileConfig(128, 128, 6, false)) > num_sms);
 }
 
-GemmConfig tileFillingTheSms(long long M, long long N, long long batch, int num_sms) {
+GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long batch, int num_sms) {
   const GemmConfig wide = tileConfig(128, 256, 4, false), t64x256 = tileConfig(64, 256, 5, true),
                    narrow = tileConfig(64, 128, 8, true);
   // From 257 rows the 64x128 tile's slots count 6/5: it moves 1.5x the operand bytes per output of
@@ -230,9 +230,23 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long batch, int num_
   // areas tie and the list's order takes the 128-row tile, as measured. One matrix only (batches
   // unmeasured); a 128-row tile it picks at 769-800 rows has a last row tile at most a quarter real
   // (unmeasured at these rows; at 144-160 such a tile lost, Run AE).
-  if (M * batch > 256)
-    return leastSlotArea({wide, tile128x128(M, N, batch, num_sms), t64x256, narrow}, M, N, batch, num_sms,
-                         batch == 1 ? 6 : 5);
+  //
+  // Where 128x256 cooperative takes three rounds or more at K <= 4096, 128x128 (ping-pong there) comes first
+  // among tiles of the same weighted slot area: a cooperative tile's epilogue runs with both
+  // consumers off the MMAs, once per round, while ping-pong runs one consumer's epilogue under the
+  // other's MMAs. Measured on the H200 (bench/RESULTS.md Run AM, 2026-12-02, compare_tiles, four
+  // bench chains, 128x256's time over 128x128 ping-pong's, the same slot area): three and four
+  // rounds 0.988-1.050, over 1 in 30 of 32 cells, by up to 5.0 % with the residual (768 x 14336,
+  // 896 x 12288, 1024 x 11008 and 1024 x 16384, K = 4096); one round 0.965-1.018 (512 x 8192, 896 /
+  // 1024 x 4096) and two 0.987-1.021 (512 x 14336) keep 128x256. One matrix at K <= 4096, as
+  // measured (a longer K leaves the epilogue a smaller share of each tile's time; at K = 8192 the
+  // 128x128 tile's smaller work share would refuse shapes such as 1024 x 8192 x 11008).
+  if (M * batch > 256) {
+    const GemmConfig square = tile128x128(M, N, batch, num_sms);
+    if (batch == 1 && K <= 4096 && roundsOfTiles(M, N, batch, wide, num_sms) >= 3)
+      return leastSlotArea({square, wide, t64x256, narrow}, M, N, batch, num_sms, 6);
+    return leastSlotArea({wide, square, t64x256, narrow}, M, N, batch, num_sms, batch == 1 ? 6 : 5);
+  }
   // Up to 256 rows a wider tile is a candidate only where its tiles fill at least three quarters
   // of the SMs, as the measured ones did (112 tiles of 64x256 or 128x256 at N = 14336); with
   // fewer (M = 128 at N = 11008: 86 tiles of 64x256) 64x128, the tile Runs AA and AC measured
@@ -293,22 +307,24 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     // Below 257 rows at K >= 8192 the weights stream through one round of tiles or the kernel
     // loses to cuBLAS + the epilogue kernel (config_table's measuredTileInOneRound): where the
     // tile that fills the SMs takes more rounds, 128x128 cooperative in one round of at least
-    // 96 tiles (73 % of the SMs, as a decode batch) for one matrix of whole 128-row and
-    // 128-column tiles. At 132 SMs that is a narrow band, where 64x256's tiles are just too few
-    // to fill the SMs: M = 256 at N = 6144 and M = 128 at N = 12288-12544. Measured on the H200
-    // (bench/RESULTS.md Run AL call 3, 2026-12-02, compare_tiles, four bench chains, time / cuBLAS
-    // mm alone): 256 x 14336 x 6144 (96 tiles) 1.05-1.10x
-    // against 64x128 in two rounds 1.21-1.28x and cuBLAS + the epilogue kernel 1.11-1.16x. One
-    // shape; not yet end to end (docs/STATUS.md, "Next session").
-    const GemmConfig c = tileFillingTheSms(M, N, batch, std::max(1, num_sms)), square = tileConfig(128, 128, 6, false);
+    // 96 tiles (73 % of the SMs, as a decode batch) for one matrix of two whole 128-row tiles
+    // (M = 256) and whole 128-column tiles. At 132 SMs that is a narrow band, where 64x256's tiles
+    // are just too few to fill the SMs: N = 6144 (from 6160 64x256 fills them in one round). Measured on the H200
+    // (bench/RESULTS.md Runs AL call 3 and AM call 2, 2026-12-02, compare_tiles, four bench chains,
+    // time / cuBLAS mm alone): 256 x 14336 x 6144 (96 tiles) 1.05-1.10x against 64x128 in two
+    // rounds 1.21-1.28x and cuBLAS + the epilogue kernel 1.11-1.16x; 256 x 11008 x 6144 1.03-1.08x
+    // against 1.14-1.19x; end to end 1.08-1.26x eager (Run AM). One row tile does not: at 128 x 14336
+    // x 12288 (96 tiles, each weight byte read by one CTA) 128x128 cooperative ran 1.09-1.20x
+    // against the unfused path's 1.09-1.12x, 0.95-1.00x eager end to end (Run AM).
+    const GemmConfig c = tileFillingTheSms(M, N, K, batch, std::max(1, num_sms)), square = tileConfig(128, 128, 6, false);
     const auto rounds = [&](const GemmConfig& g) { return roundsOfTiles(M, N, batch, g, num_sms); };
-    if (batch == 1 && M % square.bm == 0 && N % square.bn == 0 && rounds(c) > 1 && rounds(square) == 1 &&
-        tileCount(M, N, batch, square) >= 96)
+    if (batch == 1 && M >= 2 * square.bm && M % square.bm == 0 && N % square.bn == 0 && rounds(c) > 1 &&
+        rounds(square) == 1 && tileCount(M, N, batch, square) >= 96)
       return square;
     return c;
   }
   if (M * batch <= 1024 || tileCount(M, N, batch, pingpong64x256) < num_sms)
-    return tileFillingTheSms(M, N, batch, std::max(1, num_sms));
+    return tileFillingTheSms(M, N, K, batch, std::max(1, num_sms));
   // A partial 256-column tile (N not a multiple of 256): 64x256 ping-pong was slower than the
   // best 128-row tile at every such shape measured, by 6-65 %; there the 128-row tile whose slots
   // cover the fewest outputs, 128x256 cooperative on ties. Measured on the H200 (bench/RESULTS.md
@@ -405,6 +421,20 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   if (batch == 1 && K <= 3072 && N % pingpong64x256.bn == 0) {
     const GemmConfig narrow = tileConfig(64, 128, 8, true);
     if (tileWorkShare(M, N, batch, narrow, num_sms) > tileWorkShare(M, N, batch, choice, num_sms)) return narrow;
+  }
+  // At K <= 2048, 128x128 ping-pong in place of 64x256 ping-pong where the two take the same rounds
+  // (whole 128-row tiles: the same tile count): with few k-blocks per tile the prologue and the
+  // epilogue weigh more, and 128x128 loads 4 operand elements per 256 outputs and unit of K
+  // against 64x256's 5. Measured on the H200 (bench/RESULTS.md Run AM, 2026-12-02, compare_tiles,
+  // four bench chains, 64x256's time over 128x128 ping-pong's): K = 768-2048 at ten shapes (issue
+  // 6's 4096 x 1024 x 4096 and 16384 x 1024 x 4096 among them) over 1 in 46 of 48 cells, by up to
+  // 6.4 % (0.993-0.995 in the other two); at K = 3072 mixed (0.957-1.028) and at K = 4096 mostly
+  // the other way (0.91-1.06), so longer K keeps 64x256. One matrix, as measured. The work-share
+  // refusal then judges 128x128's share (its throughput, 0.94 against 0.97; measured at K = 4096).
+  if (batch == 1 && K <= 2048 && choice.bm == pingpong64x256.bm && choice.bn == pingpong64x256.bn &&
+      M % 128 == 0) {
+    const GemmConfig square = tile128x128(M, N, batch, std::max(1, num_sms));
+    if (rounds(square) == rounds(choice)) return square;
   }
   return choice;
 }

@@ -309,8 +309,17 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   // 64x128's slots count 6/5 from 257 rows (its operand bytes per output): where it covers 8-17 %
   // fewer than the best 128-row tile, that tile (Runs AC, AL: 64x128 2-23 % behind it)
   EXPECT_EQ(tile(512, 14336, 1), "128x256 coop s4");   // 12.5 % fewer: 64x128 up to 7.9 % behind
-  EXPECT_EQ(tile(768, 14336, 1), "128x256 coop s4");   // 8.3 %: 6-11 % behind
-  EXPECT_EQ(tile(1024, 11008, 1), "128x256 coop s4");  // 8.3 %: 16-23 % behind
+  // ... and where 128x256 takes three rounds or more at K <= 4096, 128x128 ping-pong in the same
+  // slot area (Run AM: 128x256 up to 5.0 % behind it in 30 of 32 cells)
+  EXPECT_EQ(tile(768, 14336, 1), "128x128 pp s6");     // 8.3 %: 6-11 % behind
+  EXPECT_EQ(tile(1024, 11008, 1), "128x128 pp s6");    // 8.3 %: 16-23 % behind
+  EXPECT_EQ(tile(896, 12288, 1), "128x128 pp s6");
+  EXPECT_EQ(tile(1024, 16384, 1), "128x128 pp s6");    // four rounds of 128x256
+  {
+    // one round (1024 x 4096, above) and two (512 x 14336) keep 128x256, and so does K = 8192
+    const sm90::GemmConfig g = sm90::chooseConfig(1024, 11008, 8192, 1, 132);
+    EXPECT_EQ(std::to_string(g.bm) + "x" + std::to_string(g.bn), "128x256");
+  }
   EXPECT_EQ(tile(768, 4096, 1), "64x128 pp s8");       // 25 % fewer: 64x128 ~10 % ahead
   // batches keep the unweighted slot area (unmeasured): two matrices of 512 x 11008 take 64x128,
   // where one of 1024 rows takes 128x256
@@ -338,13 +347,36 @@ TEST(CandidateConfigs, ShortKTakes64x128WhereItsWorkShareIsLarger) {
   EXPECT_EQ(tile(4096, 768, 4096), "128x256 coop");  // K > 3072: the choice stays (a tie there)
   EXPECT_EQ(tile(4096, 768, 14336), "128x256 coop");
   EXPECT_EQ(tile(8192, 768, 3072), "64x256 pp");     // 64x256's share is the larger: it stays
-  EXPECT_EQ(tile(4096, 3072, 768), "64x256 pp");     // likewise (0.94 against 0.74)
+  EXPECT_EQ(tile(4096, 3072, 768), "128x128 pp");    // likewise (0.94 against 0.74), then the short-K
+                                                     // rule's 128x128 (ShortKTakes128x128...)
   EXPECT_EQ(tile(2048, 4304, 1152), "128x128 pp");   // partial column tile: 128x128's 0.77 stays
   EXPECT_EQ(tile(2048, 1032, 1024), "128x256 coop");  // partial column tile: unmeasured, unchanged
   EXPECT_EQ(tile(1536, 768, 1024, 2), "64x256 pp");  // batches: unmeasured, unchanged
   // the work share itself: real outputs over the rounds' slots, times the tile's throughput
   const sm90::GemmConfig narrow = sm90::chooseConfig(4096, 768, 3072, 1, 132);
   EXPECT_NEAR(sm90::tileWorkShare(4096, 768, 1, narrow, 132), 4096.0 * 768 / (3 * 132 * 64 * 128) * 0.76, 1e-12);
+}
+
+TEST(CandidateConfigs, ShortKTakes128x128PingPongInPlaceOf64x256) {
+  // From 1025 rows at K <= 2048, 128x128 ping-pong where 64x256 ping-pong was the choice and the
+  // two take the same rounds (bench/RESULTS.md Run AM: 64x256 behind in 46 of 48 cells, by up to
+  // 6.4 %); K = 3072 and up keep 64x256
+  auto tile = [](long long m, long long n, long long k, long long batch = 1) {
+    const sm90::GemmConfig g = sm90::chooseConfig(m, n, k, batch, 132);
+    return std::to_string(g.bm) + "x" + std::to_string(g.bn) + (g.pingpong ? " pp" : " coop");
+  };
+  EXPECT_EQ(tile(4096, 4096, 1024), "128x128 pp");   // issue 6's short-K shape
+  EXPECT_EQ(tile(16384, 4096, 1024), "128x128 pp");
+  EXPECT_EQ(tile(4096, 4096, 2048), "128x128 pp");
+  EXPECT_EQ(tile(8192, 2048, 2048), "128x128 pp");
+  EXPECT_EQ(tile(4096, 4096, 3072), "64x256 pp");    // mixed at K = 3072 (0.957-1.028)
+  EXPECT_EQ(tile(4096, 4096, 4096), "64x256 pp");
+  EXPECT_EQ(tile(4160, 4096, 1024), "64x256 pp");    // a partial 128-row tile: more tiles of 128x128
+  EXPECT_EQ(tile(4096, 4096, 1024, 2), "64x256 pp"); // batches: unmeasured
+  // the work share the refusal judges is 128x128's (throughput 0.94): whole tiles in whole rounds
+  // stay far above the K = 1024 threshold (1024 / 2560 = 0.4)
+  const sm90::GemmConfig g = sm90::chooseConfig(4096, 4096, 1024, 1, 132);
+  EXPECT_NEAR(sm90::tileWorkShare(4096, 4096, 1, g, 132), 4096.0 * 4096 / (8 * 132 * 128 * 128) * 0.94, 1e-12);
 }
 
 TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {

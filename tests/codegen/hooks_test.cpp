@@ -349,10 +349,21 @@ TEST(ChooseConfig, Table) {
   long_k.N = 5120;
   EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
   EXPECT_EQ(chooseConfig(bias_relu, long_k, 90).variant, "sm80_mma");
-  // 128x256 cooperative in one round (256 x 14336 at K = 14336: 112 tiles, all three tiles tie)
-  // was not measured at a long K below 257 rows: refused
+  // 128x256 cooperative in one round on two whole row tiles (256 x 14336 at K = 14336: 112 tiles,
+  // all three tiles tie): 1.02-1.05x cuBLAS mm alone against the unfused path's 1.07-1.11x (Run AM)
   long_k.N = 14336;
   EXPECT_EQ(sm90::chooseConfig(256, 14336, 14336, 1, 132).bn, 256);
+  EXPECT_EQ(chooseConfig(bias_relu, long_k, 90).variant, hopper);
+  EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, hopper);
+  // ... but not on a partial last row tile (224 rows: unmeasured at a long K)
+  long_k.M = 224;
+  EXPECT_EQ(sm90::chooseConfig(224, 14336, 14336, 1, 132).bn, 256);
+  EXPECT_EQ(chooseConfig(bias_relu, long_k, 90).variant, "sm80_mma");
+  // one 128-row tile (128 x 14336 x 12288, 96 tiles of 128x128 in one round) lost to the unfused
+  // path (1.09-1.20x against 1.09-1.12x, Run AM): 64x128 in two rounds, refused
+  long_k.M = 128;
+  long_k.N = 12288;
+  EXPECT_EQ(sm90::chooseConfig(128, 12288, 14336, 1, 132).bm, 64);
   EXPECT_EQ(chooseConfig(bias_relu, long_k, 90).variant, "sm80_mma");
   EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
   long_k.M = 192;  // 128x128's last row tile half empty: 64x128 in two rounds, refused (Run AK)

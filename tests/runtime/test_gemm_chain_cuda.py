@@ -662,6 +662,9 @@ def test_hopper_split_k_at_decode_shapes(ks):
     (256, 28672, 8192, "sm90_wgmma 64x256x64 s5 t384 pingpong"),  # 64x256 in one round (Run AL)
     (128, 14336, 8192, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
     (64, 14336, 14336, None),  # one 64-row tile at a long K: GELU lost by 2-3 % (Run AK)
+    # session 24: 128-row tiles at a long K only on two whole row tiles (Run AM)
+    (256, 14336, 14336, "sm90_wgmma 128x256x64 s4 t384"),
+    (128, 14336, 12288, None),  # one 128-row tile: 128x128 lost to the unfused path
 ])
 def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     """The op's own choice at decode sizes (codegen decodeBatchFillsSms, unfusedPathFaster,
@@ -674,8 +677,8 @@ def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     128x256's last row tile holds at most a quarter real rows (Run AE); at K = 14336 (Runs AD,
     AK, AL) GELU on 64x128 ping-pong where 128-256 rows fill one round of the heuristic's tiles
     (256 x 4096, 128 x 8192, 192 x 4096: 96 tiles; 64x256 at 256 x 8192, K = 28672; 128x128
-    cooperative at 256 x 6144), cuBLAS + the epilogue kernel in two rounds (192 x 8192) and in
-    one row tile (64 x 14336).
+    cooperative at 256 x 6144, 128x256 at 256 x 14336), cuBLAS + the epilogue kernel in two
+    rounds (192 x 8192), in one 64-row tile (64 x 14336) and in one 128-row tile (128 x 12288).
     One launch each (and the epilogue kernel's where unfused); against float64 by relative error,
     outputs poisoned."""
     check_dispatch("decode-dispatch", M, K, N, first)
@@ -704,7 +707,7 @@ def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     (3072, 4096, 768, None),
     (4096, 4096, 768, None),  # 128x256 in one round, on the threshold
     # Run AL: from 257 rows 64x128's slots count 6/5, and the work share refuses from 257 rows
-    (1024, 4096, 11008, "sm90_wgmma 128x256x64 s4 t384"),
+    (1024, 4096, 11008, "sm90_wgmma 128x128x64 s6 t384 pingpong"),  # session 24: 128x256's 3 rounds
     (640, 4096, 4096, None),
     (5120, 4096, 768, "sm90_wgmma 128x256x64 s4 t384"),
     (2048, 4096, 768, "sm90_wgmma 128x128x64 s6 t384"),
@@ -717,6 +720,9 @@ def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     # more than one, at K = 4096-8192 with N a multiple of 64 (Runs AH-AJ)
     (8192, 4096, 640, "sm90_wgmma 64x256x64 s5 t384 pingpong"),
     (4096, 4096, 1408, "sm90_wgmma 64x256x64 s5 t384 pingpong"),
+    # session 24: at K <= 2048 128x128 ping-pong in place of 64x256 (Run AM); K = 4096 keeps 64x256
+    (4096, 1024, 4096, "sm90_wgmma 128x128x64 s6 t384 pingpong"),
+    (4096, 4096, 4096, "sm90_wgmma 64x256x64 s5 t384 pingpong"),
     # N not a multiple of 64 at K >= 4096: 128x256 cooperative (Run AJ calls 5-8)
     (4096, 4096, 4304, "sm90_wgmma 128x256x64 s4 t384"),
     # session 22: rows 16-byte but not 32-byte aligned (N % 16 == 8) from 1025 rows at K >= 4096:
@@ -739,8 +745,10 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     it takes as many rounds as 128x128 (8192 x 640, 4096 x 1408), 128x256 at N = 4304 (rows not whole
     128-byte lines); session 22's: cuBLAS + the epilogue kernel where rows are 16-byte but not
     32-byte aligned (8192 x 2200), 128x256 where they are 32-byte (8192 x 2192); session 23's:
-    128x256 at 1024 x 11008 (64x128's slots count 6/5 from 257 rows), cuBLAS + the epilogue
-    kernel at 640 x 4096 (the work share from 257 rows). One launch each
+    128x256 at 1024 x 11008 (64x128's slots count 6/5 from 257 rows; session 24: 128x128
+    ping-pong there, 128x256 taking three rounds), cuBLAS + the epilogue kernel at 640 x 4096 (the
+    work share from 257 rows); session 24's: 128x128 ping-pong at K = 1024 (4096 x 4096), 64x256
+    at K = 4096. One launch each
     (and the epilogue kernel's where unfused); against float64 by relative error, outputs
     poisoned."""
     check_dispatch("narrow-n-dispatch", M, K, N, first)
