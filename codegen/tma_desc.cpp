@@ -234,11 +234,11 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long ba
   // Where 128x256 cooperative takes three rounds or more at K <= 4096, 128x128 (ping-pong there) comes first
   // among tiles of the same weighted slot area: a cooperative tile's epilogue runs with both
   // consumers off the MMAs, once per round, while ping-pong runs one consumer's epilogue under the
-  // other's MMAs. Measured on the H200 (bench/RESULTS.md Run AM, 2026-12-02, compare_tiles, four
+  // other's MMAs. Measured on the H200 (bench/RESULTS.md Runs AL-AM, 2026-12-02, compare_tiles, four
   // bench chains, 128x256's time over 128x128 ping-pong's, the same slot area): three and four
-  // rounds 0.988-1.050, over 1 in 30 of 32 cells, by up to 5.0 % with the residual (768 x 14336,
+  // rounds 0.988-1.050, over 1 in 38 of 40 cells, by up to 5.0 % with the residual (768 x 14336,
   // 896 x 12288, 1024 x 11008 and 1024 x 16384, K = 4096); one round 0.965-1.018 (512 x 8192, 896 /
-  // 1024 x 4096) and two 0.987-1.021 (512 x 14336) keep 128x256. One matrix at K <= 4096, as
+  // 1024 x 4096) and two 0.987-1.025 (512 x 14336, 768 x 11008) keep 128x256. One matrix at K <= 4096, as
   // measured (a longer K leaves the epilogue a smaller share of each tile's time; at K = 8192 the
   // 128x128 tile's smaller work share would refuse shapes such as 1024 x 8192 x 11008).
   if (M * batch > 256) {
@@ -425,11 +425,12 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   // At K <= 2048, 128x128 ping-pong in place of 64x256 ping-pong where the two take the same rounds
   // (whole 128-row tiles: the same tile count): with few k-blocks per tile the prologue and the
   // epilogue weigh more, and 128x128 loads 4 operand elements per 256 outputs and unit of K
-  // against 64x256's 5. Measured on the H200 (bench/RESULTS.md Run AM, 2026-12-02, compare_tiles,
-  // four bench chains, 64x256's time over 128x128 ping-pong's): K = 768-2048 at ten shapes (issue
-  // 6's 4096 x 1024 x 4096 and 16384 x 1024 x 4096 among them) over 1 in 46 of 48 cells, by up to
-  // 6.4 % (0.993-0.995 in the other two); at K = 3072 mixed (0.957-1.028) and at K = 4096 mostly
-  // the other way (0.91-1.06), so longer K keeps 64x256. One matrix, as measured. The work-share
+  // against 64x256's 5. Measured on the H200 (bench/RESULTS.md Runs AG-AM, 2026-12-01/02,
+  // compare_tiles, four bench chains, 64x256's time over 128x128 ping-pong's): K = 768-2048 at 14
+  // shapes (4096 x 1024 x 4096 and 16384 x 1024 x 4096 among them) over 1 in 74 of 76 cells, by up
+  // to 6.9 % (0.993-0.995 in the other two); the rule was written from five of them (session 23)
+  // and held on the nine measured after (Run AM). At K = 3072 mixed (0.957-1.028) and at K = 4096
+  // either way (0.91-1.19), so longer K keeps 64x256. One matrix, as measured. The work-share
   // refusal then judges 128x128's share (its throughput, 0.94 against 0.97; measured at K = 4096).
   if (batch == 1 && K <= 2048 && choice.bm == pingpong64x256.bm && choice.bn == pingpong64x256.bn &&
       M % 128 == 0) {

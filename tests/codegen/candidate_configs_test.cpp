@@ -310,7 +310,7 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   // fewer than the best 128-row tile, that tile (Runs AC, AL: 64x128 2-23 % behind it)
   EXPECT_EQ(tile(512, 14336, 1), "128x256 coop s4");   // 12.5 % fewer: 64x128 up to 7.9 % behind
   // ... and where 128x256 takes three rounds or more at K <= 4096, 128x128 ping-pong in the same
-  // slot area (Run AM: 128x256 up to 5.0 % behind it in 30 of 32 cells)
+  // slot area (Runs AL-AM: 128x256 up to 5.0 % behind it in 38 of 40 cells)
   EXPECT_EQ(tile(768, 14336, 1), "128x128 pp s6");     // 8.3 %: 6-11 % behind
   EXPECT_EQ(tile(1024, 11008, 1), "128x128 pp s6");    // 8.3 %: 16-23 % behind
   EXPECT_EQ(tile(896, 12288, 1), "128x128 pp s6");
@@ -359,8 +359,8 @@ TEST(CandidateConfigs, ShortKTakes64x128WhereItsWorkShareIsLarger) {
 
 TEST(CandidateConfigs, ShortKTakes128x128PingPongInPlaceOf64x256) {
   // From 1025 rows at K <= 2048, 128x128 ping-pong where 64x256 ping-pong was the choice and the
-  // two take the same rounds (bench/RESULTS.md Run AM: 64x256 behind in 46 of 48 cells, by up to
-  // 6.4 %); K = 3072 and up keep 64x256
+  // two take the same rounds (bench/RESULTS.md Runs AG-AM: 64x256 behind in 74 of 76 cells, by up
+  // to 6.9 %); K = 3072 and up keep 64x256
   auto tile = [](long long m, long long n, long long k, long long batch = 1) {
     const sm90::GemmConfig g = sm90::chooseConfig(m, n, k, batch, 132);
     return std::to_string(g.bm) + "x" + std::to_string(g.bn) + (g.pingpong ? " pp" : " coop");
