@@ -58,11 +58,13 @@ long long tiles64x128(const ProblemShape& s) { return (s.M + 63) / 64 * ((s.N + 
 // against cuBLAS + the epilogue kernel's 1.11-1.16x); in one round where 64x128 takes two, 64x256
 // at 256 x 28672 x 8192 (1.01-1.03x against 1.05-1.07x) and 128x128 cooperative at 256 x 14336 x
 // 6144 (1.05-1.10x; Run AL, 2026-12-02, compare_tiles, four bench chains). 128-row tiles only as
-// two whole row tiles of one matrix (M = 256): 128x256 cooperative at 256 x 14336 x 14336 ran
-// 1.02-1.05x against cuBLAS + the epilogue kernel's 1.07-1.11x (Run AM, 2026-12-02, compare_tiles,
-// four bench chains). One 128-row tile, where each weight byte feeds one CTA, lost: 128x128
-// cooperative at 128 x 14336 x 12288 1.09-1.20x against 1.09-1.12x (Run AM); a partial one (193-255
-// rows, 128x256 at N >= 12800) is unmeasured at a long K: both refused.
+// two whole row tiles of one matrix (M = 256): 128x256 cooperative in one round (N 12545-16896 at
+// 132 SMs) at 256 x 14336 x 14336 ran 1.02-1.05x against cuBLAS + the epilogue kernel's 1.07-1.11x,
+// at 256 x 8192 x 16384 1.03-1.09x against 1.12-1.18x (Run AM, 2026-12-02, compare_tiles, four
+// bench chains). One 128-row tile, where each weight byte feeds one CTA, lost or tied: 128x128
+// cooperative at 128 x 14336 x 12288 1.09-1.20x against 1.09-1.12x (Run AM call 2; call 3 a tie),
+// 0.95-1.00x eager end to end; a partial last row tile (128x256 at 129-255 rows, N > 12544) is
+// unmeasured at a long K: both refused.
 bool measuredTileInOneRound(const ProblemShape& s) {
   const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
   return sm90::roundsOfTiles(s.M, s.N, s.B, g, kHopperSms) == 1 &&
@@ -160,7 +162,7 @@ namespace {
 // (several outputs, a 32-bit output, erf-GELU, sigmoid or tanh alone, stacked activations,
 // division, logarithms...) were not measured or lost (Runs C-J) and stay unfused. Beyond K = 4096
 // only split-K shapes and decode batches of 128-256 rows in one round of the heuristic's tile (up
-// to K = 28672, Runs AD, AK, AL) take them (epilogueRefusal).
+// to K = 28672, Runs AD, AK, AL, AM) take them (epilogueRefusal).
 constexpr long long kExpensiveEpilogueMaxK = 4096, kLongKDecodeMaxK = 28672;
 
 // Measurement and test knob (bench/bench_chains.py --all-epilogues, the GPU differential's
@@ -231,7 +233,9 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   // 14336 x 8192, 192 tiles) every tile tied or lost (unfusedPathFaster refuses it); one row tile
   // (64 x 14336 x 14336, 112 tiles) lost by 2-3 % (0.97x eager with GELU). At 256 x 28672 x 8192
   // (Run AL, compare_tiles) the heuristic's 64x256 in one round ran 1.01-1.03x cuBLAS mm alone
-  // against cuBLAS + the epilogue kernel's 1.05-1.07x with every bench chain. Up to K = 28672,
+  // against cuBLAS + the epilogue kernel's 1.05-1.07x with every bench chain; at M = 256 (Run AM,
+  // end to end) 1.07-1.10x eager on 128x256 at 256 x 14336 x 14336 and 1.15-1.21x at 256 x 8192 x
+  // 16384 with GELU and the residual. Up to K = 28672,
   // 128-256 rows of whole 64-row tiles (partial ones lost at 144-160 rows, Run AE) with the
   // heuristic's tile in one round (measuredTileInOneRound); the rows' own refusals below (SiLU
   // alone, a residual without GELU) apply.
@@ -553,7 +557,7 @@ const VariantRow kRows[] = {
        // Tile shape per problem (kernels/sm90_wgmma_gemm.cuh, bench/sm90/NOTES.md run 7): ping-pong
        // 64x256, 5 stages, from 1025 rows where its tiles fill the SMs (but mostly a 128-row tile at
        // a partial 256-column tile, where 128x256 takes half its rounds and at most two, or at N <=
-       // 128); otherwise the
+       // 128, and 128x128 ping-pong at K <= 2048); otherwise the
        // tile that fills them (sm90::chooseConfig); split-K where 64x128 tiles are few
        // (sm90::splitKForFewTiles).
        if (const KernelConfig* forced = pingpongTileKnob()) return *forced;

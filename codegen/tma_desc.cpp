@@ -231,19 +231,23 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long ba
   // unmeasured); a 128-row tile it picks at 769-800 rows has a last row tile at most a quarter real
   // (unmeasured at these rows; at 144-160 such a tile lost, Run AE).
   //
-  // Where 128x256 cooperative takes three rounds or more at K <= 4096, 128x128 (ping-pong there) comes first
+  // Where 128x256 cooperative takes three rounds or more at K <= 4096 and the rows are whole 128-row
+  // tiles, 128x128 (ping-pong there) comes first
   // among tiles of the same weighted slot area: a cooperative tile's epilogue runs with both
   // consumers off the MMAs, once per round, while ping-pong runs one consumer's epilogue under the
   // other's MMAs. Measured on the H200 (bench/RESULTS.md Runs AL-AM, 2026-12-02, compare_tiles, four
   // bench chains, 128x256's time over 128x128 ping-pong's, the same slot area): three and four
   // rounds 0.988-1.050, over 1 in 38 of 40 cells, by up to 5.0 % with the residual (768 x 14336,
   // 896 x 12288, 1024 x 11008 and 1024 x 16384, K = 4096); one round 0.965-1.018 (512 x 8192, 896 /
-  // 1024 x 4096) and two 0.987-1.025 (512 x 14336, 768 x 11008) keep 128x256. One matrix at K <= 4096, as
-  // measured (a longer K leaves the epilogue a smaller share of each tile's time; at K = 8192 the
-  // 128x128 tile's smaller work share would refuse shapes such as 1024 x 8192 x 11008).
+  // 1024 x 4096) and two 0.987-1.025 (512 x 14336, 768 x 11008) keep 128x256. At K = 1024-3072, out
+  // of sample (Run AM call 5: 768 x 1024 x 14336, 1024 x 1024 / 2048 x 11008, 768 x 2048 x 14336,
+  // 1024 x 2048 x 16384, 896 x 3072 x 12288), 128x256 ran 1.03-1.16 of 128x128's time in 24 of 24
+  // cells: the shorter the K, the larger the epilogue's share. One matrix of whole 128-row tiles at
+  // K <= 4096, as measured (a partial row tile was not; at K = 8192 the 128x128 tile's smaller work
+  // share would refuse shapes such as 1024 x 8192 x 11008).
   if (M * batch > 256) {
     const GemmConfig square = tile128x128(M, N, batch, num_sms);
-    if (batch == 1 && K <= 4096 && roundsOfTiles(M, N, batch, wide, num_sms) >= 3)
+    if (batch == 1 && M % square.bm == 0 && K <= 4096 && roundsOfTiles(M, N, batch, wide, num_sms) >= 3)
       return leastSlotArea({square, wide, t64x256, narrow}, M, N, batch, num_sms, 6);
     return leastSlotArea({wide, square, t64x256, narrow}, M, N, batch, num_sms, batch == 1 ? 6 : 5);
   }
@@ -278,7 +282,8 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long ba
 GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, int num_sms) {
   // Ping-pong 64x256 (5 stages) from 1025 rows where its tiles fill the SMs: measured faster than every cooperative tile on
   // every shape of bench/sm90/NOTES.md run 6 (bias+GELU: 4096^3 1.09x cuBLAS vs 1.16x; K=1024
-  // 1.35x vs 1.55x), because one consumer's epilogue runs under the other's MMAs. N <= 128 takes
+  // 1.35x vs 1.55x), because one consumer's epilogue runs under the other's MMAs (at K <= 2048
+  // 128x128 ping-pong now takes its place, measured faster still: the end of this function). N <= 128 takes
   // 64x128 tiles, 8 stages (or 128x128, below). Up to 1024 rows (M x B), the tile that fills the SMs
   // (tileFillingTheSms): at up to 256 rows mostly 64x128, as in Run AA (K = 4096: 0.84-0.90x
   // cuBLAS mm alone at M = 128 and 256, N = 4096, where 64x256 ran 1.04-1.26x).
@@ -309,13 +314,14 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     // tile that fills the SMs takes more rounds, 128x128 cooperative in one round of at least
     // 96 tiles (73 % of the SMs, as a decode batch) for one matrix of two whole 128-row tiles
     // (M = 256) and whole 128-column tiles. At 132 SMs that is a narrow band, where 64x256's tiles
-    // are just too few to fill the SMs: N = 6144 (from 6160 64x256 fills them in one round). Measured on the H200
+    // are just too few to fill the SMs: N = 6144 only (from 6145 64x256 fills them in one round). Measured on the H200
     // (bench/RESULTS.md Runs AL call 3 and AM call 2, 2026-12-02, compare_tiles, four bench chains,
     // time / cuBLAS mm alone): 256 x 14336 x 6144 (96 tiles) 1.05-1.10x against 64x128 in two
     // rounds 1.21-1.28x and cuBLAS + the epilogue kernel 1.11-1.16x; 256 x 11008 x 6144 1.03-1.08x
     // against 1.14-1.19x; end to end 1.08-1.26x eager (Run AM). One row tile does not: at 128 x 14336
     // x 12288 (96 tiles, each weight byte read by one CTA) 128x128 cooperative ran 1.09-1.20x
-    // against the unfused path's 1.09-1.12x, 0.95-1.00x eager end to end (Run AM).
+    // against the unfused path's 1.09-1.12x (Run AM call 2; a tie in call 3, 0.985-1.015 of that
+    // path's time), 0.95-1.00x eager end to end (call 2).
     const GemmConfig c = tileFillingTheSms(M, N, K, batch, std::max(1, num_sms)), square = tileConfig(128, 128, 6, false);
     const auto rounds = [&](const GemmConfig& g) { return roundsOfTiles(M, N, batch, g, num_sms); };
     if (batch == 1 && M >= 2 * square.bm && M % square.bm == 0 && N % square.bn == 0 && rounds(c) > 1 &&
@@ -333,7 +339,8 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   // ping-pong 1.11-1.22x against 64x256's 1.18-1.52x; 4096 x 1408 1.08-1.18x against 1.27-1.36x;
   // 4096 x 4304 (K = 1152) 1.20-1.47x against 1.46-1.66x; 4096 x 2944 128x256 cooperative
   // 1.03-1.12x against 1.14-1.21x; 4096 x 896 and 8192 x 896 (K = 4864) 1.03-1.12x against
-  // 1.60-1.73x. Whole 256-column tiles keep 64x256 (4096 x 4096 and issue 6's shapes; 8192 x 768
+  // 1.60-1.73x. Whole 256-column tiles keep 64x256 (4096 x 4096 and issue 6's shapes; at K <= 2048
+  // 128x128 ping-pong, below; 8192 x 768
   // (K = 3072) 1.04-1.17x, the fastest there) except where 128x256 takes fewer rounds (below).
   // Most of 64x256's loss was the TMA filling B's boxes wholly past N; since the kernel skips them
   // (Run AH, 2026-12-01, B as [K, N]: 4096 x 896 at K = 4864 1.54-1.64x -> 1.07-1.18x mm) 128x256
@@ -430,13 +437,16 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   // shapes (4096 x 1024 x 4096 and 16384 x 1024 x 4096 among them) over 1 in 74 of 76 cells, by up
   // to 6.9 % (0.993-0.995 in the other two); the rule was written from five of them (session 23)
   // and held on the nine measured after (Run AM). At K = 3072 mixed (0.957-1.028) and at K = 4096
-  // either way (0.91-1.19), so longer K keeps 64x256. One matrix, as measured. The work-share
-  // refusal then judges 128x128's share (its throughput, 0.94 against 0.97; measured at K = 4096).
+  // either way (0.91-1.19), so longer K keeps 64x256. One matrix, as measured. 64x256 is chosen
+  // here only on whole 256-column tiles, so with whole 128-row tiles the two have the same tile
+  // count. The work-share refusals then judge 128x128's share (its throughput, 0.94 against 0.97;
+  // measured at K = 4096): none of the general refusal's decisions changes on a grid of 9,120
+  // points, but SiLU alone against eager (threshold K / (K + 700)) now goes to eager at some
+  // shapes just above it before, e.g. 2048 x 2048 x 3328 (0.764 -> 0.741 under 0.745), 1536 x 2048
+  // x 4352, 6656 x 2048 x 1024: unmeasured, named.
   if (batch == 1 && K <= 2048 && choice.bm == pingpong64x256.bm && choice.bn == pingpong64x256.bn &&
-      M % 128 == 0) {
-    const GemmConfig square = tile128x128(M, N, batch, std::max(1, num_sms));
-    if (rounds(square) == rounds(choice)) return square;
-  }
+      M % 128 == 0)
+    return tile128x128(M, N, batch, std::max(1, num_sms));
   return choice;
 }
 

@@ -215,7 +215,8 @@ TEST(AllEpiloguesKnob, LiftsTheMeasuredRefusalsOnly) {
 
 TEST(CandidateConfigs, HopperTileFillsTheSms) {
   // 64x256 ping-pong from 1025 rows (M x batch) where its tiles fill the SMs (one matrix's
-  // exceptions: PartialColumnTilesAndWorkShare); 64x128 ping-pong where N <= 128 (or 128x128 in one
+  // exceptions: PartialColumnTilesAndWorkShare, ShortKTakes64x128WhereItsWorkShareIsLarger,
+  // ShortKTakes128x128PingPongInPlaceOf64x256); 64x128 ping-pong where N <= 128 (or 128x128 in one
   // round, from 1025 rows); fewer rows or tiles,
   // the tile that fills the SMs' rounds best (sm90::chooseConfig), here at the shapes where
   // bench/RESULTS.md Runs AC (257-1024 rows) and AD (up to 256) measured that tile fastest (or
@@ -311,14 +312,26 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   EXPECT_EQ(tile(512, 14336, 1), "128x256 coop s4");   // 12.5 % fewer: 64x128 up to 7.9 % behind
   // ... and where 128x256 takes three rounds or more at K <= 4096, 128x128 ping-pong in the same
   // slot area (Runs AL-AM: 128x256 up to 5.0 % behind it in 38 of 40 cells)
-  EXPECT_EQ(tile(768, 14336, 1), "128x128 pp s6");     // 8.3 %: 6-11 % behind
-  EXPECT_EQ(tile(1024, 11008, 1), "128x128 pp s6");    // 8.3 %: 16-23 % behind
+  // (64x128 8.3 % fewer slots at 768 x 14336 and 1024 x 11008: 6-11 % and 16-23 % behind)
+  EXPECT_EQ(tile(768, 14336, 1), "128x128 pp s6");
+  EXPECT_EQ(tile(1024, 11008, 1), "128x128 pp s6");
   EXPECT_EQ(tile(896, 12288, 1), "128x128 pp s6");
   EXPECT_EQ(tile(1024, 16384, 1), "128x128 pp s6");    // four rounds of 128x256
   {
+    const auto t = [](long long m, long long n, long long k, long long batch) {
+      const sm90::GemmConfig g = sm90::chooseConfig(m, n, k, batch, 132);
+      return std::to_string(g.bm) + "x" + std::to_string(g.bn) + (g.pingpong ? " pp" : " coop");
+    };
     // one round (1024 x 4096, above) and two (512 x 14336) keep 128x256, and so does K = 8192
-    const sm90::GemmConfig g = sm90::chooseConfig(1024, 11008, 8192, 1, 132);
-    EXPECT_EQ(std::to_string(g.bm) + "x" + std::to_string(g.bn), "128x256");
+    EXPECT_EQ(t(1024, 11008, 8192, 1), "128x256 coop");
+    EXPECT_EQ(t(1024, 11008, 2048, 1), "128x128 pp");   // K = 1024-3072: 128x256 3-16 % behind (Run AM call 5)
+    EXPECT_EQ(t(768, 14336, 1024, 1), "128x128 pp");
+    // a partial last row tile (800 rows: 7 row tiles, the last a quarter real) keeps the old order,
+    // as do batches (two matrices of 512 x 12288: all four tiles tie, unmeasured; one matrix of
+    // 1024 rows takes 128x128)
+    EXPECT_EQ(t(800, 14336, 4096, 1), "128x256 coop");
+    EXPECT_EQ(t(512, 12288, 4096, 2), "128x256 coop");
+    EXPECT_EQ(t(1024, 12288, 4096, 1), "128x128 pp");
   }
   EXPECT_EQ(tile(768, 4096, 1), "64x128 pp s8");       // 25 % fewer: 64x128 ~10 % ahead
   // batches keep the unweighted slot area (unmeasured): two matrices of 512 x 11008 take 64x128,
@@ -371,7 +384,7 @@ TEST(CandidateConfigs, ShortKTakes128x128PingPongInPlaceOf64x256) {
   EXPECT_EQ(tile(8192, 2048, 2048), "128x128 pp");
   EXPECT_EQ(tile(4096, 4096, 3072), "64x256 pp");    // mixed at K = 3072 (0.957-1.028)
   EXPECT_EQ(tile(4096, 4096, 4096), "64x256 pp");
-  EXPECT_EQ(tile(4160, 4096, 1024), "64x256 pp");    // a partial 128-row tile: more tiles of 128x128
+  EXPECT_EQ(tile(4160, 4096, 1024), "64x256 pp");    // a partial 128-row tile (unmeasured): kept
   EXPECT_EQ(tile(4096, 4096, 1024, 2), "64x256 pp"); // batches: unmeasured
   // the work share the refusal judges is 128x128's (throughput 0.94): whole tiles in whole rounds
   // stay far above the K = 1024 threshold (1024 / 2560 = 0.4)
