@@ -708,6 +708,7 @@ def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     (4096, 4096, 768, None),  # 128x256 in one round, on the threshold
     # Run AL: from 257 rows 64x128's slots count 6/5, and the work share refuses from 257 rows
     (1024, 4096, 11008, "sm90_wgmma 128x128x64 s6 t384 pingpong"),  # session 24: 128x256's 3 rounds
+    (1024, 2048, 11008, "sm90_wgmma 128x128x64 s6 t384 pingpong"),  # ... also below K = 4096 (Run AM call 5)
     (640, 4096, 4096, None),
     (5120, 4096, 768, "sm90_wgmma 128x256x64 s4 t384"),
     (2048, 4096, 768, "sm90_wgmma 128x128x64 s6 t384"),
