@@ -4,7 +4,7 @@
 #include "codegen/config_table.h"
 
 #include "codegen/hopper_shape_rules.h"
-#include "codegen/tma_desc.h"
+#include "codegen/hopper_tile_choice.h"
 
 #include <fmt/format.h>
 

@@ -1,10 +1,10 @@
 // Shape facts the Hopper kernel's planner rules share between the variant table
 // (config_table.cpp: against eager) and the backend's rule against Inductor (inductor_rule.cpp);
-// the tile's work share is sm90::tileWorkShare (tma_desc.h).
+// the tile's work share is sm90::tileWorkShare (hopper_tile_choice.h).
 #pragma once
 
 #include "codegen/codegen.h"
-#include "codegen/tma_desc.h"
+#include "codegen/hopper_tile_choice.h"
 
 namespace fxfuse::codegen {
 

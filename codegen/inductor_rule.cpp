@@ -6,7 +6,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/hopper_shape_rules.h"
-#include "codegen/tma_desc.h"
+#include "codegen/hopper_tile_choice.h"
 #include "spec/chain_spec.h"
 
 namespace fxfuse::codegen {

@@ -7,7 +7,7 @@
 //     (CTA pairs along M, or split-K's CTAs along K).
 //
 // Runtime recipe:
-//   GemmConfig cfg = chooseConfig(M, N, K, B, num_sms);      // or your own; same values as the FX_* macros
+//   GemmConfig cfg = chooseConfig(M, N, K, B, num_sms);      // hopper_tile_choice.h, or your own; same values as the FX_* macros
 //   std::string defs = configDefines(cfg);                    // prepend to the generated source
 //   TensorMapDesc maps[2]; std::string why;
 //   if (!describeTensorMaps(problem, cfg, maps, &why)) -> fall back (why says which rule failed)
@@ -109,41 +109,6 @@ struct LaunchGeometry {
 // num_sms / cluster size). Split-K: one cluster of split_k CTAs per tile, grid = split_k * clusters.
 LaunchGeometry launchGeometry(const GemmProblem& pr, const GemmConfig& cfg, int num_sms,
                               int max_active_clusters = 0);
-
-// Tiles of c over M x N x batch (partial ones included).
-long long tileCount(long long M, long long N, long long batch, const GemmConfig& c);
-
-// Rounds of num_sms tiles those tiles take on a persistent grid (num_sms < 1 counts as 1).
-long long roundsOfTiles(long long M, long long N, long long batch, const GemmConfig& c, int num_sms);
-
-// The share of the tile slots' work that is real: the real outputs over the area of c's rounds of
-// num_sms tiles, times c's throughput on whole tiles relative to 128x256 cooperative (measured at
-// K = 4096, tma_desc.cpp). 1: every slot of every round busy at 128x256's rate.
-double tileWorkShare(long long M, long long N, long long batch, const GemmConfig& c, int num_sms);
-
-// Config choice: ping-pong 64x256 from 1025 rows (M x batch) where its tiles fill the SMs (for one
-// matrix: a 128-row tile at a partial 256-column tile (64x256 where 128x128 takes as many rounds,
-// 128x256 where N is not a multiple of 64, both at K >= 4096), 128x256 where it takes half
-// 64x256's rounds and at most two); 64x128 ping-pong for N <= 128 (from 1025 rows of one matrix, 128x128 where it
-// fits one round and 64x128 does not); from 1025 rows of one matrix at K <= 3072 with whole 256-column
-// tiles, 64x128 where its work share is the larger; otherwise the tile (128x256, 128x128, 64x256 or 64x128; up to 256 rows
-// without 128x128, from 257 rows of one matrix 64x128's slots weighted 6/5) that fills the SMs'
-// rounds best (at 257-1024 rows of one matrix of whole 128-row tiles, K <= 4096, 128x128 before
-// 128x256 where 128x256 takes three rounds or more), below 257 rows at K >= 8192 128x128
-// cooperative at M = 256 where only it fits one round of at least 96 tiles; from 1025 rows of one
-// matrix at K <= 2048 128x128 ping-pong in place of 64x256 (whole 128-row tiles). No cluster (measured no faster,
-// bench/sm90/NOTES.md). num_sms: the device's multiprocessor count (132 on H100/H200 SXM).
-GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, int num_sms);
-
-// Split-K (FX_SPLIT_K): a 64x128 tile with one consumer, shared along K by a cluster of split_k CTAs.
-// ks: 2 or 4. 7 ring stages: the 32 KB partial buffer takes the eighth (dynSmemBytes).
-GemmConfig splitKConfig(int ks);
-
-// The split-K cluster size the heuristic takes for this problem: 2 where one matrix's 32 or more
-// 64x128 tiles, doubled, fit in one round of the SMs and either one 64-row tile (48-64 rows) has a long K
-// (measured at M = 64, K = 14336, N = 4096) or a narrow N (128 or 256) has 32-66 tiles at
-// K >= 4096 (measured at 1024-4096 rows, K = 4096 and 14336); 1 (no split-K) elsewhere.
-int splitKForFewTiles(long long M, long long N, long long K, long long batch, int num_sms);
 
 // "#define FX_BM 128\n#define FX_BN 256\n..." for the generated source (before the template).
 std::string configDefines(const GemmConfig& cfg);

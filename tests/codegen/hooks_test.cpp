@@ -5,7 +5,7 @@
 #include "codegen/codegen.h"
 #include "codegen/embedded_sources.h"
 #include "codegen/hooks.h"
-#include "codegen/tma_desc.h"
+#include "codegen/hopper_tile_choice.h"
 #include "test_util.h"
 
 namespace fxfuse::codegen {

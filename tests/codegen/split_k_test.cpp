@@ -11,7 +11,7 @@
 #include "codegen/codegen.h"
 #include "codegen/config_table.h"
 #include "codegen/embedded_sources.h"
-#include "codegen/tma_desc.h"
+#include "codegen/hopper_tile_choice.h"
 #include "test_util.h"
 
 namespace fxfuse::codegen {
