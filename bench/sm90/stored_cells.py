@@ -12,6 +12,7 @@ well as the times do.
     ... rebuild with the change ...
     PYTHONPATH=.:..:../../python python3 stored_cells.py --dump after.json
     PYTHONPATH=.:..:../../python python3 stored_cells.py --diff before.json after.json
+    PYTHONPATH=.:..:../../python python3 stored_cells.py --misses after.json   (the wrong calls left)
     PYTHONPATH=.:..:../../python python3 stored_cells.py --ratio after.json "64x256 pp" "128x128 pp" \
         --rows 1025 1000000 --k-at-most 2048      (where the library takes one tile: another's time)
 
@@ -105,6 +106,23 @@ def ratio_table(cells, tile, other, rows, k_at_most):
           f"{other} the fastest or within 0.5 % in {sum(b <= 1.005 for _, b in r)}")
 
 
+def misses(cells, tol=1.02):
+    """Per shape (and source), the cells where the dump's tile is more than `tol` behind the fastest
+    Hopper tile: the heuristic's remaining wrong calls (tiles shown with the refusals lifted, so a
+    refused shape appears with the tile it would take)."""
+    shapes = {}
+    for c in cells:
+        t = c["times"]
+        if c["tile"] in t and t[c["tile"]] > hopper_best(t) * tol:
+            best = min((v, k) for k, v in t.items() if k != "aten" and not k.startswith("sm80"))[1]
+            shapes.setdefault((c["M"], c["K"], c["N"], c["tile"], c["source"]), []).append((t[c["tile"]] / t[best], best))
+    for (M, K, N, tile, source), r in sorted(shapes.items()):
+        print(f"  {M}x{K}x{N:<6} {tile:>13} {min(a for a, _ in r):.3f}-{max(a for a, _ in r):.3f} behind "
+              f"{', '.join(sorted({b for _, b in r}))} ({len(r)} cells, {source[:34]})")
+    print(f"{sum(len(r) for r in shapes.values())} of {len(cells)} cells more than {100 * (tol - 1):.0f} % behind "
+          f"the fastest Hopper tile, at {len(shapes)} shapes")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dump", help="write every stored cell with the built library's tile for it")
@@ -115,6 +133,7 @@ def main():
     ap.add_argument("--k-at-most", type=int, default=1 << 40)
     ap.add_argument("--vs-aten", nargs=2, metavar=("DUMP", "SHAPES"),
                     help="at these shapes (MxKxN,...) the dump's tile over the unfused path, per cell")
+    ap.add_argument("--misses", metavar="DUMP", help="the cells where the dump's tile is over 2 % behind the fastest")
     args = ap.parse_args()
     if args.dump:
         os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"  # the tile, refusals lifted (read once)
@@ -144,6 +163,8 @@ def main():
             if (c["M"], c["K"], c["N"]) in shapes and "aten" in t and c["tile"] in t:
                 print(f"  {c['M']}x{c['K']}x{c['N']:<6} {c['chain']:>16} {c['source'][:34]:34} "
                       f"{c['tile']:>13} / aten {t[c['tile']] / t['aten']:.3f}")
+    if args.misses:
+        misses(json.load(open(args.misses)))
     if args.ratio:
         ratio_table(json.load(open(args.ratio[0])), args.ratio[1], args.ratio[2], args.rows, args.k_at_most)
 

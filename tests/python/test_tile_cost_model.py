@@ -61,6 +61,12 @@ def test_stored_cells_reads_the_results_tables_and_diffs_two_dumps(tmp_path):
     assert "64x128 pp / 128x256 coop 0.893-0.893, 128x256 coop / best 1.119-1.119 (1 cells)" in out, out
     assert "1 shapes, 1 cells: 64x128 pp slower than 128x256 coop in 0, 128x256 coop the fastest or within 0.5 % in 0" \
         in out, out
+    # --misses: the before dump's 128x256 is 12 % behind 64x128 there (1.304 / 1.165); the other cell
+    # has no tile
+    out = subprocess.run([sys.executable, "stored_cells.py", "--misses", str(tmp_path / "b.json")],
+                         cwd=SM90, env=env, capture_output=True, text=True, check=True).stdout
+    assert "768x4096x4096    128x256 coop 1.119-1.119 behind 64x128 pp (1 cells, RESULTS.md Run AC)" in out, out
+    assert "1 of 2 cells more than 2 % behind the fastest Hopper tile, at 1 shapes" in out, out
     out = subprocess.run([sys.executable, "stored_cells.py", "--vs-aten", str(tmp_path / "a.json"), "768x4096x4096"],
                          cwd=SM90, env=env, capture_output=True, text=True, check=True).stdout
     assert "64x128 pp / aten 0.861" in out, out  # 1.165 / 1.353
