@@ -7,7 +7,12 @@ with FXFUSE_SM90_ALL_EPILOGUES=1), compiled with the op's NVRTC options
 (codegen/nvrtc_driver.cpp) for sm_90a. nvdisasm is a developer tool, not a project dependency:
 point FXFUSE_NVDISASM at one (e.g. from the `nvidia-cuda-nvdisasm` wheel) to get SASS columns.
 
-  python bench/sm90/sass_stats.py [--shape 4096x1024x4096] [--dump DIR] [--nvrtc-opt=--Ofast-compile=mid ...]
+--without-edge-epilogue compiles the kernel with its per-element edge epilogue (the path for
+unaligned outputs) replaced by a trap: what that path costs the compile (bench/RESULTS.md section
+4, session 24).
+
+  python bench/sm90/sass_stats.py [--shape 4096x1024x4096] [--chain NAME] [--dump DIR]
+                                  [--nvrtc-opt=--Ofast-compile=mid ...] [--without-edge-epilogue]
 """
 import argparse
 import collections
@@ -21,6 +26,11 @@ import tempfile
 os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"  # read once by codegen, before the first plan
 import fxfuse._C as C  # noqa: E402
 from chain_specs import chains  # noqa: E402
+
+# The Hopper kernel's per-element edge epilogue, as kernels/sm90_wgmma_gemm.cuh writes it.
+EDGE_LOOP = re.compile(r"      \{\n#pragma unroll\n        for \(int sub = 0; sub < SUB; \+\+sub\)\n#pragma unroll\n"
+                       r"          for \(int jn = 0; jn < BN / 8; \+\+jn\) \{\n            fx_sm90_edge_pair.*?\n"
+                       r"          \}\n      \}\n", re.S)
 
 
 def nvrtc_compile(lib, src, time_csv, extra=()):
@@ -76,6 +86,8 @@ def main():
     ap.add_argument("--shape", default="4096x1024x4096", help="MxNxK the kernel is generated for")
     ap.add_argument("--dump", help="a folder to write each chain's source, PTX and SASS into")
     ap.add_argument("--nvrtc-opt", action="append", default=[], help="one more NVRTC option (what it costs or saves)")
+    ap.add_argument("--chain", action="append", help="only this bench chain (repeatable)")
+    ap.add_argument("--without-edge-epilogue", action="store_true", help="trap the per-element edge epilogue")
     args = ap.parse_args()
     M, N, K = (int(v) for v in args.shape.split("x"))
     if args.dump:
@@ -86,7 +98,13 @@ def main():
           f"{'SASS':>6} {'BSSY':>5} {'BRA':>4} {'MUFU':>5} {'loop':>5} {'HGMMA':>6}")
     with tempfile.TemporaryDirectory() as tmp:
         for name, spec in chains().items():
+            if args.chain and name not in args.chain:
+                continue
             _, src = C.generate_cuda(spec, M, N, K)
+            if args.without_edge_epilogue:
+                src, n = EDGE_LOOP.subn("      { __trap(); }\n", src)
+                if n != 1:
+                    sys.exit("the edge epilogue's loop was not found in the generated source")
             csv = os.path.join(tmp, name + ".csv")
             ptx, cubin = nvrtc_compile(lib, src, csv, args.nvrtc_opt)
             phases = {row.split(",")[1].strip(): float(row.split(",")[2]) / 1000
