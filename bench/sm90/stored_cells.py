@@ -85,8 +85,13 @@ def within(tile, times, tol=1.02):
     return tile in times and times[tile] <= hopper_best(times) * tol
 
 
+def hopper_times(times):
+    """The cell's Hopper tiles' times (not the unfused path's nor the sm80 kernel's)."""
+    return {t: v for t, v in times.items() if t != "aten" and not t.startswith("sm80")}
+
+
 def hopper_best(times):
-    return min(v for t, v in times.items() if t != "aten" and not t.startswith("sm80"))
+    return min(hopper_times(times).values())
 
 
 def ratio_table(cells, tile, other, rows, k_at_most):
@@ -114,7 +119,8 @@ def misses(cells, tol=1.02):
     for c in cells:
         t = c["times"]
         if c["tile"] in t and t[c["tile"]] > hopper_best(t) * tol:
-            best = min((v, k) for k, v in t.items() if k != "aten" and not k.startswith("sm80"))[1]
+            hopper = hopper_times(t)
+            best = min(hopper, key=hopper.get)
             shapes.setdefault((c["M"], c["K"], c["N"], c["tile"], c["source"]), []).append((t[c["tile"]] / t[best], best))
     for (M, K, N, tile, source), r in sorted(shapes.items()):
         print(f"  {M}x{K}x{N:<6} {tile:>13} {min(a for a, _ in r):.3f}-{max(a for a, _ in r):.3f} behind "
