@@ -199,22 +199,22 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   const GemmConfig pingpong64x256 = tileConfig(64, 256, 5, true);
   if (M * batch <= 256 && K >= 8192) {
     // Below 257 rows at K >= 8192 the weights stream through one round of tiles or the kernel
-    // loses to cuBLAS + the epilogue kernel (config_table's measuredTileInOneRound): where the
-    // tile that fills the SMs takes more rounds, 128x128 cooperative in one round of at least
-    // 96 tiles (73 % of the SMs, as a decode batch) for one matrix of two whole 128-row tiles
-    // (M = 256) and whole 128-column tiles. At 132 SMs that is a narrow band, where 64x256's tiles
-    // are just too few to fill the SMs: N = 6144 only (from 6145 64x256 fills them in one round). Measured on the H200
-    // (bench/RESULTS.md Runs AL call 3 and AM call 2, 2026-12-02, compare_tiles, four bench chains,
-    // time / cuBLAS mm alone): 256 x 14336 x 6144 (96 tiles) 1.05-1.10x against 64x128 in two
-    // rounds 1.21-1.28x and cuBLAS + the epilogue kernel 1.11-1.16x; 256 x 11008 x 6144 1.03-1.08x
-    // against 1.14-1.19x; end to end 1.08-1.26x eager (Run AM). One row tile does not: at 128 x 14336
-    // x 12288 (96 tiles, each weight byte read by one CTA) 128x128 cooperative ran 1.09-1.20x
-    // against the unfused path's 1.09-1.12x (Run AM call 2; a tie in call 3, 0.985-1.015 of that
-    // path's time), 0.95-1.00x eager end to end (call 2).
+    // loses to cuBLAS + the epilogue kernel (config_table's measuredTileInOneRound, which also
+    // decides which of these one-round tiles may run): where the tile that fills the SMs takes
+    // more rounds, 128x128 cooperative in one round of at least 96 tiles (73 % of the SMs, as a
+    // decode batch) for one matrix of whole 128-row and 128-column tiles. At 132 SMs that is a
+    // narrow band, where 64x256's tiles are just too few to fill the SMs: M = 256 at N = 6144 and
+    // M = 128 at N = 12288-12544. Measured on the H200 (bench/RESULTS.md Runs AL call 3 and AM
+    // calls 2-3, 2026-12-02, compare_tiles, four bench chains, time / cuBLAS mm alone): 256 x
+    // 14336 x 6144 (96 tiles) 1.05-1.10x against 64x128 in two rounds 1.21-1.28x and cuBLAS + the
+    // epilogue kernel 1.11-1.16x; 256 x 11008 x 6144 1.03-1.08x against 1.14-1.19x; end to end
+    // 1.08-1.26x eager (Run AM). At 128 x 14336 x 12288 it ran 1.07-1.20x (64x128 in two rounds
+    // 1.24-1.29x) but no better than the unfused path (1.08-1.13x): one 128-row tile is a weight
+    // stream, and measuredTileInOneRound refuses the kernel there.
     const GemmConfig c = tileFillingTheSms(M, N, K, batch, std::max(1, num_sms)), square = tileConfig(128, 128, 6, false);
     const auto rounds = [&](const GemmConfig& g) { return roundsOfTiles(M, N, batch, g, num_sms); };
-    if (batch == 1 && M >= 2 * square.bm && M % square.bm == 0 && N % square.bn == 0 && rounds(c) > 1 &&
-        rounds(square) == 1 && tileCount(M, N, batch, square) >= 96)
+    if (batch == 1 && M % square.bm == 0 && N % square.bn == 0 && rounds(c) > 1 && rounds(square) == 1 &&
+        tileCount(M, N, batch, square) >= 96)
       return square;
     return c;
   }

@@ -28,7 +28,7 @@ double tileWorkShare(long long M, long long N, long long batch, const GemmConfig
 // without 128x128, from 257 rows of one matrix 64x128's slots weighted 6/5) that fills the SMs'
 // rounds best (at 257-1024 rows of one matrix of whole 128-row tiles, K <= 4096, 128x128 before
 // 128x256 where 128x256 takes three rounds or more), below 257 rows at K >= 8192 128x128
-// cooperative at M = 256 where only it fits one round of at least 96 tiles; from 1025 rows of one
+// cooperative where only it fits one round of at least 96 tiles; from 1025 rows of one
 // matrix at K <= 2048 128x128 ping-pong in place of 64x256 (whole 128-row tiles). No cluster (measured no faster,
 // bench/sm90/NOTES.md). num_sms: the device's multiprocessor count (132 on H100/H200 SXM).
 GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, int num_sms);
