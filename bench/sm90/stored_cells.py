@@ -105,7 +105,7 @@ def ratio_table(cells, tile, other, rows, k_at_most):
     span = lambda v: f"{min(v):.3f}-{max(v):.3f}"  # noqa: E731
     for (K, M, N), r in sorted(shapes.items()):
         print(f"  K = {K:<6} {M} x {N:<6} {tile} / {other} {span([a for a, _ in r])}, "
-              f"{other} / best {span([b for _, b in r])} ({len(r)} cells)")
+              f"{other} / best {span([b for _, b in r])} ({len(r)} cells, {sum(a > 1 for a, _ in r)} over 1)")
     r = [x for v in shapes.values() for x in v]
     print(f"{len(shapes)} shapes, {len(r)} cells: {tile} slower than {other} in {sum(a > 1 for a, _ in r)}, "
           f"{other} the fastest or within 0.5 % in {sum(b <= 1.005 for _, b in r)}")
