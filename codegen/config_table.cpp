@@ -28,6 +28,9 @@ struct Query {
   const ProblemShape& shape;
   int arch;
   std::string epilogue_refusal;  // why the Hopper kernel loses with this epilogue ("": it wins; epilogueRefusal)
+  // What the epilogue weighs in the Hopper tile choice (sm90::chooseConfig): the config and the
+  // work-share refusal judge the same tile.
+  sm90::EpilogueLoad epilogue_load = sm90::EpilogueLoad::Light;
   // The fewest rows the Hopper kernel is considered for. The heuristic: 128 (measured from M =
   // 512 up), or 64 where a decode batch fills the SMs (decodeBatchFillsSms), or none where one
   // 64-row tile runs split-K (splitKFor). The autotune's candidates: one 64-row tile always
@@ -202,6 +205,11 @@ EpilogueCost epilogueCost(const spec::ChainSpec& spec) {
     else if (v.op != "gelu_tanh" && c.unmeasured.empty()) c.unmeasured = v.op;
   }
   return c;
+}
+
+// What the epilogue weighs in the Hopper tile choice: a residual read per output, or nothing.
+sm90::EpilogueLoad epilogueLoad(const spec::ChainSpec& spec) {
+  return epilogueCost(spec).residual ? sm90::EpilogueLoad::ReadsResidual : sm90::EpilogueLoad::Light;
 }
 
 // Why the Hopper kernel with this epilogue does not beat the unfused graph at this shape, in
@@ -399,9 +407,10 @@ double workShareThreshold(long long K, double k_cost) {
 // The work-share refusal (above), with k_cost the K at which the unfused path's extra pass weighs
 // as much as a whole slot's work: a reason in words where the heuristic's tile does at most
 // K / (K + k_cost) of its slots' work, "" elsewhere or outside the rule's measured range.
-std::string workShareRefusal(const ProblemShape& s, double k_cost, long long above_rows, const char* unfused_path) {
+std::string workShareRefusal(const ProblemShape& s, double k_cost, long long above_rows, const char* unfused_path,
+                             sm90::EpilogueLoad epilogue) {
   if (!inWorkShareRange(s, above_rows)) return {};
-  const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
+  const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms, epilogue);
   const double share = sm90::tileWorkShare(s.M, s.N, s.B, g, kHopperSms), least = workShareThreshold(s.K, k_cost);
   // A tie is refused: 4096 x 768 at K = 4096 sits on the general threshold (8/11 both); the kernel
   // ran at par with cuBLAS + the epilogue kernel there (Run AH call 8: 0.98-1.02) but 0.91x eager
@@ -411,7 +420,7 @@ std::string workShareRefusal(const ProblemShape& s, double k_cost, long long abo
                      g.bm, g.bn, 100 * share, 100 * least, unfused_path, s.K);
 }
 
-std::string unfusedPathFaster(const ProblemShape& s) {
+std::string unfusedPathFaster(const ProblemShape& s, sm90::EpilogueLoad epilogue) {
   if (splitKFor(s) > 1) return {};
   const long long tiles = tiles64x128(s);
   if (tiles < (s.K <= 1024 && s.B == 1 ? kFewestTilesShortK : kFewestTilesTheKernelWins))
@@ -435,8 +444,8 @@ std::string unfusedPathFaster(const ProblemShape& s) {
                        "epilogue kernel is faster (Run AK)",
                        2 * s.N);
   if (s.M > kWorkShareAboveRows)
-    return workShareRefusal(s, kFillRuleK, kWorkShareAboveRows, "cuBLAS + the epilogue kernel");
-  const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
+    return workShareRefusal(s, kFillRuleK, kWorkShareAboveRows, "cuBLAS + the epilogue kernel", epilogue);
+  const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms, epilogue);
   if (g.bm == 128 && s.K >= 4096 && lastRowTileAtMostAQuarterReal(s.M, g.bm))
     return fmt::format("the last 128-row tile holds {} real rows: cuBLAS + the epilogue kernel is faster (Run AE)",
                        s.M % g.bm);
@@ -457,7 +466,7 @@ std::string hopperRefusal(const Query& q) {
     return fmt::format("M < {} and neither a decode batch whose 64-row tiles fill the SMs nor one 64-row tile, "
                        "three quarters real, at K >= 8192 (split-K) (Runs AA, AC, AE)", q.hopper_min_m);
   if (q.heuristic && !allEpiloguesKnob())
-    if (std::string why = unfusedPathFaster(s); !why.empty()) return why;
+    if (std::string why = unfusedPathFaster(s, q.epilogue_load); !why.empty()) return why;
   if (!q.epilogue_refusal.empty()) return q.epilogue_refusal;
   return {};
 }
@@ -562,7 +571,8 @@ const VariantRow kRows[] = {
        // (sm90::splitKForFewTiles).
        if (const KernelConfig* forced = pingpongTileKnob()) return *forced;
        if (const int ks = splitKFor(q.shape); ks > 1) return splitKKernelConfig(ks);
-       const sm90::GemmConfig g = sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, kHopperSms);
+       const sm90::GemmConfig g =
+           sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, kHopperSms, q.epilogue_load);
        KernelConfig c{"sm90_wgmma", g.bm, g.bn, g.bk, g.stages, g.threads()};
        c.pingpong = g.pingpong;
        return c;
@@ -632,7 +642,7 @@ namespace {
 // The first row that applies, for a validated spec and its operand analyses.
 KernelConfig chooseValidated(const spec::ChainSpec& checked, const OperandInfo& a, const OperandInfo& b,
                              const ProblemShape& shape, int sm_arch) {
-  Query q{a, b, shape, sm_arch, epilogueRefusal(checked, shape)};
+  Query q{a, b, shape, sm_arch, epilogueRefusal(checked, shape), epilogueLoad(checked)};
   for (const VariantRow& r : kRows)
     if (embeddedFile(r.templ) && r.applies(q)) return r.config(q);
   throw std::logic_error("fxfuse internal error: no kernel variant applies (please report a bug)");
@@ -691,7 +701,8 @@ std::string siluAgainstEagerRefusal(const spec::ChainSpec& spec, long long M, lo
   const EpilogueCost cost = epilogueCost(spec);
   if (!cost.silu || cost.expensive_ops != 1 || cost.residual) return {};
   const std::string why =
-      workShareRefusal(sizedProblem(spec, M, N, K, B).shape, kFillRuleKSilu, kSiluWorkShareAboveRows, "cuBLAS + ATen's SiLU");
+      workShareRefusal(sizedProblem(spec, M, N, K, B).shape, kFillRuleKSilu, kSiluWorkShareAboveRows,
+                       "cuBLAS + ATen's SiLU", sm90::EpilogueLoad::Light);  // no residual (above)
   return why.empty() ? why : "SiLU alone: " + why;
 }
 
@@ -711,7 +722,8 @@ std::string hopperRefusalForSize(const spec::ChainSpec& spec, long long M, long 
                                  int sm_arch) {
   const SizedProblem p = sizedProblem(spec, M, N, K, B);
   if (!embeddedFile(row("sm90_wgmma").templ)) return "built without the Hopper template";
-  return hopperRefusal(Query{p.a, p.b, p.shape, sm_arch, epilogueRefusal(p.checked, p.shape)});
+  return hopperRefusal(
+      Query{p.a, p.b, p.shape, sm_arch, epilogueRefusal(p.checked, p.shape), epilogueLoad(p.checked)});
 }
 
 namespace {
@@ -720,7 +732,7 @@ std::vector<KernelConfig> candidatesValidated(const spec::ChainSpec& checked, co
   std::vector<KernelConfig> out{chooseValidated(checked, a, b, shape, sm_arch)};
   // The epilogue rule (epilogueRefusal) and the heuristic's smallest M are guesses the
   // measurement replaces: ask as if the epilogue wins, from one 64-row tile.
-  Query q{a, b, shape, sm_arch, /*epilogue_refusal=*/""};
+  Query q{a, b, shape, sm_arch, /*epilogue_refusal=*/"", epilogueLoad(checked)};
   q.hopper_min_m = 64;
   q.heuristic = false;
   const VariantRow& hopper = row("sm90_wgmma");

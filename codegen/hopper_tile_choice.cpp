@@ -106,7 +106,8 @@ GemmConfig tile128x128(long long M, long long N, long long batch, int num_sms) {
   return tileConfig(128, 128, 6, tileCount(M, N, batch, tileConfig(128, 128, 6, false)) > num_sms);
 }
 
-GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long batch, int num_sms) {
+GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long batch, int num_sms,
+                             EpilogueLoad epilogue) {
   const GemmConfig wide = tileConfig(128, 256, 4, false), t64x256 = tileConfig(64, 256, 5, true),
                    narrow = tileConfig(64, 128, 8, true);
   // From 257 rows the 64x128 tile's slots count 6/5: it moves 1.5x the operand bytes per output of
@@ -128,15 +129,25 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long ba
   // bench chains, 128x256's time over 128x128 ping-pong's, the same slot area): three and four
   // rounds 0.988-1.050, over 1 in 38 of 40 cells, by up to 5.0 % with the residual (768 x 14336,
   // 896 x 12288, 1024 x 11008 and 1024 x 16384, K = 4096); one round 0.965-1.018 (512 x 8192, 896 /
-  // 1024 x 4096) and two 0.987-1.025 (512 x 14336, 768 x 11008) keep 128x256. At K = 1024-3072, out
+  // 1024 x 4096) and two 0.987-1.025 (512 x 14336, 768 x 11008) keep 128x256 (but see the residual,
+  // below). At K = 1024-3072, out
   // of sample (Run AM call 5: 768 x 1024 x 14336, 1024 x 1024 / 2048 x 11008, 768 x 2048 x 14336,
   // 1024 x 2048 x 16384, 896 x 3072 x 12288), 128x256 ran 1.03-1.16 of 128x128's time in 24 of 24
   // cells: the shorter the K, the larger the epilogue's share. One matrix of whole 128-row tiles at
   // K <= 4096, as measured (a partial row tile was not; at K = 8192 the 128x128 tile's smaller work
   // share would refuse shapes such as 1024 x 8192 x 11008).
+  // An epilogue that reads a residual (EpilogueLoad::ReadsResidual) weighs enough from two rounds:
+  // there 128x256's time over 128x128 ping-pong's (same slot area: four rounds of 128x128) was
+  // 1.010-1.033 with bias+GELU then the residual in 8 of 8 cells (512 x 14336 three times, 640 x
+  // 12288, 768 x 11008 twice, 896 x 8192, 1024 x 8192, K = 4096; bench/RESULTS.md Runs AL-AN,
+  // 2026-12-02, compare_tiles), while without a residual it was 0.986-1.009 (bias+GELU 0.986-0.995:
+  // 128x256 stays for them). One round keeps 128x256 with the residual too (0.965-1.002 at 512 x
+  // 8192, 896 / 1024 x 4096).
   if (M * batch > 256) {
     const GemmConfig square = tile128x128(M, N, batch, num_sms);
-    if (batch == 1 && M % square.bm == 0 && K <= 4096 && roundsOfTiles(M, N, batch, wide, num_sms) >= 3)
+    const long long wide_rounds = roundsOfTiles(M, N, batch, wide, num_sms);
+    const bool epilogue_weighs = wide_rounds >= 3 || (wide_rounds == 2 && epilogue == EpilogueLoad::ReadsResidual);
+    if (batch == 1 && M % square.bm == 0 && K <= 4096 && epilogue_weighs)
       return leastSlotArea({square, wide, t64x256, narrow}, M, N, batch, num_sms, 6);
     return leastSlotArea({wide, square, t64x256, narrow}, M, N, batch, num_sms, batch == 1 ? 6 : 5);
   }
@@ -168,7 +179,8 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long ba
 }
 }  // namespace
 
-GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, int num_sms) {
+GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, int num_sms,
+                        EpilogueLoad epilogue) {
   // Ping-pong 64x256 (5 stages) from 1025 rows where its tiles fill the SMs: measured faster than every cooperative tile on
   // every shape of bench/sm90/NOTES.md run 6 (bias+GELU: 4096^3 1.09x cuBLAS vs 1.16x; K=1024
   // 1.35x vs 1.55x), because one consumer's epilogue runs under the other's MMAs (at K <= 2048
@@ -211,7 +223,8 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     // 1.08-1.26x eager (Run AM). At 128 x 14336 x 12288 it ran 1.07-1.20x (64x128 in two rounds
     // 1.24-1.29x) but no better than the unfused path (1.08-1.13x): one 128-row tile is a weight
     // stream, and measuredTileInOneRound refuses the kernel there.
-    const GemmConfig c = tileFillingTheSms(M, N, K, batch, std::max(1, num_sms)), square = tileConfig(128, 128, 6, false);
+    const GemmConfig c = tileFillingTheSms(M, N, K, batch, std::max(1, num_sms), epilogue),
+                     square = tileConfig(128, 128, 6, false);
     const auto rounds = [&](const GemmConfig& g) { return roundsOfTiles(M, N, batch, g, num_sms); };
     if (batch == 1 && M % square.bm == 0 && N % square.bn == 0 && rounds(c) > 1 && rounds(square) == 1 &&
         tileCount(M, N, batch, square) >= 96)
@@ -219,7 +232,7 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     return c;
   }
   if (M * batch <= 1024 || tileCount(M, N, batch, pingpong64x256) < num_sms)
-    return tileFillingTheSms(M, N, K, batch, std::max(1, num_sms));
+    return tileFillingTheSms(M, N, K, batch, std::max(1, num_sms), epilogue);
   // A partial 256-column tile (N not a multiple of 256): 64x256 ping-pong was slower than the
   // best 128-row tile at every such shape measured, by 6-65 %; there the 128-row tile whose slots
   // cover the fewest outputs, 128x256 cooperative on ties. Measured on the H200 (bench/RESULTS.md

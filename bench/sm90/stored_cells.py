@@ -16,7 +16,8 @@ well as the times do.
     PYTHONPATH=.:..:../../python python3 stored_cells.py --ratio after.json "64x256 pp" "128x128 pp" \
         --rows 1025 1000000 --k-at-most 2048      (where the library takes one tile: another's time)
 
-Needs no GPU: the tile is asked of the built library (tile_rule_check.heuristic_tile).
+Needs no GPU: the tile is asked of the built library (tile_rule_check.heuristic_tile), with the
+cell's bench chain's spec (chain_specs.py; a bare mm for other chains).
 """
 import argparse
 import glob
@@ -143,11 +144,13 @@ def main():
     args = ap.parse_args()
     if args.dump:
         os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"  # the tile, refusals lifted (read once)
+        from chain_specs import chains
         from tile_rule_check import BARE_MM, heuristic_tile
-        spec = open(BARE_MM).read()
+        # each bench chain's own spec (the tile choice weighs a residual read), a bare mm otherwise
+        specs, bare = chains(), open(BARE_MM).read()
         cells = json_cells() + results_cells()
         for c in cells:
-            c["tile"] = heuristic_tile(spec, c["M"], c["K"], c["N"])
+            c["tile"] = heuristic_tile(specs.get(c["chain"], bare), c["M"], c["K"], c["N"])
         json.dump(cells, open(args.dump, "w"))
         print(f"{len(cells)} cells -> {args.dump}")
     if args.diff:

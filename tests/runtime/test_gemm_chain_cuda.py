@@ -755,20 +755,38 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     check_dispatch("narrow-n-dispatch", M, K, N, first)
 
 
-def check_dispatch(name, M, K, N, first):
+@needs_sm90
+@pytest.mark.parametrize("M,K,N,residual,first", [
+    (768, 4096, 11008, True, "sm90_wgmma 128x128x64 s6 t384 pingpong"),  # 128x256's two rounds
+    (768, 4096, 11008, False, "sm90_wgmma 128x256x64 s4 t384"),
+    (512, 4096, 8192, True, "sm90_wgmma 128x256x64 s4 t384"),  # one round
+])
+def test_residual_dispatch_by_the_heuristic(unforced, M, K, N, residual, first):
+    """The tile choice weighs a residual read (sm90::chooseConfig's EpilogueLoad; bench/RESULTS.md
+    Run AN): where 128x256 takes two rounds at 257-1024 rows, bias+GELU(tanh) then a residual runs
+    128x128 ping-pong, without the residual 128x256; in one round 128x256 either way. One launch
+    each; against float64 by relative error, outputs poisoned."""
+    check_dispatch("residual-dispatch", M, K, N, first, residual)
+
+
+def check_dispatch(name, M, K, N, first, residual=False):
+    """bias+GELU(tanh) (then a residual added: `residual`) at M x K x N: the op's first candidate
+    is `first` (None: unfused), one launch, the result against float64."""
     seed(name, M, K, N)
     dt = torch.bfloat16
     s = SpecBuilder()
     xs, ws = s.input(dt, "mk"), s.input(dt, "kn")
-    s.output(s.op("gelu_tanh", s.op("add", s.mm(xs, ws, torch.float32), s.input(dt, "n"), dtype=dt), dtype=dt))
+    y = s.op("gelu_tanh", s.op("add", s.mm(xs, ws, torch.float32), s.input(dt, "n"), dtype=dt), dtype=dt)
+    s.output(s.op("add", y, s.input(dt, "mn"), dtype=dt) if residual else y)
     spec = s.text()
     x, w, b = randn((M, K), dt, "cuda"), randn((K, N), dt, "cuda", K ** -0.5), randn((N,), dt, "cuda")
+    inputs = [x, w, b] + ([randn((M, N), dt, "cuda")] if residual else [])
     fused = first is not None
     assert (C.kernel_variant(spec, M, N, K)[0] == "sm90_wgmma") == fused
     if fused:
-        assert C.kernel_candidates([x, w, b], spec)[0] == first
+        assert C.kernel_candidates(inputs, spec)[0] == first
     before = C.stats()
-    (out,) = gemm_chain([x, w, b], spec)
+    (out,) = gemm_chain(inputs, spec)
     torch.cuda.synchronize()
     after = C.stats()
     assert after["launches"] == before["launches"] + 1, after
@@ -776,6 +794,8 @@ def check_dispatch(name, M, K, N, first):
     split_k = fused and "splitk" in first
     assert after["hopper_split_k_launches"] == before["hopper_split_k_launches"] + split_k, after
     want = torch.nn.functional.gelu(x.double() @ w.double() + b.double(), approximate="tanh")
+    if residual:
+        want = want + inputs[3].double()
     assert torch.isfinite(out).all(), "an element was not written (poisoned NaN)"
     assert ((out.double() - want).norm() / want.norm()).item() < 1e-2
 
