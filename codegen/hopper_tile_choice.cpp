@@ -136,17 +136,22 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long ba
   // cells: the shorter the K, the larger the epilogue's share. One matrix of whole 128-row tiles at
   // K <= 4096, as measured (a partial row tile was not; at K = 8192 the 128x128 tile's smaller work
   // share would refuse shapes such as 1024 x 8192 x 11008).
-  // An epilogue that reads a residual (EpilogueLoad::ReadsResidual) weighs enough from two rounds:
-  // there 128x256's time over 128x128 ping-pong's (same slot area: four rounds of 128x128) was
-  // 1.010-1.033 with bias+GELU then the residual in 8 of 8 cells (512 x 14336 three times, 640 x
-  // 12288, 768 x 11008 twice, 896 x 8192, 1024 x 8192, K = 4096; bench/RESULTS.md Runs AL-AN,
-  // 2026-12-02, compare_tiles), while without a residual it was 0.986-1.009 (bias+GELU 0.986-0.995:
-  // 128x256 stays for them). One round keeps 128x256 with the residual too (0.965-1.002 at 512 x
-  // 8192, 896 / 1024 x 4096).
+  // Two rounds of 128x256 weigh the same way at K <= 3072, and at K = 4096 where the epilogue reads
+  // a residual (EpilogueLoad::ReadsResidual). 128x256's time over 128x128 ping-pong's (the same
+  // slot area: four rounds of 128x128), bench/RESULTS.md Runs AL-AN, 2026-12-02, compare_tiles:
+  //  - K = 4096 with bias+GELU then the residual 1.010-1.033 in 9 of 9 cells (512 x 14336 three
+  //    times, 640 x 12288, 768 x 11008 twice, 896 x 8192, 1024 x 8192 twice); out of
+  //    sample (Run AN call 3) 1.011 at 512 x 16384 and 1.023 at 640 x 11008. Without a residual
+  //    0.986-1.009 (bias+GELU 0.986-0.995): 128x256 stays for those chains at K = 4096.
+  //  - K = 1024-3072 (Run AN call 3, out of sample: 768 x 2048 x 11008, 1024 x 1024 x 8192, 896 x
+  //    1536 x 8192, 512 x 3072 x 14336): 1.000-1.090 in 16 of 16 cells, every bench chain; at K = 3072
+  //    1.000-1.014 without the residual, 1.042 with it.
+  // One round keeps 128x256 (with the residual 0.965-1.002 at 512 x 8192, 896 / 1024 x 4096).
   if (M * batch > 256) {
     const GemmConfig square = tile128x128(M, N, batch, num_sms);
     const long long wide_rounds = roundsOfTiles(M, N, batch, wide, num_sms);
-    const bool epilogue_weighs = wide_rounds >= 3 || (wide_rounds == 2 && epilogue == EpilogueLoad::ReadsResidual);
+    const bool epilogue_weighs =
+        wide_rounds >= 3 || (wide_rounds == 2 && (K <= 3072 || epilogue == EpilogueLoad::ReadsResidual));
     if (batch == 1 && M % square.bm == 0 && K <= 4096 && epilogue_weighs)
       return leastSlotArea({square, wide, t64x256, narrow}, M, N, batch, num_sms, 6);
     return leastSlotArea({wide, square, t64x256, narrow}, M, N, batch, num_sms, batch == 1 ? 6 : 5);

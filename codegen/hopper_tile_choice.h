@@ -33,10 +33,11 @@ enum class EpilogueLoad { Light, ReadsResidual };
 // tiles, 64x128 where its work share is the larger; otherwise the tile (128x256, 128x128, 64x256 or 64x128; up to 256 rows
 // without 128x128, from 257 rows of one matrix 64x128's slots weighted 6/5) that fills the SMs'
 // rounds best (at 257-1024 rows of one matrix of whole 128-row tiles, K <= 4096, 128x128 before
-// 128x256 where 128x256 takes three rounds or more, or two with a residual), below 257 rows at K >= 8192 128x128
+// 128x256 where 128x256 takes three rounds or more, or two at K <= 3072 or with a residual), below 257 rows at K >= 8192 128x128
 // cooperative where only it fits one round of at least 96 tiles; from 1025 rows of one
 // matrix at K <= 2048 128x128 ping-pong in place of 64x256 (whole 128-row tiles). No cluster (measured no faster,
-// bench/sm90/NOTES.md). num_sms: the device's multiprocessor count (132 on H100/H200 SXM).
+// bench/sm90/NOTES.md). num_sms: the device's multiprocessor count (132 on H100/H200 SXM); epilogue:
+// what the epilogue reads beside the accumulator (EpilogueLoad).
 GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, int num_sms,
                         EpilogueLoad epilogue = EpilogueLoad::Light);
 

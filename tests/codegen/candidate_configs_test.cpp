@@ -392,11 +392,12 @@ TEST(CandidateConfigs, ShortKTakes128x128PingPongInPlaceOf64x256) {
   EXPECT_NEAR(sm90::tileWorkShare(4096, 4096, 1, g, 132), 4096.0 * 4096 / (8 * 132 * 128 * 128) * 0.94, 1e-12);
 }
 
-TEST(CandidateConfigs, AResidualTakes128x128PingPongWhere128x256TakesTwoRounds) {
-  // 257-1024 rows of whole 128-row tiles at K <= 4096, 128x256 in two rounds: with a residual read
-  // in the epilogue 128x128 ping-pong (the same slot area: four rounds), without one 128x256
-  // (bench/RESULTS.md Run AN: 128x256 behind with the residual in 8 of 8 cells, by 1.0-3.3 %; ahead
-  // or within 0.9 % without). The spec decides, through the planner and its work-share refusal.
+TEST(CandidateConfigs, TwoRoundsOf128x256TakeThe128x128PingPongWhereTheEpilogueWeighs) {
+  // 257-1024 rows of whole 128-row tiles, 128x256 in two rounds: 128x128 ping-pong (the same slot
+  // area: four rounds) at K <= 3072, and at K = 4096 with a residual read in the epilogue; 128x256
+  // at K = 4096 without one (bench/RESULTS.md Runs AL-AN: with the residual 128x256 behind in 11 of
+  // 11 cells at K = 4096, by 1.0-3.3 %; ahead or within 0.9 % without). The spec decides, through
+  // the planner and its work-share refusal.
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   const char* head = "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
                      "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n";
@@ -411,6 +412,9 @@ TEST(CandidateConfigs, AResidualTakes128x128PingPongWhere128x256TakesTwoRounds) 
   EXPECT_EQ(tile(with_residual, 512, 14336, 4096), "sm90_wgmma 128x128 pp");
   EXPECT_EQ(tile(with_residual, 1024, 8192, 2048), "sm90_wgmma 128x128 pp");
   EXPECT_EQ(tile(bias_only, 768, 11008, 4096), "sm90_wgmma 128x256 coop");
+  // at K <= 3072 every epilogue weighs enough from two rounds (Run AN call 3: 16 of 16 cells)
+  EXPECT_EQ(tile(bias_only, 1024, 8192, 1024), "sm90_wgmma 128x128 pp");
+  EXPECT_EQ(tile(bias_only, 512, 14336, 3072), "sm90_wgmma 128x128 pp");
   EXPECT_EQ(tile(with_residual, 512, 8192, 4096), "sm90_wgmma 128x256 coop");   // one round: kept
   EXPECT_EQ(tile(with_residual, 1024, 8192, 8192), "sm80_mma 128x128 coop");  // K > 4096: residuals unfused
   EXPECT_EQ(tile(with_residual, 2048, 8192, 4096), "sm90_wgmma 64x256 pp");     // from 1025 rows: untouched

@@ -760,12 +760,14 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     (768, 4096, 11008, True, "sm90_wgmma 128x128x64 s6 t384 pingpong"),  # 128x256's two rounds
     (768, 4096, 11008, False, "sm90_wgmma 128x256x64 s4 t384"),
     (512, 4096, 8192, True, "sm90_wgmma 128x256x64 s4 t384"),  # one round
+    (1024, 1024, 8192, False, "sm90_wgmma 128x128x64 s6 t384 pingpong"),  # K <= 3072: any epilogue
 ])
 def test_residual_dispatch_by_the_heuristic(unforced, M, K, N, residual, first):
     """The tile choice weighs a residual read (sm90::chooseConfig's EpilogueLoad; bench/RESULTS.md
     Run AN): where 128x256 takes two rounds at 257-1024 rows, bias+GELU(tanh) then a residual runs
-    128x128 ping-pong, without the residual 128x256; in one round 128x256 either way. One launch
-    each; against float64 by relative error, outputs poisoned."""
+    128x128 ping-pong, without the residual 128x256 at K = 4096 and 128x128 ping-pong at K = 1024;
+    in one round 128x256 either way. One launch each; against float64 by relative error, outputs
+    poisoned."""
     check_dispatch("residual-dispatch", M, K, N, first, residual)
 
 
