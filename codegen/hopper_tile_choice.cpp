@@ -311,12 +311,23 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     // 0.91-0.99 at K = 3072-14336 (4096 x 1024 and 4096 x 768, as the one-round choice of
     // tileFillingTheSms at 1024 x 4096, Run AC; 2048 x 2048, 5120 x 768, 1280 x 3072 ...), but
     // 1.01-1.07 at K = 1024 (3072 x 768, where 64x128 was the fastest); two rounds 0.96-0.99 (2048 x
-    // 4096 at K = 4096, Run AH call 6); four rounds at par (4096 x 4096: 0.98-1.03) and 64x256 keeps
-    // them. Only where measured: one round from K = 3072, two from K = 4096. Not measured for
-    // batches: one matrix only.
+    // 4096 at K = 4096, Run AH call 6). Only where measured: one round from K = 3072, two from K =
+    // 4096. Not measured for batches: one matrix only.
+    // Three and four rounds at K = 4096-8192 with whole 128-row tiles too: 128x256's time over
+    // 64x256's (bench/RESULTS.md Runs AL-AN, 2026-12-02, compare_tiles, four bench chains): three
+    // rounds 0.967-0.993 at 1536 x 8192, 3072 x 4096 and 4096 x 3072 (12 of 12 cells under 1, K =
+    // 4096); four 0.969-0.997 at 2048 x 8192 (K = 4096 and 8192, 8 of 8) and 0.964-0.993 at 4096 x
+    // 4096 (Run AL call 2, 4 of 4; Runs AG-AH had it at par, 0.976-1.034 in 20 cells). Out of
+    // sample (Run AN call 7) 128x256 the fastest Hopper tile in 20 of 20 cells at 6144 x 2048, 8192
+    // x 2048, 4096 x 4096 (K = 4096; 0.969-0.991 of 64x256's time at 4096^3), 1536 x 8192 and 3072 x
+    // 4096 (K = 8192). At K = 14336 64x256 stays ahead (4096 x 4096 and 3072 x 5120: 128x256 at
+    // 1.003-1.087 of its time, Run AN call 7), and from six rounds they are mixed (4096 x 6144,
+    // 6144 x 4096: 0.985-1.015): 64x256 keeps both.
     const long long rounds_wide = rounds(wide);
+    const bool whole_rows = M % wide.bm == 0;
     if (batch == 1 && rounds(pingpong64x256) == 2 * rounds_wide &&
-        ((rounds_wide == 1 && K >= 3072) || (rounds_wide == 2 && K >= 4096)))
+        ((rounds_wide == 1 && K >= 3072) || (rounds_wide == 2 && K >= 4096) ||
+         (rounds_wide <= 4 && K >= 4096 && K <= 8192 && whole_rows)))
       choice = wide;
   }
   // At K <= 3072, 64x128 ping-pong where its work share (tileWorkShare: the real outputs over its

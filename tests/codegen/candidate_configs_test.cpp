@@ -229,8 +229,9 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
     return std::to_string(c.bm) + "x" + std::to_string(c.bn) + (c.pingpong ? " pp" : " coop") + " s" +
            std::to_string(c.stages);
   };
-  EXPECT_EQ(tile(4096, 4096, 1), "64x256 pp s5");
-  EXPECT_EQ(tile(1536, 4096, 1), "64x256 pp s5");
+  EXPECT_EQ(tile(4096, 4096, 1), "128x256 coop s4");  // four rounds against 64x256's eight
+  EXPECT_EQ(tile(1536, 4096, 1), "64x256 pp s5");     // two rounds of 128x256, 64x256's slots fewer
+  EXPECT_EQ(tile(6144, 4096, 1), "64x256 pp s5");     // six rounds against twelve
   // from 1025 rows the tile rule of whole 256-column tiles; the heuristic then refuses 1025 x 4096,
   // whose 272 tiles do 63 % of three rounds' work (PartialColumnTilesAndWorkShare)
   EXPECT_EQ(sm90::chooseConfig(1025, 4096, 4096, 1, 132).bn, 256);
@@ -383,7 +384,7 @@ TEST(CandidateConfigs, ShortKTakes128x128PingPongInPlaceOf64x256) {
   EXPECT_EQ(tile(4096, 4096, 2048), "128x128 pp");
   EXPECT_EQ(tile(8192, 2048, 2048), "128x128 pp");
   EXPECT_EQ(tile(4096, 4096, 3072), "64x256 pp");    // mixed at K = 3072 (0.957-1.028)
-  EXPECT_EQ(tile(4096, 4096, 4096), "64x256 pp");
+  EXPECT_EQ(tile(4096, 4096, 4096), "128x256 coop");  // K = 4096: four rounds of 128x256
   EXPECT_EQ(tile(4160, 4096, 1024), "64x256 pp");    // a partial 128-row tile (unmeasured): kept
   EXPECT_EQ(tile(4096, 4096, 1024, 2), "64x256 pp"); // batches: unmeasured
   // the work share the refusal judges is 128x128's (throughput 0.94): whole tiles in whole rounds
@@ -417,7 +418,8 @@ TEST(CandidateConfigs, TwoRoundsOf128x256TakeThe128x128PingPongWhereTheEpilogueW
   EXPECT_EQ(tile(bias_only, 512, 14336, 3072), "sm90_wgmma 128x128 pp");
   EXPECT_EQ(tile(with_residual, 512, 8192, 4096), "sm90_wgmma 128x256 coop");   // one round: kept
   EXPECT_EQ(tile(with_residual, 1024, 8192, 8192), "sm80_mma 128x128 coop");  // K > 4096: residuals unfused
-  EXPECT_EQ(tile(with_residual, 2048, 8192, 4096), "sm90_wgmma 64x256 pp");     // from 1025 rows: untouched
+  EXPECT_EQ(tile(with_residual, 2048, 8192, 4096), "sm90_wgmma 128x256 coop");  // from 1025 rows: the same as
+  EXPECT_EQ(tile(bias_only, 2048, 8192, 4096), "sm90_wgmma 128x256 coop");      // without the residual
   // the tile choice itself, asked directly
   EXPECT_EQ(sm90::chooseConfig(768, 11008, 4096, 1, 132, sm90::EpilogueLoad::ReadsResidual).bn, 128);
   EXPECT_EQ(sm90::chooseConfig(768, 11008, 4096, 1, 132).bn, 256);
@@ -462,12 +464,16 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   EXPECT_EQ(tile(4096, 2944), "128x256 coop");  // ties with 128x128 (6 rounds): the wider
   EXPECT_EQ(tile(4096, 896), "128x256 coop");   // 128 tiles in one round
   EXPECT_EQ(tile(8192, 896), "128x256 coop");
-  EXPECT_EQ(tile(4096, 4096), "64x256 pp");     // whole 256-column tiles: unchanged
-  EXPECT_EQ(tile(8192, 768), "64x256 pp");
+  EXPECT_EQ(tile(8192, 768), "64x256 pp");       // whole 256-column tiles: unchanged
   EXPECT_EQ(tile(4096, 4864), "64x256 pp");
   EXPECT_EQ(tile(2048, 4096), "128x256 coop");  // two rounds against 64x256's four (Run AH)
   EXPECT_EQ(tile(2560, 3072), "128x256 coop");  // 240 tiles: two rounds against four
-  EXPECT_EQ(tile(4096, 4096), "64x256 pp");     // four rounds against eight: 64x256 keeps them
+  // three and four rounds against six and eight at K >= 4096, whole 128-row tiles: 128x256 (Runs AL-AN)
+  EXPECT_EQ(tile(4096, 4096), "128x256 coop");
+  EXPECT_EQ(tile(3072, 4096), "128x256 coop");
+  EXPECT_EQ(tile(4096, 6144), "64x256 pp");     // six rounds against twelve: mixed, 64x256 kept
+  EXPECT_EQ(sm90::chooseConfig(4032, 4096, 4096, 1, 132).bm, 64);  // a partial 128-row tile: unmeasured
+  EXPECT_EQ(sm90::chooseConfig(4096, 4096, 3072, 1, 132).bm, 64);  // K < 4096: unmeasured
   EXPECT_EQ(sm90::chooseConfig(3072, 768, 4096, 1, 132).bm, 128);  // K = 4096: one round of 128x256
   EXPECT_EQ(sm90::chooseConfig(2048, 4096, 3072, 1, 132).bm, 64);  // two rounds at K < 4096: unmeasured
   EXPECT_EQ(sm90::chooseConfig(2048, 4096, 4096, 1, 0).bm, 64);    // no SMs reported: one, 256 rounds

@@ -721,9 +721,12 @@ def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     # more than one, at K = 4096-8192 with N a multiple of 64 (Runs AH-AJ)
     (8192, 4096, 640, "sm90_wgmma 64x256x64 s5 t384 pingpong"),
     (4096, 4096, 1408, "sm90_wgmma 64x256x64 s5 t384 pingpong"),
-    # session 24: at K <= 2048 128x128 ping-pong in place of 64x256 (Run AM); K = 4096 keeps 64x256
+    # session 24: at K <= 2048 128x128 ping-pong in place of 64x256 (Run AM); session 25: at K =
+    # 4096 128x256 where it takes three or four rounds against 64x256's six or eight (Runs AL-AN),
+    # 64x256 from six rounds
     (4096, 1024, 4096, "sm90_wgmma 128x128x64 s6 t384 pingpong"),
-    (4096, 4096, 4096, "sm90_wgmma 64x256x64 s5 t384 pingpong"),
+    (4096, 4096, 4096, "sm90_wgmma 128x256x64 s4 t384"),
+    (6144, 4096, 4096, "sm90_wgmma 64x256x64 s5 t384 pingpong"),
     # N not a multiple of 64 at K >= 4096: 128x256 cooperative (Run AJ calls 5-8)
     (4096, 4096, 4304, "sm90_wgmma 128x256x64 s4 t384"),
     # session 22: rows 16-byte but not 32-byte aligned (N % 16 == 8) from 1025 rows at K >= 4096:
@@ -748,8 +751,8 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     32-byte aligned (8192 x 2200), 128x256 where they are 32-byte (8192 x 2192); session 23's:
     128x256 at 1024 x 11008 (64x128's slots count 6/5 from 257 rows; session 24: 128x128
     ping-pong there, 128x256 taking three rounds), cuBLAS + the epilogue kernel at 640 x 4096 (the
-    work share from 257 rows); session 24's: 128x128 ping-pong at K = 1024 (4096 x 4096), 64x256
-    at K = 4096. One launch each
+    work share from 257 rows); session 24's: 128x128 ping-pong at K = 1024 (4096 x 4096); session
+    25's: 128x256 at 4096^3 (four rounds), 64x256 at 6144 x 4096 x 4096 (six). One launch each
     (and the epilogue kernel's where unfused); against float64 by relative error, outputs
     poisoned."""
     check_dispatch("narrow-n-dispatch", M, K, N, first)
