@@ -417,7 +417,7 @@ TEST(CandidateConfigs, TwoRoundsOf128x256TakeThe128x128PingPongWhereTheEpilogueW
   EXPECT_EQ(tile(bias_only, 1024, 8192, 1024), "sm90_wgmma 128x128 pp");
   EXPECT_EQ(tile(bias_only, 512, 14336, 3072), "sm90_wgmma 128x128 pp");
   EXPECT_EQ(tile(with_residual, 512, 8192, 4096), "sm90_wgmma 128x256 coop");   // one round: kept
-  EXPECT_EQ(tile(with_residual, 1024, 8192, 8192), "sm80_mma 128x128 coop");  // K > 4096: residuals unfused
+  EXPECT_EQ(tile(with_residual, 1024, 8192, 8192), "sm90_wgmma 128x256 coop");  // two rounds, K > 4096: kept
   EXPECT_EQ(tile(with_residual, 2048, 8192, 4096), "sm90_wgmma 128x256 coop");  // from 1025 rows: the same as
   EXPECT_EQ(tile(bias_only, 2048, 8192, 4096), "sm90_wgmma 128x256 coop");      // without the residual
   // the tile choice itself, asked directly

@@ -283,6 +283,22 @@ TEST(ChooseConfig, Table) {
   deep.K = 14336;
   EXPECT_EQ(chooseConfig(tanh_gelu, deep, 90).variant, "sm80_mma");
   EXPECT_EQ(chooseConfig(loadSpec("bare_bf16_mm"), deep, 90).variant, hopper);
+  // Session 25 (bench/RESULTS.md Run AN, stored compare_tiles cells): from 512 rows of one matrix
+  // GELU(tanh) alone up to K = 11008, with a residual or SiLU up to K = 14336
+  ProblemShape k11008 = big;
+  k11008.K = 11008;
+  EXPECT_EQ(chooseConfig(tanh_gelu, k11008, 90).variant, hopper);
+  ProblemShape batched = k11008;
+  batched.B = 2;
+  batched.M = 2048;
+  EXPECT_EQ(chooseConfig(tanh_gelu, batched, 90).variant, "sm80_mma");  // batches: unmeasured
+  ProblemShape past = deep;
+  past.K = 16384;
+  const spec::ChainSpec gelu_residual = spec::parseSpec(
+      "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
+      "%3 = gelu_tanh %2 : bf16\n%4 = input 2 bf16 [m,n]\n%5 = add %3 %4 : bf16\noutput %5\n");
+  EXPECT_EQ(chooseConfig(gelu_residual, deep, 90).variant, hopper);
+  EXPECT_EQ(chooseConfig(gelu_residual, past, 90).variant, "sm80_mma");  // past the longest K measured
   // A residual the fast path cannot stage (not 16-byte aligned, or not contiguous along n)
   // would send the whole launch to the per-element edge path: the unfused path instead.
   const spec::ChainSpec residual = spec::parseSpec(
@@ -319,7 +335,8 @@ TEST(ChooseConfig, Table) {
   EXPECT_EQ(chooseConfig(gelu_tanh, small_m, 90).variant, hopper);
   // A decode batch whose 64-row tiles fill the SMs keeps GELU(tanh) at a long K (Run AD: 256 x
   // 14336 x 4096, 128 tiles); SiLU alone stays unfused below 512 rows; beyond K = 28672, with too
-  // few tiles (128 rows: 64) and from 512 rows the K > 4096 refusal stands.
+  // few tiles (128 rows: 64) the K > 4096 refusal stands (from 512 rows of one matrix: past K = 14336,
+  // GELU alone past 11008, above).
   ProblemShape long_k = big;
   long_k.M = 256;
   long_k.K = 14336;
