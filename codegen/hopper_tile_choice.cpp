@@ -136,22 +136,29 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long ba
   // cells: the shorter the K, the larger the epilogue's share. One matrix of whole 128-row tiles at
   // K <= 4096, as measured (a partial row tile was not; at K = 8192 the 128x128 tile's smaller work
   // share would refuse shapes such as 1024 x 8192 x 11008).
-  // Two rounds of 128x256 weigh the same way at K <= 3072, and at K = 4096 where the epilogue reads
-  // a residual (EpilogueLoad::ReadsResidual). 128x256's time over 128x128 ping-pong's (the same
-  // slot area: four rounds of 128x128), bench/RESULTS.md Runs AL-AN, 2026-12-02, compare_tiles:
+  // Two rounds of 128x256 weigh the same way at K = 1024-3072, and at K = 4096 where the epilogue
+  // reads a residual (EpilogueLoad::ReadsResidual). 128x256's time over 128x128 ping-pong's (the
+  // same slot area: four rounds of 128x128), bench/RESULTS.md Runs AL-AN, 2026-12-02, compare_tiles:
   //  - K = 4096 with bias+GELU then the residual 1.010-1.033 in 9 of 9 cells (512 x 14336 three
-  //    times, 640 x 12288, 768 x 11008 twice, 896 x 8192, 1024 x 8192 twice); out of
-  //    sample (Run AN call 3) 1.011 at 512 x 16384 and 1.023 at 640 x 11008. Without a residual
-  //    0.986-1.009 (bias+GELU 0.986-0.995): 128x256 stays for those chains at K = 4096.
+  //    times, 640 x 12288, 768 x 11008 twice, 896 x 8192, 1024 x 8192 twice); out of sample (Run AN
+  //    call 3) 1.011 at 512 x 16384 and 1.023 at 640 x 11008. Without a residual 0.986-1.009
+  //    (bias+GELU 0.986-0.995): 128x256 stays for those chains at K = 4096.
   //  - K = 1024-3072 (Run AN call 3, out of sample: 768 x 2048 x 11008, 1024 x 1024 x 8192, 896 x
-  //    1536 x 8192, 512 x 3072 x 14336): 1.000-1.090 in 16 of 16 cells, every bench chain; at K = 3072
-  //    1.000-1.014 without the residual, 1.042 with it.
-  // One round keeps 128x256 (with the residual 0.965-1.002 at 512 x 8192, 896 / 1024 x 4096).
+  //    1536 x 8192, 512 x 3072 x 14336): 1.000-1.090, at or over 1 in 16 of 16 cells, every bench
+  //    chain; at K = 3072 1.000-1.014 without the residual, 1.042 with it. With the rule, out of
+  //    sample (Run AN call 4: 640 x 2048 x 12288, 512 x 1024 x 16384, 1024 x 3072 x 8192, 768 x 1536
+  //    x 11008) 128x128 ping-pong the fastest tile in 16 of 16 cells (128x256 at 1.002-1.111 of its
+  //    time). Below K = 1024 unmeasured: two rounds keep 128x256 there.
+  // One round keeps 128x256 (with the residual 0.965-1.002 at 512 x 8192, 896 / 1024 x 4096). The
+  // work-share refusal then judges 128x128's share (throughput 0.94, four rounds) for a residual
+  // chain at K = 4096: where 128x256's two rounds sat just above the threshold (8/11 at K = 4096) a
+  // residual chain is now refused, e.g. 1024 x 4096 x 6400 (0.758 -> 0.712; unmeasured, named).
   if (M * batch > 256) {
     const GemmConfig square = tile128x128(M, N, batch, num_sms);
     const long long wide_rounds = roundsOfTiles(M, N, batch, wide, num_sms);
     const bool epilogue_weighs =
-        wide_rounds >= 3 || (wide_rounds == 2 && (K <= 3072 || epilogue == EpilogueLoad::ReadsResidual));
+        wide_rounds >= 3 ||
+        (wide_rounds == 2 && ((K >= 1024 && K <= 3072) || epilogue == EpilogueLoad::ReadsResidual));
     if (batch == 1 && M % square.bm == 0 && K <= 4096 && epilogue_weighs)
       return leastSlotArea({square, wide, t64x256, narrow}, M, N, batch, num_sms, 6);
     return leastSlotArea({wide, square, t64x256, narrow}, M, N, batch, num_sms, batch == 1 ? 6 : 5);
@@ -246,9 +253,9 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   // ping-pong 1.11-1.22x against 64x256's 1.18-1.52x; 4096 x 1408 1.08-1.18x against 1.27-1.36x;
   // 4096 x 4304 (K = 1152) 1.20-1.47x against 1.46-1.66x; 4096 x 2944 128x256 cooperative
   // 1.03-1.12x against 1.14-1.21x; 4096 x 896 and 8192 x 896 (K = 4864) 1.03-1.12x against
-  // 1.60-1.73x. Whole 256-column tiles keep 64x256 (4096 x 4096 and issue 6's shapes; at K <= 2048
-  // 128x128 ping-pong, below; 8192 x 768
-  // (K = 3072) 1.04-1.17x, the fastest there) except where 128x256 takes fewer rounds (below).
+  // 1.60-1.73x. Whole 256-column tiles keep 64x256 (issue 6's shapes from six rounds; at K <= 2048
+  // 128x128 ping-pong, below; 8192 x 768 (K = 3072) 1.04-1.17x, the fastest there) except where
+  // 128x256 takes half the rounds, up to two, or up to four at K = 4096-8192 (below; 4096^3 there).
   // Most of 64x256's loss was the TMA filling B's boxes wholly past N; since the kernel skips them
   // (Run AH, 2026-12-01, B as [K, N]: 4096 x 896 at K = 4864 1.54-1.64x -> 1.07-1.18x mm) 128x256
   // is still the faster there (1.04-1.12x), so the rule stands; the exceptions, measured after the
@@ -306,7 +313,7 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     if (N % 64 != 0 && K >= 4096) choice = wide;
   } else {
     // Whole 256-column tiles where 128x256 cooperative takes half the rounds of 64x256 (the same
-    // slot area) and at most two: 128x256, fewer tiles each SM runs. Measured on the H200 (Runs AG
+    // slot area) and at most two (four at K = 4096-8192, below): 128x256, fewer tiles each SM runs. Measured on the H200 (Runs AG
     // and AH, 2026-12-01, compare_tiles, four bench chains, 128x256's time over 64x256's): one round
     // 0.91-0.99 at K = 3072-14336 (4096 x 1024 and 4096 x 768, as the one-round choice of
     // tileFillingTheSms at 1024 x 4096, Run AC; 2048 x 2048, 5120 x 768, 1280 x 3072 ...), but
@@ -319,10 +326,12 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     // 4096); four 0.969-0.997 at 2048 x 8192 (K = 4096 and 8192, 8 of 8) and 0.964-0.993 at 4096 x
     // 4096 (Run AL call 2, 4 of 4; Runs AG-AH had it at par, 0.976-1.034 in 20 cells). Out of
     // sample (Run AN call 7) 128x256 the fastest Hopper tile in 20 of 20 cells at 6144 x 2048, 8192
-    // x 2048, 4096 x 4096 (K = 4096; 0.969-0.991 of 64x256's time at 4096^3), 1536 x 8192 and 3072 x
+    // x 2048, 4096 x 4096 (K = 4096; 0.970-0.992 of 64x256's time at 4096^3), 1536 x 8192 and 3072 x
     // 4096 (K = 8192). At K = 14336 64x256 stays ahead (4096 x 4096 and 3072 x 5120: 128x256 at
-    // 1.003-1.087 of its time, Run AN call 7), and from six rounds they are mixed (4096 x 6144,
-    // 6144 x 4096: 0.985-1.015): 64x256 keeps both.
+    // 1.004-1.089 of its time, Run AN call 7), and from six rounds they are mixed (4096 x 6144,
+    // 6144 x 4096: 0.985-1.015): 64x256 keeps both. Where it switches, the work-share refusal judges
+    // 128x256's larger share (throughput 1.0 against 0.97): a shape just under the threshold on
+    // 64x256 may now fuse, e.g. 2688 x 8192 x 4096 (0.823 -> 0.848 against 0.842; unmeasured, named).
     const long long rounds_wide = rounds(wide);
     const bool whole_rows = M % wide.bm == 0;
     if (batch == 1 && rounds(pingpong64x256) == 2 * rounds_wide &&

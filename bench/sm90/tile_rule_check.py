@@ -2,8 +2,9 @@
 compare_tiles.json files, the tile sm90::chooseConfig takes for that size (asked of the built
 library, fxfuse._C.kernel_candidates_for_size, so this checks the code, not a copy of the rule),
 its time / cuBLAS mm alone, the fastest measured Hopper tile and the ratio between the two; where
-the heuristic refuses the Hopper kernel (a bare mm: only its shape refusals), the unfused path
-("aten") against the fastest Hopper tile. With
+the heuristic refuses the Hopper kernel (asked with the cell's bench chain's spec, chain_specs.py,
+so its epilogue refusals count too; a bare mm for other chains), the unfused path ("aten") against
+the fastest Hopper tile. With
 --before, also the rule before bd3b40d (64x256 ping-pong from 257 rows), to show what a rule
 change gains or loses cell by cell. With --share, instead, one line per shape from 257 rows: the
 heuristic's tile, its work share and the shares the kernel is refused at or under
@@ -76,14 +77,16 @@ def main():
     if a.share:
         share_table(a.files)
         return
-    spec = open(BARE_MM).read()
+    from chain_specs import chains
+    # each bench chain's own spec (the tile choice weighs a residual read), a bare mm otherwise
+    specs, bare = chains(), open(BARE_MM).read()
     within = total = refused = refused_right = 0
     for path in a.files:
         for r in json.load(open(path)):
             M, K, N = (int(v) for v in r["shape"].split("x"))
             t = {short(c): v for c, v in r["times_ms"].items() if v}
             hopper = {c: v for c, v in t.items() if c.endswith((" pp", " coop")) or " sk" in c}
-            rule = heuristic_tile(spec, M, K, N)
+            rule = heuristic_tile(specs.get(r["chain"], bare), M, K, N)
             if rule is None and hopper and "aten" in t:
                 # the heuristic refuses the Hopper kernel here: the unfused path against the best tile
                 best = min(hopper, key=hopper.get)

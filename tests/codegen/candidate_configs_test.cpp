@@ -417,13 +417,14 @@ TEST(CandidateConfigs, TwoRoundsOf128x256TakeThe128x128PingPongWhereTheEpilogueW
   EXPECT_EQ(tile(bias_only, 1024, 8192, 1024), "sm90_wgmma 128x128 pp");
   EXPECT_EQ(tile(bias_only, 512, 14336, 3072), "sm90_wgmma 128x128 pp");
   EXPECT_EQ(tile(with_residual, 512, 8192, 4096), "sm90_wgmma 128x256 coop");   // one round: kept
-  EXPECT_EQ(tile(with_residual, 1024, 8192, 8192), "sm90_wgmma 128x256 coop");  // two rounds, K > 4096: kept
+  EXPECT_EQ(tile(with_residual, 1024, 8192, 8192), "sm80_mma 128x128 coop");  // no GELU: K > 4096 unmeasured
   EXPECT_EQ(tile(with_residual, 2048, 8192, 4096), "sm90_wgmma 128x256 coop");  // from 1025 rows: the same as
   EXPECT_EQ(tile(bias_only, 2048, 8192, 4096), "sm90_wgmma 128x256 coop");      // without the residual
   // the tile choice itself, asked directly
   EXPECT_EQ(sm90::chooseConfig(768, 11008, 4096, 1, 132, sm90::EpilogueLoad::ReadsResidual).bn, 128);
   EXPECT_EQ(sm90::chooseConfig(768, 11008, 4096, 1, 132).bn, 256);
-  EXPECT_EQ(sm90::chooseConfig(768, 11008, 4096, 2, 132, sm90::EpilogueLoad::ReadsResidual).bn, 256);  // batches
+  EXPECT_EQ(sm90::chooseConfig(384, 11008, 4096, 2, 132, sm90::EpilogueLoad::ReadsResidual).bn, 256);  // batches
+  EXPECT_EQ(sm90::chooseConfig(1024, 8192, 768, 1, 132).bn, 256);  // K < 1024: unmeasured
   EXPECT_EQ(sm90::chooseConfig(1024, 8192, 8192, 1, 132, sm90::EpilogueLoad::ReadsResidual).bn, 256);  // K = 8192
 }
 
@@ -431,8 +432,9 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   // From 1025 rows (bench/RESULTS.md Runs AG, AH, 2026-12-01): a partial 256-column tile takes the
   // 128-row tile of least slot area, 128x256 cooperative on ties (64x256 ping-pong lost by 6-65 %
   // there before the kernel skipped boxes past N), 64x256 where it matches 128x128's rounds (more
-  // than one); 128x256 where it takes half 64x256's rounds and at most two; the heuristic leaves to
-  // the unfused path a tile doing too little of its slots' work for K (the work-share refusal).
+  // than one); 128x256 where it takes half 64x256's rounds and at most two (four at K = 4096-8192);
+  // the heuristic leaves to the unfused path a tile doing too little of its slots' work for K (the
+  // work-share refusal).
   // At K <= 1024, 32 tiles of 64x128 suffice.
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   const spec::ChainSpec mm = loadSpec("bare_bf16_mm");

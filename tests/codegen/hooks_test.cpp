@@ -299,12 +299,23 @@ TEST(ChooseConfig, Table) {
       "%3 = gelu_tanh %2 : bf16\n%4 = input 2 bf16 [m,n]\n%5 = add %3 %4 : bf16\noutput %5\n");
   EXPECT_EQ(chooseConfig(gelu_residual, deep, 90).variant, hopper);
   EXPECT_EQ(chooseConfig(gelu_residual, past, 90).variant, "sm80_mma");  // past the longest K measured
+  // SiLU alone from 1025 rows only (where the pass also judges it against eager), a residual
+  // without GELU(tanh) not at all (unmeasured at a long K)
+  const spec::ChainSpec silu_alone = spec::parseSpec(
+      "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
+      "%3 = silu %2 : bf16\noutput %3\n");
+  EXPECT_EQ(chooseConfig(silu_alone, deep, 90).variant, hopper);
+  ProblemShape deep_1024 = deep;
+  deep_1024.M = 1024;
+  EXPECT_EQ(chooseConfig(silu_alone, deep_1024, 90).variant, "sm80_mma");
+  EXPECT_EQ(chooseConfig(gelu_residual, deep_1024, 90).variant, hopper);
   // A residual the fast path cannot stage (not 16-byte aligned, or not contiguous along n)
   // would send the whole launch to the per-element edge path: the unfused path instead.
   const spec::ChainSpec residual = spec::parseSpec(
       "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
       "%3 = input 2 bf16 [m,n]\n%4 = add %2 %3 : bf16\noutput %4\n");
   EXPECT_EQ(chooseConfig(residual, big, 90).variant, hopper);
+  EXPECT_EQ(chooseConfig(residual, deep, 90).variant, "sm80_mma");  // without GELU(tanh): K > 4096 unmeasured
   ProblemShape unstaged = big;
   unstaged.align_bytes_residual = 4;
   EXPECT_EQ(chooseConfig(residual, unstaged, 90).variant, "sm80_mma");
