@@ -130,8 +130,8 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long ba
   // rounds 0.988-1.050, over 1 in 38 of 40 cells, by up to 5.0 % with the residual (768 x 14336,
   // 896 x 12288, 1024 x 11008 and 1024 x 16384, K = 4096); one round 0.965-1.018 (512 x 8192, 896 /
   // 1024 x 4096) and two 0.987-1.025 (512 x 14336, 768 x 11008) keep 128x256 (but see the residual,
-  // below). At K = 1024-3072, out
-  // of sample (Run AM call 5: 768 x 1024 x 14336, 1024 x 1024 / 2048 x 11008, 768 x 2048 x 14336,
+  // below). At K = 1024-3072, out of sample (Run AM call 5: 768 x 1024 x 14336, 1024 x 1024 / 2048
+  // x 11008, 768 x 2048 x 14336,
   // 1024 x 2048 x 16384, 896 x 3072 x 12288), 128x256 ran 1.03-1.16 of 128x128's time in 24 of 24
   // cells: the shorter the K, the larger the epilogue's share. One matrix of whole 128-row tiles at
   // K <= 4096, as measured (a partial row tile was not; at K = 8192 the 128x128 tile's smaller work
@@ -313,8 +313,9 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     if (N % 64 != 0 && K >= 4096) choice = wide;
   } else {
     // Whole 256-column tiles where 128x256 cooperative takes half the rounds of 64x256 (the same
-    // slot area) and at most two (four at K = 4096-8192, below): 128x256, fewer tiles each SM runs. Measured on the H200 (Runs AG
-    // and AH, 2026-12-01, compare_tiles, four bench chains, 128x256's time over 64x256's): one round
+    // slot area) and at most two (four at K = 4096-8192, below): 128x256, fewer tiles each SM runs.
+    // Measured on the H200 (Runs AG and AH, 2026-12-01, compare_tiles, four bench chains, 128x256's
+    // time over 64x256's): one round
     // 0.91-0.99 at K = 3072-14336 (4096 x 1024 and 4096 x 768, as the one-round choice of
     // tileFillingTheSms at 1024 x 4096, Run AC; 2048 x 2048, 5120 x 768, 1280 x 3072 ...), but
     // 1.01-1.07 at K = 1024 (3072 x 768, where 64x128 was the fastest); two rounds 0.96-0.99 (2048 x

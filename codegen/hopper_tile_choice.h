@@ -19,21 +19,24 @@ long long roundsOfTiles(long long M, long long N, long long batch, const GemmCon
 // K = 4096, hopper_tile_choice.cpp). 1: every slot of every round busy at 128x256's rate.
 double tileWorkShare(long long M, long long N, long long batch, const GemmConfig& c, int num_sms);
 
-// What the epilogue costs per output beyond its arithmetic, as the tile choice weighs it. A full-size
-// residual (an M x N input of the epilogue) is the one such cost measured to move the choice: a cooperative
-// tile runs its epilogue, residual reads included, with both consumers off the tensor cores once
-// per round; ping-pong runs it under the other consumer's MMAs (tileFillingTheSms, Run AN).
+// What the epilogue costs per output beyond its arithmetic, as the tile choice weighs it. A
+// full-size residual (an M x N input of the epilogue) is the one such cost measured to move the
+// choice: a cooperative tile runs its epilogue, residual reads included, with both consumers off
+// the tensor cores once per round; ping-pong runs it under the other consumer's MMAs
+// (tileFillingTheSms, Run AN).
 enum class EpilogueLoad { Light, ReadsResidual };
 
 // Config choice: ping-pong 64x256 from 1025 rows (M x batch) where its tiles fill the SMs (for one
 // matrix: a 128-row tile at a partial 256-column tile (64x256 where 128x128 takes as many rounds,
 // 128x256 where N is not a multiple of 64, both at K >= 4096), 128x256 where it takes half
-// 64x256's rounds and at most two, or three or four at K = 4096-8192 with whole 128-row tiles); 64x128 ping-pong for N <= 128 (from 1025 rows of one matrix, 128x128 where it
+// 64x256's rounds and at most two, or three or four at K = 4096-8192 with whole 128-row tiles);
+// 64x128 ping-pong for N <= 128 (from 1025 rows of one matrix, 128x128 where it
 // fits one round and 64x128 does not); from 1025 rows of one matrix at K <= 3072 with whole 256-column
 // tiles, 64x128 where its work share is the larger; otherwise the tile (128x256, 128x128, 64x256 or 64x128; up to 256 rows
 // without 128x128, from 257 rows of one matrix 64x128's slots weighted 6/5) that fills the SMs'
 // rounds best (at 257-1024 rows of one matrix of whole 128-row tiles, K <= 4096, 128x128 before
-// 128x256 where 128x256 takes three rounds or more, or two at K = 1024-3072 or with a residual), below 257 rows at K >= 8192 128x128
+// 128x256 where 128x256 takes three rounds or more, or two at K = 1024-3072 or with a residual),
+// below 257 rows at K >= 8192 128x128
 // cooperative where only it fits one round of at least 96 tiles; from 1025 rows of one
 // matrix at K <= 2048 128x128 ping-pong in place of 64x256 (whole 128-row tiles). No cluster (measured no faster,
 // bench/sm90/NOTES.md). num_sms: the device's multiprocessor count (132 on H100/H200 SXM); epilogue:
