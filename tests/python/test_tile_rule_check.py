@@ -36,3 +36,12 @@ def test_default_mode_counts_the_planners_choices_against_the_measurement():
     assert "the heuristic's tile is the fastest Hopper tile or within 2 % in" in out
     assert "  3072x4096x768        bias_gelu  refused:" in out
     assert "  10240x4096x128        bias_gelu  rule 128x128 coop" in out
+
+
+def test_default_mode_asks_with_each_chains_spec():
+    # Run AN call 2: 128x256 takes two rounds at 768 x 4096 x 11008; the tile choice weighs the
+    # residual (sm90::EpilogueLoad), so the residual chain's rule is 128x128 ping-pong, bias+GELU's
+    # 128x256 (a bare mm's spec would give 128x256 for both)
+    out = run(os.path.join(SM90, "data", "run_an_call2_tiles_compare_tiles.json"))
+    assert "  768x4096x11008  bias_gelu_resid  rule   128x128 pp" in out, out
+    assert "  768x4096x11008        bias_gelu  rule 128x256 coop" in out, out
