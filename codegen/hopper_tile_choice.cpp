@@ -141,13 +141,13 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long ba
   // same slot area: four rounds of 128x128), bench/RESULTS.md Runs AL-AN, 2026-12-02, compare_tiles:
   //  - K = 4096 with bias+GELU then the residual 1.010-1.033 in 9 of 9 cells (512 x 14336 three
   //    times, 640 x 12288, 768 x 11008 twice, 896 x 8192, 1024 x 8192 twice); out of sample (Run AN
-  //    call 3) 1.011 at 512 x 16384 and 1.023 at 640 x 11008. Without a residual 0.986-1.009
-  //    (bias+GELU 0.986-0.995): 128x256 stays for those chains at K = 4096.
+  //    call 3) 1.011 at 512 x 16384 and 1.023 at 640 x 11008. Without a residual 0.986-1.010
+  //    (bias+GELU 0.986-1.009, ahead or within 1 %): 128x256 stays for those chains at K = 4096.
   //  - K = 1024-3072 (Run AN call 3, out of sample: 768 x 2048 x 11008, 1024 x 1024 x 8192, 896 x
-  //    1536 x 8192, 512 x 3072 x 14336): 1.000-1.090, at or over 1 in 16 of 16 cells, every bench
-  //    chain; at K = 3072 1.000-1.014 without the residual, 1.042 with it. With the rule, out of
+  //    1536 x 8192, 512 x 3072 x 14336): 1.001-1.090, over 1 in 16 of 16 cells, every bench chain;
+  //    at K = 3072 1.001-1.014 without the residual, 1.043 with it. With the rule, out of
   //    sample (Run AN call 4: 640 x 2048 x 12288, 512 x 1024 x 16384, 1024 x 3072 x 8192, 768 x 1536
-  //    x 11008) 128x128 ping-pong the fastest tile in 16 of 16 cells (128x256 at 1.002-1.111 of its
+  //    x 11008) 128x128 ping-pong the fastest tile in 16 of 16 cells (128x256 at 1.002-1.099 of its
   //    time). Below K = 1024 unmeasured: two rounds keep 128x256 there.
   // One round keeps 128x256 (with the residual 0.965-1.002 at 512 x 8192, 896 / 1024 x 4096). The
   // work-share refusal then judges 128x128's share (throughput 0.94, four rounds) for a residual
@@ -326,10 +326,10 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     // rounds 0.967-0.993 at 1536 x 8192, 3072 x 4096 and 4096 x 3072 (12 of 12 cells under 1, K =
     // 4096); four 0.969-0.997 at 2048 x 8192 (K = 4096 and 8192, 8 of 8) and 0.964-0.993 at 4096 x
     // 4096 (Run AL call 2, 4 of 4; Runs AG-AH had it at par, 0.976-1.034 in 20 cells). Out of
-    // sample (Run AN call 7) 128x256 the fastest Hopper tile in 20 of 20 cells at 6144 x 2048, 8192
-    // x 2048, 4096 x 4096 (K = 4096; 0.970-0.992 of 64x256's time at 4096^3), 1536 x 8192 and 3072 x
-    // 4096 (K = 8192). At K = 14336 64x256 stays ahead (4096 x 4096 and 3072 x 5120: 128x256 at
-    // 1.004-1.089 of its time, Run AN call 7), and from six rounds they are mixed (4096 x 6144,
+    // sample (Run AN call 7) 128x256 the fastest Hopper tile in 16 of 16 cells at 6144 x 2048, 8192
+    // x 2048 (K = 4096), 1536 x 8192 and 3072 x 4096 (K = 8192), and again at 4096 x 4096 (0.970-0.992
+    // of 64x256's time). At K = 14336 64x256 stays ahead (4096 x 4096 and 3072 x 5120: 128x256 at
+    // 1.004-1.088 of its time, Run AN call 7), and from six rounds they are mixed (4096 x 6144,
     // 6144 x 4096: 0.985-1.015): 64x256 keeps both. Where it switches, the work-share refusal judges
     // 128x256's larger share (throughput 1.0 against 0.97): a shape just under the threshold on
     // 64x256 may now fuse, e.g. 2688 x 8192 x 4096 (0.823 -> 0.848 against 0.842; unmeasured, named).
