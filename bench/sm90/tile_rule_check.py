@@ -7,7 +7,7 @@ so its epilogue refusals count too; a bare mm for other chains), the unfused pat
 the fastest Hopper tile. With
 --before, also the rule before bd3b40d (64x256 ping-pong from 257 rows), to show what a rule
 change gains or loses cell by cell. With --share, instead, one line per shape from 257 rows: the
-heuristic's tile, its work share and the shares the kernel is refused at or under
+heuristic's tile for an epilogue without a residual (the binding takes no spec), its work share and the shares the kernel is refused at or under
 (fxfuse._C.hopper_work_share, codegen/config_table.cpp's work-share refusal), and over the file's
 chains the heuristic tile's and the best Hopper tile's time / cuBLAS + the epilogue kernel: the
 figures behind that rule's comment (bench/RESULTS.md Run AH).
