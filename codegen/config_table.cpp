@@ -166,8 +166,9 @@ namespace {
 // (several outputs, a 32-bit output, erf-GELU, sigmoid or tanh alone, stacked activations,
 // division, logarithms...) were not measured or lost (Runs C-J) and stay unfused. Beyond K = 4096
 // only split-K shapes, decode batches of 128-256 rows in one round of the heuristic's tile (up
-// to K = 28672, Runs AD, AK, AL, AM) and, since session 25, one matrix of 512 rows or more at K <=
-// 11008-14336 (stored compare_tiles cells, Run AN) take them (epilogueRefusal).
+// to K = 28672, Runs AD, AK, AL, AM) and, since session 25, one matrix of 512 rows or more (SiLU
+// alone: 1025) at K <= 11008-14336 (stored compare_tiles cells, Run AN) take them
+// (epilogueRefusal).
 constexpr long long kExpensiveEpilogueMaxK = 4096, kLongKDecodeMaxK = 28672, kLongKRowsMaxK = 14336,
                     kLongKGeluMaxK = 11008;
 // The work-share refusal's rows (workShareRefusal, below): from 257 rows, SiLU against eager from 1025.

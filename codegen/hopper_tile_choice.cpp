@@ -148,7 +148,7 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long ba
   //    at K = 3072 1.001-1.014 without the residual, 1.043 with it. With the rule, out of
   //    sample (Run AN call 4: 640 x 2048 x 12288, 512 x 1024 x 16384, 1024 x 3072 x 8192, 768 x 1536
   //    x 11008) 128x128 ping-pong the fastest tile in 16 of 16 cells (128x256 at 1.002-1.099 of its
-  //    time). Below K = 1024 unmeasured: two rounds keep 128x256 there.
+  //    time). Below K = 1024 unmeasured: two rounds keep 128x256 there, with a residual too.
   // One round keeps 128x256 (with the residual 0.965-1.002 at 512 x 8192, 896 / 1024 x 4096). The
   // work-share refusal then judges 128x128's share (throughput 0.94, four rounds) for a residual
   // chain at K = 4096: where 128x256's two rounds sat just above the threshold (8/11 at K = 4096) a
@@ -158,7 +158,7 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long ba
     const long long wide_rounds = roundsOfTiles(M, N, batch, wide, num_sms);
     const bool epilogue_weighs =
         wide_rounds >= 3 ||
-        (wide_rounds == 2 && ((K >= 1024 && K <= 3072) || epilogue == EpilogueLoad::ReadsResidual));
+        (wide_rounds == 2 && K >= 1024 && (K <= 3072 || epilogue == EpilogueLoad::ReadsResidual));
     if (batch == 1 && M % square.bm == 0 && K <= 4096 && epilogue_weighs)
       return leastSlotArea({square, wide, t64x256, narrow}, M, N, batch, num_sms, 6);
     return leastSlotArea({wide, square, t64x256, narrow}, M, N, batch, num_sms, batch == 1 ? 6 : 5);

@@ -35,7 +35,8 @@ enum class EpilogueLoad { Light, ReadsResidual };
 // tiles, 64x128 where its work share is the larger; otherwise the tile (128x256, 128x128, 64x256 or 64x128; up to 256 rows
 // without 128x128, from 257 rows of one matrix 64x128's slots weighted 6/5) that fills the SMs'
 // rounds best (at 257-1024 rows of one matrix of whole 128-row tiles, K <= 4096, 128x128 before
-// 128x256 where 128x256 takes three rounds or more, or two at K = 1024-3072 or with a residual),
+// 128x256 where 128x256 takes three rounds or more, or two at K = 1024-3072 or, with a residual,
+// at K = 1024-4096),
 // below 257 rows at K >= 8192 128x128
 // cooperative where only it fits one round of at least 96 tiles; from 1025 rows of one
 // matrix at K <= 2048 128x128 ping-pong in place of 64x256 (whole 128-row tiles). No cluster (measured no faster,

@@ -270,8 +270,8 @@ TEST(ChooseConfig, Table) {
   EXPECT_EQ(chooseConfig(bf16, big, 80).variant, "sm80_mma");
   EXPECT_EQ(chooseConfig(f32, big, 90).variant, "simt");
   std::string hopper = embeddedFile("kernels/sm90_wgmma_gemm.cuh") ? "sm90_wgmma" : "sm80_mma";
-  // GELU(tanh): the Hopper kernel up to K = 4096; beyond, the separate epilogue is cheap enough
-  // that the fused kernel loses (bench/RESULTS.md Run L): generic, which the runtime serves
+  // GELU(tanh): the Hopper kernel up to K = 4096 (Run L had it losing beyond; since session 25 from
+  // 512 rows of one matrix up to K = 11008, below): past that generic, which the runtime serves
   // unfused. erf-GELU (bf16_linear3d_bias_gelu) was never measured fused: generic at any K. A
   // cheap epilogue takes the Hopper kernel at any K.
   spec::ChainSpec tanh_gelu = bf16;
@@ -284,7 +284,8 @@ TEST(ChooseConfig, Table) {
   EXPECT_EQ(chooseConfig(tanh_gelu, deep, 90).variant, "sm80_mma");
   EXPECT_EQ(chooseConfig(loadSpec("bare_bf16_mm"), deep, 90).variant, hopper);
   // Session 25 (bench/RESULTS.md Run AN, stored compare_tiles cells): from 512 rows of one matrix
-  // GELU(tanh) alone up to K = 11008, with a residual or SiLU up to K = 14336
+  // GELU(tanh) alone up to K = 11008, GELU(tanh) then a residual up to K = 14336, SiLU alone from
+  // 1025 rows up to K = 14336
   ProblemShape k11008 = big;
   k11008.K = 11008;
   EXPECT_EQ(chooseConfig(tanh_gelu, k11008, 90).variant, hopper);
