@@ -255,22 +255,24 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   // alone, a residual without GELU) apply.
   const bool long_k_decode = decodeBatchFillsSms(shape) && shape.M >= 128 && shape.M % 64 == 0 &&
                              measuredTileInOneRound(shape) && shape.K <= kLongKDecodeMaxK;
-  // From 512 rows of one matrix at a long K: Runs L and M measured the kernel of session 3 (1.20-1.24x
-  // cuBLAS mm alone at 4096^3; 1.04-1.12x now in compare_tiles, Run AN call 7), and Run V (session 11, do_bench end to end) still
-  // had it at 0.96-1.01x eager at 4096 x 14336 x 4096 in a call whose eager times were out of order
-  // (the residual chain faster than bias+GELU). In the stored compare_tiles cells (round-robin in
-  // one process) at K = 4864-14336 and 512-12288 rows where the shape refusals (unfusedPathFaster)
-  // let the kernel run, the heuristic's tile over cuBLAS + the epilogue kernel (bench/RESULTS.md
-  // Run AN, "Long K"): GELU then the residual 0.816-1.000 in 31 cells, SiLU 0.824-1.037 and
-  // bias+GELU 0.822-1.042 in 31 each. The cells over 1: 8192 x 8192 x 1152 (every chain, bias+ReLU+
-  // cast too: session 21's named breach of the shape rules) and bias+GELU at 12288 x 14336 x 4096
-  // (1.042; 0.995 at 4096 x 14336 x 4096), where GELU then the residual and SiLU won (0.902-0.958 at
-  // those two shapes); why GELU alone differs there is not established (at the narrow-N split-K
-  // shapes of K = 14336, fused before, it won). Taken as measured: GELU(tanh) then a residual up to K = 14336, GELU(tanh) alone up
-  // to K = 11008 (2048 / 8192 x 11008 x 4096: 0.930, 0.957), SiLU alone up to K = 14336 from 1025
-  // rows, where the pass also judges it against eager (siluAgainstEagerRefusal; cuBLAS + the
-  // epilogue kernel runs behind eager's SiLU). A residual without GELU(tanh), SiLU with one, and
-  // batches were not measured at a long K. Not yet measured end to end with the kernel (STATUS).
+  // From 512 rows of one matrix at a long K: Runs L and M measured the kernel of session 3
+  // (1.20-1.24x cuBLAS mm alone at 4096^3; 1.04-1.12x now in compare_tiles, Run AN call 7), and
+  // Run V (session 11, do_bench end to end) still had it at 0.96-1.01x eager at 4096 x 14336 x
+  // 4096, in a call whose eager times were out of order (the residual chain faster than
+  // bias+GELU). In the stored compare_tiles cells (round-robin in one process) at K = 4864-14336
+  // and 512-12288 rows where the shape refusals (unfusedPathFaster) let the kernel run, the
+  // heuristic's tile over cuBLAS + the epilogue kernel (bench/RESULTS.md Run AN, "Long K"): GELU
+  // then the residual 0.816-1.000 in 31 cells, SiLU 0.824-1.037 and bias+GELU 0.822-1.042 in 31
+  // each. The cells over 1: 8192 x 8192 x 1152 (every chain, bias+ReLU+cast too: session 21's
+  // named breach of the shape rules) and bias+GELU at 12288 x 14336 x 4096 (1.042; 0.995 at 4096 x
+  // 14336 x 4096), where GELU then the residual and SiLU won (0.902-0.958 at those two shapes); why
+  // GELU alone differs there is not established (at the narrow-N split-K shapes of K = 14336,
+  // fused before, it won). Taken as measured: GELU(tanh) then a residual up to K = 14336,
+  // GELU(tanh) alone up to K = 11008 (2048 / 8192 x 11008 x 4096: 0.930, 0.957), SiLU alone up to
+  // K = 14336 from 1025 rows, where the pass also judges it against eager (siluAgainstEagerRefusal;
+  // cuBLAS + the epilogue kernel runs behind eager's SiLU). A residual without GELU(tanh), SiLU
+  // with one, and batches were not measured at a long K. Not yet measured end to end with the
+  // kernel (STATUS).
   const bool gelu = expensive_ops == 1 && !silu;
   long long long_k_rows_max_k = 0;
   if (gelu) long_k_rows_max_k = residual ? kLongKRowsMaxK : kLongKGeluMaxK;

@@ -144,13 +144,10 @@ def main():
     args = ap.parse_args()
     if args.dump:
         os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"  # the tile, refusals lifted (read once)
-        from chain_specs import chains
-        from tile_rule_check import BARE_MM, heuristic_tile
-        # each bench chain's own spec (the tile choice weighs a residual read), a bare mm otherwise
-        specs, bare = chains(), open(BARE_MM).read()
+        from tile_rule_check import chain_spec, heuristic_tile
         cells = json_cells() + results_cells()
         for c in cells:
-            c["tile"] = heuristic_tile(specs.get(c["chain"], bare), c["M"], c["K"], c["N"])
+            c["tile"] = heuristic_tile(chain_spec(c["chain"]), c["M"], c["K"], c["N"])
         json.dump(cells, open(args.dump, "w"))
         print(f"{len(cells)} cells -> {args.dump}")
     if args.diff:

@@ -7,10 +7,11 @@ so its epilogue refusals count too; a bare mm for other chains), the unfused pat
 the fastest Hopper tile. With
 --before, also the rule before bd3b40d (64x256 ping-pong from 257 rows), to show what a rule
 change gains or loses cell by cell. With --share, instead, one line per shape from 257 rows: the
-heuristic's tile for an epilogue without a residual (the binding takes no spec), its work share and the shares the kernel is refused at or under
-(fxfuse._C.hopper_work_share, codegen/config_table.cpp's work-share refusal), and over the file's
-chains the heuristic tile's and the best Hopper tile's time / cuBLAS + the epilogue kernel: the
-figures behind that rule's comment (bench/RESULTS.md Run AH).
+heuristic's tile for an epilogue without a residual (the binding takes no spec), its work share
+and the shares the kernel is refused at or under (fxfuse._C.hopper_work_share, codegen/
+config_table.cpp's work-share refusal), and over the file's chains the heuristic tile's and the
+best Hopper tile's time / cuBLAS + the epilogue kernel: the figures behind that rule's comment
+(bench/RESULTS.md Run AH).
 
     python3 bench/sm90/tile_rule_check.py [--before | --share] compare_tiles.json [...]
 
@@ -25,6 +26,16 @@ from compare_tiles import short  # its column labels
 
 BARE_MM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "codegen", "specs",
                        "bare_bf16_mm.spec")
+
+
+def chain_spec(chain, cache={}):  # noqa: B006 (the specs, read once)
+    """The spec the planner sees for a bench chain (chain_specs.py: the tile choice weighs a residual
+    read), a bare mm for any other chain name."""
+    if not cache:
+        from chain_specs import chains
+        cache.update(chains())
+        cache[None] = open(BARE_MM).read()
+    return cache.get(chain, cache[None])
 
 
 def heuristic_tile(spec, M, K, N):
@@ -77,16 +88,13 @@ def main():
     if a.share:
         share_table(a.files)
         return
-    from chain_specs import chains
-    # each bench chain's own spec (the tile choice weighs a residual read), a bare mm otherwise
-    specs, bare = chains(), open(BARE_MM).read()
     within = total = refused = refused_right = 0
     for path in a.files:
         for r in json.load(open(path)):
             M, K, N = (int(v) for v in r["shape"].split("x"))
             t = {short(c): v for c, v in r["times_ms"].items() if v}
             hopper = {c: v for c, v in t.items() if c.endswith((" pp", " coop")) or " sk" in c}
-            rule = heuristic_tile(specs.get(r["chain"], bare), M, K, N)
+            rule = heuristic_tile(chain_spec(r["chain"]), M, K, N)
             if rule is None and hopper and "aten" in t:
                 # the heuristic refuses the Hopper kernel here: the unfused path against the best tile
                 best = min(hopper, key=hopper.get)

@@ -32,6 +32,12 @@ bool hopper(const spec::ChainSpec& chain, long long m, long long n, long long k,
 }
 bool hopper(long long m, long long n, long long k, long long b) { return hopper(loadSpec("bare_bf16_mm"), m, n, k, b); }
 
+// A Hopper tile as the tests spell it: "128x256 coop", "64x256 pp" (sm90::GemmConfig or KernelConfig).
+template <class Config>
+std::string tileName(const Config& c) {
+  return std::to_string(c.bm) + "x" + std::to_string(c.bn) + (c.pingpong ? " pp" : " coop");
+}
+
 TEST(CandidateConfigs, HeuristicFirstThenEveryHopperTile) {
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   const spec::ChainSpec gelu = loadSpec("bf16_linear3d_bias_gelu");
@@ -226,8 +232,7 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   auto tile = [&](long long m, long long n, long long b) {
     const KernelConfig c = chooseConfigForSize(mm, m, n, 4096, b, 90);
     EXPECT_EQ(c.variant, "sm90_wgmma");
-    return std::to_string(c.bm) + "x" + std::to_string(c.bn) + (c.pingpong ? " pp" : " coop") + " s" +
-           std::to_string(c.stages);
+    return tileName(c) + " s" + std::to_string(c.stages);
   };
   EXPECT_EQ(tile(4096, 4096, 1), "128x256 coop s4");  // four rounds against 64x256's eight
   EXPECT_EQ(tile(1536, 4096, 1), "64x256 pp s5");     // two rounds of 128x256, 64x256's slots fewer
@@ -246,7 +251,7 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   // AE: cuBLAS + the epilogue kernel faster, measured at K = 4096); the autotune still measures it
   for (const long long m : {144LL, 160LL}) {
     const sm90::GemmConfig g = sm90::chooseConfig(m, 14336, 4096, 1, 132);
-    EXPECT_EQ(std::to_string(g.bm) + "x" + std::to_string(g.bn) + (g.pingpong ? " pp" : " coop"), "128x256 coop") << m;
+    EXPECT_EQ(tileName(g), "128x256 coop") << m;
     EXPECT_NE(chooseConfigForSize(mm, m, 14336, 4096, 1, 90).variant, "sm90_wgmma") << m;
     EXPECT_NE(hopperRefusalForSize(mm, m, 14336, 4096, 1, 90)
                   .find("the last 128-row tile holds " + std::to_string(m - 128) + " real rows"),
@@ -321,7 +326,7 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   {
     const auto t = [](long long m, long long n, long long k, long long batch) {
       const sm90::GemmConfig g = sm90::chooseConfig(m, n, k, batch, 132);
-      return std::to_string(g.bm) + "x" + std::to_string(g.bn) + (g.pingpong ? " pp" : " coop");
+      return tileName(g);
     };
     // one round (1024 x 4096, above) and two (512 x 14336) keep 128x256, and so does K = 8192
     EXPECT_EQ(t(1024, 11008, 8192, 1), "128x256 coop");
@@ -353,7 +358,7 @@ TEST(CandidateConfigs, ShortKTakes64x128WhereItsWorkShareIsLarger) {
   // (bench/RESULTS.md Runs AH-AI: 3072 x 768 at K = 1024 and 4096 x 768 at K = 3072, 5-10 % ahead).
   auto tile = [](long long m, long long n, long long k, long long batch = 1) {
     const sm90::GemmConfig g = sm90::chooseConfig(m, n, k, batch, 132);
-    return std::to_string(g.bm) + "x" + std::to_string(g.bn) + (g.pingpong ? " pp" : " coop");
+    return tileName(g);
   };
   EXPECT_EQ(tile(3072, 768, 1024), "64x128 pp");    // 288 tiles in 3 rounds: 0.55 against 64x256's 0.53
   EXPECT_EQ(tile(4096, 768, 3072), "64x128 pp");    // 0.74 against 128x256's 0.73 (one round)
@@ -377,7 +382,7 @@ TEST(CandidateConfigs, ShortKTakes128x128PingPongInPlaceOf64x256) {
   // to 6.9 %); K = 3072 and up keep 64x256
   auto tile = [](long long m, long long n, long long k, long long batch = 1) {
     const sm90::GemmConfig g = sm90::chooseConfig(m, n, k, batch, 132);
-    return std::to_string(g.bm) + "x" + std::to_string(g.bn) + (g.pingpong ? " pp" : " coop");
+    return tileName(g);
   };
   EXPECT_EQ(tile(4096, 4096, 1024), "128x128 pp");   // issue 6's short-K shape
   EXPECT_EQ(tile(16384, 4096, 1024), "128x128 pp");
@@ -397,7 +402,7 @@ TEST(CandidateConfigs, TwoRoundsOf128x256TakeThe128x128PingPongWhereTheEpilogueW
   // 257-1024 rows of whole 128-row tiles, 128x256 in two rounds: 128x128 ping-pong (the same slot
   // area: four rounds) at K = 1024-3072, and at K = 4096 with a residual read in the epilogue; 128x256
   // at K = 4096 without one (bench/RESULTS.md Runs AL-AN: with the residual 128x256 behind in 11 of
-  // 11 cells at K = 4096, by 1.0-3.3 %; ahead or within 0.9 % without). The spec decides, through
+  // 11 cells at K = 4096, by 1.0-3.3 %; ahead or within 1 % without). The spec decides, through
   // the planner and its work-share refusal.
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   const char* head = "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
@@ -407,7 +412,7 @@ TEST(CandidateConfigs, TwoRoundsOf128x256TakeThe128x128PingPongWhereTheEpilogueW
   const spec::ChainSpec bias_only = spec::parseSpec(std::string(head) + "output %4\n");
   auto tile = [](const spec::ChainSpec& s, long long m, long long n, long long k) {
     const KernelConfig c = chooseConfigForSize(s, m, n, k, 1, 90);
-    return c.variant + " " + std::to_string(c.bm) + "x" + std::to_string(c.bn) + (c.pingpong ? " pp" : " coop");
+    return c.variant + " " + tileName(c);
   };
   EXPECT_EQ(tile(with_residual, 768, 11008, 4096), "sm90_wgmma 128x128 pp");  // 258 tiles of 128x256
   EXPECT_EQ(tile(with_residual, 512, 14336, 4096), "sm90_wgmma 128x128 pp");
@@ -441,7 +446,7 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   const spec::ChainSpec mm = loadSpec("bare_bf16_mm");
   auto tile = [](long long m, long long n) {
     const sm90::GemmConfig g = sm90::chooseConfig(m, n, 4096, 1, 132);
-    return std::to_string(g.bm) + "x" + std::to_string(g.bn) + (g.pingpong ? " pp" : " coop");
+    return tileName(g);
   };
   EXPECT_EQ(tile(4096, 4160), "128x128 pp");    // 1056 tiles, 8 rounds; 64x256 1088 in 9
   EXPECT_EQ(tile(4096, 4224), "128x128 pp");
@@ -471,7 +476,7 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   EXPECT_EQ(tile(4096, 4864), "64x256 pp");
   EXPECT_EQ(tile(2048, 4096), "128x256 coop");  // two rounds against 64x256's four (Run AH)
   EXPECT_EQ(tile(2560, 3072), "128x256 coop");  // 240 tiles: two rounds against four
-  // three and four rounds against six and eight at K >= 4096, whole 128-row tiles: 128x256 (Runs AL-AN)
+  // three and four rounds against six and eight at K = 4096-8192, whole 128-row tiles: 128x256 (Runs AL-AN)
   EXPECT_EQ(tile(4096, 4096), "128x256 coop");
   EXPECT_EQ(tile(3072, 4096), "128x256 coop");
   EXPECT_EQ(tile(4096, 6144), "64x256 pp");     // six rounds against twelve: mixed, 64x256 kept
