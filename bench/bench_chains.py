@@ -6,7 +6,8 @@ pass rewrote (make_fx → fxfuse pass → GraphModule), so the number is the fus
 the op's host path. With --compile also torch.compile(backend="fxfuse") ("backend"): what a user
 gets by switching the backend, the planner deciding against Inductor (a chain it leaves unfused
 runs as Inductor compiles it).
-Prints times (ms, median of triton's do_bench) and ratios; writes $OUT/bench_chains.json.
+Prints times (ms: every variant of a chain timed in turn, round-robin, for --rounds rounds after
+one not kept; the median over the rounds of each round's do_bench median) and ratios; writes $OUT/bench_chains.json.
 
   python bench/bench_chains.py [--decode] [--quick] [--compile [SAMPLES]] [--op-unfused] [--shapes N | --which 2,8,9 | --mkn MxKxN,..]
                                [--chains bias_gelu,linear_gelu,...]
@@ -27,11 +28,28 @@ import fxfuse
 from fxfuse.pass_driver import Options, run_on_graph
 from bench_out import out_dir
 from chain_fns import CHAINS, chain_args, float64_reference
-from op_path import counters, path_of
+from op_path import counters, path_of, path_of_call
 
 
-def ms(fn):
-    return do_bench(fn, warmup=25, rep=100, return_mode="median")
+def ms(fn, rep=100):
+    return do_bench(fn, warmup=25, rep=rep, return_mode="median")
+
+
+def round_robin(fns: dict, rounds: int) -> tuple[dict, dict]:
+    """Each of fns timed once per round, in turn, for `rounds` rounds after one round not kept:
+    (median over the rounds, the samples) per name. Timed one after another, a variant measured
+    first after the GPU idled (here: while the chain compiled) meets it at another clock than the
+    ones after it: at 4096 x 14336 x 4096 cuBLAS mm alone, timed once per shape before the chains
+    until session 26, read 0.585 ms, eager's SiLU (mm + one elementwise kernel) 0.668, compare_tiles'
+    round-robin mm 0.655; with rounds, at 4096^3 the first round's mm read 0.175 ms, the next two
+    0.195-0.197 (bench/RESULTS.md Run AO)."""
+    samples = {name: [] for name in fns}
+    for r in range(rounds + 1):
+        for name, fn in fns.items():
+            t = ms(fn, rep=max(20, 100 // rounds))
+            if r:
+                samples[name].append(t)
+    return {name: statistics.median(v) for name, v in samples.items()}, samples
 
 
 CUBLASLT = {"bias_gelu": lambda x, w, b, r, wq, s, wt: torch._addmm_activation(b, x, w, use_gelu=True)}
@@ -61,17 +79,13 @@ def fused_module(fn, args, options=None):
     return gm, n, res
 
 
-def bench_shape(M, K, N, dt, chains, with_compile, op_unfused=False):
+def bench_shape(M, K, N, dt, chains, with_compile, op_unfused=False, rounds=3):
     args = chain_args(M, K, N, dt)
     x, w = args[0], args[1]
-    t_mm = ms(lambda: torch.mm(x, w))
     rows = []
     for name in chains:
         fn = CHAINS[name]
-        row = dict(shape=f"{M}x{K}x{N}", dtype=str(dt).split(".")[-1], chain=name, mm=t_mm)
-        row["eager"] = ms(lambda: fn(*args))
-        if name in CUBLASLT:
-            row["cublaslt"] = ms(lambda: CUBLASLT[name](*args))
+        row = dict(shape=f"{M}x{K}x{N}", dtype=str(dt).split(".")[-1], chain=name)
         ref = float64_reference(fn, args)
         t0 = time.time()
         gm, nfused, _ = fused_module(fn, args)
@@ -79,23 +93,26 @@ def bench_shape(M, K, N, dt, chains, with_compile, op_unfused=False):
         torch.cuda.synchronize()
         row["fxfuse_prepare_s"] = time.time() - t0
         row["fused_chains"] = nfused
-        before = counters()
-        row["fxfuse"] = ms(lambda: gm(*args))
-        row["path"] = path_of(before, counters())
+        fns = {"mm": lambda: torch.mm(x, w), "eager": lambda: fn(*args)}
+        if name in CUBLASLT:
+            fns["cublaslt"] = lambda: CUBLASLT[name](*args)
+        fns["fxfuse"] = lambda: gm(*args)
+        row["path"] = path_of_call(lambda: gm(*args))
         row["fxfuse_relerr"] = relerr(out[0] if isinstance(out, (list, tuple)) else out, ref)
         row["eager_relerr"] = relerr(fn(*args), ref)
         if op_unfused and row["path"] == "not the op":
             # What the chain the planner left to eager's ops would run on the op's own unfused
             # path (cuBLAS, then one generated epilogue kernel): the rewrite without the
-            # profitability rule, the op deciding per call. Eager timed again after it, so the
-            # row shows how far two timings of the same ops differ in this run.
+            # profitability rule, the op deciding per call. Eager is timed twice in each round,
+            # so the row shows how far two timings of the same ops differ in this run.
             gm2, _, _ = fused_module(fn, args, Options(only_profitable=False))
             got = gm2(*args)
-            before = counters()
-            row["op_unfused"] = ms(lambda: gm2(*args))
-            row["op_unfused_path"] = path_of(before, counters())
+            row["op_unfused_path"] = path_of_call(lambda: gm2(*args))
             row["op_unfused_relerr"] = relerr(got[0] if isinstance(got, (list, tuple)) else got, ref)
-            row["eager_again"] = ms(lambda: fn(*args))
+            fns["op_unfused"] = lambda: gm2(*args)
+            fns["eager_again"] = lambda: fn(*args)
+        medians, row["samples"] = round_robin(fns, rounds)
+        row.update(medians)
         if with_compile:
             # Each sample a fresh compile (Run S: two compiles of one chain differed by up to 1.27x),
             # the row's value their median; the samples go to the JSON.
@@ -136,6 +153,8 @@ def main():
                          "(cuBLAS + one epilogue kernel) and eager again")
     ap.add_argument("--all-epilogues", action="store_true",
                     help="fuse every chain on Hopper, also those the planner leaves unfused (to re-measure its rule)")
+    ap.add_argument("--rounds", type=int, default=3, help="round-robin rounds of every variant per chain, "
+                    "after one not kept (the median is shown)")
     ap.add_argument("--shapes", type=int, default=0, help="only the first N shapes")
     ap.add_argument("--chains", default="", help="these chains (bench/chain_fns.py), e.g. linear_gelu,"
                     "linear_relu_cast (nn.Linear's weight layout); default: the four epilogues (--decode: its three)")
@@ -169,7 +188,7 @@ def main():
         shapes = shapes[:a.shapes]
     rows = []
     for (M, K, N, dt) in shapes:
-        rows += bench_shape(M, K, N, dt, chains, a.compile, a.op_unfused)
+        rows += bench_shape(M, K, N, dt, chains, a.compile, a.op_unfused, a.rounds)
     with open(out, "w") as f:
         json.dump(rows, f, indent=1)
     print(f"{'shape':>16} {'dtype':>8} {'chain':>16} {'mm':>7} {'eager':>7} {'lt':>7} {'compile':>7} "

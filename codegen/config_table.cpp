@@ -86,7 +86,7 @@ bool lastRowTileAtMostAQuarterReal(long long M, int bm) { return M % bm != 0 && 
 // 13312 and 14336, 104 and 112 tiles; M = 128 and 192 at N = 14336; M = 256 at N = 4096) the
 // Hopper kernel beat cuBLAS + the epilogue on every bench chain but SiLU alone (bias+GELU,
 // bias+GELU then the residual, bias+ReLU+cast: 1.11-1.62x eager; SiLU 0.97-1.16x, so
-// epilogueRefusal keeps SiLU to 512 rows and more). A partial row tile: M = 100 (78 % of the
+// epilogueRefusal keeps SiLU to 512 rows and more at K = 4096). A partial row tile: M = 100 (78 % of the
 // tiles' rows real) lost on every chain before the staged epilogue took M-edge tiles (Run AA) and
 // won on every chain after it (Run AC, febc641: 64x128 1.09-1.16x cuBLAS mm alone against cuBLAS
 // + the epilogue kernel's 1.17-1.24x); a batch with fewer real rows (M = 65: half the MMA rows
@@ -166,9 +166,9 @@ namespace {
 // (several outputs, a 32-bit output, erf-GELU, sigmoid or tanh alone, stacked activations,
 // division, logarithms...) were not measured or lost (Runs C-J) and stay unfused. Beyond K = 4096
 // only split-K shapes, decode batches of 128-256 rows in one round of the heuristic's tile (up
-// to K = 28672, Runs AD, AK, AL, AM) and, since session 25, one matrix of 512 rows or more (SiLU
-// alone: 1025) at K <= 11008-14336 (stored compare_tiles cells, Run AN) take them
-// (epilogueRefusal).
+// to K = 28672, Runs AD, AK, AL, AM) and, since session 25, one matrix of 512 rows or more at
+// K <= 11008-14336 with GELU(tanh) (stored compare_tiles cells, Run AN; end to end Run AO) take
+// them (epilogueRefusal).
 constexpr long long kExpensiveEpilogueMaxK = 4096, kLongKDecodeMaxK = 28672, kLongKRowsMaxK = 14336,
                     kLongKGeluMaxK = 11008;
 // The work-share refusal's rows (workShareRefusal, below): from 257 rows, SiLU against eager from 1025.
@@ -268,20 +268,20 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   // 14336 x 4096), where GELU then the residual and SiLU won (0.902-0.958 at those two shapes); why
   // GELU alone differs there is not established (at the narrow-N split-K shapes of K = 14336,
   // fused before, it won). Taken as measured: GELU(tanh) then a residual up to K = 14336,
-  // GELU(tanh) alone up to K = 11008 (2048 / 8192 x 11008 x 4096: 0.930, 0.957), SiLU alone up to
-  // K = 14336 from 1025 rows, where the pass also judges it against eager (siluAgainstEagerRefusal;
-  // cuBLAS + the epilogue kernel runs behind eager's SiLU). A residual without GELU(tanh), SiLU
-  // with one, and batches were not measured at a long K. Not yet measured end to end with the
-  // kernel (STATUS).
+  // GELU(tanh) alone up to K = 11008 (2048 / 8192 x 11008 x 4096: 0.930, 0.957). End to end
+  // (bench/RESULTS.md Run AO, 2026-12-02, 12 shapes at K = 8192-14336) these ran 0.99-1.32x eager
+  // (GELU alone 0.99-1.18, GELU then the residual 1.00-1.32). SiLU alone, taken in session 25 from
+  // 1025 rows, ran 0.96-0.97x eager at 8192 x 11008 x 4096, 6144 x 8192 x 4096 and 1536 x 11008 x
+  // 11008 (1.00, 1.00 and 1.14 at three more): eager's SiLU is one cheap pass (3-5 % of mm's time
+  // there), less than the kernel's gap to cuBLAS. It is refused again. A residual without
+  // GELU(tanh), SiLU with one, and batches were not measured at a long K.
   const bool gelu = expensive_ops == 1 && !silu;
-  long long long_k_rows_max_k = 0;
-  if (gelu) long_k_rows_max_k = residual ? kLongKRowsMaxK : kLongKGeluMaxK;
-  if (silu && !residual && shape.M > kSiluWorkShareAboveRows) long_k_rows_max_k = kLongKRowsMaxK;
+  const long long long_k_rows_max_k = !gelu ? 0 : residual ? kLongKRowsMaxK : kLongKGeluMaxK;
   const bool long_k_rows = shape.B == 1 && shape.M >= 512 && shape.K <= long_k_rows_max_k;
   if (shape.K > kExpensiveEpilogueMaxK && !split_k && !long_k_decode && !long_k_rows)
     return "GELU, SiLU and residual epilogues at K > 4096 were measured winning only from 512 rows of one matrix "
-           "(GELU then a residual to K = 14336, GELU alone to 11008, SiLU alone from 1025 rows to 14336), with "
-           "split-K and on decode batches (bench/RESULTS.md Runs L, M, AN)";
+           "(GELU then a residual to K = 14336, GELU alone to 11008), with split-K and on decode batches "
+           "(bench/RESULTS.md Runs L, M, AN, AO)";
   if (!stagedEverything(spec)) return "outputs or a residual the fast path cannot stage (several, or 32-bit)";
   if (shape.align_bytes_residual < 16) return "the residual is not 16-byte aligned";
   if (split_k) return expensive_ops == 0 ? "a residual without GELU(tanh) was not measured with split-K" : "";
@@ -289,8 +289,13 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
     if (!decodeBatchFillsSms(shape))
       return "below 512 rows only decode batches were measured: one matrix of 64-256 rows, at least 96 "
              "tiles of 64x128 with three quarters of their rows real, or split-K (Runs AA, AC)";
-    // SiLU's separate pass is the cheapest: 0.97x eager at M = 192, N = 14336 (Run AA)
-    if (silu) return "SiLU is faster unfused below 512 rows (Run AA)";
+    // SiLU's separate pass is the cheapest: 0.97x eager at 192 x 4096 x 14336 (Run AA), 1.01x
+    // at 64 x 4096 x 12288 (Run AO). At a long K the decode batch's kernel ran ahead of eager in
+    // the same process (Run AO, forced, 2026-12-02): 1.03-1.30x at 192-256 rows, K = 8192-28672
+    // (192 x 8192 / 14336 x 4096, 256 x 11008 / 14336 / 28672 x 4096); 128 rows unmeasured.
+    const bool silu_long_k_decode = long_k_decode && shape.K > kExpensiveEpilogueMaxK && shape.M >= 192;
+    if (silu && !silu_long_k_decode)
+      return "SiLU is faster unfused below 512 rows but for decode batches of 192-256 rows at K > 4096 (Runs AA, AO)";
     // the residual was measured only behind GELU(tanh) there (bench chain bias_gelu_resid)
     if (expensive_ops == 0) return "a residual without GELU(tanh) was not measured below 512 rows";
   }
@@ -422,7 +427,7 @@ constexpr double kFillRuleKSilu = 700;
 // 4096 x 1024 at 0.74 by 16-21 %): the
 // FLOP bound stands there too. SiLU against eager (kFillRuleKSilu) only from 1025 rows, where it
 // was measured.
-// (kWorkShareAboveRows, kSiluWorkShareAboveRows: above epilogueRefusal, which uses the second)
+// (kWorkShareAboveRows, kSiluWorkShareAboveRows: above epilogueRefusal)
 bool inWorkShareRange(const ProblemShape& s, long long above_rows) {
   return s.B == 1 && s.M > above_rows && s.N >= kFillRuleMinN && 2.0 * s.M * s.N * s.K >= kFillRuleMinFlops;
 }

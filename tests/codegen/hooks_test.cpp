@@ -284,8 +284,7 @@ TEST(ChooseConfig, Table) {
   EXPECT_EQ(chooseConfig(tanh_gelu, deep, 90).variant, "sm80_mma");
   EXPECT_EQ(chooseConfig(loadSpec("bare_bf16_mm"), deep, 90).variant, hopper);
   // Session 25 (bench/RESULTS.md Run AN, stored compare_tiles cells): from 512 rows of one matrix
-  // GELU(tanh) alone up to K = 11008, GELU(tanh) then a residual up to K = 14336, SiLU alone from
-  // 1025 rows up to K = 14336
+  // GELU(tanh) alone up to K = 11008, GELU(tanh) then a residual up to K = 14336 (end to end Run AO)
   ProblemShape k11008 = big;
   k11008.K = 11008;
   EXPECT_EQ(chooseConfig(tanh_gelu, k11008, 90).variant, hopper);
@@ -300,15 +299,19 @@ TEST(ChooseConfig, Table) {
       "%3 = gelu_tanh %2 : bf16\n%4 = input 2 bf16 [m,n]\n%5 = add %3 %4 : bf16\noutput %5\n");
   EXPECT_EQ(chooseConfig(gelu_residual, deep, 90).variant, hopper);
   EXPECT_EQ(chooseConfig(gelu_residual, past, 90).variant, "sm80_mma");  // past the longest K measured
-  // SiLU alone from 1025 rows only (where the pass also judges it against eager), a residual
-  // without GELU(tanh) not at all (unmeasured at a long K)
+  // SiLU alone not at all (session 25 took it from 1025 rows; end to end it ran 0.96-0.97x eager
+  // at three of five shapes, Run AO), a residual without GELU(tanh) neither (unmeasured at a long K)
   const spec::ChainSpec silu_alone = spec::parseSpec(
       "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
       "%3 = silu %2 : bf16\noutput %3\n");
-  EXPECT_EQ(chooseConfig(silu_alone, deep, 90).variant, hopper);
+  EXPECT_EQ(chooseConfig(silu_alone, deep, 90).variant, "sm80_mma");
+  ProblemShape k8192 = big;
+  k8192.M = 8192;
+  k8192.K = 8192;
+  EXPECT_EQ(chooseConfig(silu_alone, k8192, 90).variant, "sm80_mma");
+  EXPECT_EQ(chooseConfig(gelu_residual, k8192, 90).variant, hopper);
   ProblemShape deep_1024 = deep;
   deep_1024.M = 1024;
-  EXPECT_EQ(chooseConfig(silu_alone, deep_1024, 90).variant, "sm80_mma");
   EXPECT_EQ(chooseConfig(gelu_residual, deep_1024, 90).variant, hopper);
   // A residual the fast path cannot stage (not 16-byte aligned, or not contiguous along n)
   // would send the whole launch to the per-element edge path: the unfused path instead.
@@ -346,14 +349,26 @@ TEST(ChooseConfig, Table) {
   EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, hopper);
   EXPECT_EQ(chooseConfig(gelu_tanh, small_m, 90).variant, hopper);
   // A decode batch whose 64-row tiles fill the SMs keeps GELU(tanh) at a long K (Run AD: 256 x
-  // 14336 x 4096, 128 tiles); SiLU alone stays unfused below 512 rows; beyond K = 28672, with too
+  // 14336 x 4096, 128 tiles), and SiLU alone there from 192 rows (Run AO: 1.03-1.30x eager at 192-256
+  // rows, K = 8192-28672; at K = 4096 it stays unfused, and at 128 rows); beyond K = 28672, with too
   // few tiles (128 rows: 64) the K > 4096 refusal stands (from 512 rows of one matrix: past K = 14336,
   // GELU alone past 11008, above).
   ProblemShape long_k = big;
   long_k.M = 256;
   long_k.K = 14336;
   EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, hopper);
-  EXPECT_EQ(chooseConfig(silu, long_k, 90).variant, "sm80_mma");
+  EXPECT_EQ(chooseConfig(silu, long_k, 90).variant, hopper);
+  ProblemShape silu_rows = long_k;
+  silu_rows.M = 128;
+  silu_rows.N = 8192;  // 128 tiles of 64x128 (128 x 14336 x 8192: GELU measured, Run AK)
+  EXPECT_EQ(chooseConfig(gelu_tanh, silu_rows, 90).variant, hopper);
+  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, "sm80_mma");  // 128 rows: SiLU unmeasured
+  silu_rows.M = 192;
+  silu_rows.N = 4096;
+  silu_rows.K = 8192;
+  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, hopper);  // 192 x 8192 x 4096: 1.30x eager
+  silu_rows.K = 4096;
+  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, "sm80_mma");  // K = 4096: SiLU stays unfused
   long_k.K = 28672;  // one round of 64x128 (Run AL: 256 x 28672 x 4096, 1.04-1.07x mm against 1.08-1.11x)
   EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, hopper);
   long_k.K = 28736;

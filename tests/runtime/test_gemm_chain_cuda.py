@@ -780,18 +780,38 @@ def test_residual_dispatch_by_the_heuristic(unforced, M, K, N, residual, first):
     check_dispatch("residual-dispatch", M, K, N, first, residual)
 
 
-def check_dispatch(name, M, K, N, first, residual=False):
-    """bias+GELU(tanh) (then a residual added: `residual`) at M x K x N: the op's first candidate
-    is `first` (None: unfused), one launch, the result against float64."""
+@needs_sm90
+@pytest.mark.parametrize("M,K,N,first", [
+    (192, 8192, 4096, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
+    (256, 28672, 4096, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
+    (256, 4096, 4096, None),  # K = 4096: eager's SiLU pass is the cheaper (Run AA)
+    (128, 14336, 8192, None),  # 128 rows: unmeasured
+    (8192, 11008, 4096, None),  # from 512 rows at a long K: 0.96-0.97x eager (Run AO)
+])
+def test_silu_dispatch_by_the_heuristic(unforced, M, K, N, first):
+    """SiLU alone (bench/RESULTS.md Run AO, session 26): the Hopper kernel on decode batches of
+    192-256 rows at K > 4096 (1.03-1.30x eager, forced, in the same process), cuBLAS + the
+    epilogue kernel at K = 4096 below 512 rows, at 128 rows, and from 512 rows at a long K. One
+    launch each; against float64 by relative error, outputs poisoned."""
+    check_dispatch("silu-dispatch", M, K, N, first, silu=True)
+
+
+def check_dispatch(name, M, K, N, first, residual=False, silu=False):
+    """bias+GELU(tanh) (then a residual added: `residual`; SiLU alone instead: `silu`) at
+    M x K x N: the op's first candidate is `first` (None: unfused), one launch, the result against
+    float64."""
     seed(name, M, K, N)
     dt = torch.bfloat16
     s = SpecBuilder()
     xs, ws = s.input(dt, "mk"), s.input(dt, "kn")
-    y = s.op("gelu_tanh", s.op("add", s.mm(xs, ws, torch.float32), s.input(dt, "n"), dtype=dt), dtype=dt)
-    s.output(s.op("add", y, s.input(dt, "mn"), dtype=dt) if residual else y)
+    if silu:
+        s.output(s.op("silu", s.mm(xs, ws, torch.float32), dtype=dt))
+    else:
+        y = s.op("gelu_tanh", s.op("add", s.mm(xs, ws, torch.float32), s.input(dt, "n"), dtype=dt), dtype=dt)
+        s.output(s.op("add", y, s.input(dt, "mn"), dtype=dt) if residual else y)
     spec = s.text()
     x, w, b = randn((M, K), dt, "cuda"), randn((K, N), dt, "cuda", K ** -0.5), randn((N,), dt, "cuda")
-    inputs = [x, w, b] + ([randn((M, N), dt, "cuda")] if residual else [])
+    inputs = [x, w] if silu else [x, w, b] + ([randn((M, N), dt, "cuda")] if residual else [])
     fused = first is not None
     assert (C.kernel_variant(spec, M, N, K)[0] == "sm90_wgmma") == fused
     if fused:
@@ -804,7 +824,10 @@ def check_dispatch(name, M, K, N, first, residual=False):
     assert after["pointwise_launches"] == before["pointwise_launches"] + (0 if fused else 1), after
     split_k = fused and "splitk" in first
     assert after["hopper_split_k_launches"] == before["hopper_split_k_launches"] + split_k, after
-    want = torch.nn.functional.gelu(x.double() @ w.double() + b.double(), approximate="tanh")
+    if silu:
+        want = torch.nn.functional.silu(x.double() @ w.double())
+    else:
+        want = torch.nn.functional.gelu(x.double() @ w.double() + b.double(), approximate="tanh")
     if residual:
         want = want + inputs[3].double()
     assert torch.isfinite(out).all(), "an element was not written (poisoned NaN)"
