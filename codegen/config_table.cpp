@@ -291,11 +291,15 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
              "tiles of 64x128 with three quarters of their rows real, or split-K (Runs AA, AC)";
     // SiLU's separate pass is the cheapest: 0.97x eager at 192 x 4096 x 14336 (Run AA), 1.01x
     // at 64 x 4096 x 12288 (Run AO). At a long K the decode batch's kernel ran ahead of eager in
-    // the same process (Run AO, forced, 2026-12-02): 1.03-1.30x at 192-256 rows, K = 8192-28672
-    // (192 x 8192 / 14336 x 4096, 256 x 11008 / 14336 / 28672 x 4096); 128 rows unmeasured.
-    const bool silu_long_k_decode = long_k_decode && shape.K > kExpensiveEpilogueMaxK && shape.M >= 192;
+    // the same process (Run AO, 2026-12-02, calls 3 and 5): 1.01-1.30x at 192-256 rows, K =
+    // 8192-28672, N = 4096 (192 x 8192 / 14336 x 4096, 256 x 11008 / 14336 / 28672 x 4096), all of
+    // them on 64x128 ping-pong; 128 rows and the wider tiles of wider N (where GELU won) unmeasured.
+    const sm90::GemmConfig tile = sm90::chooseConfig(shape.M, shape.N, shape.K, shape.B, kHopperSms);
+    const bool silu_long_k_decode = long_k_decode && shape.K > kExpensiveEpilogueMaxK && shape.M >= 192 &&
+                                    tile.bm == 64 && tile.bn == 128;
     if (silu && !silu_long_k_decode)
-      return "SiLU is faster unfused below 512 rows but for decode batches of 192-256 rows at K > 4096 (Runs AA, AO)";
+      return "SiLU is faster unfused below 512 rows but for decode batches of 192-256 rows on 64x128 tiles at K > "
+             "4096 (Runs AA, AO)";
     // the residual was measured only behind GELU(tanh) there (bench chain bias_gelu_resid)
     if (expensive_ops == 0) return "a residual without GELU(tanh) was not measured below 512 rows";
   }

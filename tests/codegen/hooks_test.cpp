@@ -369,6 +369,16 @@ TEST(ChooseConfig, Table) {
   EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, hopper);  // 192 x 8192 x 4096: 1.30x eager
   silu_rows.K = 4096;
   EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, "sm80_mma");  // K = 4096: SiLU stays unfused
+  // SiLU was measured on 64x128 ping-pong only: a wider N's wider tile keeps GELU, not SiLU
+  silu_rows.K = 14336;
+  silu_rows.N = 11008;  // 64x256 ping-pong
+  EXPECT_EQ(sm90::chooseConfig(192, 11008, 14336, 1, 132).bn, 256);
+  EXPECT_EQ(chooseConfig(gelu_tanh, silu_rows, 90).variant, hopper);
+  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, "sm80_mma");
+  silu_rows.M = 256;
+  silu_rows.N = 14336;  // 128x256 cooperative
+  EXPECT_EQ(chooseConfig(gelu_tanh, silu_rows, 90).variant, hopper);
+  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, "sm80_mma");
   long_k.K = 28672;  // one round of 64x128 (Run AL: 256 x 28672 x 4096, 1.04-1.07x mm against 1.08-1.11x)
   EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, hopper);
   long_k.K = 28736;
