@@ -6,8 +6,9 @@ pass rewrote (make_fx → fxfuse pass → GraphModule), so the number is the fus
 the op's host path. With --compile also torch.compile(backend="fxfuse") ("backend"): what a user
 gets by switching the backend, the planner deciding against Inductor (a chain it leaves unfused
 runs as Inductor compiles it).
-Prints times (ms: every variant of a chain timed in turn, round-robin, for --rounds rounds after
-one not kept; the median over the rounds of each round's do_bench median) and ratios; writes $OUT/bench_chains.json.
+Prints times (ms: cuBLAS mm alone, eager, cuBLASLt and fxfuse of a chain timed in turn,
+round-robin, for --rounds rounds after one not kept, the median over the rounds of each round's
+do_bench median; torch.compile and the backend, each compiled afresh per sample, on their own) and ratios; writes $OUT/bench_chains.json.
 
   python bench/bench_chains.py [--decode] [--quick] [--compile [SAMPLES]] [--op-unfused] [--shapes N | --which 2,8,9 | --mkn MxKxN,..]
                                [--chains bias_gelu,linear_gelu,...]
@@ -162,6 +163,8 @@ def main():
     ap.add_argument("--which", default="", help="only these shapes, 1-based indices into the whole list (LARGE "
                     "or DECODE), e.g. 2,8,9; not combined with --quick or --shapes")
     a = ap.parse_args()
+    if a.rounds < 1:
+        ap.error("--rounds takes 1 or more")
     out = os.path.join(out_dir(), "bench_chains.json")  # created before the minutes of measuring
     if a.all_epilogues:  # read once by codegen's config table, before the first chain is planned
         os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"

@@ -171,6 +171,8 @@ namespace {
 // them (epilogueRefusal).
 constexpr long long kExpensiveEpilogueMaxK = 4096, kLongKDecodeMaxK = 28672, kLongKRowsMaxK = 14336,
                     kLongKGeluMaxK = 11008;
+// SiLU alone on decode batches from this K (the least measured, Run AO; epilogueRefusal)
+constexpr long long kSiluDecodeMinK = 8192;
 // The work-share refusal's rows (workShareRefusal, below): from 257 rows, SiLU against eager from 1025.
 constexpr long long kWorkShareAboveRows = 256, kSiluWorkShareAboveRows = 1024;
 
@@ -272,7 +274,8 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   // (bench/RESULTS.md Run AO, 2026-12-02, 12 shapes at K = 8192-14336) these ran 0.99-1.32x eager
   // (GELU alone 0.99-1.18, GELU then the residual 1.00-1.32). SiLU alone, taken in session 25 from
   // 1025 rows, ran 0.96-0.97x eager at 8192 x 11008 x 4096, 6144 x 8192 x 4096 and 1536 x 11008 x
-  // 11008 (1.00, 1.00 and 1.14 at three more): eager's SiLU is one cheap pass (3-5 % of mm's time
+  // 11008 (calls 2, 4; 1.00, 1.00 and 1.14 at three more; call 5, round-robin: 0.95-0.99x at those
+  // three): eager's SiLU is one cheap pass (3-5 % of mm's time
   // there), less than the kernel's gap to cuBLAS. It is refused again. A residual without
   // GELU(tanh), SiLU with one, and batches were not measured at a long K.
   const bool gelu = expensive_ops == 1 && !silu;
@@ -290,16 +293,20 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
       return "below 512 rows only decode batches were measured: one matrix of 64-256 rows, at least 96 "
              "tiles of 64x128 with three quarters of their rows real, or split-K (Runs AA, AC)";
     // SiLU's separate pass is the cheapest: 0.97x eager at 192 x 4096 x 14336 (Run AA), 1.01x
-    // at 64 x 4096 x 12288 (Run AO). At a long K the decode batch's kernel ran ahead of eager in
-    // the same process (Run AO, 2026-12-02, calls 3 and 5): 1.01-1.30x at 192-256 rows, K =
-    // 8192-28672, N = 4096 (192 x 8192 / 14336 x 4096, 256 x 11008 / 14336 / 28672 x 4096), all of
-    // them on 64x128 ping-pong; 128 rows and the wider tiles of wider N (where GELU won) unmeasured.
-    const sm90::GemmConfig tile = sm90::chooseConfig(shape.M, shape.N, shape.K, shape.B, kHopperSms);
-    const bool silu_long_k_decode = long_k_decode && shape.K > kExpensiveEpilogueMaxK && shape.M >= 192 &&
+    // at 64 x 4096 x 12288 (Run AO). At a long K the decode batch's kernel (SiLU alone, no
+    // residual) ran ahead of eager in the same process (Run AO, 2026-12-02): forced 1.01-1.30x
+    // (call 3), on the planner's path 1.01-1.30x (call 5) at 192-256 rows, K = 8192-28672, N =
+    // 4096 (192 x 8192 / 14336 x 4096, 256 x 11008 / 14336 / 28672 x 4096), all of them on 64x128
+    // ping-pong. Taken there: K >= 8192 and the tile 64x128, which at 192-256 rows means N of
+    // about 3000-5600 (4096 measured); 128 rows, K under 8192, SiLU with a residual or a gate,
+    // and the wider tiles of wider N (where GELU won) unmeasured.
+    const sm90::GemmConfig tile =
+        sm90::chooseConfig(shape.M, shape.N, shape.K, shape.B, kHopperSms, epilogueLoad(spec));
+    const bool silu_long_k_decode = long_k_decode && !residual && shape.K >= kSiluDecodeMinK && shape.M >= 192 &&
                                     tile.bm == 64 && tile.bn == 128;
     if (silu && !silu_long_k_decode)
-      return "SiLU is faster unfused below 512 rows but for decode batches of 192-256 rows on 64x128 tiles at K > "
-             "4096 (Runs AA, AO)";
+      return "SiLU is faster unfused below 512 rows but for SiLU alone on decode batches of 192-256 rows on 64x128 "
+             "tiles at K >= 8192 (Runs AA, AO)";
     // the residual was measured only behind GELU(tanh) there (bench chain bias_gelu_resid)
     if (expensive_ops == 0) return "a residual without GELU(tanh) was not measured below 512 rows";
   }

@@ -67,9 +67,10 @@ def main():
             spec = chains()[chain]
             ins = inputs_for(spec, M, K, N)
             x, w = ins[0], ins[1]
-            best, errors, mm = {}, {}, []
+            best, errors, mm, rounds = {}, {}, [], []
             for _ in range(a.rounds):
                 r = measure(ins, spec, reps=30)
+                rounds.append(r["times_ms"])
                 for choice, t in r["times_ms"].items():
                     if t is not None:
                         best[choice] = min(t, best.get(choice, t))
@@ -78,7 +79,8 @@ def main():
                 mm.append(time_ms(lambda: torch.mm(x, w), 30))
             for rejected in errors:  # rejected in any round: no time shown
                 best.pop(rejected, None)
-            row = {"shape": shape, "chain": chain, "mm": min(mm), "times_ms": best, "errors": errors}
+            row = {"shape": shape, "chain": chain, "mm": min(mm), "times_ms": best, "errors": errors,
+                   "rounds_ms": rounds, "mm_rounds_ms": mm}  # each round's times, to see the spread
             rows.append(row)
             print(json.dumps(row), flush=True)
     with open(out, "w") as f:

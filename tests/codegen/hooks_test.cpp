@@ -299,8 +299,9 @@ TEST(ChooseConfig, Table) {
       "%3 = gelu_tanh %2 : bf16\n%4 = input 2 bf16 [m,n]\n%5 = add %3 %4 : bf16\noutput %5\n");
   EXPECT_EQ(chooseConfig(gelu_residual, deep, 90).variant, hopper);
   EXPECT_EQ(chooseConfig(gelu_residual, past, 90).variant, "sm80_mma");  // past the longest K measured
-  // SiLU alone not at all (session 25 took it from 1025 rows; end to end it ran 0.96-0.97x eager
-  // at three of five shapes, Run AO), a residual without GELU(tanh) neither (unmeasured at a long K)
+  // SiLU alone not at all (session 25 took it from 1025 rows; end to end it ran 0.95-0.99x eager
+  // at three of five shapes, Run AO call 5), a residual without GELU(tanh) neither (unmeasured at a
+  // long K)
   const spec::ChainSpec silu_alone = spec::parseSpec(
       "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
       "%3 = silu %2 : bf16\noutput %3\n");
@@ -367,6 +368,12 @@ TEST(ChooseConfig, Table) {
   silu_rows.N = 4096;
   silu_rows.K = 8192;
   EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, hopper);  // 192 x 8192 x 4096: 1.30x eager
+  const spec::ChainSpec silu_then_residual = spec::parseSpec(
+      std::string(head) + "%3 = silu %2 : bf16\n%4 = input 2 bf16 [m,n]\n%5 = add %3 %4 : bf16\noutput %5\n");
+  EXPECT_EQ(chooseConfig(silu_then_residual, silu_rows, 90).variant, "sm80_mma");  // unmeasured
+  silu_rows.K = 6144;
+  EXPECT_EQ(chooseConfig(gelu_tanh, silu_rows, 90).variant, hopper);
+  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, "sm80_mma");  // under the least K measured, 8192
   silu_rows.K = 4096;
   EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, "sm80_mma");  // K = 4096: SiLU stays unfused
   // SiLU was measured on 64x128 ping-pong only: a wider N's wider tile keeps GELU, not SiLU
@@ -377,6 +384,7 @@ TEST(ChooseConfig, Table) {
   EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, "sm80_mma");
   silu_rows.M = 256;
   silu_rows.N = 14336;  // 128x256 cooperative
+  EXPECT_EQ(sm90::chooseConfig(256, 14336, 14336, 1, 132).bm, 128);
   EXPECT_EQ(chooseConfig(gelu_tanh, silu_rows, 90).variant, hopper);
   EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, "sm80_mma");
   long_k.K = 28672;  // one round of 64x128 (Run AL: 256 x 28672 x 4096, 1.04-1.07x mm against 1.08-1.11x)

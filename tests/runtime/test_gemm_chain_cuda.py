@@ -786,13 +786,13 @@ def test_residual_dispatch_by_the_heuristic(unforced, M, K, N, residual, first):
     (256, 28672, 4096, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
     (256, 4096, 4096, None),  # K = 4096: eager's SiLU pass is the cheaper (Run AA)
     (128, 14336, 8192, None),  # 128 rows: unmeasured
-    (8192, 11008, 4096, None),  # from 512 rows at a long K: 0.96-0.97x eager (Run AO)
+    (8192, 11008, 4096, None),  # from 512 rows at a long K: 0.97x eager (Run AO calls 2, 5)
 ])
 def test_silu_dispatch_by_the_heuristic(unforced, M, K, N, first):
     """SiLU alone (bench/RESULTS.md Run AO, session 26): the Hopper kernel on decode batches of
-    192-256 rows at K > 4096 (1.03-1.30x eager, forced, in the same process), cuBLAS + the
-    epilogue kernel at K = 4096 below 512 rows, at 128 rows, and from 512 rows at a long K. One
-    launch each; against float64 by relative error, outputs poisoned."""
+    192-256 rows at K >= 8192 on 64x128 tiles (1.01-1.30x eager in the same process, calls 3 and
+    5), cuBLAS + the epilogue kernel at K = 4096 below 512 rows, at 128 rows, and from 512 rows at
+    a long K. One launch each; against float64 by relative error, outputs poisoned."""
     check_dispatch("silu-dispatch", M, K, N, first, silu=True)
 
 
