@@ -216,9 +216,10 @@ EpilogueCost epilogueCost(const spec::ChainSpec& spec) {
 }
 
 // What the epilogue weighs in the Hopper tile choice: a residual read per output, or nothing.
-sm90::EpilogueLoad epilogueLoad(const spec::ChainSpec& spec) {
-  return epilogueCost(spec).residual ? sm90::EpilogueLoad::ReadsResidual : sm90::EpilogueLoad::Light;
+sm90::EpilogueLoad epilogueLoad(const EpilogueCost& cost) {
+  return cost.residual ? sm90::EpilogueLoad::ReadsResidual : sm90::EpilogueLoad::Light;
 }
+sm90::EpilogueLoad epilogueLoad(const spec::ChainSpec& spec) { return epilogueLoad(epilogueCost(spec)); }
 
 // Why the Hopper kernel with this epilogue does not beat the unfused graph at this shape, in
 // words for the report; "" where it does.
@@ -227,7 +228,8 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   // A 16-bit bias or column scale the fast path cannot pair (not contiguous, not 4-byte aligned)
   // sends the whole launch to the per-element edge path: the unfused path is faster.
   if (shape.align_bytes_columns < 4) return "a 16-bit bias or column scale is not 4-byte aligned (per-element path)";
-  const auto [expensive_ops, silu, residual, unmeasured] = epilogueCost(spec);
+  const EpilogueCost cost = epilogueCost(spec);
+  const auto& [expensive_ops, silu, residual, unmeasured] = cost;
   if (!residual && expensive_ops == 0) return {};  // cheap: wins at every measured shape
   // measured: K <= 4096, M >= 512 (B x M for bmm) or a decode batch whose 64-row tiles fill the
   // SMs (Runs AA, AC; at K <= 28672 with the heuristic's tile in one round, Runs AD, AK, AL), at
@@ -301,7 +303,7 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
     // about 3000-5600 (4096 measured); 128 rows, K under 8192, SiLU with a residual or a gate,
     // and the wider tiles of wider N (where GELU won) unmeasured.
     const sm90::GemmConfig tile =
-        sm90::chooseConfig(shape.M, shape.N, shape.K, shape.B, kHopperSms, epilogueLoad(spec));
+        sm90::chooseConfig(shape.M, shape.N, shape.K, shape.B, kHopperSms, epilogueLoad(cost));
     const bool silu_long_k_decode = long_k_decode && !residual && shape.K >= kSiluDecodeMinK && shape.M >= 192 &&
                                     tile.bm == 64 && tile.bn == 128;
     if (silu && !silu_long_k_decode)
