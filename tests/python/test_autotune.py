@@ -78,6 +78,39 @@ def test_tune_measures_once_then_uses_the_stored_choice(monkeypatch):
     assert calls == [BIAS_GELU] and second["choice"] == first["choice"] == stored[BIAS_GELU]
 
 
+def test_measure_compiles_every_candidate_before_timing_any(monkeypatch):
+    """A candidate timed right after its own compile (the GPU idle meanwhile) met a faster clock
+    than one timed after others ran (bench/RESULTS.md Run AO): measure compiles and checks every
+    candidate first, then times them one after another, the first of them once untimed before."""
+    events, now, launches = [], [""], [0]
+
+    def op(inputs, spec):
+        events.append(("call", now[0]))
+        launches[0] += 1
+        return ["out"]
+
+    def timer(fn, reps):
+        events.append(("time", now[0]))
+        return float(len(events))
+
+    monkeypatch.setattr(torch.ops.fxfuse, "gemm_chain", op)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)  # no GPU here: nothing to wait for
+    monkeypatch.setattr(autotune, "_aten_reference", lambda op, inputs, spec: ["out"])
+    monkeypatch.setattr(autotune, "disagreement", lambda outs, ref: None)
+    monkeypatch.setattr(autotune, "time_ms", timer)
+    monkeypatch.setattr(C, "kernel_candidates", lambda inputs, spec: ["k1", "k2"])
+    monkeypatch.setattr(C, "set_kernel_choice", lambda inputs, spec, choice, persist=False: now.__setitem__(0, choice))
+    monkeypatch.setattr(C, "stats", lambda: {"launches": launches[0]})
+    result = autotune.measure([], "spec")
+    first_timed = events.index(next(e for e in events if e[0] == "time"))
+    compiled = {c for kind, c in events[:first_timed] if kind == "call"}
+    assert compiled == {autotune.ATEN, "k1", "k2"}, events
+    assert [c for kind, c in events[first_timed:]] == [autotune.ATEN, autotune.ATEN, "k1", "k2"], events
+    # the untimed warm-up is not kept: the first candidate's time is its second timing
+    assert result["times_ms"] == {autotune.ATEN: first_timed + 2.0, "k1": first_timed + 3.0, "k2": first_timed + 4.0}
+    assert result["choice"] == autotune.ATEN and result["errors"] == {}
+
+
 def test_options_and_env_turn_it_on(monkeypatch):
     from fxfuse.pass_driver import Options
 
