@@ -27,6 +27,8 @@
 #   scripts/gpu-session.sh tiles [SHAPES] every autotune candidate (Hopper tiles, the unfused path)
 #                                         per bench chain and shape (MxKxN,...), back to back in one
 #                                         process (bench/sm90/compare_tiles.py, ~2 min)
+#   scripts/gpu-session.sh timers [SHAPES] compare_tiles with each round kept, the project bench at
+#                                         issue 6's shapes, and bench/round_spread.py on both (~4 min)
 #   scripts/gpu-session.sh ab PATCH[,PATCH...] [SHAPES]  the same comparison and the clock
 #                                         under sustained load on the tree, then with each PATCH
 #                                         applied alone (rebuilt), e.g. bench/sm90/ab/*.patch: what
@@ -166,6 +168,18 @@ case "$part" in
     OUT=$LOGS timeout 300 python3 bench/sm90/compare_tiles.py ${2:+--shapes "$2"} > "$LOGS/compare_tiles.txt" 2>&1
     grep -A40 "^ *shape" "$LOGS/compare_tiles.txt" | head -n 40
     ;;
+  timers)
+    # issue 6's figures under session 26's timers (bench/RESULTS.md Run AO): compare_tiles (every
+    # candidate compiled before any is timed, each round kept), then the round-robin bench at
+    # issue 6's shapes (a first round discarded), then how far each variant's rounds spread
+    build
+    OUT=$LOGS/tiles timeout 200 python3 bench/sm90/compare_tiles.py --shapes "${2:-4096x14336x4096,4096x4096x4096}" \
+      > "$LOGS/timers_tiles.txt" 2>&1
+    grep -A20 "^ *shape" "$LOGS/timers_tiles.txt" | head -n 20
+    OUT=$LOGS timeout 240 python3 bench/bench_chains.py --which 1,5,6,7,8,9,10 > "$LOGS/timers_e2e.txt" 2>&1
+    grep -A40 "^ *shape" "$LOGS/timers_e2e.txt" | head -n 40
+    python3 bench/round_spread.py "$LOGS/tiles/compare_tiles.json" "$LOGS/bench_chains.json" | head -n 40
+    ;;
   ab)
     build
     shapes=${3:-4096x4096x4096,4096x1024x4096}
@@ -271,6 +285,6 @@ case "$part" in
       FXFUSE_DIFF_LOG=$OUTDIR/differential.jsonl OUT=$LOGS \
       scripts/gpu-differential.sh "$2" 12 16 400 | head -n 3
     ;;
-  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | ncu-hopper | ncu-edge | tiles [SHAPES] | ab PATCH [SHAPES] | decode-eager [SHAPES] | unfused [SHAPES] | narrow [SHAPES] | rules [SHAPES] | hopper FIRST"; exit 2 ;;
+  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | ncu-hopper | ncu-edge | tiles [SHAPES] | timers [SHAPES] | ab PATCH [SHAPES] | decode-eager [SHAPES] | unfused [SHAPES] | narrow [SHAPES] | rules [SHAPES] | hopper FIRST"; exit 2 ;;
 esac
 tar czf "$OUTDIR/gpu-logs-$part${2:+-${2//[^A-Za-z0-9_.-]/_}}.tgz" -C "$OUTDIR" logs && rm -rf "$LOGS"
