@@ -86,10 +86,10 @@ bool lastRowTileAtMostAQuarterReal(long long M, int bm) { return M % bm != 0 && 
 // 13312 and 14336, 104 and 112 tiles; M = 128 and 192 at N = 14336; M = 256 at N = 4096) the
 // Hopper kernel beat cuBLAS + the epilogue on every bench chain but SiLU alone (bias+GELU,
 // bias+GELU then the residual, bias+ReLU+cast: 1.11-1.62x eager; SiLU 0.97-1.16x, so
-// epilogueRefusal keeps SiLU to 512 rows and more at K = 4096). A partial row tile: M = 100 (78 % of the
-// tiles' rows real) lost on every chain before the staged epilogue took M-edge tiles (Run AA) and
-// won on every chain after it (Run AC, febc641: 64x128 1.09-1.16x cuBLAS mm alone against cuBLAS
-// + the epilogue kernel's 1.17-1.24x); a batch with fewer real rows (M = 65: half the MMA rows
+// epilogueRefusal keeps SiLU to 512 rows and more at K = 4096). A partial row tile: M = 100 (78 %
+// of the tiles' rows real) lost on every chain before the staged epilogue took M-edge tiles (Run
+// AA) and won on every chain after it (Run AC, febc641: 64x128 1.09-1.16x cuBLAS mm alone against
+// cuBLAS + the epilogue kernel's 1.17-1.24x); a batch with fewer real rows (M = 65: half the MMA rows
 // wasted) was not measured and is left out. Not filling: M = 64 at K = 14336, N = 4096 (32
 // tiles) lost, 1.64x and more against 1.10x, until split-K (splitKFor: 1.02-1.07x there, Run
 // AC); M = 128 at N = 4096 (64 tiles) won with GELU (1.08x eager) and the residual
@@ -277,9 +277,9 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& sha
   // (GELU alone 0.99-1.18, GELU then the residual 1.00-1.32). SiLU alone, taken in session 25 from
   // 1025 rows, ran 0.96-0.97x eager at 8192 x 11008 x 4096, 6144 x 8192 x 4096 and 1536 x 11008 x
   // 11008 (calls 2, 4; 1.00, 1.00 and 1.14 at three more; call 5, round-robin: 0.95-0.99x at those
-  // three): eager's SiLU is one cheap pass (3-5 % of mm's time
-  // there), less than the kernel's gap to cuBLAS. It is refused again. A residual without
-  // GELU(tanh), SiLU with one, and batches were not measured at a long K.
+  // three): eager's SiLU is one cheap pass (3-5 % of mm's time there), less than the kernel's gap
+  // to cuBLAS. It is refused again. A residual without GELU(tanh), SiLU with one, and batches were
+  // not measured at a long K.
   const bool gelu = expensive_ops == 1 && !silu;
   const long long long_k_rows_max_k = !gelu ? 0 : residual ? kLongKRowsMaxK : kLongKGeluMaxK;
   const bool long_k_rows = shape.B == 1 && shape.M >= 512 && shape.K <= long_k_rows_max_k;
