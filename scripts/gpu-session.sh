@@ -249,7 +249,7 @@ case "$part" in
     tiles_json=$(realpath "$LOGS/tiles/compare_tiles.json")
     (cd bench/sm90 && PYTHONPATH=..:../../python python3 tile_rule_check.py "$tiles_json") > "$LOGS/rules_check.txt" 2>&1
     grep -v "rule/best 1.0[01]" "$LOGS/rules_check.txt" | tail -n 40
-    OUT=$LOGS timeout 200 python3 bench/bench_chains.py --op-unfused --mkn "$shapes" \
+    OUT=$LOGS timeout 260 python3 bench/bench_chains.py --op-unfused --mkn "$shapes" \
       --chains bias_gelu,bias_gelu_resid,silu,bias_relu_cast > "$LOGS/rules_e2e.txt" 2>&1
     # the rows where fxfuse (the planner's choice) ran slower than eager
     grep -A70 "^ *shape" "$LOGS/rules_e2e.txt" | awk '(NF >= 10 && $10 < 1.0) || /shape/' | head -n 40
