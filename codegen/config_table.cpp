@@ -221,14 +221,13 @@ sm90::EpilogueLoad epilogueLoad(const EpilogueCost& cost) {
 }
 sm90::EpilogueLoad epilogueLoad(const spec::ChainSpec& spec) { return epilogueLoad(epilogueCost(spec)); }
 
-// Why the Hopper kernel with this epilogue does not beat the unfused graph at this shape, in
-// words for the report; "" where it does.
-std::string epilogueRefusal(const spec::ChainSpec& spec, const ProblemShape& shape) {
+// Why the Hopper kernel with this epilogue (its cost: epilogueCost(spec)) does not beat the
+// unfused graph at this shape, in words for the report; "" where it does.
+std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cost, const ProblemShape& shape) {
   if (allEpiloguesKnob()) return {};
   // A 16-bit bias or column scale the fast path cannot pair (not contiguous, not 4-byte aligned)
   // sends the whole launch to the per-element edge path: the unfused path is faster.
   if (shape.align_bytes_columns < 4) return "a 16-bit bias or column scale is not 4-byte aligned (per-element path)";
-  const EpilogueCost cost = epilogueCost(spec);
   const auto& [expensive_ops, silu, residual, unmeasured] = cost;
   if (!residual && expensive_ops == 0) return {};  // cheap: wins at every measured shape
   // measured: K <= 4096, M >= 512 (B x M for bmm) or a decode batch whose 64-row tiles fill the
@@ -692,7 +691,8 @@ namespace {
 // The first row that applies, for a validated spec and its operand analyses.
 KernelConfig chooseValidated(const spec::ChainSpec& checked, const OperandInfo& a, const OperandInfo& b,
                              const ProblemShape& shape, int sm_arch) {
-  Query q{a, b, shape, sm_arch, epilogueRefusal(checked, shape), epilogueLoad(checked)};
+  const EpilogueCost cost = epilogueCost(checked);
+  Query q{a, b, shape, sm_arch, epilogueRefusal(checked, cost, shape), epilogueLoad(cost)};
   for (const VariantRow& r : kRows)
     if (embeddedFile(r.templ) && r.applies(q)) return r.config(q);
   throw std::logic_error("fxfuse internal error: no kernel variant applies (please report a bug)");
@@ -772,8 +772,8 @@ std::string hopperRefusalForSize(const spec::ChainSpec& spec, long long M, long 
                                  int sm_arch) {
   const SizedProblem p = sizedProblem(spec, M, N, K, B);
   if (!embeddedFile(row("sm90_wgmma").templ)) return "built without the Hopper template";
-  return hopperRefusal(
-      Query{p.a, p.b, p.shape, sm_arch, epilogueRefusal(p.checked, p.shape), epilogueLoad(p.checked)});
+  const EpilogueCost cost = epilogueCost(p.checked);
+  return hopperRefusal(Query{p.a, p.b, p.shape, sm_arch, epilogueRefusal(p.checked, cost, p.shape), epilogueLoad(cost)});
 }
 
 namespace {
