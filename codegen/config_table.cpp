@@ -68,8 +68,8 @@ long long tiles64x128(const ProblemShape& s) { return (s.M + 63) / 64 * ((s.N + 
 // cooperative at 128 x 14336 x 12288 1.09-1.20x against 1.09-1.12x (Run AM call 2; call 3 a tie),
 // 0.95-1.00x eager end to end; a partial last row tile (128x256 at 129-255 rows, N > 12544) is
 // unmeasured at a long K: both refused.
-bool measuredTileInOneRound(const ProblemShape& s) {
-  const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
+bool measuredTileInOneRound(const ProblemShape& s, sm90::EpilogueLoad epilogue) {
+  const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms, epilogue);
   return sm90::roundsOfTiles(s.M, s.N, s.B, g, kHopperSms) == 1 &&
          !(g.bm == 128 && (s.B != 1 || s.M != 2 * g.bm));
 }
@@ -257,7 +257,7 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
   // heuristic's tile in one round (measuredTileInOneRound); the rows' own refusals below (SiLU
   // alone, a residual without GELU) apply.
   const bool long_k_decode = decodeBatchFillsSms(shape) && shape.M >= 128 && shape.M % 64 == 0 &&
-                             measuredTileInOneRound(shape) && shape.K <= kLongKDecodeMaxK;
+                             measuredTileInOneRound(shape, epilogueLoad(cost)) && shape.K <= kLongKDecodeMaxK;
   // From 512 rows of one matrix at a long K: Runs L and M measured the kernel of session 3
   // (1.20-1.24x cuBLAS mm alone at 4096^3; 1.04-1.12x now in compare_tiles, Run AN call 7), and
   // Run V (session 11, do_bench end to end) still had it at 0.96-1.01x eager at 4096 x 14336 x
@@ -484,7 +484,7 @@ std::string unfusedPathFaster(const ProblemShape& s, sm90::EpilogueLoad epilogue
     return fmt::format("{} tiles of 64x128, too few to fill the SMs at K >= 8192: cuBLAS + the epilogue kernel is "
                        "faster (Run AE)",
                        tiles);
-  if (s.K >= 8192 && s.M <= 256 && !measuredTileInOneRound(s))
+  if (s.K >= 8192 && s.M <= 256 && !measuredTileInOneRound(s, epilogue))
     return "the tiles take more than one round at K >= 8192 below 257 rows: cuBLAS + the epilogue kernel is faster "
            "(Runs AK, AL)";
   if (s.M > 1024 && s.K >= kSixteenByteRowsMinK && s.N >= kFillRuleMinN && s.N % 16 != 0 && !s.b_kmajor)
