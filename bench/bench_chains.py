@@ -8,7 +8,8 @@ gets by switching the backend, the planner deciding against Inductor (a chain it
 runs as Inductor compiles it).
 Prints times (ms: cuBLAS mm alone, eager, cuBLASLt and fxfuse of a chain timed in turn,
 round-robin, for --rounds rounds after one not kept, the median over the rounds of each round's
-do_bench median; torch.compile and the backend, each compiled afresh per sample, on their own) and ratios; writes $OUT/bench_chains.json.
+do_bench median; torch.compile and the backend, each compiled afresh per sample, on their own)
+and ratios; writes $OUT/bench_chains.json.
 
   python bench/bench_chains.py [--decode] [--quick] [--compile [SAMPLES]] [--op-unfused] [--shapes N | --which 2,8,9 | --mkn MxKxN,..]
                                [--chains bias_gelu,linear_gelu,...]
@@ -42,7 +43,7 @@ def round_robin(fns: dict, rounds: int) -> tuple[dict, dict]:
     first after the GPU idled (here: while the chain compiled) meets it at another clock than the
     ones after it: at 4096 x 14336 x 4096 cuBLAS mm alone, timed once per shape before the chains
     until session 26, read 0.585 ms, eager's SiLU (mm + one elementwise kernel) 0.668, compare_tiles'
-    round-robin mm 0.655; with rounds, at 4096^3 the first round's mm read 0.175 ms, the next two
+    round-robin mm 0.646-0.671; with rounds, at 4096^3 the first round's mm read 0.175 ms, the next two
     0.195-0.197 (bench/RESULTS.md Run AO)."""
     samples = {name: [] for name in fns}
     for r in range(rounds + 1):
