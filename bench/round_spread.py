@@ -9,8 +9,12 @@ timed first, can be off by more than the effects the rules decide on.
                                                             mm_rounds_ms; bench_chains.json: samples)
 """
 import json
+import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "sm90"))
+from compare_tiles import short  # noqa: E402  (the tile names of compare_tiles' table)
 
 
 def rounds_of(row: dict) -> dict:
@@ -23,10 +27,6 @@ def rounds_of(row: dict) -> dict:
             if t is not None:
                 per.setdefault(name, []).append(t)
     return {n: v for n, v in per.items() if v}
-
-
-def short(name: str) -> str:
-    return name.replace("sm90_wgmma ", "").split(" s")[0] if name.startswith("sm90_wgmma") else name
 
 
 def main(paths: list[str]) -> None:

@@ -301,11 +301,11 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
     // ping-pong. Taken there: K >= 8192 and the tile 64x128, which at 192-256 rows means N of
     // about 3000-5600 (4096 measured); 128 rows, K under 8192, SiLU with a residual or a gate,
     // and the wider tiles of wider N (where GELU won) unmeasured.
-    const sm90::GemmConfig tile =
-        sm90::chooseConfig(shape.M, shape.N, shape.K, shape.B, kHopperSms, epilogueLoad(cost));
-    const bool silu_long_k_decode = long_k_decode && !residual && shape.K >= kSiluDecodeMinK && shape.M >= 192 &&
-                                    tile.bm == 64 && tile.bn == 128;
-    if (silu && !silu_long_k_decode)
+    const auto on64x128 = [&] {
+      const sm90::GemmConfig g = sm90::chooseConfig(shape.M, shape.N, shape.K, shape.B, kHopperSms, epilogueLoad(cost));
+      return g.bm == 64 && g.bn == 128;
+    };
+    if (silu && !(long_k_decode && !residual && shape.K >= kSiluDecodeMinK && shape.M >= 192 && on64x128()))
       return "SiLU is faster unfused below 512 rows but for SiLU alone on decode batches of 192-256 rows on 64x128 "
              "tiles at K >= 8192 (Runs AA, AO)";
     // the residual was measured only behind GELU(tanh) there (bench chain bias_gelu_resid)

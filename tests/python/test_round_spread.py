@@ -13,7 +13,9 @@ SCRIPT = os.path.join(ROOT, "bench", "round_spread.py")
 
 
 def run(*paths: str) -> list[str]:
-    return subprocess.run([sys.executable, SCRIPT, *paths], capture_output=True, text=True, check=True).stdout.splitlines()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "python"), os.path.join(ROOT, "bench")])}
+    return subprocess.run([sys.executable, SCRIPT, *paths], env=env, capture_output=True, text=True,
+                          check=True).stdout.splitlines()
 
 
 def test_bench_chains_samples():
@@ -33,4 +35,4 @@ def test_compare_tiles_rounds(tmp_path):
     path.write_text(json.dumps([row]))
     (line,) = [line for line in run(str(path)) if line.lstrip().startswith("64x64x64")]
     assert "mm: 0.500 4.000" in line and "aten: 0.667 2.000" in line, line
-    assert "64x256x64: 0.667 2.000" in line, line  # a rejected round (None) is left out
+    assert "64x256 pp: 0.667 2.000" in line, line  # a rejected round (None) is left out
