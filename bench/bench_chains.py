@@ -6,9 +6,10 @@ pass rewrote (make_fx → fxfuse pass → GraphModule), so the number is the fus
 the op's host path. With --compile also torch.compile(backend="fxfuse") ("backend"): what a user
 gets by switching the backend, the planner deciding against Inductor (a chain it leaves unfused
 runs as Inductor compiles it).
-Prints times (ms: cuBLAS mm alone, eager, cuBLASLt and fxfuse of a chain timed in turn,
-round-robin, for --rounds rounds after one not kept, the median over the rounds of each round's
-do_bench median; torch.compile and the backend, each compiled afresh per sample, on their own)
+Prints times (ms: cuBLAS mm alone, eager, cuBLASLt and fxfuse of a chain timed together, their
+calls interleaved, for --rounds rounds after one not kept, the median over the rounds of each
+round's median; torch.compile and the backend, each compiled afresh per sample, on their own,
+with do_bench)
 and ratios; writes $OUT/bench_chains.json.
 
   python bench/bench_chains.py [--decode] [--quick] [--compile [SAMPLES]] [--op-unfused] [--shapes N | --which 2,8,9 | --mkn MxKxN,..]
@@ -27,6 +28,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from triton.testing import do_bench
 
 import fxfuse
+from fxfuse.autotune import time_interleaved
 from fxfuse.pass_driver import Options, run_on_graph
 from bench_out import out_dir
 from chain_fns import CHAINS, chain_args, float64_reference
@@ -37,20 +39,19 @@ def ms(fn, rep=100):
     return do_bench(fn, warmup=25, rep=rep, return_mode="median")
 
 
-def round_robin(fns: dict, rounds: int) -> tuple[dict, dict]:
-    """Each of fns timed once per round, in turn, for `rounds` rounds after one round not kept:
-    (median over the rounds, the samples) per name. Timed one after another, a variant measured
-    first after the GPU idled (here: while the chain compiled) meets it at another clock than the
-    ones after it: at 4096 x 14336 x 4096 cuBLAS mm alone, timed once per shape before the chains
-    until session 26, read 0.585 ms, eager's SiLU (mm + one elementwise kernel) 0.668, compare_tiles'
-    round-robin mm 0.646-0.671; with rounds, at 4096^3 the first round's mm read 0.175 ms, the next two
-    0.195-0.197 (bench/RESULTS.md Run AO)."""
+def round_robin(fns: dict, rounds: int, reps: int = 20) -> tuple[dict, dict]:
+    """Every variant of fns timed in the same rounds, their calls interleaved (fxfuse.autotune.
+    time_interleaved: each repetition calls each variant once, L2 flushed before each call), for
+    `rounds` rounds after one not kept: (median over the rounds of each round's median, the
+    rounds' medians) per name. Timed one variant after another instead, a variant met the GPU at
+    another clock than the others: cuBLAS mm alone, timed once per shape before the chains until
+    session 26, read 9-13 % off its round-robin time (bench/RESULTS.md Run AO); timed in blocks of
+    do_bench until session 27, the fused kernel read 0.73 ms where compare_tiles had 0.64 (Run AP)."""
     samples = {name: [] for name in fns}
     for r in range(rounds + 1):
-        for name, fn in fns.items():
-            t = ms(fn, rep=max(20, 100 // rounds))
+        for name, times in time_interleaved(fns, reps).items():
             if r:
-                samples[name].append(t)
+                samples[name].append(statistics.median(times))
     return {name: statistics.median(v) for name, v in samples.items()}, samples
 
 

@@ -4,8 +4,9 @@ each Hopper tile (config_table.cpp kHopperTiles; below 100 tiles of 64x128 also 
 tiles, "64x128 sk2" / "sk4"), with cuBLAS mm alone beside them.
 
 A tile's effect of 5-10 % is below the spread between two bench runs (bench/RESULTS.md Run J),
-so this times the candidates back to back in rounds (fxfuse.autotune.measure, which also checks
-each candidate's outputs against ATen before timing it) and keeps each one's best round. Each
+so this times the candidates and cuBLAS mm alone together in rounds, their calls interleaved
+(fxfuse.autotune.measure, which also checks each candidate's outputs against ATen before timing
+it), and keeps each one's median over the rounds (the best round until session 27). Each
 timed call starts with L2 flushed (fxfuse.autotune.time_ms; before session 13's change it did
 not, which flattered every kernel whose operands fit in L2, bench/RESULTS.md Run AA).
 Every epilogue may take the Hopper kernel here (the autotune asks as if its epilogue were cheap).
@@ -16,12 +17,13 @@ Every epilogue may take the Hopper kernel here (the autotune asks as if its epil
 import argparse
 import json
 import os
+import statistics
 import sys
 
 import torch
 
 import fxfuse._C  # noqa: F401  (registers the op)
-from fxfuse.autotune import measure, time_ms
+from fxfuse.autotune import measure
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -67,19 +69,17 @@ def main():
             spec = chains()[chain]
             ins = inputs_for(spec, M, K, N)
             x, w = ins[0], ins[1]
-            best, errors, mm, rounds = {}, {}, [], []
+            errors, mm, rounds = {}, [], []
             for _ in range(a.rounds):
-                r = measure(ins, spec, reps=30)
+                r = measure(ins, spec, reps=30, beside={"mm": lambda: torch.mm(x, w)})
                 rounds.append(r["times_ms"])
-                for choice, t in r["times_ms"].items():
-                    if t is not None:
-                        best[choice] = min(t, best.get(choice, t))
                 errors.update(r["errors"])
-                torch.mm(x, w)  # warm
-                mm.append(time_ms(lambda: torch.mm(x, w), 30))
+                mm.append(r["beside_ms"]["mm"])
+            kept = {c: statistics.median(t[c] for t in rounds) for c in rounds[0]
+                    if all(t.get(c) is not None for t in rounds)}
             for rejected in errors:  # rejected in any round: no time shown
-                best.pop(rejected, None)
-            row = {"shape": shape, "chain": chain, "mm": min(mm), "times_ms": best, "errors": errors,
+                kept.pop(rejected, None)
+            row = {"shape": shape, "chain": chain, "mm": statistics.median(mm), "times_ms": kept, "errors": errors,
                    "rounds_ms": rounds, "mm_rounds_ms": mm}  # each round's times, to see the spread
             rows.append(row)
             print(json.dumps(row), flush=True)
@@ -94,7 +94,7 @@ def main():
         print(f"{r['shape']:>16} {r['chain']:>16} {r['mm']:7.4f} {cells}   {ratio:.3f} ({short(fastest)})")
         for c, why in r["errors"].items():
             print(f"{'':>16} rejected {short(c)}: {why}")
-    print("cells: time / cuBLAS mm alone (best of the rounds); aten = cuBLAS + the epilogue kernel")
+    print("cells: time / cuBLAS mm alone (medians over the rounds, timed interleaved); aten = cuBLAS + the epilogue kernel")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ log = logging.getLogger("fxfuse")
 ATEN = "aten"       # the unfused path: cuBLAS + the epilogue kernel where it applies, else ATen ops
 ATEN_OPS = "aten-ops"  # ATen ops alone (the reference; never chosen)
 WARMUP, REPS = 3, 20
+BESIDE = "beside:"  # measure's names for the calls timed beside the candidates
 
 
 def enabled(option: bool) -> bool:
@@ -61,19 +62,37 @@ def random_inputs(like: list[Any]) -> list[torch.Tensor]:
 L2_FLUSH_BYTES = 256 << 20
 
 
-def time_ms(fn, reps: int) -> float:
-    """Median of `reps` CUDA-event timings of `fn`, L2 flushed before each (also the bench
-    scripts' timer). A change to how choices are measured bumps kChoiceMeasurement
-    (runtime/kernel_choice.cpp), so that choices stored on disk before it are measured again."""
+def time_interleaved(fns: dict[str, Any], reps: int, prepare=None) -> dict[str, list[float]]:
+    """`reps` CUDA-event timings of each of `fns` (name -> callable), L2 flushed before each call,
+    the calls interleaved: every repetition calls each function once, the order rotated by one
+    each time; `prepare(name)`, where given, runs untimed before each call's flush. Timed in
+    blocks instead (all of one function's calls, then the next's, as triton's do_bench and this
+    timer did until session 27), two variants met the GPU at different clocks: the same fused
+    kernel read 0.64 ms in compare_tiles and 0.73 ms in the project bench, cuBLAS mm 0.68
+    against 0.72 (bench/RESULTS.md Run AP). Interleaved, a clock swing hits every variant alike.
+    A change to how choices are measured bumps kChoiceMeasurement (runtime/kernel_choice.cpp),
+    so that choices stored on disk before it are measured again."""
+    names = list(fns)
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device=torch.cuda.current_device())
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-    for start, end in events:
-        flush.zero_()
-        start.record()
-        fn()
-        end.record()
+    events = {n: [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(reps)] for n in names}
+    for i in range(reps):
+        for j in range(len(names)):
+            name = names[(i + j) % len(names)]
+            start, end = events[name][i]
+            if prepare is not None:
+                prepare(name)
+            flush.zero_()
+            start.record()
+            fns[name]()
+            end.record()
     torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in events)
+    return {n: [s.elapsed_time(e) for s, e in events[n]] for n in names}
+
+
+def time_ms(fn, reps: int) -> float:
+    """Median of `reps` CUDA-event timings of `fn`, L2 flushed before each."""
+    return statistics.median(time_interleaved({"fn": fn}, reps)["fn"])
 
 
 def disagreement(outs: list[torch.Tensor], ref: list[torch.Tensor]) -> str | None:
@@ -110,11 +129,13 @@ def _aten_reference(op, inputs: list[torch.Tensor], spec: str) -> list[torch.Ten
     return outs
 
 
-def measure(inputs: list[torch.Tensor], spec: str, reps: int = REPS) -> dict[str, Any]:
+def measure(inputs: list[torch.Tensor], spec: str, reps: int = REPS,
+            beside: dict[str, Any] | None = None) -> dict[str, Any]:
     """Times the unfused path ("aten": cuBLAS plus the epilogue kernel, or ATen ops) and each
     candidate kernel on ``inputs``; every one must agree with the ATen evaluation. Returns the
-    fastest valid choice with every time (None: rejected, reason in ``errors``). Leaves the op
-    on the heuristic; ``tune`` sets the choice."""
+    fastest valid choice with every time (None: rejected, reason in ``errors``). ``beside``:
+    other calls (name -> callable, e.g. cuBLAS mm alone) timed among the candidates, their times
+    in ``beside_ms``. Leaves the op on the heuristic; ``tune`` sets the choice."""
     from . import _C
 
     op = torch.ops.fxfuse.gemm_chain
@@ -122,13 +143,14 @@ def measure(inputs: list[torch.Tensor], spec: str, reps: int = REPS) -> dict[str
     forced = os.environ.pop("FXFUSE_FORCE_KERNEL", None)
     times: dict[str, float | None] = {}
     errors: dict[str, str] = {}
+    beside_ms: dict[str, float] = {}
     try:
         ref = _aten_reference(op, inputs, spec)
-        # Every candidate compiled, loaded and checked first, then all timed one after another,
-        # the first of them once more before: timed right after its own compile (the GPU idle for
-        # a second or more), a candidate met the GPU at a higher clock than one timed after others
-        # ran (bench/RESULTS.md Run AO: cuBLAS mm alone up to 18 % faster in a first round after
-        # an idle GPU than in the next two).
+        # Every candidate compiled, loaded and checked first, then all timed together, their calls
+        # interleaved (time_interleaved), after one untimed repetition of each: timed right after
+        # its own compile (the GPU idle for a second or more), a candidate met the GPU at a higher
+        # clock than one timed after others ran (bench/RESULTS.md Run AO: cuBLAS mm alone up to
+        # 18 % faster in a first round after an idle GPU than in the next two).
         checked = []
         for choice in [ATEN] + _C.kernel_candidates(inputs, spec):
             _C.set_kernel_choice(inputs, spec, choice)
@@ -147,20 +169,29 @@ def measure(inputs: list[torch.Tensor], spec: str, reps: int = REPS) -> dict[str
                 checked.append(choice)
             except Exception as e:  # noqa: BLE001 - a candidate that fails is not chosen
                 errors[choice] = f"{type(e).__name__}: {e}"[:300]
-        for i, choice in enumerate(checked):
-            _C.set_kernel_choice(inputs, spec, choice)
-            try:
-                if i == 0:
-                    time_ms(lambda: op(inputs, spec), reps)  # not kept: the GPU to its steady clock
-                times[choice] = time_ms(lambda: op(inputs, spec), reps)
-            except Exception as e:  # noqa: BLE001 - a candidate that fails is not chosen
-                errors[choice] = f"{type(e).__name__}: {e}"[:300]
+        fns = {c: (lambda: op(inputs, spec)) for c in checked}
+        fns.update({f"{BESIDE}{name}": fn for name, fn in (beside or {}).items()})
+
+        def choose(name):  # the choice is per problem: set before each of its calls
+            if not name.startswith(BESIDE):
+                _C.set_kernel_choice(inputs, spec, name)
+        try:
+            time_interleaved(fns, 1, choose)  # not kept: the GPU to its steady clock
+            for name, samples in time_interleaved(fns, reps, choose).items():
+                if name.startswith(BESIDE):
+                    beside_ms[name[len(BESIDE):]] = statistics.median(samples)
+                else:
+                    times[name] = statistics.median(samples)
+        except Exception as e:  # noqa: BLE001 - a candidate that fails is not chosen
+            for c in checked:
+                errors.setdefault(c, f"{type(e).__name__}: {e}"[:300])
     finally:
         _C.set_kernel_choice(inputs, spec, "")
         if forced is not None:
             os.environ["FXFUSE_FORCE_KERNEL"] = forced
     timed = {c: t for c, t in times.items() if t is not None}
-    return {"choice": min(timed, key=timed.get) if timed else "", "times_ms": times, "errors": errors}
+    return {"choice": min(timed, key=timed.get) if timed else "", "times_ms": times, "errors": errors,
+            "beside_ms": beside_ms}
 
 
 def tune(like: list[Any], spec: str) -> dict[str, Any]:

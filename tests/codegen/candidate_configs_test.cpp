@@ -432,6 +432,17 @@ TEST(CandidateConfigs, TwoRoundsOf128x256TakeThe128x128PingPongWhereTheEpilogueW
   EXPECT_EQ(sm90::chooseConfig(1024, 8192, 768, 1, 132).bn, 256);  // K < 1024: unmeasured
   EXPECT_EQ(sm90::chooseConfig(1024, 8192, 768, 1, 132, sm90::EpilogueLoad::ReadsResidual).bn, 256);
   EXPECT_EQ(sm90::chooseConfig(1024, 8192, 8192, 1, 132, sm90::EpilogueLoad::ReadsResidual).bn, 256);  // K = 8192
+  // From 1025 rows where 64x256 ping-pong is the choice, a residual takes 128x128 ping-pong at K =
+  // 4096-14336 (Run AP, timer interleaved: 7 of 7 cells 0.2-3.3 % faster); other epilogues keep 64x256
+  const auto square_pp = [](const sm90::GemmConfig& c) { return c.bm == 128 && c.bn == 128 && c.pingpong; };
+  const auto pp64x256 = [](const sm90::GemmConfig& c) { return c.bm == 64 && c.bn == 256 && c.pingpong; };
+  for (const auto& [m, n, k] : {std::tuple{4096LL, 14336LL, 4096LL}, {8192, 8192, 4096}, {4096, 4096, 14336}, {8192, 8192, 8192}}) {
+    EXPECT_TRUE(square_pp(sm90::chooseConfig(m, n, k, 1, 132, sm90::EpilogueLoad::ReadsResidual))) << m << "x" << n << "x" << k;
+    EXPECT_TRUE(pp64x256(sm90::chooseConfig(m, n, k, 1, 132))) << m << "x" << n << "x" << k;
+  }
+  EXPECT_TRUE(pp64x256(sm90::chooseConfig(4096, 4096, 3072, 1, 132, sm90::EpilogueLoad::ReadsResidual)));  // K 2049-4095
+  EXPECT_TRUE(pp64x256(sm90::chooseConfig(4096, 4096, 16384, 1, 132, sm90::EpilogueLoad::ReadsResidual)));  // past 14336
+  EXPECT_TRUE(pp64x256(sm90::chooseConfig(4160, 4096, 4096, 1, 132, sm90::EpilogueLoad::ReadsResidual)));  // partial row tile
 }
 
 TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {

@@ -80,35 +80,79 @@ def test_tune_measures_once_then_uses_the_stored_choice(monkeypatch):
 
 def test_measure_compiles_every_candidate_before_timing_any(monkeypatch):
     """A candidate timed right after its own compile (the GPU idle meanwhile) met a faster clock
-    than one timed after others ran (bench/RESULTS.md Run AO): measure compiles and checks every
-    candidate first, then times them one after another, the first of them once untimed before."""
-    events, now, launches = [], [""], [0]
+    than one timed after others ran (bench/RESULTS.md Run AO), and candidates timed in blocks met
+    different clocks (Run AP): measure compiles and checks every candidate first, then times all
+    of them and the calls beside them together, interleaved, once untimed before; each call runs
+    the candidate it is timed as."""
+    events, now, launches, timings = [], [""], [0], []
 
     def op(inputs, spec):
         events.append(("call", now[0]))
         launches[0] += 1
         return ["out"]
 
-    def timer(fn, reps):
-        events.append(("time", now[0]))
-        return float(len(events))
+    def timer(fns, reps, prepare=None):
+        timings.append((sorted(fns), reps))
+        events.append(("time", None))
+        for name, fn in fns.items():
+            prepare(name)
+            fn()
+        return {name: [float(len(timings) * 10 + i)] * reps for i, name in enumerate(fns)}
 
     monkeypatch.setattr(torch.ops.fxfuse, "gemm_chain", op)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)  # no GPU here: nothing to wait for
     monkeypatch.setattr(autotune, "_aten_reference", lambda op, inputs, spec: ["out"])
     monkeypatch.setattr(autotune, "disagreement", lambda outs, ref: None)
-    monkeypatch.setattr(autotune, "time_ms", timer)
+    monkeypatch.setattr(autotune, "time_interleaved", timer)
     monkeypatch.setattr(C, "kernel_candidates", lambda inputs, spec: ["k1", "k2"])
     monkeypatch.setattr(C, "set_kernel_choice", lambda inputs, spec, choice, persist=False: now.__setitem__(0, choice))
     monkeypatch.setattr(C, "stats", lambda: {"launches": launches[0]})
-    result = autotune.measure([], "spec")
-    first_timed = events.index(next(e for e in events if e[0] == "time"))
+    beside_calls = []
+    result = autotune.measure([], "spec", reps=7, beside={"mm": lambda: beside_calls.append(now[0])})
+    first_timed = events.index(("time", None))
     compiled = {c for kind, c in events[:first_timed] if kind == "call"}
     assert compiled == {autotune.ATEN, "k1", "k2"}, events
-    assert [c for kind, c in events[first_timed:]] == [autotune.ATEN, autotune.ATEN, "k1", "k2"], events
-    # the untimed warm-up is not kept: the first candidate's time is its second timing
-    assert result["times_ms"] == {autotune.ATEN: first_timed + 2.0, "k1": first_timed + 3.0, "k2": first_timed + 4.0}
+    everything = sorted([autotune.ATEN, "k1", "k2", autotune.BESIDE + "mm"])
+    assert timings == [(everything, 1), (everything, 7)]  # one untimed warm-up, then the kept one
+    # each timed call ran the candidate it was timed as
+    assert [c for kind, c in events[first_timed:] if kind == "call"] == [autotune.ATEN, "k1", "k2"] * 2
+    assert len(beside_calls) == 2
+    assert result["times_ms"] == {autotune.ATEN: 20.0, "k1": 21.0, "k2": 22.0}
+    assert result["beside_ms"] == {"mm": 23.0}
     assert result["choice"] == autotune.ATEN and result["errors"] == {}
+
+
+def test_time_interleaved_rotates_the_order_and_flushes_before_each_call(monkeypatch):
+    """Each repetition calls every function once, the order rotated by one each time, the L2
+    flush and `prepare` before each call: no variant always follows the same one."""
+    order = []
+
+    class Buf:
+        def zero_(self):
+            order.append("flush")
+
+    class Event:
+        def __init__(self, enable_timing):
+            pass
+
+        def record(self):
+            pass
+
+        def elapsed_time(self, end):
+            return 1.0
+
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: Buf())
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    fns = {n: (lambda n=n: order.append(n)) for n in ("a", "b", "c")}
+    times = autotune.time_interleaved(fns, 3, prepare=lambda n: order.append("prep " + n))
+    assert {n: len(v) for n, v in times.items()} == {"a": 3, "b": 3, "c": 3}
+    calls = [o for o in order if o in fns]
+    assert calls == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    for i, name in enumerate(order):
+        if name in fns:
+            assert order[i - 2:i] == ["prep " + name, "flush"]
 
 
 def test_options_and_env_turn_it_on(monkeypatch):
