@@ -766,17 +766,21 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     (1024, 1024, 8192, False, "sm90_wgmma 128x128x64 s6 t384 pingpong"),  # K <= 3072: any epilogue
     # session 25: at a long K from 512 rows, GELU then a residual up to K = 14336, GELU alone up to
     # 11008 (stored cells, bench/RESULTS.md Run AN "Long K")
-    (4096, 14336, 4096, True, "sm90_wgmma 64x256x64 s5 t384 pingpong"),
+    # (session 27: on 128x128 ping-pong, the residual's tile from 1025 rows at K = 4096-14336)
+    (4096, 14336, 4096, True, "sm90_wgmma 128x128x64 s6 t384 pingpong"),
     (4096, 14336, 4096, False, None),
     (2048, 11008, 4096, False, "sm90_wgmma 128x256x64 s4 t384"),
+    (8192, 4096, 8192, True, "sm90_wgmma 128x128x64 s6 t384 pingpong"),  # session 27 (Run AP)
 ])
 def test_residual_dispatch_by_the_heuristic(unforced, M, K, N, residual, first):
     """The tile choice weighs a residual read (sm90::chooseConfig's EpilogueLoad; bench/RESULTS.md
     Run AN): where 128x256 takes two rounds at 257-1024 rows, bias+GELU(tanh) then a residual runs
     128x128 ping-pong, without the residual 128x256 at K = 4096 and 128x128 ping-pong at K = 1024;
     in one round 128x256 either way. At a long K (session 25) the residual chain runs the kernel at
-    K = 14336, bias+GELU alone cuBLAS + the epilogue kernel there and the kernel at K = 11008. One
-    launch each; against float64 by relative error, outputs poisoned."""
+    K = 14336, bias+GELU alone cuBLAS + the epilogue kernel there and the kernel at K = 11008. From
+    1025 rows at K = 4096-14336 the residual chain runs 128x128 ping-pong where 64x256 is the others'
+    tile (session 27, Run AP). One launch each; against float64 by relative error, outputs
+    poisoned."""
     check_dispatch("residual-dispatch", M, K, N, first, residual)
 
 
