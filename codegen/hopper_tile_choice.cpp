@@ -376,11 +376,14 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   // With a residual read, the same at K = 4096-14336: 64x256's time over 128x128 ping-pong's with
   // bias+GELU then the residual, measured on the H200 with every candidate's calls interleaved
   // (bench/RESULTS.md Run AP, 2026-12-02, compare_tiles after session 27's timer change, two calls):
-  // 1.010-1.011 at 4096 x 14336 x 4096, 1.026-1.033 at 4096 x 4096 x 14336, 1.018-1.033 at 8192 x
-  // 4096 x 8192, 1.002 at 8192 x 8192 x 8192 (7 of 7 cells over 1). Without a residual the same
-  // shapes are mixed (0.990-1.014): those chains keep 64x256. (The timer before Run AP timed each
-  // candidate in its own block and put the tiles either way at K = 4096, above.) Here too the
-  // work-share refusal then judges 128x128's share.
+  // 1.010-1.011 at 4096 x 14336 x 4096, 1.026-1.034 at 4096 x 4096 x 14336, 1.018-1.033 at 8192 x
+  // 4096 x 8192, 1.002 at 8192 x 8192 x 8192 (7 of 7 cells over 1); out of sample 1.018 at 4096 x
+  // 8192 x 4096 and 4096 x 11008 x 4096, 0.999 at 6144 x 4096 x 8192, 0.995 at 3072 x 4096 x 14336.
+  // Without a residual the same shapes are mixed (0.960-1.014): those chains keep 64x256. (The
+  // timer before Run AP timed each candidate in its own block and put the tiles either way at K =
+  // 4096, above.) Here too the work-share refusal then judges 128x128's share: five of 9,120 grid
+  // points of the residual chain go to the unfused path (2048 x 4096 x 2432 and 3072 x 8192 x 3072
+  // measured: that path 4-7 % ahead of 64x256).
   const bool square_first = K <= 2048 || (epilogue == EpilogueLoad::ReadsResidual && K >= 4096 && K <= 14336);
   if (batch == 1 && square_first && choice.bm == pingpong64x256.bm && choice.bn == pingpong64x256.bn &&
       M % 128 == 0)

@@ -28,7 +28,7 @@
 #                                         per bench chain and shape (MxKxN,...), back to back in one
 #                                         process (bench/sm90/compare_tiles.py, ~2 min)
 #   scripts/gpu-session.sh timers [SHAPES] compare_tiles with each round kept, the project bench at
-#                                         issue 6's shapes, and bench/round_spread.py on both (~4 min)
+#                                         issue 6's shapes, and bench/round_spread.py on both (~2 min)
 #   scripts/gpu-session.sh ab PATCH[,PATCH...] [SHAPES]  the same comparison and the clock
 #                                         under sustained load on the tree, then with each PATCH
 #                                         applied alone (rebuilt), e.g. bench/sm90/ab/*.patch: what
@@ -169,9 +169,10 @@ case "$part" in
     grep -A40 "^ *shape" "$LOGS/compare_tiles.txt" | head -n 40
     ;;
   timers)
-    # issue 6's figures under session 26's timers (bench/RESULTS.md Run AO): compare_tiles (every
-    # candidate compiled before any is timed, each round kept), then the round-robin bench at
-    # issue 6's shapes (a first round discarded), then how far each variant's rounds spread
+    # issue 6's figures under the interleaved timer (bench/RESULTS.md Run AP; session 27):
+    # compare_tiles (every candidate compiled first, then all and cuBLAS mm timed with their calls
+    # interleaved, each round kept), then the bench at issue 6's shapes (interleaved rounds, a first
+    # one discarded), then how far each variant's rounds spread
     build
     OUT=$LOGS/tiles timeout 200 python3 bench/sm90/compare_tiles.py --shapes "${2:-4096x14336x4096,4096x4096x4096}" \
       > "$LOGS/timers_tiles.txt" 2>&1
