@@ -2,8 +2,10 @@
 Inductor: torch.compile default, the fxfuse backend as it decides, and the fxfuse backend made to
 fuse (option fxfuse.baseline="eager": judged against eager, which the kernel beats), compiled once
 each (one Dynamo reset per chain: Dynamo keeps one compiled entry per backend side by side) and timed
-round-robin in one process, so host noise hits the three alike. do_bench clears the L2 before
-each call. Prints per shape and chain the median and min over the rounds (ms), compile / forced,
+in one process with their calls interleaved (fxfuse.autotune.time_interleaved: each repetition
+calls every variant once, the L2 flushed before each call; one do_bench block per variant and
+round until session 27, bench/RESULTS.md Run AP), so host noise and clock swings hit the three
+alike. Prints per shape and chain the median and min over the rounds (ms), compile / forced,
 the chains each fused, and the op path the forced one took (bench/op_path.py). With --graphs also
 each variant captured in one CUDA graph and its replay timed the same way: a lower bound on the
 device time without the host's share (mode="reduce-overhead" also copies inputs not marked static
@@ -22,9 +24,9 @@ import traceback
 
 import torch
 import torch._inductor.config
-from triton.testing import do_bench
 
 import fxfuse
+from fxfuse.autotune import time_interleaved
 from bench_out import out_dir
 from bench_chains import relerr
 from chain_fns import CHAINS, chain_args, float64_reference
@@ -44,6 +46,8 @@ def graphed(fn, args):
         fn(*args)
     return g.replay
 
+
+REPS = 30  # calls of each variant per round
 
 VARIANTS = {"compile": {}, "backend": {"backend": "fxfuse"},
             "forced": {"backend": "fxfuse", "options": {"fxfuse.baseline": "eager"}}}
@@ -92,18 +96,21 @@ def main():
                         print(f"  {v}: CUDA graph capture failed:\n{graph_errors[v]}", flush=True)
                     if v == "forced":
                         captured_path = path_of(before, counters())
-            samples = {v: [] for v in timed}
-            for _ in range(a.rounds):
-                for v, c in list(timed.items()):
-                    try:
-                        samples[v].append(do_bench(c if v.endswith(" graph") else (lambda: c(*args)), warmup=25,
-                                                   rep=100, return_mode="median"))
-                    except Exception:
-                        if not v.endswith(" graph"):
-                            raise
-                        graph_errors[v] = traceback.format_exc(limit=3)  # a replay that fails: drop it
-                        print(f"  {v}: replay failed:\n{graph_errors[v]}", flush=True)
-                        del timed[v], samples[v]
+            for v in [v for v in timed if v.endswith(" graph")]:  # a replay that fails: dropped before timing
+                try:
+                    timed[v]()
+                    torch.cuda.synchronize()
+                except Exception:
+                    graph_errors[v] = traceback.format_exc(limit=3)
+                    print(f"  {v}: replay failed:\n{graph_errors[v]}", flush=True)
+                    del timed[v]
+            fns = {v: (c if v.endswith(" graph") else (lambda c=c: c(*args))) for v, c in timed.items()}
+            samples = {v: [] for v in fns}
+            # every variant in the same repetitions (time_interleaved); a first round, not kept, warms up
+            for r in range(a.rounds + 1):
+                for v, t in time_interleaved(fns, REPS).items():
+                    if r:
+                        samples[v].append(statistics.median(t))
             med = {v: statistics.median(s) for v, s in samples.items()}
             row = dict(shape=mkn, chain=name, samples=samples, fused=fused, forced_path=forced_path,
                        forced_captured_path=captured_path, graph_errors=graph_errors)

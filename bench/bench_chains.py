@@ -25,7 +25,6 @@ import time
 
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
-from triton.testing import do_bench
 
 import fxfuse
 from fxfuse.autotune import time_interleaved
@@ -36,6 +35,9 @@ from op_path import counters, path_of, path_of_call
 
 
 def ms(fn, rep=100):
+    """do_bench's median (torch.compile's samples); triton imported when called, so that the module
+    loads where triton is not installed (the CPU tests)"""
+    from triton.testing import do_bench
     return do_bench(fn, warmup=25, rep=rep, return_mode="median")
 
 

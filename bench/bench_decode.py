@@ -17,8 +17,8 @@ max(2x eager's, 1e-2) against float64.
 Timing: CUDA events around back-to-back calls that rotate over copies of the weights (together
 >= 256 MB, five times the L2), so every call reads its weights from HBM and no L2 flush (whose
 dirty lines would be written back during the timed call) is needed; each batch is queued behind
-a GPU spin, so the events time the device, not the host's launch rate (rotated_ms). Median of 5
-batches. The path column says what the op ran (bench/op_path.py).
+a GPU spin, so the events time the device, not the host's launch rate (rotated_ms_each). Median
+of 5 batches; the variants' batches interleaved. The path column says what the op ran (bench/op_path.py).
 
   python bench/bench_decode.py [--quick] [--compile] [--m 1,4,16,64] [--kn 4096x14336,...]
                                [--chains bias,w8_bias,...] [--split-k S]   (writes $OUT/bench_decode.json)
@@ -87,46 +87,61 @@ def gpu_sleep(ms):
     torch.cuda._sleep(int(ms * _sleep_cycles_per_ms))
 
 
-def rotated_ms(fn, arg_sets, batches=5):
-    """ms per call of fn(*arg_sets[i % n]) called back to back, in device time.
+def rotated_ms_each(fns: dict, arg_sets, batches=5) -> dict:
+    """ms per call of each fns[name](*arg_sets[i % n]) called back to back, in device time; the
+    variants' batches interleaved (batch j of every variant before batch j + 1 of any), so that a
+    clock swing hits them alike (one variant after another until session 27: bench/RESULTS.md Run
+    AP found such ordering worth up to ~10 % at the Hopper shapes).
 
     Decode kernels run for 5-30 us, about what Python and the dispatcher take to launch one
     call, so calls timed as the host issues them would measure the host. Each batch is therefore
     queued behind a GPU spin: if the stream has already reached the batch's start event when
     the host has finished queuing it, the GPU may have waited for the host, and the batch is
-    timed again behind a spin 4x longer (the longer spin is kept for the later batches). A row
-    whose host needs more than a second to queue a batch fails rather than report a host-bound
-    figure."""
-    def run():
+    timed again behind a spin 4x longer (the longer spin is kept for that variant's later
+    batches). A variant whose host needs more than a second to queue a batch fails rather than
+    report a host-bound figure."""
+    n = len(arg_sets)
+    calls = n * max(1, 60 // n)
+
+    def run(fn):
         for i in range(calls):
             fn(*arg_sets[i % n])
 
-    for args in arg_sets:
-        fn(*args)
-    n = len(arg_sets)
-    calls = n * max(1, 60 // n)
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    run()
-    spin_ms = 2e3 * (time.perf_counter() - t0) + 1.0
-    torch.cuda.synchronize()
-    times = []
-    while len(times) < batches:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    spin_ms = {}
+    for name, fn in fns.items():
+        for args in arg_sets:
+            fn(*args)
         torch.cuda.synchronize()
-        gpu_sleep(spin_ms)
-        start.record()
-        run()
-        caught_up = start.query()  # the spin ended before the host finished queuing
-        end.record()
+        t0 = time.perf_counter()
+        run(fn)
+        spin_ms[name] = 2e3 * (time.perf_counter() - t0) + 1.0
         torch.cuda.synchronize()
-        if caught_up:
-            if spin_ms > 1e3:
-                raise RuntimeError(f"host-bound: {calls} calls could not be queued within a {spin_ms:.0f} ms spin")
-            spin_ms *= 4
-            continue
-        times.append(start.elapsed_time(end) / calls)
-    return statistics.median(times)
+    times = {name: [] for name in fns}
+    while any(len(t) < batches for t in times.values()):
+        for name, fn in fns.items():
+            if len(times[name]) >= batches:
+                continue
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
+            gpu_sleep(spin_ms[name])
+            start.record()
+            run(fn)
+            caught_up = start.query()  # the spin ended before the host finished queuing
+            end.record()
+            torch.cuda.synchronize()
+            if caught_up:
+                if spin_ms[name] > 1e3:
+                    raise RuntimeError(f"host-bound: {calls} calls of {name} could not be queued within a "
+                                       f"{spin_ms[name]:.0f} ms spin")
+                spin_ms[name] *= 4
+                continue
+            times[name].append(start.elapsed_time(end) / calls)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def rotated_ms(fn, arg_sets, batches=5):
+    """rotated_ms_each for one function."""
+    return rotated_ms_each({"fn": fn}, arg_sets, batches)["fn"]
 
 
 def rotation(args, bytes_per_set):
@@ -169,23 +184,22 @@ def bench_row(M, K, N, dt, name, with_compile, copy_gbps):
     args = (x, w, b, wq, wq.t().contiguous(), s, wf8, s_t)
     row = dict(M=M, K=K, N=N, dtype=str(dt).split(".")[-1], chain=name, weights=kind)
     sets = rotation(args, sum(args[i].nbytes for i in WEIGHT_ARGS))
-    row["mm"] = rotated_ms(lambda x, w, *_: torch.mm(x, w), sets)
-    row["eager"] = rotated_ms(fn, sets)
     ref = fn(*[a.double() if a.is_floating_point() and a.dtype.itemsize > 1 else a for a in args])
     gm, nfused, _ = fused_module(fn, args)
     out = gm(*args)
     out = out[0] if isinstance(out, (list, tuple)) else out
     row["fused_chains"] = nfused
-    before = counters()
-    row["fxfuse"] = rotated_ms(gm, sets)
-    row["path"] = path_of(before, counters())
-    row["fxfuse_relerr"] = relerr(out, ref)
-    row["eager_relerr"] = relerr(fn(*args), ref)
+    fns = {"mm": lambda x, w, *_: torch.mm(x, w), "eager": fn, "fxfuse": gm}
     if with_compile:
         torch._dynamo.reset()
         c = torch.compile(fn, dynamic=False)
         c(*args)
-        row["compile"] = rotated_ms(c, sets)
+        fns["compile"] = c
+    before = counters()  # only the fxfuse variant calls the op
+    row.update(rotated_ms_each(fns, sets))
+    row["path"] = path_of(before, counters())
+    row["fxfuse_relerr"] = relerr(out, ref)
+    row["eager_relerr"] = relerr(fn(*args), ref)
     del sets
     nbytes = weight_bytes(kind, K, N, dt)
     row["weight_bytes"] = nbytes

@@ -1,0 +1,57 @@
+"""bench/bench_decode.py's timer interleaves the variants' batches (batch j of every variant before
+batch j + 1 of any) and times one batch again behind a longer spin where the host fell behind; no
+GPU: CUDA events, the spin and synchronize are stand-ins here."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture
+def bench_decode(monkeypatch):
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "bench"))
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "python"))
+    import bench_decode as module
+    return module
+
+
+def test_batches_interleave_and_a_caught_up_batch_is_timed_again(bench_decode, monkeypatch):
+    log, caught_up_once = [], {"b": True}
+
+    class Event:
+        def __init__(self, enable_timing):
+            self.t = 0.0
+
+        def record(self):
+            self.t = float(len(log))
+
+        def query(self):  # the GPU reached the start event before the host queued the batch
+            name = log[-1][0]
+            if caught_up_once.get(name):
+                caught_up_once[name] = False
+                return True
+            return False
+
+        def elapsed_time(self, end):
+            return end.t - self.t
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    spins = []
+    monkeypatch.setattr(bench_decode, "gpu_sleep", lambda ms: spins.append(ms))
+    sets = [(1,), (2,)]
+    fns = {n: (lambda v, n=n: log.append((n, v))) for n in ("a", "b", "c")}
+    times = bench_decode.rotated_ms_each(fns, sets, batches=2)
+    assert set(times) == {"a", "b", "c"}
+    calls = 2 * (60 // 2)  # arg sets times calls per set in one batch
+    timed = log[3 * (len(sets) + calls):]  # after each variant's warm-up and spin estimate
+    batches = [timed[i][0] for i in range(0, len(timed), calls)]
+    # b's first batch was caught up by the GPU: timed again in the next pass, behind a 4x spin
+    assert batches == ["a", "b", "c", "a", "b", "c", "b"], batches
+    assert all(v == sets[i % 2][0] for i, (_, v) in enumerate(timed[:calls]))  # rotating over the sets
+    assert spins[1] * 4 == spins[4]  # b: its retry's spin 4x the first
