@@ -106,11 +106,20 @@ def main():
                     del timed[v]
             fns = {v: (c if v.endswith(" graph") else (lambda c=c: c(*args))) for v, c in timed.items()}
             samples = {v: [] for v in fns}
-            # every variant in the same repetitions (time_interleaved); a first round, not kept, warms up
+            # every variant in the same repetitions (time_interleaved); a first round, not kept, warms up.
+            # A graph replay that fails later is dropped (its column lost); any other failure raises.
+            failed = {}
             for r in range(a.rounds + 1):
-                for v, t in time_interleaved(fns, REPS).items():
+                for v, t in time_interleaved(fns, REPS, failures=failed).items():
                     if r:
                         samples[v].append(statistics.median(t))
+                for v, why in failed.items():
+                    if not v.endswith(" graph"):
+                        raise RuntimeError(f"{v} {mkn} {name}: {why}")
+                    if v not in graph_errors:
+                        graph_errors[v] = why
+                        print(f"  {v}: replay failed: {why}", flush=True)
+                        samples.pop(v, None)
             med = {v: statistics.median(s) for v, s in samples.items()}
             row = dict(shape=mkn, chain=name, samples=samples, fused=fused, forced_path=forced_path,
                        forced_captured_path=captured_path, graph_errors=graph_errors)

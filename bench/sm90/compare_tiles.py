@@ -7,7 +7,7 @@ A tile's effect of 5-10 % is below the spread between two bench runs (bench/RESU
 so this times the candidates and cuBLAS mm alone together in rounds, their calls interleaved
 (fxfuse.autotune.measure, which also checks each candidate's outputs against ATen before timing
 it), and keeps each one's median over the rounds (the best round until session 27). Each
-timed call starts with L2 flushed (fxfuse.autotune.time_ms; before session 13's change it did
+timed call starts with L2 flushed (fxfuse.autotune.time_interleaved; before session 13's change it did
 not, which flattered every kernel whose operands fit in L2, bench/RESULTS.md Run AA).
 Every epilogue may take the Hopper kernel here (the autotune asks as if its epilogue were cheap).
 
@@ -74,17 +74,19 @@ def main():
                 r = measure(ins, spec, reps=30, beside={"mm": lambda: torch.mm(x, w)})
                 rounds.append(r["times_ms"])
                 errors.update(r["errors"])
-                mm.append(r["beside_ms"]["mm"])
+                if "mm" in r["beside_ms"]:  # (a failure is in errors under "beside:mm")
+                    mm.append(r["beside_ms"]["mm"])
             kept = {c: statistics.median(t[c] for t in rounds) for c in rounds[0]
                     if all(t.get(c) is not None for t in rounds)}
             for rejected in errors:  # rejected in any round: no time shown
                 kept.pop(rejected, None)
-            row = {"shape": shape, "chain": chain, "mm": statistics.median(mm), "times_ms": kept, "errors": errors,
+            row = {"shape": shape, "chain": chain, "mm": statistics.median(mm) if mm else float("nan"),
+                   "times_ms": kept, "errors": errors, "timer": "interleaved, median of rounds",
                    "rounds_ms": rounds, "mm_rounds_ms": mm}  # each round's times, to see the spread
             rows.append(row)
             print(json.dumps(row), flush=True)
-    with open(out, "w") as f:
-        json.dump(rows, f, indent=1)
+            with open(out, "w") as f:  # after every row: a run cut short keeps what it measured
+                json.dump(rows, f, indent=1)
     names = sorted({c for r in rows for c in r["times_ms"]}, key=lambda c: (c != "aten", c))
     print(f"{'shape':>16} {'chain':>16} {'mm':>7} " + " ".join(f"{short(c):>12}" for c in names) + "   best/mm")
     for r in rows:

@@ -62,14 +62,17 @@ def random_inputs(like: list[Any]) -> list[torch.Tensor]:
 L2_FLUSH_BYTES = 256 << 20
 
 
-def time_interleaved(fns: dict[str, Any], reps: int, prepare=None) -> dict[str, list[float]]:
+def time_interleaved(fns: dict[str, Any], reps: int, prepare=None,
+                     failures: dict[str, str] | None = None) -> dict[str, list[float]]:
     """`reps` CUDA-event timings of each of `fns` (name -> callable), L2 flushed before each call,
     the calls interleaved: every repetition calls each function once, the order rotated by one
     each time; `prepare(name)`, where given, runs untimed before each call's flush. Timed in
     blocks instead (all of one function's calls, then the next's, as triton's do_bench and this
     timer did until session 27), two variants met the GPU at different clocks: the same fused
     kernel read 0.64 ms in compare_tiles and 0.73 ms in the project bench, cuBLAS mm 0.68
-    against 0.72 (bench/RESULTS.md Run AP). Interleaved, a clock swing hits every variant alike.
+    against 0.71 (bench/RESULTS.md Run AP). Interleaved, a clock swing hits every variant alike.
+    With `failures`, a function (or its `prepare`) that raises is dropped from the later
+    repetitions and left out of the result, the reason in failures[name]; without, it raises.
     A change to how choices are measured bumps kChoiceMeasurement (runtime/kernel_choice.cpp),
     so that choices stored on disk before it are measured again."""
     names = list(fns)
@@ -79,15 +82,23 @@ def time_interleaved(fns: dict[str, Any], reps: int, prepare=None) -> dict[str, 
     for i in range(reps):
         for j in range(len(names)):
             name = names[(i + j) % len(names)]
+            if failures is not None and name in failures:
+                continue
             start, end = events[name][i]
-            if prepare is not None:
-                prepare(name)
-            flush.zero_()
-            start.record()
-            fns[name]()
-            end.record()
+            try:
+                if prepare is not None:
+                    prepare(name)
+                flush.zero_()
+                start.record()
+                fns[name]()
+                end.record()
+            except Exception as e:  # noqa: BLE001 - the caller asked for failures by name
+                if failures is None:
+                    raise
+                failures[name] = f"{type(e).__name__}: {e}"[:300]
     torch.cuda.synchronize()
-    return {n: [s.elapsed_time(e) for s, e in events[n]] for n in names}
+    return {n: [s.elapsed_time(e) for s, e in events[n]] for n in names
+            if failures is None or n not in failures}
 
 
 def time_ms(fn, reps: int) -> float:
@@ -175,20 +186,19 @@ def measure(inputs: list[torch.Tensor], spec: str, reps: int = REPS,
         def choose(name):  # the choice is per problem: set before each of its calls, untimed
             if not name.startswith(BESIDE):
                 _C.set_kernel_choice(inputs, spec, name)
-                # Setting a choice clears the op's call cache, so the next call plans again on the
-                # host; one untimed call here lets the timed one take the cached path a model's
-                # calls take (a decode-sized kernel runs for less than that planning).
-                op(inputs, spec)
-        try:
-            time_interleaved(fns, 1, choose)  # not kept: the GPU to its steady clock
-            for name, samples in time_interleaved(fns, reps, choose).items():
-                if name.startswith(BESIDE):
-                    beside_ms[name[len(BESIDE):]] = statistics.median(samples)
-                else:
-                    times[name] = statistics.median(samples)
-        except Exception as e:  # noqa: BLE001 - a candidate that fails is not chosen
-            for c in checked:
-                errors.setdefault(c, f"{type(e).__name__}: {e}"[:300])
+                # Setting a choice clears the op's call cache, so the next call would plan again on
+                # the host inside the timed span (a decode-sized kernel runs for less than that
+                # planning); precompile plans the call site and caches it, launching nothing.
+                _C.precompile(inputs, spec)
+        failed: dict[str, str] = {}  # a candidate (or a call beside them) that raises is not timed
+        time_interleaved(fns, 1, choose, failed)  # not kept: a warm-up (caches, launch paths)
+        for name, samples in time_interleaved(fns, reps, choose, failed).items():
+            if name.startswith(BESIDE):
+                beside_ms[name[len(BESIDE):]] = statistics.median(samples)
+            else:
+                times[name] = statistics.median(samples)
+        for name, why in failed.items():
+            errors[name] = why  # beside calls under their prefixed names
     finally:
         _C.set_kernel_choice(inputs, spec, "")
         if forced is not None:

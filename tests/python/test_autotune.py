@@ -91,7 +91,7 @@ def test_measure_compiles_every_candidate_before_timing_any(monkeypatch):
         launches[0] += 1
         return ["out"]
 
-    def timer(fns, reps, prepare=None):
+    def timer(fns, reps, prepare=None, failures=None):
         timings.append((sorted(fns), reps))
         events.append(("time", None))
         for name, fn in fns.items():
@@ -107,6 +107,7 @@ def test_measure_compiles_every_candidate_before_timing_any(monkeypatch):
     monkeypatch.setattr(C, "kernel_candidates", lambda inputs, spec: ["k1", "k2"])
     monkeypatch.setattr(C, "set_kernel_choice", lambda inputs, spec, choice, persist=False: now.__setitem__(0, choice))
     monkeypatch.setattr(C, "stats", lambda: {"launches": launches[0]})
+    monkeypatch.setattr(C, "precompile", lambda inputs, spec: events.append(("precompile", now[0])))
     beside_calls = []
     result = autotune.measure([], "spec", reps=7, beside={"mm": lambda: beside_calls.append(now[0])})
     first_timed = events.index(("time", None))
@@ -114,39 +115,95 @@ def test_measure_compiles_every_candidate_before_timing_any(monkeypatch):
     assert compiled == {autotune.ATEN, "k1", "k2"}, events
     everything = sorted([autotune.ATEN, "k1", "k2", autotune.BESIDE + "mm"])
     assert timings == [(everything, 1), (everything, 7)]  # one untimed warm-up, then the kept one
-    # each timed call ran the candidate it was timed as, after one untimed call that re-plans
-    # the call site (setting a choice clears the op's call cache)
-    assert [c for kind, c in events[first_timed:] if kind == "call"] == \
-        [autotune.ATEN, autotune.ATEN, "k1", "k1", "k2", "k2"] * 2
+    # each timed call ran the candidate it was timed as, its call site planned again before
+    # (setting a choice clears the op's call cache): a precompile, which launches nothing
+    assert [(kind, c) for kind, c in events[first_timed:] if kind != "time"] == \
+        [(kind, c) for c in (autotune.ATEN, "k1", "k2") for kind in ("precompile", "call")] * 2
     assert len(beside_calls) == 2
     assert result["times_ms"] == {autotune.ATEN: 20.0, "k1": 21.0, "k2": 22.0}
     assert result["beside_ms"] == {"mm": 23.0}
     assert result["choice"] == autotune.ATEN and result["errors"] == {}
 
 
+class _FakeCuda:
+    """torch.cuda's events, flush buffer and synchronize, without a GPU."""
+
+    def __init__(self, monkeypatch, order):
+        class Buf:
+            def zero_(self):
+                order.append("flush")
+
+        class Event:
+            def __init__(self, enable_timing):
+                pass
+
+            def record(self):
+                pass
+
+            def elapsed_time(self, end):
+                return 1.0
+
+        monkeypatch.setattr(torch, "empty", lambda *a, **k: Buf())
+        monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+        monkeypatch.setattr(torch.cuda, "Event", Event)
+        monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+
+
+def test_time_interleaved_drops_a_function_that_raises(monkeypatch):
+    """With `failures`, a function that raises is dropped from the later repetitions and the
+    result, its reason kept; the others are timed in full. Without, it raises."""
+    order = []
+    _FakeCuda(monkeypatch, order)
+
+    def flaky():
+        order.append("b")
+        if order.count("b") == 2:
+            raise RuntimeError("launch failed")
+
+    fns = {"a": lambda: order.append("a"), "b": flaky, "c": lambda: order.append("c")}
+    failures = {}
+    times = autotune.time_interleaved(fns, 4, failures=failures)
+    assert set(times) == {"a", "c"} and all(len(v) == 4 for v in times.values())
+    assert failures == {"b": "RuntimeError: launch failed"}
+    assert order.count("b") == 2  # not called after it failed
+    order.clear()
+    with pytest.raises(RuntimeError):
+        autotune.time_interleaved(fns, 4)
+
+
+def test_measure_keeps_the_others_when_one_candidate_fails_in_timing(monkeypatch):
+    """A candidate (or a call beside them) that raises while the candidates are timed is rejected
+    alone, under its name; the others keep their times."""
+    now, launches = [""], [0]
+
+    def op(inputs, spec):
+        launches[0] += 1
+        return ["out"]
+
+    def timer(fns, reps, prepare=None, failures=None):
+        failures["k1"] = "RuntimeError: boom"
+        failures[autotune.BESIDE + "mm"] = "RuntimeError: mm failed"
+        return {n: [1.0] * reps for n in fns if n not in failures}
+
+    monkeypatch.setattr(torch.ops.fxfuse, "gemm_chain", op)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(autotune, "_aten_reference", lambda op, inputs, spec: ["out"])
+    monkeypatch.setattr(autotune, "disagreement", lambda outs, ref: None)
+    monkeypatch.setattr(autotune, "time_interleaved", timer)
+    monkeypatch.setattr(C, "kernel_candidates", lambda inputs, spec: ["k1", "k2"])
+    monkeypatch.setattr(C, "set_kernel_choice", lambda inputs, spec, choice, persist=False: now.__setitem__(0, choice))
+    monkeypatch.setattr(C, "stats", lambda: {"launches": launches[0]})
+    result = autotune.measure([], "spec", beside={"mm": lambda: None})
+    assert result["times_ms"] == {autotune.ATEN: 1.0, "k1": None, "k2": 1.0}
+    assert result["errors"] == {"k1": "RuntimeError: boom", autotune.BESIDE + "mm": "RuntimeError: mm failed"}
+    assert result["beside_ms"] == {}
+
+
 def test_time_interleaved_rotates_the_order_and_flushes_before_each_call(monkeypatch):
     """Each repetition calls every function once, the order rotated by one each time, the L2
     flush and `prepare` before each call: no variant always follows the same one."""
     order = []
-
-    class Buf:
-        def zero_(self):
-            order.append("flush")
-
-    class Event:
-        def __init__(self, enable_timing):
-            pass
-
-        def record(self):
-            pass
-
-        def elapsed_time(self, end):
-            return 1.0
-
-    monkeypatch.setattr(torch, "empty", lambda *a, **k: Buf())
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    monkeypatch.setattr(torch.cuda, "Event", Event)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    _FakeCuda(monkeypatch, order)
     fns = {n: (lambda n=n: order.append(n)) for n in ("a", "b", "c")}
     times = autotune.time_interleaved(fns, 3, prepare=lambda n: order.append("prep " + n))
     assert {n: len(v) for n, v in times.items()} == {"a": 3, "b": 3, "c": 3}
