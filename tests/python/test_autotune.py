@@ -78,6 +78,19 @@ def test_tune_measures_once_then_uses_the_stored_choice(monkeypatch):
     assert calls == [BIAS_GELU] and second["choice"] == first["choice"] == stored[BIAS_GELU]
 
 
+def _measure_without_gpu(monkeypatch, op, timer, now, launches):
+    """measure's collaborators replaced: the op, the timer, the ATen reference (every output
+    agrees), two candidates k1 and k2, the choice kept in now[0], the launch counter."""
+    monkeypatch.setattr(torch.ops.fxfuse, "gemm_chain", op)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)  # no GPU here: nothing to wait for
+    monkeypatch.setattr(autotune, "_aten_reference", lambda op, inputs, spec: ["out"])
+    monkeypatch.setattr(autotune, "disagreement", lambda outs, ref: None)
+    monkeypatch.setattr(autotune, "time_interleaved", timer)
+    monkeypatch.setattr(C, "kernel_candidates", lambda inputs, spec: ["k1", "k2"])
+    monkeypatch.setattr(C, "set_kernel_choice", lambda inputs, spec, choice, persist=False: now.__setitem__(0, choice))
+    monkeypatch.setattr(C, "stats", lambda: {"launches": launches[0]})
+
+
 def test_measure_compiles_every_candidate_before_timing_any(monkeypatch):
     """A candidate timed right after its own compile (the GPU idle meanwhile) met a faster clock
     than one timed after others ran (bench/RESULTS.md Run AO), and candidates timed in blocks met
@@ -99,14 +112,7 @@ def test_measure_compiles_every_candidate_before_timing_any(monkeypatch):
             fn()
         return {name: [float(len(timings) * 10 + i)] * reps for i, name in enumerate(fns)}
 
-    monkeypatch.setattr(torch.ops.fxfuse, "gemm_chain", op)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)  # no GPU here: nothing to wait for
-    monkeypatch.setattr(autotune, "_aten_reference", lambda op, inputs, spec: ["out"])
-    monkeypatch.setattr(autotune, "disagreement", lambda outs, ref: None)
-    monkeypatch.setattr(autotune, "time_interleaved", timer)
-    monkeypatch.setattr(C, "kernel_candidates", lambda inputs, spec: ["k1", "k2"])
-    monkeypatch.setattr(C, "set_kernel_choice", lambda inputs, spec, choice, persist=False: now.__setitem__(0, choice))
-    monkeypatch.setattr(C, "stats", lambda: {"launches": launches[0]})
+    _measure_without_gpu(monkeypatch, op, timer, now, launches)
     monkeypatch.setattr(C, "precompile", lambda inputs, spec: events.append(("precompile", now[0])))
     beside_calls = []
     result = autotune.measure([], "spec", reps=7, beside={"mm": lambda: beside_calls.append(now[0])})
@@ -185,14 +191,8 @@ def test_measure_keeps_the_others_when_one_candidate_fails_in_timing(monkeypatch
         failures[autotune.BESIDE + "mm"] = "RuntimeError: mm failed"
         return {n: [1.0] * reps for n in fns if n not in failures}
 
-    monkeypatch.setattr(torch.ops.fxfuse, "gemm_chain", op)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
-    monkeypatch.setattr(autotune, "_aten_reference", lambda op, inputs, spec: ["out"])
-    monkeypatch.setattr(autotune, "disagreement", lambda outs, ref: None)
-    monkeypatch.setattr(autotune, "time_interleaved", timer)
-    monkeypatch.setattr(C, "kernel_candidates", lambda inputs, spec: ["k1", "k2"])
-    monkeypatch.setattr(C, "set_kernel_choice", lambda inputs, spec, choice, persist=False: now.__setitem__(0, choice))
-    monkeypatch.setattr(C, "stats", lambda: {"launches": launches[0]})
+    _measure_without_gpu(monkeypatch, op, timer, now, launches)
+    monkeypatch.setattr(C, "precompile", lambda inputs, spec: None)
     result = autotune.measure([], "spec", beside={"mm": lambda: None})
     assert result["times_ms"] == {autotune.ATEN: 1.0, "k1": None, "k2": 1.0}
     assert result["errors"] == {"k1": "RuntimeError: boom", autotune.BESIDE + "mm": "RuntimeError: mm failed"}
