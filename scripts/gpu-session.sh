@@ -46,6 +46,8 @@
 #                                         the measured mm form (~3 min)
 #   scripts/gpu-session.sh narrow [SHAPES]  narrow N end to end against eager, then every autotune
 #                                         candidate (the shapes session 17's rules extrapolate, ~3 min)
+#   scripts/gpu-session.sh retime [SHAPES] the tile rules at the shapes they were written from, with
+#                                         the interleaved timer: compare_tiles, tile_rule_check (~4 min)
 #   scripts/gpu-session.sh rules [SHAPES] the tile rule and refusals where they decide (Run AH's
 #                                         work share on both sides of its threshold, ...): every
 #                                         autotune candidate, checked by bench/sm90/tile_rule_check.py,
@@ -235,6 +237,28 @@ case "$part" in
     grep -A60 "^ *shape" "$LOGS/narrow.txt" | head -n 60
     OUT=$LOGS/tiles timeout 150 python3 bench/sm90/compare_tiles.py --shapes "$shapes" > "$LOGS/narrow_tiles.txt" 2>&1
     grep -A40 "^ *shape" "$LOGS/narrow_tiles.txt" | head -n 40
+    ;;
+  retime)
+    # The Hopper tile rules of sessions 14-25 at the shapes they were written from, with the
+    # interleaved timer (every rule's cells were block-timed before session 27, bench/RESULTS.md
+    # Run AP): compare_tiles, then tile_rule_check (is the rule's tile still the fastest or within
+    # 2 %?). M x K x N, by rule (hopper_tile_choice.cpp): 128x128 ping-pong for 64x256 at K <= 2048
+    # (4096 x 1024 x 4096, 16384 x 1024 x 4096, 8192 x 2048 x 4096); 128x128 ping-pong before a
+    # 128x256 of three or more rounds at 257-1024 rows (1024 x 4096 x 11008, 768 x 4096 x 14336);
+    # two rounds of 128x256 at K = 1024-3072 (1024 x 1024 x 8192, 512 x 3072 x 14336); 128x256 at
+    # half 64x256's rounds, K = 4096-8192 (4096^3, 2048 x 8192 x 4096, 3072 x 4096 x 4096); 64x128
+    # by work share at K <= 3072 (3072 x 1024 x 768, 4096 x 3072 x 768); the partial 256-column
+    # tile (4096 x 4096 x 1408, 8192 x 4096 x 640); N not a multiple of 64 (4096 x 4096 x 4304);
+    # the tile per size up to 1024 rows (512 x 4096 x 4096, 640 x 4096 x 8192); decode batches
+    # (128 x 4096 x 14336, 256 x 4096 x 14336); ~4 min. `rules` has the refusals' shapes. (A chain
+    # the heuristic refuses, SiLU at 128 rows here, has the sm80 kernel among its candidates, whose
+    # long calls lift the clock of that whole row: compare its ratios with care.)
+    build
+    shapes=${2:-4096x1024x4096,16384x1024x4096,8192x2048x4096,1024x4096x11008,768x4096x14336,1024x1024x8192,512x3072x14336,4096x4096x4096,2048x8192x4096,3072x4096x4096,3072x1024x768,4096x3072x768,4096x4096x1408,8192x4096x640,4096x4096x4304,512x4096x4096,640x4096x8192,128x4096x14336,256x4096x14336}
+    OUT=$LOGS/tiles timeout 480 python3 bench/sm90/compare_tiles.py --shapes "$shapes" > "$LOGS/retime_tiles.txt" 2>&1
+    tiles_json=$(realpath "$LOGS/tiles/compare_tiles.json")
+    (cd bench/sm90 && PYTHONPATH=..:../../python python3 tile_rule_check.py "$tiles_json") > "$LOGS/retime_check.txt" 2>&1
+    grep -v "rule/best 1.0[01]" "$LOGS/retime_check.txt" | tail -n 60
     ;;
   rules)
     # compare_tiles, tile_rule_check and end to end at the shapes where the rules decide (M x K x
