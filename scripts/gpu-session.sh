@@ -3,7 +3,8 @@
 # Short summaries on stdout; logs in one archive under $OUT (the device tool returns at most
 # 8 files).
 #   scripts/gpu-session.sh check          build, CTest, GPU tests (-n 14), smoke with the Hopper
-#                                         kernel on every epilogue, compile/disk-hit times (~400 s)
+#                                         kernel on every epilogue, compile/disk-hit times (~540 s fresh)
+#   scripts/gpu-session.sh demo           the README's demo on the GPU (correctness and timings)
 #   scripts/gpu-session.sh diff FIRST N   issue 8: N chunks of 100 differential cases from chunk
 #                                         FIRST, kernels forced (~5 min per 5,000 cases);
 #                                         FXFUSE_DIFF_FORCE=0: as in production (unfused path)
@@ -88,6 +89,14 @@ case "$part" in
     FXFUSE_POISON_OUTPUTS=1 FXFUSE_SM90_ALL_EPILOGUES=1 timeout 150 python3 scripts/gpu_smoke.py > "$LOGS/smoke.txt" 2>&1
     echo "smoke (Hopper kernel on every epilogue): $(grep -c '^ok' "$LOGS/smoke.txt") ok, $(grep -c '^BAD' "$LOGS/smoke.txt") bad"
     timeout 150 python3 bench/compile_time.py --repeats 1 > "$LOGS/compile_time.txt" 2>&1; cat "$LOGS/compile_time.txt"
+    ;;
+  demo)
+    # the README's main job on the GPU (scripts/demo.sh without its set-up, which needs a network):
+    # every model rewritten, checked against eager, timed against eager and torch.compile (~1-2 min)
+    build
+    timeout 300 python3 -m fxfuse.demo > "$LOGS/demo.txt" 2>&1
+    echo "demo (rc $?): $(grep -c 'PASS$' "$LOGS/demo.txt") PASS, $(grep -c 'FAIL$' "$LOGS/demo.txt") FAIL"
+    grep -E "^(===|time:|chains fused)" "$LOGS/demo.txt"
     ;;
   diff)
     build

@@ -101,11 +101,6 @@ def time_interleaved(fns: dict[str, Any], reps: int, prepare=None,
             if failures is None or n not in failures}
 
 
-def time_ms(fn, reps: int) -> float:
-    """Median of `reps` CUDA-event timings of `fn`, L2 flushed before each."""
-    return statistics.median(time_interleaved({"fn": fn}, reps)["fn"])
-
-
 def disagreement(outs: list[torch.Tensor], ref: list[torch.Tensor]) -> str | None:
     """Why ``outs`` are not the chain's result ``ref`` (the ATen evaluation), or None. Floating
     outputs: relative norm within the dtype's rounding (2e-2 for 16/8-bit, 1e-3 for fp32),

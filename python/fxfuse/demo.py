@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import sys
 
 import torch
@@ -99,22 +100,14 @@ def _rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
     return ((a.float() - b.float()).norm() / b.float().norm().clamp_min(1e-12)).item()
 
 
-def _time_ms(fn, x) -> float:
-    try:
-        from triton.testing import do_bench
+def _times_ms(fns: dict, x) -> dict:
+    """Median ms per call of each of fns (name -> model) on x, their calls interleaved
+    (fxfuse.autotune.time_interleaved: a clock swing hits all of them alike), after a warm-up."""
+    from fxfuse.autotune import time_interleaved
 
-        return float(do_bench(lambda: fn(x)))
-    except ImportError:
-        for _ in range(5):
-            fn(x)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        start.record()
-        for _ in range(50):
-            fn(x)
-        end.record()
-        torch.cuda.synchronize()
-        return start.elapsed_time(end) / 50
+    calls = {name: (lambda f=f: f(x)) for name, f in fns.items()}
+    time_interleaved(calls, 3)  # warm-up, not kept (compiles, caches)
+    return {name: statistics.median(t) for name, t in time_interleaved(calls, 50).items()}
 
 
 def run_case(name: str, model: nn.Module, x: torch.Tensor, tol: float, timing: bool, dump_dir: str | None) -> bool:
@@ -140,9 +133,8 @@ def run_case(name: str, model: nn.Module, x: torch.Tensor, tol: float, timing: b
     if timing:
         with torch.no_grad():
             default = torch.compile(model)
-            t_eager = _time_ms(model, x)
-            t_default = _time_ms(default, x)
-            t_fx = _time_ms(compiled, x)
+            t = _times_ms({"eager": model, "default": default, "fxfuse": compiled}, x)
+            t_eager, t_default, t_fx = t["eager"], t["default"], t["fxfuse"]
         print(f"time: eager {t_eager:.3f} ms | torch.compile {t_default:.3f} ms | fxfuse {t_fx:.3f} ms "
               f"({t_default / t_fx:.2f}x vs torch.compile, {t_eager / t_fx:.2f}x vs eager)")
     return ok

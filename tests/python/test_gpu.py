@@ -2,6 +2,8 @@
 for every M with dynamic=True, mode="reduce-overhead" (CUDA graphs), training gradients."""
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -194,3 +196,14 @@ def test_demo_fuses_int8_decode_on_gpu(capsys):
     dec = out[out.index("int8 weight-only"):]
     assert int(dec.split("chains fused: ")[1].split(" of ")[0]) >= 2, dec
     assert fxfuse.stats().get("launches", 0) >= 1  # the fused kernels ran (not the ATen path)
+
+
+def test_demo_times_every_model_on_gpu(capsys):
+    """The demo's timing (what the README's main job prints on a GPU): eager, torch.compile and
+    fxfuse timed with their calls interleaved, a positive time for each model."""
+    from fxfuse import demo
+
+    assert demo.main(["--device", "cuda", "--dim", "256", "--tokens", "64"]) == 0
+    times = re.findall(r"time: eager ([0-9.]+) ms \| torch.compile ([0-9.]+) ms \| fxfuse ([0-9.]+) ms",
+                       capsys.readouterr().out)
+    assert len(times) == 3 and all(float(t) > 0 for row in times for t in row), times
