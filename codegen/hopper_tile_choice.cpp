@@ -381,10 +381,12 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   // 8192 x 4096 and 4096 x 11008 x 4096, 0.999 at 6144 x 4096 x 8192, 0.995 at 3072 x 4096 x 14336.
   // Without a residual the same shapes are mixed (0.960-1.014): those chains keep 64x256. (The
   // timer before Run AP timed each candidate in its own block and put the tiles either way at K =
-  // 4096, above.) Here too the work-share refusal then judges 128x128's share: five of 9,120 grid
-  // points of the residual chain go to the unfused path (2048 x 4096 x 2432 and 3072 x 8192 x 3072
-  // measured: that path 4-7 % ahead of 64x256).
-  const bool square_first = K <= 2048 || (epilogue == EpilogueLoad::ReadsResidual && K >= 4096 && K <= 14336);
+  // 4096, above.) Whole 256-column tiles only, as measured: at a partial one 64x256 came back above
+  // where it takes 128x128's rounds (measured with the residual chain among others). Here too the
+  // work-share refusal then judges 128x128's share, refusing some residual chains that ran 64x256
+  // (3072 x 8192 x 3072 measured: the unfused path 4 % ahead of 64x256 there).
+  const bool square_first = K <= 2048 || (epilogue == EpilogueLoad::ReadsResidual && K >= 4096 && K <= 14336 &&
+                                          N % pingpong64x256.bn == 0);
   if (batch == 1 && square_first && choice.bm == pingpong64x256.bm && choice.bn == pingpong64x256.bn &&
       M % 128 == 0)
     return tile128x128(M, N, batch, std::max(1, num_sms));

@@ -443,6 +443,8 @@ TEST(CandidateConfigs, TwoRoundsOf128x256TakeThe128x128PingPongWhereTheEpilogueW
   EXPECT_TRUE(pp64x256(sm90::chooseConfig(4096, 4096, 3072, 1, 132, sm90::EpilogueLoad::ReadsResidual)));  // K 2049-4095
   EXPECT_TRUE(pp64x256(sm90::chooseConfig(4096, 4096, 16384, 1, 132, sm90::EpilogueLoad::ReadsResidual)));  // past 14336
   EXPECT_TRUE(pp64x256(sm90::chooseConfig(4160, 4096, 4096, 1, 132, sm90::EpilogueLoad::ReadsResidual)));  // partial row tile
+  // a partial 256-column tile keeps session 21's 64x256 (measured with the residual chain among others)
+  EXPECT_TRUE(pp64x256(sm90::chooseConfig(8192, 640, 4096, 1, 132, sm90::EpilogueLoad::ReadsResidual)));
 }
 
 TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
