@@ -18,6 +18,12 @@ well as the times do.
 
 Needs no GPU: the tile is asked of the built library (tile_rule_check.heuristic_tile), with the
 cell's bench chain's spec (chain_specs.py; a bare mm for other chains).
+
+Each cell says how it was timed ("timer"): "interleaved" (every candidate's calls interleaved,
+medians of rounds: compare_tiles from session 27, bench/RESULTS.md Run AP call 4 on) or "block"
+(each candidate in a block of its own calls, best of rounds: every earlier run, whose figures the
+block timer moved by up to ~10 %). `--timer interleaved` keeps only the former for --diff,
+--misses, --ratio and --vs-aten.
 """
 import argparse
 import glob
@@ -28,6 +34,8 @@ from collections import Counter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "..", "RESULTS.md")
+# Run AP's files timed interleaved before compare_tiles wrote its "timer" field
+INTERLEAVED_BEFORE_THE_FIELD = ("run_ap_call4_", "run_ap_call5_", "run_ap_call6_", "run_ap_call9_")
 # compare_tiles' table columns after "mm aten sm80_mma", in the order it prints them
 TABLE_TILES = ("128x128 coop", "128x128 pp", "128x256 coop", "64x128 pp", "64x256 pp")
 TABLE_ROW = re.compile(r"\s+(\d+)x(\d+)x(\d+)\s+(\w+)\s+([\d.]+)\s+([\d.]+)\s+(\S+)"
@@ -42,8 +50,10 @@ def json_cells(files=None):
         for r in json.load(open(path)):
             M, K, N = (int(v) for v in r["shape"].split("x"))
             times = {short(c): v for c, v in r["times_ms"].items() if v}
-            cells.append({"M": M, "K": K, "N": N, "chain": r["chain"], "times": times,
-                          "source": os.path.basename(path)})
+            name = os.path.basename(path)
+            interleaved = r.get("timer", "").startswith("interleaved") or name.startswith(INTERLEAVED_BEFORE_THE_FIELD)
+            cells.append({"M": M, "K": K, "N": N, "chain": r["chain"], "times": times, "source": name,
+                          "timer": "interleaved" if interleaved else "block"})
     return cells
 
 
@@ -68,7 +78,7 @@ def results_cells(run=None):
             times = {t: float(v) for t, v in zip(TABLE_TILES, m.group(8, 9, 10, 11, 12))}
             times["aten"] = float(m.group(6))
             cells.append({"M": int(m.group(1)), "K": int(m.group(2)), "N": int(m.group(3)), "chain": m.group(4),
-                          "times": times, "source": f"RESULTS.md Run {current}"})
+                          "times": times, "source": f"RESULTS.md Run {current}", "timer": "block"})
     return cells
 
 
@@ -141,7 +151,12 @@ def main():
     ap.add_argument("--vs-aten", nargs=2, metavar=("DUMP", "SHAPES"),
                     help="at these shapes (MxKxN,...) the dump's tile over the unfused path, per cell")
     ap.add_argument("--misses", metavar="DUMP", help="the cells where the dump's tile is over 2 % behind the fastest")
+    ap.add_argument("--timer", choices=("all", "interleaved", "block"), default="all",
+                    help="only the cells timed this way (dumps before session 27 have no timer: block)")
     args = ap.parse_args()
+
+    def load(path):  # a dump's cells, those of the --timer asked for
+        return [c for c in json.load(open(path)) if args.timer in ("all", c.get("timer", "block"))]
     if args.dump:
         os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"  # the tile, refusals lifted (read once)
         from tile_rule_check import chain_spec, heuristic_tile
@@ -151,7 +166,7 @@ def main():
         json.dump(cells, open(args.dump, "w"))
         print(f"{len(cells)} cells -> {args.dump}")
     if args.diff:
-        before, after = (keyed(json.load(open(p))) for p in args.diff)
+        before, after = (keyed(load(p)) for p in args.diff)
         changed = [(k, c, after[k]) for k, c in before.items() if k in after and after[k]["tile"] != c["tile"]]
         for k, b, a in changed:
             best = hopper_best(b["times"])
@@ -164,15 +179,15 @@ def main():
               f"{ok_b} before, {ok_a} after")
     if args.vs_aten:
         shapes = {tuple(int(v) for v in s.split("x")) for s in args.vs_aten[1].split(",")}
-        for c in json.load(open(args.vs_aten[0])):
+        for c in load(args.vs_aten[0]):
             t = c["times"]
             if (c["M"], c["K"], c["N"]) in shapes and "aten" in t and c["tile"] in t:
                 print(f"  {c['M']}x{c['K']}x{c['N']:<6} {c['chain']:>16} {c['source'][:34]:34} "
                       f"{c['tile']:>13} / aten {t[c['tile']] / t['aten']:.3f}")
     if args.misses:
-        misses(json.load(open(args.misses)))
+        misses(load(args.misses))
     if args.ratio:
-        ratio_table(json.load(open(args.ratio[0])), args.ratio[1], args.ratio[2], args.rows, args.k_at_most)
+        ratio_table(load(args.ratio[0]), args.ratio[1], args.ratio[2], args.rows, args.k_at_most)
 
 
 if __name__ == "__main__":
