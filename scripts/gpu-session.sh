@@ -276,9 +276,11 @@ case "$part" in
     # 4096 x 768 on it), 128x128 at N <= 128 (10240 x 4096 x 128, 8512 x 4096 x 64), the partial
     # 256-column tile (8192 x 4096 x 1152; SiLU alone there left to eager by the pass), the K >=
     # 8192 refusal at three row tiles (192 x 14336 x 4096), 128x256 in two rounds (2048 x 4096 x
-    # 4096), split-K at N = 64 (4096 x 4096 x 64)
+    # 4096), split-K at N = 64 (4096 x 4096 x 64), session 21's named breach (64x256 at a partial
+    # 256-column tile passing the work share where 128x128 would not: 2048 x 4096 x 2432, 8192 x
+    # 8192 x 1152, 0.99-1.07x the unfused path's time in Runs AJ and AP)
     build
-    shapes=${2:-3072x4096x768,2048x4096x1152,4096x4096x640,2048x4864x896,5120x4096x768,4096x4096x768,10240x4096x128,8512x4096x64,8192x4096x1152,192x14336x4096,2048x4096x4096,4096x4096x64}
+    shapes=${2:-3072x4096x768,2048x4096x1152,4096x4096x640,2048x4864x896,5120x4096x768,4096x4096x768,10240x4096x128,8512x4096x64,8192x4096x1152,192x14336x4096,2048x4096x4096,4096x4096x64,2048x4096x2432,8192x8192x1152}
     OUT=$LOGS/tiles timeout 260 python3 bench/sm90/compare_tiles.py --shapes "$shapes" > "$LOGS/rules_tiles.txt" 2>&1
     tiles_json=$(realpath "$LOGS/tiles/compare_tiles.json")
     (cd bench/sm90 && PYTHONPATH=..:../../python python3 tile_rule_check.py "$tiles_json") > "$LOGS/rules_check.txt" 2>&1
