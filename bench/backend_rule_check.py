@@ -19,16 +19,14 @@ Writes $OUT/backend_rule_check.json.
 import argparse
 import json
 import os
-import statistics
 import traceback
 
 import torch
 import torch._inductor.config
 
 import fxfuse
-from fxfuse.autotune import time_interleaved
 from bench_out import out_dir
-from bench_chains import relerr
+from bench_chains import relerr, round_robin
 from chain_fns import CHAINS, chain_args, float64_reference
 from op_path import counters, path_of
 
@@ -96,31 +94,16 @@ def main():
                         print(f"  {v}: CUDA graph capture failed:\n{graph_errors[v]}", flush=True)
                     if v == "forced":
                         captured_path = path_of(before, counters())
-            for v in [v for v in timed if v.endswith(" graph")]:  # a replay that fails: dropped before timing
-                try:
-                    timed[v]()
-                    torch.cuda.synchronize()
-                except Exception:
-                    graph_errors[v] = traceback.format_exc(limit=3)
-                    print(f"  {v}: replay failed:\n{graph_errors[v]}", flush=True)
-                    del timed[v]
             fns = {v: (c if v.endswith(" graph") else (lambda c=c: c(*args))) for v, c in timed.items()}
-            samples = {v: [] for v in fns}
-            # every variant in the same repetitions (time_interleaved); a first round, not kept, warms up.
-            # A graph replay that fails later is dropped (its column lost); any other failure raises.
+            # every variant in the same rounds, their calls interleaved (bench_chains.round_robin);
+            # a graph replay that fails is dropped (its column lost), any other failure raises
             failed = {}
-            for r in range(a.rounds + 1):
-                for v, t in time_interleaved(fns, REPS, failures=failed).items():
-                    if r:
-                        samples[v].append(statistics.median(t))
-                for v, why in failed.items():
-                    if not v.endswith(" graph"):
-                        raise RuntimeError(f"{v} {mkn} {name}: {why}")
-                    if v not in graph_errors:
-                        graph_errors[v] = why
-                        print(f"  {v}: replay failed: {why}", flush=True)
-                        samples.pop(v, None)
-            med = {v: statistics.median(s) for v, s in samples.items()}
+            med, samples = round_robin(fns, a.rounds, REPS, failures=failed)
+            for v, why in failed.items():
+                if not v.endswith(" graph"):
+                    raise RuntimeError(f"{v} {mkn} {name}: {why}")
+                graph_errors[v] = why
+                print(f"  {v}: replay failed: {why}", flush=True)
             row = dict(shape=mkn, chain=name, samples=samples, fused=fused, forced_path=forced_path,
                        forced_captured_path=captured_path, graph_errors=graph_errors)
             rows.append(row)

@@ -41,19 +41,21 @@ def ms(fn, rep=100):
     return do_bench(fn, warmup=25, rep=rep, return_mode="median")
 
 
-def round_robin(fns: dict, rounds: int, reps: int = 20) -> tuple[dict, dict]:
+def round_robin(fns: dict, rounds: int, reps: int = 20, failures: dict | None = None) -> tuple[dict, dict]:
     """Every variant of fns timed in the same rounds, their calls interleaved (fxfuse.autotune.
     time_interleaved: each repetition calls each variant once, L2 flushed before each call), for
     `rounds` rounds after one not kept: (median over the rounds of each round's median, the
     rounds' medians) per name. Timed one variant after another instead, a variant met the GPU at
     another clock than the others: cuBLAS mm alone, timed once per shape before the chains until
     session 26, read 9-13 % off its round-robin time (bench/RESULTS.md Run AO); timed in blocks of
-    do_bench until session 27, the fused kernel read 0.73 ms where compare_tiles had 0.64 (Run AP)."""
+    do_bench until session 27, the fused kernel read 0.73 ms where compare_tiles had 0.64 (Run AP).
+    With `failures` (time_interleaved's), a variant that raises is left out, its reason kept there."""
     samples = {name: [] for name in fns}
     for r in range(rounds + 1):
-        for name, times in time_interleaved(fns, reps).items():
+        for name, times in time_interleaved(fns, reps, failures=failures).items():
             if r:
                 samples[name].append(statistics.median(times))
+    samples = {name: v for name, v in samples.items() if v and name not in (failures or {})}
     return {name: statistics.median(v) for name, v in samples.items()}, samples
 
 

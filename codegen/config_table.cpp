@@ -688,11 +688,17 @@ size_t dynamicSmemBytes(const KernelConfig& c) {
 }
 
 namespace {
+// The heuristic's question for a validated spec: its epilogue's refusal and load, from one cost.
+Query heuristicQuery(const spec::ChainSpec& checked, const OperandInfo& a, const OperandInfo& b,
+                     const ProblemShape& shape, int sm_arch) {
+  const EpilogueCost cost = epilogueCost(checked);
+  return Query{a, b, shape, sm_arch, epilogueRefusal(checked, cost, shape), epilogueLoad(cost)};
+}
+
 // The first row that applies, for a validated spec and its operand analyses.
 KernelConfig chooseValidated(const spec::ChainSpec& checked, const OperandInfo& a, const OperandInfo& b,
                              const ProblemShape& shape, int sm_arch) {
-  const EpilogueCost cost = epilogueCost(checked);
-  Query q{a, b, shape, sm_arch, epilogueRefusal(checked, cost, shape), epilogueLoad(cost)};
+  const Query q = heuristicQuery(checked, a, b, shape, sm_arch);
   for (const VariantRow& r : kRows)
     if (embeddedFile(r.templ) && r.applies(q)) return r.config(q);
   throw std::logic_error("fxfuse internal error: no kernel variant applies (please report a bug)");
@@ -772,8 +778,7 @@ std::string hopperRefusalForSize(const spec::ChainSpec& spec, long long M, long 
                                  int sm_arch) {
   const SizedProblem p = sizedProblem(spec, M, N, K, B);
   if (!embeddedFile(row("sm90_wgmma").templ)) return "built without the Hopper template";
-  const EpilogueCost cost = epilogueCost(p.checked);
-  return hopperRefusal(Query{p.a, p.b, p.shape, sm_arch, epilogueRefusal(p.checked, cost, p.shape), epilogueLoad(cost)});
+  return hopperRefusal(heuristicQuery(p.checked, p.a, p.b, p.shape, sm_arch));
 }
 
 namespace {

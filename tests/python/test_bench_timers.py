@@ -1,6 +1,8 @@
-"""bench/bench_decode.py's timer interleaves the variants' batches (batch j of every variant before
-batch j + 1 of any) and times one batch again behind a longer spin where the host fell behind; no
-GPU: CUDA events, the spin and synchronize are stand-ins here."""
+"""The benchmarks' timers, without a GPU (CUDA events, the spin and synchronize are stand-ins):
+bench/bench_decode.py interleaves the variants' batches (batch j of every variant before batch
+j + 1 of any) and times one batch again behind a longer spin where the host fell behind;
+bench/bench_chains.py's rounds (also backend_rule_check's) discard the first and drop a variant
+that raises."""
 from __future__ import annotations
 
 import os
@@ -18,6 +20,32 @@ def bench_decode(monkeypatch):
     monkeypatch.syspath_prepend(os.path.join(ROOT, "python"))
     import bench_decode as module
     return module
+
+
+@pytest.fixture
+def bench_chains(monkeypatch):
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "bench"))
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "python"))
+    import bench_chains as module
+    return module
+
+
+def test_rounds_discard_the_first_and_drop_a_variant_that_raises(bench_chains, monkeypatch):
+    calls = []
+
+    def timer(fns, reps, failures=None):  # round r's times: r + 1 for "a", 10 * (r + 1) for "b"
+        calls.append(sorted(fns))
+        r = len(calls)
+        if r == 2:
+            failures["c"] = "RuntimeError: replay failed"
+        return {n: [float(r if n == "a" else 10 * r)] * reps for n in fns if n not in failures}
+
+    monkeypatch.setattr(bench_chains, "time_interleaved", timer)
+    failures = {}
+    med, samples = bench_chains.round_robin({"a": None, "b": None, "c": None}, rounds=3, reps=5, failures=failures)
+    assert len(calls) == 4  # one round not kept, then three
+    assert samples == {"a": [2.0, 3.0, 4.0], "b": [20.0, 30.0, 40.0]} and med == {"a": 3.0, "b": 30.0}
+    assert failures == {"c": "RuntimeError: replay failed"}
 
 
 def test_batches_interleave_and_a_caught_up_batch_is_timed_again(bench_decode, monkeypatch):
