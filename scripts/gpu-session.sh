@@ -80,6 +80,14 @@ ncu_full() {
   "$ncu" -i "$LOGS/prof.ncu-rep" --page details > "$LOGS/details${2:-}.txt" 2>&1
   rm -f "$LOGS/prof.ncu-rep"
 }
+# compare_tiles at shapes $3 (timeout $2 s; its JSON is written row by row), then tile_rule_check
+# on it: the cells where the heuristic's tile is not the fastest or within 2 % (logs named $1_*)
+tiles_checked() {
+  OUT=$LOGS/tiles timeout "$2" python3 bench/sm90/compare_tiles.py --shapes "$3" > "$LOGS/$1_tiles.txt" 2>&1
+  local json; json=$(realpath "$LOGS/tiles/compare_tiles.json")
+  (cd bench/sm90 && PYTHONPATH=..:../../python python3 tile_rule_check.py "$json") > "$LOGS/$1_check.txt" 2>&1
+  grep -v "rule/best 1.0[01]" "$LOGS/$1_check.txt" | tail -n 60
+}
 part=${1:-check}
 case "$part" in
   check)
@@ -264,10 +272,7 @@ case "$part" in
     # long calls lift the clock of that whole row: compare its ratios with care.)
     build
     shapes=${2:-4096x1024x4096,16384x1024x4096,8192x2048x4096,1024x4096x11008,768x4096x14336,1024x1024x8192,512x3072x14336,4096x4096x4096,2048x8192x4096,3072x4096x4096,3072x1024x768,4096x3072x768,4096x4096x1408,8192x4096x640,4096x4096x4304,512x4096x4096,640x4096x8192,128x4096x14336,256x4096x14336}
-    OUT=$LOGS/tiles timeout 480 python3 bench/sm90/compare_tiles.py --shapes "$shapes" > "$LOGS/retime_tiles.txt" 2>&1
-    tiles_json=$(realpath "$LOGS/tiles/compare_tiles.json")
-    (cd bench/sm90 && PYTHONPATH=..:../../python python3 tile_rule_check.py "$tiles_json") > "$LOGS/retime_check.txt" 2>&1
-    grep -v "rule/best 1.0[01]" "$LOGS/retime_check.txt" | tail -n 60
+    tiles_checked retime 480 "$shapes"
     ;;
   rules)
     # compare_tiles, tile_rule_check and end to end at the shapes where the rules decide (M x K x
@@ -281,10 +286,7 @@ case "$part" in
     # 8192 x 1152, 0.99-1.07x the unfused path's time in Runs AJ and AP)
     build
     shapes=${2:-3072x4096x768,2048x4096x1152,4096x4096x640,2048x4864x896,5120x4096x768,4096x4096x768,10240x4096x128,8512x4096x64,8192x4096x1152,192x14336x4096,2048x4096x4096,4096x4096x64,2048x4096x2432,8192x8192x1152}
-    OUT=$LOGS/tiles timeout 260 python3 bench/sm90/compare_tiles.py --shapes "$shapes" > "$LOGS/rules_tiles.txt" 2>&1
-    tiles_json=$(realpath "$LOGS/tiles/compare_tiles.json")
-    (cd bench/sm90 && PYTHONPATH=..:../../python python3 tile_rule_check.py "$tiles_json") > "$LOGS/rules_check.txt" 2>&1
-    grep -v "rule/best 1.0[01]" "$LOGS/rules_check.txt" | tail -n 40
+    tiles_checked rules 280 "$shapes"
     OUT=$LOGS timeout 260 python3 bench/bench_chains.py --op-unfused --mkn "$shapes" \
       --chains bias_gelu,bias_gelu_resid,silu,bias_relu_cast > "$LOGS/rules_e2e.txt" 2>&1
     # the rows where fxfuse (the planner's choice) ran slower than eager
