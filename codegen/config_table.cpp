@@ -167,12 +167,9 @@ namespace {
 // division, logarithms...) were not measured or lost (Runs C-J) and stay unfused. Beyond K = 4096
 // only split-K shapes, decode batches of 128-256 rows in one round of the heuristic's tile (up
 // to K = 28672, Runs AD, AK, AL, AM) and, since session 25, one matrix of 512 rows or more at
-// K <= 11008-14336 with GELU(tanh) (stored compare_tiles cells, Run AN; end to end Run AO) take
-// them (epilogueRefusal).
-constexpr long long kExpensiveEpilogueMaxK = 4096, kLongKDecodeMaxK = 28672, kLongKRowsMaxK = 14336,
-                    kLongKGeluMaxK = 11008;
-// SiLU alone on decode batches from this K (the least measured, Run AO; epilogueRefusal)
-constexpr long long kSiluDecodeMinK = 8192;
+// K <= 14336 with GELU(tanh), and since session 28 of more than 1024 rows with SiLU alone (Runs AN,
+// AO, AQ) take them (epilogueRefusal).
+constexpr long long kExpensiveEpilogueMaxK = 4096, kLongKDecodeMaxK = 28672, kLongKRowsMaxK = 14336;
 // The work-share refusal's rows (workShareRefusal, below): from 257 rows, SiLU against eager from 1025.
 constexpr long long kWorkShareAboveRows = 256, kSiluWorkShareAboveRows = 1024;
 
@@ -274,18 +271,25 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
   // GELU(tanh) alone up to K = 11008 (2048 / 8192 x 11008 x 4096: 0.930, 0.957). End to end
   // (bench/RESULTS.md Run AO, 2026-12-02, 12 shapes at K = 8192-14336) these ran 0.99-1.32x eager
   // (GELU alone 0.99-1.18, GELU then the residual 1.00-1.32). SiLU alone, taken in session 25 from
-  // 1025 rows, ran 0.96-0.97x eager at 8192 x 11008 x 4096, 6144 x 8192 x 4096 and 1536 x 11008 x
-  // 11008 (calls 2, 4; 1.00, 1.00 and 1.14 at three more; call 5, round-robin: 0.95-0.99x at those
-  // three): eager's SiLU is one cheap pass (3-5 % of mm's time there), less than the kernel's gap
-  // to cuBLAS. It is refused again. A residual without GELU(tanh), SiLU with one, and batches were
-  // not measured at a long K.
+  // 1025 rows, ran 0.95-0.99x eager at three shapes in Run AO; GELU alone was kept to K = 11008.
+  // Both by timers that ran each variant in a block of its own calls (bench/RESULTS.md Run AP:
+  // such blocks put the same kernel up to 15 % apart). With the variants' calls interleaved (Run
+  // AQ calls 5-6, 2026-12-02, every epilogue forced, eager in the same process), eager / fused:
+  // SiLU alone 1.02-1.11 at all nine shapes of 1536-8192 rows, K = 4864-14336 (Run AO's three
+  // 1.03-1.05; 8192^3 1.07 in both calls, 4096 x 14336 x 4096 1.02 in both; 2048 / 4096 x 4864 x 896
+  // 1.08-1.11, which the SiLU work share still refuses), GELU alone 1.09-1.11 at
+  // all seven shapes of 1024-12288 rows at K = 14336. Taken: GELU(tanh), alone or then a residual,
+  // from 512 rows up to K = 14336; SiLU alone from 1025 rows up to K = 14336 (where its work share
+  // against eager's SiLU pass applies: siluAgainstEagerRefusal). A residual without GELU(tanh),
+  // SiLU with one, SiLU at 512-1024 rows and batches were not measured at a long K.
   const bool gelu = expensive_ops == 1 && !silu;
-  const long long long_k_rows_max_k = !gelu ? 0 : residual ? kLongKRowsMaxK : kLongKGeluMaxK;
-  const bool long_k_rows = shape.B == 1 && shape.M >= 512 && shape.K <= long_k_rows_max_k;
+  const bool silu_alone = expensive_ops == 1 && silu && !residual;
+  const bool long_k_rows = shape.B == 1 && shape.K <= kLongKRowsMaxK &&
+                           ((gelu && shape.M >= 512) || (silu_alone && shape.M > kSiluWorkShareAboveRows));
   if (shape.K > kExpensiveEpilogueMaxK && !split_k && !long_k_decode && !long_k_rows)
     return "GELU, SiLU and residual epilogues at K > 4096 were measured winning only from 512 rows of one matrix "
-           "(GELU then a residual to K = 14336, GELU alone to 11008), with split-K and on decode batches "
-           "(bench/RESULTS.md Runs L, M, AN, AO)";
+           "(GELU, alone or then a residual, to K = 14336; SiLU alone from 1025 rows), with split-K and on decode "
+           "batches (bench/RESULTS.md Runs L, M, AN, AO, AQ)";
   if (!stagedEverything(spec)) return "outputs or a residual the fast path cannot stage (several, or 32-bit)";
   if (shape.align_bytes_residual < 16) return "the residual is not 16-byte aligned";
   if (split_k) return expensive_ops == 0 ? "a residual without GELU(tanh) was not measured with split-K" : "";
@@ -293,21 +297,24 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
     if (!decodeBatchFillsSms(shape))
       return "below 512 rows only decode batches were measured: one matrix of 64-256 rows, at least 96 "
              "tiles of 64x128 with three quarters of their rows real, or split-K (Runs AA, AC)";
-    // SiLU's separate pass is the cheapest: 0.97x eager at 192 x 4096 x 14336 (Run AA), 1.01x
-    // at 64 x 4096 x 12288 (Run AO). At a long K the decode batch's kernel (SiLU alone, no
-    // residual) ran ahead of eager in the same process (Run AO, 2026-12-02): forced 1.01-1.30x
-    // (call 3), on the planner's path 1.01-1.30x (call 5) at 192-256 rows, K = 8192-28672, N =
-    // 4096 (192 x 8192 / 14336 x 4096, 256 x 11008 / 14336 / 28672 x 4096), all of them on 64x128
-    // ping-pong. Taken there: K >= 8192 and the tile 64x128, which at 192-256 rows means N of
-    // about 3000-5600 (4096 measured); 128 rows, K under 8192, SiLU with a residual or a gate,
-    // and the wider tiles of wider N (where GELU won) unmeasured.
-    const auto on64x128 = [&] {
+    // SiLU's separate pass is the cheapest of eager's epilogues: the kernel must fill the machine
+    // to beat it. Measured end to end (eager in the same process; Run AO 2026-12-02 at K >= 8192, Run
+    // AQ calls 5-6 at K = 4096 with the calls interleaved), eager / fused with SiLU alone: won where
+    // the heuristic's tile is one round (measuredTileInOneRound) of at least 96 tiles: 192 / 256 x
+    // 4096 x 4096 (64x128, 96 / 128 tiles) 1.17-1.23, 256 x 4096 x 8192 (64x256, 128) 1.04, 128 x 4096
+    // x 14336 (64x256, 112) 1.05-1.06, 256 x 4096 x 14336 (128x256, 112) 1.09-1.10, and at 192-256
+    // rows, K = 8192-28672, N = 4096 (64x128, 96-128 tiles) 1.01-1.30 (Run AO); lost where the tile
+    // takes three rounds (256 x 4096 x 11008, 192 x 4096 x 14336: 0.96-0.98; 0.97 at the latter in Run
+    // AA) or the batch does not fill the SMs (128 x 4096 x 4096, 64 tiles of 64x128: 0.95; 64 x 4096 x
+    // 12288 1.01 in Run AO). Unmeasured and refused: fewer tiles of the heuristic's tile, SiLU with a
+    // residual or a gate.
+    const auto fills_one_round = [&] {
       const sm90::GemmConfig g = sm90::chooseConfig(shape.M, shape.N, shape.K, shape.B, kHopperSms, epilogueLoad(cost));
-      return g.bm == 64 && g.bn == 128;
+      return sm90::tileCount(shape.M, shape.N, shape.B, g) >= kSmallBatchMinTiles;
     };
-    if (silu && !(long_k_decode && !residual && shape.K >= kSiluDecodeMinK && shape.M >= 192 && on64x128()))
-      return "SiLU is faster unfused below 512 rows but for SiLU alone on decode batches of 192-256 rows on 64x128 "
-             "tiles at K >= 8192 (Runs AA, AO)";
+    if (silu && !(long_k_decode && silu_alone && fills_one_round()))
+      return "SiLU is faster unfused below 512 rows but for SiLU alone on decode batches whose tile fills one round "
+             "of at least 96 SMs (Runs AA, AO, AQ)";
     // the residual was measured only behind GELU(tanh) there (bench chain bias_gelu_resid)
     if (expensive_ops == 0) return "a residual without GELU(tanh) was not measured below 512 rows";
   }
@@ -423,8 +430,20 @@ constexpr double kFillRuleMinFlops = 16e9, kFillRuleK = 1536;
 // 0.862 (4096 x 1408 on 64x256, Run AJ calls 6-7; 1.10x at 0.835 on 128x128, call 4); in
 // compare_tiles 2560 x 768 at 0.86 ran 0.82 of cuBLAS + the epilogue kernel (Run AH call 7), so
 // about 1.05-1.13x eager: taken. The constant was 850 (0.828) until 8192 x 1152's larger 64x256
-// share crossed it.
+// share crossed it. Interleaved (Run AQ call 4, 2026-12-02) the refusals held: the op forced onto
+// the kernel at 8192 x 4096 x 1152 ran 0.98x eager, at 2048 x 4096 x 2432 0.92x.
+// At a long K the threshold stops rising at kSiluFillRuleMaxK: there (Run AQ calls 5-6) SiLU alone
+// on 64x256 at a share of 0.94 beat eager at K = 8192-14336 (8192^3 1.07, 8192 x 11008 x 4096 1.04,
+// 4096 / 8192 x 14336 x 4096 1.02-1.03), where K / (K + 700) would have refused it from K = 11008.
 constexpr double kFillRuleKSilu = 700;
+constexpr long long kSiluFillRuleMaxK = 8192;
+// SiLU alone at N <= 128 (128x128 tiles in one round, half of each tile's columns wasted at N = 64):
+// eager's SiLU pass over so few columns costs next to nothing, so the kernel must keep up with
+// cuBLAS alone. Measured (eager / fused, the work share of the 128x128 tiles): 8512 x 4096 x 64
+// (0.24) 0.97-0.98 in Runs AH, AI and AQ (three sessions, every timer); 12288 x 4096 x 64 (0.34)
+// 1.04 (Run AQ call 6), 16384 x 4096 x 64 (0.46) and 10240 x 4096 x 128 (0.57) 1.04-1.41 (Run AH),
+// 1.07 (Run AQ call 4). Refused under this share: the midpoint between the loss and the least win.
+constexpr double kSiluNarrowLeastShare = 0.29;
 
 // Where the work-share refusal was measured: one matrix of more than `above_rows` rows, N >=
 // kFillRuleMinN, at least kFillRuleMinFlops. Against cuBLAS + the epilogue kernel from 257 rows
@@ -447,8 +466,8 @@ bool inWorkShareRange(const ProblemShape& s, long long above_rows) {
 // The share at or under which the kernel is refused: K / (K + k_cost). K beyond the longest
 // measured (14336) counts as 14336: the threshold tends to 1 with K, and would refuse well-filled
 // tiles there (64x256 at 94 % from K = 24k) unmeasured.
-double workShareThreshold(long long K, double k_cost) {
-  const double k = double(std::min(K, kFillRuleMaxK));
+double workShareThreshold(long long K, double k_cost, long long max_k = kFillRuleMaxK) {
+  const double k = double(std::min(K, max_k));
   return k / (k + k_cost);
 }
 
@@ -456,10 +475,10 @@ double workShareThreshold(long long K, double k_cost) {
 // as much as a whole slot's work: a reason in words where the heuristic's tile does at most
 // K / (K + k_cost) of its slots' work, "" elsewhere or outside the rule's measured range.
 std::string workShareRefusal(const ProblemShape& s, double k_cost, long long above_rows, const char* unfused_path,
-                             sm90::EpilogueLoad epilogue) {
+                             sm90::EpilogueLoad epilogue, long long max_k = kFillRuleMaxK) {
   if (!inWorkShareRange(s, above_rows)) return {};
   const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms, epilogue);
-  const double share = sm90::tileWorkShare(s.M, s.N, s.B, g, kHopperSms), least = workShareThreshold(s.K, k_cost);
+  const double share = sm90::tileWorkShare(s.M, s.N, s.B, g, kHopperSms), least = workShareThreshold(s.K, k_cost, max_k);
   // A tie is refused: 4096 x 768 at K = 4096 sits on the general threshold (8/11 both); the kernel
   // ran at par with cuBLAS + the epilogue kernel there (Run AH call 8: 0.98-1.02) but 0.91x eager
   // with SiLU.
@@ -756,9 +775,17 @@ std::string siluAgainstEagerRefusal(const spec::ChainSpec& spec, long long M, lo
   // SiLU the one expensive op, no residual (cheap ops beside it: the caller counts eager's kernels)
   const EpilogueCost cost = epilogueCost(spec);
   if (!cost.silu || cost.expensive_ops != 1 || cost.residual) return {};
-  const std::string why =
-      workShareRefusal(sizedProblem(spec, M, N, K, B).shape, kFillRuleKSilu, kSiluWorkShareAboveRows,
-                       "cuBLAS + ATen's SiLU", sm90::EpilogueLoad::Light);  // no residual (above)
+  const ProblemShape shape = sizedProblem(spec, M, N, K, B).shape;
+  if (shape.B == 1 && shape.N <= 128 && splitKFor(shape) == 1) {  // kSiluNarrowLeastShare
+    const sm90::GemmConfig g = sm90::chooseConfig(shape.M, shape.N, shape.K, 1, kHopperSms, sm90::EpilogueLoad::Light);
+    const double share = sm90::tileWorkShare(shape.M, shape.N, 1, g, kHopperSms);
+    if (share < kSiluNarrowLeastShare)
+      return fmt::format("SiLU alone: {}x{} tiles do {:.0f} % of their slots' work at N = {}, under the {:.0f} % "
+                         "that beats cuBLAS + ATen's SiLU there (Runs AH, AQ)",
+                         g.bm, g.bn, 100 * share, shape.N, 100 * kSiluNarrowLeastShare);
+  }
+  const std::string why = workShareRefusal(shape, kFillRuleKSilu, kSiluWorkShareAboveRows, "cuBLAS + ATen's SiLU",
+                                           sm90::EpilogueLoad::Light, kSiluFillRuleMaxK);  // no residual (above)
   return why.empty() ? why : "SiLU alone: " + why;
 }
 
@@ -770,7 +797,8 @@ HopperWorkShare hopperWorkShareForSize(long long M, long long N, long long K) {
   w.bn = g.bn;
   w.share = sm90::tileWorkShare(M, N, 1, g, kHopperSms);
   if (inWorkShareRange(s, kWorkShareAboveRows)) w.least = workShareThreshold(K, kFillRuleK);
-  if (inWorkShareRange(s, kSiluWorkShareAboveRows)) w.least_silu = workShareThreshold(K, kFillRuleKSilu);
+  if (inWorkShareRange(s, kSiluWorkShareAboveRows))
+    w.least_silu = workShareThreshold(K, kFillRuleKSilu, kSiluFillRuleMaxK);
   return w;
 }
 

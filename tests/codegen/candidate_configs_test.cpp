@@ -151,12 +151,12 @@ TEST(CandidateConfigs, HopperRefusalNamesWhyTheHeuristicSaysNo) {
         }
   const spec::ChainSpec gelu = biasGeluTanh();
   EXPECT_EQ(hopperRefusalForSize(gelu, 4096, 4096, 4096, 1, 80), "needs sm_90");
-  EXPECT_NE(hopperRefusalForSize(gelu, 4096, 4096, 14336, 1, 90).find("K > 4096"), std::string::npos);
+  EXPECT_NE(hopperRefusalForSize(gelu, 4096, 4096, 16384, 1, 90).find("K > 4096"), std::string::npos);
   EXPECT_NE(hopperRefusalForSize(gelu, 4096, 4100, 4096, 1, 90).find("multiple of 8"), std::string::npos);
   EXPECT_NE(hopperRefusalForSize(gelu, 80, 14336, 4096, 1, 90).find("M < 128"), std::string::npos);
   EXPECT_NE(hopperRefusalForSize(gelu, 128, 4096, 4096, 1, 90).find("below 512 rows only decode batches"), std::string::npos);
   EXPECT_NE(hopperRefusalForSize(chains[2], 4096, 4096, 4096, 1, 90).find("'gelu' was not measured"), std::string::npos);
-  EXPECT_NE(hopperRefusalForSize(chains[3], 256, 4096, 4096, 1, 90).find("SiLU is faster"), std::string::npos);
+  EXPECT_NE(hopperRefusalForSize(chains[3], 256, 11008, 4096, 1, 90).find("SiLU is faster"), std::string::npos);
   EXPECT_NE(hopperRefusalForSize(chains[4], 256, 4096, 4096, 1, 90).find("residual without GELU"), std::string::npos);
 }
 
@@ -213,7 +213,7 @@ TEST(AllEpiloguesKnob, LiftsTheMeasuredRefusalsOnly) {
   EXPECT_EQ(hopper(mm, 128, 4096, 14336), knob);   // too few tiles at K >= 8192
   EXPECT_EQ(hopper(mm, 4096, 1152, 4096), knob);   // tiles doing 68 % of three rounds' work (Run AH)
   EXPECT_EQ(hopper(mm, 4096, 320, 4096), knob);    // a partial third column tile (Run AG)
-  EXPECT_EQ(hopper(gelu, 4096, 4096, 14336), knob);  // GELU at K > 4096 (epilogueRefusal)
+  EXPECT_EQ(hopper(gelu, 4096, 4096, 16384), knob);  // GELU past K = 14336 (epilogueRefusal)
   EXPECT_TRUE(hopper(mm, 4096, 4096, 4096));
   EXPECT_FALSE(hopper(mm, 80, 14336, 4096));       // M < 128, not a decode batch that fills the SMs
   EXPECT_FALSE(chooseConfigForSize(mm, 4096, 4096, 4096, 1, 80).variant == "sm90_wgmma");

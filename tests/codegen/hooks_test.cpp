@@ -271,7 +271,7 @@ TEST(ChooseConfig, Table) {
   EXPECT_EQ(chooseConfig(f32, big, 90).variant, "simt");
   std::string hopper = embeddedFile("kernels/sm90_wgmma_gemm.cuh") ? "sm90_wgmma" : "sm80_mma";
   // GELU(tanh): the Hopper kernel up to K = 4096 (Run L had it losing beyond; since session 25 from
-  // 512 rows of one matrix up to K = 11008, below): past that generic, which the runtime serves
+  // 512 rows of one matrix up to K = 11008, since session 28 to 14336, below): past that generic, which the runtime serves
   // unfused. erf-GELU (bf16_linear3d_bias_gelu) was never measured fused: generic at any K. A
   // cheap epilogue takes the Hopper kernel at any K.
   spec::ChainSpec tanh_gelu = bf16;
@@ -281,10 +281,12 @@ TEST(ChooseConfig, Table) {
   EXPECT_EQ(chooseConfig(bf16, big, 90).variant, "sm80_mma");
   ProblemShape deep = big;
   deep.K = 14336;
-  EXPECT_EQ(chooseConfig(tanh_gelu, deep, 90).variant, "sm80_mma");
+  EXPECT_EQ(chooseConfig(bf16, deep, 90).variant, "sm80_mma");
   EXPECT_EQ(chooseConfig(loadSpec("bare_bf16_mm"), deep, 90).variant, hopper);
   // Session 25 (bench/RESULTS.md Run AN, stored compare_tiles cells): from 512 rows of one matrix
-  // GELU(tanh) alone up to K = 11008, GELU(tanh) then a residual up to K = 14336 (end to end Run AO)
+  // GELU(tanh) then a residual up to K = 14336 (end to end Run AO), GELU(tanh) alone up to K =
+  // 11008, since session 28 to 14336 (Run AQ, interleaved: 1.09-1.11x eager at seven shapes)
+  EXPECT_EQ(chooseConfig(tanh_gelu, deep, 90).variant, hopper);
   ProblemShape k11008 = big;
   k11008.K = 11008;
   EXPECT_EQ(chooseConfig(tanh_gelu, k11008, 90).variant, hopper);
@@ -299,17 +301,23 @@ TEST(ChooseConfig, Table) {
       "%3 = gelu_tanh %2 : bf16\n%4 = input 2 bf16 [m,n]\n%5 = add %3 %4 : bf16\noutput %5\n");
   EXPECT_EQ(chooseConfig(gelu_residual, deep, 90).variant, hopper);
   EXPECT_EQ(chooseConfig(gelu_residual, past, 90).variant, "sm80_mma");  // past the longest K measured
-  // SiLU alone not at all (session 25 took it from 1025 rows; end to end it ran 0.95-0.99x eager
-  // at three of five shapes, Run AO call 5), a residual without GELU(tanh) neither (unmeasured at a
-  // long K)
+  EXPECT_EQ(chooseConfig(tanh_gelu, past, 90).variant, "sm80_mma");
+  // SiLU alone from 1025 rows (session 25; refused in session 26 after block-timed losses; Run AQ,
+  // interleaved: 1.02-1.11x eager at nine shapes, K = 4864-14336), not at 512-1024 rows
+  // (unmeasured); a residual without GELU(tanh) not at all (unmeasured at a long K)
   const spec::ChainSpec silu_alone = spec::parseSpec(
       "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
       "%3 = silu %2 : bf16\noutput %3\n");
-  EXPECT_EQ(chooseConfig(silu_alone, deep, 90).variant, "sm80_mma");
+  EXPECT_EQ(chooseConfig(silu_alone, deep, 90).variant, hopper);
+  EXPECT_EQ(chooseConfig(silu_alone, past, 90).variant, "sm80_mma");
   ProblemShape k8192 = big;
   k8192.M = 8192;
   k8192.K = 8192;
+  EXPECT_EQ(chooseConfig(silu_alone, k8192, 90).variant, hopper);
+  k8192.M = 1024;
   EXPECT_EQ(chooseConfig(silu_alone, k8192, 90).variant, "sm80_mma");
+  EXPECT_EQ(chooseConfig(tanh_gelu, k8192, 90).variant, hopper);
+  k8192.M = 8192;
   EXPECT_EQ(chooseConfig(gelu_residual, k8192, 90).variant, hopper);
   ProblemShape deep_1024 = deep;
   deep_1024.M = 1024;
@@ -343,17 +351,30 @@ TEST(ChooseConfig, Table) {
   ProblemShape small_m = big;
   small_m.M = 256;
   EXPECT_EQ(chooseConfig(gelu_tanh, small_m, 90).variant, hopper);  // 4 x 32 tiles of 64x128
-  EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, "sm80_mma");   // SiLU: 512 rows and more
+  // SiLU alone where the heuristic's tile is one round of at least 96 tiles (Run AQ: 256 x 4096 x
+  // 4096 1.17-1.20x eager on 128 tiles of 64x128)
+  EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, hopper);
+  small_m.N = 11008;  // 64x128 in three rounds: 0.98x eager (Run AQ)
+  EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, "sm80_mma");
+  EXPECT_EQ(chooseConfig(gelu_tanh, small_m, 90).variant, hopper);
+  small_m.M = 128;
+  small_m.N = 4096;  // 64 tiles of 64x128: 0.95x eager (Run AQ)
+  EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, "sm80_mma");
+  small_m.N = 14336;  // 112 tiles of 64x256 in one round: 1.05-1.06x eager (Run AQ)
+  EXPECT_EQ(sm90::chooseConfig(128, 14336, 4096, 1, 132).bn, 256);
+  EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, hopper);
+  small_m.M = 256;
   small_m.N = 2048;
   EXPECT_EQ(chooseConfig(gelu_tanh, small_m, 90).variant, "sm80_mma");  // 4 x 16
+  EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, "sm80_mma");
   small_m.B = 2;  // 2 x 256 rows: as many as one 512-row matrix
   EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, hopper);
   EXPECT_EQ(chooseConfig(gelu_tanh, small_m, 90).variant, hopper);
   // A decode batch whose 64-row tiles fill the SMs keeps GELU(tanh) at a long K (Run AD: 256 x
-  // 14336 x 4096, 128 tiles), and SiLU alone there from 192 rows (Run AO: 1.03-1.30x eager at 192-256
-  // rows, K = 8192-28672; at K = 4096 it stays unfused, and at 128 rows); beyond K = 28672, with too
-  // few tiles (128 rows: 64) the K > 4096 refusal stands (from 512 rows of one matrix: past K = 14336,
-  // GELU alone past 11008, above).
+  // 14336 x 4096, 128 tiles), and SiLU alone where the heuristic's tile is one round of at least 96
+  // tiles (Run AO: 1.03-1.30x eager at 192-256 rows, K = 8192-28672; Run AQ at K = 4096, above);
+  // beyond K = 28672, with too few tiles (128 rows: 64) the K > 4096 refusal stands (from 512 rows
+  // of one matrix: past K = 14336, above).
   ProblemShape long_k = big;
   long_k.M = 256;
   long_k.K = 14336;
@@ -363,7 +384,7 @@ TEST(ChooseConfig, Table) {
   silu_rows.M = 128;
   silu_rows.N = 8192;  // 128 tiles of 64x128 (128 x 14336 x 8192: GELU measured, Run AK)
   EXPECT_EQ(chooseConfig(gelu_tanh, silu_rows, 90).variant, hopper);
-  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, "sm80_mma");  // 128 rows: SiLU unmeasured
+  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, hopper);  // 128 tiles of 64x128 in one round
   silu_rows.M = 192;
   silu_rows.N = 4096;
   silu_rows.K = 8192;
@@ -373,19 +394,22 @@ TEST(ChooseConfig, Table) {
   EXPECT_EQ(chooseConfig(silu_then_residual, silu_rows, 90).variant, "sm80_mma");  // unmeasured
   silu_rows.K = 6144;
   EXPECT_EQ(chooseConfig(gelu_tanh, silu_rows, 90).variant, hopper);
-  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, "sm80_mma");  // under the least K measured, 8192
-  silu_rows.K = 4096;
-  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, "sm80_mma");  // K = 4096: SiLU stays unfused
-  // SiLU was measured on 64x128 ping-pong only: a wider N's wider tile keeps GELU, not SiLU
+  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, hopper);
+  silu_rows.K = 4096;  // 192 x 4096 x 4096: 1.23x eager (Run AQ)
+  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, hopper);
+  // the wider tiles of a wider N in one round: SiLU on 64x256 and 128x256 won at K = 4096 (Run AQ)
   silu_rows.K = 14336;
-  silu_rows.N = 11008;  // 64x256 ping-pong
+  silu_rows.N = 11008;  // 64x256 ping-pong, 129 tiles
   EXPECT_EQ(sm90::chooseConfig(192, 11008, 14336, 1, 132).bn, 256);
   EXPECT_EQ(chooseConfig(gelu_tanh, silu_rows, 90).variant, hopper);
-  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, "sm80_mma");
+  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, hopper);
   silu_rows.M = 256;
   silu_rows.N = 14336;  // 128x256 cooperative
   EXPECT_EQ(sm90::chooseConfig(256, 14336, 14336, 1, 132).bm, 128);
   EXPECT_EQ(chooseConfig(gelu_tanh, silu_rows, 90).variant, hopper);
+  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, hopper);
+  silu_rows.M = 192;  // 64x128 in three rounds: 0.96x eager at K = 4096 (Run AQ)
+  EXPECT_EQ(sm90::chooseConfig(192, 14336, 14336, 1, 132).bn, 128);
   EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, "sm80_mma");
   long_k.K = 28672;  // one round of 64x128 (Run AL: 256 x 28672 x 4096, 1.04-1.07x mm against 1.08-1.11x)
   EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, hopper);
@@ -436,8 +460,8 @@ TEST(ChooseConfig, Table) {
   long_k.N = 4096;
   long_k.M = 128;
   EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
-  long_k.M = 512;
-  EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, "sm80_mma");
+  long_k.M = 512;  // one matrix of 512 rows: GELU(tanh) alone to K = 14336 since session 28
+  EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, hopper);
   // 64x128 tiles in more than one round (192 x 14336 x 8192: 192 tiles) at K >= 8192: unfused,
   // cheap epilogues too (Run AK: every tile tied or lost to cuBLAS + the epilogue kernel)
   long_k.M = 192;
