@@ -53,6 +53,9 @@
 #                                         work share on both sides of its threshold, ...): every
 #                                         autotune candidate, checked by bench/sm90/tile_rule_check.py,
 #                                         then end to end against eager (~2 min)
+#   scripts/gpu-session.sh activations [SHAPES]  session 28's SiLU / GELU-alone rules: their dispatch
+#                                         GPU tests, then the planner's choice end to end against
+#                                         eager at the shapes they changed and out of sample (~3 min)
 #   scripts/gpu-session.sh inductor [SHAPES]  the backend's rule against Inductor where it decides
 #                                         (codegen/inductor_rule.cpp): torch.compile, the backend and
 #                                         the backend made to fuse, round-robin, also replayed from
@@ -292,6 +295,19 @@ case "$part" in
     # the rows where fxfuse (the planner's choice) ran slower than eager
     grep -A70 "^ *shape" "$LOGS/rules_e2e.txt" | awk '(NF >= 10 && $10 < 1.0) || /shape/' | head -n 40
     ;;
+  activations)
+    # codegen/config_table.cpp epilogueRefusal and siluAgainstEagerRefusal (bench/RESULTS.md Run AQ):
+    # SiLU alone on decode batches whose tile fills one round of >= 96 tiles, from 1025 rows at
+    # K <= 14336, refused at N <= 128 under a 0.29 share; GELU(tanh) alone from 512 rows to K = 14336
+    build
+    timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/runtime/test_gemm_chain_cuda.py \
+      -k "dispatch_by_the_heuristic" -n 8 > "$LOGS/dispatch_tests.txt" 2>&1
+    tail -n 1 "$LOGS/dispatch_tests.txt"; grep -E "^(FAILED|ERROR)" "$LOGS/dispatch_tests.txt" | head -n 20
+    shapes=${2:-192x4096x4096,256x4096x4096,128x4096x14336,128x4096x12288,192x4096x11008,256x4096x11008,256x8192x4096,2048x4864x896,3072x8192x4096,4096x11008x4096,4096x14336x4096,12288x14336x4096,8192x8192x8192,8512x4096x64,12288x4096x64,4096x4096x448,512x14336x4096,6144x14336x4096,3072x14336x11008}
+    OUT=$LOGS timeout 300 python3 bench/bench_chains.py --rounds 5 --op-unfused --mkn "$shapes" \
+      --chains silu,bias_gelu > "$LOGS/activations_e2e.txt" 2>&1
+    grep -A40 "^ *shape" "$LOGS/activations_e2e.txt" | head -n 40
+    ;;
   inductor)
     build
     shapes=${2:-512x4096x4096,768x4096x4096,1024x4096x4096,2048x4096x4096,1024x4096x14336,2048x4096x14336}
@@ -323,6 +339,6 @@ case "$part" in
       FXFUSE_DIFF_LOG=$OUTDIR/differential.jsonl OUT=$LOGS \
       scripts/gpu-differential.sh "$2" 12 16 400 | head -n 3
     ;;
-  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | ncu-hopper | ncu-edge | tiles [SHAPES] | timers [SHAPES] | ab PATCH [SHAPES] | decode-eager [SHAPES] | unfused [SHAPES] | narrow [SHAPES] | rules [SHAPES] | hopper FIRST"; exit 2 ;;
+  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | ncu-hopper | ncu-edge | tiles [SHAPES] | timers [SHAPES] | ab PATCH [SHAPES] | decode-eager [SHAPES] | unfused [SHAPES] | narrow [SHAPES] | rules [SHAPES] | activations [SHAPES] | hopper FIRST"; exit 2 ;;
 esac
 tar czf "$OUTDIR/gpu-logs-$part${2:+-${2//[^A-Za-z0-9_.-]/_}}.tgz" -C "$OUTDIR" logs && rm -rf "$LOGS"

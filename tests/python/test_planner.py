@@ -36,7 +36,8 @@ INT8 = ("fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 i8 [n,k
     (BIAS_RELU, 4096, 4096, "sm_90", "sm90_wgmma", True),     # cheap epilogue: the Hopper kernel wins
     (BIAS_RELU, 4096, 14336, "sm_90", "sm90_wgmma", True),    # ... at every K
     (BIAS_GELU, 4096, 4096, "sm_90", "sm90_wgmma", True),     # GELU wins up to K = 4096 (RESULTS Run L)
-    (BIAS_GELU, 4096, 14336, "sm_90", "sm80_mma", False),     # ... not beyond: unfused
+    (BIAS_GELU, 4096, 14336, "sm_90", "sm90_wgmma", True),    # ... from 512 rows to K = 14336 (Run AQ)
+    (BIAS_GELU, 4096, 16384, "sm_90", "sm80_mma", False),     # ... not beyond: unfused
     (RESIDUAL, 4096, 1024, "sm_90", "sm90_wgmma", True),      # a full residual read, the same
     (RESIDUAL, 4096, 8192, "sm_90", "sm80_mma", False),
     (GELU_TWO_OUTPUTS, 4096, 1024, "sm_90", "sm80_mma", False),  # not staged: not measured
@@ -67,11 +68,12 @@ def _traced_on_fake_cuda(fn, *shapes):
 @pytest.mark.parametrize("act,bias,k,path", [
     ("relu", True, 14336, "kernel"),       # the Hopper kernel wins: fused
     ("gelu", True, 4096, "kernel"),        # ... with GELU too, up to K = 4096
-    # No fused kernel faster than eager at K = 14336 with GELU. Eager runs add and GELU as two
-    # kernels: kept for the op's unfused path (cuBLAS + one epilogue kernel), with a note.
-    ("gelu", True, 14336, "unfused path"),
+    ("gelu", False, 14336, "kernel"),      # ... and from 512 rows to K = 14336 (Run AQ)
+    # No fused kernel faster than eager past K = 14336 with GELU (unmeasured). Eager runs add and
+    # GELU as two kernels: kept for the op's unfused path (cuBLAS + one epilogue kernel), with a note.
+    ("gelu", True, 16384, "unfused path"),
     # GELU alone is one eager kernel, as good as the op's: left unfused, reported.
-    ("gelu", False, 14336, "not_profitable"),
+    ("gelu", False, 16384, "not_profitable"),
 ])
 def test_pass_leaves_unprofitable_chains_unfused(act, bias, k, path):
     import torch
@@ -95,7 +97,7 @@ def test_pass_leaves_unprofitable_chains_unfused(act, bias, k, path):
     assert len(unfused_note) == (path == "unfused path"), entry
     assert res.plan["counters"].get("chains_for_unfused_path", 0) == (path == "unfused path")
     if path == "unfused path":
-        assert "M=4096, K=14336, N=4096" in unfused_note[0] and "eager's 2 elementwise kernels" in unfused_note[0]
+        assert "M=4096, K=16384, N=4096" in unfused_note[0] and "eager's 2 elementwise kernels" in unfused_note[0]
     if path == "not_profitable":
         assert entry["reason"] == "not_profitable" and "M=4096" in entry["detail"]
     # Opting out keeps every chain fused (the GPU tests use it to exercise the kernels).
@@ -116,7 +118,7 @@ def test_unfused_path_switched_off_leaves_the_chain_to_eager(value, kept, monkey
 
     monkeypatch.setenv("FXFUSE_NO_POINTWISE", value)
     fn = lambda x, w, b: F.gelu(torch.mm(x, w) + b, approximate="tanh")  # noqa: E731
-    gm = _traced_on_fake_cuda(fn, (4096, 14336), (14336, 4096), (4096,))
+    gm = _traced_on_fake_cuda(fn, (4096, 16384), (16384, 4096), (4096,))
     res = run_on_graph(gm.graph, Options(precompile=False, arch="sm_90"), "planner")
     assert sum("gemm_chain" in str(n.target) for n in gm.graph.nodes) == kept, res.report_text
 
@@ -182,7 +184,7 @@ def test_backend_judges_against_inductor(monkeypatch):
 @pytest.mark.parametrize("m,fused", [(4096, 0), (8, 1)])
 def test_symbolic_m_is_judged_at_its_hint(m, fused):
     """dynamic=True graphs: the pass gets each symbolic dim's traced size (size_hints) and
-    judges M there: decode-sized M fuses (gemv), a large M with GELU at K = 14336 is left unfused."""
+    judges M there: decode-sized M fuses (gemv), a large M with GELU past K = 14336 is left unfused."""
     import torch
     import torch.nn.functional as F
     from torch._dynamo.source import ConstantSource
@@ -195,8 +197,8 @@ def test_symbolic_m_is_judged_at_its_hint(m, fused):
     env = ShapeEnv()
     sym_m = env.create_symintnode(env.create_symbol(m, ConstantSource("m"), dynamic_dim=DimDynamic.DYNAMIC), hint=m)
     with FakeTensorMode(shape_env=env):  # fake CUDA tensors: no GPU needed
-        x = torch.empty(sym_m, 14336, device="cuda", dtype=torch.bfloat16)
-        w = torch.empty(14336, 4096, device="cuda", dtype=torch.bfloat16)
+        x = torch.empty(sym_m, 16384, device="cuda", dtype=torch.bfloat16)
+        w = torch.empty(16384, 4096, device="cuda", dtype=torch.bfloat16)
     gm = make_fx(lambda x, w: F.gelu(torch.mm(x, w), approximate="tanh"), tracing_mode="fake")(x, w)
     assert any(isinstance(d, torch.SymInt) for n in gm.graph.nodes
                for d in getattr(n.meta.get("val"), "shape", ())), "M was not traced symbolically"
