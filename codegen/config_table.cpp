@@ -170,6 +170,8 @@ namespace {
 // K <= 14336 with GELU(tanh), and since session 28 of more than 1024 rows with SiLU alone (Runs AN,
 // AO, AQ) take them (epilogueRefusal).
 constexpr long long kExpensiveEpilogueMaxK = 4096, kLongKDecodeMaxK = 28672, kLongKRowsMaxK = 14336;
+// SiLU alone on decode batches from this K (the least measured, Run AQ; epilogueRefusal)
+constexpr long long kSiluDecodeMinK = 4096;
 // The work-share refusal's rows (workShareRefusal, below): from 257 rows, SiLU against eager from 1025.
 constexpr long long kWorkShareAboveRows = 256, kSiluWorkShareAboveRows = 1024;
 
@@ -306,15 +308,15 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
     // rows, K = 8192-28672, N = 4096 (64x128, 96-128 tiles) 1.01-1.30 (Run AO); lost where the tile
     // takes three rounds (256 x 4096 x 11008, 192 x 4096 x 14336: 0.96-0.98; 0.97 at the latter in Run
     // AA) or the batch does not fill the SMs (128 x 4096 x 4096, 64 tiles of 64x128: 0.95; 64 x 4096 x
-    // 12288 1.01 in Run AO). Unmeasured and refused: fewer tiles of the heuristic's tile, SiLU with a
-    // residual or a gate.
+    // 12288 1.01 in Run AO). Unmeasured and refused: K under 4096, fewer tiles of the heuristic's
+    // tile, SiLU with a residual or a gate.
     const auto fills_one_round = [&] {
       const sm90::GemmConfig g = sm90::chooseConfig(shape.M, shape.N, shape.K, shape.B, kHopperSms, epilogueLoad(cost));
       return sm90::tileCount(shape.M, shape.N, shape.B, g) >= kSmallBatchMinTiles;
     };
-    if (silu && !(long_k_decode && silu_alone && fills_one_round()))
-      return "SiLU is faster unfused below 512 rows but for SiLU alone on decode batches whose tile fills one round "
-             "of at least 96 SMs (Runs AA, AO, AQ)";
+    if (silu && !(long_k_decode && silu_alone && shape.K >= kSiluDecodeMinK && fills_one_round()))
+      return "SiLU is faster unfused below 512 rows but for SiLU alone on decode batches at K >= 4096 whose tile "
+             "fills one round of at least 96 SMs (Runs AA, AO, AQ)";
     // the residual was measured only behind GELU(tanh) there (bench chain bias_gelu_resid)
     if (expensive_ops == 0) return "a residual without GELU(tanh) was not measured below 512 rows";
   }

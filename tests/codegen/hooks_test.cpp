@@ -397,6 +397,10 @@ TEST(ChooseConfig, Table) {
   EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, hopper);
   silu_rows.K = 4096;  // 192 x 4096 x 4096: 1.23x eager (Run AQ)
   EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, hopper);
+  silu_rows.K = 2048;  // under the least K measured
+  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, "sm80_mma");
+  EXPECT_EQ(chooseConfig(gelu_tanh, silu_rows, 90).variant, hopper);
+  silu_rows.K = 4096;
   // the wider tiles of a wider N in one round: SiLU on 64x256 and 128x256 won at K = 4096 (Run AQ)
   silu_rows.K = 14336;
   silu_rows.N = 11008;  // 64x256 ping-pong, 129 tiles
