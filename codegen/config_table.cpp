@@ -86,7 +86,8 @@ bool lastRowTileAtMostAQuarterReal(long long M, int bm) { return M % bm != 0 && 
 // 13312 and 14336, 104 and 112 tiles; M = 128 and 192 at N = 14336; M = 256 at N = 4096) the
 // Hopper kernel beat cuBLAS + the epilogue on every bench chain but SiLU alone (bias+GELU,
 // bias+GELU then the residual, bias+ReLU+cast: 1.11-1.62x eager; SiLU 0.97-1.16x, so
-// epilogueRefusal keeps SiLU to 512 rows and more at K = 4096). A partial row tile: M = 100 (78 %
+// epilogueRefusal kept SiLU to 512 rows and more at K = 4096 until session 28, which takes it where
+// it was measured winning, Run AQ). A partial row tile: M = 100 (78 %
 // of the tiles' rows real) lost on every chain before the staged epilogue took M-edge tiles (Run
 // AA) and won on every chain after it (Run AC, febc641: 64x128 1.09-1.16x cuBLAS mm alone against
 // cuBLAS + the epilogue kernel's 1.17-1.24x); a batch with fewer real rows (M = 65: half the MMA rows
@@ -172,6 +173,10 @@ namespace {
 constexpr long long kExpensiveEpilogueMaxK = 4096, kLongKDecodeMaxK = 28672, kLongKRowsMaxK = 14336;
 // SiLU alone on decode batches from this K (the least measured, Run AQ; epilogueRefusal)
 constexpr long long kSiluDecodeMinK = 4096;
+// SiLU alone at a long K from this many rows and from this N (the least measured: 1536 x 11008 x
+// 11008, N = 896 at 2048 x 4864 x 896; from N = 512 the work share against eager's SiLU pass judges
+// it, siluAgainstEagerRefusal, which it was fitted for; Run AQ; epilogueRefusal)
+constexpr long long kSiluLongKMinRows = 1536, kSiluLongKMinN = 512;
 // The work-share refusal's rows (workShareRefusal, below): from 257 rows, SiLU against eager from 1025.
 constexpr long long kWorkShareAboveRows = 256, kSiluWorkShareAboveRows = 1024;
 
@@ -281,13 +286,15 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
   // 1.03-1.05; 8192^3 1.07 in both calls, 4096 x 14336 x 4096 1.02 in both; 2048 / 4096 x 4864 x 896
   // 1.08-1.11, which the SiLU work share still refuses), GELU alone 1.09-1.11 at
   // all seven shapes of 1024-12288 rows at K = 14336. Taken: GELU(tanh), alone or then a residual,
-  // from 512 rows up to K = 14336; SiLU alone from 1025 rows up to K = 14336 (where its work share
-  // against eager's SiLU pass applies: siluAgainstEagerRefusal). A residual without GELU(tanh),
-  // SiLU with one, SiLU at 512-1024 rows and batches were not measured at a long K.
+  // from 512 rows up to K = 14336; SiLU alone from 1536 rows and N = 512 up to K = 14336 (where its
+  // work share against eager's SiLU pass applies: siluAgainstEagerRefusal). A residual without
+  // GELU(tanh), SiLU with one, SiLU under 1536 rows (768 x 14336 x 4096 lost, 0.91x eager, and 1024
+  // x 8192 x 4096 won, 1.05x, Run AQ call 9) or at a narrower N, and batches: unmeasured or mixed.
   const bool gelu = expensive_ops == 1 && !silu;
   const bool silu_alone = expensive_ops == 1 && silu && !residual;
-  const bool long_k_rows = shape.B == 1 && shape.K <= kLongKRowsMaxK &&
-                           ((gelu && shape.M >= 512) || (silu_alone && shape.M > kSiluWorkShareAboveRows));
+  const bool long_k_rows =
+      shape.B == 1 && shape.K <= kLongKRowsMaxK &&
+      ((gelu && shape.M >= 512) || (silu_alone && shape.M >= kSiluLongKMinRows && shape.N >= kSiluLongKMinN));
   if (shape.K > kExpensiveEpilogueMaxK && !split_k && !long_k_decode && !long_k_rows)
     return "GELU, SiLU and residual epilogues at K > 4096 were measured winning only from 512 rows of one matrix "
            "(GELU, alone or then a residual, to K = 14336; SiLU alone from 1025 rows), with split-K and on decode "
@@ -301,22 +308,24 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
              "tiles of 64x128 with three quarters of their rows real, or split-K (Runs AA, AC)";
     // SiLU's separate pass is the cheapest of eager's epilogues: the kernel must fill the machine
     // to beat it. Measured end to end (eager in the same process; Run AO 2026-12-02 at K >= 8192, Run
-    // AQ calls 5-6 at K = 4096 with the calls interleaved), eager / fused with SiLU alone: won where
-    // the heuristic's tile is one round (measuredTileInOneRound) of at least 96 tiles: 192 / 256 x
-    // 4096 x 4096 (64x128, 96 / 128 tiles) 1.17-1.23, 256 x 4096 x 8192 (64x256, 128) 1.04, 128 x 4096
-    // x 14336 (64x256, 112) 1.05-1.06, 256 x 4096 x 14336 (128x256, 112) 1.09-1.10, and at 192-256
-    // rows, K = 8192-28672, N = 4096 (64x128, 96-128 tiles) 1.01-1.30 (Run AO); lost where the tile
-    // takes three rounds (256 x 4096 x 11008, 192 x 4096 x 14336: 0.96-0.98; 0.97 at the latter in Run
-    // AA) or the batch does not fill the SMs (128 x 4096 x 4096, 64 tiles of 64x128: 0.95; 64 x 4096 x
-    // 12288 1.01 in Run AO). Unmeasured and refused: K under 4096, fewer tiles of the heuristic's
-    // tile, SiLU with a residual or a gate.
-    const auto fills_one_round = [&] {
+    // AQ calls 5-7 at K = 4096-8192 with the calls interleaved), eager / fused with SiLU alone, all
+    // on decode batches whose heuristic tile is one round (long_k_decode): won on 64x128 at 192-256
+    // rows, K = 4096-28672 (192 / 256 x 4096 x 4096 1.16-1.23, 256 x 8192 x 4096 1.11; K = 8192-28672
+    // at N = 4096 1.01-1.30, Run AO), and at K = 4096 on the wider tiles of a wider N: 64x256 (256 x
+    // 4096 x 8192 1.04, 128 x 4096 x 14336 1.05-1.06, 192 x 4096 x 11008 1.16) and 128x256 (256 x
+    // 4096 x 14336 1.09-1.10); lost where the tile takes three rounds (256 x 4096 x 11008, 192 x 4096
+    // x 14336: 0.96-0.98) and where the batch does not fill the SMs (128 x 4096 x 4096: 0.95; refused
+    // above for every chain). Taken as measured: 64x128 from 192 rows at K >= 4096, the wider tiles
+    // at K = 4096 only; 128 rows on 64x128, the wider tiles at a longer K, 128x128, K under 4096,
+    // SiLU with a residual or a gate unmeasured and refused.
+    const auto measured_silu_tile = [&] {
       const sm90::GemmConfig g = sm90::chooseConfig(shape.M, shape.N, shape.K, shape.B, kHopperSms, epilogueLoad(cost));
-      return sm90::tileCount(shape.M, shape.N, shape.B, g) >= kSmallBatchMinTiles;
+      if (g.bm == 64 && g.bn == 128) return shape.M >= 192;
+      return g.bn == 256 && shape.K <= kSiluDecodeMinK;
     };
-    if (silu && !(long_k_decode && silu_alone && shape.K >= kSiluDecodeMinK && fills_one_round()))
-      return "SiLU is faster unfused below 512 rows but for SiLU alone on decode batches at K >= 4096 whose tile "
-             "fills one round of at least 96 SMs (Runs AA, AO, AQ)";
+    if (silu && !(long_k_decode && silu_alone && shape.K >= kSiluDecodeMinK && measured_silu_tile()))
+      return "SiLU is faster unfused below 512 rows but for SiLU alone on decode batches in one round of the tile "
+             "it was measured on (64x128 from 192 rows at K >= 4096; 64x256 / 128x256 at K = 4096) (Runs AA, AO, AQ)";
     // the residual was measured only behind GELU(tanh) there (bench chain bias_gelu_resid)
     if (expensive_ops == 0) return "a residual without GELU(tanh) was not measured below 512 rows";
   }
@@ -436,15 +445,17 @@ constexpr double kFillRuleMinFlops = 16e9, kFillRuleK = 1536;
 // the kernel at 8192 x 4096 x 1152 ran 0.98x eager, at 2048 x 4096 x 2432 0.92x.
 // At a long K the threshold stops rising at kSiluFillRuleMaxK: there (Run AQ calls 5-6) SiLU alone
 // on 64x256 at a share of 0.94 beat eager at K = 8192-14336 (8192^3 1.07, 8192 x 11008 x 4096 1.04,
-// 4096 / 8192 x 14336 x 4096 1.02-1.03), where K / (K + 700) would have refused it from K = 11008.
+// 4096 / 8192 x 14336 x 4096 1.02-1.03), where K / (K + 700) refuses it from about K = 11100
+// (0.953 at K = 14336).
 constexpr double kFillRuleKSilu = 700;
 constexpr long long kSiluFillRuleMaxK = 8192;
-// SiLU alone at N <= 128 (128x128 tiles in one round, half of each tile's columns wasted at N = 64):
-// eager's SiLU pass over so few columns costs next to nothing, so the kernel must keep up with
-// cuBLAS alone. Measured (eager / fused, the work share of the 128x128 tiles): 8512 x 4096 x 64
-// (0.24) 0.97-0.98 in Runs AH, AI and AQ (three sessions, every timer); 12288 x 4096 x 64 (0.34)
+// SiLU alone at N <= 128 on 128x128 tiles in one round (half of each tile's columns wasted at N =
+// 64): eager's SiLU pass over so few columns costs next to nothing, so the kernel must keep up with
+// cuBLAS alone. Measured at K = 4096 (eager / fused, the work share of the 128x128 tiles): 8512 x
+// 4096 x 64 (0.24) 0.96-0.98 in Runs AH, AI and AQ (three sessions, every timer); 12288 x 4096 x 64 (0.34)
 // 1.04 (Run AQ call 6), 16384 x 4096 x 64 (0.46) and 10240 x 4096 x 128 (0.57) 1.04-1.41 (Run AH),
 // 1.07 (Run AQ call 4). Refused under this share: the midpoint between the loss and the least win.
+// Other tiles at N <= 128 (64x128 over many rounds, split-K) are not judged by it (unmeasured).
 constexpr double kSiluNarrowLeastShare = 0.29;
 
 // Where the work-share refusal was measured: one matrix of more than `above_rows` rows, N >=
@@ -781,7 +792,8 @@ std::string siluAgainstEagerRefusal(const spec::ChainSpec& spec, long long M, lo
   if (shape.B == 1 && shape.N <= 128 && splitKFor(shape) == 1) {  // kSiluNarrowLeastShare
     const sm90::GemmConfig g = sm90::chooseConfig(shape.M, shape.N, shape.K, 1, kHopperSms, sm90::EpilogueLoad::Light);
     const double share = sm90::tileWorkShare(shape.M, shape.N, 1, g, kHopperSms);
-    if (share < kSiluNarrowLeastShare)
+    const bool measured_tile = g.bm == 128 && g.bn == 128 && sm90::roundsOfTiles(shape.M, shape.N, 1, g, kHopperSms) == 1;
+    if (measured_tile && share < kSiluNarrowLeastShare)
       return fmt::format("SiLU alone: {}x{} tiles do {:.0f} % of their slots' work at N = {}, under the {:.0f} % "
                          "that beats cuBLAS + ATen's SiLU there (Runs AH, AQ)",
                          g.bm, g.bn, 100 * share, shape.N, 100 * kSiluNarrowLeastShare);

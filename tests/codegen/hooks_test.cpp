@@ -358,8 +358,9 @@ TEST(ChooseConfig, Table) {
   EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, "sm80_mma");
   EXPECT_EQ(chooseConfig(gelu_tanh, small_m, 90).variant, hopper);
   small_m.M = 128;
-  small_m.N = 4096;  // 64 tiles of 64x128: 0.95x eager (Run AQ)
+  small_m.N = 4096;  // 64 tiles of 64x128, refused for every chain (SiLU 0.95x eager, Run AQ)
   EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, "sm80_mma");
+  EXPECT_EQ(chooseConfig(gelu_tanh, small_m, 90).variant, "sm80_mma");
   small_m.N = 14336;  // 112 tiles of 64x256 in one round: 1.05-1.06x eager (Run AQ)
   EXPECT_EQ(sm90::chooseConfig(128, 14336, 4096, 1, 132).bn, 256);
   EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, hopper);
@@ -371,10 +372,10 @@ TEST(ChooseConfig, Table) {
   EXPECT_EQ(chooseConfig(silu, small_m, 90).variant, hopper);
   EXPECT_EQ(chooseConfig(gelu_tanh, small_m, 90).variant, hopper);
   // A decode batch whose 64-row tiles fill the SMs keeps GELU(tanh) at a long K (Run AD: 256 x
-  // 14336 x 4096, 128 tiles), and SiLU alone where the heuristic's tile is one round of at least 96
-  // tiles (Run AO: 1.03-1.30x eager at 192-256 rows, K = 8192-28672; Run AQ at K = 4096, above);
-  // beyond K = 28672, with too few tiles (128 rows: 64) the K > 4096 refusal stands (from 512 rows
-  // of one matrix: past K = 14336, above).
+  // 14336 x 4096, 128 tiles), and SiLU alone on 64x128 in one round from 192 rows (Run AO:
+  // 1.03-1.30x eager at 192-256 rows, K = 8192-28672; Run AQ at K = 4096-8192), its wider tiles at
+  // K = 4096 only (above); beyond K = 28672, with too few tiles (128 rows: 64) the K > 4096 refusal
+  // stands (from 512 rows of one matrix: past K = 14336, above).
   ProblemShape long_k = big;
   long_k.M = 256;
   long_k.K = 14336;
@@ -384,7 +385,7 @@ TEST(ChooseConfig, Table) {
   silu_rows.M = 128;
   silu_rows.N = 8192;  // 128 tiles of 64x128 (128 x 14336 x 8192: GELU measured, Run AK)
   EXPECT_EQ(chooseConfig(gelu_tanh, silu_rows, 90).variant, hopper);
-  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, hopper);  // 128 tiles of 64x128 in one round
+  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, "sm80_mma");  // 128 rows on 64x128: unmeasured
   silu_rows.M = 192;
   silu_rows.N = 4096;
   silu_rows.K = 8192;
@@ -392,7 +393,7 @@ TEST(ChooseConfig, Table) {
   const spec::ChainSpec silu_then_residual = spec::parseSpec(
       std::string(head) + "%3 = silu %2 : bf16\n%4 = input 2 bf16 [m,n]\n%5 = add %3 %4 : bf16\noutput %5\n");
   EXPECT_EQ(chooseConfig(silu_then_residual, silu_rows, 90).variant, "sm80_mma");  // unmeasured
-  silu_rows.K = 6144;
+  silu_rows.K = 6144;  // between the measured K = 4096 and 8192 on 64x128
   EXPECT_EQ(chooseConfig(gelu_tanh, silu_rows, 90).variant, hopper);
   EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, hopper);
   silu_rows.K = 4096;  // 192 x 4096 x 4096: 1.23x eager (Run AQ)
@@ -401,20 +402,26 @@ TEST(ChooseConfig, Table) {
   EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, "sm80_mma");
   EXPECT_EQ(chooseConfig(gelu_tanh, silu_rows, 90).variant, hopper);
   silu_rows.K = 4096;
-  // the wider tiles of a wider N in one round: SiLU on 64x256 and 128x256 won at K = 4096 (Run AQ)
-  silu_rows.K = 14336;
+  // the wider tiles of a wider N in one round: SiLU on 64x256 and 128x256 won at K = 4096 (Run AQ:
+  // 192 x 4096 x 11008 1.16x eager, 256 x 4096 x 14336 1.09-1.10x), unmeasured at a longer K
   silu_rows.N = 11008;  // 64x256 ping-pong, 129 tiles
+  EXPECT_EQ(sm90::chooseConfig(192, 11008, 4096, 1, 132).bn, 256);
+  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, hopper);
+  silu_rows.K = 14336;
   EXPECT_EQ(sm90::chooseConfig(192, 11008, 14336, 1, 132).bn, 256);
   EXPECT_EQ(chooseConfig(gelu_tanh, silu_rows, 90).variant, hopper);
-  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, hopper);
+  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, "sm80_mma");
   silu_rows.M = 256;
   silu_rows.N = 14336;  // 128x256 cooperative
   EXPECT_EQ(sm90::chooseConfig(256, 14336, 14336, 1, 132).bm, 128);
   EXPECT_EQ(chooseConfig(gelu_tanh, silu_rows, 90).variant, hopper);
-  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, hopper);
-  silu_rows.M = 192;  // 64x128 in three rounds: 0.96x eager at K = 4096 (Run AQ)
-  EXPECT_EQ(sm90::chooseConfig(192, 14336, 14336, 1, 132).bn, 128);
   EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, "sm80_mma");
+  silu_rows.K = 4096;
+  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, hopper);
+  silu_rows.M = 192;  // 64x128 in three rounds: 0.96x eager (Run AQ)
+  EXPECT_EQ(sm90::chooseConfig(192, 14336, 4096, 1, 132).bn, 128);
+  EXPECT_EQ(chooseConfig(silu, silu_rows, 90).variant, "sm80_mma");
+  EXPECT_EQ(chooseConfig(gelu_tanh, silu_rows, 90).variant, hopper);
   long_k.K = 28672;  // one round of 64x128 (Run AL: 256 x 28672 x 4096, 1.04-1.07x mm against 1.08-1.11x)
   EXPECT_EQ(chooseConfig(gelu_tanh, long_k, 90).variant, hopper);
   long_k.K = 28736;
@@ -521,7 +528,16 @@ TEST(ChooseConfig, Table) {
   EXPECT_EQ(chooseConfig(silu, wide, 90).variant, hopper);  // the op keeps it: its own unfused path is slower
   EXPECT_NE(siluAgainstEagerRefusal(silu, 4096, 2304, 4096, 1), "");  // 84.7 %: ran at par with eager (Run AH)
   EXPECT_EQ(siluAgainstEagerRefusal(silu, 2048, 2048, 4096, 1), "");  // 97 % (1.04-1.11x eager)
-  EXPECT_EQ(siluAgainstEagerRefusal(silu, 10240, 128, 4096, 1), "");  // N < 512: outside the rule
+  // N <= 128 on 128x128 in one round: refused under a share of 0.29 (8512 x 64: 0.24, 0.96-0.98x
+  // eager in Runs AH, AI, AQ); 12288 x 64 (0.34) and 10240 x 128 (0.57) won (Runs AH, AQ)
+  EXPECT_NE(siluAgainstEagerRefusal(silu, 8512, 64, 4096, 1).find("under the 29 %"), std::string::npos);
+  EXPECT_EQ(siluAgainstEagerRefusal(silu, 12288, 64, 4096, 1), "");
+  EXPECT_EQ(siluAgainstEagerRefusal(silu, 10240, 128, 4096, 1), "");
+  EXPECT_EQ(siluAgainstEagerRefusal(silu, 4096, 64, 4096, 1), "");  // split-K there (1.04x eager, Run AQ)
+  // at a long K the threshold counts K to 8192 (0.921): 64x256's 0.94 taken at K = 14336 (1.02-1.03x
+  // eager, Run AQ), K / (K + 700) would have been 0.953
+  EXPECT_EQ(siluAgainstEagerRefusal(silu, 4096, 4096, 14336, 1), "");
+  EXPECT_NE(siluAgainstEagerRefusal(silu, 2048, 2432, 8192, 1), "");  // 0.745: 0.85x eager (Run AQ call 9)
   EXPECT_EQ(siluAgainstEagerRefusal(gelu_tanh, 8192, 1152, 4096, 1), "");  // not SiLU
   const spec::ChainSpec bias_silu =
       spec::parseSpec(std::string(head) + "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = silu %4 : bf16\noutput %5\n");
