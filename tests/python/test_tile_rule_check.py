@@ -45,3 +45,15 @@ def test_default_mode_asks_with_each_chains_spec():
     out = run(os.path.join(SM90, "data", "run_an_call2_tiles_compare_tiles.json"))
     assert "  768x4096x11008  bias_gelu_resid  rule   128x128 pp" in out, out
     assert "  768x4096x11008        bias_gelu  rule 128x256 coop" in out, out
+
+
+def test_silu_refusals_are_not_judged_against_the_ops_unfused_path():
+    # SiLU alone is refused against eager's cheaper SiLU kernel, not against cuBLAS + the op's
+    # epilogue kernel ("aten", which compare_tiles times): Run AQ call 4's rules shapes hold SiLU
+    # cells the planner refuses (2048 x 4864 x 896 among them), listed but not counted
+    out = run(os.path.join(SM90, "data", "run_aq_call4_rules_compare_tiles.json"))
+    silu = [line for line in out.splitlines() if " silu  refused:" in line]
+    assert silu and all(line.endswith("(against eager's SiLU: not counted)") for line in silu), out
+    assert f"{len(silu)} refused cells of SiLU alone, judged against eager's SiLU kernel" in out, out
+    counted = [line for line in out.splitlines() if "refused:" in line and " silu " not in line]
+    assert f"within 2 % in {sum(float(line.split()[-1]) <= 1.02 for line in counted)} of {len(counted)} cells" in out, out
