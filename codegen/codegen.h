@@ -142,8 +142,8 @@ std::string hopperRefusalForSize(const spec::ChainSpec& spec, long long M, long 
                                  int sm_arch);
 // Where eager runs this chain's epilogue as one kernel and that kernel is SiLU (ATen's, cheaper
 // than the op's epilogue kernel): why the Hopper kernel does not beat eager at this size (its work
-// share at or under K / (K + 700) from 1025 rows, K counted to 8192; under 0.29 at N <= 128 without
-// split-K; config_table.cpp), in words; "" where it does or
+// share at or under K / (K + 700) from 1025 rows, K counted to 8192; under 0.29 at N <= 128 on 128x128 in
+// one round; config_table.cpp), in words; "" where it does or
 // the chain is not SiLU alone. For the pass (pass/profitability.cpp), which then leaves the chain
 // to eager; the op itself compares with its own unfused path (hopperRefusalForSize).
 std::string siluAgainstEagerRefusal(const spec::ChainSpec& spec, long long M, long long N, long long K, long long B);

@@ -168,7 +168,7 @@ namespace {
 // division, logarithms...) were not measured or lost (Runs C-J) and stay unfused. Beyond K = 4096
 // only split-K shapes, decode batches of 128-256 rows in one round of the heuristic's tile (up
 // to K = 28672, Runs AD, AK, AL, AM) and, since session 25, one matrix of 512 rows or more at
-// K <= 14336 with GELU(tanh), and since session 28 of more than 1024 rows with SiLU alone (Runs AN,
+// K <= 14336 with GELU(tanh), and since session 28 of 1536 rows or more with SiLU alone (Runs AN,
 // AO, AQ) take them (epilogueRefusal).
 constexpr long long kExpensiveEpilogueMaxK = 4096, kLongKDecodeMaxK = 28672, kLongKRowsMaxK = 14336;
 // SiLU alone on decode batches from this K (the least measured, Run AQ; epilogueRefusal)
@@ -297,7 +297,7 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
       ((gelu && shape.M >= 512) || (silu_alone && shape.M >= kSiluLongKMinRows && shape.N >= kSiluLongKMinN));
   if (shape.K > kExpensiveEpilogueMaxK && !split_k && !long_k_decode && !long_k_rows)
     return "GELU, SiLU and residual epilogues at K > 4096 were measured winning only from 512 rows of one matrix "
-           "(GELU, alone or then a residual, to K = 14336; SiLU alone from 1025 rows), with split-K and on decode "
+           "(GELU, alone or then a residual, to K = 14336; SiLU alone from 1536 rows), with split-K and on decode "
            "batches (bench/RESULTS.md Runs L, M, AN, AO, AQ)";
   if (!stagedEverything(spec)) return "outputs or a residual the fast path cannot stage (several, or 32-bit)";
   if (shape.align_bytes_residual < 16) return "the residual is not 16-byte aligned";
