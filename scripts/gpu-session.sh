@@ -297,8 +297,9 @@ case "$part" in
     ;;
   activations)
     # codegen/config_table.cpp epilogueRefusal and siluAgainstEagerRefusal (bench/RESULTS.md Run AQ):
-    # SiLU alone on decode batches whose tile fills one round of >= 96 tiles, from 1025 rows at
-    # K <= 14336, refused at N <= 128 under a 0.29 share; GELU(tanh) alone from 512 rows to K = 14336
+    # SiLU alone on decode batches in one round of 64x128 (from 192 rows, K >= 4096) or of 64x256 /
+    # 128x256 (K = 4096), from 1536 rows and N >= 512 at K <= 14336, refused on 128x128 in one round
+    # at N <= 128 under a 0.29 share; GELU(tanh) alone from 512 rows to K = 14336
     build
     timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/runtime/test_gemm_chain_cuda.py \
       -k "dispatch_by_the_heuristic" -n 8 > "$LOGS/dispatch_tests.txt" 2>&1
