@@ -6,7 +6,10 @@ tiles, "64x128 sk2" / "sk4"), with cuBLAS mm alone beside them.
 A tile's effect of 5-10 % is below the spread between two bench runs (bench/RESULTS.md Run J),
 so this times the candidates and cuBLAS mm alone together in rounds, their calls interleaved
 (fxfuse.autotune.measure, which also checks each candidate's outputs against ATen before timing
-it), and keeps each one's median over the rounds (the best round until session 27). Each
+it), and keeps each one's median over the rounds (the best round until session 27). A candidate
+many times slower than the fastest (the sm80 fallback where the heuristic refuses the Hopper
+kernel) shows its warm-up call's time and is not timed among the others ("warmup_only"; before
+session 28 it was, and moved their times: bench/RESULTS.md Run AQ). Each
 timed call starts with L2 flushed (fxfuse.autotune.time_interleaved; before session 13's change it did
 not, which flattered every kernel whose operands fit in L2, bench/RESULTS.md Run AA).
 Every epilogue may take the Hopper kernel here (the autotune asks as if its epilogue were cheap).
@@ -69,11 +72,12 @@ def main():
             spec = chains()[chain]
             ins = inputs_for(spec, M, K, N)
             x, w = ins[0], ins[1]
-            errors, mm, rounds = {}, [], []
+            errors, mm, rounds, warmup_only = {}, [], [], set()
             for _ in range(a.rounds):
                 r = measure(ins, spec, reps=30, beside={"mm": lambda: torch.mm(x, w)})
                 rounds.append(r["times_ms"])
                 errors.update(r["errors"])
+                warmup_only.update(r["warmup_only"])  # far slower: one untimed-among-the-others call
                 if "mm" in r["beside_ms"]:  # (a failure is in errors under "beside:mm")
                     mm.append(r["beside_ms"]["mm"])
             kept = {c: statistics.median(t[c] for t in rounds) for c in rounds[0]
@@ -82,6 +86,7 @@ def main():
                 kept.pop(rejected, None)
             row = {"shape": shape, "chain": chain, "mm": statistics.median(mm) if mm else float("nan"),
                    "times_ms": kept, "errors": errors, "timer": "interleaved, median of rounds",
+                   "warmup_only": sorted(warmup_only),  # timed apart since session 28 (autotune.SLOW_FACTOR)
                    "rounds_ms": rounds, "mm_rounds_ms": mm}  # each round's times, to see the spread
             rows.append(row)
             print(json.dumps(row), flush=True)
