@@ -56,6 +56,11 @@
 #   scripts/gpu-session.sh activations [SHAPES]  session 28's SiLU / GELU-alone rules: their dispatch
 #                                         GPU tests, then the planner's choice end to end against
 #                                         eager at the shapes they changed and out of sample (~3 min)
+#   scripts/gpu-session.sh midrows [SHAPES]  one matrix of 257-511 rows, where the planner refuses
+#                                         every expensive epilogue unmeasured: every autotune
+#                                         candidate beside cuBLAS + the epilogue kernel (compare_tiles,
+#                                         tile_rule_check), then every epilogue forced against eager
+#                                         (~3 min)
 #   scripts/gpu-session.sh inductor [SHAPES]  the backend's rule against Inductor where it decides
 #                                         (codegen/inductor_rule.cpp): torch.compile, the backend and
 #                                         the backend made to fuse, round-robin, also replayed from
@@ -309,6 +314,16 @@ case "$part" in
       --chains silu,bias_gelu > "$LOGS/activations_e2e.txt" 2>&1
     grep -A40 "^ *shape" "$LOGS/activations_e2e.txt" | head -n 40
     ;;
+  midrows)
+    # bench/RESULTS.md Run AQ call 9: forced, the kernel ran 1.07-1.92x eager with the GELU chains at
+    # seven shapes of 320-448 rows, SiLU alone 0.89-1.77x; with a bias the planner's alternative is
+    # the op's unfused path (cuBLAS + one epilogue kernel), which compare_tiles times ("aten")
+    build
+    shapes=${2:-320x4096x4096,384x4096x4096,448x4096x4096,384x4096x14336,320x4096x11008,448x8192x4096,384x14336x4096,288x4096x4096,480x4096x8192}
+    tiles_checked midrows 300 "$shapes"
+    OUT=$LOGS timeout 200 python3 bench/bench_chains.py --all-epilogues --rounds 5 --mkn "$shapes" > "$LOGS/midrows_forced.txt" 2>&1
+    grep -A40 "^ *shape" "$LOGS/midrows_forced.txt" | head -n 40
+    ;;
   inductor)
     build
     shapes=${2:-512x4096x4096,768x4096x4096,1024x4096x4096,2048x4096x4096,1024x4096x14336,2048x4096x14336}
@@ -340,6 +355,6 @@ case "$part" in
       FXFUSE_DIFF_LOG=$OUTDIR/differential.jsonl OUT=$LOGS \
       scripts/gpu-differential.sh "$2" 12 16 400 | head -n 3
     ;;
-  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | ncu-hopper | ncu-edge | tiles [SHAPES] | timers [SHAPES] | ab PATCH [SHAPES] | decode-eager [SHAPES] | unfused [SHAPES] | narrow [SHAPES] | rules [SHAPES] | activations [SHAPES] | hopper FIRST"; exit 2 ;;
+  *) echo "usage: $0 check | diff FIRST N [SECONDS] | bench | decode | probe | gemv | ncu-gemv | ncu-hopper | ncu-edge | tiles [SHAPES] | timers [SHAPES] | ab PATCH [SHAPES] | decode-eager [SHAPES] | unfused [SHAPES] | narrow [SHAPES] | rules [SHAPES] | activations [SHAPES] | midrows [SHAPES] | hopper FIRST"; exit 2 ;;
 esac
 tar czf "$OUTDIR/gpu-logs-$part${2:+-${2//[^A-Za-z0-9_.-]/_}}.tgz" -C "$OUTDIR" logs && rm -rf "$LOGS"
