@@ -68,10 +68,13 @@ long long tiles64x128(const ProblemShape& s) { return (s.M + 63) / 64 * ((s.N + 
 // cooperative at 128 x 14336 x 12288 1.09-1.20x against 1.09-1.12x (Run AM call 2; call 3 a tie),
 // 0.95-1.00x eager end to end; a partial last row tile (128x256 at 129-255 rows, N > 12544) is
 // unmeasured at a long K: both refused.
-bool measuredTileInOneRound(const ProblemShape& s, sm90::EpilogueLoad epilogue) {
-  const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms, epilogue);
+// (g: the heuristic's tile for s, sm90::chooseConfig)
+bool measuredTileInOneRound(const ProblemShape& s, const sm90::GemmConfig& g) {
   return sm90::roundsOfTiles(s.M, s.N, s.B, g, kHopperSms) == 1 &&
          !(g.bm == 128 && (s.B != 1 || s.M != 2 * g.bm));
+}
+bool measuredTileInOneRound(const ProblemShape& s, sm90::EpilogueLoad epilogue) {
+  return measuredTileInOneRound(s, sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms, epilogue));
 }
 
 // Whether at least three quarters of the rows of M's bm-row tiles are real rows.
@@ -260,8 +263,9 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
   // 128-256 rows of whole 64-row tiles (partial ones lost at 144-160 rows, Run AE) with the
   // heuristic's tile in one round (measuredTileInOneRound); the rows' own refusals below (SiLU
   // alone, a residual without GELU) apply.
+  const sm90::GemmConfig tile = sm90::chooseConfig(shape.M, shape.N, shape.K, shape.B, kHopperSms, epilogueLoad(cost));
   const bool long_k_decode = decodeBatchFillsSms(shape) && shape.M >= 128 && shape.M % 64 == 0 &&
-                             measuredTileInOneRound(shape, epilogueLoad(cost)) && shape.K <= kLongKDecodeMaxK;
+                             measuredTileInOneRound(shape, tile) && shape.K <= kLongKDecodeMaxK;
   // From 512 rows of one matrix at a long K: Runs L and M measured the kernel of session 3
   // (1.20-1.24x cuBLAS mm alone at 4096^3; 1.04-1.12x now in compare_tiles, Run AN call 7), and
   // Run V (session 11, do_bench end to end) still had it at 0.96-1.01x eager at 4096 x 14336 x
@@ -318,12 +322,9 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
     // above for every chain). Taken as measured: 64x128 from 192 rows at K >= 4096, the wider tiles
     // at K = 4096 only; 128 rows on 64x128, the wider tiles at a longer K, 128x128, K under 4096,
     // SiLU with a residual or a gate unmeasured and refused.
-    const auto measured_silu_tile = [&] {
-      const sm90::GemmConfig g = sm90::chooseConfig(shape.M, shape.N, shape.K, shape.B, kHopperSms, epilogueLoad(cost));
-      if (g.bm == 64 && g.bn == 128) return shape.M >= 192;
-      return g.bn == 256 && shape.K <= kSiluDecodeMinK;
-    };
-    if (silu && !(long_k_decode && silu_alone && shape.K >= kSiluDecodeMinK && measured_silu_tile()))
+    const bool measured_silu_tile =
+        tile.bm == 64 && tile.bn == 128 ? shape.M >= 192 : tile.bn == 256 && shape.K <= kSiluDecodeMinK;
+    if (silu && !(long_k_decode && silu_alone && shape.K >= kSiluDecodeMinK && measured_silu_tile))
       return "SiLU is faster unfused below 512 rows but for SiLU alone on decode batches in one round of the tile "
              "it was measured on (64x128 from 192 rows at K >= 4096; 64x256 / 128x256 at K = 4096) (Runs AA, AO, AQ)";
     // the residual was measured only behind GELU(tanh) there (bench chain bias_gelu_resid)
