@@ -56,20 +56,22 @@ long long slotArea(long long M, long long N, long long batch, const GemmConfig& 
   return roundsOfTiles(M, N, batch, c, num_sms) * c.bm * c.bn;
 }
 
-// The tile of `order` with the least slotArea; among ties, first one without a partial row tile,
-// then the first in `order`. `narrow_fifths`: what one output slot of the 64x128 tile costs, in
-// fifths of another tile's (5: the same), for the per-output cost of its operands (6 operand
-// elements per 256 outputs and unit of K against 3-5 for the others; see tileFillingTheSms).
+// The tile of `order` with the least slotArea; among ties, first one without a partial row tile
+// (unless `whole_rows_first` is false), then the first in `order`. `narrow_fifths`: what one
+// output slot of the 64x128 tile costs, in fifths of another tile's (5: the same), for the
+// per-output cost of its operands (6 operand elements per 256 outputs and unit of K against 3-5
+// for the others; see tileFillingTheSms).
 GemmConfig leastSlotArea(const std::vector<GemmConfig>& order, long long M, long long N, long long batch,
-                         int num_sms, long long narrow_fifths = 5) {
+                         int num_sms, long long narrow_fifths = 5, bool whole_rows_first = true) {
   const auto area = [&](const GemmConfig& c) {
     return slotArea(M, N, batch, c, num_sms) * (c.bm == 64 && c.bn == 128 ? narrow_fifths : 5);
   };
   long long least = area(order[0]);
   for (const GemmConfig& c : order) least = std::min(least, area(c));
   const auto ties = [&](const GemmConfig& c) { return area(c) == least; };
-  for (const GemmConfig& c : order)
-    if (ties(c) && M % c.bm == 0) return c;  // M of one matrix: its partial row tile repeats per matrix
+  if (whole_rows_first)
+    for (const GemmConfig& c : order)
+      if (ties(c) && M % c.bm == 0) return c;  // M of one matrix: its partial row tile repeats per matrix
   for (const GemmConfig& c : order)
     if (ties(c)) return c;
   return order.back();  // not reached: the least slot area ties with itself
@@ -84,10 +86,17 @@ GemmConfig leastSlotArea(const std::vector<GemmConfig>& order, long long M, long
 // bias+ReLU+cast, 64x128 at 1.11x mm against 1.02-1.09x on the shape's other chains, one
 // sample), and up to 1.5x faster than 64x256 (512 x 2048); on 10 shapes not used to write it,
 // within 2 % in 28 of 40 cells, 4.1 % at worst (640 x 8192). Where several tiles tie (the same
-// slot area), the order of the list decides: first a tile without a partial row tile (448 rows:
-// 64x256 1.10-1.26x mm, 128x128 cooperative with a half-empty last row of tiles 1.20-1.64x),
-// then the larger tile, whose operands cost fewer shared-memory bytes per MMA (512 x 4096:
-// 128x128 cooperative 1.03-1.14x mm against 64x256's 1.10-1.27x). A 128x128 tile runs
+// slot area), the order of the list decides: from 512 rows first a tile without a partial row
+// tile (Run AC, 448 rows: 64x256 1.10-1.26x mm, 128x128 cooperative with a half-empty last row of
+// tiles 1.20-1.64x), then the larger tile, whose operands cost fewer shared-memory bytes per MMA
+// (512 x 4096: 128x128 cooperative 1.03-1.14x mm against 64x256's 1.10-1.27x). Below 512 rows
+// the larger tile first, partial row tile or not: since the kernel skips the boxes wholly past M
+// (Run AH) a half-empty last row of 128-row tiles no longer costs its slots. Measured on the H200
+// (bench/RESULTS.md Run AR, 2026-12-03, compare_tiles, four bench chains, time / cuBLAS mm alone):
+// 320 x 4096 x 4096 128x128 cooperative 1.16-1.28x against 64x256's 1.29-1.58x; 448 x 4096 x 4096
+// 1.04-1.15x against 1.12-1.38x; 448 x 8192 x 4096 1.03-1.08x against 1.07-1.20x; 320 x 4096 x
+// 11008 128x256 cooperative 0.56-0.62x against 0.61-0.69x (all 16 cells). From 512 rows (576,
+// 704, ... 960: the same tie) not re-measured since the box skip: the old order stays there. A 128x128 tile runs
 // cooperative when all its tiles fit in one round (both consumers on one tile; ping-pong would
 // idle one) and ping-pong otherwise (768 x 8192: ping-pong 1.00-1.08x, cooperative 1.04-1.15x).
 //
@@ -161,7 +170,8 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long ba
         (wide_rounds == 2 && K >= 1024 && (K <= 3072 || epilogue == EpilogueLoad::ReadsResidual));
     if (batch == 1 && M % square.bm == 0 && K <= 4096 && epilogue_weighs)
       return leastSlotArea({square, wide, t64x256, narrow}, M, N, batch, num_sms, 6);
-    return leastSlotArea({wide, square, t64x256, narrow}, M, N, batch, num_sms, batch == 1 ? 6 : 5);
+    return leastSlotArea({wide, square, t64x256, narrow}, M, N, batch, num_sms, batch == 1 ? 6 : 5,
+                         /*whole_rows_first=*/!(batch == 1 && M < 512));
   }
   // Up to 256 rows a wider tile is a candidate only where its tiles fill at least three quarters
   // of the SMs, as the measured ones did (112 tiles of 64x256 or 128x256 at N = 14336); with

@@ -95,8 +95,9 @@ TEST(CandidateConfigs, SmallBatchesTakeHopperWhereItsTilesFillTheSms) {
   // From M = 128 a cheap epilogue needs neither (the rule measured from M = 512 up); GELU at
   // K = 4096 below 512 rows needs a decode batch (one matrix of 64-256 rows) whose 64-row tiles
   // fill the SMs (M = 128, N = 4096: 64 tiles, where GELU won 1.08x eager: the 96-tile threshold
-  // is conservative there; M = 256: 128 tiles); 257-511 rows were not measured with GELU. A
-  // ragged N counts its partial column tile.
+  // is conservative there; M = 256: 128 tiles); at 257-511 rows one matrix whose heuristic tiles
+  // number at least 96 (Run AR: 320 x 4096 on 96 tiles of 128x128; 320 x 2048 on 80 of 64x128
+  // unmeasured). A ragged N counts its partial column tile.
   EXPECT_EQ(chooseConfigForSize(mm, 130, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_EQ(chooseConfigForSize(mm, 128, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_NE(chooseConfigForSize(gelu, 128, 4096, 4096, 1, 90).variant, "sm90_wgmma");
@@ -105,8 +106,10 @@ TEST(CandidateConfigs, SmallBatchesTakeHopperWhereItsTilesFillTheSms) {
   EXPECT_EQ(chooseConfigForSize(gelu, 64, 99 * 128 + 8, 4096, 1, 90).variant, "sm90_wgmma");  // 100 tiles
   // tiles counted as 64x128 whatever tile runs (M = 128, N = 11008: 172 of them, 86 of 64x256)
   EXPECT_EQ(chooseConfigForSize(gelu, 128, 11008, 4096, 1, 90).variant, "sm90_wgmma");
-  EXPECT_NE(chooseConfigForSize(gelu, 320, 4096, 4096, 1, 90).variant, "sm90_wgmma");  // 257-511 rows
-  EXPECT_NE(chooseConfigForSize(gelu, 300, 4096, 4096, 1, 90).variant, "sm90_wgmma");
+  EXPECT_EQ(chooseConfigForSize(gelu, 320, 4096, 4096, 1, 90).variant, "sm90_wgmma");  // 257-511 rows
+  EXPECT_EQ(chooseConfigForSize(gelu, 300, 4096, 4096, 1, 90).variant, "sm90_wgmma");
+  EXPECT_NE(chooseConfigForSize(gelu, 320, 2048, 4096, 1, 90).variant, "sm90_wgmma");  // 80 tiles
+  EXPECT_NE(chooseConfigForSize(gelu, 192, 4096, 4096, 2, 90).variant, "sm90_wgmma");  // 384 rows of a batch
   EXPECT_EQ(chooseConfigForSize(gelu, 512, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   // K = 14336: the decode batch keeps GELU (Run AD call 4: 64x128 ping-pong 11-13 % ahead of
   // cuBLAS + the epilogue kernel); up to 28672 (Run AL: 256 x 28672 x 8192), past it unmeasured
@@ -129,6 +132,15 @@ TEST(CandidateConfigs, SmallBatchesTakeHopperWhereItsTilesFillTheSms) {
       "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
       "%3 = silu %2 : bf16\n%4 = input 2 bf16 [m,n]\n%5 = add %3 %4 : bf16\noutput %5\n");
   EXPECT_NE(chooseConfigForSize(silu_residual, 256, 4096, 4096, 1, 90).variant, "sm90_wgmma");  // SiLU: 512 rows
+  EXPECT_NE(chooseConfigForSize(silu_residual, 384, 4096, 4096, 1, 90).variant, "sm90_wgmma");
+  EXPECT_NE(chooseConfigForSize(residual, 384, 4096, 4096, 1, 90).variant, "sm90_wgmma");
+  EXPECT_EQ(chooseConfigForSize(gelu_residual, 384, 4096, 4096, 1, 90).variant, "sm90_wgmma");
+  // SiLU alone at 257-511 rows: lost at 288 / 320 x 4096 x 4096 (Run AR), no rule fitted yet
+  const spec::ChainSpec silu = spec::parseSpec(
+      "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
+      "%3 = silu %2 : bf16\noutput %3\n");
+  EXPECT_NE(chooseConfigForSize(silu, 384, 4096, 4096, 1, 90).variant, "sm90_wgmma");
+  EXPECT_NE(hopperRefusalForSize(silu, 384, 4096, 4096, 1, 90).find("257-511 rows"), std::string::npos);
   EXPECT_EQ(chooseConfigForSize(silu_residual, 512, 4096, 4096, 1, 90).variant, "sm90_wgmma");
 }
 
@@ -295,9 +307,11 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   EXPECT_EQ(tile(4096, 1024, 1), "128x256 coop s4");  // one round against 64x256's two (Run AG)
   EXPECT_EQ(tile(256, 256, 8), "64x128 pp s8");       // a batch of 8 (2048 rows): 32 tiles of 64x256; unmeasured
   // 257-1024 rows: the measured winners
-  EXPECT_EQ(tile(320, 4096, 1), "64x256 pp s5");      // 4 tiles tie; 128-row tiles leave a partial row
+  // (below 512 rows a tie takes the larger tile, partial row tile or not: Run AR)
+  EXPECT_EQ(tile(320, 4096, 1), "128x128 coop s6");   // ties 64x256 (one round each)
+  EXPECT_EQ(tile(320, 11008, 1), "128x256 coop s4");  // ties 64x256 and 128x128
   EXPECT_EQ(tile(384, 4096, 1), "128x128 coop s6");   // 96 tiles, one round
-  EXPECT_EQ(tile(448, 4096, 1), "64x256 pp s5");      // tie; 128x128 leaves a half-empty row of tiles
+  EXPECT_EQ(tile(448, 4096, 1), "128x128 coop s6");   // ties 64x256; a half-empty row of tiles
   EXPECT_EQ(tile(512, 4096, 1), "128x128 coop s6");   // 128 tiles, one round
   // 640 x 4096: 64x128's 320 tiles fill 3 rounds best, but do 61 % of their slots' work, under the
   // work-share threshold (73 % at K = 4096): refused, a tie with cuBLAS + the epilogue kernel (Run
