@@ -86,17 +86,17 @@ GemmConfig leastSlotArea(const std::vector<GemmConfig>& order, long long M, long
 // bias+ReLU+cast, 64x128 at 1.11x mm against 1.02-1.09x on the shape's other chains, one
 // sample), and up to 1.5x faster than 64x256 (512 x 2048); on 10 shapes not used to write it,
 // within 2 % in 28 of 40 cells, 4.1 % at worst (640 x 8192). Where several tiles tie (the same
-// slot area), the order of the list decides: from 512 rows first a tile without a partial row
-// tile (Run AC, 448 rows: 64x256 1.10-1.26x mm, 128x128 cooperative with a half-empty last row of
-// tiles 1.20-1.64x), then the larger tile, whose operands cost fewer shared-memory bytes per MMA
-// (512 x 4096: 128x128 cooperative 1.03-1.14x mm against 64x256's 1.10-1.27x). Below 512 rows
-// the larger tile first, partial row tile or not: since the kernel skips the boxes wholly past M
-// (Run AH) a half-empty last row of 128-row tiles no longer costs its slots. Measured on the H200
-// (bench/RESULTS.md Run AR, 2026-12-03, compare_tiles, four bench chains, time / cuBLAS mm alone):
-// 320 x 4096 x 4096 128x128 cooperative 1.16-1.28x against 64x256's 1.29-1.58x; 448 x 4096 x 4096
-// 1.04-1.15x against 1.12-1.38x; 448 x 8192 x 4096 1.03-1.08x against 1.07-1.20x; 320 x 4096 x
-// 11008 128x256 cooperative 0.56-0.62x against 0.61-0.69x (all 16 cells). From 512 rows (576,
-// 704, ... 960: the same tie) not re-measured since the box skip: the old order stays there. A 128x128 tile runs
+// slot area), the order of the list decides: the larger tile first, whose operands cost fewer
+// shared-memory bytes per MMA (512 x 4096: 128x128 cooperative 1.03-1.14x mm against 64x256's
+// 1.10-1.27x), with a partial row tile or not. Until Run AR a tile without a partial row tile
+// came first (Run AC, 448 rows: 64x256 1.10-1.26x mm, 128x128 cooperative with a half-empty last
+// row of tiles 1.20-1.64x); since the kernel skips the boxes wholly past M (Run AH) that row no
+// longer costs its slots. Measured on the H200 (bench/RESULTS.md Run AR, 2026-12-03,
+// compare_tiles, four bench chains, time / cuBLAS mm alone): 320 x 4096 x 4096 128x128
+// cooperative 1.16-1.28x against 64x256's 1.29-1.58x; 448 x 4096 x 4096 1.04-1.15x against
+// 1.12-1.38x; 448 x 8192 x 4096 1.03-1.08x against 1.07-1.20x; 320 x 4096 x 11008 128x256
+// cooperative 0.56-0.62x against 0.61-0.69x; 576 x 4096 x 8192 128x128 ping-pong 1.26-1.37x
+// against 1.31-1.47x (all 20 cells). Batches keep whole rows first (unmeasured). A 128x128 tile runs
 // cooperative when all its tiles fit in one round (both consumers on one tile; ping-pong would
 // idle one) and ping-pong otherwise (768 x 8192: ping-pong 1.00-1.08x, cooperative 1.04-1.15x).
 //
@@ -171,7 +171,7 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long ba
     if (batch == 1 && M % square.bm == 0 && K <= 4096 && epilogue_weighs)
       return leastSlotArea({square, wide, t64x256, narrow}, M, N, batch, num_sms, 6);
     return leastSlotArea({wide, square, t64x256, narrow}, M, N, batch, num_sms, batch == 1 ? 6 : 5,
-                         /*whole_rows_first=*/!(batch == 1 && M < 512));
+                         /*whole_rows_first=*/!(batch == 1 && M <= 1024));
   }
   // Up to 256 rows a wider tile is a candidate only where its tiles fill at least three quarters
   // of the SMs, as the measured ones did (112 tiles of 64x256 or 128x256 at N = 14336); with
