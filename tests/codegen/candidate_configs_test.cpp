@@ -110,11 +110,13 @@ TEST(CandidateConfigs, SmallBatchesTakeHopperWhereItsTilesFillTheSms) {
   EXPECT_EQ(chooseConfigForSize(gelu, 300, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_NE(chooseConfigForSize(gelu, 320, 2048, 4096, 1, 90).variant, "sm90_wgmma");  // 80 tiles
   EXPECT_NE(chooseConfigForSize(gelu, 192, 4096, 4096, 2, 90).variant, "sm90_wgmma");  // 384 rows of a batch
-  // Their work share against a flat 64 %, whatever K (Run AR: 384 x 14336 x 4096 won at 68 %;
-  // 320 x 4096 x 8192 lost at 61 %, Run AL)
+  // Their work share judges them but in one round at K >= 8192 (Run AR: 384 x 14336 x 4096 won at
+  // 68 %, under the 90 % of that K; 320 x 4096 x 8192, one round at K = 4096, lost at 61 %;
+  // 384 x 8192 x 8192, three rounds, lost at 74 %)
   EXPECT_EQ(chooseConfigForSize(gelu, 384, 4096, 14336, 1, 90).variant, "sm90_wgmma");
   EXPECT_NE(chooseConfigForSize(gelu, 320, 8192, 4096, 1, 90).variant, "sm90_wgmma");
-  EXPECT_NE(hopperRefusalForSize(gelu, 320, 8192, 4096, 1, 90).find("under the 64 %"), std::string::npos);
+  EXPECT_NE(hopperRefusalForSize(gelu, 320, 8192, 4096, 1, 90).find("of their slots' work"), std::string::npos);
+  EXPECT_NE(chooseConfigForSize(gelu, 384, 8192, 8192, 1, 90).variant, "sm90_wgmma");
   EXPECT_EQ(chooseConfigForSize(gelu, 512, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   // K = 14336: the decode batch keeps GELU (Run AD call 4: 64x128 ping-pong 11-13 % ahead of
   // cuBLAS + the epilogue kernel); up to 28672 (Run AL: 256 x 28672 x 8192), past it unmeasured

@@ -482,7 +482,8 @@ TEST(ChooseConfig, Table) {
   long_k.K = 4096;  // more rounds won at K = 4096 (Run AD: M x K x N = 192 x 4096 x 14336; N = 8192 unmeasured)
   EXPECT_EQ(chooseConfig(bias_relu, long_k, 90).variant, hopper);
   // rule edges: 256 rows at K = 14336, 132 tiles (N = 4224) kept, 136 (4352) refused; 257 rows
-  // are no decode batch (the long-K GELU refusal)
+  // are no decode batch, and their last 128-row tile holds one real row (the work share refuses
+  // them; one round at K >= 8192 is taken only with that tile at least half real, Run AR)
   long_k.M = 256;
   long_k.K = 14336;
   long_k.N = 4224;
