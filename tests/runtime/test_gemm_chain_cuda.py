@@ -773,6 +773,15 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     (4096, 16384, 4096, False, None),  # past the longest K measured
     (2048, 11008, 4096, False, "sm90_wgmma 128x256x64 s4 t384"),
     (8192, 4096, 8192, True, "sm90_wgmma 128x128x64 s6 t384 pingpong"),  # session 27 (Run AP)
+    # session 30 (Run AR): one matrix of 257-511 rows on >= 96 tiles; a slot-area tie takes the
+    # larger tile; one round at K >= 8192 spared the work share
+    (320, 4096, 4096, False, "sm90_wgmma 128x128x64 s6 t384"),  # 64x256 before the tie-break
+    (448, 4096, 4096, True, "sm90_wgmma 128x128x64 s6 t384"),  # a half-empty last row tile
+    (320, 4096, 11008, False, "sm90_wgmma 128x256x64 s4 t384"),
+    (384, 14336, 4096, True, "sm90_wgmma 128x128x64 s6 t384"),  # share 0.68, one round
+    (320, 4096, 2048, False, None),  # 80 tiles of 64x128
+    (320, 4096, 8192, True, None),  # one round at K = 4096, share 0.61 (lost, Run AR)
+    (384, 8192, 8192, False, None),  # three rounds, share 0.74 (lost, Run AR)
 ])
 def test_residual_dispatch_by_the_heuristic(unforced, M, K, N, residual, first):
     """The tile choice weighs a residual read (sm90::chooseConfig's EpilogueLoad; bench/RESULTS.md
@@ -781,8 +790,10 @@ def test_residual_dispatch_by_the_heuristic(unforced, M, K, N, residual, first):
     in one round 128x256 either way. At a long K (session 25) the residual chain runs the kernel at
     K = 14336, bias+GELU alone too since session 28 (cuBLAS + the epilogue kernel past it). From
     1025 rows at K = 4096-14336 the residual chain runs 128x128 ping-pong where 64x256 is the others'
-    tile (session 27, Run AP). One launch each; against float64 by relative error, outputs
-    poisoned."""
+    tile (session 27, Run AP). One matrix of 257-511 rows (session 30, Run AR): the kernel on at
+    least 96 heuristic tiles, 128x128 cooperative where it ties 64x256, refused on fewer tiles and
+    by the work share but in one round at K >= 8192. One launch each; against float64 by relative
+    error, outputs poisoned."""
     check_dispatch("residual-dispatch", M, K, N, first, residual)
 
 
