@@ -56,11 +56,10 @@
 #   scripts/gpu-session.sh activations [SHAPES]  session 28's SiLU / GELU-alone rules: their dispatch
 #                                         GPU tests, then the planner's choice end to end against
 #                                         eager at the shapes they changed and out of sample (~3 min)
-#   scripts/gpu-session.sh midrows [SHAPES]  one matrix of 257-511 rows, where the planner refuses
-#                                         every expensive epilogue unmeasured: every autotune
-#                                         candidate beside cuBLAS + the epilogue kernel (compare_tiles,
-#                                         tile_rule_check), then every epilogue forced against eager
-#                                         (~3 min)
+#   scripts/gpu-session.sh midrows [SHAPES]  one matrix of 257-511 rows (GELU chains taken since Run
+#                                         AR, SiLU alone refused): every autotune candidate beside
+#                                         cuBLAS + the epilogue kernel (compare_tiles, tile_rule_check),
+#                                         then every epilogue forced against eager (~3 min)
 #   scripts/gpu-session.sh inductor [SHAPES]  the backend's rule against Inductor where it decides
 #                                         (codegen/inductor_rule.cpp): torch.compile, the backend and
 #                                         the backend made to fuse, round-robin, also replayed from
@@ -315,9 +314,10 @@ case "$part" in
     grep -A40 "^ *shape" "$LOGS/activations_e2e.txt" | head -n 40
     ;;
   midrows)
-    # bench/RESULTS.md Run AQ call 9: forced, the kernel ran 1.07-1.92x eager with the GELU chains at
-    # seven shapes of 320-448 rows, SiLU alone 0.89-1.77x; with a bias the planner's alternative is
-    # the op's unfused path (cuBLAS + one epilogue kernel), which compare_tiles times ("aten")
+    # bench/RESULTS.md Runs AQ call 9 and AR call 2 (the default shapes, from which the mid-row rules
+    # were written): forced, the GELU chains won at every shape, SiLU alone lost at 288 / 320 x 4096 x
+    # 4096; with a bias the planner's alternative is the op's unfused path (cuBLAS + one epilogue
+    # kernel), which compare_tiles times ("aten"). Pass other SHAPES to check the rules out of sample.
     build
     shapes=${2:-320x4096x4096,384x4096x4096,448x4096x4096,384x4096x14336,320x4096x11008,448x8192x4096,384x14336x4096,288x4096x4096,480x4096x8192}
     tiles_checked midrows 300 "$shapes"
