@@ -83,6 +83,9 @@ bool rowsMostlyReal(long long M, int bm) { return 4 * M >= 3LL * bm * ((M + bm -
 // Whether the last of M's bm-row tiles is partial with at most a quarter of its rows real.
 bool lastRowTileAtMostAQuarterReal(long long M, int bm) { return M % bm != 0 && 4 * (M % bm) <= bm; }
 
+// Whether the last of M's bm-row tiles is whole or at least half real.
+bool lastRowTileAtLeastHalfReal(long long M, int bm) { return M % bm == 0 || 2 * (M % bm) >= bm; }
+
 // Whether a decode batch (one matrix of 64 to 256 rows) fills the machine with 64x128 tiles whose
 // rows are mostly real (sm90::chooseConfig may run a wider tile there, Run AD). Measured
 // (bench/RESULTS.md Run AA, 2026-12-01, K = 4096): where whole tiles fill most SMs (M = 64 at N =
@@ -171,8 +174,8 @@ namespace {
 // division, logarithms...) were not measured or lost (Runs C-J) and stay unfused. Beyond K = 4096
 // only split-K shapes, decode batches of 128-256 rows in one round of the heuristic's tile (up
 // to K = 28672, Runs AD, AK, AL, AM) and, since session 25, one matrix of 512 rows or more at
-// K <= 14336 with GELU(tanh), and since session 28 of 1536 rows or more with SiLU alone (Runs AN,
-// AO, AQ) take them (epilogueRefusal).
+// K <= 14336 with GELU(tanh) (from 257 rows since session 30, Run AR), and since session 28 of
+// 1536 rows or more with SiLU alone (Runs AN, AO, AQ) take them (epilogueRefusal).
 constexpr long long kExpensiveEpilogueMaxK = 4096, kLongKDecodeMaxK = 28672, kLongKRowsMaxK = 14336;
 // SiLU alone on decode batches from this K (the least measured, Run AQ; epilogueRefusal)
 constexpr long long kSiluDecodeMinK = 4096;
@@ -228,19 +231,20 @@ sm90::EpilogueLoad epilogueLoad(const EpilogueCost& cost) {
 }
 sm90::EpilogueLoad epilogueLoad(const spec::ChainSpec& spec) { return epilogueLoad(epilogueCost(spec)); }
 
-// One matrix of 257-511 rows whose heuristic tiles number at least kSmallBatchMinTiles: there
+// One matrix of 257-511 rows whose heuristic tiles number at least kMidRowsMinTiles: there
 // GELU(tanh), alone or then a residual, beats the unfused graph. Measured on the H200
 // (bench/RESULTS.md Run AR, 2026-12-03, nine shapes of 288-480 rows at K = 4096-14336, N =
-// 4096-11008, 96-336 tiles): forced onto the kernel, 1.08-1.89x eager with bias+GELU and
+// 4096-14336, 96-336 tiles): forced onto the kernel, 1.08-1.89x eager with bias+GELU and
 // 1.20-1.92x with the residual behind it (18 of 18 cells); in compare_tiles the heuristic's tile
-// (since Run AR's tie-break: sm90::chooseConfig) ran 0.80-0.93 of cuBLAS + the epilogue kernel's
-// time at every shape but one whose tile then was 64x256 (320 x 4096 x 4096: 1.03-1.15; 128x128
-// cooperative, taken now, 0.93). The work share (unfusedPathFaster) still judges these rows, and
-// refuses two of the shapes that won (448 x 8192 x 4096 at 80 %, 384 x 14336 x 4096 at 68 %,
-// 12-15 % ahead of that path: named, not refitted). Fewer tiles (a narrow N) were not measured.
+// (since Run AR's tie-break: sm90::chooseConfig) ran 0.51-0.93 of cuBLAS + the epilogue kernel's
+// time with these chains at all nine shapes (at 320 x 4096 x 4096 64x256, the tile before the
+// tie-break, had run 1.03-1.15). The work share (unfusedPathFaster) still judges these rows, but
+// for one round of tiles at K = 4097-14336 (midRowsOneRoundAtLongK). Fewer tiles (a narrow N) were
+// not measured. (M > 256 and M x B < 512, where the caller asks, imply one matrix.)
+constexpr long long kMidRowsMinTiles = 96;
 bool midRowsGelu(const ProblemShape& shape, const sm90::GemmConfig& tile) {
   return shape.B == 1 && shape.M > kWorkShareAboveRows && shape.M < 512 &&
-         sm90::tileCount(shape.M, shape.N, 1, tile) >= kSmallBatchMinTiles;
+         sm90::tileCount(shape.M, shape.N, 1, tile) >= kMidRowsMinTiles;
 }
 
 // Why the Hopper kernel with this epilogue (its cost: epilogueCost(spec)) does not beat the
@@ -309,7 +313,7 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
   // work share against eager's SiLU pass applies: siluAgainstEagerRefusal). A residual without
   // GELU(tanh), SiLU with one, SiLU under 1536 rows (768 x 14336 x 4096 lost, 0.91x eager, and 1024
   // x 8192 x 4096 won, 1.05x, Run AQ call 9) or at a narrower N, and batches: unmeasured or mixed.
-  // From 257 rows (midRowsGelu, below) GELU(tanh) at K = 8192 and 14336 ran 1.13-1.30x eager
+  // From 257 rows (midRowsGelu, above) GELU(tanh) at K = 8192 and 14336 ran 1.13-1.30x eager
   // (448 x 8192 x 4096, 384 x 14336 x 4096, Run AR): those rows follow it there, judged by the work
   // share like the rest.
   const bool gelu = expensive_ops == 1 && !silu;
@@ -319,9 +323,9 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
       ((gelu && shape.M > kWorkShareAboveRows) ||
        (silu_alone && shape.M >= kSiluLongKMinRows && shape.N >= kSiluLongKMinN));
   if (shape.K > kExpensiveEpilogueMaxK && !split_k && !long_k_decode && !long_k_rows)
-    return "GELU, SiLU and residual epilogues at K > 4096 were measured winning only from 512 rows of one matrix "
-           "(GELU, alone or then a residual, to K = 14336; SiLU alone from 1536 rows), with split-K and on decode "
-           "batches (bench/RESULTS.md Runs L, M, AN, AO, AQ)";
+    return "GELU, SiLU and residual epilogues at K > 4096 were measured winning only on one matrix (GELU, alone "
+           "or then a residual, from 257 rows to K = 14336; SiLU alone from 1536 rows), with split-K and on decode "
+           "batches (bench/RESULTS.md Runs L, M, AN, AO, AQ, AR)";
   if (!stagedEverything(spec)) return "outputs or a residual the fast path cannot stage (several, or 32-bit)";
   if (shape.align_bytes_residual < 16) return "the residual is not 16-byte aligned";
   if (split_k) return expensive_ops == 0 ? "a residual without GELU(tanh) was not measured with split-K" : "";
@@ -520,7 +524,7 @@ std::string workShareRefusal(const ProblemShape& s, double k_cost, long long abo
                              sm90::EpilogueLoad epilogue, long long max_k = kFillRuleMaxK) {
   if (!inWorkShareRange(s, above_rows)) return {};
   const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms, epilogue);
-  const double share = sm90::tileWorkShare(s.M, s.N, s.B, g, kHopperSms), least = workShareThreshold(s.K, k_cost, max_k);
+  const double share = sm90::judgedWorkShare(s.M, s.N, s.B, g, kHopperSms), least = workShareThreshold(s.K, k_cost, max_k);
   // A tie is refused: 4096 x 768 at K = 4096 sits on the general threshold (8/11 both); the kernel
   // ran at par with cuBLAS + the epilogue kernel there (Run AH call 8: 0.98-1.02) but 0.91x eager
   // with SiLU.
@@ -529,24 +533,27 @@ std::string workShareRefusal(const ProblemShape& s, double k_cost, long long abo
                      g.bm, g.bn, 100 * share, 100 * least, unfused_path, s.K);
 }
 
-// Below 512 rows at K >= 8192, one round of the heuristic's tiles is not refused by its work
+// Below 512 rows at K = 4097-14336, one round of the heuristic's tiles is not refused by its work
 // share: cuBLAS runs so few rows at a long K no better than the kernel's one round (384 x 14336 x
 // 4096: mm alone 0.085 ms, the fused bias+GELU 0.079 at a share of 0.68, under the 0.90 the K
 // gives). Measured on the H200 (bench/RESULTS.md Run AR, 2026-12-03, compare_tiles and end to end,
 // the heuristic's tile against cuBLAS + the epilogue kernel / eager): 384 x 14336 x 4096 (share
-// 0.68) 15 % ahead in all four bench chains; 448 x 8192 x 4096 (0.80 under 0.84) 7-12 % ahead;
+// 0.68) 14-15 % ahead in all four bench chains; 448 x 8192 x 4096 (0.80 under 0.84) 11-12 % ahead;
 // out of sample 320 x 14336 x 4864 (0.68) 1.37-1.38x eager, 320 x 14336 x 3072 (0.69, 64x128)
-// 1.25-1.35x. At K = 4096 one round lost (320 x 4096 x 8192, 128x256 at 0.61: 5-12 % behind),
-// and in three rounds the K's threshold held at K = 4096-8192 (384 x 4096 x 12288 at 0.68: 2.5 %
-// behind; 384 x 8192 x 8192 at 0.74: 7-10 % behind; 320 x 8192 x 14336 at 0.66: 0.97x eager with
-// bias+GELU). Named misses of that threshold, in three rounds: 320 x 3072 x 14336 (0.665 under
-// 0.667, 3-9 % ahead) and 384 x 14336 x 14336 (0.80 under 0.90, 1.08-1.14x eager). The last row
-// tile at least half real, as measured (320, 448 rows of 128-row tiles; 257 rows: unmeasured).
+// 1.25-1.35x, 320 x 14336 x 6144, 480 x 14336 x 4096, 320 / 384 / 352 x 8192 x 4864 / 4864 /
+// 4096 1.04-1.42x (352 x 8192 x 4096 at a share of 0.63 at par with the unfused path). From K =
+// 4097, not 8192, so that no K between measured wins is refused (under 16 GFLOP the work share
+// does not apply: one round at K = 4096 won there, 320-448 x 4096 x 4096); to K = 14336, the
+// longest measured. In three rounds the K's threshold held at K = 4096-14336 (384 x 4096 x 12288 at
+// 0.68: 0.3-2.6 % behind; 384 x 8192 x 8192, 64x128 at 0.74: 10-12 % behind; 320 x 8192 x 14336 at
+// 0.66: 0.97x eager with bias+GELU; 320 x 4096 x 8192, 64x128 at 0.61, 5-8 % behind). Named misses
+// of that threshold, in three rounds: 320 x 3072 x 14336 (0.665 under 0.667, 7-9 % ahead) and 384
+// x 14336 x 14336 (0.80 under 0.90, 1.08-1.14x eager). The last row tile at least half real, as
+// measured (320, 448 rows of 128-row tiles; 257 rows: unmeasured).
 bool midRowsOneRoundAtLongK(const ProblemShape& s, sm90::EpilogueLoad epilogue) {
-  if (s.B != 1 || s.M >= 512 || s.K < 8192) return false;
+  if (s.B != 1 || s.M >= 512 || s.K <= kExpensiveEpilogueMaxK || s.K > kLongKRowsMaxK) return false;
   const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, 1, kHopperSms, epilogue);
-  const long long edge_rows = s.M % g.bm;
-  return sm90::roundsOfTiles(s.M, s.N, 1, g, kHopperSms) == 1 && (edge_rows == 0 || 2 * edge_rows >= g.bm);
+  return sm90::roundsOfTiles(s.M, s.N, 1, g, kHopperSms) == 1 && lastRowTileAtLeastHalfReal(s.M, g.bm);
 }
 
 std::string unfusedPathFaster(const ProblemShape& s, sm90::EpilogueLoad epilogue) {
@@ -860,8 +867,9 @@ HopperWorkShare hopperWorkShareForSize(long long M, long long N, long long K) {
   const sm90::GemmConfig g = sm90::chooseConfig(M, N, K, 1, kHopperSms);
   w.bm = g.bm;
   w.bn = g.bn;
-  w.share = sm90::tileWorkShare(M, N, 1, g, kHopperSms);
-  if (inWorkShareRange(s, kWorkShareAboveRows)) w.least = workShareThreshold(K, kFillRuleK);
+  w.share = sm90::judgedWorkShare(M, N, 1, g, kHopperSms);
+  if (inWorkShareRange(s, kWorkShareAboveRows) && !midRowsOneRoundAtLongK(s, sm90::EpilogueLoad::Light))
+    w.least = workShareThreshold(K, kFillRuleK);
   if (inWorkShareRange(s, kSiluWorkShareAboveRows))
     w.least_silu = workShareThreshold(K, kFillRuleKSilu, kSiluFillRuleMaxK);
   return w;

@@ -39,6 +39,19 @@ double tileWorkShare(long long M, long long N, long long batch, const GemmConfig
 }
 
 namespace {
+GemmConfig tileConfig(int bm, int bn, int stages, bool pingpong);
+long long slotArea(long long M, long long N, long long batch, const GemmConfig& c, int num_sms);
+}  // namespace
+
+double judgedWorkShare(long long M, long long N, long long batch, const GemmConfig& chosen, int num_sms) {
+  const double share = tileWorkShare(M, N, batch, chosen, num_sms);
+  const GemmConfig t64x256 = tileConfig(64, 256, 5, true);
+  const bool tie_it_took = batch == 1 && M > 256 && M <= 1024 && chosen.bm == 128 && M % 128 != 0 &&
+                           M % 64 == 0 && slotArea(M, N, 1, chosen, num_sms) == slotArea(M, N, 1, t64x256, num_sms);
+  return tie_it_took ? std::max(share, tileWorkShare(M, N, 1, t64x256, num_sms)) : share;
+}
+
+namespace {
 GemmConfig tileConfig(int bm, int bn, int stages, bool pingpong) {
   GemmConfig c;
   c.bm = bm;
@@ -96,7 +109,9 @@ GemmConfig leastSlotArea(const std::vector<GemmConfig>& order, long long M, long
 // cooperative 1.16-1.28x against 64x256's 1.29-1.58x; 448 x 4096 x 4096 1.04-1.15x against
 // 1.12-1.38x; 448 x 8192 x 4096 1.03-1.08x against 1.07-1.20x; 320 x 4096 x 11008 128x256
 // cooperative 0.56-0.62x against 0.61-0.69x; 576 x 4096 x 8192 128x128 ping-pong 1.26-1.37x
-// against 1.31-1.47x (all 20 cells). Batches keep whole rows first (unmeasured). A 128x128 tile runs
+// against 1.31-1.47x (all 20 cells). Batches, and rows past 1024 (leastSlotArea's other callers),
+// keep whole rows first (unmeasured). The refusals judge such a tie by the larger of the two
+// tiles' work shares (judgedWorkShare). A 128x128 tile runs
 // cooperative when all its tiles fit in one round (both consumers on one tile; ping-pong would
 // idle one) and ping-pong otherwise (768 x 8192: ping-pong 1.00-1.08x, cooperative 1.04-1.15x).
 //

@@ -19,6 +19,15 @@ long long roundsOfTiles(long long M, long long N, long long batch, const GemmCon
 // K = 4096, hopper_tile_choice.cpp). 1: every slot of every round busy at 128x256's rate.
 double tileWorkShare(long long M, long long N, long long batch, const GemmConfig& c, int num_sms);
 
+// The work share the refusals judge for `chosen`, chooseConfig's tile: tileWorkShare, but where
+// chosen is a 128-row tile with a partial last row tile that won a slot-area tie against 64x256
+// ping-pong (whose 64-row tiles are whole) at 257-1024 rows of one matrix, the larger of the two
+// shares. Until Run AR that tie went to 64x256; the tie-break now takes the tile measured faster,
+// which tileThroughput (fitted from 1025 rows) rates 3 % lower, and the refusals would otherwise
+// refuse shapes they took before for a tile that runs faster (320 x 3072 x 14336: 128x128
+// ping-pong 9 % ahead of the unfused path, 64x256 2.5 %; bench/RESULTS.md Run AR).
+double judgedWorkShare(long long M, long long N, long long batch, const GemmConfig& chosen, int num_sms);
+
 // What the epilogue costs per output beyond its arithmetic, as the tile choice weighs it. A
 // full-size residual (an M x N input of the epilogue) is the one such cost measured to move the
 // choice: a cooperative tile runs its epilogue, residual reads included, with both consumers off

@@ -109,14 +109,19 @@ TEST(CandidateConfigs, SmallBatchesTakeHopperWhereItsTilesFillTheSms) {
   EXPECT_EQ(chooseConfigForSize(gelu, 320, 4096, 4096, 1, 90).variant, "sm90_wgmma");  // 257-511 rows
   EXPECT_EQ(chooseConfigForSize(gelu, 300, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_NE(chooseConfigForSize(gelu, 320, 2048, 4096, 1, 90).variant, "sm90_wgmma");  // 80 tiles
-  EXPECT_NE(chooseConfigForSize(gelu, 192, 4096, 4096, 2, 90).variant, "sm90_wgmma");  // 384 rows of a batch
-  // Their work share judges them but in one round at K >= 8192 (Run AR: 384 x 14336 x 4096 won at
-  // 68 %, under the 90 % of that K; 320 x 4096 x 8192, one round at K = 4096, lost at 61 %;
+  // Their work share judges them but in one round at K = 4097-14336 (Run AR: 384 x 14336 x 4096
+  // won at 68 %, under the 90 % of that K; 320 x 4096 x 8192, 64x128 in three rounds, lost at 61 %;
   // 384 x 8192 x 8192, three rounds, lost at 74 %)
   EXPECT_EQ(chooseConfigForSize(gelu, 384, 4096, 14336, 1, 90).variant, "sm90_wgmma");
+  EXPECT_EQ(chooseConfigForSize(gelu, 384, 4096, 5120, 1, 90).variant, "sm90_wgmma");  // between measured wins
+  EXPECT_NE(chooseConfigForSize(mm, 320, 4096, 16384, 1, 90).variant, "sm90_wgmma");  // past the longest K
   EXPECT_NE(chooseConfigForSize(gelu, 320, 8192, 4096, 1, 90).variant, "sm90_wgmma");
   EXPECT_NE(hopperRefusalForSize(gelu, 320, 8192, 4096, 1, 90).find("of their slots' work"), std::string::npos);
   EXPECT_NE(chooseConfigForSize(gelu, 384, 8192, 8192, 1, 90).variant, "sm90_wgmma");
+  // A slot-area tie the 128-row tile took from 64x256 is judged by the larger share (sm90::
+  // judgedWorkShare): 320 x 3072 x 14336 on 128x128 ping-pong (0.665 alone, 0.686 on 64x256, the
+  // threshold 0.667; Run AR: 7-9 % ahead of the unfused path)
+  EXPECT_EQ(chooseConfigForSize(gelu, 320, 14336, 3072, 1, 90).variant, "sm90_wgmma");
   EXPECT_EQ(chooseConfigForSize(gelu, 512, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   // K = 14336: the decode batch keeps GELU (Run AD call 4: 64x128 ping-pong 11-13 % ahead of
   // cuBLAS + the epilogue kernel); up to 28672 (Run AL: 256 x 28672 x 8192), past it unmeasured
@@ -312,11 +317,15 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   EXPECT_EQ(tile(4096, 1024, 1), "128x256 coop s4");  // one round against 64x256's two (Run AG)
   EXPECT_EQ(tile(256, 256, 8), "64x128 pp s8");       // a batch of 8 (2048 rows): 32 tiles of 64x256; unmeasured
   // 257-1024 rows: the measured winners
-  // (below 512 rows a tie takes the larger tile, partial row tile or not: Run AR)
+  // (up to 1024 rows a tie takes the larger tile, partial row tile or not: Run AR)
   EXPECT_EQ(tile(320, 4096, 1), "128x128 coop s6");   // ties 64x256 (one round each)
   EXPECT_EQ(tile(320, 11008, 1), "128x256 coop s4");  // ties 64x256 and 128x128
   EXPECT_EQ(tile(384, 4096, 1), "128x128 coop s6");   // 96 tiles, one round
   EXPECT_EQ(tile(448, 4096, 1), "128x128 coop s6");   // ties 64x256; a half-empty row of tiles
+  {  // 576 x 8192 (refused by the work share): ties 64x256 and 64x128 (weighted) in three rounds
+    const sm90::GemmConfig g = sm90::chooseConfig(576, 8192, 4096, 1, 132);
+    EXPECT_TRUE(g.bm == 128 && g.bn == 128 && g.pingpong) << g.bm << "x" << g.bn;
+  }
   EXPECT_EQ(tile(512, 4096, 1), "128x128 coop s6");   // 128 tiles, one round
   // 640 x 4096: 64x128's 320 tiles fill 3 rounds best, but do 61 % of their slots' work, under the
   // work-share threshold (73 % at K = 4096): refused, a tie with cuBLAS + the epilogue kernel (Run

@@ -780,7 +780,7 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     (320, 4096, 11008, False, "sm90_wgmma 128x256x64 s4 t384"),
     (384, 14336, 4096, True, "sm90_wgmma 128x128x64 s6 t384"),  # share 0.68, one round
     (320, 4096, 2048, False, None),  # 80 tiles of 64x128
-    (320, 4096, 8192, True, None),  # one round at K = 4096, share 0.61 (lost, Run AR)
+    (320, 4096, 8192, True, None),  # 64x128 in three rounds at K = 4096, share 0.61 (lost, Run AR)
     (384, 8192, 8192, False, None),  # three rounds, share 0.74 (lost, Run AR)
 ])
 def test_residual_dispatch_by_the_heuristic(unforced, M, K, N, residual, first):
