@@ -39,19 +39,6 @@ double tileWorkShare(long long M, long long N, long long batch, const GemmConfig
 }
 
 namespace {
-GemmConfig tileConfig(int bm, int bn, int stages, bool pingpong);
-long long slotArea(long long M, long long N, long long batch, const GemmConfig& c, int num_sms);
-}  // namespace
-
-double judgedWorkShare(long long M, long long N, long long batch, const GemmConfig& chosen, int num_sms) {
-  const double share = tileWorkShare(M, N, batch, chosen, num_sms);
-  const GemmConfig t64x256 = tileConfig(64, 256, 5, true);
-  const bool tie_it_took = batch == 1 && M > 256 && M <= 1024 && chosen.bm == 128 && M % 128 != 0 &&
-                           M % 64 == 0 && slotArea(M, N, 1, chosen, num_sms) == slotArea(M, N, 1, t64x256, num_sms);
-  return tie_it_took ? std::max(share, tileWorkShare(M, N, 1, t64x256, num_sms)) : share;
-}
-
-namespace {
 GemmConfig tileConfig(int bm, int bn, int stages, bool pingpong) {
   GemmConfig c;
   c.bm = bm;
@@ -68,7 +55,17 @@ GemmConfig tileConfig(int bm, int bn, int stages, bool pingpong) {
 long long slotArea(long long M, long long N, long long batch, const GemmConfig& c, int num_sms) {
   return roundsOfTiles(M, N, batch, c, num_sms) * c.bm * c.bn;
 }
+}  // namespace
 
+double judgedWorkShare(long long M, long long N, long long batch, const GemmConfig& chosen, int num_sms) {
+  const double share = tileWorkShare(M, N, batch, chosen, num_sms);
+  const GemmConfig t64x256 = tileConfig(64, 256, 5, true);
+  const bool tie_it_took = batch == 1 && M > 256 && M <= 1024 && chosen.bm == 128 && M % 128 != 0 &&
+                           M % 64 == 0 && slotArea(M, N, 1, chosen, num_sms) == slotArea(M, N, 1, t64x256, num_sms);
+  return tie_it_took ? std::max(share, tileWorkShare(M, N, 1, t64x256, num_sms)) : share;
+}
+
+namespace {
 // The tile of `order` with the least slotArea; among ties, first one without a partial row tile
 // (unless `whole_rows_first` is false), then the first in `order`. `narrow_fifths`: what one
 // output slot of the 64x128 tile costs, in fifths of another tile's (5: the same), for the

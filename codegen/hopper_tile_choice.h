@@ -25,7 +25,7 @@ double tileWorkShare(long long M, long long N, long long batch, const GemmConfig
 // shares. Until Run AR that tie went to 64x256; the tie-break now takes the tile measured faster,
 // which tileThroughput (fitted from 1025 rows) rates 3 % lower, and the refusals would otherwise
 // refuse shapes they took before for a tile that runs faster (320 x 3072 x 14336: 128x128
-// ping-pong 9 % ahead of the unfused path, 64x256 2.5 %; bench/RESULTS.md Run AR).
+// ping-pong 7-9 % ahead of the unfused path, 64x256 2.5 %; bench/RESULTS.md Run AR).
 double judgedWorkShare(long long M, long long N, long long batch, const GemmConfig& chosen, int num_sms);
 
 // What the epilogue costs per output beyond its arithmetic, as the tile choice weighs it. A
