@@ -73,9 +73,6 @@ bool measuredTileInOneRound(const ProblemShape& s, const sm90::GemmConfig& g) {
   return sm90::roundsOfTiles(s.M, s.N, s.B, g, kHopperSms) == 1 &&
          !(g.bm == 128 && (s.B != 1 || s.M != 2 * g.bm));
 }
-bool measuredTileInOneRound(const ProblemShape& s, sm90::EpilogueLoad epilogue) {
-  return measuredTileInOneRound(s, sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms, epilogue));
-}
 
 // Whether at least three quarters of the rows of M's bm-row tiles are real rows.
 bool rowsMostlyReal(long long M, int bm) { return 4 * M >= 3LL * bm * ((M + bm - 1) / bm); }
@@ -231,7 +228,7 @@ sm90::EpilogueLoad epilogueLoad(const EpilogueCost& cost) {
 }
 sm90::EpilogueLoad epilogueLoad(const spec::ChainSpec& spec) { return epilogueLoad(epilogueCost(spec)); }
 
-// One matrix of 257-511 rows whose heuristic tiles number at least kMidRowsMinTiles: there
+// One matrix of 257-511 rows whose heuristic tiles number at least this many: there
 // GELU(tanh), alone or then a residual, beats the unfused graph. Measured on the H200
 // (bench/RESULTS.md Run AR, 2026-12-03, nine shapes of 288-480 rows at K = 4096-14336, N =
 // 4096-14336, 96-336 tiles): forced onto the kernel, 1.08-1.89x eager with bias+GELU and
@@ -240,12 +237,8 @@ sm90::EpilogueLoad epilogueLoad(const spec::ChainSpec& spec) { return epilogueLo
 // time with these chains at all nine shapes (at 320 x 4096 x 4096 64x256, the tile before the
 // tie-break, had run 1.03-1.15). The work share (unfusedPathFaster) still judges these rows, but
 // for one round of tiles at K = 4097-14336 (midRowsOneRoundAtLongK). Fewer tiles (a narrow N) were
-// not measured. (M > 256 and M x B < 512, where the caller asks, imply one matrix.)
+// not measured. (epilogueRefusal)
 constexpr long long kMidRowsMinTiles = 96;
-bool midRowsGelu(const ProblemShape& shape, const sm90::GemmConfig& tile) {
-  return shape.B == 1 && shape.M > kWorkShareAboveRows && shape.M < 512 &&
-         sm90::tileCount(shape.M, shape.N, 1, tile) >= kMidRowsMinTiles;
-}
 
 // Why the Hopper kernel with this epilogue (its cost: epilogueCost(spec)) does not beat the
 // unfused graph at this shape, in words for the report; "" where it does.
@@ -313,7 +306,7 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
   // work share against eager's SiLU pass applies: siluAgainstEagerRefusal). A residual without
   // GELU(tanh), SiLU with one, SiLU under 1536 rows (768 x 14336 x 4096 lost, 0.91x eager, and 1024
   // x 8192 x 4096 won, 1.05x, Run AQ call 9) or at a narrower N, and batches: unmeasured or mixed.
-  // From 257 rows (midRowsGelu, above) GELU(tanh) at K = 8192 and 14336 ran 1.13-1.30x eager
+  // From 257 rows (kMidRowsMinTiles, above) GELU(tanh) at K = 8192 and 14336 ran 1.13-1.30x eager
   // (448 x 8192 x 4096, 384 x 14336 x 4096, Run AR): those rows follow it there, judged by the work
   // share like the rest.
   const bool gelu = expensive_ops == 1 && !silu;
@@ -330,15 +323,13 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
   if (shape.align_bytes_residual < 16) return "the residual is not 16-byte aligned";
   if (split_k) return expensive_ops == 0 ? "a residual without GELU(tanh) was not measured with split-K" : "";
   if (shape.M * shape.B < 512) {
-    if (shape.B == 1 && shape.M > kWorkShareAboveRows) {  // one matrix of 257-511 rows
-      if (silu)
-        return "SiLU at 257-511 rows lost to eager where the tiles do little work (288 / 320 x 4096 x 4096: "
-               "0.89-0.99x) and won elsewhere (1.02-1.77x, Run AR): no rule was fitted yet";
-      if (expensive_ops == 0) return "a residual without GELU(tanh) was not measured below 512 rows";
-      if (midRowsGelu(shape, tile)) return {};
+    const bool mid_rows = shape.M > kWorkShareAboveRows;  // one matrix of 257-511 rows (M x B < 512: B = 1)
+    if (mid_rows && silu)
+      return "SiLU at 257-511 rows lost to eager where the tiles do little work (288 / 320 x 4096 x 4096: "
+             "0.89-0.99x) and won elsewhere (1.02-1.77x, Run AR): no rule was fitted yet";
+    if (mid_rows && sm90::tileCount(shape.M, shape.N, 1, tile) < kMidRowsMinTiles)
       return "at 257-511 rows GELU(tanh) was measured only on at least 96 tiles (Run AR)";
-    }
-    if (!decodeBatchFillsSms(shape))
+    if (!mid_rows && !decodeBatchFillsSms(shape))
       return "below 512 rows only decode batches were measured: one matrix of 64-256 rows, at least 96 "
              "tiles of 64x128 with three quarters of their rows real, or split-K (Runs AA, AC), and one "
              "matrix of 257-511 rows with GELU(tanh) (Run AR)";
@@ -356,7 +347,7 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
     // SiLU with a residual or a gate unmeasured and refused.
     const bool measured_silu_tile =
         tile.bm == 64 && tile.bn == 128 ? shape.M >= 192 : tile.bn == 256 && shape.K <= kSiluDecodeMinK;
-    if (silu && !(long_k_decode && silu_alone && shape.K >= kSiluDecodeMinK && measured_silu_tile))
+    if (!mid_rows && silu && !(long_k_decode && silu_alone && shape.K >= kSiluDecodeMinK && measured_silu_tile))
       return "SiLU is faster unfused below 512 rows but for SiLU alone on decode batches in one round of the tile "
              "it was measured on (64x128 from 192 rows at K >= 4096; 64x256 / 128x256 at K = 4096) (Runs AA, AO, AQ)";
     // the residual was measured only behind GELU(tanh) there (bench chain bias_gelu_resid)
@@ -518,12 +509,11 @@ double workShareThreshold(long long K, double k_cost, long long max_k = kFillRul
 }
 
 // The work-share refusal (above), with k_cost the K at which the unfused path's extra pass weighs
-// as much as a whole slot's work: a reason in words where the heuristic's tile does at most
+// as much as a whole slot's work: a reason in words where g, the heuristic's tile, does at most
 // K / (K + k_cost) of its slots' work, "" elsewhere or outside the rule's measured range.
-std::string workShareRefusal(const ProblemShape& s, double k_cost, long long above_rows, const char* unfused_path,
-                             sm90::EpilogueLoad epilogue, long long max_k = kFillRuleMaxK) {
+std::string workShareRefusal(const ProblemShape& s, const sm90::GemmConfig& g, double k_cost, long long above_rows,
+                             const char* unfused_path, long long max_k = kFillRuleMaxK) {
   if (!inWorkShareRange(s, above_rows)) return {};
-  const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms, epilogue);
   const double share = sm90::judgedWorkShare(s.M, s.N, s.B, g, kHopperSms), least = workShareThreshold(s.K, k_cost, max_k);
   // A tie is refused: 4096 x 768 at K = 4096 sits on the general threshold (8/11 both); the kernel
   // ran at par with cuBLAS + the epilogue kernel there (Run AH call 8: 0.98-1.02) but 0.91x eager
@@ -549,10 +539,9 @@ std::string workShareRefusal(const ProblemShape& s, double k_cost, long long abo
 // 0.66: 0.97x eager with bias+GELU; 320 x 4096 x 8192, 64x128 at 0.61, 5-8 % behind). Named misses
 // of that threshold, in three rounds: 320 x 3072 x 14336 (0.665 under 0.667, 7-9 % ahead) and 384
 // x 14336 x 14336 (0.80 under 0.90, 1.08-1.14x eager). The last row tile at least half real, as
-// measured (320, 448 rows of 128-row tiles; 257 rows: unmeasured).
-bool midRowsOneRoundAtLongK(const ProblemShape& s, sm90::EpilogueLoad epilogue) {
+// measured (320, 448 rows of 128-row tiles; 257 rows: unmeasured). (g: the heuristic's tile for s)
+bool midRowsOneRoundAtLongK(const ProblemShape& s, const sm90::GemmConfig& g) {
   if (s.B != 1 || s.M >= 512 || s.K <= kExpensiveEpilogueMaxK || s.K > kLongKRowsMaxK) return false;
-  const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, 1, kHopperSms, epilogue);
   return sm90::roundsOfTiles(s.M, s.N, 1, g, kHopperSms) == 1 && lastRowTileAtLeastHalfReal(s.M, g.bm);
 }
 
@@ -568,11 +557,12 @@ std::string unfusedPathFaster(const ProblemShape& s, sm90::EpilogueLoad epilogue
     return "a partial 128-column tile, at least a third of N's column tiles: cuBLAS + the epilogue kernel is faster "
            "(Runs AF, AG)";
   if (s.B != 1) return {};
+  const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms, epilogue);
   if (s.K >= 8192 && tiles < kSplitKMaxTiles && !(decodeBatchFillsSms(s) && s.M >= 128))
     return fmt::format("{} tiles of 64x128, too few to fill the SMs at K >= 8192: cuBLAS + the epilogue kernel is "
                        "faster (Run AE)",
                        tiles);
-  if (s.K >= 8192 && s.M <= 256 && !measuredTileInOneRound(s, epilogue))
+  if (s.K >= 8192 && s.M <= 256 && !measuredTileInOneRound(s, g))
     return "the tiles take more than one round at K >= 8192 below 257 rows: cuBLAS + the epilogue kernel is faster "
            "(Runs AK, AL)";
   if (s.M > 1024 && s.K >= kSixteenByteRowsMinK && s.N >= kFillRuleMinN && s.N % 16 != 0 && !s.b_kmajor)
@@ -580,10 +570,9 @@ std::string unfusedPathFaster(const ProblemShape& s, sm90::EpilogueLoad epilogue
                        "epilogue kernel is faster (Run AK)",
                        2 * s.N);
   if (s.M > kWorkShareAboveRows)
-    return midRowsOneRoundAtLongK(s, epilogue)
-               ? ""
-               : workShareRefusal(s, kFillRuleK, kWorkShareAboveRows, "cuBLAS + the epilogue kernel", epilogue);
-  const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms, epilogue);
+    return midRowsOneRoundAtLongK(s, g) ? ""
+                                        : workShareRefusal(s, g, kFillRuleK, kWorkShareAboveRows,
+                                                           "cuBLAS + the epilogue kernel");
   if (g.bm == 128 && s.K >= 4096 && lastRowTileAtMostAQuarterReal(s.M, g.bm))
     return fmt::format("the last 128-row tile holds {} real rows: cuBLAS + the epilogue kernel is faster (Run AE)",
                        s.M % g.bm);
@@ -847,8 +836,9 @@ std::string siluAgainstEagerRefusal(const spec::ChainSpec& spec, long long M, lo
   const EpilogueCost cost = epilogueCost(spec);
   if (!cost.silu || cost.expensive_ops != 1 || cost.residual) return {};
   const ProblemShape shape = sizedProblem(spec, M, N, K, B).shape;
+  // no residual (above): the tile of a light epilogue
+  const sm90::GemmConfig g = sm90::chooseConfig(shape.M, shape.N, shape.K, shape.B, kHopperSms, sm90::EpilogueLoad::Light);
   if (shape.B == 1 && shape.N <= 128 && splitKFor(shape) == 1) {  // kSiluNarrowLeastShare
-    const sm90::GemmConfig g = sm90::chooseConfig(shape.M, shape.N, shape.K, 1, kHopperSms, sm90::EpilogueLoad::Light);
     const double share = sm90::tileWorkShare(shape.M, shape.N, 1, g, kHopperSms);
     const bool measured_tile = g.bm == 128 && g.bn == 128 && sm90::roundsOfTiles(shape.M, shape.N, 1, g, kHopperSms) == 1;
     if (measured_tile && share < kSiluNarrowLeastShare)
@@ -856,8 +846,8 @@ std::string siluAgainstEagerRefusal(const spec::ChainSpec& spec, long long M, lo
                          "that beats cuBLAS + ATen's SiLU there (Runs AH, AQ)",
                          g.bm, g.bn, 100 * share, shape.N, 100 * kSiluNarrowLeastShare);
   }
-  const std::string why = workShareRefusal(shape, kFillRuleKSilu, kSiluWorkShareAboveRows, "cuBLAS + ATen's SiLU",
-                                           sm90::EpilogueLoad::Light, kSiluFillRuleMaxK);  // no residual (above)
+  const std::string why =
+      workShareRefusal(shape, g, kFillRuleKSilu, kSiluWorkShareAboveRows, "cuBLAS + ATen's SiLU", kSiluFillRuleMaxK);
   return why.empty() ? why : "SiLU alone: " + why;
 }
 
@@ -868,7 +858,7 @@ HopperWorkShare hopperWorkShareForSize(long long M, long long N, long long K) {
   w.bm = g.bm;
   w.bn = g.bn;
   w.share = sm90::judgedWorkShare(M, N, 1, g, kHopperSms);
-  if (inWorkShareRange(s, kWorkShareAboveRows) && !midRowsOneRoundAtLongK(s, sm90::EpilogueLoad::Light))
+  if (inWorkShareRange(s, kWorkShareAboveRows) && !midRowsOneRoundAtLongK(s, g))
     w.least = workShareThreshold(K, kFillRuleK);
   if (inWorkShareRange(s, kSiluWorkShareAboveRows))
     w.least_silu = workShareThreshold(K, kFillRuleKSilu, kSiluFillRuleMaxK);

@@ -55,13 +55,17 @@ GemmConfig tileConfig(int bm, int bn, int stages, bool pingpong) {
 long long slotArea(long long M, long long N, long long batch, const GemmConfig& c, int num_sms) {
   return roundsOfTiles(M, N, batch, c, num_sms) * c.bm * c.bn;
 }
+
+// Where a slot-area tie takes the larger tile, partial row tile or not (tileFillingTheSms, Run AR):
+// one matrix of 257-1024 rows.
+bool largerTileTakesTies(long long M, long long batch) { return batch == 1 && M > 256 && M <= 1024; }
 }  // namespace
 
 double judgedWorkShare(long long M, long long N, long long batch, const GemmConfig& chosen, int num_sms) {
   const double share = tileWorkShare(M, N, batch, chosen, num_sms);
   const GemmConfig t64x256 = tileConfig(64, 256, 5, true);
-  const bool tie_it_took = batch == 1 && M > 256 && M <= 1024 && chosen.bm == 128 && M % 128 != 0 &&
-                           M % 64 == 0 && slotArea(M, N, 1, chosen, num_sms) == slotArea(M, N, 1, t64x256, num_sms);
+  const bool tie_it_took = largerTileTakesTies(M, batch) && chosen.bm == 128 && M % 128 != 0 && M % 64 == 0 &&
+                           slotArea(M, N, 1, chosen, num_sms) == slotArea(M, N, 1, t64x256, num_sms);
   return tie_it_took ? std::max(share, tileWorkShare(M, N, 1, t64x256, num_sms)) : share;
 }
 
@@ -183,7 +187,7 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long ba
     if (batch == 1 && M % square.bm == 0 && K <= 4096 && epilogue_weighs)
       return leastSlotArea({square, wide, t64x256, narrow}, M, N, batch, num_sms, 6);
     return leastSlotArea({wide, square, t64x256, narrow}, M, N, batch, num_sms, batch == 1 ? 6 : 5,
-                         /*whole_rows_first=*/!(batch == 1 && M <= 1024));
+                         /*whole_rows_first=*/!largerTileTakesTies(M, batch));
   }
   // Up to 256 rows a wider tile is a candidate only where its tiles fill at least three quarters
   // of the SMs, as the measured ones did (112 tiles of 64x256 or 128x256 at N = 14336); with
