@@ -782,6 +782,11 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     (320, 4096, 2048, False, None),  # 80 tiles of 64x128
     (320, 4096, 8192, True, None),  # 64x128 in three rounds at K = 4096, share 0.61 (lost, Run AR)
     (384, 8192, 8192, False, None),  # three rounds, share 0.74 (lost, Run AR)
+    # session 31 (Run AS call 5): up to 256 rows, where 64x256 ping-pong is one tile per CTA, the
+    # residual takes 128x128 cooperative in one round of >= 96 tiles at K = 4096-8191
+    (256, 4096, 8192, True, "sm90_wgmma 128x128x64 s6 t384"),
+    (256, 4096, 8192, False, "sm90_wgmma 64x256x64 s5 t384 pingpong"),
+    (128, 4096, 16384, True, "sm90_wgmma 128x128x64 s6 t384"),
 ])
 def test_residual_dispatch_by_the_heuristic(unforced, M, K, N, residual, first):
     """The tile choice weighs a residual read (sm90::chooseConfig's EpilogueLoad; bench/RESULTS.md
@@ -792,8 +797,9 @@ def test_residual_dispatch_by_the_heuristic(unforced, M, K, N, residual, first):
     1025 rows at K = 4096-14336 the residual chain runs 128x128 ping-pong where 64x256 is the others'
     tile (session 27, Run AP). One matrix of 257-511 rows (session 30, Run AR): the kernel on at
     least 96 heuristic tiles, 128x128 cooperative where it ties 64x256, refused on fewer tiles and
-    by the work share but in one round at K >= 8192. One launch each; against float64 by relative
-    error, outputs poisoned."""
+    by the work share but in one round at K >= 8192. Up to 256 rows (session 31, Run AS) the residual
+    takes 128x128 cooperative where 64x256 ping-pong would run one tile per CTA. One launch each;
+    against float64 by relative error, outputs poisoned."""
     check_dispatch("residual-dispatch", M, K, N, first, residual)
 
 
