@@ -212,19 +212,20 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long ba
   // One round of 64x256 ping-pong gives each CTA one tile, so one of its two consumers idles, and
   // four row tiles read every column of the weight. 128x128 cooperative in one round runs both
   // consumers on its tile and reads the weight for two row tiles: with a residual it comes first
-  // where it has at least 96 whole tiles (one matrix, M and N multiples of 128: M = 128 at N =
-  // 12288-16896, M = 256 at N = 6144-8448) at K = 4096-8191 (from 8192 chooseConfig's long-K branch
-  // and config_table's measuredTileInOneRound decide; a shorter K was not measured). Measured on the H200 (bench/RESULTS.md Run AS call
-  // 5, 2026-12-03, compare_tiles, time / cuBLAS mm alone, GELU then the residual): 256 x 4096 x 8192
-  // 1.095 against 64x256's 1.295; 128 x 4096 x 14336 1.111 against 1.158 (Run AQ: 1.134 against
-  // 1.192). Bias+GELU gained too (1.045 against 1.151; 1.078 against 1.088), but SiLU alone is taken
-  // on decode batches only on the tiles it was measured on (64x256 here), and bias+ReLU+cast was
-  // not measured: light epilogues keep 64x256.
+  // where it has at least 96 whole tiles in one round (one matrix, M and N multiples of 128; at 132
+  // SMs, where 64x256 fills the SMs from 99 tiles: M = 128 at N = 12672-16896, M = 256 at N =
+  // 6272-8448), at K = 4096, as measured. A longer K was not measured, and there config_table's
+  // measuredTileInOneRound refuses a lone 128-row tile (M = 128 would leave the kernel); a shorter
+  // K was not measured either. Measured on the H200 (bench/RESULTS.md Run AS call 5, 2026-12-03,
+  // compare_tiles, time / cuBLAS mm alone, GELU then the residual): 256 x 4096 x 8192 1.095 against
+  // 64x256's 1.295; 128 x 4096 x 14336 1.111 against 1.158 (Run AQ: 1.134 against 1.192).
+  // Bias+GELU gained too (1.045 against 1.151; 1.078 against 1.088), but SiLU alone is taken on
+  // decode batches only on the tiles it was measured on (64x256 here), and bias+ReLU+cast was not
+  // measured: light epilogues keep 64x256.
   const GemmConfig square = tileConfig(128, 128, 6, false);
-  if (epilogue == EpilogueLoad::ReadsResidual && K >= 4096 && K < 8192 && c.bm == t64x256.bm && c.bn == t64x256.bn &&
-      batch == 1 && roundsOfTiles(M, N, batch, c, num_sms) == 1 &&
-      M % square.bm == 0 && N % square.bn == 0 && tileCount(M, N, batch, square) >= 96 &&
-      roundsOfTiles(M, N, batch, square, num_sms) == 1)
+  if (epilogue == EpilogueLoad::ReadsResidual && K == 4096 && c.bm == t64x256.bm && c.bn == t64x256.bn &&
+      batch == 1 && roundsOfTiles(M, N, batch, c, num_sms) == 1 && M % square.bm == 0 && N % square.bn == 0 &&
+      tileCount(M, N, batch, square) >= 96 && roundsOfTiles(M, N, batch, square, num_sms) == 1)
     return square;
   const long long edge_rows = M % narrow.bm;
   if (c.bm == narrow.bm && c.bn == narrow.bn && edge_rows != 0 && 4 * edge_rows < 3 * narrow.bm &&

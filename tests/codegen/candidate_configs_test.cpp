@@ -478,17 +478,20 @@ TEST(CandidateConfigs, TwoRoundsOf128x256TakeThe128x128PingPongWhereTheEpilogueW
   // a partial 256-column tile keeps session 21's 64x256 (measured with the residual chain among others)
   EXPECT_TRUE(pp64x256(sm90::chooseConfig(8192, 640, 4096, 1, 132, sm90::EpilogueLoad::ReadsResidual)));
   // Up to 256 rows, where 64x256 ping-pong runs one tile per CTA (one round: one consumer idles), a
-  // residual takes 128x128 cooperative in one round of at least 96 whole tiles at K = 4096-8191 (Run
-  // AS call 5: 256 x 4096 x 8192 1.095x mm against 1.295x, 128 x 4096 x 14336 1.111x against 1.158x);
-  // light epilogues, a longer or shorter K, and too few 128x128 tiles keep 64x256
+  // residual takes 128x128 cooperative in one round of at least 96 whole tiles at K = 4096 (Run AS
+  // call 5: 256 x 4096 x 8192 1.095x mm against 1.295x, 128 x 4096 x 14336 1.111x against 1.158x);
+  // light epilogues, another K (M = 128 at K = 6144 would leave the kernel: measuredTileInOneRound),
+  // partial 128-row or 128-column tiles and fewer than 96 of them keep 64x256
   const auto square_coop = [](const sm90::GemmConfig& c) { return c.bm == 128 && c.bn == 128 && !c.pingpong; };
-  for (const auto& [m, n] : {std::pair{256LL, 8192LL}, {128, 14336}, {128, 16384}}) {
+  for (const auto& [m, n] : {std::pair{256LL, 8192LL}, {256, 6272}, {128, 14336}, {128, 16384}, {128, 12672}}) {
     EXPECT_TRUE(square_coop(sm90::chooseConfig(m, n, 4096, 1, 132, sm90::EpilogueLoad::ReadsResidual))) << m << "x" << n;
     EXPECT_TRUE(pp64x256(sm90::chooseConfig(m, n, 4096, 1, 132))) << m << "x" << n;
-    EXPECT_TRUE(pp64x256(sm90::chooseConfig(m, n, 2048, 1, 132, sm90::EpilogueLoad::ReadsResidual))) << m << "x" << n;
+    for (const long long k : {2048LL, 6144LL, 8192LL})
+      EXPECT_TRUE(pp64x256(sm90::chooseConfig(m, n, k, 1, 132, sm90::EpilogueLoad::ReadsResidual))) << m << "x" << n << "x" << k;
   }
-  EXPECT_FALSE(square_coop(sm90::chooseConfig(256, 8192, 8192, 1, 132, sm90::EpilogueLoad::ReadsResidual)));
-  EXPECT_FALSE(square_coop(sm90::chooseConfig(192, 8192, 4096, 1, 132, sm90::EpilogueLoad::ReadsResidual)));  // rows
+  EXPECT_TRUE(pp64x256(sm90::chooseConfig(192, 8448, 4096, 1, 132, sm90::EpilogueLoad::ReadsResidual)));  // M % 128
+  EXPECT_TRUE(pp64x256(sm90::chooseConfig(256, 8256, 4096, 1, 132, sm90::EpilogueLoad::ReadsResidual)));  // N % 128
+  EXPECT_TRUE(pp64x256(sm90::chooseConfig(128, 7680, 4096, 1, 80, sm90::EpilogueLoad::ReadsResidual)));  // 60 tiles
 }
 
 TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {

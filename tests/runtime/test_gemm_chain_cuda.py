@@ -783,10 +783,12 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     (320, 4096, 8192, True, None),  # 64x128 in three rounds at K = 4096, share 0.61 (lost, Run AR)
     (384, 8192, 8192, False, None),  # three rounds, share 0.74 (lost, Run AR)
     # session 31 (Run AS call 5): up to 256 rows, where 64x256 ping-pong is one tile per CTA, the
-    # residual takes 128x128 cooperative in one round of >= 96 tiles at K = 4096-8191
+    # residual takes 128x128 cooperative in one round of >= 96 whole tiles at K = 4096 (at K = 6144
+    # a lone 128-row tile would leave the kernel: measuredTileInOneRound)
     (256, 4096, 8192, True, "sm90_wgmma 128x128x64 s6 t384"),
     (256, 4096, 8192, False, "sm90_wgmma 64x256x64 s5 t384 pingpong"),
     (128, 4096, 16384, True, "sm90_wgmma 128x128x64 s6 t384"),
+    (128, 6144, 14336, True, "sm90_wgmma 64x256x64 s5 t384 pingpong"),
 ])
 def test_residual_dispatch_by_the_heuristic(unforced, M, K, N, residual, first):
     """The tile choice weighs a residual read (sm90::chooseConfig's EpilogueLoad; bench/RESULTS.md
