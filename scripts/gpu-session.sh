@@ -56,6 +56,9 @@
 #   scripts/gpu-session.sh activations [SHAPES]  session 28's SiLU / GELU-alone rules: their dispatch
 #                                         GPU tests, then the planner's choice end to end against
 #                                         eager at the shapes they changed and out of sample (~3 min)
+#   scripts/gpu-session.sh oneround [SHAPES]  session 31's residual rule (128x128 cooperative where
+#                                         64x256 ping-pong runs one round at <= 256 rows): dispatch
+#                                         cases, every candidate, end to end, out of sample (~6 min)
 #   scripts/gpu-session.sh midrows [SHAPES]  one matrix of 257-511 rows (GELU chains taken since Run
 #                                         AR, SiLU alone refused): every autotune candidate beside
 #                                         cuBLAS + the epilogue kernel (compare_tiles, tile_rule_check),
@@ -312,6 +315,22 @@ case "$part" in
     OUT=$LOGS timeout 300 python3 bench/bench_chains.py --rounds 5 --op-unfused --mkn "$shapes" \
       --chains silu,bias_gelu > "$LOGS/activations_e2e.txt" 2>&1
     grep -A40 "^ *shape" "$LOGS/activations_e2e.txt" | head -n 40
+    ;;
+  oneround)
+    # bench/RESULTS.md Run AS call 5: up to 256 rows, where 64x256 ping-pong runs one tile per CTA
+    # (one round: one consumer idles), the residual chain takes 128x128 cooperative at K = 4096
+    # (sm90 tileFillingTheSms). Its dispatch cases, then every autotune candidate and the planner's
+    # choice end to end at shapes out of sample (in the rule's band, and at another K where it does
+    # not apply), all four bench chains (light epilogues keep 64x256: are they slower there too?)
+    build
+    timeout 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/runtime/test_gemm_chain_cuda.py \
+      -k "dispatch_by_the_heuristic" -n 8 > "$LOGS/dispatch_tests.txt" 2>&1
+    tail -n 1 "$LOGS/dispatch_tests.txt"; grep -E "^(FAILED|ERROR)" "$LOGS/dispatch_tests.txt" | head -n 20
+    shapes=${2:-128x4096x16384,256x4096x7168,128x4096x12800,256x2048x8192,256x6144x8192,128x6144x14336}
+    tiles_checked oneround 200 "$shapes"
+    OUT=$LOGS timeout 150 python3 bench/bench_chains.py --rounds 5 --op-unfused --mkn "$shapes" \
+      --chains bias_gelu_resid,bias_gelu,bias_relu_cast,silu > "$LOGS/oneround_e2e.txt" 2>&1
+    grep -A30 "^ *shape" "$LOGS/oneround_e2e.txt" | head -n 30
     ;;
   midrows)
     # bench/RESULTS.md Runs AQ call 9 and AR call 2 (the default shapes, from which the mid-row rules
