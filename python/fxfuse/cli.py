@@ -1,6 +1,6 @@
 """Command line: ``fxfuse`` / ``python -m fxfuse``.
 
-    fxfuse rewrite in.pt2 -o out.pt2 [--dump DIR] [--min-k N] [--no-fp32]
+    fxfuse rewrite in.pt2 -o out.pt2 [--dump DIR] [--min-k N] [--no-fp32] [--precompile-sizes 1,16,512]
     fxfuse report in.pt2 [--json]
     fxfuse version
 """
@@ -17,7 +17,19 @@ __all__ = ["main"]
 def _options(args):
     from .pass_driver import Options
 
-    return Options(min_k=args.min_k, allow_fp32=not args.no_fp32, arch=args.arch)
+    return Options(min_k=args.min_k, allow_fp32=not args.no_fp32, arch=args.arch,
+                   precompile_sizes=getattr(args, "precompile_sizes", ()))
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    """--precompile-sizes 1,16,512 (positive integers, comma-separated)."""
+    try:
+        sizes = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of integers: {text!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"sizes must be positive integers: {text!r}")
+    return sizes
 
 
 def _cmd_rewrite(args) -> int:
@@ -76,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
     common(rw)
     rw.add_argument("-o", "--output", required=True)
     rw.add_argument("--dump", default=None, metavar="DIR", help="write a dump folder (graphs, report, kernels)")
+    rw.add_argument("--precompile-sizes", type=_sizes, default=(), metavar="M,M,...",
+                    help="with a symbolic batch dim, also compile each fused chain's kernels for these sizes "
+                         "now, into this machine's kernel cache (on a GPU machine)")
     rw.set_defaults(fn=_cmd_rewrite)
 
     rp = sub.add_parser("report", help="print what would fuse and every rejection reason")

@@ -41,6 +41,10 @@ class Options:
     epilogue: bool = True                # fuse ops after the GEMM
     arch: str | None = None              # "sm_90"; None: the current device's, else sm_90
     precompile: bool = True              # compile CUDA kernels while the model compiles
+    # Sizes for the symbolic dims of each fused chain's inputs (e.g. the batch sizes a server will
+    # see): their kernels compile with the model too, not at the first call of each size (the op
+    # picks its kernel by M at run time: gemv, tiles). Every symbolic dim takes the size in turn.
+    precompile_sizes: tuple[int, ...] = ()
     autotune: bool = False               # time every candidate kernel and ATen per chain (autotune.py); also FXFUSE_AUTOTUNE=1
     only_profitable: bool = True         # leave CUDA chains unfused where no fast kernel exists (symbolic M at its hint)
     # What runs a chain left unfused, which a fused kernel must beat: "inductor" (the
@@ -51,6 +55,11 @@ class Options:
     def __post_init__(self) -> None:
         if self.baseline not in (None, "eager", "inductor"):
             raise ValueError(f"fxfuse option baseline={self.baseline!r}: must be 'eager', 'inductor' or None")
+        sizes = self.precompile_sizes
+        if isinstance(sizes, (str, bytes)) or not all(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in sizes):
+            raise ValueError(f"fxfuse option precompile_sizes={sizes!r}: must be positive integers")
+        object.__setattr__(self, "precompile_sizes", tuple(sorted(set(sizes))))  # frozen: a list becomes a key
 
     @staticmethod
     def from_kwargs(**kw: Any) -> "Options":
@@ -183,6 +192,19 @@ def _hint(d: Any, default: int = 1024) -> int:
     return int(d)
 
 
+def _sized(d: Any, size: int | None, default: int = 1024) -> int:
+    """A concrete value for a (possibly symbolic) size, stride or offset: with ``size``, every
+    symbol in it set to ``size`` (a stride such as s0 * 4096 follows its dim); else its hint."""
+    if size is None or not isinstance(d, torch.SymInt):
+        return _hint(d, default)
+    expr = d.node.expr
+    return int(expr.xreplace({sym: size for sym in expr.free_symbols}))
+
+
+def _is_symbolic(v: torch.Tensor) -> bool:
+    return any(isinstance(d, torch.SymInt) and d.node.expr.free_symbols for d in v.shape)
+
+
 def gemm_sizes(spec: str, vals: list[Any], out: Any) -> tuple[int, int, int, int] | None:
     """(M, N, K, B) of a chain from its spec, its inputs' values and its first output's value
     (symbolic dims at their hints); None when the meta is missing or K cannot be read."""
@@ -226,31 +248,44 @@ def _precompile(result: ApplyResult, options: Options, plan: dict[str, Any]) -> 
     tuning = autotune.enabled(options.autotune)
     if fn is None or not (options.precompile or tuning):  # measuring compiles anyway
         return
-    jobs = []
-    for rid, node in sorted(result.fused_nodes.items()):
-        vals = [n.meta.get("val") if isinstance(n, torch.fx.Node) else None for n in node.args[0]]
-        if vals and all(isinstance(v, torch.Tensor) for v in vals) and vals[0].device.type == "cuda":
-            jobs.append((rid, node.args[1], vals))
-    tuned = compile_chains(jobs, _empty_like_meta, fn, autotune.tune if tuning else None)
+    at_hints, sized = precompile_jobs(result, options.precompile_sizes if options.precompile else ())
+    tuned = compile_chains(at_hints, _empty_like_meta, fn, autotune.tune if tuning else None)
     if tuned:
         plan["autotune"] = tuned
+    # the other sizes compile only: the autotune measures at the hints
+    compile_chains(sized, lambda job: _empty_like_meta(*job), fn, None)
 
 
-def _empty_like_meta(vals: list[torch.Tensor]) -> list[torch.Tensor]:
+def precompile_jobs(result: ApplyResult, sizes: tuple[int, ...], device_type: str = "cuda") -> tuple[
+        list[tuple[int, str, list[torch.Tensor]]], list[tuple[int, str, tuple[list[torch.Tensor], int]]]]:
+    """The compile jobs of the fused chains whose inputs are on ``device_type``: (rewrite id,
+    spec, input metas) at the symbolic dims' hints, and (rewrite id, spec, (metas, size)) for each
+    of ``sizes`` where a chain has a symbolic dim (Options.precompile_sizes)."""
+    at_hints, sized = [], []
+    for rid, node in sorted(result.fused_nodes.items()):
+        vals = [n.meta.get("val") if isinstance(n, torch.fx.Node) else None for n in node.args[0]]
+        if vals and all(isinstance(v, torch.Tensor) for v in vals) and vals[0].device.type == device_type:
+            at_hints.append((rid, node.args[1], vals))
+            if any(_is_symbolic(v) for v in vals):
+                sized.extend((rid, node.args[1], (vals, size)) for size in sizes)
+    return at_hints, sized
+
+
+def _empty_like_meta(vals: list[torch.Tensor], size: int | None = None) -> list[torch.Tensor]:
     """Stand-ins with the metas' shapes, strides and storage offsets (the op keys kernels and
-    choices by base alignment too), symbolic dims at their hints."""
+    choices by base alignment too), symbolic dims at their hints, or all at ``size``."""
     from .autotune import storage_elements
 
     out = []
     for v in vals:
-        shape, stride = [_hint(d) for d in v.shape], [_hint(s, 1) for s in v.stride()]
-        offset = _hint(v.storage_offset(), 0)
+        shape, stride = [_sized(d, size) for d in v.shape], [_sized(s, size, 1) for s in v.stride()]
+        offset = _sized(v.storage_offset(), size, 0)
         base = torch.empty(storage_elements(shape, stride, offset), dtype=v.dtype, device=v.device)
         out.append(base.as_strided(shape, stride, offset))
     return out
 
 
-def compile_chains(jobs: list[tuple[int, str, list[Any]]], make_inputs: Callable[[list[Any]], list[torch.Tensor]],
+def compile_chains(jobs: list[tuple[int, str, Any]], make_inputs: Callable[[Any], list[torch.Tensor]],
                    compile_fn: Callable[[list[torch.Tensor], str], None],
                    tune: Callable[[list[torch.Tensor], str], dict[str, Any]] | None) -> list[dict[str, Any]]:
     """Compiles each (rewrite id, spec, input metas) job's kernel with ``compile_fn`` on inputs

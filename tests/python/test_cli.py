@@ -48,3 +48,19 @@ def test_cli_errors(tmp_path):
     assert res.returncode == 2 and "error" in res.stderr
     res = run_cli("version")
     assert res.returncode == 0 and "torch" in res.stdout
+
+
+def test_cli_precompile_sizes_are_parsed_and_checked(tmp_path):
+    """--precompile-sizes reaches Options (a CPU program compiles no kernels: the rewrite still
+    runs); a malformed list is refused by the parser before anything loads."""
+    from fxfuse.cli import _options, _parser
+
+    args = _parser().parse_args(["rewrite", "in.pt2", "-o", "out.pt2", "--precompile-sizes", "512,1,16"])
+    assert _options(args).precompile_sizes == (1, 16, 512)
+    assert _options(_parser().parse_args(["report", "in.pt2"])).precompile_sizes == ()
+    _, path = _saved_mlp(tmp_path)
+    res = run_cli("rewrite", str(path), "-o", str(tmp_path / "out.pt2"), "--precompile-sizes", "1,16")
+    assert res.returncode == 0, res.stderr
+    for bad in ("0,16", "a,b", ","):
+        res = run_cli("rewrite", str(path), "-o", str(tmp_path / "bad.pt2"), "--precompile-sizes", bad)
+        assert res.returncode == 2 and "precompile-sizes" in res.stderr, (bad, res.stderr)
