@@ -77,6 +77,25 @@ def test_dynamic_one_graph_for_every_m():
     assert s["launches"] - first["launches"] == len(sizes)
 
 
+def test_precompile_sizes_compile_with_the_model():
+    """precompile_sizes: with a dynamic batch, the kernels of the listed sizes are loaded while the
+    model compiles (its first call), so calls at those sizes load nothing more (session 31)."""
+    model = MLP(256, 1024, "gelu_tanh").to(DEV, torch.bfloat16).eval()
+    sizes = (3, 100, 1000)
+    compiled = torch.compile(model, backend=fxfuse.backend_with(**FUSE_ALL, precompile_sizes=sizes), dynamic=True)
+    loaded = lambda s: s.get("kernels_compiled", 0) + s.get("disk_hits", 0)  # noqa: E731 - compiled or read
+    with torch.no_grad():
+        x = torch.randn(17, 256, device=DEV, dtype=torch.bfloat16)
+        assert rel_err(compiled(x), model(x)) < BF16_TOL
+        first = fxfuse.stats()
+        for m in sizes:
+            x = torch.randn(m, 256, device=DEV, dtype=torch.bfloat16)
+            assert rel_err(compiled(x), model(x)) < BF16_TOL
+    s = fxfuse.stats()
+    assert s["graphs_seen"] == 1
+    assert loaded(s) == loaded(first), "a listed size loaded its kernel at its first call"
+
+
 def test_training_backward_bf16():
     torch.manual_seed(0)
     model = MLP(256, 1024, "gelu_tanh").to(DEV, torch.bfloat16)
