@@ -89,8 +89,8 @@ def _parser() -> argparse.ArgumentParser:
     rw.add_argument("-o", "--output", required=True)
     rw.add_argument("--dump", default=None, metavar="DIR", help="write a dump folder (graphs, report, kernels)")
     rw.add_argument("--precompile-sizes", type=_sizes, default=(), metavar="M,M,...",
-                    help="with a symbolic batch dim, also compile each fused chain's kernels for these sizes "
-                         "now, into this machine's kernel cache (on a GPU machine)")
+                    help="with a symbolic batch dim, also compile each fused chain's kernels for these row "
+                         "counts M now, into this machine's kernel cache (on a GPU machine)")
     rw.set_defaults(fn=_cmd_rewrite)
 
     rp = sub.add_parser("report", help="print what would fuse and every rejection reason")

@@ -41,9 +41,11 @@ class Options:
     epilogue: bool = True                # fuse ops after the GEMM
     arch: str | None = None              # "sm_90"; None: the current device's, else sm_90
     precompile: bool = True              # compile CUDA kernels while the model compiles
-    # Sizes for the symbolic dims of each fused chain's inputs (e.g. the batch sizes a server will
-    # see): their kernels compile with the model too, not at the first call of each size (the op
-    # picks its kernel by M at run time: gemv, tiles). Every symbolic dim takes the size in turn.
+    # Row counts M (tokens: batch x sequence) a fused chain with a symbolic M will run at, e.g. the
+    # batch sizes a server sees: their kernels compile with the model too, not at the first call of
+    # each size (the op picks its kernel by M at run time: gemv, tiles). Where M is c x one symbol,
+    # that symbol takes M / c (sizes it does not divide, or outside the symbol's range, are
+    # skipped); other symbols stay at their hints.
     precompile_sizes: tuple[int, ...] = ()
     autotune: bool = False               # time every candidate kernel and ATen per chain (autotune.py); also FXFUSE_AUTOTUNE=1
     only_profitable: bool = True         # leave CUDA chains unfused where no fast kernel exists (symbolic M at its hint)
@@ -56,9 +58,12 @@ class Options:
         if self.baseline not in (None, "eager", "inductor"):
             raise ValueError(f"fxfuse option baseline={self.baseline!r}: must be 'eager', 'inductor' or None")
         sizes = self.precompile_sizes
-        if isinstance(sizes, (str, bytes)) or not all(
-                isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in sizes):
-            raise ValueError(f"fxfuse option precompile_sizes={sizes!r}: must be positive integers")
+        try:
+            sizes = tuple(sizes) if not isinstance(sizes, (str, bytes)) else None
+        except TypeError:
+            sizes = None
+        if sizes is None or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in sizes):
+            raise ValueError(f"fxfuse option precompile_sizes={self.precompile_sizes!r}: must be positive integers")
         object.__setattr__(self, "precompile_sizes", tuple(sorted(set(sizes))))  # frozen: a list becomes a key
 
     @staticmethod
@@ -192,17 +197,58 @@ def _hint(d: Any, default: int = 1024) -> int:
     return int(d)
 
 
-def _sized(d: Any, size: int | None, default: int = 1024) -> int:
-    """A concrete value for a (possibly symbolic) size, stride or offset: with ``size``, every
-    symbol in it set to ``size`` (a stride such as s0 * 4096 follows its dim); else its hint."""
-    if size is None or not isinstance(d, torch.SymInt):
+def _expr(d: Any) -> Any:
+    """The sympy expression of a symbolic size, or None (a plain int, or a SymInt without one)."""
+    return getattr(d.node, "expr", None) if isinstance(d, torch.SymInt) else None
+
+
+def _sized(d: Any, values: dict[Any, int] | None, default: int = 1024) -> int:
+    """A concrete value for a (possibly symbolic) size, stride or offset: with ``values``, its
+    symbols set to them (a stride such as s0 * 4096 follows its dim), others at their hints;
+    without, its hint."""
+    expr = _expr(d)
+    if values is None or expr is None:
         return _hint(d, default)
-    expr = d.node.expr
-    return int(expr.xreplace({sym: size for sym in expr.free_symbols}))
+    env = getattr(d.node, "shape_env", None)
+    hints = getattr(env, "backed_var_to_val", None) or getattr(env, "var_to_val", None) or {} if env else {}
+    return int(expr.xreplace({sym: values.get(sym, hints.get(sym, default)) for sym in expr.free_symbols}))
 
 
-def _is_symbolic(v: torch.Tensor) -> bool:
-    return any(isinstance(d, torch.SymInt) and d.node.expr.free_symbols for d in v.shape)
+def _m_values(spec: str, out: Any, sizes: tuple[int, ...]) -> list[dict[Any, int]]:
+    """For each size of Options.precompile_sizes that M (the product of the output's row dims:
+    all but the last, and the batch dim of a bmm) can take: the value of M's one symbol there.
+    None of them where M has no symbol, several, or is not c x symbol; a size c does not divide
+    or outside the symbol's range is skipped."""
+    import sympy
+
+    if not sizes or not isinstance(out, torch.Tensor):
+        return []
+    dims = out.shape[1:-1] if "\ngemm bmm" in spec else out.shape[:-1]
+    m = sympy.Integer(1)
+    for d in dims:
+        e = _expr(d)
+        if isinstance(d, torch.SymInt) and e is None:
+            return []
+        m *= e if e is not None else int(d)
+    if len(m.free_symbols) != 1:
+        return []
+    (sym,) = m.free_symbols
+    c = sympy.sympify(m.xreplace({sym: sympy.Integer(1)}))
+    if not (c.is_Integer and int(c) >= 1 and sympy.simplify(m - c * sym) == 0):
+        return []
+    c = int(c)
+    env = next((getattr(d.node, "shape_env", None) for d in dims if _expr(d) is not None), None)
+    bounds = getattr(env, "var_to_range", {}).get(sym) if env is not None else None
+    out_values = []
+    for size in sizes:
+        v = size // c
+        if size % c or v < 1:
+            continue
+        if bounds is not None and ((bounds.lower.is_finite and v < int(bounds.lower)) or
+                                   (bounds.upper.is_finite and v > int(bounds.upper))):
+            continue
+        out_values.append({sym: v})
+    return out_values
 
 
 def gemm_sizes(spec: str, vals: list[Any], out: Any) -> tuple[int, int, int, int] | None:
@@ -248,7 +294,11 @@ def _precompile(result: ApplyResult, options: Options, plan: dict[str, Any]) -> 
     tuning = autotune.enabled(options.autotune)
     if fn is None or not (options.precompile or tuning):  # measuring compiles anyway
         return
-    at_hints, sized = precompile_jobs(result, options.precompile_sizes if options.precompile else ())
+    try:
+        at_hints, sized = precompile_jobs(result, options.precompile_sizes if options.precompile else ())
+    except Exception as e:  # noqa: BLE001 - reading the metas must not fail the model's compile
+        log.warning("fxfuse: precompile skipped: %s", e)
+        return
     tuned = compile_chains(at_hints, _empty_like_meta, fn, autotune.tune if tuning else None)
     if tuned:
         plan["autotune"] = tuned
@@ -257,29 +307,33 @@ def _precompile(result: ApplyResult, options: Options, plan: dict[str, Any]) -> 
 
 
 def precompile_jobs(result: ApplyResult, sizes: tuple[int, ...], device_type: str = "cuda") -> tuple[
-        list[tuple[int, str, list[torch.Tensor]]], list[tuple[int, str, tuple[list[torch.Tensor], int]]]]:
+        list[tuple[int, str, list[torch.Tensor]]], list[tuple[int, str, tuple[list[torch.Tensor], dict[Any, int]]]]]:
     """The compile jobs of the fused chains whose inputs are on ``device_type``: (rewrite id,
-    spec, input metas) at the symbolic dims' hints, and (rewrite id, spec, (metas, size)) for each
-    of ``sizes`` where a chain has a symbolic dim (Options.precompile_sizes)."""
+    spec, input metas) at the symbolic dims' hints, and (rewrite id, spec, (metas, {M's symbol:
+    value})) for each of ``sizes`` M can take (Options.precompile_sizes; _m_values), ordered by
+    size, so that the compile threads take different chains' kernels at once."""
     at_hints, sized = [], []
     for rid, node in sorted(result.fused_nodes.items()):
         vals = [n.meta.get("val") if isinstance(n, torch.fx.Node) else None for n in node.args[0]]
         if vals and all(isinstance(v, torch.Tensor) for v in vals) and vals[0].device.type == device_type:
             at_hints.append((rid, node.args[1], vals))
-            if any(_is_symbolic(v) for v in vals):
-                sized.extend((rid, node.args[1], (vals, size)) for size in sizes)
-    return at_hints, sized
+            outs = node.meta.get("val")
+            out = outs[0] if isinstance(outs, (list, tuple)) and outs else outs
+            sized.extend((i, rid, node.args[1], (vals, values))
+                         for i, values in enumerate(_m_values(node.args[1], out, sizes)))
+    sized.sort(key=lambda job: (job[0], job[1]))
+    return at_hints, [job[1:] for job in sized]
 
 
-def _empty_like_meta(vals: list[torch.Tensor], size: int | None = None) -> list[torch.Tensor]:
+def _empty_like_meta(vals: list[torch.Tensor], values: dict[Any, int] | None = None) -> list[torch.Tensor]:
     """Stand-ins with the metas' shapes, strides and storage offsets (the op keys kernels and
-    choices by base alignment too), symbolic dims at their hints, or all at ``size``."""
+    choices by base alignment too), symbolic dims at their hints, or at ``values``."""
     from .autotune import storage_elements
 
     out = []
     for v in vals:
-        shape, stride = [_sized(d, size) for d in v.shape], [_sized(s, size, 1) for s in v.stride()]
-        offset = _sized(v.storage_offset(), size, 0)
+        shape, stride = [_sized(d, values) for d in v.shape], [_sized(s, values, 1) for s in v.stride()]
+        offset = _sized(v.storage_offset(), values, 0)
         base = torch.empty(storage_elements(shape, stride, offset), dtype=v.dtype, device=v.device)
         out.append(base.as_strided(shape, stride, offset))
     return out
