@@ -1,11 +1,11 @@
-"""Model-compile-time kernel compiles (pass_driver.compile_chains): distinct kernels compile in
+"""Model-compile-time kernel compiles (fxfuse/precompile.py compile_chains): distinct kernels compile in
 parallel threads, failures only log, and with autotune the chains are measured one at a time."""
 from __future__ import annotations
 
 import threading
 import time
 
-from fxfuse.pass_driver import compile_chains
+from fxfuse.precompile import compile_chains
 
 
 def _jobs(specs):
@@ -72,10 +72,10 @@ def test_stand_in_inputs_keep_strides_and_storage_offsets():
     stand-in must start at the same offset."""
     import torch
 
-    from fxfuse.pass_driver import _empty_like_meta
+    from fxfuse.precompile import empty_like_meta
 
     qkv = torch.empty(16, 3 * 64, dtype=torch.bfloat16)
     likes = [qkv[:, 64:128], qkv.t(), torch.empty(4, 1, dtype=torch.int8).expand(4, 6)]
-    for like, got in zip(likes, _empty_like_meta(likes)):
+    for like, got in zip(likes, empty_like_meta(likes)):
         assert (got.shape, got.stride(), got.storage_offset(), got.dtype) == (
             like.shape, like.stride(), like.storage_offset(), like.dtype)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fxfuse.pass_driver import Options, _empty_like_meta, precompile_jobs, run_on_graph
+from fxfuse.pass_driver import Options, run_on_graph
+from fxfuse.precompile import empty_like_meta, precompile_jobs
 
 
 class _Chain(torch.nn.Module):
@@ -56,9 +57,9 @@ def test_one_job_per_size_m_can_take_with_the_symbol_at_the_size():
     assert len(at_hints) == 1 and len(sized) == 2
     rid, spec, metas = at_hints[0]
     assert [job[:2] for job in sized] == [(rid, spec)] * 2
-    assert _rows(_empty_like_meta(metas))[0] == 8  # the example's batch: the hint
+    assert _rows(empty_like_meta(metas))[0] == 8  # the example's batch: the hint
     for (_, _, (job_metas, values)), want in zip(sized, (16, 3000)):
-        stand_ins = _empty_like_meta(job_metas, values)
+        stand_ins = empty_like_meta(job_metas, values)
         m, x = _rows(stand_ins)
         assert m == want and x.stride() == (64, 1)
         # r [batch, 48] follows the same symbol; the weight and bias stay as they are
@@ -74,8 +75,8 @@ def test_m_of_a_batch_times_a_fixed_sequence_divides_by_the_sequence():
     # x [batch, 4, 64]: M = 4 x batch; M = 64 -> batch 16, M = 66 is not a multiple of 4: skipped
     res = _fused_graph((3, 4, 64), {0: torch.export.Dim("batch", min=2, max=1024)})
     _, sized = precompile_jobs(res.applied, (64, 66, 400), device_type="cpu")
-    assert [_rows(_empty_like_meta(*job[2]))[0] for job in sized] == [64, 400]
-    assert _rows(_empty_like_meta(*sized[0][2]))[1].shape == (16, 4, 64)
+    assert [_rows(empty_like_meta(*job[2]))[0] for job in sized] == [64, 400]
+    assert _rows(empty_like_meta(*sized[0][2]))[1].shape == (16, 4, 64)
 
 
 def test_m_with_two_symbols_or_none_compiles_at_the_hints_only():
@@ -94,12 +95,12 @@ def test_the_pass_asks_the_op_to_compile_every_size(monkeypatch):
     """The whole path: run_on_graph with precompile on calls `_C.precompile` once at the hints
     and once per size, with stand-ins of those sizes (the CUDA filter widened to this CPU graph)."""
     import fxfuse._C as C
-    from fxfuse import pass_driver
+    from fxfuse import precompile
 
     calls = []
     monkeypatch.setattr(C, "precompile", lambda inputs, spec: calls.append([tuple(t.shape) for t in inputs]))
-    real_jobs = pass_driver.precompile_jobs
-    monkeypatch.setattr(pass_driver, "precompile_jobs", lambda result, sizes: real_jobs(result, sizes, "cpu"))
+    real_jobs = precompile.precompile_jobs
+    monkeypatch.setattr(precompile, "precompile_jobs", lambda result, sizes: real_jobs(result, sizes, "cpu"))
     batch = torch.export.Dim("batch", min=2, max=4096)
     ep = torch.export.export(_Chain(), (torch.randn(8, 64), torch.randn(8, 48)),
                              dynamic_shapes={"x": {0: batch}, "r": {0: batch}})
