@@ -19,7 +19,7 @@ from . import stats as _stats
 from .apply_plan import ApplyResult, apply_plan
 from .dump import dump_root, write_graph_dump
 from .ir_export import format_dim, graph_to_ir
-from .precompile import precompile, size_hint as _hint
+from .precompile import precompile, row_dims, size_hint
 from .report import format_report
 
 log = logging.getLogger("fxfuse")
@@ -194,19 +194,17 @@ def gemm_sizes(spec: str, vals: list[Any], out: Any) -> tuple[int, int, int, int
     (symbolic dims at their hints); None when the meta is missing or K cannot be read."""
     if not isinstance(out, torch.Tensor):
         return None
-    bmm = "\ngemm bmm" in spec
-    out_shape = [_hint(d) for d in out.shape]
-    n, b = out_shape[-1], (out_shape[0] if bmm else 1)
+    n, b = size_hint(out.shape[-1]), (size_hint(out.shape[0]) if "\ngemm bmm" in spec else 1)
     m = 1
-    for d in (out_shape[1:-1] if bmm else out_shape[:-1]):
-        m *= d
+    for d in row_dims(spec, out):
+        m *= size_hint(d)
     for line in spec.splitlines():
         tok = line.split()
         if len(tok) >= 6 and tok[2] == "input" and "k" in tok[5]:
             dims = tok[5].strip("[]").split(",")
             val = vals[int(tok[3])] if int(tok[3]) < len(vals) else None
             if isinstance(val, torch.Tensor) and len(dims) == val.dim():
-                return m, n, _hint(val.shape[dims.index("k")]), b
+                return m, n, size_hint(val.shape[dims.index("k")]), b
     return None
 
 

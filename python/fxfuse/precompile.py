@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("fxfuse")
 
-__all__ = ["precompile", "precompile_jobs", "empty_like_meta", "compile_chains", "size_hint"]
+__all__ = ["precompile", "precompile_jobs", "empty_like_meta", "compile_chains", "size_hint", "row_dims"]
 
 
 def size_hint(d: Any, default: int = 1024) -> int:
@@ -48,6 +48,12 @@ def _sized(d: Any, values: dict[Any, int] | None, default: int = 1024) -> int:
     return int(expr.xreplace({sym: values.get(sym, hints.get(sym, default)) for sym in expr.free_symbols}))
 
 
+def row_dims(spec: str, out: torch.Tensor) -> tuple[Any, ...]:
+    """The dims of a chain's output whose product is M: all but the last (columns), and not a
+    bmm's leading batch dim."""
+    return tuple(out.shape[1:-1] if "\ngemm bmm" in spec else out.shape[:-1])
+
+
 def _m_values(spec: str, out: Any, sizes: tuple[int, ...]) -> list[dict[Any, int]]:
     """For each size of Options.precompile_sizes that M (the product of the output's row dims:
     all but the last, and the batch dim of a bmm) can take: the value of M's one symbol there.
@@ -57,7 +63,7 @@ def _m_values(spec: str, out: Any, sizes: tuple[int, ...]) -> list[dict[Any, int
 
     if not sizes or not isinstance(out, torch.Tensor):
         return []
-    dims = out.shape[1:-1] if "\ngemm bmm" in spec else out.shape[:-1]
+    dims = row_dims(spec, out)
     m = sympy.Integer(1)
     for d in dims:
         e = _expr(d)
