@@ -131,6 +131,16 @@ GemmConfig tile128x128(long long M, long long N, long long batch, int num_sms) {
   return tileConfig(128, 128, 6, tileCount(M, N, batch, tileConfig(128, 128, 6, false)) > num_sms);
 }
 
+// 128x128 cooperative, its tiles whole (one matrix, M and N multiples of 128) and at least 96 of
+// them (73 % of the SMs, as a decode batch) in one round: below 257 rows the tile of both one-round
+// rules (chooseConfig at K >= 8192, tileFillingTheSms with a residual at K = 4096).
+const GemmConfig kSquareCooperative = tileConfig(128, 128, 6, false);
+bool wholeSquareTilesInOneRound(long long M, long long N, long long batch, int num_sms) {
+  const GemmConfig& sq = kSquareCooperative;
+  return batch == 1 && M % sq.bm == 0 && N % sq.bn == 0 && tileCount(M, N, batch, sq) >= 96 &&
+         roundsOfTiles(M, N, batch, sq, num_sms) == 1;
+}
+
 GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long batch, int num_sms,
                              EpilogueLoad epilogue) {
   const GemmConfig wide = tileConfig(128, 256, 4, false), t64x256 = tileConfig(64, 256, 5, true),
@@ -222,11 +232,9 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long ba
   // Bias+GELU gained too (1.045 against 1.151; 1.078 against 1.088), but SiLU alone is taken on
   // decode batches only on the tiles it was measured on (64x256 here), and bias+ReLU+cast was not
   // measured: light epilogues keep 64x256.
-  const GemmConfig square = tileConfig(128, 128, 6, false);
   if (epilogue == EpilogueLoad::ReadsResidual && K == 4096 && c.bm == t64x256.bm && c.bn == t64x256.bn &&
-      batch == 1 && roundsOfTiles(M, N, batch, c, num_sms) == 1 && M % square.bm == 0 && N % square.bn == 0 &&
-      tileCount(M, N, batch, square) >= 96 && roundsOfTiles(M, N, batch, square, num_sms) == 1)
-    return square;
+      roundsOfTiles(M, N, batch, c, num_sms) == 1 && wholeSquareTilesInOneRound(M, N, batch, num_sms))
+    return kSquareCooperative;
   const long long edge_rows = M % narrow.bm;
   if (c.bm == narrow.bm && c.bn == narrow.bn && edge_rows != 0 && 4 * edge_rows < 3 * narrow.bm &&
       tileCount(M, N, batch, narrow) > num_sms && fills(wide) && tileCount(M, N, batch, wide) <= num_sms)
@@ -279,13 +287,10 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     // 1.08-1.26x eager (Run AM). At 128 x 14336 x 12288 it ran 1.07-1.20x (64x128 in two rounds
     // 1.24-1.29x) but no better than the unfused path (1.08-1.13x): one 128-row tile is a weight
     // stream, and measuredTileInOneRound refuses the kernel there.
-    const GemmConfig c = tileFillingTheSms(M, N, K, batch, std::max(1, num_sms), epilogue),
-                     square = tileConfig(128, 128, 6, false);
-    const auto rounds = [&](const GemmConfig& g) { return roundsOfTiles(M, N, batch, g, num_sms); };
-    if (batch == 1 && M % square.bm == 0 && N % square.bn == 0 && rounds(c) > 1 && rounds(square) == 1 &&
-        tileCount(M, N, batch, square) >= 96)
-      return square;
-    return c;
+    const GemmConfig c = tileFillingTheSms(M, N, K, batch, std::max(1, num_sms), epilogue);
+    return roundsOfTiles(M, N, batch, c, num_sms) > 1 && wholeSquareTilesInOneRound(M, N, batch, num_sms)
+               ? kSquareCooperative
+               : c;
   }
   if (M * batch <= 1024 || tileCount(M, N, batch, pingpong64x256) < num_sms)
     return tileFillingTheSms(M, N, K, batch, std::max(1, num_sms), epilogue);
