@@ -90,6 +90,13 @@ ncu_full() {
   "$ncu" -i "$LOGS/prof.ncu-rep" --page details > "$LOGS/details${2:-}.txt" 2>&1
   rm -f "$LOGS/prof.ncu-rep"
 }
+# The planner's dispatch GPU cases (tests/runtime/test_gemm_chain_cuda.py *_dispatch_by_the_heuristic):
+# which kernel and tile each shape gets, one launch each against float64
+dispatch_cases() {
+  timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/runtime/test_gemm_chain_cuda.py \
+    -k "dispatch_by_the_heuristic" -n 8 > "$LOGS/dispatch_tests.txt" 2>&1
+  tail -n 1 "$LOGS/dispatch_tests.txt"; grep -E "^(FAILED|ERROR)" "$LOGS/dispatch_tests.txt" | head -n 20
+}
 # compare_tiles at shapes $3 (timeout $2 s; its JSON is written row by row), then tile_rule_check
 # on it: the cells where the heuristic's tile is not the fastest or within 2 % (logs named $1_*)
 tiles_checked() {
@@ -308,9 +315,7 @@ case "$part" in
     # 128x256 (K = 4096), from 1536 rows and N >= 512 at K <= 14336, refused on 128x128 in one round
     # at N <= 128 under a 0.29 share; GELU(tanh) alone from 512 rows to K = 14336
     build
-    timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/runtime/test_gemm_chain_cuda.py \
-      -k "dispatch_by_the_heuristic" -n 8 > "$LOGS/dispatch_tests.txt" 2>&1
-    tail -n 1 "$LOGS/dispatch_tests.txt"; grep -E "^(FAILED|ERROR)" "$LOGS/dispatch_tests.txt" | head -n 20
+    dispatch_cases
     shapes=${2:-192x4096x4096,256x4096x4096,128x4096x14336,128x4096x12288,192x4096x11008,256x4096x11008,256x8192x4096,2048x4864x896,3072x8192x4096,4096x11008x4096,4096x14336x4096,12288x14336x4096,8192x8192x8192,8512x4096x64,12288x4096x64,4096x4096x448,512x14336x4096,6144x14336x4096,3072x14336x11008}
     OUT=$LOGS timeout 300 python3 bench/bench_chains.py --rounds 5 --op-unfused --mkn "$shapes" \
       --chains silu,bias_gelu > "$LOGS/activations_e2e.txt" 2>&1
@@ -323,9 +328,7 @@ case "$part" in
     # choice end to end at shapes out of sample (in the rule's band, and at another K where it does
     # not apply), all four bench chains (light epilogues keep 64x256: are they slower there too?)
     build
-    timeout 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/runtime/test_gemm_chain_cuda.py \
-      -k "dispatch_by_the_heuristic" -n 8 > "$LOGS/dispatch_tests.txt" 2>&1
-    tail -n 1 "$LOGS/dispatch_tests.txt"; grep -E "^(FAILED|ERROR)" "$LOGS/dispatch_tests.txt" | head -n 20
+    dispatch_cases
     shapes=${2:-128x4096x16384,256x4096x7168,128x4096x12800,256x2048x8192,256x6144x8192,128x6144x14336}
     tiles_checked oneround 200 "$shapes"
     OUT=$LOGS timeout 150 python3 bench/bench_chains.py --rounds 5 --op-unfused --mkn "$shapes" \
