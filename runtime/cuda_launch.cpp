@@ -35,6 +35,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include "runtime/compile_queue.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/gemm_chain.h"
 #include "runtime/kernel_cache.h"
@@ -236,6 +237,9 @@ struct Plan {
   std::vector<LetterStrides> strides;
   codegen::ProblemShape problem;
   int aInput = -1, bInput = -1;     // value ids (operandInput)
+  // A kernel in neither cache compiles in the background while this call runs ATen ops
+  // (backgroundCompileEnabled, for the op's calls; precompile always compiles before it returns).
+  bool background = false;
 };
 
 Plan makePlan(at::TensorList inputs, std::shared_ptr<const CachedSpec> entry) {
@@ -382,7 +386,8 @@ struct CallEntry {
   bool cluster = false;           // dims.cluster product > 1: launch with cuLaunchKernelEx
   int accSlot = -1;  // Kind::Pointwise
   // Good for this call only, not stored for the call site: the ATen evaluation taken because
-  // the epilogue kernel could not be compiled now (the first call inside a CUDA graph capture).
+  // the epilogue kernel could not be compiled now (the first call inside a CUDA graph capture),
+  // or while the kernel compiles in the background.
   bool transient = false;
   // Kind::Aten because the epilogue kernel failed: each call counts as a fallback (and raises
   // under FXFUSE_STRICT); the call site plans again from retryAt on (max: never).
@@ -489,11 +494,12 @@ void warnOnce(const std::string& key, const std::string& message) {
 }
 
 // What getKernel needs to find or build `config` for this device; it may compile only
-// outside a CUDA graph capture on `stream` (else KernelNotReady).
-KernelRequest kernelRequest(const CudaDriver& d, const codegen::KernelConfig& config, int device,
+// outside a CUDA graph capture on `stream` (else KernelNotReady), in the background where `plan` says so.
+KernelRequest kernelRequest(const CudaDriver& d, const Plan& plan, const codegen::KernelConfig& config, int device,
                             const DeviceInfo& info, cu::Stream stream) {
   KernelRequest req;
   req.config = config;
+  req.background = plan.background;
   req.device = device;
   req.arch = nvrtcArch(info.sm);
   req.maxSmemOptin = info.maxSmemOptin;
@@ -503,6 +509,15 @@ KernelRequest kernelRequest(const CudaDriver& d, const codegen::KernelConfig& co
     return r == cu::kSuccess && status == cu::kCaptureStatusNone;
   };
   return req;
+}
+
+// ATen ops for this call while its kernel compiles in the background (KernelCompiling): not
+// stored for the call site, which plans again at its next call and launches the kernel once built.
+std::shared_ptr<CallEntry> whileCompiling(const Plan& plan) {
+  auto e = atenEntry(plan);
+  e->transient = true;
+  stats().backgroundCompileCalls++;
+  return e;
 }
 
 // A launching entry (Kernel or Pointwise) for `plan`: outputs, input strides and the input
@@ -545,7 +560,7 @@ std::shared_ptr<CallEntry> pointwiseEntry(const CudaDriver& d, const Plan& plan,
                                           cu::Stream stream) {
   const ChainSpec& spec = plan.entry->spec;
   if (!codegen::pointwiseApplies(spec) || !codegen::pointwiseEnabled()) return atenEntry(plan);
-  const KernelRequest req = kernelRequest(d, codegen::pointwiseConfig(), device, info, stream);
+  const KernelRequest req = kernelRequest(d, plan, codegen::pointwiseConfig(), device, info, stream);
   // A failed kernel is not tried again for a while (for good when codegen cannot emit it):
   // retrying at every call, or at every new call site of a dynamic shape, would regenerate and
   // recompile (0.1-1 s) each time. Meanwhile the call site runs ATen ops, counted as fallbacks.
@@ -564,6 +579,8 @@ std::shared_ptr<CallEntry> pointwiseEntry(const CudaDriver& d, const Plan& plan,
   std::shared_ptr<CudaKernel> kernel;
   try {
     kernel = getKernel(d, *plan.entry, req);
+  } catch (const KernelCompiling&) {
+    return whileCompiling(plan);
   } catch (const KernelNotReady&) {
     // First call inside a CUDA graph capture: ATen for this call, the kernel at the next plan.
     auto e = atenEntry(plan);
@@ -650,13 +667,15 @@ std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int de
   const bool force = !fast && envFlag("FXFUSE_FORCE_KERNEL");
   if (!fast && !force) return pointwiseEntry(d, plan, device, info, stream);
 
-  const KernelRequest req = kernelRequest(d, config, device, info, stream);
+  const KernelRequest req = kernelRequest(d, plan, config, device, info, stream);
   std::shared_ptr<CudaKernel> kernel;
   try {
     kernel = getKernel(d, *plan.entry, req);
   } catch (const KernelUnavailable& e) {
     *reason = e.what();
     return nullptr;
+  } catch (const KernelCompiling&) {
+    return whileCompiling(plan);
   } catch (const KernelNotReady& e) {
     TORCH_CHECK(false, "fxfuse::gemm_chain: ", e.what());
   } catch (const std::runtime_error& e) {
@@ -837,6 +856,7 @@ std::vector<at::Tensor> runCall(const CallEntry& c, at::TensorList inputs) {
 std::vector<at::Tensor> planAndRun(at::TensorList inputs, std::shared_ptr<const CachedSpec> entry,
                                    const std::vector<int64_t>* key, bool run) {
   Plan plan = makePlan(inputs, std::move(entry));
+  plan.background = run && backgroundCompileEnabled();
   const ChainSpec& spec = plan.entry->spec;
   const c10::Device device = inputs[0].device();
   const c10::DeviceGuard guard(device);

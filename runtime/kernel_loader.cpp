@@ -1,7 +1,9 @@
 #include "runtime/kernel_loader.h"
 
+#include <atomic>
 #include <mutex>
 
+#include "runtime/compile_queue.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/runtime_stats.h"
 
@@ -26,24 +28,30 @@ void check(const CudaDriver& d, cu::Result r, const char* what) {
   if (r != cu::kSuccess) throw std::runtime_error("fxfuse: " + d.describe(what, r));
 }
 
-// The cubin for `src`: from disk when a valid entry exists, else compiled and stored.
-std::string cubinFor(const codegen::KernelSource& src, const std::string& arch) {
-  const codegen::NvrtcEnv env = nvrtcEnv();
-  std::string version;
+// The disk-cache key of `src` (its code, NVRTC's version, the arch).
+std::string diskKey(const codegen::KernelSource& src, const std::string& arch, const codegen::NvrtcEnv& env) {
   try {
-    version = codegen::nvrtcVersion(env);
+    return cacheKey(src.code, codegen::nvrtcVersion(env), arch);
   } catch (const codegen::CodegenError& e) {
     throw KernelUnavailable(std::string("NVRTC is unavailable: ") + e.what());
   }
-  const std::string key = cacheKey(src.code, version, arch);
-  DiskCache& disk = diskCache();
-  std::string image;
-  const DiskCache::Lookup found = disk.load(key, &image);
+}
+
+// A valid disk entry under `key` into *image (counted as a hit, or as a miss / rebuild).
+bool cachedCubin(const std::string& key, std::string* image) {
+  const DiskCache::Lookup found = diskCache().load(key, image);
   if (found == DiskCache::Lookup::Hit) {
     stats().diskHits++;
-    return image;
+    return true;
   }
   (found == DiskCache::Lookup::Corrupt ? stats().diskRebuilds : stats().diskMisses)++;
+  return false;
+}
+
+// `src` compiled by NVRTC and stored on disk under `key`.
+std::string compiledCubin(const codegen::KernelSource& src, const std::string& arch, const codegen::NvrtcEnv& env,
+                          const std::string& key) {
+  std::string image;
   try {
     image = codegen::compileNvrtc(src, arch, env).image;
   } catch (const codegen::CompileError& e) {
@@ -54,8 +62,16 @@ std::string cubinFor(const codegen::KernelSource& src, const std::string& arch) 
     throw KernelUnavailable(std::string("NVRTC is unavailable: ") + e.what());
   }
   stats().kernelsCompiled++;
-  (disk.store(key, image) ? stats().diskWrites : stats().diskWriteFailures)++;
+  (diskCache().store(key, image) ? stats().diskWrites : stats().diskWriteFailures)++;
   return image;
+}
+
+// The cubin for `src`: from disk when a valid entry exists, else compiled and stored.
+std::string cubinFor(const codegen::KernelSource& src, const std::string& arch) {
+  const codegen::NvrtcEnv env = nvrtcEnv();
+  const std::string key = diskKey(src, arch, env);
+  std::string image;
+  return cachedCubin(key, &image) ? image : compiledCubin(src, arch, env, key);
 }
 
 std::shared_ptr<CudaKernel> load(const CudaDriver& d, codegen::KernelSource src,
@@ -87,6 +103,42 @@ std::shared_ptr<CudaKernel> load(const CudaDriver& d, codegen::KernelSource src,
 
 }  // namespace
 
+// One kernel compiling on backgroundCompileQueue(): the worker fills `image` (or `error`) and
+// then publishes `state`; the requesting threads read them only after seeing Done (or Failed).
+struct BackgroundCompile {
+  enum State { Running, Done, Failed };
+  std::atomic<int> state{Running};
+  codegen::KernelSource source;  // what load() needs (handed back with the image)
+  std::string image;
+  std::string error;
+};
+
+namespace {
+// Queues the compile of `src` (not on disk under `key`) and returns its job.
+std::shared_ptr<BackgroundCompile> startBackgroundCompile(codegen::KernelSource src, const std::string& arch,
+                                                          const codegen::NvrtcEnv& env, const std::string& key) {
+  auto job = std::make_shared<BackgroundCompile>();
+  job->source = std::move(src);
+  stats().backgroundCompiles++;
+  backgroundCompileQueue().submit([job, arch, env, key] {
+    try {
+      job->image = compiledCubin(job->source, arch, env, key);
+      job->state.store(BackgroundCompile::Done, std::memory_order_release);
+    } catch (const std::exception& e) {
+      job->error = e.what();
+      job->state.store(BackgroundCompile::Failed, std::memory_order_release);
+    }
+  });
+  return job;
+}
+
+KernelCompiling compiling(const std::string& key) {
+  return KernelCompiling("the kernel for this spec and shape class (" + key + ") is compiling in the background");
+}
+}  // namespace
+
+bool waitForBackgroundCompiles(long long timeout_ms) { return backgroundCompileQueue().waitIdle(timeout_ms); }
+
 std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spec,
                                       const KernelRequest& r) {
   const std::string key = memoryKey(r);
@@ -104,12 +156,36 @@ std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spe
                          "graph capture. Run the op once before capturing (warm-up), or call "
                          "fxfuse._C.precompile(inputs, spec).");
   codegen::KernelSource src;
-  try {
-    src = codegen::generate(spec.spec, r.config);
-  } catch (const codegen::CodegenError& e) {
-    throw KernelUnavailable(std::string("codegen cannot emit this spec: ") + e.what());
+  std::string image;
+  if (auto job = spec.compiling.find(key); job != spec.compiling.end()) {
+    BackgroundCompile& c = *job->second;
+    switch (c.state.load(std::memory_order_acquire)) {
+      case BackgroundCompile::Running:
+        throw compiling(key);
+      case BackgroundCompile::Failed:
+        throw KernelUnavailable(c.error);  // kept: the next request does not compile it again
+      default:
+        src = std::move(c.source);
+        image = std::move(c.image);
+        spec.compiling.erase(job);
+    }
+  } else {
+    try {
+      src = codegen::generate(spec.spec, r.config);
+    } catch (const codegen::CodegenError& e) {
+      throw KernelUnavailable(std::string("codegen cannot emit this spec: ") + e.what());
+    }
+    if (r.background) {
+      const codegen::NvrtcEnv env = nvrtcEnv();
+      const std::string disk = diskKey(src, r.arch, env);
+      if (!cachedCubin(disk, &image)) {
+        spec.compiling.emplace(key, startBackgroundCompile(std::move(src), r.arch, env, disk));
+        throw compiling(key);
+      }
+    } else {
+      image = cubinFor(src, r.arch);
+    }
   }
-  std::string image = cubinFor(src, r.arch);
   std::shared_ptr<CudaKernel> kernel;
   try {
     kernel = load(d, src, image, r);
@@ -117,9 +193,8 @@ std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spe
     // A cubin that passed the checksum but does not load (e.g. written by a different driver
     // stack into a shared cache): rebuild it once from source before giving up.
     stats().diskRebuilds++;
-    image = codegen::compileNvrtc(src, r.arch, nvrtcEnv()).image;
-    stats().kernelsCompiled++;
-    diskCache().store(cacheKey(src.code, codegen::nvrtcVersion(nvrtcEnv()), r.arch), image);
+    const codegen::NvrtcEnv env = nvrtcEnv();
+    image = compiledCubin(src, r.arch, env, diskKey(src, r.arch, env));
     kernel = load(d, src, image, r);
   }
   spec.kernels.emplace(key, kernel);

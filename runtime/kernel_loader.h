@@ -31,6 +31,10 @@ struct KernelUnavailable : std::runtime_error {
 struct KernelNotReady : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// The kernel is being compiled in the background (KernelRequest::background): ask again later.
+struct KernelCompiling : KernelNotReady {
+  using KernelNotReady::KernelNotReady;
+};
 
 struct KernelRequest {
   codegen::KernelConfig config;
@@ -40,12 +44,21 @@ struct KernelRequest {
   // Asked only on a memory-cache miss (it costs a driver call): false during stream capture,
   // where a miss throws KernelNotReady. Empty: compiling is allowed.
   std::function<bool()> mayCompile;
+  // A kernel in neither cache is compiled on backgroundCompileQueue() (compile_queue.h) and the
+  // call throws KernelCompiling, as do later calls until the compile ends; the first call after
+  // it loads the kernel. A disk hit loads at once, as without it.
+  bool background = false;
 };
 
-// Thread-safe. Throws KernelUnavailable, KernelNotReady, or std::runtime_error for a driver
-// failure (message from CudaDriver::describe).
+// Thread-safe. Throws KernelUnavailable, KernelNotReady (KernelCompiling), or std::runtime_error
+// for a driver failure (message from CudaDriver::describe). A background compile that failed
+// throws KernelUnavailable at every later request, without compiling again.
 std::shared_ptr<CudaKernel> getKernel(const CudaDriver& driver, const CachedSpec& spec,
                                       const KernelRequest& request);
+
+// Blocks until no background compile is queued or running, or timeout_ms (< 0: no limit) has
+// passed; true when none is left. The kernels they built load at their next request.
+bool waitForBackgroundCompiles(long long timeout_ms = -1);
 
 // The input value behind mm operand `which` (0: A, 1: B): the operand itself when it is a raw
 // input, else the space's main raw input (the one carrying both of its letters, e.g. the int8

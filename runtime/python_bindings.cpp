@@ -4,7 +4,10 @@
 
 #include <pybind11/stl.h>
 
+#include <optional>
+
 #include "codegen/codegen.h"
+#include "runtime/compile_queue.h"
 #include "runtime/gemm_chain.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/kernel_loader.h"
@@ -187,6 +190,26 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_nvrtc_paths", &setNvrtcSearchDirs, py::arg("lib_dirs"),
         py::arg("include_dirs") = std::vector<std::string>{},
         "Extra directories to search for libnvrtc and the CUDA headers.");
+  m.def("set_background_compile", &setBackgroundCompile, py::arg("enabled"),
+        "Process-wide: a kernel in neither cache compiles on a worker thread while the op answers "
+        "with ATen ops (overrides FXFUSE_BACKGROUND_COMPILE).");
+  m.def("background_compile", &backgroundCompileEnabled, "Whether set_background_compile is on.");
+  m.def(
+      "wait_for_compiles",
+      [](std::optional<double> timeout_s) {
+        py::gil_scoped_release release;
+        return waitForBackgroundCompiles(timeout_s ? static_cast<long long>(*timeout_s * 1000.0) : -1);
+      },
+      py::arg("timeout_s") = std::nullopt,
+      "Blocks until no background compile is queued or running (True), or timeout_s has passed "
+      "(False). The kernels load at their next call.");
+  m.def(
+      "finish_background_compiles",
+      [] {
+        py::gil_scoped_release release;
+        backgroundCompileQueue().finish();
+      },
+      "Drops the queued background compiles and waits for the running ones (at interpreter exit).");
   m.def("nvrtc_available", &nvrtcAvailable);
   m.def("nvrtc_path", &nvrtcLibraryPath);
   m.def("cuda_driver_available", &cudaDriverAvailable);

@@ -25,13 +25,16 @@ std::vector<std::pair<std::string, int64_t>> RuntimeStats::snapshot() const {
       {"disk_writes", diskWrites.load()},
       {"disk_write_failures", diskWriteFailures.load()},
       {"unsafe_register_fallbacks", unsafeRegisterFallbacks.load()},
+      {"background_compiles", backgroundCompiles.load()},
+      {"background_compile_calls", backgroundCompileCalls.load()},
   };
 }
 
 void RuntimeStats::reset() {
   for (auto* c : {&cpuCalls, &launches, &fallbacks, &atenDispatch, &clusterLaunches, &hopperSplitKLaunches,
                   &pointwiseLaunches, &callCacheHits, &kernelsCompiled, &memoryHits, &diskHits, &diskMisses,
-                  &diskRebuilds, &diskWrites, &diskWriteFailures, &unsafeRegisterFallbacks})
+                  &diskRebuilds, &diskWrites, &diskWriteFailures, &unsafeRegisterFallbacks,
+                  &backgroundCompiles, &backgroundCompileCalls})
     c->store(0);
 }
 

@@ -31,6 +31,9 @@ struct RuntimeStats {
   std::atomic<int64_t> diskWrites{0};        // entries written
   std::atomic<int64_t> diskWriteFailures{0};
   std::atomic<int64_t> unsafeRegisterFallbacks{0};  // sm90 kernels refused (setmaxnreg)
+  std::atomic<int64_t> backgroundCompiles{0};      // kernels queued for a background compile
+  // CUDA calls answered with ATen ops while their kernel compiled in the background
+  std::atomic<int64_t> backgroundCompileCalls{0};
 
   // (name, value) pairs in a fixed order, for the Python dict.
   std::vector<std::pair<std::string, int64_t>> snapshot() const;

@@ -14,7 +14,8 @@
 
 namespace fxfuse::runtime {
 
-struct CudaKernel;  // defined by the CUDA launcher; opaque here
+struct CudaKernel;         // defined by the CUDA launcher; opaque here
+struct BackgroundCompile;  // a kernel compiling off the calling thread (kernel_loader.cpp)
 
 struct CachedSpec {
   std::string text;
@@ -24,6 +25,9 @@ struct CachedSpec {
   // arch, device). Kept here so that a launch does one string hash, not two.
   mutable std::mutex kernelsMutex;
   mutable std::unordered_map<std::string, std::shared_ptr<CudaKernel>> kernels;
+  // Kernels compiling in the background, or failed there, under the same keys: a request finds
+  // them before generating the source again. Under kernelsMutex.
+  mutable std::unordered_map<std::string, std::shared_ptr<BackgroundCompile>> compiling;
   // The unfused path's epilogue kernel failed (runtime/cuda_launch.cpp pointwiseEntry): no new
   // attempt before this time (max: codegen cannot emit it), whatever the call site, so dynamic
   // shapes do not recompile a failing kernel at every new size. Under kernelsMutex.

@@ -24,6 +24,7 @@ except ImportError as e:  # pragma: no cover - exercised only on a broken instal
         raise ImportError(f"fxfuse._C failed to load (rebuild it: scripts/setup.sh): {e}") from e
     raise ImportError("fxfuse._C is not built: run scripts/setup.sh") from e
 
+from .background_compile import background_compile, set_background_compile, wait_for_compiles
 from .backend import FxfusePass, backend_with, compile, fxfuse_backend, register as _register_backend
 from .export_rewrite import report, rewrite
 from .pass_driver import Options
@@ -32,6 +33,7 @@ from .stats import reset_stats, stats
 logging.getLogger("fxfuse").addHandler(logging.NullHandler())
 
 __all__ = ["rewrite", "compile", "backend_with", "fxfuse_backend", "FxfusePass", "Options",
-           "stats", "reset_stats", "report"]
+           "stats", "reset_stats", "report", "set_background_compile", "background_compile",
+           "wait_for_compiles"]
 
 _register_backend()

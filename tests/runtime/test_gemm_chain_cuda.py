@@ -1103,3 +1103,79 @@ def test_unwritable_cache_dir_falls_back_to_memory(tmp_path):
     stats = _child(spec, blocker)
     assert stats["kernels_compiled"] == 1 and stats["disk_writes"] == 0, stats
     assert stats["err"] < 2e-2
+
+
+# ---- background compiles (runtime/compile_queue.h, fxfuse.set_background_compile) ----------------
+
+@pytest.fixture
+def background():
+    C.set_background_compile(True)
+    yield
+    C.set_background_compile(False)
+
+
+def _unique_gelu_spec(value):
+    """mm * value, then GELU(tanh): a spec no other test compiles (so in neither cache)."""
+    s = SpecBuilder()
+    x, w = s.input(torch.float16, "mk"), s.input(torch.float16, "kn")
+    y = s.op("mul", s.mm(x, w, torch.float16), s.const(value), dtype=torch.float16)
+    s.output(s.op("gelu_tanh", y, dtype=torch.float16))
+    return s.text()
+
+
+def _delta(before, after, *keys):
+    return {k: after.get(k, 0) - before.get(k, 0) for k in keys}
+
+
+def test_background_compile_answers_with_aten_until_the_kernel_is_built(background):
+    """The first call of a kernel in neither cache runs ATen ops (eager's result) while a worker
+    compiles it; a call during the compile does too, without a second compile; once built, the
+    next call launches the kernel."""
+    spec = _unique_gelu_spec(zlib.crc32(os.urandom(8)) / 2**32 + 5.0)
+    seed("background")
+    ins = [randn((512, 1024), torch.float16, "cuda"), randn((1024, 1024), torch.float16, "cuda", 1024 ** -0.5)]
+    ref = gemm_chain([t.cpu() for t in ins], spec)[0].float()
+    keys = ("background_compiles", "background_compile_calls", "launches", "kernels_compiled", "aten_dispatch")
+
+    def close(out):
+        assert torch.isfinite(out).all()
+        torch.testing.assert_close(out.cpu().float(), ref, rtol=2e-2, atol=2e-2)
+
+    s0 = C.stats()
+    (first,) = gemm_chain(ins, spec)
+    torch.cuda.synchronize()
+    d = _delta(s0, C.stats(), *keys)
+    assert d["background_compiles"] == 1 and d["background_compile_calls"] == 1, d
+    assert d["launches"] == 0 and d["aten_dispatch"] == 1, d  # answered by ATen, not by a kernel
+    close(first)
+
+    (second,) = gemm_chain(ins, spec)  # most likely still compiling: ATen again, no second job
+    torch.cuda.synchronize()
+    d = _delta(s0, C.stats(), *keys)
+    assert d["background_compiles"] == 1, d
+    assert d["background_compile_calls"] + d["launches"] == 2, d
+    close(second)
+
+    assert C.wait_for_compiles(240)
+    (third,) = gemm_chain(ins, spec)
+    torch.cuda.synchronize()
+    d3 = _delta(s0, C.stats(), *keys)
+    assert d3["kernels_compiled"] == 1 and d3["background_compiles"] == 1, d3
+    assert d3["launches"] == d["launches"] + 1, d3  # the built kernel ran
+    close(third)
+
+
+def test_precompile_compiles_before_it_returns_with_background_on(background):
+    """precompile (the model-compile-time path) does not hand its compile to the background."""
+    spec = _unique_gelu_spec(zlib.crc32(os.urandom(8)) / 2**32 + 6.0)
+    ins = [randn((256, 512), torch.float16, "cuda"), randn((512, 512), torch.float16, "cuda", 512 ** -0.5)]
+    s0 = C.stats()
+    C.precompile(ins, spec)
+    d = _delta(s0, C.stats(), "background_compiles", "kernels_compiled")
+    assert d == {"background_compiles": 0, "kernels_compiled": 1}, d
+    (out,) = gemm_chain(ins, spec)
+    torch.cuda.synchronize()
+    d = _delta(s0, C.stats(), "background_compile_calls", "launches")
+    assert d == {"background_compile_calls": 0, "launches": 1}, d
+    ref = gemm_chain([t.cpu() for t in ins], spec)[0].float()
+    torch.testing.assert_close(out.cpu().float(), ref, rtol=2e-2, atol=2e-2)

@@ -1,0 +1,88 @@
+#include "runtime/compile_queue.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+namespace fxfuse::runtime {
+
+CompileQueue::CompileQueue(int workers) : workers_(std::max(1, workers)) {}
+
+CompileQueue::~CompileQueue() { finish(); }
+
+void CompileQueue::submit(std::function<void()> job) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopped_) return;
+  queue_.push_back(std::move(job));
+  if (static_cast<int>(threads_.size()) < workers_ &&
+      static_cast<int>(threads_.size()) < running_ + static_cast<int>(queue_.size()))
+    threads_.emplace_back([this] { work(); });
+  wake_.notify_one();
+}
+
+void CompileQueue::work() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [this] { return stopped_ || !queue_.empty(); });
+    if (stopped_) return;
+    std::function<void()> job = std::move(queue_.front());
+    queue_.pop_front();
+    ++running_;
+    lock.unlock();
+    try {
+      job();
+    } catch (...) {
+      // a job reports its own failure (header); the worker must outlive a faulty one
+    }
+    lock.lock();
+    --running_;
+    idle_.notify_all();
+  }
+}
+
+bool CompileQueue::waitIdle(long long timeout_ms) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const auto idle = [this] { return running_ == 0 && (queue_.empty() || stopped_); };
+  if (timeout_ms < 0) {
+    idle_.wait(lock, idle);
+    return true;
+  }
+  return idle_.wait_for(lock, std::chrono::milliseconds(timeout_ms), idle);
+}
+
+void CompileQueue::finish() {
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopped_ = true;
+    queue_.clear();
+    threads.swap(threads_);
+  }
+  wake_.notify_all();
+  idle_.notify_all();
+  for (std::thread& t : threads) t.join();
+}
+
+CompileQueue& backgroundCompileQueue() {
+  // Not destroyed at exit (a static's destructor could run while a job still uses NVRTC or the
+  // disk cache); fxfuse's Python module calls finish() at interpreter exit instead.
+  static auto* q = new CompileQueue(static_cast<int>(std::min(4u, std::max(1u, std::thread::hardware_concurrency()))));
+  return *q;
+}
+
+namespace {
+std::atomic<int>& backgroundFlag() {
+  static std::atomic<int> flag{[] {
+    const char* v = std::getenv("FXFUSE_BACKGROUND_COMPILE");
+    return v && std::strcmp(v, "") != 0 && std::strcmp(v, "0") != 0 ? 1 : 0;
+  }()};
+  return flag;
+}
+}  // namespace
+
+bool backgroundCompileEnabled() { return backgroundFlag().load(std::memory_order_relaxed) != 0; }
+void setBackgroundCompile(bool enabled) { backgroundFlag().store(enabled ? 1 : 0); }
+
+}  // namespace fxfuse::runtime

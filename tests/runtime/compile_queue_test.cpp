@@ -1,0 +1,99 @@
+// CompileQueue (runtime/compile_queue.h): the worker pool behind background compiles.
+#include "runtime/compile_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+namespace fxfuse::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(CompileQueue, RunsEveryJobOffTheCallingThread) {
+  CompileQueue q(2);
+  std::atomic<int> ran{0}, onCaller{0};
+  const std::thread::id caller = std::this_thread::get_id();
+  for (int i = 0; i < 20; ++i)
+    q.submit([&] {
+      if (std::this_thread::get_id() == caller) onCaller++;
+      ran++;
+    });
+  ASSERT_TRUE(q.waitIdle(10000));
+  EXPECT_EQ(ran.load(), 20);
+  EXPECT_EQ(onCaller.load(), 0);
+}
+
+TEST(CompileQueue, RunsAtMostItsWorkersAtOnce) {
+  CompileQueue q(3);
+  std::atomic<int> now{0}, most{0};
+  for (int i = 0; i < 12; ++i)
+    q.submit([&] {
+      const int n = ++now;
+      for (int m = most.load(); n > m && !most.compare_exchange_weak(m, n);) {
+      }
+      std::this_thread::sleep_for(20ms);
+      --now;
+    });
+  ASSERT_TRUE(q.waitIdle(10000));
+  EXPECT_EQ(most.load(), 3);  // 12 jobs of 20 ms on 3 workers overlap: all three ran together
+}
+
+TEST(CompileQueue, WaitIdleTimesOutWhileAJobRuns) {
+  CompileQueue q(1);
+  std::atomic<bool> release{false};
+  q.submit([&] {
+    while (!release) std::this_thread::sleep_for(1ms);
+  });
+  EXPECT_FALSE(q.waitIdle(50));
+  release = true;
+  EXPECT_TRUE(q.waitIdle(10000));
+}
+
+TEST(CompileQueue, AThrowingJobLeavesTheWorkerRunning) {
+  CompileQueue q(1);
+  std::atomic<int> ran{0};
+  q.submit([] { throw std::runtime_error("a faulty job"); });
+  q.submit([&] { ran++; });
+  ASSERT_TRUE(q.waitIdle(10000));
+  EXPECT_EQ(ran.load(), 1);
+}
+
+TEST(CompileQueue, FinishDropsQueuedJobsAndWaitsForTheRunningOne) {
+  CompileQueue q(1);
+  std::atomic<bool> started{false}, release{false};
+  std::atomic<int> finished{0}, queuedRan{0};
+  q.submit([&] {
+    started = true;
+    while (!release) std::this_thread::sleep_for(1ms);
+    finished++;
+  });
+  for (int i = 0; i < 5; ++i) q.submit([&] { queuedRan++; });
+  while (!started) std::this_thread::sleep_for(1ms);
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(30ms);
+    release = true;
+  });
+  q.finish();  // returns only after the running job ended
+  EXPECT_EQ(finished.load(), 1);
+  EXPECT_EQ(queuedRan.load(), 0);
+  releaser.join();
+  q.submit([&] { queuedRan++; });  // after finish: dropped
+  EXPECT_TRUE(q.waitIdle(1000));
+  EXPECT_EQ(queuedRan.load(), 0);
+}
+
+TEST(CompileQueue, BackgroundSwitchRoundTrips) {
+  const bool before = backgroundCompileEnabled();
+  setBackgroundCompile(true);
+  EXPECT_TRUE(backgroundCompileEnabled());
+  setBackgroundCompile(false);
+  EXPECT_FALSE(backgroundCompileEnabled());
+  setBackgroundCompile(before);
+}
+
+}  // namespace
+}  // namespace fxfuse::runtime
