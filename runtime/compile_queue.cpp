@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <system_error>
 
 namespace fxfuse::runtime {
 
@@ -12,14 +13,24 @@ CompileQueue::CompileQueue(int workers) : workers_(std::max(1, workers)) {}
 
 CompileQueue::~CompileQueue() { finish(); }
 
-void CompileQueue::submit(std::function<void()> job) {
+bool CompileQueue::submit(std::function<void()> job) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (stopped_) return;
+  if (stopped_) return false;
   queue_.push_back(std::move(job));
   if (static_cast<int>(threads_.size()) < workers_ &&
-      static_cast<int>(threads_.size()) < running_ + static_cast<int>(queue_.size()))
-    threads_.emplace_back([this] { work(); });
+      static_cast<int>(threads_.size()) < running_ + static_cast<int>(queue_.size())) {
+    try {
+      threads_.emplace_back([this] { work(); });
+    } catch (const std::system_error&) {
+      // out of threads: the workers there are take the job; with none it would never run
+      if (threads_.empty()) {
+        queue_.pop_back();
+        return false;
+      }
+    }
+  }
   wake_.notify_one();
+  return true;
 }
 
 void CompileQueue::work() {

@@ -26,9 +26,9 @@ class CompileQueue {
   CompileQueue& operator=(const CompileQueue&) = delete;
 
   // Queues `job`; it runs on a worker thread. A job must not throw: an escaping exception is
-  // swallowed (the worker lives on), so jobs report their own failures. After finish(), jobs are
-  // dropped unrun.
-  void submit(std::function<void()> job);
+  // swallowed (the worker lives on), so jobs report their own failures. False when the job was
+  // not queued: after finish(), or when no worker thread exists and none could be started.
+  bool submit(std::function<void()> job);
   // Blocks until no job is queued or running, or `timeout_ms` (< 0: no limit) has passed.
   // True when idle.
   bool waitIdle(long long timeout_ms = -1);

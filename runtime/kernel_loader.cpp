@@ -103,32 +103,53 @@ std::shared_ptr<CudaKernel> load(const CudaDriver& d, codegen::KernelSource src,
 
 }  // namespace
 
-// One kernel compiling on backgroundCompileQueue(): the worker fills `image` (or `error`) and
-// then publishes `state`; the requesting threads read them only after seeing Done (or Failed).
+// One kernel compiling on backgroundCompileQueue(): the worker compiles it and loads it into the
+// requester's CUDA context, fills `kernel` (or, where the load failed there, only `image`; or
+// `error`), then publishes `state`; requesting threads read those only after seeing Done / Failed.
+// A loaded kernel is taken without a driver call, so a CUDA graph may capture its first launch.
 struct BackgroundCompile {
   enum State { Running, Done, Failed };
   std::atomic<int> state{Running};
-  codegen::KernelSource source;  // what load() needs (handed back with the image)
+  codegen::KernelSource source;
   std::string image;
+  std::shared_ptr<CudaKernel> kernel;
   std::string error;
 };
 
 namespace {
-// Queues the compile of `src` (not on disk under `key`) and returns its job.
-std::shared_ptr<BackgroundCompile> startBackgroundCompile(codegen::KernelSource src, const std::string& arch,
-                                                          const codegen::NvrtcEnv& env, const std::string& key) {
+// Queues the compile of `src` (not on disk under `key`) and its load into the calling thread's
+// CUDA context; returns its job, or null when no worker thread could be started.
+std::shared_ptr<BackgroundCompile> startBackgroundCompile(const CudaDriver& d, const codegen::KernelSource& src,
+                                                          const KernelRequest& r, const codegen::NvrtcEnv& env,
+                                                          const std::string& key) {
+  cu::Context context = nullptr;
+  if (d.cuCtxGetCurrent(&context) != cu::kSuccess) context = nullptr;
   auto job = std::make_shared<BackgroundCompile>();
-  job->source = std::move(src);
-  stats().backgroundCompiles++;
-  backgroundCompileQueue().submit([job, arch, env, key] {
+  job->source = src;
+  KernelRequest where;  // what load() reads (not mayCompile: it holds the caller's stream)
+  where.device = r.device;
+  where.maxSmemOptin = r.maxSmemOptin;
+  const CudaDriver* driver = &d;  // process-wide (cuda_driver.h)
+  const bool queued = backgroundCompileQueue().submit([job, driver, context, where, arch = r.arch, env, key] {
     try {
       job->image = compiledCubin(job->source, arch, env, key);
+      try {
+        if (context && driver->cuCtxSetCurrent(context) == cu::kSuccess)
+          job->kernel = load(*driver, job->source, job->image, where);
+      } catch (const std::exception&) {
+        // left to the requesting thread, which loads `image` as it loads a disk hit
+      }
       job->state.store(BackgroundCompile::Done, std::memory_order_release);
     } catch (const std::exception& e) {
       job->error = e.what();
       job->state.store(BackgroundCompile::Failed, std::memory_order_release);
+    } catch (...) {
+      job->error = "the background compile of " + job->source.name + " failed";
+      job->state.store(BackgroundCompile::Failed, std::memory_order_release);
     }
   });
+  if (!queued) return nullptr;
+  stats().backgroundCompiles++;
   return job;
 }
 
@@ -150,26 +171,34 @@ std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spe
     stats().memoryHits++;
     return it->second;
   }
-  if (r.mayCompile && !r.mayCompile())
-    throw KernelNotReady("the kernel for this spec and shape class (" + key +
-                         ") is not compiled yet, and compiling is not allowed during CUDA "
-                         "graph capture. Run the op once before capturing (warm-up), or call "
-                         "fxfuse._C.precompile(inputs, spec).");
   codegen::KernelSource src;
   std::string image;
   if (auto job = spec.compiling.find(key); job != spec.compiling.end()) {
     BackgroundCompile& c = *job->second;
-    switch (c.state.load(std::memory_order_acquire)) {
-      case BackgroundCompile::Running:
-        throw compiling(key);
-      case BackgroundCompile::Failed:
-        throw KernelUnavailable(c.error);  // kept: the next request does not compile it again
-      default:
-        src = std::move(c.source);
-        image = std::move(c.image);
-        spec.compiling.erase(job);
+    const int state = c.state.load(std::memory_order_acquire);
+    if (state == BackgroundCompile::Failed) throw KernelUnavailable(c.error);  // kept: not compiled again
+    if (state == BackgroundCompile::Done && c.kernel) {
+      std::shared_ptr<CudaKernel> kernel = std::move(c.kernel);
+      spec.compiling.erase(job);
+      spec.kernels.emplace(key, kernel);
+      return kernel;
     }
-  } else {
+    if (state == BackgroundCompile::Running && r.background) throw compiling(key);
+    if (state == BackgroundCompile::Done && (!r.mayCompile || r.mayCompile())) {
+      src = std::move(c.source);  // built, not loaded by the worker: load it here
+      image = std::move(c.image);
+    }
+    // else a request that does not wait (precompile, the switch off) while the job runs compiles
+    // the kernel itself; under capture, KernelNotReady below as without a job
+    if (!image.empty() || state == BackgroundCompile::Running) spec.compiling.erase(job);
+  }
+  if (image.empty()) {
+    if (r.mayCompile && !r.mayCompile())
+      throw KernelNotReady("the kernel for this spec and shape class (" + key +
+                           ") is not compiled yet, and compiling is not allowed during CUDA "
+                           "graph capture. Run the op once before capturing (warm-up), or call "
+                           "fxfuse._C.precompile(inputs, spec); with background compiles, "
+                           "fxfuse.wait_for_compiles() after the warm-up.");
     try {
       src = codegen::generate(spec.spec, r.config);
     } catch (const codegen::CodegenError& e) {
@@ -179,8 +208,11 @@ std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spe
       const codegen::NvrtcEnv env = nvrtcEnv();
       const std::string disk = diskKey(src, r.arch, env);
       if (!cachedCubin(disk, &image)) {
-        spec.compiling.emplace(key, startBackgroundCompile(std::move(src), r.arch, env, disk));
-        throw compiling(key);
+        if (auto job = startBackgroundCompile(d, src, r, env, disk)) {
+          spec.compiling.emplace(key, std::move(job));
+          throw compiling(key);
+        }
+        image = compiledCubin(src, r.arch, env, disk);  // no worker thread: compile here
       }
     } else {
       image = cubinFor(src, r.arch);
@@ -193,8 +225,9 @@ std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spe
     // A cubin that passed the checksum but does not load (e.g. written by a different driver
     // stack into a shared cache): rebuild it once from source before giving up.
     stats().diskRebuilds++;
-    const codegen::NvrtcEnv env = nvrtcEnv();
-    image = compiledCubin(src, r.arch, env, diskKey(src, r.arch, env));
+    image = codegen::compileNvrtc(src, r.arch, nvrtcEnv()).image;
+    stats().kernelsCompiled++;
+    diskCache().store(cacheKey(src.code, codegen::nvrtcVersion(nvrtcEnv()), r.arch), image);
     kernel = load(d, src, image, r);
   }
   spec.kernels.emplace(key, kernel);

@@ -4,6 +4,7 @@
 
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "codegen/codegen.h"
@@ -198,7 +199,9 @@ PYBIND11_MODULE(_C, m) {
       "wait_for_compiles",
       [](std::optional<double> timeout_s) {
         py::gil_scoped_release release;
-        return waitForBackgroundCompiles(timeout_s ? static_cast<long long>(*timeout_s * 1000.0) : -1);
+        // None or beyond a day (inf included): no limit
+        const bool bounded = timeout_s && *timeout_s < 86400.0;
+        return waitForBackgroundCompiles(bounded ? static_cast<long long>(std::max(0.0, *timeout_s) * 1000.0) : -1);
       },
       py::arg("timeout_s") = std::nullopt,
       "Blocks until no background compile is queued or running (True), or timeout_s has passed "

@@ -3,7 +3,9 @@
 Off by default. When on, a call whose kernel is in neither the memory nor the disk cache queues
 its compile on a worker thread (at most four at once) and answers with ATen ops, eager's own
 result; later calls do the same until the kernel is built, and the first call after that launches
-it. This takes the 0.4-1 s compile off the latency of a serving loop that meets a new size class
+it (the worker also loads it, so a CUDA graph captured after ``wait_for_compiles`` records the
+kernel; one captured while the kernel still compiles records ATen ops). This takes the 0.4-1 s
+compile off the latency of a serving loop that meets a new size class
 (a dynamic batch, issue 7) at the cost of ATen's speed for the calls in between. Kernels compiled
 while the model compiles (``Options.precompile``, ``precompile_sizes``) are unaffected.
 

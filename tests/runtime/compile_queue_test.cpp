@@ -13,10 +13,12 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// Each test declares what its jobs touch before the queue: the queue is destroyed first (joining
+// its workers), also when an assertion ends the test early.
 TEST(CompileQueue, RunsEveryJobOffTheCallingThread) {
-  CompileQueue q(2);
   std::atomic<int> ran{0}, onCaller{0};
   const std::thread::id caller = std::this_thread::get_id();
+  CompileQueue q(2);
   for (int i = 0; i < 20; ++i)
     q.submit([&] {
       if (std::this_thread::get_id() == caller) onCaller++;
@@ -28,8 +30,8 @@ TEST(CompileQueue, RunsEveryJobOffTheCallingThread) {
 }
 
 TEST(CompileQueue, RunsAtMostItsWorkersAtOnce) {
-  CompileQueue q(3);
   std::atomic<int> now{0}, most{0};
+  CompileQueue q(3);
   for (int i = 0; i < 12; ++i)
     q.submit([&] {
       const int n = ++now;
@@ -43,8 +45,8 @@ TEST(CompileQueue, RunsAtMostItsWorkersAtOnce) {
 }
 
 TEST(CompileQueue, WaitIdleTimesOutWhileAJobRuns) {
-  CompileQueue q(1);
   std::atomic<bool> release{false};
+  CompileQueue q(1);
   q.submit([&] {
     while (!release) std::this_thread::sleep_for(1ms);
   });
@@ -54,8 +56,8 @@ TEST(CompileQueue, WaitIdleTimesOutWhileAJobRuns) {
 }
 
 TEST(CompileQueue, AThrowingJobLeavesTheWorkerRunning) {
-  CompileQueue q(1);
   std::atomic<int> ran{0};
+  CompileQueue q(1);
   q.submit([] { throw std::runtime_error("a faulty job"); });
   q.submit([&] { ran++; });
   ASSERT_TRUE(q.waitIdle(10000));
@@ -63,9 +65,9 @@ TEST(CompileQueue, AThrowingJobLeavesTheWorkerRunning) {
 }
 
 TEST(CompileQueue, FinishDropsQueuedJobsAndWaitsForTheRunningOne) {
-  CompileQueue q(1);
   std::atomic<bool> started{false}, release{false};
   std::atomic<int> finished{0}, queuedRan{0};
+  CompileQueue q(1);
   q.submit([&] {
     started = true;
     while (!release) std::this_thread::sleep_for(1ms);
@@ -81,7 +83,7 @@ TEST(CompileQueue, FinishDropsQueuedJobsAndWaitsForTheRunningOne) {
   EXPECT_EQ(finished.load(), 1);
   EXPECT_EQ(queuedRan.load(), 0);
   releaser.join();
-  q.submit([&] { queuedRan++; });  // after finish: dropped
+  EXPECT_FALSE(q.submit([&] { queuedRan++; }));  // after finish: dropped
   EXPECT_TRUE(q.waitIdle(1000));
   EXPECT_EQ(queuedRan.load(), 0);
 }

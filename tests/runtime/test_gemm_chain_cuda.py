@@ -1112,6 +1112,7 @@ def background():
     C.set_background_compile(True)
     yield
     C.set_background_compile(False)
+    assert C.wait_for_compiles(240)  # none left running into the next test
 
 
 def _unique_gelu_spec(value):
@@ -1127,20 +1128,23 @@ def _delta(before, after, *keys):
     return {k: after.get(k, 0) - before.get(k, 0) for k in keys}
 
 
-def test_background_compile_answers_with_aten_until_the_kernel_is_built(background):
-    """The first call of a kernel in neither cache runs ATen ops (eager's result) while a worker
-    compiles it; a call during the compile does too, without a second compile; once built, the
-    next call launches the kernel."""
-    spec = _unique_gelu_spec(zlib.crc32(os.urandom(8)) / 2**32 + 5.0)
-    seed("background")
-    ins = [randn((512, 1024), torch.float16, "cuda"), randn((1024, 1024), torch.float16, "cuda", 1024 ** -0.5)]
+def _gelu_case(value, M, N, K):
+    spec = _unique_gelu_spec(zlib.crc32(os.urandom(8)) / 2**32 + value)
+    ins = [randn((M, K), torch.float16, "cuda"), randn((K, N), torch.float16, "cuda", K ** -0.5)]
     ref = gemm_chain([t.cpu() for t in ins], spec)[0].float()
-    keys = ("background_compiles", "background_compile_calls", "launches", "kernels_compiled", "aten_dispatch")
 
     def close(out):
         assert torch.isfinite(out).all()
         torch.testing.assert_close(out.cpu().float(), ref, rtol=2e-2, atol=2e-2)
+    return spec, ins, close
 
+
+def test_background_compile_answers_with_aten_until_the_kernel_is_built(background):
+    """The first call of a kernel in neither cache runs ATen ops (eager's result) while a worker
+    compiles it; a call during the compile does too, without a second compile; once built, the
+    next call launches the kernel."""
+    spec, ins, close = _gelu_case(5.0, 512, 1024, 1024)
+    keys = ("background_compiles", "background_compile_calls", "launches", "kernels_compiled", "aten_dispatch")
     s0 = C.stats()
     (first,) = gemm_chain(ins, spec)
     torch.cuda.synchronize()
@@ -1165,17 +1169,35 @@ def test_background_compile_answers_with_aten_until_the_kernel_is_built(backgrou
     close(third)
 
 
-def test_precompile_compiles_before_it_returns_with_background_on(background):
-    """precompile (the model-compile-time path) does not hand its compile to the background."""
-    spec = _unique_gelu_spec(zlib.crc32(os.urandom(8)) / 2**32 + 6.0)
-    ins = [randn((256, 512), torch.float16, "cuda"), randn((512, 512), torch.float16, "cuda", 512 ** -0.5)]
+def test_precompile_does_not_wait_for_the_background(background):
+    """precompile (the model-compile-time path) compiles before it returns even while a background
+    compile of the same kernel runs; the next call launches the kernel."""
+    spec, ins, close = _gelu_case(6.0, 256, 512, 512)
     s0 = C.stats()
+    (first,) = gemm_chain(ins, spec)  # ATen; the compile queued
     C.precompile(ins, spec)
-    d = _delta(s0, C.stats(), "background_compiles", "kernels_compiled")
-    assert d == {"background_compiles": 0, "kernels_compiled": 1}, d
     (out,) = gemm_chain(ins, spec)
+    torch.cuda.synchronize()
+    d = _delta(s0, C.stats(), "background_compiles", "background_compile_calls", "launches")
+    assert d == {"background_compiles": 1, "background_compile_calls": 1, "launches": 1}, d
+    close(first)
+    close(out)
+
+
+def test_cuda_graph_captures_the_kernel_after_wait_for_compiles(background):
+    """The worker loads the kernel it built: after wait_for_compiles a capture takes it without
+    a driver call and records its launch (not ATen, not an error)."""
+    spec, ins, close = _gelu_case(7.0, 512, 1024, 1024)
+    (first,) = gemm_chain(ins, spec)  # ATen; the compile queued
+    assert C.wait_for_compiles(240)
+    s0 = C.stats()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        (out,) = gemm_chain(ins, spec)
+    out.fill_(float("nan"))
+    graph.replay()
     torch.cuda.synchronize()
     d = _delta(s0, C.stats(), "background_compile_calls", "launches")
     assert d == {"background_compile_calls": 0, "launches": 1}, d
-    ref = gemm_chain([t.cpu() for t in ins], spec)[0].float()
-    torch.testing.assert_close(out.cpu().float(), ref, rtol=2e-2, atol=2e-2)
+    close(first)
+    close(out)
