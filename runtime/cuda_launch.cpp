@@ -238,7 +238,7 @@ struct Plan {
   codegen::ProblemShape problem;
   int aInput = -1, bInput = -1;     // value ids (operandInput)
   // A kernel in neither cache compiles in the background while this call runs ATen ops
-  // (backgroundCompileEnabled, for the op's calls; precompile always compiles before it returns).
+  // (backgroundCompileEnabled, for the op's calls; precompile only where asked).
   bool background = false;
 };
 
@@ -387,8 +387,9 @@ struct CallEntry {
   int accSlot = -1;  // Kind::Pointwise
   // Good for this call only, not stored for the call site: the ATen evaluation taken because
   // the epilogue kernel could not be compiled now (the first call inside a CUDA graph capture),
-  // or while the kernel compiles in the background.
+  // or while the kernel compiles in the background (`compiling`).
   bool transient = false;
+  bool compiling = false;
   // Kind::Aten because the epilogue kernel failed: each call counts as a fallback (and raises
   // under FXFUSE_STRICT); the call site plans again from retryAt on (max: never).
   bool fallback = false;
@@ -515,8 +516,7 @@ KernelRequest kernelRequest(const CudaDriver& d, const Plan& plan, const codegen
 // stored for the call site, which plans again at its next call and launches the kernel once built.
 std::shared_ptr<CallEntry> whileCompiling(const Plan& plan) {
   auto e = atenEntry(plan);
-  e->transient = true;
-  stats().backgroundCompileCalls++;
+  e->transient = e->compiling = true;
   return e;
 }
 
@@ -852,11 +852,12 @@ std::vector<at::Tensor> runCall(const CallEntry& c, at::TensorList inputs) {
 }
 
 // The first call of a call site (or one the cache cannot describe): validates, plans, decides,
-// maybe compiles; stores the decision under `key` (null: not cacheable).
+// maybe compiles (in the background: `background`); stores the decision under `key` (null: not
+// cacheable), unless it holds only while the kernel compiles.
 std::vector<at::Tensor> planAndRun(at::TensorList inputs, std::shared_ptr<const CachedSpec> entry,
-                                   const std::vector<int64_t>* key, bool run) {
+                                   const std::vector<int64_t>* key, bool run, bool background) {
   Plan plan = makePlan(inputs, std::move(entry));
-  plan.background = run && backgroundCompileEnabled();
+  plan.background = background;
   const ChainSpec& spec = plan.entry->spec;
   const c10::Device device = inputs[0].device();
   const c10::DeviceGuard guard(device);
@@ -892,6 +893,7 @@ std::vector<at::Tensor> planAndRun(at::TensorList inputs, std::shared_ptr<const 
   if (!call) return run ? fallback(reason, spec, inputs, plan.shape) : std::vector<at::Tensor>{};
   if (key && !call->transient) insertCall(*key, call, generation);
   if (!run) return {};
+  if (call->compiling) stats().backgroundCompileCalls++;
   return runCall(*call, inputs);
 }
 
@@ -926,15 +928,15 @@ std::vector<at::Tensor> gemmChainCuda(at::TensorList inputs, c10::string_view sp
       return runCall(*call, inputs);
     }
   }
-  return planAndRun(inputs, std::move(entry), cacheable ? &key : nullptr, /*run=*/true);
+  return planAndRun(inputs, std::move(entry), cacheable ? &key : nullptr, /*run=*/true, backgroundCompileEnabled());
 }
 
-void precompileCuda(at::TensorList inputs, c10::string_view specText) {
+void precompileCuda(at::TensorList inputs, c10::string_view specText, bool background) {
   // the CUDA tensors (or same-shaped ones) the op will get
   auto entry = checkedSpec(inputs, specText, "fxfuse.precompile");
   std::vector<int64_t> key;
   const bool cacheable = callKey(entry.get(), inputs, &key);
-  planAndRun(inputs, std::move(entry), cacheable ? &key : nullptr, /*run=*/false);
+  planAndRun(inputs, std::move(entry), cacheable ? &key : nullptr, /*run=*/false, background);
 }
 
 namespace {

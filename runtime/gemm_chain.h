@@ -52,8 +52,9 @@ at::Tensor chainProduct(const spec::ChainSpec& spec, at::TensorList inputs, cons
 // The CUDA kernel (cuda_launch.cpp).
 std::vector<at::Tensor> gemmChainCuda(at::TensorList inputs, c10::string_view spec);
 // Compiles and loads the kernel the CUDA kernel would use for these inputs, without
-// launching, so that a later call inside CUDA graph capture finds it ready.
-void precompileCuda(at::TensorList inputs, c10::string_view spec);
+// launching, so that a later call inside CUDA graph capture finds it ready; `background`: queues
+// the compile (a background compile, kernel_loader.h) and returns at once.
+void precompileCuda(at::TensorList inputs, c10::string_view spec, bool background = false);
 
 // Measured kernel choice (runtime/kernel_choice.h) for the problem these CUDA inputs pose:
 // the candidates (codegen::describeConfig texts, the heuristic's first), the choice in force

@@ -175,14 +175,15 @@ PYBIND11_MODULE(_C, m) {
       "The cubin of the kernel generate_cuda() returns (for SASS checks with cuobjdump).");
   m.def(
       "precompile",
-      [](const std::vector<at::Tensor>& inputs, const std::string& spec) {
+      [](const std::vector<at::Tensor>& inputs, const std::string& spec, bool background) {
         py::gil_scoped_release release;
-        precompileCuda(inputs, spec);
+        precompileCuda(inputs, spec, background);
       },
-      py::arg("inputs"), py::arg("spec"),
+      py::arg("inputs"), py::arg("spec"), py::arg("background") = false,
       "Compiles and loads the kernel gemm_chain(inputs, spec) will launch, without launching: "
       "call it before CUDA graph capture. The inputs may be any tensors of the same shapes, "
-      "strides and alignment class.");
+      "strides and alignment class. background=True queues a kernel in neither cache for a "
+      "background compile and returns at once (fxfuse.wait_for_compiles waits for it).");
   m.def("stats", &statsDict, "Counters of the op and its kernel caches.");
   m.def("reset_stats", [] { stats().reset(); });
   m.def("cache_dir", [] { return diskCache().directory(); }, "The disk kernel cache directory.");

@@ -6,6 +6,7 @@ the call site and compiles its kernel, launching nothing)."""
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import logging
 import os
 from typing import TYPE_CHECKING, Any, Callable
@@ -95,8 +96,9 @@ def precompile(result: ApplyResult, options: "Options", plan: dict[str, Any]) ->
     """Compile CUDA kernels now (model compile time), so the first call, and CUDA graph
     capture, never JIT: ``_C.precompile(inputs, spec)`` on empty tensors of the inputs'
     shapes and strides (symbolic dims at their hints, then at each of Options.precompile_sizes
-    M can take). With autotune, first the measured kernel choice per chain at the hints
-    (autotune.py; recorded in ``plan["autotune"]``)."""
+    M can take; those queued for a background compile where background compiles are on). With
+    autotune, first the measured kernel choice per chain at the hints (autotune.py; recorded in
+    ``plan["autotune"]``)."""
     from . import _C, autotune
 
     fn = getattr(_C, "precompile", None)
@@ -111,7 +113,11 @@ def precompile(result: ApplyResult, options: "Options", plan: dict[str, Any]) ->
     tuned = compile_chains(at_hints, empty_like_meta, fn, autotune.tune if tuning else None)
     if tuned:
         plan["autotune"] = tuned
-    # the other sizes compile only: the autotune measures at the hints
+    # the other sizes compile only: the autotune measures at the hints. With background compiles
+    # on (fxfuse.set_background_compile) they are queued and the model's compile does not wait for
+    # them; the hints' kernels are compiled before it returns, as a CUDA graph capture needs them.
+    if _C.background_compile():
+        fn = functools.partial(fn, background=True)
     compile_chains(sized, lambda job: empty_like_meta(*job), fn, None)
 
 

@@ -1201,3 +1201,18 @@ def test_cuda_graph_captures_the_kernel_after_wait_for_compiles(background):
     assert d == {"background_compile_calls": 0, "launches": 1}, d
     close(first)
     close(out)
+
+
+def test_precompile_in_the_background_returns_before_the_compile():
+    """precompile(background=True) (precompile_sizes with background compiles on) queues the
+    compile; after wait_for_compiles the op launches the kernel the worker built and loaded."""
+    spec, ins, close = _gelu_case(8.0, 256, 512, 512)
+    s0 = C.stats()
+    C.precompile(ins, spec, background=True)
+    assert _delta(s0, C.stats(), "background_compiles")["background_compiles"] == 1
+    assert C.wait_for_compiles(240)
+    (out,) = gemm_chain(ins, spec)
+    torch.cuda.synchronize()
+    d = _delta(s0, C.stats(), "background_compile_calls", "launches", "kernels_compiled")
+    assert d == {"background_compile_calls": 0, "launches": 1, "kernels_compiled": 1}, d
+    close(out)
