@@ -7,14 +7,28 @@
 #include <cstring>
 #include <system_error>
 
+#include <unistd.h>
+
 namespace fxfuse::runtime {
 
-CompileQueue::CompileQueue(int workers) : workers_(std::max(1, workers)) {}
+CompileQueue::CompileQueue(int workers) : workers_(std::max(1, workers)), pid_(static_cast<long>(getpid())) {}
+
+void CompileQueue::startOverIfForked() {
+  const long pid = static_cast<long>(getpid());
+  if (pid == pid_) return;
+  pid_ = pid;
+  // std::thread objects of the parent's workers: destroying or joining them is not possible here
+  new std::vector<std::thread>(std::move(threads_));  // leaked on purpose
+  threads_.clear();
+  queue_.clear();
+  running_ = 0;
+}
 
 CompileQueue::~CompileQueue() { finish(); }
 
 bool CompileQueue::submit(std::function<void()> job) {
   std::lock_guard<std::mutex> lock(mutex_);
+  startOverIfForked();
   if (stopped_) return false;
   queue_.push_back(std::move(job));
   if (static_cast<int>(threads_.size()) < workers_ &&
@@ -55,6 +69,7 @@ void CompileQueue::work() {
 
 bool CompileQueue::waitIdle(long long timeout_ms) {
   std::unique_lock<std::mutex> lock(mutex_);
+  startOverIfForked();
   const auto idle = [this] { return running_ == 0 && (queue_.empty() || stopped_); };
   if (timeout_ms < 0) {
     idle_.wait(lock, idle);
@@ -67,6 +82,7 @@ void CompileQueue::finish() {
   std::vector<std::thread> threads;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    startOverIfForked();
     stopped_ = true;
     queue_.clear();
     threads.swap(threads_);

@@ -39,6 +39,9 @@ class CompileQueue {
 
  private:
   void work();
+  // In a child forked from a process with workers: the threads are not there (a join would
+  // hang), nor are the jobs they ran; start over empty. Requires mutex_ held.
+  void startOverIfForked();
 
   const int workers_;
   std::mutex mutex_;
@@ -48,6 +51,7 @@ class CompileQueue {
   std::vector<std::thread> threads_;
   int running_ = 0;
   bool stopped_ = false;
+  long pid_;  // the process the threads belong to
 };
 
 // The process-wide queue of background compiles: min(4, cores) workers.

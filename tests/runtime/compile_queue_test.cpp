@@ -8,6 +8,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 namespace fxfuse::runtime {
 namespace {
 
@@ -86,6 +89,30 @@ TEST(CompileQueue, FinishDropsQueuedJobsAndWaitsForTheRunningOne) {
   EXPECT_FALSE(q.submit([&] { queuedRan++; }));  // after finish: dropped
   EXPECT_TRUE(q.waitIdle(1000));
   EXPECT_EQ(queuedRan.load(), 0);
+}
+
+TEST(CompileQueue, AForkedChildStartsOverWithoutItsParentsWorkers) {
+  std::atomic<bool> release{false};
+  CompileQueue q(1);
+  q.submit([&] {
+    while (!release) std::this_thread::sleep_for(1ms);
+  });  // the parent's worker is busy when the child is forked
+  const pid_t child = fork();
+  if (child == 0) {
+    // the parent's running job and worker are not in the child: a job of its own runs, and the
+    // queue goes idle and finishes without waiting for the parent's
+    std::atomic<int> ran{0};
+    const bool queued = q.submit([&] { ran++; });
+    const bool idle = q.waitIdle(10000);
+    q.finish();
+    _exit(queued && idle && ran == 1 ? 0 : 1);
+  }
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  release = true;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  EXPECT_TRUE(q.waitIdle(10000));
 }
 
 TEST(CompileQueue, BackgroundSwitchRoundTrips) {
