@@ -271,7 +271,7 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   EXPECT_EQ(tile(256, 4096, 1), "64x128 pp s8");      // 128 tiles, one round
   EXPECT_EQ(tile(64, 14336, 1), "64x128 pp s8");
   EXPECT_EQ(tile(100, 14336, 1), "64x256 pp s5");     // one round instead of two (128x128 ties too)
-  EXPECT_EQ(tile(128, 14336, 1), "64x256 pp s5");     // the same tie
+  EXPECT_EQ(tile(128, 14336, 1), "128x128 coop s6");  // the same tie; one round of 64x256 (Run AT)
   // 64x128's last row half real in round three: the tile rule takes 128x256, and the heuristic
   // then refuses the Hopper kernel, whose last 128-row tile holds at most a quarter real rows (Run
   // AE: cuBLAS + the epilogue kernel faster, measured at K = 4096); the autotune still measures it
@@ -299,7 +299,7 @@ TEST(CandidateConfigs, HopperTileFillsTheSms) {
   EXPECT_EQ(tile(176, 14336, 1), "64x128 pp s8");     // three rounds, the last row 3/4 real
   EXPECT_EQ(tile(192, 14336, 1), "64x128 pp s8");     // three rounds of whole tiles
   EXPECT_EQ(tile(200, 20480, 1), "64x128 pp s8");     // 128x256 would take two rounds too
-  EXPECT_EQ(tile(256, 6400, 1), "64x256 pp s5");      // 100 tiles in one round
+  EXPECT_EQ(tile(256, 6400, 1), "128x128 coop s6");   // 100 tiles in one round (Run AT)
   EXPECT_EQ(tile(128, 11008, 1), "64x128 pp s8");     // 64x256: 86 tiles, under 3/4 of the SMs
   EXPECT_EQ(tile(224, 14336, 1), "128x256 coop s4");  // all three tie: one round
   EXPECT_EQ(tile(256, 14336, 1), "128x256 coop s4");
@@ -477,17 +477,19 @@ TEST(CandidateConfigs, TwoRoundsOf128x256TakeThe128x128PingPongWhereTheEpilogueW
   EXPECT_TRUE(pp64x256(sm90::chooseConfig(4160, 4096, 4096, 1, 132, sm90::EpilogueLoad::ReadsResidual)));  // partial row tile
   // a partial 256-column tile keeps session 21's 64x256 (measured with the residual chain among others)
   EXPECT_TRUE(pp64x256(sm90::chooseConfig(8192, 640, 4096, 1, 132, sm90::EpilogueLoad::ReadsResidual)));
-  // Up to 256 rows, where 64x256 ping-pong runs one tile per CTA (one round: one consumer idles), a
-  // residual takes 128x128 cooperative in one round of at least 96 whole tiles at K = 4096 (Run AS
-  // call 5: 256 x 4096 x 8192 1.095x mm against 1.295x, 128 x 4096 x 14336 1.111x against 1.158x);
-  // light epilogues, another K (M = 128 at K = 6144 would leave the kernel: measuredTileInOneRound),
+  // Up to 256 rows, where 64x256 ping-pong runs one tile per CTA (one round: one consumer idles),
+  // every epilogue takes 128x128 cooperative in one round of at least 96 whole tiles at K =
+  // 2048-6144 (Run AS call 5 with the residual, Run AT call 2 out of sample with every bench chain:
+  // 22 of 24 cells faster); K = 8192 (unmeasured; a lone 128-row tile would leave the kernel there),
   // partial 128-row or 128-column tiles and fewer than 96 of them keep 64x256
   const auto square_coop = [](const sm90::GemmConfig& c) { return c.bm == 128 && c.bn == 128 && !c.pingpong; };
   for (const auto& [m, n] : {std::pair{256LL, 8192LL}, {256, 6272}, {128, 14336}, {128, 16384}, {128, 12672}}) {
-    EXPECT_TRUE(square_coop(sm90::chooseConfig(m, n, 4096, 1, 132, sm90::EpilogueLoad::ReadsResidual))) << m << "x" << n;
-    EXPECT_TRUE(pp64x256(sm90::chooseConfig(m, n, 4096, 1, 132))) << m << "x" << n;
-    for (const long long k : {2048LL, 6144LL, 8192LL})
-      EXPECT_TRUE(pp64x256(sm90::chooseConfig(m, n, k, 1, 132, sm90::EpilogueLoad::ReadsResidual))) << m << "x" << n << "x" << k;
+    for (const long long k : {2048LL, 4096LL, 6144LL}) {
+      EXPECT_TRUE(square_coop(sm90::chooseConfig(m, n, k, 1, 132, sm90::EpilogueLoad::ReadsResidual))) << m << "x" << n << "x" << k;
+      EXPECT_TRUE(square_coop(sm90::chooseConfig(m, n, k, 1, 132))) << m << "x" << n << "x" << k;
+    }
+    EXPECT_FALSE(square_coop(sm90::chooseConfig(m, n, 8192, 1, 132, sm90::EpilogueLoad::ReadsResidual))) << m << "x" << n;
+    EXPECT_TRUE(pp64x256(sm90::chooseConfig(m, n, 1024, 1, 132))) << m << "x" << n;
   }
   EXPECT_TRUE(pp64x256(sm90::chooseConfig(192, 8448, 4096, 1, 132, sm90::EpilogueLoad::ReadsResidual)));  // M % 128
   EXPECT_TRUE(pp64x256(sm90::chooseConfig(256, 8256, 4096, 1, 132, sm90::EpilogueLoad::ReadsResidual)));  // N % 128

@@ -782,13 +782,14 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     (320, 4096, 2048, False, None),  # 80 tiles of 64x128
     (320, 4096, 8192, True, None),  # 64x128 in three rounds at K = 4096, share 0.61 (lost, Run AR)
     (384, 8192, 8192, False, None),  # three rounds, share 0.74 (lost, Run AR)
-    # session 31 (Run AS call 5): up to 256 rows, where 64x256 ping-pong is one tile per CTA, the
-    # residual takes 128x128 cooperative in one round of >= 96 whole tiles at K = 4096 (at K = 6144
-    # a lone 128-row tile would leave the kernel: measuredTileInOneRound)
+    # sessions 31-32 (Runs AS call 5, AT call 2): up to 256 rows, where 64x256 ping-pong is one tile
+    # per CTA, every epilogue takes 128x128 cooperative in one round of >= 96 whole tiles at K =
+    # 2048-6144 (at K = 8192 64x256 stays: unmeasured)
     (256, 4096, 8192, True, "sm90_wgmma 128x128x64 s6 t384"),
-    (256, 4096, 8192, False, "sm90_wgmma 64x256x64 s5 t384 pingpong"),
+    (256, 4096, 8192, False, "sm90_wgmma 128x128x64 s6 t384"),
     (128, 4096, 16384, True, "sm90_wgmma 128x128x64 s6 t384"),
-    (128, 6144, 14336, True, "sm90_wgmma 64x256x64 s5 t384 pingpong"),
+    (128, 6144, 14336, True, "sm90_wgmma 128x128x64 s6 t384"),
+    (256, 2048, 8192, False, "sm90_wgmma 128x128x64 s6 t384"),
 ])
 def test_residual_dispatch_by_the_heuristic(unforced, M, K, N, residual, first):
     """The tile choice weighs a residual read (sm90::chooseConfig's EpilogueLoad; bench/RESULTS.md
@@ -812,7 +813,7 @@ def test_residual_dispatch_by_the_heuristic(unforced, M, K, N, residual, first):
     # session 28 (Run AQ, interleaved): 64x128 in one round from 192 rows at K >= 4096, the wider
     # tiles in one round at K = 4096
     (256, 4096, 4096, "sm90_wgmma 64x128x64 s8 t384 pingpong"),  # 1.17-1.20x eager
-    (128, 4096, 14336, "sm90_wgmma 64x256x64 s5 t384 pingpong"),  # 1.05-1.06x eager
+    (128, 4096, 14336, "sm90_wgmma 128x128x64 s6 t384"),  # 1.05-1.06x eager on 64x256; 128x128 faster (Run AT)
     (128, 14336, 8192, None),  # 128 rows on 64x128: unmeasured
     (256, 4096, 11008, None),  # 64x128 in three rounds: 0.98x eager
     (128, 4096, 4096, None),  # 64 tiles, refused for every chain (SiLU 0.95x eager)
