@@ -56,7 +56,7 @@
 #   scripts/gpu-session.sh activations [SHAPES]  session 28's SiLU / GELU-alone rules: their dispatch
 #                                         GPU tests, then the planner's choice end to end against
 #                                         eager at the shapes they changed and out of sample (~3 min)
-#   scripts/gpu-session.sh oneround [SHAPES]  session 31's residual rule (128x128 cooperative where
+#   scripts/gpu-session.sh oneround [SHAPES]  sessions 31-32's one-round rule (128x128 cooperative where
 #                                         64x256 ping-pong runs one round at <= 256 rows): dispatch
 #                                         cases, every candidate, end to end, out of sample (~6 min)
 #   scripts/gpu-session.sh midrows [SHAPES]  one matrix of 257-511 rows (GELU chains taken since Run
@@ -322,11 +322,10 @@ case "$part" in
     grep -A40 "^ *shape" "$LOGS/activations_e2e.txt" | head -n 40
     ;;
   oneround)
-    # bench/RESULTS.md Run AS call 5: up to 256 rows, where 64x256 ping-pong runs one tile per CTA
-    # (one round: one consumer idles), the residual chain takes 128x128 cooperative at K = 4096
-    # (sm90 tileFillingTheSms). Its dispatch cases, then every autotune candidate and the planner's
-    # choice end to end at shapes out of sample (in the rule's band, and at another K where it does
-    # not apply), all four bench chains (light epilogues keep 64x256: are they slower there too?)
+    # bench/RESULTS.md Runs AS call 5, AT call 2: up to 256 rows, where 64x256 ping-pong runs one
+    # tile per CTA (one round: one consumer idles), every epilogue takes 128x128 cooperative at K =
+    # 2048-6144 (sm90 tileFillingTheSms). Its dispatch cases, then every autotune candidate and the
+    # planner's choice end to end at shapes (default: Run AT call 2's, where the rule was measured)
     build
     dispatch_cases
     shapes=${2:-128x4096x16384,256x4096x7168,128x4096x12800,256x2048x8192,256x6144x8192,128x6144x14336}
