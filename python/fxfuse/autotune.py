@@ -172,9 +172,10 @@ def measure(inputs: list[torch.Tensor], spec: str, reps: int = REPS,
             _C.set_kernel_choice(inputs, spec, choice)
             times[choice] = None
             try:
-                # compiled and loaded before its first call, so that the call launches it even
-                # with background compiles on (fxfuse.set_background_compile: ATen until built)
-                _C.precompile(inputs, spec)
+                # with background compiles on (fxfuse.set_background_compile: ATen until built),
+                # compiled and loaded before its first call, so that the call launches it
+                if _C.background_compile():
+                    _C.precompile(inputs, spec)
                 before = _C.stats().get("launches", 0)
                 outs = [op(inputs, spec) for _ in range(WARMUP)][-1]
                 torch.cuda.synchronize()

@@ -33,7 +33,7 @@ def background_compile() -> bool:
 def wait_for_compiles(timeout_s: float | None = None) -> bool:
     """Blocks until no background compile is queued or running (True) or ``timeout_s`` seconds have
     passed (False). The kernels built load at their next call."""
-    if timeout_s is not None and timeout_s < 0:
+    if timeout_s is not None and not timeout_s >= 0:  # NaN too
         raise ValueError(f"wait_for_compiles: timeout_s must be >= 0, got {timeout_s}")
     return _C.wait_for_compiles(timeout_s)
 

@@ -45,9 +45,10 @@ def test_counters_are_reported_and_nothing_waits_when_idle():
     assert fxfuse.wait_for_compiles() is True
 
 
-def test_negative_timeout_is_an_error():
+@pytest.mark.parametrize("bad", [-1, float("nan")])
+def test_negative_or_nan_timeout_is_an_error(bad):
     with pytest.raises(ValueError, match="timeout_s"):
-        fxfuse.wait_for_compiles(timeout_s=-1)
+        fxfuse.wait_for_compiles(timeout_s=bad)
 
 
 def test_cpu_calls_never_go_to_the_background(restore):
