@@ -91,19 +91,26 @@ def test_m_with_two_symbols_or_none_compiles_at_the_hints_only():
     assert precompile_jobs(static.applied, (1, 16)) == ([], [])
 
 
+def _dynamic_batch_on_cpu(monkeypatch):
+    """The chain exported with a dynamic batch (hint 8), and the pass's precompile jobs taken from
+    its CPU graph (the CUDA filter widened)."""
+    from fxfuse import precompile
+
+    real_jobs = precompile.precompile_jobs
+    monkeypatch.setattr(precompile, "precompile_jobs", lambda result, sizes: real_jobs(result, sizes, "cpu"))
+    batch = torch.export.Dim("batch", min=2, max=4096)
+    return torch.export.export(_Chain(), (torch.randn(8, 64), torch.randn(8, 48)),
+                               dynamic_shapes={"x": {0: batch}, "r": {0: batch}})
+
+
 def test_the_pass_asks_the_op_to_compile_every_size(monkeypatch):
     """The whole path: run_on_graph with precompile on calls `_C.precompile` once at the hints
     and once per size, with stand-ins of those sizes (the CUDA filter widened to this CPU graph)."""
     import fxfuse._C as C
-    from fxfuse import precompile
 
     calls = []
     monkeypatch.setattr(C, "precompile", lambda inputs, spec: calls.append([tuple(t.shape) for t in inputs]))
-    real_jobs = precompile.precompile_jobs
-    monkeypatch.setattr(precompile, "precompile_jobs", lambda result, sizes: real_jobs(result, sizes, "cpu"))
-    batch = torch.export.Dim("batch", min=2, max=4096)
-    ep = torch.export.export(_Chain(), (torch.randn(8, 64), torch.randn(8, 48)),
-                             dynamic_shapes={"x": {0: batch}, "r": {0: batch}})
+    ep = _dynamic_batch_on_cpu(monkeypatch)
     run_on_graph(ep.graph_module.graph, Options(only_profitable=False, precompile_sizes=(2, 512)), "precompile-sizes")
     rows = sorted({shape[0] for call in calls for shape in call if len(shape) == 2 and shape[1] in (64, 48)
                    and shape != (64, 48)})
@@ -119,17 +126,12 @@ def test_with_background_compiles_the_sizes_are_queued_and_the_hints_compiled(mo
     """Background compiles on: the hints' kernels still compile before the model's compile returns
     (a CUDA graph capture needs them), the other sizes' are handed to the background."""
     import fxfuse._C as C
-    from fxfuse import precompile
 
     calls = []
     monkeypatch.setattr(C, "precompile", lambda inputs, spec, background=False: calls.append(
         (sorted({t.shape[0] for t in inputs if t.dim() == 2 and t.shape[1] in (64, 48) and tuple(t.shape) != (64, 48)}),
          background)))
     monkeypatch.setattr(C, "background_compile", lambda: True)
-    real_jobs = precompile.precompile_jobs
-    monkeypatch.setattr(precompile, "precompile_jobs", lambda result, sizes: real_jobs(result, sizes, "cpu"))
-    batch = torch.export.Dim("batch", min=2, max=4096)
-    ep = torch.export.export(_Chain(), (torch.randn(8, 64), torch.randn(8, 48)),
-                             dynamic_shapes={"x": {0: batch}, "r": {0: batch}})
+    ep = _dynamic_batch_on_cpu(monkeypatch)
     run_on_graph(ep.graph_module.graph, Options(only_profitable=False, precompile_sizes=(2, 512)), "precompile-sizes")
     assert sorted(calls) == [([2], True), ([8], False), ([512], True)], calls
