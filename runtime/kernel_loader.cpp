@@ -175,22 +175,25 @@ std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spe
   std::string image;
   if (auto job = spec.compiling.find(key); job != spec.compiling.end()) {
     BackgroundCompile& c = *job->second;
-    const int state = c.state.load(std::memory_order_acquire);
-    if (state == BackgroundCompile::Failed) throw KernelUnavailable(c.error);  // kept: not compiled again
-    if (state == BackgroundCompile::Done && c.kernel) {
-      std::shared_ptr<CudaKernel> kernel = std::move(c.kernel);
-      spec.compiling.erase(job);
-      spec.kernels.emplace(key, kernel);
-      return kernel;
+    switch (c.state.load(std::memory_order_acquire)) {
+      case BackgroundCompile::Failed:
+        throw KernelUnavailable(c.error);  // kept: not compiled again
+      case BackgroundCompile::Running:
+        if (r.background) throw compiling(key);
+        spec.compiling.erase(job);  // a request that does not wait (precompile, the switch off) compiles below
+        break;
+      default:  // Done
+        if (c.kernel) {  // loaded by the worker: no driver call, so a capture may take it
+          std::shared_ptr<CudaKernel> kernel = std::move(c.kernel);
+          spec.compiling.erase(job);
+          spec.kernels.emplace(key, kernel);
+          return kernel;
+        }
+        if (r.mayCompile && !r.mayCompile()) break;  // its load waits until the capture ends (below)
+        src = std::move(c.source);  // built, not loaded by the worker: load it here
+        image = std::move(c.image);
+        spec.compiling.erase(job);
     }
-    if (state == BackgroundCompile::Running && r.background) throw compiling(key);
-    if (state == BackgroundCompile::Done && (!r.mayCompile || r.mayCompile())) {
-      src = std::move(c.source);  // built, not loaded by the worker: load it here
-      image = std::move(c.image);
-    }
-    // else a request that does not wait (precompile, the switch off) while the job runs compiles
-    // the kernel itself; under capture, KernelNotReady below as without a job
-    if (!image.empty() || state == BackgroundCompile::Running) spec.compiling.erase(job);
   }
   if (image.empty()) {
     if (r.mayCompile && !r.mayCompile())
