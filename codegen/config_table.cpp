@@ -72,7 +72,7 @@ long long tiles64x128(const ProblemShape& s) { return (s.M + 63) / 64 * ((s.N + 
 // A lone 128-row tile also where it is 128x128 cooperative at K <= 6144 (sm90::tileFillingTheSms;
 // it ran at M = 128 there, Run AT call 2).
 bool measuredTileInOneRound(const ProblemShape& s, const sm90::GemmConfig& g) {
-  const bool lone_square_measured = g.bm == 128 && g.bn == 128 && !g.pingpong && s.K <= 6144;
+  const bool lone_square_measured = sm90::isSquareCooperative(g) && s.K <= 6144;
   return sm90::roundsOfTiles(s.M, s.N, s.B, g, kHopperSms) == 1 &&
          !(g.bm == 128 && (s.B != 1 || s.M != 2 * g.bm) && !lone_square_measured);
 }
@@ -349,10 +349,10 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
     // at K = 4096 only; 128 rows on 64x128, the wider tiles at a longer K, 128x128, K under 4096,
     // SiLU with a residual or a gate unmeasured and refused.
     // (128x128 cooperative at K = 4096: Run AT call 2, 2-9 % faster with SiLU than 64x256, which won)
-    const bool square_cooperative = tile.bm == 128 && tile.bn == 128 && !tile.pingpong;
     const bool measured_silu_tile = tile.bm == 64 && tile.bn == 128
                                         ? shape.M >= 192
-                                        : (tile.bn == 256 || square_cooperative) && shape.K <= kSiluDecodeMinK;
+                                        : (tile.bn == 256 || sm90::isSquareCooperative(tile)) &&
+                                              shape.K <= kSiluDecodeMinK;
     if (!mid_rows && silu && !(long_k_decode && silu_alone && shape.K >= kSiluDecodeMinK && measured_silu_tile))
       return "SiLU is faster unfused below 512 rows but for SiLU alone on decode batches in one round of the tile "
              "it was measured on (64x128 from 192 rows at K >= 4096; 64x256 / 128x256 / 128x128 cooperative at K = "

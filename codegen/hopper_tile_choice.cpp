@@ -135,6 +135,13 @@ GemmConfig tile128x128(long long M, long long N, long long batch, int num_sms) {
 // them (73 % of the SMs, as a decode batch) in one round: below 257 rows the tile of both one-round
 // rules (chooseConfig at K >= 8192, tileFillingTheSms at K = 2048-6144).
 const GemmConfig kSquareCooperative = tileConfig(128, 128, 6, false);
+}  // namespace
+
+bool isSquareCooperative(const GemmConfig& c) {
+  return c.bm == kSquareCooperative.bm && c.bn == kSquareCooperative.bn && !c.pingpong;
+}
+
+namespace {
 bool wholeSquareTilesInOneRound(long long M, long long N, long long batch, int num_sms) {
   const GemmConfig& sq = kSquareCooperative;
   return batch == 1 && M % sq.bm == 0 && N % sq.bn == 0 && tileCount(M, N, batch, sq) >= 96 &&

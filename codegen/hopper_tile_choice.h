@@ -35,6 +35,9 @@ double judgedWorkShare(long long M, long long N, long long batch, const GemmConf
 // (tileFillingTheSms, Run AN).
 enum class EpilogueLoad { Light, ReadsResidual };
 
+// Whether c is 128x128 cooperative, the tile of the one-round rules below 257 rows (chooseConfig).
+bool isSquareCooperative(const GemmConfig& c);
+
 // Config choice: ping-pong 64x256 from 1025 rows (M x batch) where its tiles fill the SMs (for one
 // matrix: a 128-row tile at a partial 256-column tile (64x256 where 128x128 takes as many rounds,
 // 128x256 where N is not a multiple of 64, both at K >= 4096), 128x256 where it takes half
