@@ -133,7 +133,7 @@ GemmConfig tile128x128(long long M, long long N, long long batch, int num_sms) {
 
 // 128x128 cooperative, its tiles whole (one matrix, M and N multiples of 128) and at least 96 of
 // them (73 % of the SMs, as a decode batch) in one round: below 257 rows the tile of both one-round
-// rules (chooseConfig at K >= 8192, tileFillingTheSms at K = 2048-6144).
+// rules (chooseConfig at K >= 8192, tileFillingTheSms at K = 2048-8192).
 const GemmConfig kSquareCooperative = tileConfig(128, 128, 6, false);
 }  // namespace
 
@@ -231,16 +231,18 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long ba
   // consumers on its tile and reads the weight for two row tiles: up to 256 rows it comes first
   // where it has at least 96 whole tiles in one round (one matrix, M and N multiples of 128; at 132
   // SMs, where 64x256 fills the SMs from 99 tiles: M = 128 at N = 12672-16896, M = 256 at N =
-  // 6272-8448), at K = 2048-6144, as measured, with every epilogue. A longer K was not measured,
-  // and there config_table's measuredTileInOneRound refuses a lone 128-row tile (M = 128 would
-  // leave the kernel). Measured on the H200 (compare_tiles, time / cuBLAS mm alone, 128x128
+  // 6272-8448), at K = 2048-8192, as measured, with every epilogue. A longer K was not measured
+  // (config_table's measuredTileInOneRound refuses a lone 128-row tile there). Measured on the H200
+  // (compare_tiles, time / cuBLAS mm alone, 128x128
   // cooperative's over 64x256's): with the residual first (bench/RESULTS.md Run AS call 5,
   // 2026-12-03: 256 x 4096 x 8192 1.095 against 1.295, 128 x 4096 x 14336 1.111 against 1.158;
   // bias+GELU 1.045 against 1.151, 1.078 against 1.088), then out of sample at six shapes, four
   // bench chains each (Run AT call 2, 2026-12-03): 22 of 24 cells faster, by 0.6-21 % (256 x 2048
   // x 8192 11-21 %, 256 x 4096 x 7168 8-13 %, 256 x 6144 x 8192 6-12 %, 128 x 4096 x 12800 / 16384
-  // 0.6-7 %), and 0.3 / 0.5 % slower in two (SiLU, bias+ReLU+cast at 128 x 6144 x 14336).
-  if (M * batch <= 256 && K >= 2048 && K <= 6144 && c.bm == t64x256.bm && c.bn == t64x256.bn &&
+  // 0.6-7 %), and 0.3 / 0.5 % slower in two (SiLU, bias+ReLU+cast at 128 x 6144 x 14336); at K =
+  // 8192 (Run AU call 1, 2026-12-03, out of sample): 256 x 8192 x 7680 faster in 4 of 4 cells by
+  // 6-11 %, 128 x 8192 x 13312 in 3 of 4 by 1.8-2.7 % (SiLU 0.9 % slower, left to eager there).
+  if (M * batch <= 256 && K >= 2048 && K <= 8192 && c.bm == t64x256.bm && c.bn == t64x256.bn &&
       roundsOfTiles(M, N, batch, c, num_sms) == 1 && wholeSquareTilesInOneRound(M, N, batch, num_sms))
     return kSquareCooperative;
   const long long edge_rows = M % narrow.bm;

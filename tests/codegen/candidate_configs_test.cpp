@@ -479,16 +479,17 @@ TEST(CandidateConfigs, TwoRoundsOf128x256TakeThe128x128PingPongWhereTheEpilogueW
   EXPECT_TRUE(pp64x256(sm90::chooseConfig(8192, 640, 4096, 1, 132, sm90::EpilogueLoad::ReadsResidual)));
   // Up to 256 rows, where 64x256 ping-pong runs one tile per CTA (one round: one consumer idles),
   // every epilogue takes 128x128 cooperative in one round of at least 96 whole tiles at K =
-  // 2048-6144 (Run AS call 5 with the residual, Run AT call 2 out of sample with every bench chain:
-  // 22 of 24 cells faster); K = 8192 (unmeasured; a lone 128-row tile would leave the kernel there),
-  // partial 128-row or 128-column tiles and fewer than 96 of them keep 64x256
+  // 2048-8192 (Run AS call 5 with the residual, Run AT call 2 out of sample with every bench chain:
+  // 22 of 24 cells faster; Run AU call 1 at K = 8192: 7 of 8); a longer K (unmeasured; a lone
+  // 128-row tile would leave the kernel there), partial 128-row or 128-column tiles and fewer than
+  // 96 of them keep 64x256
   const auto square_coop = [](const sm90::GemmConfig& c) { return c.bm == 128 && c.bn == 128 && !c.pingpong; };
   for (const auto& [m, n] : {std::pair{256LL, 8192LL}, {256, 6272}, {128, 14336}, {128, 16384}, {128, 12672}}) {
-    for (const long long k : {2048LL, 4096LL, 6144LL}) {
+    for (const long long k : {2048LL, 4096LL, 6144LL, 8192LL}) {
       EXPECT_TRUE(square_coop(sm90::chooseConfig(m, n, k, 1, 132, sm90::EpilogueLoad::ReadsResidual))) << m << "x" << n << "x" << k;
       EXPECT_TRUE(square_coop(sm90::chooseConfig(m, n, k, 1, 132))) << m << "x" << n << "x" << k;
     }
-    EXPECT_FALSE(square_coop(sm90::chooseConfig(m, n, 8192, 1, 132, sm90::EpilogueLoad::ReadsResidual))) << m << "x" << n;
+    EXPECT_FALSE(square_coop(sm90::chooseConfig(m, n, 11008, 1, 132, sm90::EpilogueLoad::ReadsResidual))) << m << "x" << n;
     EXPECT_TRUE(pp64x256(sm90::chooseConfig(m, n, 1024, 1, 132))) << m << "x" << n;
   }
   EXPECT_TRUE(pp64x256(sm90::chooseConfig(192, 8448, 4096, 1, 132, sm90::EpilogueLoad::ReadsResidual)));  // M % 128
