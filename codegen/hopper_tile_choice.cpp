@@ -241,7 +241,7 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long ba
   // x 8192 11-21 %, 256 x 4096 x 7168 8-13 %, 256 x 6144 x 8192 6-12 %, 128 x 4096 x 12800 / 16384
   // 0.6-7 %), and 0.3 / 0.5 % slower in two (SiLU, bias+ReLU+cast at 128 x 6144 x 14336); at K =
   // 8192 (Run AU call 1, 2026-12-03, out of sample): 256 x 8192 x 7680 faster in 4 of 4 cells by
-  // 6-11 %, 128 x 8192 x 13312 in 3 of 4 by 1.8-2.7 % (SiLU 0.9 % slower, left to eager there).
+  // 5-10 %, 128 x 8192 x 13312 in 3 of 4 by 1.8-2.6 % (SiLU 0.9 % slower, left to eager there).
   if (M * batch <= 256 && K >= 2048 && K <= 8192 && c.bm == t64x256.bm && c.bn == t64x256.bn &&
       roundsOfTiles(M, N, batch, c, num_sms) == 1 && wholeSquareTilesInOneRound(M, N, batch, num_sms))
     return kSquareCooperative;
