@@ -5,26 +5,73 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <system_error>
+
+#include <pthread.h>
 
 #include <unistd.h>
 
 namespace fxfuse::runtime {
+namespace {
+// Every constructed, not yet destroyed queue (for the fork handlers). Never destroyed: a queue
+// may outlive static destruction (backgroundCompileQueue()).
+struct LiveQueues {
+  std::mutex mutex;
+  std::set<CompileQueue*> queues;
+};
+LiveQueues& liveQueues() {
+  static auto* live = new LiveQueues;
+  return *live;
+}
+}  // namespace
 
-CompileQueue::CompileQueue(int workers) : workers_(std::max(1, workers)), pid_(static_cast<long>(getpid())) {}
+CompileQueue::CompileQueue(int workers)
+    : workers_(std::max(1, workers)),
+      wake_(std::make_unique<std::condition_variable>()),
+      idle_(std::make_unique<std::condition_variable>()),
+      pid_(static_cast<long>(getpid())) {
+  static std::once_flag registered;
+  std::call_once(registered, [] {
+    pthread_atfork(&CompileQueue::lockEveryQueueForFork, &CompileQueue::unlockEveryQueueAfterFork,
+                   &CompileQueue::unlockEveryQueueAfterFork);
+  });
+  std::lock_guard<std::mutex> lock(liveQueues().mutex);
+  liveQueues().queues.insert(this);
+}
+
+void CompileQueue::lockEveryQueueForFork() {
+  liveQueues().mutex.lock();  // also keeps queues from being created or destroyed meanwhile
+  for (CompileQueue* q : liveQueues().queues) q->mutex_.lock();
+}
+
+void CompileQueue::unlockEveryQueueAfterFork() {
+  for (CompileQueue* q : liveQueues().queues) q->mutex_.unlock();
+  liveQueues().mutex.unlock();
+}
 
 void CompileQueue::startOverIfForked() {
   const long pid = static_cast<long>(getpid());
   if (pid == pid_) return;
   pid_ = pid;
-  // std::thread objects of the parent's workers: destroying or joining them is not possible here
+  // std::thread objects of the parent's workers: destroying or joining them is not possible here;
+  // nor destroying condition variables the parent's threads waited on
   new std::vector<std::thread>(std::move(threads_));  // leaked on purpose
   threads_.clear();
+  wake_.release();  // leaked on purpose
+  idle_.release();
+  wake_ = std::make_unique<std::condition_variable>();
+  idle_ = std::make_unique<std::condition_variable>();
   queue_.clear();
   running_ = 0;
 }
 
-CompileQueue::~CompileQueue() { finish(); }
+CompileQueue::~CompileQueue() {
+  finish();
+  std::lock_guard<std::mutex> lock(liveQueues().mutex);
+  liveQueues().queues.erase(this);
+}
 
 bool CompileQueue::submit(std::function<void()> job) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -43,14 +90,14 @@ bool CompileQueue::submit(std::function<void()> job) {
       }
     }
   }
-  wake_.notify_one();
+  wake_->notify_one();
   return true;
 }
 
 void CompileQueue::work() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    wake_.wait(lock, [this] { return stopped_ || !queue_.empty(); });
+    wake_->wait(lock, [this] { return stopped_ || !queue_.empty(); });
     if (stopped_) return;
     std::function<void()> job = std::move(queue_.front());
     queue_.pop_front();
@@ -63,7 +110,7 @@ void CompileQueue::work() {
     }
     lock.lock();
     --running_;
-    idle_.notify_all();
+    idle_->notify_all();
   }
 }
 
@@ -72,10 +119,10 @@ bool CompileQueue::waitIdle(long long timeout_ms) {
   startOverIfForked();
   const auto idle = [this] { return running_ == 0 && (queue_.empty() || stopped_); };
   if (timeout_ms < 0) {
-    idle_.wait(lock, idle);
+    idle_->wait(lock, idle);
     return true;
   }
-  return idle_.wait_for(lock, std::chrono::milliseconds(timeout_ms), idle);
+  return idle_->wait_for(lock, std::chrono::milliseconds(timeout_ms), idle);
 }
 
 void CompileQueue::finish() {
@@ -87,8 +134,8 @@ void CompileQueue::finish() {
     queue_.clear();
     threads.swap(threads_);
   }
-  wake_.notify_all();
-  idle_.notify_all();
+  wake_->notify_all();
+  idle_->notify_all();
   for (std::thread& t : threads) t.join();
 }
 

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -40,13 +41,20 @@ class CompileQueue {
  private:
   void work();
   // In a child forked from a process with workers: the threads are not there (a join would
-  // hang), nor are the jobs they ran; start over empty. Requires mutex_ held.
+  // hang), nor are the jobs they ran, nor the waits on the condition variables; start over
+  // empty. Requires mutex_ held.
   void startOverIfForked();
+  // pthread_atfork handlers over every live queue: a fork waits until no thread holds a queue's
+  // mutex (a child copying it locked would hang at its first use), and both sides release it.
+  static void lockEveryQueueForFork();
+  static void unlockEveryQueueAfterFork();
 
   const int workers_;
   std::mutex mutex_;
-  std::condition_variable wake_;  // a job was queued, or finish()
-  std::condition_variable idle_;  // a job ended
+  // Pointers so that a forked child can replace them: its copies may count waiters (the
+  // parent's threads) that are not there, who would take the child's notifications.
+  std::unique_ptr<std::condition_variable> wake_;  // a job was queued, or finish()
+  std::unique_ptr<std::condition_variable> idle_;  // a job ended
   std::deque<std::function<void()>> queue_;
   std::vector<std::thread> threads_;
   int running_ = 0;

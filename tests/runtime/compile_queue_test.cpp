@@ -115,6 +115,53 @@ TEST(CompileQueue, AForkedChildStartsOverWithoutItsParentsWorkers) {
   EXPECT_TRUE(q.waitIdle(10000));
 }
 
+// A fork while another thread holds the queue's mutex, with the parent's idle worker and a
+// waitIdle caller waiting on its condition variables: the child must still run its jobs, one
+// after another (each notification reaching its own worker). Forked many times, so that some
+// forks land while the mutex is held (pthread_atfork handlers make the fork wait for it).
+TEST(CompileQueue, ChildrenForkedWhileTheQueueIsBusyRunTheirJobs) {
+  std::atomic<bool> stop{false};
+  CompileQueue q(2);
+  q.submit([] {});  // starts a worker, which then waits for work
+  ASSERT_TRUE(q.waitIdle(10000));
+  std::thread holder([&] {  // takes and drops the queue's mutex without pause
+    while (!stop) q.waitIdle(0);
+  });
+  std::thread waiter([&] {  // waits on the idle condition while a job runs
+    while (!stop) {
+      std::atomic<bool> release{false};
+      q.submit([&] {
+        while (!release && !stop) std::this_thread::sleep_for(100us);
+      });
+      q.waitIdle(2);
+      release = true;
+      q.waitIdle(10000);
+    }
+  });
+  int hung = 0, failed = 0;
+  for (int i = 0; i < 60; ++i) {
+    const pid_t child = fork();
+    if (child == 0) {
+      alarm(5);  // a hung child dies of SIGALRM
+      std::atomic<int> ran{0};
+      bool ok = true;
+      for (int j = 0; j < 3; ++j) ok = q.submit([&] { ran++; }) && q.waitIdle(3000) && ok;
+      _exit(ok && ran == 3 ? 0 : 1);
+    }
+    ASSERT_GT(child, 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    if (WIFSIGNALED(status)) hung++;
+    else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed++;
+  }
+  stop = true;
+  holder.join();
+  waiter.join();
+  EXPECT_EQ(hung, 0);
+  EXPECT_EQ(failed, 0);
+  EXPECT_TRUE(q.waitIdle(10000));
+}
+
 TEST(CompileQueue, BackgroundSwitchRoundTrips) {
   const bool before = backgroundCompileEnabled();
   setBackgroundCompile(true);
