@@ -407,7 +407,7 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
 //    while the unfused path's extra pass over the output weighs less the longer K is (cuBLAS +
 //    the epilogue kernel ran 1.21-1.35x cuBLAS mm alone at K = 4096, 1.08-1.12x at 14336,
 //    1.6-2.2x at 768-1152). Refused at a share of K / (K + kFillRuleK) or less: 0.73 at K = 4096,
-//    0.90 at 14336. Measured on the H200 (bench/RESULTS.md Run AH, 2026-12-01, compare_tiles after the
+//    and from K = kFillRuleMaxK (0.77) no higher (below). Measured on the H200 (bench/RESULTS.md Run AH, 2026-12-01, compare_tiles after the
 //    box skip, with Runs AF and AG at whole tiles, four bench chains; the heuristic's tile / cuBLAS
 //    + the epilogue kernel, as bench/sm90/tile_rule_check.py --share prints): every shape refused lost (share 0.55-0.71 at K = 4096: 3072 x 768,
 //    2048 x 1152, 4096 x 640, 5120 x 512, 2560 x 1024, 3584 x 768, 1088 x 4096, 4096 x 1152,
@@ -422,6 +422,20 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
 //    shares (8192 x 64 at 0.37, 6144 x 128 and 3072 x 256 at 0.55: 0.77-0.98): not refused. This
 //    replaces session 18's tail-round refusal, which refused 10240 x 128, 12288 x 128 and 8512 x
 //    64, where the kernel (128x128 since Run AH) won by 6-23 %.
+//    Until session 33 the threshold rose with K to 0.90 at K = 14336; at 257-1024 rows it refused
+//    five shapes at K = 8192-14336 where the heuristic's tile beat cuBLAS + the epilogue kernel in
+//    every bench chain (bench/RESULTS.md Run AU call 2, 2026-12-03, compare_tiles, heuristic's tile
+//    / unfused path): 832 x 8192 x 4096 (share 0.79) 0.91-0.93, 384 x 8192 x 14336 (0.80)
+//    0.92-0.95, 384 x 14336 x 14336 (0.80) 0.96-0.97, 512 x 14336 x 14336 (0.85) 0.94-0.96, 544 x
+//    14336 x 14336 (0.87) 0.89; 416 x 8192 x 8192 (0.79) tied (1.00-1.01). The losses at a long K
+//    sat at 0.76 and under: 1024 x 8192 x 5120 (0.76) by 7.5-9.3 % (Run AL), 4096 x 14336 x 768
+//    (0.73) and 2048 x 14336 x 1152 (0.55) by 12-26 % (Run AH), 1024 x 14336 x 2560 (0.61) by 15-17
+//    %. So the threshold stops rising at K = kFillRuleMaxK (5120: 0.77), between those losses and
+//    the wins; K = 4097-8191 lies between measured thresholds (0.73 at 4096, 0.77 at 8192). Rows of
+//    B and the output that are not whole 128-byte lines (N not a multiple of 64) keep the rising
+//    threshold to K = 14336 (kFillRuleMaxKPartialLines): 6144 x 14336 x 4304 (0.87) lost by 10-23 %
+//    (Run AJ call 5), a cost of B's rows that grows with K; at K = 8192 4096 x 8192 x 4304 (0.82)
+//    won by 2-9 % (Runs AJ call 8, AL call 4) and stays refused (named).
 //  - A 128-row last tile at most a quarter real: M = 144 and 160 at K = 4096, N = 14336 (128x256
 //    with 16 and 32 real rows in its last tile) ran 1.27-1.39x against 1.19-1.29x. Session 15
 //    found the same cost at equal grids (128x128 at M = 144: 2.02x mm; at 256: 1.11x,
@@ -458,7 +472,7 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
 // 36 of 64 rows real) 1.03-1.18x against 1.17-1.26x, M = 176 (64x128) 1.20-1.26x against
 // 1.21-1.30x (Run AF).
 constexpr long long kFewestTilesTheKernelWins = 64, kFewestTilesShortK = 32, kEdgeColumnsMinTiles = 128,
-                    kPartialColumnTileMaxN = 384, kFillRuleMinN = 512, kFillRuleMaxK = 14336,
+                    kPartialColumnTileMaxN = 384, kFillRuleMinN = 512, kFillRuleMaxK = 5120, kFillRuleMaxKPartialLines = 14336,
                     kSixteenByteRowsMinK = 4096;
 constexpr double kFillRuleMinFlops = 16e9, kFillRuleK = 1536;
 
@@ -508,19 +522,22 @@ bool inWorkShareRange(const ProblemShape& s, long long above_rows) {
   return s.B == 1 && s.M > above_rows && s.N >= kFillRuleMinN && 2.0 * s.M * s.N * s.K >= kFillRuleMinFlops;
 }
 
-// The share at or under which the kernel is refused: K / (K + k_cost). K beyond the longest
-// measured (14336) counts as 14336: the threshold tends to 1 with K, and would refuse well-filled
-// tiles there (64x256 at 94 % from K = 24k) unmeasured.
-double workShareThreshold(long long K, double k_cost, long long max_k = kFillRuleMaxK) {
+// The share at or under which the kernel is refused: K / (K + k_cost), K counted to max_k at most
+// (the threshold would tend to 1 with K; kFillRuleMaxK: where it stops rising, measured).
+double workShareThreshold(long long K, double k_cost, long long max_k) {
   const double k = double(std::min(K, max_k));
   return k / (k + k_cost);
 }
+
+// Where the general work-share threshold stops rising with K (above): later for rows of B and the
+// output that are not whole 128-byte lines.
+long long fillRuleMaxK(long long N) { return N % 64 == 0 ? kFillRuleMaxK : kFillRuleMaxKPartialLines; }
 
 // The work-share refusal (above), with k_cost the K at which the unfused path's extra pass weighs
 // as much as a whole slot's work: a reason in words where g, the heuristic's tile, does at most
 // K / (K + k_cost) of its slots' work, "" elsewhere or outside the rule's measured range.
 std::string workShareRefusal(const ProblemShape& s, const sm90::GemmConfig& g, double k_cost, long long above_rows,
-                             const char* unfused_path, long long max_k = kFillRuleMaxK) {
+                             const char* unfused_path, long long max_k) {
   if (!inWorkShareRange(s, above_rows)) return {};
   const double share = sm90::judgedWorkShare(s.M, s.N, s.B, g, kHopperSms), least = workShareThreshold(s.K, k_cost, max_k);
   // A tie is refused: 4096 x 768 at K = 4096 sits on the general threshold (8/11 both); the kernel
@@ -580,7 +597,7 @@ std::string unfusedPathFaster(const ProblemShape& s, sm90::EpilogueLoad epilogue
   if (s.M > kWorkShareAboveRows)
     return midRowsOneRoundAtLongK(s, g) ? ""
                                         : workShareRefusal(s, g, kFillRuleK, kWorkShareAboveRows,
-                                                           "cuBLAS + the epilogue kernel");
+                                                           "cuBLAS + the epilogue kernel", fillRuleMaxK(s.N));
   if (g.bm == 128 && s.K >= 4096 && lastRowTileAtMostAQuarterReal(s.M, g.bm))
     return fmt::format("the last 128-row tile holds {} real rows: cuBLAS + the epilogue kernel is faster (Run AE)",
                        s.M % g.bm);
@@ -867,7 +884,7 @@ HopperWorkShare hopperWorkShareForSize(long long M, long long N, long long K) {
   w.bn = g.bn;
   w.share = sm90::judgedWorkShare(M, N, 1, g, kHopperSms);
   if (inWorkShareRange(s, kWorkShareAboveRows) && !midRowsOneRoundAtLongK(s, g))
-    w.least = workShareThreshold(K, kFillRuleK);
+    w.least = workShareThreshold(K, kFillRuleK, fillRuleMaxK(N));
   if (inWorkShareRange(s, kSiluWorkShareAboveRows))
     w.least_silu = workShareThreshold(K, kFillRuleKSilu, kSiluFillRuleMaxK);
   return w;

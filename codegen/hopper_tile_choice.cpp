@@ -231,9 +231,10 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long ba
   // consumers on its tile and reads the weight for two row tiles: up to 256 rows it comes first
   // where it has at least 96 whole tiles in one round (one matrix, M and N multiples of 128; at 132
   // SMs, where 64x256 fills the SMs from 99 tiles: M = 128 at N = 12672-16896, M = 256 at N =
-  // 6272-8448), at K = 2048-8192, as measured, with every epilogue. A longer K was not measured
-  // (config_table's measuredTileInOneRound refuses a lone 128-row tile there). Measured on the H200
-  // (compare_tiles, time / cuBLAS mm alone, 128x128
+  // 6272-8448), at K = 2048-8192, and for two row tiles (M = 256) to K = 14336, as measured, with
+  // every epilogue. A lone 128-row tile past K = 8192 keeps 64x256 (at 128 x 14336 x 13312 64x256
+  // ran 1.4-4.3 % ahead in 3 of 4 cells, and config_table's measuredTileInOneRound refuses a lone 128-row tile
+  // there). Measured on the H200 (compare_tiles, time / cuBLAS mm alone, 128x128
   // cooperative's over 64x256's): with the residual first (bench/RESULTS.md Run AS call 5,
   // 2026-12-03: 256 x 4096 x 8192 1.095 against 1.295, 128 x 4096 x 14336 1.111 against 1.158;
   // bias+GELU 1.045 against 1.151, 1.078 against 1.088), then out of sample at six shapes, four
@@ -241,8 +242,12 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long ba
   // x 8192 11-21 %, 256 x 4096 x 7168 8-13 %, 256 x 6144 x 8192 6-12 %, 128 x 4096 x 12800 / 16384
   // 0.6-7 %), and 0.3 / 0.5 % slower in two (SiLU, bias+ReLU+cast at 128 x 6144 x 14336); at K =
   // 8192 (Run AU call 1, 2026-12-03, out of sample): 256 x 8192 x 7680 faster in 4 of 4 cells by
-  // 5-10 %, 128 x 8192 x 13312 in 3 of 4 by 1.8-2.6 % (SiLU 0.9 % slower, left to eager there).
-  if (M * batch <= 256 && K >= 2048 && K <= 8192 && c.bm == t64x256.bm && c.bn == t64x256.bn &&
+  // 5-10 %, 128 x 8192 x 13312 in 3 of 4 by 1.8-2.6 % (SiLU 0.9 % slower, left to eager there);
+  // Run AU call 2 (2026-12-03, out of sample): 128 x 8192 x 12288 / 16384 and 256 x 8192 x 8448
+  // faster in 12 of 12 cells by 0.8-9.1 %, 256 x 11008 x 7680 and 256 x 14336 x 8192 in 8 of 8 by
+  // 2.4-7.6 %.
+  const long long longest_k = M * batch == 2 * kSquareCooperative.bm ? 14336 : 8192;
+  if (M * batch <= 256 && K >= 2048 && K <= longest_k && c.bm == t64x256.bm && c.bn == t64x256.bn &&
       roundsOfTiles(M, N, batch, c, num_sms) == 1 && wholeSquareTilesInOneRound(M, N, batch, num_sms))
     return kSquareCooperative;
   const long long edge_rows = M % narrow.bm;

@@ -480,16 +480,20 @@ TEST(CandidateConfigs, TwoRoundsOf128x256TakeThe128x128PingPongWhereTheEpilogueW
   // Up to 256 rows, where 64x256 ping-pong runs one tile per CTA (one round: one consumer idles),
   // every epilogue takes 128x128 cooperative in one round of at least 96 whole tiles at K =
   // 2048-8192 (Run AS call 5 with the residual, Run AT call 2 out of sample with every bench chain:
-  // 22 of 24 cells faster; Run AU call 1 at K = 8192: 7 of 8); a longer K (unmeasured; a lone
-  // 128-row tile would leave the kernel there), partial 128-row or 128-column tiles and fewer than
-  // 96 of them keep 64x256
+  // 22 of 24 cells faster; Run AU calls 1-2 at K = 8192: 19 of 20; two row tiles at K = 11008 and
+  // 14336: 8 of 8); a longer K (unmeasured; a lone 128-row tile would leave the kernel there),
+  // partial 128-row or 128-column tiles and fewer than 96 of them keep 64x256
   const auto square_coop = [](const sm90::GemmConfig& c) { return c.bm == 128 && c.bn == 128 && !c.pingpong; };
   for (const auto& [m, n] : {std::pair{256LL, 8192LL}, {256, 6272}, {128, 14336}, {128, 16384}, {128, 12672}}) {
     for (const long long k : {2048LL, 4096LL, 6144LL, 8192LL}) {
       EXPECT_TRUE(square_coop(sm90::chooseConfig(m, n, k, 1, 132, sm90::EpilogueLoad::ReadsResidual))) << m << "x" << n << "x" << k;
       EXPECT_TRUE(square_coop(sm90::chooseConfig(m, n, k, 1, 132))) << m << "x" << n << "x" << k;
     }
-    EXPECT_FALSE(square_coop(sm90::chooseConfig(m, n, 11008, 1, 132, sm90::EpilogueLoad::ReadsResidual))) << m << "x" << n;
+    // two row tiles (M = 256) to K = 14336 (Run AU call 2), a lone one to K = 8192
+    for (const long long k : {11008LL, 14336LL})
+      EXPECT_EQ(square_coop(sm90::chooseConfig(m, n, k, 1, 132, sm90::EpilogueLoad::ReadsResidual)), m == 256)
+          << m << "x" << n << "x" << k;
+    EXPECT_FALSE(square_coop(sm90::chooseConfig(m, n, 16384, 1, 132))) << m << "x" << n;
     EXPECT_TRUE(pp64x256(sm90::chooseConfig(m, n, 1024, 1, 132))) << m << "x" << n;
   }
   EXPECT_TRUE(pp64x256(sm90::chooseConfig(192, 8448, 4096, 1, 132, sm90::EpilogueLoad::ReadsResidual)));  // M % 128
@@ -528,7 +532,7 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   EXPECT_EQ(tile(12288, 4304), "128x256 coop");
   EXPECT_EQ(sm90::chooseConfig(4096, 4304, 1152, 1, 132).bm, 128);  // K = 1152: 128x128 ping-pong stays
   EXPECT_EQ(sm90::chooseConfig(4096, 4304, 1152, 1, 132).bn, 128);
-  EXPECT_FALSE(hopper(6144, 4304, 14336, 1));   // 128x256 at 87 %, under 90 % at K = 14336 (the work share)
+  EXPECT_FALSE(hopper(6144, 4304, 14336, 1));   // 128x256 at 87 %, under 90 % at K = 14336 (the work share at N % 64 != 0)
   EXPECT_EQ(tile(6144, 1408), "128x128 pp");    // 128x128 in four rounds, 64x256 in five
   EXPECT_EQ(tile(8192, 1408), "128x256 coop");  // 128x256's share the larger (three rounds)
   EXPECT_EQ(tile(2048, 896), "128x128 coop");   // 128 tiles of 64x256: the tile that fills the SMs
@@ -571,13 +575,22 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   EXPECT_TRUE(hopper(2048, 896, 4864, 1));      // 128x128 in one round: 80 %, over 76 % at K = 4864
   EXPECT_FALSE(hopper(4096, 768, 4096, 1));     // 73 % at K = 4096: on the threshold, refused
   EXPECT_TRUE(hopper(4096, 768, 3072, 1));      // 73 %, over 67 % at K = 3072
-  EXPECT_FALSE(hopper(4096, 768, 14336, 1));    // 73 %, under 90 % at K = 14336
+  EXPECT_FALSE(hopper(4096, 768, 14336, 1));    // 73 %, under 77 % from K = 5120
+  // the threshold stops rising at K = 5120 (77 %, Run AU call 2): taken over it at a long K
+  EXPECT_TRUE(hopper(832, 4096, 8192, 1));      // 128x256: 79 %, 0.91-0.93x the unfused path's time
+  EXPECT_TRUE(hopper(544, 14336, 14336, 1));    // 64x256: 87 %, 0.89x
+  EXPECT_TRUE(hopper(384, 14336, 14336, 1));    // 128x128: 80 %, 0.96-0.97x
+  EXPECT_FALSE(hopper(1024, 5120, 8192, 1));    // 128x128: 76 %, lost by 7.5-9.3 % (Run AL)
+  EXPECT_FALSE(hopper(1024, 2560, 14336, 1));   // 64x128: 61 %, lost by 15-17 %
+  // rows not whole 128-byte lines keep the rising threshold to K = 14336
+  EXPECT_FALSE(hopper(6144, 4304, 14336, 1));   // 87 %, under 90 %: lost by 10-23 % (Run AJ)
+  EXPECT_FALSE(hopper(4096, 4304, 8192, 1));    // 82 %, under 84 % (won by 2-9 %: named)
   EXPECT_TRUE(hopper(4096, 4096, 14336, 1));    // 64x256 in eight rounds: 94 %
   EXPECT_TRUE(hopper(2048, 768, 4096, 1));      // 68 %, but 12.9 GFLOP: under the 16 of the rule
   EXPECT_TRUE(hopper(4096, 4864, 896, 1));      // 89 % against 37 % at K = 896
   EXPECT_TRUE(hopper(4096, 2816, 4096, 1));
   EXPECT_FALSE(hopper(5120, 512, 4096, 1));     // N = 512 (the rule's least): 128x256 in one round, 61 %
-  // K beyond 14336 counts as 14336 (unmeasured beyond): 64x256 at 94 % stays taken at K = 28672
+  // K beyond 5120 counts as 5120 (14336 at N % 64 != 0): 64x256 at 94 % stays taken at K = 28672
   EXPECT_TRUE(hopper(4096, 8192, 28672, 1));
   EXPECT_TRUE(hopper(8192, 8192, 28672, 1));
   EXPECT_FALSE(hopper(4096, 768, 28672, 1));    // 73 %: refused as at 14336
@@ -590,7 +603,8 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   EXPECT_NEAR(w.share, 3072.0 * 768 / (132 * 128 * 256), 1e-12);  // one round, 128x256's throughput 1
   EXPECT_NEAR(w.least, 4096.0 / (4096 + 1536), 1e-12);
   EXPECT_NEAR(w.least_silu, 4096.0 / (4096 + 700), 1e-12);
-  EXPECT_NEAR(hopperWorkShareForSize(4096, 768, 28672).least, 14336.0 / (14336 + 1536), 1e-12);  // K capped
+  EXPECT_NEAR(hopperWorkShareForSize(4096, 768, 28672).least, 5120.0 / (5120 + 1536), 1e-12);  // K capped
+  EXPECT_NEAR(hopperWorkShareForSize(4096, 4304, 28672).least, 14336.0 / (14336 + 1536), 1e-12);  // N % 64 != 0
   // from 257 rows (Runs AC, AL); SiLU against eager from 1025 (Run AH)
   EXPECT_NEAR(hopperWorkShareForSize(1024, 4096, 4096).least, 4096.0 / (4096 + 1536), 1e-12);
   EXPECT_EQ(hopperWorkShareForSize(1024, 4096, 4096).least_silu, 0.0);

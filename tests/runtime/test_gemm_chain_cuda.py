@@ -782,9 +782,9 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     (320, 4096, 2048, False, None),  # 80 tiles of 64x128
     (320, 4096, 8192, True, None),  # 64x128 in three rounds at K = 4096, share 0.61 (lost, Run AR)
     (384, 8192, 8192, False, None),  # three rounds, share 0.74 (lost, Run AR)
-    # sessions 31-33 (Runs AS call 5, AT call 2, AU call 1): up to 256 rows, where 64x256 ping-pong
-    # is one tile per CTA, every epilogue takes 128x128 cooperative in one round of >= 96 whole
-    # tiles at K = 2048-8192 (a longer K: unmeasured)
+    # sessions 31-33 (Runs AS call 5, AT call 2, AU calls 1-2): up to 256 rows, where 64x256
+    # ping-pong is one tile per CTA, every epilogue takes 128x128 cooperative in one round of >= 96
+    # whole tiles at K = 2048-8192, two row tiles (M = 256) to K = 14336
     (256, 4096, 8192, True, "sm90_wgmma 128x128x64 s6 t384"),
     (256, 4096, 8192, False, "sm90_wgmma 128x128x64 s6 t384"),
     (128, 4096, 16384, True, "sm90_wgmma 128x128x64 s6 t384"),
@@ -793,7 +793,13 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     (256, 8192, 7680, True, "sm90_wgmma 128x128x64 s6 t384"),
     (128, 8192, 13312, True, "sm90_wgmma 128x128x64 s6 t384"),
     (128, 8192, 12288, False, "sm90_wgmma 128x128x64 s6 t384"),  # the unfused path before session 33
-    (256, 11008, 7680, True, "sm90_wgmma 64x256x64 s5 t384 pingpong"),  # past K = 8192: unmeasured
+    (256, 11008, 7680, True, "sm90_wgmma 128x128x64 s6 t384"),
+    (256, 14336, 8192, False, "sm90_wgmma 128x128x64 s6 t384"),
+    (128, 11008, 13312, True, "sm90_wgmma 64x256x64 s5 t384 pingpong"),  # a lone row tile past K = 8192
+    # session 33 (Run AU call 2): the work-share threshold stops rising at K = 5120 (77 %)
+    (832, 8192, 4096, False, "sm90_wgmma 128x256x64 s4 t384"),  # 79 %, refused before
+    (544, 14336, 14336, True, "sm90_wgmma 64x256x64 s5 t384 pingpong"),  # 87 %, refused before
+    (1024, 8192, 5120, False, None),  # 76 %: lost (Run AL)
 ])
 def test_residual_dispatch_by_the_heuristic(unforced, M, K, N, residual, first):
     """The tile choice weighs a residual read (sm90::chooseConfig's EpilogueLoad; bench/RESULTS.md
