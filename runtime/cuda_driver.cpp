@@ -56,6 +56,7 @@ Loaded load() {
   bind(lib, "cuTensorMapEncodeTiled", &d.cuTensorMapEncodeTiled, &optional);
   bind(lib, "cuLaunchKernelEx", &d.cuLaunchKernelEx, &optional);  // CUDA 11.8+
   bind(lib, "cuDeviceGetName", &d.cuDeviceGetName, &optional);
+  bind(lib, "cuModuleUnload", &d.cuModuleUnload, &optional);
   const cu::Result r = d.cuInit(0);
   if (r != cu::kSuccess) {
     l.why = d.describe("cuInit", r);

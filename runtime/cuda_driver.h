@@ -85,6 +85,7 @@ struct CudaDriver {
   cu::Result (*cuCtxSetCurrent)(cu::Context);
   cu::Result (*cuDevicePrimaryCtxRetain)(cu::Context*, cu::Device);
   cu::Result (*cuModuleLoadData)(cu::Module*, const void*);
+  cu::Result (*cuModuleUnload)(cu::Module) = nullptr;  // optional: without it a module is never unloaded
   cu::Result (*cuModuleGetFunction)(cu::Function*, cu::Module, const char*);
   cu::Result (*cuFuncSetAttribute)(cu::Function, int, int);
   cu::Result (*cuFuncGetAttribute)(int*, int, cu::Function);

@@ -74,30 +74,41 @@ std::string cubinFor(const codegen::KernelSource& src, const std::string& arch) 
   return cachedCubin(key, &image) ? image : compiledCubin(src, arch, env, key);
 }
 
-std::shared_ptr<CudaKernel> load(const CudaDriver& d, codegen::KernelSource src,
-                                 const std::string& image, const KernelRequest& r) {
-  auto k = std::make_shared<CudaKernel>();
-  check(d, d.cuModuleLoadData(&k->module, image.data()), "cuModuleLoadData");
-  check(d, d.cuModuleGetFunction(&k->function, k->module, src.name.c_str()),
-        "cuModuleGetFunction");
+// Unloads k's module (its context current), where the driver offers it: for a kernel nobody
+// will launch. Errors are ignored: the module is then merely kept.
+void unload(const CudaDriver& d, const CudaKernel& k) {
+  if (k.module && d.cuModuleUnload) d.cuModuleUnload(k.module);
+}
+
+// Fills k, whose module is loaded, with its function and attributes, and takes src.
+void readFunction(const CudaDriver& d, codegen::KernelSource src, const KernelRequest& r, CudaKernel& k) {
+  check(d, d.cuModuleGetFunction(&k.function, k.module, src.name.c_str()), "cuModuleGetFunction");
   // The launcher checks it against the sm90 template's setmaxnreg budget (tma_desc.h).
-  check(d, d.cuFuncGetAttribute(&k->numRegs, cu::kFuncAttrNumRegs, k->function),
-        "cuFuncGetAttribute(NUM_REGS)");
+  check(d, d.cuFuncGetAttribute(&k.numRegs, cu::kFuncAttrNumRegs, k.function), "cuFuncGetAttribute(NUM_REGS)");
   // Above 48 KB of dynamic shared memory a kernel must opt in, once per function.
   if (src.smem_bytes > 48 * 1024) {
     if (static_cast<long long>(src.smem_bytes) > r.maxSmemOptin)
-      throw KernelUnavailable("kernel " + src.name + " needs " +
-                              std::to_string(src.smem_bytes) +
-                              " bytes of shared memory; the device allows " +
-                              std::to_string(r.maxSmemOptin));
-    check(d, d.cuFuncSetAttribute(k->function, cu::kFuncAttrMaxDynamicSharedSizeBytes,
-                                  static_cast<int>(src.smem_bytes)),
+      throw KernelUnavailable("kernel " + src.name + " needs " + std::to_string(src.smem_bytes) +
+                              " bytes of shared memory; the device allows " + std::to_string(r.maxSmemOptin));
+    check(d, d.cuFuncSetAttribute(k.function, cu::kFuncAttrMaxDynamicSharedSizeBytes, static_cast<int>(src.smem_bytes)),
           "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
   }
   src.code.clear();
   src.code.shrink_to_fit();
-  k->source = std::move(src);
-  k->device = r.device;
+  k.source = std::move(src);
+  k.device = r.device;
+}
+
+std::shared_ptr<CudaKernel> load(const CudaDriver& d, codegen::KernelSource src, const std::string& image,
+                                 const KernelRequest& r) {
+  auto k = std::make_shared<CudaKernel>();
+  check(d, d.cuModuleLoadData(&k->module, image.data()), "cuModuleLoadData");
+  try {
+    readFunction(d, std::move(src), r, *k);
+  } catch (...) {
+    unload(d, *k);  // a module without a usable function (too much shared memory, a driver error)
+    throw;
+  }
   return k;
 }
 
@@ -114,6 +125,25 @@ struct BackgroundCompile {
   std::string image;
   std::shared_ptr<CudaKernel> kernel;
   std::string error;
+
+  // A request that does not wait (precompile, the switch off) drops a Running job and compiles
+  // itself; the worker then unloads the module it loaded, which nobody would launch. Whichever
+  // side comes second under `handoff` acts: abandon() fails once the worker has finished (the
+  // request then takes its result), and the worker's finished() says whether it was abandoned.
+  bool abandon() {
+    std::lock_guard<std::mutex> lock(handoff);
+    abandoned = !finishedRunning;
+    return abandoned;
+  }
+  bool finished() {
+    std::lock_guard<std::mutex> lock(handoff);
+    finishedRunning = true;
+    return abandoned;
+  }
+
+ private:
+  std::mutex handoff;
+  bool finishedRunning = false, abandoned = false;
 };
 
 namespace {
@@ -131,6 +161,7 @@ std::shared_ptr<BackgroundCompile> startBackgroundCompile(const CudaDriver& d, c
   where.maxSmemOptin = r.maxSmemOptin;
   const CudaDriver* driver = &d;  // process-wide (cuda_driver.h)
   const bool queued = backgroundCompileQueue().submit([job, driver, context, where, arch = r.arch, env, key] {
+    BackgroundCompile::State state = BackgroundCompile::Done;
     try {
       job->image = compiledCubin(job->source, arch, env, key);
       try {
@@ -139,14 +170,18 @@ std::shared_ptr<BackgroundCompile> startBackgroundCompile(const CudaDriver& d, c
       } catch (const std::exception&) {
         // left to the requesting thread, which loads `image` as it loads a disk hit
       }
-      job->state.store(BackgroundCompile::Done, std::memory_order_release);
     } catch (const std::exception& e) {
       job->error = e.what();
-      job->state.store(BackgroundCompile::Failed, std::memory_order_release);
+      state = BackgroundCompile::Failed;
     } catch (...) {
       job->error = "the background compile of " + job->source.name + " failed";
-      job->state.store(BackgroundCompile::Failed, std::memory_order_release);
+      state = BackgroundCompile::Failed;
     }
+    if (job->finished()) {  // abandoned: no request will take the kernel
+      if (job->kernel) unload(*driver, *job->kernel);
+      return;
+    }
+    job->state.store(state, std::memory_order_release);
   });
   if (!queued) return nullptr;
   stats().backgroundCompiles++;
@@ -180,8 +215,11 @@ std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spe
         throw KernelUnavailable(c.error);  // kept: not compiled again
       case BackgroundCompile::Running:
         if (r.background) throw compiling(key);
-        spec.compiling.erase(job);  // a request that does not wait (precompile, the switch off) compiles below
-        break;
+        if (c.abandon()) {  // a request that does not wait (precompile, the switch off) compiles below
+          spec.compiling.erase(job);
+          break;
+        }
+        [[fallthrough]];  // the worker finished since the state was read: its result, as when Done
       default:  // Done
         if (c.kernel) {  // loaded by the worker: no driver call, so a capture may take it
           std::shared_ptr<CudaKernel> kernel = std::move(c.kernel);

@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "runtime/cuda_driver.h"
 #include "runtime/kernel_cache.h"
 #include "test_dir.h"
@@ -162,6 +164,14 @@ TEST_F(KernelCacheTest, ConcurrentWritersNeverLeaveAPartialEntry) {
 }
 
 TEST(DefaultCacheDir, EnvironmentOrder) {
+  // HOME is put back after: later tests in this process look for NVRTC under it
+  const char* home = std::getenv("HOME");
+  const std::string savedHome = home ? home : "";
+  struct RestoreHome {
+    const char* had;
+    std::string value;
+    ~RestoreHome() { had ? ::setenv("HOME", value.c_str(), 1) : ::unsetenv("HOME"); }
+  } restore{home, savedHome};
   ::setenv("FXFUSE_CACHE_DIR", "/x/fx", 1);
   EXPECT_EQ(defaultCacheDir(), "/x/fx");
   ::unsetenv("FXFUSE_CACHE_DIR");

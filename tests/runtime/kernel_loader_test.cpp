@@ -1,0 +1,131 @@
+// getKernel's background compiles (runtime/kernel_loader.h) without a GPU: NVRTC compiles for
+// real, a fake driver stands in for libcuda (it counts module loads and unloads).
+#include "runtime/kernel_loader.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "runtime/compile_queue.h"
+#include "runtime/kernel_cache.h"
+#include "runtime/spec_cache.h"
+
+namespace fxfuse::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::atomic<int> moduleLoads{0}, moduleUnloads{0};
+std::atomic<bool> holdWorkers{false};  // the worker's cuCtxSetCurrent (before its load) waits
+
+cu::Result ctxGetCurrent(cu::Context* c) {
+  *c = reinterpret_cast<cu::Context>(std::uintptr_t{0x10});
+  return cu::kSuccess;
+}
+cu::Result ctxSetCurrent(cu::Context) {
+  while (holdWorkers) std::this_thread::sleep_for(1ms);
+  return cu::kSuccess;
+}
+cu::Result moduleLoadData(cu::Module* m, const void*) {
+  *m = reinterpret_cast<cu::Module>(static_cast<std::uintptr_t>(0x1000 + ++moduleLoads));
+  return cu::kSuccess;
+}
+cu::Result moduleUnload(cu::Module) {
+  ++moduleUnloads;
+  return cu::kSuccess;
+}
+cu::Result moduleGetFunction(cu::Function* f, cu::Module m, const char*) {
+  *f = reinterpret_cast<cu::Function>(m);
+  return cu::kSuccess;
+}
+cu::Result funcGetAttribute(int* v, int, cu::Function) {
+  *v = 128;
+  return cu::kSuccess;
+}
+cu::Result funcSetAttribute(cu::Function, int, int) { return cu::kSuccess; }
+
+CudaDriver fakeDriver() {
+  CudaDriver d{};
+  d.cuCtxGetCurrent = ctxGetCurrent;
+  d.cuCtxSetCurrent = ctxSetCurrent;
+  d.cuModuleLoadData = moduleLoadData;
+  d.cuModuleUnload = moduleUnload;
+  d.cuModuleGetFunction = moduleGetFunction;
+  d.cuFuncGetAttribute = funcGetAttribute;
+  d.cuFuncSetAttribute = funcSetAttribute;
+  return d;
+}
+
+// A spec text no other test uses (its kernels land in this test's empty disk cache), one per test.
+std::string specText(int which) {
+  return "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
+         "%3 = const " + std::to_string(which) + ".5 : f32\n%4 = mul %2 %3 : f32\n%5 = convert %4 : bf16\noutput %5\n";
+}
+
+KernelRequest request(bool background) {
+  KernelRequest r;
+  r.config = codegen::KernelConfig{"sm80_mma", 64, 128, 32, 2, 128};
+  r.arch = "sm_80";
+  r.maxSmemOptin = 227 * 1024;
+  r.background = background;
+  return r;
+}
+
+class BackgroundCompileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* off = std::getenv("FXFUSE_NO_NVRTC");
+    if (off && std::string(off) == "1") GTEST_SKIP() << "FXFUSE_NO_NVRTC=1";
+    ASSERT_FALSE(nvrtcLibraryPath().empty()) << "libnvrtc not found; set FXFUSE_NVRTC_PATH or FXFUSE_NO_NVRTC=1";
+    char dir[] = "/tmp/fxfuse-loader-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    diskCache().setDirectory(dir);  // empty: every kernel is a miss
+    moduleLoads = moduleUnloads = 0;
+  }
+  void TearDown() override {
+    holdWorkers = false;
+    waitForBackgroundCompiles(60000);
+  }
+  const CudaDriver driver = fakeDriver();
+};
+
+TEST_F(BackgroundCompileTest, AnswersCompilingUntilTheWorkerLoadedTheKernel) {
+  const auto spec = getCachedSpec(specText(1));
+  holdWorkers = true;
+  EXPECT_THROW(getKernel(driver, *spec, request(true)), KernelCompiling);
+  EXPECT_THROW(getKernel(driver, *spec, request(true)), KernelCompiling);  // still compiling: not queued again
+  holdWorkers = false;
+  ASSERT_TRUE(waitForBackgroundCompiles(60000));
+  EXPECT_EQ(moduleLoads.load(), 1);  // loaded by the worker
+  const std::shared_ptr<CudaKernel> k = getKernel(driver, *spec, request(true));
+  ASSERT_NE(k, nullptr);
+  EXPECT_NE(k->function, nullptr);
+  EXPECT_EQ(moduleLoads.load(), 1);  // the request took the worker's kernel, no load of its own
+  EXPECT_EQ(getKernel(driver, *spec, request(false)), k);  // then a memory hit
+  EXPECT_EQ(moduleUnloads.load(), 0);
+}
+
+// precompile (a request that does not wait) while the same kernel compiles in the background:
+// it compiles and loads its own; the worker's module, which nobody will launch, is unloaded.
+TEST_F(BackgroundCompileTest, ARequestThatDoesNotWaitLeavesTheWorkerToUnloadItsModule) {
+  const auto spec = getCachedSpec(specText(2));
+  holdWorkers = true;  // the worker compiles, then waits before its load
+  EXPECT_THROW(getKernel(driver, *spec, request(true)), KernelCompiling);
+  const std::shared_ptr<CudaKernel> own = getKernel(driver, *spec, request(false));
+  ASSERT_NE(own, nullptr);
+  EXPECT_EQ(moduleLoads.load(), 1);
+  holdWorkers = false;
+  ASSERT_TRUE(waitForBackgroundCompiles(60000));
+  EXPECT_EQ(moduleLoads.load(), 2);
+  EXPECT_EQ(moduleUnloads.load(), 1);  // the worker's
+  EXPECT_EQ(getKernel(driver, *spec, request(true)), own);  // the job is gone: the request's kernel stays
+  EXPECT_EQ(moduleUnloads.load(), 1);
+}
+
+}  // namespace
+}  // namespace fxfuse::runtime
