@@ -407,7 +407,7 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
 //    while the unfused path's extra pass over the output weighs less the longer K is (cuBLAS +
 //    the epilogue kernel ran 1.21-1.35x cuBLAS mm alone at K = 4096, 1.08-1.12x at 14336,
 //    1.6-2.2x at 768-1152). Refused at a share of K / (K + kFillRuleK) or less: 0.73 at K = 4096,
-//    and from K = kFillRuleMaxK (0.77) no higher (below). Measured on the H200 (bench/RESULTS.md Run AH, 2026-12-01, compare_tiles after the
+//    0.90 at 14336; at 257-1024 rows from K = kFillRuleMaxK (0.77) no higher (below). Measured on the H200 (bench/RESULTS.md Run AH, 2026-12-01, compare_tiles after the
 //    box skip, with Runs AF and AG at whole tiles, four bench chains; the heuristic's tile / cuBLAS
 //    + the epilogue kernel, as bench/sm90/tile_rule_check.py --share prints): every shape refused lost (share 0.55-0.71 at K = 4096: 3072 x 768,
 //    2048 x 1152, 4096 x 640, 5120 x 512, 2560 x 1024, 3584 x 768, 1088 x 4096, 4096 x 1152,
@@ -430,12 +430,18 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
 //    14336 x 14336 (0.87) 0.89; 416 x 8192 x 8192 (0.79) tied (1.00-1.01). The losses at a long K
 //    sat at 0.76 and under: 1024 x 8192 x 5120 (0.76) by 7.5-9.3 % (Run AL), 4096 x 14336 x 768
 //    (0.73) and 2048 x 14336 x 1152 (0.55) by 12-26 % (Run AH), 1024 x 14336 x 2560 (0.61) by 15-17
-//    %. So the threshold stops rising at K = kFillRuleMaxK (5120: 0.77), between those losses and
-//    the wins; K = 4097-8191 lies between measured thresholds (0.73 at 4096, 0.77 at 8192). Rows of
-//    B and the output that are not whole 128-byte lines (N not a multiple of 64) keep the rising
-//    threshold to K = 14336 (kFillRuleMaxKPartialLines): 6144 x 14336 x 4304 (0.87) lost by 10-23 %
-//    (Run AJ call 5), a cost of B's rows that grows with K; at K = 8192 4096 x 8192 x 4304 (0.82)
-//    won by 2-9 % (Runs AJ call 8, AL call 4) and stays refused (named).
+//    %. So at 257-1024 rows the threshold stops rising at K = kFillRuleMaxK (5120: 0.77), between
+//    those losses and the wins; K = 4097-8191 lies between measured thresholds (0.73 at 4096, 0.77
+//    at 8192). Out of sample (Run AU call 3, 2026-12-03) that cap did not hold everywhere: at 257-
+//    1024 rows 896 x 14336 x 4096 (0.85) won by 5-6 %, 768 x 14336 x 12288 (0.82) lost by 3.6-4.6 %
+//    (128x128 ping-pong, the fastest tile; 1.00-1.05x eager end to end), taken (named); from 1025
+//    rows 2048 x 14336 x 4864 (0.89) won by 2-8 % but 3072 x 14336 x 3072 (0.85) lost by 4-7 % (0.97x
+//    eager with bias+GELU) and 1088 x 14336 x 11008 (0.90) by 0.6-1.0 %: the share does not separate
+//    them, and from 1025 rows the threshold keeps rising to K = kFillRuleMaxKElsewhere (14336), as
+//    it does for rows of B and the output that are not whole 128-byte lines (N not a multiple of
+//    64): 6144 x 14336 x 4304 (0.87) lost by 10-23 % (Run AJ call 5), a cost of B's rows that grows
+//    with K (at K = 8192 4096 x 8192 x 4304 (0.82) won by 2-9 %, Runs AJ call 8, AL call 4, and
+//    stays refused: named, with 2048 x 14336 x 4864 and 3072 x 14336 x 5120).
 //  - A 128-row last tile at most a quarter real: M = 144 and 160 at K = 4096, N = 14336 (128x256
 //    with 16 and 32 real rows in its last tile) ran 1.27-1.39x against 1.19-1.29x. Session 15
 //    found the same cost at equal grids (128x128 at M = 144: 2.02x mm; at 256: 1.11x,
@@ -472,7 +478,7 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
 // 36 of 64 rows real) 1.03-1.18x against 1.17-1.26x, M = 176 (64x128) 1.20-1.26x against
 // 1.21-1.30x (Run AF).
 constexpr long long kFewestTilesTheKernelWins = 64, kFewestTilesShortK = 32, kEdgeColumnsMinTiles = 128,
-                    kPartialColumnTileMaxN = 384, kFillRuleMinN = 512, kFillRuleMaxK = 5120, kFillRuleMaxKPartialLines = 14336,
+                    kPartialColumnTileMaxN = 384, kFillRuleMinN = 512, kFillRuleMaxK = 5120, kFillRuleMaxKElsewhere = 14336,
                     kSixteenByteRowsMinK = 4096;
 constexpr double kFillRuleMinFlops = 16e9, kFillRuleK = 1536;
 
@@ -529,9 +535,11 @@ double workShareThreshold(long long K, double k_cost, long long max_k) {
   return k / (k + k_cost);
 }
 
-// Where the general work-share threshold stops rising with K (above): later for rows of B and the
-// output that are not whole 128-byte lines.
-long long fillRuleMaxK(long long N) { return N % 64 == 0 ? kFillRuleMaxK : kFillRuleMaxKPartialLines; }
+// Where the general work-share threshold stops rising with K (above): at K = 5120 for one matrix
+// of up to 1024 rows whose rows of B and the output are whole 128-byte lines, at 14336 elsewhere.
+long long fillRuleMaxK(long long M, long long N) {
+  return M <= 1024 && N % 64 == 0 ? kFillRuleMaxK : kFillRuleMaxKElsewhere;
+}
 
 // The work-share refusal (above), with k_cost the K at which the unfused path's extra pass weighs
 // as much as a whole slot's work: a reason in words where g, the heuristic's tile, does at most
@@ -597,7 +605,7 @@ std::string unfusedPathFaster(const ProblemShape& s, sm90::EpilogueLoad epilogue
   if (s.M > kWorkShareAboveRows)
     return midRowsOneRoundAtLongK(s, g) ? ""
                                         : workShareRefusal(s, g, kFillRuleK, kWorkShareAboveRows,
-                                                           "cuBLAS + the epilogue kernel", fillRuleMaxK(s.N));
+                                                           "cuBLAS + the epilogue kernel", fillRuleMaxK(s.M, s.N));
   if (g.bm == 128 && s.K >= 4096 && lastRowTileAtMostAQuarterReal(s.M, g.bm))
     return fmt::format("the last 128-row tile holds {} real rows: cuBLAS + the epilogue kernel is faster (Run AE)",
                        s.M % g.bm);
@@ -884,7 +892,7 @@ HopperWorkShare hopperWorkShareForSize(long long M, long long N, long long K) {
   w.bn = g.bn;
   w.share = sm90::judgedWorkShare(M, N, 1, g, kHopperSms);
   if (inWorkShareRange(s, kWorkShareAboveRows) && !midRowsOneRoundAtLongK(s, g))
-    w.least = workShareThreshold(K, kFillRuleK, fillRuleMaxK(N));
+    w.least = workShareThreshold(K, kFillRuleK, fillRuleMaxK(M, N));
   if (inWorkShareRange(s, kSiluWorkShareAboveRows))
     w.least_silu = workShareThreshold(K, kFillRuleKSilu, kSiluFillRuleMaxK);
   return w;

@@ -575,14 +575,16 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   EXPECT_TRUE(hopper(2048, 896, 4864, 1));      // 128x128 in one round: 80 %, over 76 % at K = 4864
   EXPECT_FALSE(hopper(4096, 768, 4096, 1));     // 73 % at K = 4096: on the threshold, refused
   EXPECT_TRUE(hopper(4096, 768, 3072, 1));      // 73 %, over 67 % at K = 3072
-  EXPECT_FALSE(hopper(4096, 768, 14336, 1));    // 73 %, under 77 % from K = 5120
-  // the threshold stops rising at K = 5120 (77 %, Run AU call 2): taken over it at a long K
+  EXPECT_FALSE(hopper(4096, 768, 14336, 1));    // 73 %, under 90 % at K = 14336
+  // at 257-1024 rows the threshold stops rising at K = 5120 (77 %, Run AU call 2): taken over it
   EXPECT_TRUE(hopper(832, 4096, 8192, 1));      // 128x256: 79 %, 0.91-0.93x the unfused path's time
   EXPECT_TRUE(hopper(544, 14336, 14336, 1));    // 64x256: 87 %, 0.89x
   EXPECT_TRUE(hopper(384, 14336, 14336, 1));    // 128x128: 80 %, 0.96-0.97x
   EXPECT_FALSE(hopper(1024, 5120, 8192, 1));    // 128x128: 76 %, lost by 7.5-9.3 % (Run AL)
   EXPECT_FALSE(hopper(1024, 2560, 14336, 1));   // 64x128: 61 %, lost by 15-17 %
-  // rows not whole 128-byte lines keep the rising threshold to K = 14336
+  // from 1025 rows, and rows not whole 128-byte lines, keep the rising threshold to K = 14336
+  EXPECT_FALSE(hopper(3072, 3072, 14336, 1));   // 85 %, under 90 %: lost by 4-7 % (Run AU call 3)
+  EXPECT_FALSE(hopper(1088, 11008, 14336, 1));  // 90 %: lost by 0.6-1 %
   EXPECT_FALSE(hopper(6144, 4304, 14336, 1));   // 87 %, under 90 %: lost by 10-23 % (Run AJ)
   EXPECT_FALSE(hopper(4096, 4304, 8192, 1));    // 82 %, under 84 % (won by 2-9 %: named)
   EXPECT_TRUE(hopper(4096, 4096, 14336, 1));    // 64x256 in eight rounds: 94 %
@@ -590,7 +592,7 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   EXPECT_TRUE(hopper(4096, 4864, 896, 1));      // 89 % against 37 % at K = 896
   EXPECT_TRUE(hopper(4096, 2816, 4096, 1));
   EXPECT_FALSE(hopper(5120, 512, 4096, 1));     // N = 512 (the rule's least): 128x256 in one round, 61 %
-  // K beyond 5120 counts as 5120 (14336 at N % 64 != 0): 64x256 at 94 % stays taken at K = 28672
+  // K beyond 14336 counts as 14336 (5120 at 257-1024 rows): 64x256 at 94 % stays taken at K = 28672
   EXPECT_TRUE(hopper(4096, 8192, 28672, 1));
   EXPECT_TRUE(hopper(8192, 8192, 28672, 1));
   EXPECT_FALSE(hopper(4096, 768, 28672, 1));    // 73 %: refused as at 14336
@@ -603,8 +605,9 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   EXPECT_NEAR(w.share, 3072.0 * 768 / (132 * 128 * 256), 1e-12);  // one round, 128x256's throughput 1
   EXPECT_NEAR(w.least, 4096.0 / (4096 + 1536), 1e-12);
   EXPECT_NEAR(w.least_silu, 4096.0 / (4096 + 700), 1e-12);
-  EXPECT_NEAR(hopperWorkShareForSize(4096, 768, 28672).least, 5120.0 / (5120 + 1536), 1e-12);  // K capped
-  EXPECT_NEAR(hopperWorkShareForSize(4096, 4304, 28672).least, 14336.0 / (14336 + 1536), 1e-12);  // N % 64 != 0
+  EXPECT_NEAR(hopperWorkShareForSize(4096, 768, 28672).least, 14336.0 / (14336 + 1536), 1e-12);  // K capped
+  EXPECT_NEAR(hopperWorkShareForSize(1024, 4096, 28672).least, 5120.0 / (5120 + 1536), 1e-12);  // 257-1024 rows
+  EXPECT_NEAR(hopperWorkShareForSize(1024, 4304, 28672).least, 14336.0 / (14336 + 1536), 1e-12);  // N % 64 != 0
   // from 257 rows (Runs AC, AL); SiLU against eager from 1025 (Run AH)
   EXPECT_NEAR(hopperWorkShareForSize(1024, 4096, 4096).least, 4096.0 / (4096 + 1536), 1e-12);
   EXPECT_EQ(hopperWorkShareForSize(1024, 4096, 4096).least_silu, 0.0);

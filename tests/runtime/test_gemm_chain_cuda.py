@@ -796,10 +796,11 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     (256, 11008, 7680, True, "sm90_wgmma 128x128x64 s6 t384"),
     (256, 14336, 8192, False, "sm90_wgmma 128x128x64 s6 t384"),
     (128, 11008, 13312, True, "sm90_wgmma 64x256x64 s5 t384 pingpong"),  # a lone row tile past K = 8192
-    # session 33 (Run AU call 2): the work-share threshold stops rising at K = 5120 (77 %)
+    # session 33 (Run AU calls 2-3): at 257-1024 rows the work-share threshold stops rising at K = 5120 (77 %)
     (832, 8192, 4096, False, "sm90_wgmma 128x256x64 s4 t384"),  # 79 %, refused before
     (544, 14336, 14336, True, "sm90_wgmma 64x256x64 s5 t384 pingpong"),  # 87 %, refused before
     (1024, 8192, 5120, False, None),  # 76 %: lost (Run AL)
+    (3072, 14336, 3072, False, None),  # from 1025 rows the threshold rises to K = 14336: 85 % lost (Run AU call 3)
 ])
 def test_residual_dispatch_by_the_heuristic(unforced, M, K, N, residual, first):
     """The tile choice weighs a residual read (sm90::chooseConfig's EpilogueLoad; bench/RESULTS.md
