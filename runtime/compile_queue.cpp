@@ -34,6 +34,8 @@ CompileQueue::CompileQueue(int workers)
       pid_(static_cast<long>(getpid())) {
   static std::once_flag registered;
   std::call_once(registered, [] {
+    liveQueues();  // constructed before a handler can run (a fork during its construction would hang the child)
+    // (fails only without memory for the handlers: forks then run unguarded, as before)
     pthread_atfork(&CompileQueue::lockEveryQueueForFork, &CompileQueue::unlockEveryQueueAfterFork,
                    &CompileQueue::unlockEveryQueueAfterFork);
   });

@@ -116,8 +116,9 @@ std::shared_ptr<CudaKernel> load(const CudaDriver& d, codegen::KernelSource src,
 
 // One kernel compiling on backgroundCompileQueue(): the worker compiles it and loads it into the
 // requester's CUDA context, fills `kernel` (or, where the load failed there, only `image`; or
-// `error`), then publishes `state`; requesting threads read those only after seeing Done / Failed.
-// A loaded kernel is taken without a driver call, so a CUDA graph may capture its first launch.
+// `error`), then publishes `state` in finished(); requesting threads read those only after seeing
+// Done / Failed, or after abandon() failed (the worker had finished). A loaded kernel is taken
+// without a driver call, so a CUDA graph may capture its first launch.
 struct BackgroundCompile {
   enum State { Running, Done, Failed };
   std::atomic<int> state{Running};
@@ -129,15 +130,17 @@ struct BackgroundCompile {
   // A request that does not wait (precompile, the switch off) drops a Running job and compiles
   // itself; the worker then unloads the module it loaded, which nobody would launch. Whichever
   // side comes second under `handoff` acts: abandon() fails once the worker has finished (the
-  // request then takes its result), and the worker's finished() says whether it was abandoned.
+  // request then takes its result, `state` published), and the worker's finished() publishes
+  // `state` unless the job was abandoned, which it returns.
   bool abandon() {
     std::lock_guard<std::mutex> lock(handoff);
     abandoned = !finishedRunning;
     return abandoned;
   }
-  bool finished() {
+  bool finished(State result) {
     std::lock_guard<std::mutex> lock(handoff);
     finishedRunning = true;
+    if (!abandoned) state.store(result, std::memory_order_release);
     return abandoned;
   }
 
@@ -177,11 +180,7 @@ std::shared_ptr<BackgroundCompile> startBackgroundCompile(const CudaDriver& d, c
       job->error = "the background compile of " + job->source.name + " failed";
       state = BackgroundCompile::Failed;
     }
-    if (job->finished()) {  // abandoned: no request will take the kernel
-      if (job->kernel) unload(*driver, *job->kernel);
-      return;
-    }
-    job->state.store(state, std::memory_order_release);
+    if (job->finished(state) && job->kernel) unload(*driver, *job->kernel);  // abandoned: nobody will launch it
   });
   if (!queued) return nullptr;
   stats().backgroundCompiles++;
@@ -190,6 +189,13 @@ std::shared_ptr<BackgroundCompile> startBackgroundCompile(const CudaDriver& d, c
 
 KernelCompiling compiling(const std::string& key) {
   return KernelCompiling("the kernel for this spec and shape class (" + key + ") is compiling in the background");
+}
+
+KernelNotReady notReady(const std::string& key) {
+  return KernelNotReady("the kernel for this spec and shape class (" + key +
+                        ") is not compiled yet, and compiling is not allowed during CUDA graph capture. Run the "
+                        "op once before capturing (warm-up), or call fxfuse._C.precompile(inputs, spec); with "
+                        "background compiles, fxfuse.wait_for_compiles() after the warm-up.");
 }
 }  // namespace
 
@@ -215,11 +221,14 @@ std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spe
         throw KernelUnavailable(c.error);  // kept: not compiled again
       case BackgroundCompile::Running:
         if (r.background) throw compiling(key);
+        if (r.mayCompile && !r.mayCompile()) throw notReady(key);  // the job stays: loaded after the capture
         if (c.abandon()) {  // a request that does not wait (precompile, the switch off) compiles below
           spec.compiling.erase(job);
           break;
         }
-        [[fallthrough]];  // the worker finished since the state was read: its result, as when Done
+        // the worker finished since the state was read: its result, as when Failed or Done
+        if (c.state.load(std::memory_order_acquire) == BackgroundCompile::Failed) throw KernelUnavailable(c.error);
+        [[fallthrough]];
       default:  // Done
         if (c.kernel) {  // loaded by the worker: no driver call, so a capture may take it
           std::shared_ptr<CudaKernel> kernel = std::move(c.kernel);
@@ -234,12 +243,7 @@ std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spe
     }
   }
   if (image.empty()) {
-    if (r.mayCompile && !r.mayCompile())
-      throw KernelNotReady("the kernel for this spec and shape class (" + key +
-                           ") is not compiled yet, and compiling is not allowed during CUDA "
-                           "graph capture. Run the op once before capturing (warm-up), or call "
-                           "fxfuse._C.precompile(inputs, spec); with background compiles, "
-                           "fxfuse.wait_for_compiles() after the warm-up.");
+    if (r.mayCompile && !r.mayCompile()) throw notReady(key);
     try {
       src = codegen::generate(spec.spec, r.config);
     } catch (const codegen::CodegenError& e) {

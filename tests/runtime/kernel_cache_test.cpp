@@ -164,14 +164,14 @@ TEST_F(KernelCacheTest, ConcurrentWritersNeverLeaveAPartialEntry) {
 }
 
 TEST(DefaultCacheDir, EnvironmentOrder) {
-  // HOME is put back after: later tests in this process look for NVRTC under it
-  const char* home = std::getenv("HOME");
-  const std::string savedHome = home ? home : "";
-  struct RestoreHome {
-    const char* had;
+  // the variables are put back after: later tests in this process look for NVRTC under HOME
+  struct RestoreEnv {
+    std::string name;
+    bool had;
     std::string value;
-    ~RestoreHome() { had ? ::setenv("HOME", value.c_str(), 1) : ::unsetenv("HOME"); }
-  } restore{home, savedHome};
+    explicit RestoreEnv(const char* n) : name(n), had(std::getenv(n) != nullptr), value(had ? std::getenv(n) : "") {}
+    ~RestoreEnv() { had ? ::setenv(name.c_str(), value.c_str(), 1) : ::unsetenv(name.c_str()); }
+  } home("HOME"), xdg("XDG_CACHE_HOME"), fx("FXFUSE_CACHE_DIR");
   ::setenv("FXFUSE_CACHE_DIR", "/x/fx", 1);
   EXPECT_EQ(defaultCacheDir(), "/x/fx");
   ::unsetenv("FXFUSE_CACHE_DIR");

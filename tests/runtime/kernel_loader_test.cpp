@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -61,10 +62,12 @@ CudaDriver fakeDriver() {
   return d;
 }
 
-// A spec text no other test uses (its kernels land in this test's empty disk cache), one per test.
-std::string specText(int which) {
+// A spec text no other call of this function returns (the spec cache keeps a spec's kernels in
+// memory for the process: a repeated test would find them there).
+std::string specText() {
+  static std::atomic<int> which{0};
   return "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
-         "%3 = const " + std::to_string(which) + ".5 : f32\n%4 = mul %2 %3 : f32\n%5 = convert %4 : bf16\noutput %5\n";
+         "%3 = const " + std::to_string(++which) + ".5 : f32\n%4 = mul %2 %3 : f32\n%5 = convert %4 : bf16\noutput %5\n";
 }
 
 KernelRequest request(bool background) {
@@ -84,18 +87,25 @@ class BackgroundCompileTest : public ::testing::Test {
     ASSERT_FALSE(nvrtcLibraryPath().empty()) << "libnvrtc not found; set FXFUSE_NVRTC_PATH or FXFUSE_NO_NVRTC=1";
     char dir[] = "/tmp/fxfuse-loader-test-XXXXXX";
     ASSERT_NE(::mkdtemp(dir), nullptr);
-    diskCache().setDirectory(dir);  // empty: every kernel is a miss
+    cacheDir = dir;
+    previousCacheDir = diskCache().directory();
+    diskCache().setDirectory(cacheDir);  // empty: every kernel is a miss
     moduleLoads = moduleUnloads = 0;
   }
   void TearDown() override {
     holdWorkers = false;
     waitForBackgroundCompiles(60000);
+    if (cacheDir.empty()) return;
+    diskCache().setDirectory(previousCacheDir);
+    std::error_code ignored;
+    std::filesystem::remove_all(cacheDir, ignored);
   }
+  std::string cacheDir, previousCacheDir;
   const CudaDriver driver = fakeDriver();
 };
 
 TEST_F(BackgroundCompileTest, AnswersCompilingUntilTheWorkerLoadedTheKernel) {
-  const auto spec = getCachedSpec(specText(1));
+  const auto spec = getCachedSpec(specText());
   holdWorkers = true;
   EXPECT_THROW(getKernel(driver, *spec, request(true)), KernelCompiling);
   EXPECT_THROW(getKernel(driver, *spec, request(true)), KernelCompiling);  // still compiling: not queued again
@@ -113,7 +123,7 @@ TEST_F(BackgroundCompileTest, AnswersCompilingUntilTheWorkerLoadedTheKernel) {
 // precompile (a request that does not wait) while the same kernel compiles in the background:
 // it compiles and loads its own; the worker's module, which nobody will launch, is unloaded.
 TEST_F(BackgroundCompileTest, ARequestThatDoesNotWaitLeavesTheWorkerToUnloadItsModule) {
-  const auto spec = getCachedSpec(specText(2));
+  const auto spec = getCachedSpec(specText());
   holdWorkers = true;  // the worker compiles, then waits before its load
   EXPECT_THROW(getKernel(driver, *spec, request(true)), KernelCompiling);
   const std::shared_ptr<CudaKernel> own = getKernel(driver, *spec, request(false));
