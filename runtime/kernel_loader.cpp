@@ -137,6 +137,10 @@ struct BackgroundCompile {
     abandoned = !finishedRunning;
     return abandoned;
   }
+  bool isAbandoned() {
+    std::lock_guard<std::mutex> lock(handoff);
+    return abandoned;
+  }
   bool finished(State result) {
     std::lock_guard<std::mutex> lock(handoff);
     finishedRunning = true;
@@ -166,9 +170,10 @@ std::shared_ptr<BackgroundCompile> startBackgroundCompile(const CudaDriver& d, c
   const bool queued = backgroundCompileQueue().submit([job, driver, context, where, arch = r.arch, env, key] {
     BackgroundCompile::State state = BackgroundCompile::Done;
     try {
-      job->image = compiledCubin(job->source, arch, env, key);
+      // a job dropped before it started or before its load skips the work (its requester compiles)
+      if (!job->isAbandoned()) job->image = compiledCubin(job->source, arch, env, key);
       try {
-        if (context && driver->cuCtxSetCurrent(context) == cu::kSuccess)
+        if (!job->isAbandoned() && context && driver->cuCtxSetCurrent(context) == cu::kSuccess)
           job->kernel = load(*driver, job->source, job->image, where);
       } catch (const std::exception&) {
         // left to the requesting thread, which loads `image` as it loads a disk hit

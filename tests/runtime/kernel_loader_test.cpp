@@ -22,7 +22,10 @@ namespace {
 using namespace std::chrono_literals;
 
 std::atomic<int> moduleLoads{0}, moduleUnloads{0};
-std::atomic<bool> holdWorkers{false};  // the worker's cuCtxSetCurrent (before its load) waits
+// The worker's cuCtxSetCurrent (before its load) waits while holdWorkers; its cuModuleLoadData
+// signals workerLoading and waits while holdWorkerLoads (the tests' thread never waits).
+std::atomic<bool> holdWorkers{false}, holdWorkerLoads{false}, workerLoading{false};
+const std::thread::id testThread = std::this_thread::get_id();
 
 cu::Result ctxGetCurrent(cu::Context* c) {
   *c = reinterpret_cast<cu::Context>(std::uintptr_t{0x10});
@@ -33,6 +36,10 @@ cu::Result ctxSetCurrent(cu::Context) {
   return cu::kSuccess;
 }
 cu::Result moduleLoadData(cu::Module* m, const void*) {
+  if (std::this_thread::get_id() != testThread) {
+    workerLoading = true;
+    while (holdWorkerLoads) std::this_thread::sleep_for(1ms);
+  }
   *m = reinterpret_cast<cu::Module>(static_cast<std::uintptr_t>(0x1000 + ++moduleLoads));
   return cu::kSuccess;
 }
@@ -91,9 +98,10 @@ class BackgroundCompileTest : public ::testing::Test {
     previousCacheDir = diskCache().directory();
     diskCache().setDirectory(cacheDir);  // empty: every kernel is a miss
     moduleLoads = moduleUnloads = 0;
+    workerLoading = false;
   }
   void TearDown() override {
-    holdWorkers = false;
+    holdWorkers = holdWorkerLoads = false;
     waitForBackgroundCompiles(60000);
     if (cacheDir.empty()) return;
     diskCache().setDirectory(previousCacheDir);
@@ -121,8 +129,9 @@ TEST_F(BackgroundCompileTest, AnswersCompilingUntilTheWorkerLoadedTheKernel) {
 }
 
 // precompile (a request that does not wait) while the same kernel compiles in the background:
-// it compiles and loads its own; the worker's module, which nobody will launch, is unloaded.
-TEST_F(BackgroundCompileTest, ARequestThatDoesNotWaitLeavesTheWorkerToUnloadItsModule) {
+// it compiles and loads its own. A worker dropped before its load skips it; one dropped during its
+// load unloads the module, which nobody will launch.
+TEST_F(BackgroundCompileTest, ARequestThatDoesNotWaitLeavesTheWorkerNoModule) {
   const auto spec = getCachedSpec(specText());
   holdWorkers = true;  // the worker compiles, then waits before its load
   EXPECT_THROW(getKernel(driver, *spec, request(true)), KernelCompiling);
@@ -131,10 +140,24 @@ TEST_F(BackgroundCompileTest, ARequestThatDoesNotWaitLeavesTheWorkerToUnloadItsM
   EXPECT_EQ(moduleLoads.load(), 1);
   holdWorkers = false;
   ASSERT_TRUE(waitForBackgroundCompiles(60000));
+  EXPECT_EQ(moduleLoads.load(), 1);  // the worker saw the job dropped: no load
+  EXPECT_EQ(getKernel(driver, *spec, request(true)), own);  // the job is gone: the request's kernel stays
+  EXPECT_EQ(moduleUnloads.load(), 0);
+}
+
+TEST_F(BackgroundCompileTest, AJobDroppedDuringItsLoadUnloadsTheModule) {
+  const auto spec = getCachedSpec(specText());
+  holdWorkerLoads = true;  // the worker compiles, then waits inside its load
+  EXPECT_THROW(getKernel(driver, *spec, request(true)), KernelCompiling);
+  for (int i = 0; i < 60000 && !workerLoading; ++i) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(workerLoading.load());
+  const std::shared_ptr<CudaKernel> own = getKernel(driver, *spec, request(false));  // a disk hit now
+  ASSERT_NE(own, nullptr);
+  holdWorkerLoads = false;
+  ASSERT_TRUE(waitForBackgroundCompiles(60000));
   EXPECT_EQ(moduleLoads.load(), 2);
   EXPECT_EQ(moduleUnloads.load(), 1);  // the worker's
-  EXPECT_EQ(getKernel(driver, *spec, request(true)), own);  // the job is gone: the request's kernel stays
-  EXPECT_EQ(moduleUnloads.load(), 1);
+  EXPECT_EQ(getKernel(driver, *spec, request(true)), own);
 }
 
 }  // namespace
