@@ -128,7 +128,8 @@ struct BackgroundCompile {
   std::string error;
 
   // A request that does not wait (precompile, the switch off) drops a Running job and compiles
-  // itself; the worker then unloads the module it loaded, which nobody would launch. Whichever
+  // itself; the worker then skips the compile and load it has not started, and unloads a module it
+  // loaded, which nobody would launch. Whichever
   // side comes second under `handoff` acts: abandon() fails once the worker has finished (the
   // request then takes its result, `state` published), and the worker's finished() publishes
   // `state` unless the job was abandoned, which it returns.

@@ -133,9 +133,9 @@ TEST_F(BackgroundCompileTest, AnswersCompilingUntilTheWorkerLoadedTheKernel) {
 // load unloads the module, which nobody will launch.
 TEST_F(BackgroundCompileTest, ARequestThatDoesNotWaitLeavesTheWorkerNoModule) {
   const auto spec = getCachedSpec(specText());
-  holdWorkers = true;  // the worker compiles, then waits before its load
+  holdWorkers = true;  // were the job not dropped during its compile, its worker would wait before the load
   EXPECT_THROW(getKernel(driver, *spec, request(true)), KernelCompiling);
-  const std::shared_ptr<CudaKernel> own = getKernel(driver, *spec, request(false));
+  const std::shared_ptr<CudaKernel> own = getKernel(driver, *spec, request(false));  // drops it at once
   ASSERT_NE(own, nullptr);
   EXPECT_EQ(moduleLoads.load(), 1);
   holdWorkers = false;
