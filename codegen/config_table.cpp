@@ -73,7 +73,7 @@ long long tiles64x128(const ProblemShape& s) { return (s.M + 63) / 64 * ((s.N + 
 // it ran at M = 128 there, Run AT call 2; at 128 x 8192 x 13312 1.09-1.16x cuBLAS mm alone against
 // cuBLAS + the epilogue kernel's 1.13-1.16x, Run AU call 1, 2026-12-03, compare_tiles).
 bool measuredTileInOneRound(const ProblemShape& s, const sm90::GemmConfig& g) {
-  const bool lone_square_measured = sm90::isSquareCooperative(g) && s.K <= 8192;
+  const bool lone_square_measured = sm90::isSquareCooperative(g) && s.K <= sm90::squareCooperativeMaxK(s.M * s.B);
   return sm90::roundsOfTiles(s.M, s.N, s.B, g, kHopperSms) == 1 &&
          !(g.bm == 128 && (s.B != 1 || s.M != 2 * g.bm) && !lone_square_measured);
 }

@@ -141,6 +141,8 @@ bool isSquareCooperative(const GemmConfig& c) {
   return c.bm == kSquareCooperative.bm && c.bn == kSquareCooperative.bn && !c.pingpong;
 }
 
+long long squareCooperativeMaxK(long long rows) { return rows == 2 * kSquareCooperative.bm ? 14336 : 8192; }
+
 namespace {
 bool wholeSquareTilesInOneRound(long long M, long long N, long long batch, int num_sms) {
   const GemmConfig& sq = kSquareCooperative;
@@ -246,8 +248,7 @@ GemmConfig tileFillingTheSms(long long M, long long N, long long K, long long ba
   // Run AU call 2 (2026-12-03, out of sample): 128 x 8192 x 12288 / 16384 and 256 x 8192 x 8448
   // faster in 12 of 12 cells by 0.8-9.1 %, 256 x 11008 x 7680 and 256 x 14336 x 8192 in 8 of 8 by
   // 2.4-7.6 %.
-  const long long longest_k = M * batch == 2 * kSquareCooperative.bm ? 14336 : 8192;
-  if (M * batch <= 256 && K >= 2048 && K <= longest_k && c.bm == t64x256.bm && c.bn == t64x256.bn &&
+  if (M * batch <= 256 && K >= 2048 && K <= squareCooperativeMaxK(M * batch) && c.bm == t64x256.bm && c.bn == t64x256.bn &&
       roundsOfTiles(M, N, batch, c, num_sms) == 1 && wholeSquareTilesInOneRound(M, N, batch, num_sms))
     return kSquareCooperative;
   const long long edge_rows = M % narrow.bm;

@@ -37,6 +37,9 @@ enum class EpilogueLoad { Light, ReadsResidual };
 
 // Whether c is 128x128 cooperative, the tile of the one-round rules below 257 rows (chooseConfig).
 bool isSquareCooperative(const GemmConfig& c);
+// The longest K at which that tile was measured winning in one round over `rows` rows of one
+// matrix: two row tiles (256 rows) to K = 14336, a lone one to K = 8192 (bench/RESULTS.md Run AU).
+long long squareCooperativeMaxK(long long rows);
 
 // Config choice: ping-pong 64x256 from 1025 rows (M x batch) where its tiles fill the SMs (for one
 // matrix: a 128-row tile at a partial 256-column tile (64x256 where 128x128 takes as many rounds,
