@@ -11,8 +11,6 @@
 
 #include <pthread.h>
 
-#include <unistd.h>
-
 namespace fxfuse::runtime {
 namespace {
 // Every constructed, not yet destroyed queue (for the fork handlers). Never destroyed: a queue
@@ -30,14 +28,13 @@ LiveQueues& liveQueues() {
 CompileQueue::CompileQueue(int workers)
     : workers_(std::max(1, workers)),
       wake_(std::make_unique<std::condition_variable>()),
-      idle_(std::make_unique<std::condition_variable>()),
-      pid_(static_cast<long>(getpid())) {
+      idle_(std::make_unique<std::condition_variable>()) {
   static std::once_flag registered;
   std::call_once(registered, [] {
     liveQueues();  // constructed before a handler can run (a fork during its construction would hang the child)
     // (fails only without memory for the handlers: forks then run unguarded, as before)
     pthread_atfork(&CompileQueue::lockEveryQueueForFork, &CompileQueue::unlockEveryQueueAfterFork,
-                   &CompileQueue::unlockEveryQueueAfterFork);
+                   &CompileQueue::startEveryQueueOverInChild);
   });
   std::lock_guard<std::mutex> lock(liveQueues().mutex);
   liveQueues().queues.insert(this);
@@ -53,10 +50,12 @@ void CompileQueue::unlockEveryQueueAfterFork() {
   liveQueues().mutex.unlock();
 }
 
-void CompileQueue::startOverIfForked() {
-  const long pid = static_cast<long>(getpid());
-  if (pid == pid_) return;
-  pid_ = pid;
+void CompileQueue::startEveryQueueOverInChild() {
+  for (CompileQueue* q : liveQueues().queues) q->startOver();
+  unlockEveryQueueAfterFork();
+}
+
+void CompileQueue::startOver() {
   // std::thread objects of the parent's workers: destroying or joining them is not possible here;
   // nor destroying condition variables the parent's threads waited on
   new std::vector<std::thread>(std::move(threads_));  // leaked on purpose
@@ -77,7 +76,6 @@ CompileQueue::~CompileQueue() {
 
 bool CompileQueue::submit(std::function<void()> job) {
   std::lock_guard<std::mutex> lock(mutex_);
-  startOverIfForked();
   if (stopped_) return false;
   queue_.push_back(std::move(job));
   if (static_cast<int>(threads_.size()) < workers_ &&
@@ -118,7 +116,6 @@ void CompileQueue::work() {
 
 bool CompileQueue::waitIdle(long long timeout_ms) {
   std::unique_lock<std::mutex> lock(mutex_);
-  startOverIfForked();
   const auto idle = [this] { return running_ == 0 && (queue_.empty() || stopped_); };
   if (timeout_ms < 0) {
     idle_->wait(lock, idle);
@@ -131,7 +128,6 @@ void CompileQueue::finish() {
   std::vector<std::thread> threads;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    startOverIfForked();
     stopped_ = true;
     queue_.clear();
     threads.swap(threads_);

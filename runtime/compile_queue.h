@@ -43,11 +43,13 @@ class CompileQueue {
   // In a child forked from a process with workers: the threads are not there (a join would
   // hang), nor are the jobs they ran, nor the waits on the condition variables; start over
   // empty. Requires mutex_ held.
-  void startOverIfForked();
+  void startOver();
   // pthread_atfork handlers over every live queue: a fork waits until no thread holds a queue's
-  // mutex (a child copying it locked would hang at its first use), and both sides release it.
+  // mutex (a child copying it locked would hang at its first use), and both sides release it, the
+  // child after starting every queue over.
   static void lockEveryQueueForFork();
   static void unlockEveryQueueAfterFork();
+  static void startEveryQueueOverInChild();
 
   const int workers_;
   std::mutex mutex_;
@@ -59,7 +61,6 @@ class CompileQueue {
   std::vector<std::thread> threads_;
   int running_ = 0;
   bool stopped_ = false;
-  long pid_;  // the process the threads belong to
 };
 
 // The process-wide queue of background compiles: min(4, cores) workers.
