@@ -2,6 +2,7 @@
 // built in and whose condition holds wins. Owners of a template tune its row (tile sizes,
 // conditions); a new variant is a new row plus its .cuh under kernels/.
 #include "codegen/config_table.h"
+#include "codegen/cublas_share.h"
 
 #include "codegen/hopper_shape_rules.h"
 #include "codegen/hopper_tile_choice.h"
@@ -407,7 +408,8 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
 //    while the unfused path's extra pass over the output weighs less the longer K is (cuBLAS +
 //    the epilogue kernel ran 1.21-1.35x cuBLAS mm alone at K = 4096, 1.08-1.12x at 14336,
 //    1.6-2.2x at 768-1152). Refused at a share of K / (K + kFillRuleK) or less: 0.73 at K = 4096,
-//    0.90 at 14336; at 257-1024 rows from K = kFillRuleMaxK (0.77) no higher (below). Measured on the H200 (bench/RESULTS.md Run AH, 2026-12-01, compare_tiles after the
+//    0.90 at 14336; at 257-1024 rows from K = kFillRuleMaxK (0.77) no higher, and from 1025 rows
+//    weighed against cuBLAS's own share (below). Measured on the H200 (bench/RESULTS.md Run AH, 2026-12-01, compare_tiles after the
 //    box skip, with Runs AF and AG at whole tiles, four bench chains; the heuristic's tile / cuBLAS
 //    + the epilogue kernel, as bench/sm90/tile_rule_check.py --share prints): every shape refused lost (share 0.55-0.71 at K = 4096: 3072 x 768,
 //    2048 x 1152, 4096 x 640, 5120 x 512, 2560 x 1024, 3584 x 768, 1088 x 4096, 4096 x 1152,
@@ -432,16 +434,27 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
 //    (0.73) and 2048 x 14336 x 1152 (0.55) by 12-26 % (Run AH), 1024 x 14336 x 2560 (0.61) by 15-17
 //    %. So at 257-1024 rows the threshold stops rising at K = kFillRuleMaxK (5120: 0.77), between
 //    those losses and the wins; K = 4097-8191 lies between measured thresholds (0.73 at 4096, 0.77
-//    at 8192). Out of sample (Run AU call 3, 2026-12-03) that cap did not hold everywhere: at 257-
-//    1024 rows 896 x 14336 x 4096 (0.85) won by 5-6 %, 768 x 14336 x 12288 (0.82) lost by 3.6-4.6 %
-//    (128x128 ping-pong, the fastest tile; 1.00-1.05x eager end to end), taken (named); from 1025
-//    rows 2048 x 14336 x 4864 (0.89) won by 2-8 % but 3072 x 14336 x 3072 (0.85) lost by 4-7 % (0.97x
-//    eager with bias+GELU) and 1088 x 14336 x 11008 (0.90) by 0.6-1.0 %: the share does not separate
-//    them, and from 1025 rows the threshold keeps rising to K = kFillRuleMaxKElsewhere (14336), as
-//    it does for rows of B and the output that are not whole 128-byte lines (N not a multiple of
-//    64): 6144 x 14336 x 4304 (0.87) lost by 10-23 % (Run AJ call 5), a cost of B's rows that grows
-//    with K (at K = 8192 4096 x 8192 x 4304 (0.82) won by 2-9 %, Runs AJ call 8, AL call 4, and
-//    stays refused: named, with 2048 x 14336 x 4864 and 3072 x 14336 x 5120).
+//    at 8192). Out of sample (Run AU call 3, 2026-12-03) that cap did not hold everywhere: 896 x
+//    14336 x 4096 (0.85) won by 5-6 %, 768 x 14336 x 12288 (0.82) lost by 3.6-4.6 % (128x128
+//    ping-pong, the fastest tile; 1.00-1.05x eager end to end), taken (named).
+//    From 1025 rows the share alone did not separate wins from losses at a long K (Run AU call 3:
+//    2048 x 14336 x 4864 at 0.89 won by 2-8 %, 3072 x 14336 x 3072 at 0.85 lost by 4-7 %), because
+//    cuBLAS has rounds to fill too: its kernels (bench/cublas_tiles.py, Run AV call 1, 2026-12-03)
+//    fill 97 % of their slots at 3072 x 3072 (192x192 tiles) but 92 % at 2048 x 4864 and 1088 x
+//    11008, 83 % at 1216 x 11008 (cublasWorkShare). So there, for one matrix whose rows of B and
+//    the output are whole 128-byte lines (N a multiple of 64), the kernel is refused at a share of
+//    K / (K + kFillRuleKAgainstCublas) of cuBLAS's share or less (K counted to 14336): 0.80 of it at
+//    K = 4096, 0.89 at 8192, 0.93 at 14336. Fitted to every stored compare_tiles cell from 1025 rows
+//    at K = 1024-14336 with the unfused path timed (740 cells of three bench chains, SiLU alone
+//    aside; bench/RESULTS.md Run AV): it decides 55 cells against the measurement where the share
+//    alone decided 72 (the time at stake 2.1 against 2.8 cells' worth), the same at K = 4096, 2
+//    against 10 at K = 8192 and 19 against 22 at K = 14336; constants of 850 or 1200 did worse at K
+//    = 3072 or 8192. Now refused: 8192 x 8192 x 1152 and 3072 x 8192 x 3072 (behind the unfused path
+//    by 0-4 % in 9 of 10 cells); now taken: 1216 x 14336 x 11008 (7-10 % ahead) and 2048 x 14336 x
+//    4864 (6 %). Rows that are not whole 128-byte lines keep the share alone, rising to K =
+//    kFillRuleMaxKElsewhere (14336): 6144 x 14336 x 4304 (0.87) lost by 10-23 % (Run AJ call 5), a
+//    cost of B's rows that grows with K (at K = 8192 4096 x 8192 x 4304 (0.82) won by 2-9 %, Runs AJ
+//    call 8, AL call 4, and stays refused: named, with 3072 x 14336 x 5120).
 //  - A 128-row last tile at most a quarter real: M = 144 and 160 at K = 4096, N = 14336 (128x256
 //    with 16 and 32 real rows in its last tile) ran 1.27-1.39x against 1.19-1.29x. Session 15
 //    found the same cost at equal grids (128x128 at M = 144: 2.02x mm; at 256: 1.11x,
@@ -480,7 +493,7 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
 constexpr long long kFewestTilesTheKernelWins = 64, kFewestTilesShortK = 32, kEdgeColumnsMinTiles = 128,
                     kPartialColumnTileMaxN = 384, kFillRuleMinN = 512, kFillRuleMaxK = 5120, kFillRuleMaxKElsewhere = 14336,
                     kSixteenByteRowsMinK = 4096;
-constexpr double kFillRuleMinFlops = 16e9, kFillRuleK = 1536;
+constexpr double kFillRuleMinFlops = 16e9, kFillRuleK = 1536, kFillRuleKAgainstCublas = 1000;
 
 // SiLU alone against eager's SiLU (siluAgainstEagerRefusal): ATen's SiLU pass is cheaper than the
 // epilogue kernel the general threshold was measured against (cuBLAS + that kernel ran 0.92-0.94x
@@ -529,29 +542,46 @@ bool inWorkShareRange(const ProblemShape& s, long long above_rows) {
 }
 
 // The share at or under which the kernel is refused: K / (K + k_cost), K counted to max_k at most
-// (the threshold would tend to 1 with K; kFillRuleMaxK: where it stops rising, measured).
-double workShareThreshold(long long K, double k_cost, long long max_k) {
-  const double k = double(std::min(K, max_k));
-  return k / (k + k_cost);
+// (the threshold would tend to 1 with K; kFillRuleMaxK: where it stops rising, measured), of
+// the unfused path's own share (1 where it is not weighed).
+struct WorkShareYardstick {
+  double k_cost;
+  long long max_k;
+  double cublas_share = 0;  // cuBLAS's own share (cublasWorkShare) where it is weighed, else 0
+  double least(long long K) const {
+    const double k = double(std::min(K, max_k));
+    return k / (k + k_cost) * (cublas_share > 0 ? cublas_share : 1.0);
+  }
+};
+
+// The general refusal's yardstick (above): from 1025 rows of one matrix of whole 128-byte rows,
+// against cuBLAS's share where its tiles fill a round; at 257-1024 such rows stopping at K =
+// kFillRuleMaxK; elsewhere the share alone to K = 14336.
+WorkShareYardstick generalWorkShareYardstick(const ProblemShape& s) {
+  if (s.N % 64 != 0) return {kFillRuleK, kFillRuleMaxKElsewhere};
+  if (s.M <= 1024) return {kFillRuleK, kFillRuleMaxK};
+  const double cublas_share = cublasWorkShare(s.M, s.N, kHopperSms);
+  if (cublas_share == 0) return {kFillRuleK, kFillRuleMaxKElsewhere};
+  return {kFillRuleKAgainstCublas, kFillRuleMaxKElsewhere, cublas_share};
 }
 
-// Where the general work-share threshold stops rising with K (above): at K = 5120 for one matrix
-// of up to 1024 rows whose rows of B and the output are whole 128-byte lines, at 14336 elsewhere.
-long long fillRuleMaxK(long long M, long long N) {
-  return M <= 1024 && N % 64 == 0 ? kFillRuleMaxK : kFillRuleMaxKElsewhere;
-}
+// SiLU alone against cuBLAS + ATen's SiLU (kFillRuleKSilu, above): the share alone.
+constexpr WorkShareYardstick kSiluWorkShareYardstick{kFillRuleKSilu, kSiluFillRuleMaxK};
 
-// The work-share refusal (above), with k_cost the K at which the unfused path's extra pass weighs
-// as much as a whole slot's work: a reason in words where g, the heuristic's tile, does at most
-// K / (K + k_cost) of its slots' work, "" elsewhere or outside the rule's measured range.
-std::string workShareRefusal(const ProblemShape& s, const sm90::GemmConfig& g, double k_cost, long long above_rows,
-                             const char* unfused_path, long long max_k) {
+// The work-share refusal (above): a reason in words where g, the heuristic's tile, does at most
+// `yardstick`'s share of its slots' work, "" elsewhere or outside the rule's measured range.
+std::string workShareRefusal(const ProblemShape& s, const sm90::GemmConfig& g, const WorkShareYardstick& yardstick,
+                             long long above_rows, const char* unfused_path) {
   if (!inWorkShareRange(s, above_rows)) return {};
-  const double share = sm90::judgedWorkShare(s.M, s.N, s.B, g, kHopperSms), least = workShareThreshold(s.K, k_cost, max_k);
+  const double share = sm90::judgedWorkShare(s.M, s.N, s.B, g, kHopperSms), least = yardstick.least(s.K);
   // A tie is refused: 4096 x 768 at K = 4096 sits on the general threshold (8/11 both); the kernel
   // ran at par with cuBLAS + the epilogue kernel there (Run AH call 8: 0.98-1.02) but 0.91x eager
   // with SiLU.
   if (share > least * (1 + 1e-9)) return {};
+  if (yardstick.cublas_share > 0)
+    return fmt::format("{}x{} tiles do {:.0f} % of their slots' work, under the {:.0f} % that beats {} (whose cuBLAS "
+                       "tiles do {:.0f} % of theirs) at K = {} (Runs AH, AV)",
+                       g.bm, g.bn, 100 * share, 100 * least, unfused_path, 100 * yardstick.cublas_share, s.K);
   return fmt::format("{}x{} tiles do {:.0f} % of their slots' work, under the {:.0f} % that beats {} at K = {} (Run AH)",
                      g.bm, g.bn, 100 * share, 100 * least, unfused_path, s.K);
 }
@@ -604,8 +634,8 @@ std::string unfusedPathFaster(const ProblemShape& s, sm90::EpilogueLoad epilogue
                        2 * s.N);
   if (s.M > kWorkShareAboveRows)
     return midRowsOneRoundAtLongK(s, g) ? ""
-                                        : workShareRefusal(s, g, kFillRuleK, kWorkShareAboveRows,
-                                                           "cuBLAS + the epilogue kernel", fillRuleMaxK(s.M, s.N));
+                                        : workShareRefusal(s, g, generalWorkShareYardstick(s), kWorkShareAboveRows,
+                                                           "cuBLAS + the epilogue kernel");
   if (g.bm == 128 && s.K >= 4096 && lastRowTileAtMostAQuarterReal(s.M, g.bm))
     return fmt::format("the last 128-row tile holds {} real rows: cuBLAS + the epilogue kernel is faster (Run AE)",
                        s.M % g.bm);
@@ -880,7 +910,7 @@ std::string siluAgainstEagerRefusal(const spec::ChainSpec& spec, long long M, lo
                          g.bm, g.bn, 100 * share, shape.N, 100 * kSiluNarrowLeastShare);
   }
   const std::string why =
-      workShareRefusal(shape, g, kFillRuleKSilu, kSiluWorkShareAboveRows, "cuBLAS + ATen's SiLU", kSiluFillRuleMaxK);
+      workShareRefusal(shape, g, kSiluWorkShareYardstick, kSiluWorkShareAboveRows, "cuBLAS + ATen's SiLU");
   return why.empty() ? why : "SiLU alone: " + why;
 }
 
@@ -892,9 +922,9 @@ HopperWorkShare hopperWorkShareForSize(long long M, long long N, long long K) {
   w.bn = g.bn;
   w.share = sm90::judgedWorkShare(M, N, 1, g, kHopperSms);
   if (inWorkShareRange(s, kWorkShareAboveRows) && !midRowsOneRoundAtLongK(s, g))
-    w.least = workShareThreshold(K, kFillRuleK, fillRuleMaxK(M, N));
+    w.least = generalWorkShareYardstick(s).least(K);
   if (inWorkShareRange(s, kSiluWorkShareAboveRows))
-    w.least_silu = workShareThreshold(K, kFillRuleKSilu, kSiluFillRuleMaxK);
+    w.least_silu = kSiluWorkShareYardstick.least(K);
   return w;
 }
 

@@ -404,6 +404,23 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
         ((rounds_wide == 1 && K >= 3072) || (rounds_wide == 2 && K >= 4096) ||
          (rounds_wide <= 4 && K >= 4096 && K <= 8192 && whole_rows)))
       choice = wide;
+    // 1025-1535 rows (a multiple of 64, as measured) at K >= 4096: 128x128 ping-pong where 64x256
+    // stays and both take the same rounds. Likely why: each of 64x256's 17-23 row tiles streams the
+    // whole weight for 64 rows, 128x128's for 128 (half the weight bytes per output), and where M
+    // is an odd multiple of 64 the last 128-row tile loads only its real 64-row box. Measured on the H200
+    // (bench/RESULTS.md Runs AU call 3 and AV call 1, 2026-12-03, compare_tiles with every
+    // candidate's calls interleaved, four bench chains, 64x256's time over 128x128 ping-pong's):
+    // 1088 x 14336 x 11008 1.075-1.089, 1088 x 8192 x 11008 1.087-1.101, 1088 x 14336 x 8192
+    // 1.043-1.065, 1152 x 14336 x 11008 1.024-1.045, 1216 x 14336 x 11008 1.015-1.026, 1408 x 14336
+    // x 11008 1.003-1.028 (24 of 24 cells over 1); block-timed (Run AL) 1088 x 4096 x 4096
+    // 1.028-1.056. From 1536 rows mixed (1536 x 11008 x 11008: 0.920-1.018, block-timed) and from
+    // 2048 rows 64x256 mostly ahead: those keep it. Where 128x128 takes a round more (1344 x 14336
+    // x 11008) 64x256 ran 10-13 % ahead and stays.
+    const bool square_rows = batch == 1 && M > 1024 && M < 1536 && M % 64 == 0 && K >= 4096;
+    const GemmConfig square = tile128x128(M, N, batch, std::max(1, num_sms));
+    if (square_rows && choice.bm == pingpong64x256.bm && choice.bn == pingpong64x256.bn &&
+        rounds(square) == rounds(pingpong64x256))
+      choice = square;
   }
   // At K <= 3072, 64x128 ping-pong where its work share (tileWorkShare: the real outputs over its
   // rounds' slots, times its throughput) is larger than the choice's: a short K leaves each tile

@@ -14,6 +14,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/config_table.h"
+#include "codegen/cublas_share.h"
 #include "codegen/embedded_sources.h"
 #include "codegen/hopper_tile_choice.h"
 #include "test_util.h"
@@ -501,6 +502,33 @@ TEST(CandidateConfigs, TwoRoundsOf128x256TakeThe128x128PingPongWhereTheEpilogueW
   EXPECT_TRUE(pp64x256(sm90::chooseConfig(128, 7680, 4096, 1, 80, sm90::EpilogueLoad::ReadsResidual)));  // 60 tiles
 }
 
+TEST(CandidateConfigs, CublasWorkShareTakesItsBestTile) {
+  // cuBLAS's tiles (bench/RESULTS.md Run AV call 1): 128 x 256 (rows x columns of the output), 128
+  // x 320, 192 x 192, 256 x 160, 192 x 128; its share is its best tile's
+  EXPECT_NEAR(cublasWorkShare(1088, 11008, 132), 1088.0 * 11008 / (3 * 132 * 128 * 256), 1e-12);  // 387 tiles
+  EXPECT_NEAR(cublasWorkShare(3072, 3072, 132), 3072.0 * 3072 / (2 * 132 * 192 * 192), 1e-12);    // 256 tiles
+  EXPECT_NEAR(cublasWorkShare(1216, 11008, 132), 1216.0 * 11008 / (3 * 132 * 128 * 320), 1e-12);  // 350 tiles
+  EXPECT_EQ(cublasWorkShare(512, 512, 132), 0.0);  // under one round of any tile
+}
+
+TEST(CandidateConfigs, SquareTilesAt1025To1535RowsAtALongK) {
+  // 128x128 ping-pong in place of 64x256 where both take the same rounds, one matrix of 1025-1535
+  // rows (a multiple of 64) at K >= 4096 (bench/RESULTS.md Runs AU, AV: 64x256 behind in 24 of 24
+  // cells, by 0.3-10 %)
+  auto tile = [](long long m, long long n, long long k, long long batch = 1) {
+    return tileName(sm90::chooseConfig(m, n, k, batch, 132));
+  };
+  EXPECT_EQ(tile(1088, 11008, 14336), "128x128 pp");  // 6 rounds each
+  EXPECT_EQ(tile(1152, 11008, 14336), "128x128 pp");
+  EXPECT_EQ(tile(1216, 11008, 14336), "128x128 pp");  // 7 each
+  EXPECT_EQ(tile(1088, 4096, 4096), "128x128 pp");    // 3 each
+  EXPECT_EQ(tile(1344, 11008, 14336), "64x256 pp");   // 128x128 takes 8 rounds to 64x256's 7
+  EXPECT_EQ(tile(1536, 11008, 11008), "64x256 pp");   // from 1536 rows: mixed, kept
+  EXPECT_EQ(tile(1088, 11008, 3072), "64x256 pp");    // K < 4096: unmeasured
+  EXPECT_EQ(tile(1025, 4096, 4096), "64x256 pp");     // M not a multiple of 64: unmeasured
+  EXPECT_EQ(tile(1088, 11008, 14336, 2), "64x256 pp");  // batches: unmeasured
+}
+
 TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   // From 1025 rows (bench/RESULTS.md Runs AG, AH, 2026-12-01): a partial 256-column tile takes the
   // 128-row tile of least slot area, 128x256 cooperative on ties (64x256 ping-pong lost by 6-65 %
@@ -582,9 +610,17 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   EXPECT_TRUE(hopper(384, 14336, 14336, 1));    // 128x128: 80 %, 0.96-0.97x
   EXPECT_FALSE(hopper(1024, 5120, 8192, 1));    // 128x128: 76 %, lost by 7.5-9.3 % (Run AL)
   EXPECT_FALSE(hopper(1024, 2560, 14336, 1));   // 64x128: 61 %, lost by 15-17 %
-  // from 1025 rows, and rows not whole 128-byte lines, keep the rising threshold to K = 14336
-  EXPECT_FALSE(hopper(3072, 3072, 14336, 1));   // 85 %, under 90 %: lost by 4-7 % (Run AU call 3)
-  EXPECT_FALSE(hopper(1088, 11008, 14336, 1));  // 90 %: lost by 0.6-1 %
+  // from 1025 rows of whole 128-byte rows, against cuBLAS's share: K / (K + 1000) of it (Run AV)
+  EXPECT_FALSE(hopper(3072, 3072, 14336, 1));   // 85 % against 0.93 x cuBLAS's 97 %: lost by 4-7 % (Run AU)
+  EXPECT_FALSE(hopper(3072, 3072, 8192, 1));    // 85 % against 0.89 x 97 %: lost by 3.5-7.5 %
+  EXPECT_FALSE(hopper(8192, 1152, 8192, 1));    // 85 % against 0.89 x 97 %: behind by 0-4 %
+  EXPECT_TRUE(hopper(2048, 4864, 14336, 1));    // 89 % against 0.93 x 92 %: won by 6 %
+  EXPECT_TRUE(hopper(1216, 11008, 14336, 1));   // 128x128 83 % against 0.93 x 83 %: won by 7-10 %
+  EXPECT_TRUE(hopper(1088, 11008, 14336, 1));   // 128x128 87 % against 0.93 x 92 %: 5-7 % ahead
+  EXPECT_FALSE(hopper(1408, 11008, 14336, 1));  // 128x128 84 % against 0.93 x 96 % (won by 1.5-3 %: named)
+  // ... where cuBLAS's tiles fill a round (else it splits K): the share alone, as below
+  EXPECT_EQ(cublasWorkShare(2048, 1152, 132), 0.0);
+  // rows not whole 128-byte lines keep the share alone, its threshold rising to K = 14336
   EXPECT_FALSE(hopper(6144, 4304, 14336, 1));   // 87 %, under 90 %: lost by 10-23 % (Run AJ)
   EXPECT_FALSE(hopper(4096, 4304, 8192, 1));    // 82 %, under 84 % (won by 2-9 %: named)
   EXPECT_TRUE(hopper(4096, 4096, 14336, 1));    // 64x256 in eight rounds: 94 %
@@ -605,11 +641,15 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   EXPECT_NEAR(w.share, 3072.0 * 768 / (132 * 128 * 256), 1e-12);  // one round, 128x256's throughput 1
   EXPECT_NEAR(w.least, 4096.0 / (4096 + 1536), 1e-12);
   EXPECT_NEAR(w.least_silu, 4096.0 / (4096 + 700), 1e-12);
-  EXPECT_NEAR(hopperWorkShareForSize(4096, 768, 28672).least, 14336.0 / (14336 + 1536), 1e-12);  // K capped
+  // K capped; from 1025 rows of whole 128-byte rows a share of cuBLAS's: 132 tiles of 192 x 128 fill a round, 97 %
+  EXPECT_NEAR(cublasWorkShare(4096, 768, 132), 4096.0 * 768 / (132 * 192 * 128), 1e-12);
+  EXPECT_NEAR(hopperWorkShareForSize(4096, 768, 28672).least,
+              14336.0 / (14336 + 1000) * cublasWorkShare(4096, 768, 132), 1e-12);
   EXPECT_NEAR(hopperWorkShareForSize(1024, 4096, 28672).least, 5120.0 / (5120 + 1536), 1e-12);  // 257-1024 rows
   EXPECT_NEAR(hopperWorkShareForSize(1024, 4304, 28672).least, 14336.0 / (14336 + 1536), 1e-12);  // N % 64 != 0
-  // from 257 rows (Runs AC, AL); SiLU against eager from 1025 (Run AH)
+  // from 257 rows (Runs AC, AL); SiLU against eager from 1025 (Run AH), by the share alone
   EXPECT_NEAR(hopperWorkShareForSize(1024, 4096, 4096).least, 4096.0 / (4096 + 1536), 1e-12);
+  EXPECT_NEAR(hopperWorkShareForSize(2048, 4096, 8192).least_silu, 8192.0 / (8192 + 700), 1e-12);
   EXPECT_EQ(hopperWorkShareForSize(1024, 4096, 4096).least_silu, 0.0);
   EXPECT_EQ(hopperWorkShareForSize(256, 14336, 4096).least, 0.0);  // up to 256 rows: outside the rule
   // 257-1024 rows: refused where measured behind cuBLAS + the epilogue kernel on every chain (Run

@@ -801,6 +801,13 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     (544, 14336, 14336, True, "sm90_wgmma 64x256x64 s5 t384 pingpong"),  # 87 %, refused before
     (1024, 8192, 5120, False, None),  # 76 %: lost (Run AL)
     (3072, 14336, 3072, False, None),  # from 1025 rows the threshold rises to K = 14336: 85 % lost (Run AU call 3)
+    # session 34 (Run AV): from 1025 rows the work share against cuBLAS's own; at 1025-1535 rows 128x128
+    # ping-pong where it takes 64x256's rounds
+    (1088, 14336, 11008, False, "sm90_wgmma 128x128x64 s6 t384 pingpong"),  # refused before
+    (1216, 14336, 11008, True, "sm90_wgmma 128x128x64 s6 t384 pingpong"),  # cuBLAS's tiles at 83 %
+    (2048, 14336, 4864, False, "sm90_wgmma 64x256x64 s5 t384 pingpong"),  # refused before
+    (3072, 8192, 3072, False, None),  # 85 % against cuBLAS's 97 %: lost (Run AU call 3), taken before
+    (1344, 14336, 11008, False, "sm90_wgmma 64x256x64 s5 t384 pingpong"),  # 128x128 takes a round more
 ])
 def test_residual_dispatch_by_the_heuristic(unforced, M, K, N, residual, first):
     """The tile choice weighs a residual read (sm90::chooseConfig's EpilogueLoad; bench/RESULTS.md

@@ -1,0 +1,118 @@
+"""Which kernel cuBLAS runs for `x @ w` (bf16, w as [K, N]) at each shape, with its launch grid, the
+output tile its name gives and the rounds of tiles that makes: the unfused path's own tiling, which
+the work-share refusal (codegen/config_table.cpp) leaves out when it weighs the fused kernel's
+rounds against cuBLAS + the epilogue kernel (docs/STATUS.md "Next session" item 0).
+
+    python3 bench/cublas_tiles.py --mkn 3072x14336x3072,2048x14336x4864 [--json OUT.json]
+
+The kernel name and grid come from torch.profiler's trace (one call after warm-up); nvjet kernel
+names carry the tile as `_<BM>x<BN>_<BK>x<stages>_` (e.g. nvjet_tst_256x128_64x4_2x1_v_bz_coopA_NNN).
+A persistent kernel's grid is its CTA count, not its tile count: rounds = ceil(tiles / CTAs), and
+share = tiles / (rounds x CTAs) (the slots of its last round that hold a tile). The time is the
+median of 50 calls by CUDA events, cuBLAS alone.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import tempfile
+
+import torch
+
+
+def parse_mkn(text):
+    return [tuple(int(v) for v in s.split("x")) for s in text.split(",") if s]
+
+
+def tile_from_name(name):
+    m = re.search(r"_(\d+)x(\d+)_(\d+)x(\d+)_", name)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def gemm_kernel_events(trace_path):
+    """The trace's kernel events, longest first (the GEMM, not a memset or a cast)."""
+    with open(trace_path) as f:
+        events = json.load(f)["traceEvents"]
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    return sorted(kernels, key=lambda e: -e.get("dur", 0))
+
+
+def median_ms(fn, calls=50):
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+    for s, e in zip(starts, ends):
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    times = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
+    return times[len(times) // 2]
+
+
+def describe(M, K, N, num_sms):
+    x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+    for _ in range(5):
+        torch.mm(x, w)
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        torch.mm(x, w)
+        torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "trace.json")
+        prof.export_chrome_trace(path)
+        kernels = gemm_kernel_events(path)
+    if not kernels:
+        return {"M": M, "K": K, "N": N, "kernel": None}
+    k = kernels[0]
+    args = k.get("args", {})
+    grid = args.get("grid", [0, 0, 0])
+    ctas = grid[0] * grid[1] * grid[2]
+    row = {"M": M, "K": K, "N": N, "kernel": k["name"], "grid": grid, "block": args.get("block"),
+           "ctas": ctas, "ms": median_ms(lambda: torch.mm(x, w))}
+    tile = tile_from_name(k["name"])
+    if tile and ctas:
+        # nvjet names the tile of C as rows x columns of its own (column-major) problem, which for
+        # row-major x @ w is N x M: try both orientations and keep the one whose tile count fits the
+        # grid (a persistent grid holds at most one CTA per SM times the CTAs per SM).
+        a, b = tile
+        tiles = math.ceil(M / a) * math.ceil(N / b)
+        tiles_t = math.ceil(M / b) * math.ceil(N / a)
+        row["tile"] = f"{a}x{b}"
+        row["tiles"] = tiles
+        row["tiles_transposed"] = tiles_t
+        persistent = ctas <= 2 * num_sms
+        row["persistent"] = persistent
+        for key, t in (("", tiles), ("_transposed", tiles_t)):
+            slots = ctas if persistent else num_sms
+            rounds = math.ceil(t / slots)
+            row["rounds" + key] = rounds
+            row["share" + key] = t / (rounds * slots)
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mkn", required=True, help="shapes M x K x N, comma separated")
+    ap.add_argument("--json", help="write the rows here")
+    args = ap.parse_args()
+    num_sms = torch.cuda.get_device_properties(0).multi_processor_count
+    rows = [describe(M, K, N, num_sms) for (M, K, N) in parse_mkn(args.mkn)]
+    print(f"{'shape':>18} {'ms':>7} {'ctas':>5} {'tile':>8} {'tiles':>6} {'rnd':>3} {'share':>5} "
+          f"{'tiles^T':>7} {'rnd^T':>5} {'share^T':>7}  kernel")
+    for r in rows:
+        if not r.get("kernel"):
+            print(f"{r['M']}x{r['K']}x{r['N']:>6}  no kernel in the trace")
+            continue
+        shape = f"{r['M']}x{r['K']}x{r['N']}"
+        print(f"{shape:>18} {r['ms']:7.4f} {r['ctas']:5d} {r.get('tile', '-'):>8} {r.get('tiles', 0):6d} "
+              f"{r.get('rounds', 0):3d} {r.get('share', 0):5.3f} {r.get('tiles_transposed', 0):7d} "
+              f"{r.get('rounds_transposed', 0):5d} {r.get('share_transposed', 0):7.3f}  {r['kernel'][:90]}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
