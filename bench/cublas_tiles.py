@@ -73,22 +73,16 @@ def describe(M, K, N, num_sms):
            "ctas": ctas, "ms": median_ms(lambda: torch.mm(x, w))}
     tile = tile_from_name(k["name"])
     if tile and ctas:
-        # nvjet names the tile of C as rows x columns of its own (column-major) problem, which for
-        # row-major x @ w is N x M: try both orientations and keep the one whose tile count fits the
-        # grid (a persistent grid holds at most one CTA per SM times the CTAs per SM).
-        a, b = tile
-        tiles = math.ceil(M / a) * math.ceil(N / b)
-        tiles_t = math.ceil(M / b) * math.ceil(N / a)
-        row["tile"] = f"{a}x{b}"
-        row["tiles"] = tiles
-        row["tiles_transposed"] = tiles_t
-        persistent = ctas <= 2 * num_sms
-        row["persistent"] = persistent
-        for key, t in (("", tiles), ("_transposed", tiles_t)):
-            slots = ctas if persistent else num_sms
-            rounds = math.ceil(t / slots)
-            row["rounds" + key] = rounds
-            row["share" + key] = t / (rounds * slots)
+        # nvjet names the tile in cuBLAS's column-major problem (w^T x^T: N x M), so "256x128" covers
+        # 128 rows by 256 columns of the row-major output (checked where the tile count equals the
+        # grid: 896 x 4096 on 112 CTAs, 704 x 4096 on 128). The share counts outputs, as
+        # codegen/cublas_share.cpp does: real outputs over its rounds' slots' area.
+        cols, rows = tile
+        tiles = math.ceil(M / rows) * math.ceil(N / cols)
+        slots = ctas if ctas <= 2 * num_sms else num_sms  # a persistent grid: its CTAs
+        rounds = math.ceil(tiles / slots)
+        row.update(tile=f"{cols}x{rows}", tile_rows=rows, tile_cols=cols, tiles=tiles, rounds=rounds,
+                   share=M * N / (rounds * slots * rows * cols))
     return row
 
 
@@ -99,16 +93,14 @@ def main():
     args = ap.parse_args()
     num_sms = torch.cuda.get_device_properties(0).multi_processor_count
     rows = [describe(M, K, N, num_sms) for (M, K, N) in parse_mkn(args.mkn)]
-    print(f"{'shape':>18} {'ms':>7} {'ctas':>5} {'tile':>8} {'tiles':>6} {'rnd':>3} {'share':>5} "
-          f"{'tiles^T':>7} {'rnd^T':>5} {'share^T':>7}  kernel")
+    print(f"{'shape':>18} {'ms':>7} {'ctas':>5} {'tile':>8} {'tiles':>6} {'rnd':>3} {'share':>5}  kernel")
     for r in rows:
         if not r.get("kernel"):
             print(f"{r['M']}x{r['K']}x{r['N']:>6}  no kernel in the trace")
             continue
         shape = f"{r['M']}x{r['K']}x{r['N']}"
         print(f"{shape:>18} {r['ms']:7.4f} {r['ctas']:5d} {r.get('tile', '-'):>8} {r.get('tiles', 0):6d} "
-              f"{r.get('rounds', 0):3d} {r.get('share', 0):5.3f} {r.get('tiles_transposed', 0):7d} "
-              f"{r.get('rounds_transposed', 0):5d} {r.get('share_transposed', 0):7.3f}  {r['kernel'][:90]}")
+              f"{r.get('rounds', 0):3d} {r.get('share', 0):5.3f}  {r['kernel'][:90]}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -444,15 +444,21 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
 //    11008, 83 % at 1216 x 11008 (cublasWorkShare). So there, for one matrix whose rows of B and
 //    the output are whole 128-byte lines (N a multiple of 64), the kernel is refused at a share of
 //    K / (K + kFillRuleKAgainstCublas) of cuBLAS's share or less (K counted to 14336): 0.80 of it at
-//    K = 4096, 0.89 at 8192, 0.93 at 14336. Fitted to every stored compare_tiles cell from 1025 rows
-//    at K = 1024-14336 with the unfused path timed (740 cells of three bench chains, SiLU alone
-//    aside; bench/RESULTS.md Run AV): it decides 55 cells against the measurement where the share
-//    alone decided 72 (the time at stake 2.1 against 2.8 cells' worth), the same at K = 4096, 2
-//    against 10 at K = 8192 and 19 against 22 at K = 14336; constants of 850 or 1200 did worse at K
-//    = 3072 or 8192. Now refused: 8192 x 8192 x 1152 and 3072 x 8192 x 3072 (behind the unfused path
-//    by 0-4 % in 9 of 10 cells); now taken: 1216 x 14336 x 11008 (7-10 % ahead) and 2048 x 14336 x
-//    4864 (6 %). Rows that are not whole 128-byte lines keep the share alone, rising to K =
-//    kFillRuleMaxKElsewhere (14336): 6144 x 14336 x 4304 (0.87) lost by 10-23 % (Run AJ call 5), a
+//    K = 4096, 0.89 at 8192, 0.93 at 14336. The constant was fitted to the stored compare_tiles
+//    cells from 1025 rows with the unfused path timed (740 cells of three bench chains, SiLU alone
+//    aside): at K = 4096 it decides as the share alone did, at K = 8192-14336 closer to the
+//    measurement (850 and 1200 did worse at K = 3072 and 8192). Out of sample (Run AV calls 2-3, 12
+//    shapes at K = 4096-14336, 37 cells) the planner's choice ran 0.2 % behind the fastest
+//    candidate on average against 3.5 % before (bench/RESULTS.md Run AV); end to end every fused
+//    chain 1.07-1.58x eager. Where cuBLAS's tiles do not fill one round (cublasWorkShare 0) it
+//    splits K, unmodelled: the share alone, as elsewhere. Now refused: 3072 x 8192 x 3072, 6144 x
+//    8192 x 1536, 1536 x 8192 x 6144 (the unfused path 2-6 % ahead); now taken: 1216 x 14336 x
+//    11008 (7-10 % ahead), 2048 x 14336 x 4864 (6 %), 4096 x 14336 x 2432 / 4864 (4-8 %). Named
+//    loss: 1088 x 14336 x 14336, taken, 0.5-1.5 % behind the unfused path with bias+GELU and
+//    bias+ReLU+cast: cuBLAS ran a tile outside cublasWorkShare's set there (160 rows by 128
+//    columns, 96 % of its slots against the 90 % counted), and adding that tile to the set
+//    mispredicts cuBLAS's choice at five other shapes. Rows that are not whole 128-byte lines keep
+//    the share alone, rising to K = kFillRuleMaxKElsewhere (14336): 6144 x 14336 x 4304 (0.87) lost by 10-23 % (Run AJ call 5), a
 //    cost of B's rows that grows with K (at K = 8192 4096 x 8192 x 4304 (0.82) won by 2-9 %, Runs AJ
 //    call 8, AL call 4, and stays refused: named, with 3072 x 14336 x 5120).
 //  - A 128-row last tile at most a quarter real: M = 144 and 160 at K = 4096, N = 14336 (128x256

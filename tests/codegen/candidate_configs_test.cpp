@@ -529,6 +529,27 @@ TEST(CandidateConfigs, SquareTilesAt1025To1535RowsAtALongK) {
   EXPECT_EQ(tile(1088, 11008, 14336, 2), "64x256 pp");  // batches: unmeasured
 }
 
+TEST(CandidateConfigs, SquareTileInPlaceOf64x256IsJudgedByTheLargerShare) {
+  // Where 128x128 ping-pong takes 64x256's place in its rounds from 1025 rows (whole 256-column
+  // tiles), the refusals judge the larger of the two shares: with the residual at 4096 x 14336 x
+  // 14336 128x128 ran 4.5 % ahead of the unfused path (Run AV call 2) but does 91 % of its slots'
+  // work by its own throughput, under the 92 % cuBLAS's share sets there
+  const sm90::GemmConfig g = sm90::chooseConfig(4096, 14336, 14336, 1, 132, sm90::EpilogueLoad::ReadsResidual);
+  const sm90::GemmConfig wide = sm90::chooseConfig(4096, 14336, 14336, 1, 132);
+  ASSERT_EQ(tileName(g), "128x128 pp");
+  ASSERT_EQ(tileName(wide), "64x256 pp");
+  EXPECT_LT(sm90::tileWorkShare(4096, 14336, 1, g, 132), sm90::tileWorkShare(4096, 14336, 1, wide, 132));
+  EXPECT_EQ(sm90::judgedWorkShare(4096, 14336, 1, g, 132), sm90::tileWorkShare(4096, 14336, 1, wide, 132));
+  // and the same at 1088 rows (the 1025-1535-row rule), but not for a 128x128 cooperative tile in
+  // one round nor where N is not a multiple of 256
+  const sm90::GemmConfig at1088 = sm90::chooseConfig(1088, 11008, 14336, 1, 132);
+  ASSERT_EQ(tileName(at1088), "128x128 pp");
+  EXPECT_EQ(sm90::judgedWorkShare(1088, 11008, 1, at1088, 132), sm90::tileWorkShare(1088, 11008, 1, wide, 132));
+  const sm90::GemmConfig partial = sm90::chooseConfig(4096, 4160, 4096, 1, 132);  // 128x128 pp, N % 256 != 0
+  ASSERT_EQ(tileName(partial), "128x128 pp");
+  EXPECT_EQ(sm90::judgedWorkShare(4096, 4160, 1, partial, 132), sm90::tileWorkShare(4096, 4160, 1, partial, 132));
+}
+
 TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   // From 1025 rows (bench/RESULTS.md Runs AG, AH, 2026-12-01): a partial 256-column tile takes the
   // 128-row tile of least slot area, 128x256 cooperative on ties (64x256 ping-pong lost by 6-65 %
