@@ -3,7 +3,12 @@ output tile its name gives and the rounds of tiles that makes: the unfused path'
 the work-share refusal (codegen/config_table.cpp) leaves out when it weighs the fused kernel's
 rounds against cuBLAS + the epilogue kernel (docs/STATUS.md "Next session" item 0).
 
-    python3 bench/cublas_tiles.py --mkn 3072x14336x3072,2048x14336x4864 [--json OUT.json]
+    python3 bench/cublas_tiles.py --mkn 3072x14336x3072,2048x14336x4864 [--json OUT.json]   (GPU)
+    PYTHONPATH=python python3 bench/cublas_tiles.py --check bench/data/run_av_call*_cublas_tiles.json
+
+--check (no GPU): for each stored row, the share of the tile cuBLAS ran, counted over all the SMs
+(idle SMs of a smaller grid are slots it leaves empty), beside fxfuse._C.cublas_work_share's count
+(codegen/cublas_share.cpp), and how many agree within 0.01 (split-K kernels aside).
 
 The kernel name and grid come from torch.profiler's trace (one call after warm-up); nvjet kernel
 names carry the tile as `_<BM>x<BN>_<BK>x<stages>_` (e.g. nvjet_tst_256x128_64x4_2x1_v_bz_coopA_NNN).
@@ -86,11 +91,38 @@ def describe(M, K, N, num_sms):
     return row
 
 
+def check(paths, num_sms=132):
+    """Stored rows against the library's count of cuBLAS's share (no GPU)."""
+    import fxfuse._C as C
+    agree = total = 0
+    for path in paths:
+        for r in json.load(open(path)):
+            tile = tile_from_name(r.get("kernel") or "")
+            if not tile or "splitK" in r["kernel"]:
+                continue
+            cols, rows = tile  # N-extent x M-extent, as in describe()
+            M, N = r["M"], r["N"]
+            tiles = math.ceil(M / rows) * math.ceil(N / cols)
+            ran = M * N / (math.ceil(tiles / num_sms) * num_sms * rows * cols)
+            counted = C.cublas_work_share(M, N, num_sms)
+            total += 1
+            agree += abs(ran - counted) < 0.01
+            flag = "" if abs(ran - counted) < 0.01 else "  <- differs"
+            print(f"{M}x{r['K']}x{N:<6} cuBLAS ran {rows} x {cols}: {ran:.3f}, counted {counted:.3f}{flag}")
+    print(f"within 0.01 at {agree} of {total} shapes")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mkn", required=True, help="shapes M x K x N, comma separated")
+    ap.add_argument("--mkn", help="shapes M x K x N, comma separated")
     ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--check", nargs="+", metavar="JSON", help="stored rows against cublas_work_share (no GPU)")
     args = ap.parse_args()
+    if args.check:
+        check(args.check)
+        return
+    if not args.mkn:
+        ap.error("--mkn or --check is required")
     num_sms = torch.cuda.get_device_properties(0).multi_processor_count
     rows = [describe(M, K, N, num_sms) for (M, K, N) in parse_mkn(args.mkn)]
     print(f"{'shape':>18} {'ms':>7} {'ctas':>5} {'tile':>8} {'tiles':>6} {'rnd':>3} {'share':>5}  kernel")

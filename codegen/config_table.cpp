@@ -453,11 +453,13 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
 //    chain 1.07-1.58x eager. Where cuBLAS's tiles do not fill one round (cublasWorkShare 0) it
 //    splits K, unmodelled: the share alone, as elsewhere. Now refused: 3072 x 8192 x 3072, 6144 x
 //    8192 x 1536, 1536 x 8192 x 6144 (the unfused path 2-6 % ahead); now taken: 1216 x 14336 x
-//    11008 (7-10 % ahead), 2048 x 14336 x 4864 (6 %), 4096 x 14336 x 2432 / 4864 (4-8 %). Named
-//    loss: 1088 x 14336 x 14336, taken, 0.5-1.5 % behind the unfused path with bias+GELU and
-//    bias+ReLU+cast: cuBLAS ran a tile outside cublasWorkShare's set there (160 rows by 128
-//    columns, 96 % of its slots against the 90 % counted), and adding that tile to the set
-//    mispredicts cuBLAS's choice at five other shapes. Rows that are not whole 128-byte lines keep
+//    11008 (7-10 % ahead), 2048 x 14336 x 4864 (6 %), 4096 x 14336 x 2432 / 4864 (4-8 %). A second
+//    out-of-sample set (Run AV call 4, 11 shapes, 33 cells): 0.6 % behind the fastest on average
+//    against 4.3 % before. Named losses at 1088 rows, taken: 1088 x 14336 x 14336 (0.5-1.5 %
+//    behind the unfused path) and 1088 x 14336 x 6144 (2-3 %): cuBLAS ran a tile outside
+//    cublasWorkShare's set there (160 rows by 128 columns, 96 % and 82 % of all SMs' slots against
+//    the 90 % and 77 % counted); with that tile in the set the count is off at five more of 55
+//    shapes (cublas_share.cpp). Rows that are not whole 128-byte lines keep
 //    the share alone, rising to K = kFillRuleMaxKElsewhere (14336): 6144 x 14336 x 4304 (0.87) lost by 10-23 % (Run AJ call 5), a
 //    cost of B's rows that grows with K (at K = 8192 4096 x 8192 x 4304 (0.82) won by 2-9 %, Runs AJ
 //    call 8, AL call 4, and stays refused: named, with 3072 x 14336 x 5120).

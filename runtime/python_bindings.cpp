@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "codegen/codegen.h"
+#include "codegen/cublas_share.h"
 #include "runtime/compile_queue.h"
 #include "runtime/gemm_chain.h"
 #include "runtime/kernel_cache.h"
@@ -136,6 +137,15 @@ PYBIND11_MODULE(_C, m) {
       "The work-share refusal's figures for a plain one-matrix problem of this size: the heuristic's "
       "Hopper tile, its share and the shares at or under which it is refused (general, SiLU alone; "
       "0 outside the rule's range).");
+  m.def(
+      "cublas_work_share",
+      [](long long M, long long N, int num_sms) {
+        if (M < 1 || N < 1 || num_sms < 1) throw py::value_error("cublas_work_share: M, N and num_sms must be positive");
+        return fxfuse::codegen::cublasWorkShare(M, N, num_sms);
+      },
+      py::arg("M"), py::arg("N"), py::arg("num_sms") = 132,
+      "The share of cuBLAS's tile slots that hold real outputs for one M x N matrix, as the work-share "
+      "refusal counts it (codegen/cublas_share.h); 0 where its tiles do not fill one round.");
   m.def(
       "kernel_candidates",
       [](const std::vector<at::Tensor>& inputs, const std::string& spec) { return kernelCandidatesCuda(inputs, spec); },
