@@ -444,25 +444,28 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
 //    11008, 83 % at 1216 x 11008 (cublasWorkShare). So there, for one matrix whose rows of B and
 //    the output are whole 128-byte lines (N a multiple of 64), the kernel is refused at a share of
 //    K / (K + kFillRuleKAgainstCublas) of cuBLAS's share or less (K counted to 14336): 0.80 of it at
-//    K = 4096, 0.89 at 8192, 0.93 at 14336. The constant was fitted to the stored compare_tiles
-//    cells from 1025 rows with the unfused path timed (740 cells of three bench chains, SiLU alone
-//    aside): at K = 4096 it decides as the share alone did, at K = 8192-14336 closer to the
-//    measurement (850 and 1200 did worse at K = 3072 and 8192). Out of sample (Run AV calls 2-3, 12
-//    shapes at K = 4096-14336, 37 cells) the planner's choice ran 0.2 % behind the fastest
-//    candidate on average against 3.5 % before (bench/RESULTS.md Run AV); end to end every fused
-//    chain 1.07-1.58x eager. Where cuBLAS's tiles do not fill one round (cublasWorkShare 0) it
-//    splits K, unmodelled: the share alone, as elsewhere. Now refused: 3072 x 8192 x 3072, 6144 x
-//    8192 x 1536, 1536 x 8192 x 6144 (the unfused path 2-6 % ahead); now taken: 1216 x 14336 x
-//    11008 (7-10 % ahead), 2048 x 14336 x 4864 (6 %), 4096 x 14336 x 2432 / 4864 (4-8 %). A second
-//    out-of-sample set (Run AV call 4, 11 shapes, 33 cells): 0.6 % behind the fastest on average
-//    against 4.3 % before. Named losses at 1088 rows, taken: 1088 x 14336 x 14336 (0.5-1.5 %
-//    behind the unfused path) and 1088 x 14336 x 6144 (2-3 %): cuBLAS ran a tile outside
-//    cublasWorkShare's set there (160 rows by 128 columns, 96 % and 82 % of all SMs' slots against
-//    the 90 % and 77 % counted); with that tile in the set the count is off at five more of 55
-//    shapes (cublas_share.cpp). Rows that are not whole 128-byte lines keep
-//    the share alone, rising to K = kFillRuleMaxKElsewhere (14336): 6144 x 14336 x 4304 (0.87) lost by 10-23 % (Run AJ call 5), a
+//    K = 4096, 0.89 at 8192, 0.93 at 14336; cuBLAS's share counted as at least 0.82
+//    (kLeastCublasShare), and only from K = 4096 (kAgainstCublasMinK): below it and where cuBLAS's
+//    tiles do not fill one round (cublasWorkShare 0: it splits K or leaves SMs idle, unmodelled)
+//    the share alone, as before. The constant was fitted to the stored compare_tiles cells from
+//    1025 rows with the unfused path timed (740 cells of three bench chains, SiLU alone aside): at
+//    K = 4096 it decides as the share alone did, at K = 8192-14336 closer to the measurement (850
+//    and 1200 did worse at K = 3072 and 8192). Out of sample twice (Run AV calls 2 and 4, 23 shapes
+//    at K = 4096-14336, 70 cells) the planner's choice ran 0.2 % and 0.6 % behind the fastest
+//    candidate on average, against 3.5 % and 4.3 % before (bench/sm90/choice_vs_best.py); end to
+//    end every fused chain 1.07-1.58x eager. Now refused: 3072 x 8192 x 3072, 6144 x 8192 x 1536,
+//    1536 x 8192 x 6144 (the unfused path 2-6 % ahead), 8192 x 8192 x 1152 (0-4 % ahead in 9 of 10
+//    cells), and unmeasured e.g. 1152 x 8192 x 8192, 12288 x 8192 x 768. Now taken: 1216 x 14336 x
+//    11008 (10-12 % ahead), 2048 x 14336 x 4864 (6 %), 4096 x 14336 x 2432 / 4864 (4-8 %), 1088
+//    rows at K = 8192-14336 (4-8 %). Named: 1088 x 14336 x 14336 (0.5-1.5 % behind the unfused
+//    path) and 1088 x 14336 x 6144 (2-3 %), taken: cuBLAS ran a tile outside cublasWorkShare's set
+//    there (160 rows by 128 columns, 96 % and 82 % of all SMs' slots against the 90 % and 77 %
+//    counted; with that tile in the set the count is off at five more of 55 shapes,
+//    cublas_share.cpp); 1408 x 14336 x 11008 and 3072 x 14336 x 5120 refused, 1.5-3 % ahead.
+//    Rows that are not whole 128-byte lines keep the share alone, rising to K =
+//    kFillRuleMaxKElsewhere (14336): 6144 x 14336 x 4304 (0.87) lost by 10-23 % (Run AJ call 5), a
 //    cost of B's rows that grows with K (at K = 8192 4096 x 8192 x 4304 (0.82) won by 2-9 %, Runs AJ
-//    call 8, AL call 4, and stays refused: named, with 3072 x 14336 x 5120).
+//    call 8, AL call 4, and stays refused: named).
 //  - A 128-row last tile at most a quarter real: M = 144 and 160 at K = 4096, N = 14336 (128x256
 //    with 16 and 32 real rows in its last tile) ran 1.27-1.39x against 1.19-1.29x. Session 15
 //    found the same cost at equal grids (128x128 at M = 144: 2.02x mm; at 256: 1.11x,
@@ -502,6 +505,12 @@ constexpr long long kFewestTilesTheKernelWins = 64, kFewestTilesShortK = 32, kEd
                     kPartialColumnTileMaxN = 384, kFillRuleMinN = 512, kFillRuleMaxK = 5120, kFillRuleMaxKElsewhere = 14336,
                     kSixteenByteRowsMinK = 4096;
 constexpr double kFillRuleMinFlops = 16e9, kFillRuleK = 1536, kFillRuleKAgainstCublas = 1000;
+// The cuBLAS-relative yardstick's range and floor (above): from K = 4096, and cuBLAS's share counted
+// as no less than the least it was measured running at (0.82, 1088 x 14336 x 6144 on its own 160 x
+// 128 tiles; 0.83 at 1216 x 11008): a tile missing from cublasWorkShare's set can only make the
+// count too low, and a lower count lowers the threshold.
+constexpr long long kAgainstCublasMinK = 4096;
+constexpr double kLeastCublasShare = 0.82;
 
 // SiLU alone against eager's SiLU (siluAgainstEagerRefusal): ATen's SiLU pass is cheaper than the
 // epilogue kernel the general threshold was measured against (cuBLAS + that kernel ran 0.92-0.94x
@@ -562,15 +571,16 @@ struct WorkShareYardstick {
   }
 };
 
-// The general refusal's yardstick (above): from 1025 rows of one matrix of whole 128-byte rows,
-// against cuBLAS's share where its tiles fill a round; at 257-1024 such rows stopping at K =
+// The general refusal's yardstick (above): from 1025 rows of one matrix of whole 128-byte rows at
+// K >= 4096 (where fitted and checked out of sample), against cuBLAS's share where its tiles fill a
+// round, counted as at least kLeastCublasShare; at 257-1024 such rows stopping at K =
 // kFillRuleMaxK; elsewhere the share alone to K = 14336.
 WorkShareYardstick generalWorkShareYardstick(const ProblemShape& s) {
   if (s.N % 64 != 0) return {kFillRuleK, kFillRuleMaxKElsewhere};
   if (s.M <= 1024) return {kFillRuleK, kFillRuleMaxK};
   const double cublas_share = cublasWorkShare(s.M, s.N, kHopperSms);
-  if (cublas_share == 0) return {kFillRuleK, kFillRuleMaxKElsewhere};
-  return {kFillRuleKAgainstCublas, kFillRuleMaxKElsewhere, cublas_share};
+  if (cublas_share == 0 || s.K < kAgainstCublasMinK) return {kFillRuleK, kFillRuleMaxKElsewhere};
+  return {kFillRuleKAgainstCublas, kFillRuleMaxKElsewhere, std::max(cublas_share, kLeastCublasShare)};
 }
 
 // SiLU alone against cuBLAS + ATen's SiLU (kFillRuleKSilu, above): the share alone.
@@ -581,7 +591,7 @@ constexpr WorkShareYardstick kSiluWorkShareYardstick{kFillRuleKSilu, kSiluFillRu
 std::string workShareRefusal(const ProblemShape& s, const sm90::GemmConfig& g, const WorkShareYardstick& yardstick,
                              long long above_rows, const char* unfused_path) {
   if (!inWorkShareRange(s, above_rows)) return {};
-  const double share = sm90::judgedWorkShare(s.M, s.N, s.B, g, kHopperSms), least = yardstick.least(s.K);
+  const double share = sm90::judgedWorkShare(s.M, s.N, s.K, s.B, g, kHopperSms), least = yardstick.least(s.K);
   // A tie is refused: 4096 x 768 at K = 4096 sits on the general threshold (8/11 both); the kernel
   // ran at par with cuBLAS + the epilogue kernel there (Run AH call 8: 0.98-1.02) but 0.91x eager
   // with SiLU.
@@ -928,7 +938,7 @@ HopperWorkShare hopperWorkShareForSize(long long M, long long N, long long K) {
   const sm90::GemmConfig g = sm90::chooseConfig(M, N, K, 1, kHopperSms);
   w.bm = g.bm;
   w.bn = g.bn;
-  w.share = sm90::judgedWorkShare(M, N, 1, g, kHopperSms);
+  w.share = sm90::judgedWorkShare(M, N, K, 1, g, kHopperSms);
   if (inWorkShareRange(s, kWorkShareAboveRows) && !midRowsOneRoundAtLongK(s, g))
     w.least = generalWorkShareYardstick(s).least(K);
   if (inWorkShareRange(s, kSiluWorkShareAboveRows))

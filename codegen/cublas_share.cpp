@@ -26,6 +26,7 @@ constexpr OutputTile kCublasTiles[] = {{128, 256}, {128, 320}, {192, 192}, {256,
 }  // namespace
 
 double cublasWorkShare(long long M, long long N, int num_sms) {
+  if (M < 1 || N < 1) return 0.0;
   const long long sms = std::max(1, num_sms);
   double best = 0;
   long long best_tiles = 0;
@@ -38,8 +39,9 @@ double cublasWorkShare(long long M, long long N, int num_sms) {
       best_tiles = tiles;
     }
   }
-  // Fewer tiles than SMs: cuBLAS splits K instead (2048 x 14336 x 1152 ran 66 tiles of 192x192 on
-  // 132 CTAs, a split-K kernel), which this count does not model.
+  // Fewer tiles than SMs: what cuBLAS does there is not modelled. It split K at 66 tiles (2048 x
+  // 14336 x 1152: 192 x 192 on 132 CTAs) and ran one partial round at 112 and 128 (896 x 14336 x
+  // 4096, 704 x 4096 x 4096), rows the refusal does not weigh against cuBLAS.
   return best_tiles >= sms ? best : 0.0;
 }
 

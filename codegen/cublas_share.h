@@ -11,7 +11,9 @@ namespace codegen {
 // outputs over the area of that tile's rounds of num_sms tiles (1: every slot of every round
 // busy). cuBLAS picks among many tile shapes, so this is usually near 0.97 but falls where none
 // of them divides the output well (0.92 at 1088 x 11008, 0.83 at 1216 x 11008). 0 where that tile
-// does not fill one round of the SMs: cuBLAS then splits K (not modelled).
+// does not fill one round of the SMs (cuBLAS may split K there: not modelled), or M or N < 1. The
+// tile set was read off cuBLAS on the H200 (132 SMs): another SM count, or another cuBLAS, may
+// pick other tiles.
 double cublasWorkShare(long long M, long long N, int num_sms);
 
 }  // namespace codegen

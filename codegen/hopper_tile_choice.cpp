@@ -61,12 +61,13 @@ long long slotArea(long long M, long long N, long long batch, const GemmConfig& 
 bool largerTileTakesTies(long long M, long long batch) { return batch == 1 && M > 256 && M <= 1024; }
 }  // namespace
 
-double judgedWorkShare(long long M, long long N, long long batch, const GemmConfig& chosen, int num_sms) {
+double judgedWorkShare(long long M, long long N, long long K, long long batch, const GemmConfig& chosen,
+                       int num_sms) {
   const double share = tileWorkShare(M, N, batch, chosen, num_sms);
   const GemmConfig t64x256 = tileConfig(64, 256, 5, true);
   const bool tie_it_took = largerTileTakesTies(M, batch) && chosen.bm == 128 && M % 128 != 0 && M % 64 == 0 &&
                            slotArea(M, N, 1, chosen, num_sms) == slotArea(M, N, 1, t64x256, num_sms);
-  const bool square_in_its_place = batch == 1 && M > 1024 && N % t64x256.bn == 0 && chosen.bm == 128 &&
+  const bool square_in_its_place = batch == 1 && M > 1024 && K >= 4096 && N % t64x256.bn == 0 && chosen.bm == 128 &&
                                    chosen.bn == 128 && chosen.pingpong &&
                                    roundsOfTiles(M, N, 1, chosen, num_sms) == roundsOfTiles(M, N, 1, t64x256, num_sms);
   return tie_it_took || square_in_its_place ? std::max(share, tileWorkShare(M, N, 1, t64x256, num_sms)) : share;
@@ -350,8 +351,9 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     // would give each CTA one tile, idling a consumer, as 2048 x 4864 x 896 showed there), N not a
     // multiple of 64 (below), K = 14336 (unmeasured). Where it switches, the work-share refusal
     // judges 64x256's larger share (its throughput, 0.97 against 0.94): 2048 x 4096 x 2432 and
-    // 8192 x 8192 x 1152, refused before, now fuse at 0.99-1.04x the unfused path's time, slower in
-    // 6 of 8 cells (Run AJ call 5): a breach of at most 4 % against that path, named.
+    // 8192 x 8192 x 1152, refused before, fused at 0.99-1.04x the unfused path's time, slower in
+    // 6 of 8 cells (Run AJ call 5): a breach of at most 4 % against that path, named; since session
+    // 34 the refusal weighs cuBLAS's own share from 1025 rows and refuses both again (Run AV).
     const bool square = choice.bm == 128 && choice.bn == 128;
     if (square && K >= 4096 && K <= 8192 && N % 64 == 0 && rounds(choice) > 1 &&
         rounds(pingpong64x256) == rounds(choice))
@@ -400,7 +402,8 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     // 1.004-1.088 of its time, Run AN call 7), and from six rounds they are mixed (4096 x 6144,
     // 6144 x 4096: 0.985-1.015): 64x256 keeps both. Where it switches, the work-share refusal judges
     // 128x256's larger share (throughput 1.0 against 0.97): a shape just under the threshold on
-    // 64x256 may now fuse, e.g. 2688 x 8192 x 4096 (0.823 -> 0.848 against 0.842; unmeasured, named).
+    // 64x256 may now fuse, e.g. 2688 x 8192 x 4096 (0.823 -> 0.848; unmeasured, named; since session
+    // 34 its threshold is cuBLAS's share times 0.89, 0.76 there, config_table.cpp).
     const long long rounds_wide = rounds(wide);
     const bool whole_rows = M % wide.bm == 0;
     if (batch == 1 && rounds(pingpong64x256) == 2 * rounds_wide &&
@@ -408,7 +411,8 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
          (rounds_wide <= 4 && K >= 4096 && K <= 8192 && whole_rows)))
       choice = wide;
     // 1025-1535 rows (a multiple of 64, as measured) at K >= 4096: 128x128 ping-pong where 64x256
-    // stays and both take the same rounds. Likely why: each of 64x256's 17-23 row tiles streams the
+    // stays and both take the same rounds, more than one (one round of 128x128 would run
+    // cooperative: unmeasured here). Likely why: each of 64x256's 17-23 row tiles streams the
     // whole weight for 64 rows, 128x128's for 128 (half the weight bytes per output), and where M
     // is an odd multiple of 64 the last 128-row tile loads only its real 64-row box. Measured on the H200
     // (bench/RESULTS.md Runs AU call 3 and AV call 1, 2026-12-03, compare_tiles with every
@@ -421,7 +425,7 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
     // x 11008) 64x256 ran 10-13 % ahead and stays.
     const bool square_rows = batch == 1 && M > 1024 && M < 1536 && M % 64 == 0 && K >= 4096;
     const GemmConfig square = tile128x128(M, N, batch, std::max(1, num_sms));
-    if (square_rows && choice.bm == pingpong64x256.bm && choice.bn == pingpong64x256.bn &&
+    if (square_rows && square.pingpong && choice.bm == pingpong64x256.bm && choice.bn == pingpong64x256.bn &&
         rounds(square) == rounds(pingpong64x256))
       choice = square;
   }
@@ -468,8 +472,10 @@ GemmConfig chooseConfig(long long M, long long N, long long K, long long batch, 
   // timer before Run AP timed each candidate in its own block and put the tiles either way at K =
   // 4096, above.) Whole 256-column tiles only, as measured: at a partial one 64x256 came back above
   // where it takes 128x128's rounds (measured with the residual chain among others). Here too the
-  // work-share refusal then judges 128x128's share, refusing some residual chains that ran 64x256
-  // (3072 x 8192 x 3072 measured: the unfused path 4 % ahead of 64x256 there).
+  // work-share refusal judged 128x128's share, refusing some residual chains that ran 64x256
+  // (3072 x 8192 x 3072 measured: the unfused path 4 % ahead of 64x256 there); since session 34
+  // it judges the larger of the two (judgedWorkShare), as at 1025-1535 rows above: at 4096 x 14336
+  // x 14336 its own share refused a chain 4.5 % ahead of the unfused path (Run AV).
   const bool square_first = K <= 2048 || (epilogue == EpilogueLoad::ReadsResidual && K >= 4096 && K <= 14336 &&
                                           N % pingpong64x256.bn == 0);
   if (batch == 1 && square_first && choice.bm == pingpong64x256.bm && choice.bn == pingpong64x256.bn &&

@@ -77,7 +77,7 @@ bool midRowsBeatInductor(const ProblemShape& s) {
   if (s.B != 1 || s.M < 512) return false;
   if (!(s.N == 4096 && s.M <= 2048) && !(s.N == 14336 && s.M >= 1024 && s.M <= 2048)) return false;
   const sm90::GemmConfig g = sm90::chooseConfig(s.M, s.N, s.K, s.B, kHopperSms);
-  return sm90::judgedWorkShare(s.M, s.N, s.B, g, kHopperSms) >= kMidRowsInductorShare;
+  return sm90::judgedWorkShare(s.M, s.N, s.K, s.B, g, kHopperSms) >= kMidRowsInductorShare;
 }
 }  // namespace
 

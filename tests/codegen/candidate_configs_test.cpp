@@ -539,15 +539,38 @@ TEST(CandidateConfigs, SquareTileInPlaceOf64x256IsJudgedByTheLargerShare) {
   ASSERT_EQ(tileName(g), "128x128 pp");
   ASSERT_EQ(tileName(wide), "64x256 pp");
   EXPECT_LT(sm90::tileWorkShare(4096, 14336, 1, g, 132), sm90::tileWorkShare(4096, 14336, 1, wide, 132));
-  EXPECT_EQ(sm90::judgedWorkShare(4096, 14336, 1, g, 132), sm90::tileWorkShare(4096, 14336, 1, wide, 132));
+  EXPECT_EQ(sm90::judgedWorkShare(4096, 14336, 14336, 1, g, 132), sm90::tileWorkShare(4096, 14336, 1, wide, 132));
   // and the same at 1088 rows (the 1025-1535-row rule), but not for a 128x128 cooperative tile in
   // one round nor where N is not a multiple of 256
   const sm90::GemmConfig at1088 = sm90::chooseConfig(1088, 11008, 14336, 1, 132);
   ASSERT_EQ(tileName(at1088), "128x128 pp");
-  EXPECT_EQ(sm90::judgedWorkShare(1088, 11008, 1, at1088, 132), sm90::tileWorkShare(1088, 11008, 1, wide, 132));
+  EXPECT_EQ(sm90::judgedWorkShare(1088, 11008, 14336, 1, at1088, 132), sm90::tileWorkShare(1088, 11008, 1, wide, 132));
   const sm90::GemmConfig partial = sm90::chooseConfig(4096, 4160, 4096, 1, 132);  // 128x128 pp, N % 256 != 0
   ASSERT_EQ(tileName(partial), "128x128 pp");
-  EXPECT_EQ(sm90::judgedWorkShare(4096, 4160, 1, partial, 132), sm90::tileWorkShare(4096, 4160, 1, partial, 132));
+  EXPECT_EQ(sm90::judgedWorkShare(4096, 4160, 4096, 1, partial, 132), sm90::tileWorkShare(4096, 4160, 1, partial, 132));
+  // each condition alone keeps 128x128's own share: at 1088 x 10880 the two tiles take six rounds
+  // each but N is not a multiple of 256; a batch; a cooperative tile; K < 4096 (K <= 2048's rule,
+  // judged on its own share since Run AM); 1344 rows, where 128x128 takes a round more
+  const auto own = [&](long long m, long long n, long long b, const sm90::GemmConfig& c) {
+    return sm90::tileWorkShare(m, n, b, c, 132);
+  };
+  ASSERT_EQ(sm90::roundsOfTiles(1088, 10880, 1, at1088, 132), sm90::roundsOfTiles(1088, 10880, 1, wide, 132));
+  EXPECT_EQ(sm90::judgedWorkShare(1088, 10880, 14336, 1, at1088, 132), own(1088, 10880, 1, at1088));
+  EXPECT_EQ(sm90::judgedWorkShare(1088, 11008, 14336, 2, at1088, 132), own(1088, 11008, 2, at1088));
+  sm90::GemmConfig cooperative = at1088;
+  cooperative.pingpong = false;
+  EXPECT_EQ(sm90::judgedWorkShare(1088, 11008, 14336, 1, cooperative, 132), own(1088, 11008, 1, cooperative));
+  EXPECT_EQ(sm90::judgedWorkShare(1088, 11008, 2048, 1, at1088, 132), own(1088, 11008, 1, at1088));
+  EXPECT_EQ(sm90::judgedWorkShare(1344, 11008, 14336, 1, at1088, 132), own(1344, 11008, 1, at1088));
+  // through the planner: the residual chain at 4096 x 14336 x 14336 runs the kernel (Run AV call 2:
+  // 4.5 % ahead of the unfused path), refused on 128x128's own share
+  if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
+  const spec::ChainSpec gelu_residual = spec::parseSpec(
+      "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
+      "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\n%6 = input 3 bf16 [m,n]\n"
+      "%7 = add %5 %6 : bf16\noutput %7\n");
+  const KernelConfig taken = chooseConfigForSize(gelu_residual, 4096, 14336, 14336, 1, 90);
+  EXPECT_EQ(taken.variant + " " + tileName(taken), "sm90_wgmma 128x128 pp");
 }
 
 TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
@@ -633,14 +656,23 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   EXPECT_FALSE(hopper(1024, 2560, 14336, 1));   // 64x128: 61 %, lost by 15-17 %
   // from 1025 rows of whole 128-byte rows, against cuBLAS's share: K / (K + 1000) of it (Run AV)
   EXPECT_FALSE(hopper(3072, 3072, 14336, 1));   // 85 % against 0.93 x cuBLAS's 97 %: lost by 4-7 % (Run AU)
-  EXPECT_FALSE(hopper(3072, 3072, 8192, 1));    // 85 % against 0.89 x 97 %: lost by 3.5-7.5 %
+  EXPECT_FALSE(hopper(3072, 3072, 8192, 1));    // 85 % against 0.89 x 97 %: lost by 3.5-4.1 % (Run AP)
   EXPECT_FALSE(hopper(8192, 1152, 8192, 1));    // 85 % against 0.89 x 97 %: behind by 0-4 %
   EXPECT_TRUE(hopper(2048, 4864, 14336, 1));    // 89 % against 0.93 x 92 %: won by 6 %
-  EXPECT_TRUE(hopper(1216, 11008, 14336, 1));   // 128x128 83 % against 0.93 x 83 %: won by 7-10 %
-  EXPECT_TRUE(hopper(1088, 11008, 14336, 1));   // 128x128 87 % against 0.93 x 92 %: 5-7 % ahead
-  EXPECT_FALSE(hopper(1408, 11008, 14336, 1));  // 128x128 84 % against 0.93 x 96 % (won by 1.5-3 %: named)
-  // ... where cuBLAS's tiles fill a round (else it splits K): the share alone, as below
+  EXPECT_TRUE(hopper(1216, 11008, 14336, 1));   // 128x128, judged as 64x256 (88 %) against 0.93 x 83 %: 10-12 % ahead
+  EXPECT_TRUE(hopper(1088, 11008, 14336, 1));   // 128x128, judged as 64x256 (90 %) against 0.93 x 92 %: 5-7 % ahead
+  EXPECT_FALSE(hopper(1408, 11008, 14336, 1));  // 128x128, judged 87 %, against 0.93 x 96 % (won by 1.5-3 %: named)
+  // ... where cuBLAS's tiles fill a round (else it may split K): the share alone, as below
   EXPECT_EQ(cublasWorkShare(2048, 1152, 132), 0.0);
+  // ... from K = 4096: at K = 3072 the share alone (2/3 at 1152 x 4096: 64x256's 70 % taken)
+  EXPECT_TRUE(hopper(1152, 4096, 3072, 1));
+  EXPECT_NEAR(hopperWorkShareForSize(1152, 4096, 3072).least, 3072.0 / (3072 + 1536), 1e-12);
+  // ... cuBLAS's share counted as at least 0.82 (1216 x 4864: 0.68 counted)
+  EXPECT_LT(cublasWorkShare(1216, 4864, 132), 0.82);
+  EXPECT_NEAR(hopperWorkShareForSize(1216, 4864, 14336).least, 14336.0 / (14336 + 1000) * 0.82, 1e-12);
+  // the reason names cuBLAS's share
+  EXPECT_NE(hopperRefusalForSize(mm, 3072, 3072, 14336, 1, 90).find("(whose cuBLAS tiles do 97 % of theirs) at K = 14336"),
+            std::string::npos);
   // rows not whole 128-byte lines keep the share alone, its threshold rising to K = 14336
   EXPECT_FALSE(hopper(6144, 4304, 14336, 1));   // 87 %, under 90 %: lost by 10-23 % (Run AJ)
   EXPECT_FALSE(hopper(4096, 4304, 8192, 1));    // 82 %, under 84 % (won by 2-9 %: named)
