@@ -597,8 +597,8 @@ std::string workShareRefusal(const ProblemShape& s, const sm90::GemmConfig& g, c
   // with SiLU.
   if (share > least * (1 + 1e-9)) return {};
   if (yardstick.cublas_share > 0)
-    return fmt::format("{}x{} tiles do {:.0f} % of their slots' work, under the {:.0f} % that beats {} (whose cuBLAS "
-                       "tiles do {:.0f} % of theirs) at K = {} (Runs AH, AV)",
+    return fmt::format("{}x{} tiles do {:.0f} % of their slots' work, under the {:.0f} % that beats {} (its cuBLAS "
+                       "tiles counted at {:.0f} % of theirs) at K = {} (Runs AH, AV)",
                        g.bm, g.bn, 100 * share, 100 * least, unfused_path, 100 * yardstick.cublas_share, s.K);
   return fmt::format("{}x{} tiles do {:.0f} % of their slots' work, under the {:.0f} % that beats {} at K = {} (Run AH)",
                      g.bm, g.bn, 100 * share, 100 * least, unfused_path, s.K);

@@ -671,7 +671,7 @@ TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
   EXPECT_LT(cublasWorkShare(1216, 4864, 132), 0.82);
   EXPECT_NEAR(hopperWorkShareForSize(1216, 4864, 14336).least, 14336.0 / (14336 + 1000) * 0.82, 1e-12);
   // the reason names cuBLAS's share
-  EXPECT_NE(hopperRefusalForSize(mm, 3072, 3072, 14336, 1, 90).find("(whose cuBLAS tiles do 97 % of theirs) at K = 14336"),
+  EXPECT_NE(hopperRefusalForSize(mm, 3072, 3072, 14336, 1, 90).find("(its cuBLAS tiles counted at 97 % of theirs) at K = 14336"),
             std::string::npos);
   // rows not whole 128-byte lines keep the share alone, its threshold rising to K = 14336
   EXPECT_FALSE(hopper(6144, 4304, 14336, 1));   // 87 %, under 90 %: lost by 10-23 % (Run AJ)
