@@ -67,7 +67,7 @@ double judgedWorkShare(long long M, long long N, long long K, long long batch, c
   const GemmConfig t64x256 = tileConfig(64, 256, 5, true);
   const bool tie_it_took = largerTileTakesTies(M, batch) && chosen.bm == 128 && M % 128 != 0 && M % 64 == 0 &&
                            slotArea(M, N, 1, chosen, num_sms) == slotArea(M, N, 1, t64x256, num_sms);
-  const bool square_in_its_place = batch == 1 && M > 1024 && K >= 4096 && N % t64x256.bn == 0 && chosen.bm == 128 &&
+  const bool square_in_its_place = batch == 1 && M > 1024 && K >= 4096 && N % 64 == 0 && chosen.bm == 128 &&
                                    chosen.bn == 128 && chosen.pingpong &&
                                    roundsOfTiles(M, N, 1, chosen, num_sms) == roundsOfTiles(M, N, 1, t64x256, num_sms);
   return tie_it_took || square_in_its_place ? std::max(share, tileWorkShare(M, N, 1, t64x256, num_sms)) : share;

@@ -26,12 +26,14 @@ double tileWorkShare(long long M, long long N, long long batch, const GemmConfig
 // which tileThroughput (fitted from 1025 rows) rates 3 % lower, and the refusals would otherwise
 // refuse shapes they took before for a tile that runs faster (320 x 3072 x 14336: 128x128
 // ping-pong 7-9 % ahead of the unfused path, 64x256 2.5 %; bench/RESULTS.md Run AR). Likewise from
-// 1025 rows of one matrix of whole 256-column tiles at K >= 4096 where chosen is 128x128 ping-pong
-// in 64x256's rounds: chooseConfig takes it there in 64x256's place where it measured at least as
-// fast (a residual at K = 4096-14336, 1025-1535 rows), and the throughput fitted at K = 4096 rates
-// it 3 % lower: judged as it was, the cuBLAS-relative refusal (Run AV) refused 4096 x 14336 x 14336
-// and 8192 x 14336 x 8192 with the residual, where it ran 4.5-6 % ahead of the unfused path. (At K
-// <= 2048, where it also takes 64x256's place, its own share stays judged, as measured since Run AM.)
+// 1025 rows of one matrix whose rows are whole 128-byte lines (N % 64 == 0) at K >= 4096 where
+// chosen is 128x128 ping-pong in 64x256's rounds: chooseConfig takes it there where it measured at
+// least as fast as 64x256 (a residual at K = 4096-14336, 1025-1535 rows; a partial 256-column tile
+// within 2 % either way, Runs AH-AJ and AV call 6), and the throughput fitted at K = 4096 rates it
+// 3 % lower: judged as it was, the cuBLAS-relative refusal (Run AV) refused 4096 x 14336 x 14336 and
+// 8192 x 14336 x 8192 with the residual, and 2816 x 11008 x 9344 and 2496 x 14336 x 13440, where it
+// ran 3.8-7.6 % ahead of the unfused path. (At K <= 2048, where it also takes 64x256's place, its
+// own share stays judged, as measured since Run AM.)
 double judgedWorkShare(long long M, long long N, long long K, long long batch, const GemmConfig& chosen,
                        int num_sms);
 

@@ -548,14 +548,21 @@ TEST(CandidateConfigs, SquareTileInPlaceOf64x256IsJudgedByTheLargerShare) {
   const sm90::GemmConfig partial = sm90::chooseConfig(4096, 4160, 4096, 1, 132);  // 128x128 pp, N % 256 != 0
   ASSERT_EQ(tileName(partial), "128x128 pp");
   EXPECT_EQ(sm90::judgedWorkShare(4096, 4160, 4096, 1, partial, 132), sm90::tileWorkShare(4096, 4160, 1, partial, 132));
-  // each condition alone keeps 128x128's own share: at 1088 x 10880 the two tiles take six rounds
-  // each but N is not a multiple of 256; a batch; a cooperative tile; K < 4096 (K <= 2048's rule,
-  // judged on its own share since Run AM); 1344 rows, where 128x128 takes a round more
+  // a partial 256-column tile with whole 128-byte rows too (Run AV call 6: 2816 x 11008 x 9344,
+  // refused on 128x128's own share, ran 4.7-7.6 % ahead of the unfused path)
+  const sm90::GemmConfig partial_rows = sm90::chooseConfig(2816, 9344, 11008, 1, 132);
+  ASSERT_EQ(tileName(partial_rows), "128x128 pp");
+  EXPECT_EQ(sm90::judgedWorkShare(2816, 9344, 11008, 1, partial_rows, 132),
+            sm90::tileWorkShare(2816, 9344, 1, wide, 132));
+  EXPECT_TRUE(hopper(2816, 9344, 11008, 1));
+  // each condition alone keeps 128x128's own share: at 1088 x 10912 the two tiles take six rounds
+  // each but the rows are not whole 128-byte lines; a batch; a cooperative tile; K < 4096 (K <=
+  // 2048's rule, judged on its own share since Run AM); 1344 rows, where 128x128 takes a round more
   const auto own = [&](long long m, long long n, long long b, const sm90::GemmConfig& c) {
     return sm90::tileWorkShare(m, n, b, c, 132);
   };
-  ASSERT_EQ(sm90::roundsOfTiles(1088, 10880, 1, at1088, 132), sm90::roundsOfTiles(1088, 10880, 1, wide, 132));
-  EXPECT_EQ(sm90::judgedWorkShare(1088, 10880, 14336, 1, at1088, 132), own(1088, 10880, 1, at1088));
+  ASSERT_EQ(sm90::roundsOfTiles(1088, 10912, 1, at1088, 132), sm90::roundsOfTiles(1088, 10912, 1, wide, 132));
+  EXPECT_EQ(sm90::judgedWorkShare(1088, 10912, 14336, 1, at1088, 132), own(1088, 10912, 1, at1088));
   EXPECT_EQ(sm90::judgedWorkShare(1088, 11008, 14336, 2, at1088, 132), own(1088, 11008, 2, at1088));
   sm90::GemmConfig cooperative = at1088;
   cooperative.pingpong = false;
