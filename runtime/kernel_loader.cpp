@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <optional>
 
 #include "runtime/compile_queue.h"
 #include "runtime/kernel_cache.h"
@@ -218,6 +219,12 @@ std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spe
     stats().memoryHits++;
     return it->second;
   }
+  // mayCompile costs a driver call (stream capture status): asked once per request, when needed.
+  std::optional<bool> may_compile;
+  const auto mayCompile = [&] {
+    if (!may_compile) may_compile = !r.mayCompile || r.mayCompile();
+    return *may_compile;
+  };
   codegen::KernelSource src;
   std::string image;
   if (auto job = spec.compiling.find(key); job != spec.compiling.end()) {
@@ -227,7 +234,7 @@ std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spe
         throw KernelUnavailable(c.error);  // kept: not compiled again
       case BackgroundCompile::Running:
         if (r.background) throw compiling(key);
-        if (r.mayCompile && !r.mayCompile()) throw notReady(key);  // the job stays: loaded after the capture
+        if (!mayCompile()) throw notReady(key);  // the job stays: loaded after the capture
         if (c.abandon()) {  // a request that does not wait (precompile, the switch off) compiles below
           spec.compiling.erase(job);
           break;
@@ -242,14 +249,14 @@ std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spe
           spec.kernels.emplace(key, kernel);
           return kernel;
         }
-        if (r.mayCompile && !r.mayCompile()) break;  // its load waits until the capture ends (below)
+        if (!mayCompile()) throw notReady(key);  // the job stays: its load waits until the capture ends
         src = std::move(c.source);  // built, not loaded by the worker: load it here
         image = std::move(c.image);
         spec.compiling.erase(job);
     }
   }
   if (image.empty()) {
-    if (r.mayCompile && !r.mayCompile()) throw notReady(key);
+    if (!mayCompile()) throw notReady(key);
     try {
       src = codegen::generate(spec.spec, r.config);
     } catch (const codegen::CodegenError& e) {
@@ -272,13 +279,14 @@ std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spe
   std::shared_ptr<CudaKernel> kernel;
   try {
     kernel = load(d, src, image, r);
+  } catch (const KernelUnavailable&) {
+    throw;  // the function is unusable here (its shared memory): a rebuild would build the same
   } catch (const std::runtime_error&) {
     // A cubin that passed the checksum but does not load (e.g. written by a different driver
     // stack into a shared cache): rebuild it once from source before giving up.
     stats().diskRebuilds++;
-    image = codegen::compileNvrtc(src, r.arch, nvrtcEnv()).image;
-    stats().kernelsCompiled++;
-    diskCache().store(cacheKey(src.code, codegen::nvrtcVersion(nvrtcEnv()), r.arch), image);
+    const codegen::NvrtcEnv env = nvrtcEnv();
+    image = compiledCubin(src, r.arch, env, diskKey(src, r.arch, env));
     kernel = load(d, src, image, r);
   }
   spec.kernels.emplace(key, kernel);

@@ -14,6 +14,7 @@
 
 #include "runtime/compile_queue.h"
 #include "runtime/kernel_cache.h"
+#include "runtime/runtime_stats.h"
 #include "runtime/spec_cache.h"
 
 namespace fxfuse::runtime {
@@ -143,6 +144,36 @@ TEST_F(BackgroundCompileTest, ARequestThatDoesNotWaitLeavesTheWorkerNoModule) {
   EXPECT_EQ(moduleLoads.load(), 1);  // the worker saw the job dropped: no load
   EXPECT_EQ(getKernel(driver, *spec, request(true)), own);  // the job is gone: the request's kernel stays
   EXPECT_EQ(moduleUnloads.load(), 0);
+}
+
+// A kernel the device cannot run (more shared memory than it allows) is refused once: its module
+// unloaded, no rebuild from source (the same source builds the same cubin).
+TEST_F(BackgroundCompileTest, AKernelTooLargeForTheDeviceIsNotRebuilt) {
+  const auto spec = getCachedSpec(specText());
+  KernelRequest r = request(false);
+  r.config = codegen::KernelConfig{"gemv", 8, 128, 64, 4, 128};  // a 69 KB pipeline
+  r.maxSmemOptin = 48 * 1024 + 1;  // above 48 KB the kernel must fit this
+  const long long compiled = stats().kernelsCompiled.load(), rebuilds = stats().diskRebuilds.load();
+  EXPECT_THROW(getKernel(driver, *spec, r), KernelUnavailable);
+  EXPECT_EQ(stats().kernelsCompiled - compiled, 1);
+  EXPECT_EQ(stats().diskRebuilds - rebuilds, 0);
+  EXPECT_EQ(moduleLoads.load(), 1);
+  EXPECT_EQ(moduleUnloads.load(), 1);
+}
+
+// A request asks mayCompile (a driver call) at most once, also where it drops a running job.
+TEST_F(BackgroundCompileTest, ARequestAsksMayCompileOnce) {
+  const auto spec = getCachedSpec(specText());
+  holdWorkers = true;
+  EXPECT_THROW(getKernel(driver, *spec, request(true)), KernelCompiling);
+  int asked = 0;
+  KernelRequest r = request(false);
+  r.mayCompile = [&asked] {
+    ++asked;
+    return true;
+  };
+  ASSERT_NE(getKernel(driver, *spec, r), nullptr);  // drops the job, compiles its own
+  EXPECT_EQ(asked, 1);
 }
 
 TEST_F(BackgroundCompileTest, AJobDroppedDuringItsLoadUnloadsTheModule) {
