@@ -35,6 +35,14 @@ def tile_from_name(name):
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+def tiles_rounds_share(M, N, rows, cols, slots):
+    """A rows x cols output tile over M x N on `slots` CTAs: its tile count, rounds, and the real
+    outputs' share of its rounds' slots (codegen/cublas_share.cpp's measure)."""
+    tiles = math.ceil(M / rows) * math.ceil(N / cols)
+    rounds = math.ceil(tiles / slots)
+    return tiles, rounds, M * N / (rounds * slots * rows * cols)
+
+
 def gemm_kernel_events(trace_path):
     """The trace's kernel events, longest first (the GEMM, not a memset or a cast)."""
     with open(trace_path) as f:
@@ -83,11 +91,9 @@ def describe(M, K, N, num_sms):
         # grid: 896 x 4096 on 112 CTAs, 704 x 4096 on 128). The share counts outputs, as
         # codegen/cublas_share.cpp does: real outputs over its rounds' slots' area.
         cols, rows = tile
-        tiles = math.ceil(M / rows) * math.ceil(N / cols)
         slots = ctas if ctas <= 2 * num_sms else num_sms  # a persistent grid: its CTAs
-        rounds = math.ceil(tiles / slots)
-        row.update(tile=f"{cols}x{rows}", tile_rows=rows, tile_cols=cols, tiles=tiles, rounds=rounds,
-                   share=M * N / (rounds * slots * rows * cols))
+        tiles, rounds, share = tiles_rounds_share(M, N, rows, cols, slots)
+        row.update(tile=f"{cols}x{rows}", tile_rows=rows, tile_cols=cols, tiles=tiles, rounds=rounds, share=share)
     return row
 
 
@@ -102,8 +108,7 @@ def check(paths, num_sms=132):
                 continue
             cols, rows = tile  # N-extent x M-extent, as in describe()
             M, N = r["M"], r["N"]
-            tiles = math.ceil(M / rows) * math.ceil(N / cols)
-            ran = M * N / (math.ceil(tiles / num_sms) * num_sms * rows * cols)
+            ran = tiles_rounds_share(M, N, rows, cols, num_sms)[2]
             counted = C.cublas_work_share(M, N, num_sms)
             total += 1
             agree += abs(ran - counted) < 0.01

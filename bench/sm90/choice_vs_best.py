@@ -17,12 +17,9 @@ import collections
 import json
 
 import fxfuse._C as C
-from tile_rule_check import chain_spec
+from stored_cells import hopper_times
+from tile_rule_check import chain_spec, heuristic_tile
 
-HOPPER = {"64x256 pp": "64x256x64 s5 t384 pingpong", "64x128 pp": "64x128x64 s8 t384 pingpong",
-          "128x128 pp": "128x128x64 s6 t384 pingpong", "128x256 coop": "128x256x64 s4 t384",
-          "128x128 coop": "128x128x64 s6 t384", "64x128 sk2": "64x128x64 s7 t256 splitk2"}
-LABEL = {v: k for k, v in HOPPER.items()}
 CHAINS = ("bias_gelu", "bias_relu_cast", "bias_gelu_resid")
 
 
@@ -30,9 +27,7 @@ def choice(chain, M, K, N):
     """The planner's choice as a compare_tiles label: its Hopper tile, or "aten" (the unfused path)."""
     spec = chain_spec(chain)
     variant, fast = C.kernel_variant(spec, M, N, K)
-    if variant != "sm90_wgmma" or not fast:
-        return "aten"
-    return LABEL.get(C.kernel_candidates_for_size(spec, M, N, K)[0].split(" ", 1)[1])
+    return heuristic_tile(spec, M, K, N) if variant == "sm90_wgmma" and fast else "aten"
 
 
 def band(c):
@@ -55,7 +50,7 @@ def main():
         picked = choice(c["chain"], c["M"], c["K"], c["N"])
         if picked not in t:
             continue  # a tile this cell did not time
-        best = min(v for k, v in t.items() if k == "aten" or k in HOPPER)
+        best = min([t["aten"], *hopper_times(t).values()])
         behind = t[picked] / best - 1
         b = bands[band(c)]
         b[0] += 1
