@@ -13,6 +13,9 @@ the epilogue kernel, or eager's ops for SiLU alone).
     PYTHONPATH=.:..:../../python python3 planner_grid.py --dump after.json
     PYTHONPATH=.:..:../../python python3 planner_grid.py --diff before.json after.json
 
+    PYTHONPATH=.:..:../../python python3 planner_grid.py --dump before.json --random 4000 [--seed 7]
+                                          (random sizes from 1025 rows instead: random_sizes)
+
 Needs no GPU. The default grid: 19 M x 15 N x 8 K (M 128-16384, N 1024-28672, K 768-14336) for each
 bench chain, 9,120 points (bench/RESULTS.md Run AM).
 """
@@ -41,6 +44,28 @@ def dump(grid=(GRID_M, GRID_N, GRID_K)):
             for name, spec in chains().items() for M in grid[0] for N in grid[1] for K in grid[2]}
 
 
+def random_sizes(count, seed):
+    """`count` random sizes (M, N, K) from 1025 rows: M in 1088-6144 (multiples of 64), N in
+    1024-16384 (multiples of 128: partial 256-column tiles among them), K of five long values;
+    the same draws for a given seed (bench/RESULTS.md Run AV call 6)."""
+    import random
+    rng = random.Random(seed)
+    sizes = []
+    for _ in range(count):
+        M = rng.choice(range(1088, 6145, 64))
+        N = rng.choice(range(1024, 16385, 128))
+        K = rng.choice([4096, 6144, 8192, 11008, 14336])
+        sizes.append((M, N, K))
+    return sizes
+
+
+def dump_sizes(sizes):
+    """{"chain MxKxN": decision} at the given sizes, for the bench chains."""
+    import fxfuse._C as C
+    from chain_specs import chains
+    return {f"{name} {M}x{K}x{N}": decision(C, spec, M, N, K) for name, spec in chains().items() for M, N, K in sizes}
+
+
 def diff(before, after):
     """Lines: each (before -> after) transition with its count, then every point that moved between
     the kernel and the unfused path."""
@@ -56,9 +81,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dump", help="write the built library's decision at every grid point")
     ap.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"), help="the points whose decision changed")
+    ap.add_argument("--random", type=int, metavar="COUNT", help="with --dump: COUNT random sizes from 1025 rows "
+                    "(random_sizes) instead of the grid")
+    ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
     if args.dump:
-        points = dump()
+        points = dump_sizes(random_sizes(args.random, args.seed)) if args.random else dump()
         json.dump(points, open(args.dump, "w"), indent=0)
         print(f"{len(points)} points -> {args.dump}")
     if args.diff:
