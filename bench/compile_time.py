@@ -35,6 +35,12 @@ KERNELS = {  # name: (spec, M, K, N)
                               "output %5\n", 4096, 4096, 4096),
     "gemv bias+gelu M=16": (HEAD + "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\n"
                             "output %5\n", 16, 4096, 4096),
+    # issue 7's int8 form, x @ (w_i8.to(bf16) * s) + b: the gemv's int8 main loop in both of its
+    # pair forms (kernels/gemv.cuh, i8pair_fma and i8pair_scaled)
+    "gemv int8 w*s+b M=16": ("fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 i8 [k,n]\n"
+                             "%2 = input 2 bf16 [n]\n%3 = convert %1 : bf16\n%4 = mul %3 %2 : bf16\n"
+                             "%5 = mm %0 %4 : f32\n%6 = input 3 bf16 [n]\n%7 = add %5 %6 : bf16\noutput %7\n",
+                             16, 4096, 14336),
 }
 
 CHILD = r"""
@@ -49,17 +55,21 @@ torch.ones(1, device="cuda").add_(1); torch.cuda.synchronize()   # driver and co
 x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
 w = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
 b = torch.randn(N, device="cuda", dtype=torch.bfloat16)
+inputs = [x, w, b]
+if " i8 " in spec:  # the int8 chain: x, w_i8, per-channel scale, bias
+    inputs = [x, torch.randint(-128, 128, (K, N), device="cuda", dtype=torch.int8),
+              torch.rand(N, device="cuda", dtype=torch.bfloat16) / 64, b]
 if step == "background":  # the op's first call with background compiles on (an empty disk cache)
     C.set_background_compile(True)
     op = torch.ops.fxfuse.gemm_chain
     torch.relu(torch.mm(x, w) + b); torch.cuda.synchronize()  # cuBLAS's start-up is not fxfuse's
-    t = time.perf_counter(); op([x, w, b], spec); torch.cuda.synchronize(); first = time.perf_counter() - t
+    t = time.perf_counter(); op(inputs, spec); torch.cuda.synchronize(); first = time.perf_counter() - t
     C.wait_for_compiles(); ready = time.perf_counter() - t
-    launches = C.stats()["launches"]; op([x, w, b], spec); torch.cuda.synchronize()
+    launches = C.stats()["launches"]; op(inputs, spec); torch.cuda.synchronize()
     print(json.dumps({"first_s": first, "ready_s": ready, "launched": C.stats()["launches"] - launches,
                       "aten_calls": C.stats()["background_compile_calls"]})); sys.exit()
 before = C.stats()
-t = time.perf_counter(); C.precompile([x, w, b], spec); dt = time.perf_counter() - t
+t = time.perf_counter(); C.precompile(inputs, spec); dt = time.perf_counter() - t
 after = C.stats()
 print(json.dumps({"s": dt, "compiled": after.get("kernels_compiled", 0) - before.get("kernels_compiled", 0),
                   "disk_hits": after.get("disk_hits", 0) - before.get("disk_hits", 0),

@@ -25,7 +25,8 @@
 //                    runtime may instead launch with a runtime cluster dimension (1,S,1) via
 //                    cuLaunchKernelEx (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION); S=1 = no cluster.
 //   FX_B_SCALE_IN_ELEM 0|1  fx_b_scale's values are exact in FxElemB (the scale's dtype is the
-//                  MMA type): int8 weights then take the packed 16-bit conversion (i8pair_scaled).
+//                  MMA type): int8 weights then take the packed 16-bit conversion (i8pair_fma for
+//                  bf16 where every scale of the CTA is under 2^120, else i8pair_scaled).
 //   Fixed: 4 warps (128 threads), block tile NT = 128 output columns, k-step KT = 128/sizeof(W)
 //   where W = FxRawB if the fast quant path is used else FxElemB.
 //
@@ -263,6 +264,51 @@ __device__ __forceinline__ unsigned i8pair_scaled(unsigned lo, unsigned hi, unsi
   return fma2(x, s2, 0x80008000u /* -0.0 */);
 }
 
+// ---- bf16: the same pair in four instructions, the subtraction folded into the scaling ------
+// b * s = (v - c) * s = fma(v, s, -c * s) with v = 128 + (b & 0x7f) and c = 128, or 256 when
+// b < 0: fma rounds the exact b * s once, the correctly rounded product eager computes. -128 s
+// and -256 s are exact in bf16 (a power of two apart, normal for every nonzero bf16 s) and finite
+// while |s| < 2^120 (kI8FmaScaleLimit; else the CTA takes i8pair_scaled). They differ only in
+// exponent bits (14..7 of each half), so the addend is one LOP3, A ^ (x & D) with A = -128 s and
+// D = A ^ -256 s, from a pair whose bits 15..7 all hold b's sign: prmt's sign-replicating selector
+// nibble (bit 3; __byte_perm ignores it, hence the PTX) copies the sign into the high byte, and
+// bit 7 of the low byte is b's own sign bit. Per pair PRMT, LOP3, LOP3, HFMA2 against the five
+// instructions above (bench/gemv/NOTES.md, sessions 6 and 34). One difference: b = 0 with s < 0
+// gives +0 where eager's 0 * s is -0; a sum of products cannot tell them apart.
+constexpr bool kI8Fma = kI8Packed && !kHalf;
+constexpr float kI8FmaScaleLimit = 0x1p120f;
+__device__ __forceinline__ unsigned prmt(unsigned lo, unsigned hi, unsigned sel) {
+  unsigned d;
+  asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(lo), "r"(hi), "r"(sel));
+  return d;
+}
+// `sel` as for i8pair_scaled; nibbles 1 and 3 become the sign of the bytes of nibbles 0 and 2.
+__device__ __forceinline__ constexpr unsigned sign_extending(unsigned sel) {
+  return (sel & 0x0f0fu) | (((sel & 0x0707u) | 0x0808u) << 4);
+}
+__device__ __forceinline__ unsigned i8pair_fma(unsigned lo, unsigned hi, unsigned sel, unsigned s2,
+                                               unsigned add2, unsigned flip2) {
+  const unsigned x = prmt(lo, hi, sign_extending(sel));
+  const unsigned v = and_or(x, 0x007f007fu, 0x43004300u);  // 128 + (b & 0x7f)
+  const unsigned a = and_xor(x, flip2, add2);              // -128 s, or -256 s when b < 0
+  return fma2(v, s2, a);
+}
+
+// Per-column scale constants of a thread's MMA rows g (h = 0) and g + 8 (h = 1) of each row tile.
+struct ColumnScales {
+  float s[kRT][2];
+  unsigned s2[kRT][2];    // (s, s) in the MMA type (the packed int8 paths; exact there)
+  unsigned add2[kRT][2];  // i8pair_fma's A = (-128 s, -128 s)
+  unsigned flip2[kRT][2]; // i8pair_fma's D = A ^ (-256 s, -256 s)
+};
+// The pair of column c (a selector as for i8pair_scaled): the four-instruction form, or the five.
+template <bool kFma>
+__device__ __forceinline__ unsigned i8pair(unsigned lo, unsigned hi, unsigned sel, const ColumnScales& cs,
+                                           int rt, int h) {
+  if constexpr (kFma) return i8pair_fma(lo, hi, sel, cs.s2[rt][h], cs.add2[rt][h], cs.flip2[rt][h]);
+  else return i8pair_scaled(lo, hi, sel, cs.s2[rt][h]);
+}
+
 // ---- shared-memory swizzles (16-byte chunk index within a row) ----------------------------
 // W tile: KMAJOR: [kNT rows (n)][128 B];  KN: [kKT rows (k)][kNT*kWB B].
 __device__ __forceinline__ int wswz(int row, int chunk) {
@@ -371,13 +417,14 @@ __device__ __noinline__ void load_stage(const fxfuse::FxParams& p, const Ctx& c,
 }
 
 // ---- compute one stage -----------------------------------------------------------------------
+// kFma: int8 pairs by i8pair_fma (every scale of the CTA under kI8FmaScaleLimit).
+template <bool kFma>
 __device__ __forceinline__ void compute_stage(const unsigned char* ws, const unsigned char* as,
-                                              float (&acc)[kRT][kMT][4], const float (&sc)[kRT][2],
-                                              const unsigned (&sc2)[kRT][2]) {
+                                              float (&acc)[kRT][kMT][4], const ColumnScales& cs) {
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const unsigned wsb = smem_u32(ws), asb = smem_u32(as);
-  (void)sc; (void)sc2;
+  const auto& sc = cs.s;
   if constexpr (kKMajor) {
     // thread (g,t) owns 16-byte chunk (4j+t) of rows g, g+8 of each row tile; kE/4 MMAs per chunk.
 #pragma unroll
@@ -412,10 +459,10 @@ __device__ __forceinline__ void compute_stage(const unsigned char* ws, const uns
             a[3] = dq2(wr[rt][1][2 * q + 1], sc[rt][1]);
           } else if constexpr (kI8Packed) {
             // bytes 0,1 and 2,3 of each word (consecutive k, one column)
-            a[0] = i8pair_scaled(wr[rt][0][q], wr[rt][0][q], 0x3120u, sc2[rt][0]);
-            a[2] = i8pair_scaled(wr[rt][0][q], wr[rt][0][q], 0x1302u, sc2[rt][0]);
-            a[1] = i8pair_scaled(wr[rt][1][q], wr[rt][1][q], 0x3120u, sc2[rt][1]);
-            a[3] = i8pair_scaled(wr[rt][1][q], wr[rt][1][q], 0x1302u, sc2[rt][1]);
+            a[0] = i8pair<kFma>(wr[rt][0][q], wr[rt][0][q], 0x3120u, cs, rt, 0);
+            a[2] = i8pair<kFma>(wr[rt][0][q], wr[rt][0][q], 0x1302u, cs, rt, 0);
+            a[1] = i8pair<kFma>(wr[rt][1][q], wr[rt][1][q], 0x3120u, cs, rt, 1);
+            a[3] = i8pair<kFma>(wr[rt][1][q], wr[rt][1][q], 0x1302u, cs, rt, 1);
           } else {
             float f0[4], f1[4];
             raw4_to_f32(wr[rt][0][q], f0);
@@ -478,10 +525,10 @@ __device__ __forceinline__ void compute_stage(const unsigned char* ws, const uns
           unsigned a[4];
           if constexpr (kI8Packed) {
             const unsigned c0 = 2 * rt, c1 = 2 * rt + 1;
-            a[0] = i8pair_scaled(r4[0], r4[1], c0 | ((4 + c0) << 8), sc2[rt][0]);
-            a[1] = i8pair_scaled(r4[0], r4[1], c1 | ((4 + c1) << 8), sc2[rt][1]);
-            a[2] = i8pair_scaled(r4[2], r4[3], c0 | ((4 + c0) << 8), sc2[rt][0]);
-            a[3] = i8pair_scaled(r4[2], r4[3], c1 | ((4 + c1) << 8), sc2[rt][1]);
+            a[0] = i8pair<kFma>(r4[0], r4[1], c0 | ((4 + c0) << 8), cs, rt, 0);
+            a[1] = i8pair<kFma>(r4[0], r4[1], c1 | ((4 + c1) << 8), cs, rt, 1);
+            a[2] = i8pair<kFma>(r4[2], r4[3], c0 | ((4 + c0) << 8), cs, rt, 0);
+            a[3] = i8pair<kFma>(r4[2], r4[3], c1 | ((4 + c1) << 8), cs, rt, 1);
           } else {
             a[0] = pack2(f[0][2 * rt] * s0, f[1][2 * rt] * s0);
             a[1] = pack2(f[0][2 * rt + 1] * s1, f[1][2 * rt + 1] * s1);
@@ -578,20 +625,30 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   const long long kb = ksteps * rank / nrank, ke = ksteps * (rank + 1) / nrank;
   const int nsteps = (int)(ke - kb);
 
-  // ---- per-column scales (fast quant path): sc[rt][h] for MMA rows g (h=0), g+8 (h=1)
-  float sc[kRT][2];
-  unsigned sc2[kRT][2];  // (s, s) in the MMA type, for the packed int8 path (exact there)
+  // ---- per-column scales (fast quant path): rows g (h=0), g+8 (h=1) of each row tile
+  ColumnScales cs;
+  bool fma_scales = true;  // every scale of this thread under kI8FmaScaleLimit (false for inf / NaN)
 #pragma unroll
   for (int rt = 0; rt < kRT; ++rt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      sc[rt][h] = 1.f;
+      float s = 1.f;
 #if FX_B_QUANT && FX_B_QUANT_SCALE
       const long long n = c.n0 + col_of(w, rt, g + 8 * h);
-      sc[rt][h] = n < p.N ? fx_b_scale(p, c.b, n) : 0.f;
+      s = n < p.N ? fx_b_scale(p, c.b, n) : 0.f;
 #endif
-      sc2[rt][h] = pack2(sc[rt][h], sc[rt][h]);
+      cs.s[rt][h] = s;
+      cs.s2[rt][h] = pack2(s, s);
+      cs.add2[rt][h] = cs.flip2[rt][h] = 0u;
+      if constexpr (kI8Fma) {
+        fma_scales = fma_scales && fabsf(s) < kI8FmaScaleLimit;
+        const unsigned lo128 = pack2(-128.f * s, -128.f * s);  // exact (s is a bf16 value)
+        cs.add2[rt][h] = lo128;
+        cs.flip2[rt][h] = lo128 ^ pack2(-256.f * s, -256.f * s);
+      }
     }
+  // uniform over the CTA, so that its warps run one form of the main loop
+  const bool fma_pairs = kI8Fma && __syncthreads_and(fma_scales);
 
   unsigned char* wbase = fx_smem;
   unsigned char* abase = fx_smem + kStages * kWStageBytes;
@@ -674,7 +731,8 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     if (nslot >= kStages) nslot -= kStages;
     if (nx < nsteps) load(nslot, nx);
     cp_async_commit();
-    compute_stage(wbase + slot * kWStageBytes, abase + slot * kAStageBytes, acc, sc, sc2);
+    if (fma_pairs) compute_stage<kI8Fma>(wbase + slot * kWStageBytes, abase + slot * kAStageBytes, acc, cs);
+    else compute_stage<false>(wbase + slot * kWStageBytes, abase + slot * kAStageBytes, acc, cs);
     if (++slot == kStages) slot = 0;
   }
   cp_async_wait<0>();

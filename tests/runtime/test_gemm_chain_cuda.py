@@ -279,7 +279,10 @@ def test_gemv_every_split_k_size_computes_the_chain(split_k):
 # scale in the MMA dtype (packed int8 conversion, FX_B_SCALE_IN_ELEM) and in float32
 # (`(w.float() * s).to(dt)`, the fp32 conversion). "tiny" scales: ±0, f16 subnormal products
 # and bf16 products near the smallest normal (the 16-bit FMA and the MMA must keep them).
-@pytest.mark.parametrize("scales", ["wide", "tiny"])
+# "huge": the columns of the second 128-column CTA at 2^119-2^121 for bf16, where -256 s
+# overflows from 2^120 and that CTA must take the five-instruction pair (gemv.cuh i8pair_fma's
+# limit) while its neighbours take the four-instruction one (f16: 2^6-2^8, its one form).
+@pytest.mark.parametrize("scales", ["wide", "tiny", "huge"])
 @pytest.mark.parametrize("scale_f32", [False, True], ids=["scale_in_dtype", "scale_f32"])
 @pytest.mark.parametrize("layout", ["nk", "kn"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bfloat16", "float16"])
@@ -313,10 +316,17 @@ def test_gemv_int8_dequant_is_bit_exact(M, K, dtype, layout, scale_f32, scales):
     # tiny: f16 subnormals (fp32 normals, so the fp32 accumulation keeps them); for bf16 the
     # smallest normals only, since bf16 subnormals are fp32 subnormals, which eager's own CPU
     # matmul flushes (so "eager's value" is not one value there)
-    lo, hi = (-12, 8) if scales == "wide" else (-24, -15) if dtype == torch.float16 else (-126, -119)
+    lo, hi = (-12, 8) if scales in ("wide", "huge") else (-24, -15) if dtype == torch.float16 else (-126, -119)
     expo = torch.randint(lo, hi, (N,), device="cuda").float()
+    mant = 1 + torch.rand(N, device="cuda")
+    if scales == "huge":  # |s| in [0.75 * 2^e, 1.5 * 2^e): 128 |s| stays finite in the dtype
+        expo[128:256] = torch.randint(119, 121, (128,), device="cuda").float() if dtype == torch.bfloat16 \
+            else torch.randint(6, 8, (128,), device="cuda").float()
+        mant[128:256] *= 0.75
+        if dtype == torch.bfloat16:
+            mant[128], expo[128] = 1.0, 120  # the limit itself: that CTA must take the other form
     sign = torch.where(torch.rand(N, device="cuda") < 0.5, -1.0, 1.0)
-    scale = (sign * (1 + torch.rand(N, device="cuda")) * torch.exp2(expo)).to(sdt)
+    scale = (sign * mant * torch.exp2(expo)).to(sdt)
     if scales == "tiny":
         scale[:8] = 0.0
         scale[8:16] = -0.0
