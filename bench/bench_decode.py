@@ -21,13 +21,7 @@ a GPU spin, so the events time the device, not the host's launch rate (rotated_m
 of 5 batches; the variants' batches interleaved. The path column says what the op ran (bench/op_path.py).
 
   python bench/bench_decode.py [--quick] [--compile] [--m 1,4,16,64] [--kn 4096x14336,...]
-                               [--chains bias,w8_bias,...] [--split-k S] [--pair-ab]
-                               (writes $OUT/bench_decode.json)
---pair-ab adds, for int8 weights with a bf16 scale, the variant fx5: the same fused graph given
-a scale with one column of every 128 at 2^121, over the limit (2^120) of the gemv's
-four-instruction int8 pair (kernels/gemv.cuh i8pair_fma), so that every CTA takes the
-five-instruction form; its values overflow, which costs a GPU nothing: an A/B of the two forms in
-one process, timed like the rest.
+                               [--chains bias,w8_bias,...] [--split-k S]   (writes $OUT/bench_decode.json)
 """
 import argparse
 import json
@@ -177,7 +171,7 @@ def rotation_buffers(nbytes):
              torch.empty(nbytes, device="cuda", dtype=torch.uint8)) for _ in range(n)]
 
 
-def bench_row(M, K, N, dt, name, with_compile, copy_gbps, pair_ab=False):
+def bench_row(M, K, N, dt, name, with_compile, copy_gbps):
     kind, fn = CHAINS[name]
     g = torch.Generator(device="cuda").manual_seed(M * 7 + K * 3 + N)
     x = torch.randn(M, K, device="cuda", dtype=dt, generator=g)
@@ -201,10 +195,6 @@ def bench_row(M, K, N, dt, name, with_compile, copy_gbps, pair_ab=False):
         c = torch.compile(fn, dynamic=False)
         c(*args)
         fns["compile"] = c
-    if pair_ab and kind == "int8" and dt == torch.bfloat16:
-        s_over = s.clone()
-        s_over[::128] = 2.0 ** 121  # every 128-column CTA holds one: all take i8pair_scaled
-        fns["fx5"] = lambda *a: gm(*a[:5], s_over, *a[6:])
     before = counters()  # only the fxfuse variant calls the op
     row.update(rotated_ms_each(fns, sets))
     row["path"] = path_of(before, counters())
@@ -236,8 +226,6 @@ def main():
     ap.add_argument("--m", default="1,4,16,64", help="comma-separated M values")
     ap.add_argument("--kn", default="", help="comma-separated KxN pairs, e.g. 4096x14336 (default: all three)")
     ap.add_argument("--chains", default="", help="comma-separated chain names (default: all)")
-    ap.add_argument("--pair-ab", action="store_true",
-                    help="int8 with a bf16 scale: also time the gemv's five-instruction int8 pair (fx5)")
     ap.add_argument("--split-k", type=int, default=0, choices=[0, 1, 2, 4, 8],
                     help="launch every gemv with this split-K cluster size (1, 2, 4, 8), to re-measure the rule")
     a = ap.parse_args()
@@ -264,17 +252,16 @@ def main():
                 [n for n, (kind, _) in CHAINS.items() if kind != "dense"]
             for name in quant:
                 if wanted is None or name in wanted:
-                    rows.append(bench_row(M, K, N, torch.bfloat16, name, a.compile, copy_gbps, a.pair_ab))
+                    rows.append(bench_row(M, K, N, torch.bfloat16, name, a.compile, copy_gbps))
     with open(out, "w") as f:
         json.dump({"rows": rows, "copy_gbps_1GiB": copy_gbps}, f, indent=1)
     print(f"copy bandwidth, 1 GiB of traffic: {copy_gbps:.0f} GB/s (reads + writes)")
     print(f"{'M':>3} {'K':>6} {'N':>6} {'dtype':>8} {'chain':>15} {'mm':>7} {'eager':>7} {'compile':>7} "
-          f"{'fxfuse':>7} {'fx5/fx':>6} {'fx/mm':>6} {'eag/fx':>6} {'GB/s':>6} {'%copy':>6} {'%same':>6} {'relerr':>8} {'target':>7}  path")
+          f"{'fxfuse':>7} {'fx/mm':>6} {'eag/fx':>6} {'GB/s':>6} {'%copy':>6} {'%same':>6} {'relerr':>8} {'target':>7}  path")
     for r in rows:
         cp = f"{r['compile']:7.4f}" if "compile" in r else "      -"
-        ab = f"{r['fx5'] / r['fxfuse']:6.3f}" if "fx5" in r else "     -"
         print(f"{r['M']:>3} {r['K']:>6} {r['N']:>6} {r['dtype']:>8} {r['chain']:>15} {r['mm']:7.4f} "
-              f"{r['eager']:7.4f} {cp} {r['fxfuse']:7.4f} {ab} {r['fxfuse'] / r['mm']:6.2f} "
+              f"{r['eager']:7.4f} {cp} {r['fxfuse']:7.4f} {r['fxfuse'] / r['mm']:6.2f} "
               f"{r['eager'] / r['fxfuse']:6.2f} {r['gbps']:6.0f} {100 * r['pct_copy']:5.0f}% {100 * r['pct_same']:5.0f}% "
               f"{r['fxfuse_relerr']:8.1e} {'met' if r['target_met'] else 'NOT met':>7}  {r['path']}")
     met = sum(r["target_met"] for r in rows)

@@ -25,8 +25,7 @@
 //                    runtime may instead launch with a runtime cluster dimension (1,S,1) via
 //                    cuLaunchKernelEx (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION); S=1 = no cluster.
 //   FX_B_SCALE_IN_ELEM 0|1  fx_b_scale's values are exact in FxElemB (the scale's dtype is the
-//                  MMA type): int8 weights then take the packed 16-bit conversion (i8pair_fma for
-//                  bf16 where every scale of the CTA is under 2^120, else i8pair_scaled).
+//                  MMA type): int8 weights then take the packed 16-bit conversion (i8pair_scaled).
 //   Fixed: 4 warps (128 threads), block tile NT = 128 output columns, k-step KT = 128/sizeof(W)
 //   where W = FxRawB if the fast quant path is used else FxElemB.
 //
@@ -264,57 +263,11 @@ __device__ __forceinline__ unsigned i8pair_scaled(unsigned lo, unsigned hi, unsi
   return fma2(x, s2, 0x80008000u /* -0.0 */);
 }
 
-// ---- bf16: the same pair in four instructions, the subtraction folded into the scaling ------
-// b * s = (v - c) * s = fma(v, s, -c * s) with v = 128 + (b & 0x7f) and c = 128, or 256 when
-// b < 0: fma rounds the exact b * s once, the correctly rounded product eager computes. -128 s
-// and -256 s are exact in bf16 (a power of two apart, normal for every nonzero bf16 s) and finite
-// while |s| < 2^120 (kI8FmaScaleLimit; else the CTA takes i8pair_scaled). They differ only in
-// exponent bits (14..7 of each half), so the addend is one LOP3, A ^ (x & D) with A = -128 s and
-// D = A ^ -256 s, from a pair whose bits 15..7 all hold b's sign: prmt's sign-replicating selector
-// nibble (bit 3; __byte_perm ignores it, hence the PTX) copies the sign into the high byte, and
-// bit 7 of the low byte is b's own sign bit. Per pair PRMT, LOP3, LOP3, HFMA2 against the five
-// instructions above (bench/gemv/NOTES.md, sessions 6 and 34). One difference: b = 0 with s < 0
-// gives +0 where eager's 0 * s is -0; a sum of products cannot tell them apart.
-constexpr bool kI8Fma = kI8Packed && !kHalf;
-constexpr float kI8FmaScaleLimit = 0x1p120f;
-__device__ __forceinline__ unsigned prmt(unsigned lo, unsigned hi, unsigned sel) {
-  unsigned d;
-  asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(lo), "r"(hi), "r"(sel));
-  return d;
-}
-// `sel` as for i8pair_scaled; nibbles 1 and 3 become the sign of the bytes of nibbles 0 and 2.
-__device__ __forceinline__ constexpr unsigned sign_extending(unsigned sel) {
-  return (sel & 0x0f0fu) | (((sel & 0x0707u) | 0x0808u) << 4);
-}
-__device__ __forceinline__ unsigned i8pair_fma(unsigned lo, unsigned hi, unsigned sel, unsigned s2,
-                                               unsigned add2, unsigned flip2) {
-  const unsigned x = prmt(lo, hi, sign_extending(sel));
-  const unsigned v = and_or(x, 0x007f007fu, 0x43004300u);  // 128 + (b & 0x7f)
-  const unsigned a = and_xor(x, flip2, add2);              // -128 s, or -256 s when b < 0
-  return fma2(v, s2, a);
-}
-
-// Per-column scale constants of a thread's MMA rows g (h = 0) and g + 8 (h = 1) of each row tile.
-struct ColumnScales {
-  float s[kRT][2];
-  unsigned s2[kRT][2];    // (s, s) in the MMA type (the packed int8 paths; exact there)
-  unsigned add2[kRT][2];  // i8pair_fma's A = (-128 s, -128 s)
-  unsigned flip2[kRT][2]; // i8pair_fma's D = A ^ (-256 s, -256 s)
-};
-// The pair of column c (a selector as for i8pair_scaled): the four-instruction form, or the five.
-template <bool kFma>
-__device__ __forceinline__ unsigned i8pair(unsigned lo, unsigned hi, unsigned sel, const ColumnScales& cs,
-                                           int rt, int h) {
-  if constexpr (kFma) return i8pair_fma(lo, hi, sel, cs.s2[rt][h], cs.add2[rt][h], cs.flip2[rt][h]);
-  else return i8pair_scaled(lo, hi, sel, cs.s2[rt][h]);
-}
-
 // ---- shared-memory swizzles (16-byte chunk index within a row) ----------------------------
 // W tile: KMAJOR: [kNT rows (n)][128 B];  KN: [kKT rows (k)][kNT*kWB B].
 __device__ __forceinline__ int wswz(int row, int chunk) {
   if constexpr (kKMajor) return chunk ^ ((row & 1) << 2);
-  else if constexpr (kWB == 2) return chunk ^ (row & 7);
-  else return chunk ^ (((row >> 1) & 3) << 1);
+  else return chunk ^ (row & 7);  // KN: eight rows of one chunk in eight bank groups (ldmatrix)
 }
 constexpr int kWRowBytes = kKMajor ? 128 : kNT * kWB;
 // A tile: [8*kMT rows (m)][kKT*2 B].
@@ -326,8 +279,9 @@ __device__ __forceinline__ int aswz(int row, int chunk) {
 // local column (0..kNT) of MMA row `r` (0..15) of row tile `rt` (0..kRT-1) of warp `w`.
 __device__ __forceinline__ int col_of(int w, int rt, int r) {
   if constexpr (!kKMajor && kWB == 1) {
-    // unit of 32 columns per warp: thread group g holds columns 4g..4g+3
-    return w * 32 + 4 * (r & 7) + 2 * rt + (r >> 3);
+    // 8-bit KN: row tile rt is the 16-byte chunk rt of the warp's 32 columns; thread group g
+    // holds its columns 2g (MMA row g) and 2g + 1 (row g + 8) (compute_stage's ldmatrix)
+    return w * 32 + 16 * rt + 2 * (r & 7) + (r >> 3);
   } else {
     return w * 32 + rt * 16 + r;
   }
@@ -417,14 +371,13 @@ __device__ __noinline__ void load_stage(const fxfuse::FxParams& p, const Ctx& c,
 }
 
 // ---- compute one stage -----------------------------------------------------------------------
-// kFma: int8 pairs by i8pair_fma (every scale of the CTA under kI8FmaScaleLimit).
-template <bool kFma>
 __device__ __forceinline__ void compute_stage(const unsigned char* ws, const unsigned char* as,
-                                              float (&acc)[kRT][kMT][4], const ColumnScales& cs) {
+                                              float (&acc)[kRT][kMT][4], const float (&sc)[kRT][2],
+                                              const unsigned (&sc2)[kRT][2]) {
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const unsigned wsb = smem_u32(ws), asb = smem_u32(as);
-  const auto& sc = cs.s;
+  (void)sc; (void)sc2;
   if constexpr (kKMajor) {
     // thread (g,t) owns 16-byte chunk (4j+t) of rows g, g+8 of each row tile; kE/4 MMAs per chunk.
 #pragma unroll
@@ -459,10 +412,10 @@ __device__ __forceinline__ void compute_stage(const unsigned char* ws, const uns
             a[3] = dq2(wr[rt][1][2 * q + 1], sc[rt][1]);
           } else if constexpr (kI8Packed) {
             // bytes 0,1 and 2,3 of each word (consecutive k, one column)
-            a[0] = i8pair<kFma>(wr[rt][0][q], wr[rt][0][q], 0x3120u, cs, rt, 0);
-            a[2] = i8pair<kFma>(wr[rt][0][q], wr[rt][0][q], 0x1302u, cs, rt, 0);
-            a[1] = i8pair<kFma>(wr[rt][1][q], wr[rt][1][q], 0x3120u, cs, rt, 1);
-            a[3] = i8pair<kFma>(wr[rt][1][q], wr[rt][1][q], 0x1302u, cs, rt, 1);
+            a[0] = i8pair_scaled(wr[rt][0][q], wr[rt][0][q], 0x3120u, sc2[rt][0]);
+            a[2] = i8pair_scaled(wr[rt][0][q], wr[rt][0][q], 0x1302u, sc2[rt][0]);
+            a[1] = i8pair_scaled(wr[rt][1][q], wr[rt][1][q], 0x3120u, sc2[rt][1]);
+            a[3] = i8pair_scaled(wr[rt][1][q], wr[rt][1][q], 0x1302u, sc2[rt][1]);
           } else {
             float f0[4], f1[4];
             raw4_to_f32(wr[rt][0][q], f0);
@@ -505,35 +458,40 @@ __device__ __forceinline__ void compute_stage(const unsigned char* ws, const uns
           for (int mt = 0; mt < kMT; ++mt) mma16816(acc[rt][mt], a[0], a[1], a[2], a[3], bf[mt][0], bf[mt][1]);
         }
       } else {
-        // 8-bit: thread (g,t) reads word g of the warp's 32-column unit in rows 2t,2t+1,2t+8,2t+9
-        const int cb = w * 32 + 4 * g;  // byte offset in row
-        unsigned r4[4];
-        const int rows[4] = {16 * s + 2 * t, 16 * s + 2 * t + 1, 16 * s + 2 * t + 8, 16 * s + 2 * t + 9};
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          r4[i] = lds32(wsb + rows[i] * kWRowBytes + wswz(rows[i], cb >> 4) * 16 + (cb & 15));
+        // 8-bit: one ldmatrix.x4.trans per k16 step. Matrix j = 2 rt + kh is rows (k) 16s + 8 kh
+        // .. + 7 of the 16-byte chunk (16 columns) rt of the warp's 32; read as 8x8 16-bit
+        // elements and transposed, it gives thread (g,t) the bytes (k, n) = (2t, 2g), (2t, 2g+1),
+        // (2t+1, 2g), (2t+1, 2g+1) of that block, in that order: columns 2g (MMA row g, bytes 0
+        // and 2) and 2g+1 (row g+8, bytes 1 and 3) at k 2t, 2t+1 (kh = 0) or 2t+8, 2t+9 (kh = 1).
+        // (Four 32-bit loads and their addresses per step before, session 35.)
+        unsigned r[4];
+        {
+          const int mat = lane >> 3;
+          const int row = 16 * s + (lane & 7) + 8 * (mat & 1);
+          ldsm_x4_trans(wsb + row * kWRowBytes + wswz(row, 2 * w + (mat >> 1)) * 16, r[0], r[1], r[2], r[3]);
+        }
         float f[4][4];
         if constexpr (!kI8Packed) {
 #pragma unroll
-          for (int i = 0; i < 4; ++i) raw4_to_f32(r4[i], f[i]);
+          for (int i = 0; i < 4; ++i) raw4_to_f32(r[i], f[i]);
         }
-        // column 4g+c: c = 2*rt + h  (h: row g / g+8); a pair is column c of rows (2t, 2t+1)
-        // or (2t+8, 2t+9), i.e. byte c of two words (one byte permute on the packed path).
 #pragma unroll
         for (int rt = 0; rt < kRT; ++rt) {
           const float s0 = sc[rt][0], s1 = sc[rt][1];
+          const unsigned lo = r[2 * rt], hi = r[2 * rt + 1];  // k 2t, 2t+1 / k 2t+8, 2t+9
           unsigned a[4];
           if constexpr (kI8Packed) {
-            const unsigned c0 = 2 * rt, c1 = 2 * rt + 1;
-            a[0] = i8pair<kFma>(r4[0], r4[1], c0 | ((4 + c0) << 8), cs, rt, 0);
-            a[1] = i8pair<kFma>(r4[0], r4[1], c1 | ((4 + c1) << 8), cs, rt, 1);
-            a[2] = i8pair<kFma>(r4[2], r4[3], c0 | ((4 + c0) << 8), cs, rt, 0);
-            a[3] = i8pair<kFma>(r4[2], r4[3], c1 | ((4 + c1) << 8), cs, rt, 1);
+            a[0] = i8pair_scaled(lo, lo, 0x3210u, sc2[rt][0]);  // bytes 0, 2: column 2g
+            a[1] = i8pair_scaled(lo, lo, 0x3311u, sc2[rt][1]);  // bytes 1, 3: column 2g + 1
+            a[2] = i8pair_scaled(hi, hi, 0x3210u, sc2[rt][0]);
+            a[3] = i8pair_scaled(hi, hi, 0x3311u, sc2[rt][1]);
           } else {
-            a[0] = pack2(f[0][2 * rt] * s0, f[1][2 * rt] * s0);
-            a[1] = pack2(f[0][2 * rt + 1] * s1, f[1][2 * rt + 1] * s1);
-            a[2] = pack2(f[2][2 * rt] * s0, f[3][2 * rt] * s0);
-            a[3] = pack2(f[2][2 * rt + 1] * s1, f[3][2 * rt + 1] * s1);
+            const float(&fl)[4] = f[2 * rt];
+            const float(&fh)[4] = f[2 * rt + 1];
+            a[0] = pack2(fl[0] * s0, fl[2] * s0);
+            a[1] = pack2(fl[1] * s1, fl[3] * s1);
+            a[2] = pack2(fh[0] * s0, fh[2] * s0);
+            a[3] = pack2(fh[1] * s1, fh[3] * s1);
           }
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) mma16816(acc[rt][mt], a[0], a[1], a[2], a[3], bf[mt][0], bf[mt][1]);
@@ -625,30 +583,20 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   const long long kb = ksteps * rank / nrank, ke = ksteps * (rank + 1) / nrank;
   const int nsteps = (int)(ke - kb);
 
-  // ---- per-column scales (fast quant path): rows g (h=0), g+8 (h=1) of each row tile
-  ColumnScales cs;
-  bool fma_scales = true;  // every scale of this thread under kI8FmaScaleLimit (false for inf / NaN)
+  // ---- per-column scales (fast quant path): sc[rt][h] for MMA rows g (h=0), g+8 (h=1)
+  float sc[kRT][2];
+  unsigned sc2[kRT][2];  // (s, s) in the MMA type, for the packed int8 path (exact there)
 #pragma unroll
   for (int rt = 0; rt < kRT; ++rt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float s = 1.f;
+      sc[rt][h] = 1.f;
 #if FX_B_QUANT && FX_B_QUANT_SCALE
       const long long n = c.n0 + col_of(w, rt, g + 8 * h);
-      s = n < p.N ? fx_b_scale(p, c.b, n) : 0.f;
+      sc[rt][h] = n < p.N ? fx_b_scale(p, c.b, n) : 0.f;
 #endif
-      cs.s[rt][h] = s;
-      cs.s2[rt][h] = pack2(s, s);
-      cs.add2[rt][h] = cs.flip2[rt][h] = 0u;
-      if constexpr (kI8Fma) {
-        fma_scales = fma_scales && fabsf(s) < kI8FmaScaleLimit;
-        const unsigned lo128 = pack2(-128.f * s, -128.f * s);  // exact (s is a bf16 value)
-        cs.add2[rt][h] = lo128;
-        cs.flip2[rt][h] = lo128 ^ pack2(-256.f * s, -256.f * s);
-      }
+      sc2[rt][h] = pack2(sc[rt][h], sc[rt][h]);
     }
-  // uniform over the CTA, so that its warps run one form of the main loop
-  const bool fma_pairs = kI8Fma && __syncthreads_and(fma_scales);
 
   unsigned char* wbase = fx_smem;
   unsigned char* abase = fx_smem + kStages * kWStageBytes;
@@ -731,8 +679,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     if (nslot >= kStages) nslot -= kStages;
     if (nx < nsteps) load(nslot, nx);
     cp_async_commit();
-    if (fma_pairs) compute_stage<kI8Fma>(wbase + slot * kWStageBytes, abase + slot * kAStageBytes, acc, cs);
-    else compute_stage<false>(wbase + slot * kWStageBytes, abase + slot * kAStageBytes, acc, cs);
+    compute_stage(wbase + slot * kWStageBytes, abase + slot * kAStageBytes, acc, sc, sc2);
     if (++slot == kStages) slot = 0;
   }
   cp_async_wait<0>();

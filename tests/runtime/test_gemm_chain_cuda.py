@@ -279,9 +279,9 @@ def test_gemv_every_split_k_size_computes_the_chain(split_k):
 # scale in the MMA dtype (packed int8 conversion, FX_B_SCALE_IN_ELEM) and in float32
 # (`(w.float() * s).to(dt)`, the fp32 conversion). "tiny" scales: ±0, f16 subnormal products
 # and bf16 products near the smallest normal (the 16-bit FMA and the MMA must keep them).
-# "huge": the columns of the second 128-column CTA at 2^119-2^121 for bf16, where -256 s
-# overflows from 2^120 and that CTA must take the five-instruction pair (gemv.cuh i8pair_fma's
-# limit) while its neighbours take the four-instruction one (f16: 2^6-2^8, its one form).
+# "huge": the columns of the second 128-column CTA at 0.75 * 2^119 .. 2^120 (bf16; f16 2^6-2^8),
+# products up to the dtype's largest finite values (for the four-instruction pair measured in
+# session 35, bench/gemv/ab/i8pair_fma.patch, whose -256 s overflows from 2^120).
 @pytest.mark.parametrize("scales", ["wide", "tiny", "huge"])
 @pytest.mark.parametrize("scale_f32", [False, True], ids=["scale_in_dtype", "scale_f32"])
 @pytest.mark.parametrize("layout", ["nk", "kn"])
@@ -324,7 +324,7 @@ def test_gemv_int8_dequant_is_bit_exact(M, K, dtype, layout, scale_f32, scales):
             else torch.randint(6, 8, (128,), device="cuda").float()
         mant[128:256] *= 0.75
         if dtype == torch.bfloat16:
-            mant[128], expo[128] = 1.0, 120  # the limit itself: that CTA must take the other form
+            mant[128], expo[128] = 1.0, 120  # 2^120: -256 s overflows bf16
     sign = torch.where(torch.rand(N, device="cuda") < 0.5, -1.0, 1.0)
     scale = (sign * mant * torch.exp2(expo)).to(sdt)
     if scales == "tiny":
