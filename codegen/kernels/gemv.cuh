@@ -542,7 +542,11 @@ extern "C" __global__ void
 #if FX_GEMV_SPLITK > 1
 __cluster_dims__(1, FX_GEMV_SPLITK, 1)
 #endif
-__launch_bounds__(fxgemv::kThreads)
+// Two CTAs per SM: the pipeline's ~100 KB of shared memory (config_table.cpp gemvConfig) allows
+// no more, so registers up to 255 cost no occupancy. Told only the block size, ptxas aimed at
+// three to five CTAs per SM (96-168 registers) and spilled: at M = 64 the int8 main loop ran 591-669
+// instructions per stage with 32-36 bytes of spills, 544-630 without (bench/gemv/NOTES.md session 35).
+__launch_bounds__(fxgemv::kThreads, 2)
 FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   using namespace fxgemv;
   extern __shared__ __align__(128) unsigned char fx_smem[];
