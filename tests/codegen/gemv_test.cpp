@@ -356,20 +356,15 @@ bool nvrtcUsable() {
   return !(v && std::string(v) == "1") && !findNvrtc().empty();
 }
 
-// gemv keeps its edge / unaligned stage loader out of line (__noinline__), and ptxas saves live
-// registers around that call: the measured kernels (bench/gemv/nvrtc_check.py, m-tiles 8) show
-// 24-40 bytes of spill stores there, executed only on the edge path. More than that would be
-// new register pressure in the hot loop, which this bound catches.
-constexpr int kGemvMaxSpillBytes = 64;   // stores
-constexpr int kGemvMaxSpillLoads = 160;  // loads (reloads after the call)
-
-void expectBoundedSpills(const std::string& log) {
+// No spills: the kernel's __launch_bounds__(128, 2) gives ptxas the 255 registers that two CTAs
+// per SM (all its ~100 KB pipeline allows) leave; told only the block size, ptxas aimed at three
+// to five CTAs per SM and spilled 8-36 bytes, around the out-of-line edge loader and in the main
+// loop at M = 64 (bench/gemv/NOTES.md session 35).
+void expectNoSpills(const std::string& log) {
   std::regex spill("([0-9]+) bytes spill (stores|loads)");
   int seen = 0;
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), spill); it != std::sregex_iterator(); ++it, ++seen) {
-    const int bytes = std::stoi((*it)[1].str());
-    EXPECT_LE(bytes, (*it)[2].str() == "stores" ? kGemvMaxSpillBytes : kGemvMaxSpillLoads) << "spill:\n" << log;
-  }
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), spill); it != std::sregex_iterator(); ++it, ++seen)
+    EXPECT_EQ((*it)[1].str(), "0") << "spill:\n" << log;
   EXPECT_GT(seen, 0) << "no ptxas statistics in the log:\n" << log;
 }
 
@@ -401,7 +396,7 @@ TEST_P(GemvCompileSpec, ToCubin) {
   EXPECT_EQ(out.image.substr(0, 4), std::string("\x7f" "ELF"));
   EXPECT_NE(out.log.find("Compiling entry function '" + src.name + "' for '" + c.arch + "'"), std::string::npos)
       << out.log;
-  expectBoundedSpills(out.log);
+  expectNoSpills(out.log);
 }
 
 // Only the cases where gemv is selected (so no skipped tests when it is not).
