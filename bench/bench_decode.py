@@ -21,7 +21,8 @@ a GPU spin, so the events time the device, not the host's launch rate (rotated_m
 of 5 batches; the variants' batches interleaved. The path column says what the op ran (bench/op_path.py).
 
   python bench/bench_decode.py [--quick] [--compile] [--m 1,4,16,64] [--kn 4096x14336,...]
-                               [--chains bias,w8_bias,...] [--split-k S]   (writes $OUT/bench_decode.json)
+                               [--chains bias,w8_bias,...] [--split-k S] [--stage-kb KB]
+                               (writes $OUT/bench_decode.json)
 """
 import argparse
 import json
@@ -226,12 +227,18 @@ def main():
     ap.add_argument("--m", default="1,4,16,64", help="comma-separated M values")
     ap.add_argument("--kn", default="", help="comma-separated KxN pairs, e.g. 4096x14336 (default: all three)")
     ap.add_argument("--chains", default="", help="comma-separated chain names (default: all)")
-    ap.add_argument("--split-k", type=int, default=0, choices=[0, 1, 2, 4, 8],
-                    help="launch every gemv with this split-K cluster size (1, 2, 4, 8), to re-measure the rule")
+    ap.add_argument("--split-k", type=int, default=0, choices=range(0, 9),
+                    help="launch every gemv with this split-K cluster size (1 to 8), to re-measure the rule")
+    ap.add_argument("--stage-kb", type=int, default=0,
+                    help="size the gemv's pipeline to about this many KB instead of 100 (FXFUSE_GEMV_STAGE_KB: "
+                         "fewer stages, more CTAs per SM)")
     a = ap.parse_args()
-    out = os.path.join(out_dir(), f"bench_decode{'_s%d' % a.split_k if a.split_k else ''}.json")  # created before the minutes of measuring
+    tag = ("_s%d" % a.split_k if a.split_k else "") + ("_kb%d" % a.stage_kb if a.stage_kb else "")
+    out = os.path.join(out_dir(), f"bench_decode{tag}.json")  # created before the minutes of measuring
     if a.split_k:  # read once by codegen, before the first gemv is planned
         os.environ["FXFUSE_GEMV_SPLIT_K"] = str(a.split_k)
+    if a.stage_kb:
+        os.environ["FXFUSE_GEMV_STAGE_KB"] = str(a.stage_kb)
     torch.manual_seed(0)
     ms_list = [int(m) for m in a.m.split(",")]
     kn = KN[1:2] if a.quick else KN

@@ -726,11 +726,23 @@ int gemvMTiles(long long M) {
   return mt8 <= 1 ? 1 : mt8 <= 2 ? 2 : mt8 <= 4 ? 4 : 8;
 }
 
+// Measurement knob: FXFUSE_GEMV_STAGE_KB=N sizes the gemv's pipeline to about N KB instead of 100
+// (fewer stages, more CTAs per SM: bench/gemv/NOTES.md session 35, next step (a)). Read once per
+// process; not for production use.
+long long gemvPipelineBytes() {
+  static const long long bytes = [] {
+    const char* v = std::getenv("FXFUSE_GEMV_STAGE_KB");
+    const long long kb = v && *v ? std::atoll(v) : 0;
+    return (kb >= 16 && kb <= 200 ? kb : 100) * 1024;
+  }();
+  return bytes;
+}
+
 KernelConfig gemvConfig(const Query& q) {
   const int mtiles = gemvMTiles(q.shape.M);
   const int kt = 128 / gemvWeightBytes(q.b);
   const long long stage = kGemvNT * 128 + 8LL * mtiles * kt * 2;  // W tile + A tile
-  int stages = static_cast<int>(100 * 1024 / stage);
+  int stages = static_cast<int>(gemvPipelineBytes() / stage);
   stages = stages < 2 ? 2 : stages > 6 ? 6 : stages;
   KernelConfig c{"gemv", 8 * mtiles, kGemvNT, kt, stages, kGemvThreads};
   c.max_cluster = q.arch >= 90 ? 8 : 1;  // thread block clusters: sm_90 and later (8: portable)
@@ -836,6 +848,12 @@ bool isFastVariant(const KernelConfig& config, Baseline baseline) {
   for (const VariantRow& r : kRows)
     if (config.variant == r.variant) return baseline == Baseline::Inductor ? r.fast_vs_inductor : r.fast;
   return false;
+}
+
+int gemvCtasPerSm(const KernelConfig& c) {
+  constexpr size_t kSmemPerSm = 228 * 1024, kReservedPerCta = 1024;  // sm_90 (H100 / H200)
+  const size_t n = kSmemPerSm / (dynamicSmemBytes(c) + kReservedPerCta);
+  return static_cast<int>(std::clamp<size_t>(n, 1, 4));
 }
 
 size_t dynamicSmemBytes(const KernelConfig& c) {
@@ -1023,14 +1041,14 @@ int smFromArch(const std::string& arch) {
 }
 
 namespace {
-// Measurement knob (bench/bench_decode.py --split-k): FXFUSE_GEMV_SPLIT_K=1|2|4|8 launches every
+// Measurement knob (bench/bench_decode.py --split-k): FXFUSE_GEMV_SPLIT_K=1..8 launches every
 // gemv with that split-K cluster size instead of gemvSplitK's rule, to re-measure the rule. Read
 // once per process; not for production use.
 int gemvSplitKOverride() {
   static const int forced = [] {
     const char* v = std::getenv("FXFUSE_GEMV_SPLIT_K");
     const std::string s = v ? v : "";
-    return s == "1" || s == "2" || s == "4" || s == "8" ? std::stoi(s) : 0;
+    return s.size() == 1 && s[0] >= '1' && s[0] <= '8' ? s[0] - '0' : 0;
   }();
   return forced;
 }
@@ -1038,9 +1056,9 @@ int gemvSplitKOverride() {
 
 int gemvSplitK(long long nt, long long mz, long long ksteps, int weight_bytes, int max_cluster, int sm_count,
                int forced) {
-  // A forced size is taken where the config allows clusters that large (1, 2, 4 or 8: the
-  // template's reduction takes up to 8).
-  if ((forced == 1 || forced == 2 || forced == 4 || forced == 8) && forced <= max_cluster) return forced;
+  // A forced size is taken where the config allows clusters that large (1 to 8: the template
+  // splits the k-steps and deals the reduction's column pairs over any cluster size up to 8).
+  if (forced >= 1 && forced <= 8 && forced <= max_cluster) return forced;
   // S doubles while the CTAs stay within the CTAs per SM below and each CTA keeps >= 8 pipeline
   // steps of K. Measured on the H200 (bench/RESULTS.md section 6, split-K sweep, S = 1..8 side by
   // side): 16-bit weights stream fastest at one CTA per SM (4096 x 14336: S = 1 4 % faster than

@@ -18,9 +18,13 @@ size_t dynamicSmemBytes(const KernelConfig& config);
 // The Hopper template's own config (tma_desc.h) for a KernelConfig of variant sm90_wgmma: the
 // runtime needs it for tensor maps and the generator for the FX_CONSUMERS macro.
 sm90::GemmConfig sm90ConfigOf(const KernelConfig& config);
+// CTAs of a gemv config that fit one SM by their shared memory (Hopper's 228 KB, 1 KB reserved
+// per CTA), 1 to 4: the kernel's launch bounds (FX_GEMV_MIN_BLOCKS), so that ptxas spends the
+// registers that occupancy leaves (kernels/gemv.cuh).
+int gemvCtasPerSm(const KernelConfig& config);
 // The split-K cluster size S of a gemv launch over nt column tiles, mz row blocks and ksteps
-// k-steps of a weight of weight_bytes (1 or 2) per element; forced (1, 2, 4 or 8; 0 = none)
-// replaces the rule where the config allows clusters that large (max_cluster).
+// k-steps of a weight of weight_bytes (1 or 2) per element; forced (1 to 8; 0 = none) replaces
+// the rule where the config allows clusters that large (max_cluster).
 int gemvSplitK(long long nt, long long mz, long long ksteps, int weight_bytes, int max_cluster, int sm_count,
                int forced);
 

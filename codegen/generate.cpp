@@ -97,6 +97,7 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
       throw CodegenError("invalid gemv config: " + describeConfig(c));
     w.line("#define FX_GEMV_MTILES {}", c.bm / 8);
     w.line("#define FX_GEMV_STAGES {}", c.stages);
+    w.line("#define FX_GEMV_MIN_BLOCKS {}", gemvCtasPerSm(c));  // its launch bounds: registers
   }
   if (c.variant == "sm90_wgmma") {
     // kernels/sm90_wgmma_gemm.cuh: one TMA producer warpgroup plus consumer warpgroups that

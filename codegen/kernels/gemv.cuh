@@ -20,6 +20,8 @@
 // Config macros (compile time; all optional, defaults below):
 //   FX_GEMV_MTILES  1..8   m-tile = 8*FX_GEMV_MTILES rows of A per block (M > that: grid.z loops)
 //   FX_GEMV_STAGES  2..8   cp.async pipeline depth
+//   FX_GEMV_MIN_BLOCKS 1..4  CTAs per SM for __launch_bounds__ (the generator: what the shared
+//                    memory allows, so that ptxas may use the registers that leaves)
 //   FX_GEMV_SPLITK  0|2|4|8  if >1: compile-time __cluster_dims__(1,SPLITK,1) (sm_90 only).
 //                    The kernel always reads the cluster size from %cluster_nctarank, so the
 //                    runtime may instead launch with a runtime cluster dimension (1,S,1) via
@@ -53,6 +55,9 @@
 #endif
 #ifndef FX_GEMV_SPLITK
 #define FX_GEMV_SPLITK 0
+#endif
+#ifndef FX_GEMV_MIN_BLOCKS
+#define FX_GEMV_MIN_BLOCKS 2
 #endif
 #ifndef FX_B_QUANT
 #define FX_B_QUANT 0
@@ -542,11 +547,12 @@ extern "C" __global__ void
 #if FX_GEMV_SPLITK > 1
 __cluster_dims__(1, FX_GEMV_SPLITK, 1)
 #endif
-// Two CTAs per SM: the pipeline's ~100 KB of shared memory (config_table.cpp gemvConfig) allows
-// no more, so registers up to 255 cost no occupancy. Told only the block size, ptxas aimed at
-// three to five CTAs per SM (96-168 registers) and spilled: at M = 64 the int8 main loop ran 591-669
-// instructions per stage with 32-36 bytes of spills, 544-630 without (bench/gemv/NOTES.md session 35).
-__launch_bounds__(fxgemv::kThreads, 2)
+// FX_GEMV_MIN_BLOCKS: the CTAs per SM the pipeline's shared memory allows (two for the default
+// ~100 KB: config_table.cpp gemvCtasPerSm), so ptxas may spend the registers that leaves (255 at
+// two). Told only the block size, ptxas aimed at three to five CTAs per SM (96-168 registers) and
+// spilled: at M = 64 the int8 main loop ran 591-669 instructions per stage with 32-36 bytes of
+// spills, 544-630 without (bench/gemv/NOTES.md session 35).
+__launch_bounds__(fxgemv::kThreads, FX_GEMV_MIN_BLOCKS)
 FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   using namespace fxgemv;
   extern __shared__ __align__(128) unsigned char fx_smem[];

@@ -263,11 +263,29 @@ TEST(Gemv, SplitKRuleAsMeasured) {
 }
 
 TEST(Gemv, ForcedSplitKReplacesTheRuleOnlyWhereClustersExist) {
-  for (int forced : {1, 2, 4, 8}) EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 8, 132, forced), forced);
+  for (int forced = 1; forced <= 8; ++forced) EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 8, 132, forced), forced);
   EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 1, 108, 8), 1);   // sm_80: no clusters to force
   EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 2, 132, 8), 2);   // larger than the config's clusters: the rule
   EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 8, 132, 16), 2);  // not a size the template takes: the rule
-  EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 8, 132, 3), 2);
+  EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 8, 132, -1), 2);
+}
+
+// The launch bounds follow the shared memory: two CTAs per SM for the ~100 KB pipelines the rule
+// gives (so ptxas may use 255 registers, not the 96-168 it aimed at before, session 35), three
+// for a 60 KB one (FXFUSE_GEMV_STAGE_KB=60), at most four.
+TEST(Gemv, LaunchBoundsFollowTheSharedMemory) {
+  if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
+  for (const char* name : {"gemv_bf16_kn_bias_gelu", "gemv_int8_linear_channel_scale_bias"})
+    for (long long m : {1, 16, 64}) {
+      spec::ChainSpec s = loadSpec(name);
+      KernelConfig cfg = chooseConfig(s, shapeFor(s, m), 90);
+      if (cfg.variant != "gemv") continue;
+      EXPECT_EQ(gemvCtasPerSm(cfg), 2) << name << " M=" << m << " " << describeConfig(cfg);
+      EXPECT_TRUE(has(generate(s, cfg).code, "#define FX_GEMV_MIN_BLOCKS 2\n")) << name << " M=" << m;
+    }
+  EXPECT_EQ(gemvCtasPerSm(KernelConfig{"gemv", 16, 128, 128, 3, 128}), 3);  // 3 x 20 KB
+  EXPECT_EQ(gemvCtasPerSm(KernelConfig{"gemv", 8, 128, 128, 2, 128}), 4);   // 2 x 18 KB: capped
+  EXPECT_EQ(gemvCtasPerSm(KernelConfig{"gemv", 64, 128, 64, 6, 128}), 1);   // 6 x 24 KB
 }
 
 TEST(Gemv, OtherVariantsLaunchWithoutClusters) {

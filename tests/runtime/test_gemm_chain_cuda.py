@@ -243,7 +243,7 @@ needs_sm90 = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_
                                 reason="needs sm_90 (split-K clusters, the Hopper kernel)")
 
 
-# Every split-K cluster size the gemv template takes, forced through FXFUSE_GEMV_SPLIT_K (read
+# Every split-K cluster size the gemv template takes (1 to 8), forced through FXFUSE_GEMV_SPLIT_K (read
 # once per process, hence a child per size), on the decode shapes where the rule picks 8 (int8
 # weights, N = 4096) and 1 (bf16, N = 14336). Outputs poisoned; strict (no ATen fallback).
 SPLIT_K_CHILD = """
@@ -266,7 +266,7 @@ print("ok")
 
 
 @needs_sm90
-@pytest.mark.parametrize("split_k", [1, 2, 4, 8])
+@pytest.mark.parametrize("split_k", range(1, 9))  # 3, 5, 6, 7: the knob takes them since session 35
 def test_gemv_every_split_k_size_computes_the_chain(split_k):
     run_child(SPLIT_K_CHILD, split_k, drop=("FXFUSE_FORCE_KERNEL",), FXFUSE_GEMV_SPLIT_K=str(split_k))
 
