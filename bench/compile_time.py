@@ -35,8 +35,8 @@ KERNELS = {  # name: (spec, M, K, N)
                               "output %5\n", 4096, 4096, 4096),
     "gemv bias+gelu M=16": (HEAD + "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\n"
                             "output %5\n", 16, 4096, 4096),
-    # issue 7's int8 form, x @ (w_i8.to(bf16) * s) + b: the gemv's int8 main loop in both of its
-    # pair forms (kernels/gemv.cuh, i8pair_fma and i8pair_scaled)
+    # issue 7's int8 form, x @ (w_i8.to(bf16) * s) + b: the gemv's int8 main loop (kernels/gemv.cuh,
+    # i8pair_scaled; bench/gemv/ab/i8pair_fma.patch doubles it)
     "gemv int8 w*s+b M=16": ("fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 i8 [k,n]\n"
                              "%2 = input 2 bf16 [n]\n%3 = convert %1 : bf16\n%4 = mul %3 %2 : bf16\n"
                              "%5 = mm %0 %4 : f32\n%6 = input 3 bf16 [n]\n%7 = add %5 %6 : bf16\noutput %7\n",

@@ -549,9 +549,10 @@ __cluster_dims__(1, FX_GEMV_SPLITK, 1)
 #endif
 // FX_GEMV_MIN_BLOCKS: the CTAs per SM the pipeline's shared memory allows (two for the default
 // ~100 KB: config_table.cpp gemvCtasPerSm), so ptxas may spend the registers that leaves (255 at
-// two). Told only the block size, ptxas aimed at three to five CTAs per SM (96-168 registers) and
+// two). Told only the block size, ptxas aimed at three to six CTAs per SM (72-168 registers) and
 // spilled: at M = 64 the int8 main loop ran 591-669 instructions per stage with 32-36 bytes of
-// spills, 544-630 without (bench/gemv/NOTES.md session 35).
+// spills, 544-630 without (bench/gemv/NOTES.md session 35). On sm_80-89 the pipeline fits one CTA
+// per SM; the bound only lets ptxas use up to 255 registers there.
 __launch_bounds__(fxgemv::kThreads, FX_GEMV_MIN_BLOCKS)
 FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   using namespace fxgemv;

@@ -279,9 +279,9 @@ def test_gemv_every_split_k_size_computes_the_chain(split_k):
 # scale in the MMA dtype (packed int8 conversion, FX_B_SCALE_IN_ELEM) and in float32
 # (`(w.float() * s).to(dt)`, the fp32 conversion). "tiny" scales: ±0, f16 subnormal products
 # and bf16 products near the smallest normal (the 16-bit FMA and the MMA must keep them).
-# "huge": the columns of the second 128-column CTA at 0.75 * 2^119 .. 2^120 (bf16; f16 2^6-2^8),
-# products up to the dtype's largest finite values (for the four-instruction pair measured in
-# session 35, bench/gemv/ab/i8pair_fma.patch, whose -256 s overflows from 2^120).
+# "huge": the columns of the second 128-column CTA with |s| in [0.75 * 2^119, 1.5 * 2^120) and one
+# at 2^120 (bf16: products up to 1.5 * 2^127; f16: [48, 192)), for the four-instruction pair of
+# bench/gemv/ab/i8pair_fma.patch, whose -256 s overflows from 2^120 (measured in session 35).
 @pytest.mark.parametrize("scales", ["wide", "tiny", "huge"])
 @pytest.mark.parametrize("scale_f32", [False, True], ids=["scale_in_dtype", "scale_f32"])
 @pytest.mark.parametrize("layout", ["nk", "kn"])
