@@ -33,7 +33,9 @@ EDGE_LOOP = re.compile(r"      \{\n#pragma unroll\n        for \(int sub = 0; su
                        r"          \}\n      \}\n", re.S)
 
 
-def nvrtc_compile(lib, src, time_csv, extra=()):
+def nvrtc_compile(lib, src, time_csv, extra=(), info=None):
+    """(PTX, cubin) of src for sm_90a; info, a dict if given, receives NVRTC's log ("log": ptxas -v's
+    registers and spills)."""
     inc = os.path.abspath(os.path.join(os.path.dirname(C.nvrtc_path()), "..", "include"))
     opts = ["--gpu-architecture=sm_90a", "-std=c++17", "--ptxas-options=-v", "-DNDEBUG",
             "--include-path=" + inc, "--time=" + time_csv, *extra]
@@ -43,6 +45,12 @@ def nvrtc_compile(lib, src, time_csv, extra=()):
     if lib.nvrtcCompileProgram(prog, len(opts), argv) != 0:
         sys.exit("NVRTC failed")
     out = {}
+    if info is not None:
+        n = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
+        buf = ctypes.create_string_buffer(n.value)
+        lib.nvrtcGetProgramLog(prog, buf)
+        info["log"] = buf.value.decode(errors="replace")
     for what in ("PTX", "CUBIN"):
         n = ctypes.c_size_t()
         getattr(lib, f"nvrtcGet{what}Size")(prog, ctypes.byref(n))
@@ -53,10 +61,10 @@ def nvrtc_compile(lib, src, time_csv, extra=()):
     return out["PTX"].decode(errors="replace"), out["CUBIN"]
 
 
-def mainloop(sass):
-    """(instructions, HGMMA) of the smallest loop with an HGMMA in nvdisasm's text: the consumers'
-    k-loop, unrolled as ptxas left it (the tile's first k-block is peeled off before it); (0, 0)
-    without one."""
+def mainloop(sass, mma="HGMMA"):
+    """(instructions, MMAs) of the smallest loop with an `mma` instruction in nvdisasm's text: the
+    Hopper consumers' k-loop (HGMMA), unrolled as ptxas left it (the tile's first k-block is peeled
+    off before it), or the gemv's stage loop (HMMA); (0, 0) without one."""
     labels, ins, pending = {}, [], []
     for line in sass.splitlines():
         if m := re.match(r"\s*(\.L_x_\d+):", line):
@@ -67,7 +75,7 @@ def mainloop(sass):
                 labels[label] = address
             pending = []
             ins.append((address, m.group(2)))
-    hgmma = [a for a, text in ins if "HGMMA" in text]
+    hgmma = [a for a, text in ins if mma in text]
     best = (0, 0)
     for a, text in ins:
         m = re.search(r"BRA `\((\.L_x_\d+)\)", text)
