@@ -26,3 +26,16 @@ def test_phase_times_with_and_without_the_edge_epilogue():
     assert C.nvrtc_available(), "NVRTC (the pip package) is needed here, as for the ToCubin CTests"
     for seconds in (phase_seconds(), phase_seconds("--without-edge-epilogue")):
         assert all(s > 0 for s in seconds), seconds
+
+
+def test_gemv_stage_tool_reports_the_kernel_the_library_builds():
+    """bench/gemv/sass_stage.py (bench/gemv/NOTES.md session 35): the gemv at M = 16 with its launch
+    bounds' registers and no spills; a dense M = 64 row is the Hopper kernel's, which it names."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([SM90, os.path.join(ROOT, "python")])}
+    env.pop("FXFUSE_NVDISASM", None)
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gemv", "sass_stage.py"), "--form",
+                          "int8_kn,bf16_kn", "--m", "16,64"], env=env, capture_output=True, text=True, check=True).stdout
+    rows = {tuple(line.split()[:2]): line.split() for line in out.splitlines()[1:]}
+    int8 = rows[("int8_kn", "16")]
+    assert int8[2] == "gemv" and int(int8[3]) > 96 and int8[4] == "0" and float(int8[5]) > 0, out
+    assert rows[("bf16_kn", "64")][2] == "sm90_wgmma" and "not the gemv" in out, out
