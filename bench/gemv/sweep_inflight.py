@@ -1,0 +1,110 @@
+"""The gemv's work in flight per SM (issue 7, bench/gemv/NOTES.md session 36): bench_decode.py's
+rows under several (pipeline budget, split-K) variants, side by side.
+
+Both knobs (FXFUSE_GEMV_STAGE_KB, FXFUSE_GEMV_SPLIT_K) are read once per process, so each variant
+runs bench_decode.py in its own process; the variants cannot be interleaved batch by batch as
+bench_decode interleaves mm, eager and fxfuse. To keep a clock or thermal drift between processes
+visible, every process also times cuBLAS mm on the same rows: the table reports each variant's
+fxfuse / mm (a ratio within one process) beside its ms, and the variants run in rounds whose order
+alternates (round 2 reversed), medians over the rounds.
+
+    PYTHONPATH=python python3 bench/gemv/sweep_inflight.py --variants 100:0,60:0,60:3 [--rounds 2]
+        [--m 1,16,64] [--kn 4096x14336,...] [--chains w8_bias,...] [--budget-s 500]
+    (variant KB:S: pipeline of about KB KB, split-K S; 0 = the library's choice; writes
+     $OUT/sweep_inflight.json, one file)
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH_DECODE = os.path.join(HERE, "..", "bench_decode.py")
+
+
+def run_variant(kb, s, args, tmp):
+    """One bench_decode.py process under the variant: its rows, keyed by (M, K, N, chain)."""
+    out = os.path.join(tmp, f"kb{kb}_s{s}")
+    cmd = [sys.executable, BENCH_DECODE, "--m", args.m, "--chains", args.chains]
+    if args.kn:
+        cmd += ["--kn", args.kn]
+    if s:
+        cmd += ["--split-k", str(s)]
+    if kb:
+        cmd += ["--stage-kb", str(kb)]
+    env = dict(os.environ, OUT=out)
+    t0 = time.time()
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    secs = time.time() - t0
+    if p.returncode != 0:
+        print(f"variant {kb}:{s} failed (rc {p.returncode}):\n{p.stderr[-3000:]}", flush=True)
+        return None, secs
+    files = [f for f in os.listdir(out) if f.startswith("bench_decode") and f.endswith(".json")]
+    with open(os.path.join(out, files[0])) as f:
+        rows = json.load(f)["rows"]
+    return {(r["M"], r["K"], r["N"], r["dtype"], r["chain"]): r for r in rows}, secs
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--variants", required=True, help="comma-separated KB:S (0 = the library's choice)")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--m", default="1,16,64")
+    ap.add_argument("--kn", default="")
+    ap.add_argument("--chains", default="w8_bias,w8_linear_bias,f8ch_bias,bias")
+    ap.add_argument("--budget-s", type=float, default=1e9, help="start no process after this many seconds")
+    a = ap.parse_args()
+    variants = [tuple(int(v) for v in item.split(":")) for item in a.variants.split(",")]
+    out_dir = os.environ.get("OUT") or "."
+    os.makedirs(out_dir, exist_ok=True)
+    runs = {v: [] for v in variants}  # variant -> [rows of one process]
+    t_start = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        for rnd in range(a.rounds):
+            for v in variants if rnd % 2 == 0 else variants[::-1]:
+                if time.time() - t_start > a.budget_s:
+                    print(f"budget reached: variant {v} round {rnd + 1} not run", flush=True)
+                    continue
+                rows, secs = run_variant(v[0], v[1], a, os.path.join(tmp, f"r{rnd}"))
+                print(f"round {rnd + 1} variant {v[0]}:{v[1]}: {secs:.0f} s", flush=True)
+                if rows:
+                    runs[v].append(rows)
+    keys = sorted({k for rs in runs.values() for rows in rs for k in rows},
+                  key=lambda k: (k[1], k[2], k[4], k[0]))
+    table = []
+    for k in keys:
+        entry = {"M": k[0], "K": k[1], "N": k[2], "dtype": k[3], "chain": k[4], "variants": {}}
+        for v, rs in runs.items():
+            got = [rows[k] for rows in rs if k in rows]
+            if got:
+                entry["variants"][f"{v[0]}:{v[1]}"] = {
+                    "fxfuse_ms": statistics.median(r["fxfuse"] for r in got),
+                    "fx_over_mm": statistics.median(r["fxfuse"] / r["mm"] for r in got),
+                    "runs_ms": [r["fxfuse"] for r in got], "path": got[0]["path"],
+                    "relerr": max(r["fxfuse_relerr"] for r in got)}
+        table.append(entry)
+    with open(os.path.join(out_dir, "sweep_inflight.json"), "w") as f:
+        json.dump({"variants": [f"{kb}:{s}" for kb, s in variants], "rows": table}, f, indent=1)
+    names = [f"{kb}:{s}" for kb, s in variants]
+    base = names[0]
+    print(f"fxfuse ms (median of rounds) and, per variant, its ratio to variant {base}; [fx/mm]")
+    print(f"{'M':>3} {'K x N':>11} {'chain':>15} " + " ".join(f"{n:>19}" for n in names))
+    for e in table:
+        cells = []
+        b = e["variants"].get(base)
+        for n in names:
+            c = e["variants"].get(n)
+            if not c:
+                cells.append(f"{'-':>19}")
+                continue
+            ratio = c["fxfuse_ms"] / b["fxfuse_ms"] if b else float("nan")
+            cells.append(f"{c['fxfuse_ms']:.4f} {ratio:5.3f} [{c['fx_over_mm']:4.2f}]")
+        print(f"{e['M']:>3} {e['K']:>5}x{e['N']:<5} {e['chain']:>15} " + " ".join(cells))
+
+
+if __name__ == "__main__":
+    main()
