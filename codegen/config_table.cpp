@@ -726,24 +726,57 @@ int gemvMTiles(long long M) {
   return mt8 <= 1 ? 1 : mt8 <= 2 ? 2 : mt8 <= 4 ? 4 : 8;
 }
 
-// Measurement knob: FXFUSE_GEMV_STAGE_KB=N sizes the gemv's pipeline to about N KB instead of 100
-// (fewer stages, more CTAs per SM: bench/gemv/NOTES.md session 35, next step (a)). Read once per
-// process; not for production use.
-long long gemvPipelineBytes() {
+// Hopper's shared memory per SM and what each CTA reserves of it (sm_90: H100 / H200).
+constexpr long long kGemvSmemPerSm = 228 * 1024, kGemvReservedPerCta = 1024;
+// The deepest pipeline the gemv takes (about five stages: bench/gemv/NOTES.md run 3).
+constexpr long long kGemvMaxPipelineBytes = 100 * 1024;
+
+// One pipeline stage: the W tile (128 columns x 128 bytes of k) and the A tile (bm x kt, 16-bit).
+long long gemvStageBytes(int mtiles, int kt) { return kGemvNT * 128LL + 8LL * mtiles * kt * 2; }
+
+// Measurement knob: FXFUSE_GEMV_STAGE_KB=N sizes the gemv's pipeline to about N KB instead of the
+// rule's (bench/bench_decode.py --stage-kb, bench/gemv/sweep_inflight.py). Read once per process;
+// not for production use. 0: not set.
+long long gemvPipelineBytesKnob() {
   static const long long bytes = [] {
     const char* v = std::getenv("FXFUSE_GEMV_STAGE_KB");
     const long long kb = v && *v ? std::atoll(v) : 0;
-    return (kb >= 16 && kb <= 200 ? kb : 100) * 1024;
+    return kb >= 16 && kb <= 200 ? kb * 1024 : 0;
   }();
   return bytes;
+}
+
+// Stages of a pipeline that lets `ctas` CTAs share an SM (at most kGemvMaxPipelineBytes), 2 to 6.
+int gemvStagesFor(long long stage_bytes, int ctas) {
+  long long budget = std::min(kGemvMaxPipelineBytes, kGemvSmemPerSm / ctas - kGemvReservedPerCta);
+  if (const long long knob = gemvPipelineBytesKnob()) budget = knob;
+  return static_cast<int>(std::clamp(budget / stage_bytes, 2LL, 6LL));
+}
+
+// CTAs per SM the gemv's pipeline is sized for. bench/RESULTS.md Run AX call 1 (H200, two rounds,
+// 8-bit weights at M = 1 / 16 / 64, K x N of issue 7), against two CTAs per SM (~100 KB):
+//  - where the split-K cluster is large (few column tiles: N = 4096, S = 8), three CTAs per SM
+//    (three stages) ran 5-26 % faster at every M (int8 14336 x 4096 at M = 1: 0.0310 -> 0.0230 ms):
+//    at two per SM, 32 clusters of 8 do not all fit the GPCs at once (bench/gemv/NOTES.md run 2:
+//    30 of 32 resident), so two of them ran a second wave;
+//  - at N = 14336 (S = 2, 224 CTAs: resident either way) three per SM ran 3-7 % faster at M = 1,
+//    within 4 % either way at M = 16 and 4-10 % slower at M = 64, where the deeper pipeline counts.
+// 16-bit weights and GPUs without clusters keep two (measured there; their split-K aims at fewer
+// CTAs: gemvSplitKCtasPerSm).
+int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, long long stage_bytes) {
+  if (q.arch < 90 || gemvWeightBytes(q.b) == 2) return 2;
+  const long long nt = (q.shape.N + kGemvNT - 1) / kGemvNT;
+  const long long mz = q.shape.B * ((q.shape.M + 8LL * mtiles - 1) / (8LL * mtiles));
+  const long long ksteps = (q.shape.K + kt - 1) / kt;
+  const int s3 = gemvSplitK(nt, mz, ksteps, 3, gemvStagesFor(stage_bytes, 3), 8, kHopperSms, 0);
+  return s3 >= 4 || mtiles == 1 ? 3 : 2;
 }
 
 KernelConfig gemvConfig(const Query& q) {
   const int mtiles = gemvMTiles(q.shape.M);
   const int kt = 128 / gemvWeightBytes(q.b);
-  const long long stage = kGemvNT * 128 + 8LL * mtiles * kt * 2;  // W tile + A tile
-  int stages = static_cast<int>(gemvPipelineBytes() / stage);
-  stages = stages < 2 ? 2 : stages > 6 ? 6 : stages;
+  const long long stage = gemvStageBytes(mtiles, kt);
+  const int stages = gemvStagesFor(stage, gemvPipelineCtasPerSm(q, mtiles, kt, stage));
   KernelConfig c{"gemv", 8 * mtiles, kGemvNT, kt, stages, kGemvThreads};
   c.max_cluster = q.arch >= 90 ? 8 : 1;  // thread block clusters: sm_90 and later (8: portable)
   return c;
@@ -851,9 +884,8 @@ bool isFastVariant(const KernelConfig& config, Baseline baseline) {
 }
 
 int gemvCtasPerSm(const KernelConfig& c) {
-  constexpr size_t kSmemPerSm = 228 * 1024, kReservedPerCta = 1024;  // sm_90 (H100 / H200)
-  const size_t n = kSmemPerSm / (dynamicSmemBytes(c) + kReservedPerCta);
-  return static_cast<int>(std::clamp<size_t>(n, 1, 4));
+  const long long n = kGemvSmemPerSm / (static_cast<long long>(dynamicSmemBytes(c)) + kGemvReservedPerCta);
+  return static_cast<int>(std::clamp(n, 1LL, 4LL));
 }
 
 size_t dynamicSmemBytes(const KernelConfig& c) {
@@ -1054,26 +1086,32 @@ int gemvSplitKOverride() {
 }
 }  // namespace
 
-int gemvSplitK(long long nt, long long mz, long long ksteps, int weight_bytes, int max_cluster, int sm_count,
-               int forced) {
+int gemvSplitK(long long nt, long long mz, long long ksteps, int ctas_per_sm, int stages, int max_cluster,
+               int sm_count, int forced) {
   // A forced size is taken where the config allows clusters that large (1 to 8: the template
   // splits the k-steps and deals the reduction's column pairs over any cluster size up to 8).
   if (forced >= 1 && forced <= 8 && forced <= max_cluster) return forced;
-  // S doubles while the CTAs stay within the CTAs per SM below and each CTA keeps >= 8 pipeline
-  // steps of K. Measured on the H200 (bench/RESULTS.md section 6, split-K sweep, S = 1..8 side by
-  // side): 16-bit weights stream fastest at one CTA per SM (4096 x 14336: S = 1 4 % faster than
-  // 2; 14336 x 4096: S = 4, where 8 is 20 % slower); int8 weights, whose conversion wants more
-  // warps in flight, at two (14336 x 4096: S = 8 12-15 % faster than 4; 4096 x 14336: S = 2,
-  // where 4 is 10 % slower). With 4 k-steps per CTA (8-bit weights at K = 4096, S = 8) the
-  // pipeline does not fill: 0-14 % slower than S = 4 (fp8 5-14 %, int8 0-5 %; two runs).
-  // Not modelled: a cluster of 8 must fit in one GPC, so not every cluster of a 32-cluster
-  // grid is resident at once (bench/gemv/NOTES.md run 2: 30 of 32); S = 8 was measured faster
-  // there anyway. Capping S by cuOccupancyMaxActiveClusters would make that exact.
-  const long long ctas_per_sm = weight_bytes == 1 ? 2 : 1;
+  // S doubles while the grid stays within ctas_per_sm CTAs per SM and each CTA keeps at least as
+  // many k-steps as its pipeline has stages (fewer never fill it). Measured on the H200:
+  //  - bench/RESULTS.md section 6 (session 5, S = 1..8 side by side, two CTAs per SM): 16-bit
+  //    weights stream fastest at one CTA per SM (gemvSplitKCtasPerSm); int8 at 14336 x 4096 at S = 8,
+  //    12-15 % faster than 4.
+  //  - Run AX call 1 (three CTAs per SM, three stages): int8 / fp8 at K = 4096, N = 4096, S = 8
+  //    (four k-steps a CTA) 5-13 % faster than S = 4 at M = 1-64; session 5 had measured S = 8 there
+  //    0-14 % slower at two CTAs per SM, where not all of the 32 clusters of 8 were resident.
+  // Not modelled: a cluster of 8 must fit in one GPC; capping S by cuOccupancyMaxActiveClusters
+  // would make that exact (the pipeline's three CTAs per SM leave room: gemvPipelineCtasPerSm).
   const int smax = std::min(max_cluster, 8);
   int s = 1;
-  while (s < smax && nt * mz * s * 2 <= ctas_per_sm * sm_count && ksteps / (s * 2) >= 8) s *= 2;
+  while (s < smax && nt * mz * s * 2 <= static_cast<long long>(ctas_per_sm) * sm_count && ksteps / (s * 2) >= stages)
+    s *= 2;
   return s;
+}
+
+int gemvSplitKCtasPerSm(const KernelConfig& config) {
+  // 16-bit weights: one (session 5: 4096 x 14336 at S = 1 4 % faster than 2; 14336 x 4096 at
+  // S = 4, where 8 was 20 % slower, with a 100 KB pipeline). 8-bit: every CTA the shared memory fits.
+  return config.bk == 64 ? 1 : gemvCtasPerSm(config);
 }
 
 // The epilogue-alone kernel's grid size, in blocks per SM (GridPolicy::Elementwise).
@@ -1124,8 +1162,8 @@ LaunchDims launchDims(const KernelSource& src, const ProblemShape& shape, int sm
     if (mz > kGemvMaxGridZ) throw CodegenError("B * ceil(M / bm) exceeds the gemv grid limit of 65535");
     // gemvConfig: k-steps of 128 bytes of the streamed weight, so bk = 64 (16-bit) or 128 (8-bit)
     if (src.config.bk != 64 && src.config.bk != 128) throw CodegenError("gemv config with a k-step other than 64 or 128");
-    const int weight_bytes = 128 / src.config.bk;
-    const int s = gemvSplitK(nt, mz, ksteps, weight_bytes, src.config.max_cluster, sm_count, gemvSplitKOverride());
+    const int s = gemvSplitK(nt, mz, ksteps, gemvSplitKCtasPerSm(src.config), src.config.stages,
+                             src.config.max_cluster, sm_count, gemvSplitKOverride());
     d.grid[0] = static_cast<unsigned>(nt);
     d.grid[1] = static_cast<unsigned>(s);
     d.grid[2] = static_cast<unsigned>(mz);

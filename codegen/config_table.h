@@ -23,9 +23,13 @@ sm90::GemmConfig sm90ConfigOf(const KernelConfig& config);
 // registers that occupancy leaves (kernels/gemv.cuh).
 int gemvCtasPerSm(const KernelConfig& config);
 // The split-K cluster size S of a gemv launch over nt column tiles, mz row blocks and ksteps
-// k-steps of a weight of weight_bytes (1 or 2) per element; forced (1 to 8; 0 = none) replaces
-// the rule where the config allows clusters that large (max_cluster).
-int gemvSplitK(long long nt, long long mz, long long ksteps, int weight_bytes, int max_cluster, int sm_count,
-               int forced);
+// k-steps: the largest power of two up to max_cluster (and 8) whose grid stays within ctas_per_sm
+// CTAs per SM and leaves each CTA at least `stages` k-steps; forced (1 to 8; 0 = none) replaces
+// the rule where the config allows clusters that large.
+int gemvSplitK(long long nt, long long mz, long long ksteps, int ctas_per_sm, int stages, int max_cluster,
+               int sm_count, int forced);
+// The CTAs per SM a gemv config's split-K aims for: one for 16-bit weights (measured), else
+// gemvCtasPerSm.
+int gemvSplitKCtasPerSm(const KernelConfig& config);
 
 }  // namespace fxfuse::codegen

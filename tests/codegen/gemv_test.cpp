@@ -107,15 +107,20 @@ TEST(Gemv, ConfigFollowsTheHeaderChooser) {
   spec::ChainSpec bf16 = loadSpec("gemv_bf16_kn_bias_gelu"), i8 = loadSpec("gemv_int8_linear_channel_scale_bias");
   struct Want {
     const spec::ChainSpec* s;
-    long long m;
+    long long m, n;
     int arch, bm, bk, stages, max_cluster;
   };
-  // stages = clamp(100 KB / (16 KB + bm * bk * 2), 2, 6); bk = 128 / bytes of the streamed weight.
-  for (const Want& w : {Want{&bf16, 1, 90, 8, 64, 5, 8}, Want{&bf16, 16, 90, 16, 64, 5, 8},
-                        Want{&i8, 1, 80, 8, 128, 5, 1}, Want{&i8, 16, 90, 16, 128, 5, 8},
-                        Want{&i8, 17, 90, 32, 128, 4, 8}, Want{&i8, 64, 90, 64, 128, 3, 8}}) {
-    KernelConfig c = chooseConfig(*w.s, shapeFor(*w.s, w.m), w.arch);
-    SCOPED_TRACE("M=" + std::to_string(w.m));
+  // stages = clamp(pipeline / (16 KB + bm * bk * 2), 2, 6), bk = 128 / bytes of the streamed
+  // weight; the pipeline ~100 KB (two CTAs per SM), or ~75 KB (three) for 8-bit weights on sm_90
+  // where split-K reaches 4 (N = 4096) or M <= 8.
+  for (const Want& w : {Want{&bf16, 1, 4096, 90, 8, 64, 5, 8}, Want{&bf16, 16, 4096, 90, 16, 64, 5, 8},
+                        Want{&i8, 1, 4096, 80, 8, 128, 5, 1}, Want{&i8, 1, 4096, 90, 8, 128, 4, 8},
+                        Want{&i8, 1, 14336, 90, 8, 128, 4, 8}, Want{&i8, 16, 4096, 90, 16, 128, 3, 8},
+                        Want{&i8, 16, 14336, 90, 16, 128, 5, 8}, Want{&i8, 17, 4096, 90, 32, 128, 3, 8},
+                        Want{&i8, 17, 14336, 90, 32, 128, 4, 8}, Want{&i8, 64, 4096, 90, 64, 128, 2, 8},
+                        Want{&i8, 64, 14336, 90, 64, 128, 3, 8}}) {
+    KernelConfig c = chooseConfig(*w.s, shapeFor(*w.s, w.m, w.n), w.arch);
+    SCOPED_TRACE("M=" + std::to_string(w.m) + " N=" + std::to_string(w.n) + " sm_" + std::to_string(w.arch));
     EXPECT_EQ(c.variant, "gemv");
     EXPECT_EQ(c.bm, w.bm);
     EXPECT_EQ(c.bn, 128);
@@ -160,19 +165,29 @@ GemvCfg gemv_config(long long B, long long M, long long N, long long K, int wbyt
   c.mtiles = mt8 <= 1 ? 1 : mt8 <= 2 ? 2 : mt8 <= 4 ? 4 : 8;
   int KT = 128 / wbytes;
   size_t stage = 128 * 128 + (size_t)8 * c.mtiles * KT * 2;
-  c.stages = (int)(100 * 1024 / stage);
-  c.stages = c.stages < 2 ? 2 : c.stages > 6 ? 6 : c.stages;
   long long nt = (N + 127) / 128, mz = B * ((M + 8 * c.mtiles - 1) / (8 * c.mtiles));
   long long ksteps = (K + KT - 1) / KT;
-  c.splitk = 1;
-  long long per_sm = wbytes == 1 ? 2 : 1;
-  if (sm90)
-    while (c.splitk < 8 && nt * mz * c.splitk * 2 <= per_sm * num_sms && ksteps / (c.splitk * 2) >= 8) c.splitk *= 2;
+  // a pipeline for `ctas` CTAs per SM of Hopper's 228 KB (1 KB each reserved), at most 100 KB
+  auto stagesFor = [&](long long ctas) {
+    long long pipeline = std::min(100LL * 1024, 228LL * 1024 / ctas - 1024);
+    return (int)std::clamp(pipeline / (long long)stage, 2LL, 6LL);
+  };
+  auto splitK = [&](long long per_sm, int stages, int sms) {
+    int s = 1;
+    if (sm90)
+      while (s < 8 && nt * mz * s * 2 <= per_sm * sms && ksteps / (s * 2) >= stages) s *= 2;
+    return s;
+  };
+  // 8-bit weights on sm_90: three CTAs per SM where that split reaches 4 (on 132 SMs) or M <= 8
+  bool three = sm90 && wbytes == 1 && (splitK(3, stagesFor(3), 132) >= 4 || c.mtiles == 1);
+  c.stages = stagesFor(three ? 3 : 2);
+  size_t red = (size_t)8 * c.mtiles * 132 * 4;
+  c.smem = stage * c.stages > red ? stage * c.stages : red;
+  long long fit = std::clamp(228LL * 1024 / ((long long)c.smem + 1024), 1LL, 4LL);
+  c.splitk = splitK(wbytes == 2 ? 1 : fit, c.stages, num_sms);
   c.gx = nt;
   c.gy = c.splitk;
   c.gz = mz;
-  size_t red = (size_t)8 * c.mtiles * 132 * 4;
-  c.smem = stage * c.stages > red ? stage * c.stages : red;
   return c;
 }
 
@@ -215,7 +230,8 @@ TEST(Gemv, LaunchDimsMatchTheHeaderFormula) {
 TEST(Gemv, LaunchDimsOfMeasuredShapes) {
   if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
   // "mt S st" of bench/gemv/NOTES.md run 3 (H200, 132 SMs), S as the session-5 split-K sweep
-  // chose it (bench/RESULTS.md section 6): int8 at N = 4096 takes S = 8, bf16 at N = 14336 S = 1.
+  // chose it (bench/RESULTS.md section 6) and, for 8-bit weights, Run AX call 1's three CTAs per
+  // SM where S reaches 8 or M <= 8: bf16 at N = 14336 S = 1, int8 / fp8 at N = 4096 S = 8.
   struct Case {
     const char* spec;
     long long M, K, N;
@@ -225,9 +241,12 @@ TEST(Gemv, LaunchDimsOfMeasuredShapes) {
   for (const Case& c : {Case{"gemv_bf16_kn_bias_gelu", 1, 4096, 4096, 4, 5 * 17408},
                         Case{"gemv_bf16_nk_bias_gelu", 16, 4096, 14336, 1, 5 * 18432},
                         Case{"gemv_bf16_kn_bias_gelu", 4, 14336, 4096, 4, 5 * 17408},
-                        Case{"gemv_int8_linear_channel_scale_bias", 64, 14336, 4096, 8, 3 * 32768},
+                        Case{"gemv_int8_linear_channel_scale_bias", 64, 14336, 4096, 8, 2 * 32768},
+                        Case{"gemv_int8_linear_channel_scale_bias", 64, 4096, 14336, 2, 3 * 32768},
                         Case{"gemv_int8_linear_channel_scale_bias", 16, 4096, 14336, 2, 5 * 20480},
-                        Case{"gemv_fp8_e4m3_scalar_f32_scale", 1, 4096, 4096, 4, 5 * 18432}}) {
+                        Case{"gemv_int8_linear_channel_scale_bias", 16, 14336, 4096, 8, 3 * 20480},
+                        Case{"gemv_int8_linear_channel_scale_bias", 1, 4096, 14336, 2, 4 * 18432},
+                        Case{"gemv_fp8_e4m3_scalar_f32_scale", 1, 4096, 4096, 8, 4 * 18432}}) {
     SCOPED_TRACE(fmt::format("{} M={} K={} N={}", c.spec, c.M, c.K, c.N));
     spec::ChainSpec s = loadSpec(c.spec);
     ProblemShape p = shapeFor(s, c.M, c.N, c.K);
@@ -252,37 +271,51 @@ TEST(Gemv, LaunchDimsOfMeasuredShapes) {
 }
 
 TEST(Gemv, SplitKRuleAsMeasured) {
-  // (nt, mz, ksteps, weight bytes): 112 column tiles = N 14336, 32 = N 4096; k-steps of 64
-  // (16-bit) or 128 (8-bit) elements. One CTA per SM for 16-bit weights, two for 8-bit.
-  EXPECT_EQ(gemvSplitK(112, 1, 64, 2, 8, 132, 0), 1);   // bf16 4096 x 14336
-  EXPECT_EQ(gemvSplitK(32, 1, 224, 2, 8, 132, 0), 4);   // bf16 14336 x 4096
-  EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 8, 132, 0), 2);   // int8 4096 x 14336
-  EXPECT_EQ(gemvSplitK(32, 1, 112, 1, 8, 132, 0), 8);   // int8 14336 x 4096
-  EXPECT_EQ(gemvSplitK(32, 1, 32, 1, 8, 132, 0), 4);    // int8 4096 x 4096: 8 would leave 4 k-steps a CTA
-  EXPECT_EQ(gemvSplitK(32, 1, 112, 1, 1, 108, 0), 1);   // sm_80: no clusters
+  // (nt, mz, ksteps, CTAs per SM, stages): 112 column tiles = N 14336, 32 = N 4096; k-steps of 64
+  // (16-bit) or 128 (8-bit) elements. One CTA per SM for 16-bit weights, two or three for 8-bit.
+  EXPECT_EQ(gemvSplitK(112, 1, 64, 1, 5, 8, 132, 0), 1);   // bf16 4096 x 14336
+  EXPECT_EQ(gemvSplitK(32, 1, 224, 1, 5, 8, 132, 0), 4);   // bf16 14336 x 4096
+  EXPECT_EQ(gemvSplitK(112, 1, 32, 2, 5, 8, 132, 0), 2);   // int8 4096 x 14336, M = 16
+  EXPECT_EQ(gemvSplitK(112, 1, 32, 3, 4, 8, 132, 0), 2);   // int8 4096 x 14336, M = 1: 448 > 396 CTAs
+  EXPECT_EQ(gemvSplitK(32, 1, 112, 3, 3, 8, 132, 0), 8);   // int8 14336 x 4096
+  EXPECT_EQ(gemvSplitK(32, 1, 32, 3, 3, 8, 132, 0), 8);    // int8 4096 x 4096: four k-steps a CTA
+  EXPECT_EQ(gemvSplitK(32, 1, 32, 2, 5, 8, 132, 0), 4);    // five stages: eight would leave four
+  EXPECT_EQ(gemvSplitK(32, 1, 112, 2, 5, 1, 108, 0), 1);   // sm_80: no clusters
 }
 
 TEST(Gemv, ForcedSplitKReplacesTheRuleOnlyWhereClustersExist) {
-  for (int forced = 1; forced <= 8; ++forced) EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 8, 132, forced), forced);
-  EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 1, 108, 8), 1);   // sm_80: no clusters to force
-  EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 2, 132, 8), 2);   // larger than the config's clusters: the rule
-  EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 8, 132, 16), 2);  // not a size the template takes: the rule
-  EXPECT_EQ(gemvSplitK(112, 1, 32, 1, 8, 132, -1), 2);
+  for (int forced = 1; forced <= 8; ++forced) EXPECT_EQ(gemvSplitK(112, 1, 32, 2, 5, 8, 132, forced), forced);
+  EXPECT_EQ(gemvSplitK(112, 1, 32, 2, 5, 1, 108, 8), 1);   // sm_80: no clusters to force
+  EXPECT_EQ(gemvSplitK(112, 1, 32, 2, 5, 2, 132, 8), 2);   // larger than the config's clusters: the rule
+  EXPECT_EQ(gemvSplitK(112, 1, 32, 2, 5, 8, 132, 16), 2);  // not a size the template takes: the rule
+  EXPECT_EQ(gemvSplitK(112, 1, 32, 2, 5, 8, 132, -1), 2);
 }
 
 // The launch bounds follow the shared memory (Hopper's 228 KB): two CTAs per SM for the ~100 KB
-// pipelines the rule gives (so ptxas may use 255 registers, not the 72-168 it aimed at before,
-// session 35), three for a 60 KB one (FXFUSE_GEMV_STAGE_KB=60), at most four.
+// pipelines (so ptxas may use 255 registers, not the 72-168 it aimed at before, session 35),
+// three for the ~75 KB ones of 8-bit weights at N = 4096 (Run AX), at most four. The split-K
+// aims at that many for 8-bit weights, at one for 16-bit.
 TEST(Gemv, LaunchBoundsFollowTheSharedMemory) {
   if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
-  for (const char* name : {"gemv_bf16_kn_bias_gelu", "gemv_int8_linear_channel_scale_bias"})
-    for (long long m : {1, 16, 64}) {
-      spec::ChainSpec s = loadSpec(name);
-      KernelConfig cfg = chooseConfig(s, shapeFor(s, m), 90);
-      if (cfg.variant != "gemv") continue;
-      EXPECT_EQ(gemvCtasPerSm(cfg), 2) << name << " M=" << m << " " << describeConfig(cfg);
-      EXPECT_TRUE(has(generate(s, cfg).code, "#define FX_GEMV_MIN_BLOCKS 2\n")) << name << " M=" << m;
-    }
+  struct Case {
+    const char* spec;
+    long long m, n;
+    int ctas, split_k_ctas;
+  };
+  for (const Case& c : {Case{"gemv_bf16_kn_bias_gelu", 1, 4096, 2, 1}, Case{"gemv_bf16_kn_bias_gelu", 16, 14336, 2, 1},
+                        Case{"gemv_int8_linear_channel_scale_bias", 1, 4096, 3, 3},
+                        Case{"gemv_int8_linear_channel_scale_bias", 16, 4096, 3, 3},
+                        Case{"gemv_int8_linear_channel_scale_bias", 64, 4096, 3, 3},
+                        Case{"gemv_int8_linear_channel_scale_bias", 16, 14336, 2, 2},
+                        Case{"gemv_int8_linear_channel_scale_bias", 64, 14336, 2, 2}}) {
+    spec::ChainSpec s = loadSpec(c.spec);
+    KernelConfig cfg = chooseConfig(s, shapeFor(s, c.m, c.n), 90);
+    SCOPED_TRACE(fmt::format("{} M={} N={} {}", c.spec, c.m, c.n, describeConfig(cfg)));
+    ASSERT_EQ(cfg.variant, "gemv");
+    EXPECT_EQ(gemvCtasPerSm(cfg), c.ctas);
+    EXPECT_EQ(gemvSplitKCtasPerSm(cfg), c.split_k_ctas);
+    EXPECT_TRUE(has(generate(s, cfg).code, fmt::format("#define FX_GEMV_MIN_BLOCKS {}\n", c.ctas)));
+  }
   EXPECT_EQ(gemvCtasPerSm(KernelConfig{"gemv", 16, 128, 128, 3, 128}), 3);  // 3 x 20 KB
   EXPECT_EQ(gemvCtasPerSm(KernelConfig{"gemv", 8, 128, 128, 2, 128}), 4);   // 2 x 18 KB: capped
   EXPECT_EQ(gemvCtasPerSm(KernelConfig{"gemv", 64, 128, 64, 6, 128}), 1);   // 6 x 24 KB
@@ -378,13 +411,15 @@ bool nvrtcUsable() {
 // CTAs per SM its shared memory allows leave (255 at two on sm_90; the pipeline fits one on
 // sm_80-89); told only the block size, ptxas aimed at three to six CTAs per SM and spilled 8-36
 // bytes, around the out-of-line edge loader and in the main loop at M = 64 (bench/gemv/NOTES.md
-// session 35). Not every spec is spill-free on sm_80-86: fp8 e5m2 from M = 40 spills 24-36 bytes
-// at 255 registers there (none of these cases).
-void expectNoSpills(const std::string& log) {
+// session 35). At three CTAs per SM (168 registers: 8-bit weights at N = 4096, Run AX) M = 64
+// spills 4-8 bytes, one register held across the prologue (nvdisasm: before the first HMMA;
+// bench/gemv/NOTES.md session 36): at most 8 there. Not every spec is spill-free on sm_80-86:
+// fp8 e5m2 from M = 40 spills 24-36 bytes at 255 registers there (none of these cases).
+void expectSpillsAtMost(const std::string& log, int bytes) {
   std::regex spill("([0-9]+) bytes spill (stores|loads)");
   int seen = 0;
   for (auto it = std::sregex_iterator(log.begin(), log.end(), spill); it != std::sregex_iterator(); ++it, ++seen)
-    EXPECT_EQ((*it)[1].str(), "0") << "spill:\n" << log;
+    EXPECT_LE(std::stoi((*it)[1].str()), bytes) << "spill:\n" << log;
   EXPECT_GT(seen, 0) << "no ptxas statistics in the log:\n" << log;
 }
 
@@ -392,8 +427,9 @@ struct GemvCompile {
   std::string spec;
   std::string arch;
   long long m;
+  long long n = 4096;
 };
-void PrintTo(const GemvCompile& c, std::ostream* os) { *os << c.spec << " " << c.arch << " M=" << c.m; }
+void PrintTo(const GemvCompile& c, std::ostream* os) { *os << c.spec << " " << c.arch << " M=" << c.m << " N=" << c.n; }
 
 class GemvCompileSpec : public ::testing::TestWithParam<GemvCompile> {};
 
@@ -404,7 +440,7 @@ TEST_P(GemvCompileSpec, ToCubin) {
   if (!nvrtcUsable()) GTEST_SKIP() << "no NVRTC (Nvrtc.Found fails for a missing one)";
   const GemvCompile& c = GetParam();
   spec::ChainSpec s = loadSpec(c.spec);
-  KernelConfig cfg = chooseConfig(s, shapeFor(s, c.m), c.arch == "sm_80" ? 80 : 90);
+  KernelConfig cfg = chooseConfig(s, shapeFor(s, c.m, c.n), c.arch == "sm_80" ? 80 : 90);
   if (cfg.variant != "gemv") GTEST_SKIP() << "gemv not selected";
   KernelSource src = generate(s, cfg);
   Cubin out;
@@ -416,7 +452,7 @@ TEST_P(GemvCompileSpec, ToCubin) {
   EXPECT_EQ(out.image.substr(0, 4), std::string("\x7f" "ELF"));
   EXPECT_NE(out.log.find("Compiling entry function '" + src.name + "' for '" + c.arch + "'"), std::string::npos)
       << out.log;
-  expectNoSpills(out.log);
+  expectSpillsAtMost(out.log, c.arch == "sm_90a" && cfg.bm == 64 && gemvCtasPerSm(cfg) >= 3 ? 8 : 0);
 }
 
 // Only the cases where gemv is selected (so no skipped tests when it is not).
@@ -428,16 +464,19 @@ std::vector<GemvCompile> gemvCases() {
   all.push_back({"gemv_fp8_e4m3_scalar_f32_scale", "sm_80", 1});
   all.push_back({"gemv_bf16_kn_bias_gelu", "sm_90a", 1});
   all.push_back({"gemv_int8_linear_channel_scale_bias", "sm_90a", 1});
+  all.push_back({"gemv_int8_linear_channel_scale_bias", "sm_90a", 64, 14336});  // two CTAs per SM
+  all.push_back({"gemv_fp8_e4m3_scalar_f32_scale", "sm_90a", 64, 14336});
   std::vector<GemvCompile> out;
   for (const GemvCompile& c : all) {
     spec::ChainSpec s = loadSpec(c.spec);
-    if (chooseConfig(s, shapeFor(s, c.m), c.arch == "sm_80" ? 80 : 90).variant == "gemv") out.push_back(c);
+    if (chooseConfig(s, shapeFor(s, c.m, c.n), c.arch == "sm_80" ? 80 : 90).variant == "gemv") out.push_back(c);
   }
   return out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Specs, GemvCompileSpec, ::testing::ValuesIn(gemvCases()), [](const auto& info) {
-  return info.param.spec + "_" + info.param.arch + "_m" + std::to_string(info.param.m);
+  return info.param.spec + "_" + info.param.arch + "_m" + std::to_string(info.param.m) +
+         (info.param.n == 4096 ? "" : "_n" + std::to_string(info.param.n));
 });
 
 }  // namespace
