@@ -753,23 +753,27 @@ int gemvStagesFor(long long stage_bytes, int ctas) {
   return static_cast<int>(std::clamp(budget / stage_bytes, 2LL, 6LL));
 }
 
-// CTAs per SM the gemv's pipeline is sized for. bench/RESULTS.md Run AX call 1 (H200, two rounds,
-// 8-bit weights at M = 1 / 16 / 64, K x N of issue 7), against two CTAs per SM (~100 KB):
+// CTAs per SM the gemv's pipeline is sized for. bench/RESULTS.md Run AX (H200, 8-bit weights at
+// M = 1-64, K x N of issue 7, two rounds each), against two CTAs per SM (~100 KB, five stages):
 //  - where the split-K cluster is large (few column tiles: N = 4096, S = 8), three CTAs per SM
 //    (three stages) ran 5-26 % faster at every M (int8 14336 x 4096 at M = 1: 0.0310 -> 0.0230 ms):
 //    at two per SM, 32 clusters of 8 do not all fit the GPCs at once (bench/gemv/NOTES.md run 2:
 //    30 of 32 resident), so two of them ran a second wave;
 //  - at N = 14336 (S = 2, 224 CTAs: resident either way) three per SM ran 3-7 % faster at M = 1,
-//    within 4 % either way at M = 16 and 4-10 % slower at M = 64, where the deeper pipeline counts.
-// 16-bit weights and GPUs without clusters keep two (measured there; their split-K aims at fewer
-// CTAs: gemvSplitKCtasPerSm).
+//    within 5 % either way at M = 16 and 4-10 % slower at M = 64, where the deeper pipeline counts;
+//  - at M <= 8, three stages (four CTAs' worth) ran 2-8 % faster than four (three CTAs' worth)
+//    at the same split (call 2: 60 KB against this rule's first form, and call 1's 60 KB S = 2 at
+//    N = 14336).
+// 16-bit weights and GPUs without clusters keep two (call 2: at 60 KB 16-bit weights ran 4-16 %
+// slower; their split-K aims at fewer CTAs: gemvSplitKCtasPerSm).
 int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, long long stage_bytes) {
   if (q.arch < 90 || gemvWeightBytes(q.b) == 2) return 2;
+  if (mtiles == 1) return 4;
   const long long nt = (q.shape.N + kGemvNT - 1) / kGemvNT;
   const long long mz = q.shape.B * ((q.shape.M + 8LL * mtiles - 1) / (8LL * mtiles));
   const long long ksteps = (q.shape.K + kt - 1) / kt;
   const int s3 = gemvSplitK(nt, mz, ksteps, 3, gemvStagesFor(stage_bytes, 3), 8, kHopperSms, 0);
-  return s3 >= 4 || mtiles == 1 ? 3 : 2;
+  return s3 >= 4 ? 3 : 2;
 }
 
 KernelConfig gemvConfig(const Query& q) {
@@ -1110,8 +1114,10 @@ int gemvSplitK(long long nt, long long mz, long long ksteps, int ctas_per_sm, in
 
 int gemvSplitKCtasPerSm(const KernelConfig& config) {
   // 16-bit weights: one (session 5: 4096 x 14336 at S = 1 4 % faster than 2; 14336 x 4096 at
-  // S = 4, where 8 was 20 % slower, with a 100 KB pipeline). 8-bit: every CTA the shared memory fits.
-  return config.bk == 64 ? 1 : gemvCtasPerSm(config);
+  // S = 4, where 8 was 20 % slower, with a 100 KB pipeline; Run AX call 2: none of five other
+  // pipeline and S pairs was faster, 0.4-52 % slower). 8-bit: the CTAs the shared memory fits, at most three (Run AX: at M = 1,
+  // N = 14336, four per SM would take S = 4, 448 CTAs, 5-7 % slower than S = 2's 224).
+  return config.bk == 64 ? 1 : std::min(gemvCtasPerSm(config), 3);
 }
 
 // The epilogue-alone kernel's grid size, in blocks per SM (GridPolicy::Elementwise).

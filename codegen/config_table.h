@@ -28,8 +28,8 @@ int gemvCtasPerSm(const KernelConfig& config);
 // the rule where the config allows clusters that large.
 int gemvSplitK(long long nt, long long mz, long long ksteps, int ctas_per_sm, int stages, int max_cluster,
                int sm_count, int forced);
-// The CTAs per SM a gemv config's split-K aims for: one for 16-bit weights (measured), else
-// gemvCtasPerSm.
+// The CTAs per SM a gemv config's split-K aims for: one for 16-bit weights, else gemvCtasPerSm
+// up to three (both measured: config_table.cpp).
 int gemvSplitKCtasPerSm(const KernelConfig& config);
 
 }  // namespace fxfuse::codegen

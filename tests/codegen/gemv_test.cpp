@@ -111,11 +111,11 @@ TEST(Gemv, ConfigFollowsTheHeaderChooser) {
     int arch, bm, bk, stages, max_cluster;
   };
   // stages = clamp(pipeline / (16 KB + bm * bk * 2), 2, 6), bk = 128 / bytes of the streamed
-  // weight; the pipeline ~100 KB (two CTAs per SM), or ~75 KB (three) for 8-bit weights on sm_90
-  // where split-K reaches 4 (N = 4096) or M <= 8.
+  // weight; the pipeline ~100 KB (two CTAs per SM), for 8-bit weights on sm_90 ~56 KB (four) at
+  // M <= 8 and ~75 KB (three) where split-K reaches 4 (N = 4096).
   for (const Want& w : {Want{&bf16, 1, 4096, 90, 8, 64, 5, 8}, Want{&bf16, 16, 4096, 90, 16, 64, 5, 8},
-                        Want{&i8, 1, 4096, 80, 8, 128, 5, 1}, Want{&i8, 1, 4096, 90, 8, 128, 4, 8},
-                        Want{&i8, 1, 14336, 90, 8, 128, 4, 8}, Want{&i8, 16, 4096, 90, 16, 128, 3, 8},
+                        Want{&i8, 1, 4096, 80, 8, 128, 5, 1}, Want{&i8, 1, 4096, 90, 8, 128, 3, 8},
+                        Want{&i8, 1, 14336, 90, 8, 128, 3, 8}, Want{&i8, 16, 4096, 90, 16, 128, 3, 8},
                         Want{&i8, 16, 14336, 90, 16, 128, 5, 8}, Want{&i8, 17, 4096, 90, 32, 128, 3, 8},
                         Want{&i8, 17, 14336, 90, 32, 128, 4, 8}, Want{&i8, 64, 4096, 90, 64, 128, 2, 8},
                         Want{&i8, 64, 14336, 90, 64, 128, 3, 8}}) {
@@ -178,13 +178,15 @@ GemvCfg gemv_config(long long B, long long M, long long N, long long K, int wbyt
       while (s < 8 && nt * mz * s * 2 <= per_sm * sms && ksteps / (s * 2) >= stages) s *= 2;
     return s;
   };
-  // 8-bit weights on sm_90: three CTAs per SM where that split reaches 4 (on 132 SMs) or M <= 8
-  bool three = sm90 && wbytes == 1 && (splitK(3, stagesFor(3), 132) >= 4 || c.mtiles == 1);
-  c.stages = stagesFor(three ? 3 : 2);
+  // 8-bit weights on sm_90: four CTAs per SM at M <= 8, three where that split reaches 4 (on
+  // 132 SMs), else two
+  int ctas = 2;
+  if (sm90 && wbytes == 1) ctas = c.mtiles == 1 ? 4 : splitK(3, stagesFor(3), 132) >= 4 ? 3 : 2;
+  c.stages = stagesFor(ctas);
   size_t red = (size_t)8 * c.mtiles * 132 * 4;
   c.smem = stage * c.stages > red ? stage * c.stages : red;
   long long fit = std::clamp(228LL * 1024 / ((long long)c.smem + 1024), 1LL, 4LL);
-  c.splitk = splitK(wbytes == 2 ? 1 : fit, c.stages, num_sms);
+  c.splitk = splitK(wbytes == 2 ? 1 : std::min(fit, 3LL), c.stages, num_sms);
   c.gx = nt;
   c.gy = c.splitk;
   c.gz = mz;
@@ -245,8 +247,8 @@ TEST(Gemv, LaunchDimsOfMeasuredShapes) {
                         Case{"gemv_int8_linear_channel_scale_bias", 64, 4096, 14336, 2, 3 * 32768},
                         Case{"gemv_int8_linear_channel_scale_bias", 16, 4096, 14336, 2, 5 * 20480},
                         Case{"gemv_int8_linear_channel_scale_bias", 16, 14336, 4096, 8, 3 * 20480},
-                        Case{"gemv_int8_linear_channel_scale_bias", 1, 4096, 14336, 2, 4 * 18432},
-                        Case{"gemv_fp8_e4m3_scalar_f32_scale", 1, 4096, 4096, 8, 4 * 18432}}) {
+                        Case{"gemv_int8_linear_channel_scale_bias", 1, 4096, 14336, 2, 3 * 18432},
+                        Case{"gemv_fp8_e4m3_scalar_f32_scale", 1, 4096, 4096, 8, 3 * 18432}}) {
     SCOPED_TRACE(fmt::format("{} M={} K={} N={}", c.spec, c.M, c.K, c.N));
     spec::ChainSpec s = loadSpec(c.spec);
     ProblemShape p = shapeFor(s, c.M, c.N, c.K);
@@ -276,7 +278,7 @@ TEST(Gemv, SplitKRuleAsMeasured) {
   EXPECT_EQ(gemvSplitK(112, 1, 64, 1, 5, 8, 132, 0), 1);   // bf16 4096 x 14336
   EXPECT_EQ(gemvSplitK(32, 1, 224, 1, 5, 8, 132, 0), 4);   // bf16 14336 x 4096
   EXPECT_EQ(gemvSplitK(112, 1, 32, 2, 5, 8, 132, 0), 2);   // int8 4096 x 14336, M = 16
-  EXPECT_EQ(gemvSplitK(112, 1, 32, 3, 4, 8, 132, 0), 2);   // int8 4096 x 14336, M = 1: 448 > 396 CTAs
+  EXPECT_EQ(gemvSplitK(112, 1, 32, 3, 3, 8, 132, 0), 2);   // int8 4096 x 14336, M = 1: 448 > 396 CTAs
   EXPECT_EQ(gemvSplitK(32, 1, 112, 3, 3, 8, 132, 0), 8);   // int8 14336 x 4096
   EXPECT_EQ(gemvSplitK(32, 1, 32, 3, 3, 8, 132, 0), 8);    // int8 4096 x 4096: four k-steps a CTA
   EXPECT_EQ(gemvSplitK(32, 1, 32, 2, 5, 8, 132, 0), 4);    // five stages: eight would leave four
@@ -293,8 +295,9 @@ TEST(Gemv, ForcedSplitKReplacesTheRuleOnlyWhereClustersExist) {
 
 // The launch bounds follow the shared memory (Hopper's 228 KB): two CTAs per SM for the ~100 KB
 // pipelines (so ptxas may use 255 registers, not the 72-168 it aimed at before, session 35),
-// three for the ~75 KB ones of 8-bit weights at N = 4096 (Run AX), at most four. The split-K
-// aims at that many for 8-bit weights, at one for 16-bit.
+// three for the ~75 KB ones of 8-bit weights at N = 4096 and four for the ~56 KB ones at M <= 8
+// (Run AX), at most four. The split-K aims at that many for 8-bit weights, at most three, and at
+// one for 16-bit.
 TEST(Gemv, LaunchBoundsFollowTheSharedMemory) {
   if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
   struct Case {
@@ -303,7 +306,8 @@ TEST(Gemv, LaunchBoundsFollowTheSharedMemory) {
     int ctas, split_k_ctas;
   };
   for (const Case& c : {Case{"gemv_bf16_kn_bias_gelu", 1, 4096, 2, 1}, Case{"gemv_bf16_kn_bias_gelu", 16, 14336, 2, 1},
-                        Case{"gemv_int8_linear_channel_scale_bias", 1, 4096, 3, 3},
+                        Case{"gemv_int8_linear_channel_scale_bias", 1, 4096, 4, 3},
+                        Case{"gemv_int8_linear_channel_scale_bias", 1, 14336, 4, 3},
                         Case{"gemv_int8_linear_channel_scale_bias", 16, 4096, 3, 3},
                         Case{"gemv_int8_linear_channel_scale_bias", 64, 4096, 3, 3},
                         Case{"gemv_int8_linear_channel_scale_bias", 16, 14336, 2, 2},
