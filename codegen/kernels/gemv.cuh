@@ -36,8 +36,9 @@
 //   grid  = (ceil(N/128), S, B * ceil(M / (8*MTILES)))       S = cluster size along y (1..8)
 //   dynamic smem = max(STAGES * (128*128 + 8*MTILES*KT*2),  8*MTILES*132*4) bytes
 //   (> 48 KB: cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) first)
-//   The host side chooses MTILES (the smallest of 1, 2, 4, 8 covering M), STAGES (about 100 KB
-//   of pipeline) and S: codegen/config_table.cpp (gemvConfig, gemvSplitK, launchDims);
+//   The host side chooses MTILES (the smallest of 1, 2, 4, 8 covering M), STAGES (a pipeline
+//   for two CTAs per SM, about 100 KB; for 8-bit weights on sm_90 three or four: ~75 / ~56 KB) and
+//   S: codegen/config_table.cpp (gemvConfig, gemvSplitK, launchDims);
 //   tests/codegen/gemv_test.cpp checks them against an independent copy of the rule.
 //
 // Fast path conditions (checked at run time, else an element-wise path that uses the hooks):
@@ -547,9 +548,9 @@ extern "C" __global__ void
 #if FX_GEMV_SPLITK > 1
 __cluster_dims__(1, FX_GEMV_SPLITK, 1)
 #endif
-// FX_GEMV_MIN_BLOCKS: the CTAs per SM the pipeline's shared memory allows (two for the default
-// ~100 KB: config_table.cpp gemvCtasPerSm), so ptxas may spend the registers that leaves (255 at
-// two). Told only the block size, ptxas aimed at three to six CTAs per SM (72-168 registers) and
+// FX_GEMV_MIN_BLOCKS: the CTAs per SM the pipeline's shared memory allows (two for ~100 KB, three
+// or four for 8-bit weights' shallower pipelines: config_table.cpp gemvCtasPerSm), so ptxas may
+// spend the registers that leaves (255 at two, 168 at three, 128 at four). Told only the block size, ptxas aimed at three to six CTAs per SM (72-168 registers) and
 // spilled: at M = 64 the int8 main loop ran 591-669 instructions per stage with 32-36 bytes of
 // spills, 544-630 without (bench/gemv/NOTES.md session 35). On sm_80-89 the pipeline fits one CTA
 // per SM; the bound only lets ptxas use up to 255 registers there.
