@@ -1103,8 +1103,9 @@ int gemvSplitK(long long nt, long long mz, long long ksteps, int ctas_per_sm, in
   //  - Run AX call 1 (three CTAs per SM, three stages): int8 / fp8 at K = 4096, N = 4096, S = 8
   //    (four k-steps a CTA) 5-13 % faster than S = 4 at M = 1-64; session 5 had measured S = 8 there
   //    0-14 % slower at two CTAs per SM, where not all of the 32 clusters of 8 were resident.
-  // Not modelled: a cluster of 8 must fit in one GPC; capping S by cuOccupancyMaxActiveClusters
-  // would make that exact (the pipeline's three CTAs per SM leave room: gemvPipelineCtasPerSm).
+  // Not modelled: a cluster must fit in one GPC, so fewer clusters of 8 are resident than the CTA
+  // count says (gemvPipelineCtasPerSm makes room for them). Halving S until every cluster fits is
+  // no cure: session 5 measured S = 8 with two clusters in a second wave 12-15 % ahead of S = 4.
   const int smax = std::min(max_cluster, 8);
   int s = 1;
   while (s < smax && nt * mz * s * 2 <= static_cast<long long>(ctas_per_sm) * sm_count && ksteps / (s * 2) >= stages)
