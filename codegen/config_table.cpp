@@ -728,8 +728,11 @@ int gemvMTiles(long long M) {
 
 // Hopper's shared memory per SM and what each CTA reserves of it (sm_90: H100 / H200).
 constexpr long long kGemvSmemPerSm = 228 * 1024, kGemvReservedPerCta = 1024;
-// The deepest pipeline the gemv takes (about five stages: bench/gemv/NOTES.md run 3).
-constexpr long long kGemvMaxPipelineBytes = 100 * 1024;
+// The deepest pipeline the gemv takes (about five stages: bench/gemv/NOTES.md run 3); 96 KB where
+// a block may opt in to only 99 KB (sm_86 / sm_89 and the consumer Blackwells from sm_120: five
+// 20 KB stages at M = 9-16 would not load there).
+constexpr long long kGemvMaxPipelineBytes = 100 * 1024, kGemvMaxPipelineBytesSmallSmem = 96 * 1024;
+bool gemvSmallSharedMemory(int arch) { return arch == 86 || arch == 89 || arch >= 120; }
 
 // One pipeline stage: the W tile (128 columns x 128 bytes of k) and the A tile (bm x kt, 16-bit).
 long long gemvStageBytes(int mtiles, int kt) { return kGemvNT * 128LL + 8LL * mtiles * kt * 2; }
@@ -747,32 +750,36 @@ long long gemvPipelineBytesKnob() {
 }
 
 // Stages of a pipeline that lets `ctas` CTAs share an SM (at most kGemvMaxPipelineBytes), 2 to 6.
-int gemvStagesFor(long long stage_bytes, int ctas) {
-  long long budget = std::min(kGemvMaxPipelineBytes, kGemvSmemPerSm / ctas - kGemvReservedPerCta);
+int gemvStagesFor(long long stage_bytes, int ctas, int arch) {
+  const long long most = gemvSmallSharedMemory(arch) ? kGemvMaxPipelineBytesSmallSmem : kGemvMaxPipelineBytes;
+  long long budget = std::min(most, kGemvSmemPerSm / ctas - kGemvReservedPerCta);
   if (const long long knob = gemvPipelineBytesKnob()) budget = knob;
   return static_cast<int>(std::clamp(budget / stage_bytes, 2LL, 6LL));
 }
 
 // CTAs per SM the gemv's pipeline is sized for. bench/RESULTS.md Run AX (H200, 8-bit weights at
 // M = 1-64, K x N of issue 7, two rounds each), against two CTAs per SM (~100 KB, five stages):
-//  - where the split-K cluster is large (few column tiles: N = 4096, S = 8), three CTAs per SM
-//    (three stages) ran 5-26 % faster at every M (int8 14336 x 4096 at M = 1: 0.0310 -> 0.0230 ms):
-//    at two per SM, 32 clusters of 8 do not all fit the GPCs at once (bench/gemv/NOTES.md run 2:
-//    30 of 32 resident), so two of them ran a second wave;
-//  - at N = 14336 (S = 2, 224 CTAs: resident either way) three per SM ran 3-7 % faster at M = 1,
-//    within 5 % either way at M = 16 and 4-10 % slower at M = 64, where the deeper pipeline counts;
+//  - where the split-K cluster is large (few column tiles: N = 4096, S = 8), a 60 KB pipeline
+//    (three or four CTAs per SM: three stages, two at M = 64) ran 5-26 % faster at every M (int8
+//    14336 x 4096 at M = 1: 0.0310 -> 0.0230 ms) but in one cell (w8_linear_bias there at M = 64:
+//    0.9 %): at two per SM, 32 clusters of 8 do not all fit the GPCs at once (bench/gemv/NOTES.md
+//    run 2: 30 of 32 resident), so two of them ran a second wave;
+//  - at N = 14336 (S = 2, 224 CTAs: resident either way) 60 KB ran 3-7 % faster at M = 1, within
+//    5 % either way at M = 16 and 4-10 % slower at M = 64, where the deeper pipeline counts;
 //  - at M <= 8, three stages (four CTAs' worth) ran 2-8 % faster than four (three CTAs' worth)
 //    at the same split (call 2: 60 KB against this rule's first form, and call 1's 60 KB S = 2 at
 //    N = 14336).
-// 16-bit weights and GPUs without clusters keep two (call 2: at 60 KB 16-bit weights ran 4-16 %
-// slower; their split-K aims at fewer CTAs: gemvSplitKCtasPerSm).
+// 16-bit weights keep two (call 2: at 60 KB they ran 4-16 % slower; their split-K aims at fewer
+// CTAs: gemvSplitKCtasPerSm), as do GPUs without clusters and those with less shared memory per
+// SM than Hopper's (sm_120: not measured). The split-K tried here assumes 132 SMs (kHopperSms);
+// on fewer the launch's S (launchDims, the real SM count) can be smaller than the one sized for.
 int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, long long stage_bytes) {
-  if (q.arch < 90 || gemvWeightBytes(q.b) == 2) return 2;
+  if (q.arch < 90 || gemvSmallSharedMemory(q.arch) || gemvWeightBytes(q.b) == 2) return 2;
   if (mtiles == 1) return 4;
   const long long nt = (q.shape.N + kGemvNT - 1) / kGemvNT;
   const long long mz = q.shape.B * ((q.shape.M + 8LL * mtiles - 1) / (8LL * mtiles));
   const long long ksteps = (q.shape.K + kt - 1) / kt;
-  const int s3 = gemvSplitK(nt, mz, ksteps, 3, gemvStagesFor(stage_bytes, 3), 8, kHopperSms, 0);
+  const int s3 = gemvSplitK(nt, mz, ksteps, 3, gemvStagesFor(stage_bytes, 3, q.arch), 8, kHopperSms, 0);
   return s3 >= 4 ? 3 : 2;
 }
 
@@ -780,7 +787,7 @@ KernelConfig gemvConfig(const Query& q) {
   const int mtiles = gemvMTiles(q.shape.M);
   const int kt = 128 / gemvWeightBytes(q.b);
   const long long stage = gemvStageBytes(mtiles, kt);
-  const int stages = gemvStagesFor(stage, gemvPipelineCtasPerSm(q, mtiles, kt, stage));
+  const int stages = gemvStagesFor(stage, gemvPipelineCtasPerSm(q, mtiles, kt, stage), q.arch);
   KernelConfig c{"gemv", 8 * mtiles, kGemvNT, kt, stages, kGemvThreads};
   c.max_cluster = q.arch >= 90 ? 8 : 1;  // thread block clusters: sm_90 and later (8: portable)
   return c;
@@ -1101,14 +1108,15 @@ int gemvSplitK(long long nt, long long mz, long long ksteps, int ctas_per_sm, in
   //    weights stream fastest at one CTA per SM (gemvSplitKCtasPerSm); int8 at 14336 x 4096 at S = 8,
   //    12-15 % faster than 4.
   //  - Run AX call 1 (three CTAs per SM, three stages): int8 / fp8 at K = 4096, N = 4096, S = 8
-  //    (four k-steps a CTA) 5-13 % faster than S = 4 at M = 1-64; session 5 had measured S = 8 there
+  //    (four k-steps a CTA) 5-14 % faster than S = 4 at M = 1-64; session 5 had measured S = 8 there
   //    0-14 % slower at two CTAs per SM, where not all of the 32 clusters of 8 were resident.
   // Not modelled: a cluster must fit in one GPC, so fewer clusters of 8 are resident than the CTA
   // count says (gemvPipelineCtasPerSm makes room for them). Halving S until every cluster fits is
   // no cure: session 5 measured S = 8 with two clusters in a second wave 12-15 % ahead of S = 4.
   const int smax = std::min(max_cluster, 8);
   int s = 1;
-  while (s < smax && nt * mz * s * 2 <= static_cast<long long>(ctas_per_sm) * sm_count && ksteps / (s * 2) >= stages)
+  while (s * 2 <= smax && nt * mz * s * 2 <= static_cast<long long>(ctas_per_sm) * sm_count &&
+         ksteps / (s * 2) >= stages)
     s *= 2;
   return s;
 }
@@ -1116,8 +1124,9 @@ int gemvSplitK(long long nt, long long mz, long long ksteps, int ctas_per_sm, in
 int gemvSplitKCtasPerSm(const KernelConfig& config) {
   // 16-bit weights: one (session 5: 4096 x 14336 at S = 1 4 % faster than 2; 14336 x 4096 at
   // S = 4, where 8 was 20 % slower, with a 100 KB pipeline; Run AX call 2: none of five other
-  // pipeline and S pairs was faster, 0.4-52 % slower). 8-bit: the CTAs the shared memory fits, at most three (Run AX: at M = 1,
-  // N = 14336, four per SM would take S = 4, 448 CTAs, 5-7 % slower than S = 2's 224).
+  // pipeline and S pairs was faster, 0.4-52 % slower). 8-bit: the CTAs the shared memory fits,
+  // at most three (Run AX: at M = 1, N = 14336, four per SM would take S = 4, 448 CTAs, 3-8 %
+  // slower than S = 2's 224).
   return config.bk == 64 ? 1 : std::min(gemvCtasPerSm(config), 3);
 }
 

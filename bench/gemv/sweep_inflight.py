@@ -37,6 +37,8 @@ def run_variant(kb, s, args, tmp):
     if kb:
         cmd += ["--stage-kb", str(kb)]
     env = dict(os.environ, OUT=out)
+    for knob in ("FXFUSE_GEMV_STAGE_KB", "FXFUSE_GEMV_SPLIT_K"):  # the variant's, not the caller's
+        env.pop(knob, None)
     t0 = time.time()
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     secs = time.time() - t0
@@ -44,37 +46,29 @@ def run_variant(kb, s, args, tmp):
         print(f"variant {kb}:{s} failed (rc {p.returncode}):\n{p.stderr[-3000:]}", flush=True)
         return None, secs
     files = [f for f in os.listdir(out) if f.startswith("bench_decode") and f.endswith(".json")]
+    if not files:
+        print(f"variant {kb}:{s}: no bench_decode JSON written", flush=True)
+        return None, secs
     with open(os.path.join(out, files[0])) as f:
         rows = json.load(f)["rows"]
     return {(r["M"], r["K"], r["N"], r["dtype"], r["chain"]): r for r in rows}, secs
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--variants", required=True, help="comma-separated KB:S (0 = the library's choice)")
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--m", default="1,16,64")
-    ap.add_argument("--kn", default="")
-    ap.add_argument("--chains", default="w8_bias,w8_linear_bias,f8ch_bias,bias")
-    ap.add_argument("--budget-s", type=float, default=1e9, help="start no process after this many seconds")
-    a = ap.parse_args()
-    variants = [tuple(int(v) for v in item.split(":")) for item in a.variants.split(",")]
-    out_dir = os.environ.get("OUT") or "."
-    os.makedirs(out_dir, exist_ok=True)
-    runs = {v: [] for v in variants}  # variant -> [rows of one process]
-    t_start = time.time()
-    with tempfile.TemporaryDirectory() as tmp:
-        for rnd in range(a.rounds):
-            for v in variants if rnd % 2 == 0 else variants[::-1]:
-                if time.time() - t_start > a.budget_s:
-                    print(f"budget reached: variant {v} round {rnd + 1} not run", flush=True)
-                    continue
-                rows, secs = run_variant(v[0], v[1], a, os.path.join(tmp, f"r{rnd}"))
-                print(f"round {rnd + 1} variant {v[0]}:{v[1]}: {secs:.0f} s", flush=True)
-                if rows:
-                    runs[v].append(rows)
-    keys = sorted({k for rs in runs.values() for rows in rs for k in rows},
-                  key=lambda k: (k[1], k[2], k[4], k[0]))
+def parse_variant(item):
+    """"KB:S" -> (KB, S): KB 0 (the library's pipeline) or 16-200 (FXFUSE_GEMV_STAGE_KB's range),
+    S 0 (the library's split-K) or 1-8."""
+    parts = item.split(":")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise SystemExit(f"variant {item!r}: expected KB:S, e.g. 60:0")
+    kb, s = int(parts[0]), int(parts[1])
+    if not (kb == 0 or 16 <= kb <= 200) or not 0 <= s <= 8:
+        raise SystemExit(f"variant {item!r}: KB must be 0 or 16-200, S 0-8")
+    return kb, s
+
+
+def table_of(runs):
+    """Per row (M, K, N, dtype, chain): each variant's median ms, median fx/mm, runs and path."""
+    keys = sorted({k for rs in runs.values() for rows in rs for k in rows}, key=lambda k: (k[1], k[2], k[4], k[3], k[0]))
     table = []
     for k in keys:
         entry = {"M": k[0], "K": k[1], "N": k[2], "dtype": k[3], "chain": k[4], "variants": {}}
@@ -87,12 +81,42 @@ def main():
                     "runs_ms": [r["fxfuse"] for r in got], "path": got[0]["path"],
                     "relerr": max(r["fxfuse_relerr"] for r in got)}
         table.append(entry)
-    with open(os.path.join(out_dir, "sweep_inflight.json"), "w") as f:
-        json.dump({"variants": [f"{kb}:{s}" for kb, s in variants], "rows": table}, f, indent=1)
+    return table
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--variants", required=True, help="comma-separated KB:S (0 = the library's choice)")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--m", default="1,16,64")
+    ap.add_argument("--kn", default="")
+    ap.add_argument("--chains", default="w8_bias,w8_linear_bias,f8ch_bias,bias")
+    ap.add_argument("--budget-s", type=float, default=1e9, help="start no process after this many seconds")
+    a = ap.parse_args()
+    variants = [parse_variant(item) for item in a.variants.split(",")]
+    out_dir = os.environ.get("OUT") or "."
+    os.makedirs(out_dir, exist_ok=True)
+    runs = {v: [] for v in variants}  # variant -> [rows of one process]
     names = [f"{kb}:{s}" for kb, s in variants]
+    t_start = time.time()
+    table = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for rnd in range(a.rounds):
+            for v in variants if rnd % 2 == 0 else variants[::-1]:
+                if time.time() - t_start > a.budget_s:
+                    print(f"budget reached: variant {v} round {rnd + 1} not run", flush=True)
+                    continue
+                rows, secs = run_variant(v[0], v[1], a, os.path.join(tmp, f"r{rnd}"))
+                print(f"round {rnd + 1} variant {v[0]}:{v[1]}: {secs:.0f} s", flush=True)
+                if rows:
+                    runs[v].append(rows)
+                    # written after every process: a sweep cut short keeps what it measured
+                    table = table_of(runs)
+                    with open(os.path.join(out_dir, "sweep_inflight.json"), "w") as f:
+                        json.dump({"variants": names, "rows": table}, f, indent=1)
     base = names[0]
     print(f"fxfuse ms (median of rounds) and, per variant, its ratio to variant {base}; [fx/mm]")
-    print(f"{'M':>3} {'K x N':>11} {'chain':>15} " + " ".join(f"{n:>19}" for n in names))
+    print(f"{'M':>3} {'K x N':>11} {'dtype':>8} {'chain':>15} " + " ".join(f"{n:>19}" for n in names))
     for e in table:
         cells = []
         b = e["variants"].get(base)
@@ -103,7 +127,7 @@ def main():
                 continue
             ratio = c["fxfuse_ms"] / b["fxfuse_ms"] if b else float("nan")
             cells.append(f"{c['fxfuse_ms']:.4f} {ratio:5.3f} [{c['fx_over_mm']:4.2f}]")
-        print(f"{e['M']:>3} {e['K']:>5}x{e['N']:<5} {e['chain']:>15} " + " ".join(cells))
+        print(f"{e['M']:>3} {e['K']:>5}x{e['N']:<5} {e['dtype']:>8} {e['chain']:>15} " + " ".join(cells))
 
 
 if __name__ == "__main__":

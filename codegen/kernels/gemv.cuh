@@ -550,10 +550,11 @@ __cluster_dims__(1, FX_GEMV_SPLITK, 1)
 #endif
 // FX_GEMV_MIN_BLOCKS: the CTAs per SM the pipeline's shared memory allows (two for ~100 KB, three
 // or four for 8-bit weights' shallower pipelines: config_table.cpp gemvCtasPerSm), so ptxas may
-// spend the registers that leaves (255 at two, 168 at three, 128 at four). Told only the block size, ptxas aimed at three to six CTAs per SM (72-168 registers) and
-// spilled: at M = 64 the int8 main loop ran 591-669 instructions per stage with 32-36 bytes of
-// spills, 544-630 without (bench/gemv/NOTES.md session 35). On sm_80-89 the pipeline fits one CTA
-// per SM; the bound only lets ptxas use up to 255 registers there.
+// spend the registers that leaves (255 at two, 168 at three, 128 at four). Told only the block
+// size, ptxas aimed at three to six CTAs per SM (72-168 registers) and spilled: at M = 64 the int8
+// main loop ran 591-669 instructions per stage with 32-36 bytes of spills, 544-630 without
+// (bench/gemv/NOTES.md session 35). On sm_80-89 the pipeline fits one CTA per SM; the bound only
+// lets ptxas use up to 255 registers there.
 __launch_bounds__(fxgemv::kThreads, FX_GEMV_MIN_BLOCKS)
 FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   using namespace fxgemv;

@@ -111,10 +111,13 @@ TEST(Gemv, ConfigFollowsTheHeaderChooser) {
     int arch, bm, bk, stages, max_cluster;
   };
   // stages = clamp(pipeline / (16 KB + bm * bk * 2), 2, 6), bk = 128 / bytes of the streamed
-  // weight; the pipeline ~100 KB (two CTAs per SM), for 8-bit weights on sm_90 ~56 KB (four) at
-  // M <= 8 and ~75 KB (three) where split-K reaches 4 (N = 4096).
+  // weight; the pipeline ~100 KB (two CTAs per SM; 96 KB on sm_86 / sm_89, whose blocks may opt in
+  // to 99 KB: five 20 KB stages would not load), for 8-bit weights on sm_90 ~56 KB (four) at M <= 8
+  // and ~75 KB (three) where split-K reaches 4 (N = 4096).
   for (const Want& w : {Want{&bf16, 1, 4096, 90, 8, 64, 5, 8}, Want{&bf16, 16, 4096, 90, 16, 64, 5, 8},
                         Want{&i8, 1, 4096, 80, 8, 128, 5, 1}, Want{&i8, 1, 4096, 90, 8, 128, 3, 8},
+                        Want{&i8, 16, 4096, 86, 16, 128, 4, 1}, Want{&i8, 16, 4096, 89, 16, 128, 4, 1},
+                        Want{&i8, 16, 4096, 80, 16, 128, 5, 1},
                         Want{&i8, 1, 14336, 90, 8, 128, 3, 8}, Want{&i8, 16, 4096, 90, 16, 128, 3, 8},
                         Want{&i8, 16, 14336, 90, 16, 128, 5, 8}, Want{&i8, 17, 4096, 90, 32, 128, 3, 8},
                         Want{&i8, 17, 14336, 90, 32, 128, 4, 8}, Want{&i8, 64, 4096, 90, 64, 128, 2, 8},
@@ -200,7 +203,7 @@ TEST(Gemv, LaunchDimsMatchTheHeaderFormula) {
   for (const spec::ChainSpec* s : {&bf16, &i8})
     for (int arch : {80, 90})
       for (long long B : {1, 3})
-        for (long long M : {1, 5, 16, 40, 64})
+        for (long long M : {1, 5, 16, 24, 32, 40, 64})
           for (long long N : {8, 1000, 4096, 14336})
             for (long long K : {64, 520, 4096, 14336})
               for (int sms : {108, 132}) {
@@ -232,8 +235,9 @@ TEST(Gemv, LaunchDimsMatchTheHeaderFormula) {
 TEST(Gemv, LaunchDimsOfMeasuredShapes) {
   if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
   // "mt S st" of bench/gemv/NOTES.md run 3 (H200, 132 SMs), S as the session-5 split-K sweep
-  // chose it (bench/RESULTS.md section 6) and, for 8-bit weights, Run AX call 1's three CTAs per
-  // SM where S reaches 8 or M <= 8: bf16 at N = 14336 S = 1, int8 / fp8 at N = 4096 S = 8.
+  // chose it (bench/RESULTS.md section 6) and, for 8-bit weights, Run AX's pipelines for three
+  // CTAs per SM where the split-K reaches 4 and four at M <= 8: bf16 at N = 14336 S = 1, int8 /
+  // fp8 at N = 4096 S = 8.
   struct Case {
     const char* spec;
     long long M, K, N;
