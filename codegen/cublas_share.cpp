@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "codegen/hopper_tile_choice.h"
+
 namespace fxfuse {
 namespace codegen {
 
@@ -31,9 +33,8 @@ double cublasWorkShare(long long M, long long N, int num_sms) {
   double best = 0;
   long long best_tiles = 0;
   for (const OutputTile& t : kCublasTiles) {
-    const long long tiles = ((M + t.rows - 1) / t.rows) * ((N + t.cols - 1) / t.cols);
-    const long long rounds = (tiles + sms - 1) / sms;
-    const double share = double(M) * double(N) / (double(rounds) * double(sms) * double(t.rows * t.cols));
+    long long tiles = 0;
+    const double share = sm90::slotShare(M, N, 1, t.rows, t.cols, num_sms, &tiles);
     if (share > best) {
       best = share;
       best_tiles = tiles;

@@ -9,13 +9,30 @@
 namespace fxfuse {
 namespace sm90 {
 
+namespace {
+long long tilesOf(long long M, long long N, long long batch, long long rows, long long cols) {
+  return batch * ((M + rows - 1) / rows) * ((N + cols - 1) / cols);
+}
+long long roundsOf(long long tiles, int num_sms) {
+  const long long sms = std::max(1, num_sms);
+  return (tiles + sms - 1) / sms;
+}
+}  // namespace
+
 long long tileCount(long long M, long long N, long long batch, const GemmConfig& c) {
-  return batch * ((M + c.bm - 1) / c.bm) * ((N + c.bn - 1) / c.bn);
+  return tilesOf(M, N, batch, c.bm, c.bn);
 }
 
 long long roundsOfTiles(long long M, long long N, long long batch, const GemmConfig& c, int num_sms) {
-  const long long sms = std::max(1, num_sms);
-  return (tileCount(M, N, batch, c) + sms - 1) / sms;
+  return roundsOf(tileCount(M, N, batch, c), num_sms);
+}
+
+double slotShare(long long M, long long N, long long batch, long long rows, long long cols, int num_sms,
+                 long long* tiles) {
+  const long long count = tilesOf(M, N, batch, rows, cols);
+  if (tiles) *tiles = count;
+  const double slots = double(roundsOf(count, num_sms)) * double(std::max(1, num_sms)) * double(rows) * double(cols);
+  return double(M) * double(N) * double(batch) / slots;
 }
 
 namespace {
@@ -33,9 +50,7 @@ double tileThroughput(const GemmConfig& g) {
 }  // namespace
 
 double tileWorkShare(long long M, long long N, long long batch, const GemmConfig& c, int num_sms) {
-  const long long sms = std::max(1, num_sms);
-  const double slots = double(roundsOfTiles(M, N, batch, c, num_sms)) * double(sms) * c.bm * c.bn;
-  return double(M) * double(N) * double(batch) / slots * tileThroughput(c);
+  return slotShare(M, N, batch, c.bm, c.bn, num_sms) * tileThroughput(c);
 }
 
 namespace {

@@ -14,6 +14,12 @@ long long tileCount(long long M, long long N, long long batch, const GemmConfig&
 // Rounds of num_sms tiles those tiles take on a persistent grid (num_sms < 1 counts as 1).
 long long roundsOfTiles(long long M, long long N, long long batch, const GemmConfig& c, int num_sms);
 
+// The real outputs' share of the area of the rounds of num_sms `rows` x `cols` tiles over M x N x
+// batch (num_sms < 1 counts as 1): 1 when every slot of every round holds real outputs. Also for
+// tiles that are not the Hopper kernel's (cublasWorkShare). `tiles`, if given, gets their count.
+double slotShare(long long M, long long N, long long batch, long long rows, long long cols, int num_sms,
+                 long long* tiles = nullptr);
+
 // The share of the tile slots' work that is real: the real outputs over the area of c's rounds of
 // num_sms tiles, times c's throughput on whole tiles relative to 128x256 cooperative (measured at
 // K = 4096, hopper_tile_choice.cpp). 1: every slot of every round busy at 128x256's rate.
