@@ -734,6 +734,15 @@ constexpr long long kGemvSmemPerSm = 228 * 1024, kGemvReservedPerCta = 1024;
 constexpr long long kGemvMaxPipelineBytes = 100 * 1024, kGemvMaxPipelineBytesSmallSmem = 96 * 1024;
 bool gemvSmallSharedMemory(int arch) { return arch == 86 || arch == 89 || arch >= 120; }
 
+// A gemv launch's extents (kernels/gemv.cuh, "Launch geometry"): column tiles of bn, row blocks of
+// bm over the batch, k-steps of bk.
+struct GemvExtents {
+  long long nt, mz, ksteps;
+};
+GemvExtents gemvExtents(const ProblemShape& s, long long bm, long long bn, long long bk) {
+  return {(s.N + bn - 1) / bn, s.B * ((s.M + bm - 1) / bm), (s.K + bk - 1) / bk};
+}
+
 // One pipeline stage: the W tile (128 columns x 128 bytes of k) and the A tile (bm x kt, 16-bit).
 long long gemvStageBytes(int mtiles, int kt) { return kGemvNT * 128LL + 8LL * mtiles * kt * 2; }
 
@@ -776,10 +785,8 @@ int gemvStagesFor(long long stage_bytes, int ctas, int arch) {
 int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, long long stage_bytes) {
   if (q.arch < 90 || gemvSmallSharedMemory(q.arch) || gemvWeightBytes(q.b) == 2) return 2;
   if (mtiles == 1) return 4;
-  const long long nt = (q.shape.N + kGemvNT - 1) / kGemvNT;
-  const long long mz = q.shape.B * ((q.shape.M + 8LL * mtiles - 1) / (8LL * mtiles));
-  const long long ksteps = (q.shape.K + kt - 1) / kt;
-  const int s3 = gemvSplitK(nt, mz, ksteps, 3, gemvStagesFor(stage_bytes, 3, q.arch), 8, kHopperSms, 0);
+  const GemvExtents e = gemvExtents(q.shape, 8LL * mtiles, kGemvNT, kt);
+  const int s3 = gemvSplitK(e.nt, e.mz, e.ksteps, 3, gemvStagesFor(stage_bytes, 3, q.arch), 8, kHopperSms, 0);
   return s3 >= 4 ? 3 : 2;
 }
 
@@ -815,8 +822,7 @@ bool gemvApplies(const Query& q) {
   const bool dense = q.b.plain && q.arch >= 90 && s.M <= 16;
   const bool quant = q.b.quant_scale && s.M <= 64;
   if (!dense && !quant) return false;
-  const long long bm = 8LL * gemvMTiles(s.M);
-  return s.B * ((s.M + bm - 1) / bm) <= kGemvMaxGridZ;
+  return gemvExtents(s, 8LL * gemvMTiles(s.M), kGemvNT, 128 / gemvWeightBytes(q.b)).mz <= kGemvMaxGridZ;
 }
 
 const VariantRow kRows[] = {
@@ -1172,9 +1178,7 @@ LaunchDims launchDims(const KernelSource& src, const ProblemShape& shape, int sm
   if (src.grid == GridPolicy::SplitKCluster) {
     // kernels/gemv.cuh, "Launch geometry": grid (ceil(N/128), S, B * ceil(M / (8*MTILES))),
     // cluster (1, S, 1).
-    const long long nt = (shape.N + src.config.bn - 1) / src.config.bn;
-    const long long mz = shape.B * ((shape.M + src.config.bm - 1) / src.config.bm);
-    const long long ksteps = (shape.K + src.config.bk - 1) / src.config.bk;
+    const auto [nt, mz, ksteps] = gemvExtents(shape, src.config.bm, src.config.bn, src.config.bk);
     if (mz > kGemvMaxGridZ) throw CodegenError("B * ceil(M / bm) exceeds the gemv grid limit of 65535");
     // gemvConfig: k-steps of 128 bytes of the streamed weight, so bk = 64 (16-bit) or 128 (8-bit)
     if (src.config.bk != 64 && src.config.bk != 128) throw CodegenError("gemv config with a k-step other than 64 or 128");
