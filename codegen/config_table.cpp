@@ -787,7 +787,13 @@ int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, long long stage_by
   if (mtiles == 1) return 4;
   const GemvExtents e = gemvExtents(q.shape, 8LL * mtiles, kGemvNT, kt);
   const int s3 = gemvSplitK(e.nt, e.mz, e.ksteps, 3, gemvStagesFor(stage_bytes, 3, q.arch), 8, kHopperSms, 0);
-  return s3 >= 4 ? 3 : 2;
+  if (s3 >= 4) return 3;
+  // M = 17-32 over many column tiles (N = 14336): two stages, four CTAs per SM and a split-K aimed
+  // at four (S = 4; gemvSplitKCtasPerSm's cap for bm = 32 must say the same) ran 2-5 % ahead of two
+  // CTAs per SM with S = 2 (bench/RESULTS.md Run AX calls 2, 5 through the knobs; Run AY call 1
+  // through this rule: 1.2-5.2 % at M = 24 / 32, every 8-bit chain). Other N where S(3) < 4
+  // (N = 8192: S = 4; N = 28672: S = 2) follow unmeasured.
+  return mtiles == 4 ? 4 : 2;
 }
 
 KernelConfig gemvConfig(const Query& q) {
@@ -1132,8 +1138,9 @@ int gemvSplitKCtasPerSm(const KernelConfig& config) {
   // S = 4, where 8 was 20 % slower, with a 100 KB pipeline; Run AX call 2: none of five other
   // pipeline and S pairs was faster, 0.4-52 % slower). 8-bit: the CTAs the shared memory fits,
   // at most three (Run AX: at M = 1, N = 14336, four per SM would take S = 4, 448 CTAs, 3-8 %
-  // slower than S = 2's 224).
-  return config.bk == 64 ? 1 : std::min(gemvCtasPerSm(config), 3);
+  // slower than S = 2's 224), but four for M = 17-32 (bm = 32), whose pipeline
+  // gemvPipelineCtasPerSm sizes for four where three would not reach S = 4 (Run AY call 1).
+  return config.bk == 64 ? 1 : std::min(gemvCtasPerSm(config), config.bm == 32 ? 4 : 3);
 }
 
 // The epilogue-alone kernel's grid size, in blocks per SM (GridPolicy::Elementwise).

@@ -1,0 +1,226 @@
+// How fast can the gemv's loads stream a weight matrix, without its math?
+//
+// The int8 gemv (codegen/kernels/gemv.cuh) reaches at most ~67 % of copy bandwidth on its weight
+// bytes, the 16-bit one 84-87 % (bench/RESULTS.md Run AX). This kernel keeps the gemv's data path
+// (128 threads, a cp.async pipeline of 16 KB weight stages, one wait_group + __syncthreads per
+// stage, the same grid of column tiles x split-K) and replaces the math by a dependent chain of
+// `delay` integer multiply-adds per stage, so that one run separates what the loads allow from
+// what the math costs (bench/gemv/NOTES.md session 37):
+//   delay 0        the data path's ceiling for that layout, pipeline and grid;
+//   delay > 0      how much per-stage work that pipeline hides.
+// A stage is 16 KB: `16384 / row_bytes` rows of `row_bytes` bytes (128: the 8-bit gemv's 128
+// columns; 256: the 16-bit gemv's, or a 256-column 8-bit tile). Layouts:
+//   kn  weight [K, N] row-major: a CTA reads row_bytes of each k row; the step advances k.
+//   nk  weight [N, K] row-major: a CTA reads 128 n rows; the step advances row_bytes along k.
+// Shared memory is padded to `smem_kb` so that the CTAs per SM can be set apart from the stages.
+//
+//   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o stream_ceiling stream_ceiling.cu
+//   ./stream_ceiling            (a fixed list of cases, one table; ~10 s on an H200)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#define CHECK(x)                                                                               \
+  do {                                                                                         \
+    cudaError_t e_ = (x);                                                                      \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                            \
+    }                                                                                          \
+  } while (0)
+
+constexpr int kThreads = 128;
+constexpr int kStageBytes = 16384;
+constexpr int kChunksPerThread = kStageBytes / 16 / kThreads;  // 8, as in the gemv
+
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+// One CTA: column tile blockIdx.x, split-K part blockIdx.y of gridDim.y.
+//   tile_stride  bytes between the first bytes of neighbouring tiles
+//   step_bytes   bytes between the first bytes of neighbouring stages of one tile
+//   row_stride   bytes between the rows of one stage (the weight's leading dimension)
+template <int kStages>
+__global__ void __launch_bounds__(kThreads) stream_weights(const char* __restrict__ w, int row_bytes,
+                                                           long long tile_stride, long long step_bytes,
+                                                           long long row_stride, int steps, int delay,
+                                                           unsigned* __restrict__ sink) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int split = gridDim.y, part = blockIdx.y;
+  const int kb = steps * part / split, ke = steps * (part + 1) / split, n = ke - kb;
+  const int chunks_per_row = row_bytes / 16;
+  const char* src[kChunksPerThread];
+  unsigned dst[kChunksPerThread];
+  for (int i = 0; i < kChunksPerThread; ++i) {
+    const int ci = threadIdx.x + i * kThreads, row = ci / chunks_per_row, ch = ci % chunks_per_row;
+    src[i] = w + blockIdx.x * tile_stride + kb * step_bytes + row * row_stride + ch * 16;
+    dst[i] = (unsigned)__cvta_generic_to_shared(smem) + ci * 16;
+  }
+  auto load = [&](int slot, int step) {
+#pragma unroll
+    for (int i = 0; i < kChunksPerThread; ++i) cp_async16(dst[i] + slot * kStageBytes, src[i] + step * step_bytes);
+  };
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < n) load(s, s);
+    cp_async_commit();
+  }
+  unsigned acc = threadIdx.x;
+  int slot = 0;
+  for (int i = 0; i < n; ++i) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();
+    const int nx = i + kStages - 1;
+    int nslot = slot + kStages - 1;
+    if (nslot >= kStages) nslot -= kStages;
+    if (nx < n) load(nslot, nx);
+    cp_async_commit();
+    // "Math": read what this thread loaded, then `delay` dependent multiply-adds.
+    const unsigned* st = reinterpret_cast<const unsigned*>(smem + slot * kStageBytes);
+#pragma unroll
+    for (int c = 0; c < kChunksPerThread; ++c) acc ^= st[(threadIdx.x + c * kThreads) * 4];
+    for (int d = 0; d < delay; ++d) acc = acc * 1664525u + 1013904223u;
+    if (++slot == kStages) slot = 0;
+  }
+  cp_async_wait<0>();
+  sink[(blockIdx.y * gridDim.x + blockIdx.x) * kThreads + threadIdx.x] = acc;
+}
+
+struct Case {
+  std::string name;  // shape and layout, for the table
+  bool kn;           // [K, N] (else [N, K])
+  long long K, N;    // bytes along k and n (elements x element size)
+  int row_bytes, split, stages, smem_kb, delay;
+};
+
+using Kernel = void (*)(const char*, int, long long, long long, long long, int, int, unsigned*);
+static Kernel kernel_for(int stages) {
+  switch (stages) {
+    case 2: return stream_weights<2>;
+    case 3: return stream_weights<3>;
+    case 4: return stream_weights<4>;
+    case 5: return stream_weights<5>;
+    case 6: return stream_weights<6>;
+    default: std::fprintf(stderr, "stages %d not built\n", stages); std::exit(1);
+  }
+}
+
+// Median of 5 batches of back-to-back launches rotating over copies of the weights (>= 256 MB
+// together, so that every launch reads from HBM, as bench_decode.py times the op).
+static float time_case(const Case& c, const std::vector<char*>& bufs, unsigned* sink, int* ctas_per_sm) {
+  const int rows = kStageBytes / c.row_bytes;  // rows of one stage
+  long long tile_stride, step_bytes, row_stride;
+  int tiles, steps;
+  if (c.kn) {  // rows are k; a tile is row_bytes of n
+    tiles = (int)(c.N / c.row_bytes); steps = (int)(c.K / rows);
+    tile_stride = c.row_bytes; step_bytes = (long long)rows * c.N; row_stride = c.N;
+  } else {     // rows are n; a stage is row_bytes of k
+    tiles = (int)(c.N / rows); steps = (int)(c.K / c.row_bytes);
+    tile_stride = (long long)rows * c.K; step_bytes = c.row_bytes; row_stride = c.K;
+  }
+  Kernel k = kernel_for(c.stages);
+  const int smem = std::max(c.stages * kStageBytes, c.smem_kb * 1024);
+  CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas_per_sm, k, kThreads, smem));
+  dim3 grid(tiles, c.split);
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  const int calls = 60;
+  std::vector<float> ms;
+  for (int batch = 0; batch < 6; ++batch) {
+    CHECK(cudaEventRecord(a));
+    for (int i = 0; i < calls; ++i)
+      k<<<grid, kThreads, smem>>>(bufs[i % bufs.size()], c.row_bytes, tile_stride, step_bytes, row_stride,
+                                  steps, c.delay, sink);
+    CHECK(cudaEventRecord(b));
+    CHECK(cudaEventSynchronize(b));
+    float t;
+    CHECK(cudaEventElapsedTime(&t, a, b));
+    if (batch) ms.push_back(t / calls);  // batch 0 warms up
+  }
+  CHECK(cudaGetLastError());
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+int main() {
+  const long long kRotate = 256ll << 20;
+  // The decode shapes' weights as bytes: 8-bit K x N, and 16-bit (N doubled along n, K along k).
+  std::vector<Case> cases;
+  auto add = [&](std::string name, bool kn, long long K, long long N, int rb, int s, int st, int kb, std::vector<int> delays) {
+    for (int d : delays) cases.push_back({name, kn, K, N, rb, s, st, kb, d});
+  };
+  const std::vector<int> d0 = {0}, ds = {0, 100, 200, 400};
+  // int8 4096 x 14336 [K, N]: the rule's grid (S = 2, 224 CTAs), two to four CTAs per SM
+  add("i8 kn 4096x14336", true, 4096, 14336, 128, 2, 5, 100, ds);
+  add("i8 kn 4096x14336", true, 4096, 14336, 128, 2, 4, 75, d0);
+  add("i8 kn 4096x14336", true, 4096, 14336, 128, 2, 3, 56, d0);
+  add("i8 kn 4096x14336", true, 4096, 14336, 128, 3, 4, 75, ds);
+  add("i8 kn 4096x14336", true, 4096, 14336, 128, 4, 3, 56, ds);
+  add("i8 kn 4096x14336", true, 4096, 14336, 128, 1, 6, 100, d0);
+  //   ... with 256-byte rows (256 columns a CTA): half the tiles, twice the split
+  add("i8 kn 4096x14336 256B", true, 4096, 14336, 256, 4, 5, 100, ds);
+  add("i8 kn 4096x14336 256B", true, 4096, 14336, 256, 2, 5, 100, d0);
+  // int8 4096 x 14336 as [N, K] (nn.Linear's layout)
+  add("i8 nk 4096x14336", false, 4096, 14336, 128, 2, 5, 100, ds);
+  add("i8 nk 4096x14336 256B", false, 4096, 14336, 256, 2, 5, 100, d0);
+  // int8 14336 x 4096 [K, N]: 32 tiles, S = 8
+  add("i8 kn 14336x4096", true, 14336, 4096, 128, 8, 4, 75, d0);
+  add("i8 kn 14336x4096", true, 14336, 4096, 128, 8, 5, 100, d0);
+  // bf16 4096 x 14336 [K, N]: 256-byte rows (128 columns), S = 1 (112 CTAs) and 2
+  add("bf16 kn 4096x14336", true, 4096, 28672, 256, 1, 6, 100, d0);
+  add("bf16 kn 4096x14336", true, 4096, 28672, 256, 2, 6, 100, d0);
+
+  long long max_bytes = 0;
+  for (auto& c : cases) max_bytes = std::max(max_bytes, c.K * c.N);
+  std::vector<char*> bufs((size_t)std::max(2ll, (kRotate + max_bytes - 1) / max_bytes));
+  for (auto& p : bufs) {
+    CHECK(cudaMalloc(&p, max_bytes));
+    CHECK(cudaMemset(p, 1, max_bytes));
+  }
+  unsigned* sink;
+  CHECK(cudaMalloc(&sink, 1 << 24));
+
+  // Copy bandwidth as bench_decode.py counts it: reads plus writes of a 512 MB device copy.
+  char *cs, *cd;
+  const size_t cb = 512ull << 20;
+  CHECK(cudaMalloc(&cs, cb));
+  CHECK(cudaMalloc(&cd, cb));
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  std::vector<float> cms;
+  for (int i = 0; i < 6; ++i) {
+    CHECK(cudaEventRecord(a));
+    CHECK(cudaMemcpyAsync(cd, cs, cb, cudaMemcpyDeviceToDevice));
+    CHECK(cudaEventRecord(b));
+    CHECK(cudaEventSynchronize(b));
+    float t;
+    CHECK(cudaEventElapsedTime(&t, a, b));
+    if (i) cms.push_back(t);
+  }
+  std::sort(cms.begin(), cms.end());
+  const double copy_gbps = 2.0 * cb / (cms[cms.size() / 2] * 1e-3) / 1e9;
+  std::printf("copy: %.0f GB/s (reads + writes)\n", copy_gbps);
+  std::printf("| weights | row B | S | CTAs | stages | smem KB | CTAs/SM | delay | ms | GB/s | %% copy |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (auto& c : cases) {
+    int per_sm = 0;
+    const float ms = time_case(c, bufs, sink, &per_sm);
+    const long long tiles = c.kn ? c.N / c.row_bytes : c.N / (kStageBytes / c.row_bytes);
+    const double gbps = c.K * c.N / (ms * 1e-3) / 1e9;
+    std::printf("| %s | %d | %d | %lld | %d | %d | %d | %d | %.4f | %.0f | %.1f |\n", c.name.c_str(), c.row_bytes,
+                c.split, tiles * c.split, c.stages, std::max(c.stages * 16, c.smem_kb), per_sm, c.delay, ms, gbps,
+                100.0 * gbps / copy_gbps);
+  }
+  return 0;
+}
