@@ -13,6 +13,11 @@
 //   kn  weight [K, N] row-major: a CTA reads row_bytes of each k row; the step advances k.
 //   nk  weight [N, K] row-major: a CTA reads 128 n rows; the step advances row_bytes along k.
 // Shared memory is padded to `smem_kb` so that the CTAs per SM can be set apart from the stages.
+// Two parts of the gemv's fixed cost can be added (session 37: the gemv without its math ran 4.1 us
+// above this kernel at M = 16, 4096 x 14336): `a_rows` activation rows copied per stage as the gemv
+// copies its A tile (256 bytes of each row, rows 8 KB apart), and `cluster`: the split-K parts
+// launched as a thread block cluster (1, S, 1) that meets at two cluster barriers at the end, as
+// the gemv's reduction does.
 //
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o stream_ceiling stream_ceiling.cu
 //   ./stream_ceiling            (a fixed list of cases, one table; ~10 s on an H200)
@@ -48,10 +53,18 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 //   tile_stride  bytes between the first bytes of neighbouring tiles
 //   step_bytes   bytes between the first bytes of neighbouring stages of one tile
 //   row_stride   bytes between the rows of one stage (the weight's leading dimension)
+constexpr int kARowBytes = 256;      // one stage's k of an activation row (128 k, 16-bit)
+constexpr long long kARowStride = 8192;  // K = 4096, 16-bit
+
+__device__ __forceinline__ void cluster_barrier() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
 template <int kStages>
 __global__ void __launch_bounds__(kThreads) stream_weights(const char* __restrict__ w, int row_bytes,
                                                            long long tile_stride, long long step_bytes,
                                                            long long row_stride, int steps, int delay,
+                                                           const char* __restrict__ a, int a_rows, int clustered,
                                                            unsigned* __restrict__ sink) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int split = gridDim.y, part = blockIdx.y;
@@ -64,9 +77,17 @@ __global__ void __launch_bounds__(kThreads) stream_weights(const char* __restric
     src[i] = w + blockIdx.x * tile_stride + kb * step_bytes + row * row_stride + ch * 16;
     dst[i] = (unsigned)__cvta_generic_to_shared(smem) + ci * 16;
   }
+  // the A tile: a_rows x 256 bytes a stage, after the weight stages
+  const int a_chunks = a_rows * (kARowBytes / 16);
+  const unsigned a_base = (unsigned)__cvta_generic_to_shared(smem) + kStages * kStageBytes;
+  const char* a_src = a + kb * kARowBytes;
   auto load = [&](int slot, int step) {
 #pragma unroll
     for (int i = 0; i < kChunksPerThread; ++i) cp_async16(dst[i] + slot * kStageBytes, src[i] + step * step_bytes);
+    for (int ci = threadIdx.x; ci < a_chunks; ci += kThreads) {
+      const int row = ci / (kARowBytes / 16), ch = ci % (kARowBytes / 16);
+      cp_async16(a_base + (slot * a_chunks + ci) * 16, a_src + row * kARowStride + step * kARowBytes + ch * 16);
+    }
   };
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
@@ -91,7 +112,9 @@ __global__ void __launch_bounds__(kThreads) stream_weights(const char* __restric
     if (++slot == kStages) slot = 0;
   }
   cp_async_wait<0>();
+  if (clustered) cluster_barrier();  // the gemv: partials written, then read by the leader...
   sink[(blockIdx.y * gridDim.x + blockIdx.x) * kThreads + threadIdx.x] = acc;
+  if (clustered) cluster_barrier();  // ...and kept alive until every peer has read them
 }
 
 struct Case {
@@ -99,9 +122,12 @@ struct Case {
   bool kn;           // [K, N] (else [N, K])
   long long K, N;    // bytes along k and n (elements x element size)
   int row_bytes, split, stages, smem_kb, delay;
+  int a_rows = 0;        // activation rows copied per stage (0: none)
+  bool cluster = false;  // split-K parts as a cluster (1, S, 1)
 };
 
-using Kernel = void (*)(const char*, int, long long, long long, long long, int, int, unsigned*);
+using Kernel = void (*)(const char*, int, long long, long long, long long, int, int, const char*, int, int,
+                       unsigned*);
 static Kernel kernel_for(int stages) {
   switch (stages) {
     case 2: return stream_weights<2>;
@@ -115,7 +141,8 @@ static Kernel kernel_for(int stages) {
 
 // Median of 5 batches of back-to-back launches rotating over copies of the weights (>= 256 MB
 // together, so that every launch reads from HBM, as bench_decode.py times the op).
-static float time_case(const Case& c, const std::vector<char*>& bufs, unsigned* sink, int* ctas_per_sm) {
+static float time_case(const Case& c, const std::vector<char*>& bufs, const char* act, unsigned* sink,
+                       int* ctas_per_sm) {
   const int rows = kStageBytes / c.row_bytes;  // rows of one stage
   long long tile_stride, step_bytes, row_stride;
   int tiles, steps;
@@ -127,10 +154,23 @@ static float time_case(const Case& c, const std::vector<char*>& bufs, unsigned* 
     tile_stride = (long long)rows * c.K; step_bytes = c.row_bytes; row_stride = c.K;
   }
   Kernel k = kernel_for(c.stages);
-  const int smem = std::max(c.stages * kStageBytes, c.smem_kb * 1024);
+  const int smem = std::max(c.stages * (kStageBytes + c.a_rows * kARowBytes), c.smem_kb * 1024);
   CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas_per_sm, k, kThreads, smem));
   dim3 grid(tiles, c.split);
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[1];
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = smem;
+  if (c.cluster) {
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = c.split;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
   cudaEvent_t a, b;
   CHECK(cudaEventCreate(&a));
   CHECK(cudaEventCreate(&b));
@@ -139,8 +179,8 @@ static float time_case(const Case& c, const std::vector<char*>& bufs, unsigned* 
   for (int batch = 0; batch < 6; ++batch) {
     CHECK(cudaEventRecord(a));
     for (int i = 0; i < calls; ++i)
-      k<<<grid, kThreads, smem>>>(bufs[i % bufs.size()], c.row_bytes, tile_stride, step_bytes, row_stride,
-                                  steps, c.delay, sink);
+      CHECK(cudaLaunchKernelEx(&cfg, k, (const char*)bufs[i % bufs.size()], c.row_bytes, tile_stride, step_bytes,
+                               row_stride, steps, c.delay, act, c.a_rows, (int)c.cluster, sink));
     CHECK(cudaEventRecord(b));
     CHECK(cudaEventSynchronize(b));
     float t;
@@ -176,6 +216,16 @@ int main() {
   // int8 14336 x 4096 [K, N]: 32 tiles, S = 8
   add("i8 kn 14336x4096", true, 14336, 4096, 128, 8, 4, 75, d0);
   add("i8 kn 14336x4096", true, 14336, 4096, 128, 8, 5, 100, d0);
+  // the same int8 grid with the gemv's A tile at M = 16 and / or as clusters (its fixed costs)
+  const size_t n0 = cases.size();
+  add("i8 kn 4096x14336 +A16", true, 4096, 14336, 128, 2, 5, 100, d0);
+  add("i8 kn 4096x14336 +cluster", true, 4096, 14336, 128, 2, 5, 100, d0);
+  add("i8 kn 4096x14336 +A16 +cluster", true, 4096, 14336, 128, 2, 5, 100, ds);
+  add("i8 kn 14336x4096 +A16 +cluster", true, 14336, 4096, 128, 8, 3, 75, d0);  // the rule at M = 16
+  for (size_t i = n0; i < cases.size(); ++i) {
+    cases[i].a_rows = cases[i].name.find("+A16") != std::string::npos ? 16 : 0;
+    cases[i].cluster = cases[i].name.find("+cluster") != std::string::npos;
+  }
   // bf16 4096 x 14336 [K, N]: 256-byte rows (128 columns), S = 1 (112 CTAs) and 2
   add("bf16 kn 4096x14336", true, 4096, 28672, 256, 1, 6, 100, d0);
   add("bf16 kn 4096x14336", true, 4096, 28672, 256, 2, 6, 100, d0);
@@ -189,6 +239,9 @@ int main() {
   }
   unsigned* sink;
   CHECK(cudaMalloc(&sink, 1 << 24));
+  char* act;  // activations, 16 rows of K = 14336 16-bit elements at most (L2-resident, as at decode)
+  CHECK(cudaMalloc(&act, 16 * 14336 * 2));
+  CHECK(cudaMemset(act, 1, 16 * 14336 * 2));
 
   // Copy bandwidth as bench_decode.py counts it: reads plus writes of a 512 MB device copy.
   char *cs, *cd;
@@ -215,12 +268,12 @@ int main() {
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (auto& c : cases) {
     int per_sm = 0;
-    const float ms = time_case(c, bufs, sink, &per_sm);
+    const float ms = time_case(c, bufs, act, sink, &per_sm);
     const long long tiles = c.kn ? c.N / c.row_bytes : c.N / (kStageBytes / c.row_bytes);
     const double gbps = c.K * c.N / (ms * 1e-3) / 1e9;
     std::printf("| %s | %d | %d | %lld | %d | %d | %d | %d | %.4f | %.0f | %.1f |\n", c.name.c_str(), c.row_bytes,
-                c.split, tiles * c.split, c.stages, std::max(c.stages * 16, c.smem_kb), per_sm, c.delay, ms, gbps,
-                100.0 * gbps / copy_gbps);
+                c.split, tiles * c.split, c.stages, std::max(c.stages * (16 + c.a_rows / 4), c.smem_kb), per_sm,
+                c.delay, ms, gbps, 100.0 * gbps / copy_gbps);
   }
   return 0;
 }
