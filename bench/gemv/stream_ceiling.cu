@@ -196,8 +196,9 @@ int main() {
   const long long kRotate = 256ll << 20;
   // The decode shapes' weights as bytes: 8-bit K x N, and 16-bit (N doubled along n, K along k).
   std::vector<Case> cases;
-  auto add = [&](std::string name, bool kn, long long K, long long N, int rb, int s, int st, int kb, std::vector<int> delays) {
-    for (int d : delays) cases.push_back({name, kn, K, N, rb, s, st, kb, d});
+  auto add = [&](std::string name, bool kn, long long K, long long N, int rb, int s, int st, int kb,
+                 std::vector<int> delays, int a_rows = 0, bool cluster = false) {
+    for (int d : delays) cases.push_back({name, kn, K, N, rb, s, st, kb, d, a_rows, cluster});
   };
   const std::vector<int> d0 = {0}, ds = {0, 100, 200, 400};
   // int8 4096 x 14336 [K, N]: the rule's grid (S = 2, 224 CTAs), two to four CTAs per SM
@@ -217,15 +218,10 @@ int main() {
   add("i8 kn 14336x4096", true, 14336, 4096, 128, 8, 4, 75, d0);
   add("i8 kn 14336x4096", true, 14336, 4096, 128, 8, 5, 100, d0);
   // the same int8 grid with the gemv's A tile at M = 16 and / or as clusters (its fixed costs)
-  const size_t n0 = cases.size();
-  add("i8 kn 4096x14336 +A16", true, 4096, 14336, 128, 2, 5, 100, d0);
-  add("i8 kn 4096x14336 +cluster", true, 4096, 14336, 128, 2, 5, 100, d0);
-  add("i8 kn 4096x14336 +A16 +cluster", true, 4096, 14336, 128, 2, 5, 100, ds);
-  add("i8 kn 14336x4096 +A16 +cluster", true, 14336, 4096, 128, 8, 3, 75, d0);  // the rule at M = 16
-  for (size_t i = n0; i < cases.size(); ++i) {
-    cases[i].a_rows = cases[i].name.find("+A16") != std::string::npos ? 16 : 0;
-    cases[i].cluster = cases[i].name.find("+cluster") != std::string::npos;
-  }
+  add("i8 kn 4096x14336 +A16", true, 4096, 14336, 128, 2, 5, 100, d0, 16);
+  add("i8 kn 4096x14336 +cluster", true, 4096, 14336, 128, 2, 5, 100, d0, 0, true);
+  add("i8 kn 4096x14336 +A16 +cluster", true, 4096, 14336, 128, 2, 5, 100, ds, 16, true);
+  add("i8 kn 14336x4096 +A16 +cluster", true, 14336, 4096, 128, 8, 3, 75, d0, 16, true);  // the rule at M = 16
   // bf16 4096 x 14336 [K, N]: 256-byte rows (128 columns), S = 1 (112 CTAs) and 2
   add("bf16 kn 4096x14336", true, 4096, 28672, 256, 1, 6, 100, d0);
   add("bf16 kn 4096x14336", true, 4096, 28672, 256, 2, 6, 100, d0);
