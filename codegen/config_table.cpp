@@ -791,8 +791,9 @@ int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, long long stage_by
   // M = 17-32 over many column tiles (N = 14336): two stages, four CTAs per SM and a split-K aimed
   // at four (S = 4; gemvSplitKCtasPerSm's cap for bm = 32 must say the same) ran 2-5 % ahead of two
   // CTAs per SM with S = 2 (bench/RESULTS.md Run AX calls 2, 5 through the knobs; Run AY call 1
-  // through this rule: 1.2-5.5 % at M = 24 / 32, every 8-bit chain). Other N where S(3) < 4
-  // (N = 8192: S = 4; N = 28672: S = 2) follow unmeasured.
+  // through this rule: 1.2-5.5 % at M = 24 / 32, every 8-bit chain). It also takes, unmeasured,
+  // every other shape where three per SM would not reach S = 4: N > 12672 (at N = 28672 S stays 2,
+  // so the four CTAs per SM are not used), K below 1536, and batched shapes.
   return mtiles == 4 ? 4 : 2;
 }
 

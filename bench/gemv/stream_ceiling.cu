@@ -19,6 +19,9 @@
 // launched as a thread block cluster (1, S, 1) that meets at two cluster barriers at the end, as
 // the gemv's reduction does.
 //
+// The table's CTAs/SM is the occupancy query without clusters (clusters may hold fewer at once:
+// bench/gemv/cluster_residency.py).
+//
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o stream_ceiling stream_ceiling.cu
 //   ./stream_ceiling            (a fixed list of cases, one table; ~10 s on an H200)
 #include <cuda_runtime.h>
@@ -53,8 +56,7 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 //   tile_stride  bytes between the first bytes of neighbouring tiles
 //   step_bytes   bytes between the first bytes of neighbouring stages of one tile
 //   row_stride   bytes between the rows of one stage (the weight's leading dimension)
-constexpr int kARowBytes = 256;      // one stage's k of an activation row (128 k, 16-bit)
-constexpr long long kARowStride = 8192;  // K = 4096, 16-bit
+constexpr int kARowBytes = 256;  // one stage's k of an activation row (128 k, 16-bit)
 
 __device__ __forceinline__ void cluster_barrier() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
@@ -64,7 +66,8 @@ template <int kStages>
 __global__ void __launch_bounds__(kThreads) stream_weights(const char* __restrict__ w, int row_bytes,
                                                            long long tile_stride, long long step_bytes,
                                                            long long row_stride, int steps, int delay,
-                                                           const char* __restrict__ a, int a_rows, int clustered,
+                                                           const char* __restrict__ a, int a_rows,
+                                                           long long a_row_stride, int clustered,
                                                            unsigned* __restrict__ sink) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int split = gridDim.y, part = blockIdx.y;
@@ -86,7 +89,7 @@ __global__ void __launch_bounds__(kThreads) stream_weights(const char* __restric
     for (int i = 0; i < kChunksPerThread; ++i) cp_async16(dst[i] + slot * kStageBytes, src[i] + step * step_bytes);
     for (int ci = threadIdx.x; ci < a_chunks; ci += kThreads) {
       const int row = ci / (kARowBytes / 16), ch = ci % (kARowBytes / 16);
-      cp_async16(a_base + (slot * a_chunks + ci) * 16, a_src + row * kARowStride + step * kARowBytes + ch * 16);
+      cp_async16(a_base + (slot * a_chunks + ci) * 16, a_src + row * a_row_stride + step * kARowBytes + ch * 16);
     }
   };
 #pragma unroll
@@ -108,7 +111,9 @@ __global__ void __launch_bounds__(kThreads) stream_weights(const char* __restric
     const unsigned* st = reinterpret_cast<const unsigned*>(smem + slot * kStageBytes);
 #pragma unroll
     for (int c = 0; c < kChunksPerThread; ++c) acc ^= st[(threadIdx.x + c * kThreads) * 4];
-    for (int d = 0; d < delay; ++d) acc = acc * 1664525u + 1013904223u;
+    // (asm volatile: as plain C++, nvcc folded four steps into one multiply-add; Run AY's "delay"
+    // column ran that folded loop, a quarter of the multiply-adds it names)
+    for (int d = 0; d < delay; ++d) asm volatile("mad.lo.u32 %0, %0, 1664525, 1013904223;" : "+r"(acc));
     if (++slot == kStages) slot = 0;
   }
   cp_async_wait<0>();
@@ -126,8 +131,8 @@ struct Case {
   bool cluster = false;  // split-K parts as a cluster (1, S, 1)
 };
 
-using Kernel = void (*)(const char*, int, long long, long long, long long, int, int, const char*, int, int,
-                       unsigned*);
+using Kernel = void (*)(const char*, int, long long, long long, long long, int, int, const char*, int, long long,
+                       int, unsigned*);
 static Kernel kernel_for(int stages) {
   switch (stages) {
     case 2: return stream_weights<2>;
@@ -180,7 +185,7 @@ static float time_case(const Case& c, const std::vector<char*>& bufs, const char
     CHECK(cudaEventRecord(a));
     for (int i = 0; i < calls; ++i)
       CHECK(cudaLaunchKernelEx(&cfg, k, (const char*)bufs[i % bufs.size()], c.row_bytes, tile_stride, step_bytes,
-                               row_stride, steps, c.delay, act, c.a_rows, (int)c.cluster, sink));
+                               row_stride, steps, c.delay, act, c.a_rows, 2 * c.K, (int)c.cluster, sink));
     CHECK(cudaEventRecord(b));
     CHECK(cudaEventSynchronize(b));
     float t;
@@ -226,9 +231,10 @@ int main() {
   add("bf16 kn 4096x14336", true, 4096, 28672, 256, 1, 6, 100, d0);
   add("bf16 kn 4096x14336", true, 4096, 28672, 256, 2, 6, 100, d0);
 
-  long long max_bytes = 0;
-  for (auto& c : cases) max_bytes = std::max(max_bytes, c.K * c.N);
-  std::vector<char*> bufs((size_t)std::max(2ll, (kRotate + max_bytes - 1) / max_bytes));
+  long long max_bytes = 0, min_bytes = 1ll << 62;
+  for (auto& c : cases) max_bytes = std::max(max_bytes, c.K * c.N), min_bytes = std::min(min_bytes, c.K * c.N);
+  // enough copies that the smallest case also rotates over >= 256 MB
+  std::vector<char*> bufs((size_t)std::max(2ll, (kRotate + min_bytes - 1) / min_bytes));
   for (auto& p : bufs) {
     CHECK(cudaMalloc(&p, max_bytes));
     CHECK(cudaMemset(p, 1, max_bytes));
