@@ -766,6 +766,12 @@ int gemvStagesFor(long long stage_bytes, int ctas, int arch) {
   return static_cast<int>(std::clamp(budget / stage_bytes, 2LL, 6LL));
 }
 
+// The most CTAs per SM an 8-bit gemv's split-K aims at, by rows per CTA (bm): three (Run AX: at
+// M = 1, N = 14336, four per SM would take S = 4, 448 CTAs, 3-8 % slower than S = 2's 224), but
+// four for M = 17-32 (bm = 32: Run AX calls 2, 5 and Run AY call 1, below). gemvSplitKCtasPerSm
+// applies it; gemvPipelineCtasPerSm sizes the pipeline so that a cap of four can be reached.
+int gemvSplitKCtasCap(int bm) { return bm == 32 ? 4 : 3; }
+
 // CTAs per SM the gemv's pipeline is sized for. bench/RESULTS.md Run AX (H200, 8-bit weights at
 // M = 1-64, K x N of issue 7, two rounds each), against two CTAs per SM (~100 KB, five stages):
 //  - where the split-K cluster is large (few column tiles: N = 4096, S = 8), a 60 KB pipeline
@@ -788,13 +794,14 @@ int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, long long stage_by
   const GemvExtents e = gemvExtents(q.shape, 8LL * mtiles, kGemvNT, kt);
   const int s3 = gemvSplitK(e.nt, e.mz, e.ksteps, 3, gemvStagesFor(stage_bytes, 3, q.arch), 8, kHopperSms, 0);
   if (s3 >= 4) return 3;
-  // M = 17-32 over many column tiles (N = 14336): two stages, four CTAs per SM and a split-K aimed
-  // at four (S = 4; gemvSplitKCtasPerSm's cap for bm = 32 must say the same) ran 2-5 % ahead of two
-  // CTAs per SM with S = 2 (bench/RESULTS.md Run AX calls 2, 5 through the knobs; Run AY call 1
-  // through this rule: 1.2-5.5 % at M = 24 / 32, every 8-bit chain). It also takes, unmeasured,
+  // Where the split-K may aim past three (gemvSplitKCtasCap: M = 17-32) over many column tiles
+  // (N = 14336): two stages, four CTAs per SM and S = 4 ran 2-5 % ahead of two CTAs per SM with
+  // S = 2 (bench/RESULTS.md Run AX calls 2, 5 through the knobs; Run AY call 1 through this rule:
+  // 1.2-5.5 % at M = 24 / 32, every 8-bit chain). It also takes, unmeasured,
   // every other shape where three per SM would not reach S = 4: N > 12672 (at N = 28672 S stays 2,
   // so the four CTAs per SM are not used), K below 1536, and batched shapes.
-  return mtiles == 4 ? 4 : 2;
+  const int cap = gemvSplitKCtasCap(8 * mtiles);
+  return cap > 3 ? cap : 2;
 }
 
 KernelConfig gemvConfig(const Query& q) {
@@ -1137,11 +1144,9 @@ int gemvSplitK(long long nt, long long mz, long long ksteps, int ctas_per_sm, in
 int gemvSplitKCtasPerSm(const KernelConfig& config) {
   // 16-bit weights: one (session 5: 4096 x 14336 at S = 1 4 % faster than 2; 14336 x 4096 at
   // S = 4, where 8 was 20 % slower, with a 100 KB pipeline; Run AX call 2: none of five other
-  // pipeline and S pairs was faster, 0.4-52 % slower). 8-bit: the CTAs the shared memory fits,
-  // at most three (Run AX: at M = 1, N = 14336, four per SM would take S = 4, 448 CTAs, 3-8 %
-  // slower than S = 2's 224), but four for M = 17-32 (bm = 32), whose pipeline
-  // gemvPipelineCtasPerSm sizes for four where three would not reach S = 4 (Run AY call 1).
-  return config.bk == 64 ? 1 : std::min(gemvCtasPerSm(config), config.bm == 32 ? 4 : 3);
+  // pipeline and S pairs was faster, 0.4-52 % slower). 8-bit: the CTAs the shared memory fits, up
+  // to gemvSplitKCtasCap.
+  return config.bk == 64 ? 1 : std::min(gemvCtasPerSm(config), gemvSplitKCtasCap(config.bm));
 }
 
 // The epilogue-alone kernel's grid size, in blocks per SM (GridPolicy::Elementwise).

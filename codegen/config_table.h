@@ -29,7 +29,7 @@ int gemvCtasPerSm(const KernelConfig& config);
 int gemvSplitK(long long nt, long long mz, long long ksteps, int ctas_per_sm, int stages, int max_cluster,
                int sm_count, int forced);
 // The CTAs per SM a gemv config's split-K aims for: one for 16-bit weights, else gemvCtasPerSm
-// up to three (both measured: config_table.cpp).
+// up to three, four at M = 17-32 (all measured: config_table.cpp gemvSplitKCtasCap).
 int gemvSplitKCtasPerSm(const KernelConfig& config);
 
 }  // namespace fxfuse::codegen
