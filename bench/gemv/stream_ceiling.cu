@@ -24,11 +24,13 @@
 //
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o stream_ceiling stream_ceiling.cu
 //   ./stream_ceiling            (a fixed list of cases, one table; ~10 s on an H200)
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -122,6 +124,85 @@ __global__ void __launch_bounds__(kThreads) stream_weights(const char* __restric
   if (clustered) cluster_barrier();  // ...and kept alive until every peer has read them
 }
 
+// The same data path fed by TMA (session 38): a fifth warp issues one 2-D tensor copy per stage
+// (the stage's rows x row_bytes box), completing on the stage's "full" mbarrier; the four consumer
+// warps wait on that barrier alone (no block-wide barrier), do the stand-in math, and each arrives
+// on the stage's "empty" mbarrier, which the producer waits on before it refills the slot. A warp
+// waits only for its own stage's bytes and never for the other warps (bench/gemv/NOTES.md session
+// 35 item 5 (b): the gemv's per-stage __syncthreads is one of its two main stalls).
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count));
+}
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+  asm volatile(
+      "{\n.reg .pred p;\nW: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra W;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const CUtensorMap* map, int x, int y, unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::
+          "r"(dst),
+      "l"(map), "r"(x), "r"(y), "r"(bar)
+      : "memory");
+}
+
+template <int kStages>
+__global__ void __launch_bounds__(kThreads + 32) stream_weights_tma(const __grid_constant__ CUtensorMap map,
+                                                                      int kn, int rows, int row_bytes, int steps,
+                                                                      int delay, int clustered,
+                                                                      unsigned* __restrict__ sink) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ __align__(8) unsigned long long full[kStages], empty[kStages];
+  const int split = gridDim.y, part = blockIdx.y;
+  const int kb = steps * part / split, ke = steps * (part + 1) / split, n = ke - kb;
+  const unsigned base = (unsigned)__cvta_generic_to_shared(smem);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init((unsigned)__cvta_generic_to_shared(&full[s]), 1);
+      mbar_init((unsigned)__cvta_generic_to_shared(&empty[s]), kThreads / 32);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  unsigned acc = threadIdx.x;
+  if (threadIdx.x >= kThreads) {  // the producer warp: one elected lane
+    if (threadIdx.x == kThreads) {
+      for (int i = 0; i < n; ++i) {
+        const int slot = i % kStages;
+        if (i >= kStages) mbar_wait((unsigned)__cvta_generic_to_shared(&empty[slot]), ((i / kStages) - 1) & 1);
+        const unsigned fb = (unsigned)__cvta_generic_to_shared(&full[slot]);
+        mbar_expect_tx(fb, kStageBytes);
+        // kn: x = n bytes (the tile), y = k rows (the step); nk: x = k bytes (the step), y = n rows
+        const int step = kb + i;
+        if (kn) tma_load_2d(base + slot * kStageBytes, &map, blockIdx.x * row_bytes, step * rows, fb);
+        else tma_load_2d(base + slot * kStageBytes, &map, step * row_bytes, blockIdx.x * rows, fb);
+      }
+    }
+  } else {
+    for (int i = 0; i < n; ++i) {
+      const int slot = i % kStages;
+      mbar_wait((unsigned)__cvta_generic_to_shared(&full[slot]), (i / kStages) & 1);
+      const unsigned* st = reinterpret_cast<const unsigned*>(smem + slot * kStageBytes);
+#pragma unroll
+      for (int c = 0; c < kChunksPerThread; ++c) acc ^= st[(threadIdx.x + c * kThreads) * 4];
+      for (int d = 0; d < delay; ++d) asm volatile("mad.lo.u32 %0, %0, 1664525, 1013904223;" : "+r"(acc));
+      __syncwarp();
+      if (threadIdx.x % 32 == 0) mbar_arrive((unsigned)__cvta_generic_to_shared(&empty[slot]));
+    }
+  }
+  __syncwarp();  // the producer warp's lanes meet again before the aligned cluster barrier
+  if (clustered) cluster_barrier();
+  if (threadIdx.x < kThreads) sink[(blockIdx.y * gridDim.x + blockIdx.x) * kThreads + threadIdx.x] = acc;
+  if (clustered) cluster_barrier();
+}
+
 struct Case {
   std::string name;  // shape and layout, for the table
   bool kn;           // [K, N] (else [N, K])
@@ -129,6 +210,7 @@ struct Case {
   int row_bytes, split, stages, smem_kb, delay;
   int a_rows = 0;        // activation rows copied per stage (0: none)
   bool cluster = false;  // split-K parts as a cluster (1, S, 1)
+  bool tma = false;      // stream_weights_tma: TMA copies, mbarriers, a producer warp
 };
 
 using Kernel = void (*)(const char*, int, long long, long long, long long, int, int, const char*, int, long long,
@@ -142,6 +224,68 @@ static Kernel kernel_for(int stages) {
     case 6: return stream_weights<6>;
     default: std::fprintf(stderr, "stages %d not built\n", stages); std::exit(1);
   }
+}
+
+using TmaKernel = void (*)(CUtensorMap, int, int, int, int, int, int, unsigned*);
+static TmaKernel tma_kernel_for(int stages) {
+  switch (stages) {
+    case 3: return stream_weights_tma<3>;
+    case 4: return stream_weights_tma<4>;
+    case 5: return stream_weights_tma<5>;
+    case 6: return stream_weights_tma<6>;
+    default: std::fprintf(stderr, "tma stages %d not built\n", stages); std::exit(1);
+  }
+}
+
+// A 2-D byte tensor map over one weight copy: x the contiguous bytes, y the rows.
+static CUtensorMap weight_map(const char* w, long long x_bytes, long long y_rows, int box_x, int box_y) {
+  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                              const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  static Encode encode = nullptr;
+  if (!encode) {
+    cudaDriverEntryPointQueryResult q;
+    CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", reinterpret_cast<void**>(&encode), 12000,
+                                          cudaEnableDefault, &q));
+  }
+  CUtensorMap m;
+  const cuuint64_t dims[2] = {(cuuint64_t)x_bytes, (cuuint64_t)y_rows}, strides[1] = {(cuuint64_t)x_bytes};
+  const cuuint32_t box[2] = {(cuuint32_t)box_x, (cuuint32_t)box_y}, estr[2] = {1, 1};
+  const CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<char*>(w), dims, strides, box, estr,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) { std::fprintf(stderr, "cuTensorMapEncodeTiled: %d\n", (int)r); std::exit(1); }
+  return m;
+}
+
+static float median_of_batches(const std::function<void(int)>& launch);
+
+static float time_case_tma(const Case& c, const std::vector<char*>& bufs, unsigned* sink, int* ctas_per_sm,
+                           int rows, int tiles, int steps) {
+  TmaKernel k = tma_kernel_for(c.stages);
+  const int smem = std::max(c.stages * kStageBytes, c.smem_kb * 1024) ;
+  CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas_per_sm, k, kThreads + 32, smem));
+  std::vector<CUtensorMap> maps;
+  for (char* b : bufs)
+    maps.push_back(c.kn ? weight_map(b, c.N, c.K, c.row_bytes, rows) : weight_map(b, c.K, c.N, c.row_bytes, rows));
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[1];
+  cfg.gridDim = dim3(tiles, c.split);
+  cfg.blockDim = dim3(kThreads + 32);
+  cfg.dynamicSmemBytes = smem;
+  if (c.cluster) {
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = c.split;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  return median_of_batches([&](int i) {
+    CHECK(cudaLaunchKernelEx(&cfg, k, maps[i % maps.size()], (int)c.kn, rows, c.row_bytes, steps, c.delay,
+                             (int)c.cluster, sink));
+  });
 }
 
 // Median of 5 batches of back-to-back launches rotating over copies of the weights (>= 256 MB
@@ -158,6 +302,7 @@ static float time_case(const Case& c, const std::vector<char*>& bufs, const char
     tiles = (int)(c.N / rows); steps = (int)(c.K / c.row_bytes);
     tile_stride = (long long)rows * c.K; step_bytes = c.row_bytes; row_stride = c.K;
   }
+  if (c.tma) return time_case_tma(c, bufs, sink, ctas_per_sm, rows, tiles, steps);
   Kernel k = kernel_for(c.stages);
   const int smem = std::max(c.stages * (kStageBytes + c.a_rows * kARowBytes), c.smem_kb * 1024);
   CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -176,6 +321,14 @@ static float time_case(const Case& c, const std::vector<char*>& bufs, const char
     cfg.attrs = attr;
     cfg.numAttrs = 1;
   }
+  return median_of_batches([&](int i) {
+    CHECK(cudaLaunchKernelEx(&cfg, k, (const char*)bufs[i % bufs.size()], c.row_bytes, tile_stride, step_bytes,
+                             row_stride, steps, c.delay, act, c.a_rows, 2 * c.K, (int)c.cluster, sink));
+  });
+}
+
+// Median of 5 batches of 60 launches (`launch(i)` launches call i; a sixth, first batch warms up).
+static float median_of_batches(const std::function<void(int)>& launch) {
   cudaEvent_t a, b;
   CHECK(cudaEventCreate(&a));
   CHECK(cudaEventCreate(&b));
@@ -183,14 +336,12 @@ static float time_case(const Case& c, const std::vector<char*>& bufs, const char
   std::vector<float> ms;
   for (int batch = 0; batch < 6; ++batch) {
     CHECK(cudaEventRecord(a));
-    for (int i = 0; i < calls; ++i)
-      CHECK(cudaLaunchKernelEx(&cfg, k, (const char*)bufs[i % bufs.size()], c.row_bytes, tile_stride, step_bytes,
-                               row_stride, steps, c.delay, act, c.a_rows, 2 * c.K, (int)c.cluster, sink));
+    for (int i = 0; i < calls; ++i) launch(i);
     CHECK(cudaEventRecord(b));
     CHECK(cudaEventSynchronize(b));
     float t;
     CHECK(cudaEventElapsedTime(&t, a, b));
-    if (batch) ms.push_back(t / calls);  // batch 0 warms up
+    if (batch) ms.push_back(t / calls);
   }
   CHECK(cudaGetLastError());
   std::sort(ms.begin(), ms.end());
@@ -227,8 +378,21 @@ int main() {
   add("i8 kn 4096x14336 +cluster", true, 4096, 14336, 128, 2, 5, 100, d0, 0, true);
   add("i8 kn 4096x14336 +A16 +cluster", true, 4096, 14336, 128, 2, 5, 100, ds, 16, true);
   add("i8 kn 14336x4096 +A16 +cluster", true, 14336, 4096, 128, 8, 3, 75, d0, 16, true);  // the rule at M = 16
+  // the same grids fed by TMA with per-stage mbarriers and a producer warp (no block-wide barrier)
+  auto add_tma = [&](std::string name, bool kn, long long K, long long N, int rb, int s, int st, int kb,
+                     std::vector<int> delays, bool cluster = false) {
+    for (int d : delays) cases.push_back({name + " TMA", kn, K, N, rb, s, st, kb, d, 0, cluster, true});
+  };
+  add_tma("i8 kn 4096x14336", true, 4096, 14336, 128, 2, 5, 100, ds);
+  add_tma("i8 kn 4096x14336", true, 4096, 14336, 128, 2, 5, 100, ds, true);
+  add_tma("i8 kn 4096x14336", true, 4096, 14336, 128, 1, 6, 100, ds);
+  add_tma("i8 kn 4096x14336", true, 4096, 14336, 128, 2, 4, 75, ds);
+  add_tma("i8 kn 4096x14336 256B", true, 4096, 14336, 256, 2, 5, 100, ds);
+  add_tma("i8 nk 4096x14336", false, 4096, 14336, 128, 2, 5, 100, ds);
+  add_tma("i8 kn 14336x4096", true, 14336, 4096, 128, 8, 5, 100, ds, true);
+  add_tma("bf16 kn 4096x14336", true, 4096, 28672, 256, 1, 6, 100, ds);
   // bf16 4096 x 14336 [K, N]: 256-byte rows (128 columns), S = 1 (112 CTAs) and 2
-  add("bf16 kn 4096x14336", true, 4096, 28672, 256, 1, 6, 100, d0);
+  add("bf16 kn 4096x14336", true, 4096, 28672, 256, 1, 6, 100, ds);
   add("bf16 kn 4096x14336", true, 4096, 28672, 256, 2, 6, 100, d0);
 
   long long max_bytes = 0, min_bytes = 1ll << 62;
