@@ -19,6 +19,11 @@
 // launched as a thread block cluster (1, S, 1) that meets at two cluster barriers at the end, as
 // the gemv's reduction does.
 //
+// Rows named "TMA" (stream_weights_tma, session 38) feed the same grids by one 2-D TMA copy per
+// stage from a fifth (producer) warp, with per-stage full / empty mbarriers in place of the
+// block-wide barrier: whether the gemv's __syncthreads per stage is what keeps its math from
+// hiding under the loads (Run AZ call 2: it is not; the 8-bit rows lose as much to the delay).
+//
 // The table's CTAs/SM is the occupancy query without clusters (clusters may hold fewer at once:
 // bench/gemv/cluster_residency.py).
 //
