@@ -366,146 +366,30 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
 }
 
 // Why cuBLAS + the epilogue kernel (the op's unfused path) beats the Hopper kernel at this shape,
-// in words; "" elsewhere. Measured on the H200 (compare_tiles against the 2-D epilogue kernel, four
-// bench chains, time / cuBLAS mm alone):
-//  - Fewer than kFewestTilesTheKernelWins tiles of 64x128 (under half the SMs) without split-K
-//    (bench/RESULTS.md Run AF, 2026-12-01, K = 4096): the kernel without split-K lost to the
-//    unfused path in every chain at 32 and 48 tiles (M x N = 1024 x 256: 64x128 ping-pong
-//    1.42-1.55x against 1.25-1.54x; 1536 x 256: 1.35-1.54x against 1.33-1.51x) and won in every
-//    chain at 64 (2048 x 256: 1.27-1.36x against 1.34-1.52x; 4096 x 128: 1.16-1.35x against
-//    1.30-1.55x). Fewer tiles did not win even with split-K (4 tiles, 256 x 64: the best Hopper
-//    tile 1.79-2.27x against 1.26-1.47x; 8 tiles, 512 x 128, and 16, 128 x 1024: split-K ahead in
-//    2 of 4 chains each). Split-K from 32 tiles won (sm90::splitKForFewTiles); it is checked first.
-//    At K <= 1024, where the unfused path's separate epilogue weighs more against the GEMM, the
-//    kernel won at 32 tiles (Run AG, 2026-12-01: 1024 x 256, K = 1024, 64x128 ping-pong 1.13-1.43x
-//    against 1.32-1.73x, ahead in every chain): there the minimum is kFewestTilesShortK, for one
-//    matrix (fewer tiles at K <= 1024, and batches, were not measured).
-//  - A partial 128-column tile at N < kPartialColumnTileMaxN (a third of the column tiles or more,
-//    Runs AF, AG): M x N = 4096 x 192 (128 tiles, 64x128 ping-pong, the best Hopper tile) ran
-//    1.53-1.87x against 1.26-1.47x; at N = 256 the same grid ran 1.10-1.18x. Since the staged epilogue takes the column edge too (Run AG, 2026-12-01) it
-//    ran 1.35-1.48x against 1.23-1.48x: still behind in every chain (the residual by 0.3 %).
-//    4096 x 320 (128x128 cooperative, 96 tiles, a half-empty third column tile): 1.33-1.46x
-//    against 1.24-1.43x, behind in every chain (end to end 0.85-0.94x eager with GELU and SiLU).
-//    4096 x 448 (a fourth of the column tiles partial) is taken: 1.25-1.35x against 1.25-1.39x,
-//    ahead in 2 of 4 chains, each way by at most 3 %.
-//    Below 128 columns (every tile at the edge) one shape was measured since then (Run AG): M x N =
-//    8192 x 64, one matrix, 128 tiles: 64x128 ping-pong 1.20-1.27x against 1.22-1.43x, ahead in
-//    every chain; it is taken there, from kEdgeColumnsMinTiles tiles of one matrix and N >= 64.
-//    Fewer tiles, fewer columns (N = 8-56: most of every tile empty) and batches (an attention
-//    bmm's head dimension of 64) were not measured and are refused.
-//  - At K >= 8192, 64x128 tiles too few to fill the SMs (under kSplitKMaxTiles) without split-K
-//    (Run AE): at M = 100 and 128, K = 14336, N = 4096 (64 tiles) split-K ran 1.16-1.23x and the
-//    64x128 tile 1.20-1.26x, the unfused path 1.08-1.16x. One round of 64x128 tiles along the long
-//    K sets the kernel's time whatever the count under 100 but for decode batches of 128 rows and
-//    more that fill the SMs (decodeBatchFillsSms: 96 tiles, three whole row tiles at N = 4096, won
-//    by 5-26 % at K = 8192 and 14336, Run AL); one row tile (64 x 12288 at K >= 8192; 64 x 14336
-//    x 14336 lost 2-3 %, Run AK) and other M and N with so few tiles (a narrow N over many rows,
-//    a last row tile mostly empty) follow Run AE.
-//  - From 257 rows of one matrix (inWorkShareRange) at N >= kFillRuleMinN and at least kFillRuleMinFlops of work, the
-//    heuristic's tile doing too little real work per slot for this K (tileWorkShare: the real
-//    outputs' share of the area of its rounds of SMs, times the tile's own throughput): the
-//    kernel pays for every slot of its last round, where cuBLAS balances its work over the SMs,
-//    while the unfused path's extra pass over the output weighs less the longer K is (cuBLAS +
-//    the epilogue kernel ran 1.21-1.35x cuBLAS mm alone at K = 4096, 1.08-1.12x at 14336,
-//    1.6-2.2x at 768-1152). Refused at a share of K / (K + kFillRuleK) or less: 0.73 at K = 4096,
-//    0.90 at 14336; at 257-1024 rows from K = kFillRuleMaxK (0.77) no higher, and from 1025 rows
-//    weighed against cuBLAS's own share (below). Measured on the H200 (bench/RESULTS.md Run AH, 2026-12-01, compare_tiles after the
-//    box skip, with Runs AF and AG at whole tiles, four bench chains; the heuristic's tile / cuBLAS
-//    + the epilogue kernel, as bench/sm90/tile_rule_check.py --share prints): every shape refused lost (share 0.55-0.71 at K = 4096: 3072 x 768,
-//    2048 x 1152, 4096 x 640, 5120 x 512, 2560 x 1024, 3584 x 768, 1088 x 4096, 4096 x 1152,
-//    3072 x 1536, 6144 x 768: 1.01-1.21; 4096 x 1152 at K = 4304 1.16-1.25; 4096 x 768 and 2048
-//    x 1152 at K = 14336, shares 0.73 and 0.55: 1.12-1.26); at 0.73 the kernel tied (4096 x 768,
-//    3072 x 1024, 2048 x 1536: 0.97-1.03; refused, below); every shape taken from 0.77 won (0.56-0.99; 2048 x 896
-//    at K = 4864, share 0.80: 0.81-0.85). End to end, before this rule, the kernel ran 0.79-0.98x
-//    eager at 3072 x 768, 2048 x 1152 and 4096 x 640 with GELU and SiLU. Under kFillRuleMinFlops
-//    cuBLAS's own fixed cost weighs and the kernel won at a share of 0.68 (2048 x 768 and 3072 x
-//    512 at K = 4096, 12.9 GFLOP: 0.83-0.91); between 12.9 and 19.3 GFLOP nothing under
-//    the threshold was measured. Below kFillRuleMinN the tiles stream A and the kernel won at low
-//    shares (8192 x 64 at 0.37, 6144 x 128 and 3072 x 256 at 0.55: 0.77-0.98): not refused. This
-//    replaces session 18's tail-round refusal, which refused 10240 x 128, 12288 x 128 and 8512 x
-//    64, where the kernel (128x128 since Run AH) won by 6-23 %.
-//    Until session 33 the threshold rose with K to 0.90 at K = 14336; at 257-1024 rows it refused
-//    five shapes at K = 8192-14336 where the heuristic's tile beat cuBLAS + the epilogue kernel in
-//    every bench chain (bench/RESULTS.md Run AU call 2, 2026-12-03, compare_tiles, heuristic's tile
-//    / unfused path): 832 x 8192 x 4096 (share 0.79) 0.91-0.93, 384 x 8192 x 14336 (0.80)
-//    0.92-0.95, 384 x 14336 x 14336 (0.80) 0.96-0.97, 512 x 14336 x 14336 (0.85) 0.94-0.96, 544 x
-//    14336 x 14336 (0.87) 0.89; 416 x 8192 x 8192 (0.79) tied (1.00-1.01). The losses at a long K
-//    sat at 0.76 and under: 1024 x 8192 x 5120 (0.76) by 7.5-9.3 % (Run AL), 4096 x 14336 x 768
-//    (0.73) and 2048 x 14336 x 1152 (0.55) by 12-26 % (Run AH), 1024 x 14336 x 2560 (0.61) by 15-17
-//    %. So at 257-1024 rows the threshold stops rising at K = kFillRuleMaxK (5120: 0.77), between
-//    those losses and the wins; K = 4097-8191 lies between measured thresholds (0.73 at 4096, 0.77
-//    at 8192). Out of sample (Run AU call 3, 2026-12-03) that cap did not hold everywhere: 896 x
-//    14336 x 4096 (0.85) won by 5-6 %, 768 x 14336 x 12288 (0.82) lost by 3.6-4.6 % (128x128
-//    ping-pong, the fastest tile; 1.00-1.05x eager end to end), taken (named).
-//    From 1025 rows the share alone did not separate wins from losses at a long K (Run AU call 3:
-//    2048 x 14336 x 4864 at 0.89 won by 2-8 %, 3072 x 14336 x 3072 at 0.85 lost by 4-7 %), because
-//    cuBLAS has rounds to fill too: its kernels (bench/cublas_tiles.py, Run AV call 1, 2026-12-03)
-//    fill 97 % of their slots at 3072 x 3072 (192x192 tiles) but 92 % at 2048 x 4864 and 1088 x
-//    11008, 83 % at 1216 x 11008 (cublasWorkShare). So there, for one matrix whose rows of B and
-//    the output are whole 128-byte lines (N a multiple of 64), the kernel is refused at a share of
-//    K / (K + kFillRuleKAgainstCublas) of cuBLAS's share or less (K counted to 14336): 0.80 of it at
-//    K = 4096, 0.89 at 8192, 0.93 at 14336; cuBLAS's share counted as at least 0.82
-//    (kLeastCublasShare), and only from K = 4096 (kAgainstCublasMinK): below it and where cuBLAS's
-//    tiles do not fill one round (cublasWorkShare 0: it splits K or leaves SMs idle, unmodelled)
-//    the share alone, as before. The constant was fitted to the stored compare_tiles cells from
-//    1025 rows with the unfused path timed (740 cells of three bench chains, SiLU alone aside): at
-//    K = 4096 it decides as the share alone did, at K = 8192-14336 closer to the measurement (850
-//    and 1200 did worse at K = 3072 and 8192). Out of sample twice (Run AV calls 2 and 4, 23 shapes
-//    at K = 4096-14336, 70 cells) the planner's choice ran 0.2 % and 0.6 % behind the fastest
-//    candidate on average, against 3.5 % and 4.3 % before (bench/sm90/choice_vs_best.py); end to
-//    end every fused chain 1.07-1.58x eager. Now refused: 3072 x 8192 x 3072, 6144 x 8192 x 1536,
-//    1536 x 8192 x 6144 (the unfused path 2-6 % ahead), 8192 x 8192 x 1152 (0-4 % ahead in 9 of 10
-//    cells), and unmeasured e.g. 1152 x 8192 x 8192, 12288 x 8192 x 768. Now taken: 1216 x 14336 x
-//    11008 (10-12 % ahead), 2048 x 14336 x 4864 (6 %), 4096 x 14336 x 2432 / 4864 (4-8 %), 1088
-//    rows at K = 8192-14336 (4-8 %). Named: 1088 x 14336 x 14336 (0.5-1.5 % behind the unfused
-//    path) and 1088 x 14336 x 6144 (2-3 %), taken: cuBLAS ran a tile outside cublasWorkShare's set
-//    there (160 rows by 128 columns, 96 % and 82 % of all SMs' slots against the 90 % and 77 %
-//    counted; with that tile in the set the count is off at five more of 55 shapes,
-//    cublas_share.cpp); 1408 x 14336 x 11008 and 3072 x 14336 x 5120 refused, 1.5-3 % ahead.
-//    Rows that are not whole 128-byte lines keep the share alone, rising to K =
-//    kFillRuleMaxKElsewhere (14336): 6144 x 14336 x 4304 (0.87) lost by 10-23 % (Run AJ call 5), a
-//    cost of B's rows that grows with K (at K = 8192 4096 x 8192 x 4304 (0.82) won by 2-9 %, Runs AJ
-//    call 8, AL call 4, and stays refused: named).
-//  - A 128-row last tile at most a quarter real: M = 144 and 160 at K = 4096, N = 14336 (128x256
-//    with 16 and 32 real rows in its last tile) ran 1.27-1.39x against 1.19-1.29x. Session 15
-//    found the same cost at equal grids (128x128 at M = 144: 2.02x mm; at 256: 1.11x,
-//    bench/sm90/NOTES.md): most of it was the TMA filling whole boxes out of bounds, which the
-//    kernel no longer loads (Run AH: 128x128 at M = 144 1.83-2.23x -> 1.36-1.45x), but cuBLAS +
-//    the epilogue kernel stays faster there (1.19-1.30x against the best Hopper tile's
-//    1.24-1.36x, Run AH call 2). Only where measured: at K >= 4096 (a longer K
-//    adds to the kernel's share, not to the unfused path's epilogue) and up to 32 real rows; at
-//    M = 224 (96 real rows) the Hopper kernel won, and 33-95 real rows were not measured.
-//  - From 1025 rows of one matrix at K >= 4096, N a multiple of 8 but not of 16 (rows of B and the
-//    output 16-byte aligned, not 32; the hypothesis, not checked with ncu: a 128-byte box or store
-//    row then touches five 32-byte sectors, not four; bench/sm90/NOTES.md session 22). Run AK (2026-12-02, compare_tiles, K = 4096, four bench chains): 128x256, the best
-//    tile, ran 1.28-1.43x cuBLAS mm alone against cuBLAS + the epilogue kernel's 1.15-1.36x at
-//    8192 x 2184 / 2200 / 4296 / 4312 and 12288 x 2200, behind in all 20 cells; end to end SiLU
-//    alone ran 0.92-0.93x eager. Rows 32-byte aligned do not pay it: at 8192 x 2192 and 4304
-//    (32-byte) and 2208 (64-byte) the kernel ran 1.08-1.26x against 1.18-1.34x, ahead in all 12
-//    cells. (16-bit elements: the kernel takes no other.) A longer K adds unaligned B rows to the
-//    kernel's time only, so the rule holds from 4096 up; shorter K, fewer rows and N under
-//    kFillRuleMinN (narrow tiles that stream A; 8192 x 120 follows 8192 x 64) were not measured,
-//    nor a K-major B (nn.Linear's weight: whole-line rows of B, only the output's at 16 bytes),
-//    which keeps the kernel. The row strides are judged by N: padded strides are not seen.
-//  - Up to 256 rows at K >= 8192, the heuristic's tiles in more than one round (over 132): at 192
-//    x 14336 x 8192 (192 tiles) the heuristic's 64x128 ping-pong ran 1.30-1.35x cuBLAS mm alone and
-//    the best tile (128x128 cooperative, one round) 1.12-1.15x against cuBLAS + the epilogue
-//    kernel's 1.10-1.15x (Run AK, 2026-12-02, compare_tiles, four bench chains); end to end the
-//    kernel ran 0.88-0.95x eager. At 256 x 14336 x 6144 (Run AL) 64x128 in two rounds 1.21-1.28x
-//    against 1.11-1.16x, and 128x128 cooperative in one round 1.05-1.10x, which sm90::chooseConfig
-//    now takes there. One round of a measured tile wins (measuredTileInOneRound); at K = 4096 more
-//    rounds won (192 x 4096 x 14336, Run AD).
-// Whole or three-quarter last tiles won: M = 64, 128, 192 at N = 14336 (64x128 or 64x256:
-// 1.03-1.24x against 1.16-1.31x), M = 224 and 256 (128x256: 1.03-1.14x against 1.20-1.31x), M = 256
-// at N = 4096 (0.97-1.09x against 1.25-1.40x), one 64-row tile at K = 14336 with split-K (0.98-1.04x
-// against 1.09-1.11x). A 64-row last tile is not refused: M = 96, 100 at N = 14336 (64x256; 32 and
-// 36 of 64 rows real) 1.03-1.18x against 1.17-1.26x, M = 176 (64x128) 1.20-1.26x against
-// 1.21-1.30x (Run AF).
+// in words; "" elsewhere. The rules, each measured on the H200 (every figure, run and shape behind
+// them: docs/hopper_refusals.md):
+//  - fewer than kFewestTilesTheKernelWins 64x128 tiles (kFewestTilesShortK at K <= 1024) without
+//    split-K (split-K from 32 tiles is checked first: sm90::splitKForFewTiles);
+//  - a partial 128-column tile at N < kPartialColumnTileMaxN; below 128 columns only one matrix
+//    from kEdgeColumnsMinTiles tiles and N >= 64 is taken;
+//  - at K >= 8192, 64x128 tiles too few to fill the SMs (under kSplitKMaxTiles) without split-K,
+//    but for decode batches that fill them (decodeBatchFillsSms);
+//  - from 257 rows of one matrix (inWorkShareRange), N >= kFillRuleMinN, at least
+//    kFillRuleMinFlops: the heuristic tile's work share (real outputs over its rounds' area, times
+//    its throughput) at K / (K + kFillRuleK) or less, capped at K = kFillRuleMaxK up to 1024 rows;
+//    from 1025 rows with whole 128-byte rows weighed against cuBLAS's own share
+//    (K / (K + kFillRuleKAgainstCublas) of it, cublasWorkShare), elsewhere capped at
+//    kFillRuleMaxKElsewhere;
+//  - a 128-row last tile at most a quarter real (up to 32 real rows, K >= 4096);
+//  - from 1025 rows at K >= kSixteenByteRowsMinK, N a multiple of 8 but not of 16 (16-byte rows);
+//  - up to 256 rows at K >= 8192, the heuristic's tiles in more than one round of 132 SMs unless a
+//    measured tile runs one round (measuredTileInOneRound).
+// Whole or three-quarter last tiles, and 64-row last tiles, won (not refused).
 constexpr long long kFewestTilesTheKernelWins = 64, kFewestTilesShortK = 32, kEdgeColumnsMinTiles = 128,
                     kPartialColumnTileMaxN = 384, kFillRuleMinN = 512, kFillRuleMaxK = 5120, kFillRuleMaxKElsewhere = 14336,
                     kSixteenByteRowsMinK = 4096;
 constexpr double kFillRuleMinFlops = 16e9, kFillRuleK = 1536, kFillRuleKAgainstCublas = 1000;
-// The cuBLAS-relative yardstick's range and floor (above): from K = 4096, and cuBLAS's share counted
+// The cuBLAS-relative yardstick's range and floor (docs/hopper_refusals.md): from K = 4096, and cuBLAS's share counted
 // as no less than the least it was measured running at (0.82, 1088 x 14336 x 6144 on its own 160 x
 // 128 tiles; 0.83 at 1216 x 11008): a tile missing from cublasWorkShare's set can only make the
 // count too low, and a lower count lowers the threshold.
