@@ -24,6 +24,10 @@
 // block-wide barrier: whether the gemv's __syncthreads per stage is what keeps its math from
 // hiding under the loads (Run AZ call 2: it is not; the 8-bit rows lose as much to the delay).
 //
+// Rows named "global" sum the split-K parts through global memory (global_reduce: the last part to
+// count itself in reads the others' partials) instead of a cluster, so that the split may pass 8
+// (session 38, for bench/gemv/NOTES.md's next kernel; not yet run).
+//
 // The table's CTAs/SM is the occupancy query without clusters (clusters may hold fewer at once:
 // bench/gemv/cluster_residency.py).
 //
@@ -67,6 +71,32 @@ constexpr int kARowBytes = 256;  // one stage's k of an activation row (128 k, 1
 
 __device__ __forceinline__ void cluster_barrier() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+// Split-K across CTAs without a cluster (session 38, for a gemv whose split may exceed the 8 CTAs of a
+// portable cluster): every part writes its rows x 128 fp32 partial sums to a workspace, then counts
+// itself in on its tile's counter; the part that counts last reads the others' partials (from L2),
+// sums them, stores the tile's result and resets the counter for the next launch. The gemv's
+// reduction reads the peers' shared memory over DSMEM instead, behind two cluster barriers.
+__device__ float* g_partials;    // [tiles][split][rows x 128]
+__device__ unsigned* g_counters;  // [tiles], zero between launches
+__device__ __forceinline__ void global_reduce(unsigned acc, int rows, unsigned* __restrict__ sink) {
+  const int tile = blockIdx.x, split = gridDim.y, per_part = rows * 128;
+  float* mine = g_partials + ((long long)tile * split + blockIdx.y) * per_part;
+  for (int i = threadIdx.x; i < per_part; i += kThreads) mine[i] = (float)(acc + i);
+  __threadfence();  // the partials visible before the count
+  __syncthreads();
+  __shared__ unsigned last;
+  if (threadIdx.x == 0) last = atomicAdd(&g_counters[tile], 1u) == (unsigned)split - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();  // the other parts' partials, seen after their counts
+  for (int i = threadIdx.x; i < per_part; i += kThreads) {
+    float v = 0.f;
+    for (int r = 0; r < split; ++r) v += __ldcg(g_partials + ((long long)tile * split + r) * per_part + i);
+    sink[(long long)tile * per_part + i] = __float_as_uint(v);  // the tile's output
+  }
+  if (threadIdx.x == 0) g_counters[tile] = 0;
 }
 
 template <int kStages>
@@ -124,6 +154,10 @@ __global__ void __launch_bounds__(kThreads) stream_weights(const char* __restric
     if (++slot == kStages) slot = 0;
   }
   cp_async_wait<0>();
+  if (clustered == 2) {  // split-K without a cluster: partials in global memory, the last CTA sums
+    global_reduce(acc, max(a_rows, 1), sink);
+    return;
+  }
   if (clustered) cluster_barrier();  // the gemv: partials written, then read by the leader...
   sink[(blockIdx.y * gridDim.x + blockIdx.x) * kThreads + threadIdx.x] = acc;
   if (clustered) cluster_barrier();  // ...and kept alive until every peer has read them
@@ -216,6 +250,7 @@ struct Case {
   int a_rows = 0;        // activation rows copied per stage (0: none)
   bool cluster = false;  // split-K parts as a cluster (1, S, 1)
   bool tma = false;      // stream_weights_tma: TMA copies, mbarriers, a producer warp
+  bool global_reduce = false;  // split-K parts summed through global memory by the last (no cluster)
 };
 
 using Kernel = void (*)(const char*, int, long long, long long, long long, int, int, const char*, int, long long,
@@ -328,7 +363,8 @@ static float time_case(const Case& c, const std::vector<char*>& bufs, const char
   }
   return median_of_batches([&](int i) {
     CHECK(cudaLaunchKernelEx(&cfg, k, (const char*)bufs[i % bufs.size()], c.row_bytes, tile_stride, step_bytes,
-                             row_stride, steps, c.delay, act, c.a_rows, 2 * c.K, (int)c.cluster, sink));
+                             row_stride, steps, c.delay, act, c.a_rows, 2 * c.K,
+                             c.global_reduce ? 2 : (int)c.cluster, sink));
   });
 }
 
@@ -383,6 +419,18 @@ int main() {
   add("i8 kn 4096x14336 +cluster", true, 4096, 14336, 128, 2, 5, 100, d0, 0, true);
   add("i8 kn 4096x14336 +A16 +cluster", true, 4096, 14336, 128, 2, 5, 100, ds, 16, true);
   add("i8 kn 14336x4096 +A16 +cluster", true, 14336, 4096, 128, 8, 3, 75, d0, 16, true);  // the rule at M = 16
+  // split-K summed through global memory by the last part (no cluster; the split may pass 8), with
+  // the A tile at M = 16 and a 16-row partial per part, against the cluster rows above
+  auto add_global = [&](std::string name, long long K, long long N, int s, int st, int kb, std::vector<int> delays) {
+    for (int d : delays) {
+      cases.push_back({name + " +A16 global", true, K, N, 128, s, st, kb, d, 16, false});
+      cases.back().global_reduce = true;
+    }
+  };
+  add_global("i8 kn 4096x14336", 4096, 14336, 2, 5, 100, ds);
+  add_global("i8 kn 4096x14336", 4096, 14336, 4, 3, 56, ds);
+  add_global("i8 kn 14336x4096", 14336, 4096, 8, 3, 75, ds);
+  add_global("i8 kn 14336x4096", 14336, 4096, 16, 3, 56, ds);
   // the same grids fed by TMA with per-stage mbarriers and a producer warp (no block-wide barrier)
   auto add_tma = [&](std::string name, bool kn, long long K, long long N, int rb, int s, int st, int kb,
                      std::vector<int> delays, bool cluster = false) {
@@ -410,6 +458,13 @@ int main() {
   }
   unsigned* sink;
   CHECK(cudaMalloc(&sink, 1 << 24));
+  float* partials;  // global_reduce's workspace and tile counters
+  unsigned* counters;
+  CHECK(cudaMalloc(&partials, 64 << 20));
+  CHECK(cudaMalloc(&counters, 4096 * sizeof(unsigned)));
+  CHECK(cudaMemset(counters, 0, 4096 * sizeof(unsigned)));
+  CHECK(cudaMemcpyToSymbol(g_partials, &partials, sizeof(partials)));
+  CHECK(cudaMemcpyToSymbol(g_counters, &counters, sizeof(counters)));
   char* act;  // activations, 16 rows of K = 14336 16-bit elements at most (L2-resident, as at decode)
   CHECK(cudaMalloc(&act, 16 * 14336 * 2));
   CHECK(cudaMemset(act, 1, 16 * 14336 * 2));
