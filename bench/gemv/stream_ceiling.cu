@@ -300,19 +300,12 @@ static CUtensorMap weight_map(const char* w, long long x_bytes, long long y_rows
 
 static float median_of_batches(const std::function<void(int)>& launch);
 
-static float time_case_tma(const Case& c, const std::vector<char*>& bufs, unsigned* sink, int* ctas_per_sm,
-                           int rows, int tiles, int steps) {
-  TmaKernel k = tma_kernel_for(c.stages);
-  const int smem = std::max(c.stages * kStageBytes, c.smem_kb * 1024) ;
-  CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas_per_sm, k, kThreads + 32, smem));
-  std::vector<CUtensorMap> maps;
-  for (char* b : bufs)
-    maps.push_back(c.kn ? weight_map(b, c.N, c.K, c.row_bytes, rows) : weight_map(b, c.K, c.N, c.row_bytes, rows));
+// The launch of one case: grid (tiles, split), as a cluster (1, split, 1) where the case says so
+// (`attr` holds the attribute the config points to).
+static cudaLaunchConfig_t launch_config(const Case& c, int tiles, int threads, int smem, cudaLaunchAttribute* attr) {
   cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute attr[1];
   cfg.gridDim = dim3(tiles, c.split);
-  cfg.blockDim = dim3(kThreads + 32);
+  cfg.blockDim = dim3(threads);
   cfg.dynamicSmemBytes = smem;
   if (c.cluster) {
     attr[0].id = cudaLaunchAttributeClusterDimension;
@@ -322,13 +315,27 @@ static float time_case_tma(const Case& c, const std::vector<char*>& bufs, unsign
     cfg.attrs = attr;
     cfg.numAttrs = 1;
   }
+  return cfg;
+}
+
+static float time_case_tma(const Case& c, const std::vector<char*>& bufs, unsigned* sink, int* ctas_per_sm,
+                           int rows, int tiles, int steps) {
+  TmaKernel k = tma_kernel_for(c.stages);
+  const int smem = std::max(c.stages * kStageBytes, c.smem_kb * 1024);
+  CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas_per_sm, k, kThreads + 32, smem));
+  std::vector<CUtensorMap> maps;
+  for (char* b : bufs)
+    maps.push_back(c.kn ? weight_map(b, c.N, c.K, c.row_bytes, rows) : weight_map(b, c.K, c.N, c.row_bytes, rows));
+  cudaLaunchAttribute attr[1];
+  const cudaLaunchConfig_t cfg = launch_config(c, tiles, kThreads + 32, smem, attr);
   return median_of_batches([&](int i) {
     CHECK(cudaLaunchKernelEx(&cfg, k, maps[i % maps.size()], (int)c.kn, rows, c.row_bytes, steps, c.delay,
                              (int)c.cluster, sink));
   });
 }
 
-// Median of 5 batches of back-to-back launches rotating over copies of the weights (>= 256 MB
+// One case's time per launch, the launches rotating over copies of the weights (>= 256 MB
 // together, so that every launch reads from HBM, as bench_decode.py times the op).
 static float time_case(const Case& c, const std::vector<char*>& bufs, const char* act, unsigned* sink,
                        int* ctas_per_sm) {
@@ -347,20 +354,8 @@ static float time_case(const Case& c, const std::vector<char*>& bufs, const char
   const int smem = std::max(c.stages * (kStageBytes + c.a_rows * kARowBytes), c.smem_kb * 1024);
   CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas_per_sm, k, kThreads, smem));
-  dim3 grid(tiles, c.split);
-  cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attr[1];
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = smem;
-  if (c.cluster) {
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = c.split;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-  }
+  const cudaLaunchConfig_t cfg = launch_config(c, tiles, kThreads, smem, attr);
   return median_of_batches([&](int i) {
     CHECK(cudaLaunchKernelEx(&cfg, k, (const char*)bufs[i % bufs.size()], c.row_bytes, tile_stride, step_bytes,
                              row_stride, steps, c.delay, act, c.a_rows, 2 * c.K,
