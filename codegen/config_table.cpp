@@ -367,23 +367,26 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
 
 // Why cuBLAS + the epilogue kernel (the op's unfused path) beats the Hopper kernel at this shape,
 // in words; "" elsewhere. The rules, each measured on the H200 (every figure, run and shape behind
-// them: docs/hopper_refusals.md):
-//  - fewer than kFewestTilesTheKernelWins 64x128 tiles (kFewestTilesShortK at K <= 1024) without
-//    split-K (split-K from 32 tiles is checked first: sm90::splitKForFewTiles);
+// them: docs/hopper_refusals.md); the conditions in full are the code below:
+//  - fewer than kFewestTilesTheKernelWins 64x128 tiles (kFewestTilesShortK for one matrix at
+//    K <= 1024) without split-K (split-K from 32 tiles is checked first: sm90::splitKForFewTiles);
 //  - a partial 128-column tile at N < kPartialColumnTileMaxN; below 128 columns only one matrix
 //    from kEdgeColumnsMinTiles tiles and N >= 64 is taken;
+//  - the rules below judge one matrix only (a batch returns before them);
 //  - at K >= 8192, 64x128 tiles too few to fill the SMs (under kSplitKMaxTiles) without split-K,
-//    but for decode batches that fill them (decodeBatchFillsSms);
-//  - from 257 rows of one matrix (inWorkShareRange), N >= kFillRuleMinN, at least
-//    kFillRuleMinFlops: the heuristic tile's work share (real outputs over its rounds' area, times
-//    its throughput) at K / (K + kFillRuleK) or less, capped at K = kFillRuleMaxK up to 1024 rows;
-//    from 1025 rows with whole 128-byte rows weighed against cuBLAS's own share
-//    (K / (K + kFillRuleKAgainstCublas) of it, cublasWorkShare), elsewhere capped at
-//    kFillRuleMaxKElsewhere;
+//    but for decode batches of 128 rows and more that fill them (decodeBatchFillsSms);
+//  - from 257 rows (inWorkShareRange), N >= kFillRuleMinN, at least kFillRuleMinFlops: the
+//    heuristic tile's work share (real outputs over its rounds' area, times its throughput) at
+//    K / (K + kFillRuleK) or less, the K counted up to kFillRuleMaxK at 257-1024 rows where N is a
+//    multiple of 64 and to kFillRuleMaxKElsewhere otherwise; from 1025 rows at N a multiple of 64
+//    and K >= kAgainstCublasMinK, where cuBLAS's tiles fill a round (cublasWorkShare > 0), weighed
+//    against cuBLAS's own share (K / (K + kFillRuleKAgainstCublas) of it); one round at a long K
+//    below 512 rows is spared (midRowsOneRoundAtLongK);
 //  - a 128-row last tile at most a quarter real (up to 32 real rows, K >= 4096);
-//  - from 1025 rows at K >= kSixteenByteRowsMinK, N a multiple of 8 but not of 16 (16-byte rows);
-//  - up to 256 rows at K >= 8192, the heuristic's tiles in more than one round of 132 SMs unless a
-//    measured tile runs one round (measuredTileInOneRound).
+//  - from 1025 rows at K >= kSixteenByteRowsMinK and N >= kFillRuleMinN, N a multiple of 8 but not
+//    of 16 (16-byte rows), B not K-major;
+//  - up to 256 rows at K >= 8192, the heuristic's tile in more than one round of 132 SMs, or in one
+//    round but not a measured tile (measuredTileInOneRound).
 // Whole or three-quarter last tiles, and 64-row last tiles, won (not refused).
 constexpr long long kFewestTilesTheKernelWins = 64, kFewestTilesShortK = 32, kEdgeColumnsMinTiles = 128,
                     kPartialColumnTileMaxN = 384, kFillRuleMinN = 512, kFillRuleMaxK = 5120, kFillRuleMaxKElsewhere = 14336,

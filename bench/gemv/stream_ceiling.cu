@@ -32,7 +32,7 @@
 // bench/gemv/cluster_residency.py).
 //
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o stream_ceiling stream_ceiling.cu
-//   ./stream_ceiling            (a fixed list of cases, one table; ~10 s on an H200)
+//   ./stream_ceiling            (a fixed list of cases, one table; ~100 s on an H200)
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -85,10 +85,8 @@ __device__ __forceinline__ void global_reduce(unsigned acc, int rows, unsigned* 
   float* mine = g_partials + ((long long)tile * split + blockIdx.y) * per_part;
   for (int i = threadIdx.x; i < per_part; i += kThreads) mine[i] = (float)(acc + i);
   __threadfence();  // the partials visible before the count
-  __syncthreads();
-  __shared__ unsigned last;
-  if (threadIdx.x == 0) last = atomicAdd(&g_counters[tile], 1u) == (unsigned)split - 1;
-  __syncthreads();
+  // (no static shared memory: it would take a CTA per SM from the rows padded to fit exactly)
+  const bool last = __syncthreads_or(threadIdx.x == 0 && atomicAdd(&g_counters[tile], 1u) == (unsigned)split - 1);
   if (!last) return;
   __threadfence();  // the other parts' partials, seen after their counts
   for (int i = threadIdx.x; i < per_part; i += kThreads) {
@@ -198,7 +196,10 @@ __global__ void __launch_bounds__(kThreads + 32) stream_weights_tma(const __grid
                                                                       int delay, int clustered,
                                                                       unsigned* __restrict__ sink) {
   extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ __align__(8) unsigned long long full[kStages], empty[kStages];
+  // the barriers after the stages, in the dynamic shared memory (static shared memory would take a
+  // CTA per SM from the rows padded to fit exactly: 75 KB three, 56 KB four)
+  unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + kStages * kStageBytes);
+  unsigned long long* empty = full + kStages;
   const int split = gridDim.y, part = blockIdx.y;
   const int kb = steps * part / split, ke = steps * (part + 1) / split, n = ke - kb;
   const unsigned base = (unsigned)__cvta_generic_to_shared(smem);
@@ -287,6 +288,10 @@ static CUtensorMap weight_map(const char* w, long long x_bytes, long long y_rows
     cudaDriverEntryPointQueryResult q;
     CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", reinterpret_cast<void**>(&encode), 12000,
                                           cudaEnableDefault, &q));
+    if (q != cudaDriverEntryPointSuccess || !encode) {
+      std::fprintf(stderr, "the driver lacks cuTensorMapEncodeTiled\n");
+      std::exit(1);
+    }
   }
   CUtensorMap m;
   const cuuint64_t dims[2] = {(cuuint64_t)x_bytes, (cuuint64_t)y_rows}, strides[1] = {(cuuint64_t)x_bytes};
@@ -321,7 +326,7 @@ static cudaLaunchConfig_t launch_config(const Case& c, int tiles, int threads, i
 static float time_case_tma(const Case& c, const std::vector<char*>& bufs, unsigned* sink, int* ctas_per_sm,
                            int rows, int tiles, int steps) {
   TmaKernel k = tma_kernel_for(c.stages);
-  const int smem = std::max(c.stages * kStageBytes, c.smem_kb * 1024);
+  const int smem = std::max(c.stages * kStageBytes + 2 * c.stages * 8, c.smem_kb * 1024);  // + the mbarriers
   CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas_per_sm, k, kThreads + 32, smem));
   std::vector<CUtensorMap> maps;
@@ -429,7 +434,7 @@ int main() {
   // the same grids fed by TMA with per-stage mbarriers and a producer warp (no block-wide barrier)
   auto add_tma = [&](std::string name, bool kn, long long K, long long N, int rb, int s, int st, int kb,
                      std::vector<int> delays, bool cluster = false) {
-    for (int d : delays) cases.push_back({name + " TMA", kn, K, N, rb, s, st, kb, d, 0, cluster, true});
+    for (int d : delays) cases.push_back({name + (cluster ? " +cluster" : "") + " TMA", kn, K, N, rb, s, st, kb, d, 0, cluster, true});
   };
   add_tma("i8 kn 4096x14336", true, 4096, 14336, 128, 2, 5, 100, ds);
   add_tma("i8 kn 4096x14336", true, 4096, 14336, 128, 2, 5, 100, ds, true);
