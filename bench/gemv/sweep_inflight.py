@@ -12,10 +12,16 @@ alternates (round 2 reversed), medians over the rounds.
         [--m 1,16,64] [--kn 4096x14336,...] [--chains w8_bias,...] [--budget-s 500]
     (variant KB:S: pipeline of about KB KB, split-K S; 0 = the library's choice; writes
      $OUT/sweep_inflight.json, one file)
+
+A variant may also set other gemv knobs of an A/B patch, KB:S:NAME=VALUE[+NAME=VALUE...], NAME one
+of FXFUSE_GEMV_* (e.g. bench/gemv/ab/cols_once.patch's `0:0:FXFUSE_GEMV_COLS_MIN_PAIRS=100000,0:0`:
+the old path against the new, in alternating rounds). Every FXFUSE_GEMV_* knob of the caller is
+dropped, so a variant runs with its own knobs only.
 """
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -26,44 +32,63 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH_DECODE = os.path.join(HERE, "..", "bench_decode.py")
 
 
-def run_variant(kb, s, args, tmp):
-    """One bench_decode.py process under the variant: its rows, keyed by (M, K, N, chain)."""
-    out = os.path.join(tmp, f"kb{kb}_s{s}")
+class Variant:
+    """One variant: its name as given, the pipeline budget KB and split-K S (0: the library's),
+    and the other FXFUSE_GEMV_* knobs it sets."""
+
+    def __init__(self, name, kb, s, knobs):
+        self.name, self.kb, self.s, self.knobs = name, kb, s, knobs
+
+
+def run_variant(v, args, tmp):
+    """One bench_decode.py process under the variant: its rows, keyed by (M, K, N, dtype, chain)."""
+    out = os.path.join(tmp, "v" + "".join(c if c.isalnum() else "_" for c in v.name))
     cmd = [sys.executable, BENCH_DECODE, "--m", args.m, "--chains", args.chains]
     if args.kn:
         cmd += ["--kn", args.kn]
-    if s:
-        cmd += ["--split-k", str(s)]
-    if kb:
-        cmd += ["--stage-kb", str(kb)]
-    env = dict(os.environ, OUT=out)
-    for knob in ("FXFUSE_GEMV_STAGE_KB", "FXFUSE_GEMV_SPLIT_K"):  # the variant's, not the caller's
-        env.pop(knob, None)
+    if v.s:
+        cmd += ["--split-k", str(v.s)]
+    if v.kb:
+        cmd += ["--stage-kb", str(v.kb)]
+    # the variant's knobs, not the caller's
+    env = {k: val for k, val in os.environ.items() if not k.startswith("FXFUSE_GEMV_")}
+    env.update(v.knobs, OUT=out)
     t0 = time.time()
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     secs = time.time() - t0
     if p.returncode != 0:
-        print(f"variant {kb}:{s} failed (rc {p.returncode}):\n{p.stderr[-3000:]}", flush=True)
+        print(f"variant {v.name} failed (rc {p.returncode}):\n{p.stderr[-3000:]}", flush=True)
         return None, secs
     files = [f for f in os.listdir(out) if f.startswith("bench_decode") and f.endswith(".json")]
     if not files:
-        print(f"variant {kb}:{s}: no bench_decode JSON written", flush=True)
+        print(f"variant {v.name}: no bench_decode JSON written", flush=True)
         return None, secs
     with open(os.path.join(out, files[0])) as f:
         rows = json.load(f)["rows"]
     return {(r["M"], r["K"], r["N"], r["dtype"], r["chain"]): r for r in rows}, secs
 
 
+KNOB = re.compile(r"FXFUSE_GEMV_[A-Z0-9_]+")
+
+
 def parse_variant(item):
-    """"KB:S" -> (KB, S): KB 0 (the library's pipeline) or 16-200 (FXFUSE_GEMV_STAGE_KB's range),
-    S 0 (the library's split-K) or 1-8."""
-    parts = item.split(":")
-    if len(parts) != 2 or not all(p.isdigit() for p in parts):
-        raise SystemExit(f"variant {item!r}: expected KB:S, e.g. 60:0")
+    """"KB:S[:NAME=VALUE+...]" -> Variant: KB 0 (the library's pipeline) or 16-200
+    (FXFUSE_GEMV_STAGE_KB's range), S 0 (the library's split-K) or 1-8, NAME an FXFUSE_GEMV_* knob
+    other than those two (set through KB and S)."""
+    parts = item.split(":", 2)
+    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+        raise SystemExit(f"variant {item!r}: expected KB:S[:NAME=VALUE+...], e.g. 60:0")
     kb, s = int(parts[0]), int(parts[1])
     if not (kb == 0 or 16 <= kb <= 200) or not 0 <= s <= 8:
         raise SystemExit(f"variant {item!r}: KB must be 0 or 16-200, S 0-8")
-    return kb, s
+    knobs = {}
+    for kv in parts[2].split("+") if len(parts) == 3 else []:
+        name, eq, value = kv.partition("=")
+        if not eq or not KNOB.fullmatch(name) or name in ("FXFUSE_GEMV_STAGE_KB", "FXFUSE_GEMV_SPLIT_K"):
+            raise SystemExit(f"variant {item!r}: {kv!r} is not NAME=VALUE with NAME an FXFUSE_GEMV_* knob "
+                             "(the pipeline and split-K are KB:S)")
+        knobs[name] = value
+    return Variant(item, kb, s, knobs)
 
 
 def table_of(runs):
@@ -75,7 +100,7 @@ def table_of(runs):
         for v, rs in runs.items():
             got = [rows[k] for rows in rs if k in rows]
             if got:
-                entry["variants"][f"{v[0]}:{v[1]}"] = {
+                entry["variants"][v] = {
                     "fxfuse_ms": statistics.median(r["fxfuse"] for r in got),
                     "fx_over_mm": statistics.median(r["fxfuse"] / r["mm"] for r in got),
                     "runs_ms": [r["fxfuse"] for r in got], "path": got[0]["path"],
@@ -86,7 +111,8 @@ def table_of(runs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--variants", required=True, help="comma-separated KB:S (0 = the library's choice)")
+    ap.add_argument("--variants", required=True,
+                    help="comma-separated KB:S[:NAME=VALUE+...] (0 = the library's choice; NAME an FXFUSE_GEMV_* knob)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--m", default="1,16,64")
     ap.add_argument("--kn", default="")
@@ -96,27 +122,31 @@ def main():
     variants = [parse_variant(item) for item in a.variants.split(",")]
     out_dir = os.environ.get("OUT") or "."
     os.makedirs(out_dir, exist_ok=True)
-    runs = {v: [] for v in variants}  # variant -> [rows of one process]
-    names = [f"{kb}:{s}" for kb, s in variants]
+    names = [v.name for v in variants]
+    if len(set(names)) != len(names):
+        raise SystemExit("a variant is named twice")
+    runs = {n: [] for n in names}  # variant name -> [rows of one process]
     t_start = time.time()
     table = []
     with tempfile.TemporaryDirectory() as tmp:
         for rnd in range(a.rounds):
             for v in variants if rnd % 2 == 0 else variants[::-1]:
                 if time.time() - t_start > a.budget_s:
-                    print(f"budget reached: variant {v} round {rnd + 1} not run", flush=True)
+                    print(f"budget reached: variant {v.name} round {rnd + 1} not run", flush=True)
                     continue
-                rows, secs = run_variant(v[0], v[1], a, os.path.join(tmp, f"r{rnd}"))
-                print(f"round {rnd + 1} variant {v[0]}:{v[1]}: {secs:.0f} s", flush=True)
+                rows, secs = run_variant(v, a, os.path.join(tmp, f"r{rnd}"))
+                print(f"round {rnd + 1} variant {v.name}: {secs:.0f} s", flush=True)
                 if rows:
-                    runs[v].append(rows)
+                    runs[v.name].append(rows)
                     # written after every process: a sweep cut short keeps what it measured
                     table = table_of(runs)
                     with open(os.path.join(out_dir, "sweep_inflight.json"), "w") as f:
                         json.dump({"variants": names, "rows": table}, f, indent=1)
     base = names[0]
     print(f"fxfuse ms (median of rounds) and, per variant, its ratio to variant {base}; [fx/mm]")
-    print(f"{'M':>3} {'K x N':>11} {'dtype':>8} {'chain':>15} " + " ".join(f"{n:>19}" for n in names))
+    for i, n in enumerate(names):
+        print(f"  v{i} = {n}")
+    print(f"{'M':>3} {'K x N':>11} {'dtype':>8} {'chain':>15} " + " ".join(f"{'v%d' % i:>19}" for i in range(len(names))))
     for e in table:
         cells = []
         b = e["variants"].get(base)

@@ -21,8 +21,9 @@ assert "FXFUSE_GEMV_STAGE_KB" not in os.environ and "FXFUSE_GEMV_SPLIT_K" not in
 argv = sys.argv[1:]
 kb = argv[argv.index("--stage-kb") + 1] if "--stage-kb" in argv else "0"
 s = argv[argv.index("--split-k") + 1] if "--split-k" in argv else "0"
+knobs = "+".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("FXFUSE_GEMV_"))
 with open(os.environ["CALLS"], "a") as f:
-    f.write(f"{kb}:{s}\n")
+    f.write(f"{kb}:{s}" + (":" + knobs if knobs else "") + "\n")
 ms = 1 + int(kb) / 1000 + int(s) / 10
 rows = [dict(M=1, K=4096, N=4096, dtype=dt, chain="bias", fxfuse=ms * k, mm=2.0, path="kernel",
              fxfuse_relerr=1e-3) for dt, k in (("bfloat16", 1.0), ("float16", 2.0))]
@@ -61,8 +62,23 @@ def test_variants_get_their_own_knobs_in_alternating_rounds(tmp_path):
     assert sum(1 for line in r.stdout.splitlines() if " bias " in line) == 2, r.stdout
 
 
+def test_a_variant_sets_other_gemv_knobs_and_only_its_own(tmp_path):
+    # an A/B patch's knob (bench/gemv/ab/cols_once.patch) reaches its variant's process alone; the
+    # caller's FXFUSE_GEMV_* knobs reach none
+    r, out, calls = run_sweep(tmp_path, "0:0:FXFUSE_GEMV_COLS_MIN_PAIRS=100000+FXFUSE_GEMV_X=1,0:0",
+                              FXFUSE_GEMV_COLS_MIN_PAIRS="7", FXFUSE_GEMV_LEAVE_OUT="1")
+    assert r.returncode == 0, r.stderr
+    ab = "0:0:FXFUSE_GEMV_COLS_MIN_PAIRS=100000+FXFUSE_GEMV_X=1"
+    assert calls.read_text().split() == [ab, "0:0", "0:0", ab]
+    table = json.load(open(out / "sweep_inflight.json"))
+    assert table["variants"] == [ab, "0:0"]
+    assert set(table["rows"][0]["variants"]) == {ab, "0:0"}
+    assert f"v0 = {ab}" in r.stdout
+
+
 def test_a_malformed_variant_is_refused(tmp_path):
-    for bad in ("60", "300:0", "60:9", "a:b"):
-        r, out, calls = run_sweep(tmp_path / bad.replace(":", "_"), bad)
+    for bad in ("60", "300:0", "60:9", "a:b", "0:0:FXFUSE_GEMV_SPLIT_K=2", "0:0:OTHER=1", "0:0:FXFUSE_GEMV_X",
+                "0:0,0:0"):
+        r, out, calls = run_sweep(tmp_path / "".join(c if c.isalnum() else "_" for c in bad), bad)
         assert r.returncode != 0 and "variant" in (r.stdout + r.stderr), bad
         assert not calls.exists()
