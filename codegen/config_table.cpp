@@ -657,7 +657,8 @@ int gemvStagesFor(long long stage_bytes, int ctas, int arch) {
 // M = 1, N = 14336, four per SM would take S = 4, 448 CTAs, 3-8 % slower than S = 2's 224), but
 // four for M = 17-32 (bm = 32: Run AX calls 2, 5 and Run AY call 1, below). gemvSplitKCtasPerSm
 // applies it; gemvPipelineCtasPerSm sizes the pipeline so that a cap of four can be reached.
-int gemvSplitKCtasCap(int bm) { return bm == 32 ? 4 : 3; }
+constexpr int kGemvSplitKUsualCap = 3;
+int gemvSplitKCtasCap(int bm) { return bm == 32 ? 4 : kGemvSplitKUsualCap; }
 
 // CTAs per SM the gemv's pipeline is sized for. bench/RESULTS.md Run AX (H200, 8-bit weights at
 // M = 1-64, K x N of issue 7, two rounds each), against two CTAs per SM (~100 KB, five stages):
@@ -679,8 +680,10 @@ int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, long long stage_by
   if (q.arch < 90 || gemvSmallSharedMemory(q.arch) || gemvWeightBytes(q.b) == 2) return 2;
   if (mtiles == 1) return 4;
   const GemvExtents e = gemvExtents(q.shape, 8LL * mtiles, kGemvNT, kt);
-  const int s3 = gemvSplitK(e.nt, e.mz, e.ksteps, 3, gemvStagesFor(stage_bytes, 3, q.arch), 8, kHopperSms, 0);
-  if (s3 >= 4) return 3;
+  // three CTAs per SM (the usual cap), where their pipeline's split-K reaches four
+  const int usual = kGemvSplitKUsualCap;
+  if (gemvSplitK(e.nt, e.mz, e.ksteps, usual, gemvStagesFor(stage_bytes, usual, q.arch), 8, kHopperSms, 0) >= 4)
+    return usual;
   // Where the split-K may aim past three (gemvSplitKCtasCap: M = 17-32) over many column tiles
   // (N = 14336): two stages, four CTAs per SM and S = 4 ran 2-5 % ahead of two CTAs per SM with
   // S = 2 (bench/RESULTS.md Run AX calls 2, 5 through the knobs; Run AY call 1 through this rule:
@@ -688,7 +691,7 @@ int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, long long stage_by
   // every other shape where three per SM would not reach S = 4: N > 12672 (at N = 28672 S stays 2,
   // so the four CTAs per SM are not used), K below 1536, and batched shapes.
   const int cap = gemvSplitKCtasCap(8 * mtiles);
-  return cap > 3 ? cap : 2;
+  return cap > usual ? cap : 2;
 }
 
 KernelConfig gemvConfig(const Query& q) {

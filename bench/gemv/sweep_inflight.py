@@ -19,6 +19,7 @@ the old path against the new, in alternating rounds). Every FXFUSE_GEMV_* knob o
 dropped, so a variant runs with its own knobs only.
 """
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -32,12 +33,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH_DECODE = os.path.join(HERE, "..", "bench_decode.py")
 
 
+@dataclasses.dataclass(frozen=True)
 class Variant:
     """One variant: its name as given, the pipeline budget KB and split-K S (0: the library's),
     and the other FXFUSE_GEMV_* knobs it sets."""
-
-    def __init__(self, name, kb, s, knobs):
-        self.name, self.kb, self.s, self.knobs = name, kb, s, knobs
+    name: str
+    kb: int
+    s: int
+    knobs: dict
 
 
 def run_variant(v, args, tmp):
