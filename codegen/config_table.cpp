@@ -40,6 +40,9 @@ struct Query {
   // The heuristic's measured refusals of the Hopper kernel apply (unfusedPathFaster); false for
   // the autotune's candidates, which measure instead.
   bool heuristic = true;
+  // The product is 16-bit (`x @ w + ...`): eager writes it and runs the epilogue as separate
+  // kernels. An f32 product is the addmm / F.linear form, whose bias eager adds inside cuBLAS.
+  bool product_16bit = false;
   bool is16bit() const { return a.elem == DType::BF16 || a.elem == DType::F16; }
 };
 
@@ -704,9 +707,41 @@ KernelConfig gemvConfig(const Query& q) {
   return c;
 }
 
+// Measurement knob: FXFUSE_GEMV_DENSE_MAX_M=R (1-32) gives the gemv dense 16-bit weights up to R rows
+// at every shape, in place of the rule below (16 restores the rule before it), to re-measure it
+// (bench/gemv/sweep_inflight.py). Read once per process; not for production use. 0: not set.
+long long gemvDenseRowsKnob() {
+  static const long long rows = [] {
+    const char* v = std::getenv("FXFUSE_GEMV_DENSE_MAX_M");
+    const long long r = v && *v ? std::atoll(v) : 0;
+    return r >= 1 && r <= 32 ? r : 0LL;
+  }();
+  return rows;
+}
+
+// Dense 16-bit weights at 17-32 rows (one 32-row tile) on sm_90, in the `x @ w + ...` form: where the
+// gemv ran ahead of eager's cuBLAS mm + bias kernel, which is what the chain runs unfused there.
+// bench/RESULTS.md Run BA (H200, bf16 / f16, M = 20-32, bias and bias+GELU(tanh)): at K = 4096-8192
+//  - split-K 4 over 32 column tiles (N = 4096: 128 CTAs): 2.5-14 % faster (K = 4096, 6144, 8192);
+//  - no split over at least 4/5 of the SMs' worth of column tiles (N >= 13824): 3-7 % faster at
+//    4096 / 8192 x 14336 and 5120 x 13824, at par (-0.5 to +1.7 %) at 4096 x 28672;
+//  - split-K 2 (N = 6144-8192): at par or up to 2.2 % behind (4096 / 8192 x 8192, 6144 x 6144);
+//  - too few CTAs: 2-4 % behind at 4096 x 11008 (86), 2.5 % ahead at 4096 x 12288 (96; not taken);
+// behind at K = 14336 (2.5-3.6 %) and within 2 % either way at K = 2048. From 33 rows (a 64-row
+// tile) 14-26 % behind. The gemv alone ran 7-16 % behind cuBLAS mm, so not where eager's bias is
+// inside cuBLAS (the f32 product of addmm / F.linear); batched shapes unmeasured.
+bool gemvDenseMidRowsAhead(const Query& q) {
+  const ProblemShape& s = q.shape;
+  if (!q.product_16bit || s.M <= 16 || s.M > 32 || s.B != 1 || s.K < 4096 || s.K > 8192 || q.arch < 90) return false;
+  const KernelConfig c = gemvConfig(q);
+  const GemvExtents e = gemvExtents(s, c.bm, c.bn, c.bk);
+  const int split = gemvSplitK(e.nt, e.mz, e.ksteps, gemvSplitKCtasPerSm(c), c.stages, c.max_cluster, kHopperSms, 0);
+  return split != 2 && 5 * e.nt * e.mz * split >= 4LL * kHopperSms;
+}
+
 // When gemv is chosen, from bench/gemv/NOTES.md (run 3, H200, vs cuBLAS on 16-bit weights):
 //  - dense 16-bit weights: at par with cuBLAS for M <= 16 (72-80 % of HBM bandwidth on 4096 x
-//    14336), up to 1.8x slower for M = 17..64: M <= 16 only. Only where clusters exist
+//    14336); M = 17-32 where it beats eager's mm + bias (gemvDenseMidRowsAhead). Only where clusters exist
 //    (sm_90+): run 2 measured S = 1 2-4x slower than cuBLAS on the same shapes (before run 3's
 //    loader rework; session 5 measured S = 1 at N = 14336 at 0.95x cuBLAS, so sm_80 deserves a
 //    re-measurement).
@@ -723,7 +758,8 @@ bool gemvApplies(const Query& q) {
   if (q.arch < 80 || !q.is16bit() || q.a.elem != q.b.elem) return false;
   if (!q.a.plain || !q.a.kmajor || !s.a_kmajor || s.b_kmajor != q.b.kmajor) return false;
   if (s.align_bytes_a < 16 || s.align_bytes_b < 16 || s.N <= 0 || s.N % 8 != 0 || s.M <= 0 || s.K <= 0) return false;
-  const bool dense = q.b.plain && q.arch >= 90 && s.M <= 16;
+  const long long knob = gemvDenseRowsKnob();
+  const bool dense = q.b.plain && q.arch >= 90 && (knob ? s.M <= knob : s.M <= 16 || gemvDenseMidRowsAhead(q));
   const bool quant = q.b.quant_scale && s.M <= 64;
   if (!dense && !quant) return false;
   return gemvExtents(s, 8LL * gemvMTiles(s.M), kGemvNT, 128 / gemvWeightBytes(q.b)).mz <= kGemvMaxGridZ;
@@ -819,11 +855,18 @@ size_t dynamicSmemBytes(const KernelConfig& c) {
 }
 
 namespace {
+bool productIs16bit(const spec::ChainSpec& checked) {
+  const DType product = checked.values[checked.mmIndex()].dtype;
+  return product == DType::BF16 || product == DType::F16;
+}
+
 // The heuristic's question for a validated spec: its epilogue's refusal and load, from one cost.
 Query heuristicQuery(const spec::ChainSpec& checked, const OperandInfo& a, const OperandInfo& b,
                      const ProblemShape& shape, int sm_arch) {
   const EpilogueCost cost = epilogueCost(checked);
-  return Query{a, b, shape, sm_arch, epilogueRefusal(checked, cost, shape), epilogueLoad(cost)};
+  Query q{a, b, shape, sm_arch, epilogueRefusal(checked, cost, shape), epilogueLoad(cost)};
+  q.product_16bit = productIs16bit(checked);
+  return q;
 }
 
 // The first row that applies, for a validated spec and its operand analyses.
@@ -931,6 +974,7 @@ std::vector<KernelConfig> candidatesValidated(const spec::ChainSpec& checked, co
   // The epilogue rule (epilogueRefusal) and the heuristic's smallest M are guesses the
   // measurement replaces: ask as if the epilogue wins, from one 64-row tile.
   Query q{a, b, shape, sm_arch, /*epilogue_refusal=*/"", epilogueLoad(checked)};
+  q.product_16bit = productIs16bit(checked);
   q.hopper_min_m = 64;
   q.heuristic = false;
   const VariantRow& hopper = row("sm90_wgmma");

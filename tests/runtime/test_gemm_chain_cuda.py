@@ -899,6 +899,45 @@ def check_dispatch(name, M, K, N, first, residual=False, silu=False):
     assert ((out.double() - want).norm() / want.norm()).item() < 1e-2
 
 
+# Dense 16-bit weights at 17-32 rows in the `x @ w + b` form (codegen gemvDenseMidRowsAhead,
+# bench/RESULTS.md Run BA): the gemv at K = 4096-8192 where its grid covers 4/5 of the SMs with a
+# split-K other than 2, not at N = 11008 (86 CTAs), N = 8192 (split-K 2), K = 14336, 33 rows, nor in
+# the F.linear form (f32 product: eager's bias is inside cuBLAS).
+@needs_sm90
+@pytest.mark.parametrize("M,K,N,product,gemv", [
+    (17, 4096, 4096, torch.bfloat16, True),
+    (24, 4096, 14336, torch.bfloat16, True),
+    (32, 8192, 4096, torch.bfloat16, True),
+    (32, 4096, 11008, torch.bfloat16, False),
+    (32, 4096, 8192, torch.bfloat16, False),
+    (24, 14336, 4096, torch.bfloat16, False),
+    (33, 4096, 4096, torch.bfloat16, False),
+    (24, 4096, 4096, torch.float32, False),
+])
+def test_dense_gemv_at_17_to_32_rows(unforced, M, K, N, product, gemv):
+    """bias+GELU(tanh): the variant the op picks; where it is the gemv, one (cluster) launch and the
+    result against float64 by relative error, outputs poisoned."""
+    seed("dense-gemv-17-32", M, K, N, str(product))
+    dt = torch.bfloat16
+    s = SpecBuilder()
+    xs, ws = s.input(dt, "mk"), s.input(dt, "kn")
+    s.output(s.op("gelu_tanh", s.op("add", s.mm(xs, ws, product), s.input(dt, "n"), dtype=dt), dtype=dt))
+    spec = s.text()
+    assert (C.kernel_variant(spec, M, N, K)[0] == "gemv") == gemv
+    if not gemv:
+        return
+    x, w, b = randn((M, K), dt, "cuda"), randn((K, N), dt, "cuda", K ** -0.5), randn((N,), dt, "cuda")
+    before = C.stats()
+    (out,) = gemm_chain([x, w, b], spec)
+    torch.cuda.synchronize()
+    after = C.stats()
+    assert after["launches"] == before["launches"] + 1, after
+    assert after["pointwise_launches"] == before["pointwise_launches"], after
+    want = torch.nn.functional.gelu(x.double() @ w.double() + b.double(), approximate="tanh")
+    assert torch.isfinite(out).all(), "an element was not written (poisoned NaN)"
+    assert ((out.double() - want).norm() / want.norm()).item() < 1e-2
+
+
 @needs_sm90
 @pytest.mark.parametrize("M", [100, 128, 96])
 def test_two_row_tiles_at_long_k_take_the_unfused_path(unforced, M):
