@@ -57,14 +57,20 @@ CHAINS = {
     "f8t_bias": ("fp8", lambda x, w, b, wq, wq_nk, s, wf8, s_t: x @ (wf8.to(x.dtype) * s_t) + b),
     "f8ch_bias_gelu": ("fp8", lambda x, w, b, wq, wq_nk, s, wf8, s_t:
                        F.gelu(x @ (wf8.to(x.dtype) * s) + b, approximate="tanh")),
+    # nn.Linear's layout, dense (kind "dense_nk": w is then the [N, K] weight; run only when named in
+    # --chains): without a bias the product is 16-bit (mm(x, w.t())), with one it is addmm's f32
+    # product, whose bias eager adds inside cuBLAS
+    "linear_gelu": ("dense_nk", lambda x, w, b, *_: F.gelu(F.linear(x, w), approximate="tanh")),
+    "linear_bias_gelu": ("dense_nk", lambda x, w, b, *_: F.gelu(F.linear(x, w, b), approximate="tanh")),
 }
 DENSE_DTYPES = (torch.bfloat16, torch.float16)
 KN = ((4096, 4096), (4096, 14336), (14336, 4096))
-TARGET_COPY = {"dense": 0.90, "int8": 0.80, "fp8": 0.80}
+DENSE_KINDS = ("dense", "dense_nk")
+TARGET_COPY = {"dense": 0.90, "dense_nk": 0.90, "int8": 0.80, "fp8": 0.80}
 
 
 def weight_bytes(kind, K, N, dt):
-    return K * N * (dt.itemsize if kind == "dense" else 1)
+    return K * N * (dt.itemsize if kind in DENSE_KINDS else 1)
 
 
 ROTATION_BYTES = 256 << 20
@@ -176,7 +182,8 @@ def bench_row(M, K, N, dt, name, with_compile, copy_gbps):
     kind, fn = CHAINS[name]
     g = torch.Generator(device="cuda").manual_seed(M * 7 + K * 3 + N)
     x = torch.randn(M, K, device="cuda", dtype=dt, generator=g)
-    w = torch.randn(K, N, device="cuda", dtype=dt, generator=g) / K ** 0.5
+    nk = kind == "dense_nk"
+    w = torch.randn(*((N, K) if nk else (K, N)), device="cuda", dtype=dt, generator=g) / K ** 0.5
     b = torch.randn(N, device="cuda", dtype=dt, generator=g)
     wq = torch.randint(-127, 127, (K, N), device="cuda", dtype=torch.int8, generator=g)
     s = (torch.rand(N, device="cuda", generator=g) / 64 + 1e-3).to(dt)
@@ -190,7 +197,8 @@ def bench_row(M, K, N, dt, name, with_compile, copy_gbps):
     out = gm(*args)
     out = out[0] if isinstance(out, (list, tuple)) else out
     row["fused_chains"] = nfused
-    fns = {"mm": lambda x, w, *_: torch.mm(x, w), "eager": fn, "fxfuse": gm}
+    mm = (lambda x, w, *_: torch.mm(x, w.t())) if nk else (lambda x, w, *_: torch.mm(x, w))
+    fns = {"mm": mm, "eager": fn, "fxfuse": gm}
     if with_compile:
         torch._dynamo.reset()
         c = torch.compile(fn, dynamic=False)
@@ -209,7 +217,7 @@ def bench_row(M, K, N, dt, name, with_compile, copy_gbps):
     row["pct_same"] = copy_ms(nbytes) / row["fxfuse"]
     ok = row["pct_copy"] >= TARGET_COPY[kind] and nfused > 0
     ok = ok and row["fxfuse_relerr"] <= max(2 * row["eager_relerr"], 1e-2)
-    if kind == "dense":
+    if kind in DENSE_KINDS:
         ok = ok and row["fxfuse"] <= row["mm"]
     elif (M, K, N) == (16, 4096, 14336):
         ok = ok and row["fxfuse"] <= 0.018
@@ -226,7 +234,7 @@ def main():
     ap.add_argument("--compile", action="store_true", help="also torch.compile default (slow to compile)")
     ap.add_argument("--m", default="1,4,16,64", help="comma-separated M values")
     ap.add_argument("--kn", default="", help="comma-separated KxN pairs, e.g. 4096x14336 (default: all three)")
-    ap.add_argument("--chains", default="", help="comma-separated chain names (default: all)")
+    ap.add_argument("--chains", default="", help="comma-separated chain names (default: all but the dense_nk ones)")
     ap.add_argument("--split-k", type=int, default=0, choices=range(0, 9),
                     help="launch every gemv with this split-K cluster size (1 to 8), to re-measure the rule")
     ap.add_argument("--stage-kb", type=int, default=0,
@@ -252,11 +260,12 @@ def main():
     for K, N in kn:
         for M in ms_list:
             for dt in DENSE_DTYPES[:1] if a.quick else DENSE_DTYPES:
-                for name in ["bias_gelu"] if a.quick else ["bias_gelu", "bias"]:
+                named_nk = [n for n, (kind, _) in CHAINS.items() if kind == "dense_nk" and wanted and n in wanted]
+                for name in ["bias_gelu"] if a.quick else ["bias_gelu", "bias"] + named_nk:
                     if wanted is None or name in wanted:
                         rows.append(bench_row(M, K, N, dt, name, a.compile, copy_gbps))
             quant = ["w8_bias", "w8_linear_bias"] if a.quick else \
-                [n for n, (kind, _) in CHAINS.items() if kind != "dense"]
+                [n for n, (kind, _) in CHAINS.items() if kind not in DENSE_KINDS]
             for name in quant:
                 if wanted is None or name in wanted:
                     rows.append(bench_row(M, K, N, torch.bfloat16, name, a.compile, copy_gbps))

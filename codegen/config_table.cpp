@@ -611,9 +611,24 @@ constexpr long long kGemvMaxGridZ = 65535;
 int gemvWeightBytes(const OperandInfo& b) { return b.quant_scale ? 1 : 2; }
 
 // m-tiles of 8 rows: 1, 2, 4 or 8 (M <= 64 always gets all rows in one CTA).
+// Measurement knob: FXFUSE_GEMV_MAX_MTILES=T (1, 2, 4 or 8) caps the m-tiles a gemv CTA takes, so
+// that M = 33-64 runs as two (or more) row blocks of 32 rows on grid z, each streaming the weights
+// (bench/gemv/NOTES.md session 39: the 64-row tile ran 14-27 % behind the unfused chain on dense
+// weights). Read once per process; not for production use. 0: not set.
+int gemvMaxMTilesKnob() {
+  static const int tiles = [] {
+    const char* v = std::getenv("FXFUSE_GEMV_MAX_MTILES");
+    const int t = v && *v ? std::atoi(v) : 0;
+    return t == 1 || t == 2 || t == 4 || t == 8 ? t : 0;
+  }();
+  return tiles;
+}
+
 int gemvMTiles(long long M) {
   long long mt8 = (M + 7) / 8;
-  return mt8 <= 1 ? 1 : mt8 <= 2 ? 2 : mt8 <= 4 ? 4 : 8;
+  const int tiles = mt8 <= 1 ? 1 : mt8 <= 2 ? 2 : mt8 <= 4 ? 4 : 8;
+  const int cap = gemvMaxMTilesKnob();
+  return cap && cap < tiles ? cap : tiles;
 }
 
 // Hopper's shared memory per SM and what each CTA reserves of it (sm_90: H100 / H200).
@@ -707,20 +722,21 @@ KernelConfig gemvConfig(const Query& q) {
   return c;
 }
 
-// Measurement knob: FXFUSE_GEMV_DENSE_MAX_M=R (1-32) gives the gemv dense 16-bit weights up to R rows
-// at every shape, in place of the rule below (16 restores the rule before it), to re-measure it
+// Measurement knob: FXFUSE_GEMV_DENSE_MAX_M=R (1-64) gives the gemv dense 16-bit weights up to R rows
+// at every shape and in every form, in place of the rule below (16 restores the rule before it), to
+// re-measure it
 // (bench/gemv/sweep_inflight.py). Read once per process; not for production use. 0: not set.
 long long gemvDenseRowsKnob() {
   static const long long rows = [] {
     const char* v = std::getenv("FXFUSE_GEMV_DENSE_MAX_M");
     const long long r = v && *v ? std::atoll(v) : 0;
-    return r >= 1 && r <= 32 ? r : 0LL;
+    return r >= 1 && r <= 64 ? r : 0LL;
   }();
   return rows;
 }
 
 // Dense 16-bit weights at 17-32 rows (one 32-row tile) on sm_90, in the `x @ w + ...` form: where the
-// gemv ran ahead of eager's cuBLAS mm + bias kernel, which is what the chain runs unfused there.
+// gemv ran ahead of the chain left unfused (eager: cuBLAS mm, then the epilogue's own kernels).
 // bench/RESULTS.md Run BA (H200, bf16 / f16, M = 20-32, bias and bias+GELU(tanh)): at K = 4096-8192
 //  - split-K 4 over 32 column tiles (N = 4096: 128 CTAs): 2.5-14 % faster (K = 4096, 6144, 8192);
 //  - no split over at least 4/5 of the SMs' worth of column tiles (N >= 13824): 3-7 % faster at
@@ -729,10 +745,12 @@ long long gemvDenseRowsKnob() {
 //  - too few CTAs: 2-4 % behind at 4096 x 11008 (86), 2.5 % ahead at 4096 x 12288 (96; not taken);
 // behind at K = 14336 (2.5-3.6 %) and within 2 % either way at K = 2048. From 33 rows (a 64-row
 // tile) 14-26 % behind. The gemv alone ran 7-16 % behind cuBLAS mm, so not where eager's bias is
-// inside cuBLAS (the f32 product of addmm / F.linear); batched shapes unmeasured.
+// inside cuBLAS (the f32 product of addmm / F.linear). Only the measured layout, K x N weights
+// (`x @ w`): N x K weights (`x @ w.t()`, nn.Linear's without a bias) and batched shapes unmeasured.
 bool gemvDenseMidRowsAhead(const Query& q) {
   const ProblemShape& s = q.shape;
-  if (!q.product_16bit || s.M <= 16 || s.M > 32 || s.B != 1 || s.K < 4096 || s.K > 8192 || q.arch < 90) return false;
+  if (!q.product_16bit || s.b_kmajor || s.M <= 16 || s.M > 32 || s.B != 1 || s.K < 4096 || s.K > 8192 || q.arch < 90)
+    return false;
   const KernelConfig c = gemvConfig(q);
   const GemvExtents e = gemvExtents(s, c.bm, c.bn, c.bk);
   const int split = gemvSplitK(e.nt, e.mz, e.ksteps, gemvSplitKCtasPerSm(c), c.stages, c.max_cluster, kHopperSms, 0);
@@ -741,7 +759,7 @@ bool gemvDenseMidRowsAhead(const Query& q) {
 
 // When gemv is chosen, from bench/gemv/NOTES.md (run 3, H200, vs cuBLAS on 16-bit weights):
 //  - dense 16-bit weights: at par with cuBLAS for M <= 16 (72-80 % of HBM bandwidth on 4096 x
-//    14336); M = 17-32 where it beats eager's mm + bias (gemvDenseMidRowsAhead). Only where clusters exist
+//    14336); M = 17-32 where it beats the unfused chain (gemvDenseMidRowsAhead). Only where clusters exist
 //    (sm_90+): run 2 measured S = 1 2-4x slower than cuBLAS on the same shapes (before run 3's
 //    loader rework; session 5 measured S = 1 at N = 14336 at 0.95x cuBLAS, so sm_80 deserves a
 //    re-measurement).

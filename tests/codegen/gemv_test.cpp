@@ -92,6 +92,13 @@ TEST(Gemv, DenseSixteenBitMidRowsWhereMeasuredAhead) {
   // alone did not beat (7-16 % behind cuBLAS mm).
   for (const char* spec : {"gemv_bf16_kn_bias_gelu", "gemv_bf16_nk_bias_gelu"})
     for (long long m : {17, 24, 32}) EXPECT_EQ(variantAt(spec, m, 4096, 4096), "sm80_mma") << spec << " M=" << m;
+  // N x K weights with a 16-bit product (`x @ w.t()`): not measured at these rows, not taken; up
+  // to 16 rows the gemv takes them.
+  const spec::ChainSpec nk = spec::parseSpec(
+      "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [n,k]\n%2 = mm %0 %1 : bf16\n"
+      "%3 = gelu_tanh %2 : bf16\noutput %3\n");
+  EXPECT_EQ(chooseConfig(nk, shapeFor(nk, 16, 4096, 4096), 90).variant, "gemv");
+  for (long long m : {17, 24, 32}) EXPECT_EQ(chooseConfig(nk, shapeFor(nk, m, 4096, 4096), 90).variant, "sm80_mma") << "M=" << m;
 }
 
 TEST(Gemv, QuantizedWithScaleUpToM64FromSm80) {
