@@ -2,7 +2,8 @@
 
 At small M a GEMM streams its weights once, so the measure is the weight bytes per second.
 Per shape and chain:
-  mm       cuBLAS `torch.mm(x, w)` on 16-bit weights of the same shape (the issue's floor)
+  mm       cuBLAS `torch.mm(x, w)` on 16-bit weights of the same shape (the issue's floor;
+           `torch.mm(x, w.t())` for the dense_nk chains' [N, K] weight, as F.linear runs it)
   eager    the chain as written (for quantized weights: convert, scale, mm, ...)
   compile  torch.compile default (with --compile)
   fxfuse   the graph rewritten by the pass (make_fx -> fxfuse pass -> GraphModule)
@@ -253,6 +254,8 @@ def main():
     if a.kn:
         kn = [tuple(int(v) for v in pair.split("x")) for pair in a.kn.split(",")]
     wanted = set(a.chains.split(",")) if a.chains else None
+    # the dense_nk chains run only when named (and not with --quick)
+    named_nk = [n for n, (kind, _) in CHAINS.items() if kind == "dense_nk" and wanted and n in wanted]
     big = 1 << 30
     copy_gbps = big / copy_ms(big) / 1e6
     print(f"copy bandwidth, 1 GiB of traffic: {copy_gbps:.0f} GB/s (reads + writes)", flush=True)
@@ -260,7 +263,6 @@ def main():
     for K, N in kn:
         for M in ms_list:
             for dt in DENSE_DTYPES[:1] if a.quick else DENSE_DTYPES:
-                named_nk = [n for n, (kind, _) in CHAINS.items() if kind == "dense_nk" and wanted and n in wanted]
                 for name in ["bias_gelu"] if a.quick else ["bias_gelu", "bias"] + named_nk:
                     if wanted is None or name in wanted:
                         rows.append(bench_row(M, K, N, dt, name, a.compile, copy_gbps))

@@ -610,7 +610,7 @@ constexpr long long kGemvMaxGridZ = 65535;
 // quantized path (FX_B_QUANT_SCALE), else the 16-bit MMA element.
 int gemvWeightBytes(const OperandInfo& b) { return b.quant_scale ? 1 : 2; }
 
-// m-tiles of 8 rows: 1, 2, 4 or 8 (M <= 64 always gets all rows in one CTA).
+// m-tiles of 8 rows: 1, 2, 4 or 8 (M <= 64 gets all rows in one CTA but under the knob below).
 // Measurement knob: FXFUSE_GEMV_MAX_MTILES=T (1, 2, 4 or 8) caps the m-tiles a gemv CTA takes, so
 // that M = 33-64 runs as two (or more) row blocks of 32 rows on grid z, each streaming the weights
 // (bench/gemv/NOTES.md session 39: the 64-row tile ran 14-27 % behind the unfused chain on dense
@@ -724,8 +724,8 @@ KernelConfig gemvConfig(const Query& q) {
 
 // Measurement knob: FXFUSE_GEMV_DENSE_MAX_M=R (1-64) gives the gemv dense 16-bit weights up to R rows
 // at every shape and in every form, in place of the rule below (16 restores the rule before it), to
-// re-measure it
-// (bench/gemv/sweep_inflight.py). Read once per process; not for production use. 0: not set.
+// re-measure it (bench/gemv/sweep_inflight.py). Read once per process; not for production use.
+// 0: not set.
 long long gemvDenseRowsKnob() {
   static const long long rows = [] {
     const char* v = std::getenv("FXFUSE_GEMV_DENSE_MAX_M");
@@ -735,18 +735,22 @@ long long gemvDenseRowsKnob() {
   return rows;
 }
 
-// Dense 16-bit weights at 17-32 rows (one 32-row tile) on sm_90, in the `x @ w + ...` form: where the
-// gemv ran ahead of the chain left unfused (eager: cuBLAS mm, then the epilogue's own kernels).
-// bench/RESULTS.md Run BA (H200, bf16 / f16, M = 20-32, bias and bias+GELU(tanh)): at K = 4096-8192
+// Dense 16-bit weights at 17-32 rows (one 32-row tile) on sm_90 and later, in the `x @ w + ...` form:
+// where the gemv ran ahead of the chain left unfused, two kernels either way (the bias alone: eager's
+// mm and add; bias+GELU(tanh): the op's cuBLAS + one epilogue kernel; Inductor's cuBLAS + one fused
+// kernel is alike, unmeasured). bench/RESULTS.md Run BA (H200, bf16 / f16, M = 20-32), at K = 4096-8192:
 //  - split-K 4 over 32 column tiles (N = 4096: 128 CTAs): 2.5-14 % faster (K = 4096, 6144, 8192);
 //  - no split over at least 4/5 of the SMs' worth of column tiles (N >= 13824): 3-7 % faster at
 //    4096 / 8192 x 14336 and 5120 x 13824, at par (-0.5 to +1.7 %) at 4096 x 28672;
 //  - split-K 2 (N = 6144-8192): at par or up to 2.2 % behind (4096 / 8192 x 8192, 6144 x 6144);
 //  - too few CTAs: 2-4 % behind at 4096 x 11008 (86), 2.5 % ahead at 4096 x 12288 (96; not taken);
-// behind at K = 14336 (2.5-3.6 %) and within 2 % either way at K = 2048. From 33 rows (a 64-row
-// tile) 14-26 % behind. The gemv alone ran 7-16 % behind cuBLAS mm, so not where eager's bias is
-// inside cuBLAS (the f32 product of addmm / F.linear). Only the measured layout, K x N weights
-// (`x @ w`): N x K weights (`x @ w.t()`, nn.Linear's without a bias) and batched shapes unmeasured.
+//  - split-K 8 (N <= 2048): not measured, not taken (forced onto the shapes above: 17-49 % behind);
+// behind at K = 14336 (2.5-3.6 %); at K = 2048 (split-K 2) 3-4 % ahead at 24 rows, up to 2 % behind
+// at 32. From 33 rows (a 64-row tile) 14-27 % behind. N x K weights (`x @ w.t()`: nn.Linear's
+// without a bias) ran 8-23 % behind (call 7): K x N only. The gemv alone ran 3-16 % behind cuBLAS mm,
+// so it is not offered where eager's bias is inside cuBLAS (the f32 product of addmm / F.linear:
+// reasoned, unmeasured); batched shapes unmeasured. The split is the one launchDims takes on 132
+// SMs (kHopperSms); on fewer SMs the launch's may differ.
 bool gemvDenseMidRowsAhead(const Query& q) {
   const ProblemShape& s = q.shape;
   if (!q.product_16bit || s.b_kmajor || s.M <= 16 || s.M > 32 || s.B != 1 || s.K < 4096 || s.K > 8192 || q.arch < 90)
@@ -754,7 +758,7 @@ bool gemvDenseMidRowsAhead(const Query& q) {
   const KernelConfig c = gemvConfig(q);
   const GemvExtents e = gemvExtents(s, c.bm, c.bn, c.bk);
   const int split = gemvSplitK(e.nt, e.mz, e.ksteps, gemvSplitKCtasPerSm(c), c.stages, c.max_cluster, kHopperSms, 0);
-  return split != 2 && 5 * e.nt * e.mz * split >= 4LL * kHopperSms;
+  return (split == 4 || split == 1) && 5 * e.nt * e.mz * split >= 4LL * kHopperSms;
 }
 
 // When gemv is chosen, from bench/gemv/NOTES.md (run 3, H200, vs cuBLAS on 16-bit weights):

@@ -95,6 +95,7 @@ __device__ __forceinline__ void global_reduce(unsigned acc, int rows, unsigned* 
   // waited an L2 round trip per element, ~10 us at 16 rows: Run BA call 1's "global" rows.)
   constexpr int kMaxPerThread = 16;  // rows x 128 / kThreads at 16 rows
   const int per_thread = per_part / kThreads;
+  if (per_thread > kMaxPerThread) __trap();  // more rows would leave elements unsummed: time less work
   float v[kMaxPerThread] = {};
 #pragma unroll 4
   for (int r = 0; r < split; ++r) {

@@ -900,23 +900,24 @@ def check_dispatch(name, M, K, N, first, residual=False, silu=False):
 
 
 # Dense 16-bit weights at 17-32 rows in the `x @ w + b` form (codegen gemvDenseMidRowsAhead,
-# bench/RESULTS.md Run BA): the gemv at K = 4096-8192 where its grid covers 4/5 of the SMs with a
-# split-K other than 2, not at N = 11008 (86 CTAs), N = 8192 (split-K 2), K = 14336, 33 rows, nor in
-# the F.linear form (f32 product: eager's bias is inside cuBLAS).
+# bench/RESULTS.md Run BA): the gemv at K = 4096-8192 where its grid covers 4/5 of the SMs with
+# split-K 4 (a cluster launch) or none, not at N = 11008 (86 CTAs), N = 8192 (split-K 2), K = 14336,
+# 33 rows, nor in the F.linear form (f32 product: eager's bias is inside cuBLAS).
 @needs_sm90
-@pytest.mark.parametrize("M,K,N,product,gemv", [
-    (17, 4096, 4096, torch.bfloat16, True),
-    (24, 4096, 14336, torch.bfloat16, True),
-    (32, 8192, 4096, torch.bfloat16, True),
-    (32, 4096, 11008, torch.bfloat16, False),
-    (32, 4096, 8192, torch.bfloat16, False),
-    (24, 14336, 4096, torch.bfloat16, False),
-    (33, 4096, 4096, torch.bfloat16, False),
-    (24, 4096, 4096, torch.float32, False),
+@pytest.mark.parametrize("M,K,N,product,gemv,cluster", [
+    (17, 4096, 4096, torch.bfloat16, True, True),
+    (24, 4096, 14336, torch.bfloat16, True, False),
+    (32, 8192, 4096, torch.bfloat16, True, True),
+    (32, 4096, 11008, torch.bfloat16, False, None),
+    (32, 4096, 8192, torch.bfloat16, False, None),
+    (24, 14336, 4096, torch.bfloat16, False, None),
+    (33, 4096, 4096, torch.bfloat16, False, None),
+    (24, 4096, 4096, torch.float32, False, None),
 ])
-def test_dense_gemv_at_17_to_32_rows(unforced, M, K, N, product, gemv):
-    """bias+GELU(tanh): the variant the op picks; where it is the gemv, one (cluster) launch and the
-    result against float64 by relative error, outputs poisoned."""
+def test_dense_gemv_at_17_to_32_rows(unforced, M, K, N, product, gemv, cluster):
+    """bias+GELU(tanh): the variant the op picks; where it is the gemv, one launch (a split-K
+    cluster's where the grid has 32 column tiles) and the result against float64 by relative error,
+    outputs poisoned."""
     seed("dense-gemv-17-32", M, K, N, str(product))
     dt = torch.bfloat16
     s = SpecBuilder()
@@ -933,6 +934,7 @@ def test_dense_gemv_at_17_to_32_rows(unforced, M, K, N, product, gemv):
     after = C.stats()
     assert after["launches"] == before["launches"] + 1, after
     assert after["pointwise_launches"] == before["pointwise_launches"], after
+    assert after["cluster_launches"] == before["cluster_launches"] + cluster, after
     want = torch.nn.functional.gelu(x.double() @ w.double() + b.double(), approximate="tanh")
     assert torch.isfinite(out).all(), "an element was not written (poisoned NaN)"
     assert ((out.double() - want).norm() / want.norm()).item() < 1e-2
