@@ -610,25 +610,13 @@ constexpr long long kGemvMaxGridZ = 65535;
 // quantized path (FX_B_QUANT_SCALE), else the 16-bit MMA element.
 int gemvWeightBytes(const OperandInfo& b) { return b.quant_scale ? 1 : 2; }
 
-// m-tiles of 8 rows: 1, 2, 4 or 8 (M <= 64 gets all rows in one CTA but under the knob below).
-// Measurement knob: FXFUSE_GEMV_MAX_MTILES=T (1, 2, 4 or 8) caps the m-tiles a gemv CTA takes, so
-// that M = 33-64 runs as two (or more) row blocks of 32 rows on grid z, each streaming the weights
-// (bench/gemv/NOTES.md session 39: the 64-row tile ran 14-27 % behind the unfused chain on dense
-// weights). Read once per process; not for production use. 0: not set.
-int gemvMaxMTilesKnob() {
-  static const int tiles = [] {
-    const char* v = std::getenv("FXFUSE_GEMV_MAX_MTILES");
-    const int t = v && *v ? std::atoi(v) : 0;
-    return t == 1 || t == 2 || t == 4 || t == 8 ? t : 0;
-  }();
-  return tiles;
-}
-
+// m-tiles of 8 rows: 1, 2, 4 or 8 (M <= 64 gets all rows in one CTA). Two row blocks of 32 rows
+// at M = 33-64, each streaming the weights, ran up to 28 % behind the unfused chain on dense weights
+// (even at best, M = 64 x 4096 x 14336) and 5-15 % behind the one 64-row block on int8 (bench/RESULTS.md
+// Run BB): not taken.
 int gemvMTiles(long long M) {
   long long mt8 = (M + 7) / 8;
-  const int tiles = mt8 <= 1 ? 1 : mt8 <= 2 ? 2 : mt8 <= 4 ? 4 : 8;
-  const int cap = gemvMaxMTilesKnob();
-  return cap && cap < tiles ? cap : tiles;
+  return mt8 <= 1 ? 1 : mt8 <= 2 ? 2 : mt8 <= 4 ? 4 : 8;
 }
 
 // Hopper's shared memory per SM and what each CTA reserves of it (sm_90: H100 / H200).

@@ -60,6 +60,9 @@
 #ifndef FX_GEMV_MIN_BLOCKS
 #define FX_GEMV_MIN_BLOCKS 2
 #endif
+#ifndef FX_GEMV_NK_LDMATRIX  // dense 16-bit N x K weights read by ldmatrix (0: 16-byte loads, as before)
+#define FX_GEMV_NK_LDMATRIX 1
+#endif
 #ifndef FX_B_QUANT
 #define FX_B_QUANT 0
 #endif
@@ -119,6 +122,10 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 
 __device__ __forceinline__ void ldsm_x4_trans(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
 }
 __device__ __forceinline__ void ldsm_x2(unsigned addr, unsigned& r0, unsigned& r1) {
@@ -270,15 +277,21 @@ __device__ __forceinline__ unsigned i8pair_scaled(unsigned lo, unsigned hi, unsi
 }
 
 // ---- shared-memory swizzles (16-byte chunk index within a row) ----------------------------
+// Dense 16-bit N x K weights are read by ldmatrix (compute_stage): each MMA's weight fragment comes
+// out in the registers the MMA takes, where 16-byte loads of a thread's own chunk needed ~90
+// register moves a stage at 32 rows (bench/gemv/NOTES.md session 39); measured 0.3-5 % faster
+// at 1-16 rows (bench/RESULTS.md Run BB). Their W and A tiles take the
+// K x N path's swizzle: eight rows of one chunk in eight bank groups.
+constexpr bool kNkLdmatrix = kKMajor && kWB == 2 && !kQuantFast && FX_GEMV_NK_LDMATRIX != 0;
 // W tile: KMAJOR: [kNT rows (n)][128 B];  KN: [kKT rows (k)][kNT*kWB B].
 __device__ __forceinline__ int wswz(int row, int chunk) {
-  if constexpr (kKMajor) return chunk ^ ((row & 1) << 2);
-  else return chunk ^ (row & 7);  // KN: eight rows of one chunk in eight bank groups (ldmatrix)
+  if constexpr (kKMajor && !kNkLdmatrix) return chunk ^ ((row & 1) << 2);
+  else return chunk ^ (row & 7);  // eight rows of one chunk in eight bank groups (ldmatrix)
 }
 constexpr int kWRowBytes = kKMajor ? 128 : kNT * kWB;
 // A tile: [8*kMT rows (m)][kKT*2 B].
 __device__ __forceinline__ int aswz(int row, int chunk) {
-  if constexpr (kKMajor) return chunk ^ ((row & 1) * (kWB == 1 ? 1 : 4));
+  if constexpr (kKMajor && !kNkLdmatrix) return chunk ^ ((row & 1) * (kWB == 1 ? 1 : 4));
   else return chunk ^ (row & 7);
 }
 
@@ -384,7 +397,30 @@ __device__ __forceinline__ void compute_stage(const unsigned char* ws, const uns
   const int g = lane >> 2, t = lane & 3;
   const unsigned wsb = smem_u32(ws), asb = smem_u32(as);
   (void)sc; (void)sc2;
-  if constexpr (kKMajor) {
+  if constexpr (kNkLdmatrix) {
+    // Dense 16-bit N x K weights, k16 steps s: the activation fragments as on the K x N path, the
+    // weight fragment of row tile rt by one ldmatrix.x4: matrices (rows 0-7, k 16s..+7), (rows 8-15,
+    // k 16s..+7), (rows 0-7, k 16s+8..+15), (rows 8-15, k 16s+8..+15): the MMA's a0..a3.
+#pragma unroll
+    for (int s = 0; s < kKT / 16; ++s) {
+      unsigned bf[kMT][2];
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        const int r = mt * 8 + (lane & 7);
+        const int ch = 2 * s + ((lane >> 3) & 1);
+        ldsm_x2(asb + r * kARowBytes + aswz(r, ch) * 16, bf[mt][0], bf[mt][1]);
+      }
+#pragma unroll
+      for (int rt = 0; rt < kRT; ++rt) {
+        const int row = w * 32 + rt * 16 + (lane & 7) + 8 * ((lane >> 3) & 1);
+        const int ch = 2 * s + (lane >> 4);
+        unsigned a[4];
+        ldsm_x4(wsb + row * kWRowBytes + wswz(row, ch) * 16, a[0], a[1], a[2], a[3]);
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) mma16816(acc[rt][mt], a[0], a[1], a[2], a[3], bf[mt][0], bf[mt][1]);
+      }
+    }
+  } else if constexpr (kKMajor) {
     // thread (g,t) owns 16-byte chunk (4j+t) of rows g, g+8 of each row tile; kE/4 MMAs per chunk.
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
