@@ -32,6 +32,7 @@ constexpr int kFuncAttrNumRegs = 4;
 constexpr int kFuncAttrMaxDynamicSharedSizeBytes = 8;
 // CUlaunchAttributeID
 constexpr int kLaunchAttrClusterDimension = 4;
+constexpr int kLaunchAttrProgrammaticStreamSerialization = 6;
 // CUstreamCaptureStatus
 constexpr int kCaptureStatusNone = 0;
 // CUtensorMapDataType
@@ -44,12 +45,14 @@ constexpr int kTensorMapSwizzle128B = 3;
 constexpr int kTensorMapL2Promotion128B = 2;
 constexpr int kTensorMapOobFillNone = 0;  // out-of-bounds elements read as zero
 
-// CUlaunchAttribute / CUlaunchConfig (cuda.h, CUDA 12/13): only the cluster dimension is used.
+// CUlaunchAttribute / CUlaunchConfig (cuda.h, CUDA 12/13): the cluster dimension and programmatic
+// stream serialization (programmatic dependent launch) are used.
 union LaunchAttributeValue {  // CUlaunchAttributeValue: 64 bytes, pointer-aligned
   char pad[64];
   struct {
     unsigned x, y, z;
   } clusterDim;
+  int programmaticStreamSerializationAllowed;
   void* align_;  // the real union holds pointers (CUevent, base_ptr): 8-byte alignment
 };
 struct LaunchAttribute {  // CUlaunchAttribute

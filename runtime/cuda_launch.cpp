@@ -384,6 +384,7 @@ struct CallEntry {
   codegen::LaunchDims dims;       // as launched (cluster only when cuLaunchKernelEx exists)
   codegen::LaunchDims plainDims;  // the same problem with split-K cluster S = 1
   bool cluster = false;           // dims.cluster product > 1: launch with cuLaunchKernelEx
+  bool pdl = false;               // launch as a programmatic dependent (gemvLaunchesEarly)
   int accSlot = -1;  // Kind::Pointwise
   // Good for this call only, not stored for the call site: the ATen evaluation taken because
   // the epilogue kernel could not be compiled now (the first call inside a CUDA graph capture),
@@ -545,6 +546,19 @@ std::optional<codegen::KernelConfig> candidateNamed(const ChainSpec& spec, const
 
 // Whether an epilogue op reads input slot `slot` (then the kernel needs its strides, and any
 // copy the plan made of it); the epilogue-alone kernel does not read A and B otherwise.
+// Programmatic dependent launch of the gemv (sm_90+): the driver processes its launch, and may start
+// its CTAs, while the previous kernel in the stream finishes; it does what reads only the kernel's
+// parameters (the cluster rank, the loaders' addresses), then waits (griddepcontrol.wait,
+// kernels/gemv.cuh) until that kernel has completed and its writes are visible, before any load or
+// store. Decode steps are chains of short kernels, where a launch's latency and prologue are a share
+// of each: back to back, 5-16 % less time per call at M = 1-16 (bench/RESULTS.md Run BB call 6).
+// FXFUSE_GEMV_PDL=0 launches it as a plain stream dependent (A/B; read when a call site is planned).
+bool gemvLaunchesEarly(const codegen::KernelConfig& config, const DeviceInfo& info, const CudaDriver& d) {
+  const char* off = std::getenv("FXFUSE_GEMV_PDL");
+  return config.variant == "gemv" && info.sm >= 90 && d.cuLaunchKernelEx != nullptr &&
+         !(off && std::string(off) == "0");
+}
+
 bool epilogueReadsSlot(const ChainSpec& spec, int slot) {
   for (size_t i = spec.mmIndex() + 1; i < spec.values.size(); ++i)
     for (int o : spec.values[i].operands)
@@ -716,6 +730,7 @@ std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int de
       e->dims = e->plainDims;
     }
   }
+  e->pdl = gemvLaunchesEarly(kernel->source.config, info, d);
   if (useTma) {
     e->tma = true;
     e->aSlot = aSlot;
@@ -732,16 +747,25 @@ std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int de
 // ---- One call -------------------------------------------------------------------------------
 
 cu::Result launch(const CudaDriver& d, const CudaKernel& k, const codegen::LaunchDims& dims,
-                  bool cluster, cu::Stream stream, void** args) {
-  if (!cluster)
+                  bool cluster, bool pdl, cu::Stream stream, void** args) {
+  if (!cluster && !pdl)
     return d.cuLaunchKernel(k.function, dims.grid[0], dims.grid[1], dims.grid[2], dims.block, 1,
                             1, static_cast<unsigned>(dims.smem_bytes), stream, args, nullptr);
-  cu::LaunchAttribute attr;
-  std::memset(&attr, 0, sizeof attr);
-  attr.id = cu::kLaunchAttrClusterDimension;
-  attr.value.clusterDim.x = dims.cluster[0];
-  attr.value.clusterDim.y = dims.cluster[1];
-  attr.value.clusterDim.z = dims.cluster[2];
+  cu::LaunchAttribute attrs[2];
+  std::memset(attrs, 0, sizeof attrs);
+  unsigned n = 0;
+  if (cluster) {
+    attrs[n].id = cu::kLaunchAttrClusterDimension;
+    attrs[n].value.clusterDim.x = dims.cluster[0];
+    attrs[n].value.clusterDim.y = dims.cluster[1];
+    attrs[n].value.clusterDim.z = dims.cluster[2];
+    ++n;
+  }
+  if (pdl) {
+    attrs[n].id = cu::kLaunchAttrProgrammaticStreamSerialization;
+    attrs[n].value.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
   cu::LaunchConfig cfg;
   std::memset(&cfg, 0, sizeof cfg);
   cfg.gridDimX = dims.grid[0];
@@ -752,8 +776,8 @@ cu::Result launch(const CudaDriver& d, const CudaKernel& k, const codegen::Launc
   cfg.blockDimZ = 1;
   cfg.sharedMemBytes = static_cast<unsigned>(dims.smem_bytes);
   cfg.hStream = stream;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
+  cfg.attrs = attrs;
+  cfg.numAttrs = n;
   return d.cuLaunchKernelEx(&cfg, k.function, args, nullptr);
 }
 
@@ -833,17 +857,28 @@ std::vector<at::Tensor> runCall(const CallEntry& c, at::TensorList inputs) {
   }
 
   void* args[] = {&params};
-  cu::Result r = launch(*d, *c.kernel, c.dims, c.cluster, stream, args);
+  cu::Result r = launch(*d, *c.kernel, c.dims, c.cluster, c.pdl, stream, args);
+  bool pdl = c.pdl;
+  if (r != cu::kSuccess && pdl) {
+    // Not sticky either: the kernel waits on nothing it was not launched to wait on.
+    warnOnce("programmatic launch failed: " + c.kernel->source.name,
+             "fxfuse::gemm_chain: " + d->describe("cuLaunchKernelEx (programmatic dependent launch)", r) +
+                 "; launching " + c.kernel->source.name + " as a plain stream dependent instead. Warned once.");
+    pdl = false;
+    r = launch(*d, *c.kernel, c.dims, c.cluster, false, stream, args);
+  }
   if (r != cu::kSuccess && c.cluster) {
     // A launch-configuration error (e.g. the cluster does not fit next to other work) is not
     // sticky: run the same kernel without clusters, which it supports (S = 1).
     warnOnce("cluster launch failed: " + c.kernel->source.name,
              "fxfuse::gemm_chain: " + d->describe("cuLaunchKernelEx (cluster)", r) +
                  "; launching " + c.kernel->source.name + " without clusters instead. Warned once.");
-    r = launch(*d, *c.kernel, c.plainDims, false, stream, args);
+    r = launch(*d, *c.kernel, c.plainDims, false, false, stream, args);
+    pdl = false;
   } else if (r == cu::kSuccess && c.cluster) {
     stats().clusterLaunches++;
   }
+  if (r == cu::kSuccess && pdl) stats().pdlLaunches++;
   check(*d, r, c.cluster ? "cuLaunchKernelEx" : "cuLaunchKernel");
   stats().launches++;
   if (c.kind == CallEntry::Kind::Pointwise) stats().pointwiseLaunches++;

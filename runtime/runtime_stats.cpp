@@ -14,6 +14,7 @@ std::vector<std::pair<std::string, int64_t>> RuntimeStats::snapshot() const {
       {"fallbacks", fallbacks.load()},
       {"aten_dispatch", atenDispatch.load()},
       {"cluster_launches", clusterLaunches.load()},
+      {"pdl_launches", pdlLaunches.load()},
       {"hopper_split_k_launches", hopperSplitKLaunches.load()},
       {"pointwise_launches", pointwiseLaunches.load()},
       {"call_cache_hits", callCacheHits.load()},
@@ -31,7 +32,7 @@ std::vector<std::pair<std::string, int64_t>> RuntimeStats::snapshot() const {
 }
 
 void RuntimeStats::reset() {
-  for (auto* c : {&cpuCalls, &launches, &fallbacks, &atenDispatch, &clusterLaunches, &hopperSplitKLaunches,
+  for (auto* c : {&cpuCalls, &launches, &fallbacks, &atenDispatch, &clusterLaunches, &pdlLaunches, &hopperSplitKLaunches,
                   &pointwiseLaunches, &callCacheHits, &kernelsCompiled, &memoryHits, &diskHits, &diskMisses,
                   &diskRebuilds, &diskWrites, &diskWriteFailures, &unsafeRegisterFallbacks,
                   &backgroundCompiles, &backgroundCompileCalls})

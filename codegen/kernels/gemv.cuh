@@ -578,6 +578,20 @@ __device__ __forceinline__ float2 ld_dsmem2(unsigned local_addr, unsigned rank) 
   return v;
 }
 
+// ---- programmatic dependent launch (sm_90+) --------------------------------------------------
+// The runtime launches the gemv as a programmatic dependent (runtime/cuda_launch.cpp,
+// gemvLaunchesEarly): its launch is processed, and its CTAs may start, before the previous kernel
+// in the stream has finished. grid_dependency_wait() returns once that kernel has completed and its
+// memory is visible; nothing before it may read or write global memory but the kernel's
+// parameters. Without that launch attribute it is a no-op. The gemv itself never triggers its
+// dependents early (griddepcontrol.launch_dependents): a dependent gemv's CTAs then started beside
+// the running ones and dense weights ran up to 15 % slower; its CTAs' exits trigger them
+// (bench/RESULTS.md Run BB calls 5-6).
+__device__ __forceinline__ void grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
 }  // namespace fxgemv
 
 extern "C" __global__ void
@@ -631,6 +645,9 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   const long long ksteps = (p.K + kKT - 1) / kKT;
   const long long kb = ksteps * rank / nrank, ke = ksteps * (rank + 1) / nrank;
   const int nsteps = (int)(ke - kb);
+
+  // Everything above read only the kernel's parameters: from here on, the previous kernel's writes.
+  grid_dependency_wait();
 
   // ---- per-column scales (fast quant path): sc[rt][h] for MMA rows g (h=0), g+8 (h=1)
   float sc[kRT][2];

@@ -21,13 +21,14 @@ import zlib
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 # Read once, on the first CUDA call: set at collection, before any test runs. Harmless to
 # other tests (it only fills outputs before the kernel overwrites them).
 os.environ["FXFUSE_POISON_OUTPUTS"] = "1"
 
 import fxfuse._C as C  # noqa: E402
-from runtime_chain_cases import (CASES, DTYPES, SpecBuilder, check_outputs,  # noqa: E402
+from runtime_chain_cases import (CASES, DTYPES, Case, SpecBuilder, check_outputs, d,  # noqa: E402
                                 per_op_rounding_chain, randn)
 
 pytestmark = pytest.mark.gpu
@@ -224,6 +225,67 @@ def test_gemv_cluster_launch(unforced, shape):
     outs = gemm_chain(case.inputs, case.spec)  # cached call site
     torch.cuda.synchronize()
     check_outputs(case, outs, torch.bfloat16)
+
+
+def _layer_stack(scale, M=16, K=3072, layers=6):
+    """A stack of decode-sized nn.Linear layers, gelu_tanh(x @ w.T + b) * scale, each reading the
+    one before's output: spec, weights, biases, first input."""
+    s = SpecBuilder()
+    x, w = s.input(torch.bfloat16, "mk"), s.input(torch.bfloat16, "nk")
+    y = s.op("add", s.mm(x, w, torch.bfloat16), s.input(torch.bfloat16, "n"), dtype=torch.bfloat16)
+    s.output(s.op("mul", s.op("gelu_tanh", y, dtype=torch.bfloat16), s.const(scale), dtype=torch.bfloat16))
+    ws = [randn((K, K), torch.bfloat16, "cuda", K ** -0.5) for _ in range(layers)]
+    bs = [randn((K,), torch.bfloat16, "cuda") for _ in range(layers)]
+    return s.text(), ws, bs, randn((M, K), torch.bfloat16, "cuda")
+
+
+def _check_layer_stack(ys, ws, bs, scale):
+    """Each layer against float64 from the input it was given (the layer before's output)."""
+    for i, (w, b) in enumerate(zip(ws, bs)):
+        ref = F.gelu(d(ys[i]) @ d(w).T + d(b), approximate="tanh") * scale
+        case = Case("", [], lambda _i, ref=ref: [ref])
+        check_outputs(case, [ys[i + 1]], torch.bfloat16)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
+                    reason="programmatic dependent launch needs sm_90")
+@pytest.mark.parametrize("poison", ["1", "0"], ids=["after_poison_fill", "after_the_layer_before"])
+def test_gemv_programmatic_launch_waits_for_the_kernel_before(unforced, monkeypatch, poison):
+    """The gemv launches as a programmatic dependent (its CTAs may start before the previous kernel
+    in the stream ends; it waits for that kernel before touching memory). A stack of layers, each
+    reading the output the layer before has just written, must match float64 layer by layer, in the
+    stream and in a replayed CUDA graph. With poisoned outputs the kernel before each gemv is the
+    poison fill of its output; without, the gemv before it."""
+    monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", poison)  # read when the (new) call site is planned
+    scale = 0.75 if poison == "1" else 0.625  # a call site of its own per case
+    seed("pdl", poison)
+    spec, ws, bs, x0 = _layer_stack(scale)
+
+    def stack(x):
+        ys = [x]
+        for w, b in zip(ws, bs):
+            ys.append(gemm_chain([ys[-1], w, b], spec)[0])
+        return ys
+
+    stack(x0)  # plans, compiles and loads
+    torch.cuda.synchronize()
+    before = C.stats()
+    ys = stack(x0)
+    torch.cuda.synchronize()
+    after = C.stats()
+    assert after["launches"] - before["launches"] == len(ws), after
+    assert after["pdl_launches"] - before["pdl_launches"] == len(ws), after
+    _check_layer_stack(ys, ws, bs, scale)
+
+    graph = torch.cuda.CUDAGraph()
+    x = x0.clone()
+    with torch.cuda.graph(graph):
+        ys = stack(x)
+    for _ in range(2):
+        x.copy_(randn(x.shape, x.dtype, "cuda"))
+        graph.replay()
+        torch.cuda.synchronize()
+        _check_layer_stack(ys, ws, bs, scale)
 
 
 def run_child(script, *args, drop=(), **env):
