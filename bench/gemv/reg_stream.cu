@@ -41,14 +41,7 @@
 #include <string>
 #include <vector>
 
-#define CHECK(x)                                                                               \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
+#include "cuda_check.h"
 
 constexpr int kM = 16;  // rows of x (two MMA n8 tiles)
 
@@ -76,6 +69,8 @@ __device__ __forceinline__ void mma16816(float* c, unsigned a0, unsigned a1, uns
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
+// and_or, fma2 and i8pair: kernels/gemv.cuh's (its i8pair_scaled without the scale), restated here
+// because that template needs the generated preamble and this probe builds alone.
 __device__ __forceinline__ unsigned and_or(unsigned a, unsigned b, unsigned c) {
   unsigned d;
   asm("lop3.b32 %0, %1, %2, %3, 0xea;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));

@@ -389,6 +389,17 @@ __device__ __noinline__ void load_stage(const fxfuse::FxParams& p, const Ctx& c,
   }
 }
 
+// The activation (MMA B) fragments of k16 step s for every m-tile, from the A tile at asb: one
+// ldmatrix x2 each, matrices (m 0-7, k 16s..+7), (m 0-7, k 16s+8..+15); lanes 0-15 give the rows.
+__device__ __forceinline__ void load_act_fragments(unsigned asb, int s, int lane, unsigned (&bf)[kMT][2]) {
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+    const int r = mt * 8 + (lane & 7);
+    const int ch = 2 * s + ((lane >> 3) & 1);
+    ldsm_x2(asb + r * kARowBytes + aswz(r, ch) * 16, bf[mt][0], bf[mt][1]);
+  }
+}
+
 // ---- compute one stage -----------------------------------------------------------------------
 __device__ __forceinline__ void compute_stage(const unsigned char* ws, const unsigned char* as,
                                               float (&acc)[kRT][kMT][4], const float (&sc)[kRT][2],
@@ -404,12 +415,7 @@ __device__ __forceinline__ void compute_stage(const unsigned char* ws, const uns
 #pragma unroll
     for (int s = 0; s < kKT / 16; ++s) {
       unsigned bf[kMT][2];
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        const int r = mt * 8 + (lane & 7);
-        const int ch = 2 * s + ((lane >> 3) & 1);
-        ldsm_x2(asb + r * kARowBytes + aswz(r, ch) * 16, bf[mt][0], bf[mt][1]);
-      }
+      load_act_fragments(asb, s, lane, bf);
 #pragma unroll
       for (int rt = 0; rt < kRT; ++rt) {
         const int row = w * 32 + rt * 16 + (lane & 7) + 8 * ((lane >> 3) & 1);
@@ -477,13 +483,7 @@ __device__ __forceinline__ void compute_stage(const unsigned char* ws, const uns
 #pragma unroll
     for (int s = 0; s < kKT / 16; ++s) {
       unsigned bf[kMT][2];
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        // ldmatrix x2: matrices (m 0-7, k 16s..+7), (m 0-7, k 16s+8..+15); lanes 0-15 give rows
-        const int r = mt * 8 + (lane & 7);
-        const int ch = 2 * s + ((lane >> 3) & 1);
-        ldsm_x2(asb + r * kARowBytes + aswz(r, ch) * 16, bf[mt][0], bf[mt][1]);
-      }
+      load_act_fragments(asb, s, lane, bf);
       if constexpr (kWB == 2) {
 #pragma unroll
         for (int rt = 0; rt < kRT; ++rt) {
