@@ -19,7 +19,8 @@
 // mod 16, device) validates, plans, chooses and loads; the decision is kept in a small
 // lock-protected map (CallEntry), so later calls only read data pointers, allocate outputs,
 // fill FxParams and launch. sm90 tensor maps are re-encoded only when A/B pointers change.
-// Split-K gemv kernels launch as thread block clusters through cuLaunchKernelEx.
+// Split-K gemv kernels launch as thread block clusters through cuLaunchKernelEx, and on sm_90+ every
+// gemv as a programmatic dependent (gemvLaunchesEarly).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -544,21 +545,22 @@ std::optional<codegen::KernelConfig> candidateNamed(const ChainSpec& spec, const
   return std::nullopt;
 }
 
-// Whether an epilogue op reads input slot `slot` (then the kernel needs its strides, and any
-// copy the plan made of it); the epilogue-alone kernel does not read A and B otherwise.
-// Programmatic dependent launch of the gemv (sm_90+): the driver processes its launch, and may start
-// its CTAs, while the previous kernel in the stream finishes; it does what reads only the kernel's
-// parameters (the cluster rank, the loaders' addresses), then waits (griddepcontrol.wait,
-// kernels/gemv.cuh) until that kernel has completed and its writes are visible, before any load or
-// store. Decode steps are chains of short kernels, where a launch's latency and prologue are a share
-// of each: back to back, 5-16 % less time per call at M = 1-16 (bench/RESULTS.md Run BB call 6).
-// FXFUSE_GEMV_PDL=0 launches it as a plain stream dependent (A/B; read when a call site is planned).
+// Programmatic dependent launch of the gemv (sm_90+): the driver processes its launch ahead and
+// starts its CTAs as the previous kernel's exit (or earlier, where that kernel triggers its
+// dependents); the gemv does what reads only the kernel's parameters (the cluster rank, the loaders'
+// addresses), then waits (griddepcontrol.wait, kernels/gemv.cuh) until that kernel has completed
+// and its writes are visible, before any load or store. Decode steps are chains of short kernels,
+// where a launch's latency and prologue are a share of each: back to back, 5-13 % less time per
+// call at M = 1-16 (bench/RESULTS.md Run BB call 6). FXFUSE_GEMV_PDL=0 launches it as a plain
+// stream dependent (A/B; read when a call site is planned).
 bool gemvLaunchesEarly(const codegen::KernelConfig& config, const DeviceInfo& info, const CudaDriver& d) {
   const char* off = std::getenv("FXFUSE_GEMV_PDL");
   return config.variant == "gemv" && info.sm >= 90 && d.cuLaunchKernelEx != nullptr &&
          !(off && std::string(off) == "0");
 }
 
+// Whether an epilogue op reads input slot `slot` (then the kernel needs its strides, and any
+// copy the plan made of it); the epilogue-alone kernel does not read A and B otherwise.
 bool epilogueReadsSlot(const ChainSpec& spec, int slot) {
   for (size_t i = spec.mmIndex() + 1; i < spec.values.size(); ++i)
     for (int o : spec.values[i].operands)
@@ -860,7 +862,8 @@ std::vector<at::Tensor> runCall(const CallEntry& c, at::TensorList inputs) {
   cu::Result r = launch(*d, *c.kernel, c.dims, c.cluster, c.pdl, stream, args);
   bool pdl = c.pdl;
   if (r != cu::kSuccess && pdl) {
-    // Not sticky either: the kernel waits on nothing it was not launched to wait on.
+    // A launch error is not sticky: the same kernel runs as a plain stream dependent (its wait is
+    // then a no-op).
     warnOnce("programmatic launch failed: " + c.kernel->source.name,
              "fxfuse::gemm_chain: " + d->describe("cuLaunchKernelEx (programmatic dependent launch)", r) +
                  "; launching " + c.kernel->source.name + " as a plain stream dependent instead. Warned once.");

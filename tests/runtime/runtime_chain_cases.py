@@ -304,6 +304,25 @@ CASES = {f.__name__: f for f in [
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 
 
+def layer_stack(scale, M=16, K=3072, layers=6):
+    """A stack of decode-sized nn.Linear layers, gelu_tanh(x @ w.T + b) * scale, each reading the
+    one before's output (the gemv's shapes): spec, weights, biases, first input."""
+    s = SpecBuilder()
+    x, w = s.input(torch.bfloat16, "mk"), s.input(torch.bfloat16, "nk")
+    y = s.op("add", s.mm(x, w, torch.bfloat16), s.input(torch.bfloat16, "n"), dtype=torch.bfloat16)
+    s.output(s.op("mul", s.op("gelu_tanh", y, dtype=torch.bfloat16), s.const(scale), dtype=torch.bfloat16))
+    ws = [randn((K, K), torch.bfloat16, "cuda", K ** -0.5) for _ in range(layers)]
+    bs = [randn((K,), torch.bfloat16, "cuda") for _ in range(layers)]
+    return s.text(), ws, bs, randn((M, K), torch.bfloat16, "cuda")
+
+
+def check_layer_stack(ys, ws, bs, scale):
+    """Layer i's output ys[i + 1] against float64 from the input it was given, ys[i]."""
+    for i, (w, b) in enumerate(zip(ws, bs)):
+        ref = F.gelu(d(ys[i]) @ d(w).T + d(b), approximate="tanh") * scale
+        check_outputs(Case("", [], lambda _inputs, ref=ref: [ref]), [ys[i + 1]], torch.bfloat16)
+
+
 def check_outputs(case: Case, outputs, dtype):
     refs = case.reference(case.inputs)
     assert len(outputs) == len(refs)

@@ -21,14 +21,13 @@ import zlib
 
 import pytest
 import torch
-import torch.nn.functional as F
 
-# Read once, on the first CUDA call: set at collection, before any test runs. Harmless to
-# other tests (it only fills outputs before the kernel overwrites them).
+# Read when a call site is planned: set at collection, before any test runs. Harmless to other
+# tests (it only fills outputs before the kernel overwrites them).
 os.environ["FXFUSE_POISON_OUTPUTS"] = "1"
 
 import fxfuse._C as C  # noqa: E402
-from runtime_chain_cases import (CASES, DTYPES, Case, SpecBuilder, check_outputs, d,  # noqa: E402
+from runtime_chain_cases import (CASES, DTYPES, SpecBuilder, check_outputs,  # noqa: E402
                                 per_op_rounding_chain, randn)
 
 pytestmark = pytest.mark.gpu
@@ -227,75 +226,15 @@ def test_gemv_cluster_launch(unforced, shape):
     check_outputs(case, outs, torch.bfloat16)
 
 
-def _layer_stack(scale, M=16, K=3072, layers=6):
-    """A stack of decode-sized nn.Linear layers, gelu_tanh(x @ w.T + b) * scale, each reading the
-    one before's output: spec, weights, biases, first input."""
-    s = SpecBuilder()
-    x, w = s.input(torch.bfloat16, "mk"), s.input(torch.bfloat16, "nk")
-    y = s.op("add", s.mm(x, w, torch.bfloat16), s.input(torch.bfloat16, "n"), dtype=torch.bfloat16)
-    s.output(s.op("mul", s.op("gelu_tanh", y, dtype=torch.bfloat16), s.const(scale), dtype=torch.bfloat16))
-    ws = [randn((K, K), torch.bfloat16, "cuda", K ** -0.5) for _ in range(layers)]
-    bs = [randn((K,), torch.bfloat16, "cuda") for _ in range(layers)]
-    return s.text(), ws, bs, randn((M, K), torch.bfloat16, "cuda")
-
-
-def _check_layer_stack(ys, ws, bs, scale):
-    """Each layer against float64 from the input it was given (the layer before's output)."""
-    for i, (w, b) in enumerate(zip(ws, bs)):
-        ref = F.gelu(d(ys[i]) @ d(w).T + d(b), approximate="tanh") * scale
-        case = Case("", [], lambda _i, ref=ref: [ref])
-        check_outputs(case, [ys[i + 1]], torch.bfloat16)
-
-
-@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
-                    reason="programmatic dependent launch needs sm_90")
-@pytest.mark.parametrize("poison", ["1", "0"], ids=["after_poison_fill", "after_the_layer_before"])
-def test_gemv_programmatic_launch_waits_for_the_kernel_before(unforced, monkeypatch, poison):
-    """The gemv launches as a programmatic dependent (its CTAs may start before the previous kernel
-    in the stream ends; it waits for that kernel before touching memory). A stack of layers, each
-    reading the output the layer before has just written, must match float64 layer by layer, in the
-    stream and in a replayed CUDA graph. With poisoned outputs the kernel before each gemv is the
-    poison fill of its output; without, the gemv before it."""
-    monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", poison)  # read when the (new) call site is planned
-    scale = 0.75 if poison == "1" else 0.625  # a call site of its own per case
-    seed("pdl", poison)
-    spec, ws, bs, x0 = _layer_stack(scale)
-
-    def stack(x):
-        ys = [x]
-        for w, b in zip(ws, bs):
-            ys.append(gemm_chain([ys[-1], w, b], spec)[0])
-        return ys
-
-    stack(x0)  # plans, compiles and loads
-    torch.cuda.synchronize()
-    before = C.stats()
-    ys = stack(x0)
-    torch.cuda.synchronize()
-    after = C.stats()
-    assert after["launches"] - before["launches"] == len(ws), after
-    assert after["pdl_launches"] - before["pdl_launches"] == len(ws), after
-    _check_layer_stack(ys, ws, bs, scale)
-
-    graph = torch.cuda.CUDAGraph()
-    x = x0.clone()
-    with torch.cuda.graph(graph):
-        ys = stack(x)
-    for _ in range(2):
-        x.copy_(randn(x.shape, x.dtype, "cuda"))
-        graph.replay()
-        torch.cuda.synchronize()
-        _check_layer_stack(ys, ws, bs, scale)
-
-
 def run_child(script, *args, drop=(), **env):
-    """Runs `script` in a fresh Python with this folder on its path, outputs poisoned and strict,
-    the variables in `env` set and those in `drop` unset (knobs read once per process need a
+    """Runs `script` in a fresh Python with this folder on its path, outputs poisoned and strict
+    (unless `env` says otherwise), the variables in `env` set and those in `drop` unset (knobs read once per process need a
     process per setting); it must exit cleanly and print "ok" last."""
     here = os.path.dirname(os.path.abspath(__file__))
     full = {k: v for k, v in os.environ.items() if k not in drop}
-    full.update(env, FXFUSE_POISON_OUTPUTS="1", FXFUSE_STRICT="1",
-                PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
+    full.update(FXFUSE_POISON_OUTPUTS="1", FXFUSE_STRICT="1")
+    full.update(env)  # may turn the poison off
+    full["PYTHONPATH"] = os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])
     r = subprocess.run([sys.executable, "-c", script, *map(str, args)], env=full, capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-2000:] + r.stderr[-4000:]
@@ -303,6 +242,62 @@ def run_child(script, *args, drop=(), **env):
 
 needs_sm90 = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
                                 reason="needs sm_90 (split-K clusters, the Hopper kernel)")
+
+
+# A stack of decode layers through the gemv launched as a programmatic dependent (sm_90+): each layer
+# reads the output the layer before has just written. Warmed up on another input, so that a buffer
+# read before its writer finished would hold the wrong values, not the right ones from before.
+LAYER_STACK_CHILD = """
+import sys, torch, fxfuse._C as C
+from runtime_chain_cases import check_layer_stack, layer_stack, randn
+gemm_chain = torch.ops.fxfuse.gemm_chain.default
+scale = float(sys.argv[1])
+torch.manual_seed(int(scale * 1000))
+spec, ws, bs, x0 = layer_stack(scale)
+
+def stack(x):
+    ys = [x]
+    for w, b in zip(ws, bs):
+        ys.append(gemm_chain([ys[-1], w, b], spec)[0])
+    return ys
+
+stack(randn(x0.shape, x0.dtype, "cuda"))  # plans, compiles and loads
+torch.cuda.synchronize()
+before = C.stats()
+ys = stack(x0)
+torch.cuda.synchronize()
+after = C.stats()
+assert after["launches"] - before["launches"] == len(ws), after
+assert after["pdl_launches"] - before["pdl_launches"] == len(ws), after
+check_layer_stack(ys, ws, bs, scale)
+graph = torch.cuda.CUDAGraph()
+x = x0.clone()
+with torch.cuda.graph(graph):
+    ys = stack(x)
+for _ in range(2):
+    x.copy_(randn(x.shape, x.dtype, "cuda"))
+    graph.replay()
+    torch.cuda.synchronize()
+    check_layer_stack(ys, ws, bs, scale)
+print("ok")
+"""
+
+
+@needs_sm90
+@pytest.mark.parametrize("before", ["poison_fill", "layer_before", "layer_before_overlapping"])
+def test_gemv_programmatic_launch_waits_for_the_kernel_before(before):
+    """The gemv's loads and stores wait (griddepcontrol.wait) for the kernel before it in the stream.
+    poison_fill: the kernel before each gemv is the NaN fill of its output; layer_before: the gemv
+    of the layer before (outputs not poisoned). Neither triggers its dependents early, so those two
+    check the launch path and its CUDA graph capture. layer_before_overlapping: each gemv triggers
+    its dependents as it starts (the FXFUSE_GEMV_PDL_TRIGGER_AT_START test hook), so the next
+    layer's CTAs run beside it and only the wait orders them: without the wait this case reads
+    unfinished outputs. Each layer against float64, in the stream and in a replayed graph."""
+    env = {"FXFUSE_POISON_OUTPUTS": "1" if before == "poison_fill" else "0"}
+    if before == "layer_before_overlapping":
+        env["FXFUSE_GEMV_PDL_TRIGGER_AT_START"] = "1"
+    scale = {"poison_fill": 0.75, "layer_before": 0.625, "layer_before_overlapping": 0.5}[before]
+    run_child(LAYER_STACK_CHILD, scale, drop=("FXFUSE_FORCE_KERNEL",), **env)
 
 
 # Every split-K cluster size the gemv template takes (1 to 8), forced through FXFUSE_GEMV_SPLIT_K (read
