@@ -863,12 +863,15 @@ std::vector<at::Tensor> runCall(const CallEntry& c, at::TensorList inputs) {
   bool pdl = c.pdl;
   if (r != cu::kSuccess && pdl) {
     // A launch error is not sticky: the same kernel runs as a plain stream dependent (its wait is
-    // then a no-op).
-    warnOnce("programmatic launch failed: " + c.kernel->source.name,
-             "fxfuse::gemm_chain: " + d->describe("cuLaunchKernelEx (programmatic dependent launch)", r) +
-                 "; launching " + c.kernel->source.name + " as a plain stream dependent instead. Warned once.");
+    // then a no-op). Warned only if that launch succeeds: else the attribute was not the cause
+    // (the cluster's warning below names what was).
+    const cu::Result first = r;
     pdl = false;
     r = launch(*d, *c.kernel, c.dims, c.cluster, false, stream, args);
+    if (r == cu::kSuccess)
+      warnOnce("programmatic launch failed: " + c.kernel->source.name,
+               "fxfuse::gemm_chain: " + d->describe("cuLaunchKernelEx (programmatic dependent launch)", first) +
+                   "; launched " + c.kernel->source.name + " as a plain stream dependent instead. Warned once.");
   }
   if (r != cu::kSuccess && c.cluster) {
     // A launch-configuration error (e.g. the cluster does not fit next to other work) is not
