@@ -152,12 +152,13 @@ def rotated_ms(fn, arg_sets, batches=5):
     return rotated_ms_each({"fn": fn}, arg_sets, batches)["fn"]
 
 
-def rotation(args, bytes_per_set):
-    """Argument sets with their own copies of the weights, >= ROTATION_BYTES together."""
+def rotation(args, bytes_per_set, weight_args=WEIGHT_ARGS):
+    """Argument sets with their own copies of the weights (the arguments at `weight_args`),
+    >= ROTATION_BYTES together."""
     n = max(2, -(-ROTATION_BYTES // bytes_per_set))
     sets = [args]
     for _ in range(n - 1):
-        sets.append(tuple(a.clone() if i in WEIGHT_ARGS else a for i, a in enumerate(args)))
+        sets.append(tuple(a.clone() if i in weight_args else a for i, a in enumerate(args)))
     return sets
 
 

@@ -20,7 +20,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from bench_chains import fused_module  # noqa: E402
-from bench_decode import ROTATION_BYTES, rotated_ms_each  # noqa: E402
+from bench_decode import rotated_ms_each, rotation  # noqa: E402
 
 
 def rms_norm(x):
@@ -32,8 +32,7 @@ def row(M, K, N, dt):
     x = torch.randn(M, K, device="cuda", dtype=dt, generator=g)
     w = torch.randn(K, N, device="cuda", dtype=dt, generator=g) / K ** 0.5
     b = torch.randn(N, device="cuda", dtype=dt, generator=g)
-    # copies of the weight, >= ROTATION_BYTES together, so that each call reads it from HBM
-    sets = [(x, w, b)] + [(x, w.clone(), b) for _ in range(max(1, -(-ROTATION_BYTES // w.nbytes) - 1))]
+    sets = rotation((x, w, b), w.nbytes, weight_args=(1,))  # each call reads its weight from HBM
     gm, nfused, _ = fused_module(lambda x, w, b: x @ w + b, (x, w, b))
     fns = {
         "norm": lambda x, w, b: rms_norm(x),
