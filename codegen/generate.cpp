@@ -90,6 +90,12 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
   w.line("#define FX_THREADS {}", c.threads);
   w.line("#define FX_WARPS_M {}", warpsM);
   w.line("#define FX_WARPS_N {}", warps / warpsM);
+  // test hook: FXFUSE_PDL_TRIGGER_AT_START=1 makes every kernel trigger its programmatic dependents
+  // as it starts (device/fx_prelude.cuh fx_grid_dependency_wait), so that a test runs two dependent
+  // kernels side by side and only the dependent's griddepcontrol.wait orders them
+  // (test_programmatic_launch_waits_for_the_kernel_before)
+  static const std::string trigger_at_start = readBinaryKnob("FXFUSE_PDL_TRIGGER_AT_START");
+  if (trigger_at_start == "1") w.line("#define FX_PDL_TRIGGER_AT_START 1");
   if (c.variant == "gemv") {
     // kernels/gemv.cuh: bm = 8 * FX_GEMV_MTILES; the split-K cluster is a launch attribute
     // (LaunchDims::cluster), so FX_GEMV_SPLITK stays 0.
@@ -102,11 +108,6 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     // as before session 40 (bench/RESULTS.md Run BB: ldmatrix 0.3-5 % faster at 1-16 rows)
     static const std::string nk_ldmatrix = readBinaryKnob("FXFUSE_GEMV_NK_LDMATRIX");
     if (!nk_ldmatrix.empty()) w.line("#define FX_GEMV_NK_LDMATRIX {}", nk_ldmatrix);
-    // test hook: FXFUSE_GEMV_PDL_TRIGGER_AT_START=1 lets a dependent gemv's CTAs start as soon as all of
-    // this one's have started, so that a test runs two dependent gemvs side by side and only the
-    // dependent's griddepcontrol.wait orders them (test_gemv_programmatic_launch_waits_for_the_kernel_before)
-    static const std::string trigger_at_start = readBinaryKnob("FXFUSE_GEMV_PDL_TRIGGER_AT_START");
-    if (trigger_at_start == "1") w.line("#define FX_GEMV_TRIGGER_AT_START 1");
   }
   if (c.variant == "sm90_wgmma") {
     // kernels/sm90_wgmma_gemm.cuh: one TMA producer warpgroup plus consumer warpgroups that

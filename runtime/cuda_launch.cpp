@@ -19,8 +19,8 @@
 // mod 16, device) validates, plans, chooses and loads; the decision is kept in a small
 // lock-protected map (CallEntry), so later calls only read data pointers, allocate outputs,
 // fill FxParams and launch. sm90 tensor maps are re-encoded only when A/B pointers change.
-// Split-K gemv kernels launch as thread block clusters through cuLaunchKernelEx, and on sm_90+ every
-// gemv as a programmatic dependent (gemvLaunchesEarly).
+// Split-K gemv kernels launch as thread block clusters through cuLaunchKernelEx, and on sm_90+ the
+// gemv, Hopper and epilogue-alone kernels as programmatic dependents (launchesAsProgrammaticDependent).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -385,7 +385,7 @@ struct CallEntry {
   codegen::LaunchDims dims;       // as launched (cluster only when cuLaunchKernelEx exists)
   codegen::LaunchDims plainDims;  // the same problem with split-K cluster S = 1
   bool cluster = false;           // dims.cluster product > 1: launch with cuLaunchKernelEx
-  bool pdl = false;               // launch as a programmatic dependent (gemvLaunchesEarly)
+  bool pdl = false;               // launch as a programmatic dependent (launchesAsProgrammaticDependent)
   int accSlot = -1;  // Kind::Pointwise
   // Good for this call only, not stored for the call site: the ATen evaluation taken because
   // the epilogue kernel could not be compiled now (the first call inside a CUDA graph capture),
@@ -545,18 +545,21 @@ std::optional<codegen::KernelConfig> candidateNamed(const ChainSpec& spec, const
   return std::nullopt;
 }
 
-// Programmatic dependent launch of the gemv (sm_90+): the driver processes its launch ahead and
-// starts its CTAs as the previous kernel's exit (or earlier, where that kernel triggers its
-// dependents); the gemv does what reads only the kernel's parameters (the cluster rank, the loaders'
-// addresses), then waits (griddepcontrol.wait, kernels/gemv.cuh) until that kernel has completed
-// and its writes are visible, before any load or store. Decode steps are chains of short kernels,
-// where a launch's latency and prologue are a share of each: back to back, 5-13 % less time per
-// call at M = 1-16 (bench/RESULTS.md Run BB call 6). FXFUSE_GEMV_PDL=0 launches it as a plain
-// stream dependent (A/B; read when a call site is planned).
-bool gemvLaunchesEarly(const codegen::KernelConfig& config, const DeviceInfo& info, const CudaDriver& d) {
-  const char* off = std::getenv("FXFUSE_GEMV_PDL");
-  return config.variant == "gemv" && info.sm >= 90 && d.cuLaunchKernelEx != nullptr &&
-         !(off && std::string(off) == "0");
+// Programmatic dependent launch (sm_90+) of the gemv, the Hopper kernel and the epilogue-alone
+// kernel: the driver processes the launch ahead and starts the kernel's CTAs as the previous
+// kernel's exit; each template reads only its parameters (and sets up shared memory) before
+// fx_grid_dependency_wait (device/fx_prelude.cuh), which returns once that kernel has completed and
+// its writes are visible. Decode steps and decode batches are chains of short kernels, where a
+// launch's latency and prologue are a share of each: the gemv back to back 5-13 % less time per
+// call at M = 1-16 (bench/RESULTS.md Run BB call 6); the Hopper kernel and cuBLAS + the epilogue
+// kernel at 64-256 rows 1-10 % (Run BC call 2). The generic (pre-Hopper) template does not wait, and
+// is never launched so. FXFUSE_PDL=0 launches every kernel as a plain stream dependent (A/B; read
+// when a call site is planned).
+bool launchesAsProgrammaticDependent(const codegen::KernelConfig& config, const DeviceInfo& info,
+                                     const CudaDriver& d) {
+  const char* off = std::getenv("FXFUSE_PDL");
+  const bool waits = config.variant == "gemv" || config.variant == "sm90_wgmma" || config.variant == "pointwise";
+  return waits && info.sm >= 90 && d.cuLaunchKernelEx != nullptr && !(off && std::string(off) == "0");
 }
 
 // Whether an epilogue op reads input slot `slot` (then the kernel needs its strides, and any
@@ -621,6 +624,7 @@ std::shared_ptr<CallEntry> pointwiseEntry(const CudaDriver& d, const Plan& plan,
   auto e = launchEntry(plan, CallEntry::Kind::Pointwise, kernel, std::move(copy));
   e->accSlot = spec.numInputSlots();
   e->dims = e->plainDims = codegen::launchDims(kernel->source, plan.problem, info.smCount);
+  e->pdl = launchesAsProgrammaticDependent(kernel->source.config, info, d);
   return e;
 }
 
@@ -732,7 +736,7 @@ std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int de
       e->dims = e->plainDims;
     }
   }
-  e->pdl = gemvLaunchesEarly(kernel->source.config, info, d);
+  e->pdl = launchesAsProgrammaticDependent(kernel->source.config, info, d);
   if (useTma) {
     e->tma = true;
     e->aSlot = aSlot;

@@ -6,7 +6,7 @@ Per shape, one process times, with bench_decode's interleaved, weight-rotating t
   norm+mm         the norm, then cuBLAS mm alone
   norm+eager      the norm, then eager's x @ w + b
   norm+fxfuse     the norm, then the pass's rewrite of x @ w + b (the gemv at M <= 16)
-Run it twice, with FXFUSE_GEMV_PDL=0 and without (read when the call site is planned, once per
+Run it twice, with FXFUSE_PDL=0 and without (read when the call site is planned, once per
 process), and compare norm+fxfuse; `fxfuse - norm` is the gemv's share.
 
     PYTHONPATH=python:bench python3 bench/gemv/after_norm.py [--m 1,16] [--kn 4096x14336,...] [--json F]
@@ -47,7 +47,7 @@ def row(M, K, N, dt):
     assert nfused == 1 and err < 1e-2, (nfused, err)
     ms = rotated_ms_each(fns, sets)
     return dict(M=M, K=K, N=N, dtype=str(dt).split(".")[-1], relerr=err,
-                pdl=os.environ.get("FXFUSE_GEMV_PDL", "") != "0", **ms)
+                pdl=os.environ.get("FXFUSE_PDL", "") != "0", **ms)
 
 
 def main():
@@ -61,7 +61,7 @@ def main():
         K, N = (int(v) for v in kn.split("x"))
         for M in (int(v) for v in a.m.split(",")):
             rows.append(row(M, K, N, torch.bfloat16))
-    print(f"FXFUSE_GEMV_PDL={os.environ.get('FXFUSE_GEMV_PDL', '(unset: on)')}; ms per call, back to back")
+    print(f"FXFUSE_PDL={os.environ.get('FXFUSE_PDL', '(unset: on)')}; ms per call, back to back")
     print(f"{'M':>3} {'K x N':>11} {'norm':>8} {'norm+mm':>8} {'norm+eager':>10} {'norm+fxfuse':>11}  fxfuse-norm")
     for r in rows:
         print(f"{r['M']:>3} {r['K']:>5}x{r['N']:<5} {r['norm']:8.4f} {r['norm+mm']:8.4f} {r['norm+eager']:10.4f} "

@@ -221,3 +221,22 @@ FX_DEVICE float fx_silu(float x) { return x / (1.0f + expf(-x)); }
 #endif
 FX_DEVICE float fx_hardswish(float x) { return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f; }
 FX_DEVICE float fx_leaky_relu(float x, float slope) { return x > 0.0f ? x : x * slope; }
+
+// Programmatic dependent launch (sm_90+: the gemv, the Hopper kernel and the epilogue-alone kernel;
+// runtime/cuda_launch.cpp launchesAsProgrammaticDependent): the driver processes such a kernel's
+// launch ahead and starts its CTAs as the previous kernel's CTAs exit, or earlier where that kernel
+// triggers its dependents (griddepcontrol.launch_dependents). This returns once the kernel before
+// this one in the stream has completed and its writes are visible; nothing before it may read or
+// write global memory but the kernel's parameters. A no-op for a kernel not launched so. No kernel
+// of ours triggers its dependents early: a dependent gemv's CTAs then started beside the running
+// ones and dense weights ran up to 15 % slower (bench/RESULTS.md Run BB calls 5-6).
+// FX_PDL_TRIGGER_AT_START (test hook, generate.cpp) does trigger here, as each kernel starts, so that
+// a test runs dependent kernels side by side and only this wait orders them.
+__device__ __forceinline__ void fx_grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(FX_PDL_TRIGGER_AT_START)
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}

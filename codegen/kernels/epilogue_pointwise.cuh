@@ -26,6 +26,7 @@
 #endif
 
 extern "C" __global__ void __launch_bounds__(FX_THREADS) FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
+  fx_grid_dependency_wait();  // launched as a programmatic dependent of the cuBLAS product
   const fxfuse::FxOperand& accOp = p.in[FX_ACC_SLOT];
   const long long pairsPerRow = (p.N + 1) / 2;
   const long long rows = p.B * p.M;

@@ -63,9 +63,6 @@
 #ifndef FX_GEMV_NK_LDMATRIX  // dense 16-bit N x K weights read by ldmatrix (0: 16-byte loads, as before)
 #define FX_GEMV_NK_LDMATRIX 1
 #endif
-#ifndef FX_GEMV_TRIGGER_AT_START  // test hook (generate.cpp): dependents may start beside this kernel
-#define FX_GEMV_TRIGGER_AT_START 0
-#endif
 #ifndef FX_B_QUANT
 #define FX_B_QUANT 0
 #endif
@@ -582,19 +579,8 @@ __device__ __forceinline__ float2 ld_dsmem2(unsigned local_addr, unsigned rank) 
 }
 
 // ---- programmatic dependent launch (sm_90+) --------------------------------------------------
-// The runtime launches the gemv as a programmatic dependent (runtime/cuda_launch.cpp,
-// gemvLaunchesEarly): its launch is processed ahead, and its CTAs start as the previous kernel's
-// CTAs exit, or earlier where that kernel triggers its dependents (griddepcontrol.launch_dependents).
-// grid_dependency_wait() returns once that kernel has completed and its memory is visible; nothing
-// before it may read or write global memory but the kernel's parameters. Without that launch
-// attribute it is a no-op. The gemv itself does not trigger its dependents early: a dependent gemv's
-// CTAs then started beside the running ones and dense weights ran up to 15 % slower (bench/RESULTS.md
-// Run BB calls 5-6); FX_GEMV_TRIGGER_AT_START does so at the start, for tests only.
-__device__ __forceinline__ void grid_dependency_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
+// The gemv reads only its parameters before fx_grid_dependency_wait() (device/fx_prelude.cuh, which
+// says why): back to back, 5-13 % less time per call at M = 1-16 (bench/RESULTS.md Run BB call 6).
 }  // namespace fxgemv
 
 extern "C" __global__ void
@@ -620,11 +606,8 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   c.b = blockIdx.z / mchunks;
   c.m0 = (blockIdx.z % mchunks) * (8 * kMT);
   c.n0 = (long long)blockIdx.x * kNT;
-#if FX_GEMV_TRIGGER_AT_START && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
   if (c.b >= p.B) {  // (grid.z exact: never taken; kept before any cluster barrier use)
-    grid_dependency_wait();  // a CTA that ends must not end before the kernel it depends on
+    fx_grid_dependency_wait();  // a CTA that ends must not end before the kernel it depends on
     return;
   }
 
@@ -656,7 +639,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   const int nsteps = (int)(ke - kb);
 
   // Everything above read only the kernel's parameters: from here on, the previous kernel's writes.
-  grid_dependency_wait();
+  fx_grid_dependency_wait();
 
   // ---- per-column scales (fast quant path): sc[rt][h] for MMA rows g (h=0), g+8 (h=1)
   float sc[kRT][2];

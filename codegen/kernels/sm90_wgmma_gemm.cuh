@@ -518,6 +518,9 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   }
   if constexpr (CS > 1) cluster_sync_all();  // peers' barriers exist before any multicast / remote arrive
   else __syncthreads();
+  // Launched as a programmatic dependent (runtime launchesAsProgrammaticDependent): the
+  // barriers above are shared memory only; every global load, TMA and store comes after this.
+  fx_grid_dependency_wait();
 
   constexpr int GROUP = FX_GROUP_M / CM > 0 ? FX_GROUP_M / CM : 1;
   // The persistent loop's bounds. Each role computes them after its setmaxnreg, not once before

@@ -244,16 +244,25 @@ needs_sm90 = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_
                                 reason="needs sm_90 (split-K clusters, the Hopper kernel)")
 
 
-# A stack of decode layers through the gemv launched as a programmatic dependent (sm_90+): each layer
-# reads the output the layer before has just written. Warmed up on another input, so that a buffer
-# read before its writer finished would hold the wrong values, not the right ones from before.
+# A stack of layers whose kernels are launched as programmatic dependents (sm_90+): each layer reads
+# the output the layer before has just written. path: "gemv" (16 rows), "hopper" (128 rows on the
+# Hopper kernel's widest tile: 4-8 CTAs, so a dependent's CTAs find free SMs), "epilogue_alone"
+# (128 rows, cuBLAS + the epilogue-alone kernel). Warmed up on another input, so that a buffer read
+# before its writer finished would hold the wrong values, not the right ones from before.
 LAYER_STACK_CHILD = """
-import sys, torch, fxfuse._C as C
+import re, sys, torch, fxfuse._C as C
 from runtime_chain_cases import check_layer_stack, layer_stack, randn
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
-scale = float(sys.argv[1])
+scale, path = float(sys.argv[1]), sys.argv[2]
 torch.manual_seed(int(scale * 1000))
-spec, ws, bs, x0 = layer_stack(scale)
+spec, ws, bs, x0 = layer_stack(scale, **({"M": 16, "K": 3072} if path == "gemv" else {"M": 128, "K": 1024}))
+if path != "gemv":  # the choice is per problem: every layer's
+    inputs = [x0, ws[0], bs[0]]
+    def area(c):
+        bm, bn = re.search(r"(\\d+)x(\\d+)x", c).groups()
+        return int(bm) * int(bn)
+    tiles = [c for c in C.kernel_candidates(inputs, spec) if c.startswith("sm90_wgmma") and "splitk" not in c]
+    C.set_kernel_choice(inputs, spec, max(tiles, key=area) if path == "hopper" else "aten")
 
 def stack(x):
     ys = [x]
@@ -267,8 +276,9 @@ before = C.stats()
 ys = stack(x0)
 torch.cuda.synchronize()
 after = C.stats()
-assert after["launches"] - before["launches"] == len(ws), after
-assert after["pdl_launches"] - before["pdl_launches"] == len(ws), after
+delta = {k: after[k] - before[k] for k in ("launches", "pdl_launches", "pointwise_launches")}
+assert delta == {"launches": len(ws), "pdl_launches": len(ws),
+                 "pointwise_launches": len(ws) if path == "epilogue_alone" else 0}, (path, delta)
 check_layer_stack(ys, ws, bs, scale)
 graph = torch.cuda.CUDAGraph()
 x = x0.clone()
@@ -284,20 +294,27 @@ print("ok")
 
 
 @needs_sm90
-@pytest.mark.parametrize("before", ["poison_fill", "layer_before", "layer_before_overlapping"])
-def test_gemv_programmatic_launch_waits_for_the_kernel_before(before):
-    """The gemv's loads and stores wait (griddepcontrol.wait) for the kernel before it in the stream.
-    poison_fill: the kernel before each gemv is the NaN fill of its output; layer_before: the gemv
-    of the layer before (outputs not poisoned). Neither triggers its dependents early, so those two
-    check the launch path and its CUDA graph capture. layer_before_overlapping: each gemv triggers
-    its dependents as it starts (the FXFUSE_GEMV_PDL_TRIGGER_AT_START test hook), so the next
-    layer's CTAs run beside it and only the wait orders them: without the wait this case reads
-    unfinished outputs. Each layer against float64, in the stream and in a replayed graph."""
+@pytest.mark.parametrize("path,before", [
+    ("gemv", "poison_fill"), ("gemv", "layer_before"), ("gemv", "layer_before_overlapping"),
+    ("hopper", "poison_fill"), ("hopper", "layer_before"), ("hopper", "layer_before_overlapping"),
+    ("epilogue_alone", "poison_fill"), ("epilogue_alone", "layer_before")])
+def test_programmatic_launch_waits_for_the_kernel_before(path, before):
+    """Every kernel launched as a programmatic dependent (the gemv, the Hopper kernel, the
+    epilogue-alone kernel) waits (griddepcontrol.wait) for the kernel before it in the stream before
+    its loads and stores. poison_fill: the kernel before each fused one is the NaN fill of its
+    output; layer_before: the kernel of the layer before (outputs not poisoned). Neither triggers
+    its dependents early, so those check the launch path and its CUDA graph capture.
+    layer_before_overlapping: each kernel triggers its dependents as it starts (the
+    FXFUSE_PDL_TRIGGER_AT_START test hook), so the next layer's CTAs run beside it and only the wait
+    orders them: without the wait this case reads unfinished outputs (bench/gemv/pdl_check.sh shows
+    it failing then). Not for the epilogue-alone kernel: the kernel before it is cuBLAS's product,
+    and the one after it cuBLAS's next product, which is not a programmatic dependent. Each layer
+    against float64, in the stream and in a replayed graph."""
     env = {"FXFUSE_POISON_OUTPUTS": "1" if before == "poison_fill" else "0"}
     if before == "layer_before_overlapping":
-        env["FXFUSE_GEMV_PDL_TRIGGER_AT_START"] = "1"
+        env["FXFUSE_PDL_TRIGGER_AT_START"] = "1"
     scale = {"poison_fill": 0.75, "layer_before": 0.625, "layer_before_overlapping": 0.5}[before]
-    run_child(LAYER_STACK_CHILD, scale, drop=("FXFUSE_FORCE_KERNEL",), **env)
+    run_child(LAYER_STACK_CHILD, scale, path, drop=("FXFUSE_FORCE_KERNEL", "FXFUSE_PDL"), **env)
 
 
 # Every split-K cluster size the gemv template takes (1 to 8), forced through FXFUSE_GEMV_SPLIT_K (read
