@@ -14,8 +14,8 @@ alternates (round 2 reversed), medians over the rounds.
      $OUT/sweep_inflight.json, one file)
 
 A variant may also set other gemv knobs of an A/B patch, KB:S:NAME=VALUE[+NAME=VALUE...], NAME one
-of FXFUSE_GEMV_* (e.g. bench/gemv/ab/cols_once.patch's `0:0:FXFUSE_GEMV_COLS_MIN_PAIRS=100000,0:0`:
-the old path against the new, in alternating rounds). Every FXFUSE_GEMV_* knob of the caller is
+of FXFUSE_GEMV_* or FXFUSE_PDL (e.g. bench/gemv/ab/cols_once.patch's `0:0:FXFUSE_GEMV_COLS_MIN_PAIRS=100000,0:0`:
+the old path against the new, in alternating rounds). Every such knob of the caller is
 dropped, so a variant runs with its own knobs only.
 """
 import argparse
@@ -54,7 +54,7 @@ def run_variant(v, args, tmp):
     if v.kb:
         cmd += ["--stage-kb", str(v.kb)]
     # the variant's knobs, not the caller's
-    env = {k: val for k, val in os.environ.items() if not k.startswith("FXFUSE_GEMV_")}
+    env = {k: val for k, val in os.environ.items() if not KNOB.fullmatch(k)}
     env.update(v.knobs, OUT=out)
     t0 = time.time()
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -71,7 +71,7 @@ def run_variant(v, args, tmp):
     return {(r["M"], r["K"], r["N"], r["dtype"], r["chain"]): r for r in rows}, secs
 
 
-KNOB = re.compile(r"FXFUSE_GEMV_[A-Z0-9_]+")
+KNOB = re.compile(r"FXFUSE_GEMV_[A-Z0-9_]+|FXFUSE_PDL")  # FXFUSE_PDL=0: no programmatic launch
 
 
 def parse_variant(item):
