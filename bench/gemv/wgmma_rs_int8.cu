@@ -248,6 +248,9 @@ __global__ void __launch_bounds__(kThreads) wgmma_rs_kn(const int8_t* __restrict
       const int st_i = i + h;
       if (st_i >= nsteps) break;
       cp_async_wait<D - 1>();
+      // cp.async wrote the X tile through the generic proxy; the wgmma reads it through the async
+      // proxy: each thread orders its own writes before the barrier that publishes them
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
       __syncthreads();
       const int nx = st_i + D;
       if (nx < nsteps) load(nx % S, nx);
