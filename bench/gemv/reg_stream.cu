@@ -41,7 +41,8 @@
 #include <string>
 #include <vector>
 
-#include "cuda_check.h"
+#include "probe_harness.h"
+#include "probe_int8_convert.cuh"
 
 constexpr int kM = 16;  // rows of x (two MMA n8 tiles)
 
@@ -69,25 +70,6 @@ __device__ __forceinline__ void mma16816(float* c, unsigned a0, unsigned a1, uns
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
-// and_or, fma2 and i8pair: kernels/gemv.cuh's (its i8pair_scaled without the scale), restated here
-// because that template needs the generated preamble and this probe builds alone.
-__device__ __forceinline__ unsigned and_or(unsigned a, unsigned b, unsigned c) {
-  unsigned d;
-  asm("lop3.b32 %0, %1, %2, %3, 0xea;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  return d;
-}
-__device__ __forceinline__ unsigned fma2(unsigned a, unsigned b, unsigned c) {
-  unsigned d;
-  asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  return d;
-}
-// Bytes 0 and 2 of `b` (int8) as a bf16 pair, exact (the gemv's i8pair_scaled without its scale).
-__device__ __forceinline__ unsigned i8pair(unsigned b) {
-  const unsigned v = and_or(b, 0x007f007fu, 0x43004300u);  // 128 + (b & 0x7f)
-  const unsigned m = and_or(b, 0x00800080u, 0x43004300u);  // 128, or 256 when the sign bit is set
-  return fma2(m, 0xbf80bf80u /* -1.0 */, v);
-}
-
 // CW columns a warp and its CTA own (128: a lane loads 16 bytes of a row; 64: 8 bytes).
 template <int MODE, int WARPS, int DEPTH, int CW>
 __global__ void __launch_bounds__(WARPS * 32) reg_stream_kn(const int8_t* __restrict__ w, const __nv_bfloat16* __restrict__ x,
@@ -217,37 +199,6 @@ __global__ void __launch_bounds__(WARPS * 32) reg_stream_kn(const int8_t* __rest
   }
 }
 
-__global__ void finish(const float* acc, __nv_bfloat16* out, long long n) {
-  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i < n) out[i] = __float2bfloat16(acc[i]);
-}
-// fp32 reference of bf16(x @ bf16(w * s)) (the dequantized weight rounded once, as eager).
-__global__ void reference(const int8_t* w, const __nv_bfloat16* x, const __nv_bfloat16* scale, float* ref, int K, int N) {
-  const int n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y;
-  if (n >= N) return;
-  const float s = __bfloat162float(scale[n]);
-  float a = 0.f;
-  for (int k = 0; k < K; ++k)
-    a += __bfloat162float(x[(long long)m * K + k]) * __bfloat162float(__float2bfloat16(float(w[(long long)k * N + n]) * s));
-  ref[(long long)m * N + n] = a;
-}
-__global__ void fill_random(uint32_t* p, long long words, uint32_t seed) {
-  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i < words) {
-    uint32_t v = uint32_t(i) * 2654435761u ^ seed;
-    v ^= v >> 13, v *= 0x5bd1e995u, v ^= v >> 15;
-    p[i] = v;
-  }
-}
-__global__ void fill_bf16(__nv_bfloat16* p, long long n, uint32_t seed, float lo, float hi) {
-  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i < n) {
-    uint32_t v = uint32_t(i) * 2654435761u ^ seed;
-    v ^= v >> 13, v *= 0x5bd1e995u, v ^= v >> 15;
-    p[i] = __float2bfloat16(lo + (hi - lo) * float(v & 0xffffff) / float(0x1000000));
-  }
-}
-
 struct Case {
   std::string name;
   int K, N, mode, warps, depth, cw, ks;
@@ -269,13 +220,6 @@ void launch(dim3 grid, dim3 block, const int8_t* w, const __nv_bfloat16* x, cons
   }();
   (void)once;
   reg_stream_kn<MODE, WARPS, DEPTH, CW><<<grid, block, smem>>>(w, x, s, acc, out, K, N, sink);
-}
-// Keeps the GPU busy while the host queues an event, the kernel and an event (so that the launch's
-// host latency is not timed).
-__global__ void spin(long long ns) {
-  const long long t0 = clock64();
-  while (clock64() - t0 < ns * 2) {
-  }
 }
 // The configurations built: (warps, depth, columns), each in the three modes.
 #define FX_RS_CONFIGS(X) X(4, 2, 128) X(4, 4, 128) X(8, 2, 128) X(8, 3, 128) X(4, 4, 64) X(8, 2, 64) X(8, 4, 64) X(16, 2, 64) X(16, 4, 64)
@@ -317,36 +261,12 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&acc, kM * 14336LL * 4));
   CHECK(cudaMalloc(&ref, kM * 14336LL * 4));
   CHECK(cudaMalloc(&sink, 4));
-  // copy bandwidth, for the % column: device-to-device copy of 1 GiB (read + write)
-  double copy_gbs = 0;
-  {
-    void *a, *b;
-    const size_t bytes = 1ull << 30;
-    CHECK(cudaMalloc(&a, bytes));
-    CHECK(cudaMalloc(&b, bytes));
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0), cudaEventCreate(&e1);
-    for (int i = 0; i < 3; ++i) CHECK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
-    cudaEventRecord(e0);
-    for (int i = 0; i < 10; ++i) CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
-    cudaEventRecord(e1);
-    cudaEventSynchronize(e1);
-    float ms;
-    cudaEventElapsedTime(&ms, e0, e1);
-    copy_gbs = 2.0 * bytes * 10 / (ms * 1e-3) / 1e9;
-    cudaFree(a), cudaFree(b);
-  }
+  const double copy_gbs = copy_bandwidth_gbs();
   std::printf("copy bandwidth %.0f GB/s (1 GiB device-to-device, read + write)\n", copy_gbs);
   std::printf("%-32s %9s %9s %9s %7s %9s\n", "case (K x N, mode, warps, depth, cols, split-K)", "ms", "ms b2b", "GB/s(w)",
               "%copy", "rel err");
   uint32_t seed = 12345u ^ (uint32_t)time(nullptr);
-  struct Row {
-    std::string shape;
-    int mode;
-    std::string name;
-    double ms, b2b, pct, rel;
-  };
-  std::vector<Row> rows;
+  std::vector<ProbeRow> rows;
   for (const Case& c : cases) {
     if (only && c.name.find(only) == std::string::npos) continue;
     Launch f = pick(c.mode, c.warps, c.depth, c.cw);
@@ -369,68 +289,16 @@ int main(int argc, char** argv) {
       run_once(0);
       reference<<<dim3((c.N + 127) / 128, kM), 128>>>(w[0], x, s, ref, c.K, c.N);
       CHECK(cudaDeviceSynchronize());
-      std::vector<__nv_bfloat16> o(kM * (size_t)c.N);
-      std::vector<float> r(kM * (size_t)c.N);
-      CHECK(cudaMemcpy(o.data(), out, o.size() * 2, cudaMemcpyDeviceToHost));
-      CHECK(cudaMemcpy(r.data(), ref, r.size() * 4, cudaMemcpyDeviceToHost));
-      double num = 0, den = 0;
-      for (size_t i = 0; i < o.size(); ++i) {
-        const double d = double(__bfloat162float(o[i])) - r[i];
-        num = std::isnan(d) ? INFINITY : std::max(num, std::fabs(d));
-        den = std::max(den, (double)std::fabs(r[i]));
-        if (std::isinf(num)) break;
-      }
-      rel = num / den;
+      rel = max_relative_error(out, ref, kM * (long long)c.N);
     }
-    // timing: the kernel alone (events around each launch, median of 200; memset and finish apart)
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0), cudaEventCreate(&e1);
-    std::vector<float> t;
-    for (int i = 0; i < 230; ++i) {
-      if (c.ks > 1) CHECK(cudaMemsetAsync(acc, 0, kM * (long long)c.N * 4));
-      spin<<<1, 1>>>(20000);
-      cudaEventRecord(e0);
-      f(grid, block, w[i % nrot], x, s, acc, out, c.K, c.N, sink);
-      cudaEventRecord(e1);
-      cudaEventSynchronize(e1);
-      float ms;
-      cudaEventElapsedTime(&ms, e0, e1);
-      if (i >= 30) t.push_back(ms);
-    }
-    // and back to back, as bench_decode.py times (20 launches between two events, after a spin;
-    // KS > 1: without the memset between them, so the sums are wrong but the kernel's time is not)
-    std::vector<float> tb;
-    for (int i = 0; i < 15; ++i) {
-      spin<<<1, 1>>>(50000);
-      cudaEventRecord(e0);
-      for (int j = 0; j < 20; ++j) f(grid, block, w[j % nrot], x, s, acc, out, c.K, c.N, sink);
-      cudaEventRecord(e1);
-      cudaEventSynchronize(e1);
-      float ms;
-      cudaEventElapsedTime(&ms, e0, e1);
-      tb.push_back(ms / 20);
-    }
-    CHECK(cudaGetLastError());
-    std::sort(t.begin(), t.end());
-    std::sort(tb.begin(), tb.end());
-    const double ms = t[t.size() / 2], ms_b2b = tb[tb.size() / 2];
+    const auto [ms, ms_b2b] = time_kernel([&](int i) { f(grid, block, w[i % nrot], x, s, acc, out, c.K, c.N, sink); },
+                                          [&] {
+                                            if (c.ks > 1) CHECK(cudaMemsetAsync(acc, 0, kM * (long long)c.N * 4));
+                                          });
     const double gbs = wbytes / (ms * 1e-3) / 1e9;
     std::printf("%-32s %9.4f %9.4f %9.0f %6.1f%% %9.2e\n", c.name.c_str(), ms, ms_b2b, gbs, 100.0 * gbs / copy_gbs, rel);
-    rows.push_back({std::to_string(c.K) + "x" + std::to_string(c.N), c.mode, c.name, ms, ms_b2b, 100.0 * gbs / copy_gbs, rel});
+    rows.push_back({std::to_string(c.K) + "x" + std::to_string(c.N), c.name, c.mode, ms, ms_b2b, 100.0 * gbs / copy_gbs, rel});
   }
-  // Summary: the three fastest configurations per shape and mode (a wrong answer never counts).
-  std::printf("\nfastest per shape and mode (mode 0: loads only; 1: exact dequant in the loop; 2: scale after)\n");
-  std::vector<std::pair<std::string, int>> keys;
-  for (const Row& r : rows)
-    if (std::find(keys.begin(), keys.end(), std::make_pair(r.shape, r.mode)) == keys.end()) keys.push_back({r.shape, r.mode});
-  for (const auto& k : keys) {
-    std::vector<Row> sel;
-    for (const Row& r : rows)
-      if (r.shape == k.first && r.mode == k.second && (r.mode == 0 || r.rel < 2e-2)) sel.push_back(r);
-    std::sort(sel.begin(), sel.end(), [](const Row& a, const Row& b) { return a.ms < b.ms; });
-    for (size_t i = 0; i < sel.size() && i < 3; ++i)
-      std::printf("  %-32s %9.4f ms (back to back %.4f) %6.1f%% of copy  rel err %.2e\n", sel[i].name.c_str(), sel[i].ms,
-                  sel[i].b2b, sel[i].pct, sel[i].rel);
-  }
+  print_fastest(rows, "mode 0: loads only; 1: exact dequant in the loop; 2: scale after");
   return 0;
 }

@@ -45,7 +45,8 @@
 #include <string>
 #include <vector>
 
-#include "cuda_check.h"
+#include "probe_harness.h"
+#include "probe_int8_convert.cuh"
 
 constexpr int kM = 64;        // activation rows (the wgmma's n)
 constexpr int kKS = 64;       // k per stage
@@ -68,27 +69,6 @@ __device__ __forceinline__ void ldsm_x4_trans(u32 addr, u32& r0, u32& r1, u32& r
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                : "r"(addr));
 }
-// and_or, fma2, i8pair_scaled: kernels/gemv.cuh's bf16 forms, restated because that template needs
-// the generated preamble and this probe builds alone (as reg_stream.cu).
-__device__ __forceinline__ u32 and_or(u32 a, u32 b, u32 c) {
-  u32 d;
-  asm("lop3.b32 %0, %1, %2, %3, 0xea;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  return d;
-}
-__device__ __forceinline__ u32 fma2(u32 a, u32 b, u32 c) {
-  u32 d;
-  asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  return d;
-}
-// Bytes `sel` (a __byte_perm selector putting them in bytes 0 and 2) of `w` as int8 times the scale
-// pair s2, as a bf16 pair (element in byte 0 -> low half): exact int8 -> bf16, one rounding.
-__device__ __forceinline__ u32 i8pair_scaled(u32 w, u32 sel, u32 s2) {
-  const u32 b = __byte_perm(w, w, sel);
-  const u32 v = and_or(b, 0x007f007fu, 0x43004300u);  // 128 + (b & 0x7f)
-  const u32 m = and_or(b, 0x00800080u, 0x43004300u);  // 128, or 256 when the sign bit is set
-  return fma2(fma2(m, 0xbf80bf80u /* -1.0 */, v), s2, 0x80008000u /* -0.0 */);
-}
-
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>
@@ -295,43 +275,6 @@ __global__ void __launch_bounds__(kThreads) wgmma_rs_kn(const int8_t* __restrict
       }
 }
 
-__global__ void finish(const float* acc, __nv_bfloat16* out, long long n) {
-  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i < n) out[i] = __float2bfloat16(acc[i]);
-}
-// fp32 reference of bf16(x @ bf16(w * s)) (the dequantized weight rounded once, as eager).
-__global__ void reference(const int8_t* w, const __nv_bfloat16* x, const __nv_bfloat16* scale, float* ref, int K, int N) {
-  const int n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y;
-  if (n >= N) return;
-  const float s = __bfloat162float(scale[n]);
-  float a = 0.f;
-  for (int k = 0; k < K; ++k)
-    a += __bfloat162float(x[(long long)m * K + k]) * __bfloat162float(__float2bfloat16(float(w[(long long)k * N + n]) * s));
-  ref[(long long)m * N + n] = a;
-}
-__global__ void fill_random(uint32_t* p, long long words, uint32_t seed) {
-  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i < words) {
-    uint32_t v = uint32_t(i) * 2654435761u ^ seed;
-    v ^= v >> 13, v *= 0x5bd1e995u, v ^= v >> 15;
-    p[i] = v;
-  }
-}
-__global__ void fill_bf16(__nv_bfloat16* p, long long n, uint32_t seed, float lo, float hi) {
-  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i < n) {
-    uint32_t v = uint32_t(i) * 2654435761u ^ seed;
-    v ^= v >> 13, v *= 0x5bd1e995u, v ^= v >> 15;
-    p[i] = __float2bfloat16(lo + (hi - lo) * float(v & 0xffffff) / float(0x1000000));
-  }
-}
-// Keeps the GPU busy while the host queues an event, the kernel and an event.
-__global__ void spin(long long ns) {
-  const long long t0 = clock64();
-  while (clock64() - t0 < ns * 2) {
-  }
-}
-
 using Launch = void (*)(dim3, const int8_t*, const __nv_bfloat16*, const __nv_bfloat16*, float*, __nv_bfloat16*, int, int);
 template <int MODE, int NB, int S, int INFL>
 void launch(dim3 grid, const int8_t* w, const __nv_bfloat16* x, const __nv_bfloat16* s, float* acc, __nv_bfloat16* out, int K,
@@ -394,34 +337,12 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&out, kM * 14336LL * 2));
   CHECK(cudaMalloc(&acc, kM * 14336LL * 4));
   CHECK(cudaMalloc(&ref, kM * 14336LL * 4));
-  double copy_gbs = 0;  // device-to-device copy of 1 GiB (read + write), for the % column
-  {
-    void *a, *b;
-    const size_t bytes = 1ull << 30;
-    CHECK(cudaMalloc(&a, bytes));
-    CHECK(cudaMalloc(&b, bytes));
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0), cudaEventCreate(&e1);
-    for (int i = 0; i < 3; ++i) CHECK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
-    cudaEventRecord(e0);
-    for (int i = 0; i < 10; ++i) CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
-    cudaEventRecord(e1);
-    cudaEventSynchronize(e1);
-    float ms;
-    cudaEventElapsedTime(&ms, e0, e1);
-    copy_gbs = 2.0 * bytes * 10 / (ms * 1e-3) / 1e9;
-    cudaFree(a), cudaFree(b);
-  }
+  const double copy_gbs = copy_bandwidth_gbs();
   std::printf("copy bandwidth %.0f GB/s (1 GiB device-to-device, read + write); M = %d\n", copy_gbs, kM);
   std::printf("%-30s %9s %9s %9s %7s %9s\n", "case (K x N, mode, blocks, stages, in flight, KS)", "ms", "ms b2b", "GB/s(w)", "%copy",
               "rel err");
   uint32_t seed = 12345u ^ (uint32_t)time(nullptr);
-  struct Row {
-    std::string shape, name;
-    int mode;
-    double ms, b2b, pct, rel;
-  };
-  std::vector<Row> rows;
+  std::vector<ProbeRow> rows;
   for (const Case& c : cases) {
     if (only && c.name.find(only) == std::string::npos) continue;
     Launch f = pick(c.mode, c.nb, c.s, c.infl);
@@ -441,71 +362,17 @@ int main(int argc, char** argv) {
       if (c.ks > 1) finish<<<(outs + 255) / 256, 256>>>(acc, out, outs);
       reference<<<dim3((c.N + 127) / 128, kM), 128>>>(w[0], x, s, ref, c.K, c.N);
       CHECK(cudaDeviceSynchronize());
-      std::vector<__nv_bfloat16> o(outs);
-      std::vector<float> r(outs);
-      CHECK(cudaMemcpy(o.data(), out, o.size() * 2, cudaMemcpyDeviceToHost));
-      CHECK(cudaMemcpy(r.data(), ref, r.size() * 4, cudaMemcpyDeviceToHost));
-      double num = 0, den = 0;
-      for (size_t i = 0; i < o.size(); ++i) {
-        const double dd = double(__bfloat162float(o[i])) - r[i];
-        if (std::isnan(dd)) {
-          num = INFINITY;
-          break;
-        }
-        num = std::max(num, std::fabs(dd));
-        den = std::max(den, (double)std::fabs(r[i]));
-      }
-      rel = num / den;
+      rel = max_relative_error(out, ref, outs);
     }
-    // the kernel alone (events around each launch after a spin, median of 200; memset and finish apart)
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0), cudaEventCreate(&e1);
-    std::vector<float> tk;
-    for (int i = 0; i < 230; ++i) {
-      if (c.ks > 1) CHECK(cudaMemsetAsync(acc, 0, outs * 4));
-      spin<<<1, 1>>>(20000);
-      cudaEventRecord(e0);
-      f(grid, w[i % nrot], x, s, acc, out, c.K, c.N);
-      cudaEventRecord(e1);
-      cudaEventSynchronize(e1);
-      float ms;
-      cudaEventElapsedTime(&ms, e0, e1);
-      if (i >= 30) tk.push_back(ms);
-    }
-    // and back to back, as bench_decode.py times (20 launches between two events; KS > 1 without the
-    // memset between them: the sums are wrong, the kernel's time is not)
-    std::vector<float> tb;
-    for (int i = 0; i < 15; ++i) {
-      spin<<<1, 1>>>(50000);
-      cudaEventRecord(e0);
-      for (int j = 0; j < 20; ++j) f(grid, w[j % nrot], x, s, acc, out, c.K, c.N);
-      cudaEventRecord(e1);
-      cudaEventSynchronize(e1);
-      float ms;
-      cudaEventElapsedTime(&ms, e0, e1);
-      tb.push_back(ms / 20);
-    }
-    CHECK(cudaGetLastError());
-    std::sort(tk.begin(), tk.end());
-    std::sort(tb.begin(), tb.end());
-    const double ms = tk[tk.size() / 2], ms_b2b = tb[tb.size() / 2];
+    // the kernel alone (split-K's memset and finish apart) and back to back
+    const auto [ms, ms_b2b] = time_kernel([&](int i) { f(grid, w[i % nrot], x, s, acc, out, c.K, c.N); },
+                                          [&] {
+                                            if (c.ks > 1) CHECK(cudaMemsetAsync(acc, 0, outs * 4));
+                                          });
     const double gbs = wbytes / (ms * 1e-3) / 1e9;
     std::printf("%-30s %9.4f %9.4f %9.0f %6.1f%% %9.2e\n", c.name.c_str(), ms, ms_b2b, gbs, 100.0 * gbs / copy_gbs, rel);
     rows.push_back({std::to_string(c.K) + "x" + std::to_string(c.N), c.name, c.mode, ms, ms_b2b, 100.0 * gbs / copy_gbs, rel});
   }
-  // the three fastest per shape and mode (a wrong answer never counts)
-  std::printf("\nfastest per shape and mode (1: exact dequantization; 0: no conversion, output unchecked)\n");
-  std::vector<std::pair<std::string, int>> keys;
-  for (const Row& r : rows)
-    if (std::find(keys.begin(), keys.end(), std::make_pair(r.shape, r.mode)) == keys.end()) keys.push_back({r.shape, r.mode});
-  for (const auto& k : keys) {
-    std::vector<Row> sel;
-    for (const Row& r : rows)
-      if (r.shape == k.first && r.mode == k.second && (r.mode == 0 || r.rel < 2e-2)) sel.push_back(r);
-    std::sort(sel.begin(), sel.end(), [](const Row& a, const Row& b) { return a.ms < b.ms; });
-    for (size_t i = 0; i < sel.size() && i < 3; ++i)
-      std::printf("  %-30s %9.4f ms (back to back %.4f) %6.1f%% of copy  rel err %.2e\n", sel[i].name.c_str(), sel[i].ms,
-                  sel[i].b2b, sel[i].pct, sel[i].rel);
-  }
+  print_fastest(rows, "1: exact dequantization; 0: no conversion, output unchecked");
   return 0;
 }

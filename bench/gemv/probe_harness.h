@@ -1,0 +1,152 @@
+// What the standalone int8 gemv probes (reg_stream.cu, wgmma_rs_int8.cu) share: random fills, the fp32
+// reference of bf16(x @ bf16(w * s)), the split-K finish, the copy-bandwidth anchor, the two timings
+// (alone and back to back) and the summary of the fastest correct cases.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda_check.h"
+
+// KS > 1: the fp32 sums to the bf16 output (outside the timed kernel).
+__global__ void finish(const float* acc, __nv_bfloat16* out, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) out[i] = __float2bfloat16(acc[i]);
+}
+// fp32 reference of bf16(x @ bf16(w * s)) (the dequantized weight rounded once, as eager); weight int8
+// [K, N], grid (N / 128 rounded up, rows of x), 128 threads.
+__global__ void reference(const int8_t* w, const __nv_bfloat16* x, const __nv_bfloat16* scale, float* ref, int K, int N) {
+  const int n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y;
+  if (n >= N) return;
+  const float s = __bfloat162float(scale[n]);
+  float a = 0.f;
+  for (int k = 0; k < K; ++k)
+    a += __bfloat162float(x[(long long)m * K + k]) * __bfloat162float(__float2bfloat16(float(w[(long long)k * N + n]) * s));
+  ref[(long long)m * N + n] = a;
+}
+__global__ void fill_random(uint32_t* p, long long words, uint32_t seed) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < words) {
+    uint32_t v = uint32_t(i) * 2654435761u ^ seed;
+    v ^= v >> 13, v *= 0x5bd1e995u, v ^= v >> 15;
+    p[i] = v;
+  }
+}
+__global__ void fill_bf16(__nv_bfloat16* p, long long n, uint32_t seed, float lo, float hi) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) {
+    uint32_t v = uint32_t(i) * 2654435761u ^ seed;
+    v ^= v >> 13, v *= 0x5bd1e995u, v ^= v >> 15;
+    p[i] = __float2bfloat16(lo + (hi - lo) * float(v & 0xffffff) / float(0x1000000));
+  }
+}
+// Keeps the GPU busy while the host queues an event, the kernel and an event (so that the launch's
+// host latency is not timed).
+__global__ void spin(long long ns) {
+  const long long t0 = clock64();
+  while (clock64() - t0 < ns * 2) {
+  }
+}
+
+// Device-to-device copy of 1 GiB (read + write), GB/s: the anchor of the % of copy column.
+inline double copy_bandwidth_gbs() {
+  void *a, *b;
+  const size_t bytes = 1ull << 30;
+  CHECK(cudaMalloc(&a, bytes));
+  CHECK(cudaMalloc(&b, bytes));
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0), cudaEventCreate(&e1);
+  for (int i = 0; i < 3; ++i) CHECK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
+  cudaEventRecord(e0);
+  for (int i = 0; i < 10; ++i) CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
+  cudaEventRecord(e1);
+  cudaEventSynchronize(e1);
+  float ms;
+  cudaEventElapsedTime(&ms, e0, e1);
+  cudaFree(a), cudaFree(b);
+  return 2.0 * bytes * 10 / (ms * 1e-3) / 1e9;
+}
+
+// Max |out - ref| over max |ref| of `n` outputs (bf16 on the device against fp32 on the device);
+// infinite where an output is NaN (the poison left unwritten).
+inline double max_relative_error(const __nv_bfloat16* out, const float* ref, long long n) {
+  std::vector<__nv_bfloat16> o(n);
+  std::vector<float> r(n);
+  CHECK(cudaMemcpy(o.data(), out, o.size() * 2, cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(r.data(), ref, r.size() * 4, cudaMemcpyDeviceToHost));
+  double num = 0, den = 0;
+  for (size_t i = 0; i < o.size(); ++i) {
+    const double d = double(__bfloat162float(o[i])) - r[i];
+    if (std::isnan(d)) return INFINITY;
+    num = std::max(num, std::fabs(d));
+    den = std::max(den, (double)std::fabs(r[i]));
+  }
+  return num / den;
+}
+
+// The kernel's time in ms: alone (events around each launch after a spin, median of 200, `prepare`
+// before each, e.g. the split-K buffer's memset, outside the events) and back to back as
+// bench_decode.py times it (20 launches between two events after a spin, median of 15; without
+// `prepare`, so split-K sums are wrong there but the kernel's time is not). `launch(i)` launches the
+// kernel on weight copy i.
+template <class Launch, class Prepare>
+std::pair<double, double> time_kernel(Launch launch, Prepare prepare) {
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0), cudaEventCreate(&e1);
+  std::vector<float> alone, b2b;
+  for (int i = 0; i < 230; ++i) {
+    prepare();
+    spin<<<1, 1>>>(20000);
+    cudaEventRecord(e0);
+    launch(i);
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);
+    float ms;
+    cudaEventElapsedTime(&ms, e0, e1);
+    if (i >= 30) alone.push_back(ms);
+  }
+  for (int i = 0; i < 15; ++i) {
+    spin<<<1, 1>>>(50000);
+    cudaEventRecord(e0);
+    for (int j = 0; j < 20; ++j) launch(j);
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);
+    float ms;
+    cudaEventElapsedTime(&ms, e0, e1);
+    b2b.push_back(ms / 20);
+  }
+  CHECK(cudaGetLastError());
+  std::sort(alone.begin(), alone.end());
+  std::sort(b2b.begin(), b2b.end());
+  return {alone[alone.size() / 2], b2b[b2b.size() / 2]};
+}
+
+struct ProbeRow {
+  std::string shape, name;
+  int mode;  // 0: a mode whose output is not checked
+  double ms, b2b, pct, rel;
+};
+// The three fastest per shape and mode; a wrong answer (relative error 2e-2 or more) never counts.
+inline void print_fastest(const std::vector<ProbeRow>& rows, const char* legend) {
+  std::printf("\nfastest per shape and mode (%s)\n", legend);
+  std::vector<std::pair<std::string, int>> keys;
+  for (const ProbeRow& r : rows)
+    if (std::find(keys.begin(), keys.end(), std::make_pair(r.shape, r.mode)) == keys.end()) keys.push_back({r.shape, r.mode});
+  for (const auto& k : keys) {
+    std::vector<ProbeRow> sel;
+    for (const ProbeRow& r : rows)
+      if (r.shape == k.first && r.mode == k.second && (r.mode == 0 || r.rel < 2e-2)) sel.push_back(r);
+    std::sort(sel.begin(), sel.end(), [](const ProbeRow& a, const ProbeRow& b) { return a.ms < b.ms; });
+    for (size_t i = 0; i < sel.size() && i < 3; ++i)
+      std::printf("  %-32s %9.4f ms (back to back %.4f) %6.1f%% of copy  rel err %.2e\n", sel[i].name.c_str(), sel[i].ms,
+                  sel[i].b2b, sel[i].pct, sel[i].rel);
+  }
+}
