@@ -96,7 +96,7 @@ struct CudaDriver {
                                unsigned, unsigned, cu::Stream, void**, void**);
   cu::Result (*cuStreamIsCapturing)(cu::Stream, int*);
   // Optional (CUDA 11.8+): cluster and programmatic dependent launches. Without it the split-K gemv
-  // runs with S = 1 and every gemv as a plain stream dependent.
+  // runs with S = 1, and the gemv, Hopper and epilogue-alone kernels as plain stream dependents.
   cu::Result (*cuLaunchKernelEx)(const cu::LaunchConfig*, cu::Function, void**, void**);
   // Optional (absent from drivers older than CUDA 12): only the TMA variants need it.
   cu::Result (*cuTensorMapEncodeTiled)(cu::TensorMap*, int, unsigned, void*, const uint64_t*,

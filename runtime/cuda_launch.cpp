@@ -547,7 +547,7 @@ std::optional<codegen::KernelConfig> candidateNamed(const ChainSpec& spec, const
 
 // Programmatic dependent launch (sm_90+) of the gemv, the Hopper kernel and the epilogue-alone
 // kernel: the driver processes the launch ahead and starts the kernel's CTAs as the previous
-// kernel's exit; each template reads only its parameters (and sets up shared memory) before
+// kernel's CTAs exit; each template reads only its parameters (and sets up shared memory) before
 // fx_grid_dependency_wait (device/fx_prelude.cuh), which returns once that kernel has completed and
 // its writes are visible. Decode steps and decode batches are chains of short kernels, where a
 // launch's latency and prologue are a share of each: the gemv back to back 5-13 % less time per

@@ -17,8 +17,8 @@ struct RuntimeStats {
   // (codegen::isFastVariant), so cuBLAS + ATen pointwise is at least as fast. Not an error.
   std::atomic<int64_t> atenDispatch{0};
   std::atomic<int64_t> clusterLaunches{0};   // of `launches`: cuLaunchKernelEx cluster launches (split-K gemv)
-  // of `launches`: gemv kernels launched as programmatic dependents (launched ahead of the previous
-  // kernel's end; they wait for it before touching memory)
+  // of `launches`: kernels launched as programmatic dependents (gemv, Hopper, epilogue-alone: launched
+  // ahead of the previous kernel's end; they wait for it before touching memory)
   std::atomic<int64_t> pdlLaunches{0};
   // of `launches`: sm90 split-K kernels (clusters compiled in, launched plainly): what tells a
   // differential run that its decode cases reached the split-K tile

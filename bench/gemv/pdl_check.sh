@@ -28,4 +28,7 @@ timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu tests/runtime/test_g
   -k "programmatic and overlapping" > "$L/pytest_nowait.log" 2>&1
 echo "pytest without the wait rc $? (must be non-zero: gemv- and hopper-layer_before_overlapping both failing)"
 grep -E "^(FAILED|ERROR)|passed|failed" "$L/pytest_nowait.log" | tail -4
+for path in gemv hopper; do  # each must fail on its own
+  echo "$path-layer_before_overlapping failed without the wait: $(grep -c "^FAILED.*\[$path-layer_before_overlapping\]" "$L/pytest_nowait.log") (expect 1)"
+done
 tar czf "$OUT/res.tgz" -C "$OUT" logs

@@ -246,8 +246,9 @@ needs_sm90 = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_
 
 # A stack of layers whose kernels are launched as programmatic dependents (sm_90+): each layer reads
 # the output the layer before has just written. path: "gemv" (16 rows), "hopper" (128 rows on the
-# Hopper kernel's widest tile: 4-8 CTAs, so a dependent's CTAs find free SMs), "epilogue_alone"
-# (128 rows, cuBLAS + the epilogue-alone kernel). Warmed up on another input, so that a buffer read
+# Hopper kernel's widest tile: its persistent grid has a CTA per SM, of which 4-8 hold a tile; the
+# others exit as their wait returns, and the next layer's CTAs take those SMs while the 4-8 still
+# run), "epilogue_alone" (128 rows, cuBLAS + the epilogue-alone kernel). Warmed up on another input, so that a buffer read
 # before its writer finished would hold the wrong values, not the right ones from before.
 LAYER_STACK_CHILD = """
 import re, sys, torch, fxfuse._C as C
@@ -301,9 +302,10 @@ print("ok")
 def test_programmatic_launch_waits_for_the_kernel_before(path, before):
     """Every kernel launched as a programmatic dependent (the gemv, the Hopper kernel, the
     epilogue-alone kernel) waits (griddepcontrol.wait) for the kernel before it in the stream before
-    its loads and stores. poison_fill: the kernel before each fused one is the NaN fill of its
-    output; layer_before: the kernel of the layer before (outputs not poisoned). Neither triggers
-    its dependents early, so those check the launch path and its CUDA graph capture.
+    its loads and stores. poison_fill: the kernel before each gemv or Hopper kernel is the NaN fill
+    of its output; layer_before: the kernel of the layer before (outputs not poisoned); before the
+    epilogue-alone kernel it is cuBLAS's product in both. None of them triggers its dependents early,
+    so those check the launch path and its CUDA graph capture.
     layer_before_overlapping: each kernel triggers its dependents as it starts (the
     FXFUSE_PDL_TRIGGER_AT_START test hook), so the next layer's CTAs run beside it and only the wait
     orders them: without the wait this case reads unfinished outputs (bench/gemv/pdl_check.sh shows
