@@ -12,9 +12,10 @@
 // their loads). Whether the conversion then hides under the loads is what it measures.
 //
 // Layout: weight int8 [K, N] row-major (the `x @ (w_i8.to(bf16) * s)` form), x bf16 [64, K], per-column
-// scale bf16 [N]; out = bf16(x @ bf16(w * s)) [64, N], fp32 accumulation. One warpgroup (128 threads) a
-// CTA owns NB blocks of 64 columns and a 1/KS slice of K, through an S-stage cp.async pipeline of
-// 64-k stages: W [64 k][NB * 64 B] (per block [64 k][64 B], 16-byte chunk c of row k at c ^ ((k >> 1) & 3):
+// scale bf16 [N]; out = bf16(x @ bf16(w * s)) [64, N], fp32 accumulation. A CTA of WG warpgroups (128
+// threads each; WG = 2: one's conversion runs beside the other's wgmmas, and they share the X stage)
+// owns WG x NB blocks of 64 columns and a 1/KS slice of K, through an S-stage cp.async pipeline of
+// 64-k stages: W [64 k][WG * NB * 64 B] (per block [64 k][64 B], 16-byte chunk c of row k at c ^ ((k >> 1) & 3):
 // the eight rows an ldmatrix reads fall in eight bank groups) and X [64 m][128 B] in the 128-byte swizzle
 // wgmma's K-major descriptor reads (chunk c of row m at c ^ (m & 7)).
 //   A (weight) fragments: warp w takes block b's 16-byte chunk w (16 columns); one ldmatrix.x4.trans
@@ -50,7 +51,7 @@
 
 constexpr int kM = 64;        // activation rows (the wgmma's n)
 constexpr int kKS = 64;       // k per stage
-constexpr int kThreads = 128;  // one warpgroup
+constexpr int kWgThreads = 128;  // a warpgroup
 
 using u32 = unsigned;
 using u64 = unsigned long long;
@@ -101,10 +102,10 @@ __device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const u32 (&a
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
 }
 
-template <int NB, int S>
+template <int NB, int S, int WG>
 struct Smem {
   static constexpr int kWBlock = kKS * 64;            // one 64-column block of a W stage: 4 KB
-  static constexpr int kWStage = NB * kWBlock;
+  static constexpr int kWStage = WG * NB * kWBlock;
   static constexpr int kXStage = kM * kKS * 2;        // 8 KB, 1024-byte aligned
   static constexpr int kStage = kXStage + kWStage;    // X first: every stage start stays 1024-aligned
   static constexpr int kBytes = S * kStage + 1024;    // + alignment slack
@@ -112,34 +113,37 @@ struct Smem {
 
 // MODE 1: as described; MODE 0: no conversion (the raw bytes go to the wgmma as if bf16: the loads and
 // tensor-core path without the dequantization's instructions; its output is not checked).
-template <int MODE, int NB, int S, int INFL>
-__global__ void __launch_bounds__(kThreads) wgmma_rs_kn(const int8_t* __restrict__ w, const __nv_bfloat16* __restrict__ x,
+template <int MODE, int NB, int S, int INFL, int WG>
+__global__ void __launch_bounds__(WG * kWgThreads) wgmma_rs_kn(const int8_t* __restrict__ w, const __nv_bfloat16* __restrict__ x,
                                                         const __nv_bfloat16* __restrict__ scale, float* __restrict__ acc_out,
                                                         __nv_bfloat16* __restrict__ out, int K, int N) {
-  using L = Smem<NB, S>;
+  using L = Smem<NB, S, WG>;
+  constexpr int kThreads = WG * kWgThreads;
   constexpr int D = S - 1 - INFL;  // stages loaded ahead (INFL = 1: one stage's slot is still read by its wgmmas)
   static_assert(D >= 2, "at least two stages ahead");
   extern __shared__ unsigned char smem_raw[];
   const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  // warpgroup wg owns the CTA's 64-column blocks wg * NB .. + NB - 1; both share the X stage
+  const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, wg = tid / kWgThreads;
   const int g = lane >> 2, t = lane & 3;
-  const int n0 = blockIdx.x * NB * 64;
+  const int n0 = blockIdx.x * WG * NB * 64;
   const int total = K / kKS, ks = gridDim.y;
   const int sbeg = int((long long)total * blockIdx.y / ks);
   const int nsteps = int((long long)total * (blockIdx.y + 1) / ks) - sbeg;
 
-  // loader: W chunk i of 2 * NB per thread (row k = ci / (NB * 4), block b, chunk c), X chunk j of 4
+  // loader: W chunk i of 2 * NB per thread (row k = ci / (WG * NB * 4), block b, chunk c), X chunk j
+  // of 4 / WG
   auto load = [&](int slot, int step) {
     const int k0 = (sbeg + step) * kKS;
     const u32 st = base + slot * L::kStage;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < 4 / WG; ++j) {
       const int ci = tid + j * kThreads, m = ci >> 3, c = ci & 7;
       cp_async16(st + m * 128 + ((c ^ (m & 7)) << 4), x + (long long)m * K + k0 + c * 8);
     }
 #pragma unroll
     for (int i = 0; i < 2 * NB; ++i) {
-      const int ci = tid + i * kThreads, k = ci / (NB * 4), bc = ci % (NB * 4), b = bc >> 2, c = bc & 3;
+      const int ci = tid + i * kThreads, k = ci / (WG * NB * 4), bc = ci % (WG * NB * 4), b = bc >> 2, c = bc & 3;
       cp_async16(st + L::kXStage + b * L::kWBlock + k * 64 + ((c ^ ((k >> 1) & 3)) << 4),
                  w + (long long)(k0 + k) * N + n0 + b * 64 + c * 16);
     }
@@ -151,7 +155,7 @@ __global__ void __launch_bounds__(kThreads) wgmma_rs_kn(const int8_t* __restrict
   for (int b = 0; b < NB; ++b)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const unsigned short sv = __bfloat16_as_ushort(scale[n0 + b * 64 + 16 * warp + 2 * g + h]);
+      const unsigned short sv = __bfloat16_as_ushort(scale[n0 + (wg * NB + b) * 64 + 16 * warp + 2 * g + h]);
       s2[b][h] = sv | (u32(sv) << 16);
     }
   float d[NB][32];
@@ -168,7 +172,7 @@ __global__ void __launch_bounds__(kThreads) wgmma_rs_kn(const int8_t* __restrict
       for (int q = 0; q < 2; ++q) {  // 32 k each
         const int mat = lane >> 3, k = 32 * q + 8 * mat + (lane & 7);
         u32 r[4];
-        ldsm_x4_trans(st + L::kXStage + b * L::kWBlock + k * 64 + ((warp ^ ((k >> 1) & 3)) << 4), r[0], r[1], r[2], r[3]);
+        ldsm_x4_trans(st + L::kXStage + (wg * NB + b) * L::kWBlock + k * 64 + ((warp ^ ((k >> 1) & 3)) << 4), r[0], r[1], r[2], r[3]);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {  // k16 step 2q + h: lo = r[2h] (k 2t, 2t+1), hi = r[2h+1] (+8)
           u32(&f)[4] = a[b][2 * q + h];
@@ -263,7 +267,7 @@ __global__ void __launch_bounds__(kThreads) wgmma_rs_kn(const int8_t* __restrict
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int m = 8 * j + 2 * t + e;
-        const long long n = n0 + 64 * b + 16 * warp + 2 * g;  // r = 0; r = 1 is n + 1
+        const long long n = n0 + 64 * (wg * NB + b) + 16 * warp + 2 * g;  // r = 0; r = 1 is n + 1
         const float v0 = d[b][4 * j + e], v1 = d[b][4 * j + 2 + e];
         if (ks == 1) {
           __nv_bfloat162 pr = __floats2bfloat162_rn(v0, v1);
@@ -276,30 +280,32 @@ __global__ void __launch_bounds__(kThreads) wgmma_rs_kn(const int8_t* __restrict
 }
 
 using Launch = void (*)(dim3, const int8_t*, const __nv_bfloat16*, const __nv_bfloat16*, float*, __nv_bfloat16*, int, int);
-template <int MODE, int NB, int S, int INFL>
+template <int MODE, int NB, int S, int INFL, int WG>
 void launch(dim3 grid, const int8_t* w, const __nv_bfloat16* x, const __nv_bfloat16* s, float* acc, __nv_bfloat16* out, int K,
             int N) {
-  constexpr int smem = Smem<NB, S>::kBytes;
-  constexpr auto kernel = wgmma_rs_kn<MODE, NB, S, INFL>;
+  constexpr int smem = Smem<NB, S, WG>::kBytes;
+  constexpr auto kernel = wgmma_rs_kn<MODE, NB, S, INFL, WG>;
   static bool once = [] {
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     cudaFuncAttributes a{};
     CHECK(cudaFuncGetAttributes(&a, kernel));
     int per_sm = 0;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
-    std::printf("  [mode %d, %d blocks of 64 columns, %d stages, %d in flight: %d registers, %zu bytes local, %d KB shared, "
-                "%d CTAs/SM]\n", MODE, NB, S, INFL, a.numRegs, a.localSizeBytes, smem / 1024, per_sm);
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, WG * kWgThreads, smem));
+    std::printf("  [mode %d, %d warpgroups of %d blocks of 64 columns, %d stages, %d in flight: %d registers, %zu bytes "
+                "local, %d KB shared, %d CTAs/SM]\n", MODE, WG, NB, S, INFL, a.numRegs, a.localSizeBytes, smem / 1024, per_sm);
     return true;
   }();
   (void)once;
-  kernel<<<grid, kThreads, smem>>>(w, x, s, acc, out, K, N);
+  kernel<<<grid, WG * kWgThreads, smem>>>(w, x, s, acc, out, K, N);
 }
-// (blocks of 64 columns, stages, wgmma groups in flight)
-#define FX_WR_CONFIGS(X) X(1, 4, 0) X(1, 6, 0) X(2, 4, 0) X(2, 6, 0) X(4, 3, 0) X(4, 4, 0) X(1, 4, 1) X(2, 4, 1)
-Launch pick(int mode, int nb, int s, int infl) {
-#define FX_WR_ONE(MO, NB, S, I) \
-  if (mode == MO && nb == NB && s == S && infl == I) return launch<MO, NB, S, I>;
-#define FX_WR(NB, S, I) FX_WR_ONE(0, NB, S, I) FX_WR_ONE(1, NB, S, I)
+// (blocks of 64 columns a warpgroup, stages, wgmma groups in flight, warpgroups a CTA)
+#define FX_WR_CONFIGS(X) \
+  X(1, 4, 0, 1) X(1, 6, 0, 1) X(2, 4, 0, 1) X(2, 6, 0, 1) X(4, 3, 0, 1) X(4, 4, 0, 1) X(1, 4, 1, 1) X(2, 4, 1, 1) \
+  X(1, 4, 0, 2) X(1, 6, 0, 2) X(2, 4, 0, 2)
+Launch pick(int mode, int nb, int s, int infl, int wg) {
+#define FX_WR_ONE(MO, NB, S, I, WG) \
+  if (mode == MO && nb == NB && s == S && infl == I && wg == WG) return launch<MO, NB, S, I, WG>;
+#define FX_WR(NB, S, I, WG) FX_WR_ONE(0, NB, S, I, WG) FX_WR_ONE(1, NB, S, I, WG)
   FX_WR_CONFIGS(FX_WR)
 #undef FX_WR
 #undef FX_WR_ONE
@@ -308,7 +314,7 @@ Launch pick(int mode, int nb, int s, int infl) {
 
 struct Case {
   std::string name;
-  int K, N, mode, nb, s, infl, ks;
+  int K, N, mode, nb, s, infl, wg, ks;
 };
 
 int main(int argc, char** argv) {
@@ -316,15 +322,16 @@ int main(int argc, char** argv) {
   std::vector<Case> cases;
   for (auto kn : {std::make_pair(14336, 4096), std::make_pair(4096, 14336), std::make_pair(4096, 4096)})
     for (int mode : {1, 0})
-      for (auto cfg : std::vector<std::array<int, 3>>{
-#define FX_WR_LIST(NB, S, I) {NB, S, I},
+      for (auto cfg : std::vector<std::array<int, 4>>{
+#define FX_WR_LIST(NB, S, I, WG) {NB, S, I, WG},
                FX_WR_CONFIGS(FX_WR_LIST)
 #undef FX_WR_LIST
            })
         for (int ks : {1, 2, 4, 8}) {
           char nm[96];
-          std::snprintf(nm, sizeof nm, "%dx%d m%d nb%d s%d i%d ks%d", kn.first, kn.second, mode, cfg[0], cfg[1], cfg[2], ks);
-          cases.push_back({nm, kn.first, kn.second, mode, cfg[0], cfg[1], cfg[2], ks});
+          std::snprintf(nm, sizeof nm, "%dx%d m%d nb%d s%d i%d wg%d ks%d", kn.first, kn.second, mode, cfg[0], cfg[1], cfg[2],
+                        cfg[3], ks);
+          cases.push_back({nm, kn.first, kn.second, mode, cfg[0], cfg[1], cfg[2], cfg[3], ks});
         }
   const long long maxW = 14336LL * 4096;
   const int nrot = 4;  // weight copies rotated so that each launch reads from HBM (4 x 59 MB > 50 MB L2)
@@ -339,20 +346,20 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&ref, kM * 14336LL * 4));
   const double copy_gbs = copy_bandwidth_gbs();
   std::printf("copy bandwidth %.0f GB/s (1 GiB device-to-device, read + write); M = %d\n", copy_gbs, kM);
-  std::printf("%-30s %9s %9s %9s %7s %9s\n", "case (K x N, mode, blocks, stages, in flight, KS)", "ms", "ms b2b", "GB/s(w)", "%copy",
+  std::printf("%-30s %9s %9s %9s %7s %9s\n", "case (K x N, mode, blocks, stages, in flight, WGs, KS)", "ms", "ms b2b", "GB/s(w)", "%copy",
               "rel err");
   uint32_t seed = 12345u ^ (uint32_t)time(nullptr);
   std::vector<ProbeRow> rows;
   for (const Case& c : cases) {
     if (only && c.name.find(only) == std::string::npos) continue;
-    Launch f = pick(c.mode, c.nb, c.s, c.infl);
-    if (!f || c.N % (64 * c.nb) || c.K % kKS || c.K / kKS < c.ks) continue;
+    Launch f = pick(c.mode, c.nb, c.s, c.infl, c.wg);
+    if (!f || c.N % (64 * c.nb * c.wg) || c.K % kKS || c.K / kKS < c.ks) continue;
     const long long wbytes = (long long)c.K * c.N;
     for (auto p : w) fill_random<<<(wbytes / 4 + 255) / 256, 256>>>((uint32_t*)p, wbytes / 4, seed++);
     fill_bf16<<<(kM * c.K + 255) / 256, 256>>>(x, (long long)kM * c.K, seed++, -1.f, 1.f);
     fill_bf16<<<(c.N + 255) / 256, 256>>>(s, c.N, seed++, 0.001f, 0.02f);
     CHECK(cudaGetLastError());
-    const dim3 grid(c.N / (64 * c.nb), c.ks);
+    const dim3 grid(c.N / (64 * c.nb * c.wg), c.ks);
     const long long outs = (long long)kM * c.N;
     double rel = 0;
     if (c.mode == 1) {  // poisoned output, fp32 reference, max error over max |reference|
