@@ -56,6 +56,16 @@ __global__ void spin(long long ns) {
   }
 }
 
+// The weight copies a case rotates over: every `wbytes` slice of the `n` buffers of `buf_bytes` each,
+// so that a small weight (4096 x 4096 int8: 12 slices, 201 MB) is read from HBM, not from the 50 MB L2,
+// as bench_decode.py's rotation does.
+inline std::vector<int8_t*> weight_slices(int8_t* const* bufs, int n, long long buf_bytes, long long wbytes) {
+  std::vector<int8_t*> slices;
+  for (int i = 0; i < n; ++i)
+    for (long long o = 0; o + wbytes <= buf_bytes; o += wbytes) slices.push_back(bufs[i] + o);
+  return slices;
+}
+
 // Device-to-device copy of 1 GiB (read + write), GB/s: the anchor of the % of copy column.
 inline double copy_bandwidth_gbs() {
   void *a, *b;

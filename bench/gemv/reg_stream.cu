@@ -250,7 +250,7 @@ int main(int argc, char** argv) {
         }
   const long long maxW = 14336LL * 4096;
   int8_t* w[4];
-  const int nrot = 4;  // weight copies rotated so that each launch reads from HBM (4 x 59 MB > 50 MB L2)
+  const int nrot = 4;  // weight copies rotated so that each launch reads from HBM (at least 4 x 59 MB > 50 MB L2: weight_slices)
   for (auto& p : w) CHECK(cudaMalloc(&p, maxW));
   __nv_bfloat16 *x, *s, *out;
   float *acc, *ref;
@@ -272,7 +272,8 @@ int main(int argc, char** argv) {
     Launch f = pick(c.mode, c.warps, c.depth, c.cw);
     if (!f || c.K / 16 < c.ks * c.warps * c.depth || c.N % c.cw) continue;
     const long long wbytes = (long long)c.K * c.N;
-    for (auto p : w) fill_random<<<(wbytes / 4 + 255) / 256, 256>>>((uint32_t*)p, wbytes / 4, seed++);
+    const std::vector<int8_t*> ws = weight_slices(w, nrot, maxW, wbytes);  // ws[0] == w[0]
+    for (auto p : ws) fill_random<<<(wbytes / 4 + 255) / 256, 256>>>((uint32_t*)p, wbytes / 4, seed++);
     fill_bf16<<<(kM * c.K + 255) / 256, 256>>>(x, (long long)kM * c.K, seed++, -1.f, 1.f);
     fill_bf16<<<(c.N + 255) / 256, 256>>>(s, c.N, seed++, 0.001f, 0.02f);
     CHECK(cudaGetLastError());
@@ -291,7 +292,7 @@ int main(int argc, char** argv) {
       CHECK(cudaDeviceSynchronize());
       rel = max_relative_error(out, ref, kM * (long long)c.N);
     }
-    const auto [ms, ms_b2b] = time_kernel([&](int i) { f(grid, block, w[i % nrot], x, s, acc, out, c.K, c.N, sink); },
+    const auto [ms, ms_b2b] = time_kernel([&](int i) { f(grid, block, ws[i % ws.size()], x, s, acc, out, c.K, c.N, sink); },
                                           [&] {
                                             if (c.ks > 1) CHECK(cudaMemsetAsync(acc, 0, kM * (long long)c.N * 4));
                                           });
