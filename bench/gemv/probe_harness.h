@@ -66,6 +66,16 @@ inline std::vector<int8_t*> weight_slices(int8_t* const* bufs, int n, long long 
   return slices;
 }
 
+// Fresh random inputs of a case: every weight slice (int8, uniform bytes), x in [-1, 1), the scale in
+// [0.001, 0.02); `seed` advances.
+inline void fill_case(const std::vector<int8_t*>& ws, long long wbytes, __nv_bfloat16* x, long long xn, __nv_bfloat16* s,
+                      int n, uint32_t& seed) {
+  for (auto p : ws) fill_random<<<(wbytes / 4 + 255) / 256, 256>>>((uint32_t*)p, wbytes / 4, seed++);
+  fill_bf16<<<(xn + 255) / 256, 256>>>(x, xn, seed++, -1.f, 1.f);
+  fill_bf16<<<(n + 255) / 256, 256>>>(s, n, seed++, 0.001f, 0.02f);
+  CHECK(cudaGetLastError());
+}
+
 // Device-to-device copy of 1 GiB (read + write), GB/s: the anchor of the % of copy column.
 inline double copy_bandwidth_gbs() {
   void *a, *b;

@@ -273,10 +273,7 @@ int main(int argc, char** argv) {
     if (!f || c.K / 16 < c.ks * c.warps * c.depth || c.N % c.cw) continue;
     const long long wbytes = (long long)c.K * c.N;
     const std::vector<int8_t*> ws = weight_slices(w, nrot, maxW, wbytes);  // ws[0] == w[0]
-    for (auto p : ws) fill_random<<<(wbytes / 4 + 255) / 256, 256>>>((uint32_t*)p, wbytes / 4, seed++);
-    fill_bf16<<<(kM * c.K + 255) / 256, 256>>>(x, (long long)kM * c.K, seed++, -1.f, 1.f);
-    fill_bf16<<<(c.N + 255) / 256, 256>>>(s, c.N, seed++, 0.001f, 0.02f);
-    CHECK(cudaGetLastError());
+    fill_case(ws, wbytes, x, kM * (long long)c.K, s, c.N, seed);
     const dim3 grid(c.N / c.cw, c.ks), block(c.warps * 32);
     auto run_once = [&](int i) {
       if (c.ks > 1) CHECK(cudaMemsetAsync(acc, 0, kM * (long long)c.N * 4));

@@ -356,10 +356,7 @@ int main(int argc, char** argv) {
     if (!f || c.N % (64 * c.nb * c.wg) || c.K % kKS || c.K / kKS < c.ks) continue;
     const long long wbytes = (long long)c.K * c.N;
     const std::vector<int8_t*> ws = weight_slices(w, nrot, maxW, wbytes);  // ws[0] == w[0]
-    for (auto p : ws) fill_random<<<(wbytes / 4 + 255) / 256, 256>>>((uint32_t*)p, wbytes / 4, seed++);
-    fill_bf16<<<(kM * c.K + 255) / 256, 256>>>(x, (long long)kM * c.K, seed++, -1.f, 1.f);
-    fill_bf16<<<(c.N + 255) / 256, 256>>>(s, c.N, seed++, 0.001f, 0.02f);
-    CHECK(cudaGetLastError());
+    fill_case(ws, wbytes, x, kM * (long long)c.K, s, c.N, seed);
     const dim3 grid(c.N / (64 * c.nb * c.wg), c.ks);
     const long long outs = (long long)kM * c.N;
     double rel = 0;
