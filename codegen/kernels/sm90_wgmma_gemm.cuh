@@ -58,8 +58,8 @@
 //
 // Launch: grid = (#SMs, 1, 1) persistent as the runtime launches it (config_table.cpp launchDims; CTAs
 // past the last tile skip the loop; split-K: tma_desc.cpp launchGeometry's clusters), block =
-// (FX_THREADS,1,1), dynamic smem = FX_STAGES*(FX_BM+FX_BN)*FX_BK*2 + FX_STAGE_BYTES + 1024 bytes (needs cuFuncSetAttribute
-// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).  #tiles = ceil(M/BM)*ceil(N/BN)*B.
+// (FX_THREADS,1,1), dynamic smem = FX_STAGES*(FX_BM+FX_BN)*FX_BK*2 + FX_STAGE_BYTES + 1024 bytes
+// (needs cuFuncSetAttribute CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).  #tiles = ceil(M/BM)*ceil(N/BN)*B.
 // With FX_CLUSTER_M=2: grid = 2*min(ceil(ceil(M/BM)/2)*ceil(N/BN)*B, max active clusters); the
 // cluster shape is compiled in, so a plain cuLaunchKernel launches clusters.
 // With FX_SPLIT_K=KS > 1: grid = KS*min(#tiles, #SMs/KS) (a multiple of KS; cluster c takes tiles
