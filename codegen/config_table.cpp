@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -843,6 +844,10 @@ sm90::GemmConfig sm90ConfigOf(const KernelConfig& c) {
 
 std::string templateFor(const std::string& variant) { return row(variant).templ; }
 GridPolicy gridFor(const std::string& variant) { return row(variant).grid; }
+bool templateWaitsForPreviousKernel(const std::string& variant) {
+  const char* t = embeddedFile(row(variant).templ);
+  return t != nullptr && std::strstr(t, "fx_grid_dependency_wait();") != nullptr;
+}
 
 bool isFastVariant(const KernelConfig& config, Baseline baseline) {
   for (const VariantRow& r : kRows)

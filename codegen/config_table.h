@@ -13,6 +13,11 @@ namespace fxfuse::codegen {
 // throws CodegenError for an unknown variant.
 std::string templateFor(const std::string& variant);
 GridPolicy gridFor(const std::string& variant);
+// Whether the variant's template waits for the kernel before it (calls fx_grid_dependency_wait,
+// device/fx_prelude.cuh) before it touches global memory: only such a kernel may be launched as a
+// programmatic dependent (runtime launchesAsProgrammaticDependent). Read from the template itself,
+// so that a template gaining or losing the wait needs no second edit.
+bool templateWaitsForPreviousKernel(const std::string& variant);
 // Dynamic shared memory a config's kernel needs at launch (0: static only).
 size_t dynamicSmemBytes(const KernelConfig& config);
 // The Hopper template's own config (tma_desc.h) for a KernelConfig of variant sm90_wgmma: the

@@ -45,7 +45,7 @@
 #include "runtime/torch_types.h"
 
 #include "codegen/codegen.h"
-#include "codegen/config_table.h"  // sm90ConfigOf
+#include "codegen/config_table.h"  // sm90ConfigOf, templateWaitsForPreviousKernel
 #include "codegen/kernel_abi.h"
 #include "codegen/tma_desc.h"
 #include "runtime/kernel_loader.h"
@@ -552,14 +552,14 @@ std::optional<codegen::KernelConfig> candidateNamed(const ChainSpec& spec, const
 // its writes are visible. Decode steps and decode batches are chains of short kernels, where a
 // launch's latency and prologue are a share of each: the gemv back to back 5-13 % less time per
 // call at M = 1-16 (bench/RESULTS.md Run BB call 6); the Hopper kernel and cuBLAS + the epilogue
-// kernel at 64-256 rows 1-10 % (Run BC call 2). The generic (pre-Hopper) template does not wait, and
-// is never launched so. FXFUSE_PDL=0 launches every kernel as a plain stream dependent (A/B; read
-// when a call site is planned).
+// kernel at 64-256 rows 1-10 % (Run BC call 2). Only a template that waits is launched so
+// (codegen::templateWaitsForPreviousKernel: not the generic pre-Hopper one). FXFUSE_PDL=0 launches
+// every kernel as a plain stream dependent (A/B; read when a call site is planned).
 bool launchesAsProgrammaticDependent(const codegen::KernelConfig& config, const DeviceInfo& info,
                                      const CudaDriver& d) {
   const char* off = std::getenv("FXFUSE_PDL");
-  const bool waits = config.variant == "gemv" || config.variant == "sm90_wgmma" || config.variant == "pointwise";
-  return waits && info.sm >= 90 && d.cuLaunchKernelEx != nullptr && !(off && std::string(off) == "0");
+  return info.sm >= 90 && d.cuLaunchKernelEx != nullptr && !(off && std::string(off) == "0") &&
+         codegen::templateWaitsForPreviousKernel(config.variant);
 }
 
 // Whether an epilogue op reads input slot `slot` (then the kernel needs its strides, and any

@@ -775,6 +775,18 @@ TEST(CandidateConfigs, FastAgainstEachBaseline) {
   EXPECT_FALSE(isFastVariant(generic, Baseline::Inductor));
 }
 
+// The templates that wait for the kernel before them (and so may be launched as programmatic
+// dependents, runtime launchesAsProgrammaticDependent): the gemv, Hopper and epilogue-alone ones,
+// not the generic template, which reads its inputs first thing.
+TEST(CandidateConfigs, TemplatesThatWaitForThePreviousKernel) {
+  EXPECT_TRUE(templateWaitsForPreviousKernel("gemv"));
+  EXPECT_TRUE(templateWaitsForPreviousKernel("sm90_wgmma"));
+  EXPECT_TRUE(templateWaitsForPreviousKernel("pointwise"));
+  EXPECT_FALSE(templateWaitsForPreviousKernel("sm80_mma"));
+  EXPECT_FALSE(templateWaitsForPreviousKernel("simt"));
+  EXPECT_THROW(templateWaitsForPreviousKernel("no_such_variant"), CodegenError);
+}
+
 // The largest "N bytes spill stores/loads" of a ptxas -v log (every function of the kernel).
 int maxSpillBytes(const std::string& log) {
   static const std::regex spill("([0-9]+) bytes spill (stores|loads)");
