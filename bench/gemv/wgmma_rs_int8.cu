@@ -23,8 +23,8 @@
 //   per 32 k gives thread (g, t) the bytes (k, n) = (2t + {0, 1} [+ 8], 2g + {0, 1}), so MMA row g is
 //   column 2g of the chunk, row g + 8 column 2g + 1 (the gemv's 8-bit K x N reading, kernels/gemv.cuh),
 //   converted with the scale to bf16 exactly as the gemv does (i8pair_scaled: bit-exact dequantization).
-//   The registers of a stage's fragments stay live until the wgmma group that reads them is complete
-//   (two sets, alternate stages; keep_live after wgmma.wait_group).
+//   Each stage's wgmmas complete (wgmma.wait_group 0) before the next stage converts into the same
+//   registers.
 //   B: the X stage, descriptor start + 32 bytes per k16 step, SBO 1024 (eight 128-byte rows).
 // KS > 1: the partial sums go to an fp32 buffer by red.global.add (zeroed before, converted after by a
 // second kernel, both outside the timed kernel; KS = 1 stores the bf16 output itself), as reg_stream.cu.
@@ -114,13 +114,13 @@ struct Smem {
 
 // MODE 1: as described; MODE 0: no conversion (the raw bytes go to the wgmma as if bf16: the loads and
 // tensor-core path without the dequantization's instructions; its output is not checked).
-template <int MODE, int NB, int S, int INFL, int WG>
+template <int MODE, int NB, int S, int WG>
 __global__ void __launch_bounds__(WG * kWgThreads) wgmma_rs_kn(const int8_t* __restrict__ w, const __nv_bfloat16* __restrict__ x,
                                                         const __nv_bfloat16* __restrict__ scale, float* __restrict__ acc_out,
                                                         __nv_bfloat16* __restrict__ out, int K, int N) {
   using L = Smem<NB, S, WG>;
   constexpr int kThreads = WG * kWgThreads;
-  constexpr int D = S - 1 - INFL;  // stages loaded ahead (INFL = 1: one stage's slot is still read by its wgmmas)
+  constexpr int D = S - 1;  // stages loaded ahead
   static_assert(D >= 2, "at least two stages ahead");
   extern __shared__ unsigned char smem_raw[];
   const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
@@ -188,14 +188,6 @@ __global__ void __launch_bounds__(WG * kWgThreads) wgmma_rs_kn(const int8_t* __r
         }
       }
   };
-  auto keep = [&](u32 (&a)[NB][4][4]) {
-#pragma unroll
-    for (int b = 0; b < NB; ++b)
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) keep_live(a[b][kk][i]);
-  };
   // Every input of the stage's wgmmas (fragments, descriptors) is computed before its fence: ptxas
   // serializes the wgmmas (C7513) where an instruction defining one of their inputs sits between them,
   // and the compiler would otherwise sink the conversion (plain asm) past the fence.
@@ -206,7 +198,12 @@ __global__ void __launch_bounds__(WG * kWgThreads) wgmma_rs_kn(const int8_t* __r
       db[kk] = desc_k_major_sw128(st + kk * 32);
       keep_live(db[kk]);
     }
-    keep(a);
+#pragma unroll
+    for (int b = 0; b < NB; ++b)
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) keep_live(a[b][kk][i]);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk)
@@ -220,39 +217,25 @@ __global__ void __launch_bounds__(WG * kWgThreads) wgmma_rs_kn(const int8_t* __r
     if (s < nsteps) load(s, s);
     cp_async_commit();
   }
-  u32 a0[NB][4][4], a1[NB][4][4];
-  // Stage i: its data landed (wait + barrier), then stage i + D refills the slot of stage i - 1 - INFL,
-  // whose wgmma group every warp has waited for (wait<INFL> at the end of stage i - 1, then the
-  // barrier). Stages alternate the fragment sets a0 / a1; the set of stage i - 1 is kept live past that
-  // wait. INFL = 1 keeps one stage's wgmmas in flight while the next converts, but ptxas then
-  // serializes the wgmmas (C7513: an instruction defining a wgmma input inside an open wgmma pipeline);
-  // INFL = 0 waits for them every stage (no warning), and other CTAs on the SM fill the gap.
-  for (int i = 0; i < nsteps; i += 2) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int st_i = i + h;
-      if (st_i >= nsteps) break;
-      cp_async_wait<D - 1>();
-      // cp.async wrote the X tile through the generic proxy; the wgmma reads it through the async
-      // proxy: each thread orders its own writes before the barrier that publishes them
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      __syncthreads();
-      const int nx = st_i + D;
-      if (nx < nsteps) load(nx % S, nx);
-      cp_async_commit();
-      const u32 st = base + (st_i % S) * L::kStage;
-      u32(&a)[NB][4][4] = h == 0 ? a0 : a1;
-      u32(&prev)[NB][4][4] = h == 0 ? a1 : a0;
-      convert(st, a);
-      mma_stage(st, a);
-      wgmma_wait<INFL>();
-      if constexpr (INFL) keep(prev);  // INFL = 0: every fragment is free once its stage's wait returns
-    }
-  }
-  wgmma_wait<0>();
-  if constexpr (INFL) {
-    keep(a0);
-    keep(a1);
+  // Stage i: its data landed (wait + barrier), then stage i + D refills the slot of stage i - 1, whose
+  // wgmmas every warp has waited for (wait<0> at the end of stage i - 1, then the barrier). Keeping a
+  // stage's wgmmas in flight while the next converts was tried: ptxas then serializes every wgmma
+  // (C7513: an instruction defining a wgmma input inside an open wgmma pipeline). So each stage waits
+  // for its own, and the other CTAs on the SM (or the other warpgroup) fill the gap.
+  u32 a[NB][4][4];
+  for (int i = 0; i < nsteps; ++i) {
+    cp_async_wait<D - 1>();
+    // cp.async wrote the X tile through the generic proxy; the wgmma reads it through the async
+    // proxy: each thread orders its own writes before the barrier that publishes them
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+    const int nx = i + D;
+    if (nx < nsteps) load(nx % S, nx);
+    cp_async_commit();
+    const u32 st = base + (i % S) * L::kStage;
+    convert(st, a);
+    mma_stage(st, a);
+    wgmma_wait<0>();
   }
 #pragma unroll
   for (int b = 0; b < NB; ++b)
@@ -280,32 +263,30 @@ __global__ void __launch_bounds__(WG * kWgThreads) wgmma_rs_kn(const int8_t* __r
 }
 
 using Launch = void (*)(dim3, const int8_t*, const __nv_bfloat16*, const __nv_bfloat16*, float*, __nv_bfloat16*, int, int);
-template <int MODE, int NB, int S, int INFL, int WG>
+template <int MODE, int NB, int S, int WG>
 void launch(dim3 grid, const int8_t* w, const __nv_bfloat16* x, const __nv_bfloat16* s, float* acc, __nv_bfloat16* out, int K,
             int N) {
   constexpr int smem = Smem<NB, S, WG>::kBytes;
-  constexpr auto kernel = wgmma_rs_kn<MODE, NB, S, INFL, WG>;
+  constexpr auto kernel = wgmma_rs_kn<MODE, NB, S, WG>;
   static bool once = [] {
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     cudaFuncAttributes a{};
     CHECK(cudaFuncGetAttributes(&a, kernel));
     int per_sm = 0;
     CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, WG * kWgThreads, smem));
-    std::printf("  [mode %d, %d warpgroups of %d blocks of 64 columns, %d stages, %d in flight: %d registers, %zu bytes "
-                "local, %d KB shared, %d CTAs/SM]\n", MODE, WG, NB, S, INFL, a.numRegs, a.localSizeBytes, smem / 1024, per_sm);
+    std::printf("  [mode %d, %d warpgroups of %d blocks of 64 columns, %d stages: %d registers, %zu bytes local, %d KB "
+                "shared, %d CTAs/SM]\n", MODE, WG, NB, S, a.numRegs, a.localSizeBytes, smem / 1024, per_sm);
     return true;
   }();
   (void)once;
   kernel<<<grid, WG * kWgThreads, smem>>>(w, x, s, acc, out, K, N);
 }
-// (blocks of 64 columns a warpgroup, stages, wgmma groups in flight, warpgroups a CTA)
-#define FX_WR_CONFIGS(X) \
-  X(1, 4, 0, 1) X(1, 6, 0, 1) X(2, 4, 0, 1) X(2, 6, 0, 1) X(4, 3, 0, 1) X(4, 4, 0, 1) X(1, 4, 0, 2) X(1, 6, 0, 2) \
-  X(2, 4, 0, 2)  // INFL = 1 not built: ptxas serializes every HGMMA there (C7513), so it measures nothing
-Launch pick(int mode, int nb, int s, int infl, int wg) {
-#define FX_WR_ONE(MO, NB, S, I, WG) \
-  if (mode == MO && nb == NB && s == S && infl == I && wg == WG) return launch<MO, NB, S, I, WG>;
-#define FX_WR(NB, S, I, WG) FX_WR_ONE(0, NB, S, I, WG) FX_WR_ONE(1, NB, S, I, WG)
+// (blocks of 64 columns a warpgroup, stages, warpgroups a CTA)
+#define FX_WR_CONFIGS(X) X(1, 4, 1) X(1, 6, 1) X(2, 4, 1) X(2, 6, 1) X(4, 3, 1) X(4, 4, 1) X(1, 4, 2) X(1, 6, 2) X(2, 4, 2)
+Launch pick(int mode, int nb, int s, int wg) {
+#define FX_WR_ONE(MO, NB, S, WG) \
+  if (mode == MO && nb == NB && s == S && wg == WG) return launch<MO, NB, S, WG>;
+#define FX_WR(NB, S, WG) FX_WR_ONE(0, NB, S, WG) FX_WR_ONE(1, NB, S, WG)
   FX_WR_CONFIGS(FX_WR)
 #undef FX_WR
 #undef FX_WR_ONE
@@ -314,7 +295,7 @@ Launch pick(int mode, int nb, int s, int infl, int wg) {
 
 struct Case {
   std::string name;
-  int K, N, mode, nb, s, infl, wg, ks;
+  int K, N, mode, nb, s, wg, ks;
 };
 
 int main(int argc, char** argv) {
@@ -322,16 +303,15 @@ int main(int argc, char** argv) {
   std::vector<Case> cases;
   for (auto kn : {std::make_pair(14336, 4096), std::make_pair(4096, 14336), std::make_pair(4096, 4096)})
     for (int mode : {1, 0})
-      for (auto cfg : std::vector<std::array<int, 4>>{
-#define FX_WR_LIST(NB, S, I, WG) {NB, S, I, WG},
+      for (auto cfg : std::vector<std::array<int, 3>>{
+#define FX_WR_LIST(NB, S, WG) {NB, S, WG},
                FX_WR_CONFIGS(FX_WR_LIST)
 #undef FX_WR_LIST
            })
         for (int ks : {1, 2, 4, 8}) {
           char nm[96];
-          std::snprintf(nm, sizeof nm, "%dx%d m%d nb%d s%d i%d wg%d ks%d", kn.first, kn.second, mode, cfg[0], cfg[1], cfg[2],
-                        cfg[3], ks);
-          cases.push_back({nm, kn.first, kn.second, mode, cfg[0], cfg[1], cfg[2], cfg[3], ks});
+          std::snprintf(nm, sizeof nm, "%dx%d m%d nb%d s%d wg%d ks%d", kn.first, kn.second, mode, cfg[0], cfg[1], cfg[2], ks);
+          cases.push_back({nm, kn.first, kn.second, mode, cfg[0], cfg[1], cfg[2], ks});
         }
   const long long maxW = 14336LL * 4096;
   const int nrot = 4;  // weight copies rotated so that each launch reads from HBM (at least 4 x 59 MB > 50 MB L2: weight_slices)
@@ -346,13 +326,13 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&ref, kM * 14336LL * 4));
   const double copy_gbs = copy_bandwidth_gbs();
   std::printf("copy bandwidth %.0f GB/s (1 GiB device-to-device, read + write); M = %d\n", copy_gbs, kM);
-  std::printf("%-30s %9s %9s %9s %7s %9s\n", "case (K x N, mode, blocks, stages, in flight, WGs, KS)", "ms", "ms b2b", "GB/s(w)", "%copy",
+  std::printf("%-30s %9s %9s %9s %7s %9s\n", "case (K x N, mode, blocks, stages, WGs, KS)", "ms", "ms b2b", "GB/s(w)", "%copy",
               "rel err");
   uint32_t seed = 12345u ^ (uint32_t)time(nullptr);
   std::vector<ProbeRow> rows;
   for (const Case& c : cases) {
     if (only && c.name.find(only) == std::string::npos) continue;
-    Launch f = pick(c.mode, c.nb, c.s, c.infl, c.wg);
+    Launch f = pick(c.mode, c.nb, c.s, c.wg);
     if (!f || c.N % (64 * c.nb * c.wg) || c.K % kKS || c.K / kKS < c.ks) continue;
     const long long wbytes = (long long)c.K * c.N;
     const std::vector<int8_t*> ws = weight_slices(w, nrot, maxW, wbytes);  // ws[0] == w[0]

@@ -9,8 +9,8 @@ nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o /tmp/wgmma_rs_int8 
   > "$OUT/wgmma_rs_build.txt" 2>&1 || { echo "build failed"; tail -5 "$OUT/wgmma_rs_build.txt"; exit 1; }
 : > "$OUT/wgmma_rs.txt"
 for mode in 1 0; do
-  for cfg in "nb1 s4 i0 wg1" "nb1 s6 i0 wg1" "nb2 s4 i0 wg1" "nb2 s6 i0 wg1" "nb4 s3 i0 wg1" "nb4 s4 i0 wg1" \
-             "nb1 s4 i0 wg2" "nb1 s6 i0 wg2" "nb2 s4 i0 wg2"; do
+  for cfg in "nb1 s4 wg1" "nb1 s6 wg1" "nb2 s4 wg1" "nb2 s6 wg1" "nb4 s3 wg1" "nb4 s4 wg1" \
+             "nb1 s4 wg2" "nb1 s6 wg2" "nb2 s4 wg2"; do
     timeout 60 /tmp/wgmma_rs_int8 "m$mode $cfg ks" >> "$OUT/wgmma_rs.txt" 2>&1 || echo "m$mode $cfg: rc $?" >> "$OUT/wgmma_rs.txt"
   done
 done
