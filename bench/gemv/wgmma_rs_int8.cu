@@ -1,8 +1,8 @@
 // Can a mixed-input wgmma bring int8 weights at 64 rows near memory bandwidth?
 //
 // At M = 64 issue 7's 8-bit rows are its worst (bench/RESULTS.md Run BC call 1: `x @ (w_i8.to(bf16) * s)`
-// 1.18-1.66x cuBLAS mm on bf16 weights, 30-49 % of copy on the int8 bytes; 14336 x 4096 0.0452 ms,
-// 4096 x 14336 0.0380, 4096 x 4096 0.0194). The gemv (codegen/kernels/gemv.cuh) feeds mma.sync: per
+// 1.15-1.66x cuBLAS mm on bf16 weights, 19-38 % of copy on the int8 bytes; 14336 x 4096 0.0452 ms,
+// 4096 x 14336 0.0370, 4096 x 4096 0.0188). The gemv (codegen/kernels/gemv.cuh) feeds mma.sync: per
 // warp and k16 step, a converted 16 x 16 weight fragment meets the 64 activation rows in eight m16n8k16
 // MMAs, each with its B fragments from shared memory. This prototype (session 41, not yet run on a GPU)
 // computes the transposed product instead, D^T = W^T X^T, with one wgmma m64n64k16 per 64 weight
