@@ -701,6 +701,31 @@ int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, long long stage_by
   return cap > usual ? cap : 2;
 }
 
+// Measurement knob: FXFUSE_GEMV_WGMMA=0 or 1 turns the gemv's product by wgmma off or on for every
+// row count its weights allow (gemvTakesWgmma), in place of the rule, for A/B runs. Read once per
+// process; not for production use. -1: not set.
+int gemvWgmmaKnob() {
+  static const int knob = [] {
+    const char* v = std::getenv("FXFUSE_GEMV_WGMMA");
+    const std::string s = v ? v : "";
+    if (s.empty()) return -1;
+    if (s != "0" && s != "1") throw CodegenError("FXFUSE_GEMV_WGMMA must be 0 or 1, not '" + s + "'");
+    return s == "1" ? 1 : 0;
+  }();
+  return knob;
+}
+
+// The gemv multiplies 8-bit K x N weights (the `x @ (w.to(bf16) * s)` form) by wgmma
+// (kernels/gemv.cuh, "The product by wgmma") on sm_90 (sm_90a's instruction) at 33-64 rows, where
+// its prototype ran 1.2-1.6x faster than the mma.sync product (bench/gemv/NOTES.md session 42).
+// N x K weights keep mma.sync: their fragments hold four consecutive k a thread, an order a
+// descriptor-read operand cannot follow.
+bool gemvTakesWgmma(const Query& q, int mtiles) {
+  if (q.arch != 90 || !q.b.quant_scale || q.b.kmajor) return false;
+  const int knob = gemvWgmmaKnob();
+  return knob >= 0 ? knob == 1 : mtiles == 8;
+}
+
 KernelConfig gemvConfig(const Query& q) {
   const int mtiles = gemvMTiles(q.shape.M);
   const int kt = 128 / gemvWeightBytes(q.b);
@@ -708,6 +733,7 @@ KernelConfig gemvConfig(const Query& q) {
   const int stages = gemvStagesFor(stage, gemvPipelineCtasPerSm(q, mtiles, kt, stage), q.arch);
   KernelConfig c{"gemv", 8 * mtiles, kGemvNT, kt, stages, kGemvThreads};
   c.max_cluster = q.arch >= 90 ? 8 : 1;  // thread block clusters: sm_90 and later (8: portable)
+  c.wgmma = gemvTakesWgmma(q, mtiles);
   return c;
 }
 
@@ -866,7 +892,8 @@ size_t dynamicSmemBytes(const KernelConfig& c) {
   // max(STAGES * (W tile 128 x 128 B + A tile bm x bk x 2 B), fp32 reduction bm x 132 x 4 B)
   const size_t stage = static_cast<size_t>(c.bn) * 128 + static_cast<size_t>(c.bm) * c.bk * 2;
   const size_t red = static_cast<size_t>(c.bm) * (c.bn + 4) * 4;
-  return std::max(stage * c.stages, red);
+  // the product by wgmma starts its stages at a 1024-byte boundary (kernels/gemv.cuh)
+  return std::max(stage * c.stages, red) + (c.wgmma ? 1024 : 0);
 }
 
 namespace {
@@ -1042,6 +1069,7 @@ std::string describeConfig(const KernelConfig& c) {
   if (c.pingpong) s += " pingpong";
   if (c.max_cluster != 1) s += fmt::format(" cluster{}", c.max_cluster);
   if (c.split_k != 1) s += fmt::format(" splitk{}", c.split_k);
+  if (c.wgmma) s += " wgmma";
   return s;
 }
 

@@ -104,6 +104,10 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     w.line("#define FX_GEMV_MTILES {}", c.bm / 8);
     w.line("#define FX_GEMV_STAGES {}", c.stages);
     w.line("#define FX_GEMV_MIN_BLOCKS {}", gemvCtasPerSm(c));  // its launch bounds: registers
+    if (c.wgmma) {  // 8-bit K x N weights only: the template asserts it
+      if (c.bk != 128) throw CodegenError("gemv wgmma needs 8-bit weights: " + describeConfig(c));
+      w.line("#define FX_GEMV_WGMMA 1");
+    }
     // measurement knob: FXFUSE_GEMV_NK_LDMATRIX=0 reads dense 16-bit N x K weights by 16-byte loads,
     // as before session 40 (bench/RESULTS.md Run BB: ldmatrix 0.3-5 % faster at 1-16 rows)
     static const std::string nk_ldmatrix = readBinaryKnob("FXFUSE_GEMV_NK_LDMATRIX");

@@ -28,6 +28,10 @@
 //                    cuLaunchKernelEx (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION); S=1 = no cluster.
 //   FX_B_SCALE_IN_ELEM 0|1  fx_b_scale's values are exact in FxElemB (the scale's dtype is the
 //                  MMA type): int8 weights then take the packed 16-bit conversion (i8pair_scaled).
+//   FX_GEMV_WGMMA 0|1  8-bit K x N weights (FX_B_QUANT_SCALE, !FX_B_KMAJOR), sm_90a only: the product
+//                  by wgmma (below, "The product by wgmma"); the host adds 1 KB of dynamic shared
+//                  memory for the 1024-byte alignment its activation tile needs
+//                  (config_table.cpp gemvTakesWgmma, dynamicSmemBytes).
 //   Fixed: 4 warps (128 threads), block tile NT = 128 output columns, k-step KT = 128/sizeof(W)
 //   where W = FxRawB if the fast quant path is used else FxElemB.
 //
@@ -62,6 +66,9 @@
 #endif
 #ifndef FX_GEMV_NK_LDMATRIX  // dense 16-bit N x K weights read by ldmatrix (0: 16-byte loads, as before)
 #define FX_GEMV_NK_LDMATRIX 1
+#endif
+#ifndef FX_GEMV_WGMMA
+#define FX_GEMV_WGMMA 0
 #endif
 #ifndef FX_B_QUANT
 #define FX_B_QUANT 0
@@ -294,6 +301,17 @@ __device__ __forceinline__ int aswz(int row, int chunk) {
   if constexpr (kKMajor && !kNkLdmatrix) return chunk ^ ((row & 1) * (kWB == 1 ? 1 : 4));
   else return chunk ^ (row & 7);
 }
+// With the product by wgmma (FX_GEMV_WGMMA, below) the A tile is the wgmma's B operand, read by the
+// tensor cores through a shared-memory descriptor (K-major, 128-byte swizzle): two halves of 64 k,
+// each [8*kMT rows][128 B] with chunk c of row m at c ^ (m & 7), each half 1024-byte aligned.
+constexpr bool kWgmma = FX_GEMV_WGMMA != 0;
+static_assert(!kWgmma || (kQuantFast && !kKMajor && kWB == 1), "FX_GEMV_WGMMA: 8-bit K x N weights only");
+constexpr int kAHalfBytes = 8 * kMT * 128;
+// Byte offset of 16-byte chunk `chunk` (k 8*chunk ..) of row `row` in an A stage.
+__device__ __forceinline__ int a_offset(int row, int chunk) {
+  if constexpr (kWgmma) return (chunk >> 3) * kAHalfBytes + row * 128 + (((chunk & 7) ^ (row & 7)) << 4);
+  else return row * kARowBytes + aswz(row, chunk) * 16;
+}
 
 // local column (0..kNT) of MMA row `r` (0..15) of row tile `rt` (0..kRT-1) of warp `w`.
 __device__ __forceinline__ int col_of(int w, int rt, int r) {
@@ -369,7 +387,7 @@ __device__ __noinline__ void load_stage(const fxfuse::FxParams& p, const Ctx& c,
   for (int ci = tid; ci < achunks; ci += kThreads) {
     const int row = ci / acpr, ch = ci % acpr;
     const long long m = c.m0 + row, k = k0 + ch * 8;
-    unsigned char* dst = as + row * kARowBytes + aswz(row, ch) * 16;
+    unsigned char* dst = as + a_offset(row, ch);
     const bool full = m < M && k + 8 <= K, none = m >= M || k >= K;
     if (c.afast && (full || none)) {
 #if FX_A_PLAIN
@@ -400,6 +418,154 @@ __device__ __forceinline__ void load_act_fragments(unsigned asb, int s, int lane
   }
 }
 
+// 8-bit K x N weights, k16 step s of the W tile at wsb: the warp's weight fragments of its two row
+// tiles (the MMA's A operand: its rows are the warp's columns), converted with their scales. One
+// ldmatrix.x4.trans: matrix j = 2 rt + kh is rows (k) 16s + 8 kh .. + 7 of the 16-byte chunk (16
+// columns) rt of the warp's 32; read as 8x8 16-bit elements and transposed, it gives thread (g,t) the
+// bytes (k, n) = (2t, 2g), (2t, 2g+1), (2t+1, 2g), (2t+1, 2g+1) of that block, in that order: columns
+// 2g (MMA row g, bytes 0 and 2) and 2g+1 (row g+8, bytes 1 and 3) at k 2t, 2t+1 (kh = 0) or 2t+8,
+// 2t+9 (kh = 1). (Four 32-bit loads and their addresses per step before, session 35.)
+__device__ __forceinline__ void w8_kn_fragments(unsigned wsb, int s, int lane, int w, const float (&sc)[kRT][2],
+                                                const unsigned (&sc2)[kRT][2], unsigned (&a)[kRT][4]) {
+  unsigned r[4];
+  {
+    const int mat = lane >> 3;
+    const int row = 16 * s + (lane & 7) + 8 * (mat & 1);
+    ldsm_x4_trans(wsb + row * kWRowBytes + wswz(row, 2 * w + (mat >> 1)) * 16, r[0], r[1], r[2], r[3]);
+  }
+  float f[4][4];
+  if constexpr (!kI8Packed) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) raw4_to_f32(r[i], f[i]);
+  }
+#pragma unroll
+  for (int rt = 0; rt < kRT; ++rt) {
+    const float s0 = sc[rt][0], s1 = sc[rt][1];
+    const unsigned lo = r[2 * rt], hi = r[2 * rt + 1];  // k 2t, 2t+1 / k 2t+8, 2t+9
+    if constexpr (kI8Packed) {
+      a[rt][0] = i8pair_scaled(lo, lo, 0x3210u, sc2[rt][0]);  // bytes 0, 2: column 2g
+      a[rt][1] = i8pair_scaled(lo, lo, 0x3311u, sc2[rt][1]);  // bytes 1, 3: column 2g + 1
+      a[rt][2] = i8pair_scaled(hi, hi, 0x3210u, sc2[rt][0]);
+      a[rt][3] = i8pair_scaled(hi, hi, 0x3311u, sc2[rt][1]);
+    } else {
+      const float(&fl)[4] = f[2 * rt];
+      const float(&fh)[4] = f[2 * rt + 1];
+      a[rt][0] = pack2(fl[0] * s0, fl[2] * s0);
+      a[rt][1] = pack2(fl[1] * s1, fl[3] * s1);
+      a[rt][2] = pack2(fh[0] * s0, fh[2] * s0);
+      a[rt][3] = pack2(fh[1] * s1, fh[3] * s1);
+    }
+  }
+}
+
+// ---- The product by wgmma (FX_GEMV_WGMMA: 8-bit K x N weights, sm_90a) -----------------------
+// At 33-64 rows the mma.sync product above spends most of its issue slots on the activation
+// fragments: every warp loads all 8 * kMT rows of them for each k16 step and issues kMT MMAs per
+// row tile. This path computes the transposed product instead, D^T = W^T A^T, one warpgroup-wide
+// wgmma m64n(8 kMT)k16 per row tile and k16 step: the converted weight fragments (w8_kn_fragments,
+// unchanged) are its A operand, from registers; the A tile is its B operand, read by the tensor
+// cores from shared memory through a descriptor (a_offset's layout). Row tile rt's wgmma covers the
+// warpgroup's 64 columns col_of(w, rt, .), and its accumulator fragment is exactly acc[rt] of the
+// mma.sync path (element 4 mt + i: column col_of(w, rt, g + 8 (i >> 1)), row 8 mt + 2t + (i & 1)),
+// so the reduction and epilogue below are shared. Prototype and measurements: bench/gemv/NOTES.md
+// session 42 (bench/gemv/wgmma_rs_int8.cu).
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+// The compiler must not reuse or move a register an in-flight wgmma reads or writes: an empty asm
+// that "writes" it, after the wait that completes the wgmma, keeps it live and in place until there.
+__device__ __forceinline__ void keep_live(unsigned& r) { asm volatile("" : "+r"(r)::"memory"); }
+__device__ __forceinline__ void keep_live(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+__device__ __forceinline__ void keep_live(unsigned long long& r) { asm volatile("" : "+l"(r)::"memory"); }
+// K-major shared-memory matrix descriptor, 128-byte swizzle (layout type 1, bits 62-63): start
+// address, LBO 16 (unused by a swizzled K-major operand), SBO 1024 (eight 128-byte rows).
+__device__ __forceinline__ unsigned long long act_desc(unsigned saddr) {
+  auto enc = [](unsigned x) { return (unsigned long long)((x & 0x3FFFF) >> 4); };
+  return enc(saddr) | (enc(16) << 16) | (enc(1024) << 32) | (1ull << 62);
+}
+#define FXG_WGMMA(N, TY, OUTS, AREGS) \
+  asm volatile("{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\n" \
+               "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TY "." TY " " OUTS ", " AREGS ", p, 1, 1, 0;\n}\n"
+#define FXG_IN : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db))
+// d (+)= A (64 x 16, this warp's rows 16w .. from registers) x B (16 x NN, from the descriptor db)
+template <int NN>
+__device__ __forceinline__ void wgmma_rs(float (&d)[NN / 2], const unsigned (&a)[4], unsigned long long db) {
+  if constexpr (NN == 8) {
+#define FXG_N8(TY) FXG_WGMMA(8, TY, "{%0, %1, %2, %3}", "{%4, %5, %6, %7}, %8") \
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) FXG_IN
+    if constexpr (kHalf) FXG_N8("f16"); else FXG_N8("bf16");
+  } else if constexpr (NN == 16) {
+#define FXG_N16(TY) FXG_WGMMA(16, TY, "{%0, %1, %2, %3, %4, %5, %6, %7}", "{%8, %9, %10, %11}, %12") \
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]) FXG_IN
+    if constexpr (kHalf) FXG_N16("f16"); else FXG_N16("bf16");
+  } else if constexpr (NN == 32) {
+#define FXG_N32(TY) FXG_WGMMA(32, TY, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}", \
+                              "{%16, %17, %18, %19}, %20") \
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), \
+      "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]) FXG_IN
+    if constexpr (kHalf) FXG_N32("f16"); else FXG_N32("bf16");
+  } else {
+    static_assert(NN == 64, "wgmma_rs: n = 8, 16, 32 or 64");
+#define FXG_N64(TY) FXG_WGMMA(64, TY, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+                              "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}", \
+                              "{%32, %33, %34, %35}, %36") \
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), \
+      "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), \
+      "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), \
+      "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) FXG_IN
+    if constexpr (kHalf) FXG_N64("f16"); else FXG_N64("bf16");
+  }
+}
+#undef FXG_N8
+#undef FXG_N16
+#undef FXG_N32
+#undef FXG_N64
+#undef FXG_IN
+#undef FXG_WGMMA
+
+// One stage by wgmma, in two halves of 64 k: each half's fragments are converted, then its 4 x kRT
+// wgmmas issued and waited for before the next half converts into the same registers. Every input
+// of a half's wgmmas (fragments, descriptors) is computed before its fence: ptxas serializes the
+// wgmmas (C7513) where an instruction defining one of their inputs sits between them, which is also
+// why a half's wgmmas do not stay in flight while the next half converts (bench/gemv/wgmma_rs_int8.cu
+// measured that form's serialization at compile time). The CTAs beside this one on the SM fill the
+// wait.
+__device__ __forceinline__ void compute_stage_wgmma(unsigned wsb, unsigned asb, float (&acc)[kRT][kMT][4],
+                                                    const float (&sc)[kRT][2], const unsigned (&sc2)[kRT][2]) {
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+#pragma unroll
+  for (int half = 0; half < kKT / 64; ++half) {
+    unsigned a[4][kRT][4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) w8_kn_fragments(wsb, 4 * half + q, lane, w, sc, sc2, a[q]);
+    unsigned long long db[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      db[q] = act_desc(asb + half * kAHalfBytes + 32 * q);  // k16 step q: 32 bytes into the rows
+      keep_live(db[q]);
+    }
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+#pragma unroll
+      for (int rt = 0; rt < kRT; ++rt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) keep_live(a[q][rt][i]);
+    wgmma_fence();
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+#pragma unroll
+      for (int rt = 0; rt < kRT; ++rt) wgmma_rs<8 * kMT>(reinterpret_cast<float(&)[4 * kMT]>(acc[rt]), a[q][rt], db[q]);
+    wgmma_commit();
+    wgmma_wait_all();
+#pragma unroll
+    for (int rt = 0; rt < kRT; ++rt)
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) keep_live(acc[rt][mt][i]);
+  }
+}
+
 // ---- compute one stage -----------------------------------------------------------------------
 __device__ __forceinline__ void compute_stage(const unsigned char* ws, const unsigned char* as,
                                               float (&acc)[kRT][kMT][4], const float (&sc)[kRT][2],
@@ -408,7 +574,9 @@ __device__ __forceinline__ void compute_stage(const unsigned char* ws, const uns
   const int g = lane >> 2, t = lane & 3;
   const unsigned wsb = smem_u32(ws), asb = smem_u32(as);
   (void)sc; (void)sc2;
-  if constexpr (kNkLdmatrix) {
+  if constexpr (kWgmma) {
+    compute_stage_wgmma(wsb, asb, acc, sc, sc2);
+  } else if constexpr (kNkLdmatrix) {
     // Dense 16-bit N x K weights, k16 steps s: the activation fragments as on the K x N path, the
     // weight fragment of row tile rt by one ldmatrix.x4: matrices (rows 0-7, k 16s..+7), (rows 8-15,
     // k 16s..+7), (rows 0-7, k 16s+8..+15), (rows 8-15, k 16s+8..+15): the MMA's a0..a3.
@@ -500,44 +668,12 @@ __device__ __forceinline__ void compute_stage(const unsigned char* ws, const uns
           for (int mt = 0; mt < kMT; ++mt) mma16816(acc[rt][mt], a[0], a[1], a[2], a[3], bf[mt][0], bf[mt][1]);
         }
       } else {
-        // 8-bit: one ldmatrix.x4.trans per k16 step. Matrix j = 2 rt + kh is rows (k) 16s + 8 kh
-        // .. + 7 of the 16-byte chunk (16 columns) rt of the warp's 32; read as 8x8 16-bit
-        // elements and transposed, it gives thread (g,t) the bytes (k, n) = (2t, 2g), (2t, 2g+1),
-        // (2t+1, 2g), (2t+1, 2g+1) of that block, in that order: columns 2g (MMA row g, bytes 0
-        // and 2) and 2g+1 (row g+8, bytes 1 and 3) at k 2t, 2t+1 (kh = 0) or 2t+8, 2t+9 (kh = 1).
-        // (Four 32-bit loads and their addresses per step before, session 35.)
-        unsigned r[4];
-        {
-          const int mat = lane >> 3;
-          const int row = 16 * s + (lane & 7) + 8 * (mat & 1);
-          ldsm_x4_trans(wsb + row * kWRowBytes + wswz(row, 2 * w + (mat >> 1)) * 16, r[0], r[1], r[2], r[3]);
-        }
-        float f[4][4];
-        if constexpr (!kI8Packed) {
+        unsigned a[kRT][4];
+        w8_kn_fragments(wsb, s, lane, w, sc, sc2, a);
 #pragma unroll
-          for (int i = 0; i < 4; ++i) raw4_to_f32(r[i], f[i]);
-        }
+        for (int rt = 0; rt < kRT; ++rt)
 #pragma unroll
-        for (int rt = 0; rt < kRT; ++rt) {
-          const float s0 = sc[rt][0], s1 = sc[rt][1];
-          const unsigned lo = r[2 * rt], hi = r[2 * rt + 1];  // k 2t, 2t+1 / k 2t+8, 2t+9
-          unsigned a[4];
-          if constexpr (kI8Packed) {
-            a[0] = i8pair_scaled(lo, lo, 0x3210u, sc2[rt][0]);  // bytes 0, 2: column 2g
-            a[1] = i8pair_scaled(lo, lo, 0x3311u, sc2[rt][1]);  // bytes 1, 3: column 2g + 1
-            a[2] = i8pair_scaled(hi, hi, 0x3210u, sc2[rt][0]);
-            a[3] = i8pair_scaled(hi, hi, 0x3311u, sc2[rt][1]);
-          } else {
-            const float(&fl)[4] = f[2 * rt];
-            const float(&fh)[4] = f[2 * rt + 1];
-            a[0] = pack2(fl[0] * s0, fl[2] * s0);
-            a[1] = pack2(fl[1] * s1, fl[3] * s1);
-            a[2] = pack2(fh[0] * s0, fh[2] * s0);
-            a[3] = pack2(fh[1] * s1, fh[3] * s1);
-          }
-#pragma unroll
-          for (int mt = 0; mt < kMT; ++mt) mma16816(acc[rt][mt], a[0], a[1], a[2], a[3], bf[mt][0], bf[mt][1]);
-        }
+          for (int mt = 0; mt < kMT; ++mt) mma16816(acc[rt][mt], a[rt][0], a[rt][1], a[rt][2], a[rt][3], bf[mt][0], bf[mt][1]);
       }
     }
   }
@@ -656,8 +792,13 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       sc2[rt][h] = pack2(sc[rt][h], sc[rt][h]);
     }
 
-  unsigned char* wbase = fx_smem;
-  unsigned char* abase = fx_smem + kStages * kWStageBytes;
+  // The product by wgmma reads the A tiles in the 128-byte swizzle, whose pattern repeats every 1024
+  // bytes of shared address: the stages start at the first 1024-byte boundary (the host allots 1 KB
+  // more for it: config_table.cpp dynamicSmemBytes).
+  unsigned char* smem = fx_smem;
+  if constexpr (kWgmma) smem += (1024u - (smem_u32(fx_smem) & 1023u)) & 1023u;
+  unsigned char* wbase = smem;
+  unsigned char* abase = smem + kStages * kWStageBytes;
 
   // ---- hot-path loader state: per-thread global pointers at step kb and smem offsets
   constexpr int kWCh = kWStageBytes / 16 / kThreads;  // 8
@@ -690,7 +831,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     for (int j = 0; j < kACh; ++j) {
       const int ci = threadIdx.x + j * kThreads;
       const int row = ci / kACpr, ch = ci % kACpr;
-      adst[j] = row * kARowBytes + aswz(row, ch) * 16;
+      adst[j] = a_offset(row, ch);
       abytes[j] = (ci < 8 * kMT * kACpr && c.m0 + row < p.M) ? 16 : 0;
       asrc[j] = static_cast<const char*>(p.in[FX_B_SLOT].ptr);  // any valid address (0-byte copies)
 #if FX_A_PLAIN
@@ -731,6 +872,9 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   int slot = 0;
   for (int i = 0; i < nsteps; ++i) {
     cp_async_wait<kStages - 2>();
+    // the product by wgmma reads the A tile through the async proxy, written through the generic
+    // one (cp.async, load_stage's stores): each thread orders its writes before the barrier
+    if constexpr (kWgmma) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
     const int nx = i + kStages - 1;
     int nslot = slot + kStages - 1;
@@ -745,7 +889,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 
   // ---- partial sums to smem: red[m][n] (n fastest), row pitch kNT+4 floats
   constexpr int kPitch = kNT + 4;
-  float* red = reinterpret_cast<float*>(fx_smem);
+  float* red = reinterpret_cast<float*>(smem);
 #pragma unroll
   for (int rt = 0; rt < kRT; ++rt)
 #pragma unroll

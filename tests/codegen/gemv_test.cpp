@@ -390,11 +390,49 @@ TEST(Gemv, OtherVariantsLaunchWithoutClusters) {
   EXPECT_FALSE(src.smem_optin);
 }
 
+// The product by wgmma (kernels/gemv.cuh; config_table.cpp gemvTakesWgmma): 8-bit K x N weights at
+// 33-64 rows on sm_90 only; its stages start at a 1024-byte boundary, so its launch has 1 KB more.
+TEST(Gemv, EightBitKnWeightsTakeWgmmaFrom33RowsOnHopper) {
+  if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
+  if (std::getenv("FXFUSE_GEMV_WGMMA")) GTEST_SKIP() << "FXFUSE_GEMV_WGMMA replaces the rule";
+  struct Case {
+    const char* spec;
+    long long m, n;
+    int arch;
+    bool wgmma;
+  };
+  for (const Case& c : {Case{"gemv_int8_kn_channel_scale_gelu", 33, 4096, 90, true},
+                        Case{"gemv_int8_kn_channel_scale_gelu", 64, 14336, 90, true},
+                        Case{"gemv_fp8_e4m3_scalar_f32_scale", 40, 4096, 90, true},
+                        Case{"gemv_int8_kn_channel_scale_gelu", 32, 4096, 90, false},
+                        Case{"gemv_int8_kn_channel_scale_gelu", 1, 4096, 90, false},
+                        Case{"gemv_int8_kn_channel_scale_gelu", 64, 4096, 80, false},    // no wgmma
+                        Case{"gemv_int8_linear_channel_scale_bias", 64, 4096, 90, false},  // N x K
+                        Case{"gemv_bf16_kn_bias_gelu", 16, 4096, 90, false}}) {           // 16-bit
+    spec::ChainSpec s = loadSpec(c.spec);
+    KernelConfig cfg = chooseConfig(s, shapeFor(s, c.m, c.n), c.arch);
+    SCOPED_TRACE(fmt::format("{} M={} N={} sm_{}: {}", c.spec, c.m, c.n, c.arch, describeConfig(cfg)));
+    ASSERT_EQ(cfg.variant, "gemv");
+    EXPECT_EQ(cfg.wgmma, c.wgmma);
+    EXPECT_EQ(has(describeConfig(cfg), " wgmma"), c.wgmma);
+    EXPECT_EQ(has(generate(s, cfg).code, "#define FX_GEMV_WGMMA 1\n"), c.wgmma);
+    KernelConfig other = cfg;
+    other.wgmma = !cfg.wgmma;
+    EXPECT_EQ(dynamicSmemBytes(cfg) + (c.wgmma ? 0 : 1024), dynamicSmemBytes(other) + (c.wgmma ? 1024 : 0));
+  }
+  // 16-bit weights: the template has no wgmma product for them
+  spec::ChainSpec bf16 = loadSpec("gemv_bf16_kn_bias_gelu");
+  KernelConfig wrong = chooseConfig(bf16, shapeFor(bf16, 16), 90);
+  wrong.wgmma = true;
+  EXPECT_THROW(generate(bf16, wrong), CodegenError);
+}
+
 // ---- the FX_B_QUANT_SCALE hook -----------------------------------------------------------
 
 TEST(Gemv, QuantScaleHookExactlyWhereTheSpecIsConvertTimesScale) {
   const std::set<std::string> want = {"doc_example_int8_gelu", "fp8_e4m3_per_tensor_scale",
-                                      "gemv_fp8_e4m3_scalar_f32_scale", "gemv_int8_linear_channel_scale_bias"};
+                                      "gemv_fp8_e4m3_scalar_f32_scale", "gemv_int8_kn_channel_scale_gelu",
+                                      "gemv_int8_linear_channel_scale_bias"};
   std::set<std::string> got;
   for (const std::string& name : test::specNames()) {
     spec::ChainSpec s = loadSpec(name);
@@ -483,6 +521,35 @@ void expectSpillsAtMost(const std::string& log, int bytes) {
   for (auto it = std::sregex_iterator(log.begin(), log.end(), spill); it != std::sregex_iterator(); ++it, ++seen)
     EXPECT_LE(std::stoi((*it)[1].str()), bytes) << "spill:\n" << log;
   EXPECT_GT(seen, 0) << "no ptxas statistics in the log:\n" << log;
+}
+
+// The product by wgmma compiles for every n it takes (8 kMT: M = 1-8, 9-16, 17-32, 33-64; the rule
+// gives it 33-64 only, the knob FXFUSE_GEMV_WGMMA the others), for both 16-bit types, int8 and fp8,
+// as HGMMA without spills.
+TEST(Gemv, WgmmaProductCompilesForEveryRowTile) {
+  if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
+  if (!nvrtcUsable()) GTEST_SKIP() << "no NVRTC (Nvrtc.Found fails for a missing one)";
+  spec::ChainSpec i8 = loadSpec("gemv_int8_kn_channel_scale_gelu");
+  spec::ChainSpec i8f16 = spec::parseSpec(std::regex_replace(spec::printSpec(i8), std::regex("bf16"), "f16"));
+  spec::ChainSpec fp8 = loadSpec("gemv_fp8_e4m3_scalar_f32_scale");
+  for (const spec::ChainSpec* s : {&i8, &i8f16, &fp8})
+    for (long long m : {1, 16, 24, 64}) {
+      KernelConfig cfg = chooseConfig(*s, shapeFor(*s, m), 90);
+      ASSERT_EQ(cfg.variant, "gemv");
+      cfg.wgmma = true;
+      KernelSource src = generate(*s, cfg);
+      SCOPED_TRACE(fmt::format("M={} {}", m, describeConfig(cfg)));
+      Cubin out;
+      try {
+        out = compileNvrtc(src, "sm_90a", {}, /*want_ptx=*/true);
+      } catch (const CompileError& e) {
+        FAIL() << e.what();
+      }
+      EXPECT_NE(out.ptx.find(fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.", 8 * (cfg.bm / 8))), std::string::npos);
+      EXPECT_EQ(out.ptx.find("mma.sync"), std::string::npos);
+      expectSpillsAtMost(out.log, 0);
+      EXPECT_EQ(out.log.find("C7513"), std::string::npos) << out.log;  // wgmma serialized
+    }
 }
 
 struct GemvCompile {
