@@ -459,16 +459,15 @@ __device__ __forceinline__ void w8_kn_fragments(unsigned wsb, int s, int lane, i
 }
 
 // ---- The product by wgmma (FX_GEMV_WGMMA: 8-bit K x N weights, sm_90a) -----------------------
-// At 33-64 rows the mma.sync product above spends most of its issue slots on the activation
-// fragments: every warp loads all 8 * kMT rows of them for each k16 step and issues kMT MMAs per
-// row tile. This path computes the transposed product instead, D^T = W^T A^T, one warpgroup-wide
+// From 17 rows the mma.sync product spends most of its issue slots on the activation fragments:
+// every warp loads all 8 * kMT rows of them for each k16 step and issues kMT MMAs per row tile. This path computes the transposed product instead, D^T = W^T A^T, one warpgroup-wide
 // wgmma m64n(8 kMT)k16 per row tile and k16 step: the converted weight fragments (w8_kn_fragments,
 // unchanged) are its A operand, from registers; the A tile is its B operand, read by the tensor
 // cores from shared memory through a descriptor (a_offset's layout). Row tile rt's wgmma covers the
 // warpgroup's 64 columns col_of(w, rt, .), and its accumulator fragment is exactly acc[rt] of the
 // mma.sync path (element 4 mt + i: column col_of(w, rt, g + 8 (i >> 1)), row 8 mt + 2t + (i & 1)),
-// so the reduction and epilogue below are shared. Prototype and measurements: bench/gemv/NOTES.md
-// session 42 (bench/gemv/wgmma_rs_int8.cu).
+// so the reduction and epilogue below are shared. 8-20 % less time than mma.sync at 33-64 rows, 3-7 %
+// at 24 (bench/RESULTS.md Run BD call 2; prototype bench/gemv/wgmma_rs_int8.cu, Run BD call 1).
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }

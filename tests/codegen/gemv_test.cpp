@@ -391,8 +391,8 @@ TEST(Gemv, OtherVariantsLaunchWithoutClusters) {
 }
 
 // The product by wgmma (kernels/gemv.cuh; config_table.cpp gemvTakesWgmma): 8-bit K x N weights at
-// 33-64 rows on sm_90 only; its stages start at a 1024-byte boundary, so its launch has 1 KB more.
-TEST(Gemv, EightBitKnWeightsTakeWgmmaFrom33RowsOnHopper) {
+// 17-64 rows on sm_90 only; its stages start at a 1024-byte boundary, so its launch has 1 KB more.
+TEST(Gemv, EightBitKnWeightsTakeWgmmaFrom17RowsOnHopper) {
   if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
   if (std::getenv("FXFUSE_GEMV_WGMMA")) GTEST_SKIP() << "FXFUSE_GEMV_WGMMA replaces the rule";
   struct Case {
@@ -404,7 +404,9 @@ TEST(Gemv, EightBitKnWeightsTakeWgmmaFrom33RowsOnHopper) {
   for (const Case& c : {Case{"gemv_int8_kn_channel_scale_gelu", 33, 4096, 90, true},
                         Case{"gemv_int8_kn_channel_scale_gelu", 64, 14336, 90, true},
                         Case{"gemv_fp8_e4m3_scalar_f32_scale", 40, 4096, 90, true},
-                        Case{"gemv_int8_kn_channel_scale_gelu", 32, 4096, 90, false},
+                        Case{"gemv_int8_kn_channel_scale_gelu", 17, 14336, 90, true},
+                        Case{"gemv_int8_kn_channel_scale_gelu", 32, 4096, 90, true},
+                        Case{"gemv_int8_kn_channel_scale_gelu", 16, 4096, 90, false},
                         Case{"gemv_int8_kn_channel_scale_gelu", 1, 4096, 90, false},
                         Case{"gemv_int8_kn_channel_scale_gelu", 64, 4096, 80, false},    // no wgmma
                         Case{"gemv_int8_linear_channel_scale_bias", 64, 4096, 90, false},  // N x K
@@ -524,7 +526,7 @@ void expectSpillsAtMost(const std::string& log, int bytes) {
 }
 
 // The product by wgmma compiles for every n it takes (8 kMT: M = 1-8, 9-16, 17-32, 33-64; the rule
-// gives it 33-64 only, the knob FXFUSE_GEMV_WGMMA the others), for both 16-bit types, int8 and fp8,
+// gives it 17-64 only, the knob FXFUSE_GEMV_WGMMA the others), for both 16-bit types, int8 and fp8,
 // as HGMMA without spills.
 TEST(Gemv, WgmmaProductCompilesForEveryRowTile) {
   if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
