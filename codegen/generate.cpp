@@ -90,12 +90,6 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
   w.line("#define FX_THREADS {}", c.threads);
   w.line("#define FX_WARPS_M {}", warpsM);
   w.line("#define FX_WARPS_N {}", warps / warpsM);
-  // test hook: FXFUSE_PDL_TRIGGER_AT_START=1 makes every kernel trigger its programmatic dependents
-  // as it starts (device/fx_prelude.cuh fx_grid_dependency_wait), so that a test runs two dependent
-  // kernels side by side and only the dependent's griddepcontrol.wait orders them
-  // (test_programmatic_launch_waits_for_the_kernel_before)
-  static const std::string trigger_at_start = readBinaryKnob("FXFUSE_PDL_TRIGGER_AT_START");
-  if (trigger_at_start == "1") w.line("#define FX_PDL_TRIGGER_AT_START 1");
   if (c.variant == "gemv") {
     // kernels/gemv.cuh: bm = 8 * FX_GEMV_MTILES; the split-K cluster is a launch attribute
     // (LaunchDims::cluster), so FX_GEMV_SPLITK stays 0.
@@ -175,6 +169,15 @@ KernelSource generate(const ChainSpec& spec, const KernelConfig& config) {
   w.line("// The hooks between the markers below are specific to this chain; the rest is shared.");
   if (usesFp8(s)) w.line("#define FX_USE_FP8 1");
   if (narrowOutputs(s)) w.line("#define FX_FAST_MATH 1");
+  // test hook: FXFUSE_PDL_TRIGGER_AT_START=1 makes every kernel trigger its programmatic dependents
+  // as it starts (device/fx_prelude.cuh fx_grid_dependency_wait), so that a test runs two dependent
+  // kernels side by side and only the dependent's griddepcontrol.wait orders them
+  // (test_programmatic_launch_waits_for_the_kernel_before). Defined before the prelude that reads
+  // it: from 0f6cd61 it came after, with the config macros, the trigger was compiled out and the
+  // test's overlapping cases overlapped nothing (found in Run BD call 3; CTest
+  // Generate.PdlTriggerTestHookReachesThePrelude).
+  static const std::string trigger_at_start = readBinaryKnob("FXFUSE_PDL_TRIGGER_AT_START");
+  if (trigger_at_start == "1") w.line("#define FX_PDL_TRIGGER_AT_START 1");
   w.line("#include <cuda_fp16.h>");
   w.line("#include <cuda_bf16.h>");
   // gemv.cuh names the fp8 types and conversions of its quantized path for any raw type.

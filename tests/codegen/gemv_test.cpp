@@ -543,7 +543,7 @@ TEST(Gemv, WgmmaProductCompilesForEveryRowTile) {
       SCOPED_TRACE(fmt::format("M={} {}", m, describeConfig(cfg)));
       Cubin out;
       try {
-        out = compileNvrtc(src, "sm_90a", {}, /*want_ptx=*/true);
+        out = compileNvrtc(test::uncached(src), "sm_90a", {}, /*want_ptx=*/true);
       } catch (const CompileError& e) {
         FAIL() << e.what();
       }
@@ -576,7 +576,7 @@ TEST_P(GemvCompileSpec, ToCubin) {
   KernelSource src = generate(s, cfg);
   Cubin out;
   try {
-    out = compileNvrtc(src, c.arch);
+    out = compileNvrtc(test::uncached(src), c.arch);
   } catch (const CompileError& e) {
     FAIL() << e.what();
   }

@@ -1,13 +1,18 @@
-// Helpers shared by the codegen tests: reading spec files from tests/codegen/specs.
+// Helpers shared by the codegen tests: reading spec files from tests/codegen/specs, compiling a
+// kernel afresh for its ptxas statistics.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <dirent.h>
+#include <unistd.h>
 
+#include "codegen/codegen.h"
 #include "codegen/embedded_sources.h"
 #include "spec/chain_spec.h"
 
@@ -48,6 +53,17 @@ inline spec::ChainSpec biasGeluTanh() {
   return spec::parseSpec(
       "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
       "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\noutput %5\n");
+}
+
+// `src` with a comment no other compile has: NVRTC from CUDA 12.9 may answer a source it compiled
+// before (in this process or, on the GPU machine, an earlier one) from its own cache, with an empty
+// log, and the tests that read ptxas's register and spill statistics from the log need a real compile
+// (Run BD call 3: two such tests failed on "no ptxas statistics" for a kernel the GPU tests had built).
+inline KernelSource uncached(KernelSource src) {
+  static std::atomic<long long> count{0};
+  src.code += "\n// compile-test nonce " + std::to_string(::getpid()) + "-" + std::to_string(count++) + "-" +
+              std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "\n";
+  return src;
 }
 
 }  // namespace fxfuse::codegen::test
