@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call for the gemv's product by wgmma (8-bit K x N weights at 33-64 rows; kernels/gemv.cuh,
+# One device call for the gemv's product by wgmma (8-bit K x N weights, then at 33-64 rows, now 17-64; kernels/gemv.cuh,
 # config_table.cpp gemvTakesWgmma), from the repository root of the device's copy (no git there):
 # build; the gemv's GPU tests (both products forced at every row tile, the bit-exact dequantization,
 # split-K, the programmatic launch); then in alternating processes (bench/gemv/sweep_inflight.py)

@@ -38,7 +38,8 @@
 // Launch geometry (runtime):
 //   block = (128, 1, 1)
 //   grid  = (ceil(N/128), S, B * ceil(M / (8*MTILES)))       S = cluster size along y (1..8)
-//   dynamic smem = max(STAGES * (128*128 + 8*MTILES*KT*2),  8*MTILES*132*4) bytes
+//   dynamic smem = max(STAGES * (128*128 + 8*MTILES*KT*2),  8*MTILES*132*4) bytes, + 1024 with
+//                  FX_GEMV_WGMMA (its stages start at a 1024-byte boundary)
 //   (> 48 KB: cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) first)
 //   The host side chooses MTILES (the smallest of 1, 2, 4, 8 covering M), STAGES (a pipeline
 //   for two CTAs per SM, about 100 KB; for 8-bit weights on sm_90 three or four: ~75 / ~56 KB) and
@@ -471,8 +472,9 @@ __device__ __forceinline__ void w8_kn_fragments(unsigned wsb, int s, int lane, i
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
-// The compiler must not reuse or move a register an in-flight wgmma reads or writes: an empty asm
-// that "writes" it, after the wait that completes the wgmma, keeps it live and in place until there.
+// An empty asm that "writes" a register: the fragments and descriptors pass through it before the
+// fence (so that their computation is not sunk between the wgmmas: ptxas would serialize them), and
+// the accumulators after the wait (so that nothing reads them before the wgmmas completed).
 __device__ __forceinline__ void keep_live(unsigned& r) { asm volatile("" : "+r"(r)::"memory"); }
 __device__ __forceinline__ void keep_live(float& r) { asm volatile("" : "+f"(r)::"memory"); }
 __device__ __forceinline__ void keep_live(unsigned long long& r) { asm volatile("" : "+l"(r)::"memory"); }

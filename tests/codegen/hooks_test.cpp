@@ -251,19 +251,21 @@ TEST(Generate, NamesAreDeterministicAndDistinct) {
   EXPECT_EQ(a.grid, GridPolicy::Tiles);
 }
 
-// The programmatic-launch test's hook (FXFUSE_PDL_TRIGGER_AT_START, read once per process: ctest
-// runs each test in its own) must be defined before the prelude whose fx_grid_dependency_wait reads
-// it; defined after it, the trigger was compiled out and the GPU test's overlapping cases overlapped
-// nothing (Run BD call 3).
+// The programmatic-launch test's hook (FXFUSE_PDL_TRIGGER_AT_START, read on every generate) must be
+// defined before the prelude whose fx_grid_dependency_wait reads it; defined after it, the trigger
+// was compiled out and the GPU test's overlapping cases overlapped nothing (Run BD call 3).
 TEST(Generate, PdlTriggerTestHookReachesThePrelude) {
   ::setenv("FXFUSE_PDL_TRIGGER_AT_START", "1", 1);
   const std::string code = generate(loadSpec("bf16_linear3d_bias_gelu"), generic16()).code;
   ::unsetenv("FXFUSE_PDL_TRIGGER_AT_START");
   const size_t define = code.find("#define FX_PDL_TRIGGER_AT_START 1\n");
   const size_t reader = code.find("#if defined(FX_PDL_TRIGGER_AT_START)");
-  ASSERT_NE(define, std::string::npos) << "the knob was read before this test set it (run it in its own process)";
+  ASSERT_NE(define, std::string::npos);
   ASSERT_NE(reader, std::string::npos);
   EXPECT_LT(define, reader);
+  // and only while it is set
+  EXPECT_EQ(generate(loadSpec("bf16_linear3d_bias_gelu"), generic16()).code.find("#define FX_PDL_TRIGGER_AT_START"),
+            std::string::npos);
 }
 
 TEST(Generate, UserErrors) {

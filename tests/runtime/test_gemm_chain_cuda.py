@@ -355,7 +355,7 @@ def test_gemv_every_split_k_size_computes_the_chain(split_k):
 # conversion) and in float32, fp8 per tensor, bf16 and f16, an epilogue. Outputs poisoned, fresh
 # inputs per case, against float64; the config the op planned must be the one forced.
 W8_KN_CHILD = """
-import sys, torch, torch.nn.functional as F, fxfuse._C as C
+import os, sys, torch, torch.nn.functional as F, fxfuse._C as C
 from runtime_chain_cases import Case, SpecBuilder, check_outputs, d, q, randn
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
 forced = sys.argv[1]
@@ -386,17 +386,24 @@ def w8_kn(kind, dt, M, N, K):
     ins = [randn((M, K), dt, "cuda"), wq_t, scale, randn((N,), dt, "cuda")]
     return Case(s.text(), ins, lambda i: [F.gelu(d(i[0]) @ deq(i) + d(i[3]), approximate="tanh")])
 n = 0
+base = int.from_bytes(os.urandom(4), "little")  # fresh inputs each run, named in any failure
 for kind, dt in [("int8", torch.bfloat16), ("int8", torch.float16), ("int8_f32_scale", torch.bfloat16),
                  ("fp8", torch.bfloat16)]:
     for M in (1, 5, 16, 24, 33, 40, 64):
         for N, K in ((4096, 4096), (208, 1000)):  # 208: a partial column tile; 1000: a ragged k-step
-            torch.manual_seed(hash((kind, str(dt), M, N, K)) & 0xFFFF)
+            where = (kind, str(dt), M, N, K, "seed", base + n)
+            torch.manual_seed(base + n)
             case = w8_kn(kind, dt, M, N, K)
             planned = C.kernel_candidates(case.inputs, case.spec)[0]
-            assert planned.startswith("gemv") and planned.endswith(" wgmma") == (forced == "1"), (kind, M, N, K, planned)
+            assert planned.startswith("gemv") and planned.endswith(" wgmma") == (forced == "1"), (where, planned)
+            before = C.stats()["launches"]
             outs = gemm_chain(case.inputs, case.spec)
             torch.cuda.synchronize()
-            check_outputs(case, outs, dt)
+            assert C.stats()["launches"] - before == 1, where  # one kernel: the planned gemv, no fallback
+            try:
+                check_outputs(case, outs, dt)
+            except AssertionError as e:
+                raise AssertionError(f"{where}: {e}") from None
             n += 1
 print(n, "cases")
 print("ok")
