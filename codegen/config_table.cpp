@@ -706,11 +706,8 @@ int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, long long stage_by
 // process; not for production use. -1: not set.
 int gemvWgmmaKnob() {
   static const int knob = [] {
-    const char* v = std::getenv("FXFUSE_GEMV_WGMMA");
-    const std::string s = v ? v : "";
-    if (s.empty()) return -1;
-    if (s != "0" && s != "1") throw CodegenError("FXFUSE_GEMV_WGMMA must be 0 or 1, not '" + s + "'");
-    return s == "1" ? 1 : 0;
+    const std::string s = readBinaryKnob("FXFUSE_GEMV_WGMMA");
+    return s.empty() ? -1 : s == "1" ? 1 : 0;
   }();
   return knob;
 }

@@ -18,6 +18,9 @@ GridPolicy gridFor(const std::string& variant);
 // programmatic dependent (runtime launchesAsProgrammaticDependent). Read from the template itself,
 // so that a template gaining or losing the wait needs no second edit.
 bool templateWaitsForPreviousKernel(const std::string& variant);
+// An environment knob of measurements and tests (e.g. FXFUSE_SM90_STAGED_STORE, FXFUSE_GEMV_WGMMA):
+// "" when unset, else "0" or "1"; any other value throws CodegenError. (generate.cpp)
+std::string readBinaryKnob(const char* env);
 // Dynamic shared memory a config's kernel needs at launch (0: static only).
 size_t dynamicSmemBytes(const KernelConfig& config);
 // The Hopper template's own config (tma_desc.h) for a KernelConfig of variant sm90_wgmma: the

@@ -64,16 +64,6 @@ bool narrowOutputs(const ChainSpec& s) {
   return true;
 }
 
-// A measurement knob (bench only, like FXFUSE_SM90_PINGPONG_TILE), 0 or 1 and read once:
-// FXFUSE_SM90_STAGED_STORE=0 makes the Hopper template store a one-16-bit-output chain's pairs
-// straight from the fragment (its FX_SM90_STAGED_STORE; 1, the default, stages them for 16-byte
-// stores). For A/B runs of one change end to end.
-std::string readBinaryKnob(const char* env) {
-  const char* v = std::getenv(env);
-  const std::string s = v ? v : "";
-  if (!s.empty() && s != "0" && s != "1") throw CodegenError(std::string(env) + " must be 0 or 1, not '" + s + "'");
-  return s;
-}
 
 // Config macros a template reads. FX_WARPS_M × FX_WARPS_N tile the CTA's warps over bm × bn.
 void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
@@ -114,6 +104,8 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     w.line("#define FX_SPLIT_K {}", c.split_k);
     // the launch's dynamic shared memory, so that the template checks its own layout against it
     w.line("#define FX_DYN_SMEM_BYTES {}", sm90ConfigOf(c).dynSmemBytes());
+    // measurement knob: FXFUSE_SM90_STAGED_STORE=0 stores a one-16-bit-output chain's pairs straight
+    // from the fragment (1, the default, stages them for 16-byte stores), for A/B runs end to end
     static const std::string staged = readBinaryKnob("FXFUSE_SM90_STAGED_STORE");
     if (!staged.empty()) w.line("#define FX_SM90_STAGED_STORE {}", staged);
   }
@@ -131,6 +123,14 @@ void emitSpecComment(const ChainSpec& s, CodeWriter& w) {
 }
 
 }  // namespace
+
+// A measurement or test knob's value: "", "0" or "1" (config_table.h).
+std::string readBinaryKnob(const char* env) {
+  const char* v = std::getenv(env);
+  const std::string s = v ? v : "";
+  if (!s.empty() && s != "0" && s != "1") throw CodegenError(std::string(env) + " must be 0 or 1, not '" + s + "'");
+  return s;
+}
 
 std::string generateHooks(const ChainSpec& spec, const KernelConfig& config) {
   ChainSpec s = checkedSpec(spec);
