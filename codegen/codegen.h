@@ -127,7 +127,8 @@ struct NvrtcEnv {
 struct Cubin {
   std::string image;  // cubin bytes for cuModuleLoadData
   std::string ptx;    // filled when compileNvrtc is asked for it (same compile, for dumps)
-  std::string log;    // NVRTC log, with ptxas -v statistics (registers, spills)
+  std::string log;    // NVRTC log, with ptxas -v statistics (registers, spills) unless NVRTC answered
+                      // from the driver's cache (compileNvrtc's want_ptxas_statistics)
 };
 
 // --- Selection (codegen/config_table.cpp) ---
@@ -194,8 +195,12 @@ std::string generateHooks(const spec::ChainSpec& spec, const KernelConfig& confi
 // --- NVRTC (codegen/nvrtc_driver.cpp) ---
 // arch: "sm_80", "sm_90a", … Throws CompileError on a compile error, CodegenError when NVRTC
 // or the CUDA headers cannot be found.
+// NVRTC from CUDA 12.9 on a machine with a CUDA driver may answer from the driver's compute cache,
+// keyed by the program after its front end (comments do not count), and such an answer's log is
+// empty: want_ptxas_statistics bypasses that cache (--no-cache) so that Cubin::log holds ptxas's
+// register and spill statistics (the tests that read them; the runtime has its own kernel cache).
 Cubin compileNvrtc(const KernelSource& src, const std::string& arch, const NvrtcEnv& env = {},
-                   bool want_ptx = false);
+                   bool want_ptx = false, bool want_ptxas_statistics = false);
 // NVRTC's version as "13.0" (part of every cache key); throws CodegenError when not found.
 std::string nvrtcVersion(const NvrtcEnv& env = {});
 // The library path NVRTC was loaded from, or "" when it cannot be found (never throws).

@@ -712,17 +712,18 @@ int gemvWgmmaKnob() {
   return knob;
 }
 
-// The gemv multiplies 8-bit K x N weights (the `x @ (w.to(bf16) * s)` form) by wgmma
-// (kernels/gemv.cuh, "The product by wgmma") on sm_90 (sm_90a's instruction) at 17-64 rows
-// (m-tiles of 32 and 64 rows). bench/RESULTS.md Run BD call 2 (H200; w8, w8_bias_gelu, f8ch_bias;
-// K x N of issue 7; alternating processes, two rounds): against the mma.sync product 8-20 % less
-// time at M = 33, 48 and 64 on every row, 3-7 % at M = 24, but 1-6 % more at M = 16 (its 16-row
-// m-tile keeps mma.sync). N x K weights keep mma.sync: their fragments hold four consecutive k a
-// thread, an order a descriptor-read operand cannot follow.
+// The gemv multiplies 8-bit weights by wgmma (kernels/gemv.cuh, "The product by wgmma") on sm_90
+// (sm_90a's instruction). K x N weights (the `x @ (w.to(bf16) * s)` form) at 17-64 rows (m-tiles of
+// 32 and 64 rows): bench/RESULTS.md Run BD call 2 (H200; w8, w8_bias_gelu, f8ch_bias; K x N of
+// issue 7; alternating processes, two rounds): against the mma.sync product 8-20 % less time at
+// M = 33, 48 and 64 on every row, 3-7 % at M = 24, but 1-6 % more at M = 16 (its 16-row m-tile keeps
+// mma.sync). N x K weights (the F.linear form: w8_nk_fragments): not measured yet, so mma.sync
+// unless the knob forces wgmma.
 bool gemvTakesWgmma(const Query& q, int mtiles) {
-  if (q.arch != 90 || !q.b.quant_scale || q.b.kmajor) return false;
+  if (q.arch != 90 || !q.b.quant_scale) return false;
   const int knob = gemvWgmmaKnob();
-  return knob >= 0 ? knob == 1 : mtiles >= 4;
+  if (knob >= 0) return knob == 1;
+  return !q.b.kmajor && mtiles >= 4;
 }
 
 KernelConfig gemvConfig(const Query& q) {

@@ -88,7 +88,7 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     w.line("#define FX_GEMV_MTILES {}", c.bm / 8);
     w.line("#define FX_GEMV_STAGES {}", c.stages);
     w.line("#define FX_GEMV_MIN_BLOCKS {}", gemvCtasPerSm(c));  // its launch bounds: registers
-    if (c.wgmma) w.line("#define FX_GEMV_WGMMA 1");  // 8-bit K x N weights only (generate checks)
+    if (c.wgmma) w.line("#define FX_GEMV_WGMMA 1");  // 8-bit weights only (generate checks)
     // measurement knob: FXFUSE_GEMV_NK_LDMATRIX=0 reads dense 16-bit N x K weights by 16-byte loads,
     // as before session 40 (bench/RESULTS.md Run BB: ldmatrix 0.3-5 % faster at 1-16 rows)
     static const std::string nk_ldmatrix = readBinaryKnob("FXFUSE_GEMV_NK_LDMATRIX");
@@ -159,9 +159,9 @@ KernelSource generate(const ChainSpec& spec, const KernelConfig& config) {
     if (config.bk != (b.quant_scale ? 128 : 64))
       throw CodegenError("invalid gemv config for this spec (bk must be " + std::to_string(b.quant_scale ? 128 : 64) +
                          "): " + describeConfig(config));
-    // the product by wgmma exists for 8-bit K x N weights only (kernels/gemv.cuh; gemvTakesWgmma)
-    if (config.wgmma && (!b.quant_scale || b.kmajor))
-      throw CodegenError("the gemv's wgmma product needs 8-bit K x N weights: " + describeConfig(config));
+    // the product by wgmma exists for 8-bit weights only (kernels/gemv.cuh; gemvTakesWgmma)
+    if (config.wgmma && !b.quant_scale)
+      throw CodegenError("the gemv's wgmma product needs 8-bit weights: " + describeConfig(config));
   }
   if (config.wgmma && config.variant != "gemv") throw CodegenError("wgmma is a gemv option: " + describeConfig(config));
 

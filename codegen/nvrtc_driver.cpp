@@ -16,8 +16,10 @@ namespace {
 //  - C++17 like the host code;
 //  - no --use_fast_math: the chain must match eager PyTorch (IEEE div/sqrt, no FTZ);
 //  - ptxas -v: register and spill statistics land in the log, where tests read them;
-//  - the CUDA include dir for cuda_fp16.h / cuda_bf16.h / cuda_fp8.h.
-std::vector<std::string> nvrtcOptions(const std::string& arch, const std::string& includeDir) {
+//  - the CUDA include dir for cuda_fp16.h / cuda_bf16.h / cuda_fp8.h;
+//  - with bypass_cache (NVRTC 12.9+ only; older ones reject the option): --no-cache, so that the
+//    compile runs ptxas and its log holds the statistics (codegen.h compileNvrtc).
+std::vector<std::string> nvrtcOptions(const std::string& arch, const std::string& includeDir, bool bypass_cache) {
   std::vector<std::string> opts = {
       "--gpu-architecture=" + arch,
       "-std=c++17",
@@ -25,7 +27,15 @@ std::vector<std::string> nvrtcOptions(const std::string& arch, const std::string
       "-DNDEBUG",
   };
   if (!includeDir.empty()) opts.push_back("--include-path=" + includeDir);
+  if (bypass_cache) opts.push_back("--no-cache");
   return opts;
+}
+
+// NVRTC's driver-cache lookup exists from CUDA 12.9 (its --no-cache option with it).
+bool hasDriverCache(const NvrtcApi& api) {
+  int major = 0, minor = 0;
+  api.version(&major, &minor);
+  return major > 12 || (major == 12 && minor >= 9);
 }
 
 std::string numbered(const std::string& code) {
@@ -91,13 +101,14 @@ class Program {
 
 }  // namespace
 
-Cubin compileNvrtc(const KernelSource& src, const std::string& arch, const NvrtcEnv& env, bool want_ptx) {
+Cubin compileNvrtc(const KernelSource& src, const std::string& arch, const NvrtcEnv& env, bool want_ptx,
+                   bool want_ptxas_statistics) {
   const NvrtcApi& api = requireNvrtc(env);
   if (api.include_dir.empty())
     throw CodegenError("CUDA headers (cuda_fp16.h, cuda_bf16.h) not found: set CUDA_HOME, or pip install "
                        "nvidia-cuda-runtime");
   Program prog(api, src.code, src.name);
-  int rc = prog.compile(nvrtcOptions(arch, api.include_dir));
+  int rc = prog.compile(nvrtcOptions(arch, api.include_dir, want_ptxas_statistics && hasDriverCache(api)));
   Cubin out;
   out.log = prog.log();
   if (rc != 0)

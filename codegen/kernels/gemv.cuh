@@ -28,7 +28,7 @@
 //                    cuLaunchKernelEx (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION); S=1 = no cluster.
 //   FX_B_SCALE_IN_ELEM 0|1  fx_b_scale's values are exact in FxElemB (the scale's dtype is the
 //                  MMA type): int8 weights then take the packed 16-bit conversion (i8pair_scaled).
-//   FX_GEMV_WGMMA 0|1  8-bit K x N weights (FX_B_QUANT_SCALE, !FX_B_KMAJOR), sm_90a only: the product
+//   FX_GEMV_WGMMA 0|1  8-bit weights (FX_B_QUANT_SCALE), either layout, sm_90a only: the product
 //                  by wgmma (below, "The product by wgmma"); the host adds 1 KB of dynamic shared
 //                  memory for the 1024-byte alignment its activation tile needs
 //                  (config_table.cpp gemvTakesWgmma, dynamicSmemBytes).
@@ -293,7 +293,9 @@ __device__ __forceinline__ unsigned i8pair_scaled(unsigned lo, unsigned hi, unsi
 constexpr bool kNkLdmatrix = kKMajor && kWB == 2 && !kQuantFast && FX_GEMV_NK_LDMATRIX != 0;
 // W tile: KMAJOR: [kNT rows (n)][128 B];  KN: [kKT rows (k)][kNT*kWB B].
 __device__ __forceinline__ int wswz(int row, int chunk) {
-  if constexpr (kKMajor && !kNkLdmatrix) return chunk ^ ((row & 1) << 2);
+  // (the product by wgmma reads 8-bit N x K weights by 32-bit words of eight rows' same chunk:
+  // w8_nk_fragments; it takes the eight-bank-group form too)
+  if constexpr (kKMajor && !kNkLdmatrix && FX_GEMV_WGMMA == 0) return chunk ^ ((row & 1) << 2);
   else return chunk ^ (row & 7);  // eight rows of one chunk in eight bank groups (ldmatrix)
 }
 constexpr int kWRowBytes = kKMajor ? 128 : kNT * kWB;
@@ -306,7 +308,7 @@ __device__ __forceinline__ int aswz(int row, int chunk) {
 // tensor cores through a shared-memory descriptor (K-major, 128-byte swizzle): two halves of 64 k,
 // each [8*kMT rows][128 B] with chunk c of row m at c ^ (m & 7), each half 1024-byte aligned.
 constexpr bool kWgmma = FX_GEMV_WGMMA != 0;
-static_assert(!kWgmma || (kQuantFast && !kKMajor && kWB == 1), "FX_GEMV_WGMMA: 8-bit K x N weights only");
+static_assert(!kWgmma || (kQuantFast && kWB == 1), "FX_GEMV_WGMMA: 8-bit weights only");
 constexpr int kAHalfBytes = 8 * kMT * 128;
 // Byte offset of 16-byte chunk `chunk` (k 8*chunk ..) of row `row` in an A stage.
 __device__ __forceinline__ int a_offset(int row, int chunk) {
@@ -459,11 +461,43 @@ __device__ __forceinline__ void w8_kn_fragments(unsigned wsb, int s, int lane, i
   }
 }
 
-// ---- The product by wgmma (FX_GEMV_WGMMA: 8-bit K x N weights, sm_90a) -----------------------
+// 8-bit N x K weights (the F.linear form) for the product by wgmma, k16 step s: the same fragments
+// as w8_kn_fragments gives, in the wgmma's own k order, since its B operand (the A tile, read through
+// a descriptor) keeps k in order. Thread (g,t) needs bytes k = 16s + 2t, +1 (a0 / a1) and 16s + 8 + 2t,
+// +1 (a2 / a3) of rows (columns n) g and g + 8 of each row tile: two of each 4-byte word, so two 32-bit
+// loads a row (word t/2 of each 8-byte half of the row's chunk s), and the conversion's own byte
+// permute picks the pair (the mma.sync path reads four consecutive k a thread and permutes the
+// activations to match, which a descriptor cannot). wswz's eight-bank-group swizzle: the 8 rows x 2
+// words of one load fall in 16 banks.
+__device__ __forceinline__ void w8_nk_fragments(unsigned wsb, int s, int lane, int w, const float (&sc)[kRT][2],
+                                                const unsigned (&sc2)[kRT][2], unsigned (&a)[kRT][4]) {
+  const int g = lane >> 2, t = lane & 3;
+  const bool odd = (t & 1) != 0;
+#pragma unroll
+  for (int rt = 0; rt < kRT; ++rt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = w * 32 + rt * 16 + g + 8 * h;
+      const unsigned at = wsb + row * kWRowBytes + wswz(row, s) * 16 + 4 * (t >> 1);
+      const unsigned lo = lds32(at), hi = lds32(at + 8);  // k 16s + 4(t/2) .. +3, and 8 more
+      if constexpr (kI8Packed) {
+        const unsigned sel = odd ? 0x1302u : 0x3120u;  // bytes 2, 3 or 0, 1 into bytes 0 and 2
+        a[rt][h] = i8pair_scaled(lo, lo, sel, sc2[rt][h]);
+        a[rt][2 + h] = i8pair_scaled(hi, hi, sel, sc2[rt][h]);
+      } else {
+        float f[4];
+        raw4_to_f32(__byte_perm(lo, hi, odd ? 0x7632u : 0x5410u), f);  // k 2t, 2t+1, 2t+8, 2t+9
+        a[rt][h] = pack2(f[0] * sc[rt][h], f[1] * sc[rt][h]);
+        a[rt][2 + h] = pack2(f[2] * sc[rt][h], f[3] * sc[rt][h]);
+      }
+    }
+}
+
+// ---- The product by wgmma (FX_GEMV_WGMMA: 8-bit weights, sm_90a) -----------------------------
 // From 17 rows the mma.sync product spends most of its issue slots on the activation fragments:
 // every warp loads all 8 * kMT rows of them for each k16 step and issues kMT MMAs per row tile. This path computes the transposed product instead, D^T = W^T A^T, one warpgroup-wide
 // wgmma m64n(8 kMT)k16 per row tile and k16 step: the converted weight fragments (w8_kn_fragments,
-// unchanged) are its A operand, from registers; the A tile is its B operand, read by the tensor
+// unchanged, or w8_nk_fragments for N x K weights) are its A operand, from registers; the A tile is its B operand, read by the tensor
 // cores from shared memory through a descriptor (a_offset's layout). Row tile rt's wgmma covers the
 // warpgroup's 64 columns col_of(w, rt, .), and its accumulator fragment is exactly acc[rt] of the
 // mma.sync path (element 4 mt + i: column col_of(w, rt, g + 8 (i >> 1)), row 8 mt + 2t + (i & 1)),
@@ -538,7 +572,10 @@ __device__ __forceinline__ void compute_stage_wgmma(unsigned wsb, unsigned asb, 
   for (int half = 0; half < kKT / 64; ++half) {
     unsigned a[4][kRT][4];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) w8_kn_fragments(wsb, 4 * half + q, lane, w, sc, sc2, a[q]);
+    for (int q = 0; q < 4; ++q) {
+      if constexpr (kKMajor) w8_nk_fragments(wsb, 4 * half + q, lane, w, sc, sc2, a[q]);
+      else w8_kn_fragments(wsb, 4 * half + q, lane, w, sc, sc2, a[q]);
+    }
     unsigned long long db[4];
 #pragma unroll
     for (int q = 0; q < 4; ++q) {

@@ -422,14 +422,15 @@ TEST(Gemv, EightBitKnWeightsTakeWgmmaFrom17RowsOnHopper) {
     other.wgmma = !cfg.wgmma;
     EXPECT_EQ(dynamicSmemBytes(cfg) + (c.wgmma ? 0 : 1024), dynamicSmemBytes(other) + (c.wgmma ? 1024 : 0));
   }
-  // 16-bit and 8-bit N x K weights: the template has no wgmma product for them
-  for (auto [name, m] : {std::pair<const char*, long long>{"gemv_bf16_kn_bias_gelu", 16},
-                         std::pair<const char*, long long>{"gemv_int8_linear_channel_scale_bias", 64}}) {
+  // 16-bit weights: the template has no wgmma product for them; 8-bit N x K weights have one
+  for (auto [name, m, ok] : {std::tuple<const char*, long long, bool>{"gemv_bf16_kn_bias_gelu", 16, false},
+                             std::tuple<const char*, long long, bool>{"gemv_int8_linear_channel_scale_bias", 64, true}}) {
     spec::ChainSpec s = loadSpec(name);
-    KernelConfig wrong = chooseConfig(s, shapeFor(s, m), 90);
-    ASSERT_EQ(wrong.variant, "gemv") << name;
-    wrong.wgmma = true;
-    EXPECT_THROW(generate(s, wrong), CodegenError) << name;
+    KernelConfig forced = chooseConfig(s, shapeFor(s, m), 90);
+    ASSERT_EQ(forced.variant, "gemv") << name;
+    forced.wgmma = true;
+    if (ok) EXPECT_TRUE(has(generate(s, forced).code, "#define FX_GEMV_WGMMA 1\n")) << name;
+    else EXPECT_THROW(generate(s, forced), CodegenError) << name;
   }
 }
 
@@ -531,14 +532,18 @@ void expectSpillsAtMost(const std::string& log, int bytes) {
 
 // The product by wgmma compiles for every n it takes (8 kMT: M = 1-8, 9-16, 17-32, 33-64; the rule
 // gives it 17-64 only, the knob FXFUSE_GEMV_WGMMA the others), for both 16-bit types, int8 and fp8,
-// as wgmma without spills or serialization.
+// K x N and N x K weights, as wgmma without spills or serialization.
 TEST(Gemv, WgmmaProductCompilesForEveryRowTile) {
   if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
   if (!nvrtcUsable()) GTEST_SKIP() << "no NVRTC (Nvrtc.Found fails for a missing one)";
   spec::ChainSpec i8 = loadSpec("gemv_int8_kn_channel_scale_gelu");
   spec::ChainSpec i8f16 = spec::parseSpec(std::regex_replace(spec::printSpec(i8), std::regex("bf16"), "f16"));
   spec::ChainSpec fp8 = loadSpec("gemv_fp8_e4m3_scalar_f32_scale");
-  for (const spec::ChainSpec* s : {&i8, &i8f16, &fp8})
+  // N x K weights (w8_nk_fragments): int8 by the packed conversion, fp8 by the fp32 one
+  spec::ChainSpec i8nk = loadSpec("gemv_int8_linear_channel_scale_bias");
+  spec::ChainSpec fp8nk = spec::parseSpec(std::regex_replace(spec::printSpec(fp8), std::regex("\\[k,n\\]"), "[n,k]"));
+  ASSERT_TRUE(analyzeB(fp8nk).kmajor && analyzeB(i8nk).kmajor);
+  for (const spec::ChainSpec* s : {&i8, &i8f16, &fp8, &i8nk, &fp8nk})
     for (long long m : {1, 16, 24, 64}) {
       KernelConfig cfg = chooseConfig(*s, shapeFor(*s, m), 90);
       ASSERT_EQ(cfg.variant, "gemv");
@@ -547,7 +552,7 @@ TEST(Gemv, WgmmaProductCompilesForEveryRowTile) {
       SCOPED_TRACE(fmt::format("M={} {}", m, describeConfig(cfg)));
       Cubin out;
       try {
-        out = compileNvrtc(test::uncached(src), "sm_90a", {}, /*want_ptx=*/true);
+        out = test::compileForStatistics(src, "sm_90a", /*want_ptx=*/true);
       } catch (const CompileError& e) {
         FAIL() << e.what();
       }
@@ -581,7 +586,7 @@ TEST_P(GemvCompileSpec, ToCubin) {
   KernelSource src = generate(s, cfg);
   Cubin out;
   try {
-    out = compileNvrtc(test::uncached(src), c.arch);
+    out = test::compileForStatistics(src, c.arch);
   } catch (const CompileError& e) {
     FAIL() << e.what();
   }

@@ -62,7 +62,7 @@ TEST_P(CompileSpec, ToCubin) {
   KernelSource src = generate(s, genericConfig(s, c.m));
   Cubin out;
   try {
-    out = compileNvrtc(test::uncached(src), c.arch, {}, /*want_ptx=*/true);
+    out = test::compileForStatistics(src, c.arch, /*want_ptx=*/true);
   } catch (const CompileError& e) {
     FAIL() << e.what();
   }
@@ -109,7 +109,7 @@ TEST(Nvrtc, EpilogueAloneKernelCompilesForEveryEligibleSpec) {
         << name;
     for (const char* arch : {"sm_80", "sm_90a"}) {
       try {
-        const Cubin out = compileNvrtc(test::uncached(src), arch);
+        const Cubin out = test::compileForStatistics(src, arch);
         expectNoSpills(out.log);
       } catch (const CompileError& e) {
         ADD_FAILURE() << name << " " << arch << ": " << e.what();

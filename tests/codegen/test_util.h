@@ -2,15 +2,12 @@
 // kernel afresh for its ptxas statistics.
 #pragma once
 
-#include <atomic>
-#include <chrono>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <dirent.h>
-#include <unistd.h>
 
 #include "codegen/codegen.h"
 #include "codegen/embedded_sources.h"
@@ -55,15 +52,11 @@ inline spec::ChainSpec biasGeluTanh() {
       "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\noutput %5\n");
 }
 
-// `src` with a comment no other compile has: NVRTC from CUDA 12.9 may answer a source it compiled
-// before (in this process or, on the GPU machine, an earlier one) from its own cache, with an empty
-// log, and the tests that read ptxas's register and spill statistics from the log need a real compile
-// (Run BD call 3: two such tests failed on "no ptxas statistics" for a kernel the GPU tests had built).
-inline KernelSource uncached(KernelSource src) {
-  static std::atomic<long long> count{0};
-  src.code += "\n// compile-test nonce " + std::to_string(::getpid()) + "-" + std::to_string(count++) + "-" +
-              std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "\n";
-  return src;
+// `src` compiled by NVRTC so that its log holds ptxas's register and spill statistics: on the GPU
+// machine NVRTC (12.9+) answered kernels the GPU tests had built from the driver's cache, with an
+// empty log (Run BD calls 3-4; session 43 found the cause), so these compiles bypass it.
+inline Cubin compileForStatistics(const KernelSource& src, const std::string& arch, bool want_ptx = false) {
+  return compileNvrtc(src, arch, {}, want_ptx, /*want_ptxas_statistics=*/true);
 }
 
 }  // namespace fxfuse::codegen::test

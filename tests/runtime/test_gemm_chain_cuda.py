@@ -347,64 +347,69 @@ def test_gemv_every_split_k_size_computes_the_chain(split_k):
     run_child(SPLIT_K_CHILD, split_k, drop=("FXFUSE_FORCE_KERNEL",), FXFUSE_GEMV_SPLIT_K=str(split_k))
 
 
-# The gemv's two products of 8-bit K x N weights (kernels/gemv.cuh): mma.sync, and from 17 rows on
-# sm_90 wgmma (config_table.cpp gemvTakesWgmma); FXFUSE_GEMV_WGMMA (read once per process, hence a
-# child per setting) forces either at every row count, so that each runs where the rule gives it the
-# other: wgmma's n = 8, 16, 32 and 64 columns (M = 1-8, 9-16, 17-32, 33-64), rows that fill no
-# m-tile, a ragged last k-step and column tile, int8 with a scale in the MMA dtype (the packed
-# conversion) and in float32, fp8 per tensor, bf16 and f16, an epilogue. Outputs poisoned, fresh
-# inputs per case, against float64; the config the op planned must be the one forced.
-W8_KN_CHILD = """
+# The gemv's two products of 8-bit weights (kernels/gemv.cuh): mma.sync, and on sm_90 wgmma (K x N
+# weights from 17 rows: config_table.cpp gemvTakesWgmma); FXFUSE_GEMV_WGMMA (read once per process,
+# hence a child per setting) forces either at every row count, so that each runs where the rule gives
+# it the other: wgmma's n = 8, 16, 32 and 64 columns (M = 1-8, 9-16, 17-32, 33-64), rows that fill no
+# m-tile, a ragged last k-step and column tile, both weight layouts (K x N: `x @ w`; N x K: F.linear,
+# w8_nk_fragments), int8 with a scale in the MMA dtype (the packed conversion) and in float32, fp8 per
+# tensor, bf16 and f16, an epilogue. Outputs poisoned, fresh inputs per case, against float64; the
+# config the op planned must be the one forced.
+W8_CHILD = """
 import os, sys, torch, torch.nn.functional as F, fxfuse._C as C
 from runtime_chain_cases import Case, SpecBuilder, check_outputs, d, q, randn
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
 forced = sys.argv[1]
-def w8_kn(kind, dt, M, N, K):
+def w8(kind, layout, dt, M, N, K):
     s = SpecBuilder()
     x = s.input(dt, "mk")
+    wshape = (K, N) if layout == "kn" else (N, K)
     if kind == "fp8":
-        wq = s.input(torch.float8_e4m3fn, "kn")
+        wq = s.input(torch.float8_e4m3fn, layout)
         sc = s.input(torch.float32, "")
         w = s.op("mul", s.op("convert", wq, dtype=dt), sc, dtype=dt)
-        wq_t = randn((K, N), torch.float32, "cuda").to(torch.float8_e4m3fn)
+        wq_t = randn(wshape, torch.float32, "cuda").to(torch.float8_e4m3fn)
         scale = torch.tensor(K ** -0.5, device="cuda")
-        deq = lambda i: q(d(i[1]) * d(i[2]), dt)
     else:
-        wq = s.input(torch.int8, "kn")
+        wq = s.input(torch.int8, layout)
         sdt = torch.float32 if kind == "int8_f32_scale" else dt
-        sc = s.input(sdt, "n")
+        sc = s.input(sdt, "n" if layout == "kn" else "n1")
         if sdt == torch.float32:
             w = s.op("convert", s.op("mul", s.op("convert", wq, dtype=torch.float32), sc, dtype=torch.float32), dtype=dt)
         else:
             w = s.op("mul", s.op("convert", wq, dtype=dt), sc, dtype=dt)
-        wq_t = torch.randint(-128, 128, (K, N), dtype=torch.int8, device="cuda")
+        wq_t = torch.randint(-128, 128, wshape, dtype=torch.int8, device="cuda")
         wq_t[wq_t == 0] = 1
         scale = ((torch.rand(N, device="cuda") + 0.5) * K ** -0.5 / 64).to(sdt)
-        deq = lambda i: q(d(i[1]) * d(i[2]), dt)
+        if layout == "nk":
+            scale = scale.view(N, 1)
+    deq_kn = lambda i: q(d(i[1]) * d(i[2]), dt) if layout == "kn" else q(d(i[1]) * d(i[2]), dt).t()
     y = s.op("add", s.mm(x, w, torch.float32), s.input(dt, "n"), dtype=dt)
     s.output(s.op("gelu_tanh", y, dtype=dt))
     ins = [randn((M, K), dt, "cuda"), wq_t, scale, randn((N,), dt, "cuda")]
-    return Case(s.text(), ins, lambda i: [F.gelu(d(i[0]) @ deq(i) + d(i[3]), approximate="tanh")])
+    return Case(s.text(), ins, lambda i: [F.gelu(d(i[0]) @ deq_kn(i) + d(i[3]), approximate="tanh")])
 n = 0
 base = int.from_bytes(os.urandom(4), "little")  # fresh inputs each run, named in any failure
 for kind, dt in [("int8", torch.bfloat16), ("int8", torch.float16), ("int8_f32_scale", torch.bfloat16),
                  ("fp8", torch.bfloat16)]:
-    for M in (1, 5, 16, 24, 33, 40, 64):
-        for N, K in ((4096, 4096), (208, 1000)):  # 208: a partial column tile; 1000: a ragged k-step
-            where = (kind, str(dt), M, N, K, "seed", base + n)
-            torch.manual_seed(base + n)
-            case = w8_kn(kind, dt, M, N, K)
-            planned = C.kernel_candidates(case.inputs, case.spec)[0]
-            assert planned.startswith("gemv") and planned.endswith(" wgmma") == (forced == "1"), (where, planned)
-            before = C.stats()["launches"]
-            outs = gemm_chain(case.inputs, case.spec)
-            torch.cuda.synchronize()
-            assert C.stats()["launches"] - before == 1, where  # one kernel: the planned gemv, no fallback
-            try:
-                check_outputs(case, outs, dt)
-            except AssertionError as e:
-                raise AssertionError(f"{where}: {e}") from None
-            n += 1
+    for layout in ("kn", "nk"):
+        for M in (1, 5, 16, 24, 33, 40, 64):
+            # 208: a partial column tile; 1000 / 1008: a ragged k-step (N x K rows 16-byte aligned)
+            for N, K in ((4096, 4096), (208, 1000 if layout == "kn" else 1008)):
+                where = (kind, layout, str(dt), M, N, K, "seed", base + n)
+                torch.manual_seed(base + n)
+                case = w8(kind, layout, dt, M, N, K)
+                planned = C.kernel_candidates(case.inputs, case.spec)[0]
+                assert planned.startswith("gemv") and planned.endswith(" wgmma") == (forced == "1"), (where, planned)
+                before = C.stats()["launches"]
+                outs = gemm_chain(case.inputs, case.spec)
+                torch.cuda.synchronize()
+                assert C.stats()["launches"] - before == 1, where  # one kernel: the planned gemv, no fallback
+                try:
+                    check_outputs(case, outs, dt)
+                except AssertionError as e:
+                    raise AssertionError(f"{where}: {e}") from None
+                n += 1
 print(n, "cases")
 print("ok")
 """
@@ -412,8 +417,8 @@ print("ok")
 
 @needs_sm90
 @pytest.mark.parametrize("forced", ["wgmma", "mma_sync"])
-def test_gemv_both_products_of_8bit_kn_weights(forced):
-    run_child(W8_KN_CHILD, 1 if forced == "wgmma" else 0, drop=("FXFUSE_FORCE_KERNEL",),
+def test_gemv_both_products_of_8bit_weights(forced):
+    run_child(W8_CHILD, 1 if forced == "wgmma" else 0, drop=("FXFUSE_FORCE_KERNEL",),
               FXFUSE_GEMV_WGMMA="1" if forced == "wgmma" else "0")
 
 
