@@ -717,13 +717,16 @@ int gemvWgmmaKnob() {
 // 32 and 64 rows): bench/RESULTS.md Run BD call 2 (H200; w8, w8_bias_gelu, f8ch_bias; K x N of
 // issue 7; alternating processes, two rounds): against the mma.sync product 8-20 % less time at
 // M = 33, 48 and 64 on every row, 3-7 % at M = 24, but 1-6 % more at M = 16 (its 16-row m-tile keeps
-// mma.sync). N x K weights (the F.linear form: w8_nk_fragments): not measured yet, so mma.sync
-// unless the knob forces wgmma.
+// mma.sync). N x K weights (the F.linear form: w8_nk_fragments) at 33-64 rows (the 64-row m-tile):
+// bench/RESULTS.md Run BE call 1 (w8_linear, w8_linear_bias_gelu; the same shapes and method): 15-18 %
+// less time at M = 33, 48 and 64 on every row, but at M = 24 0.994-1.038x (slower at 4096 x 14336)
+// and at M = 16 0.97-1.03x: their two loads a row and k16 step (against one in four on the mma.sync
+// path) cost what the activation fragments save until the m-tile is 64 rows.
 bool gemvTakesWgmma(const Query& q, int mtiles) {
   if (q.arch != 90 || !q.b.quant_scale) return false;
   const int knob = gemvWgmmaKnob();
   if (knob >= 0) return knob == 1;
-  return !q.b.kmajor && mtiles >= 4;
+  return mtiles >= (q.b.kmajor ? 8 : 4);
 }
 
 KernelConfig gemvConfig(const Query& q) {

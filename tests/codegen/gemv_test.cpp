@@ -391,8 +391,9 @@ TEST(Gemv, OtherVariantsLaunchWithoutClusters) {
 }
 
 // The product by wgmma (kernels/gemv.cuh; config_table.cpp gemvTakesWgmma): 8-bit K x N weights at
-// 17-64 rows on sm_90 only; its stages start at a 1024-byte boundary, so its launch has 1 KB more.
-TEST(Gemv, EightBitKnWeightsTakeWgmmaFrom17RowsOnHopper) {
+// 17-64 rows, N x K weights at 33-64, on sm_90 only; its stages start at a 1024-byte boundary, so its
+// launch has 1 KB more.
+TEST(Gemv, EightBitWeightsTakeWgmmaOnHopperFrom17KnOr33NkRows) {
   if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
   if (std::getenv("FXFUSE_GEMV_WGMMA")) GTEST_SKIP() << "FXFUSE_GEMV_WGMMA replaces the rule";
   struct Case {
@@ -409,7 +410,11 @@ TEST(Gemv, EightBitKnWeightsTakeWgmmaFrom17RowsOnHopper) {
                         Case{"gemv_int8_kn_channel_scale_gelu", 16, 4096, 90, false},
                         Case{"gemv_int8_kn_channel_scale_gelu", 1, 4096, 90, false},
                         Case{"gemv_int8_kn_channel_scale_gelu", 64, 4096, 80, false},    // no wgmma
-                        Case{"gemv_int8_linear_channel_scale_bias", 64, 4096, 90, false},  // N x K
+                        Case{"gemv_int8_linear_channel_scale_bias", 64, 4096, 90, true},   // N x K: 33-64
+                        Case{"gemv_int8_linear_channel_scale_bias", 33, 14336, 90, true},
+                        Case{"gemv_int8_linear_channel_scale_bias", 32, 4096, 90, false},
+                        Case{"gemv_int8_linear_channel_scale_bias", 16, 4096, 90, false},
+                        Case{"gemv_int8_linear_channel_scale_bias", 64, 4096, 80, false},
                         Case{"gemv_bf16_kn_bias_gelu", 16, 4096, 90, false}}) {           // 16-bit
     spec::ChainSpec s = loadSpec(c.spec);
     KernelConfig cfg = chooseConfig(s, shapeFor(s, c.m, c.n), c.arch);
