@@ -603,7 +603,7 @@ const KernelConfig* pingpongTileKnob() {
 }
 
 // ---- gemv (kernels/gemv.cuh): the host-side chooser of its header comment ----
-constexpr int kGemvNT = 128;       // output columns per CTA (fixed in the template)
+constexpr int kGemvNT = 128;       // output columns per CTA (64 with the product by wgmma: gemvColumnsPerCta)
 constexpr int kGemvThreads = 128;  // 4 warps (fixed)
 constexpr long long kGemvMaxGridZ = 65535;
 
@@ -637,8 +637,8 @@ GemvExtents gemvExtents(const ProblemShape& s, long long bm, long long bn, long 
   return {(s.N + bn - 1) / bn, s.B * ((s.M + bm - 1) / bm), (s.K + bk - 1) / bk};
 }
 
-// One pipeline stage: the W tile (128 columns x 128 bytes of k) and the A tile (bm x kt, 16-bit).
-long long gemvStageBytes(int mtiles, int kt) { return kGemvNT * 128LL + 8LL * mtiles * kt * 2; }
+// One pipeline stage: the W tile (nt columns x 128 bytes of k) and the A tile (bm x kt, 16-bit).
+long long gemvStageBytes(int mtiles, int kt, int nt) { return nt * 128LL + 8LL * mtiles * kt * 2; }
 
 // Measurement knob: FXFUSE_GEMV_STAGE_KB=N sizes the gemv's pipeline to about N KB instead of the
 // rule's (bench/bench_decode.py --stage-kb, bench/gemv/sweep_inflight.py). Read once per process;
@@ -683,10 +683,10 @@ int gemvSplitKCtasCap(int bm) { return bm == 32 ? 4 : kGemvSplitKUsualCap; }
 // CTAs: gemvSplitKCtasPerSm), as do GPUs without clusters and those with less shared memory per
 // SM than Hopper's (sm_120: not measured). The split-K tried here assumes 132 SMs (kHopperSms);
 // on fewer the launch's S (launchDims, the real SM count) can be smaller than the one sized for.
-int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, long long stage_bytes) {
+int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, int nt, long long stage_bytes) {
   if (q.arch < 90 || gemvSmallSharedMemory(q.arch) || gemvWeightBytes(q.b) == 2) return 2;
   if (mtiles == 1) return 4;
-  const GemvExtents e = gemvExtents(q.shape, 8LL * mtiles, kGemvNT, kt);
+  const GemvExtents e = gemvExtents(q.shape, 8LL * mtiles, nt, kt);
   // three CTAs per SM (the usual cap), where their pipeline's split-K reaches four
   const int usual = kGemvSplitKUsualCap;
   if (gemvSplitK(e.nt, e.mz, e.ksteps, usual, gemvStagesFor(stage_bytes, usual, q.arch), 8, kHopperSms, 0) >= 4)
@@ -729,14 +729,39 @@ bool gemvTakesWgmma(const Query& q, int mtiles) {
   return mtiles >= (q.b.kmajor ? 8 : 4);
 }
 
+// Measurement knob: FXFUSE_GEMV_NT=64 or 128 gives the product by wgmma that many columns per CTA
+// (kernels/gemv.cuh FX_GEMV_NT) in place of the rule, for A/B runs; the mma.sync product keeps 128.
+// Read once per process; not for production use. 0: not set.
+int gemvColumnsKnob() {
+  static const int knob = [] {
+    const char* v = std::getenv("FXFUSE_GEMV_NT");
+    if (!v || !*v) return 0;
+    if (std::string(v) == "64") return 64;
+    if (std::string(v) == "128") return 128;
+    throw CodegenError(std::string("FXFUSE_GEMV_NT must be 64 or 128, not '") + v + "'");
+  }();
+  return knob;
+}
+
+// Output columns per CTA: 128, or with the product by wgmma 64 (one wgmma of 64 columns per k16
+// step, twice the CTAs, each with half the weight tile; the prototype's best, bench/RESULTS.md Run BD
+// call 1). Not measured in the gemv yet: 128 unless the knob says 64.
+int gemvColumnsPerCta(bool wgmma) {
+  if (!wgmma) return kGemvNT;
+  const int knob = gemvColumnsKnob();
+  return knob ? knob : kGemvNT;
+}
+
 KernelConfig gemvConfig(const Query& q) {
   const int mtiles = gemvMTiles(q.shape.M);
   const int kt = 128 / gemvWeightBytes(q.b);
-  const long long stage = gemvStageBytes(mtiles, kt);
-  const int stages = gemvStagesFor(stage, gemvPipelineCtasPerSm(q, mtiles, kt, stage), q.arch);
-  KernelConfig c{"gemv", 8 * mtiles, kGemvNT, kt, stages, kGemvThreads};
+  const bool wgmma = gemvTakesWgmma(q, mtiles);
+  const int nt = gemvColumnsPerCta(wgmma);
+  const long long stage = gemvStageBytes(mtiles, kt, nt);
+  const int stages = gemvStagesFor(stage, gemvPipelineCtasPerSm(q, mtiles, kt, nt, stage), q.arch);
+  KernelConfig c{"gemv", 8 * mtiles, nt, kt, stages, kGemvThreads};
   c.max_cluster = q.arch >= 90 ? 8 : 1;  // thread block clusters: sm_90 and later (8: portable)
-  c.wgmma = gemvTakesWgmma(q, mtiles);
+  c.wgmma = wgmma;
   return c;
 }
 
@@ -1169,7 +1194,7 @@ LaunchDims launchDims(const KernelSource& src, const ProblemShape& shape, int sm
     return d;
   }
   if (src.grid == GridPolicy::SplitKCluster) {
-    // kernels/gemv.cuh, "Launch geometry": grid (ceil(N/128), S, B * ceil(M / (8*MTILES))),
+    // kernels/gemv.cuh, "Launch geometry": grid (ceil(N/NT), S, B * ceil(M / (8*MTILES))),
     // cluster (1, S, 1).
     const auto [nt, mz, ksteps] = gemvExtents(shape, src.config.bm, src.config.bn, src.config.bk);
     if (mz > kGemvMaxGridZ) throw CodegenError("B * ceil(M / bm) exceeds the gemv grid limit of 65535");

@@ -83,9 +83,12 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
   if (c.variant == "gemv") {
     // kernels/gemv.cuh: bm = 8 * FX_GEMV_MTILES; the split-K cluster is a launch attribute
     // (LaunchDims::cluster), so FX_GEMV_SPLITK stays 0.
-    if (c.bm % 8 != 0 || c.bm / 8 > 8 || c.bn != 128 || c.threads != 128 || c.stages < 2 || c.stages > 8)
+    // bn: 128 columns per CTA, or 64 with the product by wgmma (FX_GEMV_NT)
+    if (c.bm % 8 != 0 || c.bm / 8 > 8 || !(c.bn == 128 || (c.bn == 64 && c.wgmma)) || c.threads != 128 ||
+        c.stages < 2 || c.stages > 8)
       throw CodegenError("invalid gemv config: " + describeConfig(c));
     w.line("#define FX_GEMV_MTILES {}", c.bm / 8);
+    if (c.bn != 128) w.line("#define FX_GEMV_NT {}", c.bn);
     w.line("#define FX_GEMV_STAGES {}", c.stages);
     w.line("#define FX_GEMV_MIN_BLOCKS {}", gemvCtasPerSm(c));  // its launch bounds: registers
     if (c.wgmma) w.line("#define FX_GEMV_WGMMA 1");  // 8-bit weights only (generate checks)

@@ -32,13 +32,15 @@
 //                  by wgmma (below, "The product by wgmma"); the host adds 1 KB of dynamic shared
 //                  memory for the 1024-byte alignment its activation tile needs
 //                  (config_table.cpp gemvTakesWgmma, dynamicSmemBytes).
-//   Fixed: 4 warps (128 threads), block tile NT = 128 output columns, k-step KT = 128/sizeof(W)
-//   where W = FxRawB if the fast quant path is used else FxElemB.
+//   FX_GEMV_NT 128|64  output columns per block (NT); 64 with FX_GEMV_WGMMA only (one wgmma of 64
+//                  columns per k16 step, twice the blocks: config_table.cpp gemvColumnsPerCta).
+//   Fixed: 4 warps (128 threads), k-step KT = 128/sizeof(W) where W = FxRawB if the fast quant path
+//   is used else FxElemB.
 //
 // Launch geometry (runtime):
 //   block = (128, 1, 1)
-//   grid  = (ceil(N/128), S, B * ceil(M / (8*MTILES)))       S = cluster size along y (1..8)
-//   dynamic smem = max(STAGES * (128*128 + 8*MTILES*KT*2),  8*MTILES*132*4) bytes, + 1024 with
+//   grid  = (ceil(N/NT), S, B * ceil(M / (8*MTILES)))       S = cluster size along y (1..8)
+//   dynamic smem = max(STAGES * (NT*128 + 8*MTILES*KT*2),  8*MTILES*(NT+4)*4) bytes, + 1024 with
 //                  FX_GEMV_WGMMA (its stages start at a 1024-byte boundary)
 //   (> 48 KB: cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) first)
 //   The host side chooses MTILES (the smallest of 1, 2, 4, 8 covering M), STAGES (a pipeline
@@ -71,6 +73,9 @@
 #ifndef FX_GEMV_WGMMA
 #define FX_GEMV_WGMMA 0
 #endif
+#ifndef FX_GEMV_NT
+#define FX_GEMV_NT 128
+#endif
 #ifndef FX_B_QUANT
 #define FX_B_QUANT 0
 #endif
@@ -92,8 +97,9 @@ namespace fxgemv {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-constexpr int kNT = 128;                       // output columns per block
-constexpr int kRT = 2;                         // 16-row MMA tiles per warp (kWarps*kRT*16 == kNT)
+constexpr int kNT = FX_GEMV_NT;                // output columns per block
+constexpr int kRT = kNT / 64;                  // 16-row MMA tiles per warp (kWarps*kRT*16 == kNT)
+static_assert(kNT == 128 || (kNT == 64 && FX_GEMV_WGMMA != 0), "FX_GEMV_NT: 128, or 64 with FX_GEMV_WGMMA");
 constexpr int kMT = FX_GEMV_MTILES;            // 8-row m tiles
 constexpr int kStages = FX_GEMV_STAGES;
 constexpr bool kQuantFast = (FX_B_QUANT != 0) && (FX_B_QUANT_SCALE != 0);
@@ -106,7 +112,7 @@ constexpr int kWB = sizeof(WRaw);             // 1 or 2
 constexpr int kKT = 128 / kWB;                 // k per stage
 constexpr int kE = 16 / kWB;                   // elements per 16-byte chunk
 constexpr bool kKMajor = FX_B_KMAJOR != 0;
-constexpr int kWStageBytes = kNT * 128;        // 16 KB
+constexpr int kWStageBytes = kNT * 128;        // 16 KB (8 KB at 64 columns)
 constexpr int kARowBytes = kKT * 2;
 constexpr int kAStageBytes = 8 * kMT * kARowBytes;
 static_assert(sizeof(FxElemA) == 2 && sizeof(FxElemB) == 2, "gemv: 16-bit MMA operands only");
@@ -135,6 +141,9 @@ __device__ __forceinline__ void ldsm_x4_trans(unsigned addr, unsigned& r0, unsig
 __device__ __forceinline__ void ldsm_x4(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x2_trans(unsigned addr, unsigned& r0, unsigned& r1) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(addr));
 }
 __device__ __forceinline__ void ldsm_x2(unsigned addr, unsigned& r0, unsigned& r1) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(addr));
@@ -292,13 +301,16 @@ __device__ __forceinline__ unsigned i8pair_scaled(unsigned lo, unsigned hi, unsi
 // K x N path's swizzle: eight rows of one chunk in eight bank groups.
 constexpr bool kNkLdmatrix = kKMajor && kWB == 2 && !kQuantFast && FX_GEMV_NK_LDMATRIX != 0;
 // W tile: KMAJOR: [kNT rows (n)][128 B];  KN: [kKT rows (k)][kNT*kWB B].
+constexpr int kWRowBytes = kKMajor ? 128 : kNT * kWB;
 __device__ __forceinline__ int wswz(int row, int chunk) {
   // (the product by wgmma reads 8-bit N x K weights by 32-bit words of eight rows' same chunk:
   // w8_nk_fragments; it takes the eight-bank-group form too)
   if constexpr (kKMajor && !kNkLdmatrix && FX_GEMV_WGMMA == 0) return chunk ^ ((row & 1) << 2);
+  // 64-byte rows (8-bit K x N at 64 columns): two rows share a bank line, so rows 2j and 2j + 1 take
+  // one of four chunk rotations and eight rows of one chunk still fall in eight bank groups
+  else if constexpr (kWRowBytes == 64) return chunk ^ ((row >> 1) & 3);
   else return chunk ^ (row & 7);  // eight rows of one chunk in eight bank groups (ldmatrix)
 }
-constexpr int kWRowBytes = kKMajor ? 128 : kNT * kWB;
 // A tile: [8*kMT rows (m)][kKT*2 B].
 __device__ __forceinline__ int aswz(int row, int chunk) {
   if constexpr (kKMajor && !kNkLdmatrix) return chunk ^ ((row & 1) * (kWB == 1 ? 1 : 4));
@@ -321,9 +333,9 @@ __device__ __forceinline__ int col_of(int w, int rt, int r) {
   if constexpr (!kKMajor && kWB == 1) {
     // 8-bit KN: row tile rt is the 16-byte chunk rt of the warp's 32 columns; thread group g
     // holds its columns 2g (MMA row g) and 2g + 1 (row g + 8) (compute_stage's ldmatrix)
-    return w * 32 + 16 * rt + 2 * (r & 7) + (r >> 3);
+    return w * 16 * kRT + 16 * rt + 2 * (r & 7) + (r >> 3);
   } else {
-    return w * 32 + rt * 16 + r;
+    return w * 16 * kRT + rt * 16 + r;
   }
 }
 
@@ -430,16 +442,18 @@ __device__ __forceinline__ void load_act_fragments(unsigned asb, int s, int lane
 // 2t+9 (kh = 1). (Four 32-bit loads and their addresses per step before, session 35.)
 __device__ __forceinline__ void w8_kn_fragments(unsigned wsb, int s, int lane, int w, const float (&sc)[kRT][2],
                                                 const unsigned (&sc2)[kRT][2], unsigned (&a)[kRT][4]) {
-  unsigned r[4];
+  unsigned r[2 * kRT];
   {
     const int mat = lane >> 3;
     const int row = 16 * s + (lane & 7) + 8 * (mat & 1);
-    ldsm_x4_trans(wsb + row * kWRowBytes + wswz(row, 2 * w + (mat >> 1)) * 16, r[0], r[1], r[2], r[3]);
+    const unsigned at = wsb + row * kWRowBytes + wswz(row, kRT * w + (mat >> 1)) * 16;
+    if constexpr (kRT == 2) ldsm_x4_trans(at, r[0], r[1], r[2], r[3]);
+    else ldsm_x2_trans(at, r[0], r[1]);  // lanes 0-15's addresses: matrices kh = 0, 1
   }
-  float f[4][4];
+  float f[2 * kRT][4];
   if constexpr (!kI8Packed) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) raw4_to_f32(r[i], f[i]);
+    for (int i = 0; i < 2 * kRT; ++i) raw4_to_f32(r[i], f[i]);
   }
 #pragma unroll
   for (int rt = 0; rt < kRT; ++rt) {
@@ -477,7 +491,7 @@ __device__ __forceinline__ void w8_nk_fragments(unsigned wsb, int s, int lane, i
   for (int rt = 0; rt < kRT; ++rt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int row = w * 32 + rt * 16 + g + 8 * h;
+      const int row = w * 16 * kRT + rt * 16 + g + 8 * h;
       const unsigned at = wsb + row * kWRowBytes + wswz(row, s) * 16 + 4 * (t >> 1);
       const unsigned lo = lds32(at), hi = lds32(at + 8);  // k 16s + 4(t/2) .. +3, and 8 more
       if constexpr (kI8Packed) {

@@ -437,6 +437,18 @@ TEST(Gemv, EightBitWeightsTakeWgmmaOnHopperFrom17KnOr33NkRows) {
     if (ok) EXPECT_TRUE(has(generate(s, forced).code, "#define FX_GEMV_WGMMA 1\n")) << name;
     else EXPECT_THROW(generate(s, forced), CodegenError) << name;
   }
+  // 64 columns per CTA (FX_GEMV_NT): the product by wgmma only; a weight tile of 64 x 128 bytes
+  spec::ChainSpec i8 = loadSpec("gemv_int8_kn_channel_scale_gelu");
+  KernelConfig narrow = chooseConfig(i8, shapeFor(i8, 64, 4096), 90);
+  ASSERT_TRUE(narrow.wgmma);
+  EXPECT_FALSE(has(generate(i8, narrow).code, "#define FX_GEMV_NT 64\n"));  // 128: the template's default
+  const size_t wide_smem = dynamicSmemBytes(narrow);
+  narrow.bn = 64;
+  EXPECT_TRUE(has(generate(i8, narrow).code, "#define FX_GEMV_NT 64\n"));
+  EXPECT_EQ(dynamicSmemBytes(narrow) + 64 * 128 * narrow.stages, wide_smem);
+  EXPECT_EQ(launchDims(generate(i8, narrow), shapeFor(i8, 64, 4096), 132).grid[0], 4096u / 64);
+  narrow.wgmma = false;
+  EXPECT_THROW(generate(i8, narrow), CodegenError);
 }
 
 // ---- the FX_B_QUANT_SCALE hook -----------------------------------------------------------
@@ -537,7 +549,7 @@ void expectSpillsAtMost(const std::string& log, int bytes) {
 
 // The product by wgmma compiles for every n it takes (8 kMT: M = 1-8, 9-16, 17-32, 33-64; the rule
 // gives it 17-64 only, the knob FXFUSE_GEMV_WGMMA the others), for both 16-bit types, int8 and fp8,
-// K x N and N x K weights, as wgmma without spills or serialization.
+// K x N and N x K weights, 128 or 64 columns per CTA, as wgmma without spills or serialization.
 TEST(Gemv, WgmmaProductCompilesForEveryRowTile) {
   if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
   if (!nvrtcUsable()) GTEST_SKIP() << "no NVRTC (Nvrtc.Found fails for a missing one)";
@@ -549,10 +561,11 @@ TEST(Gemv, WgmmaProductCompilesForEveryRowTile) {
   spec::ChainSpec fp8nk = spec::parseSpec(std::regex_replace(spec::printSpec(fp8), std::regex("\\[k,n\\]"), "[n,k]"));
   ASSERT_TRUE(analyzeB(fp8nk).kmajor && analyzeB(i8nk).kmajor);
   for (const spec::ChainSpec* s : {&i8, &i8f16, &fp8, &i8nk, &fp8nk})
-    for (long long m : {1, 16, 24, 64}) {
+    for (auto [m, nt] : {std::pair<long long, int>{1, 128}, {16, 128}, {24, 128}, {64, 128}, {1, 64}, {64, 64}}) {
       KernelConfig cfg = chooseConfig(*s, shapeFor(*s, m), 90);
       ASSERT_EQ(cfg.variant, "gemv");
       cfg.wgmma = true;
+      cfg.bn = nt;  // 64 columns per CTA (FX_GEMV_NT): one wgmma a k16 step
       KernelSource src = generate(*s, cfg);
       SCOPED_TRACE(fmt::format("M={} {}", m, describeConfig(cfg)));
       Cubin out;

@@ -353,8 +353,8 @@ def test_gemv_every_split_k_size_computes_the_chain(split_k):
 # it the other: wgmma's n = 8, 16, 32 and 64 columns (M = 1-8, 9-16, 17-32, 33-64), rows that fill no
 # m-tile, a ragged last k-step and column tile, both weight layouts (K x N: `x @ w`; N x K: F.linear,
 # w8_nk_fragments), int8 with a scale in the MMA dtype (the packed conversion) and in float32, fp8 per
-# tensor, bf16 and f16, an epilogue. Outputs poisoned, fresh inputs per case, against float64; the
-# config the op planned must be the one forced.
+# tensor, bf16 and f16, an epilogue; wgmma also at 64 columns per CTA (FXFUSE_GEMV_NT). Outputs
+# poisoned, fresh inputs per case, against float64; the config the op planned must be the one forced.
 W8_CHILD = """
 import os, sys, torch, torch.nn.functional as F, fxfuse._C as C
 from runtime_chain_cases import Case, SpecBuilder, check_outputs, d, q, randn
@@ -401,6 +401,8 @@ for kind, dt in [("int8", torch.bfloat16), ("int8", torch.float16), ("int8_f32_s
                 case = w8(kind, layout, dt, M, N, K)
                 planned = C.kernel_candidates(case.inputs, case.spec)[0]
                 assert planned.startswith("gemv") and planned.endswith(" wgmma") == (forced == "1"), (where, planned)
+                columns = 64 if forced == "1" and os.environ.get("FXFUSE_GEMV_NT") == "64" else 128
+                assert planned.split()[1].split("x")[1] == str(columns), (where, planned)
                 before = C.stats()["launches"]
                 outs = gemm_chain(case.inputs, case.spec)
                 torch.cuda.synchronize()
@@ -416,10 +418,13 @@ print("ok")
 
 
 @needs_sm90
-@pytest.mark.parametrize("forced", ["wgmma", "mma_sync"])
+@pytest.mark.parametrize("forced", ["wgmma", "wgmma_64_columns", "mma_sync"])
 def test_gemv_both_products_of_8bit_weights(forced):
-    run_child(W8_CHILD, 1 if forced == "wgmma" else 0, drop=("FXFUSE_FORCE_KERNEL",),
-              FXFUSE_GEMV_WGMMA="1" if forced == "wgmma" else "0")
+    wgmma = forced != "mma_sync"
+    knobs = {"FXFUSE_GEMV_WGMMA": "1" if wgmma else "0"}
+    if forced == "wgmma_64_columns":
+        knobs["FXFUSE_GEMV_NT"] = "64"  # 64 columns per CTA (kernels/gemv.cuh FX_GEMV_NT)
+    run_child(W8_CHILD, 1 if wgmma else 0, drop=("FXFUSE_FORCE_KERNEL", "FXFUSE_GEMV_NT"), **knobs)
 
 
 # The gemv's 8-bit weight paths produce B = FxElemB(fp32(float(raw) * s)) bit for bit: with
