@@ -745,24 +745,40 @@ int gemvColumnsKnob() {
 
 // Output columns per CTA: 128, or with the product by wgmma 64 (one wgmma of 64 columns per k16
 // step, twice the CTAs, each with half the weight tile; the prototype's best, bench/RESULTS.md Run BD
-// call 1). Not measured in the gemv yet: 128 unless the knob says 64.
+// call 1). bench/RESULTS.md Run BE call 2 (w8, w8_linear at M = 24-64, issue 7's shapes, the rule's
+// pipeline and split-K): 3-5.5 % faster only for w8_linear at 4096 x 4096 and 33-64 rows (w8 there
+// -1.4 to +0.2 %), 8-17 % slower at 4096 x 14336 and 10-12 % (K x N) at 14336 x 4096; split-K 8 and
+// a 50 KB pipeline slower still. So 128; 64 is a candidate of the measured autotune
+// (gemvAlternatives) and the knob's.
 int gemvColumnsPerCta(bool wgmma) {
   if (!wgmma) return kGemvNT;
   const int knob = gemvColumnsKnob();
   return knob ? knob : kGemvNT;
 }
 
-KernelConfig gemvConfig(const Query& q) {
+// The gemv with the given product and columns per CTA; its pipeline sized as the rule sizes it.
+KernelConfig gemvConfigWith(const Query& q, bool wgmma, int nt) {
   const int mtiles = gemvMTiles(q.shape.M);
   const int kt = 128 / gemvWeightBytes(q.b);
-  const bool wgmma = gemvTakesWgmma(q, mtiles);
-  const int nt = gemvColumnsPerCta(wgmma);
   const long long stage = gemvStageBytes(mtiles, kt, nt);
   const int stages = gemvStagesFor(stage, gemvPipelineCtasPerSm(q, mtiles, kt, nt, stage), q.arch);
   KernelConfig c{"gemv", 8 * mtiles, nt, kt, stages, kGemvThreads};
   c.max_cluster = q.arch >= 90 ? 8 : 1;  // thread block clusters: sm_90 and later (8: portable)
   c.wgmma = wgmma;
   return c;
+}
+
+KernelConfig gemvConfig(const Query& q) {
+  const bool wgmma = gemvTakesWgmma(q, gemvMTiles(q.shape.M));
+  return gemvConfigWith(q, wgmma, gemvColumnsPerCta(wgmma));
+}
+
+// The gemvs a measured autotune times besides the rule's for 8-bit weights on sm_90: every product
+// and width the template has (mma.sync at 128 columns, wgmma at 128 and 64), since the rule's
+// boundaries (wgmma from 17 or 33 rows, 128 columns) were measured on three shapes only.
+std::vector<KernelConfig> gemvAlternatives(const Query& q) {
+  if (q.arch != 90 || !q.b.quant_scale) return {};
+  return {gemvConfigWith(q, false, kGemvNT), gemvConfigWith(q, true, kGemvNT), gemvConfigWith(q, true, 64)};
 }
 
 // Measurement knob: FXFUSE_GEMV_DENSE_MAX_M=R (1-64) gives the gemv dense 16-bit weights up to R rows
@@ -1041,6 +1057,14 @@ namespace {
 std::vector<KernelConfig> candidatesValidated(const spec::ChainSpec& checked, const OperandInfo& a,
                                               const OperandInfo& b, const ProblemShape& shape, int sm_arch) {
   std::vector<KernelConfig> out{chooseValidated(checked, a, b, shape, sm_arch)};
+  auto add = [&out](const KernelConfig& c) {
+    bool seen = false;
+    for (const KernelConfig& o : out) seen = seen || describeConfig(o) == describeConfig(c);
+    if (!seen) out.push_back(c);
+  };
+  // the rule's gemv: its other products and widths (8-bit weights on sm_90)
+  if (out[0].variant == "gemv")
+    for (const KernelConfig& c : gemvAlternatives(heuristicQuery(checked, a, b, shape, sm_arch))) add(c);
   // The epilogue rule (epilogueRefusal) and the heuristic's smallest M are guesses the
   // measurement replaces: ask as if the epilogue wins, from one 64-row tile.
   Query q{a, b, shape, sm_arch, /*epilogue_refusal=*/"", epilogueLoad(checked)};
@@ -1055,11 +1079,7 @@ std::vector<KernelConfig> candidatesValidated(const spec::ChainSpec& checked, co
   // sm90::splitKForFewTiles)
   if (tiles64x128(shape) < kSplitKMaxTiles)
     for (int ks : {2, 4}) tiles.push_back(splitKKernelConfig(ks));
-  for (const KernelConfig& c : tiles) {
-    bool seen = false;
-    for (const KernelConfig& o : out) seen = seen || describeConfig(o) == describeConfig(c);
-    if (!seen) out.push_back(c);
-  }
+  for (const KernelConfig& c : tiles) add(c);
   return out;
 }
 }  // namespace

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "codegen/codegen.h"
 #include "codegen/config_table.h"
 #include "codegen/cublas_share.h"
@@ -53,6 +55,34 @@ TEST(CandidateConfigs, HeuristicFirstThenEveryHopperTile) {
   EXPECT_TRUE(texts.count("sm90_wgmma 64x256x64 s5 t384 pingpong"));
   EXPECT_TRUE(texts.count("sm90_wgmma 128x128x64 s6 t384"));
   EXPECT_TRUE(texts.count("sm90_wgmma 128x128x64 s6 t384 pingpong"));
+}
+
+// 8-bit weights on sm_90: the rule's gemv first, then its other products and widths (mma.sync at 128
+// columns, wgmma at 128 and 64: gemvAlternatives), each once; elsewhere the gemv has no alternatives.
+TEST(CandidateConfigs, EightBitGemvOffersEveryProductOnHopper) {
+  if (!embeddedFile("kernels/gemv.cuh")) GTEST_SKIP() << "kernels/gemv.cuh not built in";
+  if (std::getenv("FXFUSE_GEMV_WGMMA") || std::getenv("FXFUSE_GEMV_NT")) GTEST_SKIP() << "a knob replaces the rule";
+  for (const char* name : {"gemv_int8_kn_channel_scale_gelu", "gemv_int8_linear_channel_scale_bias"})
+    for (long long m : {1LL, 16LL, 24LL, 64LL}) {
+      SCOPED_TRACE(fmt::format("{} M={}", name, m));
+      const spec::ChainSpec s = loadSpec(name);
+      const std::vector<KernelConfig> c = candidateConfigsForSize(s, m, 4096, 4096, 1, 90);
+      ASSERT_FALSE(c.empty());
+      EXPECT_EQ(describeConfig(c[0]), describeConfig(chooseConfigForSize(s, m, 4096, 4096, 1, 90)));
+      std::set<std::string> gemvs;
+      for (const KernelConfig& k : c)
+        if (k.variant == "gemv") gemvs.insert(fmt::format("{} {}", k.bn, k.wgmma ? "wgmma" : "mma.sync"));
+      EXPECT_EQ(gemvs, (std::set<std::string>{"128 mma.sync", "128 wgmma", "64 wgmma"}));
+      size_t n_gemv = 0;
+      for (const KernelConfig& k : c) n_gemv += k.variant == "gemv";
+      EXPECT_EQ(n_gemv, 3u) << "a gemv offered twice";
+      for (const KernelConfig& k : c)
+        if (k.variant == "gemv") EXPECT_NO_THROW(generate(s, k)) << describeConfig(k);
+      // sm_80: no wgmma, the rule's gemv alone
+      size_t sm80_gemv = 0;
+      for (const KernelConfig& k : candidateConfigsForSize(s, m, 4096, 4096, 1, 80)) sm80_gemv += k.variant == "gemv";
+      EXPECT_EQ(sm80_gemv, 1u);
+    }
 }
 
 TEST(CandidateConfigs, SmallBatchesTakeHopperWhereItsTilesFillTheSms) {
