@@ -321,6 +321,40 @@ def test_gpu_tune_measures_once_and_later_processes_run_the_choice(tmp_path, mon
     assert again == {"choice": tuned["choice"], "source": "cache"}, again
 
 
+# 8-bit weights (issue 7), both layouts: `x @ (w.to(bf16) * s) + b` and F.linear's N x K form.
+W8_BIAS = {layout: ("fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n"
+                    f"%1 = input 1 i8 [{'k,n' if layout == 'kn' else 'n,k'}]\n"
+                    f"%2 = input 2 bf16 [{'n' if layout == 'kn' else 'n,1'}]\n"
+                    "%3 = convert %1 : bf16\n%4 = mul %3 %2 : bf16\n%5 = mm %0 %4 : f32\n"
+                    "%6 = input 3 bf16 [n]\n%7 = add %5 %6 : bf16\noutput %7\n")
+           for layout in ("kn", "nk")}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["kn", "nk"])
+@pytest.mark.parametrize("M", [16, 40])
+def test_gpu_tune_measures_every_gemv_product_of_8bit_weights(layout, M):
+    """On sm_90 the autotune offers the rule's gemv and its other products and widths (mma.sync,
+    wgmma at 128 and at 64 columns per CTA: config_table.cpp gemvAlternatives); each must launch
+    and agree with the ATen evaluation (autotune.measure's check), so each gets a time."""
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("the gemv's wgmma product is sm_90's")
+    K, N = 4096, 2048
+    g = torch.Generator(device="cuda").manual_seed(int.from_bytes(__import__("os").urandom(4), "little"))
+    wq = torch.randint(-128, 128, (K, N) if layout == "kn" else (N, K), dtype=torch.int8, device="cuda", generator=g)
+    scale = (torch.rand(N, device="cuda", generator=g) + 0.5) / (64 * K ** 0.5)
+    inputs = [torch.randn(M, K, device="cuda", dtype=torch.bfloat16, generator=g), wq,
+              scale.to(torch.bfloat16).view(N) if layout == "kn" else scale.to(torch.bfloat16).view(N, 1),
+              torch.randn(N, device="cuda", dtype=torch.bfloat16, generator=g)]
+    spec = W8_BIAS[layout]
+    gemvs = [c for c in C.kernel_candidates(inputs, spec) if c.startswith("gemv")]
+    assert len(gemvs) == 3 and sum(c.endswith(" wgmma") for c in gemvs) == 2, gemvs
+    assert any(c.split()[1].split("x")[1] == "64" for c in gemvs), gemvs
+    result = autotune.measure(inputs, spec, reps=3)
+    for c in gemvs:
+        assert result["times_ms"].get(c) is not None, (c, result["errors"].get(c), result)
+
+
 @pytest.mark.gpu
 def test_gpu_compile_with_autotune_records_the_choice(tmp_path):
     import fxfuse
