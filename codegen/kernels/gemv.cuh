@@ -32,6 +32,9 @@
 //                  by wgmma (below, "The product by wgmma"); the host adds 1 KB of dynamic shared
 //                  memory for the 1024-byte alignment its activation tile needs
 //                  (config_table.cpp gemvTakesWgmma, dynamicSmemBytes).
+//   FX_GEMV_WGMMA_OVERLAP 0|1  with FX_GEMV_WGMMA: the stage's k16 steps converted one at a time,
+//                  each while the wgmmas of the step before run (compute_stage_wgmma_overlapped;
+//                  measurement knob FXFUSE_GEMV_WGMMA_OVERLAP, not yet measured).
 //   FX_GEMV_NT 128|64  output columns per block (NT); 64 with FX_GEMV_WGMMA only (one wgmma of 64
 //                  columns per k16 step, twice the blocks: config_table.cpp gemvColumnsPerCta).
 //   Fixed: 4 warps (128 threads), k-step KT = 128/sizeof(W) where W = FxRawB if the fast quant path
@@ -75,6 +78,9 @@
 #endif
 #ifndef FX_GEMV_NT
 #define FX_GEMV_NT 128
+#endif
+#ifndef FX_GEMV_WGMMA_OVERLAP  // the product by wgmma converting one k16 step while the last runs
+#define FX_GEMV_WGMMA_OVERLAP 0
 #endif
 #ifndef FX_B_QUANT
 #define FX_B_QUANT 0
@@ -572,13 +578,28 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[NN / 2], const unsigned (&a)
 #undef FXG_IN
 #undef FXG_WGMMA
 
+// The weight fragments of k16 step s, either layout.
+__device__ __forceinline__ void w8_fragments(unsigned wsb, int s, int lane, int w, const float (&sc)[kRT][2],
+                                             const unsigned (&sc2)[kRT][2], unsigned (&a)[kRT][4]) {
+  if constexpr (kKMajor) w8_nk_fragments(wsb, s, lane, w, sc, sc2, a);
+  else w8_kn_fragments(wsb, s, lane, w, sc, sc2, a);
+}
+
+// The accumulators pass through keep_live after the last wait: nothing reads them before it.
+__device__ __forceinline__ void accumulators_after_wait(float (&acc)[kRT][kMT][4]) {
+#pragma unroll
+  for (int rt = 0; rt < kRT; ++rt)
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) keep_live(acc[rt][mt][i]);
+}
+
 // One stage by wgmma, in two halves of 64 k: each half's fragments are converted, then its 4 x kRT
 // wgmmas issued and waited for before the next half converts into the same registers. Every input
 // of a half's wgmmas (fragments, descriptors) is computed before its fence: ptxas serializes the
-// wgmmas (C7513) where an instruction defining one of their inputs sits between them, which is also
-// why a half's wgmmas do not stay in flight while the next half converts (bench/gemv/wgmma_rs_int8.cu
-// measured that form's serialization at compile time). The CTAs beside this one on the SM fill the
-// wait.
+// wgmmas (C7513) where an instruction defining one of their inputs sits between them. The CTAs beside
+// this one on the SM fill the wait.
 __device__ __forceinline__ void compute_stage_wgmma(unsigned wsb, unsigned asb, float (&acc)[kRT][kMT][4],
                                                     const float (&sc)[kRT][2], const unsigned (&sc2)[kRT][2]) {
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -586,10 +607,7 @@ __device__ __forceinline__ void compute_stage_wgmma(unsigned wsb, unsigned asb, 
   for (int half = 0; half < kKT / 64; ++half) {
     unsigned a[4][kRT][4];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      if constexpr (kKMajor) w8_nk_fragments(wsb, 4 * half + q, lane, w, sc, sc2, a[q]);
-      else w8_kn_fragments(wsb, 4 * half + q, lane, w, sc, sc2, a[q]);
-    }
+    for (int q = 0; q < 4; ++q) w8_fragments(wsb, 4 * half + q, lane, w, sc, sc2, a[q]);
     unsigned long long db[4];
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
@@ -609,13 +627,42 @@ __device__ __forceinline__ void compute_stage_wgmma(unsigned wsb, unsigned asb, 
       for (int rt = 0; rt < kRT; ++rt) wgmma_rs<8 * kMT>(reinterpret_cast<float(&)[4 * kMT]>(acc[rt]), a[q][rt], db[q]);
     wgmma_commit();
     wgmma_wait_all();
+    accumulators_after_wait(acc);
+  }
+}
+
+// The same stage with the conversion beside the tensor cores (FX_GEMV_WGMMA_OVERLAP): k16 step q's
+// kRT wgmmas are committed as one group, and while they run the next step converts into the other of
+// two fragment buffers (wait_group 1 first: the group before, which read that buffer, is done). ptxas
+// 13.0 compiles this without serializing (no C751x warning) and without spills at 168 and 232
+// registers (session 43, offline); the two-halves form above had been chosen because the prototype's
+// form with a whole stage in flight serialized. Every group waited for before the stage ends (the
+// next stage's loads overwrite this stage's shared memory after the barrier).
+__device__ __forceinline__ void compute_stage_wgmma_overlapped(unsigned wsb, unsigned asb, float (&acc)[kRT][kMT][4],
+                                                               const float (&sc)[kRT][2],
+                                                               const unsigned (&sc2)[kRT][2]) {
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  unsigned a[2][kRT][4];
+  w8_fragments(wsb, 0, lane, w, sc, sc2, a[0]);
+#pragma unroll
+  for (int q = 0; q < kKT / 16; ++q) {
+    unsigned long long db = act_desc(asb + (q >> 2) * kAHalfBytes + 32 * (q & 3));
+    keep_live(db);
 #pragma unroll
     for (int rt = 0; rt < kRT; ++rt)
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
+      for (int i = 0; i < 4; ++i) keep_live(a[q & 1][rt][i]);
+    wgmma_fence();  // also orders the conversion's register writes before this group reads them
 #pragma unroll
-        for (int i = 0; i < 4; ++i) keep_live(acc[rt][mt][i]);
+    for (int rt = 0; rt < kRT; ++rt) wgmma_rs<8 * kMT>(reinterpret_cast<float(&)[4 * kMT]>(acc[rt]), a[q & 1][rt], db);
+    wgmma_commit();
+    if (q + 1 < kKT / 16) {
+      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");  // group q - 1 read a[(q + 1) & 1]
+      w8_fragments(wsb, q + 1, lane, w, sc, sc2, a[(q + 1) & 1]);
+    }
   }
+  wgmma_wait_all();
+  accumulators_after_wait(acc);
 }
 
 // ---- compute one stage -----------------------------------------------------------------------
@@ -626,7 +673,9 @@ __device__ __forceinline__ void compute_stage(const unsigned char* ws, const uns
   const int g = lane >> 2, t = lane & 3;
   const unsigned wsb = smem_u32(ws), asb = smem_u32(as);
   (void)sc; (void)sc2;
-  if constexpr (kWgmma) {
+  if constexpr (kWgmma && FX_GEMV_WGMMA_OVERLAP != 0) {
+    compute_stage_wgmma_overlapped(wsb, asb, acc, sc, sc2);
+  } else if constexpr (kWgmma) {
     compute_stage_wgmma(wsb, asb, acc, sc, sc2);
   } else if constexpr (kNkLdmatrix) {
     // Dense 16-bit N x K weights, k16 steps s: the activation fragments as on the K x N path, the

@@ -353,7 +353,8 @@ def test_gemv_every_split_k_size_computes_the_chain(split_k):
 # it the other: wgmma's n = 8, 16, 32 and 64 columns (M = 1-8, 9-16, 17-32, 33-64), rows that fill no
 # m-tile, a ragged last k-step and column tile, both weight layouts (K x N: `x @ w`; N x K: F.linear,
 # w8_nk_fragments), int8 with a scale in the MMA dtype (the packed conversion) and in float32, fp8 per
-# tensor, bf16 and f16, an epilogue; wgmma also at 64 columns per CTA (FXFUSE_GEMV_NT). Outputs
+# tensor, bf16 and f16, an epilogue; wgmma also at 64 columns per CTA (FXFUSE_GEMV_NT) and with the
+# conversion overlapped (FXFUSE_GEMV_WGMMA_OVERLAP). Outputs
 # poisoned, fresh inputs per case, against float64; the config the op planned must be the one forced.
 W8_CHILD = """
 import os, sys, torch, torch.nn.functional as F, fxfuse._C as C
@@ -418,13 +419,16 @@ print("ok")
 
 
 @needs_sm90
-@pytest.mark.parametrize("forced", ["wgmma", "wgmma_64_columns", "mma_sync"])
+@pytest.mark.parametrize("forced", ["wgmma", "wgmma_64_columns", "wgmma_overlapped", "mma_sync"])
 def test_gemv_both_products_of_8bit_weights(forced):
     wgmma = forced != "mma_sync"
     knobs = {"FXFUSE_GEMV_WGMMA": "1" if wgmma else "0"}
     if forced == "wgmma_64_columns":
         knobs["FXFUSE_GEMV_NT"] = "64"  # 64 columns per CTA (kernels/gemv.cuh FX_GEMV_NT)
-    run_child(W8_CHILD, 1 if wgmma else 0, drop=("FXFUSE_FORCE_KERNEL", "FXFUSE_GEMV_NT"), **knobs)
+    if forced == "wgmma_overlapped":
+        knobs["FXFUSE_GEMV_WGMMA_OVERLAP"] = "1"  # each k16 step converted while the last runs
+    run_child(W8_CHILD, 1 if wgmma else 0, drop=("FXFUSE_FORCE_KERNEL", "FXFUSE_GEMV_NT", "FXFUSE_GEMV_WGMMA_OVERLAP"),
+              **knobs)
 
 
 # The gemv's 8-bit weight paths produce B = FxElemB(fp32(float(raw) * s)) bit for bit: with
