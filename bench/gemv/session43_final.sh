@@ -5,17 +5,13 @@
 # Leaves $OUT/res.tgz (the device returns at most 8 files).
 #   run: bash bench/gemv/session43_final.sh   (~500 s on a fresh H200 machine)
 set -u
-L="$OUT/logs"
-mkdir -p "$L"
-export FXFUSE_BUILD_DIR=build-gpu FXFUSE_CACHE_DIR=/tmp/fxfuse-cache PYTHONPATH=python
-t0=$(date +%s)
-python3 -m pip install -q --no-build-isolation --no-deps --no-index -e . > "$L/build.log" 2>&1
-echo "build rc $? ($(( $(date +%s) - t0 )) s)"
+source "$(dirname "$0")/device_call.sh"
+device_build
 timeout 340 python3 -m pytest -q -p no:cacheprovider -m "gpu and not slow" -n 14 tests > "$L/pytest_gpu.log" 2>&1
 echo "GPU suite rc $? ($(( $(date +%s) - t0 )) s)"; grep -E "^(FAILED|ERROR)" "$L/pytest_gpu.log" | head -10
 tail -1 "$L/pytest_gpu.log"
 OUT="$L/decode" timeout 150 python3 bench/bench_decode.py --m 33,64 \
   --chains w8,w8_bias_gelu,w8_linear,w8_linear_bias,w8_linear_bias_gelu,f8ch_bias > "$L/decode.txt" 2>&1
 echo "decode rc $? ($(( $(date +%s) - t0 )) s)"
-tar czf "$OUT/res.tgz" -C "$OUT" logs
+device_pack
 tail -n 45 "$L/decode.txt"

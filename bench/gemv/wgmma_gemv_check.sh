@@ -9,12 +9,8 @@
 # Leaves $OUT/res.tgz (the device returns at most 8 files).
 #   run: bash bench/gemv/wgmma_gemv_check.sh   (~500 s on a fresh H200 machine)
 set -u
-L="$OUT/logs"
-mkdir -p "$L"
-export FXFUSE_BUILD_DIR=build-gpu FXFUSE_CACHE_DIR=/tmp/fxfuse-cache PYTHONPATH=python
-t0=$(date +%s)
-python3 -m pip install -q --no-build-isolation --no-deps --no-index -e . > "$L/build.log" 2>&1
-echo "build rc $? ($(( $(date +%s) - t0 )) s)"
+source "$(dirname "$0")/device_call.sh"
+device_build
 timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu -n 12 tests/runtime/test_gemm_chain_cuda.py \
   -k "both_products or bit_exact or gemv or int8 or fp8 or programmatic or decode" > "$L/pytest.log" 2>&1
 echo "pytest rc $? ($(( $(date +%s) - t0 )) s)"; grep -E "^(FAILED|ERROR)" "$L/pytest.log" | head -10; tail -1 "$L/pytest.log"
@@ -25,5 +21,5 @@ echo "sweep A rc $? ($(( $(date +%s) - t0 )) s)"
 OUT="$L/b" timeout 100 python3 bench/gemv/sweep_inflight.py --budget-s 60 --rounds 2 --m 16,24 \
   --chains w8,f8ch_bias --variants 0:0,0:0:FXFUSE_GEMV_WGMMA=1 > "$L/sweep_b.txt" 2>&1
 echo "sweep B rc $? ($(( $(date +%s) - t0 )) s)"
-tar czf "$OUT/res.tgz" -C "$OUT" logs
+device_pack
 tail -n 45 "$L/sweep_a.txt"; tail -n 20 "$L/sweep_b.txt"

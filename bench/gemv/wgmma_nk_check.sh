@@ -8,12 +8,8 @@
 # Leaves $OUT/res.tgz (the device returns at most 8 files).
 #   run: bash bench/gemv/wgmma_nk_check.sh   (~450 s on a fresh H200 machine)
 set -u
-L="$OUT/logs"
-mkdir -p "$L"
-export FXFUSE_BUILD_DIR=build-gpu FXFUSE_CACHE_DIR=/tmp/fxfuse-cache PYTHONPATH=python
-t0=$(date +%s)
-python3 -m pip install -q --no-build-isolation --no-deps --no-index -e . > "$L/build.log" 2>&1
-echo "build rc $? ($(( $(date +%s) - t0 )) s)"
+source "$(dirname "$0")/device_call.sh"
+device_build
 python3 -c "import fxfuse._C as C; print('nvrtc', C.nvrtc_path())" 2>&1 | tee "$L/nvrtc.txt"
 (timeout 200 ctest --test-dir build-gpu --output-on-failure -j 8 --timeout 150 > "$L/ctest.log" 2>&1; echo "ctest rc $?" >> "$L/ctest.log") &
 timeout 230 python3 -m pytest -q -p no:cacheprovider -m gpu -n 4 tests/runtime/test_gemm_chain_cuda.py \
@@ -28,5 +24,5 @@ grep -hE "^(FAILED|ERROR)" "$L"/pytest_*.log | head -10
 OUT="$L/a" timeout 200 python3 bench/gemv/sweep_inflight.py --budget-s 150 --rounds 2 --m 16,24,33,48,64 \
   --chains w8_linear,w8_linear_bias_gelu --variants 0:0,0:0:FXFUSE_GEMV_WGMMA=1 > "$L/sweep_a.txt" 2>&1
 echo "sweep A rc $? ($(( $(date +%s) - t0 )) s)"
-tar czf "$OUT/res.tgz" -C "$OUT" logs
+device_pack
 tail -n 40 "$L/sweep_a.txt"

@@ -1,0 +1,27 @@
+# Sourced by the gemv's one-call device scripts (bench/gemv/*_check.sh), from the repository root of the
+# device's copy (no git there): `device_build` makes $L (the call's log folder under $OUT), sets the
+# build and cache folders and builds the extension; `device_pack` leaves every log in $OUT/res.tgz (the
+# device returns at most 8 files). t0: the call's start, for the scripts' "(N s)" stamps.
+L="$OUT/logs"
+t0=$(date +%s)
+device_build() {
+  mkdir -p "$L"
+  export FXFUSE_BUILD_DIR=build-gpu FXFUSE_CACHE_DIR=/tmp/fxfuse-cache PYTHONPATH=python
+  python3 -m pip install -q --no-build-isolation --no-deps --no-index -e . > "$L/build.log" 2>&1
+  echo "build rc $? ($(( $(date +%s) - t0 )) s)"
+}
+device_pack() { tar czf "$OUT/res.tgz" -C "$OUT" logs; }
+# The 8-bit gemv's GPU tests: every product forced at every row tile (test_gemv_both_products_of_8bit_weights)
+# beside the bit-exact int8 dequantization run with the knobs given as NAME=VALUE arguments (the form the
+# call measures forced where the rule would not take it).
+device_w8_tests() {
+  (env "$@" timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu -n 4 \
+    tests/runtime/test_gemm_chain_cuda.py -k "bit_exact" > "$L/pytest_exact_forced.log" 2>&1; \
+    echo "rc $?" >> "$L/pytest_exact_forced.log") &
+  timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu -n 4 tests/runtime/test_gemm_chain_cuda.py \
+    -k "both_products" > "$L/pytest_both.log" 2>&1
+  echo "pytest both rc $? ($(( $(date +%s) - t0 )) s)"; tail -1 "$L/pytest_both.log"
+  wait
+  echo "pytest exact ($*) ($(( $(date +%s) - t0 )) s)"; tail -2 "$L/pytest_exact_forced.log"
+  grep -hE "^(FAILED|ERROR)" "$L"/pytest_*.log | head -10
+}
