@@ -603,7 +603,8 @@ const KernelConfig* pingpongTileKnob() {
 }
 
 // ---- gemv (kernels/gemv.cuh): the host-side chooser of its header comment ----
-constexpr int kGemvNT = 128;       // output columns per CTA (64 with the product by wgmma: gemvColumnsPerCta)
+constexpr int kGemvNT = 128;       // output columns per CTA (the rule's; gemvColumnsPerCta)
+constexpr int kGemvNarrowNT = 64;  // the product by wgmma's other width (FX_GEMV_NT: the knob, the autotune)
 constexpr int kGemvThreads = 128;  // 4 warps (fixed)
 constexpr long long kGemvMaxGridZ = 65535;
 
@@ -736,7 +737,7 @@ int gemvColumnsKnob() {
   static const int knob = [] {
     const char* v = std::getenv("FXFUSE_GEMV_NT");
     if (!v || !*v) return 0;
-    if (std::string(v) == "64") return 64;
+    if (std::string(v) == "64") return kGemvNarrowNT;
     if (std::string(v) == "128") return 128;
     throw CodegenError(std::string("FXFUSE_GEMV_NT must be 64 or 128, not '") + v + "'");
   }();
@@ -778,7 +779,7 @@ KernelConfig gemvConfig(const Query& q) {
 // boundaries (wgmma from 17 or 33 rows, 128 columns) were measured on three shapes only.
 std::vector<KernelConfig> gemvAlternatives(const Query& q) {
   if (q.arch != 90 || !q.b.quant_scale) return {};
-  return {gemvConfigWith(q, false, kGemvNT), gemvConfigWith(q, true, kGemvNT), gemvConfigWith(q, true, 64)};
+  return {gemvConfigWith(q, false, kGemvNT), gemvConfigWith(q, true, kGemvNT), gemvConfigWith(q, true, kGemvNarrowNT)};
 }
 
 // Measurement knob: FXFUSE_GEMV_DENSE_MAX_M=R (1-64) gives the gemv dense 16-bit weights up to R rows
@@ -933,7 +934,7 @@ int gemvCtasPerSm(const KernelConfig& c) {
 size_t dynamicSmemBytes(const KernelConfig& c) {
   if (c.variant == "sm90_wgmma") return static_cast<size_t>(sm90ConfigOf(c).dynSmemBytes());
   if (c.variant != "gemv") return 0;  // the generic template uses static shared memory only
-  // max(STAGES * (W tile 128 x 128 B + A tile bm x bk x 2 B), fp32 reduction bm x 132 x 4 B)
+  // max(STAGES * (W tile bn x 128 B + A tile bm x bk x 2 B), fp32 reduction bm x (bn + 4) x 4 B)
   const size_t stage = static_cast<size_t>(c.bn) * 128 + static_cast<size_t>(c.bm) * c.bk * 2;
   const size_t red = static_cast<size_t>(c.bm) * (c.bn + 4) * 4;
   // the product by wgmma starts its stages at a 1024-byte boundary (kernels/gemv.cuh)

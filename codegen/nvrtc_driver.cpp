@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <sstream>
+#include <utility>
 
 #include "codegen/codegen.h"
 #include "codegen/nvrtc_library.h"
@@ -31,12 +32,14 @@ std::vector<std::string> nvrtcOptions(const std::string& arch, const std::string
   return opts;
 }
 
-// NVRTC's driver-cache lookup exists from CUDA 12.9 (its --no-cache option with it).
-bool hasDriverCache(const NvrtcApi& api) {
+std::pair<int, int> versionOf(const NvrtcApi& api) {
   int major = 0, minor = 0;
   api.version(&major, &minor);
-  return major > 12 || (major == 12 && minor >= 9);
+  return {major, minor};
 }
+
+// NVRTC's driver-cache lookup exists from CUDA 12.9 (its --no-cache option with it).
+bool hasDriverCache(const NvrtcApi& api) { return versionOf(api) >= std::pair<int, int>{12, 9}; }
 
 std::string numbered(const std::string& code) {
   std::ostringstream out;
@@ -121,9 +124,7 @@ Cubin compileNvrtc(const KernelSource& src, const std::string& arch, const Nvrtc
 }
 
 std::string nvrtcVersion(const NvrtcEnv& env) {
-  const NvrtcApi& api = requireNvrtc(env);
-  int major = 0, minor = 0;
-  api.version(&major, &minor);
+  const auto [major, minor] = versionOf(requireNvrtc(env));
   return fmt::format("{}.{}", major, minor);
 }
 

@@ -72,7 +72,9 @@ int main(int argc, char** argv) {
     const spec::ChainSpec s = spec::parseSpec(readFile(argv[i]));
     for (const codegen::KernelConfig& k : codegen::candidateConfigsForSize(s, 4096, 4096, 4096, 1, 90)) {
       if (k.variant != "sm90_wgmma") continue;
-      const codegen::Cubin c = codegen::compileNvrtc(codegen::generate(s, k), "sm_90a");
+      // the log's statistics need a real compile (NVRTC 12.9+ may answer from the driver's cache)
+      const codegen::Cubin c =
+          codegen::compileNvrtc(codegen::generate(s, k), "sm_90a", {}, false, /*want_ptxas_statistics=*/true);
       const Stats st = parseLog(c.log);
       std::string tile = codegen::describeConfig(k).substr(std::string("sm90_wgmma ").size());
       std::cout << "| " << baseName(argv[i]) << " | " << tile << " | " << st.regs << " | " << st.stores << " | "

@@ -105,7 +105,8 @@ constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kNT = FX_GEMV_NT;                // output columns per block
 constexpr int kRT = kNT / 64;                  // 16-row MMA tiles per warp (kWarps*kRT*16 == kNT)
-static_assert(kNT == 128 || (kNT == 64 && FX_GEMV_WGMMA != 0), "FX_GEMV_NT: 128, or 64 with FX_GEMV_WGMMA");
+constexpr bool kWgmma = FX_GEMV_WGMMA != 0;   // the product by wgmma (below)
+static_assert(kNT == 128 || (kNT == 64 && kWgmma), "FX_GEMV_NT: 128, or 64 with FX_GEMV_WGMMA");
 constexpr int kMT = FX_GEMV_MTILES;            // 8-row m tiles
 constexpr int kStages = FX_GEMV_STAGES;
 constexpr bool kQuantFast = (FX_B_QUANT != 0) && (FX_B_QUANT_SCALE != 0);
@@ -311,7 +312,7 @@ constexpr int kWRowBytes = kKMajor ? 128 : kNT * kWB;
 __device__ __forceinline__ int wswz(int row, int chunk) {
   // (the product by wgmma reads 8-bit N x K weights by 32-bit words of eight rows' same chunk:
   // w8_nk_fragments; it takes the eight-bank-group form too)
-  if constexpr (kKMajor && !kNkLdmatrix && FX_GEMV_WGMMA == 0) return chunk ^ ((row & 1) << 2);
+  if constexpr (kKMajor && !kNkLdmatrix && !kWgmma) return chunk ^ ((row & 1) << 2);
   // 64-byte rows (8-bit K x N at 64 columns): two rows share a bank line, so rows 2j and 2j + 1 take
   // one of four chunk rotations and eight rows of one chunk still fall in eight bank groups
   else if constexpr (kWRowBytes == 64) return chunk ^ ((row >> 1) & 3);
@@ -325,7 +326,6 @@ __device__ __forceinline__ int aswz(int row, int chunk) {
 // With the product by wgmma (FX_GEMV_WGMMA, below) the A tile is the wgmma's B operand, read by the
 // tensor cores through a shared-memory descriptor (K-major, 128-byte swizzle): two halves of 64 k,
 // each [8*kMT rows][128 B] with chunk c of row m at c ^ (m & 7), each half 1024-byte aligned.
-constexpr bool kWgmma = FX_GEMV_WGMMA != 0;
 static_assert(!kWgmma || (kQuantFast && kWB == 1), "FX_GEMV_WGMMA: 8-bit weights only");
 constexpr int kAHalfBytes = 8 * kMT * 128;
 // Byte offset of 16-byte chunk `chunk` (k 8*chunk ..) of row `row` in an A stage.
@@ -337,7 +337,7 @@ __device__ __forceinline__ int a_offset(int row, int chunk) {
 // local column (0..kNT) of MMA row `r` (0..15) of row tile `rt` (0..kRT-1) of warp `w`.
 __device__ __forceinline__ int col_of(int w, int rt, int r) {
   if constexpr (!kKMajor && kWB == 1) {
-    // 8-bit KN: row tile rt is the 16-byte chunk rt of the warp's 32 columns; thread group g
+    // 8-bit KN: row tile rt is the 16-byte chunk rt of the warp's 16 kRT columns; thread group g
     // holds its columns 2g (MMA row g) and 2g + 1 (row g + 8) (compute_stage's ldmatrix)
     return w * 16 * kRT + 16 * rt + 2 * (r & 7) + (r >> 3);
   } else {
@@ -369,7 +369,7 @@ __device__ __noinline__ void load_stage(const fxfuse::FxParams& p, const Ctx& c,
                                            unsigned char* as, long long k0) {
   const int tid = threadIdx.x;
   const long long N = p.N, K = p.K, M = p.M;
-  // ---- W: kNT*128 bytes = 1024 chunks, 8 per thread
+  // ---- W: kNT*128 bytes = 8 kNT chunks, kNT / 16 per thread
 #pragma unroll
   for (int i = 0; i < kWStageBytes / 16 / kThreads; ++i) {
     const int ci = tid + i * kThreads;
@@ -439,10 +439,11 @@ __device__ __forceinline__ void load_act_fragments(unsigned asb, int s, int lane
   }
 }
 
-// 8-bit K x N weights, k16 step s of the W tile at wsb: the warp's weight fragments of its two row
+// 8-bit K x N weights, k16 step s of the W tile at wsb: the warp's weight fragments of its kRT row
 // tiles (the MMA's A operand: its rows are the warp's columns), converted with their scales. One
-// ldmatrix.x4.trans: matrix j = 2 rt + kh is rows (k) 16s + 8 kh .. + 7 of the 16-byte chunk (16
-// columns) rt of the warp's 32; read as 8x8 16-bit elements and transposed, it gives thread (g,t) the
+// ldmatrix.x4.trans (x2 at 64 columns: kRT = 1): matrix j = 2 rt + kh is rows (k) 16s + 8 kh .. + 7 of
+// the 16-byte chunk (16 columns) rt of the warp's 16 kRT; read as 8x8 16-bit elements and transposed,
+// it gives thread (g,t) the
 // bytes (k, n) = (2t, 2g), (2t, 2g+1), (2t+1, 2g), (2t+1, 2g+1) of that block, in that order: columns
 // 2g (MMA row g, bytes 0 and 2) and 2g+1 (row g+8, bytes 1 and 3) at k 2t, 2t+1 (kh = 0) or 2t+8,
 // 2t+9 (kh = 1). (Four 32-bit loads and their addresses per step before, session 35.)
@@ -497,7 +498,7 @@ __device__ __forceinline__ void w8_nk_fragments(unsigned wsb, int s, int lane, i
   for (int rt = 0; rt < kRT; ++rt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int row = w * 16 * kRT + rt * 16 + g + 8 * h;
+      const int row = col_of(w, rt, g + 8 * h);  // N x K: the W tile's rows are the columns
       const unsigned at = wsb + row * kWRowBytes + wswz(row, s) * 16 + 4 * (t >> 1);
       const unsigned lo = lds32(at), hi = lds32(at + 8);  // k 16s + 4(t/2) .. +3, and 8 more
       if constexpr (kI8Packed) {
@@ -515,9 +516,11 @@ __device__ __forceinline__ void w8_nk_fragments(unsigned wsb, int s, int lane, i
 
 // ---- The product by wgmma (FX_GEMV_WGMMA: 8-bit weights, sm_90a) -----------------------------
 // From 17 rows the mma.sync product spends most of its issue slots on the activation fragments:
-// every warp loads all 8 * kMT rows of them for each k16 step and issues kMT MMAs per row tile. This path computes the transposed product instead, D^T = W^T A^T, one warpgroup-wide
+// every warp loads all 8 * kMT rows of them for each k16 step and issues kMT MMAs per row tile. This
+// path computes the transposed product instead, D^T = W^T A^T, one warpgroup-wide
 // wgmma m64n(8 kMT)k16 per row tile and k16 step: the converted weight fragments (w8_kn_fragments,
-// unchanged, or w8_nk_fragments for N x K weights) are its A operand, from registers; the A tile is its B operand, read by the tensor
+// unchanged, or w8_nk_fragments for N x K weights) are its A operand, from registers; the A tile is
+// its B operand, read by the tensor
 // cores from shared memory through a descriptor (a_offset's layout). Row tile rt's wgmma covers the
 // warpgroup's 64 columns col_of(w, rt, .), and its accumulator fragment is exactly acc[rt] of the
 // mma.sync path (element 4 mt + i: column col_of(w, rt, g + 8 (i >> 1)), row 8 mt + 2t + (i & 1)),
@@ -902,7 +905,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   unsigned char* abase = smem + kStages * kWStageBytes;
 
   // ---- hot-path loader state: per-thread global pointers at step kb and smem offsets
-  constexpr int kWCh = kWStageBytes / 16 / kThreads;  // 8
+  constexpr int kWCh = kWStageBytes / 16 / kThreads;  // 8 (4 at 64 columns)
   constexpr int kACpr = kARowBytes / 16;
   constexpr int kACh = (8 * kMT * kACpr + kThreads - 1) / kThreads;
   const char* wsrc[kWCh];

@@ -78,10 +78,16 @@ TEST(CandidateConfigs, EightBitGemvOffersEveryProductOnHopper) {
       EXPECT_EQ(n_gemv, 3u) << "a gemv offered twice";
       for (const KernelConfig& k : c)
         if (k.variant == "gemv") EXPECT_NO_THROW(generate(s, k)) << describeConfig(k);
-      // sm_80: no wgmma, the rule's gemv alone
-      size_t sm80_gemv = 0;
-      for (const KernelConfig& k : candidateConfigsForSize(s, m, 4096, 4096, 1, 80)) sm80_gemv += k.variant == "gemv";
-      EXPECT_EQ(sm80_gemv, 1u);
+      // other GPUs (no sm_90a wgmma): the rule's gemv alone
+      for (int arch : {80, 89, 100, 120}) {
+        size_t gemv = 0;
+        for (const KernelConfig& k : candidateConfigsForSize(s, m, 4096, 4096, 1, arch)) {
+          gemv += k.variant == "gemv";
+          EXPECT_FALSE(k.wgmma) << arch;
+          EXPECT_EQ(k.variant == "gemv" ? k.bn : 128, 128) << arch;
+        }
+        EXPECT_EQ(gemv, 1u) << arch;
+      }
     }
 }
 
