@@ -690,7 +690,7 @@ __device__ __forceinline__ void compute_stage(const unsigned char* ws, const uns
       load_act_fragments(asb, s, lane, bf);
 #pragma unroll
       for (int rt = 0; rt < kRT; ++rt) {
-        const int row = w * 32 + rt * 16 + (lane & 7) + 8 * ((lane >> 3) & 1);
+        const int row = col_of(w, rt, (lane & 7) + 8 * ((lane >> 3) & 1));
         const int ch = 2 * s + (lane >> 4);
         unsigned a[4];
         ldsm_x4(wsb + row * kWRowBytes + wswz(row, ch) * 16, a[0], a[1], a[2], a[3]);
@@ -708,7 +708,7 @@ __device__ __forceinline__ void compute_stage(const unsigned char* ws, const uns
       for (int rt = 0; rt < kRT; ++rt)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int row = w * 32 + rt * 16 + g + 8 * h;
+          const int row = col_of(w, rt, g + 8 * h);
           lds128(wsb + row * 128 + wswz(row, ch) * 16, wr[rt][h][0], wr[rt][h][1], wr[rt][h][2], wr[rt][h][3]);
         }
 #pragma unroll
@@ -761,7 +761,7 @@ __device__ __forceinline__ void compute_stage(const unsigned char* ws, const uns
         for (int rt = 0; rt < kRT; ++rt) {
           const int mat = lane >> 3;
           const int row = 16 * s + (lane & 7) + 8 * (mat >> 1);
-          const int ch = (w * 32 + rt * 16) / 8 + (mat & 1);
+          const int ch = col_of(w, rt, 0) / 8 + (mat & 1);
           unsigned a[4];
           ldsm_x4_trans(wsb + row * kWRowBytes + wswz(row, ch) * 16, a[0], a[1], a[2], a[3]);
           a[0] = dq2(a[0], sc[rt][0]);
