@@ -25,3 +25,10 @@ device_w8_tests() {
   echo "pytest exact ($*) ($(( $(date +%s) - t0 )) s)"; tail -2 "$L/pytest_exact_forced.log"
   grep -hE "^(FAILED|ERROR)" "$L"/pytest_*.log | head -10
 }
+# One A/B sweep in alternating processes (bench/gemv/sweep_inflight.py, two rounds): device_sweep NAME M CHAINS
+# VARIANTS BUDGET_S; its table in $L/sweep_NAME.txt, its JSON under $L/NAME.
+device_sweep() {
+  OUT="$L/$1" timeout $(($5 + 50)) python3 bench/gemv/sweep_inflight.py --budget-s "$5" --rounds 2 --m "$2" \
+    --chains "$3" --variants "$4" > "$L/sweep_$1.txt" 2>&1
+  echo "sweep $1 rc $? ($(( $(date +%s) - t0 )) s)"
+}

@@ -12,11 +12,7 @@ set -u
 source "$(dirname "$0")/device_call.sh"
 device_build
 device_w8_tests FXFUSE_GEMV_WGMMA=1 FXFUSE_GEMV_WGMMA_OVERLAP=1
-OUT="$L/a" timeout 220 python3 bench/gemv/sweep_inflight.py --budget-s 170 --rounds 2 --m 24,33,64 \
-  --chains w8,w8_linear,f8ch_bias --variants 0:0,0:0:FXFUSE_GEMV_WGMMA_OVERLAP=1 > "$L/sweep_a.txt" 2>&1
-echo "sweep A rc $? ($(( $(date +%s) - t0 )) s)"
-OUT="$L/b" timeout 80 python3 bench/gemv/sweep_inflight.py --budget-s 50 --rounds 2 --m 16 \
-  --chains w8,w8_linear --variants 0:0,0:0:FXFUSE_GEMV_WGMMA=1+FXFUSE_GEMV_WGMMA_OVERLAP=1 > "$L/sweep_b.txt" 2>&1
-echo "sweep B rc $? ($(( $(date +%s) - t0 )) s)"
+device_sweep a 24,33,64 w8,w8_linear,f8ch_bias 0:0,0:0:FXFUSE_GEMV_WGMMA_OVERLAP=1 170
+device_sweep b 16 w8,w8_linear 0:0,0:0:FXFUSE_GEMV_WGMMA=1+FXFUSE_GEMV_WGMMA_OVERLAP=1 50
 device_pack
 tail -n 32 "$L/sweep_a.txt"; tail -n 12 "$L/sweep_b.txt"
