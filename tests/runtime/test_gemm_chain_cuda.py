@@ -352,7 +352,8 @@ def test_gemv_every_split_k_size_computes_the_chain(split_k):
 # hence a child per setting) forces either at every row count, so that each runs where the rule gives
 # it the other: wgmma's n = 8, 16, 32 and 64 columns (M = 1-8, 9-16, 17-32, 33-64), rows that fill no
 # m-tile, a ragged last k-step and column tile, both weight layouts (K x N: `x @ w`; N x K: F.linear,
-# w8_nk_fragments), int8 with a scale in the MMA dtype (the packed conversion) and in float32, fp8 per
+# w8_nk_fragments; N x K also with a ragged last chunk on padded rows, whose bytes load element-wise),
+# int8 with a scale in the MMA dtype (the packed conversion) and in float32, fp8 per
 # tensor, bf16 and f16, an epilogue; wgmma also at 64 columns per CTA (FXFUSE_GEMV_NT) and with the
 # conversion overlapped (FXFUSE_GEMV_WGMMA_OVERLAP). Outputs
 # poisoned, fresh inputs per case, against float64; the config the op planned must be the one forced.
@@ -361,15 +362,20 @@ import os, sys, torch, torch.nn.functional as F, fxfuse._C as C
 from runtime_chain_cases import Case, SpecBuilder, check_outputs, d, q, randn
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
 forced = sys.argv[1]
-def w8(kind, layout, dt, M, N, K):
+def w8(kind, layout, dt, M, N, K, pad):
+    # pad: x and the weight as K-column slices of row-padded tensors (rows of 1024 bytes / 2016 for x):
+    # their rows stay 16-byte aligned while K is ragged, so the weight's last chunk loads element-wise
+    def padded(t):
+        return t[..., :K] if pad else t
     s = SpecBuilder()
     x = s.input(dt, "mk")
-    wshape = (K, N) if layout == "kn" else (N, K)
+    Kp = 1024 if pad else K
+    wshape = (K, N) if layout == "kn" else (N, Kp)
     if kind == "fp8":
         wq = s.input(torch.float8_e4m3fn, layout)
         sc = s.input(torch.float32, "")
         w = s.op("mul", s.op("convert", wq, dtype=dt), sc, dtype=dt)
-        wq_t = randn(wshape, torch.float32, "cuda").to(torch.float8_e4m3fn)
+        wq_t = padded(randn(wshape, torch.float32, "cuda").to(torch.float8_e4m3fn))
         scale = torch.tensor(K ** -0.5, device="cuda")
     else:
         wq = s.input(torch.int8, layout)
@@ -381,13 +387,14 @@ def w8(kind, layout, dt, M, N, K):
             w = s.op("mul", s.op("convert", wq, dtype=dt), sc, dtype=dt)
         wq_t = torch.randint(-128, 128, wshape, dtype=torch.int8, device="cuda")
         wq_t[wq_t == 0] = 1
+        wq_t = padded(wq_t)
         scale = ((torch.rand(N, device="cuda") + 0.5) * K ** -0.5 / 64).to(sdt)
         if layout == "nk":
             scale = scale.view(N, 1)
     deq_kn = lambda i: q(d(i[1]) * d(i[2]), dt) if layout == "kn" else q(d(i[1]) * d(i[2]), dt).t()
     y = s.op("add", s.mm(x, w, torch.float32), s.input(dt, "n"), dtype=dt)
     s.output(s.op("gelu_tanh", y, dtype=dt))
-    ins = [randn((M, K), dt, "cuda"), wq_t, scale, randn((N,), dt, "cuda")]
+    ins = [padded(randn((M, 1008 if pad else K), dt, "cuda")), wq_t, scale, randn((N,), dt, "cuda")]
     return Case(s.text(), ins, lambda i: [F.gelu(d(i[0]) @ deq_kn(i) + d(i[3]), approximate="tanh")])
 n = 0
 base = int.from_bytes(os.urandom(4), "little")  # fresh inputs each run, named in any failure
@@ -395,11 +402,14 @@ for kind, dt in [("int8", torch.bfloat16), ("int8", torch.float16), ("int8_f32_s
                  ("fp8", torch.bfloat16)]:
     for layout in ("kn", "nk"):
         for M in (1, 5, 16, 24, 33, 40, 64):
-            # 208: a partial column tile; 1000 / 1008: a ragged k-step (N x K rows 16-byte aligned)
-            for N, K in ((4096, 4096), (208, 1000 if layout == "kn" else 1008)):
-                where = (kind, layout, str(dt), M, N, K, "seed", base + n)
+            # 208: a partial column tile; 1000 / 1008: a ragged k-step (N x K rows 16-byte aligned); N x K
+            # at K = 1001 on padded rows: a ragged last chunk (the weight's element-wise loads)
+            shapes = ((4096, 4096, False), (208, 1000, False)) if layout == "kn" else \
+                ((4096, 4096, False), (208, 1008, False), (208, 1001, True))
+            for N, K, pad in shapes:
+                where = (kind, layout, str(dt), M, N, K, "padded" if pad else "", "seed", base + n)
                 torch.manual_seed(base + n)
-                case = w8(kind, layout, dt, M, N, K)
+                case = w8(kind, layout, dt, M, N, K, pad)
                 planned = C.kernel_candidates(case.inputs, case.spec)[0]
                 assert planned.startswith("gemv") and planned.endswith(" wgmma") == (forced == "1"), (where, planned)
                 columns = 64 if forced == "1" and os.environ.get("FXFUSE_GEMV_NT") == "64" else 128
