@@ -361,7 +361,7 @@ W8_CHILD = """
 import os, sys, torch, torch.nn.functional as F, fxfuse._C as C
 from runtime_chain_cases import Case, SpecBuilder, check_outputs, d, q, randn
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
-forced = sys.argv[1]
+forced, layout = sys.argv[1], sys.argv[2]
 def w8(kind, layout, dt, M, N, K, pad):
     # pad: x and the weight as K-column slices of row-padded tensors (rows of 1024 bytes / 2016 for x):
     # their rows stay 16-byte aligned while K is ragged, so the weight's last chunk loads element-wise
@@ -400,45 +400,45 @@ n = 0
 base = int.from_bytes(os.urandom(4), "little")  # fresh inputs each run, named in any failure
 for kind, dt in [("int8", torch.bfloat16), ("int8", torch.float16), ("int8_f32_scale", torch.bfloat16),
                  ("fp8", torch.bfloat16)]:
-    for layout in ("kn", "nk"):
-        for M in (1, 5, 16, 24, 33, 40, 64):
-            # 208: a partial column tile; 1000 / 1008: a ragged k-step (N x K rows 16-byte aligned); N x K
-            # at K = 1001 on padded rows: a ragged last chunk (the weight's element-wise loads)
-            shapes = ((4096, 4096, False), (208, 1000, False)) if layout == "kn" else \
-                ((4096, 4096, False), (208, 1008, False), (208, 1001, True))
-            for N, K, pad in shapes:
-                where = (kind, layout, str(dt), M, N, K, "padded" if pad else "", "seed", base + n)
-                torch.manual_seed(base + n)
-                case = w8(kind, layout, dt, M, N, K, pad)
-                planned = C.kernel_candidates(case.inputs, case.spec)[0]
-                assert planned.startswith("gemv") and planned.endswith(" wgmma") == (forced == "1"), (where, planned)
-                columns = 64 if forced == "1" and os.environ.get("FXFUSE_GEMV_NT") == "64" else 128
-                assert planned.split()[1].split("x")[1] == str(columns), (where, planned)
-                before = C.stats()["launches"]
-                outs = gemm_chain(case.inputs, case.spec)
-                torch.cuda.synchronize()
-                assert C.stats()["launches"] - before == 1, where  # one kernel: the planned gemv, no fallback
-                try:
-                    check_outputs(case, outs, dt)
-                except AssertionError as e:
-                    raise AssertionError(f"{where}: {e}") from None
-                n += 1
+    for M in (1, 5, 16, 24, 33, 40, 64):
+        # 208: a partial column tile; 1000 / 1008: a ragged k-step (N x K rows 16-byte aligned); N x K
+        # at K = 1001 on padded rows: a ragged last chunk (the weight's element-wise loads)
+        shapes = ((4096, 4096, False), (208, 1000, False)) if layout == "kn" else \
+            ((4096, 4096, False), (208, 1008, False), (208, 1001, True))
+        for N, K, pad in shapes:
+            where = (kind, layout, str(dt), M, N, K, "padded" if pad else "", "seed", base + n)
+            torch.manual_seed(base + n)
+            case = w8(kind, layout, dt, M, N, K, pad)
+            planned = C.kernel_candidates(case.inputs, case.spec)[0]
+            assert planned.startswith("gemv") and planned.endswith(" wgmma") == (forced == "1"), (where, planned)
+            columns = 64 if forced == "1" and os.environ.get("FXFUSE_GEMV_NT") == "64" else 128
+            assert planned.split()[1].split("x")[1] == str(columns), (where, planned)
+            before = C.stats()["launches"]
+            outs = gemm_chain(case.inputs, case.spec)
+            torch.cuda.synchronize()
+            assert C.stats()["launches"] - before == 1, where  # one kernel: the planned gemv, no fallback
+            try:
+                check_outputs(case, outs, dt)
+            except AssertionError as e:
+                raise AssertionError(f"{where}: {e}") from None
+            n += 1
 print(n, "cases")
 print("ok")
 """
 
 
 @needs_sm90
+@pytest.mark.parametrize("layout", ["kn", "nk"])  # a child each: they run side by side under xdist
 @pytest.mark.parametrize("forced", ["wgmma", "wgmma_64_columns", "wgmma_overlapped", "mma_sync"])
-def test_gemv_both_products_of_8bit_weights(forced):
+def test_gemv_both_products_of_8bit_weights(forced, layout):
     wgmma = forced != "mma_sync"
     knobs = {"FXFUSE_GEMV_WGMMA": "1" if wgmma else "0"}
     if forced == "wgmma_64_columns":
         knobs["FXFUSE_GEMV_NT"] = "64"  # 64 columns per CTA (kernels/gemv.cuh FX_GEMV_NT)
     if forced == "wgmma_overlapped":
         knobs["FXFUSE_GEMV_WGMMA_OVERLAP"] = "1"  # each k16 step converted while the last runs
-    run_child(W8_CHILD, 1 if wgmma else 0, drop=("FXFUSE_FORCE_KERNEL", "FXFUSE_GEMV_NT", "FXFUSE_GEMV_WGMMA_OVERLAP"),
-              **knobs)
+    run_child(W8_CHILD, 1 if wgmma else 0, layout,
+              drop=("FXFUSE_FORCE_KERNEL", "FXFUSE_GEMV_NT", "FXFUSE_GEMV_WGMMA_OVERLAP"), **knobs)
 
 
 # The gemv's 8-bit weight paths produce B = FxElemB(fp32(float(raw) * s)) bit for bit: with
