@@ -638,9 +638,10 @@ __device__ __forceinline__ void compute_stage_wgmma(unsigned wsb, unsigned asb, 
 // kRT wgmmas are committed as one group, and while they run the next step converts into the other of
 // two fragment buffers (wait_group 1 first: the group before, which read that buffer, is done). ptxas
 // 13.0 compiles this without serializing (no C751x warning) and without spills at 168 and 232
-// registers (session 43, offline); the two-halves form above had been chosen because the prototype's
-// form with a whole stage in flight serialized. Every group waited for before the stage ends (the
-// next stage's loads overwrite this stage's shared memory after the barrier).
+// registers but fp8's 4 bytes at 168 (session 43, offline: CTest
+// Gemv.OverlappedWgmmaProductCompilesWithoutSerialization); the two-halves form above had been chosen
+// because the prototype's form with a whole stage in flight serialized. Every group is waited for
+// before the stage ends (the next stage's loads overwrite this stage's shared memory after the barrier).
 __device__ __forceinline__ void compute_stage_wgmma_overlapped(unsigned wsb, unsigned asb, float (&acc)[kRT][kMT][4],
                                                                const float (&sc)[kRT][2],
                                                                const unsigned (&sc2)[kRT][2]) {
