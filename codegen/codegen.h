@@ -160,8 +160,9 @@ struct HopperWorkShare {
 };
 HopperWorkShare hopperWorkShareForSize(long long M, long long N, long long K);
 // Every config the op may run for this problem, the heuristic's choice (chooseConfig) first,
-// then the other Hopper tiles (ping-pong 64x256 / 64x128, cooperative 128x256 / 128x128) where
-// the Hopper kernel applies, whatever the epilogue: what a measured autotune times
+// then, where that is a gemv of 8-bit weights on sm_90, its other products and widths (mma.sync,
+// wgmma at 128 and 64 columns), then the other Hopper tiles (ping-pong 64x256 / 64x128, cooperative
+// 128x256 / 128x128) where the Hopper kernel applies, whatever the epilogue: what a measured autotune times
 // (python/fxfuse/autotune.py). The op runs the one fxfuse._C.set_kernel_choice names.
 std::vector<KernelConfig> candidateConfigs(const spec::ChainSpec& spec, const ProblemShape& shape, int sm_arch);
 // The same for an aligned problem of this size (as chooseConfigForSize): fxfuse._C.kernel_candidates.

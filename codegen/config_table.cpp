@@ -738,7 +738,7 @@ int gemvColumnsKnob() {
     const char* v = std::getenv("FXFUSE_GEMV_NT");
     if (!v || !*v) return 0;
     if (std::string(v) == "64") return kGemvNarrowNT;
-    if (std::string(v) == "128") return 128;
+    if (std::string(v) == "128") return kGemvNT;
     throw CodegenError(std::string("FXFUSE_GEMV_NT must be 64 or 128, not '") + v + "'");
   }();
   return knob;
