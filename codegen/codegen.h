@@ -37,7 +37,7 @@ struct KernelConfig {
   int max_cluster = 1;
   bool pingpong = false;  // sm90_wgmma: two consumer warpgroups alternate whole tiles (FX_PINGPONG)
   int split_k = 1;        // sm90_wgmma: a cluster of 2 or 4 CTAs shares each tile along K (FX_SPLIT_K)
-  bool wgmma = false;     // gemv: 8-bit K x N weights multiplied by wgmma (FX_GEMV_WGMMA; gemvConfig)
+  bool wgmma = false;     // gemv: 8-bit weights multiplied by wgmma (FX_GEMV_WGMMA; gemvConfig); bn 128 or 64
 };
 
 // What would run a chain left unfused: eager PyTorch (cuBLAS, then one ATen kernel per

@@ -240,3 +240,13 @@ __device__ __forceinline__ void fx_grid_dependency_wait() {
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
 }
+
+// wgmma's warpgroup-wide ordering (sm_90a: the Hopper kernel and the gemv's product by wgmma): the
+// fence before a group whose registers other instructions wrote, the commit that closes a group, and
+// the wait until at most N committed groups are pending.
+__device__ __forceinline__ void fx_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void fx_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void fx_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}

@@ -526,9 +526,7 @@ __device__ __forceinline__ void w8_nk_fragments(unsigned wsb, int s, int lane, i
 // mma.sync path (element 4 mt + i: column col_of(w, rt, g + 8 (i >> 1)), row 8 mt + 2t + (i & 1)),
 // so the reduction and epilogue below are shared. 8-20 % less time than mma.sync at 33-64 rows, 3-7 %
 // at 24 (bench/RESULTS.md Run BD call 2; prototype bench/gemv/wgmma_rs_int8.cu, Run BD call 1).
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+// (fence, commit, wait: device/fx_prelude.cuh fx_wgmma_*)
 // An empty asm that "writes" a register: the fragments and descriptors pass through it before the
 // fence (so that their computation is not sunk between the wgmmas: ptxas would serialize them), and
 // the accumulators after the wait (so that nothing reads them before the wgmmas completed).
@@ -588,6 +586,14 @@ __device__ __forceinline__ void w8_fragments(unsigned wsb, int s, int lane, int 
   else w8_kn_fragments(wsb, s, lane, w, sc, sc2, a);
 }
 
+// One k16 step's fragments pass through keep_live before the fence: converted before it.
+__device__ __forceinline__ void fragments_before_fence(unsigned (&a)[kRT][4]) {
+#pragma unroll
+  for (int rt = 0; rt < kRT; ++rt)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) keep_live(a[rt][i]);
+}
+
 // The accumulators pass through keep_live after the last wait: nothing reads them before it.
 __device__ __forceinline__ void accumulators_after_wait(float (&acc)[kRT][kMT][4]) {
 #pragma unroll
@@ -618,18 +624,14 @@ __device__ __forceinline__ void compute_stage_wgmma(unsigned wsb, unsigned asb, 
       keep_live(db[q]);
     }
 #pragma unroll
-    for (int q = 0; q < 4; ++q)
-#pragma unroll
-      for (int rt = 0; rt < kRT; ++rt)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) keep_live(a[q][rt][i]);
-    wgmma_fence();
+    for (int q = 0; q < 4; ++q) fragments_before_fence(a[q]);
+    fx_wgmma_fence();
 #pragma unroll
     for (int q = 0; q < 4; ++q)
 #pragma unroll
       for (int rt = 0; rt < kRT; ++rt) wgmma_rs<8 * kMT>(reinterpret_cast<float(&)[4 * kMT]>(acc[rt]), a[q][rt], db[q]);
-    wgmma_commit();
-    wgmma_wait_all();
+    fx_wgmma_commit();
+    fx_wgmma_wait<0>();
     accumulators_after_wait(acc);
   }
 }
@@ -652,20 +654,17 @@ __device__ __forceinline__ void compute_stage_wgmma_overlapped(unsigned wsb, uns
   for (int q = 0; q < kKT / 16; ++q) {
     unsigned long long db = act_desc(asb + (q >> 2) * kAHalfBytes + 32 * (q & 3));
     keep_live(db);
-#pragma unroll
-    for (int rt = 0; rt < kRT; ++rt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) keep_live(a[q & 1][rt][i]);
-    wgmma_fence();  // also orders the conversion's register writes before this group reads them
+    fragments_before_fence(a[q & 1]);
+    fx_wgmma_fence();  // also orders the conversion's register writes before this group reads them
 #pragma unroll
     for (int rt = 0; rt < kRT; ++rt) wgmma_rs<8 * kMT>(reinterpret_cast<float(&)[4 * kMT]>(acc[rt]), a[q & 1][rt], db);
-    wgmma_commit();
+    fx_wgmma_commit();
     if (q + 1 < kKT / 16) {
-      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");  // group q - 1 read a[(q + 1) & 1]
+      fx_wgmma_wait<1>();  // group q - 1 read a[(q + 1) & 1]
       w8_fragments(wsb, q + 1, lane, w, sc, sc2, a[(q + 1) & 1]);
     }
   }
-  wgmma_wait_all();
+  fx_wgmma_wait<0>();
   accumulators_after_wait(acc);
 }
 

@@ -327,11 +327,7 @@ __device__ __forceinline__ void tma_load_3d_mc(u32 dst, const void* map, u32 bar
 }
 
 // ---- wgmma ----------------------------------------------------------------------------------
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N> __device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
-}
+// (fence, commit, wait: device/fx_prelude.cuh fx_wgmma_*)
 template <int R> __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(R));
 }
@@ -728,7 +724,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       // accumulator and has no block to release, so the loop carries neither predicate.
       const auto k_block = [&](const bool peeled) {
         mbar_wait(full_c + 8 * s, ph);
-        wgmma_fence();
+        fx_wgmma_fence();
         // Every (stage, k-step, sub-tile) adds its byte offset / 16 to stage 0's 14-bit
         // start-address field, which cannot carry into the next field (shared addresses are
         // below 2^18): an add per wgmma instead of make_desc's masks, shifts and ORs (about 65 of
@@ -743,8 +739,8 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
             wgmma_tile<BN, kBF16, FX_B_KMAJOR ? 0 : 1>(d[sub], da, db, (peeled && kk == 0) ? 0 : 1);
           }
         }
-        wgmma_commit();
-        wgmma_wait<1>();  // the group issued one stage ago is done: its stage can be refilled
+        fx_wgmma_commit();
+        fx_wgmma_wait<1>();  // the group issued one stage ago is done: its stage can be refilled
         if (!peeled && lane == 0) release(prev);
         prev = s;
         if (++s == S) { s = 0; ph ^= 1; }
@@ -754,7 +750,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       // This consumer has waited on every stage of the tile: the other one may start its next
       // tile's mainloop (issued after the loop, not in its last iteration: no test per block).
       if (FX_PINGPONG && lane == 0) mbar_arrive(order_signal);
-      wgmma_wait<0>();
+      fx_wgmma_wait<0>();
       if (lane == 0) release(prev);
 #if FX_SPLIT_K > 1
       // ---- split-K: the peers' partials into the leader's accumulator, in rank order ----
