@@ -638,8 +638,12 @@ GemvExtents gemvExtents(const ProblemShape& s, long long bm, long long bn, long 
   return {(s.N + bn - 1) / bn, s.B * ((s.M + bm - 1) / bm), (s.K + bk - 1) / bk};
 }
 
-// One pipeline stage: the W tile (nt columns x 128 bytes of k) and the A tile (bm x kt, 16-bit).
-long long gemvStageBytes(int mtiles, int kt, int nt) { return nt * 128LL + 8LL * mtiles * kt * 2; }
+// One pipeline stage: the W tile (nt columns x kt weights of `wb` bytes) and the A tile (bm x kt, 16-bit).
+long long gemvStageBytes(int mtiles, int kt, int nt, int wb) { return 1LL * nt * kt * wb + 8LL * mtiles * kt * 2; }
+
+// Bytes of the weight element a gemv config streams: its k per stage is 128 bytes of weight (bk 64:
+// 16-bit, 128: 8-bit) but where the product by wgmma takes 64 k of 8-bit weights (gemvKPerStage).
+int gemvWeightBytesOf(const KernelConfig& c) { return c.bk == 64 && !c.wgmma ? 2 : 1; }
 
 // Measurement knob: FXFUSE_GEMV_STAGE_KB=N sizes the gemv's pipeline to about N KB instead of the
 // rule's (bench/bench_decode.py --stage-kb, bench/gemv/sweep_inflight.py). Read once per process;
@@ -757,11 +761,36 @@ int gemvColumnsPerCta(bool wgmma) {
   return knob ? knob : kGemvNT;
 }
 
+// Measurement knob: FXFUSE_GEMV_KT=64 or 128 gives the product by wgmma of 8-bit K x N weights at 128
+// columns that many k per stage (kernels/gemv.cuh FX_GEMV_KT) in place of the rule, for A/B runs.
+// Read once per process; not for production use. 0: not set.
+int gemvKPerStageKnob() {
+  static const int knob = [] {
+    const char* v = std::getenv("FXFUSE_GEMV_KT");
+    if (!v || !*v) return 0;
+    if (std::string(v) == "64") return 64;
+    if (std::string(v) == "128") return 128;
+    throw CodegenError(std::string("FXFUSE_GEMV_KT must be 64 or 128, not '") + v + "'");
+  }();
+  return knob;
+}
+
+// k per stage: 128 bytes of each weight row or column (128 k of 8-bit weights, 64 of 16-bit), or for
+// the product by wgmma of 8-bit K x N weights at 128 columns 64 k: an 8 KB weight tile, twice the
+// stages in the same shared memory (the wgmma prototype's stage, bench/RESULTS.md Run BD call 1).
+// Not yet measured in the gemv: the knob's only.
+int gemvKPerStage(const Query& q, bool wgmma, int nt) {
+  const int bytes_kt = 128 / gemvWeightBytes(q.b);
+  if (!wgmma || q.b.kmajor || nt != kGemvNT) return bytes_kt;
+  const int knob = gemvKPerStageKnob();
+  return knob ? knob : bytes_kt;
+}
+
 // The gemv with the given product and columns per CTA; its pipeline sized as the rule sizes it.
 KernelConfig gemvConfigWith(const Query& q, bool wgmma, int nt) {
   const int mtiles = gemvMTiles(q.shape.M);
-  const int kt = 128 / gemvWeightBytes(q.b);
-  const long long stage = gemvStageBytes(mtiles, kt, nt);
+  const int kt = gemvKPerStage(q, wgmma, nt);
+  const long long stage = gemvStageBytes(mtiles, kt, nt, gemvWeightBytes(q.b));
   const int stages = gemvStagesFor(stage, gemvPipelineCtasPerSm(q, mtiles, kt, nt, stage), q.arch);
   KernelConfig c{"gemv", 8 * mtiles, nt, kt, stages, kGemvThreads};
   c.max_cluster = q.arch >= 90 ? 8 : 1;  // thread block clusters: sm_90 and later (8: portable)
@@ -934,8 +963,8 @@ int gemvCtasPerSm(const KernelConfig& c) {
 size_t dynamicSmemBytes(const KernelConfig& c) {
   if (c.variant == "sm90_wgmma") return static_cast<size_t>(sm90ConfigOf(c).dynSmemBytes());
   if (c.variant != "gemv") return 0;  // the generic template uses static shared memory only
-  // max(STAGES * (W tile bn x 128 B + A tile bm x bk x 2 B), fp32 reduction bm x (bn + 4) x 4 B)
-  const size_t stage = static_cast<size_t>(c.bn) * 128 + static_cast<size_t>(c.bm) * c.bk * 2;
+  // max(STAGES * (W tile bn x bk weights + A tile bm x bk x 2 B), fp32 reduction bm x (bn + 4) x 4 B)
+  const size_t stage = static_cast<size_t>(gemvStageBytes(c.bm / 8, c.bk, c.bn, gemvWeightBytesOf(c)));
   const size_t red = static_cast<size_t>(c.bm) * (c.bn + 4) * 4;
   // the product by wgmma starts its stages at a 1024-byte boundary (kernels/gemv.cuh)
   return std::max(stage * c.stages, red) + (c.wgmma ? 1024 : 0);
@@ -1172,7 +1201,7 @@ int gemvSplitKCtasPerSm(const KernelConfig& config) {
   // S = 4, where 8 was 20 % slower, with a 100 KB pipeline; Run AX call 2: none of five other
   // pipeline and S pairs was faster, 0.4-52 % slower). 8-bit: the CTAs the shared memory fits, up
   // to gemvSplitKCtasCap.
-  return config.bk == 64 ? 1 : std::min(gemvCtasPerSm(config), gemvSplitKCtasCap(config.bm));
+  return gemvWeightBytesOf(config) == 2 ? 1 : std::min(gemvCtasPerSm(config), gemvSplitKCtasCap(config.bm));
 }
 
 // The epilogue-alone kernel's grid size, in blocks per SM (GridPolicy::Elementwise).

@@ -92,6 +92,7 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     w.line("#define FX_GEMV_STAGES {}", c.stages);
     w.line("#define FX_GEMV_MIN_BLOCKS {}", gemvCtasPerSm(c));  // its launch bounds: registers
     if (c.wgmma) w.line("#define FX_GEMV_WGMMA 1");  // 8-bit weights only (generate checks)
+    if (c.wgmma && c.bk == 64) w.line("#define FX_GEMV_KT 64");  // K x N at 128 columns only (generate checks)
     // measurement knob: FXFUSE_GEMV_WGMMA_OVERLAP=1 converts each k16 step of the product by wgmma while
     // the step before runs (kernels/gemv.cuh compute_stage_wgmma_overlapped; not yet measured)
     static const std::string overlap = readBinaryKnob("FXFUSE_GEMV_WGMMA_OVERLAP");
@@ -163,7 +164,9 @@ KernelSource generate(const ChainSpec& spec, const KernelConfig& config) {
     const OperandInfo a = analyzeA(s), b = analyzeB(s);
     if ((a.elem != DType::BF16 && a.elem != DType::F16) || a.elem != b.elem)
       throw CodegenError("the gemv kernel needs A and B of one 16-bit dtype");
-    if (config.bk != (b.quant_scale ? 128 : 64))
+    // (or 64 k of 8-bit K x N weights for the product by wgmma at 128 columns: FX_GEMV_KT)
+    const bool wgmma_kt64 = config.wgmma && b.quant_scale && !b.kmajor && config.bn == 128 && config.bk == 64;
+    if (config.bk != (b.quant_scale ? 128 : 64) && !wgmma_kt64)
       throw CodegenError("invalid gemv config for this spec (bk must be " + std::to_string(b.quant_scale ? 128 : 64) +
                          "): " + describeConfig(config));
     // the product by wgmma exists for 8-bit weights only (kernels/gemv.cuh; gemvTakesWgmma)

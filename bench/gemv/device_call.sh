@@ -18,7 +18,7 @@ device_w8_tests() {
   (env "$@" timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu -n 4 \
     tests/runtime/test_gemm_chain_cuda.py -k "bit_exact" > "$L/pytest_exact_forced.log" 2>&1; \
     echo "rc $?" >> "$L/pytest_exact_forced.log") &
-  timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu -n 8 tests/runtime/test_gemm_chain_cuda.py \
+  timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu -n 10 tests/runtime/test_gemm_chain_cuda.py \
     -k "both_products" > "$L/pytest_both.log" 2>&1
   echo "pytest both rc $? ($(( $(date +%s) - t0 )) s)"; tail -1 "$L/pytest_both.log"
   wait

@@ -61,7 +61,6 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 //   tile_stride  bytes between the first bytes of neighbouring tiles
 //   step_bytes   bytes between the first bytes of neighbouring stages of one tile
 //   row_stride   bytes between the rows of one stage (the weight's leading dimension)
-constexpr int kARowBytes = 256;  // one stage's k of an activation row (128 k, 16-bit)
 
 __device__ __forceinline__ void cluster_barrier() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
@@ -108,7 +107,7 @@ __global__ void __launch_bounds__(kThreads) stream_weights(const char* __restric
                                                            long long tile_stride, long long step_bytes,
                                                            long long row_stride, int steps, int delay,
                                                            const char* __restrict__ a, int a_rows,
-                                                           long long a_row_stride, int clustered,
+                                                           int a_row_bytes, long long a_row_stride, int clustered,
                                                            unsigned* __restrict__ sink) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int split = gridDim.y, part = blockIdx.y;
@@ -121,16 +120,16 @@ __global__ void __launch_bounds__(kThreads) stream_weights(const char* __restric
     src[i] = w + blockIdx.x * tile_stride + kb * step_bytes + row * row_stride + ch * 16;
     dst[i] = (unsigned)__cvta_generic_to_shared(smem) + ci * 16;
   }
-  // the A tile: a_rows x 256 bytes a stage, after the weight stages
-  const int a_chunks = a_rows * (kARowBytes / 16);
+  // the A tile: a_rows x a_row_bytes (a stage's k, 16-bit) a stage, after the weight stages
+  const int a_chunks = a_rows * (a_row_bytes / 16);
   const unsigned a_base = (unsigned)__cvta_generic_to_shared(smem) + kStages * kStageBytes;
-  const char* a_src = a + kb * kARowBytes;
+  const char* a_src = a + kb * a_row_bytes;
   auto load = [&](int slot, int step) {
 #pragma unroll
     for (int i = 0; i < kChunksPerThread; ++i) cp_async16(dst[i] + slot * kStageBytes, src[i] + step * step_bytes);
     for (int ci = threadIdx.x; ci < a_chunks; ci += kThreads) {
-      const int row = ci / (kARowBytes / 16), ch = ci % (kARowBytes / 16);
-      cp_async16(a_base + (slot * a_chunks + ci) * 16, a_src + row * a_row_stride + step * kARowBytes + ch * 16);
+      const int row = ci / (a_row_bytes / 16), ch = ci % (a_row_bytes / 16);
+      cp_async16(a_base + (slot * a_chunks + ci) * 16, a_src + row * a_row_stride + step * a_row_bytes + ch * 16);
     }
   };
 #pragma unroll
@@ -260,8 +259,12 @@ struct Case {
   bool global_reduce = false;  // split-K parts summed through global memory by the last (no cluster)
 };
 
-using Kernel = void (*)(const char*, int, long long, long long, long long, int, int, const char*, int, long long,
-                       int, unsigned*);
+// An activation row's bytes per stage: the stage's k, 16-bit (kn: 16 KB / row_bytes rows of k; nk:
+// row_bytes of 8-bit k). 256 for the gemv's 128 columns of 8-bit K x N weights.
+static int a_row_bytes(const Case& c) { return 2 * (c.kn ? kStageBytes / c.row_bytes : c.row_bytes); }
+
+using Kernel = void (*)(const char*, int, long long, long long, long long, int, int, const char*, int, int,
+                       long long, int, unsigned*);
 static Kernel kernel_for(int stages) {
   switch (stages) {
     case 2: return stream_weights<2>;
@@ -362,14 +365,14 @@ static float time_case(const Case& c, const std::vector<char*>& bufs, const char
   }
   if (c.tma) return time_case_tma(c, bufs, sink, ctas_per_sm, rows, tiles, steps);
   Kernel k = kernel_for(c.stages);
-  const int smem = std::max(c.stages * (kStageBytes + c.a_rows * kARowBytes), c.smem_kb * 1024);
+  const int smem = std::max(c.stages * (kStageBytes + c.a_rows * a_row_bytes(c)), c.smem_kb * 1024);
   CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas_per_sm, k, kThreads, smem));
   cudaLaunchAttribute attr[1];
   const cudaLaunchConfig_t cfg = launch_config(c, tiles, kThreads, smem, attr);
   return median_of_batches([&](int i) {
     CHECK(cudaLaunchKernelEx(&cfg, k, (const char*)bufs[i % bufs.size()], c.row_bytes, tile_stride, step_bytes,
-                             row_stride, steps, c.delay, act, c.a_rows, 2 * c.K,
+                             row_stride, steps, c.delay, act, c.a_rows, a_row_bytes(c), 2 * c.K,
                              c.global_reduce ? 2 : (int)c.cluster, sink));
   });
 }
@@ -426,6 +429,20 @@ int main(int argc, char** argv) {
   add("i8 kn 4096x14336 +cluster", true, 4096, 14336, 128, 2, 5, 100, d0, 0, true);
   add("i8 kn 4096x14336 +A16 +cluster", true, 4096, 14336, 128, 2, 5, 100, ds, 16, true);
   add("i8 kn 14336x4096 +A16 +cluster", true, 14336, 4096, 128, 8, 3, 75, d0, 16, true);  // the rule at M = 16
+  // M = 33-64 (session 44): the gemv's 64-row A tile is as many bytes as its 128 columns of 8-bit weights,
+  // all of it read from L2 by every column tile. 256 columns a CTA (256-byte rows: 64 k a stage) halve it.
+  // Named "A64"/"A32"; the rule's grids at M = 64 (S = 2 and three 32 KB stages at N = 14336; S = 8 and two
+  // at N = 4096), beside the same weights without the A tile.
+  for (int ar : {0, 32, 64}) {
+    const std::string a = ar ? " +A" + std::to_string(ar) : " A0";
+    add("i8 kn 4096x14336" + a, true, 4096, 14336, 128, 2, 3, 100, d0, ar, true);
+    add("i8 kn 4096x14336 256B" + a, true, 4096, 14336, 256, 4, 4, 100, d0, ar, true);
+    add("i8 kn 4096x14336 256B" + a, true, 4096, 14336, 256, 2, 4, 100, d0, ar, true);
+    add("i8 kn 14336x4096" + a, true, 14336, 4096, 128, 8, 2, 75, d0, ar, true);
+    add("i8 kn 14336x4096 256B" + a, true, 14336, 4096, 256, 8, 4, 100, d0, ar, true);
+    add("i8 kn 4096x4096" + a, true, 4096, 4096, 128, 8, 2, 75, d0, ar, true);
+    add("i8 kn 4096x4096 256B" + a, true, 4096, 4096, 256, 8, 4, 100, d0, ar, true);
+  }
   // split-K summed through global memory by the last part (no cluster; the split may pass 8), with
   // the A tile at M = 16 and a 16-row partial per part, against the cluster rows above
   auto add_global = [&](std::string name, long long K, long long N, int s, int st, int kb, std::vector<int> delays) {
@@ -472,9 +489,9 @@ int main(int argc, char** argv) {
   CHECK(cudaMemset(counters, 0, 4096 * sizeof(unsigned)));
   CHECK(cudaMemcpyToSymbol(g_partials, &partials, sizeof(partials)));
   CHECK(cudaMemcpyToSymbol(g_counters, &counters, sizeof(counters)));
-  char* act;  // activations, 16 rows of K = 14336 16-bit elements at most (L2-resident, as at decode)
-  CHECK(cudaMalloc(&act, 16 * 14336 * 2));
-  CHECK(cudaMemset(act, 1, 16 * 14336 * 2));
+  char* act;  // activations, 64 rows of K = 14336 16-bit elements at most (L2-resident, as at decode)
+  CHECK(cudaMalloc(&act, 64 * 14336 * 2));
+  CHECK(cudaMemset(act, 1, 64 * 14336 * 2));
 
   // Copy bandwidth as bench_decode.py counts it: reads plus writes of a 512 MB device copy.
   char *cs, *cd;
@@ -506,7 +523,7 @@ int main(int argc, char** argv) {
     const long long tiles = c.kn ? c.N / c.row_bytes : c.N / (kStageBytes / c.row_bytes);
     const double gbps = c.K * c.N / (ms * 1e-3) / 1e9;
     std::printf("| %s | %d | %d | %lld | %d | %d | %d | %d | %.4f | %.0f | %.1f |\n", c.name.c_str(), c.row_bytes,
-                c.split, tiles * c.split, c.stages, std::max(c.stages * (16 + c.a_rows / 4), c.smem_kb), per_sm,
+                c.split, tiles * c.split, c.stages, std::max(c.stages * (16 + c.a_rows * a_row_bytes(c) / 1024), c.smem_kb), per_sm,
                 c.delay, ms, gbps, 100.0 * gbps / copy_gbps);
   }
   return 0;

@@ -37,8 +37,11 @@
 //                  measurement knob FXFUSE_GEMV_WGMMA_OVERLAP, not yet measured).
 //   FX_GEMV_NT 128|64  output columns per block (NT); 64 with FX_GEMV_WGMMA only (one wgmma of 64
 //                  columns per k16 step, twice the blocks: config_table.cpp gemvColumnsPerCta).
-//   Fixed: 4 warps (128 threads), k-step KT = 128/sizeof(W) where W = FxRawB if the fast quant path
-//   is used else FxElemB.
+//   FX_GEMV_KT     k per stage: 128/sizeof(W) (W = FxRawB if the fast quant path is used else
+//                  FxElemB: 128 bytes of each weight row or column), or 64 with FX_GEMV_WGMMA, K x N
+//                  weights and 128 columns (an 8 KB weight tile: twice the stages in the same shared
+//                  memory; config_table.cpp gemvKPerStage).
+//   Fixed: 4 warps (128 threads).
 //
 // Launch geometry (runtime):
 //   block = (128, 1, 1)
@@ -79,6 +82,9 @@
 #ifndef FX_GEMV_NT
 #define FX_GEMV_NT 128
 #endif
+#ifndef FX_GEMV_KT
+#define FX_GEMV_KT 0  // 0: 128 / sizeof(W)
+#endif
 #ifndef FX_GEMV_WGMMA_OVERLAP  // the product by wgmma converting one k16 step while the last runs
 #define FX_GEMV_WGMMA_OVERLAP 0
 #endif
@@ -116,10 +122,12 @@ using WRaw = FxRawB;
 using WRaw = FxElemB;
 #endif
 constexpr int kWB = sizeof(WRaw);             // 1 or 2
-constexpr int kKT = 128 / kWB;                 // k per stage
+constexpr int kKT = FX_GEMV_KT ? FX_GEMV_KT : 128 / kWB;  // k per stage
 constexpr int kE = 16 / kWB;                   // elements per 16-byte chunk
 constexpr bool kKMajor = FX_B_KMAJOR != 0;
-constexpr int kWStageBytes = kNT * 128;        // 16 KB (8 KB at 64 columns)
+static_assert(kKT == 128 / kWB || (kKT == 64 && kWgmma && !kKMajor && kNT == 128),
+              "FX_GEMV_KT: 128 bytes of weight, or 64 with FX_GEMV_WGMMA, K x N weights and 128 columns");
+constexpr int kWStageBytes = kNT * kKT * kWB;  // 16 KB (8 KB at 64 columns or 64 k)
 constexpr int kARowBytes = kKT * 2;
 constexpr int kAStageBytes = 8 * kMT * kARowBytes;
 static_assert(sizeof(FxElemA) == 2 && sizeof(FxElemB) == 2, "gemv: 16-bit MMA operands only");

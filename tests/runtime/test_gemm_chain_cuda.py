@@ -412,7 +412,8 @@ for kind, dt in [("int8", torch.bfloat16), ("int8", torch.float16), ("int8_f32_s
             planned = C.kernel_candidates(case.inputs, case.spec)[0]
             assert planned.startswith("gemv") and planned.endswith(" wgmma") == (forced == "1"), (where, planned)
             columns = 64 if forced == "1" and os.environ.get("FXFUSE_GEMV_NT") == "64" else 128
-            assert planned.split()[1].split("x")[1] == str(columns), (where, planned)
+            k_per_stage = 64 if forced == "1" and layout == "kn" and os.environ.get("FXFUSE_GEMV_KT") == "64" else 128
+            assert planned.split()[1].split("x")[1:] == [str(columns), str(k_per_stage)], (where, planned)
             before = C.stats()["launches"]
             outs = gemm_chain(case.inputs, case.spec)
             torch.cuda.synchronize()
@@ -428,8 +429,10 @@ print("ok")
 
 
 @needs_sm90
-@pytest.mark.parametrize("layout", ["kn", "nk"])  # a child each: they run side by side under xdist
-@pytest.mark.parametrize("forced", ["wgmma", "wgmma_64_columns", "wgmma_overlapped", "mma_sync"])
+# a child each: they run side by side under xdist; 64 k per stage exists for K x N weights only
+@pytest.mark.parametrize("forced,layout", [(f, lay) for f in ["wgmma", "wgmma_64_columns", "wgmma_overlapped",
+                                                              "wgmma_64_k", "mma_sync"]
+                                           for lay in ["kn", "nk"] if (f, lay) != ("wgmma_64_k", "nk")])
 def test_gemv_both_products_of_8bit_weights(forced, layout):
     wgmma = forced != "mma_sync"
     knobs = {"FXFUSE_GEMV_WGMMA": "1" if wgmma else "0"}
@@ -437,8 +440,10 @@ def test_gemv_both_products_of_8bit_weights(forced, layout):
         knobs["FXFUSE_GEMV_NT"] = "64"  # 64 columns per CTA (kernels/gemv.cuh FX_GEMV_NT)
     if forced == "wgmma_overlapped":
         knobs["FXFUSE_GEMV_WGMMA_OVERLAP"] = "1"  # each k16 step converted while the last runs
+    if forced == "wgmma_64_k":
+        knobs["FXFUSE_GEMV_KT"] = "64"  # 64 k per stage (kernels/gemv.cuh FX_GEMV_KT)
     run_child(W8_CHILD, 1 if wgmma else 0, layout,
-              drop=("FXFUSE_FORCE_KERNEL", "FXFUSE_GEMV_NT", "FXFUSE_GEMV_WGMMA_OVERLAP"), **knobs)
+              drop=("FXFUSE_FORCE_KERNEL", "FXFUSE_GEMV_NT", "FXFUSE_GEMV_WGMMA_OVERLAP", "FXFUSE_GEMV_KT"), **knobs)
 
 
 # The gemv's 8-bit weight paths produce B = FxElemB(fp32(float(raw) * s)) bit for bit: with
