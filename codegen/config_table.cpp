@@ -775,21 +775,25 @@ int gemvKPerStageKnob() {
   return knob;
 }
 
-// k per stage: 128 bytes of each weight row or column (128 k of 8-bit weights, 64 of 16-bit), or for
-// the product by wgmma of 8-bit K x N weights at 128 columns 64 k: an 8 KB weight tile, twice the
-// stages in the same shared memory (the wgmma prototype's stage, bench/RESULTS.md Run BD call 1).
-// Not yet measured in the gemv: the knob's only.
+// Whether a gemv may take 64 k per stage: the product by wgmma of 8-bit K x N weights at 128 columns.
+bool gemvHas64KStage(const Query& q, bool wgmma, int nt) { return wgmma && !q.b.kmajor && nt == kGemvNT; }
+
+// k per stage: 128 bytes of each weight row or column (128 k of 8-bit weights, 64 of 16-bit). Where
+// gemvHas64KStage, 64 k is an 8 KB weight tile, twice the stages in the same shared memory (the wgmma
+// prototype's stage, bench/RESULTS.md Run BD call 1); measured in the gemv (Run BF call 3: issue 7's
+// K x N shapes, 24-64 rows, alternating processes): 5-6 % faster at M = 24, 4096 x 4096, 0.985-1.016x at
+// 14336 x 4096, 3-5 % slower at 4096 x 14336 and 33-64 rows. So 128; 64 is a candidate of the measured
+// autotune (gemvAlternatives) and the knob's.
 int gemvKPerStage(const Query& q, bool wgmma, int nt) {
-  const int bytes_kt = 128 / gemvWeightBytes(q.b);
-  if (!wgmma || q.b.kmajor || nt != kGemvNT) return bytes_kt;
   const int knob = gemvKPerStageKnob();
-  return knob ? knob : bytes_kt;
+  return knob && gemvHas64KStage(q, wgmma, nt) ? knob : 128 / gemvWeightBytes(q.b);
 }
 
-// The gemv with the given product and columns per CTA; its pipeline sized as the rule sizes it.
-KernelConfig gemvConfigWith(const Query& q, bool wgmma, int nt) {
+// The gemv with the given product, columns per CTA and k per stage (0: gemvKPerStage); its pipeline
+// sized as the rule sizes it.
+KernelConfig gemvConfigWith(const Query& q, bool wgmma, int nt, int k_per_stage = 0) {
   const int mtiles = gemvMTiles(q.shape.M);
-  const int kt = gemvKPerStage(q, wgmma, nt);
+  const int kt = k_per_stage ? k_per_stage : gemvKPerStage(q, wgmma, nt);
   const long long stage = gemvStageBytes(mtiles, kt, nt, gemvWeightBytes(q.b));
   const int stages = gemvStagesFor(stage, gemvPipelineCtasPerSm(q, mtiles, kt, nt, stage), q.arch);
   KernelConfig c{"gemv", 8 * mtiles, nt, kt, stages, kGemvThreads};
@@ -803,12 +807,17 @@ KernelConfig gemvConfig(const Query& q) {
   return gemvConfigWith(q, wgmma, gemvColumnsPerCta(wgmma));
 }
 
-// The gemvs a measured autotune times besides the rule's for 8-bit weights on sm_90: every product
-// and width the template has (mma.sync at 128 columns, wgmma at 128 and 64), since the rule's
-// boundaries (wgmma from 17 or 33 rows, 128 columns) were measured on three shapes only.
+// The gemvs a measured autotune times besides the rule's for 8-bit weights on sm_90: every product,
+// width and stage the template has (mma.sync at 128 columns, wgmma at 128 and 64, and for K x N
+// weights wgmma at 128 columns and 64 k a stage), since the rule's boundaries (wgmma from 17 or 33
+// rows, 128 columns, 128 k) were measured on three shapes only.
 std::vector<KernelConfig> gemvAlternatives(const Query& q) {
   if (q.arch != 90 || !q.b.quant_scale) return {};
-  return {gemvConfigWith(q, false, kGemvNT), gemvConfigWith(q, true, kGemvNT), gemvConfigWith(q, true, kGemvNarrowNT)};
+  const int kt = 128;  // 128 bytes of 8-bit weight (in place of a knob's)
+  std::vector<KernelConfig> out{gemvConfigWith(q, false, kGemvNT, kt), gemvConfigWith(q, true, kGemvNT, kt),
+                                gemvConfigWith(q, true, kGemvNarrowNT, kt)};
+  if (gemvHas64KStage(q, true, kGemvNT)) out.push_back(gemvConfigWith(q, true, kGemvNT, 64));
+  return out;
 }
 
 // Measurement knob: FXFUSE_GEMV_DENSE_MAX_M=R (1-64) gives the gemv dense 16-bit weights up to R rows

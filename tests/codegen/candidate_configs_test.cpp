@@ -61,7 +61,8 @@ TEST(CandidateConfigs, HeuristicFirstThenEveryHopperTile) {
 // columns, wgmma at 128 and 64: gemvAlternatives), each once; elsewhere the gemv has no alternatives.
 TEST(CandidateConfigs, EightBitGemvOffersEveryProductOnHopper) {
   if (!embeddedFile("kernels/gemv.cuh")) GTEST_SKIP() << "kernels/gemv.cuh not built in";
-  if (std::getenv("FXFUSE_GEMV_WGMMA") || std::getenv("FXFUSE_GEMV_NT")) GTEST_SKIP() << "a knob replaces the rule";
+  if (std::getenv("FXFUSE_GEMV_WGMMA") || std::getenv("FXFUSE_GEMV_NT") || std::getenv("FXFUSE_GEMV_KT"))
+    GTEST_SKIP() << "a knob replaces the rule";
   for (const char* name : {"gemv_int8_kn_channel_scale_gelu", "gemv_int8_linear_channel_scale_bias"})
     for (long long m : {1LL, 16LL, 24LL, 64LL}) {
       SCOPED_TRACE(fmt::format("{} M={}", name, m));
@@ -71,11 +72,14 @@ TEST(CandidateConfigs, EightBitGemvOffersEveryProductOnHopper) {
       EXPECT_EQ(describeConfig(c[0]), describeConfig(chooseConfigForSize(s, m, 4096, 4096, 1, 90)));
       std::set<std::string> gemvs;
       for (const KernelConfig& k : c)
-        if (k.variant == "gemv") gemvs.insert(fmt::format("{} {}", k.bn, k.wgmma ? "wgmma" : "mma.sync"));
-      EXPECT_EQ(gemvs, (std::set<std::string>{"128 mma.sync", "128 wgmma", "64 wgmma"}));
+        if (k.variant == "gemv") gemvs.insert(fmt::format("{}x{} {}", k.bn, k.bk, k.wgmma ? "wgmma" : "mma.sync"));
+      // 64 k a stage: K x N weights only (the template's N x K tile is 128 bytes of k)
+      std::set<std::string> want{"128x128 mma.sync", "128x128 wgmma", "64x128 wgmma"};
+      if (std::string(name).find("_kn_") != std::string::npos) want.insert("128x64 wgmma");
+      EXPECT_EQ(gemvs, want);
       size_t n_gemv = 0;
       for (const KernelConfig& k : c) n_gemv += k.variant == "gemv";
-      EXPECT_EQ(n_gemv, 3u) << "a gemv offered twice";
+      EXPECT_EQ(n_gemv, want.size()) << "a gemv offered twice";
       for (const KernelConfig& k : c)
         if (k.variant == "gemv") EXPECT_NO_THROW(generate(s, k)) << describeConfig(k);
       // other GPUs (no sm_90a wgmma): the rule's gemv alone

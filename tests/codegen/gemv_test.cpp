@@ -26,7 +26,7 @@ bool has(const std::string& text, const std::string& needle) { return text.find(
 bool gemvBuiltIn() { return embeddedFile("kernels/gemv.cuh") != nullptr; }
 // A measurement knob that replaces a rule the launch and product tests check is set in this process.
 bool gemvRuleKnobSet() {
-  for (const char* knob : {"FXFUSE_GEMV_WGMMA", "FXFUSE_GEMV_NT", "FXFUSE_GEMV_STAGE_KB", "FXFUSE_GEMV_SPLIT_K"})
+  for (const char* knob : {"FXFUSE_GEMV_WGMMA", "FXFUSE_GEMV_NT", "FXFUSE_GEMV_KT", "FXFUSE_GEMV_STAGE_KB", "FXFUSE_GEMV_SPLIT_K"})
     if (std::getenv(knob)) return true;
   return false;
 }

@@ -5,6 +5,9 @@ next one without measuring (runtime/kernel_choice.h keeps it in the disk cache).
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -330,13 +333,38 @@ W8_BIAS = {layout: ("fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n"
            for layout in ("kn", "nk")}
 
 
+@pytest.mark.parametrize("knob,value,planned", [("FXFUSE_GEMV_NT", "64", "gemv 64x64x128"),
+                                                 ("FXFUSE_GEMV_KT", "64", "gemv 64x128x64"),
+                                                 ("FXFUSE_GEMV_NT", "96", "must be 64 or 128, not '96'"),
+                                                 ("FXFUSE_GEMV_KT", "32", "must be 64 or 128, not '32'")])
+def test_gemv_width_and_stage_knobs_plan_or_refuse(knob, value, planned):
+    """The gemv's measurement knobs (config_table.cpp gemvColumnsKnob, gemvKPerStageKnob; read once per
+    process, so a child each) change the planned wgmma gemv of 8-bit K x N weights at 64 rows, or name
+    a bad value in the error; a silent fallback to the rule would make an A/B run measure nothing."""
+    code = ("from fxfuse import _C as C\n"
+            f"spec = {W8_BIAS['kn']!r}\n"
+            "try:\n    print(C.kernel_candidates_for_size(spec, 64, 4096, 4096)[0])\n"
+            "except Exception as e:\n    print('error:', e)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FXFUSE_GEMV_")}
+    env[knob] = value
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(C.__file__)))  # this fxfuse
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert planned in out.stdout, out.stdout
+    if "must be" in planned:
+        assert out.stdout.startswith("error:") and knob in out.stdout, out.stdout
+    else:
+        assert out.stdout.strip().endswith(" wgmma"), out.stdout
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("layout", ["kn", "nk"])
 @pytest.mark.parametrize("M", [16, 40])
 def test_gpu_tune_measures_every_gemv_product_of_8bit_weights(layout, M):
-    """On sm_90 the autotune offers the rule's gemv and its other products and widths (mma.sync,
-    wgmma at 128 and at 64 columns per CTA: config_table.cpp gemvAlternatives); each must launch
-    and agree with the ATen evaluation (autotune.measure's check), so each gets a time."""
+    """On sm_90 the autotune offers the rule's gemv and its other products, widths and stages
+    (mma.sync, wgmma at 128 and at 64 columns per CTA, and for K x N weights wgmma at 64 k a stage:
+    config_table.cpp gemvAlternatives); each must launch and agree with the ATen evaluation
+    (autotune.measure's check), so each gets a time."""
     if torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("the gemv's wgmma product is sm_90's")
     K, N = 4096, 2048
@@ -348,8 +376,10 @@ def test_gpu_tune_measures_every_gemv_product_of_8bit_weights(layout, M):
               torch.randn(N, device="cuda", dtype=torch.bfloat16, generator=g)]
     spec = W8_BIAS[layout]
     gemvs = [c for c in C.kernel_candidates(inputs, spec) if c.startswith("gemv")]
-    assert len(gemvs) == 3 and sum(c.endswith(" wgmma") for c in gemvs) == 2, gemvs
+    k64 = layout == "kn"  # 64 k a stage: K x N weights only
+    assert len(gemvs) == 3 + k64 and sum(c.endswith(" wgmma") for c in gemvs) == 2 + k64, gemvs
     assert any(c.split()[1].split("x")[1] == "64" for c in gemvs), gemvs
+    assert any(c.split()[1].split("x")[2] == "64" for c in gemvs) == k64, gemvs
     result = autotune.measure(inputs, spec, reps=3)
     for c in gemvs:
         assert result["times_ms"].get(c) is not None, (c, result["errors"].get(c), result)
