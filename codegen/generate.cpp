@@ -93,10 +93,6 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     w.line("#define FX_GEMV_MIN_BLOCKS {}", gemvCtasPerSm(c));  // its launch bounds: registers
     if (c.wgmma) w.line("#define FX_GEMV_WGMMA 1");  // 8-bit weights only (generate checks)
     if (c.wgmma && c.bk == 64) w.line("#define FX_GEMV_KT 64");  // K x N at 128 columns only (generate checks)
-    // measurement knob: FXFUSE_GEMV_WGMMA_OVERLAP=1 converts each k16 step of the product by wgmma while
-    // the step before runs (kernels/gemv.cuh compute_stage_wgmma_overlapped; not yet measured)
-    static const std::string overlap = readBinaryKnob("FXFUSE_GEMV_WGMMA_OVERLAP");
-    if (c.wgmma && !overlap.empty()) w.line("#define FX_GEMV_WGMMA_OVERLAP {}", overlap);
     // measurement knob: FXFUSE_GEMV_NK_LDMATRIX=0 reads dense 16-bit N x K weights by 16-byte loads,
     // as before session 40 (bench/RESULTS.md Run BB: ldmatrix 0.3-5 % faster at 1-16 rows)
     static const std::string nk_ldmatrix = readBinaryKnob("FXFUSE_GEMV_NK_LDMATRIX");

@@ -32,9 +32,6 @@
 //                  by wgmma (below, "The product by wgmma"); the host adds 1 KB of dynamic shared
 //                  memory for the 1024-byte alignment its activation tile needs
 //                  (config_table.cpp gemvTakesWgmma, dynamicSmemBytes).
-//   FX_GEMV_WGMMA_OVERLAP 0|1  with FX_GEMV_WGMMA: the stage's k16 steps converted one at a time,
-//                  each while the wgmmas of the step before run (compute_stage_wgmma_overlapped;
-//                  measurement knob FXFUSE_GEMV_WGMMA_OVERLAP, not yet measured).
 //   FX_GEMV_NT 128|64  output columns per block (NT); 64 with FX_GEMV_WGMMA only (one wgmma of 64
 //                  columns per k16 step, twice the blocks: config_table.cpp gemvColumnsPerCta).
 //   FX_GEMV_KT     k per stage: 128/sizeof(W) (W = FxRawB if the fast quant path is used else
@@ -84,9 +81,6 @@
 #endif
 #ifndef FX_GEMV_KT
 #define FX_GEMV_KT 0  // 0: 128 / sizeof(W)
-#endif
-#ifndef FX_GEMV_WGMMA_OVERLAP  // the product by wgmma converting one k16 step while the last runs
-#define FX_GEMV_WGMMA_OVERLAP 0
 #endif
 #ifndef FX_B_QUANT
 #define FX_B_QUANT 0
@@ -332,7 +326,7 @@ __device__ __forceinline__ int aswz(int row, int chunk) {
   else return chunk ^ (row & 7);
 }
 // With the product by wgmma (FX_GEMV_WGMMA, below) the A tile is the wgmma's B operand, read by the
-// tensor cores through a shared-memory descriptor (K-major, 128-byte swizzle): two halves of 64 k,
+// tensor cores through a shared-memory descriptor (K-major, 128-byte swizzle): kKT / 64 halves of 64 k,
 // each [8*kMT rows][128 B] with chunk c of row m at c ^ (m & 7), each half 1024-byte aligned.
 static_assert(!kWgmma || (kQuantFast && kWB == 1), "FX_GEMV_WGMMA: 8-bit weights only");
 constexpr int kAHalfBytes = 8 * kMT * 128;
@@ -612,11 +606,13 @@ __device__ __forceinline__ void accumulators_after_wait(float (&acc)[kRT][kMT][4
       for (int i = 0; i < 4; ++i) keep_live(acc[rt][mt][i]);
 }
 
-// One stage by wgmma, in two halves of 64 k: each half's fragments are converted, then its 4 x kRT
-// wgmmas issued and waited for before the next half converts into the same registers. Every input
-// of a half's wgmmas (fragments, descriptors) is computed before its fence: ptxas serializes the
-// wgmmas (C7513) where an instruction defining one of their inputs sits between them. The CTAs beside
-// this one on the SM fill the wait.
+// One stage by wgmma, in halves of 64 k (two, or one at FX_GEMV_KT 64): each half's fragments are
+// converted, then its 4 x kRT wgmmas issued and waited for before the next half converts into the same
+// registers. Every input of a half's wgmmas (fragments, descriptors) is computed before its fence:
+// ptxas serializes the wgmmas (C7513) where an instruction defining one of their inputs sits between
+// them. The CTAs beside this one on the SM fill the wait. Converting each k16 step while the step
+// before runs (one group in flight, two fragment buffers: no serialization) measured 0.96-1.05x this
+// (bench/RESULTS.md Run BF call 1; bench/gemv/ab/wgmma_overlap.patch).
 __device__ __forceinline__ void compute_stage_wgmma(unsigned wsb, unsigned asb, float (&acc)[kRT][kMT][4],
                                                     const float (&sc)[kRT][2], const unsigned (&sc2)[kRT][2]) {
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -644,38 +640,6 @@ __device__ __forceinline__ void compute_stage_wgmma(unsigned wsb, unsigned asb, 
   }
 }
 
-// The same stage with the conversion beside the tensor cores (FX_GEMV_WGMMA_OVERLAP): k16 step q's
-// kRT wgmmas are committed as one group, and while they run the next step converts into the other of
-// two fragment buffers (wait_group 1 first: the group before, which read that buffer, is done). ptxas
-// 13.0 compiles this without serializing (no C751x warning) and without spills at 168 and 232
-// registers but fp8's 4 bytes at 168 (session 43, offline: CTest
-// Gemv.OverlappedWgmmaProductCompilesWithoutSerialization); the two-halves form above had been chosen
-// because the prototype's form with a whole stage in flight serialized. Every group is waited for
-// before the stage ends (the next stage's loads overwrite this stage's shared memory after the barrier).
-__device__ __forceinline__ void compute_stage_wgmma_overlapped(unsigned wsb, unsigned asb, float (&acc)[kRT][kMT][4],
-                                                               const float (&sc)[kRT][2],
-                                                               const unsigned (&sc2)[kRT][2]) {
-  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  unsigned a[2][kRT][4];
-  w8_fragments(wsb, 0, lane, w, sc, sc2, a[0]);
-#pragma unroll
-  for (int q = 0; q < kKT / 16; ++q) {
-    unsigned long long db = act_desc(asb + (q >> 2) * kAHalfBytes + 32 * (q & 3));
-    keep_live(db);
-    fragments_before_fence(a[q & 1]);
-    fx_wgmma_fence();  // also orders the conversion's register writes before this group reads them
-#pragma unroll
-    for (int rt = 0; rt < kRT; ++rt) wgmma_rs<8 * kMT>(reinterpret_cast<float(&)[4 * kMT]>(acc[rt]), a[q & 1][rt], db);
-    fx_wgmma_commit();
-    if (q + 1 < kKT / 16) {
-      fx_wgmma_wait<1>();  // group q - 1 read a[(q + 1) & 1]
-      w8_fragments(wsb, q + 1, lane, w, sc, sc2, a[(q + 1) & 1]);
-    }
-  }
-  fx_wgmma_wait<0>();
-  accumulators_after_wait(acc);
-}
-
 // ---- compute one stage -----------------------------------------------------------------------
 __device__ __forceinline__ void compute_stage(const unsigned char* ws, const unsigned char* as,
                                               float (&acc)[kRT][kMT][4], const float (&sc)[kRT][2],
@@ -684,9 +648,7 @@ __device__ __forceinline__ void compute_stage(const unsigned char* ws, const uns
   const int g = lane >> 2, t = lane & 3;
   const unsigned wsb = smem_u32(ws), asb = smem_u32(as);
   (void)sc; (void)sc2;
-  if constexpr (kWgmma && FX_GEMV_WGMMA_OVERLAP != 0) {
-    compute_stage_wgmma_overlapped(wsb, asb, acc, sc, sc2);
-  } else if constexpr (kWgmma) {
+  if constexpr (kWgmma) {
     compute_stage_wgmma(wsb, asb, acc, sc, sc2);
   } else if constexpr (kNkLdmatrix) {
     // Dense 16-bit N x K weights, k16 steps s: the activation fragments as on the K x N path, the

@@ -645,41 +645,6 @@ TEST(Gemv, WgmmaProductAt64KPerStage) {
     }
 }
 
-// The product by wgmma with the conversion beside the tensor cores (FX_GEMV_WGMMA_OVERLAP: one k16
-// step's wgmmas in flight while the next converts into the other fragment buffer) compiles without
-// serialization or spills (but fp8's 4 bytes at 168 registers) at both register budgets the rule gives
-// it (three CTAs per SM at N = 4096, two at 14336), both layouts, 128 and 64 columns.
-TEST(Gemv, OverlappedWgmmaProductCompilesWithoutSerialization) {
-  if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
-  if (!nvrtcUsable()) GTEST_SKIP() << "no NVRTC (Nvrtc.Found fails for a missing one)";
-  spec::ChainSpec kn = loadSpec("gemv_int8_kn_channel_scale_gelu");
-  spec::ChainSpec nk = loadSpec("gemv_int8_linear_channel_scale_bias");
-  spec::ChainSpec fp8 = loadSpec("gemv_fp8_e4m3_scalar_f32_scale");
-  for (auto [name, s] : {std::pair<const char*, const spec::ChainSpec*>{"int8 K x N", &kn}, {"int8 N x K", &nk},
-                         {"fp8 K x N", &fp8}})
-    for (auto [n, nt] : {std::pair<long long, int>{4096, 128}, {14336, 128}, {4096, 64}}) {
-      KernelConfig cfg = chooseConfig(*s, shapeFor(*s, 64, n), 90);
-      ASSERT_EQ(cfg.variant, "gemv");
-      cfg.wgmma = true;
-      cfg.bn = nt;
-      KernelSource src = generate(*s, cfg);
-      src.code = "#define FX_GEMV_WGMMA_OVERLAP 1\n" + src.code;  // the knob's define (read once per process)
-      SCOPED_TRACE(fmt::format("{} N={} {}", name, n, describeConfig(cfg)));
-      Cubin out;
-      try {
-        out = test::compileForStatistics(src, "sm_90a", /*want_ptx=*/true);
-      } catch (const CompileError& e) {
-        FAIL() << e.what();
-      }
-      // k16 steps: one wgmma.wait_group 1 between each step's group and the next step's conversion
-      EXPECT_NE(out.ptx.find("wgmma.wait_group.sync.aligned 1;"), std::string::npos);
-      // fp8's conversion (through fp32) spills 4 bytes at 168 registers with the second buffer
-      expectSpillsAtMost(out.log, s == &fp8 && n == 4096 && nt == 128 ? 4 : 0);
-      EXPECT_EQ(out.log.find("are serialized"), std::string::npos) << out.log;
-      EXPECT_EQ(out.log.find("C7517"), std::string::npos) << out.log;  // a wait the compiler injected
-    }
-}
-
 struct GemvCompile {
   std::string spec;
   std::string arch;

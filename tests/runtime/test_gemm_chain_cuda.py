@@ -354,8 +354,8 @@ def test_gemv_every_split_k_size_computes_the_chain(split_k):
 # m-tile, a ragged last k-step and column tile, both weight layouts (K x N: `x @ w`; N x K: F.linear,
 # w8_nk_fragments; N x K also with a ragged last chunk on padded rows, whose bytes load element-wise),
 # int8 with a scale in the MMA dtype (the packed conversion) and in float32, fp8 per
-# tensor, bf16 and f16, an epilogue; wgmma also at 64 columns per CTA (FXFUSE_GEMV_NT) and with the
-# conversion overlapped (FXFUSE_GEMV_WGMMA_OVERLAP). Outputs
+# tensor, bf16 and f16, an epilogue; wgmma also at 64 columns per CTA (FXFUSE_GEMV_NT) and, K x N, at
+# 64 k a stage (FXFUSE_GEMV_KT). Outputs
 # poisoned, fresh inputs per case, against float64; the config the op planned must be the one forced.
 W8_CHILD = """
 import os, sys, torch, torch.nn.functional as F, fxfuse._C as C
@@ -430,20 +430,17 @@ print("ok")
 
 @needs_sm90
 # a child each: they run side by side under xdist; 64 k per stage exists for K x N weights only
-@pytest.mark.parametrize("forced,layout", [(f, lay) for f in ["wgmma", "wgmma_64_columns", "wgmma_overlapped",
-                                                              "wgmma_64_k", "mma_sync"]
+@pytest.mark.parametrize("forced,layout", [(f, lay) for f in ["wgmma", "wgmma_64_columns", "wgmma_64_k", "mma_sync"]
                                            for lay in ["kn", "nk"] if (f, lay) != ("wgmma_64_k", "nk")])
 def test_gemv_both_products_of_8bit_weights(forced, layout):
     wgmma = forced != "mma_sync"
     knobs = {"FXFUSE_GEMV_WGMMA": "1" if wgmma else "0"}
     if forced == "wgmma_64_columns":
         knobs["FXFUSE_GEMV_NT"] = "64"  # 64 columns per CTA (kernels/gemv.cuh FX_GEMV_NT)
-    if forced == "wgmma_overlapped":
-        knobs["FXFUSE_GEMV_WGMMA_OVERLAP"] = "1"  # each k16 step converted while the last runs
     if forced == "wgmma_64_k":
         knobs["FXFUSE_GEMV_KT"] = "64"  # 64 k per stage (kernels/gemv.cuh FX_GEMV_KT)
     run_child(W8_CHILD, 1 if wgmma else 0, layout,
-              drop=("FXFUSE_FORCE_KERNEL", "FXFUSE_GEMV_NT", "FXFUSE_GEMV_WGMMA_OVERLAP", "FXFUSE_GEMV_KT"), **knobs)
+              drop=("FXFUSE_FORCE_KERNEL", "FXFUSE_GEMV_NT", "FXFUSE_GEMV_KT"), **knobs)
 
 
 # The gemv's 8-bit weight paths produce B = FxElemB(fp32(float(raw) * s)) bit for bit: with
