@@ -354,7 +354,8 @@ def test_gemv_every_split_k_size_computes_the_chain(split_k):
 # m-tile, a ragged last k-step and column tile, both weight layouts (K x N: `x @ w`; N x K: F.linear,
 # w8_nk_fragments; N x K also with a ragged last chunk on padded rows, whose bytes load element-wise),
 # int8 with a scale in the MMA dtype (the packed conversion) and in float32, fp8 per
-# tensor, bf16 and f16, an epilogue; wgmma also at 64 columns per CTA (FXFUSE_GEMV_NT) and, K x N, at
+# tensor, bf16 and f16, an epilogue; uint8, fp8 e5m2 with a float32 per-channel scale and a batch of two
+# weights (B = 2) at both products' row tiles; wgmma also at 64 columns per CTA (FXFUSE_GEMV_NT) and, K x N, at
 # 64 k a stage (FXFUSE_GEMV_KT). Outputs
 # poisoned, fresh inputs per case, against float64; the config the op planned must be the one forced.
 W8_CHILD = """
@@ -362,40 +363,67 @@ import os, sys, torch, torch.nn.functional as F, fxfuse._C as C
 from runtime_chain_cases import Case, SpecBuilder, check_outputs, d, q, randn
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
 forced, layout = sys.argv[1], sys.argv[2]
-def w8(kind, layout, dt, M, N, K, pad):
+RAW = {"int8": torch.int8, "int8_f32_scale": torch.int8, "uint8": torch.uint8, "fp8": torch.float8_e4m3fn,
+       "fp8_e5m2_f32_scale": torch.float8_e5m2}
+def w8(kind, layout, dt, M, N, K, pad, B=1):
     # pad: x and the weight as K-column slices of row-padded tensors (rows of 1024 bytes / 2016 for x):
-    # their rows stay 16-byte aligned while K is ragged, so the weight's last chunk loads element-wise
+    # their rows stay 16-byte aligned while K is ragged, so the weight's last chunk loads element-wise.
+    # B > 1: a batch of weights, one per-channel scale and bias for all of it.
     def padded(t):
         return t[..., :K] if pad else t
-    s = SpecBuilder()
-    x = s.input(dt, "mk")
+    raw = RAW[kind]
+    s = SpecBuilder("bmm" if B > 1 else "mm")
+    bt = "b" if B > 1 else ""
+    x = s.input(dt, bt + "mk")
+    wq = s.input(raw, bt + layout)
     Kp = 1024 if pad else K
-    wshape = (K, N) if layout == "kn" else (N, Kp)
-    if kind == "fp8":
-        wq = s.input(torch.float8_e4m3fn, layout)
+    wshape = (B,) * (B > 1) + ((K, N) if layout == "kn" else (N, Kp))
+    if kind == "fp8":  # e4m3 with a per-tensor float32 scale
         sc = s.input(torch.float32, "")
         w = s.op("mul", s.op("convert", wq, dtype=dt), sc, dtype=dt)
-        wq_t = padded(randn(wshape, torch.float32, "cuda").to(torch.float8_e4m3fn))
+        wq_t = padded(randn(wshape, torch.float32, "cuda").to(raw))
         scale = torch.tensor(K ** -0.5, device="cuda")
-    else:
-        wq = s.input(torch.int8, layout)
-        sdt = torch.float32 if kind == "int8_f32_scale" else dt
+    else:  # a per-channel scale in the MMA dtype, or in float32 (`(w.float() * s).to(dt)`)
+        sdt = torch.float32 if kind.endswith("f32_scale") else dt
         sc = s.input(sdt, "n" if layout == "kn" else "n1")
         if sdt == torch.float32:
             w = s.op("convert", s.op("mul", s.op("convert", wq, dtype=torch.float32), sc, dtype=torch.float32), dtype=dt)
         else:
             w = s.op("mul", s.op("convert", wq, dtype=dt), sc, dtype=dt)
-        wq_t = torch.randint(-128, 128, wshape, dtype=torch.int8, device="cuda")
-        wq_t[wq_t == 0] = 1
+        if raw == torch.float8_e5m2:
+            wq_t = randn(wshape, torch.float32, "cuda").to(raw)
+        else:
+            lo, hi = (-128, 128) if raw == torch.int8 else (0, 256)
+            wq_t = torch.randint(lo, hi, wshape, dtype=raw, device="cuda")
+            wq_t[wq_t == 0] = 1
         wq_t = padded(wq_t)
-        scale = ((torch.rand(N, device="cuda") + 0.5) * K ** -0.5 / 64).to(sdt)
+        scale = ((torch.rand(N, device="cuda") + 0.5) * K ** -0.5 / (64 if raw != torch.float8_e5m2 else 1)).to(sdt)
         if layout == "nk":
             scale = scale.view(N, 1)
-    deq_kn = lambda i: q(d(i[1]) * d(i[2]), dt) if layout == "kn" else q(d(i[1]) * d(i[2]), dt).t()
+    deq_kn = lambda i: q(d(i[1]) * d(i[2]), dt) if layout == "kn" else q(d(i[1]) * d(i[2]), dt).transpose(-1, -2)
     y = s.op("add", s.mm(x, w, torch.float32), s.input(dt, "n"), dtype=dt)
     s.output(s.op("gelu_tanh", y, dtype=dt))
-    ins = [padded(randn((M, 1008 if pad else K), dt, "cuda")), wq_t, scale, randn((N,), dt, "cuda")]
+    ins = [padded(randn((B,) * (B > 1) + (M, 1008 if pad else K), dt, "cuda")), wq_t, scale, randn((N,), dt, "cuda")]
     return Case(s.text(), ins, lambda i: [F.gelu(d(i[0]) @ deq_kn(i) + d(i[3]), approximate="tanh")])
+def run(kind, dt, M, N, K, pad, B=1):
+    global n
+    where = (kind, layout, str(dt), "B", B, M, N, K, "padded" if pad else "", "seed", base + n)
+    torch.manual_seed(base + n)
+    case = w8(kind, layout, dt, M, N, K, pad, B)
+    planned = C.kernel_candidates(case.inputs, case.spec)[0]
+    assert planned.startswith("gemv") and planned.endswith(" wgmma") == (forced == "1"), (where, planned)
+    columns = 64 if forced == "1" and os.environ.get("FXFUSE_GEMV_NT") == "64" else 128
+    k_per_stage = 64 if forced == "1" and layout == "kn" and os.environ.get("FXFUSE_GEMV_KT") == "64" else 128
+    assert planned.split()[1].split("x")[1:] == [str(columns), str(k_per_stage)], (where, planned)
+    before = C.stats()["launches"]
+    outs = gemm_chain(case.inputs, case.spec)
+    torch.cuda.synchronize()
+    assert C.stats()["launches"] - before == 1, where  # one kernel: the planned gemv, no fallback
+    try:
+        check_outputs(case, outs, dt)
+    except AssertionError as e:
+        raise AssertionError(f"{where}: {e}") from None
+    n += 1
 n = 0
 base = int.from_bytes(os.urandom(4), "little")  # fresh inputs each run, named in any failure
 for kind, dt in [("int8", torch.bfloat16), ("int8", torch.float16), ("int8_f32_scale", torch.bfloat16),
@@ -406,23 +434,12 @@ for kind, dt in [("int8", torch.bfloat16), ("int8", torch.float16), ("int8_f32_s
         shapes = ((4096, 4096, False), (208, 1000, False)) if layout == "kn" else \
             ((4096, 4096, False), (208, 1008, False), (208, 1001, True))
         for N, K, pad in shapes:
-            where = (kind, layout, str(dt), M, N, K, "padded" if pad else "", "seed", base + n)
-            torch.manual_seed(base + n)
-            case = w8(kind, layout, dt, M, N, K, pad)
-            planned = C.kernel_candidates(case.inputs, case.spec)[0]
-            assert planned.startswith("gemv") and planned.endswith(" wgmma") == (forced == "1"), (where, planned)
-            columns = 64 if forced == "1" and os.environ.get("FXFUSE_GEMV_NT") == "64" else 128
-            k_per_stage = 64 if forced == "1" and layout == "kn" and os.environ.get("FXFUSE_GEMV_KT") == "64" else 128
-            assert planned.split()[1].split("x")[1:] == [str(columns), str(k_per_stage)], (where, planned)
-            before = C.stats()["launches"]
-            outs = gemm_chain(case.inputs, case.spec)
-            torch.cuda.synchronize()
-            assert C.stats()["launches"] - before == 1, where  # one kernel: the planned gemv, no fallback
-            try:
-                check_outputs(case, outs, dt)
-            except AssertionError as e:
-                raise AssertionError(f"{where}: {e}") from None
-            n += 1
+            run(kind, dt, M, N, K, pad)
+# the other 8-bit weights (uint8 with a scale in the MMA dtype; fp8 e5m2 with a float32 per-channel
+# scale: the fp32 conversion) and a batch of two weights, at the row counts of each product's m-tiles
+for kind, dt, B in [("uint8", torch.bfloat16, 1), ("fp8_e5m2_f32_scale", torch.float16, 1), ("int8", torch.bfloat16, 2)]:
+    for M in (5, 24, 40, 64):
+        run(kind, dt, M, 208, 1008, False, B)
 print(n, "cases")
 print("ok")
 """
