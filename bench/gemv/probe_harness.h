@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -169,4 +170,56 @@ inline void print_fastest(const std::vector<ProbeRow>& rows, const char* legend)
       std::printf("  %-32s %9.4f ms (back to back %.4f) %6.1f%% of copy  rel err %.2e\n", sel[i].name.c_str(), sel[i].ms,
                   sel[i].b2b, sel[i].pct, sel[i].rel);
   }
+}
+
+// The device buffers of an M-row int8 K x N probe (wgmma_rs_int8.cu, ws_gemv_int8.cu): kRot weight copies of
+// the largest case (14336 x 4096; a case rotates over every slice of them: weight_slices), x, the scale,
+// the bf16 output, the split-K sums and the fp32 reference.
+struct ProbeBuffers {
+  static constexpr long long kMaxW = 14336LL * 4096;
+  static constexpr int kRot = 4;
+  int m;
+  int8_t* w[kRot];
+  __nv_bfloat16 *x, *s, *out;
+  float *acc, *ref;
+  explicit ProbeBuffers(int rows) : m(rows) {
+    for (auto& p : w) CHECK(cudaMalloc(&p, kMaxW));
+    CHECK(cudaMalloc(&x, m * 14336LL * 2));
+    CHECK(cudaMalloc(&s, 14336LL * 2));
+    CHECK(cudaMalloc(&out, m * 14336LL * 2));
+    CHECK(cudaMalloc(&acc, m * 14336LL * 4));
+    CHECK(cudaMalloc(&ref, m * 14336LL * 4));
+  }
+};
+
+// One case of such a probe, printed and returned as a row: fresh inputs over every weight slice; where
+// `checked`, one launch on a NaN-poisoned output (split-K KS > 1: the sums zeroed first and finished
+// after) against the fp32 reference; then time_kernel. make_launch(slices) gives the launch of call i
+// (its weight slice i % size: the slices as pointers, or tensor maps built from them).
+inline ProbeRow run_probe_case(ProbeBuffers& b, const std::string& name, int mode, bool checked, int K, int N, int ks,
+                               const std::function<std::function<void(int)>(const std::vector<int8_t*>&)>& make_launch,
+                               uint32_t& seed, double copy_gbs) {
+  const long long wbytes = (long long)K * N;
+  const std::vector<int8_t*> ws = weight_slices(b.w, ProbeBuffers::kRot, ProbeBuffers::kMaxW, wbytes);  // ws[0] == w[0]
+  fill_case(ws, wbytes, b.x, b.m * (long long)K, b.s, N, seed);
+  const std::function<void(int)> launch = make_launch(ws);
+  const long long outs = (long long)b.m * N;
+  double rel = 0;
+  if (checked) {  // poisoned output, fp32 reference, max error over max |reference|
+    CHECK(cudaMemset(b.out, 0xff, outs * 2));  // NaN
+    if (ks > 1) CHECK(cudaMemset(b.acc, 0, outs * 4));
+    launch(0);
+    if (ks > 1) finish<<<(outs + 255) / 256, 256>>>(b.acc, b.out, outs);
+    reference<<<dim3((N + 127) / 128, b.m), 128>>>(b.w[0], b.x, b.s, b.ref, K, N);
+    CHECK(cudaDeviceSynchronize());
+    rel = max_relative_error(b.out, b.ref, outs);
+  }
+  // the kernel alone (split-K's memset and finish apart) and back to back
+  const auto [ms, ms_b2b] = time_kernel(launch, [&] {
+    if (ks > 1) CHECK(cudaMemsetAsync(b.acc, 0, outs * 4));
+  });
+  const double gbs = wbytes / (ms * 1e-3) / 1e9;
+  std::printf("%-30s %9.4f %9.4f %9.0f %6.1f%% %9.2e\n", name.c_str(), ms, ms_b2b, gbs, 100.0 * gbs / copy_gbs, rel);
+  std::fflush(stdout);
+  return {std::to_string(K) + "x" + std::to_string(N), name, mode, ms, ms_b2b, 100.0 * gbs / copy_gbs, rel};
 }

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "cuda_check.h"
+#include "probe_tma.cuh"
 
 constexpr int kThreads = 128;
 constexpr int kStageBytes = 16384;
@@ -172,29 +173,6 @@ __global__ void __launch_bounds__(kThreads) stream_weights(const char* __restric
 // on the stage's "empty" mbarrier, which the producer waits on before it refills the slot. A warp
 // waits only for its own stage's bytes and never for the other warps (bench/gemv/NOTES.md session
 // 35 item 5 (b): the gemv's per-stage __syncthreads is one of its two main stalls).
-__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count));
-}
-__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
-  asm volatile(
-      "{\n.reg .pred p;\nW: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra W;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(unsigned bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void tma_load_2d(unsigned dst, const CUtensorMap* map, int x, int y, unsigned bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::
-          "r"(dst),
-      "l"(map), "r"(x), "r"(y), "r"(bar)
-      : "memory");
-}
-
 template <int kStages>
 __global__ void __launch_bounds__(kThreads + 32) stream_weights_tma(const __grid_constant__ CUtensorMap map,
                                                                       int kn, int rows, int row_bytes, int steps,
@@ -289,27 +267,7 @@ static TmaKernel tma_kernel_for(int stages) {
 
 // A 2-D byte tensor map over one weight copy: x the contiguous bytes, y the rows.
 static CUtensorMap weight_map(const char* w, long long x_bytes, long long y_rows, int box_x, int box_y) {
-  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                              const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-  static Encode encode = nullptr;
-  if (!encode) {
-    cudaDriverEntryPointQueryResult q;
-    CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", reinterpret_cast<void**>(&encode), 12000,
-                                          cudaEnableDefault, &q));
-    if (q != cudaDriverEntryPointSuccess || !encode) {
-      std::fprintf(stderr, "the driver lacks cuTensorMapEncodeTiled\n");
-      std::exit(1);
-    }
-  }
-  CUtensorMap m;
-  const cuuint64_t dims[2] = {(cuuint64_t)x_bytes, (cuuint64_t)y_rows}, strides[1] = {(cuuint64_t)x_bytes};
-  const cuuint32_t box[2] = {(cuuint32_t)box_x, (cuuint32_t)box_y}, estr[2] = {1, 1};
-  const CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<char*>(w), dims, strides, box, estr,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) { std::fprintf(stderr, "cuTensorMapEncodeTiled: %d\n", (int)r); std::exit(1); }
-  return m;
+  return tensor_map_2d(w, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, x_bytes, y_rows, box_x, box_y, CU_TENSOR_MAP_SWIZZLE_NONE);
 }
 
 static float median_of_batches(const std::function<void(int)>& launch);

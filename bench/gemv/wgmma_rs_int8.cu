@@ -49,15 +49,12 @@
 
 #include "probe_harness.h"
 #include "probe_int8_convert.cuh"
+#include "probe_wgmma.cuh"
 
 constexpr int kM = 64;        // activation rows (the wgmma's n)
 constexpr int kKS = 64;       // k per stage
 constexpr int kWgThreads = 128;  // a warpgroup
 
-using u32 = unsigned;
-using u64 = unsigned long long;
-
-__device__ __forceinline__ u32 smem_u32(const void* p) { return (u32)__cvta_generic_to_shared(p); }
 __device__ __forceinline__ void cp_async16(u32 dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
 }
@@ -66,43 +63,12 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
-__device__ __forceinline__ void ldsm_x4_trans(u32 addr, u32& r0, u32& r1, u32& r2, u32& r3) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-               : "r"(addr));
-}
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
-// The compiler must not reuse (or move) a register an in-flight wgmma reads or writes: an empty asm
-// that "writes" it, placed after the wait that completes the wgmma, keeps it live until there.
-__device__ __forceinline__ void keep_live(u32& r) { asm volatile("" : "+r"(r)::"memory"); }
-__device__ __forceinline__ void keep_live(float& r) { asm volatile("" : "+f"(r)::"memory"); }
-__device__ __forceinline__ void keep_live(u64& r) { asm volatile("" : "+l"(r)::"memory"); }
-
-// K-major shared-memory descriptor, 128-byte swizzle (layout type 1, bits 62-63), LBO 16 (unused), SBO 1024.
-__device__ __forceinline__ u64 desc_k_major_sw128(u32 saddr) {
-  auto enc = [](u32 x) { return (u64)((x & 0x3FFFF) >> 4); };
-  return enc(saddr) | (enc(16) << 16) | (enc(1024) << 32) | (1ull << 62);
-}
-
-// D[64 x 64] (+)= A[64 x 16] (registers, bf16) * B[16 x 64] (shared memory, K-major), fp32.
-__device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const u32 (&a)[4], u64 db, int scale_d) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "
-      "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
-}
-
 template <int NB, int S, int WG>
 struct Smem {
   static constexpr int kWBlock = kKS * 64;            // one 64-column block of a W stage: 4 KB
@@ -313,17 +279,7 @@ int main(int argc, char** argv) {
           std::snprintf(nm, sizeof nm, "%dx%d m%d nb%d s%d wg%d ks%d", kn.first, kn.second, mode, cfg[0], cfg[1], cfg[2], ks);
           cases.push_back({nm, kn.first, kn.second, mode, cfg[0], cfg[1], cfg[2], ks});
         }
-  const long long maxW = 14336LL * 4096;
-  const int nrot = 4;  // weight copies rotated so that each launch reads from HBM (at least 4 x 59 MB > 50 MB L2: weight_slices)
-  int8_t* w[nrot];
-  for (auto& p : w) CHECK(cudaMalloc(&p, maxW));
-  __nv_bfloat16 *x, *s, *out;
-  float *acc, *ref;
-  CHECK(cudaMalloc(&x, kM * 14336LL * 2));
-  CHECK(cudaMalloc(&s, 14336LL * 2));
-  CHECK(cudaMalloc(&out, kM * 14336LL * 2));
-  CHECK(cudaMalloc(&acc, kM * 14336LL * 4));
-  CHECK(cudaMalloc(&ref, kM * 14336LL * 4));
+  ProbeBuffers buf(kM);
   const double copy_gbs = copy_bandwidth_gbs();
   std::printf("copy bandwidth %.0f GB/s (1 GiB device-to-device, read + write); M = %d\n", copy_gbs, kM);
   std::printf("%-30s %9s %9s %9s %7s %9s\n", "case (K x N, mode, blocks, stages, WGs, KS)", "ms", "ms b2b", "GB/s(w)", "%copy",
@@ -334,29 +290,10 @@ int main(int argc, char** argv) {
     if (only && c.name.find(only) == std::string::npos) continue;
     Launch f = pick(c.mode, c.nb, c.s, c.wg);
     if (!f || c.N % (64 * c.nb * c.wg) || c.K % kKS || c.K / kKS < c.ks) continue;
-    const long long wbytes = (long long)c.K * c.N;
-    const std::vector<int8_t*> ws = weight_slices(w, nrot, maxW, wbytes);  // ws[0] == w[0]
-    fill_case(ws, wbytes, x, kM * (long long)c.K, s, c.N, seed);
     const dim3 grid(c.N / (64 * c.nb * c.wg), c.ks);
-    const long long outs = (long long)kM * c.N;
-    double rel = 0;
-    if (c.mode == 1) {  // poisoned output, fp32 reference, max error over max |reference|
-      CHECK(cudaMemset(out, 0xff, outs * 2));  // NaN
-      if (c.ks > 1) CHECK(cudaMemset(acc, 0, outs * 4));
-      f(grid, w[0], x, s, acc, out, c.K, c.N);
-      if (c.ks > 1) finish<<<(outs + 255) / 256, 256>>>(acc, out, outs);
-      reference<<<dim3((c.N + 127) / 128, kM), 128>>>(w[0], x, s, ref, c.K, c.N);
-      CHECK(cudaDeviceSynchronize());
-      rel = max_relative_error(out, ref, outs);
-    }
-    // the kernel alone (split-K's memset and finish apart) and back to back
-    const auto [ms, ms_b2b] = time_kernel([&](int i) { f(grid, ws[i % ws.size()], x, s, acc, out, c.K, c.N); },
-                                          [&] {
-                                            if (c.ks > 1) CHECK(cudaMemsetAsync(acc, 0, outs * 4));
-                                          });
-    const double gbs = wbytes / (ms * 1e-3) / 1e9;
-    std::printf("%-30s %9.4f %9.4f %9.0f %6.1f%% %9.2e\n", c.name.c_str(), ms, ms_b2b, gbs, 100.0 * gbs / copy_gbs, rel);
-    rows.push_back({std::to_string(c.K) + "x" + std::to_string(c.N), c.name, c.mode, ms, ms_b2b, 100.0 * gbs / copy_gbs, rel});
+    rows.push_back(run_probe_case(buf, c.name, c.mode, c.mode == 1, c.K, c.N, c.ks, [&](const std::vector<int8_t*>& ws) {
+      return std::function<void(int)>([&, ws](int i) { f(grid, ws[i % ws.size()], buf.x, buf.s, buf.acc, buf.out, c.K, c.N); });
+    }, seed, copy_gbs));
   }
   print_fastest(rows, "1: exact dequantization; 0: no conversion, output unchecked");
   return 0;

@@ -41,6 +41,8 @@
 
 #include "probe_harness.h"
 #include "probe_int8_convert.cuh"
+#include "probe_tma.cuh"
+#include "probe_wgmma.cuh"
 
 constexpr int kM = 64;           // activation rows (the wgmma's n)
 constexpr int kKS = 64;          // k per stage
@@ -48,56 +50,6 @@ constexpr int kNT = 128;         // output columns per CTA (two wgmma blocks of 
 constexpr int kXStage = kM * kKS * 2;   // 8 KB
 constexpr int kWStage = kKS * kNT;      // 8 KB
 constexpr int kStage = kXStage + kWStage;
-
-using u32 = unsigned;
-using u64 = unsigned long long;
-
-__device__ __forceinline__ u32 smem_u32(const void* p) { return (u32)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void ldsm_x4_trans(u32 addr, u32& r0, u32& r1, u32& r2, u32& r3) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-               : "r"(addr));
-}
-__device__ __forceinline__ void keep_live(u32& r) { asm volatile("" : "+r"(r)::"memory"); }
-__device__ __forceinline__ void keep_live(float& r) { asm volatile("" : "+f"(r)::"memory"); }
-__device__ __forceinline__ void keep_live(u64& r) { asm volatile("" : "+l"(r)::"memory"); }
-__device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count));
-}
-__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
-  asm volatile(
-      "{\n.reg .pred p;\nW: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra W;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(u32 bar) { asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory"); }
-__device__ __forceinline__ void mbar_expect_tx(u32 bar, u32 bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void tma_load_2d(u32 dst, const CUtensorMap* map, int x, int y, u32 bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
-      "l"(map), "r"(x), "r"(y), "r"(bar)
-      : "memory");
-}
-// K-major shared-memory descriptor, 128-byte swizzle (layout type 1, bits 62-63), LBO 16 (unused), SBO 1024.
-__device__ __forceinline__ u64 desc_k_major_sw128(u32 saddr) {
-  auto enc = [](u32 x) { return (u64)((x & 0x3FFFF) >> 4); };
-  return enc(saddr) | (enc(16) << 16) | (enc(1024) << 32) | (1ull << 62);
-}
-// D[64 x 64] += A[64 x 16] (registers, bf16) * B[16 x 64] (shared memory, K-major), fp32.
-__device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const u32 (&a)[4], u64 db) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "
-      "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
-}
 
 template <int S>
 constexpr int smem_bytes() { return S * kStage + 2 * S * 8 + 1024; }  // stages, barriers, alignment slack
@@ -209,7 +161,7 @@ __global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW)) ws_gemv(cons
 #pragma unroll
       for (int h = 0; h < 2; ++h)
 #pragma unroll
-        for (int b = 0; b < NB; ++b) wgmma_m64n64k16_rs(d[b], a[b][h], db[h]);
+        for (int b = 0; b < NB; ++b) wgmma_m64n64k16_rs(d[b], a[b][h], db[h], 1);
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #pragma unroll
@@ -264,34 +216,6 @@ __global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW)) ws_gemv(cons
       }
 }
 
-// A 2-D tensor map in TMA's 128-byte swizzle: x the contiguous dimension (elements), y the rows.
-static CUtensorMap tensor_map(const void* p, CUtensorMapDataType type, int elem_bytes, long long x, long long y, int box_x,
-                              int box_y) {
-  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                              const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-  static Encode encode = nullptr;
-  if (!encode) {
-    cudaDriverEntryPointQueryResult q;
-    CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", reinterpret_cast<void**>(&encode), 12000,
-                                          cudaEnableDefault, &q));
-    if (q != cudaDriverEntryPointSuccess || !encode) {
-      std::fprintf(stderr, "the driver lacks cuTensorMapEncodeTiled\n");
-      std::exit(1);
-    }
-  }
-  CUtensorMap m;
-  const cuuint64_t dims[2] = {(cuuint64_t)x, (cuuint64_t)y}, strides[1] = {(cuuint64_t)(x * elem_bytes)};
-  const cuuint32_t box[2] = {(cuuint32_t)box_x, (cuuint32_t)box_y}, estr[2] = {1, 1};
-  const CUresult r = encode(&m, type, 2, const_cast<void*>(p), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) {
-    std::fprintf(stderr, "cuTensorMapEncodeTiled: %d\n", (int)r);
-    std::exit(1);
-  }
-  return m;
-}
-
 using Launch = void (*)(dim3, const CUtensorMap&, const CUtensorMap&, const __nv_bfloat16*, float*, __nv_bfloat16*, int, int);
 template <int S, int CW, bool SPLITN>
 void launch(dim3 grid, const CUtensorMap& wm, const CUtensorMap& xm, const __nv_bfloat16* s, float* acc, __nv_bfloat16* out,
@@ -340,17 +264,7 @@ int main(int argc, char** argv) {
         std::snprintf(nm, sizeof nm, "%dx%d s%d cw%d%s ks%d", kn.first, kn.second, cfg[0], cfg[1], cfg[2] ? "n" : "", ks);
         cases.push_back({nm, kn.first, kn.second, cfg[0], cfg[1], cfg[2], ks});
       }
-  const long long maxW = 14336LL * 4096;
-  const int nrot = 4;  // weight copies rotated so that each launch reads from HBM (weight_slices)
-  int8_t* w[nrot];
-  for (auto& p : w) CHECK(cudaMalloc(&p, maxW));
-  __nv_bfloat16 *x, *s, *out;
-  float *acc, *ref;
-  CHECK(cudaMalloc(&x, kM * 14336LL * 2));
-  CHECK(cudaMalloc(&s, 14336LL * 2));
-  CHECK(cudaMalloc(&out, kM * 14336LL * 2));
-  CHECK(cudaMalloc(&acc, kM * 14336LL * 4));
-  CHECK(cudaMalloc(&ref, kM * 14336LL * 4));
+  ProbeBuffers buf(kM);
   const double copy_gbs = copy_bandwidth_gbs();
   std::printf("copy bandwidth %.0f GB/s (1 GiB device-to-device, read + write); M = %d\n", copy_gbs, kM);
   std::printf("%-30s %9s %9s %9s %7s %9s\n", "case (K x N, stages, WGs, KS)", "ms", "ms b2b", "GB/s(w)", "%copy", "rel err");
@@ -360,30 +274,14 @@ int main(int argc, char** argv) {
     if (only && c.name.find(only) == std::string::npos) continue;
     Launch f = pick(c.s, c.cw, c.sp);
     if (!f || c.N % kNT || c.K % kKS || c.K / kKS < c.ks * c.cw) continue;
-    const long long wbytes = (long long)c.K * c.N;
-    const std::vector<int8_t*> ws = weight_slices(w, nrot, maxW, wbytes);  // ws[0] == w[0]
-    fill_case(ws, wbytes, x, kM * (long long)c.K, s, c.N, seed);
-    std::vector<CUtensorMap> wmaps;
-    for (int8_t* p : ws) wmaps.push_back(tensor_map(p, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, c.N, c.K, kNT, kKS));
-    const CUtensorMap xmap = tensor_map(x, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, c.K, kM, kKS, kM);
     const dim3 grid(c.N / kNT, c.ks);
-    const long long outs = (long long)kM * c.N;
-    // poisoned output, fp32 reference, max error over max |reference|
-    CHECK(cudaMemset(out, 0xff, outs * 2));  // NaN
-    if (c.ks > 1) CHECK(cudaMemset(acc, 0, outs * 4));
-    f(grid, wmaps[0], xmap, s, acc, out, c.K, c.N);
-    if (c.ks > 1) finish<<<(outs + 255) / 256, 256>>>(acc, out, outs);
-    reference<<<dim3((c.N + 127) / 128, kM), 128>>>(w[0], x, s, ref, c.K, c.N);
-    CHECK(cudaDeviceSynchronize());
-    const double rel = max_relative_error(out, ref, outs);
-    const auto [ms, ms_b2b] = time_kernel([&](int i) { f(grid, wmaps[i % wmaps.size()], xmap, s, acc, out, c.K, c.N); },
-                                          [&] {
-                                            if (c.ks > 1) CHECK(cudaMemsetAsync(acc, 0, outs * 4));
-                                          });
-    const double gbs = wbytes / (ms * 1e-3) / 1e9;
-    std::printf("%-30s %9.4f %9.4f %9.0f %6.1f%% %9.2e\n", c.name.c_str(), ms, ms_b2b, gbs, 100.0 * gbs / copy_gbs, rel);
-    std::fflush(stdout);
-    rows.push_back({std::to_string(c.K) + "x" + std::to_string(c.N), c.name, 1, ms, ms_b2b, 100.0 * gbs / copy_gbs, rel});
+    const CUtensorMap xmap = tensor_map_2d(buf.x, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, c.K, kM, kKS, kM, CU_TENSOR_MAP_SWIZZLE_128B);
+    rows.push_back(run_probe_case(buf, c.name, 1, true, c.K, c.N, c.ks, [&](const std::vector<int8_t*>& ws) {
+      std::vector<CUtensorMap> wmaps;
+      for (int8_t* p : ws)
+        wmaps.push_back(tensor_map_2d(p, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, c.N, c.K, kNT, kKS, CU_TENSOR_MAP_SWIZZLE_128B));
+      return std::function<void(int)>([&, wmaps](int i) { f(grid, wmaps[i % wmaps.size()], xmap, buf.s, buf.acc, buf.out, c.K, c.N); });
+    }, seed, copy_gbs));
   }
   print_fastest(rows, "exact dequantization");
   return 0;
