@@ -17,6 +17,11 @@
 
 #include "cuda_check.h"
 
+// A kernel whose epilogue adds a bias (the scale vector stands in for it): the reference gets it too.
+__global__ void add_bias(float* ref, const __nv_bfloat16* bias, long long n, int N) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) ref[i] += __bfloat162float(bias[i % N]);
+}
 // KS > 1: the fp32 sums to the bf16 output (outside the timed kernel).
 __global__ void finish(const float* acc, __nv_bfloat16* out, long long n) {
   long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
@@ -193,11 +198,12 @@ struct ProbeBuffers {
 };
 
 // One case of such a probe, printed and returned as a row: fresh inputs over every weight slice; where
-// `checked`, one launch on a NaN-poisoned output (split-K KS > 1: the sums zeroed first and finished
-// after) against the fp32 reference; then time_kernel. make_launch(slices) gives the launch of call i
+// `checked`, one launch on a NaN-poisoned output (ks > 1: the split-K sums zeroed first and finished
+// after, outside the kernel) against the fp32 reference (plus the scale vector as a bias where `bias`);
+// then time_kernel. make_launch(slices) gives the launch of call i
 // (its weight slice i % size: the slices as pointers, or tensor maps built from them).
 inline ProbeRow run_probe_case(ProbeBuffers& b, const std::string& name, int mode, bool checked, int K, int N, int ks,
-                               const std::function<std::function<void(int)>(const std::vector<int8_t*>&)>& make_launch,
+                               bool bias, const std::function<std::function<void(int)>(const std::vector<int8_t*>&)>& make_launch,
                                uint32_t& seed, double copy_gbs) {
   const long long wbytes = (long long)K * N;
   const std::vector<int8_t*> ws = weight_slices(b.w, ProbeBuffers::kRot, ProbeBuffers::kMaxW, wbytes);  // ws[0] == w[0]
@@ -211,6 +217,7 @@ inline ProbeRow run_probe_case(ProbeBuffers& b, const std::string& name, int mod
     launch(0);
     if (ks > 1) finish<<<(outs + 255) / 256, 256>>>(b.acc, b.out, outs);
     reference<<<dim3((N + 127) / 128, b.m), 128>>>(b.w[0], b.x, b.s, b.ref, K, N);
+    if (bias) add_bias<<<(outs + 255) / 256, 256>>>(b.ref, b.s, outs, N);
     CHECK(cudaDeviceSynchronize());
     rel = max_relative_error(b.out, b.ref, outs);
   }

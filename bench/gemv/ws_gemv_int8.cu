@@ -17,8 +17,9 @@
 //     run, and neither waits for the other (the gemv's two-warpgroup try shared one barrier per stage).
 //   - at the end the warpgroups' partial sums meet in shared memory; split-K parts (grid.y = KS) add
 //     theirs with red.global.add into an fp32 buffer (zeroed before, converted to bf16 by a second
-//     kernel, both outside the timing, as wgmma_rs_int8.cu; KS = 1 stores the bf16 output itself). The
-//     gemv reduces over DSMEM in a cluster and runs an epilogue: add ~1 us at M = 64 when comparing.
+//     kernel, both outside the timing, as wgmma_rs_int8.cu; KS = 1 stores the bf16 output itself), or,
+//     timed with a bias epilogue as the gemv times its own (rows "dsmem+bias", "global+bias"), meet
+//     over DSMEM in a cluster as the gemv's do, or in a global workspace summed by the last part.
 // Weight int8 [K, N] row-major (the `x @ (w_i8.to(bf16) * s)` form), x bf16 [64, K], scale bf16 [N].
 // Shared memory per stage: X [64 m][128 B] then W [64 k][128 B], both in TMA's 128-byte swizzle (16-byte
 // chunk c of row r at c ^ (r & 7), stage starts 1024-byte aligned): wgmma's K-major descriptor reads X as
@@ -61,11 +62,37 @@ constexpr int min_blocks(int S, int CW) {
 // SPLITN = false: every consumer warpgroup computes all 128 columns of the stages it takes (stages c,
 // c + CW, ...; the partial sums meet in shared memory at the end). SPLITN = true: warpgroup c computes the
 // 64 columns of block c of every stage (CW = 2), no partial sums to meet.
-template <int S, int CW, bool SPLITN>
+// RED, how the split-K parts (grid.y) meet, and the epilogue:
+//   kRedAtomic   red.global.add of fp32 partials (the buffer zeroed before and converted after, untimed);
+//   kRedCluster  the parts are one cluster (1, KS, 1): partials to shared memory, then every rank sums its
+//                share of the column pairs over the peers' shared memory (DSMEM) and stores bf16(sum + bias)
+//                (the gemv's reduction and a bias epilogue, all timed);
+//   kRedGlobal   partials to a global workspace, the part that counts itself in last on its tile's counter
+//                sums them and stores bf16(sum + bias) (timed).
+enum Red { kRedAtomic = 0, kRedCluster = 1, kRedGlobal = 2 };
+__device__ float* g_partials;     // kRedGlobal: [tiles][KS][64 x 128]
+__device__ unsigned* g_counters;  // kRedGlobal: [tiles], zero between launches
+__device__ __forceinline__ void cluster_sync_all() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ float2 ld_dsmem2(u32 local_addr, unsigned rank) {
+  float2 v;
+  u32 ra;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(ra) : "r"(local_addr), "r"(rank));
+  asm volatile("ld.shared::cluster.v2.f32 {%0,%1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(ra) : "memory");
+  return v;
+}
+template <int S, int CW, bool SPLITN, int RED>
 __global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW)) ws_gemv(const __grid_constant__ CUtensorMap wmap,
                                                          const __grid_constant__ CUtensorMap xmap,
                                                          const __nv_bfloat16* __restrict__ scale, float* __restrict__ acc_out,
                                                          __nv_bfloat16* __restrict__ out, int K, int N) {
+  static_assert(RED == kRedAtomic || SPLITN, "the timed reductions: two warpgroups splitting the columns");
   extern __shared__ unsigned char smem_raw[];
   const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
   const u32 full0 = base + S * kStage, empty0 = full0 + 8 * S;  // mbarriers: full[s], empty[s]
@@ -95,7 +122,11 @@ __global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW)) ws_gemv(cons
         tma_load_2d(st + kXStage, &wmap, n0, k0, fb);    // w: (n bytes, k rows)
       }
     }
-    return;  // (no barrier below involves the producer warp)
+    if constexpr (RED != kRedCluster) return;  // (no barrier below involves the producer warp)
+    __syncwarp();  // its lanes meet again for the aligned cluster barriers of the reduction
+    cluster_sync_all();
+    cluster_sync_all();
+    return;
   }
 
   const int wg = tid / 128, lane = tid & 31, warp = (tid >> 5) & 3;
@@ -173,6 +204,66 @@ __global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW)) ws_gemv(cons
     if (lane == 0) mbar_arrive(empty0 + 8 * slot);  // this warp is done with the stage
   }
 
+  if constexpr (RED != kRedAtomic) {
+    // The CTA's 64 x 128 partial (each warpgroup its 64 columns) into shared memory over the stages, once
+    // both warpgroups are done with them (named barrier 1: the consumers), as [64 m][128 n] fp32.
+    float* part = reinterpret_cast<float*>(smem_raw + (base - smem_u32(smem_raw)));
+    asm volatile("bar.sync 1, %0;" ::"n"(CW * 128) : "memory");
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int m = 8 * j + 2 * t + e, nl = 64 * wg + 16 * warp + 2 * g;
+        *reinterpret_cast<float2*>(part + m * kNT + nl) = make_float2(d[0][4 * j + e], d[0][4 * j + 2 + e]);
+      }
+    const int ctid = tid;  // 0 .. CW * 128 - 1: the consumers
+    if constexpr (RED == kRedCluster) {
+      cluster_sync_all();  // every rank's partial written (the producer warps arrive too)
+      const unsigned rank = cluster_rank(), nrank = gridDim.y;
+      for (int e = (int)rank * CW * 128 + ctid; e < kM * kNT / 2; e += (int)nrank * CW * 128) {
+        const int m = e / (kNT / 2), nl = 2 * (e % (kNT / 2));
+        const u32 at = smem_u32(part + m * kNT + nl);
+        float2 v = *reinterpret_cast<const float2*>(part + m * kNT + nl);
+        for (unsigned r = 0; r < nrank; ++r) {
+          if (r == rank) continue;
+          const float2 u = ld_dsmem2(at, r);
+          v.x += u.x, v.y += u.y;
+        }
+        const float b0 = __bfloat162float(scale[n0 + nl]), b1 = __bfloat162float(scale[n0 + nl + 1]);  // the bias
+        *reinterpret_cast<__nv_bfloat162*>(out + (long long)m * N + n0 + nl) = __floats2bfloat162_rn(v.x + b0, v.y + b1);
+      }
+      cluster_sync_all();  // keep this CTA's partial alive until every peer has read it
+      return;
+    } else {
+      // kRedGlobal: the partial to this part's workspace slot (coalesced from shared memory), then the
+      // last part of the tile to count itself in sums every part's slot in part order.
+      asm volatile("bar.sync 1, %0;" ::"n"(CW * 128) : "memory");
+      const int tile = blockIdx.x, parts = gridDim.y;
+      float* ws = g_partials + ((long long)tile * parts) * (kM * kNT);
+      for (int e = ctid; e < kM * kNT / 4; e += CW * 128)
+        reinterpret_cast<float4*>(ws + (long long)blockIdx.y * kM * kNT)[e] = reinterpret_cast<const float4*>(part)[e];
+      __threadfence();
+      asm volatile("bar.sync 1, %0;" ::"n"(CW * 128) : "memory");
+      __shared__ unsigned last;
+      if (ctid == 0) last = atomicAdd(&g_counters[tile], 1u) == (unsigned)parts - 1;
+      asm volatile("bar.sync 1, %0;" ::"n"(CW * 128) : "memory");
+      if (!last) return;
+      __threadfence();
+      for (int e = ctid; e < kM * kNT / 2; e += CW * 128) {
+        const int m = e / (kNT / 2), nl = 2 * (e % (kNT / 2));
+        float2 v = make_float2(0.f, 0.f);
+        for (int r = 0; r < parts; ++r) {
+          const float2 u = __ldcg(reinterpret_cast<const float2*>(ws + (long long)r * kM * kNT + m * kNT + nl));
+          v.x += u.x, v.y += u.y;
+        }
+        const float b0 = __bfloat162float(scale[n0 + nl]), b1 = __bfloat162float(scale[n0 + nl + 1]);  // the bias
+        *reinterpret_cast<__nv_bfloat162*>(out + (long long)m * N + n0 + nl) = __floats2bfloat162_rn(v.x + b0, v.y + b1);
+      }
+      if (ctid == 0) g_counters[tile] = 0;  // for the next launch
+      return;
+    }
+  }
+
   // The warpgroups' partial sums: warpgroup c > 0 adds its own into a shared fp32 tile after c - 1 (named
   // barrier 1 over the consumers only: the producer warp has left), warpgroup 0 last, then it stores.
   // The stages are free (every copy landed and was consumed) once all consumers pass the first barrier.
@@ -217,11 +308,11 @@ __global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW)) ws_gemv(cons
 }
 
 using Launch = void (*)(dim3, const CUtensorMap&, const CUtensorMap&, const __nv_bfloat16*, float*, __nv_bfloat16*, int, int);
-template <int S, int CW, bool SPLITN>
+template <int S, int CW, bool SPLITN, int RED>
 void launch(dim3 grid, const CUtensorMap& wm, const CUtensorMap& xm, const __nv_bfloat16* s, float* acc, __nv_bfloat16* out,
             int K, int N) {
   constexpr int smem = smem_bytes<S>();
-  constexpr auto kernel = ws_gemv<S, CW, SPLITN>;
+  constexpr auto kernel = ws_gemv<S, CW, SPLITN, RED>;
   static bool once = [] {
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     cudaFuncAttributes a{};
@@ -230,16 +321,29 @@ void launch(dim3 grid, const CUtensorMap& wm, const CUtensorMap& xm, const __nv_
     CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, CW * 128 + 32, smem));
     std::printf("  [%d stages, %d consumer warpgroups%s: %d registers, %zu bytes local, %d KB shared, %d CTAs/SM]\n", S, CW,
                 SPLITN ? " splitting the columns" : " taking stages in turn", a.numRegs, a.localSizeBytes, smem / 1024, per_sm);
+    if (RED != kRedAtomic) std::printf("  [  reduction %s, bias epilogue]\n", RED == kRedCluster ? "over DSMEM" : "in global memory");
     return true;
   }();
   (void)once;
-  kernel<<<grid, CW * 128 + 32, smem>>>(wm, xm, s, acc, out, K, N);
+  if constexpr (RED == kRedCluster) {  // the split-K parts as one cluster (1, KS, 1)
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid, cfg.blockDim = dim3(CW * 128 + 32), cfg.dynamicSmemBytes = smem;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1, attr[0].val.clusterDim.y = grid.y, attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr, cfg.numAttrs = 1;
+    CHECK(cudaLaunchKernelEx(&cfg, kernel, wm, xm, s, acc, out, K, N));
+  } else {
+    kernel<<<grid, CW * 128 + 32, smem>>>(wm, xm, s, acc, out, K, N);
+  }
 }
-// (stages, consumer warpgroups, split the columns)
-#define FX_WS_CONFIGS(X) X(4, 1, 0) X(6, 1, 0) X(8, 2, 0) X(12, 2, 0) X(8, 3, 0) X(4, 2, 1) X(6, 2, 1) X(8, 2, 1)
-Launch pick(int s, int cw, int sp) {
-#define FX_WS_ONE(S, CW, SP) \
-  if (s == S && cw == CW && sp == SP) return launch<S, CW, SP != 0>;
+// (stages, consumer warpgroups, split the columns, reduction)
+#define FX_WS_CONFIGS(X)                                                                                        \
+  X(4, 1, 0, 0) X(6, 1, 0, 0) X(8, 2, 0, 0) X(12, 2, 0, 0) X(8, 3, 0, 0) X(4, 2, 1, 0) X(6, 2, 1, 0) X(8, 2, 1, 0) \
+  X(4, 2, 1, 1) X(6, 2, 1, 1) X(4, 2, 1, 2) X(6, 2, 1, 2)
+Launch pick(int s, int cw, int sp, int red) {
+#define FX_WS_ONE(S, CW, SP, RED) \
+  if (s == S && cw == CW && sp == SP && red == RED) return launch<S, CW, SP != 0, RED>;
   FX_WS_CONFIGS(FX_WS_ONE)
 #undef FX_WS_ONE
   return nullptr;
@@ -247,24 +351,32 @@ Launch pick(int s, int cw, int sp) {
 
 struct Case {
   std::string name;
-  int K, N, s, cw, sp, ks;
+  int K, N, s, cw, sp, red, ks;
 };
 
 int main(int argc, char** argv) {
   const char* only = argc > 1 ? argv[1] : nullptr;
   std::vector<Case> cases;
   for (auto kn : {std::make_pair(4096, 14336), std::make_pair(14336, 4096), std::make_pair(4096, 4096)})
-    for (auto cfg : std::vector<std::array<int, 3>>{
-#define FX_WS_LIST(S, CW, SP) {S, CW, SP},
+    for (auto cfg : std::vector<std::array<int, 4>>{
+#define FX_WS_LIST(S, CW, SP, RED) {S, CW, SP, RED},
              FX_WS_CONFIGS(FX_WS_LIST)
 #undef FX_WS_LIST
          })
       for (int ks : {1, 2, 4, 8}) {
         char nm[96];
-        std::snprintf(nm, sizeof nm, "%dx%d s%d cw%d%s ks%d", kn.first, kn.second, cfg[0], cfg[1], cfg[2] ? "n" : "", ks);
-        cases.push_back({nm, kn.first, kn.second, cfg[0], cfg[1], cfg[2], ks});
+        std::snprintf(nm, sizeof nm, "%dx%d s%d cw%d%s ks%d%s", kn.first, kn.second, cfg[0], cfg[1], cfg[2] ? "n" : "", ks,
+                      cfg[3] == kRedCluster ? " dsmem+bias" : cfg[3] == kRedGlobal ? " global+bias" : "");
+        cases.push_back({nm, kn.first, kn.second, cfg[0], cfg[1], cfg[2], cfg[3], ks});
       }
   ProbeBuffers buf(kM);
+  float* partials;  // kRedGlobal's workspace: 1024 slots of 32 KB (112 tiles x 8 parts at most) and tile counters
+  unsigned* counters;
+  CHECK(cudaMalloc(&partials, 1024LL * kM * kNT * 4));
+  CHECK(cudaMalloc(&counters, 4096 * sizeof(unsigned)));
+  CHECK(cudaMemset(counters, 0, 4096 * sizeof(unsigned)));
+  CHECK(cudaMemcpyToSymbol(g_partials, &partials, sizeof partials));
+  CHECK(cudaMemcpyToSymbol(g_counters, &counters, sizeof counters));
   const double copy_gbs = copy_bandwidth_gbs();
   std::printf("copy bandwidth %.0f GB/s (1 GiB device-to-device, read + write); M = %d\n", copy_gbs, kM);
   std::printf("%-30s %9s %9s %9s %7s %9s\n", "case (K x N, stages, WGs, KS)", "ms", "ms b2b", "GB/s(w)", "%copy", "rel err");
@@ -272,11 +384,13 @@ int main(int argc, char** argv) {
   std::vector<ProbeRow> rows;
   for (const Case& c : cases) {
     if (only && c.name.find(only) == std::string::npos) continue;
-    Launch f = pick(c.s, c.cw, c.sp);
+    Launch f = pick(c.s, c.cw, c.sp, c.red);
     if (!f || c.N % kNT || c.K % kKS || c.K / kKS < c.ks * c.cw) continue;
     const dim3 grid(c.N / kNT, c.ks);
     const CUtensorMap xmap = tensor_map_2d(buf.x, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, c.K, kM, kKS, kM, CU_TENSOR_MAP_SWIZZLE_128B);
-    rows.push_back(run_probe_case(buf, c.name, 1, true, c.K, c.N, c.ks, [&](const std::vector<int8_t*>& ws) {
+    // the timed reductions store bf16(sum + bias) themselves, the bias being the scale vector (any [N] will do)
+    const bool timed_sums = c.red != kRedAtomic;
+    rows.push_back(run_probe_case(buf, c.name, 1, true, c.K, c.N, timed_sums ? 1 : c.ks, timed_sums, [&](const std::vector<int8_t*>& ws) {
       std::vector<CUtensorMap> wmaps;
       for (int8_t* p : ws)
         wmaps.push_back(tensor_map_2d(p, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, c.N, c.K, kNT, kKS, CU_TENSOR_MAP_SWIZZLE_128B));
