@@ -183,7 +183,7 @@ inline void print_fastest(const std::vector<ProbeRow>& rows, const char* legend)
 struct ProbeBuffers {
   static constexpr long long kMaxW = 14336LL * 4096;
   static constexpr int kRot = 4;
-  int m;
+  int m;  // rows allocated
   int8_t* w[kRot];
   __nv_bfloat16 *x, *s, *out;
   float *acc, *ref;
@@ -197,26 +197,26 @@ struct ProbeBuffers {
   }
 };
 
-// One case of such a probe, printed and returned as a row: fresh inputs over every weight slice; where
+// One case of such a probe at m <= b.m rows, printed and returned as a row: fresh inputs over every weight slice; where
 // `checked`, one launch on a NaN-poisoned output (ks > 1: the split-K sums zeroed first and finished
 // after, outside the kernel) against the fp32 reference (plus the scale vector as a bias where `bias`);
 // then time_kernel. make_launch(slices) gives the launch of call i
 // (its weight slice i % size: the slices as pointers, or tensor maps built from them).
-inline ProbeRow run_probe_case(ProbeBuffers& b, const std::string& name, int mode, bool checked, int K, int N, int ks,
+inline ProbeRow run_probe_case(ProbeBuffers& b, int m, const std::string& name, int mode, bool checked, int K, int N, int ks,
                                bool bias, const std::function<std::function<void(int)>(const std::vector<int8_t*>&)>& make_launch,
                                uint32_t& seed, double copy_gbs) {
   const long long wbytes = (long long)K * N;
   const std::vector<int8_t*> ws = weight_slices(b.w, ProbeBuffers::kRot, ProbeBuffers::kMaxW, wbytes);  // ws[0] == w[0]
-  fill_case(ws, wbytes, b.x, b.m * (long long)K, b.s, N, seed);
+  fill_case(ws, wbytes, b.x, m * (long long)K, b.s, N, seed);
   const std::function<void(int)> launch = make_launch(ws);
-  const long long outs = (long long)b.m * N;
+  const long long outs = (long long)m * N;
   double rel = 0;
   if (checked) {  // poisoned output, fp32 reference, max error over max |reference|
     CHECK(cudaMemset(b.out, 0xff, outs * 2));  // NaN
     if (ks > 1) CHECK(cudaMemset(b.acc, 0, outs * 4));
     launch(0);
     if (ks > 1) finish<<<(outs + 255) / 256, 256>>>(b.acc, b.out, outs);
-    reference<<<dim3((N + 127) / 128, b.m), 128>>>(b.w[0], b.x, b.s, b.ref, K, N);
+    reference<<<dim3((N + 127) / 128, m), 128>>>(b.w[0], b.x, b.s, b.ref, K, N);
     if (bias) add_bias<<<(outs + 255) / 256, 256>>>(b.ref, b.s, outs, N);
     CHECK(cudaDeviceSynchronize());
     rel = max_relative_error(b.out, b.ref, outs);
@@ -228,5 +228,6 @@ inline ProbeRow run_probe_case(ProbeBuffers& b, const std::string& name, int mod
   const double gbs = wbytes / (ms * 1e-3) / 1e9;
   std::printf("%-30s %9.4f %9.4f %9.0f %6.1f%% %9.2e\n", name.c_str(), ms, ms_b2b, gbs, 100.0 * gbs / copy_gbs, rel);
   std::fflush(stdout);
-  return {std::to_string(K) + "x" + std::to_string(N), name, mode, ms, ms_b2b, 100.0 * gbs / copy_gbs, rel};
+  return {std::to_string(K) + "x" + std::to_string(N) + " m" + std::to_string(m), name, mode, ms, ms_b2b,
+          100.0 * gbs / copy_gbs, rel};
 }

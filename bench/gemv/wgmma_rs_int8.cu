@@ -291,7 +291,7 @@ int main(int argc, char** argv) {
     Launch f = pick(c.mode, c.nb, c.s, c.wg);
     if (!f || c.N % (64 * c.nb * c.wg) || c.K % kKS || c.K / kKS < c.ks) continue;
     const dim3 grid(c.N / (64 * c.nb * c.wg), c.ks);
-    rows.push_back(run_probe_case(buf, c.name, c.mode, c.mode == 1, c.K, c.N, c.ks, false, [&](const std::vector<int8_t*>& ws) {
+    rows.push_back(run_probe_case(buf, kM, c.name, c.mode, c.mode == 1, c.K, c.N, c.ks, false, [&](const std::vector<int8_t*>& ws) {
       return std::function<void(int)>([&, ws](int i) { f(grid, ws[i % ws.size()], buf.x, buf.s, buf.acc, buf.out, c.K, c.N); });
     }, seed, copy_gbs));
   }

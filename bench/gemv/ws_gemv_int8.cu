@@ -20,8 +20,9 @@
 //     kernel, both outside the timing, as wgmma_rs_int8.cu; KS = 1 stores the bf16 output itself), or,
 //     timed with a bias epilogue as the gemv times its own (rows "dsmem+bias", "global+bias"), meet
 //     over DSMEM in a cluster as the gemv's do, or in a global workspace summed by the last part.
-// Weight int8 [K, N] row-major (the `x @ (w_i8.to(bf16) * s)` form), x bf16 [64, K], scale bf16 [N].
-// Shared memory per stage: X [64 m][128 B] then W [64 k][128 B], both in TMA's 128-byte swizzle (16-byte
+// Weight int8 [K, N] row-major (the `x @ (w_i8.to(bf16) * s)` form), x bf16 [M, K] with M = 16, 32 or 64
+// (the wgmma's n; issue 7's int8 target is at M = 16: 0.018 ms at 4096 x 14336), scale bf16 [N].
+// Shared memory per stage: X [M m][128 B] then W [64 k][128 B], both in TMA's 128-byte swizzle (16-byte
 // chunk c of row r at c ^ (r & 7), stage starts 1024-byte aligned): wgmma's K-major descriptor reads X as
 // laid out, and the eight k rows of one weight chunk that an ldmatrix reads fall in eight bank groups.
 //
@@ -45,18 +46,18 @@
 #include "probe_tma.cuh"
 #include "probe_wgmma.cuh"
 
-constexpr int kM = 64;           // activation rows (the wgmma's n)
+constexpr int kMaxM = 64;        // activation rows at most (the wgmma's n: MR = 16, 32 or 64)
 constexpr int kKS = 64;          // k per stage
 constexpr int kNT = 128;         // output columns per CTA (two wgmma blocks of 64)
-constexpr int kXStage = kM * kKS * 2;   // 8 KB
 constexpr int kWStage = kKS * kNT;      // 8 KB
-constexpr int kStage = kXStage + kWStage;
+// A stage: the activation tile (MR rows of 128 bytes: 2-8 KB; 1024-byte multiples keep the weight tile
+// that follows it 1024-byte aligned), then the weight tile.
+__host__ __device__ constexpr int stage_bytes(int mr) { return mr * kKS * 2 + kWStage; }
 
-template <int S>
-constexpr int smem_bytes() { return S * kStage + 2 * S * 8 + 1024; }  // stages, barriers, alignment slack
+constexpr int smem_bytes(int s, int mr) { return s * stage_bytes(mr) + 2 * s * 8 + 1024; }  // stages, barriers, slack
 // CTAs per SM the shared memory allows (at most 3), for __launch_bounds__: ptxas's register budget.
-constexpr int min_blocks(int S, int CW) {
-  return (228 * 1024) / (S * kStage + 2 * S * 8 + 2048) >= 3 && CW == 1 ? 3 : (228 * 1024) / (S * kStage + 2 * S * 8 + 2048) >= 2 ? 2 : 1;
+constexpr int min_blocks(int s, int cw, int mr) {
+  return (228 * 1024) / (smem_bytes(s, mr) + 1024) >= 3 && cw == 1 ? 3 : (228 * 1024) / (smem_bytes(s, mr) + 1024) >= 2 ? 2 : 1;
 }
 
 // SPLITN = false: every consumer warpgroup computes all 128 columns of the stages it takes (stages c,
@@ -87,12 +88,13 @@ __device__ __forceinline__ float2 ld_dsmem2(u32 local_addr, unsigned rank) {
   asm volatile("ld.shared::cluster.v2.f32 {%0,%1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(ra) : "memory");
   return v;
 }
-template <int S, int CW, bool SPLITN, int RED>
-__global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW)) ws_gemv(const __grid_constant__ CUtensorMap wmap,
+template <int S, int CW, bool SPLITN, int RED, int MR>
+__global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW, MR)) ws_gemv(const __grid_constant__ CUtensorMap wmap,
                                                          const __grid_constant__ CUtensorMap xmap,
                                                          const __nv_bfloat16* __restrict__ scale, float* __restrict__ acc_out,
                                                          __nv_bfloat16* __restrict__ out, int K, int N) {
   static_assert(RED == kRedAtomic || SPLITN, "the timed reductions: two warpgroups splitting the columns");
+  constexpr int kXStage = MR * kKS * 2, kStage = stage_bytes(MR), kAcc = MR / 2;  // accumulators a block
   extern __shared__ unsigned char smem_raw[];
   const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
   const u32 full0 = base + S * kStage, empty0 = full0 + 8 * S;  // mbarriers: full[s], empty[s]
@@ -143,11 +145,11 @@ __global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW)) ws_gemv(cons
       const unsigned short sv = __bfloat16_as_ushort(scale[n0 + 64 * block(b) + 16 * warp + 2 * g + h]);
       s2[b][h] = sv | (u32(sv) << 16);
     }
-  float d[NB][32];
+  float d[NB][kAcc];
 #pragma unroll
   for (int b = 0; b < NB; ++b)
 #pragma unroll
-    for (int i = 0; i < 32; ++i) d[b][i] = 0.f;
+    for (int i = 0; i < kAcc; ++i) d[b][i] = 0.f;
 
   for (int i = SPLITN ? 0 : wg; i < nsteps; i += SPLITN ? 1 : CW) {
     const int slot = i % S;
@@ -192,13 +194,13 @@ __global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW)) ws_gemv(cons
 #pragma unroll
       for (int h = 0; h < 2; ++h)
 #pragma unroll
-        for (int b = 0; b < NB; ++b) wgmma_m64n64k16_rs(d[b], a[b][h], db[h], 1);
+        for (int b = 0; b < NB; ++b) wgmma_m64nNk16_rs<MR>(d[b], a[b][h], db[h], 1);
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #pragma unroll
       for (int b = 0; b < NB; ++b)
 #pragma unroll
-        for (int j = 0; j < 32; ++j) keep_live(d[b][j]);
+        for (int j = 0; j < kAcc; ++j) keep_live(d[b][j]);
     }
     __syncwarp();
     if (lane == 0) mbar_arrive(empty0 + 8 * slot);  // this warp is done with the stage
@@ -210,7 +212,7 @@ __global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW)) ws_gemv(cons
     float* part = reinterpret_cast<float*>(smem_raw + (base - smem_u32(smem_raw)));
     asm volatile("bar.sync 1, %0;" ::"n"(CW * 128) : "memory");
 #pragma unroll
-    for (int j = 0; j < 8; ++j)
+    for (int j = 0; j < MR / 8; ++j)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int m = 8 * j + 2 * t + e, nl = 64 * wg + 16 * warp + 2 * g;
@@ -220,7 +222,7 @@ __global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW)) ws_gemv(cons
     if constexpr (RED == kRedCluster) {
       cluster_sync_all();  // every rank's partial written (the producer warps arrive too)
       const unsigned rank = cluster_rank(), nrank = gridDim.y;
-      for (int e = (int)rank * CW * 128 + ctid; e < kM * kNT / 2; e += (int)nrank * CW * 128) {
+      for (int e = (int)rank * CW * 128 + ctid; e < MR * kNT / 2; e += (int)nrank * CW * 128) {
         const int m = e / (kNT / 2), nl = 2 * (e % (kNT / 2));
         const u32 at = smem_u32(part + m * kNT + nl);
         float2 v = *reinterpret_cast<const float2*>(part + m * kNT + nl);
@@ -239,9 +241,9 @@ __global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW)) ws_gemv(cons
       // last part of the tile to count itself in sums every part's slot in part order.
       asm volatile("bar.sync 1, %0;" ::"n"(CW * 128) : "memory");
       const int tile = blockIdx.x, parts = gridDim.y;
-      float* ws = g_partials + ((long long)tile * parts) * (kM * kNT);
-      for (int e = ctid; e < kM * kNT / 4; e += CW * 128)
-        reinterpret_cast<float4*>(ws + (long long)blockIdx.y * kM * kNT)[e] = reinterpret_cast<const float4*>(part)[e];
+      float* ws = g_partials + ((long long)tile * parts) * (kMaxM * kNT);
+      for (int e = ctid; e < MR * kNT / 4; e += CW * 128)
+        reinterpret_cast<float4*>(ws + (long long)blockIdx.y * kMaxM * kNT)[e] = reinterpret_cast<const float4*>(part)[e];
       __threadfence();
       asm volatile("bar.sync 1, %0;" ::"n"(CW * 128) : "memory");
       __shared__ unsigned last;
@@ -249,11 +251,11 @@ __global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW)) ws_gemv(cons
       asm volatile("bar.sync 1, %0;" ::"n"(CW * 128) : "memory");
       if (!last) return;
       __threadfence();
-      for (int e = ctid; e < kM * kNT / 2; e += CW * 128) {
+      for (int e = ctid; e < MR * kNT / 2; e += CW * 128) {
         const int m = e / (kNT / 2), nl = 2 * (e % (kNT / 2));
         float2 v = make_float2(0.f, 0.f);
         for (int r = 0; r < parts; ++r) {
-          const float2 u = __ldcg(reinterpret_cast<const float2*>(ws + (long long)r * kM * kNT + m * kNT + nl));
+          const float2 u = __ldcg(reinterpret_cast<const float2*>(ws + (long long)r * kMaxM * kNT + m * kNT + nl));
           v.x += u.x, v.y += u.y;
         }
         const float b0 = __bfloat162float(scale[n0 + nl]), b1 = __bfloat162float(scale[n0 + nl + 1]);  // the bias
@@ -276,7 +278,7 @@ __global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW)) ws_gemv(cons
 #pragma unroll
       for (int b = 0; b < NB; ++b)
 #pragma unroll
-        for (int j = 0; j < 8; ++j)
+        for (int j = 0; j < MR / 8; ++j)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const int m = 8 * j + 2 * t + e, n = 64 * b + 16 * warp + 2 * g;
@@ -292,7 +294,7 @@ __global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW)) ws_gemv(cons
 #pragma unroll
   for (int b = 0; b < NB; ++b)
 #pragma unroll
-    for (int j = 0; j < 8; ++j)
+    for (int j = 0; j < MR / 8; ++j)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int m = 8 * j + 2 * t + e, nl = 64 * block(b) + 16 * warp + 2 * g;
@@ -308,19 +310,20 @@ __global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW)) ws_gemv(cons
 }
 
 using Launch = void (*)(dim3, const CUtensorMap&, const CUtensorMap&, const __nv_bfloat16*, float*, __nv_bfloat16*, int, int);
-template <int S, int CW, bool SPLITN, int RED>
+template <int S, int CW, bool SPLITN, int RED, int MR>
 void launch(dim3 grid, const CUtensorMap& wm, const CUtensorMap& xm, const __nv_bfloat16* s, float* acc, __nv_bfloat16* out,
             int K, int N) {
-  constexpr int smem = smem_bytes<S>();
-  constexpr auto kernel = ws_gemv<S, CW, SPLITN, RED>;
+  constexpr int smem = smem_bytes(S, MR);
+  constexpr auto kernel = ws_gemv<S, CW, SPLITN, RED, MR>;
   static bool once = [] {
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     cudaFuncAttributes a{};
     CHECK(cudaFuncGetAttributes(&a, kernel));
     int per_sm = 0;
     CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, CW * 128 + 32, smem));
-    std::printf("  [%d stages, %d consumer warpgroups%s: %d registers, %zu bytes local, %d KB shared, %d CTAs/SM]\n", S, CW,
-                SPLITN ? " splitting the columns" : " taking stages in turn", a.numRegs, a.localSizeBytes, smem / 1024, per_sm);
+    std::printf("  [M = %d, %d stages, %d consumer warpgroups%s: %d registers, %zu bytes local, %d KB shared, %d CTAs/SM]\n",
+                MR, S, CW, SPLITN ? " splitting the columns" : " taking stages in turn", a.numRegs, a.localSizeBytes,
+                smem / 1024, per_sm);
     if (RED != kRedAtomic) std::printf("  [  reduction %s, bias epilogue]\n", RED == kRedCluster ? "over DSMEM" : "in global memory");
     return true;
   }();
@@ -337,13 +340,15 @@ void launch(dim3 grid, const CUtensorMap& wm, const CUtensorMap& xm, const __nv_
     kernel<<<grid, CW * 128 + 32, smem>>>(wm, xm, s, acc, out, K, N);
   }
 }
-// (stages, consumer warpgroups, split the columns, reduction)
-#define FX_WS_CONFIGS(X)                                                                                        \
-  X(4, 1, 0, 0) X(6, 1, 0, 0) X(8, 2, 0, 0) X(12, 2, 0, 0) X(8, 3, 0, 0) X(4, 2, 1, 0) X(6, 2, 1, 0) X(8, 2, 1, 0) \
-  X(4, 2, 1, 1) X(6, 2, 1, 1) X(4, 2, 1, 2) X(6, 2, 1, 2)
-Launch pick(int s, int cw, int sp, int red) {
-#define FX_WS_ONE(S, CW, SP, RED) \
-  if (s == S && cw == CW && sp == SP && red == RED) return launch<S, CW, SP != 0, RED>;
+// (stages, consumer warpgroups, split the columns, reduction, activation rows)
+#define FX_WS_CONFIGS(X)                                                                                            \
+  X(4, 1, 0, 0, 64) X(6, 1, 0, 0, 64) X(8, 2, 0, 0, 64) X(12, 2, 0, 0, 64) X(8, 3, 0, 0, 64) X(4, 2, 1, 0, 64)       \
+  X(6, 2, 1, 0, 64) X(8, 2, 1, 0, 64) X(4, 2, 1, 1, 64) X(6, 2, 1, 1, 64) X(4, 2, 1, 2, 64) X(6, 2, 1, 2, 64)       \
+  X(4, 2, 1, 0, 32) X(6, 2, 1, 1, 32) X(6, 2, 1, 2, 32)                                                              \
+  X(4, 2, 1, 0, 16) X(8, 2, 1, 0, 16) X(4, 2, 1, 1, 16) X(8, 2, 1, 1, 16) X(8, 2, 1, 2, 16)
+Launch pick(int s, int cw, int sp, int red, int mr) {
+#define FX_WS_ONE(S, CW, SP, RED, MR) \
+  if (s == S && cw == CW && sp == SP && red == RED && mr == MR) return launch<S, CW, SP != 0, RED, MR>;
   FX_WS_CONFIGS(FX_WS_ONE)
 #undef FX_WS_ONE
   return nullptr;
@@ -351,46 +356,46 @@ Launch pick(int s, int cw, int sp, int red) {
 
 struct Case {
   std::string name;
-  int K, N, s, cw, sp, red, ks;
+  int K, N, s, cw, sp, red, m, ks;
 };
 
 int main(int argc, char** argv) {
   const char* only = argc > 1 ? argv[1] : nullptr;
   std::vector<Case> cases;
   for (auto kn : {std::make_pair(4096, 14336), std::make_pair(14336, 4096), std::make_pair(4096, 4096)})
-    for (auto cfg : std::vector<std::array<int, 4>>{
-#define FX_WS_LIST(S, CW, SP, RED) {S, CW, SP, RED},
+    for (auto cfg : std::vector<std::array<int, 5>>{
+#define FX_WS_LIST(S, CW, SP, RED, MR) {S, CW, SP, RED, MR},
              FX_WS_CONFIGS(FX_WS_LIST)
 #undef FX_WS_LIST
          })
       for (int ks : {1, 2, 4, 8}) {
         char nm[96];
-        std::snprintf(nm, sizeof nm, "%dx%d s%d cw%d%s ks%d%s", kn.first, kn.second, cfg[0], cfg[1], cfg[2] ? "n" : "", ks,
-                      cfg[3] == kRedCluster ? " dsmem+bias" : cfg[3] == kRedGlobal ? " global+bias" : "");
-        cases.push_back({nm, kn.first, kn.second, cfg[0], cfg[1], cfg[2], cfg[3], ks});
+        std::snprintf(nm, sizeof nm, "%dx%d m%d s%d cw%d%s ks%d%s", kn.first, kn.second, cfg[4], cfg[0], cfg[1],
+                      cfg[2] ? "n" : "", ks, cfg[3] == kRedCluster ? " dsmem+bias" : cfg[3] == kRedGlobal ? " global+bias" : "");
+        cases.push_back({nm, kn.first, kn.second, cfg[0], cfg[1], cfg[2], cfg[3], cfg[4], ks});
       }
-  ProbeBuffers buf(kM);
+  ProbeBuffers buf(kMaxM);
   float* partials;  // kRedGlobal's workspace: 1024 slots of 32 KB (112 tiles x 8 parts at most) and tile counters
   unsigned* counters;
-  CHECK(cudaMalloc(&partials, 1024LL * kM * kNT * 4));
+  CHECK(cudaMalloc(&partials, 1024LL * kMaxM * kNT * 4));
   CHECK(cudaMalloc(&counters, 4096 * sizeof(unsigned)));
   CHECK(cudaMemset(counters, 0, 4096 * sizeof(unsigned)));
   CHECK(cudaMemcpyToSymbol(g_partials, &partials, sizeof partials));
   CHECK(cudaMemcpyToSymbol(g_counters, &counters, sizeof counters));
   const double copy_gbs = copy_bandwidth_gbs();
-  std::printf("copy bandwidth %.0f GB/s (1 GiB device-to-device, read + write); M = %d\n", copy_gbs, kM);
-  std::printf("%-30s %9s %9s %9s %7s %9s\n", "case (K x N, stages, WGs, KS)", "ms", "ms b2b", "GB/s(w)", "%copy", "rel err");
+  std::printf("copy bandwidth %.0f GB/s (1 GiB device-to-device, read + write)\n", copy_gbs);
+  std::printf("%-30s %9s %9s %9s %7s %9s\n", "case (K x N, M, stages, WGs, KS)", "ms", "ms b2b", "GB/s(w)", "%copy", "rel err");
   uint32_t seed = 24680u ^ (uint32_t)time(nullptr);
   std::vector<ProbeRow> rows;
   for (const Case& c : cases) {
     if (only && c.name.find(only) == std::string::npos) continue;
-    Launch f = pick(c.s, c.cw, c.sp, c.red);
+    Launch f = pick(c.s, c.cw, c.sp, c.red, c.m);
     if (!f || c.N % kNT || c.K % kKS || c.K / kKS < c.ks * c.cw) continue;
     const dim3 grid(c.N / kNT, c.ks);
-    const CUtensorMap xmap = tensor_map_2d(buf.x, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, c.K, kM, kKS, kM, CU_TENSOR_MAP_SWIZZLE_128B);
+    const CUtensorMap xmap = tensor_map_2d(buf.x, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, c.K, c.m, kKS, c.m, CU_TENSOR_MAP_SWIZZLE_128B);
     // the timed reductions store bf16(sum + bias) themselves, the bias being the scale vector (any [N] will do)
     const bool timed_sums = c.red != kRedAtomic;
-    rows.push_back(run_probe_case(buf, c.name, 1, true, c.K, c.N, timed_sums ? 1 : c.ks, timed_sums, [&](const std::vector<int8_t*>& ws) {
+    rows.push_back(run_probe_case(buf, c.m, c.name, 1, true, c.K, c.N, timed_sums ? 1 : c.ks, timed_sums, [&](const std::vector<int8_t*>& ws) {
       std::vector<CUtensorMap> wmaps;
       for (int8_t* p : ws)
         wmaps.push_back(tensor_map_2d(p, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, c.N, c.K, kNT, kKS, CU_TENSOR_MAP_SWIZZLE_128B));
