@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -954,8 +955,20 @@ sm90::GemmConfig sm90ConfigOf(const KernelConfig& c) {
 std::string templateFor(const std::string& variant) { return row(variant).templ; }
 GridPolicy gridFor(const std::string& variant) { return row(variant).grid; }
 bool templateWaitsForPreviousKernel(const std::string& variant) {
-  const char* t = embeddedFile(row(variant).templ);
-  return t != nullptr && std::strstr(t, "fx_grid_dependency_wait();") != nullptr;
+  // The templates are embedded and never change: each row's answer (a search of its whole text) is
+  // computed once, not at every call site's planning.
+  static const std::vector<bool> waits = [] {
+    std::vector<bool> w;
+    for (const VariantRow& r : kRows) {
+      const char* t = embeddedFile(r.templ);
+      w.push_back(t != nullptr && std::strstr(t, "fx_grid_dependency_wait();") != nullptr);
+    }
+    return w;
+  }();
+  for (size_t i = 0; i < std::size(kRows); ++i)
+    if (variant == kRows[i].variant) return waits[i];
+  row(variant);  // throws: no such variant
+  return false;
 }
 
 bool isFastVariant(const KernelConfig& config, Baseline baseline) {
@@ -995,12 +1008,16 @@ Query heuristicQuery(const spec::ChainSpec& checked, const OperandInfo& a, const
 }
 
 // The first row that applies, for a validated spec and its operand analyses.
-KernelConfig chooseValidated(const spec::ChainSpec& checked, const OperandInfo& a, const OperandInfo& b,
-                             const ProblemShape& shape, int sm_arch) {
-  const Query q = heuristicQuery(checked, a, b, shape, sm_arch);
+// The heuristic's config: the first variant row (built in) that applies.
+KernelConfig chooseFor(const Query& q) {
   for (const VariantRow& r : kRows)
     if (embeddedFile(r.templ) && r.applies(q)) return r.config(q);
   throw std::logic_error("fxfuse internal error: no kernel variant applies (please report a bug)");
+}
+
+KernelConfig chooseValidated(const spec::ChainSpec& checked, const OperandInfo& a, const OperandInfo& b,
+                             const ProblemShape& shape, int sm_arch) {
+  return chooseFor(heuristicQuery(checked, a, b, shape, sm_arch));
 }
 }  // namespace
 
@@ -1095,7 +1112,8 @@ std::string hopperRefusalForSize(const spec::ChainSpec& spec, long long M, long 
 namespace {
 std::vector<KernelConfig> candidatesValidated(const spec::ChainSpec& checked, const OperandInfo& a,
                                               const OperandInfo& b, const ProblemShape& shape, int sm_arch) {
-  std::vector<KernelConfig> out{chooseValidated(checked, a, b, shape, sm_arch)};
+  const Query heuristic = heuristicQuery(checked, a, b, shape, sm_arch);
+  std::vector<KernelConfig> out{chooseFor(heuristic)};
   auto add = [&out](const KernelConfig& c) {
     bool seen = false;
     for (const KernelConfig& o : out) seen = seen || describeConfig(o) == describeConfig(c);
@@ -1103,7 +1121,7 @@ std::vector<KernelConfig> candidatesValidated(const spec::ChainSpec& checked, co
   };
   // the rule's gemv: its other products and widths (8-bit weights on sm_90)
   if (out[0].variant == "gemv")
-    for (const KernelConfig& c : gemvAlternatives(heuristicQuery(checked, a, b, shape, sm_arch))) add(c);
+    for (const KernelConfig& c : gemvAlternatives(heuristic)) add(c);
   // The epilogue rule (epilogueRefusal) and the heuristic's smallest M are guesses the
   // measurement replaces: ask as if the epilogue wins, from one 64-row tile.
   Query q{a, b, shape, sm_arch, /*epilogue_refusal=*/"", epilogueLoad(checked)};
