@@ -643,7 +643,8 @@ GemvExtents gemvExtents(const ProblemShape& s, long long bm, long long bn, long 
 long long gemvStageBytes(int mtiles, int kt, int nt, int wb) { return 1LL * nt * kt * wb + 8LL * mtiles * kt * 2; }
 
 // Bytes of the weight element a gemv config streams: its k per stage is 128 bytes of weight (bk 64:
-// 16-bit, 128: 8-bit) but where the product by wgmma takes 64 k of 8-bit weights (gemvKPerStage).
+// 16-bit, 128: 8-bit) but where the product by wgmma takes 64 k of 8-bit weights (gemvKPerStage). No other
+// 64-k config of 8-bit weights exists: generate refuses one without wgmma, K x N weights and 128 columns.
 int gemvWeightBytesOf(const KernelConfig& c) { return c.bk == 64 && !c.wgmma ? 2 : 1; }
 
 // Measurement knob: FXFUSE_GEMV_STAGE_KB=N sizes the gemv's pipeline to about N KB instead of the
@@ -1275,7 +1276,8 @@ LaunchDims launchDims(const KernelSource& src, const ProblemShape& shape, int sm
     // cluster (1, S, 1).
     const auto [nt, mz, ksteps] = gemvExtents(shape, src.config.bm, src.config.bn, src.config.bk);
     if (mz > kGemvMaxGridZ) throw CodegenError("B * ceil(M / bm) exceeds the gemv grid limit of 65535");
-    // gemvConfig: k-steps of 128 bytes of the streamed weight, so bk = 64 (16-bit) or 128 (8-bit)
+    // gemvConfig: k-steps of 128 bytes of the streamed weight, so bk = 64 (16-bit) or 128 (8-bit), or 64
+    // for 8-bit weights by wgmma (gemvKPerStage)
     if (src.config.bk != 64 && src.config.bk != 128) throw CodegenError("gemv config with a k-step other than 64 or 128");
     const int s = gemvSplitK(nt, mz, ksteps, gemvSplitKCtasPerSm(src.config), src.config.stages,
                              src.config.max_cluster, sm_count, gemvSplitKOverride());

@@ -26,7 +26,7 @@
 // chunk c of row r at c ^ (r & 7), stage starts 1024-byte aligned): wgmma's K-major descriptor reads X as
 // laid out, and the eight k rows of one weight chunk that an ldmatrix reads fall in eight bank groups.
 //
-//   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o ws_gemv_int8 ws_gemv_int8.cu -lcuda
+//   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o ws_gemv_int8 ws_gemv_int8.cu
 //   ./ws_gemv_int8 [filter]   (each case checked against an fp32 reference by relative error on fresh
 //                              random data, output poisoned with NaN; then timed alone and back to back)
 #include <cuda.h>
@@ -395,13 +395,15 @@ int main(int argc, char** argv) {
     const CUtensorMap xmap = tensor_map_2d(buf.x, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, c.K, c.m, kKS, c.m, CU_TENSOR_MAP_SWIZZLE_128B);
     // the timed reductions store bf16(sum + bias) themselves, the bias being the scale vector (any [N] will do)
     const bool timed_sums = c.red != kRedAtomic;
-    rows.push_back(run_probe_case(buf, c.m, c.name, 1, true, c.K, c.N, timed_sums ? 1 : c.ks, timed_sums, [&](const std::vector<int8_t*>& ws) {
+    // the row's mode, which print_fastest groups by: 1 + the reduction kind (every mode's output is checked)
+    rows.push_back(run_probe_case(buf, c.m, c.name, 1 + c.red, true, c.K, c.N, timed_sums ? 1 : c.ks, timed_sums, [&](const std::vector<int8_t*>& ws) {
       std::vector<CUtensorMap> wmaps;
       for (int8_t* p : ws)
         wmaps.push_back(tensor_map_2d(p, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, c.N, c.K, kNT, kKS, CU_TENSOR_MAP_SWIZZLE_128B));
       return std::function<void(int)>([&, wmaps](int i) { f(grid, wmaps[i % wmaps.size()], xmap, buf.s, buf.acc, buf.out, c.K, c.N); });
     }, seed, copy_gbs));
   }
-  print_fastest(rows, "exact dequantization");
+  print_fastest(rows, "exact dequantization; mode 1: split-K by red.global.add, its zeroing and finish untimed; "
+                     "2: the DSMEM reduction and a bias epilogue, timed; 3: a global reduction and a bias epilogue, timed");
   return 0;
 }

@@ -5,7 +5,7 @@
 #   bash bench/gemv/ws_gemv_run.sh   (~30-90 s after the build)
 set -u
 OUT=${OUT:-.}
-nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o /tmp/ws_gemv_int8 bench/gemv/ws_gemv_int8.cu -lcuda \
+nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o /tmp/ws_gemv_int8 bench/gemv/ws_gemv_int8.cu \
   > "$OUT/ws_gemv_build.txt" 2>&1 || { echo "build failed"; tail -5 "$OUT/ws_gemv_build.txt"; exit 1; }
 : > "$OUT/ws_gemv.txt"
 for shape in 4096x14336 14336x4096 4096x4096; do

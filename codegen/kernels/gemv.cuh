@@ -43,7 +43,7 @@
 // Launch geometry (runtime):
 //   block = (128, 1, 1)
 //   grid  = (ceil(N/NT), S, B * ceil(M / (8*MTILES)))       S = cluster size along y (1..8)
-//   dynamic smem = max(STAGES * (NT*128 + 8*MTILES*KT*2),  8*MTILES*(NT+4)*4) bytes, + 1024 with
+//   dynamic smem = max(STAGES * (NT*KT*sizeof(W) + 8*MTILES*KT*2),  8*MTILES*(NT+4)*4) bytes, + 1024 with
 //                  FX_GEMV_WGMMA (its stages start at a 1024-byte boundary)
 //   (> 48 KB: cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) first)
 //   The host side chooses MTILES (the smallest of 1, 2, 4, 8 covering M), STAGES (a pipeline
@@ -371,7 +371,7 @@ __device__ __noinline__ void load_stage(const fxfuse::FxParams& p, const Ctx& c,
                                            unsigned char* as, long long k0) {
   const int tid = threadIdx.x;
   const long long N = p.N, K = p.K, M = p.M;
-  // ---- W: kNT*128 bytes = 8 kNT chunks, kNT / 16 per thread
+  // ---- W: kWStageBytes (kNT x kKT weights) in 16-byte chunks, kWStageBytes / 2048 per thread
 #pragma unroll
   for (int i = 0; i < kWStageBytes / 16 / kThreads; ++i) {
     const int ci = tid + i * kThreads;

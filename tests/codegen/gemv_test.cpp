@@ -7,6 +7,9 @@
 #include <cstdlib>
 #include <regex>
 #include <set>
+#include <string>
+#include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -619,16 +622,27 @@ TEST(Gemv, WgmmaProductAt64KPerStage) {
     EXPECT_THROW(generate(*s, cfg), CodegenError) << describeConfig(cfg);
   }
   const bool nvrtc = nvrtcUsable();
+  // six stages forced (two CTAs per SM), then the autotune's own 64-k candidate (its pipeline as the rule
+  // sizes it: four stages and three CTAs per SM at N = 4096, 168 registers at 64 rows)
   for (const spec::ChainSpec* s : {&i8, &i8f16, &fp8})
-    for (auto [m, n] : {std::pair<long long, long long>{24, 4096}, {64, 4096}, {64, 14336}}) {
+    for (auto [m, n, forced] : {std::tuple<long long, long long, bool>{24, 4096, true}, {64, 4096, true}, {64, 14336, true},
+                                {40, 4096, false}, {64, 4096, false}, {64, 14336, false}}) {
       KernelConfig cfg = chooseConfig(*s, shapeFor(*s, m, n), 90);
       ASSERT_EQ(cfg.variant, "gemv");
-      cfg.wgmma = true;
-      cfg.bk = 64;
-      cfg.stages = 6;
+      if (forced) {
+        cfg.wgmma = true;
+        cfg.bk = 64;
+        cfg.stages = 6;
+      } else {
+        bool found = false;
+        for (const KernelConfig& c : candidateConfigsForSize(*s, m, n, 4096, 1, 90))
+          if (c.variant == "gemv" && c.wgmma && c.bk == 64) cfg = c, found = true;
+        ASSERT_TRUE(found) << "no 64-k candidate at M=" << m << " N=" << n;
+      }
       SCOPED_TRACE(fmt::format("M={} N={} {}", m, n, describeConfig(cfg)));
       const size_t stage = 128 * 64 + static_cast<size_t>(cfg.bm) * 64 * 2;
-      EXPECT_EQ(dynamicSmemBytes(cfg), std::max<size_t>(6 * stage, static_cast<size_t>(cfg.bm) * 132 * 4) + 1024);
+      EXPECT_EQ(dynamicSmemBytes(cfg),
+                std::max<size_t>(cfg.stages * stage, static_cast<size_t>(cfg.bm) * 132 * 4) + 1024);
       KernelSource src = generate(*s, cfg);
       EXPECT_NE(src.code.find("#define FX_GEMV_KT 64\n"), std::string::npos);
       if (!nvrtc) continue;  // (Nvrtc.Found fails for a missing one)
