@@ -20,6 +20,8 @@
 //     kernel, both outside the timing, as wgmma_rs_int8.cu; KS = 1 stores the bf16 output itself), or,
 //     timed with a bias epilogue as the gemv times its own (rows "dsmem+bias", "global+bias"), meet
 //     over DSMEM in a cluster as the gemv's do, or in a global workspace summed by the last part.
+//   - rows "raw" skip the dequantization (the raw bytes go to the wgmma as if bf16; output unchecked): what
+//     the conversion costs in this pipeline.
 // Weight int8 [K, N] row-major (the `x @ (w_i8.to(bf16) * s)` form), x bf16 [M, K] with M = 16, 32 or 64
 // (the wgmma's n; issue 7's int8 target is at M = 16: 0.018 ms at 4096 x 14336), scale bf16 [N].
 // Shared memory per stage: X [M m][128 B] then W [64 k][128 B], both in TMA's 128-byte swizzle (16-byte
@@ -88,7 +90,7 @@ __device__ __forceinline__ float2 ld_dsmem2(u32 local_addr, unsigned rank) {
   asm volatile("ld.shared::cluster.v2.f32 {%0,%1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(ra) : "memory");
   return v;
 }
-template <int S, int CW, bool SPLITN, int RED, int MR>
+template <int S, int CW, bool SPLITN, int RED, int MR, bool CVT>
 __global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW, MR)) ws_gemv(const __grid_constant__ CUtensorMap wmap,
                                                          const __grid_constant__ CUtensorMap xmap,
                                                          const __nv_bfloat16* __restrict__ scale, float* __restrict__ acc_out,
@@ -172,10 +174,14 @@ __global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW, MR)) ws_gemv(
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           u32(&f)[4] = a[b][h];
-          f[0] = i8pair_scaled(r[2 * h], 0x3210u, s2[b][0]);
-          f[1] = i8pair_scaled(r[2 * h], 0x3311u, s2[b][1]);
-          f[2] = i8pair_scaled(r[2 * h + 1], 0x3210u, s2[b][0]);
-          f[3] = i8pair_scaled(r[2 * h + 1], 0x3311u, s2[b][1]);
+          if constexpr (CVT) {
+            f[0] = i8pair_scaled(r[2 * h], 0x3210u, s2[b][0]);
+            f[1] = i8pair_scaled(r[2 * h], 0x3311u, s2[b][1]);
+            f[2] = i8pair_scaled(r[2 * h + 1], 0x3210u, s2[b][0]);
+            f[3] = i8pair_scaled(r[2 * h + 1], 0x3311u, s2[b][1]);
+          } else {  // no conversion: the raw bytes go to the wgmma as if bf16 (output unchecked)
+            f[0] = r[2 * h], f[1] = r[2 * h] ^ 0x1u, f[2] = r[2 * h + 1], f[3] = r[2 * h + 1] ^ 0x1u;
+          }
         }
       }
       u64 db[2];
@@ -310,20 +316,20 @@ __global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW, MR)) ws_gemv(
 }
 
 using Launch = void (*)(dim3, const CUtensorMap&, const CUtensorMap&, const __nv_bfloat16*, float*, __nv_bfloat16*, int, int);
-template <int S, int CW, bool SPLITN, int RED, int MR>
+template <int S, int CW, bool SPLITN, int RED, int MR, bool CVT>
 void launch(dim3 grid, const CUtensorMap& wm, const CUtensorMap& xm, const __nv_bfloat16* s, float* acc, __nv_bfloat16* out,
             int K, int N) {
   constexpr int smem = smem_bytes(S, MR);
-  constexpr auto kernel = ws_gemv<S, CW, SPLITN, RED, MR>;
+  constexpr auto kernel = ws_gemv<S, CW, SPLITN, RED, MR, CVT>;
   static bool once = [] {
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     cudaFuncAttributes a{};
     CHECK(cudaFuncGetAttributes(&a, kernel));
     int per_sm = 0;
     CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, CW * 128 + 32, smem));
-    std::printf("  [M = %d, %d stages, %d consumer warpgroups%s: %d registers, %zu bytes local, %d KB shared, %d CTAs/SM]\n",
-                MR, S, CW, SPLITN ? " splitting the columns" : " taking stages in turn", a.numRegs, a.localSizeBytes,
-                smem / 1024, per_sm);
+    std::printf("  [M = %d, %d stages, %d consumer warpgroups%s%s: %d registers, %zu bytes local, %d KB shared, %d CTAs/SM]\n",
+                MR, S, CW, SPLITN ? " splitting the columns" : " taking stages in turn", CVT ? "" : ", no conversion",
+                a.numRegs, a.localSizeBytes, smem / 1024, per_sm);
     if (RED != kRedAtomic) std::printf("  [  reduction %s, bias epilogue]\n", RED == kRedCluster ? "over DSMEM" : "in global memory");
     return true;
   }();
@@ -340,15 +346,18 @@ void launch(dim3 grid, const CUtensorMap& wm, const CUtensorMap& xm, const __nv_
     kernel<<<grid, CW * 128 + 32, smem>>>(wm, xm, s, acc, out, K, N);
   }
 }
-// (stages, consumer warpgroups, split the columns, reduction, activation rows)
+// (stages, consumer warpgroups, split the columns, reduction, activation rows, convert); the rows without
+// the conversion ("raw", output unchecked) time the same pipeline without its dequantization instructions
 #define FX_WS_CONFIGS(X)                                                                                            \
-  X(4, 1, 0, 0, 64) X(6, 1, 0, 0, 64) X(8, 2, 0, 0, 64) X(12, 2, 0, 0, 64) X(8, 3, 0, 0, 64) X(4, 2, 1, 0, 64)       \
-  X(6, 2, 1, 0, 64) X(8, 2, 1, 0, 64) X(4, 2, 1, 1, 64) X(6, 2, 1, 1, 64) X(4, 2, 1, 2, 64) X(6, 2, 1, 2, 64)       \
-  X(4, 2, 1, 0, 32) X(6, 2, 1, 1, 32) X(6, 2, 1, 2, 32)                                                              \
-  X(4, 2, 1, 0, 16) X(8, 2, 1, 0, 16) X(4, 2, 1, 1, 16) X(8, 2, 1, 1, 16) X(8, 2, 1, 2, 16)
-Launch pick(int s, int cw, int sp, int red, int mr) {
-#define FX_WS_ONE(S, CW, SP, RED, MR) \
-  if (s == S && cw == CW && sp == SP && red == RED && mr == MR) return launch<S, CW, SP != 0, RED, MR>;
+  X(4, 1, 0, 0, 64, 1) X(6, 1, 0, 0, 64, 1) X(8, 2, 0, 0, 64, 1) X(12, 2, 0, 0, 64, 1) X(8, 3, 0, 0, 64, 1)          \
+  X(4, 2, 1, 0, 64, 1) X(6, 2, 1, 0, 64, 1) X(8, 2, 1, 0, 64, 1) X(4, 2, 1, 1, 64, 1) X(6, 2, 1, 1, 64, 1)          \
+  X(4, 2, 1, 2, 64, 1) X(6, 2, 1, 2, 64, 1) X(4, 2, 1, 0, 64, 0)                                                     \
+  X(4, 2, 1, 0, 32, 1) X(6, 2, 1, 1, 32, 1) X(6, 2, 1, 2, 32, 1)                                                     \
+  X(4, 2, 1, 0, 16, 1) X(8, 2, 1, 0, 16, 1) X(4, 2, 1, 1, 16, 1) X(8, 2, 1, 1, 16, 1) X(8, 2, 1, 2, 16, 1)          \
+  X(4, 2, 1, 0, 16, 0)
+Launch pick(int s, int cw, int sp, int red, int mr, int cv) {
+#define FX_WS_ONE(S, CW, SP, RED, MR, CV) \
+  if (s == S && cw == CW && sp == SP && red == RED && mr == MR && cv == CV) return launch<S, CW, SP != 0, RED, MR, CV != 0>;
   FX_WS_CONFIGS(FX_WS_ONE)
 #undef FX_WS_ONE
   return nullptr;
@@ -356,23 +365,24 @@ Launch pick(int s, int cw, int sp, int red, int mr) {
 
 struct Case {
   std::string name;
-  int K, N, s, cw, sp, red, m, ks;
+  int K, N, s, cw, sp, red, m, cv, ks;
 };
 
 int main(int argc, char** argv) {
   const char* only = argc > 1 ? argv[1] : nullptr;
   std::vector<Case> cases;
   for (auto kn : {std::make_pair(4096, 14336), std::make_pair(14336, 4096), std::make_pair(4096, 4096)})
-    for (auto cfg : std::vector<std::array<int, 5>>{
-#define FX_WS_LIST(S, CW, SP, RED, MR) {S, CW, SP, RED, MR},
+    for (auto cfg : std::vector<std::array<int, 6>>{
+#define FX_WS_LIST(S, CW, SP, RED, MR, CV) {S, CW, SP, RED, MR, CV},
              FX_WS_CONFIGS(FX_WS_LIST)
 #undef FX_WS_LIST
          })
       for (int ks : {1, 2, 4, 8}) {
         char nm[96];
-        std::snprintf(nm, sizeof nm, "%dx%d m%d s%d cw%d%s ks%d%s", kn.first, kn.second, cfg[4], cfg[0], cfg[1],
-                      cfg[2] ? "n" : "", ks, cfg[3] == kRedCluster ? " dsmem+bias" : cfg[3] == kRedGlobal ? " global+bias" : "");
-        cases.push_back({nm, kn.first, kn.second, cfg[0], cfg[1], cfg[2], cfg[3], cfg[4], ks});
+        std::snprintf(nm, sizeof nm, "%dx%d m%d s%d cw%d%s ks%d%s%s", kn.first, kn.second, cfg[4], cfg[0], cfg[1],
+                      cfg[2] ? "n" : "", ks, cfg[3] == kRedCluster ? " dsmem+bias" : cfg[3] == kRedGlobal ? " global+bias" : "",
+                      cfg[5] ? "" : " raw");
+        cases.push_back({nm, kn.first, kn.second, cfg[0], cfg[1], cfg[2], cfg[3], cfg[4], cfg[5], ks});
       }
   ProbeBuffers buf(kMaxM);
   float* partials;  // kRedGlobal's workspace: 1024 slots of 32 KB (112 tiles x 8 parts at most) and tile counters
@@ -389,21 +399,24 @@ int main(int argc, char** argv) {
   std::vector<ProbeRow> rows;
   for (const Case& c : cases) {
     if (only && c.name.find(only) == std::string::npos) continue;
-    Launch f = pick(c.s, c.cw, c.sp, c.red, c.m);
+    Launch f = pick(c.s, c.cw, c.sp, c.red, c.m, c.cv);
     if (!f || c.N % kNT || c.K % kKS || c.K / kKS < c.ks * c.cw) continue;
     const dim3 grid(c.N / kNT, c.ks);
     const CUtensorMap xmap = tensor_map_2d(buf.x, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, c.K, c.m, kKS, c.m, CU_TENSOR_MAP_SWIZZLE_128B);
     // the timed reductions store bf16(sum + bias) themselves, the bias being the scale vector (any [N] will do)
     const bool timed_sums = c.red != kRedAtomic;
-    // the row's mode, which print_fastest groups by: 1 + the reduction kind (every mode's output is checked)
-    rows.push_back(run_probe_case(buf, c.m, c.name, 1 + c.red, true, c.K, c.N, timed_sums ? 1 : c.ks, timed_sums, [&](const std::vector<int8_t*>& ws) {
+    // the row's mode, which print_fastest groups by: 1 + the reduction kind (output checked), 0 without the
+    // conversion (unchecked)
+    rows.push_back(run_probe_case(buf, c.m, c.name, c.cv ? 1 + c.red : 0, c.cv != 0, c.K, c.N, timed_sums ? 1 : c.ks, timed_sums,
+                                  [&](const std::vector<int8_t*>& ws) {
       std::vector<CUtensorMap> wmaps;
       for (int8_t* p : ws)
         wmaps.push_back(tensor_map_2d(p, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, c.N, c.K, kNT, kKS, CU_TENSOR_MAP_SWIZZLE_128B));
       return std::function<void(int)>([&, wmaps](int i) { f(grid, wmaps[i % wmaps.size()], xmap, buf.s, buf.acc, buf.out, c.K, c.N); });
     }, seed, copy_gbs));
   }
-  print_fastest(rows, "exact dequantization; mode 1: split-K by red.global.add, its zeroing and finish untimed; "
-                     "2: the DSMEM reduction and a bias epilogue, timed; 3: a global reduction and a bias epilogue, timed");
+  print_fastest(rows, "mode 1: split-K by red.global.add, its zeroing and finish untimed; 2: the DSMEM reduction and "
+                     "a bias epilogue, timed; 3: a global reduction and a bias epilogue, timed (1-3: exact dequantization, "
+                     "checked); 0: no conversion, as mode 1, unchecked");
   return 0;
 }
