@@ -37,7 +37,8 @@ struct KernelConfig {
   int max_cluster = 1;
   bool pingpong = false;  // sm90_wgmma: two consumer warpgroups alternate whole tiles (FX_PINGPONG)
   int split_k = 1;        // sm90_wgmma: a cluster of 2 or 4 CTAs shares each tile along K (FX_SPLIT_K)
-  bool wgmma = false;     // gemv: 8-bit weights multiplied by wgmma (FX_GEMV_WGMMA; gemvConfig); bn 128 or 64
+  bool wgmma = false;     // gemv: 8-bit weights multiplied by wgmma (FX_GEMV_WGMMA; gemvConfig); bn 128 or 64,
+                          // bk 128 or (K x N weights at bn 128) 64
 };
 
 // What would run a chain left unfused: eager PyTorch (cuBLAS, then one ATen kernel per
@@ -160,8 +161,8 @@ struct HopperWorkShare {
 };
 HopperWorkShare hopperWorkShareForSize(long long M, long long N, long long K);
 // Every config the op may run for this problem, the heuristic's choice (chooseConfig) first,
-// then, where that is a gemv of 8-bit weights on sm_90, its other products and widths (mma.sync,
-// wgmma at 128 and 64 columns), then the other Hopper tiles (ping-pong 64x256 / 64x128, cooperative
+// then, where that is a gemv of 8-bit weights on sm_90, its other products, widths and stages (mma.sync,
+// wgmma at 128 and 64 columns, and for K x N weights at 64 k a stage), then the other Hopper tiles (ping-pong 64x256 / 64x128, cooperative
 // 128x256 / 128x128) where the Hopper kernel applies, whatever the epilogue: what a measured autotune times
 // (python/fxfuse/autotune.py). The op runs the one fxfuse._C.set_kernel_choice names.
 std::vector<KernelConfig> candidateConfigs(const spec::ChainSpec& spec, const ProblemShape& shape, int sm_arch);

@@ -1,6 +1,6 @@
 // The wgmma pieces the standalone int8 probes share (wgmma_rs_int8.cu, ws_gemv_int8.cu): shared
-// addresses, the transposed ldmatrix that reads 8-bit K x N weights, the keep-live guards of in-flight
-// wgmma registers, the 128-byte-swizzle K-major descriptor and the register-A m64n64k16 wgmma.
+// addresses, the transposed ldmatrix that reads 8-bit K x N weights, wgmma's fence / commit / wait, the
+// keep-live guards of in-flight wgmma registers, the 128-byte-swizzle K-major descriptor and the register-A m64n64k16 wgmma.
 #pragma once
 
 using u32 = unsigned;
@@ -11,6 +11,14 @@ __device__ __forceinline__ void ldsm_x4_trans(u32 addr, u32& r0, u32& r1, u32& r
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                : "r"(addr));
+}
+// wgmma's warpgroup-wide ordering: the fence before a group whose registers other instructions wrote, the
+// commit that closes a group, the wait until at most N committed groups are pending.
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 // The compiler must not reuse (or move) a register an in-flight wgmma reads or writes: an empty asm
 // that "writes" it, placed after the wait that completes the wgmma, keeps it live until there.

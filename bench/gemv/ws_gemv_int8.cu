@@ -152,6 +152,18 @@ __global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW, MR)) ws_gemv(
   for (int b = 0; b < NB; ++b)
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) d[b][i] = 0.f;
+  // f(b, m, nl, v0, v1) for each accumulator pair of this thread (warp, g, t), block b: d[b][4j + e] and
+  // d[b][4j + 2 + e] are weight columns nl = 64 block(b) + 16 warp + 2g and nl + 1, activation row
+  // m = 8j + 2t + e (the m64nNk16 D fragment, transposed: D^T = W^T X^T).
+  auto each_pair = [&](auto&& f) {
+#pragma unroll
+    for (int b = 0; b < NB; ++b)
+#pragma unroll
+      for (int j = 0; j < MR / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          f(b, 8 * j + 2 * t + e, 64 * block(b) + 16 * warp + 2 * g, d[b][4 * j + e], d[b][4 * j + 2 + e]);
+  };
 
   for (int i = SPLITN ? 0 : wg; i < nsteps; i += SPLITN ? 1 : CW) {
     const int slot = i % S;
@@ -196,13 +208,13 @@ __global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW, MR)) ws_gemv(
         for (int h = 0; h < 2; ++h)
 #pragma unroll
           for (int j = 0; j < 4; ++j) keep_live(a[b][h][j]);
-      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+      wgmma_fence();
 #pragma unroll
       for (int h = 0; h < 2; ++h)
 #pragma unroll
         for (int b = 0; b < NB; ++b) wgmma_m64nNk16_rs<MR>(d[b], a[b][h], db[h], 1);
-      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-      asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+      wgmma_commit();
+      wgmma_wait<0>();
 #pragma unroll
       for (int b = 0; b < NB; ++b)
 #pragma unroll
@@ -217,13 +229,9 @@ __global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW, MR)) ws_gemv(
     // both warpgroups are done with them (named barrier 1: the consumers), as [64 m][128 n] fp32.
     float* part = reinterpret_cast<float*>(smem_raw + (base - smem_u32(smem_raw)));
     asm volatile("bar.sync 1, %0;" ::"n"(CW * 128) : "memory");
-#pragma unroll
-    for (int j = 0; j < MR / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int m = 8 * j + 2 * t + e, nl = 64 * wg + 16 * warp + 2 * g;
-        *reinterpret_cast<float2*>(part + m * kNT + nl) = make_float2(d[0][4 * j + e], d[0][4 * j + 2 + e]);
-      }
+    each_pair([&](int, int m, int nl, float v0, float v1) {
+      *reinterpret_cast<float2*>(part + m * kNT + nl) = make_float2(v0, v1);
+    });
     const int ctid = tid;  // 0 .. CW * 128 - 1: the consumers
     if constexpr (RED == kRedCluster) {
       cluster_sync_all();  // every rank's partial written (the producer warps arrive too)
@@ -275,44 +283,28 @@ __global__ void __launch_bounds__(CW * 128 + 32, min_blocks(S, CW, MR)) ws_gemv(
   // The warpgroups' partial sums: warpgroup c > 0 adds its own into a shared fp32 tile after c - 1 (named
   // barrier 1 over the consumers only: the producer warp has left), warpgroup 0 last, then it stores.
   // The stages are free (every copy landed and was consumed) once all consumers pass the first barrier.
-  // D^T fragment of thread (warp, g, t), block b: d[b][4j + 2r + e] is weight column 64 b + 16 warp + 2g + r,
-  // activation row 8j + 2t + e.
   float* red = reinterpret_cast<float*>(smem_raw + (base - smem_u32(smem_raw)));  // [64 m][128 n]
   if constexpr (!SPLITN) asm volatile("bar.sync 1, %0;" ::"n"(CW * 128) : "memory");
   for (int c = SPLITN ? 0 : CW - 1; c >= 1; --c) {
-    if (wg == c) {
-#pragma unroll
-      for (int b = 0; b < NB; ++b)
-#pragma unroll
-        for (int j = 0; j < MR / 8; ++j)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int m = 8 * j + 2 * t + e, n = 64 * b + 16 * warp + 2 * g;
-            float2* p = reinterpret_cast<float2*>(red + m * kNT + n);
-            float2 v = make_float2(d[b][4 * j + e], d[b][4 * j + 2 + e]);
-            if (c < CW - 1) { const float2 o = *p; v.x += o.x; v.y += o.y; }
-            *p = v;
-          }
-    }
+    if (wg == c)
+      each_pair([&](int, int m, int nl, float v0, float v1) {
+        float2* p = reinterpret_cast<float2*>(red + m * kNT + nl);
+        float2 v = make_float2(v0, v1);
+        if (c < CW - 1) { const float2 o = *p; v.x += o.x; v.y += o.y; }
+        *p = v;
+      });
     asm volatile("bar.sync 1, %0;" ::"n"(CW * 128) : "memory");
   }
   if (!SPLITN && wg != 0) return;
-#pragma unroll
-  for (int b = 0; b < NB; ++b)
-#pragma unroll
-    for (int j = 0; j < MR / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int m = 8 * j + 2 * t + e, nl = 64 * block(b) + 16 * warp + 2 * g;
-        float v0 = d[b][4 * j + e], v1 = d[b][4 * j + 2 + e];
-        if (!SPLITN && CW > 1) {
-          const float2 o = *reinterpret_cast<const float2*>(red + m * kNT + nl);
-          v0 += o.x, v1 += o.y;
-        }
-        const long long n = n0 + nl;
-        if (ks == 1) *reinterpret_cast<__nv_bfloat162*>(out + (long long)m * N + n) = __floats2bfloat162_rn(v0, v1);
-        else atomicAdd(reinterpret_cast<float2*>(acc_out + (long long)m * N + n), make_float2(v0, v1));
-      }
+  each_pair([&](int, int m, int nl, float v0, float v1) {
+    if (!SPLITN && CW > 1) {
+      const float2 o = *reinterpret_cast<const float2*>(red + m * kNT + nl);
+      v0 += o.x, v1 += o.y;
+    }
+    const long long n = n0 + nl;
+    if (ks == 1) *reinterpret_cast<__nv_bfloat162*>(out + (long long)m * N + n) = __floats2bfloat162_rn(v0, v1);
+    else atomicAdd(reinterpret_cast<float2*>(acc_out + (long long)m * N + n), make_float2(v0, v1));
+  });
 }
 
 using Launch = void (*)(dim3, const CUtensorMap&, const CUtensorMap&, const __nv_bfloat16*, float*, __nv_bfloat16*, int, int);

@@ -4,7 +4,7 @@ The op picks a kernel by a heuristic (codegen/config_table.cpp). With autotune o
 (``Options(autotune=True)``, ``fxfuse.compile(model, autotune=True)``, or FXFUSE_AUTOTUNE=1),
 the pass instead measures, while the model compiles, every kernel the op may run for the chain
 (``_C.kernel_candidates``: the heuristic's choice, for an 8-bit-weight gemv on sm_90 its other
-products and widths, and the other Hopper tiles, whatever the epilogue) and the unfused path
+products, widths and stages, and the other Hopper tiles, whatever the epilogue) and the unfused path
 (what the op runs when no kernel is faster: cuBLAS plus the generated epilogue kernel, or ATen
 ops), on random inputs of the real shapes, strides and
 dtypes. A candidate counts only if it really launched its kernel and its outputs agree with the
