@@ -57,8 +57,9 @@ TEST(CandidateConfigs, HeuristicFirstThenEveryHopperTile) {
   EXPECT_TRUE(texts.count("sm90_wgmma 128x128x64 s6 t384 pingpong"));
 }
 
-// 8-bit weights on sm_90: the rule's gemv first, then its other products and widths (mma.sync at 128
-// columns, wgmma at 128 and 64: gemvAlternatives), each once; elsewhere the gemv has no alternatives.
+// 8-bit weights on sm_90: the rule's gemv first, then its other products, widths and stages (mma.sync at
+// 128 columns, wgmma at 128 and 64, and for K x N weights wgmma at 64 k a stage: gemvAlternatives), each
+// once; elsewhere the gemv has no alternatives.
 TEST(CandidateConfigs, EightBitGemvOffersEveryProductOnHopper) {
   if (!embeddedFile("kernels/gemv.cuh")) GTEST_SKIP() << "kernels/gemv.cuh not built in";
   if (std::getenv("FXFUSE_GEMV_WGMMA") || std::getenv("FXFUSE_GEMV_NT") || std::getenv("FXFUSE_GEMV_KT"))
