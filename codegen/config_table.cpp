@@ -1244,19 +1244,18 @@ LaunchDims launchDims(const KernelSource& src, const ProblemShape& shape, int sm
   d.block = static_cast<unsigned>(src.config.threads);
   d.smem_bytes = src.smem_bytes;
   if (src.grid == GridPolicy::Persistent) {
-    d.grid[0] = static_cast<unsigned>(sm_count);
-    if (src.config.split_k > 1) {
-      // sm90 split-K: one cluster of split_k CTAs per tile (compiled-in __cluster_dims__, so
-      // d.cluster stays 1 and cuLaunchKernel launches clusters): a multiple of split_k, no more
-      // clusters than tiles (an idle cluster would only hold SMs)
-      const sm90::GemmConfig g = sm90ConfigOf(src.config);
-      sm90::GemmProblem pr;
-      pr.batch = shape.B;
-      pr.M = shape.M;
-      pr.N = shape.N;
-      pr.K = shape.K;
-      d.grid[0] = sm90::launchGeometry(pr, g, sm_count).grid[0];
-    }
+    // sm90: a persistent grid of at most one CTA per SM and never more than there are tiles
+    // (an idle CTA would still allocate its shared memory and barriers). With split-K, one
+    // cluster of split_k CTAs per tile (compiled-in __cluster_dims__, so d.cluster stays 1 and
+    // cuLaunchKernel launches clusters): a multiple of split_k. The kernel strides its tiles
+    // by gridDim.x, so any grid it gets covers them all.
+    const sm90::GemmConfig g = sm90ConfigOf(src.config);
+    sm90::GemmProblem pr;
+    pr.batch = shape.B;
+    pr.M = shape.M;
+    pr.N = shape.N;
+    pr.K = shape.K;
+    d.grid[0] = sm90::launchGeometry(pr, g, sm_count).grid[0];
     return d;
   }
   if (src.grid == GridPolicy::Elementwise) {

@@ -252,8 +252,26 @@ TEST(SplitK, GridIsWholeClustersOnePerTile) {
   s.M = 1;
   s.N = 256;  // 2 tiles
   EXPECT_EQ(launchDims(four, s, 132).grid[0], 8u);
-  // without split-K the persistent grid is the SM count, as before
-  EXPECT_EQ(launchDims(generate(spec, splitK(1)), s, 132).grid[0], 132u);
+}
+
+TEST(PersistentGrid, OneCtaPerSmAndNoMoreThanTiles) {
+  if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
+  const spec::ChainSpec spec = loadSpec("bare_bf16_mm");
+  const KernelSource one = generate(spec, splitK(1));
+  const sm90::GemmConfig g = sm90ConfigOf(one.config);
+  ProblemShape s;
+  s.M = 4096;
+  s.N = 4096;
+  s.K = 4096;  // hundreds of tiles: one CTA per SM
+  EXPECT_EQ(launchDims(one, s, 132).grid[0], 132u);
+  EXPECT_EQ(launchDims(one, s, 114).grid[0], 114u);
+  s.M = g.bm;
+  s.N = 3 * g.bn;  // three tiles: three CTAs, not 132 of which 129 would only allocate and leave
+  EXPECT_EQ(launchDims(one, s, 132).grid[0], 3u);
+  s.B = 5;  // the batch's tiles count too
+  EXPECT_EQ(launchDims(one, s, 132).grid[0], 15u);
+  s.N = 3 * g.bn - 1;  // a partial tile is a tile
+  EXPECT_EQ(launchDims(one, s, 132).grid[0], 15u);
 }
 
 }  // namespace
