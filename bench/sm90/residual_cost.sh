@@ -13,7 +13,7 @@ echo "clocks rc $? ($(( $(date +%s) - t0 )) s)"
 if command -v ncu > /dev/null; then
   for c in ${chains//,/ }; do
     timeout 120 ncu --clock-control none --section SpeedOfLight --section WarpStateStats \
-      --section SchedulerStats -k regex:sm90 --launch-skip 2 --launch-count 1 \
+      --section SchedulerStats -k regex:fxfuse_ --launch-skip 2 --launch-count 1 \
       python3 bench/sm90/clocks_under_load.py --chains $c --seconds 0.2 > "$L/ncu_$c.txt" 2>&1
     echo "ncu $c rc $? ($(( $(date +%s) - t0 )) s)"
   done
