@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Where the residual chain's extra time goes (session 45; bench/sm90/NOTES.md): on the GPU machine, from
-# the repository root, after the build (source bench/gemv/device_call.sh; device_build). (1) each
+# the repository root, sourced after the build (source bench/gemv/device_call.sh; device_build; source
+# bench/sm90/residual_cost.sh: it writes to $L, which a child bash would not see). (1) each
 # benchmark chain on the heuristic's tile under sustained load beside cuBLAS mm, with the SM clock and
 # power (clocks_under_load.py --chains); (2) one launch of each chain's kernel at 4096^3 under Nsight
 # Compute (speed of light, warp states; --clock-control none) where ncu exists. Logs in $L.
