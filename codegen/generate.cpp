@@ -118,6 +118,9 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     if (!resid_ef.empty()) w.line("#define FX_SM90_RESID_EVICT_FIRST {}", resid_ef);
     static const std::string store_ef = readBinaryKnob("FXFUSE_SM90_STORE_EVICT_FIRST");
     if (!store_ef.empty()) w.line("#define FX_SM90_STORE_EVICT_FIRST {}", store_ef);
+    // FXFUSE_SM90_RESID_L2_PREFETCH=1: the residual's lines into L2 at each tile's epilogue start
+    static const std::string resid_pf = readBinaryKnob("FXFUSE_SM90_RESID_L2_PREFETCH");
+    if (!resid_pf.empty()) w.line("#define FX_SM90_RESID_L2_PREFETCH {}", resid_pf);
   }
   w.blank();
 }

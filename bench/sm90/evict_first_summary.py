@@ -1,4 +1,5 @@
-"""Summary of bench/sm90/evict_first_ab.sh: per shape and chain, each variant's fxfuse / cuBLAS mm
+"""Summary of bench/sm90/evict_first_ab.sh (variants: none, the residual's evict-first hint, the stores',
+both, the residual's L2 prefetch at the epilogue, the prefetch with the residual's hint): per shape and chain, each variant's fxfuse / cuBLAS mm
 (bench_chains.py in one process per variant and round) as the median over the rounds, and its ratio
 to the base variant's.
 
@@ -9,7 +10,7 @@ import os
 import statistics
 import sys
 
-VARIANTS = ("base", "resid", "store", "both")
+VARIANTS = ("base", "resid", "store", "both", "pf", "pfresid")
 
 
 def main(log_dir):

@@ -354,6 +354,15 @@ __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wai
 #ifndef FX_SM90_STORE_EVICT_FIRST
 #define FX_SM90_STORE_EVICT_FIRST 0
 #endif
+// FX_SM90_RESID_L2_PREFETCH (A/B): at the start of a tile's epilogue each consumer warp asks L2 for its
+// residual rows' lines, so that the loads one 64-column block ahead wait on L2, not DRAM, while the
+// lines stay out of L2 during the mainloop (session 27's prefetch before the mainloop was not faster).
+#ifndef FX_SM90_RESID_L2_PREFETCH
+#define FX_SM90_RESID_L2_PREFETCH 0
+#endif
+__device__ __forceinline__ void prefetch_l2(const void* src) {
+  asm volatile("prefetch.global.L2 [%0];\n" :: "l"(reinterpret_cast<u64>(src)));
+}
 __device__ __forceinline__ u64 l2_evict_first_policy() {
   u64 pol;
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
@@ -867,6 +876,15 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         const u32 lds = stage + (u32)((lane / 8) * FX_STAGE_PITCH + (lane % 8) * 16);
         const u32 bar = 1 + c * 4 + warp;
         const long long row_step4 = 4 * 2 * p.out[0].sm;  // bytes from row r to r + 4
+#if FX_SM90_STAGED_IN && FX_SM90_RESID_L2_PREFETCH
+        // the warp's 16 rows of each sub-tile, BN / 64 lines of 128 bytes each (clamped at the edges)
+#pragma unroll
+        for (int sub = 0; sub < SUB; ++sub)
+#pragma unroll
+          for (int q = lane; q < 16 * (BN / 64); q += 32)
+            prefetch_l2(fx_staged_in(p, b, min((long long)tm * BM + row0 + sub * 64 + warp * 16 + q / (BN / 64), last_row),
+                                     min((long long)tn * BN + (q % (BN / 64)) * 64, p.N - 8)));
+#endif
         // the pair at (m, n) whose word is at shared address a (the staged input's pair there)
         auto pack = [&](long long m, long long n, float a0, float a1, const FxCol& c0, const FxCol& c1, u32 a) {
 #if FX_SM90_STAGED_IN
