@@ -112,15 +112,6 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     // from the fragment (1, the default, stages them for 16-byte stores), for A/B runs end to end
     static const std::string staged = readBinaryKnob("FXFUSE_SM90_STAGED_STORE");
     if (!staged.empty()) w.line("#define FX_SM90_STAGED_STORE {}", staged);
-    // measurement knobs: FXFUSE_SM90_RESID_EVICT_FIRST=1 / FXFUSE_SM90_STORE_EVICT_FIRST=1 mark the
-    // residual's loads / the staged output's stores evict-first in L2 (A/B runs end to end)
-    static const std::string resid_ef = readBinaryKnob("FXFUSE_SM90_RESID_EVICT_FIRST");
-    if (!resid_ef.empty()) w.line("#define FX_SM90_RESID_EVICT_FIRST {}", resid_ef);
-    static const std::string store_ef = readBinaryKnob("FXFUSE_SM90_STORE_EVICT_FIRST");
-    if (!store_ef.empty()) w.line("#define FX_SM90_STORE_EVICT_FIRST {}", store_ef);
-    // FXFUSE_SM90_RESID_L2_PREFETCH=1: the residual's lines into L2 at each tile's epilogue start
-    static const std::string resid_pf = readBinaryKnob("FXFUSE_SM90_RESID_L2_PREFETCH");
-    if (!resid_pf.empty()) w.line("#define FX_SM90_RESID_L2_PREFETCH {}", resid_pf);
   }
   w.blank();
 }

@@ -345,54 +345,6 @@ __device__ __forceinline__ void cp_async_16(u32 dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(reinterpret_cast<u64>(src)) : "memory");
 }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
-// Measurement knobs (A/B, session 45): the residual's loads (FX_SM90_RESID_EVICT_FIRST) and the staged
-// output's stores (FX_SM90_STORE_EVICT_FIRST) marked evict-first in L2, so that bytes touched once do
-// not push the A / B lines the other tiles of the wave still read out of L2.
-#ifndef FX_SM90_RESID_EVICT_FIRST
-#define FX_SM90_RESID_EVICT_FIRST 0
-#endif
-#ifndef FX_SM90_STORE_EVICT_FIRST
-#define FX_SM90_STORE_EVICT_FIRST 0
-#endif
-// FX_SM90_RESID_L2_PREFETCH (A/B): at the start of a tile's epilogue each consumer warp asks L2 for its
-// residual rows' lines, so that the loads one 64-column block ahead wait on L2, not DRAM, while the
-// lines stay out of L2 during the mainloop (session 27's prefetch before the mainloop was not faster).
-#ifndef FX_SM90_RESID_L2_PREFETCH
-#define FX_SM90_RESID_L2_PREFETCH 0
-#endif
-__device__ __forceinline__ void prefetch_l2(const void* src) {
-  asm volatile("prefetch.global.L2 [%0];\n" :: "l"(reinterpret_cast<u64>(src)));
-}
-__device__ __forceinline__ u64 l2_evict_first_policy() {
-  u64 pol;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
-  return pol;
-}
-__device__ __forceinline__ void cp_async_16_hinted(u32 dst, const void* src, u64 pol) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n"
-               :: "r"(dst), "l"(reinterpret_cast<u64>(src)), "l"(pol) : "memory");
-}
-// the residual's 16 bytes: read-only (ld.global.nc, as __ldg), evict-first in L2 with the knob
-__device__ __forceinline__ uint4 ld_residual_v4(const void* src, u64 pol) {
-#if FX_SM90_RESID_EVICT_FIRST
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(reinterpret_cast<u64>(src)), "l"(pol));
-  return v;
-#else
-  (void)pol;
-  return __ldg(reinterpret_cast<const uint4*>(src));
-#endif
-}
-__device__ __forceinline__ void st_output_v4(void* dst, uint4 v, u64 pol) {
-#if FX_SM90_STORE_EVICT_FIRST
-  asm volatile("st.global.L1::no_allocate.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;\n"
-               :: "l"(reinterpret_cast<u64>(dst)), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "l"(pol) : "memory");
-#else
-  (void)pol;
-  *reinterpret_cast<uint4*>(dst) = v;
-#endif
-}
 __device__ __forceinline__ u32 ld_shared_u32(u32 addr) {
   u32 v;
   asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
@@ -681,8 +633,6 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   } else {
     // ------------------------------ consumers -----------------------------
     setmaxnreg_inc<FX_CONSUMER_REGS>();
-    // the L2 policy of the evict-first knobs (unused, and removed by the compiler, without them)
-    const u64 l2_pol = FX_SM90_RESID_EVICT_FIRST || FX_SM90_STORE_EVICT_FIRST ? l2_evict_first_policy() : 0;
     const TileSpace ts = tile_space();
     const u32 ts_rank = KS > 1 ? cluster_ctarank() : 0u;  // split-K: 0 is the leader
     (void)ts_rank;  // unused without split-K
@@ -762,17 +712,9 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         const u32 lds = staging() + (u32)((lane / 8) * FX_STAGE_PITCH + (lane % 8) * 16);
 #pragma unroll
         for (int it = 0; it < 4; ++it)
-#if FX_SM90_RESID_EVICT_FIRST
-          cp_async_16_hinted(lds + it * 4 * FX_STAGE_PITCH,
-#else
           cp_async_16(lds + it * 4 * FX_STAGE_PITCH,
-#endif
                       fx_staged_in(p, b, min((long long)tm * BM + row0 + warp * 16 + lane / 8 + 4 * it, last_row),
-                                   min((long long)tn * BN + (lane % 8) * 8, p.N - 8))
-#if FX_SM90_RESID_EVICT_FIRST
-                      , l2_pol
-#endif
-                      );
+                                   min((long long)tn * BN + (lane % 8) * 8, p.N - 8)));
       }
 #endif
       if (FX_PINGPONG && j > 0) mbar_wait(order_wait, (u32)(((j - 1) / 2) & 1));
@@ -876,15 +818,6 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         const u32 lds = stage + (u32)((lane / 8) * FX_STAGE_PITCH + (lane % 8) * 16);
         const u32 bar = 1 + c * 4 + warp;
         const long long row_step4 = 4 * 2 * p.out[0].sm;  // bytes from row r to r + 4
-#if FX_SM90_STAGED_IN && FX_SM90_RESID_L2_PREFETCH
-        // the warp's 16 rows of each sub-tile, BN / 64 lines of 128 bytes each (clamped at the edges)
-#pragma unroll
-        for (int sub = 0; sub < SUB; ++sub)
-#pragma unroll
-          for (int q = lane; q < 16 * (BN / 64); q += 32)
-            prefetch_l2(fx_staged_in(p, b, min((long long)tm * BM + row0 + sub * 64 + warp * 16 + q / (BN / 64), last_row),
-                                     min((long long)tn * BN + (q % (BN / 64)) * 64, p.N - 8)));
-#endif
         // the pair at (m, n) whose word is at shared address a (the staged input's pair there)
         auto pack = [&](long long m, long long n, float a0, float a1, const FxCol& c0, const FxCol& c1, u32 a) {
 #if FX_SM90_STAGED_IN
@@ -916,7 +849,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 #pragma unroll
           for (int it = 0; it < 4; ++it) {
             gi[it] = fx_staged_in(p, b, min(row_l + 4 * it, last_row), col_in);
-            if (sub > 0) in_next[it] = ld_residual_v4(gi[it], l2_pol);
+            if (sub > 0) in_next[it] = __ldg(reinterpret_cast<const uint4*>(gi[it]));
           }
 #endif
 #pragma unroll
@@ -932,8 +865,8 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
             if (ch + 1 < BN / 64) {
 #pragma unroll
               for (int it = 0; it < 4; ++it)
-                in_next[it] = ld_residual_v4(
-                    gi[it] + 2 * (edge ? min((long long)(ch + 1) * 64, in_span) : (long long)(ch + 1) * 64), l2_pol);
+                in_next[it] = __ldg(reinterpret_cast<const uint4*>(
+                    gi[it] + 2 * (edge ? min((long long)(ch + 1) * 64, in_span) : (long long)(ch + 1) * 64)));
             }
 #endif
 #pragma unroll
@@ -953,7 +886,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
             for (int it = 0; it < 4; ++it) {
               const uint4 v = ld_shared_v4(lds + it * 4 * FX_STAGE_PITCH);
               if (store_row[it] && store_col)
-                st_output_v4(g + it * row_step4 + ch * 128, v, l2_pol);  // aligned: fx_epilogue2_vec_ok
+                *reinterpret_cast<uint4*>(g + it * row_step4 + ch * 128) = v;  // aligned: fx_epilogue2_vec_ok
             }
             bar_sync_warp(bar);  // the block is read before the next one overwrites it
           }
