@@ -69,7 +69,7 @@ std::string inductorRefusal(const spec::ChainSpec& spec, long long M, long long 
 // How the runtime sizes the grid for a KernelSource (launchDims does it; this says how).
 enum class GridPolicy {
   Tiles,       // grid (ceil(N/bn), ceil(M/bm), B): one CTA per output tile
-  Persistent,  // grid (sm_count, 1, 1): CTAs loop over tiles
+  Persistent,  // grid (min(sm_count, tiles), 1, 1) (split-K: whole clusters): CTAs loop over tiles
   // gemv: grid (ceil(N/bn), S, B * ceil(M/bm)), cluster (1, S, 1): S CTAs of one cluster split
   // K and reduce through distributed shared memory. S in {1, 2, 4, 8} from the problem and the
   // SM count (gemvSplitK in config_table.h); S = 1 whenever config.max_cluster == 1.

@@ -56,8 +56,9 @@
 // 64x256 with the whole-tile epilogue 1.09x at 4096^3, 1.35x at 4096x1024x4096 (one consumer's
 // epilogue overlaps the other's mainloop).
 //
-// Launch: grid = (#SMs, 1, 1) persistent as the runtime launches it (config_table.cpp launchDims; CTAs
-// past the last tile skip the loop; split-K: tma_desc.cpp launchGeometry's clusters), block =
+// Launch: grid = (min(#tiles, #SMs), 1, 1) persistent as the runtime launches it (config_table.cpp
+// launchDims, tma_desc.cpp launchGeometry; any grid works: CTAs stride the tiles by gridDim.x and
+// those past the last tile skip the loop; split-K: whole clusters), block =
 // (FX_THREADS,1,1), dynamic smem = FX_STAGES*(FX_BM+FX_BN)*FX_BK*2 + FX_STAGE_BYTES + 1024 bytes
 // (needs cuFuncSetAttribute CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).  #tiles = ceil(M/BM)*ceil(N/BN)*B.
 // With FX_CLUSTER_M=2: grid = 2*min(ceil(ceil(M/BM)/2)*ceil(N/BN)*B, max active clusters); the
