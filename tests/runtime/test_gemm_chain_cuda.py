@@ -246,9 +246,8 @@ needs_sm90 = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_
 
 # A stack of layers whose kernels are launched as programmatic dependents (sm_90+): each layer reads
 # the output the layer before has just written. path: "gemv" (16 rows), "hopper" (128 rows on the
-# Hopper kernel's widest tile: its persistent grid has a CTA per SM, of which 4-8 hold a tile; the
-# others exit as their wait returns, and the next layer's CTAs take those SMs while the 4-8 still
-# run), "epilogue_alone" (128 rows, cuBLAS + the epilogue-alone kernel). Warmed up on another input, so that a buffer read
+# Hopper kernel's widest tile: its persistent grid has a CTA per tile, 4-8 of them, so the next
+# layer's CTAs take the other SMs while those still run), "epilogue_alone" (128 rows, cuBLAS + the epilogue-alone kernel). Warmed up on another input, so that a buffer read
 # before its writer finished would hold the wrong values, not the right ones from before.
 LAYER_STACK_CHILD = """
 import re, sys, torch, fxfuse._C as C
