@@ -24,6 +24,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -386,6 +387,9 @@ struct CallEntry {
   codegen::LaunchDims plainDims;  // the same problem with split-K cluster S = 1
   bool cluster = false;           // dims.cluster product > 1: launch with cuLaunchKernelEx
   bool pdl = false;               // launch as a programmatic dependent (launchesAsProgrammaticDependent)
+  // Set when the driver refused the programmatic launch and the plain one succeeded: later calls of the
+  // call site launch plainly (no attempt, refusal and warning per call).
+  mutable std::atomic<bool> pdlRefused{false};
   int accSlot = -1;  // Kind::Pointwise
   // Good for this call only, not stored for the call site: the ATen evaluation taken because
   // the epilogue kernel could not be compiled now (the first call inside a CUDA graph capture),
@@ -752,8 +756,21 @@ std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int de
 
 // ---- One call -------------------------------------------------------------------------------
 
+// Test hook: FXFUSE_PDL_REFUSE_FOR_TEST=1 answers every programmatic launch with
+// CUDA_ERROR_NOT_SUPPORTED without launching, as a driver without the attribute would (no GPU here
+// refuses it). Read once.
+bool refuseProgrammaticLaunchForTest() {
+  static const bool refuse = [] {
+    const char* v = std::getenv("FXFUSE_PDL_REFUSE_FOR_TEST");
+    return v && std::string(v) == "1";
+  }();
+  return refuse;
+}
+constexpr cu::Result kErrorNotSupported = 801;  // CUDA_ERROR_NOT_SUPPORTED
+
 cu::Result launch(const CudaDriver& d, const CudaKernel& k, const codegen::LaunchDims& dims,
                   bool cluster, bool pdl, cu::Stream stream, void** args) {
+  if (pdl && refuseProgrammaticLaunchForTest()) return kErrorNotSupported;
   if (!cluster && !pdl)
     return d.cuLaunchKernel(k.function, dims.grid[0], dims.grid[1], dims.grid[2], dims.block, 1,
                             1, static_cast<unsigned>(dims.smem_bytes), stream, args, nullptr);
@@ -863,19 +880,22 @@ std::vector<at::Tensor> runCall(const CallEntry& c, at::TensorList inputs) {
   }
 
   void* args[] = {&params};
-  cu::Result r = launch(*d, *c.kernel, c.dims, c.cluster, c.pdl, stream, args);
-  bool pdl = c.pdl;
+  bool pdl = c.pdl && !c.pdlRefused.load(std::memory_order_relaxed);
+  cu::Result r = launch(*d, *c.kernel, c.dims, c.cluster, pdl, stream, args);
   if (r != cu::kSuccess && pdl) {
     // A launch error is not sticky: the same kernel runs as a plain stream dependent (its wait is
-    // then a no-op). Warned only if that launch succeeds: else the attribute was not the cause
-    // (the cluster's warning below names what was).
+    // then a no-op). If that launch succeeds the attribute was the cause: warned, and remembered for
+    // the call site; else the cluster's warning below names what was.
     const cu::Result first = r;
     pdl = false;
+    stats().pdlLaunchRefusals++;
     r = launch(*d, *c.kernel, c.dims, c.cluster, false, stream, args);
-    if (r == cu::kSuccess)
+    if (r == cu::kSuccess) {
+      c.pdlRefused.store(true, std::memory_order_relaxed);
       warnOnce("programmatic launch failed: " + c.kernel->source.name,
                "fxfuse::gemm_chain: " + d->describe("cuLaunchKernelEx (programmatic dependent launch)", first) +
-                   "; launched " + c.kernel->source.name + " as a plain stream dependent instead. Warned once.");
+                   "; launched " + c.kernel->source.name + " as a plain stream dependent instead, from now on. Warned once.");
+    }
   }
   if (r != cu::kSuccess && c.cluster) {
     // A launch-configuration error (e.g. the cluster does not fit next to other work) is not

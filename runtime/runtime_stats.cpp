@@ -15,6 +15,7 @@ std::vector<std::pair<std::string, int64_t>> RuntimeStats::snapshot() const {
       {"aten_dispatch", atenDispatch.load()},
       {"cluster_launches", clusterLaunches.load()},
       {"pdl_launches", pdlLaunches.load()},
+      {"pdl_launch_refusals", pdlLaunchRefusals.load()},
       {"hopper_split_k_launches", hopperSplitKLaunches.load()},
       {"pointwise_launches", pointwiseLaunches.load()},
       {"call_cache_hits", callCacheHits.load()},
@@ -32,7 +33,8 @@ std::vector<std::pair<std::string, int64_t>> RuntimeStats::snapshot() const {
 }
 
 void RuntimeStats::reset() {
-  for (auto* c : {&cpuCalls, &launches, &fallbacks, &atenDispatch, &clusterLaunches, &pdlLaunches, &hopperSplitKLaunches,
+  for (auto* c : {&cpuCalls, &launches, &fallbacks, &atenDispatch, &clusterLaunches, &pdlLaunches, &pdlLaunchRefusals,
+                  &hopperSplitKLaunches,
                   &pointwiseLaunches, &callCacheHits, &kernelsCompiled, &memoryHits, &diskHits, &diskMisses,
                   &diskRebuilds, &diskWrites, &diskWriteFailures, &unsafeRegisterFallbacks,
                   &backgroundCompiles, &backgroundCompileCalls})

@@ -318,6 +318,54 @@ def test_programmatic_launch_waits_for_the_kernel_before(path, before):
     run_child(LAYER_STACK_CHILD, scale, path, drop=("FXFUSE_FORCE_KERNEL", "FXFUSE_PDL"), **env)
 
 
+# A driver that refuses the programmatic launch (the FXFUSE_PDL_REFUSE_FOR_TEST hook answers every such
+# launch CUDA_ERROR_NOT_SUPPORTED without launching): the kernel runs as a plain stream dependent, with one
+# warning, and each call site remembers it, so later calls try no programmatic launch.
+PDL_REFUSED_CHILD = """
+import warnings, torch, fxfuse._C as C
+from runtime_chain_cases import check_layer_stack, layer_stack, randn
+gemm_chain = torch.ops.fxfuse.gemm_chain.default
+torch.manual_seed(11)
+spec, ws, bs, x0 = layer_stack(0.75, M=16, K=3072, layers=3)
+
+def stack(x):
+    ys = [x]
+    for w, b in zip(ws, bs):
+        ys.append(gemm_chain([ys[-1], w, b], spec)[0])
+    return ys
+
+def counts():
+    st = C.stats()
+    return {k: st[k] for k in ("launches", "pdl_launches", "pdl_launch_refusals")}
+
+before = counts()
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    ys = stack(randn(x0.shape, x0.dtype, "cuda"))  # plans, compiles, loads; each call site refused once
+    torch.cuda.synchronize()
+first = counts()
+assert first["launches"] - before["launches"] == len(ws), first
+assert first["pdl_launches"] == before["pdl_launches"], first
+assert first["pdl_launch_refusals"] > before["pdl_launch_refusals"], first
+assert any("plain stream dependent instead, from now on" in str(w.message) for w in caught), [str(w.message) for w in caught]
+check_layer_stack(ys, ws, bs, 0.75)
+for _ in range(2):
+    ys = stack(randn(x0.shape, x0.dtype, "cuda"))
+    torch.cuda.synchronize()
+    check_layer_stack(ys, ws, bs, 0.75)
+after = counts()
+assert {k: after[k] - first[k] for k in after} == {"launches": 2 * len(ws), "pdl_launches": 0,
+                                                   "pdl_launch_refusals": 0}, (first, after)
+print("ok")
+"""
+
+
+@needs_sm90
+def test_refused_programmatic_launch_runs_plainly_and_is_remembered():
+    run_child(PDL_REFUSED_CHILD, drop=("FXFUSE_FORCE_KERNEL", "FXFUSE_PDL", "FXFUSE_PDL_TRIGGER_AT_START"),
+              FXFUSE_PDL_REFUSE_FOR_TEST="1")
+
+
 # Every split-K cluster size the gemv template takes (1 to 8), forced through FXFUSE_GEMV_SPLIT_K (read
 # once per process, hence a child per size), on the decode shapes where the rule picks 8 (int8
 # weights, N = 4096) and 1 (bf16, N = 14336). Outputs poisoned; strict (no ATen fallback).
