@@ -888,9 +888,9 @@ std::vector<at::Tensor> runCall(const CallEntry& c, at::TensorList inputs) {
     // the call site; else the cluster's warning below names what was.
     const cu::Result first = r;
     pdl = false;
-    stats().pdlLaunchRefusals++;
     r = launch(*d, *c.kernel, c.dims, c.cluster, false, stream, args);
     if (r == cu::kSuccess) {
+      stats().pdlLaunchRefusals++;
       c.pdlRefused.store(true, std::memory_order_relaxed);
       warnOnce("programmatic launch failed: " + c.kernel->source.name,
                "fxfuse::gemm_chain: " + d->describe("cuLaunchKernelEx (programmatic dependent launch)", first) +

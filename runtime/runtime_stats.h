@@ -20,8 +20,9 @@ struct RuntimeStats {
   // of `launches`: kernels launched as programmatic dependents (gemv, Hopper, epilogue-alone: launched
   // ahead of the previous kernel's end; they wait for it before touching memory)
   std::atomic<int64_t> pdlLaunches{0};
-  // programmatic launches the driver refused: each call site then launches its kernel plainly from
-  // that call on (CallEntry::pdlRefused), so a refusal costs one extra launch attempt, not one a call
+  // programmatic launches the driver refused where the plain launch then succeeded (the attribute was
+  // the cause): the call entry launches its kernel plainly from then on (CallEntry::pdlRefused), so a
+  // refusal costs one extra launch attempt, not one a call
   std::atomic<int64_t> pdlLaunchRefusals{0};
   // of `launches`: sm90 split-K kernels (clusters compiled in, launched plainly): what tells a
   // differential run that its decode cases reached the split-K tile

@@ -229,7 +229,9 @@ def test_gemv_cluster_launch(unforced, shape):
 def run_child(script, *args, drop=(), **env):
     """Runs `script` in a fresh Python with this folder on its path, outputs poisoned and strict
     (unless `env` says otherwise), the variables in `env` set and those in `drop` unset (knobs read once per process need a
-    process per setting); it must exit cleanly and print "ok" last."""
+    process per setting); it must exit cleanly and print "ok" last. Returns the finished process (its stderr
+    holds the op's warnings: TORCH_WARN from a torch.ops call reaches stderr, not Python's warnings, in torch
+    2.11)."""
     here = os.path.dirname(os.path.abspath(__file__))
     full = {k: v for k, v in os.environ.items() if k not in drop}
     full.update(FXFUSE_POISON_OUTPUTS="1", FXFUSE_STRICT="1")
@@ -238,6 +240,7 @@ def run_child(script, *args, drop=(), **env):
     r = subprocess.run([sys.executable, "-c", script, *map(str, args)], env=full, capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-2000:] + r.stderr[-4000:]
+    return r
 
 
 needs_sm90 = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
@@ -322,11 +325,11 @@ def test_programmatic_launch_waits_for_the_kernel_before(path, before):
 # launch CUDA_ERROR_NOT_SUPPORTED without launching): the kernel runs as a plain stream dependent, with one
 # warning, and each call site remembers it, so later calls try no programmatic launch.
 PDL_REFUSED_CHILD = """
-import warnings, torch, fxfuse._C as C
+import torch, fxfuse._C as C
 from runtime_chain_cases import check_layer_stack, layer_stack, randn
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
 torch.manual_seed(11)
-spec, ws, bs, x0 = layer_stack(0.75, M=16, K=3072, layers=3)
+spec, ws, bs, x0 = layer_stack(0.75, M=16, K=3072, layers=3)  # one spec, one shape: one call entry
 
 def stack(x):
     ys = [x]
@@ -339,15 +342,12 @@ def counts():
     return {k: st[k] for k in ("launches", "pdl_launches", "pdl_launch_refusals")}
 
 before = counts()
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    ys = stack(randn(x0.shape, x0.dtype, "cuda"))  # plans, compiles, loads; each call site refused once
-    torch.cuda.synchronize()
+ys = stack(randn(x0.shape, x0.dtype, "cuda"))  # plans, compiles, loads; the entry's first launch is refused
+torch.cuda.synchronize()
 first = counts()
-assert first["launches"] - before["launches"] == len(ws), first
-assert first["pdl_launches"] == before["pdl_launches"], first
-assert first["pdl_launch_refusals"] > before["pdl_launch_refusals"], first
-assert any("plain stream dependent instead, from now on" in str(w.message) for w in caught), [str(w.message) for w in caught]
+assert first["launches"] - before["launches"] == len(ws), (before, first)
+assert first["pdl_launches"] == before["pdl_launches"], (before, first)
+assert first["pdl_launch_refusals"] == before["pdl_launch_refusals"] + 1, (before, first)
 check_layer_stack(ys, ws, bs, 0.75)
 for _ in range(2):
     ys = stack(randn(x0.shape, x0.dtype, "cuda"))
@@ -362,8 +362,10 @@ print("ok")
 
 @needs_sm90
 def test_refused_programmatic_launch_runs_plainly_and_is_remembered():
-    run_child(PDL_REFUSED_CHILD, drop=("FXFUSE_FORCE_KERNEL", "FXFUSE_PDL", "FXFUSE_PDL_TRIGGER_AT_START"),
-              FXFUSE_PDL_REFUSE_FOR_TEST="1")
+    r = run_child(PDL_REFUSED_CHILD, drop=("FXFUSE_FORCE_KERNEL", "FXFUSE_PDL", "FXFUSE_PDL_TRIGGER_AT_START",
+                                           "FXFUSE_BACKGROUND_COMPILE"), FXFUSE_PDL_REFUSE_FOR_TEST="1")
+    warned = r.stderr.count("as a plain stream dependent instead, from now on")
+    assert warned == 1, r.stderr[-4000:]  # once for the kernel, not once a call
 
 
 # Every split-K cluster size the gemv template takes (1 to 8), forced through FXFUSE_GEMV_SPLIT_K (read
