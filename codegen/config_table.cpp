@@ -603,6 +603,33 @@ const KernelConfig* pingpongTileKnob() {
   return knob ? &*knob : nullptr;
 }
 
+// Measurement knob (bench only): FXFUSE_SM90_STAGES=N (2-8) gives every Hopper launch without split-K
+// a ring of N stages instead of its tile's, where that still fits the 227 KB a block may use: e.g.
+// whether three 48 KB stages keep 128x256 cooperative's mainloop at par, the room an epilogue
+// overlapped with the next tile would need (bench/sm90/NOTES.md session 45). Read once; a bad or
+// too deep value is an error naming the knob, not a silent fallback.
+int sm90StagesKnob() {
+  static const int stages = [] {
+    const char* v = std::getenv("FXFUSE_SM90_STAGES");
+    const std::string s = v ? v : "";
+    if (s.empty()) return 0;
+    if (s.size() != 1 || s[0] < '2' || s[0] > '8')
+      throw CodegenError("FXFUSE_SM90_STAGES must be 2 to 8, not '" + s + "'");
+    return s[0] - '0';
+  }();
+  return stages;
+}
+
+KernelConfig withSm90StagesKnob(KernelConfig c) {
+  const int stages = sm90StagesKnob();
+  if (stages == 0) return c;
+  c.stages = stages;
+  const sm90::GemmConfig g = sm90ConfigOf(c);
+  if (g.dynSmemBytes() + g.staticSmemBytes() > 227 * 1024)
+    throw CodegenError(fmt::format("FXFUSE_SM90_STAGES={} does not fit the {}x{} tile in 227 KB", stages, c.bm, c.bn));
+  return c;
+}
+
 // ---- gemv (kernels/gemv.cuh): the host-side chooser of its header comment ----
 constexpr int kGemvNT = 128;       // output columns per CTA (the rule's; gemvColumnsPerCta)
 constexpr int kGemvNarrowNT = 64;  // the product by wgmma's other width (FX_GEMV_NT: the knob, the autotune)
@@ -902,13 +929,13 @@ const VariantRow kRows[] = {
        // 128, and 128x128 ping-pong at K <= 2048); otherwise the
        // tile that fills them (sm90::chooseConfig); split-K where 64x128 tiles are few
        // (sm90::splitKForFewTiles).
-       if (const KernelConfig* forced = pingpongTileKnob()) return *forced;
+       if (const KernelConfig* forced = pingpongTileKnob()) return withSm90StagesKnob(*forced);
        if (const int ks = splitKFor(q.shape); ks > 1) return splitKKernelConfig(ks);
        const sm90::GemmConfig g =
            sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, kHopperSms, q.epilogue_load);
        KernelConfig c{"sm90_wgmma", g.bm, g.bn, g.bk, g.stages, g.threads()};
        c.pingpong = g.pingpong;
-       return c;
+       return withSm90StagesKnob(c);
      }},
     // Decode-sized M: a memory-bound schedule over the (possibly quantized) weights.
     // At decode sizes Inductor runs cuBLAS (or a slower Triton mm: 4x eager at M=1, issue 7)

@@ -357,6 +357,27 @@ def test_gemv_width_and_stage_knobs_plan_or_refuse(knob, value, planned):
         assert out.stdout.strip().endswith(" wgmma"), out.stdout
 
 
+@pytest.mark.parametrize("value,planned", [("3", "sm90_wgmma 128x256x64 s3 t384"),
+                                           ("2", "sm90_wgmma 128x256x64 s2 t384"),
+                                           ("5", "FXFUSE_SM90_STAGES=5 does not fit the 128x256 tile in 227 KB"),
+                                           ("9", "FXFUSE_SM90_STAGES must be 2 to 8, not '9'")])
+def test_hopper_stages_knob_plans_or_refuses(value, planned):
+    """FXFUSE_SM90_STAGES (config_table.cpp sm90StagesKnob; read once per process, so a child each) gives
+    the heuristic's Hopper tile at 4096^3 (128x256 cooperative, 4 stages) that many ring stages, or names
+    a bad or too deep value in the error: an A/B run must not measure the rule's depth unawares."""
+    code = ("from fxfuse import _C as C\n"
+            f"spec = {BIAS_GELU!r}\n"
+            "try:\n    print(C.kernel_candidates_for_size(spec, 4096, 4096, 4096)[0])\n"
+            "except Exception as e:\n    print('error:', e)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FXFUSE_SM90_")}
+    env["FXFUSE_SM90_STAGES"] = value
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(C.__file__)))  # this fxfuse
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert planned in out.stdout, out.stdout
+    assert out.stdout.startswith("error:") == (planned.startswith("FXFUSE")), out.stdout
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("layout", ["kn", "nk"])
 @pytest.mark.parametrize("M", [16, 40])
