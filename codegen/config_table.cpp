@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -624,8 +623,7 @@ KernelConfig withSm90StagesKnob(KernelConfig c) {
   const int stages = sm90StagesKnob();
   if (stages == 0) return c;
   c.stages = stages;
-  const sm90::GemmConfig g = sm90ConfigOf(c);
-  if (g.dynSmemBytes() + g.staticSmemBytes() > 227 * 1024)
+  if (!sm90ConfigOf(c).fitsSharedMemory())
     throw CodegenError(fmt::format("FXFUSE_SM90_STAGES={} does not fit the {}x{} tile in 227 KB", stages, c.bm, c.bn));
   return c;
 }
@@ -993,10 +991,7 @@ bool templateWaitsForPreviousKernel(const std::string& variant) {
     }
     return w;
   }();
-  for (size_t i = 0; i < std::size(kRows); ++i)
-    if (variant == kRows[i].variant) return waits[i];
-  row(variant);  // throws: no such variant
-  return false;
+  return waits[&row(variant) - kRows];  // row throws for no such variant
 }
 
 bool isFastVariant(const KernelConfig& config, Baseline baseline) {

@@ -30,8 +30,7 @@ bool describeTensorMaps(const GemmProblem& pr, const GemmConfig& cfg, TensorMapD
   if (cfg.split_k != 1 && cfg.split_k != 2 && cfg.split_k != 4) return fail(why, "split_k must be 1, 2 or 4");
   if (cfg.split_k > 1 && (cfg.pingpong || cfg.consumers != 1 || cfg.cluster_m != 1))
     return fail(why, "split-K needs one cooperative consumer (bm 64) and cluster_m 1");
-  // 227 KB per block holds the dynamic part and the kernel's static barriers
-  if (cfg.dynSmemBytes() + cfg.staticSmemBytes() > 227 * 1024)
+  if (!cfg.fitsSharedMemory())
     return fail(why, "stages*(bm+bn)*bk*2 plus the staging (and split-K) buffers too large");
   if (pr.M < 1 || pr.N < 1 || pr.K < 1 || pr.batch < 1) return fail(why, "empty problem");
   if (pr.M >= (1ll << 31) || pr.N >= (1ll << 31) || pr.K >= (1ll << 31)) return fail(why, "dim >= 2^31");

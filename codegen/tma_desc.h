@@ -56,6 +56,8 @@ struct GemmConfig {
   }
   // the kernel's static shared memory: its mbarriers (FX_STATIC_BAR_BYTES)
   long long staticSmemBytes() const { return (2LL * stages + 2 + (split_k > 1 ? 2 : 0)) * 8; }
+  // whether the dynamic part and the static barriers fit the 227 KB a block may use on sm_90
+  bool fitsSharedMemory() const { return dynSmemBytes() + staticSmemBytes() <= 227 * 1024; }
 };
 
 // Logical problem: out[b][m][n] = sum_k A[b][m][k] * B[b][k][n]; strides in ELEMENTS, sb = 0 means
