@@ -44,6 +44,9 @@ struct Query {
   // The product is 16-bit (`x @ w + ...`): eager writes it and runs the epilogue as separate
   // kernels. An f32 product is the addmm / F.linear form, whose bias eager adds inside cuBLAS.
   bool product_16bit = false;
+  // The chain has a 16-bit hand-off value for the Hopper kernel's overlapped epilogue (hooks.h
+  // epilogueHandoff; only FXFUSE_SM90_EPILOGUE_OVERLAP asks).
+  bool handoff = false;
   bool is16bit() const { return a.elem == DType::BF16 || a.elem == DType::F16; }
 };
 
@@ -628,6 +631,26 @@ KernelConfig withSm90StagesKnob(KernelConfig c) {
   return c;
 }
 
+// Measurement knob (bench only): FXFUSE_SM90_EPILOGUE_OVERLAP=1 gives every cooperative 128-row Hopper
+// launch without split-K whose chain has a 16-bit hand-off value (hooks.h epilogueHandoff) the
+// overlapped epilogue (FX_EPI_OVERLAP: the epilogue overlaps the next tile's mainloop), with the deepest
+// ring that fits beside the hand-off (128x256: three stages; FXFUSE_SM90_STAGES, where set,
+// instead). Other launches are as without it. Not in the heuristic or the autotune until measured
+// (bench/sm90/NOTES.md session 46). Read once.
+bool epilogueOverlapKnob() {
+  static const bool on = readBinaryKnob("FXFUSE_SM90_EPILOGUE_OVERLAP") == "1";
+  return on;
+}
+
+KernelConfig withEpilogueOverlapKnob(KernelConfig c, const Query& q) {
+  if (!epilogueOverlapKnob() || !q.handoff || c.pingpong || c.split_k != 1 || c.bm != 128) return c;
+  c.epilogue_overlap = true;
+  c.threads = sm90ConfigOf(c).threads();
+  if (sm90StagesKnob() == 0)
+    while (c.stages > 2 && !sm90ConfigOf(c).fitsSharedMemory()) --c.stages;
+  return c;
+}
+
 // ---- gemv (kernels/gemv.cuh): the host-side chooser of its header comment ----
 constexpr int kGemvNT = 128;       // output columns per CTA (the rule's; gemvColumnsPerCta)
 constexpr int kGemvNarrowNT = 64;  // the product by wgmma's other width (FX_GEMV_NT: the knob, the autotune)
@@ -933,7 +956,7 @@ const VariantRow kRows[] = {
            sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, kHopperSms, q.epilogue_load);
        KernelConfig c{"sm90_wgmma", g.bm, g.bn, g.bk, g.stages, g.threads()};
        c.pingpong = g.pingpong;
-       return withSm90StagesKnob(c);
+       return withSm90StagesKnob(withEpilogueOverlapKnob(c, q));
      }},
     // Decode-sized M: a memory-bound schedule over the (possibly quantized) weights.
     // At decode sizes Inductor runs cuBLAS (or a slower Triton mm: 4x eager at M=1, issue 7)
@@ -975,6 +998,7 @@ sm90::GemmConfig sm90ConfigOf(const KernelConfig& c) {
   g.pingpong = c.pingpong;
   g.consumers = c.pingpong ? 2 : c.bm / 64;  // ping-pong: 2; cooperative: one per 64 rows of the tile
   g.split_k = c.split_k;
+  g.epilogue_overlap = c.epilogue_overlap;
   return g;
 }
 
@@ -1027,6 +1051,7 @@ Query heuristicQuery(const spec::ChainSpec& checked, const OperandInfo& a, const
   const EpilogueCost cost = epilogueCost(checked);
   Query q{a, b, shape, sm_arch, epilogueRefusal(checked, cost, shape), epilogueLoad(cost)};
   q.product_16bit = productIs16bit(checked);
+  q.handoff = epilogueOverlapKnob() && epilogueHandoff(checked) >= 0;
   return q;
 }
 
@@ -1198,6 +1223,7 @@ std::string describeConfig(const KernelConfig& c) {
   if (c.max_cluster != 1) s += fmt::format(" cluster{}", c.max_cluster);
   if (c.split_k != 1) s += fmt::format(" splitk{}", c.split_k);
   if (c.wgmma) s += " wgmma";
+  if (c.epilogue_overlap) s += " epioverlap";
   return s;
 }
 

@@ -170,9 +170,30 @@ std::string offsetExpr(const std::string& dims, const std::string& base, const s
   return out.empty() ? "0" : out;
 }
 
+// Values of the epilogue that vary along neither m nor k (inputs without m, constants and ops
+// on those only), in spec order.
+std::vector<bool> columnOnlyValues(const ChainSpec& spec) {
+  std::vector<bool> col(spec.values.size(), false);
+  for (size_t i = 0; i < spec.values.size(); ++i) {
+    const Value& v = spec.values[i];
+    if (v.kind == ValueKind::Input) col[i] = v.dims.find('m') == std::string::npos && v.dims.find('k') == std::string::npos;
+    if (v.kind == ValueKind::Const) col[i] = true;
+    if (v.kind == ValueKind::Op) {
+      col[i] = true;
+      for (int o : v.operands) col[i] = col[i] && col[o];
+    }
+  }
+  return col;
+}
+
 class HookEmitter {
  public:
-  HookEmitter(const ChainSpec& spec, CodeWriter& w) : spec_(spec), w_(w), lines_(specLines(spec)) {}
+  // handoff: the epilogueHandoff value when the hooks serve the Hopper template's overlapped
+  // epilogue (FX_EPI_OVERLAP), -1 otherwise. There the epilogue functions' `acc` is that value
+  // (read back from the consumers' hand-off, already rounded to its 16-bit dtype), not the
+  // accumulator.
+  HookEmitter(const ChainSpec& spec, CodeWriter& w, int handoff = -1)
+      : spec_(spec), w_(w), lines_(specLines(spec)), handoff_(handoff) {}
 
   // Emits locals for every value in closure(roots), in spec order. `overrides` gives the
   // complete expression of values that do not come from their spec line (the accumulator
@@ -198,9 +219,33 @@ class HookEmitter {
   }
 
   // The mm value comes from the fp32 accumulator `acc`, rounded to mm's dtype.
+  // With a hand-off (FX_EPI_OVERLAP) `acc` is the hand-off value itself.
   std::map<int, std::string> accOverride() const {
+    if (handoff_ >= 0) return {{handoff_, "acc"}};
     const int mm = spec_.mmIndex();
     return {{mm, roundTo(spec_.values[mm].dtype, "acc")}};
+  }
+
+  // Where the epilogue's closures stop: at the hand-off value, which the epilogue warps read
+  // (the values before it are the consumers'), or nowhere.
+  std::set<int> handoffStop() const { return handoff_ >= 0 ? std::set<int>{handoff_} : std::set<int>{}; }
+
+  // FX_EPI_OVERLAP's consumer side: the hand-off value of a column pair from the two accumulators, as
+  // one packed 16-bit word. Its column inputs (a bias) are read per element through their
+  // strides: the consumers run it once per column pair and fragment row pair.
+  void emitHandoff() {
+    const DType d = spec_.values[handoff_].dtype;
+    w_.line("#define FX_EPI_HANDOFF 1");
+    w_.line("#define FX_HANDOFF_F16 {}", d == DType::F16 ? 1 : 0);
+    w_.line("// The hand-off value %{} of columns n and n + 1 (n + 1 < N) as one word, column n in the low half,", handoff_);
+    w_.line("// from the fp32 accumulators: what the consumers pass to the epilogue warps (FX_EPI_OVERLAP).");
+    auto fn = w_.block(
+        "__device__ __forceinline__ unsigned int fx_handoff2(const fxfuse::FxParams& p, long long b, long long n, "
+        "float acc0, float acc1)");
+    w_.line("(void)p; (void)b; (void)n;");
+    const std::map<int, std::string> none[2];
+    emitPairValues({handoff_}, none);
+    w_.line("return fx_pack2_{}({}, {});", cvtSuffix(d), local(handoff_, 0), local(handoff_, 1));
   }
 
   bool roundedByItsStore(int i) const {
@@ -441,7 +486,7 @@ class HookEmitter {
     for (int i : closure(spec_, cols))
       if (isPairedColumnInput(i)) col_inputs.push_back(i);
     std::vector<int> elem_inputs;  // 16-bit inputs along m and n (a residual): paired loads
-    for (int i : closure(spec_, outs))
+    for (int i : closure(spec_, outs, handoffStop()))
       if (isPairedElementInput(i)) elem_inputs.push_back(i);
     w_.blank();
     {
@@ -509,6 +554,7 @@ class HookEmitter {
     for (int e = 0; e < 2; ++e) {
       for (int i : cols) pair_overrides[e][i] = fmt::format("c{}.v{}", e, i);
       for (int i : elem_inputs) pair_overrides[e][i] = fmt::format("in{}.{}", i, e == 0 ? "x" : "y");
+      if (handoff_ >= 0) pair_overrides[e][handoff_] = e == 0 ? "acc0" : "acc1";
     }
     const char* vec_signature =
         "__device__ __forceinline__ {} {}(const fxfuse::FxParams& p, long long b, long long m, "
@@ -607,34 +653,20 @@ class HookEmitter {
     }
   }
 
-  // Values of the epilogue that vary along neither m nor k (inputs without m, constants and ops
-  // on those only), in spec order.
-  std::vector<bool> columnOnly() const {
-    std::vector<bool> col(spec_.values.size(), false);
-    for (size_t i = 0; i < spec_.values.size(); ++i) {
-      const Value& v = spec_.values[i];
-      if (v.kind == ValueKind::Input) col[i] = v.dims.find('m') == std::string::npos && v.dims.find('k') == std::string::npos;
-      if (v.kind == ValueKind::Const) col[i] = true;
-      if (v.kind == ValueKind::Op) {
-        col[i] = true;
-        for (int o : v.operands) col[i] = col[i] && col[o];
-      }
-    }
-    return col;
-  }
+  std::vector<bool> columnOnly() const { return columnOnlyValues(spec_); }
 
   // The column values the rest of the epilogue reads: column-only, not constants (those fold),
   // and an output or an operand of a value that varies along m.
   std::vector<int> columnFrontier() const {
     const std::vector<bool> col = columnOnly();
-    const std::set<int> epi = closure(spec_, spec_.outputs);
+    const std::set<int> epi = closure(spec_, spec_.outputs, handoffStop());
     std::set<int> frontier;
     for (int i : epi) {
       const Value& v = spec_.values[i];
       if (col[i] && v.kind != ValueKind::Const &&
           std::find(spec_.outputs.begin(), spec_.outputs.end(), i) != spec_.outputs.end())
         frontier.insert(i);
-      if (col[i] || v.kind == ValueKind::Mm) continue;
+      if (col[i] || v.kind == ValueKind::Mm || i == handoff_) continue;
       for (int o : v.operands)
         if (col[o] && spec_.values[o].kind != ValueKind::Const) frontier.insert(o);
     }
@@ -756,6 +788,7 @@ class HookEmitter {
   const ChainSpec& spec_;
   CodeWriter& w_;
   std::vector<std::string> lines_;
+  int handoff_;  // the overlapped epilogue's hand-off value, or -1 (constructor)
 };
 
 }  // namespace
@@ -775,6 +808,34 @@ bool stagedEverything(const ChainSpec& spec) {
   return true;
 }
 
+int epilogueHandoff(const ChainSpec& spec, std::string* why) {
+  auto refuse = [why](const char* reason) {
+    if (why) *why = reason;
+    return -1;
+  };
+  if (!stagedStore(spec)) return refuse("the chain's output is not one 16-bit tensor");
+  const std::vector<bool> col = columnOnlyValues(spec);
+  for (int cur = spec.mmIndex();;) {
+    const DType d = spec.values[cur].dtype;
+    if (is16bit(d)) return cur;
+    if (d != DType::F32) return refuse("the product is converted to a type other than bf16 / f16 first");
+    if (std::find(spec.outputs.begin(), spec.outputs.end(), cur) != spec.outputs.end())
+      return refuse("an fp32 value before the first 16-bit rounding is an output");
+    int user = -1;
+    for (size_t i = 0; i < spec.values.size(); ++i) {
+      const std::vector<int>& ops = spec.values[i].operands;
+      if (std::find(ops.begin(), ops.end(), cur) == ops.end()) continue;
+      if (user >= 0) return refuse("the fp32 product feeds two ops before its first 16-bit rounding");
+      user = static_cast<int>(i);
+    }
+    if (user < 0) return refuse("the product is not used");
+    for (int o : spec.values[user].operands)
+      if (o != cur && !col[o])
+        return refuse("an op before the product's first 16-bit rounding reads a value along m (a residual added in fp32)");
+    cur = user;
+  }
+}
+
 OperandInfo analyzeA(const ChainSpec& spec) { return analyze(spec, 0, "mk"); }
 OperandInfo analyzeB(const ChainSpec& spec) {
   OperandInfo info = analyze(spec, 1, "kn");
@@ -782,9 +843,15 @@ OperandInfo analyzeB(const ChainSpec& spec) {
   return info;
 }
 
-void emitHooks(const ChainSpec& spec, CodeWriter& w) {
+void emitHooks(const ChainSpec& spec, CodeWriter& w, bool handoff) {
   OperandInfo a = analyzeA(spec), b = analyzeB(spec);
-  HookEmitter e(spec, w);
+  int h = -1;
+  if (handoff) {
+    std::string why;
+    h = epilogueHandoff(spec, &why);
+    if (h < 0) throw CodegenError("the overlapped epilogue needs a 16-bit hand-off value: " + why);
+  }
+  HookEmitter e(spec, w, h);
   e.emitTypes(a, b);
   if (a.plain) {
     e.emitAddr(0, a);
@@ -807,6 +874,10 @@ void emitHooks(const ChainSpec& spec, CodeWriter& w) {
   e.emitLoad(1, b);
   w.blank();
   e.emitEpilogue();
+  if (h >= 0) {
+    w.blank();
+    e.emitHandoff();
+  }
 }
 
 }  // namespace fxfuse::codegen

@@ -40,7 +40,20 @@ bool stagedStore(const spec::ChainSpec& spec);
 // 16-bit, contiguous along n. The form of the fast path the planner's measurements cover.
 bool stagedEverything(const spec::ChainSpec& spec);
 
-// Appends the type definitions and all hooks for `spec` to w.
-void emitHooks(const spec::ChainSpec& spec, CodeWriter& w);
+// The value the Hopper template's consumer warpgroups hand to its epilogue warps (FX_EPI_OVERLAP)
+// through shared memory, as 16 bits, so that the epilogue runs beside the next tile's mainloop:
+// the chain's first 16-bit value after the product, reached from it through ops whose other
+// operands vary along n at most (`mm : bf16` itself; an addmm's `mm : f32` plus the bias, rounded
+// to bf16 by the add). Every output depends on the product through it alone, and it is rounded to
+// 16 bits in the spec's own semantics, so handing it over in 16 bits changes no result bit.
+// -1 where there is none (why says which rule failed): more than one output or a non-16-bit one
+// (the warpgroup's 16-byte stores), the fp32 product used twice or stored, or a residual added
+// before the rounding.
+int epilogueHandoff(const spec::ChainSpec& spec, std::string* why = nullptr);
+
+// Appends the type definitions and all hooks for `spec` to w. handoff: the hooks of an
+// FX_EPI_OVERLAP kernel (fx_handoff2, and the epilogue functions' `acc` is the epilogueHandoff value;
+// CodegenError where the chain has none).
+void emitHooks(const spec::ChainSpec& spec, CodeWriter& w, bool handoff = false);
 
 }  // namespace fxfuse::codegen

@@ -132,6 +132,7 @@ std::string configDefines(const GemmConfig& c) {
   def("FX_CLUSTER_M", c.cluster_m);
   def("FX_PINGPONG", c.pingpong ? 1 : 0);
   def("FX_SPLIT_K", c.split_k);
+  def("FX_EPI_OVERLAP", c.epilogue_overlap ? 1 : 0);
   return s;
 }
 
@@ -142,15 +143,16 @@ int entryRegs(const GemmConfig& cfg) {
   return r > 248 ? 248 : r;
 }
 
-int safeConsumerRegs(const GemmConfig& cfg, int kernel_num_regs, int producer_regs) {
-  const int freed = kernel_num_regs - producer_regs;
+int safeConsumerRegs(const GemmConfig& cfg, int kernel_num_regs) {
+  const int freed = kernel_num_regs - cfg.producerRegs();
   int r = kernel_num_regs + (freed / cfg.consumers) / 8 * 8;
   if (r > 240) r = 240;
   return r;
 }
 
-bool setmaxnregSafe(const GemmConfig& cfg, int kernel_num_regs, int producer_regs) {
+bool setmaxnregSafe(const GemmConfig& cfg, int kernel_num_regs) {
   // what the template compiled in (FX_CONSUMER_REGS default) vs what the pool really allows
+  const int producer_regs = cfg.producerRegs();
   const int entry = entryRegs(cfg);
   int compiled = entry + ((entry - producer_regs) / cfg.consumers) / 8 * 8;
   if (compiled > 240) compiled = 240;

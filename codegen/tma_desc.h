@@ -46,13 +46,24 @@ struct GemmConfig {
   int cluster_m = 1;   // FX_CLUSTER_M: 1, or 2 = CTA pairs share (multicast) the B tile
   bool pingpong = false;  // FX_PINGPONG: each of the 2 consumers owns whole bm x bn tiles (bm 64/128)
   int split_k = 1;     // FX_SPLIT_K: 1, or 2 / 4 CTAs (a cluster) share each tile along K (bm 64, 1 consumer)
+  // FX_EPI_OVERLAP: the producer warpgroup's three other warps run the epilogue from the
+  // consumers' 16-bit hand-off, beside the next tile's mainloop (cooperative, 2 consumers, no
+  // cluster, no split-K)
+  bool epilogue_overlap = false;
   int threads() const { return 128 * (consumers + 1); }
+  // FX_PRODUCER_REGS: the producer warpgroup's setmaxnreg target (72 where its warps also run the
+  // epilogue; the consumers, 2 x 216, take the rest of 3 x 168)
+  int producerRegs() const { return epilogue_overlap ? 72 : 40; }
+  // FX_HANDOFF_PITCH: a hand-off row's bytes, 16 more than its bn 16-bit values so that a
+  // fragment's 8 rows of 4-byte stores hit 8 different bank groups
+  int handoffPitch() const { return bn * 2 + 16; }
   // FX_STAGES*(BM+BN)*BK*2 + FX_STAGE_BYTES (the staged stores' 16 rows x 144 B per consumer
-  // warp) + FX_SPLITK_BYTES (split-K: the leader's f32 buffer for one peer's partial tile) + 1024
+  // warp; with the overlapped epilogue instead FX_HANDOFF_BYTES, bm rows of handoffPitch) +
+  // FX_SPLITK_BYTES (split-K: the leader's f32 buffer for one peer's partial tile) + 1024
   // (alignment slack for the 1024-B swizzle atoms)
   long long dynSmemBytes() const {
-    return (long long)stages * (bm + bn) * bk * 2 + (long long)consumers * 4 * 16 * 144 +
-           (split_k > 1 ? (long long)bm * bn * 4 : 0) + 1024;
+    const long long epilogue = epilogue_overlap ? (long long)bm * handoffPitch() : (long long)consumers * 4 * 16 * 144;
+    return (long long)stages * (bm + bn) * bk * 2 + epilogue + (split_k > 1 ? (long long)bm * bn * 4 : 0) + 1024;
   }
   // the kernel's static shared memory: its mbarriers (FX_STATIC_BAR_BYTES)
   long long staticSmemBytes() const { return (2LL * stages + 2 + (split_k > 1 ? 2 : 0)) * 8; }
@@ -122,9 +133,11 @@ std::string configDefines(const GemmConfig& cfg);
 // not launch (it would hang); recompile with "#define FX_CONSUMER_REGS <safeConsumerRegs(...)>".
 // One consumer (FX_BM 64 cooperative, the split-K tiles): entry 128 (launch bounds of 2 CTAs per
 // SM, FX_SM90_MIN_BLOCKS), the consumer raised to 216.
+// The producer's target is cfg.producerRegs() (40; 72 with the overlapped epilogue: its consumers
+// get 216).
 int entryRegs(const GemmConfig& cfg);
-int safeConsumerRegs(const GemmConfig& cfg, int kernel_num_regs, int producer_regs = 40);
-bool setmaxnregSafe(const GemmConfig& cfg, int kernel_num_regs, int producer_regs = 40);
+int safeConsumerRegs(const GemmConfig& cfg, int kernel_num_regs);
+bool setmaxnregSafe(const GemmConfig& cfg, int kernel_num_regs);
 
 }  // namespace sm90
 }  // namespace fxfuse

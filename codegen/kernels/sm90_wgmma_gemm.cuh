@@ -50,6 +50,21 @@
 //                       after the staging memory) over DSMEM, one rank at a time, and the leader adds
 //                       them in rank order (the sum does not depend on timing) before its epilogue.
 //                       Needs one cooperative consumer (FX_BM 64, FX_CONSUMERS 1), FX_CLUSTER_M 1.
+//   FX_EPI_OVERLAP [0]  1: the epilogue overlaps the next tile's mainloop in the cooperative schedule.
+//                       The consumers round the tile to the chain's hand-off value (fx_handoff2: the
+//                       first 16-bit value after the product, hooks.h epilogueHandoff; exact, the spec
+//                       rounds there itself) into FX_HANDOFF_BYTES of shared memory and go on to the
+//                       next tile; the producer warpgroup's other three warps (idle otherwise) read
+//                       it back row by row (16 bytes a lane), run the chain from it
+//                       (fx_epilogue2_packed with acc = the hand-off value) and store 16 bytes a
+//                       lane. Two named barriers pass the buffer back and forth
+//                       (FX_BAR_HANDOFF_FULL / _FREE). The producer warpgroup runs at 72 registers,
+//                       the consumers at 216. Needs FX_CONSUMERS 2 (FX_BM 128), no ping-pong,
+//                       cluster or split-K, and the generator's FX_EPI_STAGED and FX_EPI_HANDOFF
+//                       (one 16-bit output). 128x256 fits three ring stages beside the 66 KB
+//                       hand-off. (A fourth warpgroup for the epilogue does not compile: at 512
+//                       threads the launch's 128 registers are fewer than ptxas needs for a
+//                       m64n256 wgmma, 154, whatever setmaxnreg.inc gives the consumers.)
 //
 // Measured (H200, bench/sm90/NOTES.md runs 4-7, harness epilogue, bias+GELU(tanh.approx)): cooperative
 // 128x256 1.24x cuBLAS mm alone at 4096^3 (its epilogue runs while the tensor cores wait); ping-pong
@@ -111,8 +126,12 @@
 #ifndef FX_SPLIT_K
 #define FX_SPLIT_K 1
 #endif
+#ifndef FX_EPI_OVERLAP
+#define FX_EPI_OVERLAP 0
+#endif
 #ifndef FX_PRODUCER_REGS
-#define FX_PRODUCER_REGS 40
+// (72 where the producer warpgroup's other warps run the epilogue: FX_EPI_OVERLAP)
+#define FX_PRODUCER_REGS (FX_EPI_OVERLAP ? 72 : 40)
 #endif
 // One consumer (256 threads, the split-K tiles): launch bounds of 2 CTAs per SM, a register cap
 // only (shared memory still holds one CTA per SM). At one CTA the entry would be 248 registers,
@@ -128,7 +147,7 @@
 #ifndef FX_CONSUMER_REGS
 // setmaxnreg.inc can only take what the producer's setmaxnreg.dec gave back to the CTA's pool
 // (otherwise it waits forever — run 4: 4 consumers at 112 hung).  232 for 2 consumers, 104 for 4,
-// 216 for 1.
+// 216 for 1; 216 for 2 with FX_EPI_OVERLAP (producer 72).
 #define FX_CONSUMER_REGS (FX_SM90_ENTRY_REGS + ((FX_SM90_ENTRY_REGS - FX_PRODUCER_REGS) / FX_CONSUMERS) / 8 * 8 > 240 \
     ? 240 : FX_SM90_ENTRY_REGS + ((FX_SM90_ENTRY_REGS - FX_PRODUCER_REGS) / FX_CONSUMERS) / 8 * 8)
 #endif
@@ -167,13 +186,14 @@ static_assert(FX_A_KMAJOR == 1, "sm90 template needs A K-contiguous");
 // GemmConfig::dynSmemBytes) does not depend on the chain.
 #define FX_STAGE_PITCH 144
 #define FX_STAGE_WARP_BYTES (16 * FX_STAGE_PITCH)
-#define FX_STAGE_BYTES (FX_CONSUMERS * 4 * FX_STAGE_WARP_BYTES)
+// (none with the overlapped epilogue, which reads the hand-off instead)
+#define FX_STAGE_BYTES (FX_EPI_OVERLAP ? 0 : FX_CONSUMERS * 4 * FX_STAGE_WARP_BYTES)
 #ifndef FX_SM90_STAGED_STORE
 #define FX_SM90_STAGED_STORE 1
 #endif
 // Each consumer warp syncs on its own named barrier, 1 + 4 * consumer + warp (0 is
 // __syncthreads'): __syncwarp made ptxas copy the rest of the epilogue for a diverged warp.
-#if defined(FX_EPI_STAGED) && FX_SM90_STAGED_STORE && FX_CONSUMERS * 4 < 16
+#if defined(FX_EPI_STAGED) && FX_SM90_STAGED_STORE && FX_CONSUMERS * 4 < 16 && !FX_EPI_OVERLAP
 #define FX_SM90_STAGED 1
 #else
 #define FX_SM90_STAGED 0
@@ -188,9 +208,20 @@ static_assert(FX_A_KMAJOR == 1, "sm90 template needs A K-contiguous");
 // Split-K: the leader's buffer for one peer's f32 accumulator fragment (the peers take turns: one
 // buffer, not KS - 1, so that 64x128 keeps 7 ring stages).
 #define FX_SPLITK_BYTES (FX_SPLIT_K > 1 ? FX_BM * FX_BN * 4 : 0)
-// The dynamic shared memory this layout needs: the ring, the staging buffer, the split-K partial
-// buffer, the slack for the 1024-byte alignment.
-#define FX_LAYOUT_SMEM_BYTES (FX_STAGES * (FX_BM + FX_BN) * FX_BK * 2 + FX_STAGE_BYTES + FX_SPLITK_BYTES + 1024)
+// The overlapped epilogue's hand-off: FX_BM rows of FX_BN 16-bit values, rows FX_HANDOFF_PITCH bytes
+// apart (16 more than a row: a consumer warp's 4-byte stores of 8 fragment rows hit 8 different
+// bank groups; the epilogue warps' 16-byte reads of a row are contiguous).
+#define FX_HANDOFF_PITCH (FX_BN * 2 + 16)
+#define FX_HANDOFF_BYTES (FX_EPI_OVERLAP ? FX_BM * FX_HANDOFF_PITCH : 0)
+// Named barriers of the hand-off (0 is __syncthreads'; the staged stores' 1-8 are not compiled in
+// with FX_EPI_OVERLAP): FULL, the consumers' 256 threads arrive and the producer warpgroup's three
+// epilogue warps wait; FREE, the other way round.
+#define FX_BAR_HANDOFF_FULL 1
+#define FX_BAR_HANDOFF_FREE 2
+#define FX_EPI_BAR_THREADS (128 * FX_CONSUMERS + 96)
+// The dynamic shared memory this layout needs: the ring, the staging buffer or the hand-off, the
+// split-K partial buffer, the slack for the 1024-byte alignment.
+#define FX_LAYOUT_SMEM_BYTES (FX_STAGES * (FX_BM + FX_BN) * FX_BK * 2 + FX_STAGE_BYTES + FX_HANDOFF_BYTES + FX_SPLITK_BYTES + 1024)
 // Static barriers: full[S], empty[S], order[2]; split-K adds its two (fx_splitk_bars).
 #define FX_STATIC_BAR_BYTES ((2 * FX_STAGES + 2 + (FX_SPLIT_K > 1 ? 2 : 0)) * 8)
 // The host sizes the launch's dynamic shared memory by its own formula (codegen/tma_desc.h
@@ -211,6 +242,13 @@ static_assert(FX_SPLIT_K == 1 || (!FX_PINGPONG && FX_CONSUMERS == 1 && FX_CLUSTE
               "FX_SPLIT_K > 1 needs one cooperative consumer (FX_BM 64) and FX_CLUSTER_M 1");
 static_assert(FX_CONSUMERS * (FX_CONSUMER_REGS - FX_SM90_ENTRY_REGS) <= FX_SM90_ENTRY_REGS - FX_PRODUCER_REGS,
               "setmaxnreg.inc would ask for more registers than setmaxnreg.dec frees: deadlock");
+#if FX_EPI_OVERLAP
+static_assert(FX_CONSUMERS == 2 && !FX_PINGPONG && FX_CLUSTER_M == 1 && FX_SPLIT_K == 1,
+              "FX_EPI_OVERLAP: the cooperative 128-row tile only, no cluster, no split-K");
+#if !defined(FX_EPI_STAGED) || !defined(FX_EPI_HANDOFF)
+#error "FX_EPI_OVERLAP needs the generator's hand-off hooks (one 16-bit output: FX_EPI_STAGED, FX_EPI_HANDOFF)"
+#endif
+#endif
 
 #ifndef FX_SM90_HELPERS_DEFINED
 #define FX_SM90_HELPERS_DEFINED
@@ -342,6 +380,15 @@ template <int R> __device__ __forceinline__ void setmaxnreg_dec() {
 //    LBO = byte distance between 64-element MN chunks (8 KB), SBO = between 8-row K groups (1024 B).
 // ---- staged stores (FX_SM90_STAGED_STORE) --------------------------------------------------------
 __device__ __forceinline__ void bar_sync_warp(u32 id) { asm volatile("bar.sync %0, 32;\n" :: "r"(id) : "memory"); }
+// A named barrier between warpgroups: `threads` (a multiple of 32) arrive in all, the arriving
+// ones go on (bar.arrive, a producer's side), the syncing ones wait for all (bar.sync); memory
+// accesses before either are visible to the waiters after it.
+__device__ __forceinline__ void bar_sync_n(u32 id, u32 threads) {
+  asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void bar_arrive_n(u32 id, u32 threads) {
+  asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
+}
 __device__ __forceinline__ void cp_async_16(u32 dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(reinterpret_cast<u64>(src)) : "memory");
 }
@@ -631,6 +678,81 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         }
       }
     }
+#if FX_EPI_OVERLAP
+    else {
+      // ------------- the epilogue, in the producer warpgroup's other three warps -------------
+      // Tile by tile, in the consumers' order: wait for the hand-off, run the chain from it and
+      // store, and free the buffer for the consumers' next tile (after the last read of it; not
+      // after the CTA's last tile, which no consumer waits for).
+      const u32 handoff = __shfl_sync(0xffffffffu, smem, 0) + S * STAGE_BYTES;
+      // A lane takes 8 columns (16 bytes) of a row: a warp reads and stores whole 512-byte rows
+      // (BN 256: one row a step; BN 128: two), the three warps take every third row group.
+      constexpr int LPR = BN / 8, RPW = 32 / LPR;
+      const int lane = tid % 32;
+      const int cb = lane % LPR;
+      const int r0 = (tid / 32 - 1) * RPW + lane / LPR;
+      const long long last_row = p.M - 1;
+      for (long long t = ts.tile0; t < ts.tiles; t += ts.tile_step) {
+        int b, tm, tn;
+        tile_coords(t, ts.mtc, ts.nt, GROUP, b, tm, tn);
+        const long long col_l = (long long)tn * BN + cb * 8;
+        // the lane's 8 columns are all inside the output or all past it (N % 8 == 0 on the fast
+        // path); past it, the column values and inputs of the last 8 columns are read, not stored
+        const bool store_col = col_l < p.N;
+        const long long col_c = min(col_l, p.N - 8);
+        const bool fast = fx_epilogue2_vec_ok(p) && p.N % 8 == 0;
+        bar_sync_n(FX_BAR_HANDOFF_FULL, FX_EPI_BAR_THREADS);
+        if (fast) {
+          FxCol cv[8];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) fx_epilogue_cols(p, b, col_c + 2 * i, cv[2 * i], cv[2 * i + 1]);
+#pragma unroll 2
+          for (int r = r0; r < BM; r += 3 * RPW) {
+            const long long m = (long long)tm * BM + r;
+            const long long mc = min(m, last_row);  // rows past M: row M - 1's inputs, not stored
+            const uint4 h = ld_shared_v4(handoff + (u32)(r * FX_HANDOFF_PITCH + cb * 16));
+#if defined(FX_EPI_STAGED_IN)
+            const uint4 in = __ldg(reinterpret_cast<const uint4*>(fx_staged_in(p, b, mc, col_c)));
+#endif
+            const u32 hw[4] = {h.x, h.y, h.z, h.w};
+            u32 ow[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+#if FX_HANDOFF_F16
+              const float2 v = fx_unpack2_f16(hw[i]);
+#else
+              const float2 v = fx_unpack2_bf16(hw[i]);
+#endif
+#if defined(FX_EPI_STAGED_IN)
+              const u32 iw = i == 0 ? in.x : i == 1 ? in.y : i == 2 ? in.z : in.w;
+              ow[i] = fx_epilogue2_packed(p, b, mc, col_c + 2 * i, v.x, v.y, cv[2 * i], cv[2 * i + 1], iw);
+#else
+              ow[i] = fx_epilogue2_packed(p, b, mc, col_c + 2 * i, v.x, v.y, cv[2 * i], cv[2 * i + 1]);
+#endif
+            }
+            if (m <= last_row && store_col)
+              *reinterpret_cast<uint4*>(fx_staged_out(p, b, m, col_l)) = make_uint4(ow[0], ow[1], ow[2], ow[3]);
+          }
+        } else {
+          // outputs or inputs not laid out for 16-byte words: pair by pair, bounds-checked
+          for (int r = r0; r < BM; r += 3 * RPW) {
+            const uint4 h = ld_shared_v4(handoff + (u32)(r * FX_HANDOFF_PITCH + cb * 16));
+            const u32 hw[4] = {h.x, h.y, h.z, h.w};
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+#if FX_HANDOFF_F16
+              const float2 v = fx_unpack2_f16(hw[i]);
+#else
+              const float2 v = fx_unpack2_bf16(hw[i]);
+#endif
+              fx_sm90_edge_pair(p, b, (long long)tm * BM + r, col_l + 2 * i, v.x, v.y);
+            }
+          }
+        }
+        if (t + ts.tile_step < ts.tiles) bar_arrive_n(FX_BAR_HANDOFF_FREE, FX_EPI_BAR_THREADS);
+      }
+    }
+#endif  // FX_EPI_OVERLAP
   } else {
     // ------------------------------ consumers -----------------------------
     setmaxnreg_inc<FX_CONSUMER_REGS>();
@@ -794,6 +916,25 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       }
 #endif
 
+#if FX_EPI_OVERLAP
+      // ---- the hand-off: the tile's 16-bit values to the epilogue warps ----
+      // Its buffer is free once the epilogue warps have read the previous tile's (the first
+      // tile's is free). Fragment pairs as in the epilogue below: d[4j+0,1] at row lane/4 of the
+      // warp's 16, columns 8j + 2 * (lane % 4) + {0,1}; d[4j+2,3] 8 rows down. Columns past N take
+      // the last pair's column values (their hand-off is never stored).
+      if (j > 0) bar_sync_n(FX_BAR_HANDOFF_FREE, FX_EPI_BAR_THREADS);
+      {
+        const u32 hrow = smem + S * STAGE_BYTES + (u32)((row0 + warp * 16 + lane / 4) * FX_HANDOFF_PITCH + (lane % 4) * 4);
+        const long long col = (long long)tn * BN + (lane % 4) * 2;
+#pragma unroll
+        for (int jn = 0; jn < BN / 8; ++jn) {
+          const long long n = min(col + jn * 8, p.N - 2);
+          st_shared_u32(hrow + jn * 16, fx_handoff2(p, b, n, d[0][4 * jn + 0], d[0][4 * jn + 1]));
+          st_shared_u32(hrow + jn * 16 + 8 * FX_HANDOFF_PITCH, fx_handoff2(p, b, n, d[0][4 * jn + 2], d[0][4 * jn + 3]));
+        }
+      }
+      bar_arrive_n(FX_BAR_HANDOFF_FULL, FX_EPI_BAR_THREADS);
+#else
       // ---- epilogue straight from the accumulator fragment ----
       // m64nNk16 f32 accumulator: d[4j+0,1] = (row, 8j + 2*(lane%4) + {0,1}), d[4j+2,3] = row + 8,
       // row = 16*warp + lane/4 within the 64-row block.
@@ -919,6 +1060,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
             fx_sm90_edge_pair(p, b, row + sub * 64 + 8, col + jn * 8, d[sub][4 * jn + 2], d[sub][4 * jn + 3]);
           }
       }
+#endif  // FX_EPI_OVERLAP
     }
   }
   if constexpr (CS > 1) {
