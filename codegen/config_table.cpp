@@ -1174,6 +1174,7 @@ std::vector<KernelConfig> candidatesValidated(const spec::ChainSpec& checked, co
   // measurement replaces: ask as if the epilogue wins, from one 64-row tile.
   Query q{a, b, shape, sm_arch, /*epilogue_refusal=*/"", epilogueLoad(checked)};
   q.product_16bit = productIs16bit(checked);
+  q.handoff = heuristic.handoff;
   q.hopper_min_m = 64;
   q.heuristic = false;
   const VariantRow& hopper = row("sm90_wgmma");
@@ -1185,6 +1186,9 @@ std::vector<KernelConfig> candidatesValidated(const spec::ChainSpec& checked, co
   if (tiles64x128(shape) < kSplitKMaxTiles)
     for (int ks : {2, 4}) tiles.push_back(splitKKernelConfig(ks));
   for (const KernelConfig& c : tiles) add(c);
+  // FXFUSE_SM90_EPILOGUE_OVERLAP: the cooperative 128-row tiles with the overlapped epilogue too
+  for (const KernelConfig& c : tiles)
+    if (KernelConfig o = withEpilogueOverlapKnob(c, q); o.epilogue_overlap) add(o);
   return out;
 }
 }  // namespace

@@ -829,6 +829,11 @@ int epilogueHandoff(const ChainSpec& spec, std::string* why) {
       user = static_cast<int>(i);
     }
     if (user < 0) return refuse("the product is not used");
+    // the consumers compute the values up to the hand-off with the tensor cores idle: cheap ops only
+    static const std::set<std::string> cheap = {"add", "sub", "mul", "div", "neg", "convert"};
+    if (!cheap.count(spec.values[user].op))
+      return refuse("an op other than add / sub / mul / div / neg / convert comes before the product's first 16-bit "
+                    "rounding (the consumers would run it)");
     for (int o : spec.values[user].operands)
       if (o != cur && !col[o])
         return refuse("an op before the product's first 16-bit rounding reads a value along m (a residual added in fp32)");

@@ -47,8 +47,10 @@ bool stagedEverything(const spec::ChainSpec& spec);
 // to bf16 by the add). Every output depends on the product through it alone, and it is rounded to
 // 16 bits in the spec's own semantics, so handing it over in 16 bits changes no result bit.
 // -1 where there is none (why says which rule failed): more than one output or a non-16-bit one
-// (the warpgroup's 16-byte stores), the fp32 product used twice or stored, or a residual added
-// before the rounding.
+// (the epilogue warps' 16-byte stores), the fp32 product used twice or stored, a residual added
+// before the rounding, or an op before it other than add / sub / mul / div / neg / convert (the
+// consumers compute the hand-off with the tensor cores idle: `silu(mm : f32) : bf16` would keep
+// the SiLU there).
 int epilogueHandoff(const spec::ChainSpec& spec, std::string* why = nullptr);
 
 // Appends the type definitions and all hooks for `spec` to w. handoff: the hooks of an

@@ -828,15 +828,6 @@ TEST(CandidateConfigs, TemplatesThatWaitForThePreviousKernel) {
   EXPECT_THROW(templateWaitsForPreviousKernel("no_such_variant"), CodegenError);
 }
 
-// The largest "N bytes spill stores/loads" of a ptxas -v log (every function of the kernel).
-int maxSpillBytes(const std::string& log) {
-  static const std::regex spill("([0-9]+) bytes spill (stores|loads)");
-  int most = -1;
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), spill); it != std::sregex_iterator(); ++it)
-    most = std::max(most, std::stoi((*it)[1].str()));
-  return most;
-}
-
 // Every Hopper candidate is a kernel NVRTC builds for sm_90a, whatever the epilogue, on the
 // two-output residual + SiLU chain, the one that spilled most in the ping-pong tiles, and a staged chain
 // (bench/sm90/SPILLS.md), at 4096^3; and the split-K tiles at the decode size that offers them
@@ -847,9 +838,7 @@ int maxSpillBytes(const std::string& log) {
 // refuse to launch it).
 TEST(CandidateConfigs, EveryHopperTileCompiles) {
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
-  const char* optOut = std::getenv("FXFUSE_NO_NVRTC");
-  if (optOut && std::string(optOut) == "1") GTEST_SKIP() << "FXFUSE_NO_NVRTC=1";
-  ASSERT_FALSE(findNvrtc().empty()) << "libnvrtc not found; set FXFUSE_NVRTC_PATH or FXFUSE_NO_NVRTC=1";
+  REQUIRE_NVRTC();
   // and a staged chain (one bf16 output, its residual staged with it: the shared-memory epilogue)
   const spec::ChainSpec staged = spec::parseSpec(
       "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
@@ -879,13 +868,12 @@ TEST(CandidateConfigs, EveryHopperTileCompiles) {
         EXPECT_NE(out.log.find("Compiling entry function"), std::string::npos) << out.log;
         // No tile spills (bench/sm90/SPILLS.md): the staged chain's 24 / 16 bytes in the 128-row
         // tiles (session 11) went with the paired roundings (pair_round.patch).
-        const int spilled = maxSpillBytes(out.log);
+        const int spilled = test::maxSpillBytes(out.log);
         EXPECT_GE(spilled, 0) << "no ptxas statistics in the log:\n" << out.log;
         EXPECT_EQ(spilled, 0) << describeConfig(k) << " spills:\n" << out.log;
-        std::smatch regs;
-        static const std::regex used("Used ([0-9]+) registers");
-        ASSERT_TRUE(std::regex_search(out.log, regs, used)) << out.log;
-        EXPECT_TRUE(sm90::setmaxnregSafe(sm90ConfigOf(k), std::stoi(regs[1].str()))) << describeConfig(k) << ": " << regs[0];
+        const int regs = test::registersUsed(out.log);
+        ASSERT_GT(regs, 0) << out.log;
+        EXPECT_TRUE(sm90::setmaxnregSafe(sm90ConfigOf(k), regs)) << describeConfig(k) << ": " << regs << " registers";
       }
   EXPECT_EQ(tiles, 10);   // 5 tiles x 2 chains
   EXPECT_EQ(split_k, 6);  // KS 2 and 4 x 3 chains

@@ -3,7 +3,6 @@
 // a failure, not a skip, unless FXFUSE_NO_NVRTC=1 says this machine has none on purpose.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <regex>
 
 #include "codegen/codegen.h"
@@ -11,18 +10,6 @@
 
 namespace fxfuse::codegen {
 namespace {
-
-bool nvrtcOptedOut() {
-  const char* v = std::getenv("FXFUSE_NO_NVRTC");
-  return v && std::string(v) == "1";
-}
-
-#define REQUIRE_NVRTC()                                                       \
-  do {                                                                        \
-    if (nvrtcOptedOut()) GTEST_SKIP() << "FXFUSE_NO_NVRTC=1";                 \
-    ASSERT_FALSE(findNvrtc().empty()) << "libnvrtc not found (the dlopen search of " \
-                                         "codegen/nvrtc_library.cpp); set FXFUSE_NVRTC_PATH or FXFUSE_NO_NVRTC=1"; \
-  } while (0)
 
 // The generic template's configs for a spec: the large-M one and the small-M one.
 KernelConfig genericConfig(const spec::ChainSpec& s, long long m) {

@@ -2,7 +2,10 @@
 // kernel afresh for its ptxas statistics.
 #pragma once
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -42,6 +45,21 @@ inline spec::ChainSpec loadSpec(const std::string& name) {
   return spec::parseSpec(readFile(testDir() + "/specs/" + name + ".spec"));
 }
 
+// FXFUSE_NO_NVRTC=1: this machine has no NVRTC on purpose (its compile tests skip).
+inline bool nvrtcOptedOut() {
+  const char* v = std::getenv("FXFUSE_NO_NVRTC");
+  return v && std::string(v) == "1";
+}
+
+// In a test that compiles: a missing NVRTC is a failure, not a skip, unless nvrtcOptedOut.
+#define REQUIRE_NVRTC()                                                                          \
+  do {                                                                                           \
+    if (::fxfuse::codegen::test::nvrtcOptedOut()) GTEST_SKIP() << "FXFUSE_NO_NVRTC=1";           \
+    ASSERT_FALSE(::fxfuse::codegen::findNvrtc().empty())                                         \
+        << "libnvrtc not found (the dlopen search of codegen/nvrtc_library.cpp); set "           \
+           "FXFUSE_NVRTC_PATH or FXFUSE_NO_NVRTC=1";                                             \
+  } while (0)
+
 // Whether this build embeds the Hopper template (tests of its tiles skip without it).
 inline bool hopperBuiltIn() { return codegen::embeddedFile("kernels/sm90_wgmma_gemm.cuh") != nullptr; }
 
@@ -57,6 +75,23 @@ inline spec::ChainSpec biasGeluTanh() {
 // empty log (Run BD calls 3-4; session 43 found the cause), so these compiles bypass it.
 inline Cubin compileForStatistics(const KernelSource& src, const std::string& arch, bool want_ptx = false) {
   return compileNvrtc(src, arch, {}, want_ptx, /*want_ptxas_statistics=*/true);
+}
+
+// The largest "N bytes spill stores/loads" of a ptxas -v log (every function of the kernel); -1
+// where the log has no statistics.
+inline int maxSpillBytes(const std::string& log) {
+  static const std::regex spill("([0-9]+) bytes spill (stores|loads)");
+  int most = -1;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), spill); it != std::sregex_iterator(); ++it)
+    most = std::max(most, std::stoi((*it)[1].str()));
+  return most;
+}
+
+// The registers per thread ptxas allocated the kernel (its first "Used N registers"); -1 if none.
+inline int registersUsed(const std::string& log) {
+  static const std::regex used("Used ([0-9]+) registers");
+  std::smatch m;
+  return std::regex_search(log, m, used) ? std::stoi(m[1].str()) : -1;
 }
 
 }  // namespace fxfuse::codegen::test

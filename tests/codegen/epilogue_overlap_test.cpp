@@ -1,0 +1,159 @@
+// The Hopper template's overlapped epilogue (FX_EPI_OVERLAP, kernels/sm90_wgmma_gemm.cuh): which
+// chains have a 16-bit hand-off value (hooks.h epilogueHandoff), the hooks generated for it, the
+// host's shared-memory and register arithmetic, the configs generate refuses, and the kernels
+// NVRTC builds for sm_90a (no spills, the setmaxnreg budget kept). No GPU: the kernels' results
+// are the GPU test test_hopper_overlapped_epilogue_on_every_tile's.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "codegen/codegen.h"
+#include "codegen/config_table.h"
+#include "codegen/hooks.h"
+#include "codegen/tma_desc.h"
+#include "test_util.h"
+
+namespace fxfuse::codegen {
+namespace {
+
+spec::ChainSpec parse(const std::string& body) { return spec::parseSpec("fxfuse.chain v1\ngemm mm\n" + body); }
+
+// `x @ w + b`, GELU(tanh), then `* 0.5 + r` (the bench's residual chain as the pass emits it: mm : bf16)
+const char* kResidualBf16Product =
+    "%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : bf16\n%3 = input 2 bf16 [n]\n"
+    "%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\n%6 = const 0.5 : f32\n%7 = mul %5 %6 : bf16\n"
+    "%8 = input 3 bf16 [m,n]\n%9 = add %7 %8 : bf16\noutput %9\n";
+// F.linear with a bias (addmm: mm : f32, the bias added before the one rounding), then GELU
+const char* kLinearBiasGelu =
+    "%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [n,k]\n%2 = mm %0 %1 : f32\n%3 = input 2 bf16 [n]\n"
+    "%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\noutput %5\n";
+// addmm with alpha: the product scaled in f32, then the bias, rounded to f16 by the add
+const char* kScaledAddmmF16 =
+    "%0 = input 0 f16 [m,k]\n%1 = input 1 f16 [k,n]\n%2 = mm %0 %1 : f32\n%3 = const 0.5 : f32\n"
+    "%4 = mul %2 %3 : f32\n%5 = input 2 f16 [n]\n%6 = add %4 %5 : f16\n%7 = relu %6 : f16\noutput %7\n";
+
+TEST(EpilogueHandoff, IsTheFirst16BitValueAfterTheProduct) {
+  EXPECT_EQ(epilogueHandoff(parse(kResidualBf16Product)), 2);  // the product itself
+  EXPECT_EQ(epilogueHandoff(parse(kLinearBiasGelu)), 4);       // the bias add
+  EXPECT_EQ(epilogueHandoff(parse(kScaledAddmmF16)), 6);       // through the f32 scale
+}
+
+TEST(EpilogueHandoff, RefusesWhereA16BitHandOffWouldChangeResultsOrMoveWork) {
+  struct Case {
+    const char* body;
+    const char* why;
+  };
+  const Case cases[] = {
+      // a residual added to the f32 product: the consumers would read it
+      {"%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n%3 = input 2 bf16 [m,n]\n"
+       "%4 = add %2 %3 : bf16\noutput %4\n",
+       "along m"},
+      // SiLU before the first rounding: the consumers would run it
+      {"%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n%3 = silu %2 : bf16\noutput %3\n",
+       "other than add"},
+      // the f32 product used twice
+      {"%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n%3 = add %2 %2 : f32\n"
+       "%4 = mul %2 %3 : bf16\noutput %4\n",
+       "two ops"},
+      // two outputs
+      {"%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : bf16\n%3 = relu %2 : bf16\noutput %2\n"
+       "output %3\n",
+       "one 16-bit tensor"},
+      // an f32 output
+      {"%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\noutput %2\n", "one 16-bit tensor"},
+  };
+  for (const Case& c : cases) {
+    std::string why;
+    EXPECT_EQ(epilogueHandoff(parse(c.body), &why), -1) << c.body;
+    EXPECT_NE(why.find(c.why), std::string::npos) << c.body << "\n" << why;
+  }
+}
+
+KernelConfig overlapped(int bn, int stages) {
+  KernelConfig c{"sm90_wgmma", 128, bn, 64, stages, 384};
+  c.epilogue_overlap = true;
+  return c;
+}
+
+TEST(EpilogueOverlap, SharedMemoryAndRegisterBudget) {
+  sm90::GemmConfig g = sm90ConfigOf(overlapped(256, 3));
+  EXPECT_EQ(g.threads(), 384);  // the producer warpgroup's other warps run the epilogue
+  // three 48 KB stages, 128 rows of (512 + 16) bytes of hand-off, the alignment slack
+  EXPECT_EQ(g.dynSmemBytes(), 3 * 384 * 64 * 2 + 128 * 528 + 1024);
+  EXPECT_TRUE(g.fitsSharedMemory());
+  g.stages = 4;
+  EXPECT_FALSE(g.fitsSharedMemory());
+  sm90::GemmConfig h = sm90ConfigOf(overlapped(128, 5));
+  EXPECT_EQ(h.dynSmemBytes(), 5 * 256 * 64 * 2 + 128 * 272 + 1024);
+  EXPECT_TRUE(h.fitsSharedMemory());
+  h.stages = 6;
+  EXPECT_FALSE(h.fitsSharedMemory());
+  // the producer warpgroup at 72, the consumers at 216: 72 + 2 x 216 = 3 x 168
+  EXPECT_EQ(g.producerRegs(), 72);
+  EXPECT_EQ(sm90::entryRegs(g), 168);
+  EXPECT_EQ(sm90::safeConsumerRegs(g, 168), 216);
+  EXPECT_TRUE(sm90::setmaxnregSafe(g, 168));
+  EXPECT_FALSE(sm90::setmaxnregSafe(g, 160));
+  EXPECT_NE(sm90::configDefines(g).find("#define FX_EPI_OVERLAP 1"), std::string::npos);
+}
+
+// The hand-off's hooks: fx_handoff2 computes the hand-off value from the accumulators (the
+// addmm's bias read there), and the epilogue functions start from it: nothing after the
+// hand-off reads the bias again.
+TEST(EpilogueOverlap, HooksStartTheEpilogueFromTheHandOff) {
+  const std::string code = generate(parse(kLinearBiasGelu), overlapped(256, 3)).code;
+  EXPECT_NE(code.find("#define FX_EPI_OVERLAP 1"), std::string::npos);
+  EXPECT_NE(code.find("#define FX_EPI_HANDOFF 1"), std::string::npos);
+  EXPECT_NE(code.find("#define FX_HANDOFF_F16 0"), std::string::npos);
+  const size_t handoff = code.find("fx_handoff2(const fxfuse::FxParams& p");
+  ASSERT_NE(handoff, std::string::npos);
+  const size_t hooks_begin = code.find("// ---- hooks for this chain ----");
+  const size_t hooks_end = code.find("// ---- kernels/sm90_wgmma_gemm.cuh ----");
+  ASSERT_LT(hooks_begin, hooks_end);
+  // the bias (input 2) is read in fx_handoff2 only: the hand-off function is the hooks' last
+  const std::string before = code.substr(hooks_begin, handoff - hooks_begin);
+  const std::string in_handoff = code.substr(handoff, hooks_end - handoff);
+  EXPECT_EQ(before.find("p.in[2]"), std::string::npos) << before;
+  EXPECT_NE(in_handoff.find("p.in[2]"), std::string::npos) << in_handoff;
+  // without the overlap the same chain's hooks have no hand-off
+  KernelConfig plain = overlapped(256, 4);
+  plain.epilogue_overlap = false;
+  EXPECT_EQ(generateHooks(parse(kLinearBiasGelu), plain).find("fx_handoff2"), std::string::npos);
+  EXPECT_NE(generateHooks(parse(kLinearBiasGelu), overlapped(256, 3)).find("fx_handoff2"), std::string::npos);
+}
+
+TEST(EpilogueOverlap, GenerateRefusesOtherTilesAndChainsWithoutAHandOff) {
+  KernelConfig pingpong = overlapped(128, 5);
+  pingpong.pingpong = true;
+  KernelConfig split = overlapped(128, 5);
+  split.bm = 64;
+  split.split_k = 2;
+  for (const KernelConfig& c : {pingpong, split})
+    EXPECT_THROW(generate(parse(kLinearBiasGelu), c), CodegenError) << describeConfig(c);
+  try {
+    generate(parse("%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n%3 = silu %2 : bf16\n"
+                   "output %3\n"),
+             overlapped(256, 3));
+    ADD_FAILURE() << "SiLU before the first rounding was generated";
+  } catch (const CodegenError& e) {
+    EXPECT_NE(std::string(e.what()).find("hand-off"), std::string::npos) << e.what();
+  }
+}
+
+// Each overlapped tile NVRTC builds for sm_90a for chains with each kind of hand-off (the product,
+// an addmm's bias add, an f16 one through an f32 scale) and a staged residual: no spills, and
+// ptxas allocated the 168 registers the setmaxnreg budget (72 + 2 x 216) assumes.
+TEST(EpilogueOverlap, CompilesWithoutSpills) {
+  if (!test::hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
+  REQUIRE_NVRTC();
+  for (const char* body : {kResidualBf16Product, kLinearBiasGelu, kScaledAddmmF16})
+    for (const KernelConfig& c : {overlapped(256, 3), overlapped(128, 5)}) {
+      const Cubin out = test::compileForStatistics(generate(parse(body), c), "sm_90a");
+      EXPECT_EQ(test::maxSpillBytes(out.log), 0) << describeConfig(c) << "\n" << body << out.log;
+      EXPECT_EQ(test::registersUsed(out.log), 168) << describeConfig(c) << "\n" << out.log;
+      EXPECT_TRUE(sm90::setmaxnregSafe(sm90ConfigOf(c), test::registersUsed(out.log))) << describeConfig(c);
+    }
+}
+
+}  // namespace
+}  // namespace fxfuse::codegen
