@@ -646,8 +646,8 @@ KernelConfig withEpilogueOverlapKnob(KernelConfig c, const Query& q) {
   if (!epilogueOverlapKnob() || !q.handoff || c.pingpong || c.split_k != 1 || c.bm != 128) return c;
   c.epilogue_overlap = true;
   c.threads = sm90ConfigOf(c).threads();
-  if (sm90StagesKnob() == 0)
-    while (c.stages > 2 && !sm90ConfigOf(c).fitsSharedMemory()) --c.stages;
+  // (the heuristic's launch then takes FXFUSE_SM90_STAGES' depth, where set: withSm90StagesKnob)
+  while (c.stages > 2 && !sm90ConfigOf(c).fitsSharedMemory()) --c.stages;
   return c;
 }
 

@@ -243,9 +243,15 @@ class HookEmitter {
         "__device__ __forceinline__ unsigned int fx_handoff2(const fxfuse::FxParams& p, long long b, long long n, "
         "float acc0, float acc1)");
     w_.line("(void)p; (void)b; (void)n;");
+    // the value's own expression unrounded: the pack rounds it (to nearest even, as fx_round_* would)
+    const Value& h = spec_.values[handoff_];
+    if (h.kind == ValueKind::Mm) {
+      w_.line("return fx_pack2_{}(acc0, acc1);", cvtSuffix(d));
+      return;
+    }
     const std::map<int, std::string> none[2];
-    emitPairValues({handoff_}, none);
-    w_.line("return fx_pack2_{}({}, {});", cvtSuffix(d), local(handoff_, 0), local(handoff_, 1));
+    emitPairValues(h.operands, none);
+    w_.line("return fx_pack2_{}({}, {});", cvtSuffix(d), opExpr(handoff_, 0), opExpr(handoff_, 1));
   }
 
   bool roundedByItsStore(int i) const {

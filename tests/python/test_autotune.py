@@ -378,6 +378,41 @@ def test_hopper_stages_knob_plans_or_refuses(value, planned):
     assert out.stdout.startswith("error:") == (planned.startswith("FXFUSE")), out.stdout
 
 
+SILU_F32_PRODUCT = HEAD + "%3 = silu %2 : bf16\noutput %3\n"  # SiLU before the first rounding: no hand-off
+
+
+@pytest.mark.parametrize("spec,size,stages,planned,overlapped", [
+    (BIAS_GELU, (4096, 4096, 4096), "", "sm90_wgmma 128x256x64 s3 t384 epioverlap", 2),
+    (BIAS_GELU, (4096, 4096, 4096), "2", "sm90_wgmma 128x256x64 s2 t384 epioverlap", 3),
+    (BIAS_GELU, (4096, 4096, 4096), "4", "FXFUSE_SM90_STAGES=4 does not fit the 128x256 tile in 227 KB", 0),
+    (SILU_F32_PRODUCT, (4096, 4096, 4096), "", "sm90_wgmma 128x256x64 s4 t384", 0),
+    (BIAS_GELU, (64, 4096, 14336), "", "sm90_wgmma 64x128x64 s7 t256 splitk2", 2)],
+    ids=["rule", "stages2", "stages4", "no_handoff", "split_k"])
+def test_hopper_epilogue_overlap_knob_plans_where_a_handoff_exists(spec, size, stages, planned, overlapped):
+    """FXFUSE_SM90_EPILOGUE_OVERLAP=1 (config_table.cpp epilogueOverlapKnob; read once per process, so
+    a child each) gives the heuristic's cooperative 128-row tile the overlapped epilogue at the deepest
+    ring that fits (three 48 KB stages beside the hand-off), or FXFUSE_SM90_STAGES' depth, or names a
+    depth that does not fit; a chain without a 16-bit hand-off (hooks.h epilogueHandoff) and a split-K
+    tile keep theirs. The autotune's candidates then hold the two overlapped cooperative tiles (at
+    their deepest rings; the rule's at the knob's depth besides)."""
+    code = ("from fxfuse import _C as C\n"
+            f"spec = {spec!r}\n"
+            "try:\n    c = C.kernel_candidates_for_size(spec, " + ", ".join(map(str, size)) + ")\n"
+            "    print(c[0]); print(sum('epioverlap' in x for x in c))\n"
+            "except Exception as e:\n    print('error:', e)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FXFUSE_SM90_")}
+    env["FXFUSE_SM90_EPILOGUE_OVERLAP"] = "1"
+    if stages:
+        env["FXFUSE_SM90_STAGES"] = stages
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(C.__file__)))  # this fxfuse
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert lines[0] == (f"error: {planned}" if planned.startswith("FXFUSE") else planned), out.stdout
+    if not planned.startswith("FXFUSE"):
+        assert int(lines[1]) == overlapped, out.stdout
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("layout", ["kn", "nk"])
 @pytest.mark.parametrize("M", [16, 40])

@@ -729,17 +729,24 @@ def test_hopper_residual_in_every_layout():
 # k-blocks (K = 64, 72, 200; the last block partial): the ring wraps inside and across tiles, and
 # at K = 64 the peeled first k-block is the tile's only one (review, session 10).
 HOPPER_EVERY_TILE_CHILD = """
-import sys, torch, fxfuse._C as C
+import os, sys, torch, fxfuse._C as C
 from runtime_chain_cases import CASES, SpecBuilder, check_outputs, randn
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
+# FXFUSE_SM90_EPILOGUE_OVERLAP=1: the cooperative 128-row tiles with the overlapped epilogue are
+# candidates too, for chains with a 16-bit hand-off (hooks.h epilogueHandoff), and only they run
+OVERLAP = os.environ.get("FXFUSE_SM90_EPILOGUE_OVERLAP") == "1"
+ran = set()
 def every_tile(inputs, spec, what, check):
     tiles = [c for c in C.kernel_candidates(inputs, spec) if c.startswith("sm90_wgmma")]
     # the five tiles, and the two split-K tiles where fewer than 100 tiles of 64x128 exist
     # (M = 64 and 100 here, layouts' 90, column_edges' 9 and 36): K = 192 and 64 give a KS = 4 rank
     # no k-block
-    assert len([t for t in tiles if "splitk" not in t]) == 5, tiles
+    assert len([t for t in tiles if "splitk" not in t and "epioverlap" not in t]) == 5, tiles
     assert len([t for t in tiles if "splitk" in t]) in (0, 2), tiles
-    for tile in tiles:
+    overlapped = [t for t in tiles if "epioverlap" in t]
+    assert len(overlapped) in ((0, 2) if OVERLAP else (0,)), tiles
+    for tile in overlapped if OVERLAP else tiles:
+        ran.add(tile)
         C.set_kernel_choice(inputs, spec, tile)
         before = C.stats()
         outs = gemm_chain(inputs, spec)
@@ -791,9 +798,61 @@ def column_edges(dt):  # the staged epilogue at the column edge (session 18), wi
     for N in (24, 40, 440, 4296):  # N < 64; a partial 64-column chunk; 56 of 64; 200 of 256 (4 chunks)
         residual(dt, 576, N, 192)
     silu(dt, 576, 24, 192)
+def handoffs(dt):  # each kind of hand-off value of the overlapped epilogue, and its slow path
+    for M, N, K in ((576, 520, 192), (4096, 4096, 200), (100, 4296, 72)):
+        x, wkn, wnk = randn((M, K), dt, "cuda"), randn((K, N), dt, "cuda", K ** -0.5), randn((N, K), dt, "cuda", K ** -0.5)
+        bias, wide = randn((N,), dt, "cuda"), randn((2 * N,), dt, "cuda")
+        # the product itself (x @ w : 16-bit), SiLU after it
+        s = SpecBuilder()
+        xs, ws = s.input(dt, "mk"), s.input(dt, "kn")
+        s.output(s.op("silu", s.mm(xs, ws, dt), dtype=dt))
+        every_tile([x, wkn], s.text(), ("silu(mm : 16-bit)", M, N, K),
+                   near(torch.nn.functional.silu((x.double() @ wkn.double()).to(dt).double())))
+        # F.linear with a bias (the bias added to the f32 product before the one rounding), GELU;
+        # the bias strided (stride 2) too: the consumers read it through its strides
+        for b in (bias, wide[::2]):
+            s = SpecBuilder()
+            xs, ws = s.input(dt, "mk"), s.input(dt, "nk")
+            y = s.op("add", s.mm(xs, ws, torch.float32), s.input(dt, "n"), dtype=dt)
+            s.output(s.op("gelu_tanh", y, dtype=dt))
+            want = torch.nn.functional.gelu((x.double() @ wnk.double().t() + b.double()).to(dt).double(),
+                                            approximate="tanh")
+            every_tile([x, wnk, b], s.text(), ("linear+gelu", M, N, K, b.stride()), near(want))
+        # addmm's alpha: the f32 product scaled, then the bias, ReLU
+        s = SpecBuilder()
+        xs, ws = s.input(dt, "mk"), s.input(dt, "kn")
+        y = s.op("mul", s.mm(xs, ws, torch.float32), s.const(0.5), dtype=torch.float32)
+        s.output(s.op("relu", s.op("add", y, s.input(dt, "n"), dtype=dt), dtype=dt))
+        want = torch.relu((0.5 * (x.double() @ wkn.double()) + bias.double()).to(dt).double())
+        every_tile([x, wkn, bias], s.text(), ("alpha+bias+relu", M, N, K), near(want))
+        # a residual added after the hand-off, transposed (no 16-byte path: the epilogue warps go
+        # pair by pair) and contiguous
+        for r in (randn((N, M), dt, "cuda").t(), randn((M, N), dt, "cuda")):
+            s = SpecBuilder()
+            xs, ws = s.input(dt, "mk"), s.input(dt, "nk")
+            y = s.op("gelu_tanh", s.op("add", s.mm(xs, ws, torch.float32), s.input(dt, "n"), dtype=dt), dtype=dt)
+            s.output(s.op("add", y, s.input(dt, "mn"), dtype=dt))
+            g = torch.nn.functional.gelu((x.double() @ wnk.double().t() + bias.double()).to(dt).double(),
+                                         approximate="tanh")
+            every_tile([x, wnk, bias, r], s.text(), ("linear+gelu+residual", M, N, K, r.stride()),
+                       near(g.to(dt).double() + r.double()))
+    # a batch with a residual broadcast over the batch and over the rows, added to the 16-bit product
+    M, N, K, B = 576, 520, 192, 2
+    x, w = randn((B, M, K), dt, "cuda"), randn((B, K, N), dt, "cuda", K ** -0.5)
+    prod = torch.bmm(x.double(), w.double()).to(dt).double()
+    for shape in ((1, M, N), (B, 1, N)):
+        s = SpecBuilder("bmm")
+        xs, ws = s.input(dt, "bmk"), s.input(dt, "bkn")
+        s.output(s.op("add", s.mm(xs, ws, dt), s.input(dt, "bmn"), dtype=dt))
+        r = randn(shape, dt, "cuda").expand(B, M, N)
+        every_tile([x, w, r], s.text(), ("bmm+residual", shape), near(prod + r.double()))
 for dt in (torch.bfloat16, torch.float16):
     torch.manual_seed(0)
-    {"layouts": layouts, "pipeline": pipeline, "small_m": small_m, "column_edges": column_edges}[sys.argv[1]](dt)
+    {"layouts": layouts, "pipeline": pipeline, "small_m": small_m, "column_edges": column_edges,
+     "handoffs": handoffs}[sys.argv[1]](dt)
+assert ran, "no tile ran"
+if OVERLAP:
+    assert {t.split(" ", 1)[1] for t in ran} == {"128x256x64 s3 t384 epioverlap", "128x128x64 s5 t384 epioverlap"}, ran
 print("ok")
 """
 
@@ -820,6 +879,26 @@ def test_hopper_column_edges_on_every_tile():
     most lanes are past N, where a 64-column chunk is partial, and where an edge tile spans several
     chunks; checked per element against float64, outputs poisoned."""
     run_child(HOPPER_EVERY_TILE_CHILD, "column_edges", FXFUSE_SM90_ALL_EPILOGUES="1")
+
+
+@needs_sm90
+def test_hopper_handoff_chains_on_every_tile():
+    """The overlapped epilogue's chains (below) on the five tiles as they are: the references of
+    the overlapped test, checked on the kernels that have run for sessions."""
+    run_child(HOPPER_EVERY_TILE_CHILD, "handoffs", FXFUSE_SM90_ALL_EPILOGUES="1")
+
+
+@needs_sm90
+@pytest.mark.parametrize("scenario", ["layouts", "pipeline", "small_m", "column_edges", "handoffs"])
+def test_hopper_overlapped_epilogue_on_every_tile(scenario):
+    """FX_EPI_OVERLAP (kernels/sm90_wgmma_gemm.cuh): the consumers hand each tile to the producer
+    warpgroup's other warps through shared memory and start the next tile. Both overlapped tiles
+    (128x256 at three stages, 128x128 at five) on every scenario of the tile tests: many tiles per
+    CTA (the hand-off buffer passed back and forth ~8 times) with 1-4 k-blocks, row and column edges,
+    batches with broadcast residuals, decode-sized M; and every kind of hand-off value (the 16-bit
+    product, an addmm's bias add, alpha then bias, in bf16 and f16) with the 16-byte path and,
+    with a transposed residual, the pair-by-pair one. Outputs poisoned, per element against float64."""
+    run_child(HOPPER_EVERY_TILE_CHILD, scenario, FXFUSE_SM90_ALL_EPILOGUES="1", FXFUSE_SM90_EPILOGUE_OVERLAP="1")
 
 
 # Split-K (FX_SPLIT_K, kernels/sm90_wgmma_gemm.cuh) at decode shapes, forced through
