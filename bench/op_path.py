@@ -7,7 +7,7 @@ the op at all (the pass left it unfused).
 import fxfuse._C as C
 
 COUNTERS = ("launches", "cluster_launches", "pointwise_launches", "aten_dispatch", "fallbacks",
-            "call_cache_hits")
+            "call_cache_hits", "hopper_overlap_launches")
 
 
 def counters():
@@ -25,8 +25,10 @@ def path_of(before, after, calls=None):
         return "not the op"
     if launches and pointwise == launches and not (aten or fallbacks):
         path, n = "cuBLAS + epilogue kernel", launches
-    elif launches and not (pointwise or aten or fallbacks) and cluster in (0, launches):
-        path, n = "kernel (split-K cluster)" if cluster else "kernel", launches
+    elif launches and not (pointwise or aten or fallbacks) and cluster in (0, launches) and \
+            d["hopper_overlap_launches"] in (0, launches):
+        path, n = "kernel (split-K cluster)" if cluster else \
+            "kernel (overlapped epilogue)" if d["hopper_overlap_launches"] else "kernel", launches
     elif aten and not (launches or fallbacks):
         path, n = "aten", aten
     elif fallbacks and not (launches or aten):

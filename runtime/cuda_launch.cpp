@@ -913,6 +913,7 @@ std::vector<at::Tensor> runCall(const CallEntry& c, at::TensorList inputs) {
   stats().launches++;
   if (c.kind == CallEntry::Kind::Pointwise) stats().pointwiseLaunches++;
   if (c.kernel->source.config.split_k > 1) stats().hopperSplitKLaunches++;  // sm90 split-K only
+  if (c.kernel->source.config.epilogue_overlap) stats().hopperOverlapLaunches++;
   return outputs;
 }
 

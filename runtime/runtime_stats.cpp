@@ -17,6 +17,7 @@ std::vector<std::pair<std::string, int64_t>> RuntimeStats::snapshot() const {
       {"pdl_launches", pdlLaunches.load()},
       {"pdl_launch_refusals", pdlLaunchRefusals.load()},
       {"hopper_split_k_launches", hopperSplitKLaunches.load()},
+      {"hopper_overlap_launches", hopperOverlapLaunches.load()},
       {"pointwise_launches", pointwiseLaunches.load()},
       {"call_cache_hits", callCacheHits.load()},
       {"kernels_compiled", kernelsCompiled.load()},
@@ -34,7 +35,7 @@ std::vector<std::pair<std::string, int64_t>> RuntimeStats::snapshot() const {
 
 void RuntimeStats::reset() {
   for (auto* c : {&cpuCalls, &launches, &fallbacks, &atenDispatch, &clusterLaunches, &pdlLaunches, &pdlLaunchRefusals,
-                  &hopperSplitKLaunches,
+                  &hopperSplitKLaunches, &hopperOverlapLaunches,
                   &pointwiseLaunches, &callCacheHits, &kernelsCompiled, &memoryHits, &diskHits, &diskMisses,
                   &diskRebuilds, &diskWrites, &diskWriteFailures, &unsafeRegisterFallbacks,
                   &backgroundCompiles, &backgroundCompileCalls})

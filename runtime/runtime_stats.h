@@ -27,6 +27,9 @@ struct RuntimeStats {
   // of `launches`: sm90 split-K kernels (clusters compiled in, launched plainly): what tells a
   // differential run that its decode cases reached the split-K tile
   std::atomic<int64_t> hopperSplitKLaunches{0};
+  // of `launches`: sm90 kernels with the overlapped epilogue (FX_EPI_OVERLAP, bench knob
+  // FXFUSE_SM90_EPILOGUE_OVERLAP): what tells an A/B run and the tests that it ran
+  std::atomic<int64_t> hopperOverlapLaunches{0};
   // of `launches`: epilogue-alone kernels after a cuBLAS product (the unfused path, Kind::Pointwise)
   std::atomic<int64_t> pointwiseLaunches{0};
   std::atomic<int64_t> callCacheHits{0};     // CUDA calls served by the per-call-site cache

@@ -753,6 +753,8 @@ def every_tile(inputs, spec, what, check):
         torch.cuda.synchronize()
         assert C.stats()["launches"] == before["launches"] + 1, (what, tile)
         assert C.stats()["pointwise_launches"] == before["pointwise_launches"], (what, tile)
+        overlap_launches = C.stats()["hopper_overlap_launches"] - before["hopper_overlap_launches"]
+        assert overlap_launches == ("epioverlap" in tile), (what, tile)
         check(outs, (what, tile))
 def near(want):
     def check(outs, what):
