@@ -643,7 +643,9 @@ bool epilogueOverlapKnob() {
 }
 
 KernelConfig withEpilogueOverlapKnob(KernelConfig c, const Query& q) {
-  if (!epilogueOverlapKnob() || !q.handoff || c.pingpong || c.split_k != 1 || c.bm != 128) return c;
+  // N % 8 == 0 (the Hopper rule's already): the consumers' hand-off pairs never straddle N
+  if (!epilogueOverlapKnob() || !q.handoff || c.pingpong || c.split_k != 1 || c.bm != 128 || q.shape.N % 8 != 0)
+    return c;
   c.epilogue_overlap = true;
   c.threads = sm90ConfigOf(c).threads();
   // (the heuristic's launch then takes FXFUSE_SM90_STAGES' depth, where set: withSm90StagesKnob)

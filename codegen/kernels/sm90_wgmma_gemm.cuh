@@ -58,8 +58,8 @@
 //                       it back row by row (16 bytes a lane), run the chain from it
 //                       (fx_epilogue2_packed with acc = the hand-off value) and store 16 bytes a
 //                       lane. Two named barriers pass the buffer back and forth
-//                       (FX_BAR_HANDOFF_FULL / _FREE). The producer warpgroup runs at 72 registers,
-//                       the consumers at 216. Needs FX_CONSUMERS 2 (FX_BM 128), no ping-pong,
+//                       (FX_BAR_HANDOFF_FULL / _FREE). The producer warpgroup runs at 72 or 88
+//                       registers by chain, the consumers at 216 or 208 (FX_PRODUCER_REGS). Needs FX_CONSUMERS 2 (FX_BM 128), no ping-pong,
 //                       cluster or split-K, and the generator's FX_EPI_STAGED and FX_EPI_HANDOFF
 //                       (one 16-bit output). 128x256 fits three ring stages beside the 66 KB
 //                       hand-off. (A fourth warpgroup for the epilogue does not compile: at 512
@@ -74,7 +74,7 @@
 // Launch: grid = (min(#tiles, #SMs), 1, 1) persistent as the runtime launches it (config_table.cpp
 // launchDims, tma_desc.cpp launchGeometry; any grid works: CTAs stride the tiles by gridDim.x and
 // those past the last tile skip the loop; split-K: whole clusters), block =
-// (FX_THREADS,1,1), dynamic smem = FX_STAGES*(FX_BM+FX_BN)*FX_BK*2 + FX_STAGE_BYTES + 1024 bytes
+// (FX_THREADS,1,1), dynamic smem = FX_STAGES*(FX_BM+FX_BN)*FX_BK*2 + FX_STAGE_BYTES + FX_HANDOFF_BYTES + 1024 bytes
 // (needs cuFuncSetAttribute CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).  #tiles = ceil(M/BM)*ceil(N/BN)*B.
 // With FX_CLUSTER_M=2: grid = 2*min(ceil(ceil(M/BM)/2)*ceil(N/BN)*B, max active clusters); the
 // cluster shape is compiled in, so a plain cuLaunchKernel launches clusters.
@@ -130,8 +130,17 @@
 #define FX_EPI_OVERLAP 0
 #endif
 #ifndef FX_PRODUCER_REGS
-// (72 where the producer warpgroup's other warps run the epilogue: FX_EPI_OVERLAP)
-#define FX_PRODUCER_REGS (FX_EPI_OVERLAP ? 72 : 40)
+// Where the producer warpgroup's other warps run the epilogue (FX_EPI_OVERLAP), 72 or 88 by chain
+// (both leave the consumers the rest of 3 x 168: 216 or 208): 72 where the consumers' hand-off reads
+// inputs (an addmm's bias: at 208 they spilled 28 bytes), else 88 (at 72 the epilogue warps spilled
+// from three column inputs on; bench/sm90/NOTES.md session 46).
+#if FX_EPI_OVERLAP && defined(FX_HANDOFF_READS_INPUTS) && !FX_HANDOFF_READS_INPUTS
+#define FX_PRODUCER_REGS 88
+#elif FX_EPI_OVERLAP
+#define FX_PRODUCER_REGS 72
+#else
+#define FX_PRODUCER_REGS 40
+#endif
 #endif
 // One consumer (256 threads, the split-K tiles): launch bounds of 2 CTAs per SM, a register cap
 // only (shared memory still holds one CTA per SM). At one CTA the entry would be 248 registers,
@@ -147,7 +156,7 @@
 #ifndef FX_CONSUMER_REGS
 // setmaxnreg.inc can only take what the producer's setmaxnreg.dec gave back to the CTA's pool
 // (otherwise it waits forever — run 4: 4 consumers at 112 hung).  232 for 2 consumers, 104 for 4,
-// 216 for 1; 216 for 2 with FX_EPI_OVERLAP (producer 72).
+// 216 for 1; 216 or 208 for 2 with FX_EPI_OVERLAP (producer 72 or 88).
 #define FX_CONSUMER_REGS (FX_SM90_ENTRY_REGS + ((FX_SM90_ENTRY_REGS - FX_PRODUCER_REGS) / FX_CONSUMERS) / 8 * 8 > 240 \
     ? 240 : FX_SM90_ENTRY_REGS + ((FX_SM90_ENTRY_REGS - FX_PRODUCER_REGS) / FX_CONSUMERS) / 8 * 8)
 #endif
@@ -682,8 +691,10 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     else {
       // ------------- the epilogue, in the producer warpgroup's other three warps -------------
       // Tile by tile, in the consumers' order: wait for the hand-off, run the chain from it and
-      // store, and free the buffer for the consumers' next tile (after the last read of it; not
-      // after the CTA's last tile, which no consumer waits for).
+      // store, and free the buffer for the consumers' next tile once the tile's rows are done
+      // (reads and stores interleave row by row; not after the CTA's last tile, which no consumer
+      // waits for). The consumers wait for that after their next mainloop: where the epilogue of
+      // a tile takes longer than a mainloop (a short K), they wait with the tensor cores idle.
       const u32 handoff = __shfl_sync(0xffffffffu, smem, 0) + S * STAGE_BYTES;
       // A lane takes 8 columns (16 bytes) of a row: a warp reads and stores whole 512-byte rows
       // (BN 256: one row a step; BN 128: two), the three warps take every third row group.
@@ -703,10 +714,17 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         const bool fast = fx_epilogue2_vec_ok(p) && p.N % 8 == 0;
         bar_sync_n(FX_BAR_HANDOFF_FULL, FX_EPI_BAR_THREADS);
         if (fast) {
+          // The lane's column values (a bias: a float a column) once per tile; where a column holds
+          // more than two, per row instead: eight columns' worth live across the row loop spilled
+          // (six column inputs: 124 / 388 bytes at 72 registers; review, session 46).
+          constexpr bool kColsOnce = sizeof(FxCol) <= 2 * sizeof(float);
           FxCol cv[8];
+          if (kColsOnce) {
 #pragma unroll
-          for (int i = 0; i < 4; ++i) fx_epilogue_cols(p, b, col_c + 2 * i, cv[2 * i], cv[2 * i + 1]);
-#pragma unroll 2
+            for (int i = 0; i < 4; ++i) fx_epilogue_cols(p, b, col_c + 2 * i, cv[2 * i], cv[2 * i + 1]);
+          }
+          // two rows in flight where the column values are few; one where many (spills otherwise)
+#pragma unroll (kColsOnce ? 2 : 1)
           for (int r = r0; r < BM; r += 3 * RPW) {
             const long long m = (long long)tm * BM + r;
             const long long mc = min(m, last_row);  // rows past M: row M - 1's inputs, not stored
@@ -723,11 +741,18 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 #else
               const float2 v = fx_unpack2_bf16(hw[i]);
 #endif
+              FxCol c0, c1;
+              if (kColsOnce) {
+                c0 = cv[2 * i];
+                c1 = cv[2 * i + 1];
+              } else {
+                fx_epilogue_cols(p, b, col_c + 2 * i, c0, c1);
+              }
 #if defined(FX_EPI_STAGED_IN)
               const u32 iw = i == 0 ? in.x : i == 1 ? in.y : i == 2 ? in.z : in.w;
-              ow[i] = fx_epilogue2_packed(p, b, mc, col_c + 2 * i, v.x, v.y, cv[2 * i], cv[2 * i + 1], iw);
+              ow[i] = fx_epilogue2_packed(p, b, mc, col_c + 2 * i, v.x, v.y, c0, c1, iw);
 #else
-              ow[i] = fx_epilogue2_packed(p, b, mc, col_c + 2 * i, v.x, v.y, cv[2 * i], cv[2 * i + 1]);
+              ow[i] = fx_epilogue2_packed(p, b, mc, col_c + 2 * i, v.x, v.y, c0, c1);
 #endif
             }
             if (m <= last_row && store_col)
@@ -920,8 +945,9 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       // ---- the hand-off: the tile's 16-bit values to the epilogue warps ----
       // Its buffer is free once the epilogue warps have read the previous tile's (the first
       // tile's is free). Fragment pairs as in the epilogue below: d[4j+0,1] at row lane/4 of the
-      // warp's 16, columns 8j + 2 * (lane % 4) + {0,1}; d[4j+2,3] 8 rows down. Columns past N take
-      // the last pair's column values (their hand-off is never stored).
+      // warp's 16, columns 8j + 2 * (lane % 4) + {0,1}; d[4j+2,3] 8 rows down. Pairs past N take the
+      // last pair's column values (their hand-off is never stored). N is even (no pair straddles
+      // it): the overlapped epilogue is planned only where N % 8 == 0 (config_table.cpp).
       if (j > 0) bar_sync_n(FX_BAR_HANDOFF_FREE, FX_EPI_BAR_THREADS);
       {
         const u32 hrow = smem + S * STAGE_BYTES + (u32)((row0 + warp * 16 + lane / 4) * FX_HANDOFF_PITCH + (lane % 4) * 4);

@@ -733,29 +733,42 @@ import os, sys, torch, fxfuse._C as C
 from runtime_chain_cases import CASES, SpecBuilder, check_outputs, randn
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
 # FXFUSE_SM90_EPILOGUE_OVERLAP=1: the cooperative 128-row tiles with the overlapped epilogue are
-# candidates too, for chains with a 16-bit hand-off (hooks.h epilogueHandoff), and only they run
+# candidates too, for chains with a 16-bit hand-off (hooks.h epilogueHandoff: `handoff`), and only
+# they run, each beside the same tile without the overlap, whose bits it must give (the hand-off
+# value is rounded where the spec rounds)
 OVERLAP = os.environ.get("FXFUSE_SM90_EPILOGUE_OVERLAP") == "1"
 ran = set()
-def every_tile(inputs, spec, what, check):
+def run_tile(inputs, spec, tile, what):
+    C.set_kernel_choice(inputs, spec, tile)
+    before = C.stats()
+    outs = gemm_chain(inputs, spec)
+    torch.cuda.synchronize()
+    assert C.stats()["launches"] == before["launches"] + 1, (what, tile)
+    assert C.stats()["pointwise_launches"] == before["pointwise_launches"], (what, tile)
+    overlap_launches = C.stats()["hopper_overlap_launches"] - before["hopper_overlap_launches"]
+    assert overlap_launches == ("epioverlap" in tile), (what, tile)
+    ran.add(tile)
+    return outs
+def every_tile(inputs, spec, what, check, handoff=False):
     tiles = [c for c in C.kernel_candidates(inputs, spec) if c.startswith("sm90_wgmma")]
     # the five tiles, and the two split-K tiles where fewer than 100 tiles of 64x128 exist
     # (M = 64 and 100 here, layouts' 90, column_edges' 9 and 36): K = 192 and 64 give a KS = 4 rank
     # no k-block
-    assert len([t for t in tiles if "splitk" not in t and "epioverlap" not in t]) == 5, tiles
+    plain = [t for t in tiles if "splitk" not in t and "epioverlap" not in t]
+    assert len(plain) == 5, tiles
     assert len([t for t in tiles if "splitk" in t]) in (0, 2), tiles
     overlapped = [t for t in tiles if "epioverlap" in t]
-    assert len(overlapped) in ((0, 2) if OVERLAP else (0,)), tiles
-    for tile in overlapped if OVERLAP else tiles:
-        ran.add(tile)
-        C.set_kernel_choice(inputs, spec, tile)
-        before = C.stats()
-        outs = gemm_chain(inputs, spec)
-        torch.cuda.synchronize()
-        assert C.stats()["launches"] == before["launches"] + 1, (what, tile)
-        assert C.stats()["pointwise_launches"] == before["pointwise_launches"], (what, tile)
-        overlap_launches = C.stats()["hopper_overlap_launches"] - before["hopper_overlap_launches"]
-        assert overlap_launches == ("epioverlap" in tile), (what, tile)
+    assert len(overlapped) == (2 if OVERLAP and handoff else 0), (what, tiles)
+    if not OVERLAP:
+        for tile in tiles:
+            check(run_tile(inputs, spec, tile, what), (what, tile))
+    for tile in overlapped:
+        outs = run_tile(inputs, spec, tile, what)
         check(outs, (what, tile))
+        shape = tile.split()[1]  # e.g. 128x256x64: the same tile without the overlap
+        (same,) = [t for t in plain if t.split()[1] == shape and "pingpong" not in t]
+        for a, b in zip(outs, run_tile(inputs, spec, same, what)):
+            assert torch.equal(a.view(torch.int16), b.view(torch.int16)), (what, tile, "bits differ from", same)
 def near(want):
     def check(outs, what):
         (out,) = outs
@@ -765,7 +778,8 @@ def near(want):
     return check
 def residual(dt, M, N, K):
     case = CASES["residual"](dt, "cuda", M, N, K)
-    every_tile(case.inputs, case.spec, ("bias+gelu+residual", K), lambda outs, what: check_outputs(case, outs, dt))
+    every_tile(case.inputs, case.spec, ("bias+gelu+residual", K), lambda outs, what: check_outputs(case, outs, dt),
+               handoff=True)
 def layouts(dt):
     M, N, K, B = 576, 520, 192, 2  # 9 (5) row tiles of 64 (128): odd tile counts
     residual(dt, M, N, K)
@@ -809,7 +823,7 @@ def handoffs(dt):  # each kind of hand-off value of the overlapped epilogue, and
         xs, ws = s.input(dt, "mk"), s.input(dt, "kn")
         s.output(s.op("silu", s.mm(xs, ws, dt), dtype=dt))
         every_tile([x, wkn], s.text(), ("silu(mm : 16-bit)", M, N, K),
-                   near(torch.nn.functional.silu((x.double() @ wkn.double()).to(dt).double())))
+                   near(torch.nn.functional.silu((x.double() @ wkn.double()).to(dt).double())), handoff=True)
         # F.linear with a bias (the bias added to the f32 product before the one rounding), GELU;
         # the bias strided (stride 2) too: the consumers read it through its strides
         for b in (bias, wide[::2]):
@@ -819,14 +833,14 @@ def handoffs(dt):  # each kind of hand-off value of the overlapped epilogue, and
             s.output(s.op("gelu_tanh", y, dtype=dt))
             want = torch.nn.functional.gelu((x.double() @ wnk.double().t() + b.double()).to(dt).double(),
                                             approximate="tanh")
-            every_tile([x, wnk, b], s.text(), ("linear+gelu", M, N, K, b.stride()), near(want))
+            every_tile([x, wnk, b], s.text(), ("linear+gelu", M, N, K, b.stride()), near(want), handoff=True)
         # addmm's alpha: the f32 product scaled, then the bias, ReLU
         s = SpecBuilder()
         xs, ws = s.input(dt, "mk"), s.input(dt, "kn")
         y = s.op("mul", s.mm(xs, ws, torch.float32), s.const(0.5), dtype=torch.float32)
         s.output(s.op("relu", s.op("add", y, s.input(dt, "n"), dtype=dt), dtype=dt))
         want = torch.relu((0.5 * (x.double() @ wkn.double()) + bias.double()).to(dt).double())
-        every_tile([x, wkn, bias], s.text(), ("alpha+bias+relu", M, N, K), near(want))
+        every_tile([x, wkn, bias], s.text(), ("alpha+bias+relu", M, N, K), near(want), handoff=True)
         # a residual added after the hand-off, transposed (no 16-byte path: the epilogue warps go
         # pair by pair) and contiguous
         for r in (randn((N, M), dt, "cuda").t(), randn((M, N), dt, "cuda")):
@@ -837,7 +851,7 @@ def handoffs(dt):  # each kind of hand-off value of the overlapped epilogue, and
             g = torch.nn.functional.gelu((x.double() @ wnk.double().t() + bias.double()).to(dt).double(),
                                          approximate="tanh")
             every_tile([x, wnk, bias, r], s.text(), ("linear+gelu+residual", M, N, K, r.stride()),
-                       near(g.to(dt).double() + r.double()))
+                       near(g.to(dt).double() + r.double()), handoff=True)
     # a batch with a residual broadcast over the batch and over the rows, added to the 16-bit product
     M, N, K, B = 576, 520, 192, 2
     x, w = randn((B, M, K), dt, "cuda"), randn((B, K, N), dt, "cuda", K ** -0.5)
@@ -847,14 +861,15 @@ def handoffs(dt):  # each kind of hand-off value of the overlapped epilogue, and
         xs, ws = s.input(dt, "bmk"), s.input(dt, "bkn")
         s.output(s.op("add", s.mm(xs, ws, dt), s.input(dt, "bmn"), dtype=dt))
         r = randn(shape, dt, "cuda").expand(B, M, N)
-        every_tile([x, w, r], s.text(), ("bmm+residual", shape), near(prod + r.double()))
+        every_tile([x, w, r], s.text(), ("bmm+residual", shape), near(prod + r.double()), handoff=True)
 for dt in (torch.bfloat16, torch.float16):
     torch.manual_seed(0)
     {"layouts": layouts, "pipeline": pipeline, "small_m": small_m, "column_edges": column_edges,
      "handoffs": handoffs}[sys.argv[1]](dt)
 assert ran, "no tile ran"
 if OVERLAP:
-    assert {t.split(" ", 1)[1] for t in ran} == {"128x256x64 s3 t384 epioverlap", "128x128x64 s5 t384 epioverlap"}, ran
+    assert {t.split(" ", 1)[1] for t in ran if "epioverlap" in t} == \
+        {"128x256x64 s3 t384 epioverlap", "128x128x64 s5 t384 epioverlap"}, ran
 print("ok")
 """
 
