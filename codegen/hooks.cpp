@@ -237,9 +237,6 @@ class HookEmitter {
     const DType d = spec_.values[handoff_].dtype;
     w_.line("#define FX_EPI_HANDOFF 1");
     w_.line("#define FX_HANDOFF_F16 {}", d == DType::F16 ? 1 : 0);
-    bool reads_inputs = false;  // whether fx_handoff2 loads anything (an addmm's bias)
-    for (int i : closure(spec_, {handoff_})) reads_inputs = reads_inputs || spec_.values[i].kind == ValueKind::Input;
-    w_.line("#define FX_HANDOFF_READS_INPUTS {}", reads_inputs ? 1 : 0);
     w_.line("// The hand-off value %{} of columns n and n + 1 (n + 1 < N) as one word, column n in the low half,", handoff_);
     w_.line("// from the fp32 accumulators: what the consumers pass to the epilogue warps (FX_EPI_OVERLAP).");
     auto fn = w_.block(

@@ -51,10 +51,9 @@ struct GemmConfig {
   // cluster, no split-K)
   bool epilogue_overlap = false;
   int threads() const { return 128 * (consumers + 1); }
-  // FX_PRODUCER_REGS: the producer warpgroup's setmaxnreg target. Where its warps also run the
-  // epilogue the template takes 72 or 88 by chain, the consumers the rest of 3 x 168 (216 or 208):
-  // both need the same pool, so 72 stands for both in setmaxnregSafe.
-  int producerRegs() const { return epilogue_overlap ? 72 : 40; }
+  // FX_PRODUCER_REGS: the producer warpgroup's setmaxnreg target (88 where its warps also run the
+  // epilogue; the consumers, 2 x 208, take the rest of 3 x 168)
+  int producerRegs() const { return epilogue_overlap ? 88 : 40; }
   // FX_HANDOFF_PITCH: a hand-off row's bytes, 16 more than its bn 16-bit values so that a
   // fragment's 8 rows of 4-byte stores hit 8 different bank groups
   int handoffPitch() const { return bn * 2 + 16; }
@@ -134,8 +133,8 @@ std::string configDefines(const GemmConfig& cfg);
 // not launch (it would hang); recompile with "#define FX_CONSUMER_REGS <safeConsumerRegs(...)>".
 // One consumer (FX_BM 64 cooperative, the split-K tiles): entry 128 (launch bounds of 2 CTAs per
 // SM, FX_SM90_MIN_BLOCKS), the consumer raised to 216.
-// The producer's target is cfg.producerRegs() (40; 72 or 88 with the overlapped epilogue: its
-// consumers get 216 or 208).
+// The producer's target is cfg.producerRegs() (40; 88 with the overlapped epilogue: its consumers
+// get 208).
 int entryRegs(const GemmConfig& cfg);
 int safeConsumerRegs(const GemmConfig& cfg, int kernel_num_regs);
 bool setmaxnregSafe(const GemmConfig& cfg, int kernel_num_regs);

@@ -58,8 +58,8 @@
 //                       it back row by row (16 bytes a lane), run the chain from it
 //                       (fx_epilogue2_packed with acc = the hand-off value) and store 16 bytes a
 //                       lane. Two named barriers pass the buffer back and forth
-//                       (FX_BAR_HANDOFF_FULL / _FREE). The producer warpgroup runs at 72 or 88
-//                       registers by chain, the consumers at 216 or 208 (FX_PRODUCER_REGS). Needs FX_CONSUMERS 2 (FX_BM 128), no ping-pong,
+//                       (FX_BAR_HANDOFF_FULL / _FREE). The producer warpgroup runs at 88
+//                       registers, the consumers at 208. Needs FX_CONSUMERS 2 (FX_BM 128), no ping-pong,
 //                       cluster or split-K, and the generator's FX_EPI_STAGED and FX_EPI_HANDOFF
 //                       (one 16-bit output). 128x256 fits three ring stages beside the 66 KB
 //                       hand-off. (A fourth warpgroup for the epilogue does not compile: at 512
@@ -130,17 +130,9 @@
 #define FX_EPI_OVERLAP 0
 #endif
 #ifndef FX_PRODUCER_REGS
-// Where the producer warpgroup's other warps run the epilogue (FX_EPI_OVERLAP), 72 or 88 by chain
-// (both leave the consumers the rest of 3 x 168: 216 or 208): 72 where the consumers' hand-off reads
-// inputs (an addmm's bias: at 208 they spilled 28 bytes), else 88 (at 72 the epilogue warps spilled
-// from three column inputs on; bench/sm90/NOTES.md session 46).
-#if FX_EPI_OVERLAP && defined(FX_HANDOFF_READS_INPUTS) && !FX_HANDOFF_READS_INPUTS
-#define FX_PRODUCER_REGS 88
-#elif FX_EPI_OVERLAP
-#define FX_PRODUCER_REGS 72
-#else
-#define FX_PRODUCER_REGS 40
-#endif
+// (88 where the producer warpgroup's other warps run the epilogue, FX_EPI_OVERLAP: at 72 they spilled
+// from three column inputs on; bench/sm90/NOTES.md session 46)
+#define FX_PRODUCER_REGS (FX_EPI_OVERLAP ? 88 : 40)
 #endif
 // One consumer (256 threads, the split-K tiles): launch bounds of 2 CTAs per SM, a register cap
 // only (shared memory still holds one CTA per SM). At one CTA the entry would be 248 registers,
@@ -156,7 +148,7 @@
 #ifndef FX_CONSUMER_REGS
 // setmaxnreg.inc can only take what the producer's setmaxnreg.dec gave back to the CTA's pool
 // (otherwise it waits forever — run 4: 4 consumers at 112 hung).  232 for 2 consumers, 104 for 4,
-// 216 for 1; 216 or 208 for 2 with FX_EPI_OVERLAP (producer 72 or 88).
+// 216 for 1; 208 for 2 with FX_EPI_OVERLAP (producer 88).
 #define FX_CONSUMER_REGS (FX_SM90_ENTRY_REGS + ((FX_SM90_ENTRY_REGS - FX_PRODUCER_REGS) / FX_CONSUMERS) / 8 * 8 > 240 \
     ? 240 : FX_SM90_ENTRY_REGS + ((FX_SM90_ENTRY_REGS - FX_PRODUCER_REGS) / FX_CONSUMERS) / 8 * 8)
 #endif
