@@ -265,7 +265,10 @@ if path != "gemv":  # the choice is per problem: every layer's
         bm, bn = re.search(r"(\\d+)x(\\d+)x", c).groups()
         return int(bm) * int(bn)
     tiles = [c for c in C.kernel_candidates(inputs, spec) if c.startswith("sm90_wgmma") and "splitk" not in c]
-    C.set_kernel_choice(inputs, spec, max(tiles, key=area) if path == "hopper" else "aten")
+    # hopper_overlap (FXFUSE_SM90_EPILOGUE_OVERLAP=1): that tile with the overlapped epilogue
+    widest = max(tiles, key=lambda c: (area(c), "epioverlap" in c))
+    assert ("epioverlap" in widest) == (path == "hopper_overlap"), (path, widest)
+    C.set_kernel_choice(inputs, spec, widest if path.startswith("hopper") else "aten")
 
 def stack(x):
     ys = [x]
@@ -300,6 +303,7 @@ print("ok")
 @pytest.mark.parametrize("path,before", [
     ("gemv", "poison_fill"), ("gemv", "layer_before"), ("gemv", "layer_before_overlapping"),
     ("hopper", "poison_fill"), ("hopper", "layer_before"), ("hopper", "layer_before_overlapping"),
+    ("hopper_overlap", "poison_fill"), ("hopper_overlap", "layer_before"), ("hopper_overlap", "layer_before_overlapping"),
     ("epilogue_alone", "poison_fill"), ("epilogue_alone", "layer_before")])
 def test_programmatic_launch_waits_for_the_kernel_before(path, before):
     """Every kernel launched as a programmatic dependent (the gemv, the Hopper kernel, the
@@ -313,8 +317,12 @@ def test_programmatic_launch_waits_for_the_kernel_before(path, before):
     orders them: without the wait this case reads unfinished outputs (bench/gemv/pdl_check.sh shows
     it failing then). Not for the epilogue-alone kernel: the kernel before it is cuBLAS's product,
     and the one after it cuBLAS's next product, which is not a programmatic dependent. Each layer
-    against float64, in the stream and in a replayed graph."""
+    against float64, in the stream and in a replayed graph. hopper_overlap: the Hopper kernel with the
+    overlapped epilogue (FXFUSE_SM90_EPILOGUE_OVERLAP=1), whose epilogue warps store while the CTA's
+    consumers may already be done: the next layer must still see every store."""
     env = {"FXFUSE_POISON_OUTPUTS": "1" if before == "poison_fill" else "0"}
+    if path == "hopper_overlap":
+        env["FXFUSE_SM90_EPILOGUE_OVERLAP"] = "1"
     if before == "layer_before_overlapping":
         env["FXFUSE_PDL_TRIGGER_AT_START"] = "1"
     scale = {"poison_fill": 0.75, "layer_before": 0.625, "layer_before_overlapping": 0.5}[before]
