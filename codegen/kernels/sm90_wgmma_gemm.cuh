@@ -513,6 +513,17 @@ static __device__ __noinline__ void fx_sm90_edge_pair(const fxfuse::FxParams& p,
   if (m < p.M && n < p.N) fx_epilogue2(p, b, m, n, acc0, acc1);
 }
 
+#if FX_EPI_OVERLAP
+// A hand-off word (the values of columns n, n + 1; n in the low half) as floats.
+static __device__ __forceinline__ float2 fx_handoff_unpack(unsigned int w) {
+#if FX_HANDOFF_F16
+  return fx_unpack2_f16(w);
+#else
+  return fx_unpack2_bf16(w);
+#endif
+}
+#endif
+
 extern "C" __global__ void FX_SM90_CLUSTER_ATTR __launch_bounds__(FX_THREADS, FX_SM90_MIN_BLOCKS)
 FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   using namespace fxsm90;
@@ -728,11 +739,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
             u32 ow[4];
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
-#if FX_HANDOFF_F16
-              const float2 v = fx_unpack2_f16(hw[i]);
-#else
-              const float2 v = fx_unpack2_bf16(hw[i]);
-#endif
+              const float2 v = fx_handoff_unpack(hw[i]);
               FxCol c0, c1;
               if (kColsOnce) {
                 c0 = cv[2 * i];
@@ -757,11 +764,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
             const u32 hw[4] = {h.x, h.y, h.z, h.w};
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
-#if FX_HANDOFF_F16
-              const float2 v = fx_unpack2_f16(hw[i]);
-#else
-              const float2 v = fx_unpack2_bf16(hw[i]);
-#endif
+              const float2 v = fx_handoff_unpack(hw[i]);
               fx_sm90_edge_pair(p, b, (long long)tm * BM + r, col_l + 2 * i, v.x, v.y);
             }
           }

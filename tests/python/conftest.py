@@ -61,3 +61,13 @@ def _fresh_state():
 @pytest.fixture
 def standin():
     return STANDIN
+
+
+@pytest.fixture
+def bench_module(monkeypatch):
+    """Imports a script of bench/ as a module by name (bench/ and python/ on the path for the test)."""
+    import importlib
+
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "bench"))
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "python"))
+    return importlib.import_module

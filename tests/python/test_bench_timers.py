@@ -5,29 +5,19 @@ bench/bench_chains.py's rounds (also backend_rule_check's) discard the first and
 that raises."""
 from __future__ import annotations
 
-import os
 import sys
 
 import pytest
 import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+@pytest.fixture
+def bench_decode(bench_module):
+    return bench_module("bench_decode")
 
 
 @pytest.fixture
-def bench_decode(monkeypatch):
-    monkeypatch.syspath_prepend(os.path.join(ROOT, "bench"))
-    monkeypatch.syspath_prepend(os.path.join(ROOT, "python"))
-    import bench_decode as module
-    return module
-
-
-@pytest.fixture
-def bench_chains(monkeypatch):
-    monkeypatch.syspath_prepend(os.path.join(ROOT, "bench"))
-    monkeypatch.syspath_prepend(os.path.join(ROOT, "python"))
-    import bench_chains as module
-    return module
+def bench_chains(bench_module):
+    return bench_module("bench_chains")
 
 
 def test_rounds_discard_the_first_and_drop_a_variant_that_raises(bench_chains, monkeypatch):

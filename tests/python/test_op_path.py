@@ -3,19 +3,12 @@ the overlapped epilogue (bench/sm90/knob_ab.sh) is read by it: a knob that silen
 must not read as the overlapped kernel."""
 from __future__ import annotations
 
-import os
-
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture
-def op_path(monkeypatch):
-    monkeypatch.syspath_prepend(os.path.join(ROOT, "bench"))
-    monkeypatch.syspath_prepend(os.path.join(ROOT, "python"))
-    import op_path as module
-    return module
+def op_path(bench_module):
+    return bench_module("op_path")
 
 
 def snapshot(op_path, **counts):
