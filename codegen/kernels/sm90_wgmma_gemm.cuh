@@ -758,14 +758,18 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
               *reinterpret_cast<uint4*>(fx_staged_out(p, b, m, col_l)) = make_uint4(ow[0], ow[1], ow[2], ow[3]);
           }
         } else {
-          // outputs or inputs not laid out for 16-byte words: pair by pair, bounds-checked
+          // outputs or inputs not laid out for 16-byte words: pair by pair, bounds-checked. Inlined,
+          // not the consumers' out-of-line fx_sm90_edge_pair: ptxas 13.0 crashed (SIGSEGV) on that
+          // call in this setmaxnreg.dec region with sin / cos in the chain (bench/sm90/NOTES.md
+          // session 46).
           for (int r = r0; r < BM; r += 3 * RPW) {
             const uint4 h = ld_shared_v4(handoff + (u32)(r * FX_HANDOFF_PITCH + cb * 16));
             const u32 hw[4] = {h.x, h.y, h.z, h.w};
+            const long long m = (long long)tm * BM + r;
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
               const float2 v = fx_handoff_unpack(hw[i]);
-              fx_sm90_edge_pair(p, b, (long long)tm * BM + r, col_l + 2 * i, v.x, v.y);
+              if (m < p.M && col_l + 2 * i < p.N) fx_epilogue2(p, b, m, col_l + 2 * i, v.x, v.y);
             }
           }
         }

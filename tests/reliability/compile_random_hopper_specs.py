@@ -6,6 +6,8 @@ every epilogue on the Hopper kernel (FXFUSE_SM90_ALL_EPILOGUES=1).
 
   python tests/reliability/compile_random_hopper_specs.py FIRST_SEED COUNT
 Prints the counts (specs with an [m,n] residual apart) and every compile error with its seed.
+With FXFUSE_SM90_EPILOGUE_OVERLAP=1 in the environment each chain with a 16-bit hand-off also has its
+overlapped kernel (the rule's 128x256 at 4096^3) built to a cubin (ptxas too), counted apart.
 """
 import collections
 import os
@@ -14,6 +16,7 @@ import time
 import warnings
 
 os.environ["FXFUSE_SM90_ALL_EPILOGUES"] = "1"  # read once by codegen, before the first plan
+OVERLAP = os.environ.get("FXFUSE_SM90_EPILOGUE_OVERLAP") == "1"
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, "..", "..", "python"), HERE]
 
@@ -37,8 +40,13 @@ def main(first: int, count: int) -> None:
             seen.add(spec)
             kind = "with_residual" if ",m,n]" in spec or "[m,n]" in spec else "compiled"
             try:
-                C.compile_ptx(spec, m, n, k, "sm_90")
+                C.compile_ptx(spec, m, n, k, "sm_90", b)
                 counts[kind] += 1
+                # the differential's sizes rarely take a 128-row cooperative tile: the overlapped
+                # kernel of a chain with a hand-off is built at 4096^3, where the rule takes 128x256
+                if OVERLAP and "epioverlap" in C.kernel_candidates_for_size(spec, 4096, 4096, 4096, b)[0]:
+                    C.compile_cubin(spec, 4096, 4096, 4096, "sm_90", b)
+                    counts["overlapped_" + kind] += 1
             except Exception as e:  # noqa: BLE001 - reported
                 counts["error"] += 1
                 print(f"ERROR seed {seed}: {str(e)[:400]}", flush=True)
