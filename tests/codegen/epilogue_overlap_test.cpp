@@ -34,6 +34,13 @@ const char* kFourColumnInputs =
     "%4 = add %2 %3 : bf16\n%5 = input 3 bf16 [n]\n%6 = mul %4 %5 : bf16\n%7 = gelu_tanh %6 : bf16\n"
     "%8 = input 4 bf16 [n]\n%9 = add %7 %8 : bf16\n%10 = input 5 bf16 [n]\n%11 = mul %9 %10 : bf16\n"
     "%12 = input 6 bf16 [m,n]\n%13 = add %11 %12 : bf16\noutput %13\n";
+// the differential generator's seed 5001 (F.linear, bias, cos, sin, times a residual): ptxas 13.0 crashed
+// (SIGSEGV, in-process under NVRTC) while the epilogue warps' pair-by-pair path called the out-of-line
+// edge function; a crash here kills the test binary
+const char* kSinCosResidual =
+    "%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [n,k]\n%2 = mm %0 %1 : f32\n%3 = input 2 bf16 [n]\n"
+    "%4 = add %2 %3 : bf16\n%5 = cos %4 : bf16\n%6 = sin %5 : bf16\n%7 = input 3 bf16 [m,n]\n"
+    "%8 = mul %7 %6 : bf16\noutput %8\n";
 // addmm with alpha: the product scaled in f32, then the bias, rounded to f16 by the add
 const char* kScaledAddmmF16 =
     "%0 = input 0 f16 [m,k]\n%1 = input 1 f16 [k,n]\n%2 = mm %0 %1 : f32\n%3 = const 0.5 : f32\n"
@@ -153,7 +160,7 @@ TEST(EpilogueOverlap, GenerateRefusesOtherTilesAndChainsWithoutAHandOff) {
 TEST(EpilogueOverlap, CompilesWithoutSpills) {
   if (!test::hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   REQUIRE_NVRTC();
-  for (const char* body : {kResidualBf16Product, kLinearBiasGelu, kScaledAddmmF16, kFourColumnInputs})
+  for (const char* body : {kResidualBf16Product, kLinearBiasGelu, kScaledAddmmF16, kFourColumnInputs, kSinCosResidual})
     for (const KernelConfig& c : {overlapped(256, 3), overlapped(128, 5)}) {
       const Cubin out = test::compileForStatistics(generate(parse(body), c), "sm_90a");
       EXPECT_EQ(test::maxSpillBytes(out.log), 0) << describeConfig(c) << "\n" << body << out.log;
