@@ -591,16 +591,26 @@ KernelConfig hopperConfigOf(const HopperTile& t) {
   return c;
 }
 
-// Measurement knob (bench only, like FXFUSE_SM90_ALL_EPILOGUES): FXFUSE_SM90_PINGPONG_TILE=BMxBN
-// (one of the ping-pong tiles above) runs every Hopper launch with that tile, to compare tiles
-// end to end. Read once.
-const KernelConfig* pingpongTileKnob() {
+// Measurement knobs (bench only, like FXFUSE_SM90_ALL_EPILOGUES): FXFUSE_SM90_PINGPONG_TILE=BMxBN (one
+// of the ping-pong tiles above: 64x256, 64x128, 128x128) or FXFUSE_SM90_COOPERATIVE_TILE=BMxBN (one of
+// the cooperative 128-row tiles: 128x256, 128x128) runs every Hopper launch with that tile, to compare
+// tiles end to end (with FXFUSE_SM90_EPILOGUE_OVERLAP, the overlapped epilogue where the rule takes a
+// ping-pong tile). Read once; both set, or a tile not in the list, is an error naming the knob.
+std::optional<KernelConfig> tileKnob(const char* env, bool pingpong, const char* tiles) {
+  const char* v = std::getenv(env);
+  if (!v || !*v) return std::nullopt;
+  for (const HopperTile& t : kHopperTiles)
+    if (t.pingpong == pingpong && fmt::format("{}x{}", t.bm, t.bn) == v)
+      return hopperConfigOf(t);
+  throw CodegenError(fmt::format("{} must be {}, not '{}'", env, tiles, v));
+}
+
+const KernelConfig* forcedTileKnob() {
   static const std::optional<KernelConfig> knob = []() -> std::optional<KernelConfig> {
-    const char* v = std::getenv("FXFUSE_SM90_PINGPONG_TILE");
-    if (!v || !*v) return std::nullopt;
-    for (const HopperTile& t : kHopperTiles)
-      if (t.pingpong && fmt::format("{}x{}", t.bm, t.bn) == v) return hopperConfigOf(t);
-    throw CodegenError(std::string("FXFUSE_SM90_PINGPONG_TILE must be 64x256, 64x128 or 128x128, not '") + v + "'");
+    const std::optional<KernelConfig> pp = tileKnob("FXFUSE_SM90_PINGPONG_TILE", true, "64x256, 64x128 or 128x128");
+    const std::optional<KernelConfig> coop = tileKnob("FXFUSE_SM90_COOPERATIVE_TILE", false, "128x256 or 128x128");
+    if (pp && coop) throw CodegenError("FXFUSE_SM90_PINGPONG_TILE and FXFUSE_SM90_COOPERATIVE_TILE are both set");
+    return pp ? pp : coop;
   }();
   return knob ? &*knob : nullptr;
 }
@@ -952,7 +962,7 @@ const VariantRow kRows[] = {
        // 128, and 128x128 ping-pong at K <= 2048); otherwise the
        // tile that fills them (sm90::chooseConfig); split-K where 64x128 tiles are few
        // (sm90::splitKForFewTiles).
-       if (const KernelConfig* forced = pingpongTileKnob()) return withSm90StagesKnob(*forced);
+       if (const KernelConfig* forced = forcedTileKnob()) return withSm90StagesKnob(withEpilogueOverlapKnob(*forced, q));
        if (const int ks = splitKFor(q.shape); ks > 1) return splitKKernelConfig(ks);
        const sm90::GemmConfig g =
            sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, kHopperSms, q.epilogue_load);

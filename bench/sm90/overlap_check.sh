@@ -18,3 +18,7 @@ if [ "$overlap_rc" = 0 ]; then
   VARIANTS="base stages3:FXFUSE_SM90_STAGES=3 overlap:FXFUSE_SM90_EPILOGUE_OVERLAP=1" \
     CHAINS=bias_gelu_resid,bias_gelu,silu,bias_relu_cast source bench/sm90/knob_ab.sh
 fi
+# Where the rule takes a ping-pong tile (8192^3, K or N = 14336), the overlapped cooperative tile against
+# it is a second call (~4 min):
+#   VARIANTS="base coop_overlap:FXFUSE_SM90_COOPERATIVE_TILE=128x256,FXFUSE_SM90_EPILOGUE_OVERLAP=1" \
+#     SHAPES=8192x8192x8192,4096x14336x4096,4096x4096x14336 source bench/sm90/knob_ab.sh

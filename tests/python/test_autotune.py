@@ -4,6 +4,7 @@ the chain right and really launches, and that a choice measured in one process i
 next one without measuring (runtime/kernel_choice.h keeps it in the disk cache)."""
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -325,6 +326,22 @@ def test_gpu_tune_measures_once_and_later_processes_run_the_choice(tmp_path, mon
 
 
 # 8-bit weights (issue 7), both layouts: `x @ (w.to(bf16) * s) + b` and F.linear's N x K form.
+def candidates_in_child(spec, size, env):
+    """The planner's candidates for `spec` at `size` (M, N, K) in a fresh process with the knobs in `env`
+    set and every other FXFUSE_GEMV_ / FXFUSE_SM90_ knob unset (they are read once per process): the
+    list, or "error: ..." where planning raised."""
+    code = ("from fxfuse import _C as C\n"
+            f"spec = {spec!r}\n"
+            "try:\n    print(repr(C.kernel_candidates_for_size(spec, " + ", ".join(map(str, size)) + ")))\n"
+            "except Exception as e:\n    print(repr('error: ' + str(e)))\n")
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("FXFUSE_GEMV_", "FXFUSE_SM90_"))}
+    full.update(env)
+    full["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(C.__file__)))  # this fxfuse
+    out = subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return ast.literal_eval(out.stdout.strip().splitlines()[-1])
+
+
 W8_BIAS = {layout: ("fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n"
                     f"%1 = input 1 i8 [{'k,n' if layout == 'kn' else 'n,k'}]\n"
                     f"%2 = input 2 bf16 [{'n' if layout == 'kn' else 'n,1'}]\n"
@@ -341,20 +358,11 @@ def test_gemv_width_and_stage_knobs_plan_or_refuse(knob, value, planned):
     """The gemv's measurement knobs (config_table.cpp gemvColumnsKnob, gemvKPerStageKnob; read once per
     process, so a child each) change the planned wgmma gemv of 8-bit K x N weights at 64 rows, or name
     a bad value in the error; a silent fallback to the rule would make an A/B run measure nothing."""
-    code = ("from fxfuse import _C as C\n"
-            f"spec = {W8_BIAS['kn']!r}\n"
-            "try:\n    print(C.kernel_candidates_for_size(spec, 64, 4096, 4096)[0])\n"
-            "except Exception as e:\n    print('error:', e)\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FXFUSE_GEMV_")}
-    env[knob] = value
-    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(C.__file__)))  # this fxfuse
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert planned in out.stdout, out.stdout
+    got = candidates_in_child(W8_BIAS["kn"], (64, 4096, 4096), {knob: value})
     if "must be" in planned:
-        assert out.stdout.startswith("error:") and knob in out.stdout, out.stdout
+        assert isinstance(got, str) and got.startswith("error:") and knob in got and planned in got, got
     else:
-        assert out.stdout.strip().endswith(" wgmma"), out.stdout
+        assert got[0].startswith(planned) and got[0].endswith(" wgmma"), got
 
 
 @pytest.mark.parametrize("value,planned", [("3", "sm90_wgmma 128x256x64 s3 t384"),
@@ -365,17 +373,8 @@ def test_hopper_stages_knob_plans_or_refuses(value, planned):
     """FXFUSE_SM90_STAGES (config_table.cpp sm90StagesKnob; read once per process, so a child each) gives
     the heuristic's Hopper tile at 4096^3 (128x256 cooperative, 4 stages) that many ring stages, or names
     a bad or too deep value in the error: an A/B run must not measure the rule's depth unawares."""
-    code = ("from fxfuse import _C as C\n"
-            f"spec = {BIAS_GELU!r}\n"
-            "try:\n    print(C.kernel_candidates_for_size(spec, 4096, 4096, 4096)[0])\n"
-            "except Exception as e:\n    print('error:', e)\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FXFUSE_SM90_")}
-    env["FXFUSE_SM90_STAGES"] = value
-    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(C.__file__)))  # this fxfuse
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert planned in out.stdout, out.stdout
-    assert out.stdout.startswith("error:") == (planned.startswith("FXFUSE")), out.stdout
+    got = candidates_in_child(BIAS_GELU, (4096, 4096, 4096), {"FXFUSE_SM90_STAGES": value})
+    assert (got if isinstance(got, str) else got[0]) == (f"error: {planned}" if planned.startswith("FXFUSE") else planned)
 
 
 SILU_F32_PRODUCT = HEAD + "%3 = silu %2 : bf16\noutput %3\n"  # SiLU before the first rounding: no hand-off
@@ -395,22 +394,33 @@ def test_hopper_epilogue_overlap_knob_plans_where_a_handoff_exists(spec, size, s
     depth that does not fit; a chain without a 16-bit hand-off (hooks.h epilogueHandoff) and a split-K
     tile keep theirs. The autotune's candidates then hold the two overlapped cooperative tiles (at
     their deepest rings; the rule's at the knob's depth besides)."""
-    code = ("from fxfuse import _C as C\n"
-            f"spec = {spec!r}\n"
-            "try:\n    c = C.kernel_candidates_for_size(spec, " + ", ".join(map(str, size)) + ")\n"
-            "    print(c[0]); print(sum('epioverlap' in x for x in c))\n"
-            "except Exception as e:\n    print('error:', e)\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FXFUSE_SM90_")}
-    env["FXFUSE_SM90_EPILOGUE_OVERLAP"] = "1"
-    if stages:
-        env["FXFUSE_SM90_STAGES"] = stages
-    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(C.__file__)))  # this fxfuse
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.strip().splitlines()
-    assert lines[0] == (f"error: {planned}" if planned.startswith("FXFUSE") else planned), out.stdout
-    if not planned.startswith("FXFUSE"):
-        assert int(lines[1]) == overlapped, out.stdout
+    env = {"FXFUSE_SM90_EPILOGUE_OVERLAP": "1", **({"FXFUSE_SM90_STAGES": stages} if stages else {})}
+    got = candidates_in_child(spec, size, env)
+    if planned.startswith("FXFUSE"):
+        assert got == f"error: {planned}", got
+    else:
+        assert got[0] == planned and sum("epioverlap" in c for c in got) == overlapped, got
+
+
+@pytest.mark.parametrize("env,planned", [
+    ({"FXFUSE_SM90_COOPERATIVE_TILE": "128x256"}, "sm90_wgmma 128x256x64 s4 t384"),
+    ({"FXFUSE_SM90_COOPERATIVE_TILE": "128x256", "FXFUSE_SM90_EPILOGUE_OVERLAP": "1"},
+     "sm90_wgmma 128x256x64 s3 t384 epioverlap"),
+    ({"FXFUSE_SM90_COOPERATIVE_TILE": "128x128", "FXFUSE_SM90_EPILOGUE_OVERLAP": "1"},
+     "sm90_wgmma 128x128x64 s5 t384 epioverlap"),
+    ({"FXFUSE_SM90_PINGPONG_TILE": "64x128", "FXFUSE_SM90_EPILOGUE_OVERLAP": "1"}, "sm90_wgmma 64x128x64 s8 t384 pingpong"),
+    ({"FXFUSE_SM90_COOPERATIVE_TILE": "64x256"},
+     "error: FXFUSE_SM90_COOPERATIVE_TILE must be 128x256 or 128x128, not '64x256'"),
+    ({"FXFUSE_SM90_COOPERATIVE_TILE": "128x128", "FXFUSE_SM90_PINGPONG_TILE": "64x256"},
+     "error: FXFUSE_SM90_PINGPONG_TILE and FXFUSE_SM90_COOPERATIVE_TILE are both set")],
+    ids=["coop", "coop_overlap", "coop128_overlap", "pingpong_keeps", "bad_tile", "both"])
+def test_hopper_tile_knobs_force_the_tile_or_name_the_mistake(env, planned):
+    """FXFUSE_SM90_COOPERATIVE_TILE / FXFUSE_SM90_PINGPONG_TILE (config_table.cpp forcedTileKnob) run every
+    Hopper launch on that tile, at 8192^3 where the rule takes 64x256 ping-pong: with the overlap knob a
+    cooperative tile takes the overlapped epilogue (the A/B of the overlap where the rule is ping-pong), a
+    ping-pong tile keeps its own; a tile not in the list, or both knobs, is an error naming them."""
+    got = candidates_in_child(BIAS_GELU, (8192, 8192, 8192), env)
+    assert (got if isinstance(got, str) else got[0]) == planned, got
 
 
 @pytest.mark.gpu
