@@ -2,6 +2,7 @@
 in one process per variant and round) as the median over the rounds, and its ratio to the first variant's.
 
     python3 bench/sm90/knob_ab_summary.py LOG_DIR BASE [VARIANT ...]"""
+import collections
 import glob
 import json
 import os
@@ -11,9 +12,11 @@ import sys
 
 def main(log_dir, variants):
     cells = {}  # (shape, chain) -> variant -> [fx/mm per round]
+    paths = {v: collections.Counter() for v in variants}  # what the op ran (bench/op_path.py), per variant
     for v in variants:
         for path in sorted(glob.glob(os.path.join(log_dir, f"ab_{v}[0-9]", "bench_chains.json"))):
             for r in json.load(open(path)):
+                paths[v][r.get("path", "?")] += 1
                 if r.get("fxfuse") and r.get("mm"):
                     cells.setdefault((r["shape"], r["chain"]), {}).setdefault(v, []).append(r["fxfuse"] / r["mm"])
     base = variants[0]
@@ -27,6 +30,8 @@ def main(log_dir, variants):
     spread = {v: max((max(by[v]) - min(by[v]) for by in cells.values() if by.get(v)), default=0.0) for v in variants}
     print("cells: fxfuse / cuBLAS mm in the same process, median over the rounds; the widest spread between "
           "rounds of one cell: " + ", ".join(f"{v} {d:.3f}" for v, d in spread.items()))
+    # a knob that did not apply shows here (e.g. no "kernel (overlapped epilogue)" under the overlap knob)
+    print("paths (rows per path): " + "; ".join(f"{v} {dict(c)}" for v, c in paths.items()))
 
 
 if __name__ == "__main__":
