@@ -594,8 +594,9 @@ KernelConfig hopperConfigOf(const HopperTile& t) {
 // Measurement knobs (bench only, like FXFUSE_SM90_ALL_EPILOGUES): FXFUSE_SM90_PINGPONG_TILE=BMxBN (one
 // of the ping-pong tiles above: 64x256, 64x128, 128x128) or FXFUSE_SM90_COOPERATIVE_TILE=BMxBN (one of
 // the cooperative 128-row tiles: 128x256, 128x128) runs every Hopper launch with that tile, to compare
-// tiles end to end (with FXFUSE_SM90_EPILOGUE_OVERLAP, the overlapped epilogue where the rule takes a
-// ping-pong tile). Read once; both set, or a tile not in the list, is an error naming the knob.
+// tiles end to end (a cooperative one with FXFUSE_SM90_EPILOGUE_OVERLAP: the overlapped tile for every
+// chain with a hand-off, also where the rule would take ping-pong). Read once; both set, or a tile not in
+// the list, is an error naming the knob.
 std::optional<KernelConfig> tileKnob(const char* env, bool pingpong, const char* tiles) {
   const char* v = std::getenv(env);
   if (!v || !*v) return std::nullopt;

@@ -9,7 +9,8 @@
 # timeout's rc 124 and stops the call there; only when they pass, the end-to-end A/B of the rule's
 # 4-stage 128x256, the same at 3 stages (what the ring costs) and the overlapped epilogue at 3 stages
 # (bench/sm90/knob_ab.sh, ~3 min), its table last.
-timeout 300 python3 -m pytest -q -p no:cacheprovider -m gpu -n 6 tests/runtime/test_gemm_chain_cuda.py \
+# (each test's child gets 200 s, so a hung kernel fails its test by name before the 300 s timeout)
+FXFUSE_TEST_CHILD_TIMEOUT=200 timeout 300 python3 -m pytest -q -rA -p no:cacheprovider -m gpu -n 6 tests/runtime/test_gemm_chain_cuda.py \
   -k "overlapped_epilogue or handoff_chains or hopper_overlap" > "$L/pytest_overlap.log" 2>&1
 overlap_rc=$?
 echo "pytest overlap rc $overlap_rc ($(( $(date +%s) - t0 )) s)"; tail -1 "$L/pytest_overlap.log"

@@ -719,7 +719,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         if (fast) {
           // The lane's column values (a bias: a float a column) once per tile; where a column holds
           // more than two, per row instead: eight columns' worth live across the row loop spilled
-          // (six column inputs: 124 / 388 bytes at 72 registers; review, session 46).
+          // (three or more column inputs; bench/sm90/NOTES.md session 46).
           constexpr bool kColsOnce = sizeof(FxCol) <= 2 * sizeof(float);
           FxCol cv[8];
           if (kColsOnce) {

@@ -237,8 +237,10 @@ def run_child(script, *args, drop=(), **env):
     full.update(FXFUSE_POISON_OUTPUTS="1", FXFUSE_STRICT="1")
     full.update(env)  # may turn the poison off
     full["PYTHONPATH"] = os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])
+    # FXFUSE_TEST_CHILD_TIMEOUT: shorter than a device script's own timeout, so that a hung kernel fails its
+    # test by name (bench/sm90/overlap_check.sh) instead of the script killing pytest unnamed
     r = subprocess.run([sys.executable, "-c", script, *map(str, args)], env=full, capture_output=True, text=True,
-                       timeout=300)
+                       timeout=int(os.environ.get("FXFUSE_TEST_CHILD_TIMEOUT", "300")))
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-2000:] + r.stderr[-4000:]
     return r
 
@@ -282,9 +284,10 @@ before = C.stats()
 ys = stack(x0)
 torch.cuda.synchronize()
 after = C.stats()
-delta = {k: after[k] - before[k] for k in ("launches", "pdl_launches", "pointwise_launches")}
+delta = {k: after[k] - before[k] for k in ("launches", "pdl_launches", "pointwise_launches", "hopper_overlap_launches")}
 assert delta == {"launches": len(ws), "pdl_launches": len(ws),
-                 "pointwise_launches": len(ws) if path == "epilogue_alone" else 0}, (path, delta)
+                 "pointwise_launches": len(ws) if path == "epilogue_alone" else 0,
+                 "hopper_overlap_launches": len(ws) if path == "hopper_overlap" else 0}, (path, delta)
 check_layer_stack(ys, ws, bs, scale)
 graph = torch.cuda.CUDAGraph()
 x = x0.clone()
