@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -34,5 +35,30 @@ def test_hopper_kernel_is_hgmma_and_tma(tmp_path, b_dims):
     hgmma = re.findall(r"HGMMA\.64x(\d+)x16", sass)
     assert len(hgmma) >= 4 and set(hgmma) == {"256"}, hgmma[:8]  # 256 columns (128x256 at 4096^3)
     assert "UTMALDG" in sass
+    assert not re.search(r"\bHMMA\b", sass), "an mma.sync product in the Hopper kernel"
+    assert not re.search(r"\b(LDL|STL)\b", sass), "local-memory spills"
+
+
+def test_overlapped_epilogue_kernel_is_hgmma_and_tma(tmp_path):
+    """The same for the overlapped epilogue (FXFUSE_SM90_EPILOGUE_OVERLAP=1, read once per process: a child
+    builds the cubin): HGMMA 64x256 in the consumers, TMA loads, the named-barrier hand-off (BAR.ARV / BAR.SYNC),
+    no local memory, at the planner's 128x256 tile for x @ w with a bias and GELU (the hand-off the product's)."""
+    tool = shutil.which("cuobjdump") or "/usr/local/cuda/bin/cuobjdump"
+    assert os.path.exists(tool), "cuobjdump not found (CUDA toolkit's bin/)"
+    spec = ("fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : bf16\n"
+            "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\noutput %5\n")
+    cubin = tmp_path / "overlapped.cubin"
+    code = ("import sys, fxfuse._C as C\n"
+            f"spec = {spec!r}\n"
+            "assert C.kernel_candidates_for_size(spec, 4096, 4096, 4096)[0].endswith(' epioverlap')\n"
+            "open(sys.argv[1], 'wb').write(C.compile_cubin(spec, 4096, 4096, 4096, 'sm_90'))\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FXFUSE_SM90_")}
+    env["FXFUSE_SM90_EPILOGUE_OVERLAP"] = "1"
+    subprocess.run([sys.executable, "-c", code, str(cubin)], env=env, check=True, timeout=300)
+    sass = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    hgmma = re.findall(r"HGMMA\.64x(\d+)x16", sass)
+    assert len(hgmma) >= 4 and set(hgmma) == {"256"}, hgmma[:8]
+    assert "UTMALDG" in sass
+    assert re.search(r"\bBAR\.ARV\b", sass) and re.search(r"\bBAR\.SYNC\b", sass), "no named-barrier hand-off"
     assert not re.search(r"\bHMMA\b", sass), "an mma.sync product in the Hopper kernel"
     assert not re.search(r"\b(LDL|STL)\b", sass), "local-memory spills"
