@@ -36,6 +36,14 @@ if ! ls /usr/local/cuda/lib64/libnvrtc.so* >/dev/null 2>&1 && \
   pip_install "nvidia-cuda-nvrtc==13.0.*" "nvidia-cuda-runtime==13.0.*"
 fi
 
+# A disassembler for the SASS tests (tests/runtime/test_hopper_sass.py: HGMMA, TMA, no local memory): the
+# CUDA toolkit's cuobjdump where present (the GPU machine), else nvdisasm from pip.
+if ! command -v cuobjdump >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/cuobjdump ] && \
+   ! "$PY" -c "import nvidia.cu13, os, sys; sys.exit(0 if any(os.path.exists(os.path.join(p,'bin','nvdisasm')) for p in nvidia.cu13.__path__) else 1)" 2>/dev/null; then
+  echo "[setup] pip install nvidia-cuda-nvdisasm==13.*"
+  pip_install "nvidia-cuda-nvdisasm==13.*"
+fi
+
 # Build (CMake: C++ libraries, fxfuse-opt, unit tests, the extension) and install editable.
 echo "[setup] building (log: build/setup.log)"
 mkdir -p build

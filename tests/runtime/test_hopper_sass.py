@@ -1,7 +1,8 @@
 """The generated Hopper kernel's machine code (issue 6: "check with the SASS that the matrix
 instructions are HGMMA"): wgmma (HGMMA) for the products, TMA (UTMALDG) for the loads, no
-mma.sync fallback and no local-memory spills. The cubin comes from NVRTC (no GPU needed);
-cuobjdump is on the GPU machine, so the test is marked gpu."""
+mma.sync fallback and no local-memory spills. The cubin comes from NVRTC and the SASS from the
+CUDA toolkit's cuobjdump where there is one (the GPU machine) or pip's nvdisasm (scripts/setup.sh
+installs it elsewhere): no GPU needed, so CI runs these."""
 from __future__ import annotations
 
 import os
@@ -14,7 +15,20 @@ import pytest
 
 import fxfuse._C as C
 
-pytestmark = pytest.mark.gpu
+pytestmark = pytest.mark.skipif(os.environ.get("FXFUSE_NO_NVRTC") == "1", reason="FXFUSE_NO_NVRTC=1: no NVRTC on purpose")
+
+
+def sass_of(cubin) -> str:
+    """The cubin's SASS: cuobjdump -sass, else nvdisasm (pip nvidia-cuda-nvdisasm); neither is a failure."""
+    cuobjdump = shutil.which("cuobjdump") or "/usr/local/cuda/bin/cuobjdump"
+    if os.path.exists(cuobjdump):
+        return subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    import nvidia.cu13  # noqa: F401 - where pip puts nvdisasm
+
+    tools = [os.path.join(p, "bin", "nvdisasm") for p in nvidia.cu13.__path__] + [shutil.which("nvdisasm") or ""]
+    tool = next((t for t in tools if t and os.path.exists(t)), None)
+    assert tool, "no cuobjdump (CUDA toolkit) and no nvdisasm (pip nvidia-cuda-nvdisasm: scripts/setup.sh)"
+    return subprocess.run([tool, str(cubin)], capture_output=True, text=True, check=True).stdout
 
 
 def _spec(b_dims: str) -> str:
@@ -25,13 +39,11 @@ def _spec(b_dims: str) -> str:
 
 @pytest.mark.parametrize("b_dims", ["k,n", "n,k"], ids=["x@w", "linear"])
 def test_hopper_kernel_is_hgmma_and_tma(tmp_path, b_dims):
-    tool = shutil.which("cuobjdump") or "/usr/local/cuda/bin/cuobjdump"
-    assert os.path.exists(tool), "cuobjdump not found (CUDA toolkit's bin/)"
     spec = _spec(b_dims)
     assert C.kernel_variant(spec, 4096, 4096, 4096)[0] == "sm90_wgmma"
     cubin = tmp_path / "kernel.cubin"
     cubin.write_bytes(C.compile_cubin(spec, 4096, 4096, 4096, "sm_90"))
-    sass = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    sass = sass_of(cubin)
     hgmma = re.findall(r"HGMMA\.64x(\d+)x16", sass)
     assert len(hgmma) >= 4 and set(hgmma) == {"256"}, hgmma[:8]  # 256 columns (128x256 at 4096^3)
     assert "UTMALDG" in sass
@@ -43,8 +55,6 @@ def test_overlapped_epilogue_kernel_is_hgmma_and_tma(tmp_path):
     """The same for the overlapped epilogue (FXFUSE_SM90_EPILOGUE_OVERLAP=1, read once per process: a child
     builds the cubin): HGMMA 64x256 in the consumers, TMA loads, the named-barrier hand-off (BAR.ARV / BAR.SYNC),
     no local memory, at the planner's 128x256 tile for x @ w with a bias and GELU (the hand-off the product's)."""
-    tool = shutil.which("cuobjdump") or "/usr/local/cuda/bin/cuobjdump"
-    assert os.path.exists(tool), "cuobjdump not found (CUDA toolkit's bin/)"
     spec = ("fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : bf16\n"
             "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\noutput %5\n")
     cubin = tmp_path / "overlapped.cubin"
@@ -55,7 +65,7 @@ def test_overlapped_epilogue_kernel_is_hgmma_and_tma(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("FXFUSE_SM90_")}
     env["FXFUSE_SM90_EPILOGUE_OVERLAP"] = "1"
     subprocess.run([sys.executable, "-c", code, str(cubin)], env=env, check=True, timeout=300)
-    sass = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    sass = sass_of(cubin)
     hgmma = re.findall(r"HGMMA\.64x(\d+)x16", sass)
     assert len(hgmma) >= 4 and set(hgmma) == {"256"}, hgmma[:8]
     assert "UTMALDG" in sass
