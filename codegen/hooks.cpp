@@ -659,12 +659,11 @@ class HookEmitter {
     }
   }
 
-  std::vector<bool> columnOnly() const { return columnOnlyValues(spec_); }
 
   // The column values the rest of the epilogue reads: column-only, not constants (those fold),
   // and an output or an operand of a value that varies along m.
   std::vector<int> columnFrontier() const {
-    const std::vector<bool> col = columnOnly();
+    const std::vector<bool> col = columnOnlyValues(spec_);
     const std::set<int> epi = closure(spec_, spec_.outputs, handoffStop());
     std::set<int> frontier;
     for (int i : epi) {

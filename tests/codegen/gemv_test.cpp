@@ -546,10 +546,9 @@ TEST(Gemv, QuantScaleHookRejectsInexactForms) {
 
 // ---- NVRTC -------------------------------------------------------------------------------
 
-bool nvrtcUsable() {
-  const char* v = std::getenv("FXFUSE_NO_NVRTC");
-  return !(v && std::string(v) == "1") && !findNvrtc().empty();
-}
+// Compiles are skipped only where FXFUSE_NO_NVRTC=1 says so (test_util.h REQUIRE_NVRTC): a missing
+// NVRTC fails.
+bool nvrtcUsable() { return !test::nvrtcOptedOut(); }
 
 // No spills (ptxas of NVRTC 13.0): the kernel's launch bounds give ptxas the registers that the
 // CTAs per SM its shared memory allows leave (255 at two on sm_90; the pipeline fits one on
@@ -572,7 +571,7 @@ void expectSpillsAtMost(const std::string& log, int bytes) {
 // K x N and N x K weights, 128 or 64 columns per CTA, as wgmma without spills or serialization.
 TEST(Gemv, WgmmaProductCompilesForEveryRowTile) {
   if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
-  if (!nvrtcUsable()) GTEST_SKIP() << "no NVRTC (Nvrtc.Found fails for a missing one)";
+  REQUIRE_NVRTC();
   spec::ChainSpec i8 = loadSpec("gemv_int8_kn_channel_scale_gelu");
   spec::ChainSpec i8f16 = spec::parseSpec(std::regex_replace(spec::printSpec(i8), std::regex("bf16"), "f16"));
   spec::ChainSpec fp8 = loadSpec("gemv_fp8_e4m3_scalar_f32_scale");
@@ -645,7 +644,7 @@ TEST(Gemv, WgmmaProductAt64KPerStage) {
                 std::max<size_t>(cfg.stages * stage, static_cast<size_t>(cfg.bm) * 132 * 4) + 1024);
       KernelSource src = generate(*s, cfg);
       EXPECT_NE(src.code.find("#define FX_GEMV_KT 64\n"), std::string::npos);
-      if (!nvrtc) continue;  // (Nvrtc.Found fails for a missing one)
+      if (!nvrtc) continue;  // FXFUSE_NO_NVRTC=1
       Cubin out;
       try {
         out = test::compileForStatistics(src, "sm_90a", /*want_ptx=*/true);
@@ -673,7 +672,7 @@ class GemvCompileSpec : public ::testing::TestWithParam<GemvCompile> {};
 // M = 16, quantized: M = 64), plus a representative sm_80 / M = 1 subset.
 TEST_P(GemvCompileSpec, ToCubin) {
   if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
-  if (!nvrtcUsable()) GTEST_SKIP() << "no NVRTC (Nvrtc.Found fails for a missing one)";
+  REQUIRE_NVRTC();
   const GemvCompile& c = GetParam();
   spec::ChainSpec s = loadSpec(c.spec);
   KernelConfig cfg = chooseConfig(s, shapeFor(s, c.m, c.n), c.arch == "sm_80" ? 80 : 90);
