@@ -13,17 +13,9 @@
 #include <sstream>
 #include <string>
 
+#include "bench/sm90/read_file.h"
 #include "codegen/codegen.h"
 
-namespace {
-std::string readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-}  // namespace
 
 int main(int argc, char** argv) {
   using namespace fxfuse;

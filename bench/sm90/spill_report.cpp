@@ -11,17 +11,10 @@
 #include <sstream>
 #include <string>
 
+#include "bench/sm90/read_file.h"
 #include "codegen/codegen.h"
 
 namespace {
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string baseName(const std::string& path) {
   std::string n = path.substr(path.find_last_of('/') + 1);
