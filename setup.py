@@ -44,6 +44,8 @@ class CMakeBuild(build_ext):
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.resolve() != built[-1].resolve():
             shutil.copy2(built[-1], target)
+            # the NVRTC worker every compile runs in: found beside _C
+            shutil.copy2(ROOT / "python" / "fxfuse" / "fxfuse-nvrtc-worker", target.parent)
 
 
 setup(ext_modules=[CMakeExtension("fxfuse._C")], cmdclass={"build_ext": CMakeBuild})

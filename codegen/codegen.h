@@ -121,6 +121,12 @@ struct CompileError : std::runtime_error {
   std::string source;
 };
 
+// The compiler itself failed on a generated source: NVRTC or its ptxas crashed or hung in the
+// worker process (nvrtc_worker.h), or the worker could not be started. The caller's process lives on.
+struct CompilerCrashed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // Where to look for libnvrtc and the CUDA headers besides the defaults (env
 // FXFUSE_NVRTC_PATH, the loader path, CUDA_HOME, /usr/local/cuda, pip's nvidia/cu13).
 // runtime/ passes the pip package dirs it learns from Python here.

@@ -2,12 +2,14 @@
 // lives in nvrtcOptions() below so cache keys and behaviour have a single source of truth.
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <memory>
 #include <sstream>
 #include <utility>
 
 #include "codegen/codegen.h"
 #include "codegen/nvrtc_library.h"
+#include "codegen/nvrtc_worker.h"
 
 namespace fxfuse::codegen {
 namespace {
@@ -40,6 +42,25 @@ std::pair<int, int> versionOf(const NvrtcApi& api) {
 
 // NVRTC's driver-cache lookup exists from CUDA 12.9 (its --no-cache option with it).
 bool hasDriverCache(const NvrtcApi& api) { return versionOf(api) >= std::pair<int, int>{12, 9}; }
+
+// FXFUSE_COMPILE_IN_PROCESS=1: compile in this process, as before the worker existed (a compiler
+// crash then ends the process; for debugging NVRTC itself, or where spawning is not allowed).
+bool compileInProcess() {
+  const char* v = std::getenv("FXFUSE_COMPILE_IN_PROCESS");
+  return v && std::string(v) == "1";
+}
+
+// FXFUSE_COMPILE_TIMEOUT_S: how long one worker may compile before it is killed (default 300 s: a kernel
+// takes 0.4-1.5 s, and up to four compile at once).
+double compileTimeoutSeconds() {
+  const char* v = std::getenv("FXFUSE_COMPILE_TIMEOUT_S");
+  if (!v) return 300;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  if (end == v || *end != '\0' || !(s > 0))
+    throw CodegenError(fmt::format("FXFUSE_COMPILE_TIMEOUT_S={} is not a positive number of seconds", v));
+  return s;
+}
 
 std::string numbered(const std::string& code) {
   std::ostringstream out;
@@ -104,22 +125,43 @@ class Program {
 
 }  // namespace
 
+WorkerAnswer compileInThisProcess(const NvrtcApi& api, const WorkerRequest& request) {
+  Program prog(api, request.code, request.name);
+  WorkerAnswer out;
+  out.result = prog.compile(request.options);
+  out.result_name = api.getErrorString(out.result);
+  out.log = prog.log();
+  if (out.result != 0) return out;
+  out.cubin = prog.cubin();
+  if (request.want_ptx) out.ptx = prog.ptx();
+  return out;
+}
+
 Cubin compileNvrtc(const KernelSource& src, const std::string& arch, const NvrtcEnv& env, bool want_ptx,
                    bool want_ptxas_statistics) {
   const NvrtcApi& api = requireNvrtc(env);
   if (api.include_dir.empty())
     throw CodegenError("CUDA headers (cuda_fp16.h, cuda_bf16.h) not found: set CUDA_HOME, or pip install "
                        "nvidia-cuda-runtime");
-  Program prog(api, src.code, src.name);
-  int rc = prog.compile(nvrtcOptions(arch, api.include_dir, want_ptxas_statistics && hasDriverCache(api)));
-  Cubin out;
-  out.log = prog.log();
-  if (rc != 0)
+  WorkerRequest request;
+  request.library = api.path;
+  request.name = src.name;
+  request.code = src.code;
+  request.options = nvrtcOptions(arch, api.include_dir, want_ptxas_statistics && hasDriverCache(api));
+  request.want_ptx = want_ptx;
+  const std::string worker = compileInProcess() ? "" : nvrtcWorkerPath();
+  WorkerAnswer answer = worker.empty() ? compileInThisProcess(api, request)
+                                       : compileInWorker(worker, request, compileTimeoutSeconds());
+  if (!answer.failure.empty())
+    throw CompilerCrashed(fmt::format("the NVRTC worker could not compile {}: {} ({})", src.name, answer.failure, worker));
+  if (answer.result != 0)
     throw CompileError(fmt::format("NVRTC failed to compile {} for {} ({}):\n{}\n--- source ---\n{}", src.name,
-                                   arch, api.getErrorString(rc), out.log, numbered(src.code)),
-                       out.log, numbered(src.code));
-  out.image = prog.cubin();
-  if (want_ptx) out.ptx = prog.ptx();
+                                   arch, answer.result_name, answer.log, numbered(src.code)),
+                       answer.log, numbered(src.code));
+  Cubin out;
+  out.log = std::move(answer.log);
+  out.image = std::move(answer.cubin);
+  out.ptx = std::move(answer.ptx);
   return out;
 }
 

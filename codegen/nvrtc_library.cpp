@@ -61,16 +61,22 @@ std::vector<std::string> pipPackageDirs(const char* sub) {
   return dirs;
 }
 
-// Loads dir/libnvrtc.so.*; NVRTC dlopens its builtins library by soname, which a bare
-// loader search misses for a pip install, so the builtins are preloaded from the same dir.
-void* openInDir(const std::string& dir, std::string* path) {
-  std::vector<std::string> libs, builtins;
-  for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"})
-    if (exists(dir + "/" + name)) libs.push_back(dir + "/" + name);
-  if (libs.empty()) return nullptr;
+// NVRTC dlopens its builtins library by soname, which a bare loader search misses for a pip
+// install, so the builtins are preloaded from the directory of the libnvrtc being loaded.
+void preloadBuiltins(const std::string& dir) {
+  std::vector<std::string> builtins;
   globInto(dir + "/libnvrtc-builtins.so.*", &builtins);
   for (const std::string& b : builtins)
     if (b.find(".alt.") == std::string::npos) ::dlopen(b.c_str(), RTLD_NOW | RTLD_GLOBAL);
+}
+
+// Loads dir/libnvrtc.so.*.
+void* openInDir(const std::string& dir, std::string* path) {
+  std::vector<std::string> libs;
+  for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"})
+    if (exists(dir + "/" + name)) libs.push_back(dir + "/" + name);
+  if (libs.empty()) return nullptr;
+  preloadBuiltins(dir);
   void* h = ::dlopen(libs.front().c_str(), RTLD_NOW | RTLD_LOCAL);
   if (h) *path = libs.front();
   return h;
@@ -87,6 +93,7 @@ void* openNvrtc(const NvrtcEnv& env, std::string* path) {
   std::string forced = envOr("FXFUSE_NVRTC_PATH");
   if (!forced.empty()) {
     if (isDir(forced)) return openInDir(forced, path);
+    preloadBuiltins(parentDir(forced));  // the NVRTC worker names its parent's library by file
     void* h = ::dlopen(forced.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (h) *path = forced;
     return h;  // an explicit choice is not second-guessed by the other locations

@@ -59,6 +59,11 @@ std::string compiledCubin(const codegen::KernelSource& src, const std::string& a
     // A generator bug: the op still answers correctly (ATen), the warning carries the log.
     throw KernelUnavailable(std::string("NVRTC rejected the generated kernel ") + src.name +
                             " (please report a bug): " + e.what() + "\n" + e.log);
+  } catch (const codegen::CompilerCrashed& e) {
+    // NVRTC itself failed in its worker process: this kernel only; the op answers with ATen.
+    stats().compilerCrashes++;
+    throw KernelUnavailable(std::string("the compiler failed on the generated kernel (please report a bug): ") +
+                            e.what());
   } catch (const codegen::CodegenError& e) {
     throw KernelUnavailable(std::string("NVRTC is unavailable: ") + e.what());
   }

@@ -21,6 +21,7 @@ std::vector<std::pair<std::string, int64_t>> RuntimeStats::snapshot() const {
       {"pointwise_launches", pointwiseLaunches.load()},
       {"call_cache_hits", callCacheHits.load()},
       {"kernels_compiled", kernelsCompiled.load()},
+      {"compiler_crashes", compilerCrashes.load()},
       {"memory_hits", memoryHits.load()},
       {"disk_hits", diskHits.load()},
       {"disk_misses", diskMisses.load()},
@@ -36,7 +37,7 @@ std::vector<std::pair<std::string, int64_t>> RuntimeStats::snapshot() const {
 void RuntimeStats::reset() {
   for (auto* c : {&cpuCalls, &launches, &fallbacks, &atenDispatch, &clusterLaunches, &pdlLaunches, &pdlLaunchRefusals,
                   &hopperSplitKLaunches, &hopperOverlapLaunches,
-                  &pointwiseLaunches, &callCacheHits, &kernelsCompiled, &memoryHits, &diskHits, &diskMisses,
+                  &pointwiseLaunches, &callCacheHits, &kernelsCompiled, &compilerCrashes, &memoryHits, &diskHits, &diskMisses,
                   &diskRebuilds, &diskWrites, &diskWriteFailures, &unsafeRegisterFallbacks,
                   &backgroundCompiles, &backgroundCompileCalls})
     c->store(0);

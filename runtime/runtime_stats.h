@@ -34,6 +34,9 @@ struct RuntimeStats {
   std::atomic<int64_t> pointwiseLaunches{0};
   std::atomic<int64_t> callCacheHits{0};     // CUDA calls served by the per-call-site cache
   std::atomic<int64_t> kernelsCompiled{0};   // NVRTC compilations
+  // compiles whose NVRTC worker crashed, hung or could not start (codegen::CompilerCrashed): the op
+  // ran unfused, and the user's process lived on
+  std::atomic<int64_t> compilerCrashes{0};
   std::atomic<int64_t> memoryHits{0};        // kernel found in the in-memory cache
   std::atomic<int64_t> diskHits{0};          // cubin loaded from the disk cache
   std::atomic<int64_t> diskMisses{0};        // no entry on disk: compiled

@@ -207,7 +207,7 @@ def test_bindings_report_state(tmp_path):
     st = C.stats()
     for key in ("launches", "fallbacks", "aten_dispatch", "kernels_compiled", "memory_hits",
                 "disk_hits", "disk_rebuilds", "cpu_calls", "cluster_launches", "pdl_launches", "pdl_launch_refusals", "hopper_split_k_launches",
-                "hopper_overlap_launches",
+                "hopper_overlap_launches", "compiler_crashes",
                 "call_cache_hits"):
         assert key in st and isinstance(st[key], int), key
     C.reset_stats()
