@@ -642,25 +642,58 @@ KernelConfig withSm90StagesKnob(KernelConfig c) {
   return c;
 }
 
-// Measurement knob (bench only): FXFUSE_SM90_EPILOGUE_OVERLAP=1 gives every cooperative 128-row Hopper
-// launch without split-K whose chain has a 16-bit hand-off value (hooks.h epilogueHandoff) the
-// overlapped epilogue (FX_EPI_OVERLAP: the epilogue overlaps the next tile's mainloop), with the deepest
-// ring that fits beside the hand-off (128x256: three stages; FXFUSE_SM90_STAGES, where set,
-// instead). Other launches are as without it. Not in the heuristic or the autotune until measured
-// (bench/sm90/NOTES.md session 46). Read once.
-bool epilogueOverlapKnob() {
-  static const bool on = readBinaryKnob("FXFUSE_SM90_EPILOGUE_OVERLAP") == "1";
-  return on;
+// FXFUSE_SM90_EPILOGUE_OVERLAP (bench and debugging): "1" gives every cooperative 128-row Hopper launch
+// without split-K whose chain has a hand-off the overlapped epilogue (the autotune's candidates too, as
+// always); "0" gives none of them it; unset, the rule (overlapRule) decides. Read once.
+int epilogueOverlapKnob() {
+  static const int knob = [] {
+    const std::string s = readBinaryKnob("FXFUSE_SM90_EPILOGUE_OVERLAP");
+    return s.empty() ? -1 : s == "1" ? 1 : 0;
+  }();
+  return knob;
 }
 
-KernelConfig withEpilogueOverlapKnob(KernelConfig c, const Query& q) {
-  // N % 8 == 0 (the Hopper rule's already): the consumers' hand-off pairs never straddle N
-  if (!epilogueOverlapKnob() || !q.handoff || c.pingpong || c.split_k != 1 || c.bm != 128 || q.shape.N % 8 != 0)
-    return c;
+// Whether c can take the overlapped epilogue (FX_EPI_OVERLAP): a cooperative 128-row tile without
+// split-K, for a chain with a 16-bit hand-off value (hooks.h epilogueHandoff), N % 8 == 0 (the Hopper
+// rule's already: the consumers' hand-off pairs never straddle N).
+bool overlapFits(const KernelConfig& c, const Query& q) {
+  return q.handoff && !c.pingpong && c.split_k == 1 && c.bm == 128 && q.shape.N % 8 == 0;
+}
+
+// c with the overlapped epilogue and the deepest ring that fits beside its hand-off buffer (128x256:
+// three stages; FXFUSE_SM90_STAGES, where set, instead: withSm90StagesKnob).
+KernelConfig overlapped(KernelConfig c) {
   c.epilogue_overlap = true;
   c.threads = sm90ConfigOf(c).threads();
-  // (the heuristic's launch then takes FXFUSE_SM90_STAGES' depth, where set: withSm90StagesKnob)
   while (c.stages > 2 && !sm90ConfigOf(c).fitsSharedMemory()) --c.stages;
+  return c;
+}
+
+// 128x256 cooperative tiles of s.
+long long tiles128x256(const ProblemShape& s) { return (s.M + 127) / 128 * ((s.N + 255) / 256) * s.B; }
+
+// The overlapped epilogue where it was measured ahead of the heuristic's tile (bench/RESULTS.md Run BI,
+// 2026-12-05, bench/sm90/knob_ab.sh, bf16, two rounds, fxfuse / cuBLAS mm):
+//  - on the heuristic's 128x256 cooperative tile at 4096^3 (512 tiles, ~3.9 per SM): bias+GELU 1.056 ->
+//    1.041, GELU + residual 1.125 -> 1.118, bias+ReLU+cast 1.034 -> 1.028, SiLU 1.039 -> 1.038; at 2048 x
+//    4096 x 4096 (256 tiles, ~1.9 per SM) it lost 0.7-4 % (too few tiles a CTA to hide an epilogue
+//    behind: the last one's is never hidden, and the ring is a stage shorter): from 3 tiles per SM;
+//  - instead of the heuristic's ping-pong tile (128x128 for these chains: sm90::chooseConfig's
+//    ReadsResidual), for chains that read a residual at K <= 8192, where the epilogue is a large share
+//    of a tile's time: 8192^3 1.044 -> 1.000, M = 4096, K = 4096, N = 14336 1.124 -> 1.057 (at K = 14336,
+//    N = 4096: 1.024 -> 1.027, a tie: not taken). Against 64x256 ping-pong GELU without a residual
+//    gained 0.1-1.2 %, ReLU+cast and SiLU lost 0.1-2.5 %: those keep ping-pong. Whole tiles only (the
+//    measured shapes).
+KernelConfig overlapRule(const KernelConfig& c, const Query& q) {
+  const int knob = epilogueOverlapKnob();
+  if (knob >= 0) return knob == 1 && overlapFits(c, q) ? overlapped(c) : c;
+  if (!q.heuristic || tiles128x256(q.shape) < 3 * kHopperSms) return c;
+  if (c.bn == 256 && overlapFits(c, q)) return overlapped(c);
+  const ProblemShape& s = q.shape;
+  if (c.pingpong && q.epilogue_load == sm90::EpilogueLoad::ReadsResidual && s.K <= 8192 && s.M % 128 == 0 && s.N % 256 == 0) {
+    const KernelConfig coop = hopperConfigOf(HopperTile{128, 256, 4, false});
+    if (overlapFits(coop, q)) return overlapped(coop);
+  }
   return c;
 }
 
@@ -963,13 +996,14 @@ const VariantRow kRows[] = {
        // 128, and 128x128 ping-pong at K <= 2048); otherwise the
        // tile that fills them (sm90::chooseConfig); split-K where 64x128 tiles are few
        // (sm90::splitKForFewTiles).
-       if (const KernelConfig* forced = forcedTileKnob()) return withSm90StagesKnob(withEpilogueOverlapKnob(*forced, q));
+       if (const KernelConfig* forced = forcedTileKnob())  // as forced: the overlap only where the knob says 1
+         return withSm90StagesKnob(epilogueOverlapKnob() == 1 && overlapFits(*forced, q) ? overlapped(*forced) : *forced);
        if (const int ks = splitKFor(q.shape); ks > 1) return splitKKernelConfig(ks);
        const sm90::GemmConfig g =
            sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, kHopperSms, q.epilogue_load);
        KernelConfig c{"sm90_wgmma", g.bm, g.bn, g.bk, g.stages, g.threads()};
        c.pingpong = g.pingpong;
-       return withSm90StagesKnob(withEpilogueOverlapKnob(c, q));
+       return withSm90StagesKnob(overlapRule(c, q));
      }},
     // Decode-sized M: a memory-bound schedule over the (possibly quantized) weights.
     // At decode sizes Inductor runs cuBLAS (or a slower Triton mm: 4x eager at M=1, issue 7)
@@ -1064,7 +1098,7 @@ Query heuristicQuery(const spec::ChainSpec& checked, const OperandInfo& a, const
   const EpilogueCost cost = epilogueCost(checked);
   Query q{a, b, shape, sm_arch, epilogueRefusal(checked, cost, shape), epilogueLoad(cost)};
   q.product_16bit = productIs16bit(checked);
-  q.handoff = epilogueOverlapKnob() && epilogueHandoff(checked) >= 0;
+  q.handoff = epilogueHandoff(checked) >= 0;
   return q;
 }
 
@@ -1199,9 +1233,9 @@ std::vector<KernelConfig> candidatesValidated(const spec::ChainSpec& checked, co
   if (tiles64x128(shape) < kSplitKMaxTiles)
     for (int ks : {2, 4}) tiles.push_back(splitKKernelConfig(ks));
   for (const KernelConfig& c : tiles) add(c);
-  // FXFUSE_SM90_EPILOGUE_OVERLAP: the cooperative 128-row tiles with the overlapped epilogue too
+  // the cooperative 128-row tiles with the overlapped epilogue too (not with FXFUSE_SM90_EPILOGUE_OVERLAP=0)
   for (const KernelConfig& c : tiles)
-    if (KernelConfig o = withEpilogueOverlapKnob(c, q); o.epilogue_overlap) add(o);
+    if (epilogueOverlapKnob() != 0 && overlapFits(c, q)) add(overlapped(c));
   return out;
 }
 }  // namespace

@@ -36,7 +36,7 @@ const char* kFourColumnInputs =
     "%12 = input 6 bf16 [m,n]\n%13 = add %11 %12 : bf16\noutput %13\n";
 // the differential generator's seed 5001 (F.linear, bias, cos, sin, times a residual): ptxas 13.0 crashed
 // (SIGSEGV, in-process under NVRTC) while the epilogue warps' pair-by-pair path called the out-of-line
-// edge function; a crash here kills the test binary
+// edge function (in the NVRTC worker since, a crash fails the test with CompilerCrashed)
 const char* kSinCosResidual =
     "%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [n,k]\n%2 = mm %0 %1 : f32\n%3 = input 2 bf16 [n]\n"
     "%4 = add %2 %3 : bf16\n%5 = cos %4 : bf16\n%6 = sin %5 : bf16\n%7 = input 3 bf16 [m,n]\n"
@@ -87,6 +87,30 @@ KernelConfig overlapped(int bn, int stages) {
   KernelConfig c{"sm90_wgmma", 128, bn, 64, stages, 384};
   c.epilogue_overlap = true;
   return c;
+}
+
+// The heuristic's rule (config_table.cpp overlapRule, bench/RESULTS.md Run BI): the overlapped epilogue on
+// the 128x256 cooperative tile from three tiles per SM, and in place of ping-pong for chains that
+// read a residual at K <= 8192; not below three tiles per SM, not for other chains' ping-pong, not at
+// K = 14336, not without a hand-off.
+TEST(EpilogueOverlap, TheRuleTakesItWhereMeasuredAhead) {
+  if (!test::hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
+  const spec::ChainSpec gelu = test::biasGeluTanh();
+  const spec::ChainSpec resid = parse(kResidualBf16Product);
+  const auto plan = [](const spec::ChainSpec& s, long long m, long long n, long long k) {
+    return describeConfig(chooseConfigForSize(s, m, n, k, 1, 90));
+  };
+  EXPECT_EQ(plan(gelu, 4096, 4096, 4096), "sm90_wgmma 128x256x64 s3 t384 epioverlap");
+  EXPECT_EQ(plan(resid, 4096, 4096, 4096), "sm90_wgmma 128x256x64 s3 t384 epioverlap");
+  EXPECT_EQ(plan(gelu, 2048, 4096, 4096), "sm90_wgmma 128x256x64 s4 t384");  // 256 tiles: lost 0.7-4 %
+  // (m, n, k): the residual chain where the rule's ping-pong tile lost to it, and at K = 14336 (a tie)
+  EXPECT_EQ(plan(resid, 8192, 8192, 8192), "sm90_wgmma 128x256x64 s3 t384 epioverlap");
+  EXPECT_EQ(plan(resid, 4096, 14336, 4096), "sm90_wgmma 128x256x64 s3 t384 epioverlap");
+  EXPECT_EQ(plan(resid, 4096, 4096, 14336), "sm90_wgmma 128x128x64 s6 t384 pingpong");
+  EXPECT_EQ(plan(gelu, 8192, 8192, 8192), "sm90_wgmma 64x256x64 s5 t384 pingpong");  // no residual
+  // no hand-off (two outputs): the plain tile
+  const spec::ChainSpec two = test::loadSpec("f16_residual_silu_two_outputs");
+  EXPECT_EQ(describeConfig(chooseConfigForSize(two, 4096, 4096, 4096, 1, 90)).find("epioverlap"), std::string::npos);
 }
 
 TEST(EpilogueOverlap, SharedMemoryAndRegisterBudget) {

@@ -23,7 +23,8 @@ BIAS_GELU = HEAD + "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh
 def test_candidates_put_the_heuristic_first():
     c = C.kernel_candidates_for_size(BIAS_GELU, 4096, 4096, 4096)
     assert c[0].split()[0] == C.kernel_variant(BIAS_GELU, 4096, 4096, 4096)[0]
-    assert len(set(c)) == len(c) and sum(x.startswith("sm90_wgmma") for x in c) == 5
+    # five Hopper tiles, the two cooperative 128-row ones again with the overlapped epilogue
+    assert len(set(c)) == len(c) and sum(x.startswith("sm90_wgmma") for x in c) == 7
     assert C.kernel_candidates_for_size(BIAS_GELU, 8, 4096, 4096)[0].startswith("gemv")
 
 
@@ -365,13 +366,13 @@ def test_gemv_width_and_stage_knobs_plan_or_refuse(knob, value, planned):
         assert got[0].startswith(planned) and got[0].endswith(" wgmma"), got
 
 
-@pytest.mark.parametrize("value,planned", [("3", "sm90_wgmma 128x256x64 s3 t384"),
-                                           ("2", "sm90_wgmma 128x256x64 s2 t384"),
+@pytest.mark.parametrize("value,planned", [("3", "sm90_wgmma 128x256x64 s3 t384 epioverlap"),
+                                           ("2", "sm90_wgmma 128x256x64 s2 t384 epioverlap"),
                                            ("5", "FXFUSE_SM90_STAGES=5 does not fit the 128x256 tile in 227 KB"),
                                            ("9", "FXFUSE_SM90_STAGES must be 2 to 8, not '9'")])
 def test_hopper_stages_knob_plans_or_refuses(value, planned):
     """FXFUSE_SM90_STAGES (config_table.cpp sm90StagesKnob; read once per process, so a child each) gives
-    the heuristic's Hopper tile at 4096^3 (128x256 cooperative, 4 stages) that many ring stages, or names
+    the heuristic's Hopper tile at 4096^3 (128x256 cooperative with the overlapped epilogue, 3 stages) that many ring stages, or names
     a bad or too deep value in the error: an A/B run must not measure the rule's depth unawares."""
     got = candidates_in_child(BIAS_GELU, (4096, 4096, 4096), {"FXFUSE_SM90_STAGES": value})
     assert (got if isinstance(got, str) else got[0]) == (f"error: {planned}" if planned.startswith("FXFUSE") else planned)
@@ -400,6 +401,18 @@ def test_hopper_epilogue_overlap_knob_plans_where_a_handoff_exists(spec, size, s
         assert got == f"error: {planned}", got
     else:
         assert got[0] == planned and sum("epioverlap" in c for c in got) == overlapped, got
+
+
+@pytest.mark.parametrize("size,planned", [
+    ((4096, 4096, 4096), "sm90_wgmma 128x256x64 s4 t384"),
+    ((8192, 8192, 8192), "sm90_wgmma 128x128x64 s6 t384 pingpong")])
+def test_hopper_epilogue_overlap_knob_zero_keeps_the_plain_tile(size, planned):
+    """FXFUSE_SM90_EPILOGUE_OVERLAP=0 (the A/B's other side) takes the overlapped epilogue out of the plan
+    and the autotune's candidates: the residual chain at 8192^3 keeps 128x128 ping-pong, where the rule
+    (config_table.cpp overlapRule) takes the overlapped 128x256 cooperative tile."""
+    resid = BIAS_GELU.replace("output %5\n", "%6 = input 3 bf16 [m,n]\n%7 = add %5 %6 : bf16\noutput %7\n")
+    got = candidates_in_child(resid, size, {"FXFUSE_SM90_EPILOGUE_OVERLAP": "0"})
+    assert got[0] == planned and not any("epioverlap" in c for c in got), got
 
 
 @pytest.mark.parametrize("env,planned", [
