@@ -31,7 +31,8 @@ def main():
     args = ap.parse_args()
     import fxfuse._C as C
     C.compile_ptx(*(lambda s, M, K, N: (s, M, N, K, "sm_90"))(*next(iter(KERNELS.values()))))  # NVRTC loaded
-    print(f"{'kernel':28} {'in-process s':>13} {'worker s':>9} {'worker - in-process':>20}")
+    print(f"{'kernel':28} {'in-process s (min / median)':>28} {'worker s (min / median)':>24} "
+          f"{'worker - in-process (min / median)':>36}")
     for name, (spec, M, K, N) in KERNELS.items():
         times = {"here": [], "worker": []}
         for _ in range(args.rounds):
@@ -41,8 +42,10 @@ def main():
                 else:
                     os.environ.pop("FXFUSE_COMPILE_IN_PROCESS", None)
                 times[where].append(timed_compile(C, spec, M, K, N))
-        here, worker = statistics.median(times["here"]), statistics.median(times["worker"])
-        print(f"{name:28} {here:13.3f} {worker:9.3f} {worker - here:+20.3f}")
+        h, w = times["here"], times["worker"]
+        hm, wm = statistics.median(h), statistics.median(w)
+        print(f"{name:28} {min(h):13.3f} / {hm:.3f} {min(w):13.3f} / {wm:.3f} "
+              f"{min(w) - min(h):+23.3f} / {wm - hm:+.3f}")
 
 
 if __name__ == "__main__":
