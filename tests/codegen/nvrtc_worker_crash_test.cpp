@@ -10,16 +10,12 @@
 
 #include "codegen/codegen.h"
 #include "codegen/nvrtc_worker.h"
+#include "test_util.h"
 
 namespace fxfuse::codegen {
 namespace {
 
-KernelSource trivialKernel() {
-  KernelSource src;
-  src.name = "fake_kernel";
-  src.code = "extern \"C\" __global__ void fake_kernel() {}\n";
-  return src;
-}
+KernelSource trivialKernel() { return test::bareKernel("fake_kernel"); }
 
 // compileNvrtc with FAKE_NVRTC_COMPILE=mode; the CompilerCrashed's text, or "" when none was thrown.
 std::string crashText(const char* mode) {

@@ -95,11 +95,8 @@ TEST(NvrtcWorker, CompilesTheSameCubinAsInProcess) {
 // A compile error through the worker is the same CompileError, with NVRTC's log and the source.
 TEST(NvrtcWorker, ReportsCompileErrorsWithTheLog) {
   REQUIRE_NVRTC();
-  KernelSource src;
-  src.name = "broken";
-  src.code = "extern \"C\" __global__ void broken() { undeclared_name(); }\n";
   try {
-    compileNvrtc(src, "sm_80");
+    compileNvrtc(test::bareKernel("broken", " undeclared_name(); "), "sm_80");
     FAIL() << "compiled";
   } catch (const CompileError& e) {
     EXPECT_NE(e.log.find("undeclared_name"), std::string::npos) << e.log;
@@ -109,11 +106,8 @@ TEST(NvrtcWorker, ReportsCompileErrorsWithTheLog) {
 
 TEST(NvrtcWorker, RejectsABadTimeout) {
   REQUIRE_NVRTC();
-  KernelSource src;
-  src.name = "k";
-  src.code = "extern \"C\" __global__ void k() {}\n";
   ::setenv("FXFUSE_COMPILE_TIMEOUT_S", "soon", 1);
-  EXPECT_THROW(compileNvrtc(src, "sm_80"), CodegenError);
+  EXPECT_THROW(compileNvrtc(test::bareKernel("k"), "sm_80"), CodegenError);
   ::unsetenv("FXFUSE_COMPILE_TIMEOUT_S");
 }
 

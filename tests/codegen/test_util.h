@@ -70,6 +70,14 @@ inline spec::ChainSpec biasGeluTanh() {
       "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\noutput %5\n");
 }
 
+// A kernel of its own source: `extern "C" __global__ void NAME() { BODY }` (the NVRTC worker's tests).
+inline KernelSource bareKernel(const std::string& name, const std::string& body = "") {
+  KernelSource src;
+  src.name = name;
+  src.code = "extern \"C\" __global__ void " + name + "() {" + body + "}\n";
+  return src;
+}
+
 // `src` compiled by NVRTC so that its log holds ptxas's register and spill statistics: on the GPU
 // machine NVRTC (12.9+) answered kernels the GPU tests had built from the driver's cache, with an
 // empty log (Run BD calls 3-4; session 43 found the cause), so these compiles bypass it.
