@@ -31,6 +31,8 @@ namespace fxfuse::codegen {
 namespace {
 
 constexpr const char* kWorkerName = "fxfuse-nvrtc-worker";
+// Where no process may be started (a sandbox), the one way to compile at all.
+constexpr const char* kInProcessHint = "; where processes cannot be started, FXFUSE_COMPILE_IN_PROCESS=1 compiles here";
 
 bool isExecutable(const std::string& path) {
   struct stat st;
@@ -134,7 +136,7 @@ WorkerAnswer compileInWorker(const std::string& worker, const WorkerRequest& req
   };
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-    throw crashed(fmt::format("could not start: socketpair: {}", std::strerror(errno)));
+    throw crashed(fmt::format("could not start: socketpair: {}{}", std::strerror(errno), kInProcessHint));
   Fd mine{sv[0]}, theirs{sv[1]};
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -146,7 +148,7 @@ WorkerAnswer compileInWorker(const std::string& worker, const WorkerRequest& req
   pid_t pid = 0;
   const int spawned = ::posix_spawn(&pid, worker.c_str(), &actions, nullptr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) throw crashed(fmt::format("could not start: {}", std::strerror(spawned)));
+  if (spawned != 0) throw crashed(fmt::format("could not start: {}{}", std::strerror(spawned), kInProcessHint));
   theirs.reset();  // the worker's end lives only in the worker: its exit closes the socket
 
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));

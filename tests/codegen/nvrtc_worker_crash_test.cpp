@@ -80,6 +80,7 @@ TEST_F(NvrtcWorkerCrash, AWorkerThatCannotStartOrAnswerIsNamed) {
   ::setenv("FXFUSE_NVRTC_WORKER", "/nonexistent/fxfuse-nvrtc-worker", 1);
   std::string what = crashText("fail");
   EXPECT_NE(what.find("could not start"), std::string::npos) << what;
+  EXPECT_NE(what.find("FXFUSE_COMPILE_IN_PROCESS=1"), std::string::npos) << what;  // the way out, named
   ::setenv("FXFUSE_NVRTC_WORKER", "/bin/true", 1);  // reads nothing, answers nothing, exits 0
   what = crashText("fail");
   EXPECT_NE(what.find("without a whole answer"), std::string::npos) << what;
