@@ -213,6 +213,11 @@ KernelNotReady notReady(const std::string& key) {
 
 bool waitForBackgroundCompiles(long long timeout_ms) { return backgroundCompileQueue().waitIdle(timeout_ms); }
 
+namespace {
+std::shared_ptr<CudaKernel> getKernelLocked(const CudaDriver& d, const CachedSpec& spec, const KernelRequest& r,
+                                            const std::string& key);
+}  // namespace
+
 std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spec,
                                       const KernelRequest& r) {
   const std::string key = memoryKey(r);
@@ -224,6 +229,20 @@ std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spe
     stats().memoryHits++;
     return it->second;
   }
+  if (auto failed = spec.unavailable.find(key); failed != spec.unavailable.end())
+    throw KernelUnavailable(failed->second);
+  try {
+    return getKernelLocked(d, spec, r, key);
+  } catch (const KernelUnavailable& e) {
+    spec.unavailable.emplace(key, e.what());  // the same source would fail the same way
+    throw;
+  }
+}
+
+namespace {
+// getKernel past its memory hits, under spec.kernelsMutex.
+std::shared_ptr<CudaKernel> getKernelLocked(const CudaDriver& d, const CachedSpec& spec, const KernelRequest& r,
+                                            const std::string& key) {
   // mayCompile costs a driver call (stream capture status): asked once per request, when needed.
   std::optional<bool> may_compile;
   const auto mayCompile = [&] {
@@ -297,6 +316,7 @@ std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spe
   spec.kernels.emplace(key, kernel);
   return kernel;
 }
+}  // namespace
 
 int operandInput(const spec::ChainSpec& spec, int which) {
   const int id = spec.values[spec.mmIndex()].operands[which];

@@ -51,8 +51,9 @@ struct KernelRequest {
 };
 
 // Thread-safe. Throws KernelUnavailable, KernelNotReady (KernelCompiling), or std::runtime_error
-// for a driver failure (message from CudaDriver::describe). A background compile that failed
-// throws KernelUnavailable at every later request, without compiling again.
+// for a driver failure (message from CudaDriver::describe). A kernel that could not be had
+// (KernelUnavailable), compiled in the background or not, throws it at every later request,
+// without generating or compiling again.
 std::shared_ptr<CudaKernel> getKernel(const CudaDriver& driver, const CachedSpec& spec,
                                       const KernelRequest& request);
 

@@ -28,6 +28,11 @@ struct CachedSpec {
   // Kernels compiling in the background, or failed there, under the same keys: a request finds
   // them before generating the source again. Under kernelsMutex.
   mutable std::unordered_map<std::string, std::shared_ptr<BackgroundCompile>> compiling;
+  // Kernels that cannot be had (KernelUnavailable: codegen cannot emit it, the compiler rejected or
+  // crashed on it, the device cannot run it), under the same keys, with the reason: a request
+  // throws it again without generating or compiling (each attempt would cost a compile, 0.5-1.5 s,
+  // at every call of the call site). Under kernelsMutex.
+  mutable std::unordered_map<std::string, std::string> unavailable;
   // The unfused path's epilogue kernel failed (runtime/cuda_launch.cpp pointwiseEntry): no new
   // attempt before this time (max: codegen cannot emit it), whatever the call site, so dynamic
   // shapes do not recompile a failing kernel at every new size. Under kernelsMutex.

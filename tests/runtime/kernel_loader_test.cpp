@@ -147,7 +147,8 @@ TEST_F(BackgroundCompileTest, ARequestThatDoesNotWaitLeavesTheWorkerNoModule) {
 }
 
 // A kernel the device cannot run (more shared memory than it allows) is refused once: its module
-// unloaded, no rebuild from source (the same source builds the same cubin).
+// unloaded, no rebuild from source (the same source builds the same cubin), and no new attempt at
+// the next request (a compile that failed or crashed is remembered the same way: CachedSpec::unavailable).
 TEST_F(BackgroundCompileTest, AKernelTooLargeForTheDeviceIsNotRebuilt) {
   const auto spec = getCachedSpec(specText());
   KernelRequest r = request(false);
@@ -159,6 +160,17 @@ TEST_F(BackgroundCompileTest, AKernelTooLargeForTheDeviceIsNotRebuilt) {
   EXPECT_EQ(stats().diskRebuilds - rebuilds, 0);
   EXPECT_EQ(moduleLoads.load(), 1);
   EXPECT_EQ(moduleUnloads.load(), 1);
+  // asked again (the op's next call): the same refusal, without a compile, a disk read or a load
+  const long long hits = stats().diskHits.load();
+  try {
+    getKernel(driver, *spec, r);
+    ADD_FAILURE() << "no refusal the second time";
+  } catch (const KernelUnavailable& e) {
+    EXPECT_NE(std::string(e.what()).find("bytes of shared memory"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(stats().kernelsCompiled - compiled, 1);
+  EXPECT_EQ(stats().diskHits - hits, 0);
+  EXPECT_EQ(moduleLoads.load(), 1);
 }
 
 // A request asks mayCompile (a driver call) at most once, also where it drops a running job.
