@@ -24,10 +24,14 @@ std::string readStdin() {
   }
 }
 
-bool writeStdout(const std::string& bytes) {
+// The answer's descriptor: stdout as the parent gave it, kept aside before NVRTC loads (main), so that
+// anything the compiler prints cannot mix into the answer.
+int answerFd = 1;
+
+bool writeAnswer(const std::string& bytes) {
   size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t n = ::write(1, bytes.data() + done, bytes.size() - done);
+    const ssize_t n = ::write(answerFd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     done += static_cast<size_t>(n);
@@ -53,6 +57,8 @@ fxfuse::codegen::WorkerAnswer answer(const fxfuse::codegen::WorkerRequest& reque
 
 int main() {
   using namespace fxfuse::codegen;
+  answerFd = ::dup(1);
+  if (answerFd < 0 || ::dup2(2, 1) < 0) return 4;  // stdout now goes where stderr goes (/dev/null)
   WorkerRequest request;
   if (!decodeRequest(readStdin(), &request)) return 2;  // the parent reports a worker without an answer
   WorkerAnswer a;
@@ -63,5 +69,5 @@ int main() {
     a.failure = e.what();
   }
   // _exit: NVRTC's static destructors have nothing to give the parent, and must not delay its answer
-  ::_exit(writeStdout(encodeAnswer(a)) ? 0 : 3);
+  ::_exit(writeAnswer(encodeAnswer(a)) ? 0 : 3);
 }

@@ -89,15 +89,19 @@ Transfer sendAll(int fd, const std::string& bytes, Clock::time_point deadline) {
   return Transfer::Done;
 }
 
-// Reads until the worker closes its end (Done: what came is all there is).
+// Reads until a whole answer has come or the worker closes its end (Done: what came is all there is).
+// A whole answer ends the read without waiting for the close: a plain fork() elsewhere in the user's
+// process (a DataLoader's workers) may hold a copy of the worker's end, and the close would not come.
 Transfer readAll(int fd, std::string* out, Clock::time_point deadline) {
   char buf[1 << 16];
+  WorkerAnswer whole;
   for (;;) {
     if (Transfer t = await(fd, POLLIN, deadline); t != Transfer::Done) return t;
     const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) return Transfer::Done;  // closed, or reset by a dying worker
     out->append(buf, static_cast<size_t>(n));
+    if (decodeAnswer(*out, &whole)) return Transfer::Done;
   }
 }
 
