@@ -123,8 +123,13 @@ struct CompileError : std::runtime_error {
 
 // The compiler itself failed on a generated source: NVRTC or its ptxas crashed or hung in the
 // worker process (nvrtc_worker.h), or the worker could not be started. The caller's process lives on.
+// `transient`: the failure says nothing about the source (the worker could not be started for want of
+// processes or memory, or was killed from outside: the OOM killer, a user's kill), so a later attempt
+// may succeed; otherwise (a crash, an exit without an answer, the timeout) the same source fails again.
 struct CompilerCrashed : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit CompilerCrashed(const std::string& what, bool transient = false)
+      : std::runtime_error(what), transient(transient) {}
+  bool transient;
 };
 
 // Where to look for libnvrtc and the CUDA headers besides the defaults (env
@@ -140,6 +145,9 @@ struct Cubin {
   std::string ptx;    // filled when compileNvrtc is asked for it (same compile, for dumps)
   std::string log;    // NVRTC log, with ptxas -v statistics (registers, spills) unless NVRTC answered
                       // from the driver's cache (compileNvrtc's want_ptxas_statistics)
+  // compiled in the calling process, not in the NVRTC worker (FXFUSE_COMPILE_IN_PROCESS=1, or no
+  // worker executable found: nvrtcWorkerPath()); a compiler crash would then have ended the process
+  bool in_process = false;
 };
 
 // --- Selection (codegen/config_table.cpp) ---

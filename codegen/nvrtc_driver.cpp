@@ -162,6 +162,7 @@ Cubin compileNvrtc(const KernelSource& src, const std::string& arch, const Nvrtc
   out.log = std::move(answer.log);
   out.image = std::move(answer.cubin);
   out.ptx = std::move(answer.ptx);
+  out.in_process = worker.empty();
   return out;
 }
 

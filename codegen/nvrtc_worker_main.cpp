@@ -1,6 +1,12 @@
 // fxfuse-nvrtc-worker: compiles one kernel for the process that started it (nvrtc_worker.h). Reads a
 // WorkerRequest from stdin to its end, compiles it with the libnvrtc the request names, writes a
 // WorkerAnswer to stdout and exits. A crash or hang here costs the parent one kernel, not its process.
+// Arguments (nvrtc_worker_spawn.cpp): the parent's pid and the seconds after which it ends itself
+// (0: never); run by hand without them, it only compiles.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -53,10 +59,34 @@ fxfuse::codegen::WorkerAnswer answer(const fxfuse::codegen::WorkerRequest& reque
   return compileInThisProcess(*api, request);
 }
 
+// Descriptors the user's process opened without close-on-exec came along through posix_spawn: closed
+// before anything else, so the worker never holds a pipe or socket open that someone waits on.
+void closeInherited() {
+#ifdef SYS_close_range
+  if (::syscall(SYS_close_range, 3u, ~0u, 0u) == 0) return;
+#endif
+  rlimit lim{};
+  const rlim_t most = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < 65536 ? lim.rlim_cur : 65536;
+  for (int fd = 3; fd < static_cast<int>(most); ++fd) ::close(fd);
+}
+
+// A worker never outlives the compile it serves: it dies with its parent (even one killed by SIGKILL,
+// which cannot kill it first; PR_SET_PDEATHSIG fires when the spawning thread ends, and that thread
+// waits for this worker), and ends itself after its time limit, a backstop for a parent that can
+// neither kill it nor die (stopped).
+void tieToParent(int argc, char** argv) {
+  if (argc < 3) return;
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != static_cast<pid_t>(std::atol(argv[1]))) ::_exit(5);  // the parent died before prctl
+  ::alarm(static_cast<unsigned>(std::strtoul(argv[2], nullptr, 10)));
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   using namespace fxfuse::codegen;
+  tieToParent(argc, argv);
+  closeInherited();
   answerFd = ::dup(1);
   if (answerFd < 0 || ::dup2(2, 1) < 0) return 4;  // stdout now goes where stderr goes (/dev/null)
   WorkerRequest request;

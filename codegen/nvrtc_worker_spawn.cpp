@@ -10,15 +10,19 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -56,10 +60,19 @@ struct Fd {
 
 using Clock = std::chrono::steady_clock;
 
-// Milliseconds left until `deadline` for poll(), at least 0.
+// Milliseconds left until `deadline` for poll(), rounded up (rounded down, poll would return early and
+// the wait would spin through its last millisecond), at least 0.
 int msLeft(Clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
   return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 1 << 30));
+}
+
+// The compile's deadline. Past ~3 years a timeout means none (FXFUSE_COMPILE_TIMEOUT_S=inf): converting
+// it to the clock's ticks would overflow.
+Clock::time_point deadlineAfter(double timeout_s) {
+  constexpr double kNoLimit = 1e8;
+  if (!(timeout_s < kNoLimit)) return Clock::time_point::max();
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
 }
 
 // How a transfer with the worker ended.
@@ -71,8 +84,8 @@ Transfer await(int fd, short events, Clock::time_point deadline) {
     pollfd p{fd, events, 0};
     const int ready = ::poll(&p, 1, msLeft(deadline));
     if (ready > 0) return Transfer::Done;
-    if (ready == 0) return msLeft(deadline) == 0 ? Transfer::TimedOut : Transfer::Done;  // poll rounds down
-    if (errno != EINTR) return Transfer::Broken;
+    if (ready == 0 && Clock::now() >= deadline) return Transfer::TimedOut;
+    if (ready < 0 && errno != EINTR) return Transfer::Broken;
   }
 }
 
@@ -89,7 +102,8 @@ Transfer sendAll(int fd, const std::string& bytes, Clock::time_point deadline) {
   return Transfer::Done;
 }
 
-// Reads until a whole answer has come or the worker closes its end (Done: what came is all there is).
+// Reads until a whole answer has come or the worker closes its end (Done: what came is all there is;
+// Broken: the connection failed, e.g. reset by a dying worker).
 // A whole answer ends the read without waiting for the close: a plain fork() elsewhere in the user's
 // process (a DataLoader's workers) may hold a copy of the worker's end, and the close would not come.
 Transfer readAll(int fd, std::string* out, Clock::time_point deadline) {
@@ -99,23 +113,110 @@ Transfer readAll(int fd, std::string* out, Clock::time_point deadline) {
     if (Transfer t = await(fd, POLLIN, deadline); t != Transfer::Done) return t;
     const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) return Transfer::Done;  // closed, or reset by a dying worker
+    if (n < 0) return Transfer::Broken;
+    if (n == 0) return Transfer::Done;  // closed
     out->append(buf, static_cast<size_t>(n));
     if (decodeAnswer(*out, &whole)) return Transfer::Done;
   }
 }
 
-// The child's exit, as words for an error; "" when it exited 0. A process that ignores SIGCHLD has its
-// children reaped for it (waitpid answers ECHILD): then the answer alone decides.
-std::string reap(pid_t pid) {
-  int status = 0;
-  pid_t got;
-  do got = ::waitpid(pid, &status, 0);
-  while (got < 0 && errno == EINTR);
-  if (got < 0) return "";
-  if (WIFSIGNALED(status)) return fmt::format("killed by signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
-  if (WIFEXITED(status) && WEXITSTATUS(status) != 0) return fmt::format("exited with status {}", WEXITSTATUS(status));
-  return "";
+// Signals that only come from outside the worker (the OOM killer, a user's kill, a hang-up): they say
+// nothing about the source, so the compile may be tried again (CompilerCrashed::transient).
+bool killedFromOutside(int sig) { return sig == SIGKILL || sig == SIGTERM || sig == SIGINT || sig == SIGHUP; }
+
+// How the worker ended.
+struct Exit {
+  std::string failure;     // "" when it exited 0 (or was reaped by someone else)
+  bool transient = false;  // killed from outside
+};
+
+// One started worker. Killed (if it still runs) and reaped on every path out, exceptions included, so
+// neither a hung worker nor a zombie outlives its compile. Signals go through a pidfd where the kernel
+// has them: a plain kill() after someone else reaped the worker (a process that ignores SIGCHLD has its
+// children reaped for it) could hit whatever process took its pid since.
+class WorkerProcess {
+ public:
+  explicit WorkerProcess(pid_t pid) : pid_(pid) {
+#ifdef SYS_pidfd_open
+    pidfd_.fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    gone_ = pidfd_.fd < 0 && errno == ESRCH;  // already exited and reaped: nothing left to signal
+#endif
+  }
+  WorkerProcess(const WorkerProcess&) = delete;
+  WorkerProcess& operator=(const WorkerProcess&) = delete;
+  ~WorkerProcess() {
+    if (pid_ < 0) return;
+    kill();
+    reap();
+  }
+
+  void kill() {
+    if (pid_ < 0 || gone_) return;
+#ifdef SYS_pidfd_send_signal
+    if (pidfd_.fd >= 0) {
+      ::syscall(SYS_pidfd_send_signal, pidfd_.fd, SIGKILL, nullptr, 0);
+      return;
+    }
+#endif
+    ::kill(pid_, SIGKILL);
+  }
+
+  // Waits for the worker's end. A worker that already died stays a zombie until this, so its own
+  // signal is what it reports, even after kill().
+  Exit reap() {
+    int status = 0;
+    pid_t got;
+    do got = ::waitpid(pid_, &status, 0);
+    while (got < 0 && errno == EINTR);
+    pid_ = -1;
+    if (got < 0) return {};  // reaped for us (SIGCHLD ignored): the answer alone decides
+    if (WIFSIGNALED(status)) {
+      const int sig = WTERMSIG(status);
+      return {fmt::format("killed by signal {} ({})", sig, ::strsignal(sig)), killedFromOutside(sig)};
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) != 0) return {fmt::format("exited with status {}", WEXITSTATUS(status))};
+    return {};
+  }
+
+ private:
+  pid_t pid_;
+  Fd pidfd_;
+  bool gone_ = false;
+};
+
+// Where the worker's stderr (and stdout: nvrtc_worker_main.cpp) goes: an anonymous in-memory file whose
+// tail names a crash (a ptxas message, glibc's abort text), else /dev/null.
+int stderrFile() {
+#ifdef MFD_CLOEXEC
+  const int fd = ::memfd_create("fxfuse-nvrtc-worker-stderr", MFD_CLOEXEC);
+  if (fd >= 0) return fd;
+#endif
+  return ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+}
+
+// The last `most` bytes the worker wrote to stderrFile(), as "; its stderr ended: ..." ("" when none).
+std::string stderrTail(int fd, size_t most = 2000) {
+  const off_t size = fd < 0 ? -1 : ::lseek(fd, 0, SEEK_END);
+  if (size <= 0) return "";
+  const off_t from = size > static_cast<off_t>(most) ? size - static_cast<off_t>(most) : 0;
+  std::string tail(static_cast<size_t>(size - from), '\0');
+  const ssize_t n = ::pread(fd, tail.data(), tail.size(), from);
+  if (n <= 0) return "";
+  tail.resize(static_cast<size_t>(n));
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
+  return tail.empty() ? "" : "; its stderr ended: " + tail;
+}
+
+// Starting failures that pass: the system was short of processes, descriptors or memory.
+bool transientStartFailure(int err) {
+  return err == EAGAIN || err == ENOMEM || err == EMFILE || err == ENFILE || err == EINTR;
+}
+
+// The worker's arguments: the parent's pid (it exits if that is no longer its parent) and the seconds
+// after which it ends itself (0: never), a backstop where the parent cannot kill it.
+std::vector<std::string> workerArgs(const std::string& worker, double timeout_s) {
+  const double own_limit = timeout_s < 1e6 ? std::ceil(timeout_s) + 10 : 0;
+  return {worker, std::to_string(::getpid()), fmt::format("{:.0f}", own_limit)};
 }
 
 }  // namespace
@@ -135,27 +236,50 @@ std::string nvrtcWorkerPath() {
 }
 
 WorkerAnswer compileInWorker(const std::string& worker, const WorkerRequest& request, double timeout_s) {
-  const auto crashed = [&](const std::string& why) {
-    return CompilerCrashed(fmt::format("the NVRTC worker compiling {} {} ({})", request.name, why, worker));
+  const auto crashed = [&](const std::string& why, bool transient = false) {
+    return CompilerCrashed(fmt::format("the NVRTC worker compiling {} {} ({})", request.name, why, worker), transient);
+  };
+  const auto cannotStart = [&](const char* what, int err) {
+    return crashed(fmt::format("could not start: {}{}{}", what, std::strerror(err), kInProcessHint),
+                   transientStartFailure(err));
   };
   int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-    throw crashed(fmt::format("could not start: socketpair: {}{}", std::strerror(errno), kInProcessHint));
-  Fd mine{sv[0]}, theirs{sv[1]};
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) throw cannotStart("socketpair: ", errno);
+  Fd mine{sv[0]}, theirs{sv[1]}, err{stderrFile()};
+
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  // dup2 clears close-on-exec on 0 and 1; every other descriptor of ours stays out of the child
+  // dup2 clears close-on-exec on 0, 1 and 2; the worker closes whatever else it inherited (descriptors
+  // the user's process opened without close-on-exec) before it does anything else
   posix_spawn_file_actions_adddup2(&actions, theirs.fd, 0);
   posix_spawn_file_actions_adddup2(&actions, theirs.fd, 1);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  char* argv[] = {const_cast<char*>(worker.c_str()), nullptr};
+  if (err.fd >= 0) posix_spawn_file_actions_adddup2(&actions, err.fd, 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // Its own process group: a Ctrl-C at the terminal interrupts the user's program, not its compiles
+  // (the worker dies with its parent anyway: nvrtc_worker_main.cpp). Signals the parent blocks or
+  // ignores (Python ignores SIGPIPE) are the defaults again, so the worker's own time limit works.
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  for (int sig : {SIGALRM, SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGSEGV, SIGBUS, SIGABRT}) sigaddset(&defaults, sig);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  const std::vector<std::string> args = workerArgs(worker, timeout_s);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
   pid_t pid = 0;
-  const int spawned = ::posix_spawn(&pid, worker.c_str(), &actions, nullptr, argv, environ);
+  const int spawned = ::posix_spawn(&pid, worker.c_str(), &actions, &attr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) throw crashed(fmt::format("could not start: {}{}", std::strerror(spawned), kInProcessHint));
+  posix_spawnattr_destroy(&attr);
+  if (spawned != 0) throw cannotStart("", spawned);
+  WorkerProcess process(pid);
   theirs.reset();  // the worker's end lives only in the worker: its exit closes the socket
 
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  const Clock::time_point deadline = deadlineAfter(timeout_s);
   std::string reply;
   Transfer t = sendAll(mine.fd, encodeRequest(request), deadline);
   if (t == Transfer::Done) {
@@ -163,15 +287,14 @@ WorkerAnswer compileInWorker(const std::string& worker, const WorkerRequest& req
     t = readAll(mine.fd, &reply, deadline);
   }
   // A worker that did not finish is killed before it is waited for: reaping a hung one would hang us.
-  // One that already died stays a zombie until reaped, so its own signal is what reap() reports.
-  if (t != Transfer::Done) ::kill(pid, SIGKILL);
+  if (t != Transfer::Done) process.kill();
   mine.reset();
-  const std::string exit = reap(pid);
+  const Exit exit = process.reap();
   if (t == Transfer::TimedOut)
-    throw crashed(fmt::format("ran past {} s and was killed (FXFUSE_COMPILE_TIMEOUT_S)", timeout_s));
-  if (!exit.empty()) throw crashed(exit);
+    throw crashed(fmt::format("ran past {} s and was killed (FXFUSE_COMPILE_TIMEOUT_S){}", timeout_s, stderrTail(err.fd)));
+  if (!exit.failure.empty()) throw crashed(exit.failure + stderrTail(err.fd), exit.transient);
   WorkerAnswer answer;
-  if (!decodeAnswer(reply, &answer)) throw crashed("ended without a whole answer");
+  if (!decodeAnswer(reply, &answer)) throw crashed("ended without a whole answer" + stderrTail(err.fd));
   return answer;
 }
 

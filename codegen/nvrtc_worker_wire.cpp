@@ -42,6 +42,8 @@ class Reader {
     }
   }
   bool atEnd() const { return ok_ && pos_ == bytes_.size(); }
+  // At most how many more fields can follow (each takes at least its 8-byte length).
+  size_t fieldsLeft() const { return ok_ ? (bytes_.size() - pos_) / 8 : 0; }
 
  private:
   const std::string& bytes_;
@@ -66,8 +68,9 @@ bool decodeRequest(const std::string& bytes, WorkerRequest* r) {
   Reader in(bytes, kRequestTag);
   std::string want_ptx;
   long long n = 0;
-  if (!(in.get(&r->library) && in.get(&r->name) && in.get(&r->code) && in.get(&want_ptx) && in.getInt(&n)) || n < 0)
-    return false;
+  if (!(in.get(&r->library) && in.get(&r->name) && in.get(&r->code) && in.get(&want_ptx) && in.getInt(&n)) || n < 0 ||
+      static_cast<unsigned long long>(n) > in.fieldsLeft())
+    return false;  // a count no message of this size can hold is refused before anything is allocated
   r->want_ptx = want_ptx == "1";
   r->options.assign(static_cast<size_t>(n), "");
   for (std::string& o : r->options)

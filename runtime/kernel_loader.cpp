@@ -52,9 +52,9 @@ bool cachedCubin(const std::string& key, std::string* image) {
 // `src` compiled by NVRTC and stored on disk under `key`.
 std::string compiledCubin(const codegen::KernelSource& src, const std::string& arch, const codegen::NvrtcEnv& env,
                           const std::string& key) {
-  std::string image;
+  codegen::Cubin compiled;
   try {
-    image = codegen::compileNvrtc(src, arch, env).image;
+    compiled = codegen::compileNvrtc(src, arch, env);
   } catch (const codegen::CompileError& e) {
     // A generator bug: the op still answers correctly (ATen), the warning carries the log.
     throw KernelUnavailable(std::string("NVRTC rejected the generated kernel ") + src.name +
@@ -62,14 +62,16 @@ std::string compiledCubin(const codegen::KernelSource& src, const std::string& a
   } catch (const codegen::CompilerCrashed& e) {
     // NVRTC itself failed in its worker process: this kernel only; the op answers with ATen.
     stats().compilerCrashes++;
-    throw KernelUnavailable(std::string("the compiler failed on the generated kernel (please report a bug): ") +
-                            e.what());
+    throw KernelUnavailable(std::string("the compiler failed on the generated kernel") +
+                                (e.transient ? " (it will be tried again later): " : " (please report a bug): ") + e.what(),
+                            e.transient);
   } catch (const codegen::CodegenError& e) {
     throw KernelUnavailable(std::string("NVRTC is unavailable: ") + e.what());
   }
   stats().kernelsCompiled++;
-  (diskCache().store(key, image) ? stats().diskWrites : stats().diskWriteFailures)++;
-  return image;
+  if (compiled.in_process) stats().compilesInProcess++;
+  (diskCache().store(key, compiled.image) ? stats().diskWrites : stats().diskWriteFailures)++;
+  return std::move(compiled.image);
 }
 
 // The cubin for `src`: from disk when a valid entry exists, else compiled and stored.
@@ -132,6 +134,7 @@ struct BackgroundCompile {
   std::string image;
   std::shared_ptr<CudaKernel> kernel;
   std::string error;
+  bool errorTransient = false;  // KernelUnavailable::transient of the failure
 
   // A request that does not wait (precompile, the switch off) drops a Running job and compiles
   // itself; the worker then skips the compile and load it has not started, and unloads a module it
@@ -185,6 +188,10 @@ std::shared_ptr<BackgroundCompile> startBackgroundCompile(const CudaDriver& d, c
       } catch (const std::exception&) {
         // left to the requesting thread, which loads `image` as it loads a disk hit
       }
+    } catch (const KernelUnavailable& e) {
+      job->error = e.what();
+      job->errorTransient = e.transient;
+      state = BackgroundCompile::Failed;
     } catch (const std::exception& e) {
       job->error = e.what();
       state = BackgroundCompile::Failed;
@@ -229,17 +236,25 @@ std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spe
     stats().memoryHits++;
     return it->second;
   }
-  if (auto failed = spec.unavailable.find(key); failed != spec.unavailable.end())
-    throw KernelUnavailable(failed->second);
+  if (const std::string* why = spec.unavailable.find(key, UnavailableKernels::Clock::now()))
+    throw KernelUnavailable(*why);
   try {
     return getKernelLocked(d, spec, r, key);
   } catch (const KernelUnavailable& e) {
-    spec.unavailable.emplace(key, e.what());  // the same source would fail the same way
+    spec.unavailable.record(key, e.what(), e.transient, UnavailableKernels::Clock::now());
     throw;
   }
 }
 
 namespace {
+// A background compile's failure, thrown; getKernel records it in spec.unavailable, which decides from
+// then on (the job is dropped, so a transient failure's retry compiles again).
+[[noreturn]] void failedInBackground(const CachedSpec& spec, decltype(spec.compiling)::iterator job) {
+  const KernelUnavailable failure(job->second->error, job->second->errorTransient);
+  spec.compiling.erase(job);
+  throw failure;
+}
+
 // getKernel past its memory hits, under spec.kernelsMutex.
 std::shared_ptr<CudaKernel> getKernelLocked(const CudaDriver& d, const CachedSpec& spec, const KernelRequest& r,
                                             const std::string& key) {
@@ -255,7 +270,7 @@ std::shared_ptr<CudaKernel> getKernelLocked(const CudaDriver& d, const CachedSpe
     BackgroundCompile& c = *job->second;
     switch (c.state.load(std::memory_order_acquire)) {
       case BackgroundCompile::Failed:
-        throw KernelUnavailable(c.error);  // kept: not compiled again
+        failedInBackground(spec, job);
       case BackgroundCompile::Running:
         if (r.background) throw compiling(key);
         if (!mayCompile()) throw notReady(key);  // the job stays: loaded after the capture
@@ -264,7 +279,7 @@ std::shared_ptr<CudaKernel> getKernelLocked(const CudaDriver& d, const CachedSpe
           break;
         }
         // the worker finished since the state was read: its result, as when Failed or Done
-        if (c.state.load(std::memory_order_acquire) == BackgroundCompile::Failed) throw KernelUnavailable(c.error);
+        if (c.state.load(std::memory_order_acquire) == BackgroundCompile::Failed) failedInBackground(spec, job);
         [[fallthrough]];
       default:  // Done
         if (c.kernel) {  // loaded by the worker: no driver call, so a capture may take it

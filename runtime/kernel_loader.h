@@ -23,9 +23,12 @@ struct CudaKernel {
 };
 
 // No kernel can be had, for a reason the op answers by evaluating with ATen instead (no
-// NVRTC, a spec codegen cannot emit, NVRTC rejected the source). what() is the reason.
+// NVRTC, a spec codegen cannot emit, NVRTC rejected the source). what() is the reason; `transient`:
+// a later attempt may succeed (codegen::CompilerCrashed::transient), so it is retried after a backoff.
 struct KernelUnavailable : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit KernelUnavailable(const std::string& what, bool transient = false)
+      : std::runtime_error(what), transient(transient) {}
+  bool transient;
 };
 // The kernel is not compiled and compiling now is not allowed (CUDA graph capture).
 struct KernelNotReady : std::runtime_error {
@@ -53,7 +56,8 @@ struct KernelRequest {
 // Thread-safe. Throws KernelUnavailable, KernelNotReady (KernelCompiling), or std::runtime_error
 // for a driver failure (message from CudaDriver::describe). A kernel that could not be had
 // (KernelUnavailable), compiled in the background or not, throws it at every later request,
-// without generating or compiling again.
+// without generating or compiling again (a transient failure: until its backoff has passed,
+// unavailable_kernels.h).
 std::shared_ptr<CudaKernel> getKernel(const CudaDriver& driver, const CachedSpec& spec,
                                       const KernelRequest& request);
 

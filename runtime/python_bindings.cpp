@@ -9,6 +9,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/cublas_share.h"
+#include "codegen/nvrtc_worker.h"
 #include "runtime/compile_queue.h"
 #include "runtime/gemm_chain.h"
 #include "runtime/kernel_cache.h"
@@ -226,6 +227,9 @@ PYBIND11_MODULE(_C, m) {
       "Drops the queued background compiles and waits for the running ones (at interpreter exit).");
   m.def("nvrtc_available", &nvrtcAvailable);
   m.def("nvrtc_path", &nvrtcLibraryPath);
+  m.def("nvrtc_worker_path", &fxfuse::codegen::nvrtcWorkerPath,
+        "The fxfuse-nvrtc-worker executable compiles run in; \"\" when none was found (they then run in "
+        "this process, where a compiler crash would end it).");
   m.def("cuda_driver_available", &cudaDriverAvailable);
   m.def("library_version", [] { return std::string(libraryVersion()); },
         "Changes whenever any source compiled into the library changes.");

@@ -22,6 +22,7 @@ std::vector<std::pair<std::string, int64_t>> RuntimeStats::snapshot() const {
       {"call_cache_hits", callCacheHits.load()},
       {"kernels_compiled", kernelsCompiled.load()},
       {"compiler_crashes", compilerCrashes.load()},
+      {"compiles_in_process", compilesInProcess.load()},
       {"memory_hits", memoryHits.load()},
       {"disk_hits", diskHits.load()},
       {"disk_misses", diskMisses.load()},
@@ -37,7 +38,7 @@ std::vector<std::pair<std::string, int64_t>> RuntimeStats::snapshot() const {
 void RuntimeStats::reset() {
   for (auto* c : {&cpuCalls, &launches, &fallbacks, &atenDispatch, &clusterLaunches, &pdlLaunches, &pdlLaunchRefusals,
                   &hopperSplitKLaunches, &hopperOverlapLaunches,
-                  &pointwiseLaunches, &callCacheHits, &kernelsCompiled, &compilerCrashes, &memoryHits, &diskHits, &diskMisses,
+                  &pointwiseLaunches, &callCacheHits, &kernelsCompiled, &compilerCrashes, &compilesInProcess, &memoryHits, &diskHits, &diskMisses,
                   &diskRebuilds, &diskWrites, &diskWriteFailures, &unsafeRegisterFallbacks,
                   &backgroundCompiles, &backgroundCompileCalls})
     c->store(0);

@@ -37,6 +37,9 @@ struct RuntimeStats {
   // compiles whose NVRTC worker crashed, hung or could not start (codegen::CompilerCrashed): the op
   // ran unfused, and the user's process lived on
   std::atomic<int64_t> compilerCrashes{0};
+  // of `kernelsCompiled`: compiled in the user's process, not in the NVRTC worker
+  // (FXFUSE_COMPILE_IN_PROCESS=1, or the worker executable is missing: fxfuse warns at import)
+  std::atomic<int64_t> compilesInProcess{0};
   std::atomic<int64_t> memoryHits{0};        // kernel found in the in-memory cache
   std::atomic<int64_t> diskHits{0};          // cubin loaded from the disk cache
   std::atomic<int64_t> diskMisses{0};        // no entry on disk: compiled

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "runtime/unavailable_kernels.h"
 #include "spec/chain_spec.h"
 
 namespace fxfuse::runtime {
@@ -29,10 +30,9 @@ struct CachedSpec {
   // them before generating the source again. Under kernelsMutex.
   mutable std::unordered_map<std::string, std::shared_ptr<BackgroundCompile>> compiling;
   // Kernels that cannot be had (KernelUnavailable: codegen cannot emit it, the compiler rejected or
-  // crashed on it, the device cannot run it), under the same keys, with the reason: a request
-  // throws it again without generating or compiling (each attempt would cost a compile, 0.5-1.5 s,
-  // at every call of the call site). Under kernelsMutex.
-  mutable std::unordered_map<std::string, std::string> unavailable;
+  // crashed on it, the device cannot run it), under the same keys, with the reason
+  // (unavailable_kernels.h: transient failures are tried again after a backoff). Under kernelsMutex.
+  mutable UnavailableKernels unavailable;
   // The unfused path's epilogue kernel failed (runtime/cuda_launch.cpp pointwiseEntry): no new
   // attempt before this time (max: codegen cannot emit it), whatever the call site, so dynamic
   // shapes do not recompile a failing kernel at every new size. Under kernelsMutex.

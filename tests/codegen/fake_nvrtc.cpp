@@ -1,14 +1,34 @@
 // A stand-in libnvrtc for the NVRTC worker's tests (nvrtc_worker_crash_test.cpp): every entry point
 // fxfuse binds, where nvrtcCompileProgram misbehaves as env FAKE_NVRTC_COMPILE says (read at each
-// compile, so one test process drives several workers): "segv", "abort", "hang", "exit" (the process
-// exits 7 mid-compile), or anything else "fail" (an ordinary compile error with a log).
+// compile, so one test process drives several workers): "segv" and "abort" (each after a line on
+// stderr, as ptxas or glibc would write), "hang", "exit" (the process exits 7 mid-compile), "chatty" (an
+// ordinary compile error after printing to stdout and stderr), or anything else "fail" (an ordinary
+// compile error with a log). With FAKE_NVRTC_PIDFILE set, each compile first writes its process id
+// there (the tests find the worker by it).
 #include <signal.h>
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+
+namespace {
+void say(int fd, const char* text) {
+  if (::write(fd, text, std::strlen(text)) < 0) return;
+}
+void writePidFile() {
+  const char* path = std::getenv("FAKE_NVRTC_PIDFILE");
+  if (!path) return;
+  const std::string tmp = std::string(path) + ".tmp";
+  if (FILE* f = std::fopen(tmp.c_str(), "w")) {
+    std::fprintf(f, "%d\n", static_cast<int>(::getpid()));
+    std::fclose(f);
+    std::rename(tmp.c_str(), path);  // whole or absent for the reader
+  }
+}
+}  // namespace
 
 extern "C" {
 
@@ -30,8 +50,14 @@ int nvrtcDestroyProgram(void** p) {
 int nvrtcCompileProgram(void*, int, const char* const*) {
   const char* mode = std::getenv("FAKE_NVRTC_COMPILE");
   const std::string m = mode ? mode : "";
+  writePidFile();
+  if (m == "segv" || m == "abort") say(2, "fake ptxas: internal error in the register allocator\n");
   if (m == "segv") ::raise(SIGSEGV);
   if (m == "abort") std::abort();
+  if (m == "chatty") {
+    for (int i = 0; i < 2000; ++i) say(1, "FXA1 stdout noise that must not reach the answer\n");
+    say(2, "stderr noise\n");
+  }
   if (m == "hang")
     for (;;) ::pause();
   if (m == "exit") ::_exit(7);

@@ -68,6 +68,20 @@ TEST(NvrtcWorkerWire, EveryTruncationAndTrailingBytesAreRefused) {
   EXPECT_FALSE(decodeAnswer(request, &back));  // the other message's tag
 }
 
+// A request whose option count no message of its size could hold is refused before anything is
+// allocated (a count of 2^40 would ask for terabytes of empty strings).
+TEST(NvrtcWorkerWire, AnImpossibleOptionCountIsRefused) {
+  WorkerRequest r = sampleRequest();
+  r.options.clear();
+  std::string bytes = encodeRequest(r);
+  bytes.resize(bytes.size() - 9);  // the option count "0": its 8-byte length and the digit
+  const std::string count = "1099511627776";
+  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((count.size() >> (8 * i)) & 0xff));
+  bytes += count + std::string(64, 'x');
+  WorkerRequest back;
+  EXPECT_FALSE(decodeRequest(bytes, &back));
+}
+
 TEST(NvrtcWorker, IsBuilt) {
   const std::string worker = nvrtcWorkerPath();
   ASSERT_FALSE(worker.empty()) << "fxfuse-nvrtc-worker not found (built by codegen/CMakeLists.txt)";
@@ -79,10 +93,13 @@ TEST(NvrtcWorker, CompilesTheSameCubinAsInProcess) {
   ASSERT_FALSE(nvrtcWorkerPath().empty());
   const spec::ChainSpec s = test::biasGeluTanh();
   const KernelSource src = generate(s, KernelConfig{"sm80_mma", 128, 128, 32, 2, 256});
+  ::unsetenv("FXFUSE_COMPILE_IN_PROCESS");  // the worker, whatever the caller's environment
   const Cubin worker = test::compileForStatistics(src, "sm_80", /*want_ptx=*/true);
   ::setenv("FXFUSE_COMPILE_IN_PROCESS", "1", 1);
   const Cubin here = test::compileForStatistics(src, "sm_80", /*want_ptx=*/true);
   ::unsetenv("FXFUSE_COMPILE_IN_PROCESS");
+  EXPECT_FALSE(worker.in_process);
+  EXPECT_TRUE(here.in_process);
   EXPECT_GT(worker.image.size(), 1000u);
   EXPECT_EQ(worker.image, here.image);
   EXPECT_EQ(worker.ptx, here.ptx);

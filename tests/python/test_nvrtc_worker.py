@@ -41,6 +41,22 @@ def child(code: str, **env) -> subprocess.CompletedProcess:
 def test_the_worker_is_installed_beside_the_extension():
     worker = os.path.join(os.path.dirname(os.path.abspath(C.__file__)), "fxfuse-nvrtc-worker")
     assert os.access(worker, os.X_OK), worker
+    assert os.path.samefile(C.nvrtc_worker_path(), worker)
+
+
+WARNS = ("import warnings\nwarnings.simplefilter('always')\n"
+         "with warnings.catch_warnings(record=True) as seen:\n    import fxfuse\n"
+         "print([str(w.message) for w in seen if 'NVRTC worker' in str(w.message)])\n")
+
+
+def test_an_install_without_the_worker_warns_at_import():
+    # FXFUSE_NVRTC_WORKER="" names no worker: what an install without the executable finds
+    r = child(WARNS, FXFUSE_NVRTC_WORKER="")
+    assert r.returncode == 0 and "compile in this process" in r.stdout, (r.stdout, r.stderr[-2000:])
+    r = child(WARNS, FXFUSE_NVRTC_WORKER="", FXFUSE_COMPILE_IN_PROCESS="1")  # meant: no warning
+    assert r.returncode == 0 and r.stdout.strip() == "[]", (r.stdout, r.stderr[-2000:])
+    r = child(WARNS)  # the worker beside _C: no warning
+    assert r.returncode == 0 and r.stdout.strip() == "[]", (r.stdout, r.stderr[-2000:])
 
 
 COMPILE = ("import fxfuse._C as C\n"

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -103,6 +104,8 @@ class BackgroundCompileTest : public ::testing::Test {
   }
   void TearDown() override {
     holdWorkers = holdWorkerLoads = false;
+    ::unsetenv("FXFUSE_NVRTC_WORKER");
+    ::unsetenv("FXFUSE_COMPILE_IN_PROCESS");
     waitForBackgroundCompiles(60000);
     if (cacheDir.empty()) return;
     diskCache().setDirectory(previousCacheDir);
@@ -171,6 +174,59 @@ TEST_F(BackgroundCompileTest, AKernelTooLargeForTheDeviceIsNotRebuilt) {
   EXPECT_EQ(stats().kernelsCompiled - compiled, 1);
   EXPECT_EQ(stats().diskHits - hits, 0);
   EXPECT_EQ(moduleLoads.load(), 1);
+}
+
+// A compiler worker killed from outside (here: one that kills itself with SIGKILL, as the OOM killer
+// would) says nothing about the source: the kernel is refused without a new attempt until its backoff
+// (5 s: unavailable_kernels.h) has passed, then compiled, in the foreground and in the background.
+TEST_F(BackgroundCompileTest, AKernelWhoseCompilerWasKilledFromOutsideIsTriedAgainLater) {
+  const std::string worker = cacheDir + "/killed-worker.sh", runs = cacheDir + "/runs";
+  {
+    std::ofstream script(worker);
+    script << "#!/bin/sh\necho run >> '" << runs << "'\nkill -KILL $$\n";
+  }
+  std::filesystem::permissions(worker, std::filesystem::perms::owner_all);
+  const auto countRuns = [&] {
+    std::ifstream in(runs);
+    int n = 0;
+    for (std::string line; std::getline(in, line);) ++n;
+    return n;
+  };
+  ::setenv("FXFUSE_NVRTC_WORKER", worker.c_str(), 1);
+  const auto foreground = getCachedSpec(specText()), background = getCachedSpec(specText());
+  try {
+    getKernel(driver, *foreground, request(false));
+    ADD_FAILURE() << "compiled through a worker that kills itself";
+  } catch (const KernelUnavailable& e) {
+    EXPECT_TRUE(e.transient);
+    EXPECT_NE(std::string(e.what()).find("tried again later"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(getKernel(driver, *background, request(true)), KernelCompiling);
+  ASSERT_TRUE(waitForBackgroundCompiles(60000));
+  EXPECT_THROW(getKernel(driver, *background, request(true)), KernelUnavailable);  // the job's failure
+  EXPECT_EQ(countRuns(), 2);
+  EXPECT_THROW(getKernel(driver, *foreground, request(false)), KernelUnavailable);  // within the backoff:
+  EXPECT_THROW(getKernel(driver, *background, request(true)), KernelUnavailable);   // no new attempt
+  EXPECT_EQ(countRuns(), 2);
+  ::unsetenv("FXFUSE_NVRTC_WORKER");  // the real worker again
+  std::this_thread::sleep_for(UnavailableKernels::kFirstRetry + 100ms);
+  EXPECT_NE(getKernel(driver, *foreground, request(false)), nullptr);
+  EXPECT_THROW(getKernel(driver, *background, request(true)), KernelCompiling);
+  ASSERT_TRUE(waitForBackgroundCompiles(60000));
+  EXPECT_NE(getKernel(driver, *background, request(true)), nullptr);
+  EXPECT_EQ(countRuns(), 2);
+}
+
+// compiles_in_process counts the compiles that ran in this process instead of the NVRTC worker.
+TEST_F(BackgroundCompileTest, ACompileInThisProcessIsCounted) {
+  const long long before = stats().compilesInProcess.load(), compiled = stats().kernelsCompiled.load();
+  ASSERT_NE(getKernel(driver, *getCachedSpec(specText()), request(false)), nullptr);  // in the worker
+  EXPECT_EQ(stats().compilesInProcess - before, 0);
+  ::setenv("FXFUSE_COMPILE_IN_PROCESS", "1", 1);
+  ASSERT_NE(getKernel(driver, *getCachedSpec(specText()), request(false)), nullptr);
+  ::unsetenv("FXFUSE_COMPILE_IN_PROCESS");
+  EXPECT_EQ(stats().compilesInProcess - before, 1);
+  EXPECT_EQ(stats().kernelsCompiled - compiled, 2);
 }
 
 // A request asks mayCompile (a driver call) at most once, also where it drops a running job.
