@@ -114,6 +114,10 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     // from the fragment (1, the default, stages them for 16-byte stores), for A/B runs end to end
     static const std::string staged = readBinaryKnob("FXFUSE_SM90_STAGED_STORE");
     if (!staged.empty()) w.line("#define FX_SM90_STAGED_STORE {}", staged);
+    // measurement knob: FXFUSE_SM90_LAST_EPILOGUE_SHARED=0 leaves the overlapped epilogue's last tile
+    // of a CTA to the three epilogue warps alone (1, the default: the consumers run it beside them)
+    static const std::string last_shared = readBinaryKnob("FXFUSE_SM90_LAST_EPILOGUE_SHARED");
+    if (!last_shared.empty() && c.epilogue_overlap) w.line("#define FX_EPI_LAST_SHARED {}", last_shared);
   }
   w.blank();
 }

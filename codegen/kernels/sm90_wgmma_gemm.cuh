@@ -129,6 +129,11 @@
 #ifndef FX_EPI_OVERLAP
 #define FX_EPI_OVERLAP 0
 #endif
+// With FX_EPI_OVERLAP: the consumers run the CTA's last tile's epilogue beside the epilogue warps (1),
+// or leave it to them (0: the bench knob FXFUSE_SM90_LAST_EPILOGUE_SHARED=0, for A/B runs).
+#ifndef FX_EPI_LAST_SHARED
+#define FX_EPI_LAST_SHARED 1
+#endif
 #ifndef FX_PRODUCER_REGS
 // (88 where the producer warpgroup's other warps run the epilogue, FX_EPI_OVERLAP: at 72 they spilled
 // from three column inputs on; bench/sm90/NOTES.md session 46)
@@ -615,6 +620,88 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     return ts;
   };
 
+#if FX_EPI_OVERLAP
+  // The overlapped epilogue of one tile from the hand-off buffer, run by `nw` warps of which this is
+  // warp `w`: a lane takes 8 columns (16 bytes) of a row, so a warp reads and stores whole 512-byte
+  // rows (BN 256: one row a step; BN 128: two), and the warps take every nw-th row group. The
+  // producer warpgroup's three other warps run every tile's; the CTA's last tile, which no mainloop
+  // follows, the consumers' eight warps run beside them (nw = 11): its epilogue is never hidden, and
+  // three warps alone took ~3x as long over it (the residual chain's loads are latency-bound).
+  const auto overlap_epilogue_tile = [&](const u32 handoff, const int b, const int tm, const int tn, const int w,
+                                         const int nw) {
+    constexpr int LPR = BN / 8, RPW = 32 / LPR;
+    const int lane = tid % 32;
+    const int cb = lane % LPR;
+    const int r0 = w * RPW + lane / LPR;
+    const long long last_row = p.M - 1;
+    const long long col_l = (long long)tn * BN + cb * 8;
+    // the lane's 8 columns are all inside the output or all past it (N % 8 == 0 on the fast
+    // path); past it, the column values and inputs of the last 8 columns are read, not stored
+    const bool store_col = col_l < p.N;
+    const long long col_c = min(col_l, p.N - 8);
+    const bool fast = fx_epilogue2_vec_ok(p) && p.N % 8 == 0;
+    if (fast) {
+      // The lane's column values (a bias: a float a column) once per tile; where a column holds
+      // more than two, per row instead: eight columns' worth live across the row loop spilled
+      // (three or more column inputs; bench/sm90/NOTES.md session 46).
+      constexpr bool kColsOnce = sizeof(FxCol) <= 2 * sizeof(float);
+      FxCol cv[8];
+      if (kColsOnce) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) fx_epilogue_cols(p, b, col_c + 2 * i, cv[2 * i], cv[2 * i + 1]);
+      }
+      // two rows in flight where the column values are few; one where many (spills otherwise)
+#pragma unroll (kColsOnce ? 2 : 1)
+      for (int r = r0; r < BM; r += nw * RPW) {
+        const long long m = (long long)tm * BM + r;
+        const long long mc = min(m, last_row);  // rows past M: row M - 1's inputs, not stored
+        const uint4 h = ld_shared_v4(handoff + (u32)(r * FX_HANDOFF_PITCH + cb * 16));
+#if defined(FX_EPI_STAGED_IN)
+        const uint4 in = __ldg(reinterpret_cast<const uint4*>(fx_staged_in(p, b, mc, col_c)));
+#endif
+        const u32 hw[4] = {h.x, h.y, h.z, h.w};
+        u32 ow[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float2 v = fx_handoff_unpack(hw[i]);
+          FxCol c0, c1;
+          if (kColsOnce) {
+            c0 = cv[2 * i];
+            c1 = cv[2 * i + 1];
+          } else {
+            fx_epilogue_cols(p, b, col_c + 2 * i, c0, c1);
+          }
+#if defined(FX_EPI_STAGED_IN)
+          const u32 iw = i == 0 ? in.x : i == 1 ? in.y : i == 2 ? in.z : in.w;
+          ow[i] = fx_epilogue2_packed(p, b, mc, col_c + 2 * i, v.x, v.y, c0, c1, iw);
+#else
+          ow[i] = fx_epilogue2_packed(p, b, mc, col_c + 2 * i, v.x, v.y, c0, c1);
+#endif
+        }
+        if (m <= last_row && store_col)
+          *reinterpret_cast<uint4*>(fx_staged_out(p, b, m, col_l)) = make_uint4(ow[0], ow[1], ow[2], ow[3]);
+      }
+    } else {
+      // outputs or inputs not laid out for 16-byte words: pair by pair, bounds-checked. Inlined,
+      // not the consumers' out-of-line fx_sm90_edge_pair: ptxas 13.0 crashed (SIGSEGV) on that
+      // call in this setmaxnreg.dec region with sin / cos in the chain (bench/sm90/NOTES.md
+      // session 46).
+      for (int r = r0; r < BM; r += nw * RPW) {
+        const uint4 h = ld_shared_v4(handoff + (u32)(r * FX_HANDOFF_PITCH + cb * 16));
+        const u32 hw[4] = {h.x, h.y, h.z, h.w};
+        const long long m = (long long)tm * BM + r;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float2 v = fx_handoff_unpack(hw[i]);
+          if (m < p.M && col_l + 2 * i < p.N) fx_epilogue2(p, b, m, col_l + 2 * i, v.x, v.y);
+        }
+      }
+    }
+  };
+  // warps running the last tile's epilogue: the producer warpgroup's three and the consumers'
+  constexpr int kEpiWarpsLast = FX_EPI_LAST_SHARED ? 3 + 4 * FX_CONSUMERS : 3;
+#endif
+
   if (wg == 0) {
     // ------------------------------ producer ------------------------------
     setmaxnreg_dec<FX_PRODUCER_REGS>();
@@ -699,81 +786,13 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       // waits for). The consumers wait for that after their next mainloop: where the epilogue of
       // a tile takes longer than a mainloop (a short K), they wait with the tensor cores idle.
       const u32 handoff = __shfl_sync(0xffffffffu, smem, 0) + S * STAGE_BYTES;
-      // A lane takes 8 columns (16 bytes) of a row: a warp reads and stores whole 512-byte rows
-      // (BN 256: one row a step; BN 128: two), the three warps take every third row group.
-      constexpr int LPR = BN / 8, RPW = 32 / LPR;
-      const int lane = tid % 32;
-      const int cb = lane % LPR;
-      const int r0 = (tid / 32 - 1) * RPW + lane / LPR;
-      const long long last_row = p.M - 1;
       for (long long t = ts.tile0; t < ts.tiles; t += ts.tile_step) {
         int b, tm, tn;
         tile_coords(t, ts.mtc, ts.nt, GROUP, b, tm, tn);
-        const long long col_l = (long long)tn * BN + cb * 8;
-        // the lane's 8 columns are all inside the output or all past it (N % 8 == 0 on the fast
-        // path); past it, the column values and inputs of the last 8 columns are read, not stored
-        const bool store_col = col_l < p.N;
-        const long long col_c = min(col_l, p.N - 8);
-        const bool fast = fx_epilogue2_vec_ok(p) && p.N % 8 == 0;
+        const bool last = t + ts.tile_step >= ts.tiles;
         bar_sync_n(FX_BAR_HANDOFF_FULL, FX_EPI_BAR_THREADS);
-        if (fast) {
-          // The lane's column values (a bias: a float a column) once per tile; where a column holds
-          // more than two, per row instead: eight columns' worth live across the row loop spilled
-          // (three or more column inputs; bench/sm90/NOTES.md session 46).
-          constexpr bool kColsOnce = sizeof(FxCol) <= 2 * sizeof(float);
-          FxCol cv[8];
-          if (kColsOnce) {
-#pragma unroll
-            for (int i = 0; i < 4; ++i) fx_epilogue_cols(p, b, col_c + 2 * i, cv[2 * i], cv[2 * i + 1]);
-          }
-          // two rows in flight where the column values are few; one where many (spills otherwise)
-#pragma unroll (kColsOnce ? 2 : 1)
-          for (int r = r0; r < BM; r += 3 * RPW) {
-            const long long m = (long long)tm * BM + r;
-            const long long mc = min(m, last_row);  // rows past M: row M - 1's inputs, not stored
-            const uint4 h = ld_shared_v4(handoff + (u32)(r * FX_HANDOFF_PITCH + cb * 16));
-#if defined(FX_EPI_STAGED_IN)
-            const uint4 in = __ldg(reinterpret_cast<const uint4*>(fx_staged_in(p, b, mc, col_c)));
-#endif
-            const u32 hw[4] = {h.x, h.y, h.z, h.w};
-            u32 ow[4];
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              const float2 v = fx_handoff_unpack(hw[i]);
-              FxCol c0, c1;
-              if (kColsOnce) {
-                c0 = cv[2 * i];
-                c1 = cv[2 * i + 1];
-              } else {
-                fx_epilogue_cols(p, b, col_c + 2 * i, c0, c1);
-              }
-#if defined(FX_EPI_STAGED_IN)
-              const u32 iw = i == 0 ? in.x : i == 1 ? in.y : i == 2 ? in.z : in.w;
-              ow[i] = fx_epilogue2_packed(p, b, mc, col_c + 2 * i, v.x, v.y, c0, c1, iw);
-#else
-              ow[i] = fx_epilogue2_packed(p, b, mc, col_c + 2 * i, v.x, v.y, c0, c1);
-#endif
-            }
-            if (m <= last_row && store_col)
-              *reinterpret_cast<uint4*>(fx_staged_out(p, b, m, col_l)) = make_uint4(ow[0], ow[1], ow[2], ow[3]);
-          }
-        } else {
-          // outputs or inputs not laid out for 16-byte words: pair by pair, bounds-checked. Inlined,
-          // not the consumers' out-of-line fx_sm90_edge_pair: ptxas 13.0 crashed (SIGSEGV) on that
-          // call in this setmaxnreg.dec region with sin / cos in the chain (bench/sm90/NOTES.md
-          // session 46).
-          for (int r = r0; r < BM; r += 3 * RPW) {
-            const uint4 h = ld_shared_v4(handoff + (u32)(r * FX_HANDOFF_PITCH + cb * 16));
-            const u32 hw[4] = {h.x, h.y, h.z, h.w};
-            const long long m = (long long)tm * BM + r;
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              const float2 v = fx_handoff_unpack(hw[i]);
-              if (m < p.M && col_l + 2 * i < p.N) fx_epilogue2(p, b, m, col_l + 2 * i, v.x, v.y);
-            }
-          }
-        }
-        if (t + ts.tile_step < ts.tiles) bar_arrive_n(FX_BAR_HANDOFF_FREE, FX_EPI_BAR_THREADS);
+        overlap_epilogue_tile(handoff, b, tm, tn, tid / 32 - 1, last ? kEpiWarpsLast : 3);
+        if (!last) bar_arrive_n(FX_BAR_HANDOFF_FREE, FX_EPI_BAR_THREADS);
       }
     }
 #endif  // FX_EPI_OVERLAP
@@ -958,7 +977,13 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
           st_shared_u32(hrow + jn * 16 + 8 * FX_HANDOFF_PITCH, fx_handoff2(p, b, n, d[0][4 * jn + 2], d[0][4 * jn + 3]));
         }
       }
-      bar_arrive_n(FX_BAR_HANDOFF_FULL, FX_EPI_BAR_THREADS);
+      if (!FX_EPI_LAST_SHARED || t + ts.tile_step < ts.tiles) {
+        bar_arrive_n(FX_BAR_HANDOFF_FULL, FX_EPI_BAR_THREADS);
+      } else {  // the CTA's last tile: its epilogue beside the epilogue warps
+        bar_sync_n(FX_BAR_HANDOFF_FULL, FX_EPI_BAR_THREADS);
+        overlap_epilogue_tile(__shfl_sync(0xffffffffu, smem, 0) + S * STAGE_BYTES, b, tm, tn, 3 + c * 4 + warp,
+                              kEpiWarpsLast);
+      }
 #else
       // ---- epilogue straight from the accumulator fragment ----
       // m64nNk16 f32 accumulator: d[4j+0,1] = (row, 8j + 2*(lane%4) + {0,1}), d[4j+2,3] = row + 8,
