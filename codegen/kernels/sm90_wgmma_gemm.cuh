@@ -129,10 +129,10 @@
 #ifndef FX_EPI_OVERLAP
 #define FX_EPI_OVERLAP 0
 #endif
-// With FX_EPI_OVERLAP: the consumers run the CTA's last tile's epilogue beside the epilogue warps (1),
-// or leave it to them (0: the bench knob FXFUSE_SM90_LAST_EPILOGUE_SHARED=0, for A/B runs).
+// With FX_EPI_OVERLAP: the consumers run the CTA's last tile's epilogue beside the epilogue warps (1:
+// the bench knob FXFUSE_SM90_LAST_EPILOGUE_SHARED=1, not yet run on a GPU), or leave it to them (0).
 #ifndef FX_EPI_LAST_SHARED
-#define FX_EPI_LAST_SHARED 1
+#define FX_EPI_LAST_SHARED 0
 #endif
 #ifndef FX_PRODUCER_REGS
 // (88 where the producer warpgroup's other warps run the epilogue, FX_EPI_OVERLAP: at 72 they spilled
@@ -622,11 +622,13 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 
 #if FX_EPI_OVERLAP
   // The overlapped epilogue of one tile from the hand-off buffer, run by `nw` warps of which this is
-  // warp `w`: a lane takes 8 columns (16 bytes) of a row, so a warp reads and stores whole 512-byte
+  // warp `w`, once the hand-off is full (it waits for that itself, after the lane's column indices:
+  // the order the epilogue warps had before it was shared, so their code is unchanged): a lane takes 8 columns (16 bytes) of a row, so a warp reads and stores whole 512-byte
   // rows (BN 256: one row a step; BN 128: two), and the warps take every nw-th row group. The
-  // producer warpgroup's three other warps run every tile's; the CTA's last tile, which no mainloop
-  // follows, the consumers' eight warps run beside them (nw = 11): its epilogue is never hidden, and
-  // three warps alone took ~3x as long over it (the residual chain's loads are latency-bound).
+  // producer warpgroup's three other warps run every tile's. With FX_EPI_LAST_SHARED, the consumers'
+  // eight warps run the CTA's last tile's beside them (nw = 11): no mainloop follows that tile, so its
+  // epilogue is never hidden, and the residual chain's loads are latency-bound in three warps (the
+  // estimate of bench/sm90/NOTES.md session 48: ~3x as long as in eleven).
   const auto overlap_epilogue_tile = [&](const u32 handoff, const int b, const int tm, const int tn, const int w,
                                          const int nw) {
     constexpr int LPR = BN / 8, RPW = 32 / LPR;
@@ -640,6 +642,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     const bool store_col = col_l < p.N;
     const long long col_c = min(col_l, p.N - 8);
     const bool fast = fx_epilogue2_vec_ok(p) && p.N % 8 == 0;
+    bar_sync_n(FX_BAR_HANDOFF_FULL, FX_EPI_BAR_THREADS);
     if (fast) {
       // The lane's column values (a bias: a float a column) once per tile; where a column holds
       // more than two, per row instead: eight columns' worth live across the row loop spilled
@@ -790,7 +793,6 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         int b, tm, tn;
         tile_coords(t, ts.mtc, ts.nt, GROUP, b, tm, tn);
         const bool last = t + ts.tile_step >= ts.tiles;
-        bar_sync_n(FX_BAR_HANDOFF_FULL, FX_EPI_BAR_THREADS);
         overlap_epilogue_tile(handoff, b, tm, tn, tid / 32 - 1, last ? kEpiWarpsLast : 3);
         if (!last) bar_arrive_n(FX_BAR_HANDOFF_FREE, FX_EPI_BAR_THREADS);
       }
@@ -980,7 +982,6 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       if (!FX_EPI_LAST_SHARED || t + ts.tile_step < ts.tiles) {
         bar_arrive_n(FX_BAR_HANDOFF_FULL, FX_EPI_BAR_THREADS);
       } else {  // the CTA's last tile: its epilogue beside the epilogue warps
-        bar_sync_n(FX_BAR_HANDOFF_FULL, FX_EPI_BAR_THREADS);
         overlap_epilogue_tile(__shfl_sync(0xffffffffu, smem, 0) + S * STAGE_BYTES, b, tm, tn, 3 + c * 4 + warp,
                               kEpiWarpsLast);
       }

@@ -193,5 +193,25 @@ TEST(EpilogueOverlap, CompilesWithoutSpills) {
     }
 }
 
+// The bench knob FXFUSE_SM90_LAST_EPILOGUE_SHARED=1 (the consumers run the CTA's last tile's epilogue
+// beside the epilogue warps): compiled in, and still without spills at the same registers, on the
+// chains with the most column inputs and a residual.
+TEST(EpilogueOverlap, TheSharedLastTileCompilesWithoutSpills) {
+  if (!test::hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
+  REQUIRE_NVRTC();
+  ::setenv("FXFUSE_SM90_LAST_EPILOGUE_SHARED", "1", 1);
+  for (const char* body : {kResidualBf16Product, kFourColumnInputs})
+    for (const KernelConfig& c : {overlapped(256, 3), overlapped(128, 5)}) {
+      const KernelSource src = generate(parse(body), c);
+      EXPECT_NE(src.code.find("#define FX_EPI_LAST_SHARED 1"), std::string::npos);
+      const Cubin out = test::compileForStatistics(src, "sm_90a");
+      EXPECT_EQ(test::maxSpillBytes(out.log), 0) << describeConfig(c) << "\n" << body << out.log;
+      EXPECT_EQ(test::registersUsed(out.log), 168) << describeConfig(c) << "\n" << out.log;
+    }
+  ::unsetenv("FXFUSE_SM90_LAST_EPILOGUE_SHARED");
+  EXPECT_EQ(generate(parse(kResidualBf16Product), overlapped(256, 3)).code.find("#define FX_EPI_LAST_SHARED 1"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace fxfuse::codegen

@@ -917,16 +917,20 @@ def test_hopper_handoff_chains_on_every_tile():
 
 
 @needs_sm90
+@pytest.mark.parametrize("last_shared", ["0", "1"], ids=["last_tile_epilogue_warps", "last_tile_shared"])
 @pytest.mark.parametrize("scenario", ["layouts", "pipeline", "small_m", "column_edges", "handoffs"])
-def test_hopper_overlapped_epilogue_on_every_tile(scenario):
+def test_hopper_overlapped_epilogue_on_every_tile(scenario, last_shared):
     """FX_EPI_OVERLAP (kernels/sm90_wgmma_gemm.cuh): the consumers hand each tile to the producer
     warpgroup's other warps through shared memory and start the next tile. Both overlapped tiles
     (128x256 at three stages, 128x128 at five) on every scenario of the tile tests: many tiles per
     CTA (the hand-off buffer passed back and forth ~8 times) with 1-4 k-blocks, row and column edges,
     batches with broadcast residuals, decode-sized M; and every kind of hand-off value (the 16-bit
     product, an addmm's bias add, alpha then bias, in bf16 and f16) with the 16-byte path and,
-    with a transposed residual, the pair-by-pair one. Outputs poisoned, per element against float64."""
-    run_child(HOPPER_EVERY_TILE_CHILD, scenario, FXFUSE_SM90_ALL_EPILOGUES="1", FXFUSE_SM90_EPILOGUE_OVERLAP="1")
+    with a transposed residual, the pair-by-pair one. Outputs poisoned, per element against float64.
+    last_shared "1": the bench knob FXFUSE_SM90_LAST_EPILOGUE_SHARED=1, where the consumers run each CTA's
+    last tile's epilogue beside the epilogue warps (not yet run on a GPU when written, session 48)."""
+    run_child(HOPPER_EVERY_TILE_CHILD, scenario, FXFUSE_SM90_ALL_EPILOGUES="1", FXFUSE_SM90_EPILOGUE_OVERLAP="1",
+              FXFUSE_SM90_LAST_EPILOGUE_SHARED=last_shared)
 
 
 # Split-K (FX_SPLIT_K, kernels/sm90_wgmma_gemm.cuh) at decode shapes, forced through
