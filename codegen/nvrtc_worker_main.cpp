@@ -3,19 +3,20 @@
 // WorkerAnswer to stdout and exits. A crash or hang here costs the parent one kernel, not its process.
 // Arguments (nvrtc_worker_spawn.cpp): the parent's pid and the seconds after which it ends itself
 // (0: never); run by hand without them, it only compiles.
+#include <dirent.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "codegen/nvrtc_library.h"
 #include "codegen/nvrtc_worker.h"
+#include "codegen/process_syscalls.h"
 
 namespace {
 
@@ -60,14 +61,19 @@ fxfuse::codegen::WorkerAnswer answer(const fxfuse::codegen::WorkerRequest& reque
 }
 
 // Descriptors the user's process opened without close-on-exec came along through posix_spawn: closed
-// before anything else, so the worker never holds a pipe or socket open that someone waits on.
+// before anything else, so the worker never holds a pipe or socket open that someone waits on. Where
+// close_range is missing (Linux < 5.9), the ones /proc lists.
 void closeInherited() {
-#ifdef SYS_close_range
   if (::syscall(SYS_close_range, 3u, ~0u, 0u) == 0) return;
-#endif
-  rlimit lim{};
-  const rlim_t most = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < 65536 ? lim.rlim_cur : 65536;
-  for (int fd = 3; fd < static_cast<int>(most); ++fd) ::close(fd);
+  std::vector<int> open;
+  if (DIR* dir = ::opendir("/proc/self/fd")) {
+    while (const dirent* e = ::readdir(dir)) {
+      const int fd = std::atoi(e->d_name);
+      if (fd > 2 && fd != ::dirfd(dir)) open.push_back(fd);
+    }
+    ::closedir(dir);
+  }
+  for (int fd : open) ::close(fd);
 }
 
 // A worker never outlives the compile it serves: it dies with its parent (even one killed by SIGKILL,

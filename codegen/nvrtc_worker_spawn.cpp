@@ -13,7 +13,6 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +27,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/nvrtc_worker.h"
+#include "codegen/process_syscalls.h"
 
 extern char** environ;
 
@@ -131,45 +131,38 @@ struct Exit {
 };
 
 // One started worker. Killed (if it still runs) and reaped on every path out, exceptions included, so
-// neither a hung worker nor a zombie outlives its compile. Signals go through a pidfd where the kernel
-// has them: a plain kill() after someone else reaped the worker (a process that ignores SIGCHLD has its
-// children reaped for it) could hit whatever process took its pid since.
+// neither a hung worker nor a zombie outlives its compile. Signalled and waited for through a pidfd
+// where the kernel has them: by pid, a kill() or waitpid() after someone else reaped the worker (a
+// process that ignores SIGCHLD has its children reaped for it) could reach whatever process took its
+// pid since. (The pidfd is opened just after the spawn; a worker reaped and its pid reused within
+// that window would need to exit before reading its request.)
 class WorkerProcess {
  public:
   explicit WorkerProcess(pid_t pid) : pid_(pid) {
-#ifdef SYS_pidfd_open
     pidfd_.fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
     gone_ = pidfd_.fd < 0 && errno == ESRCH;  // already exited and reaped: nothing left to signal
-#endif
   }
   WorkerProcess(const WorkerProcess&) = delete;
   WorkerProcess& operator=(const WorkerProcess&) = delete;
-  ~WorkerProcess() {
+  ~WorkerProcess() {  // formats nothing: it may run while an exception (bad_alloc) unwinds
     if (pid_ < 0) return;
     kill();
-    reap();
+    int status;
+    wait(&status);
   }
 
   void kill() {
     if (pid_ < 0 || gone_) return;
-#ifdef SYS_pidfd_send_signal
-    if (pidfd_.fd >= 0) {
-      ::syscall(SYS_pidfd_send_signal, pidfd_.fd, SIGKILL, nullptr, 0);
-      return;
-    }
-#endif
-    ::kill(pid_, SIGKILL);
+    if (pidfd_.fd >= 0 && ::syscall(SYS_pidfd_send_signal, pidfd_.fd, SIGKILL, nullptr, 0) == 0) return;
+    if (pidfd_.fd >= 0 && errno == ESRCH) return;  // exited and reaped
+    ::kill(pid_, SIGKILL);                          // no pidfd, or its call refused (a sandbox)
   }
 
-  // Waits for the worker's end. A worker that already died stays a zombie until this, so its own
-  // signal is what it reports, even after kill().
+  // Waits for the worker's end and says how it ended. A worker that already died stays a zombie
+  // until this, so its own signal is what it reports, even after kill().
   Exit reap() {
     int status = 0;
-    pid_t got;
-    do got = ::waitpid(pid_, &status, 0);
-    while (got < 0 && errno == EINTR);
-    pid_ = -1;
-    if (got < 0) return {};  // reaped for us (SIGCHLD ignored): the answer alone decides
+    if (!wait(&status)) return {};  // reaped for us (SIGCHLD ignored): the answer alone decides
     if (WIFSIGNALED(status)) {
       const int sig = WTERMSIG(status);
       return {fmt::format("killed by signal {} ({})", sig, ::strsignal(sig)), killedFromOutside(sig)};
@@ -179,31 +172,58 @@ class WorkerProcess {
   }
 
  private:
+  // Waits for the worker (by its pidfd where there is one); false when it was reaped by someone else.
+  // *status as waitpid() gives it.
+  bool wait(int* status) {
+    const pid_t pid = pid_;
+    pid_ = -1;
+    if (pidfd_.fd >= 0) {
+      siginfo_t info{};
+      int r;
+      do r = ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.fd), &info, WEXITED);
+      while (r < 0 && errno == EINTR);
+      if (r == 0) {
+        *status = info.si_code == CLD_EXITED ? (info.si_status & 0xff) << 8 : (info.si_status & 0x7f);
+        return true;
+      }
+      if (errno != EINVAL && errno != ENOSYS) return false;  // ECHILD: reaped for us
+    }
+    pid_t got;
+    do got = ::waitpid(pid, status, 0);
+    while (got < 0 && errno == EINTR);
+    return got == pid;
+  }
+
   pid_t pid_;
   Fd pidfd_;
   bool gone_ = false;
 };
 
 // Where the worker's stderr (and stdout: nvrtc_worker_main.cpp) goes: an anonymous in-memory file whose
-// tail names a crash (a ptxas message, glibc's abort text), else /dev/null.
+// tail names a crash (a ptxas message, glibc's abort text), else /dev/null. Sealed at kStderrBytes: a
+// compiler that floods it until the timeout keeps its first megabyte, not all of it in memory (its
+// writes past that fail; pages are taken only as written).
+constexpr off_t kStderrBytes = 1 << 20;
 int stderrFile() {
-#ifdef MFD_CLOEXEC
-  const int fd = ::memfd_create("fxfuse-nvrtc-worker-stderr", MFD_CLOEXEC);
-  if (fd >= 0) return fd;
-#endif
+  const int fd = ::memfd_create("fxfuse-nvrtc-worker-stderr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd >= 0) {
+    if (::ftruncate(fd, kStderrBytes) == 0) ::fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL);
+    return fd;
+  }
   return ::open("/dev/null", O_WRONLY | O_CLOEXEC);
 }
 
 // The last `most` bytes the worker wrote to stderrFile(), as "; its stderr ended: ..." ("" when none).
+// Its descriptor's offset (shared with the worker's copy) is how much it wrote.
 std::string stderrTail(int fd, size_t most = 2000) {
-  const off_t size = fd < 0 ? -1 : ::lseek(fd, 0, SEEK_END);
-  if (size <= 0) return "";
-  const off_t from = size > static_cast<off_t>(most) ? size - static_cast<off_t>(most) : 0;
-  std::string tail(static_cast<size_t>(size - from), '\0');
+  const off_t written = fd < 0 ? -1 : ::lseek(fd, 0, SEEK_CUR);
+  if (written <= 0) return "";
+  const off_t from = written > static_cast<off_t>(most) ? written - static_cast<off_t>(most) : 0;
+  std::string tail(static_cast<size_t>(written - from), '\0');
   const ssize_t n = ::pread(fd, tail.data(), tail.size(), from);
   if (n <= 0) return "";
   tail.resize(static_cast<size_t>(n));
-  while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ' || tail.back() == '\0')) tail.pop_back();
   return tail.empty() ? "" : "; its stderr ended: " + tail;
 }
 

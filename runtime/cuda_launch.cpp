@@ -610,8 +610,10 @@ std::shared_ptr<CallEntry> pointwiseEntry(const CudaDriver& d, const Plan& plan,
     e->transient = true;
     return e;
   } catch (const std::exception& e) {
+    // for good where the kernel cannot be had, unless that may pass (KernelUnavailable::transient)
+    const auto* unavailable = dynamic_cast<const KernelUnavailable*>(&e);
     const Clock::time_point retryAt =
-        dynamic_cast<const KernelUnavailable*>(&e) ? Clock::time_point::max() : Clock::now() + kRetryAfter;
+        unavailable && !unavailable->transient ? Clock::time_point::max() : Clock::now() + kRetryAfter;
     {
       std::lock_guard<std::mutex> lock(plan.entry->kernelsMutex);
       plan.entry->pointwiseRetryAt = retryAt;

@@ -236,8 +236,8 @@ std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spe
     stats().memoryHits++;
     return it->second;
   }
-  if (const std::string* why = spec.unavailable.find(key, UnavailableKernels::Clock::now()))
-    throw KernelUnavailable(*why);
+  if (const UnavailableKernels::Failure* failed = spec.unavailable.find(key, UnavailableKernels::Clock::now()))
+    throw KernelUnavailable(failed->why, failed->transient);
   try {
     return getKernelLocked(d, spec, r, key);
   } catch (const KernelUnavailable& e) {

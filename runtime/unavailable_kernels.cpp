@@ -1,24 +1,24 @@
 #include "runtime/unavailable_kernels.h"
 
-#include <algorithm>
-
 namespace fxfuse::runtime {
 
-const std::string* UnavailableKernels::find(const std::string& key, Clock::time_point now) const {
+const UnavailableKernels::Failure* UnavailableKernels::find(const std::string& key, Clock::time_point now) const {
   const auto it = failures_.find(key);
-  return it != failures_.end() && now < it->second.retryAt ? &it->second.why : nullptr;
+  return it != failures_.end() && now < it->second.retryAt ? &it->second : nullptr;
 }
 
 void UnavailableKernels::record(const std::string& key, const std::string& why, bool transient,
                                 Clock::time_point now) {
   Failure& f = failures_[key];
   f.why = why;
-  if (!transient) {
+  f.transient = transient && ++f.transientFailures < kMostTransientFailures;
+  if (!f.transient) {
+    if (transient) f.why += " (the " + std::to_string(f.transientFailures) + "th such failure: not tried again)";
     f.retryAt = Clock::time_point::max();
     return;
   }
-  const int doublings = std::min(f.transientFailures++, 10);
-  const auto wait = std::min<Clock::duration>(kFirstRetry * (1 << doublings), kLongestRetry);
+  Clock::duration wait = kFirstRetry;
+  for (int i = 1; i < f.transientFailures; ++i) wait *= kBackoffFactor;
   f.retryAt = now + wait;
 }
 

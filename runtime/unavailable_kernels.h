@@ -5,9 +5,10 @@
 // Most reasons hold for good: codegen cannot emit the spec, the compiler rejected or crashed on the
 // source, the device cannot run the kernel: the same source fails the same way. A transient one (the
 // compiler's worker could not be started for want of processes or memory, or was killed from outside:
-// codegen::CompilerCrashed::transient) says nothing about the source, so the kernel is tried again after
-// a backoff that doubles with each failure (5 s, 10 s, ... at most 10 min): a system short of memory
-// is not made shorter by a compile at every call.
+// codegen::CompilerCrashed::transient) says nothing about the source, so the kernel is tried again
+// after a backoff: 10 s, 1 min, 6 min. The fourth transient failure holds for good: a kernel whose
+// compile the OOM killer ends every time must not keep taking the machine's memory (the killer may pick
+// the user's own process next).
 #pragma once
 
 #include <chrono>
@@ -19,20 +20,24 @@ namespace fxfuse::runtime {
 class UnavailableKernels {
  public:
   using Clock = std::chrono::steady_clock;
-  static constexpr std::chrono::seconds kFirstRetry{5}, kLongestRetry{600};
+  static constexpr std::chrono::seconds kFirstRetry{10};
+  static constexpr int kBackoffFactor = 6;
+  static constexpr int kMostTransientFailures = 4;  // the last of them holds for good
 
-  // The reason `key` cannot be had at `now`, or null when it may be tried (never failed, or its
-  // transient failure's backoff has passed).
-  const std::string* find(const std::string& key, Clock::time_point now) const;
-  // Records that `key` failed at `now` for `why`; `transient` failures are retried after the backoff.
+  struct Failure {
+    std::string why;
+    bool transient = false;  // tried again at retryAt
+    Clock::time_point retryAt = Clock::time_point::max();
+    int transientFailures = 0;
+  };
+
+  // Why `key` cannot be had at `now`, or null when it may be tried (never failed, or its transient
+  // failure's backoff has passed).
+  const Failure* find(const std::string& key, Clock::time_point now) const;
+  // Records that `key` failed at `now` for `why`.
   void record(const std::string& key, const std::string& why, bool transient, Clock::time_point now);
 
  private:
-  struct Failure {
-    std::string why;
-    Clock::time_point retryAt;  // max(): never
-    int transientFailures = 0;
-  };
   std::unordered_map<std::string, Failure> failures_;
 };
 

@@ -200,6 +200,9 @@ TEST(EpilogueOverlap, TheSharedLastTileCompilesWithoutSpills) {
   if (!test::hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   REQUIRE_NVRTC();
   ::setenv("FXFUSE_SM90_LAST_EPILOGUE_SHARED", "1", 1);
+  struct Unset {
+    ~Unset() { ::unsetenv("FXFUSE_SM90_LAST_EPILOGUE_SHARED"); }
+  } unset;  // also when an exception leaves the loop
   for (const char* body : {kResidualBf16Product, kFourColumnInputs})
     for (const KernelConfig& c : {overlapped(256, 3), overlapped(128, 5)}) {
       const KernelSource src = generate(parse(body), c);

@@ -17,6 +17,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/nvrtc_worker.h"
+#include "codegen/process_syscalls.h"
 #include "test_util.h"
 
 namespace fxfuse::codegen {
@@ -40,6 +41,18 @@ Crash crashOf(const char* mode) {
   return {};
 }
 std::string crashText(const char* mode) { return crashOf(mode).what; }
+
+// compileNvrtc with FAKE_NVRTC_COMPILE=mode: the log of the CompileError it threw ("" and a failure if none).
+std::string compileErrorLog(const char* mode) {
+  ::setenv("FAKE_NVRTC_COMPILE", mode, 1);
+  try {
+    compileNvrtc(trivialKernel(), "sm_90a");
+    ADD_FAILURE() << "compiled";
+  } catch (const CompileError& e) {
+    return e.log;
+  }
+  return "";
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -74,9 +87,11 @@ class HangingCompile {
     thread_ = std::thread([this] { crash_ = crashOf("hang"); });
     worker = awaitWorkerPid(pidfile_);
   }
-  // Kills the worker (with `sig`) and waits for the compile's answer.
+  // Kills the worker (with `sig`) and waits for the compile's answer; once (then the worker's pid may
+  // be another process's).
   Crash end(int sig = SIGKILL) {
     if (worker > 0) ::kill(worker, sig);
+    worker = -1;
     if (thread_.joinable()) thread_.join();
     return crash_;
   }
@@ -93,7 +108,10 @@ class HangingCompile {
   Crash crash_;
 };
 
-std::string pidFile(const char* test) { return ::testing::TempDir() + "fxfuse_worker_" + test + ".pid"; }
+// This process's pid file for `test` (two test runs at once must not read each other's workers).
+std::string pidFile(const char* test) {
+  return ::testing::TempDir() + "fxfuse_worker_" + std::to_string(::getpid()) + "_" + test + ".pid";
+}
 
 class NvrtcWorkerCrash : public ::testing::Test {
  protected:
@@ -127,13 +145,7 @@ TEST_F(NvrtcWorkerCrash, AnAbortIsNamed) {
 
 // What the compiler prints, to stdout too, never mixes into the answer: the compile error comes back whole.
 TEST_F(NvrtcWorkerCrash, ACompilerThatPrintsCannotCorruptTheAnswer) {
-  ::setenv("FAKE_NVRTC_COMPILE", "chatty", 1);
-  try {
-    compileNvrtc(trivialKernel(), "sm_90a");
-    FAIL() << "compiled";
-  } catch (const CompileError& e) {
-    EXPECT_NE(e.log.find("the fake NVRTC compiles nothing"), std::string::npos) << e.log;
-  }
+  EXPECT_NE(compileErrorLog("chatty").find("the fake NVRTC compiles nothing"), std::string::npos);
 }
 
 // A worker killed from outside (the OOM killer, a user's kill) says nothing about the source: the
@@ -180,15 +192,24 @@ TEST_F(NvrtcWorkerCrash, AWorkerDiesWithItsParent) {
     ::_exit(0);
   }
   const pid_t worker = awaitWorkerPid(pidfile);
+  // watched by a pidfd (readable once it ends) where the kernel has one: its pid could be reused
+  const int watch = worker > 0 ? static_cast<int>(::syscall(SYS_pidfd_open, worker, 0)) : -1;
   ::kill(parent, SIGKILL);
   ::waitpid(parent, nullptr, 0);
   ASSERT_GT(worker, 0) << "the worker never started compiling";
   bool died = false;
-  for (const auto until = Clock::now() + std::chrono::seconds(5); !died && Clock::now() < until;) {
-    died = !running(worker);
-    if (!died) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (watch >= 0) {
+    pollfd ended{watch, POLLIN, 0};
+    died = ::poll(&ended, 1, 5000) == 1;
+    if (!died) ::syscall(SYS_pidfd_send_signal, watch, SIGKILL, nullptr, 0);  // not left behind by a failing test
+    ::close(watch);
+  } else {
+    for (const auto until = Clock::now() + std::chrono::seconds(5); !died && Clock::now() < until;) {
+      died = !running(worker);
+      if (!died) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!died) ::kill(worker, SIGKILL);
   }
-  if (!died) ::kill(worker, SIGKILL);  // not left behind by a failing test
   EXPECT_TRUE(died) << "the worker " << worker << " outlived its parent";
   std::remove(pidfile.c_str());
 }
@@ -252,13 +273,7 @@ TEST_F(NvrtcWorkerCrash, AHangIsKilledAtTheTimeout) {
 
 // The fake's ordinary compile error comes back as the CompileError it is, log included.
 TEST_F(NvrtcWorkerCrash, AnOrdinaryCompileErrorIsNotACrash) {
-  ::setenv("FAKE_NVRTC_COMPILE", "fail", 1);
-  try {
-    compileNvrtc(trivialKernel(), "sm_90a");
-    FAIL() << "compiled";
-  } catch (const CompileError& e) {
-    EXPECT_NE(e.log.find("the fake NVRTC compiles nothing"), std::string::npos) << e.log;
-  }
+  EXPECT_NE(compileErrorLog("fail").find("the fake NVRTC compiles nothing"), std::string::npos);
 }
 
 TEST_F(NvrtcWorkerCrash, AWorkerThatCannotStartOrAnswerIsNamed) {

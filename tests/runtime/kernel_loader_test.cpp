@@ -104,9 +104,9 @@ class BackgroundCompileTest : public ::testing::Test {
   }
   void TearDown() override {
     holdWorkers = holdWorkerLoads = false;
+    waitForBackgroundCompiles(60000);  // before the environment changes under a compile thread
     ::unsetenv("FXFUSE_NVRTC_WORKER");
     ::unsetenv("FXFUSE_COMPILE_IN_PROCESS");
-    waitForBackgroundCompiles(60000);
     if (cacheDir.empty()) return;
     diskCache().setDirectory(previousCacheDir);
     std::error_code ignored;
@@ -178,9 +178,11 @@ TEST_F(BackgroundCompileTest, AKernelTooLargeForTheDeviceIsNotRebuilt) {
 
 // A compiler worker killed from outside (here: one that kills itself with SIGKILL, as the OOM killer
 // would) says nothing about the source: the kernel is refused without a new attempt until its backoff
-// (5 s: unavailable_kernels.h) has passed, then compiled, in the foreground and in the background.
+// (10 s: unavailable_kernels.h) has passed, then compiled, in the foreground and in the background.
 TEST_F(BackgroundCompileTest, AKernelWhoseCompilerWasKilledFromOutsideIsTriedAgainLater) {
-  const std::string worker = cacheDir + "/killed-worker.sh", runs = cacheDir + "/runs";
+  // the script in the build folder, not under /tmp (which may be mounted noexec)
+  const std::string worker = std::filesystem::current_path() / ("killed-worker-" + std::to_string(::getpid()) + ".sh");
+  const std::string runs = cacheDir + "/runs";
   {
     std::ofstream script(worker);
     script << "#!/bin/sh\necho run >> '" << runs << "'\nkill -KILL $$\n";
@@ -215,6 +217,7 @@ TEST_F(BackgroundCompileTest, AKernelWhoseCompilerWasKilledFromOutsideIsTriedAga
   ASSERT_TRUE(waitForBackgroundCompiles(60000));
   EXPECT_NE(getKernel(driver, *background, request(true)), nullptr);
   EXPECT_EQ(countRuns(), 2);
+  std::filesystem::remove(worker);
 }
 
 // compiles_in_process counts the compiles that ran in this process instead of the NVRTC worker.
