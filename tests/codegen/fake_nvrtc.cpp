@@ -2,7 +2,8 @@
 // fxfuse binds, where nvrtcCompileProgram misbehaves as env FAKE_NVRTC_COMPILE says (read at each
 // compile, so one test process drives several workers): "segv" and "abort" (each after a line on
 // stderr, as ptxas or glibc would write), "hang", "exit" (the process exits 7 mid-compile), "chatty" (an
-// ordinary compile error after printing to stdout and stderr), or anything else "fail" (an ordinary
+// ordinary compile error after printing to stdout and stderr), "flood" (4 MB on stderr, then SIGSEGV), or
+// anything else "fail" (an ordinary
 // compile error with a log). With FAKE_NVRTC_PIDFILE set, each compile first writes its process id
 // there (the tests find the worker by it).
 #include <signal.h>
@@ -54,6 +55,12 @@ int nvrtcCompileProgram(void*, int, const char* const*) {
   if (m == "segv" || m == "abort") say(2, "fake ptxas: internal error in the register allocator\n");
   if (m == "segv") ::raise(SIGSEGV);
   if (m == "abort") std::abort();
+  if (m == "flood") {  // 4 MB on stderr, then a crash
+    std::string line(1023, 'x');
+    line += '\n';
+    for (int i = 0; i < 4096; ++i) say(2, line.c_str());
+    ::raise(SIGSEGV);
+  }
   if (m == "chatty") {
     for (int i = 0; i < 2000; ++i) say(1, "FXA1 stdout noise that must not reach the answer\n");
     say(2, "stderr noise\n");

@@ -143,6 +143,15 @@ TEST_F(NvrtcWorkerCrash, AnAbortIsNamed) {
   EXPECT_FALSE(c.transient);
 }
 
+// A compiler that floods stderr (4 MB) is still named by its crash, in a message of bounded size: the
+// in-memory file is sealed at 1 MB, and its writes failing past that must not change how it ends.
+TEST_F(NvrtcWorkerCrash, AFloodOnStderrIsCappedAndTheCrashStillNamed) {
+  const Crash c = crashOf("flood");
+  EXPECT_NE(c.what.find("killed by signal 11"), std::string::npos) << c.what.substr(0, 300);
+  EXPECT_NE(c.what.find("its stderr ended: xxxx"), std::string::npos) << c.what.substr(0, 300);
+  EXPECT_LT(c.what.size(), 4000u);
+}
+
 // What the compiler prints, to stdout too, never mixes into the answer: the compile error comes back whole.
 TEST_F(NvrtcWorkerCrash, ACompilerThatPrintsCannotCorruptTheAnswer) {
   EXPECT_NE(compileErrorLog("chatty").find("the fake NVRTC compiles nothing"), std::string::npos);
