@@ -67,11 +67,13 @@ int msLeft(Clock::time_point deadline) {
   return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 1 << 30));
 }
 
-// The compile's deadline. Past ~3 years a timeout means none (FXFUSE_COMPILE_TIMEOUT_S=inf): converting
-// it to the clock's ticks would overflow.
+// A timeout from this many seconds (11 days) on means none (FXFUSE_COMPILE_TIMEOUT_S=inf): the deadline
+// is then never (converting inf to the clock's ticks would overflow) and the worker sets no alarm.
+constexpr double kNoLimitSeconds = 1e6;
+
+// The compile's deadline.
 Clock::time_point deadlineAfter(double timeout_s) {
-  constexpr double kNoLimit = 1e8;
-  if (!(timeout_s < kNoLimit)) return Clock::time_point::max();
+  if (!(timeout_s < kNoLimitSeconds)) return Clock::time_point::max();
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
 }
 
@@ -130,6 +132,13 @@ struct Exit {
   bool transient = false;  // killed from outside
 };
 
+// What waiting for the worker learned: nothing (someone else reaped it), or its signal or exit code.
+struct Ended {
+  bool known = false;
+  int signal = 0;  // 0: it exited, with `code`
+  int code = 0;
+};
+
 // One started worker. Killed (if it still runs) and reaped on every path out, exceptions included, so
 // neither a hung worker nor a zombie outlives its compile. Signalled and waited for through a pidfd
 // where the kernel has them: by pid, a kill() or waitpid() after someone else reaped the worker (a
@@ -147,8 +156,7 @@ class WorkerProcess {
   ~WorkerProcess() {  // formats nothing: it may run while an exception (bad_alloc) unwinds
     if (pid_ < 0) return;
     kill();
-    int status;
-    wait(&status);
+    wait();
   }
 
   void kill() {
@@ -161,20 +169,15 @@ class WorkerProcess {
   // Waits for the worker's end and says how it ended. A worker that already died stays a zombie
   // until this, so its own signal is what it reports, even after kill().
   Exit reap() {
-    int status = 0;
-    if (!wait(&status)) return {};  // reaped for us (SIGCHLD ignored): the answer alone decides
-    if (WIFSIGNALED(status)) {
-      const int sig = WTERMSIG(status);
-      return {fmt::format("killed by signal {} ({})", sig, ::strsignal(sig)), killedFromOutside(sig)};
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) != 0) return {fmt::format("exited with status {}", WEXITSTATUS(status))};
-    return {};
+    const Ended e = wait();
+    if (e.signal) return {fmt::format("killed by signal {} ({})", e.signal, ::strsignal(e.signal)), killedFromOutside(e.signal)};
+    if (e.code) return {fmt::format("exited with status {}", e.code)};
+    return {};  // exited 0, or reaped for us (SIGCHLD ignored): the answer alone decides
   }
 
  private:
-  // Waits for the worker (by its pidfd where there is one); false when it was reaped by someone else.
-  // *status as waitpid() gives it.
-  bool wait(int* status) {
+  // Waits for the worker, by its pidfd where there is one.
+  Ended wait() {
     const pid_t pid = pid_;
     pid_ = -1;
     if (pidfd_.fd >= 0) {
@@ -182,16 +185,15 @@ class WorkerProcess {
       int r;
       do r = ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.fd), &info, WEXITED);
       while (r < 0 && errno == EINTR);
-      if (r == 0) {
-        *status = info.si_code == CLD_EXITED ? (info.si_status & 0xff) << 8 : (info.si_status & 0x7f);
-        return true;
-      }
-      if (errno != EINVAL && errno != ENOSYS) return false;  // ECHILD: reaped for us
+      if (r == 0) return info.si_code == CLD_EXITED ? Ended{true, 0, info.si_status} : Ended{true, info.si_status, 0};
+      if (errno != EINVAL && errno != ENOSYS) return {};  // ECHILD: reaped for us
     }
+    int status = 0;
     pid_t got;
-    do got = ::waitpid(pid, status, 0);
+    do got = ::waitpid(pid, &status, 0);
     while (got < 0 && errno == EINTR);
-    return got == pid;
+    if (got != pid) return {};
+    return WIFSIGNALED(status) ? Ended{true, WTERMSIG(status), 0} : Ended{true, 0, WEXITSTATUS(status)};
   }
 
   pid_t pid_;
@@ -236,7 +238,7 @@ bool transientStartFailure(int err) {
 // The worker's arguments: the parent's pid (it exits if that is no longer its parent) and the seconds
 // after which it ends itself (0: never), a backstop where the parent cannot kill it.
 std::vector<std::string> workerArgs(const std::string& worker, double timeout_s) {
-  const double own_limit = timeout_s < 1e6 ? std::ceil(timeout_s) + 10 : 0;
+  const double own_limit = timeout_s < kNoLimitSeconds ? std::ceil(timeout_s) + 10 : 0;
   return {worker, std::to_string(::getpid()), fmt::format("{:.0f}", own_limit)};
 }
 

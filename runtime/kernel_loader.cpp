@@ -124,7 +124,7 @@ std::shared_ptr<CudaKernel> load(const CudaDriver& d, codegen::KernelSource src,
 
 // One kernel compiling on backgroundCompileQueue(): the worker compiles it and loads it into the
 // requester's CUDA context, fills `kernel` (or, where the load failed there, only `image`; or
-// `error`), then publishes `state` in finished(); requesting threads read those only after seeing
+// `failure`), then publishes `state` in finished(); requesting threads read those only after seeing
 // Done / Failed, or after abandon() failed (the worker had finished). A loaded kernel is taken
 // without a driver call, so a CUDA graph may capture its first launch.
 struct BackgroundCompile {
@@ -133,8 +133,7 @@ struct BackgroundCompile {
   codegen::KernelSource source;
   std::string image;
   std::shared_ptr<CudaKernel> kernel;
-  std::string error;
-  bool errorTransient = false;  // KernelUnavailable::transient of the failure
+  std::optional<KernelUnavailable> failure;  // what a request throws once the state is Failed
 
   // A request that does not wait (precompile, the switch off) drops a Running job and compiles
   // itself; the worker then skips the compile and load it has not started, and unloads a module it
@@ -189,14 +188,13 @@ std::shared_ptr<BackgroundCompile> startBackgroundCompile(const CudaDriver& d, c
         // left to the requesting thread, which loads `image` as it loads a disk hit
       }
     } catch (const KernelUnavailable& e) {
-      job->error = e.what();
-      job->errorTransient = e.transient;
+      job->failure = e;
       state = BackgroundCompile::Failed;
     } catch (const std::exception& e) {
-      job->error = e.what();
+      job->failure.emplace(e.what());
       state = BackgroundCompile::Failed;
     } catch (...) {
-      job->error = "the background compile of " + job->source.name + " failed";
+      job->failure.emplace("the background compile of " + job->source.name + " failed");
       state = BackgroundCompile::Failed;
     }
     if (job->finished(state) && job->kernel) unload(*driver, *job->kernel);  // abandoned: nobody will launch it
@@ -221,36 +219,10 @@ KernelNotReady notReady(const std::string& key) {
 bool waitForBackgroundCompiles(long long timeout_ms) { return backgroundCompileQueue().waitIdle(timeout_ms); }
 
 namespace {
-std::shared_ptr<CudaKernel> getKernelLocked(const CudaDriver& d, const CachedSpec& spec, const KernelRequest& r,
-                                            const std::string& key);
-}  // namespace
-
-std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spec,
-                                      const KernelRequest& r) {
-  const std::string key = memoryKey(r);
-  // One compile at a time per spec: a second thread wanting the same kernel waits for it
-  // rather than compiling it again.
-  std::lock_guard<std::mutex> lock(spec.kernelsMutex);
-  auto it = spec.kernels.find(key);
-  if (it != spec.kernels.end()) {
-    stats().memoryHits++;
-    return it->second;
-  }
-  if (const UnavailableKernels::Failure* failed = spec.unavailable.find(key, UnavailableKernels::Clock::now()))
-    throw KernelUnavailable(failed->why, failed->transient);
-  try {
-    return getKernelLocked(d, spec, r, key);
-  } catch (const KernelUnavailable& e) {
-    spec.unavailable.record(key, e.what(), e.transient, UnavailableKernels::Clock::now());
-    throw;
-  }
-}
-
-namespace {
 // A background compile's failure, thrown; getKernel records it in spec.unavailable, which decides from
 // then on (the job is dropped, so a transient failure's retry compiles again).
 [[noreturn]] void failedInBackground(const CachedSpec& spec, decltype(spec.compiling)::iterator job) {
-  const KernelUnavailable failure(job->second->error, job->second->errorTransient);
+  const KernelUnavailable failure = *job->second->failure;
   spec.compiling.erase(job);
   throw failure;
 }
@@ -332,6 +304,27 @@ std::shared_ptr<CudaKernel> getKernelLocked(const CudaDriver& d, const CachedSpe
   return kernel;
 }
 }  // namespace
+
+std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spec,
+                                      const KernelRequest& r) {
+  const std::string key = memoryKey(r);
+  // One compile at a time per spec: a second thread wanting the same kernel waits for it
+  // rather than compiling it again.
+  std::lock_guard<std::mutex> lock(spec.kernelsMutex);
+  auto it = spec.kernels.find(key);
+  if (it != spec.kernels.end()) {
+    stats().memoryHits++;
+    return it->second;
+  }
+  if (const UnavailableKernels::Failure* failed = spec.unavailable.find(key, UnavailableKernels::Clock::now()))
+    throw KernelUnavailable(failed->why, failed->transient());
+  try {
+    return getKernelLocked(d, spec, r, key);
+  } catch (const KernelUnavailable& e) {
+    spec.unavailable.record(key, e.what(), e.transient, UnavailableKernels::Clock::now());
+    throw;
+  }
+}
 
 int operandInput(const spec::ChainSpec& spec, int which) {
   const int id = spec.values[spec.mmIndex()].operands[which];

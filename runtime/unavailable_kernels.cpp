@@ -11,9 +11,8 @@ void UnavailableKernels::record(const std::string& key, const std::string& why, 
                                 Clock::time_point now) {
   Failure& f = failures_[key];
   f.why = why;
-  f.transient = transient && ++f.transientFailures < kMostTransientFailures;
-  if (!f.transient) {
-    if (transient) f.why += " (the " + std::to_string(f.transientFailures) + "th such failure: not tried again)";
+  if (!transient || ++f.transientFailures >= kMostTransientFailures) {
+    if (transient) f.why += " (" + std::to_string(f.transientFailures) + " such failures: not tried again)";
     f.retryAt = Clock::time_point::max();
     return;
   }

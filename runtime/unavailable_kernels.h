@@ -26,9 +26,9 @@ class UnavailableKernels {
 
   struct Failure {
     std::string why;
-    bool transient = false;  // tried again at retryAt
-    Clock::time_point retryAt = Clock::time_point::max();
+    Clock::time_point retryAt = Clock::time_point::max();  // max(): never
     int transientFailures = 0;
+    bool transient() const { return retryAt != Clock::time_point::max(); }  // tried again at retryAt
   };
 
   // Why `key` cannot be had at `now`, or null when it may be tried (never failed, or its transient

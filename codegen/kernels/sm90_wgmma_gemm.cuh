@@ -623,8 +623,9 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 #if FX_EPI_OVERLAP
   // The overlapped epilogue of one tile from the hand-off buffer, run by `nw` warps of which this is
   // warp `w`, once the hand-off is full (it waits for that itself, after the lane's column indices:
-  // the order the epilogue warps had before it was shared, so their code is unchanged): a lane takes 8 columns (16 bytes) of a row, so a warp reads and stores whole 512-byte
-  // rows (BN 256: one row a step; BN 128: two), and the warps take every nw-th row group. The
+  // the order the epilogue warps had before it was shared, so their code is unchanged). A lane takes
+  // 8 columns (16 bytes) of a row, so a warp reads and stores whole 512-byte rows (BN 256: one row a
+  // step; BN 128: two), and the warps take every nw-th row group. The
   // producer warpgroup's three other warps run every tile's. With FX_EPI_LAST_SHARED, the consumers'
   // eight warps run the CTA's last tile's beside them (nw = 11): no mainloop follows that tile, so its
   // epilogue is never hidden, and the residual chain's loads are latency-bound in three warps (the

@@ -18,7 +18,7 @@ TEST(UnavailableKernels, AFailureForGoodHoldsForever) {
   u.record("k", "the compiler crashed", /*transient=*/false, t0);
   ASSERT_NE(u.find("k", t0), nullptr);
   EXPECT_EQ(u.find("k", t0)->why, "the compiler crashed");
-  EXPECT_FALSE(u.find("k", t0)->transient);
+  EXPECT_FALSE(u.find("k", t0)->transient());
   EXPECT_NE(u.find("k", t0 + seconds(365 * 24 * 3600)), nullptr);
   EXPECT_EQ(u.find("other", t0), nullptr);
 }
@@ -29,13 +29,13 @@ TEST(UnavailableKernels, ATransientFailureIsRetriedAfterABackoffThenHoldsForGood
   for (int wait : {10, 60, 360}) {  // each failure waits six times as long as the one before
     u.record("k", "the worker was killed", /*transient=*/true, t);
     ASSERT_NE(u.find("k", t + seconds(wait - 1)), nullptr) << wait;
-    EXPECT_TRUE(u.find("k", t + seconds(wait - 1))->transient);
+    EXPECT_TRUE(u.find("k", t + seconds(wait - 1))->transient());
     EXPECT_EQ(u.find("k", t + seconds(wait)), nullptr) << wait;  // tried again
     t += seconds(wait);
   }
   u.record("k", "the worker was killed", true, t);  // the fourth: for good
   ASSERT_NE(u.find("k", t + seconds(365 * 24 * 3600)), nullptr);
-  EXPECT_FALSE(u.find("k", t)->transient);
+  EXPECT_FALSE(u.find("k", t)->transient());
   EXPECT_NE(u.find("k", t)->why.find("not tried again"), std::string::npos) << u.find("k", t)->why;
 }
 
