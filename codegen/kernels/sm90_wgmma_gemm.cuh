@@ -131,6 +131,8 @@
 #endif
 // With FX_EPI_OVERLAP: the consumers run the CTA's last tile's epilogue beside the epilogue warps (1:
 // the bench knob FXFUSE_SM90_LAST_EPILOGUE_SHARED=1, not yet run on a GPU), or leave it to them (0).
+// With 1 they give back their registers (setmaxnreg.dec to the epilogue warps' count) and join the
+// epilogue warps' loop after the roles' branches, so the epilogue's code is compiled once.
 #ifndef FX_EPI_LAST_SHARED
 #define FX_EPI_LAST_SHARED 0
 #endif
@@ -654,9 +656,8 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 #pragma unroll
         for (int i = 0; i < 4; ++i) fx_epilogue_cols(p, b, col_c + 2 * i, cv[2 * i], cv[2 * i + 1]);
       }
-      // two rows in flight where the column values are few; one where many (spills otherwise)
-#pragma unroll (kColsOnce ? 2 : 1)
-      for (int r = r0; r < BM; r += nw * RPW) {
+      // One row of the lane's 8 columns; a row past the tile (`live` false) is read, not stored.
+      const auto epilogue_row = [&](const int r, const bool live) {
         const long long m = (long long)tm * BM + r;
         const long long mc = min(m, last_row);  // rows past M: row M - 1's inputs, not stored
         const uint4 h = ld_shared_v4(handoff + (u32)(r * FX_HANDOFF_PITCH + cb * 16));
@@ -682,9 +683,26 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
           ow[i] = fx_epilogue2_packed(p, b, mc, col_c + 2 * i, v.x, v.y, c0, c1);
 #endif
         }
-        if (m <= last_row && store_col)
+        if (live && m <= last_row && store_col)
           *reinterpret_cast<uint4*>(fx_staged_out(p, b, m, col_l)) = make_uint4(ow[0], ow[1], ow[2], ow[3]);
+      };
+      // two rows in flight where the column values are few; one where many (spills otherwise)
+      constexpr int kRowsInFlight = kColsOnce ? 2 : 1;
+#if FX_EPI_LAST_SHARED
+      // nw is not a constant here (3, or 11 for the last tile): an unrolled loop would test for its
+      // end between the two rows, and the second row's loads would wait for the first row's store.
+      // A step of rows in flight with no branch between them keeps their loads together.
+      for (int r = r0; r < BM; r += kRowsInFlight * nw * RPW) {
+#pragma unroll
+        for (int k = 0; k < kRowsInFlight; ++k) {
+          const int rk = r + k * nw * RPW;
+          epilogue_row(rk < BM ? rk : r, rk < BM);
+        }
       }
+#else
+#pragma unroll kRowsInFlight
+      for (int r = r0; r < BM; r += nw * RPW) epilogue_row(r, true);
+#endif
     } else {
       // outputs or inputs not laid out for 16-byte words: pair by pair, bounds-checked. Inlined,
       // not the consumers' out-of-line fx_sm90_edge_pair: ptxas 13.0 crashed (SIGSEGV) on that
@@ -704,6 +722,24 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   };
   // warps running the last tile's epilogue: the producer warpgroup's three and the consumers'
   constexpr int kEpiWarpsLast = FX_EPI_LAST_SHARED ? 3 + 4 * FX_CONSUMERS : 3;
+  // The epilogue warps' loop from tile `start` on, as warp `w`: tile by tile, in the consumers'
+  // order, wait for the hand-off, run the chain from it and store, and free the buffer for the
+  // consumers' next tile once the tile's rows are done (reads and stores interleave row by row; not
+  // after the CTA's last tile, which no consumer waits for). The consumers wait for that after their
+  // next mainloop: where the epilogue of a tile takes longer than a mainloop (a short K), they wait
+  // with the tensor cores idle. Without FX_EPI_LAST_SHARED the producer warpgroup's other three warps
+  // run it in their own branch; with it, after the roles' branches, where the consumers join it for
+  // their last tile (one copy of the epilogue's code: +25 % compile time as a second, session 48).
+  const auto overlap_epilogue_tiles = [&](const TileSpace& ts, const int w, const long long start) {
+    const u32 handoff = __shfl_sync(0xffffffffu, smem, 0) + S * STAGE_BYTES;
+    for (long long t = start; t < ts.tiles; t += ts.tile_step) {
+      int b, tm, tn;
+      tile_coords(t, ts.mtc, ts.nt, GROUP, b, tm, tn);
+      const bool last = t + ts.tile_step >= ts.tiles;
+      overlap_epilogue_tile(handoff, b, tm, tn, w, last ? kEpiWarpsLast : 3);
+      if (!last) bar_arrive_n(FX_BAR_HANDOFF_FREE, FX_EPI_BAR_THREADS);
+    }
+  };
 #endif
 
   if (wg == 0) {
@@ -781,24 +817,12 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         }
       }
     }
-#if FX_EPI_OVERLAP
+#if FX_EPI_OVERLAP && !FX_EPI_LAST_SHARED
     else {
       // ------------- the epilogue, in the producer warpgroup's other three warps -------------
-      // Tile by tile, in the consumers' order: wait for the hand-off, run the chain from it and
-      // store, and free the buffer for the consumers' next tile once the tile's rows are done
-      // (reads and stores interleave row by row; not after the CTA's last tile, which no consumer
-      // waits for). The consumers wait for that after their next mainloop: where the epilogue of
-      // a tile takes longer than a mainloop (a short K), they wait with the tensor cores idle.
-      const u32 handoff = __shfl_sync(0xffffffffu, smem, 0) + S * STAGE_BYTES;
-      for (long long t = ts.tile0; t < ts.tiles; t += ts.tile_step) {
-        int b, tm, tn;
-        tile_coords(t, ts.mtc, ts.nt, GROUP, b, tm, tn);
-        const bool last = t + ts.tile_step >= ts.tiles;
-        overlap_epilogue_tile(handoff, b, tm, tn, tid / 32 - 1, last ? kEpiWarpsLast : 3);
-        if (!last) bar_arrive_n(FX_BAR_HANDOFF_FREE, FX_EPI_BAR_THREADS);
-      }
+      overlap_epilogue_tiles(ts, tid / 32 - 1, ts.tile0);
     }
-#endif  // FX_EPI_OVERLAP
+#endif
   } else {
     // ------------------------------ consumers -----------------------------
     setmaxnreg_inc<FX_CONSUMER_REGS>();
@@ -980,12 +1004,8 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
           st_shared_u32(hrow + jn * 16 + 8 * FX_HANDOFF_PITCH, fx_handoff2(p, b, n, d[0][4 * jn + 2], d[0][4 * jn + 3]));
         }
       }
-      if (!FX_EPI_LAST_SHARED || t + ts.tile_step < ts.tiles) {
-        bar_arrive_n(FX_BAR_HANDOFF_FULL, FX_EPI_BAR_THREADS);
-      } else {  // the CTA's last tile: its epilogue beside the epilogue warps
-        overlap_epilogue_tile(__shfl_sync(0xffffffffu, smem, 0) + S * STAGE_BYTES, b, tm, tn, 3 + c * 4 + warp,
-                              kEpiWarpsLast);
-      }
+      // the CTA's last tile with FX_EPI_LAST_SHARED: the joined epilogue below waits on FULL
+      if (!FX_EPI_LAST_SHARED || t + ts.tile_step < ts.tiles) bar_arrive_n(FX_BAR_HANDOFF_FULL, FX_EPI_BAR_THREADS);
 #else
       // ---- epilogue straight from the accumulator fragment ----
       // m64nNk16 f32 accumulator: d[4j+0,1] = (row, 8j + 2*(lane%4) + {0,1}), d[4j+2,3] = row + 8,
@@ -1114,7 +1134,23 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       }
 #endif  // FX_EPI_OVERLAP
     }
+#if FX_EPI_OVERLAP && FX_EPI_LAST_SHARED
+    // The accumulators are dead: down to the epilogue warps' registers, so that the epilogue below,
+    // which both roles reach, is one copy of the code allocated for one register count.
+    setmaxnreg_dec<FX_PRODUCER_REGS>();
+#endif
   }
+#if FX_EPI_OVERLAP && FX_EPI_LAST_SHARED
+  // The consumers join the epilogue warps for the CTA's last tile (one iteration of their loop).
+  // (One call site: a second would inline the epilogue's code again.)
+  if (wg > 0 || tid >= 32) {
+    const TileSpace ts = tile_space();
+    const bool consumer = wg > 0;
+    const long long last = ts.tile0 + (ts.tiles - 1 - ts.tile0) / ts.tile_step * ts.tile_step;
+    overlap_epilogue_tiles(ts, consumer ? 3 + (wg - 1) * 4 + tid / 32 : tid / 32 - 1,
+                           consumer && ts.tile0 < ts.tiles ? last : ts.tile0);
+  }
+#endif  // FX_EPI_OVERLAP
   if constexpr (CS > 1) {
     // no CTA may exit while a peer can still multicast into it, store into its shared memory or
     // arrive on its barriers
