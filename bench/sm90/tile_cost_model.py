@@ -1,6 +1,6 @@
 """A single cost model of the Hopper tiles, fitted to compare_tiles' measurements: a prototype for
 replacing sm90::chooseConfig's list of measured special cases (slot area, then the 128x256 /
-64x256 / 64x128 exceptions, equal rounds, unaligned N) with one formula (docs/STATUS.md, "the
+64x256 / 64x128 exceptions, equal rounds, unaligned N) with one formula (docs/SESSIONS.md, "the
 single tile cost model"). Prints how often the model's tile and the library's heuristic are the
 fastest measured tile or within 2 %, in sample and with the shapes in eight folds, each left out
 of its fit.
