@@ -223,9 +223,11 @@ static_assert(FX_A_KMAJOR == 1, "sm90 template needs A K-contiguous");
 #define FX_HANDOFF_BYTES (FX_EPI_OVERLAP ? FX_BM * FX_HANDOFF_PITCH : 0)
 // Named barriers of the hand-off (0 is __syncthreads'; the staged stores' 1-8 are not compiled in
 // with FX_EPI_OVERLAP): FULL, the consumers' 256 threads arrive and the producer warpgroup's three
-// epilogue warps wait; FREE, the other way round.
+// epilogue warps wait; FREE, the other way round. CONSUMERS: the consumers alone, between their
+// setmaxnreg.inc and .dec with FX_EPI_LAST_SHARED.
 #define FX_BAR_HANDOFF_FULL 1
 #define FX_BAR_HANDOFF_FREE 2
+#define FX_BAR_CONSUMERS 3
 #define FX_EPI_BAR_THREADS (128 * FX_CONSUMERS + 96)
 // The dynamic shared memory this layout needs: the ring, the staging buffer or the hand-off, the
 // split-K partial buffer, the slack for the 1024-byte alignment.
@@ -656,8 +658,8 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 #pragma unroll
         for (int i = 0; i < 4; ++i) fx_epilogue_cols(p, b, col_c + 2 * i, cv[2 * i], cv[2 * i + 1]);
       }
-      // One row of the lane's 8 columns; a row past the tile (`live` false) is read, not stored.
-      const auto epilogue_row = [&](const int r, const bool live) {
+      // One row of the lane's 8 columns.
+      const auto epilogue_row = [&](const int r) {
         const long long m = (long long)tm * BM + r;
         const long long mc = min(m, last_row);  // rows past M: row M - 1's inputs, not stored
         const uint4 h = ld_shared_v4(handoff + (u32)(r * FX_HANDOFF_PITCH + cb * 16));
@@ -683,7 +685,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
           ow[i] = fx_epilogue2_packed(p, b, mc, col_c + 2 * i, v.x, v.y, c0, c1);
 #endif
         }
-        if (live && m <= last_row && store_col)
+        if (m <= last_row && store_col)
           *reinterpret_cast<uint4*>(fx_staged_out(p, b, m, col_l)) = make_uint4(ow[0], ow[1], ow[2], ow[3]);
       };
       // two rows in flight where the column values are few; one where many (spills otherwise)
@@ -691,17 +693,18 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 #if FX_EPI_LAST_SHARED
       // nw is not a constant here (3, or 11 for the last tile): an unrolled loop would test for its
       // end between the two rows, and the second row's loads would wait for the first row's store.
-      // A step of rows in flight with no branch between them keeps their loads together.
-      for (int r = r0; r < BM; r += kRowsInFlight * nw * RPW) {
-#pragma unroll
-        for (int k = 0; k < kRowsInFlight; ++k) {
-          const int rk = r + k * nw * RPW;
-          epilogue_row(rk < BM ? rk : r, rk < BM);
+      // Pairs of rows with no branch between them keep their loads together; then the odd row.
+      const int step = nw * RPW;
+      int r = r0;
+      if (kRowsInFlight == 2)
+        for (; r + step < BM; r += 2 * step) {
+          epilogue_row(r);
+          epilogue_row(r + step);
         }
-      }
+      for (; r < BM; r += step) epilogue_row(r);
 #else
 #pragma unroll kRowsInFlight
-      for (int r = r0; r < BM; r += nw * RPW) epilogue_row(r, true);
+      for (int r = r0; r < BM; r += nw * RPW) epilogue_row(r);
 #endif
     } else {
       // outputs or inputs not laid out for 16-byte words: pair by pair, bounds-checked. Inlined,
@@ -1136,7 +1139,10 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     }
 #if FX_EPI_OVERLAP && FX_EPI_LAST_SHARED
     // The accumulators are dead: down to the epilogue warps' registers, so that the epilogue below,
-    // which both roles reach, is one copy of the code allocated for one register count.
+    // which both roles reach, is one copy of the code allocated for one register count. The PTX ISA
+    // wants a warpgroup's warps synchronized between two setmaxnreg; with one tile no barrier
+    // came between the .inc and this .dec.
+    bar_sync_n(FX_BAR_CONSUMERS, 128 * FX_CONSUMERS);
     setmaxnreg_dec<FX_PRODUCER_REGS>();
 #endif
   }
@@ -1146,7 +1152,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   if (wg > 0 || tid >= 32) {
     const TileSpace ts = tile_space();
     const bool consumer = wg > 0;
-    const long long last = ts.tile0 + (ts.tiles - 1 - ts.tile0) / ts.tile_step * ts.tile_step;
+    const long long last = ts.tiles - 1 - (ts.tiles - 1 - ts.tile0) % ts.tile_step;
     overlap_epilogue_tiles(ts, consumer ? 3 + (wg - 1) * 4 + tid / 32 : tid / 32 - 1,
                            consumer && ts.tile0 < ts.tiles ? last : ts.tile0);
   }
