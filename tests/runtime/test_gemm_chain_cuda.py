@@ -928,7 +928,9 @@ def test_hopper_overlapped_epilogue_on_every_tile(scenario, last_shared):
     product, an addmm's bias add, alpha then bias, in bf16 and f16) with the 16-byte path and,
     with a transposed residual, the pair-by-pair one. Outputs poisoned, per element against float64.
     last_shared "1": the bench knob FXFUSE_SM90_LAST_EPILOGUE_SHARED=1, where the consumers run each CTA's
-    last tile's epilogue beside the epilogue warps (not yet run on a GPU when written, session 48)."""
+    last tile's epilogue beside the epilogue warps (session 48; since session 49 they give back their
+    registers and join the epilogue warps' loop: one copy of its code; not yet run on a GPU). small_m gives
+    CTAs of one tile, where that join follows the consumers' setmaxnreg.inc with no hand-off in between."""
     run_child(HOPPER_EVERY_TILE_CHILD, scenario, FXFUSE_SM90_ALL_EPILOGUES="1", FXFUSE_SM90_EPILOGUE_OVERLAP="1",
               FXFUSE_SM90_LAST_EPILOGUE_SHARED=last_shared)
 
