@@ -930,7 +930,7 @@ def test_hopper_overlapped_epilogue_on_every_tile(scenario, last_shared):
     last_shared "1": the bench knob FXFUSE_SM90_LAST_EPILOGUE_SHARED=1, where the consumers run each CTA's
     last tile's epilogue beside the epilogue warps (session 48; since session 49 they give back their
     registers and join the epilogue warps' loop: one copy of its code; not yet run on a GPU). small_m gives
-    CTAs of one tile, where that join follows the consumers' setmaxnreg.inc with no hand-off in between."""
+    CTAs of one tile, where no hand-off barrier comes between the consumers' setmaxnreg.inc and .dec."""
     run_child(HOPPER_EVERY_TILE_CHILD, scenario, FXFUSE_SM90_ALL_EPILOGUES="1", FXFUSE_SM90_EPILOGUE_OVERLAP="1",
               FXFUSE_SM90_LAST_EPILOGUE_SHARED=last_shared)
 
