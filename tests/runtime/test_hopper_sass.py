@@ -51,24 +51,53 @@ def test_hopper_kernel_is_hgmma_and_tma(tmp_path, b_dims):
     assert not re.search(r"\b(LDL|STL)\b", sass), "local-memory spills"
 
 
-def test_overlapped_epilogue_kernel_is_hgmma_and_tma(tmp_path):
-    """The same for the overlapped epilogue (FXFUSE_SM90_EPILOGUE_OVERLAP=1, read once per process: a child
-    builds the cubin): HGMMA 64x256 in the consumers, TMA loads, the named-barrier hand-off (BAR.ARV / BAR.SYNC),
-    no local memory, at the planner's 128x256 tile for x @ w with a bias and GELU (the hand-off the product's)."""
-    spec = ("fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : bf16\n"
-            "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\noutput %5\n")
+def overlapped_sass(tmp_path, spec: str, **knobs) -> str:
+    """The SASS of the overlapped kernel the planner takes at 4096^3 for `spec` (128x256), built in a child:
+    FXFUSE_SM90_EPILOGUE_OVERLAP=1 is read once per process; `knobs`, more FXFUSE_SM90_* variables."""
     cubin = tmp_path / "overlapped.cubin"
     code = ("import sys, fxfuse._C as C\n"
             f"spec = {spec!r}\n"
             "assert C.kernel_candidates_for_size(spec, 4096, 4096, 4096)[0].endswith(' epioverlap')\n"
             "open(sys.argv[1], 'wb').write(C.compile_cubin(spec, 4096, 4096, 4096, 'sm_90'))\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("FXFUSE_SM90_")}
-    env["FXFUSE_SM90_EPILOGUE_OVERLAP"] = "1"
+    env.update(FXFUSE_SM90_EPILOGUE_OVERLAP="1", **knobs)
     subprocess.run([sys.executable, "-c", code, str(cubin)], env=env, check=True, timeout=300)
-    sass = sass_of(cubin)
+    return sass_of(cubin)
+
+
+BIAS_GELU_SPEC = ("fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : bf16\n"
+                  "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\noutput %5\n")
+
+
+def test_overlapped_epilogue_kernel_is_hgmma_and_tma(tmp_path):
+    """The same for the overlapped epilogue (FXFUSE_SM90_EPILOGUE_OVERLAP=1): HGMMA 64x256 in the consumers,
+    TMA loads, the named-barrier hand-off (BAR.ARV / BAR.SYNC), no local memory, at the planner's 128x256 tile
+    for x @ w with a bias and GELU (the hand-off the product's)."""
+    sass = overlapped_sass(tmp_path, BIAS_GELU_SPEC)
     hgmma = re.findall(r"HGMMA\.64x(\d+)x16", sass)
     assert len(hgmma) >= 4 and set(hgmma) == {"256"}, hgmma[:8]
     assert "UTMALDG" in sass
     assert re.search(r"\bBAR\.ARV\b", sass) and re.search(r"\bBAR\.SYNC\b", sass), "no named-barrier hand-off"
     assert not re.search(r"\bHMMA\b", sass), "an mma.sync product in the Hopper kernel"
     assert not re.search(r"\b(LDL|STL)\b", sass), "local-memory spills"
+
+
+def test_shared_last_tile_joins_within_the_epilogue_warps_registers(tmp_path):
+    """FXFUSE_SM90_LAST_EPILOGUE_SHARED=1: the consumers give back their registers (a consumer-only barrier, then
+    setmaxnreg.dec: USETMAXREG.DEALLOC) and join the epilogue warps' loop, so the epilogue's code, and its wait on
+    the hand-off (BAR.SYNC 1 over 352 threads), is there once, and everything from that wait on fits the 88
+    registers both roles arrive with (a register numbered 88 or more there would be one the epilogue warps do
+    not own). The chain adds a residual: the most live values of the bench chains."""
+    spec = ("fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : bf16\n"
+            "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\n%6 = input 3 bf16 [m,n]\n"
+            "%7 = add %5 %6 : bf16\noutput %7\n")
+    sass = overlapped_sass(tmp_path, spec, FXFUSE_SM90_LAST_EPILOGUE_SHARED="1")
+    lines = [line for line in sass.splitlines() if re.search(r"/\*[0-9a-f]{4,}\*/", line)]
+    waits = [i for i, line in enumerate(lines) if re.search(r"BAR\.SYNC(\.DEFER_BLOCKING)? 0x1, 0x160", line)]
+    assert len(waits) == 1, f"{len(waits)} hand-off waits: the epilogue's code is not there once"
+    assert any(re.search(r"BAR\.SYNC(\.DEFER_BLOCKING)? 0x3, 0x100", line) for line in lines), "no consumer barrier"
+    assert sum("USETMAXREG.DEALLOC" in line for line in lines) == 2, "the consumers do not give back registers"
+    joined = [int(r) for line in lines[waits[0]:] for r in re.findall(r"\bR(\d+)\b", line)]
+    assert joined and max(joined) < 88, f"R{max(joined)} after the hand-off wait"
+    assert not re.search(r"\b(LDL|STL)\b", sass), "local-memory spills"
+
