@@ -515,12 +515,15 @@ __device__ __forceinline__ void tile_coords(long long t, int mt, int nt, int gro
 #define FX_SM90_CLUSTER_ATTR
 #endif
 
+#if !FX_EPI_OVERLAP
 // Edge tiles (partly outside the output) are few: one out-of-line pair function serves them, so
 // the kernel holds a single unrolled copy of the epilogue (two copies doubled the ptxas time).
+// (The overlapped epilogue has its own edge path.)
 static __device__ __noinline__ void fx_sm90_edge_pair(const fxfuse::FxParams& p, long long b, long long m,
                                                       long long n, float acc0, float acc1) {
   if (m < p.M && n < p.N) fx_epilogue2(p, b, m, n, acc0, acc1);
 }
+#endif
 
 #if FX_EPI_OVERLAP
 // A hand-off word (the values of columns n, n + 1; n in the low half) as floats.
@@ -837,6 +840,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     // (mainloop SASS 231 -> 128 instructions with the descriptor stepping, session 8).
     const int cu = __shfl_sync(0xffffffffu, wg - 1, 0);  // for the ring position and descriptors
     const int c = wg - 1;
+    (void)c;  // unused with FX_EPI_OVERLAP
     const int warp = tid / 32, lane = tid % 32;
     // The barriers' addresses, computed once and made opaque to NVVM, which otherwise rebuilds
     // the shared symbol's address (S2R SR_CgaCtaId and three more instructions) in every k-block.
@@ -879,12 +883,14 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       int b, tm, tn;
       tile_coords(t, ts.mtc, ts.nt, GROUP, b, tm, tn);
       tm = tm * CM + (int)crank;
+#if !FX_EPI_OVERLAP && !FX_SM90_STAGED
       // A tile wholly inside the output, with outputs and inputs in the fast path's layout
       // (fx_epilogue2_vec_ok): the branch-free path of the epilogue without staging
       // (FX_SM90_STAGED 0; the staged one takes row-edge tiles too, below).
       const auto whole_tile = [&] {
         return (long long)(tm + 1) * BM <= p.M && (long long)(tn + 1) * BN <= p.N && fx_epilogue2_vec_ok(p);
       };
+#endif
 #if FX_SM90_STAGED
       // The staged path also takes the tiles at the output's edges: rows past M (the M edge: a
       // decode batch of 100 rows has one in every column of tiles) read row M - 1's inputs and

@@ -187,6 +187,7 @@ TEST(EpilogueOverlap, CompilesWithoutSpills) {
   for (const char* body : {kResidualBf16Product, kLinearBiasGelu, kScaledAddmmF16, kFourColumnInputs, kSinCosResidual})
     for (const KernelConfig& c : {overlapped(256, 3), overlapped(128, 5)}) {
       const Cubin out = test::compileForStatistics(generate(parse(body), c), "sm_90a");
+      EXPECT_EQ(out.log.find("warning"), std::string::npos) << describeConfig(c) << "\n" << out.log;
       EXPECT_EQ(test::maxSpillBytes(out.log), 0) << describeConfig(c) << "\n" << body << out.log;
       EXPECT_EQ(test::registersUsed(out.log), 168) << describeConfig(c) << "\n" << out.log;
       EXPECT_TRUE(sm90::setmaxnregSafe(sm90ConfigOf(c), test::registersUsed(out.log))) << describeConfig(c);
@@ -219,6 +220,7 @@ TEST(EpilogueOverlap, TheSharedLastTileCompilesWithoutSpills) {
       EXPECT_NE(src.code.find("#define FX_EPI_LAST_SHARED 1"), std::string::npos);
       const bool keep_ptx = shared_ptx.empty();
       const Cubin out = test::compileForStatistics(src, "sm_90a", keep_ptx);
+      EXPECT_EQ(out.log.find("warning"), std::string::npos) << describeConfig(c) << "\n" << out.log;
       EXPECT_EQ(test::maxSpillBytes(out.log), 0) << describeConfig(c) << "\n" << body << out.log;
       EXPECT_EQ(test::registersUsed(out.log), 168) << describeConfig(c) << "\n" << out.log;
       if (keep_ptx) shared_ptx = out.ptx;
