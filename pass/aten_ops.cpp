@@ -1,6 +1,7 @@
 #include "pass/aten_ops.h"
 
 #include <algorithm>
+#include <set>
 
 namespace fxfuse::pass {
 namespace {
@@ -11,6 +12,15 @@ std::string opBaseName(const std::string& target) {
   if (first == std::string::npos) return target;
   size_t second = target.find('.', first + 1);
   return target.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1);
+}
+
+// `aten.mul.out`, `aten.add.Scalar_out`: the overload (the target's third part) names an out= form.
+bool isOutOverload(const std::string& target) {
+  size_t first = target.find('.');
+  size_t second = first == std::string::npos ? std::string::npos : target.find('.', first + 1);
+  if (second == std::string::npos) return false;
+  std::string overload = target.substr(second + 1);
+  return overload == "out" || (overload.size() > 4 && overload.compare(overload.size() - 4, 4, "_out") == 0);
 }
 
 bool sameShapeIgnoringOnes(const std::vector<ir::Dim>& a, const std::vector<ir::Dim>& b) {
@@ -32,8 +42,45 @@ bool isMutating(const ir::Node& node) {
   if (node.op != ir::Node::Op::Call) return false;
   std::string base = opBaseName(node.target);
   if (base.rfind("auto_functionalized", 0) == 0) return true;
+  // out= overloads (`aten.mul.out`, `aten.add.Scalar_out`) write their `out` argument
+  if (node.kwarg("out") || isOutOverload(node.target)) return true;
   // In-place overloads end in '_' (`add_`, `copy_`); dunder-style names never do in ATen.
   return base.size() > 1 && base.back() == '_' && base.compare(0, 2, "__") != 0;
+}
+
+int aliasRoot(const GraphIndex& index, int id) {
+  // Ops whose result may be (a view of) their first argument. `to`, `contiguous`, `reshape` and
+  // the like return their input itself when nothing changes; listing them keeps the check safe.
+  static const std::set<std::string> kAliasing = {
+      "alias", "as_strided", "detach", "diagonal", "expand", "expand_as", "movedim", "moveaxis",
+      "narrow", "permute", "select", "slice", "split", "split_with_sizes", "tensor_split",
+      "chunk", "unbind", "squeeze", "unsqueeze", "t", "transpose", "swapaxes", "swapdims",
+      "unflatten", "unfold", "view", "view_as", "reshape", "reshape_as", "flatten",
+      "_reshape_alias", "_unsafe_view", "contiguous", "to", "type_as", "real", "imag",
+      "view_as_real", "view_as_complex", "numpy_T", "mT", "mH", "adjoint", "T", "H",
+      "getitem", "lift_fresh"};
+  for (int guard = 0; id >= 0 && guard < index.size(); ++guard) {
+    const ir::Node& n = index.node(id);
+    if (n.op != ir::Node::Op::Call) return id;
+    int next = -1;
+    if (const ir::Arg* out = n.kwarg("out"); out && out->isValue()) {
+      next = index.producer(*out);
+    } else if (!n.args.empty() && (isMutating(n) || kAliasing.count(opBaseName(n.target)))) {
+      next = index.producer(n.args[0]);
+    }
+    if (next < 0) return id;
+    id = next;
+  }
+  return id;
+}
+
+bool writesAliasOf(const GraphIndex& index, int writer, const std::vector<int>& nodes) {
+  std::set<int> roots;
+  for (int n : nodes)
+    if (n >= 0) roots.insert(aliasRoot(index, n));
+  for (int p : index.operands(writer))
+    if (roots.count(aliasRoot(index, p))) return true;
+  return false;
 }
 
 bool isReshape(const ir::Node& n) {

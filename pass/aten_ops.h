@@ -11,9 +11,21 @@
 
 namespace fxfuse::pass {
 
-// `aten.add_.Tensor`, `aten.copy_.default`, `higher_order.auto_functionalized`, … : a node
-// that writes to one of its arguments. Nothing is fused across such a write.
+// `aten.add_.Tensor`, `aten.copy_.default`, `aten.mul.out(x, y, out=r)`,
+// `higher_order.auto_functionalized`, … : a node that writes to one of its arguments. Nothing is
+// fused across such a write.
 bool isMutating(const ir::Node& node);
+
+// The node whose storage the value of node `id` may share: followed back through views (slice,
+// select, view, transpose, expand, …), the ops that may return their input itself (contiguous,
+// to, reshape), getitem of a split / chunk / unbind, in-place ops (they return their first
+// argument) and out= overloads (they return `out`). A write to any value of the same root may
+// change what the chain reads (`y[:, :6].mul_(0)` writes y).
+int aliasRoot(const GraphIndex& index, int id);
+
+// Whether the mutating node `writer` may write where any of `nodes` lives: one of its tensor
+// operands shares an alias root with one of them (conservative: every operand counts as written).
+bool writesAliasOf(const GraphIndex& index, int writer, const std::vector<int>& nodes);
 
 // prims.convert_element_type.default(x, dt), aten._to_copy.default(x, dtype=dt),
 // aten.to.dtype(x, dt): the target dtype; nullopt for anything else (or a copy that also

@@ -114,6 +114,18 @@ GemmOutcome rejected(GemmOutcome o, const char* reason, std::string detail) {
   return o;
 }
 
+// A mutating node strictly between the plan's first and last replaced node that may write one of
+// its inputs or replaced values (pass/aten_ops.h writesAliasOf).
+std::optional<int> writeInsideChain(const GraphIndex& index, const FusionPlan& plan) {
+  if (plan.replaced.empty()) return std::nullopt;
+  const auto [lo, hi] = std::minmax_element(plan.replaced.begin(), plan.replaced.end());
+  std::vector<int> read(plan.replaced.begin(), plan.replaced.end());
+  for (const std::string& name : plan.inputs) read.push_back(index.find(name));
+  for (int id = *lo + 1; id < *hi; ++id)
+    if (isMutating(index.node(id)) && writesAliasOf(index, id, read)) return id;
+  return std::nullopt;
+}
+
 }  // namespace
 
 GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<bool>& claimed,
@@ -197,6 +209,12 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
     candidates.insert(list->begin(), list->end());
   plan.replaced = replacedNodes(index, candidates, choice.outputs);
   plan.inputs = final.slotNodes();
+  // The op reads all its inputs at once, where the chain's first output was; eager read each
+  // where its node was. A write between the chain's first and last node to anything the chain
+  // reads or computes (through a view too) would be seen by one and not the other. The epilogue's
+  // growth already ends at such a write; this also covers the prologue and the GEMM's operands.
+  if (std::optional<int> writer = writeInsideChain(index, plan))
+    return rejected(out, "mutation", "%" + index.node(*writer).name + " writes in place a value the chain reads");
   plan.outputs = choice.outputs;
   plan.chain = describe(m, core, plan.spec, result);
   out.plan = std::move(plan);

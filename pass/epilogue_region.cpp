@@ -7,13 +7,13 @@
 namespace fxfuse::pass {
 namespace {
 
+// Whether the mutating node may write a value of the region or an input the chain reads: one of its
+// operands shares storage with one of them (a write through a view, `y[:, :6].mul_(0)`, included).
 bool touchesAny(const GraphIndex& index, int node, const std::set<int>& values,
                 const std::vector<std::string>& slotNodes) {
-  for (int p : index.operands(node)) {
-    if (values.count(p)) return true;
-    if (std::find(slotNodes.begin(), slotNodes.end(), index.node(p).name) != slotNodes.end()) return true;
-  }
-  return false;
+  std::vector<int> read(values.begin(), values.end());
+  for (const std::string& name : slotNodes) read.push_back(index.find(name));
+  return writesAliasOf(index, node, read);
 }
 
 // A 0-d `full`/`scalar_tensor` (post-grad's way to write `where(c, x, 0.0)`): its value.
@@ -93,7 +93,7 @@ EpilogueGrowth growEpilogue(const GraphIndex& index, const GemmMatch& match, Cha
     const ir::Node& n = index.node(id);
     if (isMutating(n)) {
       if (!touchesAny(index, id, region, builder.slotNodes())) continue;
-      for (int p : index.operands(id)) g.mutationOfResult |= p == match.root || p == match.anchor;
+      g.mutationOfResult |= writesAliasOf(index, id, {match.root, match.anchor});
       g.notes.push_back("region ends at %" + n.name + ", which writes a value the chain reads");
       break;
     }
