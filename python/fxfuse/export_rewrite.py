@@ -25,8 +25,19 @@ log = logging.getLogger("fxfuse")
 __all__ = ["rewrite", "report"]
 
 
-def _renamed_signature(sig, gm: torch.fx.GraphModule):
-    """The graph signature with each output spec pointing at the node now in the output."""
+def _renamed_signature(sig, gm: torch.fx.GraphModule, original: torch.fx.GraphModule):
+    """The graph signature with each input spec naming its placeholder in `gm` (copying a graph
+    module renames a placeholder that shadows a Python builtin: `input`, every nn.Sequential's
+    argument, becomes `input_1`) and each output spec the node now in the output."""
+    renamed = {old.name: new.name for old, new in zip(
+        (n for n in original.graph.nodes if n.op == "placeholder"),
+        (n for n in gm.graph.nodes if n.op == "placeholder")) if old.name != new.name}
+    input_specs = []
+    for spec in sig.input_specs:
+        arg = spec.arg
+        if hasattr(arg, "name") and arg.name in renamed:
+            spec = dataclasses.replace(spec, arg=dataclasses.replace(arg, name=renamed[arg.name]))
+        input_specs.append(spec)
     out_node = next(n for n in gm.graph.nodes if n.op == "output")
     outs = out_node.args[0]
     outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
@@ -37,7 +48,7 @@ def _renamed_signature(sig, gm: torch.fx.GraphModule):
             arg = dataclasses.replace(arg, name=node.name)
             spec = dataclasses.replace(spec, arg=arg)
         new_specs.append(spec)
-    return type(sig)(input_specs=list(sig.input_specs), output_specs=new_specs)
+    return type(sig)(input_specs=input_specs, output_specs=new_specs)
 
 
 def _new_program(ep: ExportedProgram, gm: torch.fx.GraphModule, sig) -> ExportedProgram:
@@ -64,7 +75,7 @@ def rewrite(ep: ExportedProgram, dump_dir: str | None = None, options: Options |
     gm.recompile()
     if result is None or not result.applied.applied:
         log.info("fxfuse: nothing to rewrite in the exported program")
-    return _new_program(ep, gm, _renamed_signature(ep.graph_signature, gm))
+    return _new_program(ep, gm, _renamed_signature(ep.graph_signature, gm, ep.graph_module))
 
 
 def report(obj: Any = None, *example_args: Any, options: Options | None = None, **option_kwargs: Any) -> FusionReport:

@@ -164,3 +164,17 @@ def test_writes_in_place_through_views_keep_eagers_answer(model):
     got, want = ep2.module()(*got_in), m(*want_in)
     assert rel_err(got, want) < TOL
     assert all(torch.equal(a, b) for a, b in zip(got_in, want_in)), "the inputs' writes differ from eager's"
+
+
+def test_rewrite_a_sequential_whose_input_is_named_input():
+    """nn.Sequential's forward takes `input`, a Python builtin's name: copying the graph module renames its
+    placeholder to `input_1`, and the rewritten program's signature must follow (it raised
+    SpecViolationError for every top-level Sequential, found by a session-49 review)."""
+    model = torch.nn.Sequential(torch.nn.Linear(16, 12), torch.nn.GELU(approximate="tanh")).eval()
+    ep = torch.export.export(model, (torch.randn(6, 16),))
+    ep2 = fxfuse.rewrite(ep)
+    assert len(_fused_ops(ep2)) == 1
+    x = torch.randn(6, 16)
+    assert rel_err(ep2.module()(x), model(x)) < TOL
+    placeholders = [n.name for n in ep2.graph.nodes if n.op == "placeholder"]
+    assert [s.arg.name for s in ep2.graph_signature.input_specs] == placeholders
