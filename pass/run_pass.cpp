@@ -142,10 +142,13 @@ std::string resultToJson(const PassResult& r, const std::vector<std::string>& wa
 }  // namespace pass
 
 namespace {
-std::string errorJson(const std::string& message) {
+// kind: "options" (the caller's options are invalid: the caller raises), "graph" (the IR text does
+// not parse) or "internal" (a broken invariant): for the last two the caller leaves the graph as it is.
+std::string errorJson(const std::string& kind, const std::string& message) {
   pass::JsonWriter w;
   w.beginObject();
   w.key("error").value(message);
+  w.key("error_kind").value(kind);
   w.key("rewrites").beginArray().endArray();
   w.key("report").beginArray().endArray();
   w.key("counters").beginObject().endObject();
@@ -160,16 +163,16 @@ std::string runPassJson(const std::string& irText, const std::string& optionsJso
   pass::PassOptions options;
   std::vector<std::string> warnings;
   std::string error;
-  if (!pass::parsePassOptions(optionsJson, &options, &warnings, &error)) return errorJson(error);
+  if (!pass::parsePassOptions(optionsJson, &options, &warnings, &error)) return errorJson("options", error);
   ir::ParseError perr;
   std::optional<ir::Graph> graph = ir::parseGraph(irText, &perr);
-  if (!graph) return errorJson(perr.str());
+  if (!graph) return errorJson("graph", perr.str());
   try {
     return pass::resultToJson(pass::runPass(*graph, options), warnings);
   } catch (const std::exception& e) {
     // Internal invariant broken: report it (with the input kept by the caller) instead of
     // taking the Python process down.
-    return errorJson(std::string("internal error in fxfuse pass (please report a bug): ") + e.what());
+    return errorJson("internal", std::string("internal error in fxfuse pass (please report a bug): ") + e.what());
   }
 }
 

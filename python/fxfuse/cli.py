@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import sys
+import zipfile
 
 __all__ = ["main"]
 
@@ -113,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return args.fn(args)
-    except FileNotFoundError as e:
+    except (OSError, ValueError, zipfile.BadZipFile) as e:
+        # a missing, unreadable or unwritable file, a file that is not a saved program, an invalid option
         print(f"error: {e}", file=sys.stderr)
         return 2
 

@@ -46,6 +46,11 @@ def test_cli_report(tmp_path):
 def test_cli_errors(tmp_path):
     res = run_cli("report", str(tmp_path / "missing.pt2"))
     assert res.returncode == 2 and "error" in res.stderr
+    # not a saved program, a directory: the CLI's own last line says so (torch may log its own traceback first)
+    (tmp_path / "text.pt2").write_text("not a zip")
+    for bad in (tmp_path / "text.pt2", tmp_path):
+        res = run_cli("report", str(bad))
+        assert res.returncode == 2 and res.stderr.strip().splitlines()[-1].startswith("error:"), res.stderr
     res = run_cli("version")
     assert res.returncode == 0 and "torch" in res.stdout
 
@@ -64,3 +69,11 @@ def test_cli_precompile_sizes_are_parsed_and_checked(tmp_path):
     for bad in ("0,16", "a,b", ","):
         res = run_cli("rewrite", str(path), "-o", str(tmp_path / "bad.pt2"), "--precompile-sizes", bad)
         assert res.returncode == 2 and "precompile-sizes" in res.stderr, (bad, res.stderr)
+
+
+def test_cli_invalid_option_is_an_error(tmp_path):
+    """An option the pass refuses (`--min-k -5`) is an error, not a silent run that fuses nothing and reports
+    no GEMM (found by a session-49 review)."""
+    _, path = _saved_mlp(tmp_path)
+    res = run_cli("rewrite", str(path), "-o", str(tmp_path / "out.pt2"), "--min-k", "-5")
+    assert res.returncode == 2 and "min_k" in res.stderr and "Traceback" not in res.stderr, res.stderr

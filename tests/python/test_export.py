@@ -178,3 +178,17 @@ def test_rewrite_a_sequential_whose_input_is_named_input():
     assert rel_err(ep2.module()(x), model(x)) < TOL
     placeholders = [n.name for n in ep2.graph.nodes if n.op == "placeholder"]
     assert [s.arg.name for s in ep2.graph_signature.input_specs] == placeholders
+
+
+@pytest.mark.parametrize("bad", [{"min_k": -5}, {"min_k": "8"}, {"min_k": 3.5}, {"extra_outputs": None}],
+                         ids=["negative", "string", "float", "none"])
+def test_an_option_the_pass_refuses_raises(bad):
+    """The C++ pass answers an invalid option value with an error; rewrite and report raise it (they had left
+    the program unfused and reported "no GEMM in this graph", found by a session-49 review)."""
+    model = MLP(act="relu").eval()
+    ep = torch.export.export(model, (torch.randn(8, 32),))
+    key = next(iter(bad))
+    with pytest.raises(ValueError, match=key):
+        fxfuse.rewrite(ep, **bad)
+    with pytest.raises(ValueError, match=key):
+        fxfuse.report(ep, **bad)
