@@ -260,9 +260,14 @@ def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph") 
     precompile(applied, options, plan)
     folder = None
     if root:
-        folder = write_graph_dump(root, label, before_fx=before_fx, after_fx=_graph_text(graph),
-                                  before_ir=ir_text, after_ir=graph_to_ir(graph), plan=plan,
-                                  skipped=applied.skipped, report_text=report_text,
-                                  kernels=_kernels(applied), arch=options.resolved_arch())
+        try:
+            folder = write_graph_dump(root, label, before_fx=before_fx, after_fx=_graph_text(graph),
+                                      before_ir=ir_text, after_ir=graph_to_ir(graph), plan=plan,
+                                      skipped=applied.skipped, report_text=report_text,
+                                      kernels=_kernels(applied), arch=options.resolved_arch())
+        except OSError as e:
+            # a debugging aid: a dump folder that cannot be written must not fail the user's compile
+            warnings.warn(f"fxfuse: no dump written (FXFUSE_DUMP / dump_dir {root!r}): {e}", RuntimeWarning,
+                          stacklevel=2)
     _stats.record_plan(label, plan, applied.skipped)
     return PassResult(plan, applied, report_text, folder, [rw["spec"] for rw in plan.get("rewrites") or []])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
 import torch
 
 import fxfuse
@@ -39,6 +40,22 @@ def test_dump_env_var(tmp_path):
     res = run_python(code, str(env_dir), str(tmp_path / "m.pt"))
     assert res.returncode == 0, res.stderr
     assert len(list(env_dir.iterdir())) == 1
+
+
+
+def test_a_dump_folder_that_cannot_be_written_warns_and_the_rewrite_goes_on(tmp_path):
+    """The dump is a debugging aid: a dump_dir that is a file (so no folder can be made under it) warns and the
+    program is still rewritten and right (it raised FileExistsError out of rewrite and torch.compile, found by a
+    session-49 review)."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    model = MLP(act="relu").eval()
+    ep = torch.export.export(model, (torch.randn(8, 32),))
+    with pytest.warns(RuntimeWarning, match="no dump written"):
+        ep2 = fxfuse.rewrite(ep, dump_dir=str(blocker))
+    assert any(n.target == torch.ops.fxfuse.gemm_chain.default for n in ep2.graph.nodes)
+    x = torch.randn(8, 32)
+    assert torch.allclose(ep2.module()(x), model(x), rtol=1e-4, atol=1e-4)
 
 
 def test_spec_to_dot():
