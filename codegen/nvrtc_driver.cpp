@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "codegen/codegen.h"
+#include "codegen/env_flag.h"
 #include "codegen/nvrtc_library.h"
 #include "codegen/nvrtc_worker.h"
 
@@ -45,10 +46,7 @@ bool hasDriverCache(const NvrtcApi& api) { return versionOf(api) >= std::pair<in
 
 // FXFUSE_COMPILE_IN_PROCESS=1: compile in this process, as before the worker existed (a compiler
 // crash then ends the process; for debugging NVRTC itself, or where spawning is not allowed).
-bool compileInProcess() {
-  const char* v = std::getenv("FXFUSE_COMPILE_IN_PROCESS");
-  return v && std::string(v) == "1";
-}
+bool compileInProcess() { return envFlag("FXFUSE_COMPILE_IN_PROCESS"); }
 
 // FXFUSE_COMPILE_TIMEOUT_S: how long one worker may compile before it is killed (default 300 s: a kernel
 // takes 0.4-1.5 s, and up to four compile at once).

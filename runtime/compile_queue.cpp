@@ -11,6 +11,8 @@
 
 #include <pthread.h>
 
+#include "codegen/env_flag.h"
+
 namespace fxfuse::runtime {
 namespace {
 // Every constructed, not yet destroyed queue (for the fork handlers). Never destroyed: a queue
@@ -146,10 +148,7 @@ CompileQueue& backgroundCompileQueue() {
 
 namespace {
 std::atomic<int>& backgroundFlag() {
-  static std::atomic<int> flag{[] {
-    const char* v = std::getenv("FXFUSE_BACKGROUND_COMPILE");
-    return v && std::strcmp(v, "") != 0 && std::strcmp(v, "0") != 0 ? 1 : 0;
-  }()};
+  static std::atomic<int> flag{envFlag("FXFUSE_BACKGROUND_COMPILE") ? 1 : 0};
   return flag;
 }
 }  // namespace

@@ -37,10 +37,11 @@ def _warn_without_compile_worker() -> None:
     """Every kernel compiles in fxfuse-nvrtc-worker, installed beside _C, so that a compiler crash
     costs one kernel and not the user's process. An install without it still compiles, in this
     process: said once here, not silently (``FXFUSE_COMPILE_IN_PROCESS=1`` says it is meant)."""
-    import os
     import warnings
 
-    if os.environ.get("FXFUSE_COMPILE_IN_PROCESS") != "1" and not _C.nvrtc_worker_path():
+    from .env_flags import env_flag
+
+    if not env_flag("FXFUSE_COMPILE_IN_PROCESS") and not _C.nvrtc_worker_path():
         warnings.warn("fxfuse: the NVRTC worker (fxfuse-nvrtc-worker) is not installed beside fxfuse._C, so "
                       "kernels compile in this process, where a compiler crash would end it. Reinstall fxfuse "
                       "(scripts/setup.sh), name the worker with FXFUSE_NVRTC_WORKER, or set "

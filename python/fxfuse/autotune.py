@@ -22,6 +22,8 @@ from typing import Any
 
 import torch
 
+from .env_flags import env_flag
+
 log = logging.getLogger("fxfuse")
 
 ATEN = "aten"       # the unfused path: cuBLAS + the epilogue kernel where it applies, else ATen ops
@@ -38,7 +40,7 @@ SLOW_FACTOR = 4.0
 
 
 def enabled(option: bool) -> bool:
-    return option or os.environ.get("FXFUSE_AUTOTUNE", "") == "1"
+    return option or env_flag("FXFUSE_AUTOTUNE")
 
 
 def storage_elements(shape: list[int], stride: list[int], offset: int) -> int:

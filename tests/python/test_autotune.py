@@ -224,8 +224,12 @@ def test_options_and_env_turn_it_on(monkeypatch):
 
     monkeypatch.delenv("FXFUSE_AUTOTUNE", raising=False)
     assert not autotune.enabled(Options().autotune) and autotune.enabled(Options(autotune=True).autotune)
-    monkeypatch.setenv("FXFUSE_AUTOTUNE", "1")
-    assert autotune.enabled(False)
+    for on in ("1", "true", "Yes", "on"):
+        monkeypatch.setenv("FXFUSE_AUTOTUNE", on)
+        assert autotune.enabled(False), on
+    for off in ("0", "false", "off", ""):  # the spellings of codegen/env_flag.h (session 49)
+        monkeypatch.setenv("FXFUSE_AUTOTUNE", off)
+        assert not autotune.enabled(False), off
 
 
 # ---- GPU -------------------------------------------------------------------------------------

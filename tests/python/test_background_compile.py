@@ -25,7 +25,8 @@ def test_switch_round_trips(restore):
     assert fxfuse.background_compile() is False
 
 
-@pytest.mark.parametrize("value, expected", [("1", True), ("0", False), ("", False), (None, False)])
+@pytest.mark.parametrize("value, expected", [("1", True), ("true", True), ("ON", True), ("0", False), ("", False),
+                                             (None, False), ("false", False), ("no", False), ("off", False)])
 def test_environment_variable_sets_the_default(value, expected):
     env = {k: v for k, v in os.environ.items() if k != "FXFUSE_BACKGROUND_COMPILE"}
     if value is not None:
