@@ -247,6 +247,12 @@ struct GemmChainFunction : public torch::autograd::Function<GemmChainFunction> {
 };
 
 std::vector<at::Tensor> gemmChainAutograd(at::TensorList inputs, c10::string_view spec) {
+  // Forward-mode AD (torch.func.jvp, forward_ad.make_dual): dual inputs do not require grad, so
+  // without this check their tangents were dropped and the output's tangent read as zero.
+  for (const at::Tensor& t : inputs)
+    TORCH_CHECK(!t.defined() || !t._fw_grad(/*level=*/0).defined(),
+                "fxfuse::gemm_chain has no forward-mode derivative: fxfuse rewrites inference graphs. "
+                "Keep the unfused model for torch.func.jvp / forward-mode AD.");
   bool needsGrad = false;
   if (at::GradMode::is_enabled())
     for (const at::Tensor& t : inputs) needsGrad = needsGrad || t.requires_grad();

@@ -191,6 +191,23 @@ def test_op_autograd_forward_ok_backward_clear():
     assert_close(z, eager(a.detach(), b, c))
 
 
+
+def test_op_forward_mode_ad_is_a_clear_error():
+    """Forward-mode AD (dual tensors, torch.func.jvp) has no derivative here: a clear error, not the zero
+    tangent it gave before (dual inputs do not require grad, so the op skipped its autograd check; found by a
+    session-49 review)."""
+    import torch.autograd.forward_ad as fwAD
+
+    a, b, c = torch.randn(4, 6), torch.randn(6, 5), torch.randn(5)
+    with fwAD.dual_level():
+        with pytest.raises(RuntimeError, match="forward-mode"):
+            op()([fwAD.make_dual(a, torch.randn(4, 6)), b, c], SPEC)
+    with torch.no_grad(), pytest.raises(RuntimeError, match="forward-mode"):
+        torch.func.jvp(lambda x: op()([x, b, c], SPEC)[0], (a,), (torch.randn(4, 6),))
+    (y,) = op()([a, b, c], SPEC)  # plain tensors: unaffected
+    assert_close(y, eager(a, b, c))
+
+
 def test_op_outputs_do_not_alias_inputs():
     """An output that is a plain input value must still be a fresh tensor."""
     spec = textwrap.dedent("""\
