@@ -115,6 +115,9 @@ LowerFn clampLike(bool hasMin, bool hasMax) {
     } else {
       hi = c.arg(1, "max", Arg::none());
     }
+    // a NaN bound makes eager's result NaN, but NaN is how the spec writes "no bound": not fused
+    for (const Arg& bound : {lo, hi})
+      if (bound.isNumber() && std::isnan(bound.number())) return std::nullopt;
     auto v = c.operands({c.arg(0, "self", Arg::none()), boundOrNan(lo), boundOrNan(hi)});
     if (!v) return std::nullopt;
     return c.emit("clamp", *v);

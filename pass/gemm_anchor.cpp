@@ -83,6 +83,12 @@ std::optional<GemmMatch> matchGemm(const GraphIndex& index, int anchor, std::str
       *why = "beta/alpha are not numbers";
       return std::nullopt;
     }
+    // As BLAS, eager never evaluates the product when alpha is 0 (an inf in A or B gives no NaN); the
+    // chain would multiply it by 0.
+    if (m.alpha == 0.0) {
+      *why = "alpha = 0 (eager does not evaluate the product)";
+      return std::nullopt;
+    }
   }
   const ir::TensorType* a = index.tensor(index.producer(m.a));
   const ir::TensorType* b = index.tensor(index.producer(m.b));
