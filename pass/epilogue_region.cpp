@@ -100,6 +100,14 @@ EpilogueGrowth growEpilogue(const GraphIndex& index, const GemmMatch& match, Cha
     const LowerFn* lower = findElementwiseLowering(n.target);
     const ir::TensorType* t = index.tensor(id);
     if (claimed[id] || !lower || !t || t->sizes != match.outShape || t->dtype == spec::DType::F64) continue;
+    // The CUDA kernels compute every value in float32: an int32 / int64 result of integer arithmetic
+    // (`.to(int32) + 1`) above 2^24 would lose its low bits. A conversion from a float is exact (a
+    // float that large is an integer), so only those are absorbed.
+    if (t->onCuda() && (t->dtype == spec::DType::I32 || t->dtype == spec::DType::I64) && !convertTarget(n)) {
+      g.notes.push_back("%" + n.name + " not fused: integer arithmetic in " + spec::dtypeName(t->dtype) +
+                        " (the CUDA kernels compute in float32)");
+      continue;
+    }
     std::vector<ir::Arg> tensors = tensorArguments(n);
     bool readsRegion = std::any_of(tensors.begin(), tensors.end(),
                                    [&](const ir::Arg& a) { return region.count(index.producer(a)) > 0; });

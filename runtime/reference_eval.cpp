@@ -36,8 +36,16 @@ at::Tensor toType(const at::Tensor& t, at::ScalarType d) {
 
 using OpFn = std::function<at::Tensor(const std::vector<Operand>&)>;
 
-// A spec constant as eager passed it: a Python scalar (callsAsEagerDid says why it matters).
-at::Scalar scalarOf(const Operand& o) { return at::Scalar(o.constant()); }
+// A spec constant as eager passed it: a Python scalar (callsAsEagerDid says why it matters), an int
+// where the spec types it integral (an integer tensor and a double Scalar compute in float32:
+// `int32 + 1` was off by one above 2^24).
+at::Scalar scalarOf(const Operand& o) {
+  const double v = o.constant();
+  if (at::isIntegralType(toScalarType(o.value->dtype), /*includeBool=*/false) && std::trunc(v) == v &&
+      std::fabs(v) < 9.2e18)
+    return at::Scalar(static_cast<int64_t>(v));
+  return at::Scalar(v);
+}
 
 // Ops whose eager form takes a Python scalar (pow's exponent, leaky_relu's slope, clamp's
 // bounds) use the Scalar overloads when the operand is a spec constant, as eager did.

@@ -192,3 +192,31 @@ def test_an_option_the_pass_refuses_raises(bad):
         fxfuse.rewrite(ep, **bad)
     with pytest.raises(ValueError, match=key):
         fxfuse.report(ep, **bad)
+
+
+class _IntPlusOne(torch.nn.Module):
+    def forward(self, x, w):
+        return (x @ w * 1e8).to(torch.int32) + 1
+
+
+class _IntWhere(torch.nn.Module):
+    def forward(self, x, w):
+        return torch.where(x @ w > 0, 123456789, -987654321)
+
+
+class _IntEquals(torch.nn.Module):
+    def forward(self, x, w):
+        return (x @ w * 0).to(torch.int64) + 16777217 == 16777217
+
+
+@pytest.mark.parametrize("model", [_IntPlusOne, _IntWhere, _IntEquals], ids=lambda m: m.__name__.strip("_"))
+def test_integer_epilogue_constants_are_exact(model):
+    """Integer ops with Python-int constants in the fused chain give eager's exact integers: the CPU kernel
+    passed constants as double Scalars, and ATen computes an int tensor with a double Scalar in float32
+    (248507265 came out 248507264; found by a session-49 review). Equality, not closeness."""
+    m = model()
+    x, w = torch.randn(8, 16), torch.randn(16, 12)
+    ep2 = fxfuse.rewrite(torch.export.export(m, (x, w)))
+    assert len(_fused_ops(ep2)) == 1
+    x2, w2 = torch.randn(8, 16), torch.randn(16, 12)
+    assert torch.equal(ep2.module()(x2, w2), m(x2, w2))
