@@ -16,7 +16,18 @@ ir::Arg LoweringContext::arg(size_t i, const char* name, ir::Arg fallback) const
   return fallback;
 }
 
-std::optional<std::vector<int>> LoweringContext::operands(const std::vector<ir::Arg>& args) {
+namespace {
+// A 16-bit float value with dims (a chain value of the output's shape, or an input of rank >= 1): in
+// eager's type promotion it decides the common dtype against numbers and 0-d tensors.
+bool dimensioned16(const spec::ChainSpec& spec, int id) {
+  const spec::Value& v = spec.values[id];
+  const bool hasDims = v.kind == spec::ValueKind::Op || v.kind == spec::ValueKind::Mm ||
+                       (v.kind == spec::ValueKind::Input && !v.dims.empty());
+  return hasDims && (v.dtype == spec::DType::BF16 || v.dtype == spec::DType::F16);
+}
+}  // namespace
+
+std::optional<std::vector<int>> LoweringContext::operands(const std::vector<ir::Arg>& args, bool comparison) {
   std::vector<int> ids(args.size(), -1);
   bool floating = isFloating(node_.type.tensor.dtype);
   for (size_t i = 0; i < args.size(); ++i) {
@@ -28,12 +39,17 @@ std::optional<std::vector<int>> LoweringContext::operands(const std::vector<ir::
       return std::nullopt;  // a list, string, … where an operand belongs
     }
   }
+  std::optional<spec::DType> common16;
+  if (comparison)
+    for (int id : ids)
+      if (id >= 0 && dimensioned16(builder_.spec(), id)) common16 = builder_.dtypeOf(id);
   for (size_t i = 0; i < args.size(); ++i) {
     if (ids[i] >= 0) continue;
     const ir::Arg& a = args[i];
     spec::DType dt = spec::DType::F32;
     if (!floating && a.kind != ir::Arg::Kind::Float)
       dt = a.kind == ir::Arg::Kind::Bool ? spec::DType::Bool : spec::DType::I64;
+    if (common16 && a.kind != ir::Arg::Kind::Bool) dt = *common16;
     ids[i] = builder_.constant(a.number(), dt);
   }
   return ids;
@@ -41,6 +57,20 @@ std::optional<std::vector<int>> LoweringContext::operands(const std::vector<ir::
 
 int LoweringContext::emit(const std::string& op, std::vector<int> operands) {
   return builder_.op(op, std::move(operands), node_.type.tensor.dtype);
+}
+
+void LoweringContext::roundToCommonDtype(std::vector<int>* operands) {
+  const spec::ChainSpec& spec = builder_.spec();
+  for (size_t i = 0; i < 2; ++i) {
+    const int tensor = (*operands)[i], other = (*operands)[1 - i];
+    const spec::Value& o = spec.values[other];
+    // the other a 0-d input of another type (a number was typed by operands())
+    if (!dimensioned16(spec, tensor) || o.kind != spec::ValueKind::Input || !o.dims.empty() ||
+        o.dtype == spec.values[tensor].dtype || o.dtype == spec::DType::Bool)
+      continue;
+    (*operands)[1 - i] = builder_.op("convert", {other}, spec.values[tensor].dtype);
+    return;
+  }
 }
 
 int LoweringContext::emitIntermediate(const std::string& op, std::vector<int> operands) {
@@ -66,6 +96,16 @@ LowerFn binary(const char* op) {
   return [op](LoweringContext& c) -> std::optional<int> {
     auto v = c.operands({c.arg(0, "self", Arg::none()), c.arg(1, "other", Arg::none())});
     if (!v) return std::nullopt;
+    return c.emit(op, *v);
+  };
+}
+
+// lt/le/gt/ge/eq/ne(x, y)  ->  `op %x %y`, in eager's common dtype (roundToCommonDtype)
+LowerFn comparison(const char* op) {
+  return [op](LoweringContext& c) -> std::optional<int> {
+    auto v = c.operands({c.arg(0, "self", Arg::none()), c.arg(1, "other", Arg::none())}, /*comparison=*/true);
+    if (!v) return std::nullopt;
+    c.roundToCommonDtype(&*v);
     return c.emit(op, *v);
   };
 }
@@ -167,8 +207,8 @@ const std::unordered_map<std::string, LowerFn>& table() {
                            "erf", "sigmoid", "sin", "cos", "relu", "silu", "hardswish"})
       m[std::string("aten.") + op + ".default"] = unary(op);
     for (const char* op : {"lt", "le", "gt", "ge", "eq", "ne"}) {
-      m[std::string("aten.") + op + ".Tensor"] = binary(op);
-      m[std::string("aten.") + op + ".Scalar"] = binary(op);
+      m[std::string("aten.") + op + ".Tensor"] = comparison(op);
+      m[std::string("aten.") + op + ".Scalar"] = comparison(op);
     }
     m["aten.maximum.default"] = binary("maximum");
     m["aten.minimum.default"] = binary("minimum");

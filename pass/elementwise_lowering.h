@@ -29,10 +29,15 @@ class OperandResolver {
 class LoweringContext {
  public:
   LoweringContext(const ir::Node& node, ChainBuilder& builder, OperandResolver& resolver);
-  std::optional<std::vector<int>> operands(const std::vector<ir::Arg>& args);
+  // `comparison`: a number beside a 16-bit float tensor is typed as that tensor (roundToCommonDtype).
+  std::optional<std::vector<int>> operands(const std::vector<ir::Arg>& args, bool comparison = false);
   int emit(const std::string& op, std::vector<int> operands);
   // An intermediate (an alpha multiply): f32 opmath for floating results.
   int emitIntermediate(const std::string& op, std::vector<int> operands);
+  // Eager compares in the operands' common dtype: a 16-bit float tensor against a Python number or
+  // a 0-d tensor compares against that value rounded to the tensor's dtype (`y > 0.1` is
+  // `y > bf16(0.1)`). A number is typed so by operands(.., true); a 0-d input gets a `convert` here.
+  void roundToCommonDtype(std::vector<int>* operands);
   const ir::Node& node() const { return node_; }
   // Positional argument `i`, else keyword `name`, else `fallback`.
   ir::Arg arg(size_t i, const char* name, ir::Arg fallback) const;

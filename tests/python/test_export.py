@@ -220,3 +220,25 @@ def test_integer_epilogue_constants_are_exact(model):
     assert len(_fused_ops(ep2)) == 1
     x2, w2 = torch.randn(8, 16), torch.randn(16, 12)
     assert torch.equal(ep2.module()(x2, w2), m(x2, w2))
+
+
+class _Compare16(torch.nn.Module):
+    def forward(self, x, w, t):
+        y = x @ w
+        return y > 0.1, y == 0.3, y >= t, y < 257
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "f16"])
+def test_16bit_comparisons_round_the_scalar_as_eager_does(dtype):
+    """Eager compares a 16-bit tensor with a Python number or a 0-d tensor in the 16-bit type: `y > 0.1` is
+    `y > bf16(0.1)`. The chain compared in float32 against the unrounded value, so an element equal to the
+    rounded constant flipped (found by a session-49 review). The product's diagonal holds exactly those."""
+    x = torch.eye(4, 16, dtype=dtype)
+    w = torch.randn(16, 8, dtype=dtype)
+    w[0, 0], w[1, 1], w[2, 2], w[3, 3] = 0.1, 0.3, 0.7, 257.0  # y[i, i] = each constant rounded to dtype
+    t = torch.tensor(0.7)  # a 0-d float32 threshold; bf16(0.7) < 0.7
+    m = _Compare16()
+    ep2 = fxfuse.rewrite(torch.export.export(m, (x, w, t)))
+    assert len(_fused_ops(ep2)) == 1
+    for got, want in zip(ep2.module()(x, w, t), m(x, w, t)):
+        assert torch.equal(got, want)
