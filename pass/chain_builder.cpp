@@ -15,7 +15,9 @@ std::string ChainBuilder::dimsText(const std::string& letters) {
 
 int ChainBuilder::input(const std::string& node, spec::DType dtype, const std::string& letters,
                         spec::Space space) {
-  auto [it, added] = slotOf_.emplace(node, static_cast<int>(slots_.size()));
+  // A spec declares each slot with one dims list: a tensor read in two layouts (x @ w + x with K == N:
+  // [m,k] and [m,n]) takes a slot per layout, and the op receives it twice.
+  auto [it, added] = slotOf_.emplace(node + '\x1f' + letters, static_cast<int>(slots_.size()));
   if (added) slots_.push_back(node);
   int slot = it->second;
   auto key = std::make_tuple(slot, letters, static_cast<int>(space));
@@ -71,7 +73,8 @@ int ChainBuilder::slotsWith(const std::vector<std::string>& nodes) const {
   int n = numSlots();
   std::vector<std::string> extra;
   for (const std::string& s : nodes) {
-    if (!slotOf_.count(s) && std::find(extra.begin(), extra.end(), s) == extra.end()) {
+    if (std::find(slots_.begin(), slots_.end(), s) == slots_.end() &&
+        std::find(extra.begin(), extra.end(), s) == extra.end()) {
       extra.push_back(s);
       ++n;
     }

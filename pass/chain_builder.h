@@ -41,7 +41,7 @@ class ChainBuilder {
  private:
   spec::ChainSpec spec_;
   std::vector<std::string> slots_;
-  std::unordered_map<std::string, int> slotOf_;
+  std::unordered_map<std::string, int> slotOf_;  // node and dims letters -> slot
   std::map<std::tuple<int, std::string, int>, int> inputValue_;
   std::unordered_map<std::string, int> bound_;
 };

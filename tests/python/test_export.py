@@ -242,3 +242,30 @@ def test_16bit_comparisons_round_the_scalar_as_eager_does(dtype):
     assert len(_fused_ops(ep2)) == 1
     for got, want in zip(ep2.module()(x, w, t), m(x, w, t)):
         assert torch.equal(got, want)
+
+
+class _ResidualOfTheInput(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(64, 64)
+
+    def forward(self, x):
+        return x + torch.nn.functional.gelu(self.lin(x))
+
+
+class _Gram(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x @ x.t())
+
+
+@pytest.mark.parametrize("model", [_ResidualOfTheInput, _Gram], ids=lambda m: m.__name__.strip("_"))
+def test_a_tensor_read_in_two_layouts_takes_two_slots(model):
+    """x is the GEMM's A ([m,k]) and also the residual ([m,n], K == N), or both A and B (x @ x.t()): the spec
+    declares a slot once per dims list, so x takes a slot per layout (the pass had emitted one slot with two dims
+    and refused its own spec as an internal error, found by a session-49 review)."""
+    m = model().eval()
+    ep2 = fxfuse.rewrite(torch.export.export(m, (torch.randn(8, 64),)))
+    (node,) = _fused_ops(ep2)
+    assert len(node.args[0]) == len(set(a.name for a in node.args[0])) + 1  # x twice
+    x = torch.randn(8, 64)
+    assert rel_err(ep2.module()(x), m(x)) < TOL
