@@ -51,6 +51,13 @@ def _renamed_signature(sig, gm: torch.fx.GraphModule, original: torch.fx.GraphMo
     return type(sig)(input_specs=input_specs, output_specs=new_specs)
 
 
+def _options(options: Options | None, option_kwargs: dict[str, Any]) -> Options:
+    """``options=`` or keyword options, not both (the keywords were ignored beside ``options``)."""
+    if options is not None and option_kwargs:
+        raise TypeError(f"fxfuse: give options= or keyword options, not both (got {sorted(option_kwargs)})")
+    return options or Options.from_kwargs(**option_kwargs)
+
+
 def _new_program(ep: ExportedProgram, gm: torch.fx.GraphModule, sig) -> ExportedProgram:
     if hasattr(ep, "_update"):
         return ep._update(gm, sig)
@@ -67,7 +74,7 @@ def rewrite(ep: ExportedProgram, dump_dir: str | None = None, options: Options |
     ``ep`` itself is not changed. Options as in :class:`fxfuse.pass_driver.Options`."""
     if not isinstance(ep, ExportedProgram):
         raise TypeError(f"fxfuse.rewrite expects a torch.export.ExportedProgram, got {type(ep).__name__}")
-    opts = options or Options.from_kwargs(**option_kwargs)
+    opts = _options(options, option_kwargs)
     if dump_dir is not None:
         opts = dataclasses.replace(opts, dump_dir=dump_dir)
     gm = copy.deepcopy(ep.graph_module)
@@ -94,7 +101,7 @@ def report(obj: Any = None, *example_args: Any, options: Options | None = None, 
             rep.add(title, plan, skipped)
         rep.cached_graphs = int(stats().get("graphs_from_inductor_cache", 0))
         return rep
-    opts = options or Options.from_kwargs(**option_kwargs)
+    opts = _options(options, option_kwargs)
     if isinstance(obj, torch.nn.Module) and not isinstance(obj, torch.fx.GraphModule):
         obj = torch.export.export(obj, tuple(example_args))
     if isinstance(obj, ExportedProgram):

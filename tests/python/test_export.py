@@ -269,3 +269,14 @@ def test_a_tensor_read_in_two_layouts_takes_two_slots(model):
     assert len(node.args[0]) == len(set(a.name for a in node.args[0])) + 1  # x twice
     x = torch.randn(8, 64)
     assert rel_err(ep2.module()(x), m(x)) < TOL
+
+
+def test_options_and_keyword_options_together_are_an_error():
+    """Keyword options beside options= were silently ignored (found by a session-49 review)."""
+    from fxfuse.pass_driver import Options
+
+    ep = torch.export.export(MLP(act="relu").eval(), (torch.randn(8, 32),))
+    with pytest.raises(TypeError, match="not both"):
+        fxfuse.rewrite(ep, options=Options(), min_k=5)
+    with pytest.raises(TypeError, match="not both"):
+        fxfuse.report(ep, options=Options(), min_k=5)
