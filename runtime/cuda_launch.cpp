@@ -984,6 +984,15 @@ std::shared_ptr<const CachedSpec> checkedSpec(at::TensorList inputs, c10::string
 }  // namespace
 
 std::vector<at::Tensor> gemmChainCuda(at::TensorList inputs, c10::string_view specText) {
+  // An input with the negation bit (torch._neg_view) holds -x lazily, and the kernels read its memory:
+  // resolved first (a copy, only then; the CPU kernel goes through ATen ops, which resolve it).
+  for (const at::Tensor& t : inputs)
+    if (t.defined() && t.is_neg()) {
+      std::vector<at::Tensor> resolved(inputs.begin(), inputs.end());
+      for (at::Tensor& r : resolved)
+        if (r.defined()) r = r.resolve_neg();
+      return gemmChainCuda(resolved, specText);
+    }
   auto entry = checkedSpec(inputs, specText, "fxfuse::gemm_chain");
   thread_local std::vector<int64_t> key;
   const bool cacheable = callKey(entry.get(), inputs, &key);

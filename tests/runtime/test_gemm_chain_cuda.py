@@ -110,6 +110,23 @@ def test_strided_and_misaligned_inputs():
     run_checked(case, dt)
 
 
+
+def test_inputs_with_the_negation_bit():
+    """An input holding -x lazily (torch._neg_view: the negation bit, memory untouched) is resolved before the
+    kernels read its memory (session 49; the CPU kernel already was right through ATen): every operand in turn,
+    against the chain on plain tensors."""
+    seed("neg_view")
+    dt = torch.bfloat16
+    case = CASES["residual"](dt, "cuda", 64, 256, 128)
+    want = [o.float() for o in gemm_chain(case.inputs, case.spec)]
+    for i in range(len(case.inputs)):
+        inputs = list(case.inputs)
+        inputs[i] = torch._neg_view(-inputs[i])  # the same values, read through the bit
+        assert inputs[i].is_neg()
+        for g, w in zip(gemm_chain(inputs, case.spec), want):
+            torch.testing.assert_close(g.float(), w, rtol=0, atol=0)
+
+
 def test_non_default_stream():
     seed("stream")
     case = CASES["residual"](torch.float16, "cuda", 64, 256, 128)
