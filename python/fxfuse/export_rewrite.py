@@ -17,7 +17,8 @@ import torch
 import torch.fx
 from torch.export import ExportedProgram
 
-from .pass_driver import Options, plan_for_graph, run_on_graph
+from .apply_plan import apply_plan
+from .pass_driver import Options, _mark_skipped, plan_for_graph, run_on_graph
 from .report import FusionReport
 
 log = logging.getLogger("fxfuse")
@@ -104,14 +105,18 @@ def report(obj: Any = None, *example_args: Any, options: Options | None = None, 
     opts = _options(options, option_kwargs)
     if isinstance(obj, torch.nn.Module) and not isinstance(obj, torch.fx.GraphModule):
         obj = torch.export.export(obj, tuple(example_args))
-    if isinstance(obj, ExportedProgram):
-        graph = obj.graph
-    elif isinstance(obj, torch.fx.GraphModule):
-        graph = obj.graph
+    if isinstance(obj, (ExportedProgram, torch.fx.GraphModule)):
+        source = obj.graph
     elif isinstance(obj, torch.fx.Graph):
-        graph = obj
+        source = obj
     else:
         raise TypeError(f"fxfuse.report: cannot report on {type(obj).__name__}")
+    # Planned and applied to a copy of the graph, as rewrite() does: a rewrite apply_plan refuses is
+    # reported as not fused (apply_rejected), not as "fused" (it was, before session 49).
+    graph = torch.fx.Graph()
+    graph.output(graph.graph_copy(source, {}))
     _, plan = plan_for_graph(graph, opts)
-    rep.add("export", plan)
+    applied = apply_plan(graph, plan)
+    _mark_skipped(plan, applied.skipped)
+    rep.add("export", plan, applied.skipped)
     return rep

@@ -280,3 +280,20 @@ def test_options_and_keyword_options_together_are_an_error():
         fxfuse.rewrite(ep, options=Options(), min_k=5)
     with pytest.raises(TypeError, match="not both"):
         fxfuse.report(ep, options=Options(), min_k=5)
+
+
+class _CastReadTwice(torch.nn.Module):
+    def forward(self, x, w):
+        h = x.to(torch.bfloat16)
+        return torch.relu(h @ w) + h[:, : w.shape[1]]
+
+
+def test_report_agrees_with_the_rewrite_when_applying_is_refused():
+    """The pass plans the cast as the chain's prologue, and apply_plan refuses the rewrite (the cast is read
+    outside it too): the report says so, as the rewrite's own does, instead of "fused" (found by a session-49
+    review)."""
+    x, w = torch.randn(8, 16), torch.randn(16, 16, dtype=torch.bfloat16)
+    ep = torch.export.export(_CastReadTwice(), (x, w))
+    entries = fxfuse.report(ep).entries
+    assert len(_fused_ops(fxfuse.rewrite(ep))) == 0
+    assert [e["status"] for e in entries] == ["not_fused"] and entries[0]["reason"] == "apply_rejected"
