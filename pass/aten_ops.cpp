@@ -83,6 +83,8 @@ bool writesAliasOf(const GraphIndex& index, int writer, const std::vector<int>& 
   return false;
 }
 
+bool isMetadataAssert(const ir::Node& node) { return node.isCall("aten._assert_tensor_metadata.default"); }
+
 bool isReshape(const ir::Node& n) {
   return n.isCall("aten.view.default") || n.isCall("aten.reshape.default") ||
          n.isCall("aten._unsafe_view.default");

@@ -62,6 +62,11 @@ bool viewInputLetters(const GraphIndex& index, int view, const std::string& resu
 // How many 'm' letters `letters` has.
 size_t countM(const std::string& letters);
 
+// `aten._assert_tensor_metadata`: torch.export's check of a value's dtype, device and layout beside each
+// `.to()`. It reads nothing the fused op changes: a value read only by it is no output of a chain, and
+// the rewrite drops it with the value (it had cost an extra output per `.to()`, session 49).
+bool isMetadataAssert(const ir::Node& node);
+
 // The reshape family: aten.view.default, aten.reshape.default, aten._unsafe_view.default.
 bool isReshape(const ir::Node& node);
 

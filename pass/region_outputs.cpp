@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "pass/aten_ops.h"
 #include "pass/epilogue_region.h"
 
 namespace fxfuse::pass {
@@ -11,7 +12,7 @@ namespace {
 bool usedOutside(const GraphIndex& index, int node, const std::set<int>& region) {
   if (index.usedByGraphOutput(node)) return true;
   for (int u : index.users(node))
-    if (!region.count(u)) return true;
+    if (!region.count(u) && !isMetadataAssert(index.node(u))) return true;
   return false;
 }
 

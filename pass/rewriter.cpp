@@ -115,7 +115,13 @@ ir::Graph applyPlans(const GraphIndex& index, const std::vector<const FusionPlan
     if (at != firstOutput.end()) {
       for (ir::Node& n : fusedNodes(index, *plans[at->second], (*names)[at->second])) g.nodes.push_back(std::move(n));
     }
-    if (!removed.count(i)) g.nodes.push_back(index.node(i));
+    if (removed.count(i)) continue;
+    // a metadata check of a value the fused op replaced goes with it (aten_ops.h isMetadataAssert)
+    if (isMetadataAssert(index.node(i))) {
+      const std::vector<int> checked = index.operands(i);
+      if (std::any_of(checked.begin(), checked.end(), [&](int p) { return removed.count(p) > 0; })) continue;
+    }
+    g.nodes.push_back(index.node(i));
   }
   g.nodes = topoSorted(std::move(g.nodes));
   removeDeadNodes(&g, deadBefore);

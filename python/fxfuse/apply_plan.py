@@ -252,6 +252,11 @@ def apply_plan(graph: torch.fx.Graph, plan: dict[str, Any]) -> ApplyResult:
             o.replace_all_uses_with(gi)
             by_name[o.name] = gi  # a later rewrite may take this output as its input
         rset = set(replaced)
+        # export's metadata checks of replaced values go with them (pass/aten_ops.h isMetadataAssert)
+        for n in replaced:
+            for u in list(n.users):
+                if u not in rset and u.op == "call_function" and u.target == _METADATA_ASSERT:
+                    graph.erase_node(u)
         # Erase users before producers: reverse graph order within the region.
         for n in sorted(replaced, key=lambda n: -index[n]):
             if any(u not in rset for u in n.users):
@@ -266,6 +271,8 @@ def apply_plan(graph: torch.fx.Graph, plan: dict[str, Any]) -> ApplyResult:
     graph.lint()
     return res
 
+
+_METADATA_ASSERT = torch.ops.aten._assert_tensor_metadata.default
 
 _GEMM_TARGETS = {
     getattr(torch.ops.aten, name).default

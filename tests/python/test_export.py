@@ -297,3 +297,23 @@ def test_report_agrees_with_the_rewrite_when_applying_is_refused():
     entries = fxfuse.report(ep).entries
     assert len(_fused_ops(fxfuse.rewrite(ep))) == 0
     assert [e["status"] for e in entries] == ["not_fused"] and entries[0]["reason"] == "apply_rejected"
+
+
+class _Casts(torch.nn.Module):
+    def forward(self, x, w, b):
+        return torch.relu((x @ w + b).float()).to(torch.bfloat16)
+
+
+def test_exports_metadata_checks_add_no_outputs():
+    """torch.export puts an `_assert_tensor_metadata` check beside every `.to()`; it read the chain's values and
+    so made each an extra output of the fused op (two M x N writes here, one in f32; found by a session-49
+    review). The checks go with the values they check."""
+    m = _Casts()
+    x, w, b = (torch.randn(8, 16, dtype=torch.bfloat16), torch.randn(16, 12, dtype=torch.bfloat16),
+               torch.randn(12, dtype=torch.bfloat16))
+    ep = torch.export.export(m, (x, w, b))
+    assert any(n.target == torch.ops.aten._assert_tensor_metadata.default for n in ep.graph.nodes)
+    ep2 = fxfuse.rewrite(ep)
+    (node,) = _fused_ops(ep2)
+    assert len(node.meta["val"]) == 1, "extra outputs for the metadata checks"
+    assert rel_err(ep2.module()(x, w, b), m(x, w, b)) < TOL
