@@ -5,6 +5,10 @@ N back-to-back calls then take N x (host time per call). Two clocks per case:
   host   time.perf_counter around the N calls (no sync inside): what Python + the op cost
   events CUDA events around the same N calls, synchronized at the end: the stream's view
 and the fxfuse cost above a plain torch.mm call (the op also allocates its outputs, as mm does).
+The rows time the op under inference_mode, which skips its Autograd kernel; the "no_grad" column
+times the same call as most deployments make it, under torch.no_grad() with the weight an
+nn.Parameter (requires_grad): the Autograd kernel then runs (the forward-AD tangent check and the
+requires_grad scan per input) and the column shows what it adds.
 Issue target: gemm_chain host time per call <= torch.mm's + 5 us (call-site cache hit path).
 
   python bench/host_overhead.py [--calls 2000] [--repeats 5] [--force-kernel]
@@ -69,6 +73,16 @@ def time_calls(fn, calls, repeats):
     return statistics.median(host), statistics.median(dev)
 
 
+def time_under_no_grad(ins, spec, calls, repeats):
+    """Host us/call of the op under torch.no_grad() with normal (not inference) tensors and the
+    weight a Parameter, as a model called under no_grad() passes them."""
+    with torch.inference_mode(False):  # the caller's block is inference_mode: leave it
+        plain = [t.clone() for t in ins]
+        plain[1] = torch.nn.Parameter(plain[1])
+        with torch.no_grad():
+            return time_calls(lambda: gemm_chain(plain, spec), calls, repeats)[0]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=2000)
@@ -112,9 +126,10 @@ def main():
             wt = w.t() if layout == "nk" else w
             eager = lambda: ACTS[act][1](torch.addmm(b, x, wt))  # noqa: E731
             e_host, e_dev = time_calls(eager, args.calls, args.repeats)
+            ng_host = time_under_no_grad(ins, spec, args.calls, args.repeats)
             print(f"{label:34s} host {host:7.2f} us/call   events {dev:7.2f} us/call   "
                   f"over mm {host - mm_host:+6.2f} us   ({path}, "
-                  f"cache hits {hits}/{n})   "
+                  f"cache hits {hits}/{n})   no_grad {ng_host - host:+5.2f} us   "
                   f"eager addmm+{act} host {e_host:6.2f} events {e_dev:6.2f}")
     print("target: 'over mm' <= 5 us on the kernel rows (host overhead of the op's C++ path "
           "plus the dispatcher's Tensor[]/str boxing).")

@@ -249,6 +249,8 @@ struct GemmChainFunction : public torch::autograd::Function<GemmChainFunction> {
 std::vector<at::Tensor> gemmChainAutograd(at::TensorList inputs, c10::string_view spec) {
   // Forward-mode AD (torch.func.jvp, forward_ad.make_dual): dual inputs do not require grad, so
   // without this check their tangents were dropped and the output's tangent read as zero.
+  // Level 0 is the only one: PyTorch refuses a nested dual_level ("Nested forward mode AD is not
+  // supported"), and torch.func.jvp reaches this kernel with its tangents at level 0 too.
   for (const at::Tensor& t : inputs)
     TORCH_CHECK(!t.defined() || !t._fw_grad(/*level=*/0).defined(),
                 "fxfuse::gemm_chain has no forward-mode derivative: fxfuse rewrites inference graphs. "
