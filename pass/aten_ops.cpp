@@ -91,7 +91,7 @@ bool isReshape(const ir::Node& n) {
 }
 
 std::optional<double> numberArg(const ir::Arg& a) {
-  if (!a.isNumber()) return std::nullopt;
+  if (!a.isExactNumber()) return std::nullopt;
   return a.number();
 }
 

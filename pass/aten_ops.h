@@ -32,7 +32,7 @@ bool writesAliasOf(const GraphIndex& index, int writer, const std::vector<int>& 
 // changes device, layout or memory format).
 std::optional<ir::DType> convertTarget(const ir::Node& node);
 
-// A number given as an argument (Int, Float or Bool).
+// A number given as an argument (Int, Float or Bool) that a double holds exactly.
 std::optional<double> numberArg(const ir::Arg& arg);
 std::optional<int64_t> intArg(const ir::Arg& arg);
 std::optional<std::vector<int64_t>> intListArg(const ir::Arg& arg);

@@ -35,8 +35,8 @@ std::optional<std::vector<int>> LoweringContext::operands(const std::vector<ir::
       ids[i] = resolver_.tensor(args[i]);
       if (ids[i] < 0) return std::nullopt;
       floating = floating || isFloating(builder_.dtypeOf(ids[i]));
-    } else if (!args[i].isNumber()) {
-      return std::nullopt;  // a list, string, … where an operand belongs
+    } else if (!args[i].isExactNumber()) {
+      return std::nullopt;  // a list, string, … where an operand belongs, or an int beyond 2^53
     }
   }
   std::optional<spec::DType> common16;

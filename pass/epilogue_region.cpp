@@ -108,6 +108,11 @@ EpilogueGrowth growEpilogue(const GraphIndex& index, const GemmMatch& match, Cha
                         " (the CUDA kernels compute in float32)");
       continue;
     }
+    auto inexact = [](const ir::Arg& a) { return a.isNumber() && !a.isExactNumber(); };
+    if (std::any_of(n.args.begin(), n.args.end(), inexact)) {
+      g.notes.push_back("%" + n.name + " not fused: an integer constant beyond 2^53 (chain specs hold doubles)");
+      continue;
+    }
     std::vector<ir::Arg> tensors = tensorArguments(n);
     bool readsRegion = std::any_of(tensors.begin(), tensors.end(),
                                    [&](const ir::Arg& a) { return region.count(index.producer(a)) > 0; });

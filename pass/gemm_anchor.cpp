@@ -12,11 +12,11 @@ bool readBetaAlpha(const ir::Node& n, GemmMatch* m) {
   const ir::Arg* beta = n.args.size() > 3 ? &n.args[3] : n.kwarg("beta");
   const ir::Arg* alpha = n.args.size() > 4 ? &n.args[4] : n.kwarg("alpha");
   if (beta) {
-    if (!beta->isNumber()) return false;
+    if (!beta->isExactNumber()) return false;
     m->beta = beta->number();
   }
   if (alpha) {
-    if (!alpha->isNumber()) return false;
+    if (!alpha->isExactNumber()) return false;
     m->alpha = alpha->number();
   }
   return true;

@@ -84,6 +84,12 @@ struct Arg {
   bool isValue() const { return kind == Kind::Value; }
   bool isNumber() const { return kind == Kind::Int || kind == Kind::Float || kind == Kind::Bool; }
   double number() const { return kind == Kind::Float ? f : kind == Kind::Int ? double(i) : b; }
+  // A number that number() returns exactly: chain specs store constants as doubles, which hold the
+  // integers to 2^53 (a larger one, 2**60 + 1, would reach the kernel rounded).
+  bool isExactNumber() const {
+    constexpr int64_t kExactInDouble = int64_t(1) << 53;
+    return isNumber() && (kind != Kind::Int || (i >= -kExactInDouble && i <= kExactInDouble));
+  }
   bool operator==(const Arg& o) const;
   bool operator!=(const Arg& o) const { return !(*this == o); }
 };

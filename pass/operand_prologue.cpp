@@ -91,8 +91,9 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
     std::vector<int> operands;
     for (size_t i = 0; i < n.args.size(); ++i) {
       const ir::Arg& a = n.args[i];
-      operands.push_back(a.isNumber() ? builder_.constant(a.number(), spec::DType::F32)
-                                      : fold(index_.producer(a), argLetters[i], depth + 1, argRoles[i]));
+      operands.push_back(a.isExactNumber() ? builder_.constant(a.number(), spec::DType::F32)
+                         : a.isNumber() ? -1  // an int beyond 2^53: the node stays outside
+                                        : fold(index_.producer(a), argLetters[i], depth + 1, argRoles[i]));
       if (operands.back() < 0) {
         builder_ = std::move(saved);
         result_ = std::move(savedResult);

@@ -209,7 +209,13 @@ class _IntEquals(torch.nn.Module):
         return (x @ w * 0).to(torch.int64) + 16777217 == 16777217
 
 
-@pytest.mark.parametrize("model", [_IntPlusOne, _IntWhere, _IntEquals], ids=lambda m: m.__name__.strip("_"))
+class _IntBeyondDouble(torch.nn.Module):
+    def forward(self, x, w):  # 2**60 + 1 is no double: a spec constant held it as 2**60
+        return (x @ w * 1e8).to(torch.int64) + (2**60 + 1)
+
+
+@pytest.mark.parametrize("model", [_IntPlusOne, _IntWhere, _IntEquals, _IntBeyondDouble],
+                         ids=lambda m: m.__name__.strip("_"))
 def test_integer_epilogue_constants_are_exact(model):
     """Integer ops with Python-int constants in the fused chain give eager's exact integers: the CPU kernel
     passed constants as double Scalars, and ATen computes an int tensor with a double Scalar in float32
