@@ -43,6 +43,10 @@ struct KernelConfig {
   // warps from a 16-bit hand-off in shared memory while the consumers start the next tile
   // (FX_EPI_OVERLAP; hooks.h epilogueHandoff says which chains have one).
   bool epilogue_overlap = false;
+  // With epilogue_overlap: the consumers, done with their last tile, give back their registers and
+  // join the epilogue warps on that tile's epilogue (FX_EPI_LAST_SHARED; kernels/sm90_wgmma_gemm.cuh).
+  // Worth it where a CTA has few tiles, so its last epilogue is a large share (overlapRule).
+  bool last_epilogue_shared = false;
 };
 
 // What would run a chain left unfused: eager PyTorch (cuBLAS, then one ATen kernel per

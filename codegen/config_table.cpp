@@ -671,6 +671,9 @@ KernelConfig overlapped(KernelConfig c) {
 
 // 128x256 cooperative tiles of s.
 long long tiles128x256(const ProblemShape& s) { return (s.M + 127) / 128 * ((s.N + 255) / 256) * s.B; }
+// The fewest 128x256 tiles the overlapped epilogue with the shared last tile was measured ahead at
+// (2048 x 4096: overlapRule); from 3 per SM the overlap alone was.
+constexpr long long kOverlapSharedMinTiles = 256;
 
 // The overlapped epilogue where it was measured ahead of the heuristic's tile (bench/RESULTS.md Run BI,
 // 2026-12-05, bench/sm90/knob_ab.sh, bf16, two rounds, fxfuse / cuBLAS mm):
@@ -684,15 +687,32 @@ long long tiles128x256(const ProblemShape& s) { return (s.M + 127) / 128 * ((s.N
 //    N = 4096: 1.024 -> 1.027, a tie: not taken). Against 64x256 ping-pong GELU without a residual
 //    gained 0.1-1.2 %, ReLU+cast and SiLU lost 0.1-2.5 %: those keep ping-pong. Whole tiles only (the
 //    measured shapes).
+// The last tile's epilogue shared by the consumers (last_epilogue_shared; bench/RESULTS.md Run BL,
+// 2026-12-05, knob_ab.sh: the overlap, the same shared, the plain tile; bf16, two rounds): on the 128x256
+// cooperative tile at 4096^3 (512 tiles, 3.9 per SM) 0.8-4.6 % ahead of the overlap alone (GELU +
+// residual 1.117 -> 1.066), at 2048 x 4096 x 4096 (256 tiles, 1.9 per SM) 1-8 % ahead of it and at or
+// ahead of the plain tile (GELU + residual 1.152 -> 1.095, bias+GELU 1.069 -> 1.065, SiLU 1.044 -> 1.048
+// within the rounds' spread): there the overlap now goes from 256 tiles at K <= 4096 (at a longer K the
+// epilogue is a smaller share of a tile, against the ring's stage it costs). Not measured above 4 tiles per
+// SM, where the last tile is a smaller share of a CTA's time and the joined row loop (rows in pairs for
+// a warp count unknown at compile time) runs on every tile: the overlap alone there.
 KernelConfig overlapRule(const KernelConfig& c, const Query& q) {
   const int knob = epilogueOverlapKnob();
   if (knob >= 0) return knob == 1 && overlapFits(c, q) ? overlapped(c) : c;
-  if (!q.heuristic || tiles128x256(q.shape) < 3 * kHopperSms) return c;
-  if (c.bn == 256 && overlapFits(c, q)) return overlapped(c);
+  const long long tiles = tiles128x256(q.shape);
+  if (!q.heuristic || tiles < kOverlapSharedMinTiles) return c;
+  auto take = [shared = tiles <= 4 * kHopperSms](const KernelConfig& o) {
+    KernelConfig t = overlapped(o);
+    t.last_epilogue_shared = shared;
+    return t;
+  };
+  const bool fewTiles = tiles < 3 * kHopperSms;
+  if (c.bn == 256 && overlapFits(c, q) && (!fewTiles || q.shape.K <= 4096)) return take(c);
+  if (fewTiles) return c;
   const ProblemShape& s = q.shape;
   if (c.pingpong && q.epilogue_load == sm90::EpilogueLoad::ReadsResidual && s.K <= 8192 && s.M % 128 == 0 && s.N % 256 == 0) {
     const KernelConfig coop = hopperConfigOf(HopperTile{128, 256, 4, false});
-    if (overlapFits(coop, q)) return overlapped(coop);
+    if (overlapFits(coop, q)) return take(coop);
   }
   return c;
 }
@@ -1275,6 +1295,7 @@ std::string describeConfig(const KernelConfig& c) {
   if (c.split_k != 1) s += fmt::format(" splitk{}", c.split_k);
   if (c.wgmma) s += " wgmma";
   if (c.epilogue_overlap) s += " epioverlap";
+  if (c.last_epilogue_shared) s += " lastshared";
   return s;
 }
 

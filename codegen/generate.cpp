@@ -114,11 +114,13 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     // from the fragment (1, the default, stages them for 16-byte stores), for A/B runs end to end
     static const std::string staged = readBinaryKnob("FXFUSE_SM90_STAGED_STORE");
     if (!staged.empty()) w.line("#define FX_SM90_STAGED_STORE {}", staged);
-    // measurement knob: FXFUSE_SM90_LAST_EPILOGUE_SHARED=1 has the consumers run the overlapped
-    // epilogue's last tile of a CTA beside the three epilogue warps (0, the default: those alone; not
-    // yet run on a GPU, bench/sm90/NOTES.md session 48)
-    const std::string last_shared = readBinaryKnob("FXFUSE_SM90_LAST_EPILOGUE_SHARED");  // per kernel: tests set it
-    if (!last_shared.empty() && c.epilogue_overlap) w.line("#define FX_EPI_LAST_SHARED {}", last_shared);
+    // the consumers share the overlapped epilogue's last tile of a CTA with the three epilogue warps
+    // (c.last_epilogue_shared: overlapRule). Measurement knob: FXFUSE_SM90_LAST_EPILOGUE_SHARED=1 / 0
+    // gives every overlapped kernel it / none (bench/sm90/knob_ab.sh; the tests set it per kernel).
+    if (c.epilogue_overlap) {
+      const std::string knob = readBinaryKnob("FXFUSE_SM90_LAST_EPILOGUE_SHARED");
+      w.line("#define FX_EPI_LAST_SHARED {}", knob.empty() ? (c.last_epilogue_shared ? "1" : "0") : knob);
+    }
   }
   w.blank();
 }

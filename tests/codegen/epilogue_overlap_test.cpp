@@ -89,10 +89,11 @@ KernelConfig overlapped(int bn, int stages) {
   return c;
 }
 
-// The heuristic's rule (config_table.cpp overlapRule, bench/RESULTS.md Run BI): the overlapped epilogue on
-// the 128x256 cooperative tile from three tiles per SM, and in place of ping-pong for chains that
-// read a residual at K <= 8192; not below three tiles per SM, not for other chains' ping-pong, not at
-// K = 14336, not without a hand-off.
+// The heuristic's rule (config_table.cpp overlapRule, bench/RESULTS.md Runs BI, BL): the overlapped epilogue
+// on the 128x256 cooperative tile from three tiles per SM, and from 256 tiles at K <= 4096; the last tile's
+// epilogue shared by the consumers up to four tiles per SM; in place of ping-pong for chains that read a
+// residual at K <= 8192 from three tiles per SM; not below 256 tiles, not for other chains' ping-pong, not
+// at K = 14336, not without a hand-off.
 TEST(EpilogueOverlap, TheRuleTakesItWhereMeasuredAhead) {
   if (!test::hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   const spec::ChainSpec gelu = test::biasGeluTanh();
@@ -100,9 +101,14 @@ TEST(EpilogueOverlap, TheRuleTakesItWhereMeasuredAhead) {
   const auto plan = [](const spec::ChainSpec& s, long long m, long long n, long long k) {
     return describeConfig(chooseConfigForSize(s, m, n, k, 1, 90));
   };
-  EXPECT_EQ(plan(gelu, 4096, 4096, 4096), "sm90_wgmma 128x256x64 s3 t384 epioverlap");
-  EXPECT_EQ(plan(resid, 4096, 4096, 4096), "sm90_wgmma 128x256x64 s3 t384 epioverlap");
-  EXPECT_EQ(plan(gelu, 2048, 4096, 4096), "sm90_wgmma 128x256x64 s4 t384");  // 256 tiles: lost 0.7-4 %
+  EXPECT_EQ(plan(gelu, 4096, 4096, 4096), "sm90_wgmma 128x256x64 s3 t384 epioverlap lastshared");
+  EXPECT_EQ(plan(resid, 4096, 4096, 4096), "sm90_wgmma 128x256x64 s3 t384 epioverlap lastshared");
+  // 256 tiles: the overlap alone lost 0.7-4 %, with the shared last tile at or ahead of the plain tile
+  EXPECT_EQ(plan(resid, 2048, 4096, 4096), "sm90_wgmma 128x256x64 s3 t384 epioverlap lastshared");
+  EXPECT_EQ(plan(gelu, 2048, 4096, 11008), "sm90_wgmma 128x256x64 s4 t384");  // K > 4096: not measured
+  EXPECT_EQ(plan(gelu, 1024, 4096, 4096), "sm90_wgmma 128x256x64 s4 t384");   // 128 tiles: one round
+  // more than four tiles per SM: the overlap alone (4096 x 4304: 544 tiles)
+  EXPECT_EQ(plan(gelu, 4096, 4304, 4096), "sm90_wgmma 128x256x64 s3 t384 epioverlap");
   // (m, n, k): the residual chain where the rule's ping-pong tile lost to it, and at K = 14336 (a tie)
   EXPECT_EQ(plan(resid, 8192, 8192, 8192), "sm90_wgmma 128x256x64 s3 t384 epioverlap");
   EXPECT_EQ(plan(resid, 4096, 14336, 4096), "sm90_wgmma 128x256x64 s3 t384 epioverlap");

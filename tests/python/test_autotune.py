@@ -248,14 +248,16 @@ def _gelu_inputs(m, k, n):
 def test_gpu_every_candidate_computes_the_chain(m, k, n, split_k, monkeypatch):
     """Each kernel the autotune may pick (Hopper tiles on every epilogue, edge tiles at 1000 x
     520, and there the split-K tiles: 80 tiles of 64x128, fewer than 100, with K = 776 not a
-    multiple of 64) matches float64, outputs poisoned first, and is really the one launched."""
+    multiple of 64; the two cooperative tiles with the overlapped epilogue, bias+GELU having a 16-bit
+    hand-off) matches float64, outputs poisoned first, and is really the one launched."""
     monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")
     inputs, ref = _gelu_inputs(m, k, n)
     candidates = C.kernel_candidates(inputs, BIAS_GELU)
     assert {c for c in candidates if c.startswith("sm90_wgmma")} == {
         "sm90_wgmma 64x256x64 s5 t384 pingpong", "sm90_wgmma 64x128x64 s8 t384 pingpong",
         "sm90_wgmma 128x128x64 s6 t384 pingpong", "sm90_wgmma 128x256x64 s4 t384",
-        "sm90_wgmma 128x128x64 s6 t384"} | ({"sm90_wgmma 64x128x64 s7 t256 splitk2",
+        "sm90_wgmma 128x128x64 s6 t384", "sm90_wgmma 128x256x64 s3 t384 epioverlap",
+        "sm90_wgmma 128x128x64 s5 t384 epioverlap"} | ({"sm90_wgmma 64x128x64 s7 t256 splitk2",
                                              "sm90_wgmma 64x128x64 s7 t256 splitk4"} if split_k else set()), candidates
     try:
         for choice in candidates + ["aten"]:
@@ -275,6 +277,8 @@ def test_gpu_every_candidate_computes_the_chain(m, k, n, split_k, monkeypatch):
             assert (launched, pointwise) == expected, (choice, before, after)
             split = after["hopper_split_k_launches"] - before["hopper_split_k_launches"]
             assert split == ("splitk" in choice), (choice, before, after)
+            overlap = after["hopper_overlap_launches"] - before["hopper_overlap_launches"]
+            assert overlap == ("epioverlap" in choice), (choice, before, after)
         C.set_kernel_choice(inputs, BIAS_GELU, "aten-ops")  # autotune's reference: no generated code
         before = C.stats()
         y = torch.ops.fxfuse.gemm_chain(inputs, BIAS_GELU)[0]

@@ -341,8 +341,9 @@ def test_programmatic_launch_waits_for_the_kernel_before(path, before):
     overlapped epilogue (FXFUSE_SM90_EPILOGUE_OVERLAP=1), whose epilogue warps store while the CTA's
     consumers may already be done: the next layer must still see every store."""
     env = {"FXFUSE_POISON_OUTPUTS": "1" if before == "poison_fill" else "0"}
-    if path == "hopper_overlap":
-        env["FXFUSE_SM90_EPILOGUE_OVERLAP"] = "1"
+    # the autotune's candidates hold the overlapped tiles unless the knob says 0: the other paths' widest
+    # tile is then the plain one
+    env["FXFUSE_SM90_EPILOGUE_OVERLAP"] = "1" if path == "hopper_overlap" else "0"
     if before == "layer_before_overlapping":
         env["FXFUSE_PDL_TRIGGER_AT_START"] = "1"
     scale = {"poison_fill": 0.75, "layer_before": 0.625, "layer_before_overlapping": 0.5}[before]
@@ -902,19 +903,24 @@ print("ok")
 """
 
 
+# The tile tests below run the heuristic's tiles as they are (FXFUSE_SM90_EPILOGUE_OVERLAP=0: the autotune's
+# candidates then leave the overlapped tiles out; test_hopper_overlapped_epilogue_on_every_tile runs those).
+PLAIN_TILES = dict(FXFUSE_SM90_ALL_EPILOGUES="1", FXFUSE_SM90_EPILOGUE_OVERLAP="0")
+
+
 @needs_sm90
 def test_hopper_staged_paths_on_every_tile():
-    run_child(HOPPER_EVERY_TILE_CHILD, "layouts", FXFUSE_SM90_ALL_EPILOGUES="1")
+    run_child(HOPPER_EVERY_TILE_CHILD, "layouts", **PLAIN_TILES)
 
 
 @needs_sm90
 def test_hopper_pipeline_wraps_and_handovers_on_every_tile():
-    run_child(HOPPER_EVERY_TILE_CHILD, "pipeline", FXFUSE_SM90_ALL_EPILOGUES="1")
+    run_child(HOPPER_EVERY_TILE_CHILD, "pipeline", **PLAIN_TILES)
 
 
 @needs_sm90
 def test_hopper_every_tile_at_decode_batch_sizes():
-    run_child(HOPPER_EVERY_TILE_CHILD, "small_m", FXFUSE_SM90_ALL_EPILOGUES="1")
+    run_child(HOPPER_EVERY_TILE_CHILD, "small_m", **PLAIN_TILES)
 
 
 @needs_sm90
@@ -923,14 +929,14 @@ def test_hopper_column_edges_on_every_tile():
     staged residual, and SiLU at N = 24: the staged epilogue's column clamps (session 18) where
     most lanes are past N, where a 64-column chunk is partial, and where an edge tile spans several
     chunks; checked per element against float64, outputs poisoned."""
-    run_child(HOPPER_EVERY_TILE_CHILD, "column_edges", FXFUSE_SM90_ALL_EPILOGUES="1")
+    run_child(HOPPER_EVERY_TILE_CHILD, "column_edges", **PLAIN_TILES)
 
 
 @needs_sm90
 def test_hopper_handoff_chains_on_every_tile():
     """The overlapped epilogue's chains (below) on the five tiles as they are: the references of
     the overlapped test, checked on the kernels that have run for sessions."""
-    run_child(HOPPER_EVERY_TILE_CHILD, "handoffs", FXFUSE_SM90_ALL_EPILOGUES="1")
+    run_child(HOPPER_EVERY_TILE_CHILD, "handoffs", **PLAIN_TILES)
 
 
 @needs_sm90
@@ -1103,14 +1109,16 @@ def test_decode_dispatch_by_the_heuristic(unforced, M, K, N, first):
     # 4096 128x256 where it takes three or four rounds against 64x256's six or eight (Runs AL-AN),
     # 64x256 from six rounds
     (4096, 1024, 4096, "sm90_wgmma 128x128x64 s6 t384 pingpong"),
-    (4096, 4096, 4096, "sm90_wgmma 128x256x64 s4 t384"),
+    # session 47 / 50 (Runs BI, BL): the overlapped epilogue on 128x256 from 256 tiles, the last tile's
+    # epilogue shared by the consumers up to 4 tiles per SM (config_table.cpp overlapRule)
+    (4096, 4096, 4096, "sm90_wgmma 128x256x64 s3 t384 epioverlap lastshared"),
     (6144, 4096, 4096, "sm90_wgmma 64x256x64 s5 t384 pingpong"),
     # N not a multiple of 64 at K >= 4096: 128x256 cooperative (Run AJ calls 5-8)
-    (4096, 4096, 4304, "sm90_wgmma 128x256x64 s4 t384"),
+    (4096, 4096, 4304, "sm90_wgmma 128x256x64 s3 t384 epioverlap"),
     # session 22: rows 16-byte but not 32-byte aligned (N % 16 == 8) from 1025 rows at K >= 4096:
     # cuBLAS + the epilogue kernel (Run AK); 32-byte aligned rows keep 128x256
     (8192, 4096, 2200, None),
-    (8192, 4096, 2192, "sm90_wgmma 128x256x64 s4 t384"),
+    (8192, 4096, 2192, "sm90_wgmma 128x256x64 s3 t384 epioverlap"),
 ])
 def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     """The op's own choice where N is narrow (sm90::chooseConfig, sm90::splitKForFewTiles, codegen
@@ -1139,7 +1147,7 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
 @needs_sm90
 @pytest.mark.parametrize("M,K,N,residual,first", [
     (768, 4096, 11008, True, "sm90_wgmma 128x128x64 s6 t384 pingpong"),  # 128x256's two rounds
-    (768, 4096, 11008, False, "sm90_wgmma 128x256x64 s4 t384"),
+    (768, 4096, 11008, False, "sm90_wgmma 128x256x64 s3 t384 epioverlap lastshared"),  # 258 tiles (Run BL)
     (512, 4096, 8192, True, "sm90_wgmma 128x256x64 s4 t384"),  # one round
     (1024, 1024, 8192, False, "sm90_wgmma 128x128x64 s6 t384 pingpong"),  # K <= 3072: any epilogue
     # session 25: at a long K from 512 rows, GELU then a residual up to K = 14336, GELU alone up to
@@ -1150,7 +1158,7 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     (4096, 14336, 4096, False, "sm90_wgmma 64x256x64 s5 t384 pingpong"),
     (4096, 16384, 4096, False, None),  # past the longest K measured
     (2048, 11008, 4096, False, "sm90_wgmma 128x256x64 s4 t384"),
-    (8192, 4096, 8192, True, "sm90_wgmma 128x128x64 s6 t384 pingpong"),  # session 27 (Run AP)
+    (8192, 4096, 8192, True, "sm90_wgmma 128x256x64 s3 t384 epioverlap"),  # session 27 (Run AP); 47 (Run BI)
     # session 30 (Run AR): one matrix of 257-511 rows on >= 96 tiles; a slot-area tie takes the
     # larger tile; one round at K >= 8192 spared the work share
     (320, 4096, 4096, False, "sm90_wgmma 128x128x64 s6 t384"),  # 64x256 before the tie-break
