@@ -323,3 +323,25 @@ def test_exports_metadata_checks_add_no_outputs():
     (node,) = _fused_ops(ep2)
     assert len(node.meta["val"]) == 1, "extra outputs for the metadata checks"
     assert rel_err(ep2.module()(x, w, b), m(x, w, b)) < TOL
+
+
+class _ResidualFirstInItsLayout(torch.nn.Module):
+    """`r + y`: eager's add gives its result r's layout (transposed here), and `.t().view(-1)` relies on it."""
+    def forward(self, x, w, r):
+        return (r + torch.relu(x @ w)).t().view(-1)
+
+
+def test_a_chain_whose_output_eager_lays_out_otherwise_is_not_fused():
+    """The op writes its outputs contiguous. Where eager's result has another layout (an add whose first
+    operand is a transposed residual), the rewritten program's later `.view()` failed ("view size is not
+    compatible with input tensor's size and stride") and its outputs' strides differed from eager's; such a
+    chain is left unfused (apply_rejected) since the fused op could not give eager's layout."""
+    m = _ResidualFirstInItsLayout()
+    x, w, r = torch.randn(8, 16), torch.randn(16, 12), torch.randn(12, 8).t()
+    for ep in (torch.export.export(m, (x, w, r)), torch.export.export(m, (x, w, r)).run_decompositions()):
+        ep2 = fxfuse.rewrite(ep)
+        x2, w2, r2 = torch.randn(8, 16), torch.randn(16, 12), torch.randn(12, 8).t()
+        got = ep2.module()(x2, w2, r2)
+        assert rel_err(got, m(x2, w2, r2)) < TOL
+        rep = fxfuse.report(ep)
+        assert [e["reason"] for e in rep.entries] == ["apply_rejected"], str(rep)
