@@ -345,3 +345,26 @@ def test_a_chain_whose_output_eager_lays_out_otherwise_is_not_fused():
         assert rel_err(got, m(x2, w2, r2)) < TOL
         rep = fxfuse.report(ep)
         assert [e["reason"] for e in rep.entries] == ["apply_rejected"], str(rep)
+
+
+class _CastMmRelu(torch.nn.Module):
+    def forward(self, x, w):
+        return torch.relu(x.to(torch.bfloat16) @ w)
+
+
+@pytest.mark.parametrize("option,chain", [({}, "matmul [A: convert] → relu"), ({"prologue": False}, "matmul → relu"),
+                                          ({"epilogue": False}, "matmul [A: convert]"), ({"min_m": 9}, None),
+                                          ({"min_n": 13}, None)])
+def test_the_options_fxfuse_sends_reach_the_pass(option, chain):
+    """Options' min_m, min_n, prologue and epilogue went to the pass, which did not know them: each was
+    ignored with an "unknown option" warning and everything fused as without it (found in session 50)."""
+    import warnings
+
+    m = _CastMmRelu()
+    x, w = torch.randn(8, 16), torch.randn(16, 12, dtype=torch.bfloat16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        entries = fxfuse.report(torch.export.export(m, (x, w)), **option).entries
+        ep2 = fxfuse.rewrite(torch.export.export(m, (x, w)), **option)
+    assert [e.get("chain") for e in entries] == [chain], entries
+    assert torch.equal(ep2.module()(x, w), m(x, w))
