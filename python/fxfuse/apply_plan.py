@@ -209,8 +209,10 @@ def _stable_toposort(graph: torch.fx.Graph) -> int:
     return moved
 
 
-def apply_plan(graph: torch.fx.Graph, plan: dict[str, Any]) -> ApplyResult:
-    """Applies every rewrite of ``plan`` to ``graph`` in place and lints the graph."""
+def apply_plan(graph: torch.fx.Graph, plan: dict[str, Any], keep: frozenset[str] = frozenset()) -> ApplyResult:
+    """Applies every rewrite of ``plan`` to ``graph`` in place and lints the graph. ``keep``: names of
+    nodes that must stay in the graph (an exported program's module call signatures name them); a
+    rewrite that would replace one is skipped."""
     res = ApplyResult()
     rewrites = plan.get("rewrites") or []
     if not rewrites:
@@ -233,6 +235,10 @@ def apply_plan(graph: torch.fx.Graph, plan: dict[str, Any]) -> ApplyResult:
         why = _region_ok(replaced, inputs, outputs)
         if why is None and not all(o in set(replaced) for o in outputs):
             why = "an output is not among the replaced nodes"
+        if why is None and keep:
+            pinned = [n.name for n in replaced if n.name in keep]
+            if pinned:
+                why = f"it replaces {pinned[0]}, which a module call signature of the program names"
         if why is not None:
             res.skipped[rid] = why
             log.warning("fxfuse: rewrite %s skipped: %s", rid, why)

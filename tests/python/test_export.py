@@ -368,3 +368,39 @@ def test_the_options_fxfuse_sends_reach_the_pass(option, chain):
         ep2 = fxfuse.rewrite(torch.export.export(m, (x, w)), **option)
     assert [e.get("chain") for e in entries] == [chain], entries
     assert torch.equal(ep2.module()(x, w), m(x, w))
+
+
+class _Sub(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class _TwoSubs(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.sub, self.sub2 = _Sub(), _Sub()
+
+    def forward(self, x, r):
+        return torch.tanh(self.sub2(torch.relu(self.sub(x)) + r)) * 2
+
+
+@pytest.mark.parametrize("decompose", [False, True], ids=["export", "decomp"])
+def test_a_preserved_module_call_signature_keeps_its_values(decompose):
+    """`preserve_module_call_signature=("sub",)` names sub's output (the linear's value) in the program's module
+    call graph; the chain through it replaced that node and the rewrite raised SpecViolationError "Output linear
+    does not exist in the graph" (found in session 50). Such a chain is skipped (apply_rejected); the others fuse,
+    and the program runs and unflattens."""
+    m = _TwoSubs()
+    x, r = torch.randn(8, 16), torch.randn(8, 16)
+    ep = torch.export.export(m, (x, r), preserve_module_call_signature=("sub",))
+    if decompose:
+        ep = ep.run_decompositions()
+    ep2 = fxfuse.rewrite(ep)
+    assert len(_fused_ops(ep2)) == 1
+    assert rel_err(ep2.module()(x, r), m(x, r)) < TOL
+    assert rel_err(torch.export.unflatten(ep2)(x, r), m(x, r)) < TOL
+    assert [e["reason"] for e in fxfuse.report(ep).rejected] == ["apply_rejected"]
