@@ -121,6 +121,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # Reports hold "→": a stdout that is not UTF-8 (an ASCII or Latin-1 locale) raised
+    # UnicodeEncodeError and the command printed only that; escape what it cannot show instead.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
     try:
         import fxfuse  # noqa: F401 - registers the op before any load
