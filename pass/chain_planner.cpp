@@ -24,9 +24,10 @@ struct GemmCore {
 //   addmm(bias, A, B, beta=β, alpha=α)  ->  `%p = mm %A %B : f32`, `mul %p α : f32`,
 //                                           `mul %bias β : f32`, `add … : <addmm dtype>`
 //   mm(A, B)                             ->  `mm %A %B : <mm dtype>`
-GemmCore emitCore(const GraphIndex& index, const GemmMatch& m, ChainBuilder& builder, const std::vector<bool>& claimed) {
+GemmCore emitCore(const GraphIndex& index, const GemmMatch& m, ChainBuilder& builder, const std::vector<bool>& claimed,
+                  const PassOptions& options) {
   GemmCore core;
-  OperandPrologue prologue(index, builder, claimed);
+  OperandPrologue prologue(index, builder, claimed, options.prologue);
   core.a = prologue.build(m.a, m.aLetters, spec::Space::A);
   core.b = prologue.build(m.b, m.bLetters, spec::Space::B);
   if (core.a.value < 0 || core.b.value < 0) return core.ok = false, core;
@@ -146,7 +147,7 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
   const GemmMatch& m = *match;
 
   ChainBuilder builder(m.kind);
-  GemmCore core = emitCore(index, m, builder, claimed);
+  GemmCore core = emitCore(index, m, builder, claimed, options);
   if (!core.ok) return rejected(out, "unsupported_shape", "an operand or bias the chain cannot read");
   OperandFacts facts{&core.a, &core.b, builder.dtypeOf(core.a.value), builder.dtypeOf(core.b.value)};
   if (auto r = checkLegality(index, m, facts, options, &out.notes)) {
@@ -156,7 +157,8 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
   if (builder.numSlots() > options.maxInputs)
     return rejected(out, "too_many_inputs", std::to_string(builder.numSlots()) + " inputs before the epilogue");
 
-  EpilogueGrowth growth = growEpilogue(index, m, builder, claimed, options);
+  // With the "epilogue" option off nothing after the GEMM (its own bias aside) joins the chain.
+  EpilogueGrowth growth = options.epilogue ? growEpilogue(index, m, builder, claimed, options) : EpilogueGrowth{};
   out.notes.insert(out.notes.end(), growth.notes.begin(), growth.notes.end());
   OutputChoice choice = chooseOutputs(index, m, growth.nodes, options);
   out.notes.insert(out.notes.end(), choice.notes.begin(), choice.notes.end());
@@ -169,7 +171,7 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
 
   // Emit the final chain from scratch: the region may have shrunk since it was grown.
   ChainBuilder final(m.kind);
-  core = emitCore(index, m, final, claimed);
+  core = emitCore(index, m, final, claimed, options);
   std::vector<int> views;
   if (!core.ok || !emitEpilogue(index, m, final, choice.nodes, &views))
     return rejected(out, "internal_error", "re-emitting the chosen region failed (please report a bug)");

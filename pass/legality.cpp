@@ -76,6 +76,14 @@ std::optional<Rejection> checkLegality(const GraphIndex& index, const GemmMatch&
     notes->push_back("misaligned (" + what + "): needs the generic kernel");
   }
   if (m.k.value < o.minK) return reject("not_profitable", fmt::format("K={} < min_k={}", m.k.value, o.minK));
+  if (m.n.value < o.minN) return reject("not_profitable", fmt::format("N={} < min_n={}", m.n.value, o.minN));
+  // M: the product of the output's m dims (a batch's matrices are counted apart); a symbolic M is
+  // not judged here (its size differs call by call).
+  int64_t rows = 1;
+  bool known = true;
+  for (size_t i = 0; i < m.outShape.size() && i < m.outLetters.size(); ++i)
+    if (m.outLetters[i] == 'm') known = known && !m.outShape[i].symbolic, rows *= m.outShape[i].value;
+  if (known && rows < o.minM) return reject("not_profitable", fmt::format("M={} < min_m={}", rows, o.minM));
   return std::nullopt;
 }
 

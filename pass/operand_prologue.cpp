@@ -63,7 +63,7 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
     result_.absorbed.push_back(node);
     return v;
   }
-  if (isFoldableConvert(node)) {
+  if (ops_ && isFoldableConvert(node)) {
     // convert(w_i8 -> bf16)  ->  `%w = input i8`, `convert %w : bf16`
     int x = fold(index_.producer(n.args[0]), letters, depth + 1, roles);
     if (x < 0) return -1;
@@ -71,7 +71,7 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
     result_.ops.push_back("convert");
     return builder_.op("convert", {x}, index_.tensor(node)->dtype);
   }
-  if (isFoldableArithmetic(node)) {
+  if (ops_ && isFoldableArithmetic(node)) {
     // mul(w, unsqueeze(scale))  ->  `mul %w %scale` with scale read as `[n]`
     const ir::TensorType* t = index_.tensor(node);
     std::vector<std::string> argLetters(n.args.size());

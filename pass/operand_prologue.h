@@ -27,8 +27,10 @@ struct PrologueResult {
 class OperandPrologue {
  public:
   // `claimed[i]`: node i belongs to an earlier chain and must stay a leaf.
-  OperandPrologue(const GraphIndex& index, ChainBuilder& builder, const std::vector<bool>& claimed)
-      : index_(index), builder_(builder), claimed_(claimed) {}
+  // `ops`: false (the "prologue" option off) folds only the layout views; converts, scales and zero
+  // points stay outside the chain.
+  OperandPrologue(const GraphIndex& index, ChainBuilder& builder, const std::vector<bool>& claimed, bool ops = true)
+      : index_(index), builder_(builder), claimed_(claimed), ops_(ops) {}
 
   PrologueResult build(const ir::Arg& operand, const std::string& letters, spec::Space space);
 
@@ -44,6 +46,7 @@ class OperandPrologue {
   const GraphIndex& index_;
   ChainBuilder& builder_;
   const std::vector<bool>& claimed_;
+  bool ops_ = true;
   spec::Space space_ = spec::Space::A;
   size_t operandMs_ = 0;  // 'm' dims of the operand: an A-space input has all or none
   PrologueResult result_;

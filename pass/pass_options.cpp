@@ -107,6 +107,11 @@ bool parsePassOptions(const std::string& json, PassOptions* o, std::vector<std::
       return true;
     };
     if (key == "min_k") return setInt(&o->minK);
+    // fxfuse.Options sends these four; unknown here, they were ignored with a warning (session 50)
+    if (key == "min_m") return setInt(&o->minM);
+    if (key == "min_n") return setInt(&o->minN);
+    if (key == "prologue") return setBool(&o->prologue);
+    if (key == "epilogue") return setBool(&o->epilogue);
     if (key == "allow_fp32") return setBool(&o->allowFp32);
     if (key == "extra_outputs") return setBool(&o->extraOutputs);
     if (key == "allow_cpu") return setBool(&o->allowCpu);

@@ -10,6 +10,10 @@ namespace fxfuse::pass {
 
 struct PassOptions {
   int minK = 1;                 // "min_k": smaller K is not_profitable
+  int minM = 1;                 // "min_m": a smaller M (rows, per matrix; where known) is not_profitable
+  int minN = 1;                 // "min_n": smaller N is not_profitable
+  bool prologue = true;         // "prologue": false leaves the ops before the GEMM outside (views still fold)
+  bool epilogue = true;         // "epilogue": false leaves the ops after the GEMM outside
   bool allowFp32 = true;        // "allow_fp32"
   std::string arch = "sm_90";   // "arch": recorded for codegen
   bool extraOutputs = true;     // "extra_outputs": else a value used outside ends the region

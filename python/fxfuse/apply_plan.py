@@ -113,11 +113,34 @@ def _fake_outputs(op, in_nodes, outputs, spec, fake_mode) -> tuple[list | None, 
         if isinstance(e, torch.Tensor) and (str(list(g.shape)) != str(list(e.shape)) or g.dtype != e.dtype):
             return None, (f"output {o.name}: the op gives {g.dtype} {list(g.shape)}, "
                           f"the graph has {e.dtype} {list(e.shape)}")
+        if isinstance(e, torch.Tensor) and not _same_layout(g, e):
+            # The op writes its outputs contiguous; where eager's value has another layout (an add whose
+            # first operand is a transposed or channels-last residual), the graph's later views of it
+            # (`.t().view(-1)`) fail and the program's outputs lose eager's strides.
+            return None, (f"output {o.name}: the op gives strides {list(g.stride())}, "
+                          f"the graph has {list(e.stride())}")
     if fake_mode is None:
         # Meta tensors are no values for the graph: keep the replaced outputs' (a value
         # whose shape and dtype the op was just checked to agree with).
         got = [e if isinstance(e, torch.Tensor) else g for g, e in zip(got, expected)]
     return got, None
+
+
+def _same_layout(got, expected) -> bool:
+    """Whether ``got`` has ``expected``'s strides along every dim of more than one element (a dim
+    of size 0 or 1 may have any stride; symbolic strides must be provably equal)."""
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    if len(got.shape) != len(expected.shape):
+        return False
+    if any(statically_known_true(d == 0) for d in expected.shape):
+        return True  # no elements: any layout
+    for size, gs, es in zip(expected.shape, got.stride(), expected.stride()):
+        if statically_known_true(size <= 1):
+            continue
+        if not statically_known_true(gs == es):
+            return False
+    return True
 
 
 def _region_ok(replaced, inputs, outputs) -> str | None:
@@ -186,8 +209,10 @@ def _stable_toposort(graph: torch.fx.Graph) -> int:
     return moved
 
 
-def apply_plan(graph: torch.fx.Graph, plan: dict[str, Any]) -> ApplyResult:
-    """Applies every rewrite of ``plan`` to ``graph`` in place and lints the graph."""
+def apply_plan(graph: torch.fx.Graph, plan: dict[str, Any], keep: frozenset[str] = frozenset()) -> ApplyResult:
+    """Applies every rewrite of ``plan`` to ``graph`` in place and lints the graph. ``keep``: names of
+    nodes that must stay in the graph (an exported program's module call signatures name them); a
+    rewrite that would replace one is skipped."""
     res = ApplyResult()
     rewrites = plan.get("rewrites") or []
     if not rewrites:
@@ -210,6 +235,10 @@ def apply_plan(graph: torch.fx.Graph, plan: dict[str, Any]) -> ApplyResult:
         why = _region_ok(replaced, inputs, outputs)
         if why is None and not all(o in set(replaced) for o in outputs):
             why = "an output is not among the replaced nodes"
+        if why is None and keep:
+            pinned = [n.name for n in replaced if n.name in keep]
+            if pinned:
+                why = f"it replaces {pinned[0]}, which a module call signature of the program names"
         if why is not None:
             res.skipped[rid] = why
             log.warning("fxfuse: rewrite %s skipped: %s", rid, why)

@@ -7,8 +7,10 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
+import os
 import sys
 import zipfile
 
@@ -33,12 +35,25 @@ def _sizes(text: str) -> tuple[int, ...]:
     return sizes
 
 
+def _check_writable(path: str) -> None:
+    """Raises OSError (one error line from main) for an output that cannot be written, before the
+    rewrite runs: torch.export.save reports it as a RuntimeError traceback, after all the work."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, "the output is a directory", path)
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise FileNotFoundError(errno.ENOENT, "the output's directory does not exist", parent)
+    if not os.access(parent, os.W_OK):
+        raise PermissionError(errno.EACCES, "the output's directory is not writable", parent)
+
+
 def _cmd_rewrite(args) -> int:
     import torch
 
     from .export_rewrite import rewrite
     from .stats import stats
 
+    _check_writable(args.output)
     ep = torch.export.load(args.input)
     out = rewrite(ep, dump_dir=args.dump, options=_options(args))
     torch.export.save(out, args.output)
@@ -106,6 +121,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # Reports hold "→": a stdout that is not UTF-8 (an ASCII or Latin-1 locale) raised
+    # UnicodeEncodeError and the command printed only that; escape what it cannot show instead.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
     try:
         import fxfuse  # noqa: F401 - registers the op before any load

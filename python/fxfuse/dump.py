@@ -43,9 +43,14 @@ def new_dump_folder(root: str, label: str) -> str:
 
 
 def _write(folder: str, name: str, text: str | bytes) -> None:
-    mode = "wb" if isinstance(text, bytes) else "w"
-    with open(os.path.join(folder, name), mode) as f:
-        f.write(text)
+    # UTF-8 whatever the locale: reports hold "→" and graphs any name; in an ASCII or Latin-1
+    # locale the default encoding raised UnicodeEncodeError out of the rewrite or compile.
+    if isinstance(text, bytes):
+        with open(os.path.join(folder, name), "wb") as f:
+            f.write(text)
+    else:
+        with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
+            f.write(text)
 
 
 def spec_to_dot(spec: str, title: str = "chain") -> str:

@@ -52,6 +52,21 @@ def _renamed_signature(sig, gm: torch.fx.GraphModule, original: torch.fx.GraphMo
     return type(sig)(input_specs=input_specs, output_specs=new_specs)
 
 
+def _signature_names(ep: ExportedProgram) -> frozenset[str]:
+    """Names of the values the program's module call signatures name (the inputs and outputs of each
+    submodule kept by ``preserve_module_call_signature``): the verifier wants each to stay a node, so
+    a rewrite that would replace one is skipped (it raised SpecViolationError "Output linear does not
+    exist in the graph" before session 50)."""
+    names = set()
+    for entry in getattr(ep, "module_call_graph", None) or []:
+        sig = getattr(entry, "signature", None)
+        for arg in (list(sig.inputs) + list(sig.outputs)) if sig is not None else []:
+            name = getattr(arg, "name", None)
+            if isinstance(name, str):
+                names.add(name)
+    return frozenset(names)
+
+
 def _options(options: Options | None, option_kwargs: dict[str, Any]) -> Options:
     """``options=`` or keyword options, not both (the keywords were ignored beside ``options``)."""
     if options is not None and option_kwargs:
@@ -79,7 +94,7 @@ def rewrite(ep: ExportedProgram, dump_dir: str | None = None, options: Options |
     if dump_dir is not None:
         opts = dataclasses.replace(opts, dump_dir=dump_dir)
     gm = copy.deepcopy(ep.graph_module)
-    result = run_on_graph(gm.graph, opts, "export")
+    result = run_on_graph(gm.graph, opts, "export", keep=_signature_names(ep))
     gm.recompile()
     if result is None or not result.applied.applied:
         log.info("fxfuse: nothing to rewrite in the exported program")
@@ -105,6 +120,7 @@ def report(obj: Any = None, *example_args: Any, options: Options | None = None, 
     opts = _options(options, option_kwargs)
     if isinstance(obj, torch.nn.Module) and not isinstance(obj, torch.fx.GraphModule):
         obj = torch.export.export(obj, tuple(example_args))
+    keep = _signature_names(obj) if isinstance(obj, ExportedProgram) else frozenset()
     if isinstance(obj, (ExportedProgram, torch.fx.GraphModule)):
         source = obj.graph
     elif isinstance(obj, torch.fx.Graph):
@@ -116,7 +132,7 @@ def report(obj: Any = None, *example_args: Any, options: Options | None = None, 
     graph = torch.fx.Graph()
     graph.output(graph.graph_copy(source, {}))
     _, plan = plan_for_graph(graph, opts)
-    applied = apply_plan(graph, plan)
+    applied = apply_plan(graph, plan, keep)
     _mark_skipped(plan, applied.skipped)
     rep.add("export", plan, applied.skipped)
     return rep

@@ -238,15 +238,17 @@ def _mark_skipped(plan: dict[str, Any], skipped: dict[int, str]) -> None:
             counters["reject.apply_rejected"] = counters.get("reject.apply_rejected", 0) + 1
 
 
-def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph") -> PassResult | None:
-    """The pass on ``graph`` in place. Returns None when disabled."""
+def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph",
+                 keep: frozenset[str] = frozenset()) -> PassResult | None:
+    """The pass on ``graph`` in place. Returns None when disabled. ``keep``: node names no rewrite may
+    replace (apply_plan)."""
     if not options.enabled:
         return None
     root = dump_root(options.dump_dir)
     before_fx = _graph_text(graph) if root else ""
     ir_text, plan = plan_for_graph(graph, options)
     _warn_if_no_nvrtc(plan)
-    applied = apply_plan(graph, plan)
+    applied = apply_plan(graph, plan, keep)
     _mark_skipped(plan, applied.skipped)
     if graph.owning_module is not None:
         graph.owning_module.recompile()

@@ -77,3 +77,24 @@ def test_cli_invalid_option_is_an_error(tmp_path):
     _, path = _saved_mlp(tmp_path)
     res = run_cli("rewrite", str(path), "-o", str(tmp_path / "out.pt2"), "--min-k", "-5")
     assert res.returncode == 2 and "min_k" in res.stderr and "Traceback" not in res.stderr, res.stderr
+
+
+def test_cli_an_output_it_cannot_write_is_one_error_line(tmp_path):
+    """`-o` in a folder that does not exist, or naming a folder: one `error:` line and rc 2, before the rewrite
+    runs (it was torch's RuntimeError traceback from the save, rc 1, after the whole rewrite)."""
+    _, path = _saved_mlp(tmp_path)
+    for bad in (tmp_path / "missing" / "out.pt2", tmp_path):
+        res = run_cli("rewrite", str(path), "-o", str(bad))
+        assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+        assert res.stderr.strip().splitlines()[-1].startswith("error:"), res.stderr
+
+
+def test_cli_report_on_an_ascii_terminal(tmp_path):
+    """The report's chains hold "→": on a stdout that is not UTF-8 (PYTHONIOENCODING=ascii, a C locale) `fxfuse
+    report` printed nothing but "error: 'ascii' codec can't encode character" and rc 2 (found in session 50).
+    What the terminal cannot show is escaped now."""
+    _, path = _saved_mlp(tmp_path)
+    res = run_python("from fxfuse.cli import main\nsys.exit(main(sys.argv[1:]))", "report", str(path),
+                     env={"PYTHONIOENCODING": "ascii"})
+    assert res.returncode == 0, res.stderr
+    assert "fused (rewrite 0)" in res.stdout and "\\u2192" in res.stdout, res.stdout

@@ -80,3 +80,17 @@ def test_dump_has_ptx_for_bf16(tmp_path, standin):
     errors = {f: (folder / f).read_text()[:400] for f in files if f.endswith(".error.txt")}
     assert not errors, errors
     assert any(f.endswith(".ptx") for f in files), files
+
+
+def test_the_dump_is_utf8_whatever_the_locale(tmp_path):
+    """report.txt / report.json hold "→" (and the graphs may hold any name): written in the locale's encoding,
+    an ASCII or Latin-1 locale made the dump raise UnicodeEncodeError out of fxfuse.rewrite (found in session
+    50). The files are UTF-8 now, whatever the locale."""
+    code = ("import locale, torch, fxfuse\nassert locale.getpreferredencoding(False).lower() != 'utf-8'\n"
+            "m = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU())\n"
+            "fxfuse.rewrite(torch.export.export(m, (torch.randn(4, 16),)), dump_dir=sys.argv[1])\n")
+    res = run_python(code, str(tmp_path / "d"), env={"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0",
+                                                     "PYTHONCOERCECLOCALE": "0"})
+    assert res.returncode == 0, res.stderr[-2000:]
+    (folder,) = (tmp_path / "d").iterdir()
+    assert "→" in (folder / "report.txt").read_text(encoding="utf-8")

@@ -323,3 +323,84 @@ def test_exports_metadata_checks_add_no_outputs():
     (node,) = _fused_ops(ep2)
     assert len(node.meta["val"]) == 1, "extra outputs for the metadata checks"
     assert rel_err(ep2.module()(x, w, b), m(x, w, b)) < TOL
+
+
+class _ResidualFirstInItsLayout(torch.nn.Module):
+    """`r + y`: eager's add gives its result r's layout (transposed here), and `.t().view(-1)` relies on it."""
+    def forward(self, x, w, r):
+        return (r + torch.relu(x @ w)).t().view(-1)
+
+
+def test_a_chain_whose_output_eager_lays_out_otherwise_is_not_fused():
+    """The op writes its outputs contiguous. Where eager's result has another layout (an add whose first
+    operand is a transposed residual), the rewritten program's later `.view()` failed ("view size is not
+    compatible with input tensor's size and stride") and its outputs' strides differed from eager's; such a
+    chain is left unfused (apply_rejected) since the fused op could not give eager's layout."""
+    m = _ResidualFirstInItsLayout()
+    x, w, r = torch.randn(8, 16), torch.randn(16, 12), torch.randn(12, 8).t()
+    for ep in (torch.export.export(m, (x, w, r)), torch.export.export(m, (x, w, r)).run_decompositions()):
+        ep2 = fxfuse.rewrite(ep)
+        x2, w2, r2 = torch.randn(8, 16), torch.randn(16, 12), torch.randn(12, 8).t()
+        got = ep2.module()(x2, w2, r2)
+        assert rel_err(got, m(x2, w2, r2)) < TOL
+        rep = fxfuse.report(ep)
+        assert [e["reason"] for e in rep.entries] == ["apply_rejected"], str(rep)
+
+
+class _CastMmRelu(torch.nn.Module):
+    def forward(self, x, w):
+        return torch.relu(x.to(torch.bfloat16) @ w)
+
+
+@pytest.mark.parametrize("option,chain", [({}, "matmul [A: convert] → relu"), ({"prologue": False}, "matmul → relu"),
+                                          ({"epilogue": False}, "matmul [A: convert]"), ({"min_m": 9}, None),
+                                          ({"min_n": 13}, None)])
+def test_the_options_fxfuse_sends_reach_the_pass(option, chain):
+    """Options' min_m, min_n, prologue and epilogue went to the pass, which did not know them: each was
+    ignored with an "unknown option" warning and everything fused as without it (found in session 50)."""
+    import warnings
+
+    m = _CastMmRelu()
+    x, w = torch.randn(8, 16), torch.randn(16, 12, dtype=torch.bfloat16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        entries = fxfuse.report(torch.export.export(m, (x, w)), **option).entries
+        ep2 = fxfuse.rewrite(torch.export.export(m, (x, w)), **option)
+    assert [e.get("chain") for e in entries] == [chain], entries
+    assert torch.equal(ep2.module()(x, w), m(x, w))
+
+
+class _Sub(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class _TwoSubs(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.sub, self.sub2 = _Sub(), _Sub()
+
+    def forward(self, x, r):
+        return torch.tanh(self.sub2(torch.relu(self.sub(x)) + r)) * 2
+
+
+@pytest.mark.parametrize("decompose", [False, True], ids=["export", "decomp"])
+def test_a_preserved_module_call_signature_keeps_its_values(decompose):
+    """`preserve_module_call_signature=("sub",)` names sub's output (the linear's value) in the program's module
+    call graph; the chain through it replaced that node and the rewrite raised SpecViolationError "Output linear
+    does not exist in the graph" (found in session 50). Such a chain is skipped (apply_rejected); the others fuse,
+    and the program runs and unflattens."""
+    m = _TwoSubs()
+    x, r = torch.randn(8, 16), torch.randn(8, 16)
+    ep = torch.export.export(m, (x, r), preserve_module_call_signature=("sub",))
+    if decompose:
+        ep = ep.run_decompositions()
+    ep2 = fxfuse.rewrite(ep)
+    assert len(_fused_ops(ep2)) == 1
+    assert rel_err(ep2.module()(x, r), m(x, r)) < TOL
+    assert rel_err(torch.export.unflatten(ep2)(x, r), m(x, r)) < TOL
+    assert [e["reason"] for e in fxfuse.report(ep).rejected] == ["apply_rejected"]
