@@ -23,8 +23,10 @@ BIAS_GELU = HEAD + "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh
 def test_candidates_put_the_heuristic_first():
     c = C.kernel_candidates_for_size(BIAS_GELU, 4096, 4096, 4096)
     assert c[0].split()[0] == C.kernel_variant(BIAS_GELU, 4096, 4096, 4096)[0]
-    # five Hopper tiles, the two cooperative 128-row ones again with the overlapped epilogue
-    assert len(set(c)) == len(c) and sum(x.startswith("sm90_wgmma") for x in c) == 7
+    # the heuristic's tile (at 4096^3 the overlapped 128x256 with the shared last tile: overlapRule), the five
+    # Hopper tiles, the two cooperative 128-row ones again with the overlapped epilogue
+    assert c[0] == "sm90_wgmma 128x256x64 s3 t384 epioverlap lastshared"
+    assert len(set(c)) == len(c) and sum(x.startswith("sm90_wgmma") for x in c) == 8
     assert C.kernel_candidates_for_size(BIAS_GELU, 8, 4096, 4096)[0].startswith("gemv")
 
 
@@ -374,13 +376,14 @@ def test_gemv_width_and_stage_knobs_plan_or_refuse(knob, value, planned):
         assert got[0].startswith(planned) and got[0].endswith(" wgmma"), got
 
 
-@pytest.mark.parametrize("value,planned", [("3", "sm90_wgmma 128x256x64 s3 t384 epioverlap"),
-                                           ("2", "sm90_wgmma 128x256x64 s2 t384 epioverlap"),
+@pytest.mark.parametrize("value,planned", [("3", "sm90_wgmma 128x256x64 s3 t384 epioverlap lastshared"),
+                                           ("2", "sm90_wgmma 128x256x64 s2 t384 epioverlap lastshared"),
                                            ("5", "FXFUSE_SM90_STAGES=5 does not fit the 128x256 tile in 227 KB"),
                                            ("9", "FXFUSE_SM90_STAGES must be 2 to 8, not '9'")])
 def test_hopper_stages_knob_plans_or_refuses(value, planned):
     """FXFUSE_SM90_STAGES (config_table.cpp sm90StagesKnob; read once per process, so a child each) gives
-    the heuristic's Hopper tile at 4096^3 (128x256 cooperative with the overlapped epilogue, 3 stages) that many ring stages, or names
+    the heuristic's Hopper tile at 4096^3 (128x256 cooperative with the overlapped epilogue and the shared last tile,
+    3 stages) that many ring stages, or names
     a bad or too deep value in the error: an A/B run must not measure the rule's depth unawares."""
     got = candidates_in_child(BIAS_GELU, (4096, 4096, 4096), {"FXFUSE_SM90_STAGES": value})
     assert (got if isinstance(got, str) else got[0]) == (f"error: {planned}" if planned.startswith("FXFUSE") else planned)
