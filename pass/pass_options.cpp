@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <regex>
 #include <string>
 
 namespace fxfuse::pass {
@@ -141,7 +142,10 @@ bool parsePassOptions(const std::string& json, PassOptions* o, std::vector<std::
       return true;
     }
     if (key == "arch") {
-      if (kind != 's') return wrong("a string");
+      // "sm_", two or three digits, an optional feature letter (sm_90a): a typo ("bogus", "90") would
+      // otherwise plan for no known GPU and fuse nothing, silently
+      static const std::regex kArch("sm_[0-9]{2,3}[af]?");
+      if (kind != 's' || !std::regex_match(text, kArch)) return wrong("a GPU architecture such as \"sm_90\"");
       o->arch = text;
       return true;
     }

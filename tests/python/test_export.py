@@ -180,8 +180,9 @@ def test_rewrite_a_sequential_whose_input_is_named_input():
     assert [s.arg.name for s in ep2.graph_signature.input_specs] == placeholders
 
 
-@pytest.mark.parametrize("bad", [{"min_k": -5}, {"min_k": "8"}, {"min_k": 3.5}, {"extra_outputs": None}],
-                         ids=["negative", "string", "float", "none"])
+@pytest.mark.parametrize("bad", [{"min_k": -5}, {"min_k": "8"}, {"min_k": 3.5}, {"extra_outputs": None},
+                                 {"arch": "bogus"}, {"arch": "90"}],
+                         ids=["negative", "string", "float", "none", "arch", "arch_digits"])
 def test_an_option_the_pass_refuses_raises(bad):
     """The C++ pass answers an invalid option value with an error; rewrite and report raise it (they had left
     the program unfused and reported "no GEMM in this graph", found by a session-49 review)."""
