@@ -131,7 +131,7 @@ def report(obj: Any = None, *example_args: Any, options: Options | None = None, 
     # reported as not fused (apply_rejected), not as "fused" (it was, before session 49).
     graph = torch.fx.Graph()
     graph.output(graph.graph_copy(source, {}))
-    _, plan = plan_for_graph(graph, opts)
+    _, plan = plan_for_graph(graph, opts, getattr(source, "owning_module", None))
     applied = apply_plan(graph, plan, keep)
     _mark_skipped(plan, applied.skipped)
     rep.add("export", plan, applied.skipped)

@@ -21,6 +21,7 @@ from .dump import dump_root, write_graph_dump
 from .ir_export import format_dim, graph_to_ir
 from .precompile import precompile, row_dims, size_hint
 from .report import format_report
+from .subgraphs import subgraph_gemm_entries
 
 log = logging.getLogger("fxfuse")
 
@@ -147,8 +148,10 @@ class PassResult:
     fused_specs: list[str] = field(default_factory=list)
 
 
-def plan_for_graph(graph: torch.fx.Graph, options: Options) -> tuple[str, dict[str, Any]]:
-    """Runs the C++ pass on ``graph`` without changing it: (IR text, plan)."""
+def plan_for_graph(graph: torch.fx.Graph, options: Options,
+                   module: torch.nn.Module | None = None) -> tuple[str, dict[str, Any]]:
+    """Runs the C++ pass on ``graph`` without changing it: (IR text, plan). ``module``: what owns the
+    graph's subgraphs (default its owning module), whose GEMMs the report names as not searched."""
     from . import _C
 
     ir_text = graph_to_ir(graph)
@@ -165,6 +168,11 @@ def plan_for_graph(graph: torch.fx.Graph, options: Options) -> tuple[str, dict[s
                       RuntimeWarning, stacklevel=2)
     for message in plan.get("warnings", []):
         warnings.warn(f"fxfuse: {message}", RuntimeWarning, stacklevel=2)
+    unseen = subgraph_gemm_entries(graph, module if module is not None else graph.owning_module)
+    if unseen:
+        plan.setdefault("report", []).extend(unseen)
+        counters = plan.setdefault("counters", {})
+        counters["reject.control_flow"] = counters.get("reject.control_flow", 0) + len(unseen)
     return ir_text, plan
 
 
