@@ -660,10 +660,21 @@ bool overlapFits(const KernelConfig& c, const Query& q) {
   return q.handoff && !c.pingpong && c.split_k == 1 && c.bm == 128 && q.shape.N % 8 == 0;
 }
 
-// c with the overlapped epilogue and the deepest ring that fits beside its hand-off buffer (128x256:
-// three stages; FXFUSE_SM90_STAGES, where set, instead: withSm90StagesKnob).
-KernelConfig overlapped(KernelConfig c) {
+// Measurement knob FXFUSE_SM90_LAST_EPILOGUE_SHARED: "1" gives every overlapped config the shared last
+// tile, "0" none; unset (-1), the rule (overlapRule) decides. Read per decision, not once: the CTests
+// and bench/sm90/knob_ab.sh set it per kernel. Applied to the config, so the tile's name says it.
+int lastEpilogueSharedKnob() {
+  const std::string s = readBinaryKnob("FXFUSE_SM90_LAST_EPILOGUE_SHARED");
+  return s.empty() ? -1 : s == "1" ? 1 : 0;
+}
+
+// c with the overlapped epilogue (the last tile's shared by the consumers where last_shared says so, or
+// the knob) and the deepest ring that fits beside its hand-off buffer (128x256: three stages;
+// FXFUSE_SM90_STAGES, where set, instead: withSm90StagesKnob).
+KernelConfig overlapped(KernelConfig c, bool last_shared = false) {
   c.epilogue_overlap = true;
+  const int knob = lastEpilogueSharedKnob();
+  c.last_epilogue_shared = knob >= 0 ? knob == 1 : last_shared;
   c.threads = sm90ConfigOf(c).threads();
   while (c.stages > 2 && !sm90ConfigOf(c).fitsSharedMemory()) --c.stages;
   return c;
@@ -701,11 +712,7 @@ KernelConfig overlapRule(const KernelConfig& c, const Query& q) {
   if (knob >= 0) return knob == 1 && overlapFits(c, q) ? overlapped(c) : c;
   const long long tiles = tiles128x256(q.shape);
   if (!q.heuristic || tiles < kOverlapSharedMinTiles) return c;
-  auto take = [shared = tiles <= 4 * kHopperSms](const KernelConfig& o) {
-    KernelConfig t = overlapped(o);
-    t.last_epilogue_shared = shared;
-    return t;
-  };
+  auto take = [shared = tiles <= 4 * kHopperSms](const KernelConfig& o) { return overlapped(o, shared); };
   const bool fewTiles = tiles < 3 * kHopperSms;
   if (c.bn == 256 && overlapFits(c, q) && (!fewTiles || q.shape.K <= 4096)) return take(c);
   if (fewTiles) return c;

@@ -5,6 +5,7 @@
 // are the GPU test test_hopper_overlapped_epilogue_on_every_tile's.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "codegen/codegen.h"
@@ -172,7 +173,9 @@ TEST(EpilogueOverlap, GenerateRefusesOtherTilesAndChainsWithoutAHandOff) {
   KernelConfig split = overlapped(128, 5);
   split.bm = 64;
   split.split_k = 2;
-  for (const KernelConfig& c : {pingpong, split})
+  KernelConfig shared_plain{"sm90_wgmma", 128, 256, 64, 4, 384};  // the shared last tile without the overlap
+  shared_plain.last_epilogue_shared = true;
+  for (const KernelConfig& c : {pingpong, split, shared_plain})
     EXPECT_THROW(generate(parse(kLinearBiasGelu), c), CodegenError) << describeConfig(c);
   try {
     generate(parse("%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n%3 = silu %2 : bf16\n"
@@ -206,22 +209,23 @@ int countOf(const std::string& text, const std::string& what) {
   return n;
 }
 
-// The bench knob FXFUSE_SM90_LAST_EPILOGUE_SHARED=1 (the consumers run the CTA's last tile's epilogue
-// beside the epilogue warps): compiled in, and still without spills at the same registers, on the
-// chains with the most column inputs, a residual, and sin / cos (the chain that crashed ptxas 13.0
-// with a call in the setmaxnreg.dec region); and the epilogue's code is there once, as without the
-// knob: its hand-off loads (ld.shared.v4) are no more (a second inlined copy had 7 against 4, and
-// cost 25 % more compile time, bench/sm90/NOTES.md sessions 48-49).
+// The shared last tile (KernelConfig::last_epilogue_shared: the consumers run the CTA's last tile's
+// epilogue beside the epilogue warps): compiled in, and still without spills at the same registers, on the
+// chains with the most column inputs, a residual, and sin / cos (the chain that crashed ptxas 13.0 with a
+// call in the setmaxnreg.dec region); and the epilogue's code is there once, as without it: its hand-off
+// loads (ld.shared.v4) are no more (a second inlined copy had 7 against 4, and cost 25 % more compile
+// time, bench/sm90/NOTES.md sessions 48-49).
 TEST(EpilogueOverlap, TheSharedLastTileCompilesWithoutSpills) {
   if (!test::hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   REQUIRE_NVRTC();
-  ::setenv("FXFUSE_SM90_LAST_EPILOGUE_SHARED", "1", 1);
-  struct Unset {
-    ~Unset() { ::unsetenv("FXFUSE_SM90_LAST_EPILOGUE_SHARED"); }
-  } unset;  // also when an exception leaves the loop
+  const auto shared = [](int bn, int stages) {
+    KernelConfig c = overlapped(bn, stages);
+    c.last_epilogue_shared = true;
+    return c;
+  };
   std::string shared_ptx;
   for (const char* body : {kResidualBf16Product, kFourColumnInputs, kSinCosResidual})
-    for (const KernelConfig& c : {overlapped(256, 3), overlapped(128, 5)}) {
+    for (const KernelConfig& c : {shared(256, 3), shared(128, 5)}) {
       const KernelSource src = generate(parse(body), c);
       EXPECT_NE(src.code.find("#define FX_EPI_LAST_SHARED 1"), std::string::npos);
       const bool keep_ptx = shared_ptx.empty();
@@ -231,12 +235,34 @@ TEST(EpilogueOverlap, TheSharedLastTileCompilesWithoutSpills) {
       EXPECT_EQ(test::registersUsed(out.log), 168) << describeConfig(c) << "\n" << out.log;
       if (keep_ptx) shared_ptx = out.ptx;
     }
-  ::unsetenv("FXFUSE_SM90_LAST_EPILOGUE_SHARED");
   const KernelSource plain = generate(parse(kResidualBf16Product), overlapped(256, 3));
-  EXPECT_EQ(plain.code.find("#define FX_EPI_LAST_SHARED 1"), std::string::npos);
+  EXPECT_NE(plain.code.find("#define FX_EPI_LAST_SHARED 0"), std::string::npos);
   const std::string plain_ptx = test::compileForStatistics(plain, "sm_90a", true).ptx;
   ASSERT_GT(countOf(plain_ptx, "ld.shared.v4"), 0);
   EXPECT_LE(countOf(shared_ptx, "ld.shared.v4"), countOf(plain_ptx, "ld.shared.v4"));
+}
+
+// The measurement knob FXFUSE_SM90_LAST_EPILOGUE_SHARED acts on the config, so the tile's name says what
+// runs: "1" gives the rule's overlapped tile above four tiles per SM the shared last tile, "0" takes it
+// from the rule's at 4096^3; neither touches a tile without the overlap.
+TEST(EpilogueOverlap, TheSharedLastTileKnobNamesTheTile) {
+  if (!test::hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
+  const spec::ChainSpec resid = parse(kResidualBf16Product);
+  const auto plan = [&](long long m, long long n, long long k) {
+    return describeConfig(chooseConfigForSize(resid, m, n, k, 1, 90));
+  };
+  struct Unset {
+    ~Unset() { ::unsetenv("FXFUSE_SM90_LAST_EPILOGUE_SHARED"); }
+  } unset;  // also when an expectation throws
+  ::setenv("FXFUSE_SM90_LAST_EPILOGUE_SHARED", "1", 1);
+  EXPECT_EQ(plan(8192, 8192, 8192), "sm90_wgmma 128x256x64 s3 t384 epioverlap lastshared");
+  EXPECT_EQ(plan(4096, 4096, 14336), "sm90_wgmma 128x128x64 s6 t384 pingpong");
+  ::setenv("FXFUSE_SM90_LAST_EPILOGUE_SHARED", "0", 1);
+  EXPECT_EQ(plan(4096, 4096, 4096), "sm90_wgmma 128x256x64 s3 t384 epioverlap");
+  const KernelConfig c = chooseConfigForSize(resid, 4096, 4096, 4096, 1, 90);
+  EXPECT_NE(generate(resid, c).code.find("#define FX_EPI_LAST_SHARED 0"), std::string::npos);
+  ::setenv("FXFUSE_SM90_LAST_EPILOGUE_SHARED", "yes", 1);
+  EXPECT_THROW(plan(4096, 4096, 4096), CodegenError);
 }
 
 }  // namespace

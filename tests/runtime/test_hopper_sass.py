@@ -57,7 +57,8 @@ def overlapped_sass(tmp_path, spec: str, **knobs) -> str:
     cubin = tmp_path / "overlapped.cubin"
     code = ("import sys, fxfuse._C as C\n"
             f"spec = {spec!r}\n"
-            "assert C.kernel_candidates_for_size(spec, 4096, 4096, 4096)[0].endswith(' epioverlap')\n"
+            "tile = C.kernel_candidates_for_size(spec, 4096, 4096, 4096)[0]\n"
+            f"assert ' epioverlap' in tile and (' lastshared' in tile) == {knobs.get('FXFUSE_SM90_LAST_EPILOGUE_SHARED') == '1'}, tile\n"
             "open(sys.argv[1], 'wb').write(C.compile_cubin(spec, 4096, 4096, 4096, 'sm_90'))\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("FXFUSE_SM90_")}
     env.update(FXFUSE_SM90_EPILOGUE_OVERLAP="1", **knobs)
