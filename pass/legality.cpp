@@ -81,8 +81,11 @@ std::optional<Rejection> checkLegality(const GraphIndex& index, const GemmMatch&
   // not judged here (its size differs call by call).
   int64_t rows = 1;
   bool known = true;
-  for (size_t i = 0; i < m.outShape.size() && i < m.outLetters.size(); ++i)
-    if (m.outLetters[i] == 'm') known = known && !m.outShape[i].symbolic, rows *= m.outShape[i].value;
+  for (size_t i = 0; i < m.outShape.size() && i < m.outLetters.size(); ++i) {
+    if (m.outLetters[i] != 'm') continue;
+    if (m.outShape[i].symbolic) known = false;
+    rows *= m.outShape[i].value;
+  }
   if (known && rows < o.minM) return reject("not_profitable", fmt::format("M={} < min_m={}", rows, o.minM));
   return std::nullopt;
 }
