@@ -77,7 +77,13 @@ class FxfusePass(_PassBase):
 
     def __call__(self, graph: torch.fx.Graph) -> None:
         self.graphs_run += 1
-        run_on_graph(graph, self.options, _graph_label(graph))
+        # Subgraphs (torch.cond / while_loop / map branches and bodies) are not searched from here: Inductor
+        # runs its post-grad passes, this one among them, on each subgraph as a graph of its own before the
+        # graph that holds it (torch._inductor.compile_fx._recursive_post_grad_passes, torch 2.13), so their
+        # chains are fused by those runs; a GEMM left in them is reported by its own graph's run and again,
+        # as ``control_flow``, by this graph's. A search from here (subgraph_fusion.py) would only repeat those
+        # runs, and swap in copies of subgraphs Inductor has already passed and is about to lower.
+        run_on_graph(graph, self.options, _graph_label(graph), search_subgraphs=False)
 
     def uuid(self) -> Any:
         h = hashlib.sha256()

@@ -2,9 +2,10 @@
 
 Works before and after ``run_decompositions()``. Parameters and buffers are placeholders of
 the exported graph, so they become ordinary inputs of the fused op; the graph signature keeps
-its inputs, and outputs that were replaced are renamed to their getitem nodes. The result
-saves with ``torch.export.save`` and, after ``import fxfuse`` (which registers the op), loads
-and runs in a fresh process.
+its inputs, and outputs that were replaced are renamed to their getitem nodes. Chains inside the
+branches and bodies of torch.cond / while_loop / map are fused too, in rewritten copies of those
+subgraphs (subgraph_fusion.py). The result saves with ``torch.export.save`` and, after ``import
+fxfuse`` (which registers the op), loads and runs in a fresh process.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from torch.export import ExportedProgram
 from .apply_plan import apply_plan
 from .pass_driver import Options, _mark_skipped, plan_for_graph, run_on_graph
 from .report import FusionReport
+from .subgraph_fusion import fuse_subgraphs
 
 log = logging.getLogger("fxfuse")
 
@@ -86,17 +88,17 @@ def _new_program(ep: ExportedProgram, gm: torch.fx.GraphModule, sig) -> Exported
 
 def rewrite(ep: ExportedProgram, dump_dir: str | None = None, options: Options | None = None,
             **option_kwargs: Any) -> ExportedProgram:
-    """A new ExportedProgram with every fusable chain replaced by ``fxfuse.gemm_chain``.
-    ``ep`` itself is not changed. Options as in :class:`fxfuse.pass_driver.Options`."""
+    """A new ExportedProgram with every fusable chain replaced by ``fxfuse.gemm_chain``, those inside
+    control-flow subgraphs too. ``ep`` itself is not changed. Options as in :class:`fxfuse.pass_driver.Options`."""
     if not isinstance(ep, ExportedProgram):
         raise TypeError(f"fxfuse.rewrite expects a torch.export.ExportedProgram, got {type(ep).__name__}")
     opts = _options(options, option_kwargs)
     if dump_dir is not None:
         opts = dataclasses.replace(opts, dump_dir=dump_dir)
     gm = copy.deepcopy(ep.graph_module)
-    result = run_on_graph(gm.graph, opts, "export", keep=_signature_names(ep))
+    result = run_on_graph(gm.graph, opts, "export", keep=_signature_names(ep), search_subgraphs=True)
     gm.recompile()
-    if result is None or not result.applied.applied:
+    if result is None or not (result.applied.applied or any(sub.applied.applied for sub in result.subgraphs)):
         log.info("fxfuse: nothing to rewrite in the exported program")
     return _new_program(ep, gm, _renamed_signature(ep.graph_signature, gm, ep.graph_module))
 
@@ -131,8 +133,11 @@ def report(obj: Any = None, *example_args: Any, options: Options | None = None, 
     # reported as not fused (apply_rejected), not as "fused" (it was, before session 49).
     graph = torch.fx.Graph()
     graph.output(graph.graph_copy(source, {}))
-    _, plan = plan_for_graph(graph, opts, getattr(source, "owning_module", None))
+    module = getattr(source, "owning_module", None)
+    _, plan = plan_for_graph(graph, opts, module, search_subgraphs=True)
     applied = apply_plan(graph, plan, keep)
     _mark_skipped(plan, applied.skipped)
+    # each subgraph is planned and applied on a copy: the program's own subgraph modules stay as they are
+    fuse_subgraphs(graph, module, opts, plan, install=False)
     rep.add("export", plan, applied.skipped)
     return rep

@@ -146,12 +146,15 @@ class PassResult:
     report_text: str
     dump_folder: str | None = None
     fused_specs: list[str] = field(default_factory=list)
+    subgraphs: list[Any] = field(default_factory=list)  # subgraph_fusion.SubgraphResult, nested ones too
 
 
-def plan_for_graph(graph: torch.fx.Graph, options: Options,
-                   module: torch.nn.Module | None = None) -> tuple[str, dict[str, Any]]:
+def plan_for_graph(graph: torch.fx.Graph, options: Options, module: torch.nn.Module | None = None,
+                   search_subgraphs: bool = False) -> tuple[str, dict[str, Any]]:
     """Runs the C++ pass on ``graph`` without changing it: (IR text, plan). ``module``: what owns the
-    graph's subgraphs (default its owning module), whose GEMMs the report names as not searched."""
+    graph's subgraphs (default its owning module). The pass reads this one graph: the GEMMs of its
+    subgraphs (control-flow branches and bodies) are reported as not searched (``control_flow``), unless
+    ``search_subgraphs``: the caller then runs the pass on them itself (subgraph_fusion.py)."""
     from . import _C
 
     ir_text = graph_to_ir(graph)
@@ -168,7 +171,8 @@ def plan_for_graph(graph: torch.fx.Graph, options: Options,
                       RuntimeWarning, stacklevel=2)
     for message in plan.get("warnings", []):
         warnings.warn(f"fxfuse: {message}", RuntimeWarning, stacklevel=2)
-    unseen = subgraph_gemm_entries(graph, module if module is not None else graph.owning_module)
+    unseen = [] if search_subgraphs else subgraph_gemm_entries(
+        graph, module if module is not None else graph.owning_module)
     if unseen:
         plan.setdefault("report", []).extend(unseen)
         counters = plan.setdefault("counters", {})
@@ -247,20 +251,31 @@ def _mark_skipped(plan: dict[str, Any], skipped: dict[int, str]) -> None:
 
 
 def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph",
-                 keep: frozenset[str] = frozenset()) -> PassResult | None:
+                 keep: frozenset[str] = frozenset(), search_subgraphs: bool = False) -> PassResult | None:
     """The pass on ``graph`` in place. Returns None when disabled. ``keep``: node names no rewrite may
-    replace (apply_plan)."""
+    replace (apply_plan); they name values of ``graph`` only. ``search_subgraphs``: also fuse the chains
+    inside the graph's control-flow subgraphs (torch.cond / while_loop / map branches and bodies, nested
+    ones too), each replaced in the owning module by its rewritten copy (subgraph_fusion.py); else their
+    GEMMs are reported as ``control_flow``. ``fxfuse.rewrite`` turns it on; the torch.compile backend
+    leaves it off (backend.py says why)."""
     if not options.enabled:
         return None
     root = dump_root(options.dump_dir)
     before_fx = _graph_text(graph) if root else ""
-    ir_text, plan = plan_for_graph(graph, options)
-    _warn_if_no_nvrtc(plan)
+    ir_text, plan = plan_for_graph(graph, options, search_subgraphs=search_subgraphs)
     applied = apply_plan(graph, plan, keep)
     _mark_skipped(plan, applied.skipped)
+    subgraphs = []
+    if search_subgraphs:
+        from .subgraph_fusion import fuse_subgraphs  # it builds on this module
+
+        subgraphs = fuse_subgraphs(graph, graph.owning_module, options, plan)
+    _warn_if_no_nvrtc(plan)
     if graph.owning_module is not None:
         graph.owning_module.recompile()
-    _stats.record_pass(plan.get("counters") or {}, len(applied.applied), len(applied.skipped))
+    results = [applied] + [sub.applied for sub in subgraphs]
+    _stats.record_pass(plan.get("counters") or {}, sum(len(r.applied) for r in results),
+                       sum(len(r.skipped) for r in results))
     report_text = format_report(plan, applied.skipped, label)
     for entry in plan.get("report") or []:
         if entry.get("status") == "fused":
@@ -268,6 +283,8 @@ def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph",
         else:
             log.info("fxfuse: %s not fused: %s %s", entry.get("gemm"), entry.get("reason"), entry.get("detail", ""))
     precompile(applied, options, plan)
+    for sub in subgraphs:
+        precompile(sub.applied, options, sub.plan)
     folder = None
     if root:
         try:
@@ -280,4 +297,5 @@ def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph",
             warnings.warn(f"fxfuse: no dump written (FXFUSE_DUMP / dump_dir {root!r}): {e}", RuntimeWarning,
                           stacklevel=2)
     _stats.record_plan(label, plan, applied.skipped)
-    return PassResult(plan, applied, report_text, folder, [rw["spec"] for rw in plan.get("rewrites") or []])
+    specs = [rw["spec"] for p in [plan] + [s.plan for s in subgraphs] for rw in p.get("rewrites") or []]
+    return PassResult(plan, applied, report_text, folder, specs, subgraphs)

@@ -1,44 +1,63 @@
-"""GEMMs the pass cannot see: those inside the branches and bodies of control-flow operators
-(torch.cond, while_loop, map), which export and Dynamo keep as separate graphs. The pass reads one
-graph; these report entries give each such GEMM its named reason instead of "no GEMM"."""
+"""The graphs inside a graph: the branches and bodies of control-flow operators (torch.cond,
+while_loop, map), which export and Dynamo keep as separate graph modules, and the GEMMs in them.
+Where the pass does not search those graphs (the torch.compile backend), these report entries give
+each such GEMM its named reason instead of "no GEMM"; subgraph_fusion.py searches them."""
 from __future__ import annotations
 
 from typing import Any
 
 import torch
 
-__all__ = ["subgraph_gemm_entries"]
+__all__ = ["subgraph_modules", "subgraph_gemms", "not_fused_entries", "subgraph_gemm_entries"]
 
 _GEMMS = {"aten.mm.default", "aten.addmm.default", "aten.bmm.default", "aten.baddbmm.default",
           "aten.linear.default", "aten.matmul.default", "aten._int_mm.default"}
 
 
-def _subgraphs(graph: torch.fx.Graph, module: torch.nn.Module | None):
-    """(name, graph) of each graph module a node of ``graph`` reads by get_attr and hands to an operator."""
+def subgraph_modules(graph: torch.fx.Graph,
+                     module: torch.nn.Module | None) -> list[tuple[str, torch.fx.GraphModule]]:
+    """(attribute name, graph module) of each graph module a node of ``graph`` reads by get_attr and hands
+    to an operator; ``module`` owns them (the graph's owning module). Each once, though several get_attr
+    nodes read it: its GEMMs are reported, and its graph rewritten, once."""
     if module is None:
-        return
+        return []
+    found: dict[str, torch.fx.GraphModule] = {}
     for node in graph.nodes:
-        if node.op != "get_attr" or not node.users:
+        if node.op != "get_attr" or not node.users or str(node.target) in found:
             continue
         try:
             sub = module.get_submodule(str(node.target))
         except AttributeError:
             continue
         if isinstance(sub, torch.fx.GraphModule):
-            yield str(node.target), sub
+            found[str(node.target)] = sub
+    return list(found.items())
 
 
-def subgraph_gemm_entries(graph: torch.fx.Graph, module: torch.nn.Module | None,
-                          prefix: str = "") -> list[dict[str, Any]]:
+def subgraph_gemms(name: str, sub: torch.fx.GraphModule) -> list[tuple[str, torch.fx.Node]]:
+    """(path of its graph, node) of each GEMM of the subgraph ``sub``, named ``name``, and of the subgraphs
+    nested in it: paths ``name``, ``name.<inner>``, ..."""
+    found = [(name, node) for node in sub.graph.nodes
+             if node.op == "call_function" and str(node.target) in _GEMMS]
+    for inner, nested in subgraph_modules(sub.graph, sub):
+        found += subgraph_gemms(f"{name}.{inner}", nested)
+    return found
+
+
+def not_fused_entries(name: str, sub: torch.fx.GraphModule, reason: str, detail: str) -> list[dict[str, Any]]:
+    """A "not_fused" report entry with ``reason`` for each GEMM of ``sub`` and its nested subgraphs, named
+    ``<path>.<node>``; ``detail``: its text, where ``{where}`` stands for the path."""
+    return [{"gemm": f"{where}.{node.name}", "status": "not_fused", "reason": reason,
+             "detail": detail.replace("{where}", where)} for where, node in subgraph_gemms(name, sub)]
+
+
+def subgraph_gemm_entries(graph: torch.fx.Graph, module: torch.nn.Module | None) -> list[dict[str, Any]]:
     """A "not_fused" report entry, reason ``control_flow``, for each GEMM in a subgraph of ``graph``
     (nested ones too); ``module`` owns the subgraphs (the graph's owning module)."""
     entries = []
-    for name, sub in _subgraphs(graph, module):
-        where = prefix + name
-        for node in sub.graph.nodes:
-            if node.op == "call_function" and str(node.target) in _GEMMS:
-                entries.append({"gemm": f"{where}.{node.name}", "status": "not_fused", "reason": "control_flow",
-                                "detail": f"inside {where}, a branch or body of a control-flow operator "
-                                          "(torch.cond / while_loop / map): the pass does not search those graphs"})
-        entries += subgraph_gemm_entries(sub.graph, sub, where + ".")
+    for name, sub in subgraph_modules(graph, module):
+        entries += not_fused_entries(
+            name, sub, "control_flow", "inside {where}, a branch or body of a control-flow operator (torch.cond / "
+            "while_loop / map), which this graph's run does not search (under torch.compile, Inductor passes it "
+            "through the pass as a graph of its own; fxfuse.rewrite searches it)")
     return entries

@@ -52,7 +52,7 @@ def test_rewrite_the_op_rejects_is_reported_apply_rejected(tracing, monkeypatch)
     x, w = torch.randn(2, 4, 8), torch.randn(16, 8)
     gm = make_fx(f_linear_relu, tracing_mode=tracing)(x, w)
     before = str(gm.graph)
-    monkeypatch.setattr(pass_driver, "plan_for_graph", lambda graph, options: ("", _bad_plan(gm)))
+    monkeypatch.setattr(pass_driver, "plan_for_graph", lambda graph, options, **_: ("", _bad_plan(gm)))
     res = run_on_graph(gm.graph, Options())
     assert res.applied.applied == [] and 0 in res.applied.skipped
     entry = res.plan["report"][0]

@@ -405,27 +405,3 @@ def test_a_preserved_module_call_signature_keeps_its_values(decompose):
     assert rel_err(ep2.module()(x, r), m(x, r)) < TOL
     assert rel_err(torch.export.unflatten(ep2)(x, r), m(x, r)) < TOL
     assert [e["reason"] for e in fxfuse.report(ep).rejected] == ["apply_rejected"]
-
-
-class _CondOverLinears(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.a, self.b = torch.nn.Linear(16, 12), torch.nn.Linear(16, 12)
-
-    def forward(self, x):
-        return torch.cond(x.sum() > 0, lambda x: torch.relu(self.a(x)), lambda x: torch.relu(self.b(x)), (x,))
-
-
-def test_gemms_inside_control_flow_branches_get_a_named_reason():
-    """The pass reads one graph; GEMMs in torch.cond's branches (separate graphs) were reported as "no GEMM in
-    this graph" (found by session 50's bug hunt): each now has its reason, control_flow. The rewrite leaves
-    them as they are, and the program still computes eager's values for both branches."""
-    m = _CondOverLinears()
-    ep = torch.export.export(m, (torch.randn(4, 16),))
-    text = str(fxfuse.report(ep))
-    assert "no GEMM" not in text
-    assert text.count("not fused: control_flow") == 2, text
-    ep2 = fxfuse.rewrite(ep)
-    for sign in (1.0, -1.0):
-        x = sign * (torch.rand(4, 16) + 0.1)
-        assert rel_err(ep2.module()(x), m(x)) < TOL

@@ -1,0 +1,107 @@
+"""The pass on the graphs inside a graph: the branches and bodies of torch.cond, while_loop and map
+(subgraphs.py finds them). Each subgraph, nested ones too, is planned and rewritten like a graph of its
+own; its report entries and counters join the enclosing graph's plan, each GEMM named by its path
+(``true_graph_0.mm``, ``true_graph_0.false_graph_0.mm``), so the report names every GEMM once.
+
+Used by ``fxfuse.rewrite`` and ``fxfuse.report``, not by the torch.compile backend (pass_driver.py's
+``search_subgraphs``). A subgraph is rewritten on a copy that replaces it only once the whole rewrite
+succeeded: one that fails in any way stays as it was, unfused, and its GEMMs are reported with reason
+``subgraph_rewrite_failed``; the user's program never fails for it."""
+from __future__ import annotations
+
+import copy
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.fx
+
+from .apply_plan import ApplyResult, apply_plan
+from .pass_driver import Options, _mark_skipped, plan_for_graph
+from .subgraphs import not_fused_entries, subgraph_gemms, subgraph_modules
+
+__all__ = ["SubgraphResult", "fuse_subgraphs"]
+
+FAILED = "subgraph_rewrite_failed"
+
+
+@dataclass
+class SubgraphResult:
+    path: str                       # "true_graph_0", "true_graph_0.false_graph_0": where in the program
+    module: torch.fx.GraphModule    # the rewritten copy (installed in its owner where fuse_subgraphs installs)
+    plan: dict[str, Any]            # its own rewrites; entries and counters of its nested subgraphs merged in
+    applied: ApplyResult
+
+
+def fuse_subgraphs(graph: torch.fx.Graph, module: torch.nn.Module | None, options: Options, plan: dict[str, Any],
+                   install: bool = True, path: str = "") -> list[SubgraphResult]:
+    """Runs the pass on each subgraph of ``graph`` (owned by ``module``) and merges its report entries and
+    counters into ``plan``, ``graph``'s plan. ``install``: put each rewritten subgraph in place of the original
+    in ``module``; else the originals are left untouched (``fxfuse.report``). ``path``: where ``graph`` is,
+    for messages. Returns every rewritten subgraph, nested ones too."""
+    results: list[SubgraphResult] = []
+    for name, sub in subgraph_modules(graph, module):
+        if not subgraph_gemms(name, sub):
+            continue  # nothing to fuse (a while_loop's condition): its graph stays the program's own
+        where = path + name
+        try:
+            rewritten, sub_plan, applied, nested = _fuse_copy(sub, options, where)
+        except Exception as e:  # noqa: BLE001 - any failure: the subgraph stays as it was, and the report says why
+            why = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            warnings.warn(f"fxfuse: the rewrite of subgraph {where} failed, which is left unfused: {why}",
+                          RuntimeWarning, stacklevel=2)
+            entries = not_fused_entries(name, sub, FAILED, f"the rewrite of subgraph {where} failed ({why}); "
+                                                          "it is left as it was")
+            _add(plan, entries, {f"reject.{FAILED}": len(entries)})
+            continue
+        if install:
+            _install(module, name, rewritten)
+        _add(plan, _named_from(name, sub_plan.get("report") or []), sub_plan.get("counters") or {})
+        results.append(SubgraphResult(where, rewritten, sub_plan, applied))
+        results += nested
+    return results
+
+
+def _fuse_copy(sub: torch.fx.GraphModule, options: Options,
+               where: str) -> tuple[torch.fx.GraphModule, dict[str, Any], ApplyResult, list[SubgraphResult]]:
+    """The pass on a copy of ``sub`` and its nested subgraphs: (the rewritten copy, its plan, what was
+    applied, the nested results). Raises where anything fails."""
+    # The copy shares the nodes' meta values (FakeTensors of the program's one fake mode), which
+    # apply_plan's fake-kernel check needs; it never changes them.
+    rewritten = copy.deepcopy(sub)
+    _, plan = plan_for_graph(rewritten.graph, options, rewritten, search_subgraphs=True)
+    if plan.get("error"):
+        raise RuntimeError(f"the pass failed on the graph: {plan['error']}")
+    # No names to keep: a module call signature names values of the top graph only.
+    applied = apply_plan(rewritten.graph, plan)
+    _mark_skipped(plan, applied.skipped)
+    nested = fuse_subgraphs(rewritten.graph, rewritten, options, plan, install=True, path=where + ".")
+    rewritten.recompile()
+    return rewritten, plan, applied, nested
+
+
+def _named_from(name: str, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A subgraph's report entries as its enclosing graph names them: GEMM names and rewrite ids prefixed with
+    ``name.`` (rewrite ids count per graph, so they are only unique with their graph's path)."""
+    named = []
+    for entry in entries:
+        entry = {**entry, "gemm": f"{name}.{entry.get('gemm', '?')}"}
+        if "rewrite" in entry:
+            entry["rewrite"] = f"{name}.{entry['rewrite']}"
+        named.append(entry)
+    return named
+
+
+def _add(plan: dict[str, Any], entries: list[dict[str, Any]], counters: dict[str, Any]) -> None:
+    plan.setdefault("report", []).extend(entries)
+    total = plan.setdefault("counters", {})
+    for key, value in counters.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            total[key] = total.get(key, 0) + value
+
+
+def _install(module: torch.nn.Module, name: str, rewritten: torch.fx.GraphModule) -> None:
+    owner_path, _, attr = name.rpartition(".")
+    owner = module.get_submodule(owner_path) if owner_path else module
+    setattr(owner, attr, rewritten)
