@@ -47,6 +47,9 @@ struct Query {
   // The chain has a 16-bit hand-off value for the Hopper kernel's overlapped epilogue (hooks.h
   // epilogueHandoff; only FXFUSE_SM90_EPILOGUE_OVERLAP asks).
   bool handoff = false;
+  // The epilogue computes GELU(tanh): the heaviest measured activation, whose epilogue the overlap
+  // hides better than ping-pong does (overlapRule).
+  bool gelu_tanh = false;
   bool is16bit() const { return a.elem == DType::BF16 || a.elem == DType::F16; }
 };
 
@@ -213,7 +216,7 @@ bool allEpiloguesKnob() {
 // reads a full-size residual.
 struct EpilogueCost {
   int expensive_ops = 0;
-  bool silu = false, residual = false;
+  bool silu = false, gelu_tanh = false, residual = false;
   std::string unmeasured;  // the first expensive op without a measured fast-math form ("": none)
 };
 
@@ -229,7 +232,8 @@ EpilogueCost epilogueCost(const spec::ChainSpec& spec) {
     ++c.expensive_ops;
     // the activations measured fused, each with a fast-math form (fx_prelude.cuh)
     if (v.op == "silu") c.silu = true;
-    else if (v.op != "gelu_tanh" && c.unmeasured.empty()) c.unmeasured = v.op;
+    else if (v.op == "gelu_tanh") c.gelu_tanh = true;
+    else if (c.unmeasured.empty()) c.unmeasured = v.op;
   }
   return c;
 }
@@ -259,7 +263,9 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
   // A 16-bit bias or column scale the fast path cannot pair (not contiguous, not 4-byte aligned)
   // sends the whole launch to the per-element edge path: the unfused path is faster.
   if (shape.align_bytes_columns < 4) return "a 16-bit bias or column scale is not 4-byte aligned (per-element path)";
-  const auto& [expensive_ops, silu, residual, unmeasured] = cost;
+  const int expensive_ops = cost.expensive_ops;
+  const bool silu = cost.silu, residual = cost.residual;
+  const std::string& unmeasured = cost.unmeasured;
   if (!residual && expensive_ops == 0) return {};  // cheap: wins at every measured shape
   // measured: K <= 4096, M >= 512 (B x M for bmm) or a decode batch whose 64-row tiles fill the
   // SMs (Runs AA, AC; at K <= 28672 with the heuristic's tile in one round, Runs AD, AK, AL), at
@@ -693,11 +699,15 @@ constexpr long long kOverlapSharedMinTiles = 256;
 //    4096 x 4096 (256 tiles, ~1.9 per SM) it lost 0.7-4 % (too few tiles a CTA to hide an epilogue
 //    behind: the last one's is never hidden, and the ring is a stage shorter): from 3 tiles per SM;
 //  - instead of the heuristic's ping-pong tile (128x128 for these chains: sm90::chooseConfig's
-//    ReadsResidual), for chains that read a residual at K <= 8192, where the epilogue is a large share
-//    of a tile's time: 8192^3 1.044 -> 1.000, M = 4096, K = 4096, N = 14336 1.124 -> 1.057 (at K = 14336,
-//    N = 4096: 1.024 -> 1.027, a tie: not taken). Against 64x256 ping-pong GELU without a residual
-//    gained 0.1-1.2 %, ReLU+cast and SiLU lost 0.1-2.5 %: those keep ping-pong. Whole tiles only (the
-//    measured shapes).
+//    ReadsResidual), for chains that read a residual at K <= 14336 (the longest K measured), where the
+//    epilogue is a large share of a tile's time: 8192^3 1.044 -> 1.000, M = 4096, K = 4096, N = 14336
+//    1.124 -> 1.057; at K = 14336, N = 4096 a tie on the H200 (1.024 -> 1.027), but on an H100 the
+//    ping-pong tile ran 1.203x mm against 1.029x, slower than eager (bench/RESULTS.md Run BM,
+//    compare_tiles; end to end 1.35 -> 1.01x mm): taken since session 51. In place of 64x256 ping-pong,
+//    GELU(tanh) without a residual gained 0.1-1.2 % on the H200 at the three shapes (Run BI) and 0.8-8.5 %
+//    on the H100 (Run BM: 8192^3 1.055 -> 0.984, K = 4096, N = 14336 1.119 -> 1.024): taken since session
+//    51. ReLU+cast and SiLU lost 0.1-2.5 % on the H200 (within 1 % either way on the H100): those keep
+//    ping-pong. Whole tiles only (the measured shapes).
 // The last tile's epilogue shared by the consumers (last_epilogue_shared; bench/RESULTS.md Run BL,
 // 2026-12-05, knob_ab.sh: the overlap, the same shared, the plain tile; bf16, two rounds): on the 128x256
 // cooperative tile at 4096^3 (512 tiles, 3.9 per SM) 0.8-4.6 % ahead of the overlap alone (GELU +
@@ -706,18 +716,22 @@ constexpr long long kOverlapSharedMinTiles = 256;
 // within the rounds' spread): there the overlap now goes from 256 tiles at K <= 4096 (at a longer K the
 // epilogue is a smaller share of a tile, against the ring's stage it costs). Not measured above 4 tiles per
 // SM, where the last tile is a smaller share of a CTA's time and the joined row loop (rows in pairs for
-// a warp count unknown at compile time) runs on every tile: the overlap alone there.
+// a warp count unknown at compile time) runs on every tile: the overlap alone there; nor at K > 4096,
+// where the last tile's epilogue is a smaller share of its CTA's time (the overlap alone there too).
 KernelConfig overlapRule(const KernelConfig& c, const Query& q) {
   const int knob = epilogueOverlapKnob();
   if (knob >= 0) return knob == 1 && overlapFits(c, q) ? overlapped(c) : c;
   const long long tiles = tiles128x256(q.shape);
   if (!q.heuristic || tiles < kOverlapSharedMinTiles) return c;
-  auto take = [shared = tiles <= 4 * kHopperSms](const KernelConfig& o) { return overlapped(o, shared); };
+  auto take = [shared = tiles <= 4 * kHopperSms && q.shape.K <= 4096](const KernelConfig& o) {
+    return overlapped(o, shared);
+  };
   const bool fewTiles = tiles < 3 * kHopperSms;
   if (c.bn == 256 && overlapFits(c, q) && (!fewTiles || q.shape.K <= 4096)) return take(c);
   if (fewTiles) return c;
   const ProblemShape& s = q.shape;
-  if (c.pingpong && q.epilogue_load == sm90::EpilogueLoad::ReadsResidual && s.K <= 8192 && s.M % 128 == 0 && s.N % 256 == 0) {
+  const bool heavy = q.epilogue_load == sm90::EpilogueLoad::ReadsResidual || (q.gelu_tanh && c.bm == 64 && c.bn == 256);
+  if (c.pingpong && heavy && s.K <= 14336 && s.M % 128 == 0 && s.N % 256 == 0) {
     const KernelConfig coop = hopperConfigOf(HopperTile{128, 256, 4, false});
     if (overlapFits(coop, q)) return take(coop);
   }
@@ -1126,6 +1140,7 @@ Query heuristicQuery(const spec::ChainSpec& checked, const OperandInfo& a, const
   Query q{a, b, shape, sm_arch, epilogueRefusal(checked, cost, shape), epilogueLoad(cost)};
   q.product_16bit = productIs16bit(checked);
   q.handoff = epilogueHandoff(checked) >= 0;
+  q.gelu_tanh = cost.gelu_tanh;
   return q;
 }
 

@@ -614,14 +614,16 @@ TEST(CandidateConfigs, SquareTileInPlaceOf64x256IsJudgedByTheLargerShare) {
   EXPECT_EQ(sm90::judgedWorkShare(1088, 11008, 2048, 1, at1088, 132), own(1088, 11008, 1, at1088));
   EXPECT_EQ(sm90::judgedWorkShare(1344, 11008, 14336, 1, at1088, 132), own(1344, 11008, 1, at1088));
   // through the planner: the residual chain at 4096 x 14336 x 14336 runs the kernel (Run AV call 2:
-  // 4.5 % ahead of the unfused path), refused on 128x128's own share
+  // 4.5 % ahead of the unfused path), refused on 128x128's own share; since session 51 on the
+  // overlapped 128x256 tile in its place (config_table.cpp overlapRule: a residual to K = 14336)
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   const spec::ChainSpec gelu_residual = spec::parseSpec(
       "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
       "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = gelu_tanh %4 : bf16\n%6 = input 3 bf16 [m,n]\n"
       "%7 = add %5 %6 : bf16\noutput %7\n");
   const KernelConfig taken = chooseConfigForSize(gelu_residual, 4096, 14336, 14336, 1, 90);
-  EXPECT_EQ(taken.variant + " " + tileName(taken), "sm90_wgmma 128x128 pp");
+  EXPECT_EQ(taken.variant + " " + tileName(taken), "sm90_wgmma 128x256 coop");
+  EXPECT_TRUE(taken.epilogue_overlap);
 }
 
 TEST(CandidateConfigs, PartialColumnTilesAndWorkShare) {
