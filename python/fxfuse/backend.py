@@ -77,13 +77,12 @@ class FxfusePass(_PassBase):
 
     def __call__(self, graph: torch.fx.Graph) -> None:
         self.graphs_run += 1
-        # Subgraphs (torch.cond / while_loop / map branches and bodies) are not searched from here: Inductor
-        # runs its post-grad passes, this one among them, on each subgraph as a graph of its own before the
-        # graph that holds it (torch._inductor.compile_fx._recursive_post_grad_passes, torch 2.13), so their
-        # chains are fused by those runs; a GEMM left in them is reported by its own graph's run and again,
-        # as ``control_flow``, by this graph's. A search from here (subgraph_fusion.py) would only repeat those
-        # runs, and swap in copies of subgraphs Inductor has already passed and is about to lower.
-        run_on_graph(graph, self.options, _graph_label(graph), search_subgraphs=False)
+        # Subgraphs (torch.cond / while_loop / map branches and bodies) are Inductor's to pass: it runs its
+        # post-grad passes, this one among them, on each subgraph as a graph of its own before the graph
+        # that holds it (torch._inductor.compile_fx._recursive_post_grad_passes), and those runs fuse and
+        # report their GEMMs. Reporting them here too (control_flow) named each such GEMM twice; searching
+        # them from here (subgraph_fusion.py) would repeat those runs on subgraphs Inductor is about to lower.
+        run_on_graph(graph, self.options, _graph_label(graph), subgraphs="own_runs")
 
     def uuid(self) -> Any:
         h = hashlib.sha256()

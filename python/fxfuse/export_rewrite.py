@@ -96,7 +96,7 @@ def rewrite(ep: ExportedProgram, dump_dir: str | None = None, options: Options |
     if dump_dir is not None:
         opts = dataclasses.replace(opts, dump_dir=dump_dir)
     gm = copy.deepcopy(ep.graph_module)
-    result = run_on_graph(gm.graph, opts, "export", keep=_signature_names(ep), search_subgraphs=True)
+    result = run_on_graph(gm.graph, opts, "export", keep=_signature_names(ep), subgraphs="fuse")
     gm.recompile()
     if result is None or not (result.applied.applied or any(sub.applied.applied for sub in result.subgraphs)):
         log.info("fxfuse: nothing to rewrite in the exported program")
@@ -134,7 +134,7 @@ def report(obj: Any = None, *example_args: Any, options: Options | None = None, 
     graph = torch.fx.Graph()
     graph.output(graph.graph_copy(source, {}))
     module = getattr(source, "owning_module", None)
-    _, plan = plan_for_graph(graph, opts, module, search_subgraphs=True)
+    _, plan = plan_for_graph(graph, opts, module, subgraphs="fuse")
     applied = apply_plan(graph, plan, keep)
     _mark_skipped(plan, applied.skipped)
     # each subgraph is planned and applied on a copy: the program's own subgraph modules stay as they are

@@ -149,12 +149,22 @@ class PassResult:
     subgraphs: list[Any] = field(default_factory=list)  # subgraph_fusion.SubgraphResult, nested ones too
 
 
+# What a pass run does with the control-flow subgraphs (torch.cond / while_loop / map branches and
+# bodies) of its graph, which the C++ pass does not read:
+#  - "report": each of their GEMMs is reported not fused, reason ``control_flow`` (a graph given by hand);
+#  - "fuse": the pass runs on each of them too and rewrites it (subgraph_fusion.py: fxfuse.rewrite, report);
+#  - "own_runs": nothing; the caller runs the pass on each subgraph as a graph of its own, which reports
+#    its GEMMs (Inductor, for the torch.compile backend: backend.py).
+SUBGRAPH_MODES = ("report", "fuse", "own_runs")
+
+
 def plan_for_graph(graph: torch.fx.Graph, options: Options, module: torch.nn.Module | None = None,
-                   search_subgraphs: bool = False) -> tuple[str, dict[str, Any]]:
+                   subgraphs: str = "report") -> tuple[str, dict[str, Any]]:
     """Runs the C++ pass on ``graph`` without changing it: (IR text, plan). ``module``: what owns the
-    graph's subgraphs (default its owning module). The pass reads this one graph: the GEMMs of its
-    subgraphs (control-flow branches and bodies) are reported as not searched (``control_flow``), unless
-    ``search_subgraphs``: the caller then runs the pass on them itself (subgraph_fusion.py)."""
+    graph's subgraphs (default its owning module). ``subgraphs``: what the plan says of the GEMMs in
+    them (SUBGRAPH_MODES; with "fuse" the caller runs the pass on them itself)."""
+    if subgraphs not in SUBGRAPH_MODES:
+        raise ValueError(f"fxfuse: subgraphs must be one of {SUBGRAPH_MODES}, not {subgraphs!r}")
     from . import _C
 
     ir_text = graph_to_ir(graph)
@@ -171,7 +181,7 @@ def plan_for_graph(graph: torch.fx.Graph, options: Options, module: torch.nn.Mod
                       RuntimeWarning, stacklevel=2)
     for message in plan.get("warnings", []):
         warnings.warn(f"fxfuse: {message}", RuntimeWarning, stacklevel=2)
-    unseen = [] if search_subgraphs else subgraph_gemm_entries(
+    unseen = [] if subgraphs != "report" else subgraph_gemm_entries(
         graph, module if module is not None else graph.owning_module)
     if unseen:
         plan.setdefault("report", []).extend(unseen)
@@ -251,29 +261,29 @@ def _mark_skipped(plan: dict[str, Any], skipped: dict[int, str]) -> None:
 
 
 def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph",
-                 keep: frozenset[str] = frozenset(), search_subgraphs: bool = False) -> PassResult | None:
+                 keep: frozenset[str] = frozenset(), subgraphs: str = "report") -> PassResult | None:
     """The pass on ``graph`` in place. Returns None when disabled. ``keep``: node names no rewrite may
-    replace (apply_plan); they name values of ``graph`` only. ``search_subgraphs``: also fuse the chains
-    inside the graph's control-flow subgraphs (torch.cond / while_loop / map branches and bodies, nested
-    ones too), each replaced in the owning module by its rewritten copy (subgraph_fusion.py); else their
-    GEMMs are reported as ``control_flow``. ``fxfuse.rewrite`` turns it on; the torch.compile backend
-    leaves it off (backend.py says why)."""
+    replace (apply_plan); they name values of ``graph`` only. ``subgraphs``: what to do with the chains
+    inside the graph's control-flow subgraphs (SUBGRAPH_MODES): "fuse" rewrites them, nested ones too,
+    each replaced in the owning module by its rewritten copy (subgraph_fusion.py; ``fxfuse.rewrite``);
+    "report" names their GEMMs ``control_flow``; "own_runs" leaves them to the caller's own runs (the
+    torch.compile backend: backend.py says why)."""
     if not options.enabled:
         return None
     root = dump_root(options.dump_dir)
     before_fx = _graph_text(graph) if root else ""
-    ir_text, plan = plan_for_graph(graph, options, search_subgraphs=search_subgraphs)
+    ir_text, plan = plan_for_graph(graph, options, subgraphs=subgraphs)
     applied = apply_plan(graph, plan, keep)
     _mark_skipped(plan, applied.skipped)
-    subgraphs = []
-    if search_subgraphs:
+    rewritten = []
+    if subgraphs == "fuse":
         from .subgraph_fusion import fuse_subgraphs  # it builds on this module
 
-        subgraphs = fuse_subgraphs(graph, graph.owning_module, options, plan)
+        rewritten = fuse_subgraphs(graph, graph.owning_module, options, plan)
     _warn_if_no_nvrtc(plan)
     if graph.owning_module is not None:
         graph.owning_module.recompile()
-    results = [applied] + [sub.applied for sub in subgraphs]
+    results = [applied] + [sub.applied for sub in rewritten]
     _stats.record_pass(plan.get("counters") or {}, sum(len(r.applied) for r in results),
                        sum(len(r.skipped) for r in results))
     report_text = format_report(plan, applied.skipped, label)
@@ -283,7 +293,7 @@ def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph",
         else:
             log.info("fxfuse: %s not fused: %s %s", entry.get("gemm"), entry.get("reason"), entry.get("detail", ""))
     precompile(applied, options, plan)
-    for sub in subgraphs:
+    for sub in rewritten:
         precompile(sub.applied, options, sub.plan)
     folder = None
     if root:
@@ -297,5 +307,5 @@ def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph",
             warnings.warn(f"fxfuse: no dump written (FXFUSE_DUMP / dump_dir {root!r}): {e}", RuntimeWarning,
                           stacklevel=2)
     _stats.record_plan(label, plan, applied.skipped)
-    specs = [rw["spec"] for p in [plan] + [s.plan for s in subgraphs] for rw in p.get("rewrites") or []]
-    return PassResult(plan, applied, report_text, folder, specs, subgraphs)
+    specs = [rw["spec"] for p in [plan] + [s.plan for s in rewritten] for rw in p.get("rewrites") or []]
+    return PassResult(plan, applied, report_text, folder, specs, rewritten)

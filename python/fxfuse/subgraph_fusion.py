@@ -4,7 +4,7 @@ own; its report entries and counters join the enclosing graph's plan, each GEMM 
 (``true_graph_0.mm``, ``true_graph_0.false_graph_0.mm``), so the report names every GEMM once.
 
 Used by ``fxfuse.rewrite`` and ``fxfuse.report``, not by the torch.compile backend (pass_driver.py's
-``search_subgraphs``). A subgraph is rewritten on a copy that replaces it only once the whole rewrite
+``subgraphs``). A subgraph is rewritten on a copy that replaces it only once the whole rewrite
 succeeded: one that fails in any way stays as it was, unfused, and its GEMMs are reported with reason
 ``subgraph_rewrite_failed``; the user's program never fails for it."""
 from __future__ import annotations
@@ -70,7 +70,7 @@ def _fuse_copy(sub: torch.fx.GraphModule, options: Options,
     # The copy shares the nodes' meta values (FakeTensors of the program's one fake mode), which
     # apply_plan's fake-kernel check needs; it never changes them.
     rewritten = copy.deepcopy(sub)
-    _, plan = plan_for_graph(rewritten.graph, options, rewritten, search_subgraphs=True)
+    _, plan = plan_for_graph(rewritten.graph, options, rewritten, subgraphs="fuse")
     if plan.get("error"):
         raise RuntimeError(f"the pass failed on the graph: {plan['error']}")
     # No names to keep: a module call signature names values of the top graph only.
