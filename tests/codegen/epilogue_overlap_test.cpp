@@ -108,6 +108,12 @@ TEST(EpilogueOverlap, TheRuleTakesItWhereMeasuredAhead) {
   EXPECT_EQ(plan(resid, 2048, 4096, 4096), "sm90_wgmma 128x256x64 s3 t384 epioverlap lastshared");
   EXPECT_EQ(plan(gelu, 2048, 4096, 11008), "sm90_wgmma 128x256x64 s4 t384");  // K > 4096: not measured
   EXPECT_EQ(plan(gelu, 1024, 4096, 4096), "sm90_wgmma 128x256x64 s4 t384");   // 128 tiles: one round
+  // a residual (session 51, Run BM on an H100): from 224 tiles, to K = 8192 with the shared last tile
+  EXPECT_EQ(plan(resid, 1792, 4096, 4096), "sm90_wgmma 128x256x64 s3 t384 epioverlap lastshared");
+  EXPECT_EQ(plan(gelu, 1792, 4096, 4096), "sm90_wgmma 128x256x64 s4 t384");
+  EXPECT_EQ(plan(resid, 2048, 4096, 8192), "sm90_wgmma 128x256x64 s3 t384 epioverlap lastshared");
+  EXPECT_EQ(plan(resid, 1280, 5120, 4096), "sm90_wgmma 128x256x64 s4 t384");  // 200 tiles: not measured
+  EXPECT_EQ(plan(resid, 2048, 4096, 11008), "sm90_wgmma 128x256x64 s4 t384");  // K > 8192: not measured
   // more than four tiles per SM: the overlap alone (4096 x 4304: 544 tiles)
   EXPECT_EQ(plan(gelu, 4096, 4304, 4096), "sm90_wgmma 128x256x64 s3 t384 epioverlap");
   // (m, n, k): the residual chain where the rule's ping-pong tile lost to it; at K = 14336 a tie on the H200,
