@@ -16,6 +16,8 @@ suite_part() {  # suite_part NAME WORKERS TIMEOUT_S -k EXPRESSION
   grep -hE "^(FAILED|ERROR)" "$L/pytest_$1.log" | head -10
 }
 suite_part products 10 150 "both_products or every_gemv_product"
-suite_part rest 14 280 "not both_products and not every_gemv_product"
+# an H100 ran this part slower than the H200s (session 51: ~99 % done at 280 s): REST_LIMIT_S=340 there, with
+# the build already made (the device call's 600 s)
+suite_part rest 14 "${REST_LIMIT_S:-280}" "not both_products and not every_gemv_product"
 timeout 60 python3 bench/host_overhead.py > "$L/host_overhead.txt" 2>&1
 echo "host overhead rc $? ($(( $(date +%s) - t0 )) s)"; cat "$L/host_overhead.txt"
