@@ -721,13 +721,16 @@ constexpr long long kOverlapSharedMinTiles = 256;
 // For chains that read a residual, whose epilogue is the longest, an H100 (Run BM, compare_tiles, the
 // shared last tile forced) had it ahead of the plain 128x256 tile with fewer tiles and a longer K too:
 // 224 tiles (1792 x 4096 x 4096) 1.161 -> 1.093x mm, 256 tiles at K = 8192 1.075 -> 1.049x, while the
-// light chains there tied or lost 0.2-0.7 %: residual chains from 224 tiles and to K = 8192.
+// light chains there tied or lost 0.2-0.7 %: residual chains from 224 tiles and to K = 8192, on whole tiles
+// of one matrix (the measured shapes; 4096 x 4096 at K = 8192 lies between the measured 4096^3 and K = 8192).
 constexpr long long kOverlapResidualMinTiles = 224;
 KernelConfig overlapRule(const KernelConfig& c, const Query& q) {
   const int knob = epilogueOverlapKnob();
   if (knob >= 0) return knob == 1 && overlapFits(c, q) ? overlapped(c) : c;
   const long long tiles = tiles128x256(q.shape);
-  const bool residual = q.epilogue_load == sm90::EpilogueLoad::ReadsResidual;
+  const ProblemShape& s = q.shape;
+  const bool residual = q.epilogue_load == sm90::EpilogueLoad::ReadsResidual && s.M % 128 == 0 && s.N % 256 == 0 &&
+                        s.B == 1;
   if (!q.heuristic || tiles < (residual ? kOverlapResidualMinTiles : kOverlapSharedMinTiles)) return c;
   const long long shared_max_k = residual ? 8192 : 4096;  // the longest K the shared last tile won at
   auto take = [shared = tiles <= 4 * kHopperSms && q.shape.K <= shared_max_k](const KernelConfig& o) {
@@ -736,7 +739,6 @@ KernelConfig overlapRule(const KernelConfig& c, const Query& q) {
   const bool fewTiles = tiles < 3 * kHopperSms;
   if (c.bn == 256 && overlapFits(c, q) && (!fewTiles || q.shape.K <= shared_max_k)) return take(c);
   if (fewTiles) return c;
-  const ProblemShape& s = q.shape;
   const bool heavy = q.epilogue_load == sm90::EpilogueLoad::ReadsResidual || (q.gelu_tanh && c.bm == 64 && c.bn == 256);
   if (c.pingpong && heavy && s.K <= 14336 && s.M % 128 == 0 && s.N % 256 == 0) {
     const KernelConfig coop = hopperConfigOf(HopperTile{128, 256, 4, false});

@@ -21,7 +21,7 @@ from .dump import dump_root, write_graph_dump
 from .ir_export import format_dim, graph_to_ir
 from .precompile import precompile, row_dims, size_hint
 from .report import format_report
-from .subgraphs import subgraph_gemm_entries
+from .subgraphs import subgraph_gemm_entries, wrapped_gemm_entries
 
 log = logging.getLogger("fxfuse")
 
@@ -181,12 +181,16 @@ def plan_for_graph(graph: torch.fx.Graph, options: Options, module: torch.nn.Mod
                       RuntimeWarning, stacklevel=2)
     for message in plan.get("warnings", []):
         warnings.warn(f"fxfuse: {message}", RuntimeWarning, stacklevel=2)
-    unseen = [] if subgraphs != "report" else subgraph_gemm_entries(
-        graph, module if module is not None else graph.owning_module)
+    owner = module if module is not None else graph.owning_module
+    # "fuse" searches the control-flow subgraphs, not the other operators' (an autocast region's body)
+    unseen = (subgraph_gemm_entries(graph, owner) if subgraphs == "report"
+              else wrapped_gemm_entries(graph, owner) if subgraphs == "fuse" else [])
     if unseen:
         plan.setdefault("report", []).extend(unseen)
         counters = plan.setdefault("counters", {})
-        counters["reject.control_flow"] = counters.get("reject.control_flow", 0) + len(unseen)
+        for entry in unseen:
+            key = f"reject.{entry['reason']}"
+            counters[key] = counters.get(key, 0) + 1
     return ir_text, plan
 
 

@@ -53,7 +53,7 @@ def fuse_subgraphs(graph: torch.fx.Graph, module: torch.nn.Module | None, option
                           RuntimeWarning, stacklevel=2)
             entries = not_fused_entries(name, sub, FAILED, f"the rewrite of subgraph {where} failed ({why}); "
                                                           "it is left as it was")
-            _add(plan, entries, {f"reject.{FAILED}": len(entries)})
+            _add(plan, entries, {f"reject.{FAILED}": len(entries), "gemms_seen": len(entries)})
             continue
         if install:
             _install(module, name, rewritten)

@@ -95,8 +95,24 @@ KernelConfig overlapped(int bn, int stages) {
 // epilogue shared by the consumers up to four tiles per SM; in place of ping-pong for chains that read a
 // residual at K <= 8192 from three tiles per SM; not below 256 tiles, not for other chains' ping-pong, not
 // at K = 14336, not without a hand-off.
+// Unsets a measurement knob the rule reads for one test, and restores what the environment had.
+struct KnobUnset {
+  explicit KnobUnset(const char* name) : name_(name) {
+    if (const char* v = std::getenv(name)) saved_ = v, had_ = true;
+    ::unsetenv(name);
+  }
+  ~KnobUnset() {
+    if (had_) ::setenv(name_, saved_.c_str(), 1);
+    else ::unsetenv(name_);
+  }
+  const char* name_;
+  std::string saved_;
+  bool had_ = false;
+};
+
 TEST(EpilogueOverlap, TheRuleTakesItWhereMeasuredAhead) {
   if (!test::hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
+  const KnobUnset unset("FXFUSE_SM90_LAST_EPILOGUE_SHARED");  // read per decision: the rule's own choice here
   const spec::ChainSpec gelu = test::biasGeluTanh();
   const spec::ChainSpec resid = parse(kResidualBf16Product);
   const auto plan = [](const spec::ChainSpec& s, long long m, long long n, long long k) {
@@ -114,10 +130,13 @@ TEST(EpilogueOverlap, TheRuleTakesItWhereMeasuredAhead) {
   EXPECT_EQ(plan(resid, 2048, 4096, 8192), "sm90_wgmma 128x256x64 s3 t384 epioverlap lastshared");
   EXPECT_EQ(plan(resid, 1280, 5120, 4096), "sm90_wgmma 128x256x64 s4 t384");  // 200 tiles: not measured
   EXPECT_EQ(plan(resid, 2048, 4096, 11008), "sm90_wgmma 128x256x64 s4 t384");  // K > 8192: not measured
+  EXPECT_EQ(plan(resid, 1800, 4096, 4096), "sm90_wgmma 128x256x64 s4 t384");   // a partial row tile: not measured
+  // a batch of two 896-row matrices: 224 tiles, not measured
+  EXPECT_EQ(describeConfig(chooseConfigForSize(resid, 896, 4096, 4096, 2, 90)).find("epioverlap"), std::string::npos);
   // more than four tiles per SM: the overlap alone (4096 x 4304: 544 tiles)
   EXPECT_EQ(plan(gelu, 4096, 4304, 4096), "sm90_wgmma 128x256x64 s3 t384 epioverlap");
   // (m, n, k): the residual chain where the rule's ping-pong tile lost to it; at K = 14336 a tie on the H200,
-  // 15 % on an H100 (Run BM), without the shared last tile (K > 4096: unmeasured)
+  // 15 % on an H100 (Run BM), without the shared last tile (K > 8192 for a residual: unmeasured)
   EXPECT_EQ(plan(resid, 8192, 8192, 8192), "sm90_wgmma 128x256x64 s3 t384 epioverlap");
   EXPECT_EQ(plan(resid, 4096, 14336, 4096), "sm90_wgmma 128x256x64 s3 t384 epioverlap");
   EXPECT_EQ(plan(resid, 4096, 4096, 14336), "sm90_wgmma 128x256x64 s3 t384 epioverlap");
@@ -185,10 +204,16 @@ TEST(EpilogueOverlap, GenerateRefusesOtherTilesAndChainsWithoutAHandOff) {
   KernelConfig split = overlapped(128, 5);
   split.bm = 64;
   split.split_k = 2;
+  for (const KernelConfig& c : {pingpong, split})
+    EXPECT_THROW(generate(parse(kLinearBiasGelu), c), CodegenError) << describeConfig(c);
   KernelConfig shared_plain{"sm90_wgmma", 128, 256, 64, 4, 384};  // the shared last tile without the overlap
   shared_plain.last_epilogue_shared = true;
-  for (const KernelConfig& c : {pingpong, split, shared_plain})
-    EXPECT_THROW(generate(parse(kLinearBiasGelu), c), CodegenError) << describeConfig(c);
+  try {
+    generate(parse(kLinearBiasGelu), shared_plain);
+    ADD_FAILURE() << "the shared last tile was generated without the overlap";
+  } catch (const CodegenError& e) {
+    EXPECT_NE(std::string(e.what()).find("shared last tile"), std::string::npos) << e.what();
+  }
   try {
     generate(parse("%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n%3 = silu %2 : bf16\n"
                    "output %3\n"),
@@ -263,9 +288,7 @@ TEST(EpilogueOverlap, TheSharedLastTileKnobNamesTheTile) {
   const auto plan = [&](long long m, long long n, long long k) {
     return describeConfig(chooseConfigForSize(resid, m, n, k, 1, 90));
   };
-  struct Unset {
-    ~Unset() { ::unsetenv("FXFUSE_SM90_LAST_EPILOGUE_SHARED"); }
-  } unset;  // also when an expectation throws
+  const KnobUnset unset("FXFUSE_SM90_LAST_EPILOGUE_SHARED");  // restored also when an expectation throws
   ::setenv("FXFUSE_SM90_LAST_EPILOGUE_SHARED", "1", 1);
   EXPECT_EQ(plan(8192, 8192, 8192), "sm90_wgmma 128x256x64 s3 t384 epioverlap lastshared");
   EXPECT_EQ(plan(4096, 4096, 14336), "sm90_wgmma 128x256x64 s3 t384 epioverlap lastshared");  // K > 4096

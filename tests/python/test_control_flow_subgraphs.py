@@ -334,6 +334,39 @@ def test_the_compile_backend_reports_each_branch_gemm_once_by_its_own_graph():
     assert bare[0]["reason"] != "control_flow", bare
 
 
+class _AutocastGelu(torch.nn.Module):
+    """A fusable-looking chain inside a torch.autocast region: export keeps its body as a graph of
+    wrap_with_autocast whose nodes state float32, while the region runs the GEMM in bfloat16."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(16, 12)
+
+    def forward(self, x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return _gelu_of(self.a, x)
+
+
+def test_an_autocast_regions_body_is_not_rewritten():
+    """Only control-flow subgraphs are searched: a chain rewritten from an autocast body's graph would run its
+    GEMM in float32 where the region runs it in bfloat16 (a session-51 review found fxfuse.rewrite doing so).
+    The body stays as it was, its GEMM reported ``wrapped_region``, and the program computes what it did."""
+    m = _AutocastGelu()
+    ep = torch.export.export(m, (torch.randn(4, 16),))
+    bodies = [name for name, sub in ep.graph_module.named_children() if isinstance(sub, torch.fx.GraphModule)]
+    if not bodies:
+        pytest.skip("this torch inlines the autocast region at export: nothing wrapped to test")
+    texts = _graph_texts(ep)
+    rep = fxfuse.report(ep)
+    assert [e["reason"] for e in rep.rejected] == ["wrapped_region"], str(rep)
+    assert not rep.fused, str(rep)
+    ep2 = fxfuse.rewrite(ep)
+    assert _graph_texts(ep2) == texts
+    assert all(_fused_op_count(getattr(ep2.graph_module, b)) == 0 for b in bodies)
+    x = torch.randn(4, 16)
+    assert rel_err(ep2.module()(x), ep.module()(x)) == 0
+
+
 def test_a_subgraph_read_by_two_get_attr_nodes_is_reported_once():
     from fxfuse.subgraphs import subgraph_gemm_entries, subgraph_modules
 

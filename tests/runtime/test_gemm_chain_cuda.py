@@ -1139,7 +1139,8 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     128x256 at 1024 x 11008 (64x128's slots count 6/5 from 257 rows; session 24: 128x128
     ping-pong there, 128x256 taking three rounds), cuBLAS + the epilogue kernel at 640 x 4096 (the
     work share from 257 rows); session 24's: 128x128 ping-pong at K = 1024 (4096 x 4096); session
-    25's: 128x256 at 4096^3 (four rounds), 64x256 at 6144 x 4096 x 4096 (six). One launch each
+    25's: 128x256 at 4096^3 (four rounds), 64x256 at 6144 x 4096 x 4096 (six; since session 51 the overlapped 128x256 for
+    GELU(tanh) chains). One launch each
     (and the epilogue kernel's where unfused); against float64 by relative error, outputs
     poisoned."""
     check_dispatch("narrow-n-dispatch", M, K, N, first)
@@ -1154,7 +1155,8 @@ def test_narrow_n_dispatch_by_the_heuristic(unforced, M, K, N, first):
     # session 25: at a long K from 512 rows, GELU then a residual up to K = 14336, GELU alone up to
     # 11008 (stored cells, bench/RESULTS.md Run AN "Long K"); session 28: GELU alone to 14336 too
     # (Run AQ, interleaved: 1.09-1.11x eager)
-    # (session 27: on 128x128 ping-pong, the residual's tile from 1025 rows at K = 4096-14336)
+    # (session 27: on 128x128 ping-pong, the residual's tile from 1025 rows at K = 4096-14336; session 51: the
+    # overlapped 128x256 in its place on whole tiles from 3 per SM, Run BM)
     (4096, 14336, 4096, True, "sm90_wgmma 128x256x64 s3 t384 epioverlap"),  # session 51 (Run BM)
     (4096, 14336, 4096, False, "sm90_wgmma 128x256x64 s3 t384 epioverlap"),  # GELU (session 51)
     (4096, 16384, 4096, False, None),  # past the longest K measured
