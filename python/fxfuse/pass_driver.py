@@ -306,6 +306,13 @@ def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph",
                                       before_ir=ir_text, after_ir=graph_to_ir(graph), plan=plan,
                                       skipped=applied.skipped, report_text=report_text,
                                       kernels=_kernels(applied), arch=options.resolved_arch())
+            for sub in rewritten:  # each rewritten subgraph's own folder: its graphs, chains and kernels
+                write_graph_dump(root, f"{label}.{sub.path}", before_fx=sub.before_code,
+                                 after_fx=_graph_text(sub.module.graph), before_ir=sub.before_ir,
+                                 after_ir=graph_to_ir(sub.module.graph), plan=sub.plan,
+                                 skipped=sub.applied.skipped,
+                                 report_text=format_report(sub.plan, sub.applied.skipped, f"{label}.{sub.path}"),
+                                 kernels=_kernels(sub.applied), arch=options.resolved_arch())
         except OSError as e:
             # a debugging aid: a dump folder that cannot be written must not fail the user's compile
             warnings.warn(f"fxfuse: no dump written (FXFUSE_DUMP / dump_dir {root!r}): {e}", RuntimeWarning,

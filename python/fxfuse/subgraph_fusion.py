@@ -32,6 +32,8 @@ class SubgraphResult:
     module: torch.fx.GraphModule    # the rewritten copy (installed in its owner where fuse_subgraphs installs)
     plan: dict[str, Any]            # its own rewrites; entries and counters of its nested subgraphs merged in
     applied: ApplyResult
+    before_code: str = ""           # the subgraph's code and IR before the rewrite (for the dump folder)
+    before_ir: str = ""
 
 
 def fuse_subgraphs(graph: torch.fx.Graph, module: torch.nn.Module | None, options: Options, plan: dict[str, Any],
@@ -46,7 +48,7 @@ def fuse_subgraphs(graph: torch.fx.Graph, module: torch.nn.Module | None, option
             continue  # nothing to fuse (a while_loop's condition): its graph stays the program's own
         where = path + name
         try:
-            rewritten, sub_plan, applied, nested = _fuse_copy(sub, options, where)
+            rewritten, sub_plan, applied, nested, before_ir = _fuse_copy(sub, options, where)
         except Exception as e:  # noqa: BLE001 - any failure: the subgraph stays as it was, and the report says why
             why = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             warnings.warn(f"fxfuse: the rewrite of subgraph {where} failed, which is left unfused: {why}",
@@ -58,19 +60,19 @@ def fuse_subgraphs(graph: torch.fx.Graph, module: torch.nn.Module | None, option
         if install:
             _install(module, name, rewritten)
         _add(plan, _named_from(name, sub_plan.get("report") or []), sub_plan.get("counters") or {})
-        results.append(SubgraphResult(where, rewritten, sub_plan, applied))
+        results.append(SubgraphResult(where, rewritten, sub_plan, applied, sub.code, before_ir))
         results += nested
     return results
 
 
 def _fuse_copy(sub: torch.fx.GraphModule, options: Options,
-               where: str) -> tuple[torch.fx.GraphModule, dict[str, Any], ApplyResult, list[SubgraphResult]]:
+               where: str) -> tuple[torch.fx.GraphModule, dict[str, Any], ApplyResult, list[SubgraphResult], str]:
     """The pass on a copy of ``sub`` and its nested subgraphs: (the rewritten copy, its plan, what was
-    applied, the nested results). Raises where anything fails."""
+    applied, the nested results, its IR before). Raises where anything fails."""
     # The copy shares the nodes' meta values (FakeTensors of the program's one fake mode), which
     # apply_plan's fake-kernel check needs; it never changes them.
     rewritten = copy.deepcopy(sub)
-    _, plan = plan_for_graph(rewritten.graph, options, rewritten, subgraphs="fuse")
+    before_ir, plan = plan_for_graph(rewritten.graph, options, rewritten, subgraphs="fuse")
     if plan.get("error"):
         raise RuntimeError(f"the pass failed on the graph: {plan['error']}")
     # No names to keep: a module call signature names values of the top graph only.
@@ -78,7 +80,7 @@ def _fuse_copy(sub: torch.fx.GraphModule, options: Options,
     _mark_skipped(plan, applied.skipped)
     nested = fuse_subgraphs(rewritten.graph, rewritten, options, plan, install=True, path=where + ".")
     rewritten.recompile()
-    return rewritten, plan, applied, nested
+    return rewritten, plan, applied, nested, before_ir
 
 
 def _named_from(name: str, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -367,6 +367,21 @@ def test_an_autocast_regions_body_is_not_rewritten():
     assert rel_err(ep2.module()(x), ep.module()(x)) == 0
 
 
+def test_the_dump_has_a_folder_for_each_rewritten_subgraph(tmp_path):
+    """dump_dir: besides the program's folder, one per rewritten subgraph with its graphs, report and chains
+    (before session 51 a subgraph's chains had no spec or kernel file)."""
+    fxfuse.rewrite(torch.export.export(_CondGelu(), (torch.randn(4, 16),)), dump_dir=str(tmp_path))
+    folders = sorted(p.name for p in tmp_path.iterdir())
+    assert len(folders) == 3 and any(f.endswith("export") for f in folders), folders
+    for branch in ("true_graph_0", "false_graph_0"):
+        (folder,) = [tmp_path / f for f in folders if f.endswith(f"export.{branch}")]
+        files = {p.name for p in folder.iterdir()}
+        assert {"graph_before.txt", "graph_after.txt", "before.ir", "after.ir", "report.json", "chain_0.spec"} <= files
+        assert "gemm_chain" in (folder / "graph_after.txt").read_text()
+        assert "gemm_chain" not in (folder / "graph_before.txt").read_text()
+        assert "linear" in (folder / "before.ir").read_text()
+
+
 def test_a_subgraph_read_by_two_get_attr_nodes_is_reported_once():
     from fxfuse.subgraphs import subgraph_gemm_entries, subgraph_modules
 
