@@ -729,18 +729,20 @@ KernelConfig overlapRule(const KernelConfig& c, const Query& q) {
   if (knob >= 0) return knob == 1 && overlapFits(c, q) ? overlapped(c) : c;
   const long long tiles = tiles128x256(q.shape);
   const ProblemShape& s = q.shape;
-  const bool residual = q.epilogue_load == sm90::EpilogueLoad::ReadsResidual && s.M % 128 == 0 && s.N % 256 == 0 &&
-                        s.B == 1;
-  if (!q.heuristic || tiles < (residual ? kOverlapResidualMinTiles : kOverlapSharedMinTiles)) return c;
-  const long long shared_max_k = residual ? 8192 : 4096;  // the longest K the shared last tile won at
-  auto take = [shared = tiles <= 4 * kHopperSms && q.shape.K <= shared_max_k](const KernelConfig& o) {
+  const bool residual = q.epilogue_load == sm90::EpilogueLoad::ReadsResidual;
+  const bool whole_tiles = s.M % 128 == 0 && s.N % 256 == 0;
+  // the residual's measured extension: whole tiles of one matrix
+  const bool residual_extended = residual && whole_tiles && s.B == 1;
+  if (!q.heuristic || tiles < (residual_extended ? kOverlapResidualMinTiles : kOverlapSharedMinTiles)) return c;
+  const long long shared_max_k = residual_extended ? 8192 : 4096;  // the longest K the shared last tile won at
+  auto take = [shared = tiles <= 4 * kHopperSms && s.K <= shared_max_k](const KernelConfig& o) {
     return overlapped(o, shared);
   };
   const bool fewTiles = tiles < 3 * kHopperSms;
-  if (c.bn == 256 && overlapFits(c, q) && (!fewTiles || q.shape.K <= shared_max_k)) return take(c);
+  if (c.bn == 256 && overlapFits(c, q) && (!fewTiles || s.K <= shared_max_k)) return take(c);
   if (fewTiles) return c;
-  const bool heavy = q.epilogue_load == sm90::EpilogueLoad::ReadsResidual || (q.gelu_tanh && c.bm == 64 && c.bn == 256);
-  if (c.pingpong && heavy && s.K <= 14336 && s.M % 128 == 0 && s.N % 256 == 0) {
+  const bool heavy = residual || (q.gelu_tanh && c.bm == 64 && c.bn == 256);
+  if (c.pingpong && heavy && s.K <= 14336 && whole_tiles) {
     const KernelConfig coop = hopperConfigOf(HopperTile{128, 256, 4, false});
     if (overlapFits(coop, q)) return take(coop);
   }

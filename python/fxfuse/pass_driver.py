@@ -301,18 +301,18 @@ def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph",
         precompile(sub.applied, options, sub.plan)
     folder = None
     if root:
+        def dump(where: str, before: str, g: torch.fx.Graph, before_ir: str, p: dict[str, Any],
+                 done: ApplyResult, text: str) -> str:
+            return write_graph_dump(root, where, before_fx=before, after_fx=_graph_text(g), before_ir=before_ir,
+                                    after_ir=graph_to_ir(g), plan=p, skipped=done.skipped, report_text=text,
+                                    kernels=_kernels(done), arch=options.resolved_arch())
+
         try:
-            folder = write_graph_dump(root, label, before_fx=before_fx, after_fx=_graph_text(graph),
-                                      before_ir=ir_text, after_ir=graph_to_ir(graph), plan=plan,
-                                      skipped=applied.skipped, report_text=report_text,
-                                      kernels=_kernels(applied), arch=options.resolved_arch())
+            folder = dump(label, before_fx, graph, ir_text, plan, applied, report_text)
             for sub in rewritten:  # each rewritten subgraph's own folder: its graphs, chains and kernels
-                write_graph_dump(root, f"{label}.{sub.path}", before_fx=sub.before_code,
-                                 after_fx=_graph_text(sub.module.graph), before_ir=sub.before_ir,
-                                 after_ir=graph_to_ir(sub.module.graph), plan=sub.plan,
-                                 skipped=sub.applied.skipped,
-                                 report_text=format_report(sub.plan, sub.applied.skipped, f"{label}.{sub.path}"),
-                                 kernels=_kernels(sub.applied), arch=options.resolved_arch())
+                where = f"{label}.{sub.path}"
+                dump(where, sub.before_code, sub.module.graph, sub.before_ir, sub.plan, sub.applied,
+                     format_report(sub.plan, sub.applied.skipped, where))
         except OSError as e:
             # a debugging aid: a dump folder that cannot be written must not fail the user's compile
             warnings.warn(f"fxfuse: no dump written (FXFUSE_DUMP / dump_dir {root!r}): {e}", RuntimeWarning,

@@ -48,7 +48,7 @@ def fuse_subgraphs(graph: torch.fx.Graph, module: torch.nn.Module | None, option
             continue  # nothing to fuse (a while_loop's condition): its graph stays the program's own
         where = path + name
         try:
-            rewritten, sub_plan, applied, nested, before_ir = _fuse_copy(sub, options, where)
+            result, nested = _fuse_copy(sub, options, where)
         except Exception as e:  # noqa: BLE001 - any failure: the subgraph stays as it was, and the report says why
             why = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             warnings.warn(f"fxfuse: the rewrite of subgraph {where} failed, which is left unfused: {why}",
@@ -58,17 +58,16 @@ def fuse_subgraphs(graph: torch.fx.Graph, module: torch.nn.Module | None, option
             _add(plan, entries, {f"reject.{FAILED}": len(entries), "gemms_seen": len(entries)})
             continue
         if install:
-            _install(module, name, rewritten)
-        _add(plan, _named_from(name, sub_plan.get("report") or []), sub_plan.get("counters") or {})
-        results.append(SubgraphResult(where, rewritten, sub_plan, applied, sub.code, before_ir))
-        results += nested
+            _install(module, name, result.module)
+        _add(plan, _named_from(name, result.plan.get("report") or []), result.plan.get("counters") or {})
+        results += [result] + nested
     return results
 
 
 def _fuse_copy(sub: torch.fx.GraphModule, options: Options,
-               where: str) -> tuple[torch.fx.GraphModule, dict[str, Any], ApplyResult, list[SubgraphResult], str]:
-    """The pass on a copy of ``sub`` and its nested subgraphs: (the rewritten copy, its plan, what was
-    applied, the nested results, its IR before). Raises where anything fails."""
+               where: str) -> tuple[SubgraphResult, list[SubgraphResult]]:
+    """The pass on a copy of ``sub`` (at ``where``) and its nested subgraphs: (its result, the nested
+    results). Raises where anything fails."""
     # The copy shares the nodes' meta values (FakeTensors of the program's one fake mode), which
     # apply_plan's fake-kernel check needs; it never changes them.
     rewritten = copy.deepcopy(sub)
@@ -80,7 +79,7 @@ def _fuse_copy(sub: torch.fx.GraphModule, options: Options,
     _mark_skipped(plan, applied.skipped)
     nested = fuse_subgraphs(rewritten.graph, rewritten, options, plan, install=True, path=where + ".")
     rewritten.recompile()
-    return rewritten, plan, applied, nested, before_ir
+    return SubgraphResult(where, rewritten, plan, applied, sub.code, before_ir), nested
 
 
 def _named_from(name: str, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
