@@ -1286,9 +1286,12 @@ std::vector<KernelConfig> candidatesValidated(const spec::ChainSpec& checked, co
   if (tiles64x128(shape) < kSplitKMaxTiles)
     for (int ks : {2, 4}) tiles.push_back(splitKKernelConfig(ks));
   for (const KernelConfig& c : tiles) add(c);
-  // the cooperative 128-row tiles with the overlapped epilogue too (not with FXFUSE_SM90_EPILOGUE_OVERLAP=0)
+  // the cooperative 128-row tiles with the overlapped epilogue too (not with FXFUSE_SM90_EPILOGUE_OVERLAP=0),
+  // each also with its last tile's epilogue shared by the consumers: overlapRule takes that only where it
+  // was measured (bench/RESULTS.md Runs BL, BM, BN), so elsewhere the measurement decides
   for (const KernelConfig& c : tiles)
-    if (epilogueOverlapKnob() != 0 && overlapFits(c, q)) add(overlapped(c));
+    if (epilogueOverlapKnob() != 0 && overlapFits(c, q))
+      for (bool last_shared : {false, true}) add(overlapped(c, last_shared));
   return out;
 }
 }  // namespace

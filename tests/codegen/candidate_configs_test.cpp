@@ -45,7 +45,8 @@ TEST(CandidateConfigs, HeuristicFirstThenEveryHopperTile) {
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   const spec::ChainSpec gelu = loadSpec("bf16_linear3d_bias_gelu");
   const std::vector<KernelConfig> c = candidateConfigsForSize(gelu, 4096, 4096, 14336, 1, 90);
-  ASSERT_EQ(c.size(), 8u);  // five tiles, two of them again with the overlapped epilogue
+  // five tiles, two of them again with the overlapped epilogue, and those with the last tile's epilogue shared
+  ASSERT_EQ(c.size(), 10u);
   // GELU at K = 14336: the heuristic (first) keeps the Hopper kernel off (epilogueRefusal);
   // the measurement may not.
   EXPECT_EQ(c[0].variant, "sm80_mma");
@@ -57,6 +58,8 @@ TEST(CandidateConfigs, HeuristicFirstThenEveryHopperTile) {
   EXPECT_TRUE(texts.count("sm90_wgmma 128x128x64 s6 t384 pingpong"));
   EXPECT_TRUE(texts.count("sm90_wgmma 128x256x64 s3 t384 epioverlap"));
   EXPECT_TRUE(texts.count("sm90_wgmma 128x128x64 s5 t384 epioverlap"));
+  EXPECT_TRUE(texts.count("sm90_wgmma 128x256x64 s3 t384 epioverlap lastshared"));
+  EXPECT_TRUE(texts.count("sm90_wgmma 128x128x64 s5 t384 epioverlap lastshared"));
 }
 
 // 8-bit weights on sm_90: the rule's gemv first, then its other products, widths and stages (mma.sync at
@@ -104,18 +107,19 @@ TEST(CandidateConfigs, SmallBatchesTakeHopperWhereItsTilesFillTheSms) {
   // (K = 4096, N = 14336: 112 at M = 64, Run AA; 224 at M = 100, Run AC), and leaves it to the
   // measurement elsewhere (K = 14336, N = 4096: 64 tiles at M = 100 and 127, where split-K lost;
   // M = 65-95: more than a quarter of the MMA rows wasted, unmeasured). There the five Hopper
-  // tiles (two of them again with the overlapped epilogue) and the two split-K tiles (split_k_test.cpp).
+  // tiles (two of them again with the overlapped epilogue, with and without the shared last tile) and the
+  // two split-K tiles (split_k_test.cpp).
   if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   const spec::ChainSpec gelu = biasGeluTanh();
   EXPECT_EQ(describeConfig(chooseConfigForSize(gelu, 64, 14336, 4096, 1, 90)), "sm90_wgmma 64x128x64 s8 t384 pingpong");
-  // one 64-row tile at K = 14336: split-K (split_k_test.cpp), the first of 9 candidates
+  // one 64-row tile at K = 14336: split-K (split_k_test.cpp), the first of 11 candidates
   const std::vector<KernelConfig> one_tile = candidateConfigsForSize(gelu, 64, 4096, 14336, 1, 90);
-  ASSERT_EQ(one_tile.size(), 9u);
+  ASSERT_EQ(one_tile.size(), 11u);
   EXPECT_EQ(describeConfig(one_tile[0]), "sm90_wgmma 64x128x64 s7 t256 splitk2");
   for (long long m : {100LL, 127LL}) {
     EXPECT_NE(chooseConfigForSize(gelu, m, 4096, 14336, 1, 90).variant, "sm90_wgmma") << m;
     const std::vector<KernelConfig> c = candidateConfigsForSize(gelu, m, 4096, 14336, 1, 90);
-    ASSERT_EQ(c.size(), 10u) << m;
+    ASSERT_EQ(c.size(), 12u) << m;
     EXPECT_NE(c[0].variant, "sm90_wgmma") << m;
     for (size_t i = 1; i < c.size(); ++i) EXPECT_EQ(c[i].variant, "sm90_wgmma") << m;
   }
@@ -883,9 +887,9 @@ TEST(CandidateConfigs, EveryHopperTileCompiles) {
         ASSERT_GT(regs, 0) << out.log;
         EXPECT_TRUE(sm90::setmaxnregSafe(sm90ConfigOf(k), regs)) << describeConfig(k) << ": " << regs << " registers";
       }
-  // 5 tiles x 2 chains, the staged chain's two overlapped tiles, and its heuristic tile at 4096^3 (the
-  // overlapped 128x256 with the last tile's epilogue shared: overlapRule)
-  EXPECT_EQ(tiles, 13);
+  // 5 tiles x 2 chains, and the staged chain's two overlapped tiles, each with and without the last tile's
+  // epilogue shared (the heuristic's tile at 4096^3 among them: overlapRule)
+  EXPECT_EQ(tiles, 14);
   EXPECT_EQ(split_k, 6);  // KS 2 and 4 x 3 chains
 }
 

@@ -24,9 +24,11 @@ def test_candidates_put_the_heuristic_first():
     c = C.kernel_candidates_for_size(BIAS_GELU, 4096, 4096, 4096)
     assert c[0].split()[0] == C.kernel_variant(BIAS_GELU, 4096, 4096, 4096)[0]
     # the heuristic's tile (at 4096^3 the overlapped 128x256 with the shared last tile: overlapRule), the five
-    # Hopper tiles, the two cooperative 128-row ones again with the overlapped epilogue
+    # Hopper tiles, the two cooperative 128-row ones again with the overlapped epilogue, and those two with
+    # the shared last tile (the heuristic's among them)
     assert c[0] == "sm90_wgmma 128x256x64 s3 t384 epioverlap lastshared"
-    assert len(set(c)) == len(c) and sum(x.startswith("sm90_wgmma") for x in c) == 8
+    assert len(set(c)) == len(c) and sum(x.startswith("sm90_wgmma") for x in c) == 9
+    assert "sm90_wgmma 128x128x64 s5 t384 epioverlap lastshared" in c
     assert C.kernel_candidates_for_size(BIAS_GELU, 8, 4096, 4096)[0].startswith("gemv")
 
 
@@ -251,7 +253,7 @@ def test_gpu_every_candidate_computes_the_chain(m, k, n, split_k, monkeypatch):
     """Each kernel the autotune may pick (Hopper tiles on every epilogue, edge tiles at 1000 x
     520, and there the split-K tiles: 80 tiles of 64x128, fewer than 100, with K = 776 not a
     multiple of 64; the two cooperative tiles with the overlapped epilogue, bias+GELU having a 16-bit
-    hand-off) matches float64, outputs poisoned first, and is really the one launched."""
+    hand-off, each also with its last tile's epilogue shared) matches float64, outputs poisoned first, and is really the one launched."""
     monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")
     inputs, ref = _gelu_inputs(m, k, n)
     candidates = C.kernel_candidates(inputs, BIAS_GELU)
@@ -259,7 +261,8 @@ def test_gpu_every_candidate_computes_the_chain(m, k, n, split_k, monkeypatch):
         "sm90_wgmma 64x256x64 s5 t384 pingpong", "sm90_wgmma 64x128x64 s8 t384 pingpong",
         "sm90_wgmma 128x128x64 s6 t384 pingpong", "sm90_wgmma 128x256x64 s4 t384",
         "sm90_wgmma 128x128x64 s6 t384", "sm90_wgmma 128x256x64 s3 t384 epioverlap",
-        "sm90_wgmma 128x128x64 s5 t384 epioverlap"} | ({"sm90_wgmma 64x128x64 s7 t256 splitk2",
+        "sm90_wgmma 128x128x64 s5 t384 epioverlap", "sm90_wgmma 128x256x64 s3 t384 epioverlap lastshared",
+        "sm90_wgmma 128x128x64 s5 t384 epioverlap lastshared"} | ({"sm90_wgmma 64x128x64 s7 t256 splitk2",
                                              "sm90_wgmma 64x128x64 s7 t256 splitk4"} if split_k else set()), candidates
     try:
         for choice in candidates + ["aten"]:
@@ -393,11 +396,11 @@ SILU_F32_PRODUCT = HEAD + "%3 = silu %2 : bf16\noutput %3\n"  # SiLU before the 
 
 
 @pytest.mark.parametrize("spec,size,stages,planned,overlapped", [
-    (BIAS_GELU, (4096, 4096, 4096), "", "sm90_wgmma 128x256x64 s3 t384 epioverlap", 2),
-    (BIAS_GELU, (4096, 4096, 4096), "2", "sm90_wgmma 128x256x64 s2 t384 epioverlap", 3),
+    (BIAS_GELU, (4096, 4096, 4096), "", "sm90_wgmma 128x256x64 s3 t384 epioverlap", 4),
+    (BIAS_GELU, (4096, 4096, 4096), "2", "sm90_wgmma 128x256x64 s2 t384 epioverlap", 5),
     (BIAS_GELU, (4096, 4096, 4096), "4", "FXFUSE_SM90_STAGES=4 does not fit the 128x256 tile in 227 KB", 0),
     (SILU_F32_PRODUCT, (4096, 4096, 4096), "", "sm90_wgmma 128x256x64 s4 t384", 0),
-    (BIAS_GELU, (64, 4096, 14336), "", "sm90_wgmma 64x128x64 s7 t256 splitk2", 2)],
+    (BIAS_GELU, (64, 4096, 14336), "", "sm90_wgmma 64x128x64 s7 t256 splitk2", 4)],
     ids=["rule", "stages2", "stages4", "no_handoff", "split_k"])
 def test_hopper_epilogue_overlap_knob_plans_where_a_handoff_exists(spec, size, stages, planned, overlapped):
     """FXFUSE_SM90_EPILOGUE_OVERLAP=1 (config_table.cpp epilogueOverlapKnob; read once per process, so
@@ -405,7 +408,7 @@ def test_hopper_epilogue_overlap_knob_plans_where_a_handoff_exists(spec, size, s
     ring that fits (three 48 KB stages beside the hand-off), or FXFUSE_SM90_STAGES' depth, or names a
     depth that does not fit; a chain without a 16-bit hand-off (hooks.h epilogueHandoff) and a split-K
     tile keep theirs. The autotune's candidates then hold the two overlapped cooperative tiles (at
-    their deepest rings; the rule's at the knob's depth besides)."""
+    their deepest rings, each also with the shared last tile; the rule's at the knob's depth besides)."""
     env = {"FXFUSE_SM90_EPILOGUE_OVERLAP": "1", **({"FXFUSE_SM90_STAGES": stages} if stages else {})}
     got = candidates_in_child(spec, size, env)
     if planned.startswith("FXFUSE"):
