@@ -3,7 +3,7 @@
 # after `source bench/gemv/device_call.sh; device_build` (it writes to $L and stamps with $t0):
 #   source bench/gemv/device_call.sh; device_build; source scripts/gpu-suite-in-parts.sh; device_pack
 # CTest (all, ~20 s), then the GPU tests without the slow ones in two parts, as scripts/gpu-check.sh runs
-# them in one: the forced-product children and autotune at -n 10 (~80 s), the rest at -n 14 (~190 s); one
+# them in one: the forced-product children and autotune at -n 10 (~100 s), the rest at -n 16 (~220-300 s); one
 # part at -n 14 oversubscribes the GPU's memory with the forced products' children. Last, the host overhead
 # per call (bench/host_overhead.py, ~20 s), its table printed at the end.
 ctest --test-dir build-gpu --output-on-failure -j 16 --timeout 300 > "$L/ctest.log" 2>&1
@@ -16,8 +16,8 @@ suite_part() {  # suite_part NAME WORKERS TIMEOUT_S -k EXPRESSION
   grep -hE "^(FAILED|ERROR)" "$L/pytest_$1.log" | head -10
 }
 suite_part products 10 150 "both_products or every_gemv_product"
-# an H100 ran this part slower than the H200s (session 51: ~99 % done at 280 s): REST_LIMIT_S=340 there, with
-# the build already made (the device call's 600 s)
-suite_part rest 14 "${REST_LIMIT_S:-280}" "not both_products and not every_gemv_product"
+# 605 tests: 95 % done at 280 s at -n 14 on an H200 (session 52, after the products), 215 s at -n 16 on an H100
+# (bench/RESULTS.md Run BN call 3); 320 s keeps a cold build, CTest and the products inside the call's 600 s
+suite_part rest 16 "${REST_LIMIT_S:-320}" "not both_products and not every_gemv_product"
 timeout 60 python3 bench/host_overhead.py > "$L/host_overhead.txt" 2>&1
 echo "host overhead rc $? ($(( $(date +%s) - t0 )) s)"; cat "$L/host_overhead.txt"
