@@ -1,6 +1,7 @@
-"""Shared pytest set-up: find the package in the source tree when it is not installed, and
-keep GPU-marked tests off machines without a CUDA GPU (scripts/test.sh deselects them there;
-scripts/gpu-check.sh runs them on the GPU machine)."""
+"""Shared pytest set-up: find the package in the source tree when it is not installed, keep GPU-marked
+tests off machines without a CUDA GPU (scripts/test.sh deselects them there; scripts/gpu-check.sh runs them on
+the GPU machine), and seed every test's random inputs afresh each run (testlib.RUN_SEED, printed at the end
+of the run and with each failure; FXFUSE_TEST_SEED=N repeats a run's inputs)."""
 import os
 import sys
 
@@ -13,6 +14,7 @@ import pytest
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tests/testlib.py
+import testlib  # noqa: E402  (draws the run's seed before xdist starts its workers: they inherit it)
 try:
     import fxfuse  # noqa: F401  (installed by scripts/setup.sh)
 except ImportError:
@@ -27,3 +29,25 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_random_inputs(request):
+    """Each test starts from its own seed, new each run (testlib.seed_for: the run's seed and the test's id)."""
+    testlib.seed(request.node.nodeid)
+
+
+def pytest_report_header(config):
+    return f"fxfuse test seed: {testlib.RUN_SEED} (FXFUSE_TEST_SEED={testlib.RUN_SEED} repeats this run's inputs)"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        report.sections.append(("fxfuse test seed", f"FXFUSE_TEST_SEED={testlib.RUN_SEED} repeats this run's inputs"))
+
+
+def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_line(f"fxfuse test seed: FXFUSE_TEST_SEED={testlib.RUN_SEED}")

@@ -85,8 +85,9 @@ def _m_values(spec: str, out: Any, sizes: tuple[int, ...]) -> list[dict[Any, int
         v = size // c
         if size % c or v < 1:
             continue
-        if bounds is not None and ((bounds.lower.is_finite and v < int(bounds.lower)) or
-                                   (bounds.upper.is_finite and v > int(bounds.upper))):
+        # compared in sympy: an unbounded dim's upper bound is torch's int_oo, which says is_finite and
+        # cannot be converted to an int (int() raised, and every size was skipped: session 52)
+        if bounds is not None and bool(sympy.Integer(v) < bounds.lower or sympy.Integer(v) > bounds.upper):
             continue
         out_values.append({sym: v})
     return out_values

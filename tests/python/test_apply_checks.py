@@ -15,6 +15,7 @@ import pytest
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
+import testlib
 import fxfuse
 from fxfuse import pass_driver
 from fxfuse.apply_plan import _fake_mode_of, apply_plan
@@ -111,7 +112,7 @@ def test_complex_gemm_is_unsupported_dtype():
 
 
 def _bf16_chain_case(fn):
-    g = torch.Generator().manual_seed(5)
+    g = testlib.generator("cpu", "bf16_chain")
     x = torch.randn(32, 64, generator=g).bfloat16()
     w = torch.randn(48, 64, generator=g).bfloat16()
     gm = make_fx(fn, tracing_mode="fake")(x, w)
@@ -152,7 +153,7 @@ def test_python_scalar_in_bf16_chain_is_an_f32_const():
 def test_eager_bf16_times_0d_f32_tensor_is_fp32_opmath():
     """Item 7, eager's own rule (CPU): `x_bf16 * torch.tensor(s)` is bf16 (a 0-d tensor does not
     promote within its category) computed with s in fp32, not s rounded to bf16."""
-    x = torch.randn(1 << 12, generator=torch.Generator().manual_seed(1)).bfloat16()
+    x = torch.randn(1 << 12, generator=testlib.generator("cpu", "0d_f32")).bfloat16()
     s = 0.1
     r = x * torch.tensor(s)
     assert r.dtype == torch.bfloat16
@@ -167,7 +168,7 @@ def test_bf16_chain_times_0d_f32_tensor_matches_eager_exactly():
     def fn(x, w, s):
         return (x @ w.t()) * s
 
-    g = torch.Generator().manual_seed(7)
+    g = testlib.generator("cpu", "0d_scale")
     args = (torch.randn(32, 64, generator=g).bfloat16(), torch.randn(48, 64, generator=g).bfloat16(),
             torch.tensor(0.1))
     gm = make_fx(fn, tracing_mode="fake")(*args)

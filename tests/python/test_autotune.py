@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import fxfuse._C as C
+import testlib
 from fxfuse import autotune
 
 HEAD = "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
@@ -239,7 +240,7 @@ def test_options_and_env_turn_it_on(monkeypatch):
 # ---- GPU -------------------------------------------------------------------------------------
 
 def _gelu_inputs(m, k, n):
-    g = torch.Generator(device="cuda").manual_seed(m + n)
+    g = testlib.generator("cuda", "autotune", m, k, n)
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=g)
     w = torch.randn(k, n, device="cuda", dtype=torch.bfloat16, generator=g) / k ** 0.5
     b = torch.randn(n, device="cuda", dtype=torch.bfloat16, generator=g)
@@ -298,10 +299,10 @@ def test_gpu_every_candidate_computes_the_chain(m, k, n, split_k, monkeypatch):
 
 # A fresh process: the chain's inputs (the same problem in both), then the script's own part.
 _PROCESS = """
-import json, sys, torch, fxfuse._C as C
+import json, os, sys, torch, fxfuse._C as C
 from fxfuse import autotune
 spec = {spec!r}
-g = torch.Generator(device="cuda").manual_seed(0)
+g = torch.Generator(device="cuda").manual_seed(int(os.environ["FXFUSE_TEST_SEED"]))  # the same in each process
 inputs = [torch.randn(2048, 1024, device="cuda", dtype=torch.bfloat16, generator=g),
           torch.randn(1024, 2048, device="cuda", dtype=torch.bfloat16, generator=g) / 32,
           torch.randn(2048, device="cuda", dtype=torch.bfloat16, generator=g)]
@@ -461,7 +462,7 @@ def test_gpu_tune_measures_every_gemv_product_of_8bit_weights(layout, M):
     if torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("the gemv's wgmma product is sm_90's")
     K, N = 4096, 2048
-    g = torch.Generator(device="cuda").manual_seed(int.from_bytes(__import__("os").urandom(4), "little"))
+    g = testlib.generator("cuda", "autotune-gemv", layout, M)
     wq = torch.randint(-128, 128, (K, N) if layout == "kn" else (N, K), dtype=torch.int8, device="cuda", generator=g)
     scale = (torch.rand(N, device="cuda", generator=g) + 0.5) / (64 * K ** 0.5)
     inputs = [torch.randn(M, K, device="cuda", dtype=torch.bfloat16, generator=g), wq,

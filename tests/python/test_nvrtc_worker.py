@@ -14,6 +14,7 @@ import sys
 import pytest
 import torch
 
+import testlib
 import fxfuse._C as C
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -83,7 +84,7 @@ def test_in_process_the_same_crash_kills_the_process():
 OP = """
 import torch, fxfuse._C as C
 spec = {spec!r}
-torch.manual_seed(47)
+torch.manual_seed({seed})  # fresh each run (child() passes no FXFUSE_ variable)
 x = torch.randn(512, 1024, device="cuda", dtype=torch.bfloat16)
 w = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16) / 32
 b = torch.randn(1024, device="cuda", dtype=torch.bfloat16)
@@ -108,6 +109,6 @@ print("ok")
 
 @pytest.mark.gpu
 def test_the_op_answers_from_aten_when_the_compiler_crashes(tmp_path):
-    r = child(OP.format(spec=SPEC), FXFUSE_CACHE_DIR=str(tmp_path), FXFUSE_POISON_OUTPUTS="1")
+    r = child(OP.format(spec=SPEC, seed=testlib.seed_for("compiler_crash")), FXFUSE_CACHE_DIR=str(tmp_path), FXFUSE_POISON_OUTPUTS="1")
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-2000:] + r.stderr[-3000:]
     assert "killed by signal 11" in r.stderr, r.stderr[-3000:]  # the op's warning names the crash

@@ -71,6 +71,14 @@ def test_one_job_per_size_m_can_take_with_the_symbol_at_the_size():
     assert precompile_jobs(res.applied, (), device_type="cpu") == (at_hints, [])
 
 
+def test_a_dim_without_an_upper_bound_takes_every_size_from_its_minimum():
+    # no max: the symbol's range ends at torch's int_oo (torch.compile's dynamic=True dims too), which
+    # precompile once read as finite and failed to convert, skipping every size with a warning
+    res = _fused_graph((8, 64), {0: torch.export.Dim("batch", min=2)})
+    _, sized = precompile_jobs(res.applied, (1, 3, 100, 1 << 20), device_type="cpu")
+    assert [_rows(empty_like_meta(*job[2]))[0] for job in sized] == [3, 100, 1 << 20]
+
+
 def test_m_of_a_batch_times_a_fixed_sequence_divides_by_the_sequence():
     # x [batch, 4, 64]: M = 4 x batch; M = 64 -> batch 16, M = 66 is not a multiple of 4: skipped
     res = _fused_graph((3, 4, 64), {0: torch.export.Dim("batch", min=2, max=1024)})

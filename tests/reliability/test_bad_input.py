@@ -21,6 +21,7 @@ import textwrap
 import pytest
 import torch
 import torch.nn.functional as F
+import testlib
 from testlib import Fn
 
 fxfuse = pytest.importorskip("fxfuse", reason="fxfuse._C is not built")
@@ -115,7 +116,7 @@ def test_op_meta_and_fake():
 
 
 def _odd_layouts():
-    g = torch.Generator().manual_seed(0)
+    g = testlib.generator("cpu", "odd_layouts")
     base = torch.randn(200, generator=g)
     return {
         "transposed": (torch.randn(7, 5, generator=g).t(), torch.randn(3, 7, generator=g).t()),
@@ -160,7 +161,7 @@ def test_op_empty_shapes(m, n, k):
 
 def test_op_large_k():
     k = 1 << 16
-    g = torch.Generator().manual_seed(1)
+    g = testlib.generator("cpu", "op_large_k")
     a, b, c = torch.randn(3, k, generator=g), torch.randn(k, 2, generator=g) / 256, torch.randn(2, generator=g)
     (y,) = op()([a, b, c], SPEC)
     ref = torch.relu(a.double() @ b.double() + c.double()).float()
@@ -389,7 +390,7 @@ def rewrite_and_run(fn, example, run_inputs=None, decomp=False):
     torch.complex64,  # BUG-3 (was reported as unknown_meta): fixed
     torch.int32, torch.int64])
 def test_pass_unfusable_dtypes(dtype):
-    g = torch.Generator().manual_seed(3)
+    g = testlib.generator("cpu", "unfusable", str(dtype))
     if dtype.is_complex:
         x, w, r = (torch.randn(4, 6, dtype=dtype, generator=g), torch.randn(6, 5, dtype=dtype, generator=g),
                    torch.randn(4, 5, dtype=dtype, generator=g))
@@ -441,7 +442,7 @@ LAYOUTS = {
 @pytest.mark.parametrize("decomp", [False, True])
 def test_pass_runtime_layout_differs_from_export(example_layout, run_layout, decomp):
     """The exported example fixes nothing about strides: a fused op must accept any layout."""
-    g = torch.Generator().manual_seed(4)
+    g = testlib.generator("cpu", "layouts", example_layout, run_layout, decomp)
     x, w, b = torch.randn(6, 16, generator=g), torch.randn(12, 16, generator=g) / 4, torch.randn(12, generator=g)
     ex = tuple(LAYOUTS[example_layout](t) if t.dim() == 2 else t for t in (x, w, b))
     run = tuple(LAYOUTS[run_layout](t) if t.dim() == 2 else t for t in (x, w, b))
@@ -464,7 +465,7 @@ def test_pass_empty_shapes(shape):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_pass_large_k(dtype):
     k = 1 << 15
-    g = torch.Generator().manual_seed(5)
+    g = testlib.generator("cpu", "pass_large_k", str(dtype))
     x = torch.randn(2, k, generator=g).to(dtype)
     w = (torch.randn(3, k, generator=g) / 64).to(dtype)
     b = torch.randn(3, generator=g).to(dtype)
@@ -481,7 +482,7 @@ def test_pass_nan_inf_propagate_like_eager(decomp):
     def fn(x, w, b, r):
         y = torch.addmm(b, x, w)
         return torch.maximum(torch.relu(y) + r, torch.clamp(y, -1, 1)), torch.where(y > 0, y, r)
-    g = torch.Generator().manual_seed(6)
+    g = testlib.generator("cpu", "nan_inf", decomp)
     x, w, b, r = (torch.randn(6, 8, generator=g), torch.randn(8, 5, generator=g), torch.randn(5, generator=g),
                   torch.randn(6, 5, generator=g))
     x[1, 3] = math.nan
@@ -518,7 +519,7 @@ def test_pass_requires_grad_inputs_still_run():
 
 
 def _cuda_chain_inputs(dtype=torch.bfloat16, m=64, n=128, k=256):
-    g = torch.Generator(device="cuda").manual_seed(7)
+    g = testlib.generator("cuda", "cuda_chain", str(dtype), m, n, k)
     return (torch.randn(m, k, device="cuda", generator=g).to(dtype),
             (torch.randn(n, k, device="cuda", generator=g) / 16).to(dtype),
             torch.randn(n, device="cuda", generator=g).to(dtype))

@@ -18,6 +18,7 @@ import textwrap
 import pytest
 import torch
 import torch.nn.functional as F
+import testlib
 from testlib import Fn, run_threads
 
 fxfuse = pytest.importorskip("fxfuse", reason="fxfuse._C is not built")
@@ -36,7 +37,7 @@ def block(x, w1, b1, w2, r):
 
 
 def _inputs(device="cpu", dtype=torch.float32, seed=0):
-    g = torch.Generator().manual_seed(seed)
+    g = testlib.generator("cpu", "cache_inputs", seed)  # the same within a run, fresh each run
     t = [torch.randn(8, 32, generator=g), torch.randn(24, 32, generator=g) / 6, torch.randn(24, generator=g),
          torch.randn(24, 16, generator=g) / 5, torch.randn(8, 16, generator=g)]
     return [x.to(device=device, dtype=dtype) for x in t]

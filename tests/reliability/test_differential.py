@@ -5,7 +5,7 @@ Each case is a random plain-PyTorch function (chain_generator.py), run through f
 in its own dtype and in float64 (diff_harness.py says how). Failures are minimized and printed
 with a JSON literal to paste into test_regressions.py.
 
-    FXFUSE_DIFF_SEED=<first case seed>   (printed; default 20261201)
+    FXFUSE_DIFF_SEED=<first case seed>   (printed; default: new each run, from the run's FXFUSE_TEST_SEED)
     FXFUSE_DIFF_CASES=<number of cases>  (default 500 on CPU; the GPU run has 10,000)
     FXFUSE_DIFF_SHRINK=0                 (skip minimization of failures)
     FXFUSE_DIFF_MIN_FUSED=<fraction>     (default 0.5)
@@ -23,12 +23,14 @@ import time
 import pytest
 import torch
 
+import testlib
 from chain_generator import GenConfig, generate, gpu_config, spellings_from_env
 from diff_harness import check_case, describe, same_failure, shrink
 
 fxfuse = pytest.importorskip("fxfuse", reason="fxfuse._C is not built")
 
-SEED = int(os.environ.get("FXFUSE_DIFF_SEED", "20261201"))
+# fresh cases each run (tests/testlib.py); FXFUSE_TEST_SEED or FXFUSE_DIFF_SEED repeats a run's
+SEED = int(os.environ.get("FXFUSE_DIFF_SEED") or testlib.seed_for("differential") % 100_000_000)
 CASES = int(os.environ.get("FXFUSE_DIFF_CASES", "500"))
 SHRINK = os.environ.get("FXFUSE_DIFF_SHRINK", "1") != "0"
 MIN_FUSED = float(os.environ.get("FXFUSE_DIFF_MIN_FUSED", "0.7"))

@@ -27,6 +27,7 @@ import torch
 os.environ["FXFUSE_POISON_OUTPUTS"] = "1"
 
 import fxfuse._C as C  # noqa: E402
+import testlib  # noqa: E402
 from runtime_chain_cases import (CASES, DTYPES, SpecBuilder, check_outputs,  # noqa: E402
                                 per_op_rounding_chain, randn)
 
@@ -56,8 +57,7 @@ LARGE_KINDS = ["bias_gelu", "linear_gelu_tanh", "residual", "int8_weight_only", 
                "lead_3d"]
 
 
-def seed(*parts):
-    torch.manual_seed(zlib.crc32(repr(parts).encode()))
+seed = testlib.seed  # fresh each run: the run's seed and the case's parts
 
 
 def run_checked(case, dtype):
@@ -253,7 +253,7 @@ def run_child(script, *args, drop=(), **env):
     full = {k: v for k, v in os.environ.items() if k not in drop}
     full.update(FXFUSE_POISON_OUTPUTS="1", FXFUSE_STRICT="1")
     full.update(env)  # may turn the poison off
-    full["PYTHONPATH"] = os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])
+    full["PYTHONPATH"] = os.pathsep.join([here, os.path.dirname(here), os.environ.get("PYTHONPATH", "")])
     # FXFUSE_TEST_CHILD_TIMEOUT: shorter than a device script's own timeout, so that a hung kernel fails its
     # test by name (bench/sm90/overlap_check.sh) instead of the script killing pytest unnamed
     r = subprocess.run([sys.executable, "-c", script, *map(str, args)], env=full, capture_output=True, text=True,
@@ -274,9 +274,10 @@ needs_sm90 = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_
 LAYER_STACK_CHILD = """
 import re, sys, torch, fxfuse._C as C
 from runtime_chain_cases import check_layer_stack, layer_stack, randn
+from testlib import seed
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
 scale, path = float(sys.argv[1]), sys.argv[2]
-torch.manual_seed(int(scale * 1000))
+seed("layer_stack", scale, path)
 spec, ws, bs, x0 = layer_stack(scale, **({"M": 16, "K": 3072} if path == "gemv" else {"M": 128, "K": 1024}))
 if path != "gemv":  # the choice is per problem: every layer's
     inputs = [x0, ws[0], bs[0]]
@@ -356,8 +357,9 @@ def test_programmatic_launch_waits_for_the_kernel_before(path, before):
 PDL_REFUSED_CHILD = """
 import torch, fxfuse._C as C
 from runtime_chain_cases import check_layer_stack, layer_stack, randn
+from testlib import seed
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
-torch.manual_seed(11)
+seed("pdl_refused")
 spec, ws, bs, x0 = layer_stack(0.75, M=16, K=3072, layers=3)  # one spec, one shape: one call entry
 
 def stack(x):
@@ -403,10 +405,11 @@ def test_refused_programmatic_launch_runs_plainly_and_is_remembered():
 SPLIT_K_CHILD = """
 import sys, torch, fxfuse._C as C
 from runtime_chain_cases import CASES, check_outputs
+from testlib import seed
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
 split_k = int(sys.argv[1])
 for kind, (M, N, K) in [("int8_weight_only", (16, 4096, 14336)), ("linear_gelu_tanh", (1, 14336, 4096))]:
-    torch.manual_seed(split_k)
+    seed("split_k", kind, split_k)
     case = CASES[kind](torch.bfloat16, "cuda", M, N, K)
     before = C.stats()
     outs = gemm_chain(case.inputs, case.spec)
@@ -439,6 +442,7 @@ def test_gemv_every_split_k_size_computes_the_chain(split_k):
 W8_CHILD = """
 import os, sys, torch, torch.nn.functional as F, fxfuse._C as C
 from runtime_chain_cases import Case, SpecBuilder, check_outputs, d, q, randn
+from testlib import seed_for
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
 forced, layout = sys.argv[1], sys.argv[2]
 RAW = {"int8": torch.int8, "int8_f32_scale": torch.int8, "uint8": torch.uint8, "fp8": torch.float8_e4m3fn,
@@ -503,7 +507,7 @@ def run(kind, dt, M, N, K, pad, B=1):
         raise AssertionError(f"{where}: {e}") from None
     n += 1
 n = 0
-base = int.from_bytes(os.urandom(4), "little")  # fresh inputs each run, named in any failure
+base = seed_for("w8", forced, layout)  # fresh inputs each run (FXFUSE_TEST_SEED repeats them), named in any failure
 for kind, dt in [("int8", torch.bfloat16), ("int8", torch.float16), ("int8_f32_scale", torch.bfloat16),
                  ("fp8", torch.bfloat16)]:
     for M in (1, 5, 16, 24, 33, 40, 64):
@@ -705,11 +709,12 @@ def test_fast_math_activations_on_special_values_hopper(op, dtype):
 HOPPER_RESIDUAL_CHILD = """
 import torch, fxfuse._C as C
 from runtime_chain_cases import CASES, SpecBuilder, check_outputs, randn
+from testlib import seed
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
 M, N, K = 256, 520, 128
 for dt in (torch.bfloat16, torch.float16):
     for layout in ("contiguous", "odd_row_stride", "misaligned", "column_major"):
-        torch.manual_seed(len(layout))
+        seed("residual_layout", str(dt), layout)
         case = CASES["residual"](dt, "cuda", M, N, K)
         assert C.kernel_variant(case.spec, M, N, K)[0] == "sm90_wgmma"
         if layout == "odd_row_stride":
@@ -760,6 +765,7 @@ def test_hopper_residual_in_every_layout():
 HOPPER_EVERY_TILE_CHILD = """
 import os, sys, torch, fxfuse._C as C
 from runtime_chain_cases import CASES, SpecBuilder, check_outputs, randn
+from testlib import seed
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
 # FXFUSE_SM90_EPILOGUE_OVERLAP=1: the cooperative 128-row tiles with the overlapped epilogue are
 # candidates too, for chains with a 16-bit hand-off (hooks.h epilogueHandoff: `handoff`), and only
@@ -892,7 +898,7 @@ def handoffs(dt):  # each kind of hand-off value of the overlapped epilogue, and
         r = randn(shape, dt, "cuda").expand(B, M, N)
         every_tile([x, w, r], s.text(), ("bmm+residual", shape), near(prod + r.double()), handoff=True)
 for dt in (torch.bfloat16, torch.float16):
-    torch.manual_seed(0)
+    seed("every_tile", str(dt))
     {"layouts": layouts, "pipeline": pipeline, "small_m": small_m, "column_edges": column_edges,
      "handoffs": handoffs}[sys.argv[1]](dt)
 assert ran, "no tile ran"
@@ -975,9 +981,10 @@ def test_hopper_overlapped_epilogue_on_every_tile(scenario, last_shared):
 HOPPER_SPLIT_K_CHILD = """
 import sys, torch, fxfuse._C as C
 from runtime_chain_cases import CASES, SpecBuilder, check_outputs, randn
+from testlib import seed
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
 ks = int(sys.argv[1])
-torch.manual_seed(20261201 + ks)
+seed("hopper_split_k", ks)
 dt = torch.bfloat16
 def run(inputs, spec, what):
     first = C.kernel_candidates(inputs, spec)[0]
@@ -1363,8 +1370,9 @@ def test_two_row_tiles_at_long_k_take_the_unfused_path(unforced, M):
 HOPPER_ROUNDING_CHILD = """
 import torch, fxfuse._C as C
 from runtime_chain_cases import SpecBuilder
+from testlib import seed
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
-torch.manual_seed(20261130)
+seed("hopper_rounding")
 M, N, K = 256, 520, 64
 def special_floats(M, N):
     bits = torch.randint(-2**31, 2**31 - 1, (M, N), dtype=torch.int64).to(torch.int32)
@@ -1499,10 +1507,10 @@ def test_precompile_then_capture():
 # ---- disk cache across processes -------------------------------------------------------------
 
 CHILD = textwrap.dedent("""
-    import json, sys, torch
+    import json, os, sys, torch
     import fxfuse._C as C
     spec = sys.argv[1]
-    torch.manual_seed(0)
+    torch.manual_seed(int(os.environ["FXFUSE_TEST_SEED"]))  # both processes: the same inputs, fresh each run
     x = torch.randn(64, 96, device="cuda", dtype=torch.float16)
     w = torch.randn(96, 80, device="cuda", dtype=torch.float16) / 10
     (out,) = torch.ops.fxfuse.gemm_chain([x, w], spec)

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import fxfuse._C as C
+import testlib
 
 pytestmark = pytest.mark.gpu
 
@@ -41,7 +42,7 @@ def test_chain_without_a_fast_kernel_runs_cublas_plus_one_epilogue_kernel(m, k, 
     monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")
     spec = HEAD.format(g="mm", a="m,k", b="k,n") + GELU_RESID_TWO_OUT
     assert not C.kernel_variant(spec, m, n, k)[1]  # GELU + residual: no fast fused kernel
-    g = torch.Generator(device="cuda").manual_seed(m + n)
+    g = testlib.generator("cuda", "pointwise", m, n)
     x, w = (torch.randn(m, k, device="cuda", generator=g).bfloat16(),
             (torch.randn(k, n, device="cuda", generator=g) / k ** 0.5).bfloat16())
     b, r = torch.randn(n, device="cuda", generator=g).bfloat16(), torch.randn(m, n, device="cuda", generator=g).bfloat16()
@@ -68,7 +69,7 @@ def test_input_the_hopper_fast_path_cannot_read_takes_the_unfused_path(what, mon
     spec = HEAD.format(g="mm", a="m,k", b="k,n") + tail
     m, k, n = 1024, 256, 520  # 80 tiles of 64x128: the heuristic takes the Hopper kernel from 64
     assert C.kernel_variant(spec, m, n, k) == ("sm90_wgmma", True)
-    g = torch.Generator(device="cuda").manual_seed(n)
+    g = testlib.generator("cuda", "pointwise", n)
     x = torch.randn(m, k, device="cuda", generator=g).bfloat16()
     w = (torch.randn(k, n, device="cuda", generator=g) / k ** 0.5).bfloat16()
     size = m * n if what == "residual" else n
@@ -119,7 +120,7 @@ def test_sixteen_bit_product(dt, gemm, batch, m, n, monkeypatch):
     a, b = ("m,k", "k,n") if gemm == "mm" else ("b,m,k", "b,k,n")
     spec = (f"fxfuse.chain v1\ngemm {gemm}\n%0 = input 0 {t} [{a}]\n%1 = input 1 {t} [{b}]\n%2 = mm %0 %1 : {t}\n"
             f"%3 = input 2 {t} [n]\n%4 = add %2 %3 : {t}\n%5 = gelu_tanh %4 : {t}\noutput %5\n")
-    g = torch.Generator(device="cuda").manual_seed(batch * m + n)
+    g = testlib.generator("cuda", "pointwise", batch, m, n)
     lead = (m,) if gemm == "mm" else (batch, m)
     wlead = () if gemm == "mm" else (batch,)
     x = torch.randn(*lead, 60, device="cuda", generator=g).to(dt)
