@@ -159,10 +159,11 @@ SUBGRAPH_MODES = ("report", "fuse", "own_runs")
 
 
 def plan_for_graph(graph: torch.fx.Graph, options: Options, module: torch.nn.Module | None = None,
-                   subgraphs: str = "report") -> tuple[str, dict[str, Any]]:
+                   subgraphs: str = "report", warn_on_error: bool = True) -> tuple[str, dict[str, Any]]:
     """Runs the C++ pass on ``graph`` without changing it: (IR text, plan). ``module``: what owns the
     graph's subgraphs (default its owning module). ``subgraphs``: what the plan says of the GEMMs in
-    them (SUBGRAPH_MODES; with "fuse" the caller runs the pass on them itself)."""
+    them (SUBGRAPH_MODES; with "fuse" the caller runs the pass on them itself). ``warn_on_error``: False
+    where the caller names the failure itself (a subgraph's: subgraph_fusion.py), so it is said once."""
     if subgraphs not in SUBGRAPH_MODES:
         raise ValueError(f"fxfuse: subgraphs must be one of {SUBGRAPH_MODES}, not {subgraphs!r}")
     from . import _C
@@ -176,6 +177,7 @@ def plan_for_graph(graph: torch.fx.Graph, options: Options, module: torch.nn.Mod
     if plan.get("error"):
         if plan.get("error_kind") == "options":
             raise ValueError(f"fxfuse: invalid option: {plan['error']}")
+    if plan.get("error") and warn_on_error:
         # the graph is left as it is (no rewrite); say why instead of reporting "no GEMM"
         warnings.warn(f"fxfuse: the pass failed on this graph, which is left unfused: {plan['error']}",
                       RuntimeWarning, stacklevel=2)

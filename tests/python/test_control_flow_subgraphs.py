@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import warnings
 
 import pytest
 import torch
@@ -258,6 +259,32 @@ def test_a_subgraph_whose_rewrite_fails_is_left_unfused(monkeypatch, failing, un
     for p, q in itertools.product((True, False), repeat=2):
         args = (torch.randn(4, 16), torch.tensor(p), torch.tensor(q))
         assert rel_err(ep2.module()(*args), m(*args)) < TOL, (p, q)
+
+
+def test_the_pass_failing_on_a_subgraph_warns_once_naming_it(monkeypatch):
+    """An error of the pass itself on a subgraph's graph is one warning, naming the subgraph (the graph-level
+    warning of pass_driver.plan_for_graph is left to the caller there), and the subgraph's GEMMs are
+    subgraph_rewrite_failed."""
+    import json
+
+    import fxfuse._C as C
+
+    real = C.run_pass
+
+    def run_pass(ir_text, opts):
+        if "relu" in ir_text and "cond" not in ir_text:  # the innermost branch only
+            return json.dumps({"error": "injected pass error"})
+        return real(ir_text, opts)
+
+    monkeypatch.setattr(C, "run_pass", run_pass)
+    ep = torch.export.export(_NestedCond(), (torch.randn(4, 16), torch.tensor(True), torch.tensor(False)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rep = fxfuse.report(ep)
+    said = [str(w.message) for w in caught if "injected pass error" in str(w.message)]
+    assert len(said) == 1 and "true_graph_0.false_graph_0" in said[0], said
+    assert {e["gemm"] for e in rep.rejected} == {"true_graph_0.false_graph_0.linear"}, str(rep)
+    assert {e["reason"] for e in rep.rejected} == {"subgraph_rewrite_failed"}
 
 
 SUBPROCESS_CHECK = """
