@@ -130,6 +130,27 @@ def test_the_pass_asks_the_op_to_compile_every_size(monkeypatch):
     assert calls == []  # precompile off: nothing compiles, sizes or not
 
 
+def test_torch_compile_dynamic_batch_compiles_every_size(monkeypatch):
+    """torch.compile(dynamic=True), the way users ask for it: the batch's range has no upper bound (int_oo), and
+    every listed size still compiles (session 52: none did, with a warning), beside the example's hint."""
+    import fxfuse
+    import fxfuse._C as C
+    from fxfuse import precompile
+
+    calls = []
+    monkeypatch.setattr(C, "precompile", lambda inputs, spec: calls.append(
+        sorted({t.shape[0] for t in inputs if t.dim() == 2 and t.shape[1] in (64, 48) and tuple(t.shape) != (64, 48)})))
+    real_jobs = precompile.precompile_jobs
+    monkeypatch.setattr(precompile, "precompile_jobs", lambda result, sizes: real_jobs(result, sizes, "cpu"))
+    torch._dynamo.reset()
+    compiled = torch.compile(_Chain(), backend=fxfuse.backend_with(only_profitable=False, precompile_sizes=(3, 100)),
+                             dynamic=True)
+    x, r = torch.randn(17, 64), torch.randn(17, 48)
+    with torch.no_grad():
+        compiled(x, r)
+    assert sorted(calls) == [[3], [17], [100]], calls
+
+
 def test_with_background_compiles_the_sizes_are_queued_and_the_hints_compiled(monkeypatch):
     """Background compiles on: the hints' kernels still compile before the model's compile returns
     (a CUDA graph capture needs them), the other sizes' are handed to the background."""
