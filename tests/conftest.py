@@ -49,5 +49,13 @@ def pytest_runtest_makereport(item, call):
         report.sections.append(("fxfuse test seed", f"FXFUSE_TEST_SEED={testlib.RUN_SEED} repeats this run's inputs"))
 
 
+def pytest_sessionstart(session):
+    # also at the start, under -q (no header) and where a run is killed before its summary (the GPU scripts'
+    # timeouts); in xdist's workers there is no terminal
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and not hasattr(session.config, "workerinput"):
+        reporter.write_line(f"fxfuse test seed: FXFUSE_TEST_SEED={testlib.RUN_SEED}")
+
+
 def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(f"fxfuse test seed: FXFUSE_TEST_SEED={testlib.RUN_SEED}")

@@ -15,7 +15,9 @@ def _run_seed() -> int:
     draw from the same run seed."""
     given = os.environ.get("FXFUSE_TEST_SEED", "")
     if given:
-        return int(given)
+        if not given.strip().isdigit():
+            raise ValueError(f"FXFUSE_TEST_SEED must be a non-negative integer, not {given!r}")
+        return int(given) & 0x7FFFFFFF  # what torch.manual_seed takes, in every child too
     drawn = int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF
     os.environ["FXFUSE_TEST_SEED"] = str(drawn)
     return drawn

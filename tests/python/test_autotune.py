@@ -299,10 +299,10 @@ def test_gpu_every_candidate_computes_the_chain(m, k, n, split_k, monkeypatch):
 
 # A fresh process: the chain's inputs (the same problem in both), then the script's own part.
 _PROCESS = """
-import json, os, sys, torch, fxfuse._C as C
+import json, sys, torch, fxfuse._C as C
 from fxfuse import autotune
 spec = {spec!r}
-g = torch.Generator(device="cuda").manual_seed(int(os.environ["FXFUSE_TEST_SEED"]))  # the same in each process
+g = torch.Generator(device="cuda").manual_seed({seed})  # the same in each process, fresh each run
 inputs = [torch.randn(2048, 1024, device="cuda", dtype=torch.bfloat16, generator=g),
           torch.randn(1024, 2048, device="cuda", dtype=torch.bfloat16, generator=g) / 32,
           torch.randn(2048, device="cuda", dtype=torch.bfloat16, generator=g)]
@@ -325,7 +325,7 @@ def test_gpu_tune_measures_once_and_later_processes_run_the_choice(tmp_path, mon
     monkeypatch.setenv("FXFUSE_CACHE_DIR", str(tmp_path))  # run_python passes the environment on
 
     def run(part):
-        r = run_python(_PROCESS.format(spec=BIAS_GELU) + part)
+        r = run_python(_PROCESS.format(spec=BIAS_GELU, seed=testlib.seed_for("measure_once")) + part)
         assert r.returncode == 0, r.stderr[-3000:]
         return r.stdout
 

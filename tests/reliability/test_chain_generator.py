@@ -39,7 +39,8 @@ def test_hopper_plain_cases_reach_the_hopper_kernel_as_they_are():
     """hopper_plain_prob: 16-bit operands with no prologue at Hopper sizes, the epilogue random
     (the GPU run's way to put random epilogues on the Hopper kernel); valid like every case."""
     cfg = GenConfig(max_m=300, max_n=300, max_k=600, hopper_plain_prob=1.0)
-    for seed in range(40):
+    base = testlib.seed_for("hopper_plain") % 100_000_000  # new cases each run
+    for seed in range(base, base + 40):
         case = generate(seed, cfg)
         assert case.dtype in ("bf16", "f16") and case.gemm in ("mm", "addmm", "linear"), case.source()
         M, N, K = case.dims["M"], case.dims["N"], case.dims["K"]
@@ -66,7 +67,8 @@ def test_hopper_decode_cases_are_split_k_sizes():
     for wide_n in (False, True):
         cfg = GenConfig(max_m=300, max_n=300, max_k=600, hopper_plain_prob=1.0, hopper_decode_prob=1.0,
                         hopper_decode_wide_n=wide_n)
-        for seed in range(12):
+        base = testlib.seed_for("hopper_decode", wide_n) % 100_000_000  # new cases each run
+        for seed in range(base, base + 12):
             case = generate(seed, cfg)
             assert case.dtype in ("bf16", "f16") and case.gemm in ("mm", "addmm", "linear"), case.source()
             M, N, K = case.dims["M"], case.dims["N"], case.dims["K"]
@@ -87,7 +89,8 @@ def test_hopper_decode_two_tile_cases_are_two_row_tiles():
     them); valid like every case."""
     cfg = GenConfig(max_m=300, max_n=300, max_k=600, hopper_plain_prob=1.0, hopper_decode_prob=1.0,
                     hopper_decode_two_tiles_prob=1.0)
-    for seed in range(8):
+    base = testlib.seed_for("two_tiles") % 100_000_000  # new cases each run
+    for seed in range(base, base + 8):
         case = generate(seed, cfg)
         M, N, K = case.dims["M"], case.dims["N"], case.dims["K"]
         assert 96 <= M <= 128 and 8192 <= K <= 14336 and 128 <= N <= 768, case.dims

@@ -5,7 +5,8 @@ Each case is a random plain-PyTorch function (chain_generator.py), run through f
 in its own dtype and in float64 (diff_harness.py says how). Failures are minimized and printed
 with a JSON literal to paste into test_regressions.py.
 
-    FXFUSE_DIFF_SEED=<first case seed>   (printed; default: new each run, from the run's FXFUSE_TEST_SEED)
+    FXFUSE_DIFF_SEED=<first case seed>   (printed; on the CPU new each run, from FXFUSE_TEST_SEED; the GPU
+                                         run numbers its chunks from 20261201)
     FXFUSE_DIFF_CASES=<number of cases>  (default 500 on CPU; the GPU run has 10,000)
     FXFUSE_DIFF_SHRINK=0                 (skip minimization of failures)
     FXFUSE_DIFF_MIN_FUSED=<fraction>     (default 0.5)
@@ -31,6 +32,9 @@ fxfuse = pytest.importorskip("fxfuse", reason="fxfuse._C is not built")
 
 # fresh cases each run (tests/testlib.py); FXFUSE_TEST_SEED or FXFUSE_DIFF_SEED repeats a run's
 SEED = int(os.environ.get("FXFUSE_DIFF_SEED") or testlib.seed_for("differential") % 100_000_000)
+# The GPU run's cases are numbered by chunk from one fixed base, so that a campaign of device calls covers
+# disjoint chunks and DIFFERENTIAL.md's chunk numbers name the cases run; new chunks are new cases.
+GPU_SEED = int(os.environ.get("FXFUSE_DIFF_SEED") or 20261201)
 CASES = int(os.environ.get("FXFUSE_DIFF_CASES", "500"))
 SHRINK = os.environ.get("FXFUSE_DIFF_SHRINK", "1") != "0"
 MIN_FUSED = float(os.environ.get("FXFUSE_DIFF_MIN_FUSED", "0.7"))
@@ -191,7 +195,7 @@ def test_differential_gpu(chunk, monkeypatch):
     from fxfuse import _C
 
     before = _C.stats()
-    start = SEED + 10_000_000 + chunk * GPU_CHUNK
+    start = GPU_SEED + 10_000_000 + chunk * GPU_CHUNK
     seeds = list(range(start, start + GPU_CHUNK))
     cfg = gpu_config(HOPPER_SHAPE_PROB, HOPPER_PLAIN_PROB, HOPPER_DECODE_PROB, HOPPER_DECODE_TWO_TILES_PROB,
                      HOPPER_DECODE_WIDE_N)

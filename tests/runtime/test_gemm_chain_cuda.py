@@ -285,9 +285,11 @@ if path != "gemv":  # the choice is per problem: every layer's
         bm, bn = re.search(r"(\\d+)x(\\d+)x", c).groups()
         return int(bm) * int(bn)
     tiles = [c for c in C.kernel_candidates(inputs, spec) if c.startswith("sm90_wgmma") and "splitk" not in c]
-    # hopper_overlap (FXFUSE_SM90_EPILOGUE_OVERLAP=1): that tile with the overlapped epilogue
+    # hopper_overlap (FXFUSE_SM90_EPILOGUE_OVERLAP=1): that tile with the overlapped epilogue; hopper_overlap_shared
+    # (FXFUSE_SM90_LAST_EPILOGUE_SHARED=1 besides): its last tile's epilogue shared by the consumers
     widest = max(tiles, key=lambda c: (area(c), "epioverlap" in c))
-    assert ("epioverlap" in widest) == (path == "hopper_overlap"), (path, widest)
+    assert ("epioverlap" in widest) == path.startswith("hopper_overlap"), (path, widest)
+    assert ("lastshared" in widest) == (path == "hopper_overlap_shared"), (path, widest)
     C.set_kernel_choice(inputs, spec, widest if path.startswith("hopper") else "aten")
 
 def stack(x):
@@ -305,7 +307,7 @@ after = C.stats()
 delta = {k: after[k] - before[k] for k in ("launches", "pdl_launches", "pointwise_launches", "hopper_overlap_launches")}
 assert delta == {"launches": len(ws), "pdl_launches": len(ws),
                  "pointwise_launches": len(ws) if path == "epilogue_alone" else 0,
-                 "hopper_overlap_launches": len(ws) if path == "hopper_overlap" else 0}, (path, delta)
+                 "hopper_overlap_launches": len(ws) if path.startswith("hopper_overlap") else 0}, (path, delta)
 check_layer_stack(ys, ws, bs, scale)
 graph = torch.cuda.CUDAGraph()
 x = x0.clone()
@@ -325,6 +327,7 @@ print("ok")
     ("gemv", "poison_fill"), ("gemv", "layer_before"), ("gemv", "layer_before_overlapping"),
     ("hopper", "poison_fill"), ("hopper", "layer_before"), ("hopper", "layer_before_overlapping"),
     ("hopper_overlap", "poison_fill"), ("hopper_overlap", "layer_before"), ("hopper_overlap", "layer_before_overlapping"),
+    ("hopper_overlap_shared", "layer_before"), ("hopper_overlap_shared", "layer_before_overlapping"),
     ("epilogue_alone", "poison_fill"), ("epilogue_alone", "layer_before")])
 def test_programmatic_launch_waits_for_the_kernel_before(path, before):
     """Every kernel launched as a programmatic dependent (the gemv, the Hopper kernel, the
@@ -340,11 +343,14 @@ def test_programmatic_launch_waits_for_the_kernel_before(path, before):
     and the one after it cuBLAS's next product, which is not a programmatic dependent. Each layer
     against float64, in the stream and in a replayed graph. hopper_overlap: the Hopper kernel with the
     overlapped epilogue (FXFUSE_SM90_EPILOGUE_OVERLAP=1), whose epilogue warps store while the CTA's
-    consumers may already be done: the next layer must still see every store."""
+    consumers may already be done: the next layer must still see every store; hopper_overlap_shared: the same
+    with the last tile's epilogue shared by the consumers (FXFUSE_SM90_LAST_EPILOGUE_SHARED=1; an autotune
+    candidate everywhere since session 52)."""
     env = {"FXFUSE_POISON_OUTPUTS": "1" if before == "poison_fill" else "0"}
     # the autotune's candidates hold the overlapped tiles unless the knob says 0: the other paths' widest
     # tile is then the plain one
-    env["FXFUSE_SM90_EPILOGUE_OVERLAP"] = "1" if path == "hopper_overlap" else "0"
+    env["FXFUSE_SM90_EPILOGUE_OVERLAP"] = "1" if path.startswith("hopper_overlap") else "0"
+    env["FXFUSE_SM90_LAST_EPILOGUE_SHARED"] = "1" if path == "hopper_overlap_shared" else "0"
     if before == "layer_before_overlapping":
         env["FXFUSE_PDL_TRIGGER_AT_START"] = "1"
     scale = {"poison_fill": 0.75, "layer_before": 0.625, "layer_before_overlapping": 0.5}[before]
@@ -1507,10 +1513,10 @@ def test_precompile_then_capture():
 # ---- disk cache across processes -------------------------------------------------------------
 
 CHILD = textwrap.dedent("""
-    import json, os, sys, torch
+    import json, sys, torch
     import fxfuse._C as C
-    spec = sys.argv[1]
-    torch.manual_seed(int(os.environ["FXFUSE_TEST_SEED"]))  # both processes: the same inputs, fresh each run
+    spec, seed = sys.argv[1], int(sys.argv[2])
+    torch.manual_seed(seed)  # both processes: the same inputs, fresh each run
     x = torch.randn(64, 96, device="cuda", dtype=torch.float16)
     w = torch.randn(96, 80, device="cuda", dtype=torch.float16) / 10
     (out,) = torch.ops.fxfuse.gemm_chain([x, w], spec)
@@ -1526,8 +1532,8 @@ def _child(spec, cache_dir):
                PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(fxfuse.__file__)),
                                            os.path.dirname(__file__),
                                            os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, "-c", CHILD, spec], env=env, capture_output=True,
-                         text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-c", CHILD, spec, str(testlib.seed_for("disk_cache", spec))], env=env,
+                         capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     import json
     return json.loads(out.stdout.strip().splitlines()[-1])
