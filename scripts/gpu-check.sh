@@ -9,10 +9,7 @@ PY=${PYTHON:-python3}
 LOG=${OUT:-gpu-logs}; mkdir -p "$LOG"
 export FXFUSE_BUILD_DIR=${FXFUSE_BUILD_DIR:-build-gpu}
 export FXFUSE_CACHE_DIR=${FXFUSE_CACHE_DIR:-/tmp/fxfuse-cache}
-# One test seed for every pytest run of this script (tests/testlib.py: fresh inputs each run), printed first so
-# that a run cut short by its timeout can still be repeated with it
-export FXFUSE_TEST_SEED=${FXFUSE_TEST_SEED:-$(python3 -c 'import os; print(int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF)')}
-echo "FXFUSE_TEST_SEED=$FXFUSE_TEST_SEED"
+source scripts/one-test-seed.sh
 summary=()
 step() { local name=$1; shift; local t0=$SECONDS
   if "$@" >"$LOG/$name.log" 2>&1; then summary+=("PASS $name ($((SECONDS-t0)) s)");

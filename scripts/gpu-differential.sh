@@ -16,10 +16,7 @@ export FXFUSE_DIFF_LOG=${FXFUSE_DIFF_LOG:-$LOG/differential.jsonl} FXFUSE_POISON
 # One CPU thread per process: 16 workers with 16 intra-op threads each ran over 100x slower
 # (2026-11-29: one 100-case chunk in 270 s against 4,000 cases in 59 s; DIFFERENTIAL.md).
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-# One test seed for every pytest run of this script (tests/testlib.py: fresh inputs each run), printed first so
-# that a run cut short by its timeout can still be repeated with it
-export FXFUSE_TEST_SEED=${FXFUSE_TEST_SEED:-$(python3 -c 'import os; print(int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF)')}
-echo "FXFUSE_TEST_SEED=$FXFUSE_TEST_SEED"
+source scripts/one-test-seed.sh
 part() {  # part FIRST_CHUNK CHUNKS LOGNAME
   FXFUSE_DIFF_GPU_FIRST_CHUNK=$1 FXFUSE_DIFF_GPU_CASES=$(($2 * 100)) timeout -k 10 "$secs" \
     python3 -m pytest -q -p no:cacheprovider -m "gpu and slow" -n $((workers / 2)) \

@@ -6,10 +6,7 @@
 # them in one: the forced-product children and autotune at -n 10 (~100 s), the rest at -n 16 (~220-300 s); one
 # part at -n 14 oversubscribes the GPU's memory with the forced products' children. Last, the host overhead
 # per call (bench/host_overhead.py, ~20 s), its table printed at the end.
-# One test seed for every pytest run of this script (tests/testlib.py: fresh inputs each run), printed first so
-# that a run cut short by its timeout can still be repeated with it
-export FXFUSE_TEST_SEED=${FXFUSE_TEST_SEED:-$(python3 -c 'import os; print(int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF)')}
-echo "FXFUSE_TEST_SEED=$FXFUSE_TEST_SEED"
+source scripts/one-test-seed.sh
 ctest --test-dir build-gpu --output-on-failure -j 16 --timeout 300 > "$L/ctest.log" 2>&1
 echo "ctest rc $? ($(( $(date +%s) - t0 )) s)"; grep -E "tests passed|tests failed" "$L/ctest.log"
 grep -E "^\s+[0-9]+ - .*(Failed|Timeout|Exception)" "$L/ctest.log" | head -10

@@ -1,7 +1,7 @@
 """Shared pytest set-up: find the package in the source tree when it is not installed, keep GPU-marked
 tests off machines without a CUDA GPU (scripts/test.sh deselects them there; scripts/gpu-check.sh runs them on
-the GPU machine), and seed every test's random inputs afresh each run (testlib.RUN_SEED, printed at the end
-of the run and with each failure; FXFUSE_TEST_SEED=N repeats a run's inputs)."""
+the GPU machine), and seed every test's random inputs afresh each run (testlib.RUN_SEED, printed at the start
+and end of the run and with each failure; FXFUSE_TEST_SEED=N repeats a run's inputs)."""
 import os
 import sys
 
@@ -37,10 +37,6 @@ def _fresh_random_inputs(request):
     testlib.seed(request.node.nodeid)
 
 
-def pytest_report_header(config):
-    return f"fxfuse test seed: {testlib.RUN_SEED} (FXFUSE_TEST_SEED={testlib.RUN_SEED} repeats this run's inputs)"
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
@@ -50,8 +46,8 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_sessionstart(session):
-    # also at the start, under -q (no header) and where a run is killed before its summary (the GPU scripts'
-    # timeouts); in xdist's workers there is no terminal
+    # at the start too, where a run is killed before its summary (the GPU scripts' timeouts); a line, not a
+    # report header, which -q hides; in xdist's workers there is no terminal
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None and not hasattr(session.config, "workerinput"):
         reporter.write_line(f"fxfuse test seed: FXFUSE_TEST_SEED={testlib.RUN_SEED}")

@@ -174,12 +174,12 @@ def plan_for_graph(graph: torch.fx.Graph, options: Options, module: torch.nn.Mod
     if hints and options.only_profitable:
         opts = json.dumps({**json.loads(opts), "size_hints": hints}, sort_keys=True)
     plan = json.loads(_C.run_pass(ir_text, opts))
-    if plan.get("error"):
-        if plan.get("error_kind") == "options":
-            raise ValueError(f"fxfuse: invalid option: {plan['error']}")
-    if plan.get("error") and warn_on_error:
+    error = plan.get("error")
+    if error and plan.get("error_kind") == "options":
+        raise ValueError(f"fxfuse: invalid option: {error}")
+    if error and warn_on_error:
         # the graph is left as it is (no rewrite); say why instead of reporting "no GEMM"
-        warnings.warn(f"fxfuse: the pass failed on this graph, which is left unfused: {plan['error']}",
+        warnings.warn(f"fxfuse: the pass failed on this graph, which is left unfused: {error}",
                       RuntimeWarning, stacklevel=2)
     for message in plan.get("warnings", []):
         warnings.warn(f"fxfuse: {message}", RuntimeWarning, stacklevel=2)
