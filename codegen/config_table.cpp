@@ -563,7 +563,9 @@ std::string unfusedPathFaster(const ProblemShape& s, sm90::EpilogueLoad epilogue
 // Why the Hopper kernel does not take this problem, in words; "" where it does.
 std::string hopperRefusal(const Query& q) {
   const ProblemShape& s = q.shape;
-  if (q.arch < 90) return "needs sm_90";
+  // wgmma and setmaxnreg exist on sm_90a only: Blackwell (sm_100, sm_120) has neither, so it takes the
+  // pre-Hopper tiles until it has a template of its own (review of session 53).
+  if (q.arch != 90) return q.arch < 90 ? "needs sm_90" : fmt::format("wgmma is sm_90a only, not sm_{}", q.arch);
   if (!q.is16bit()) return "operands are not bf16/f16";
   if (!q.a.plain || !q.b.plain) return "an operand has a prologue (TMA loads the tensors as they are)";
   // TMA loads A with k innermost: a transposed A is not expressible (the template checks).

@@ -54,6 +54,16 @@ def test_kernel_variant(spec, m, k, arch, variant, fast):
     assert C.kernel_variant(spec, m, 4096, k, 1, arch) == (variant, fast)
 
 
+@pytest.mark.parametrize("arch", ["sm_100", "sm_120"])
+@pytest.mark.parametrize("spec,m", [(BIAS_GELU, 4096), (BIAS_GELU, 1), (INT8, 16)], ids=["tile", "decode", "int8"])
+def test_blackwell_gets_a_kernel_its_arch_compiles(spec, m, arch):
+    """wgmma and setmaxnreg are sm_90a only: a Blackwell GPU was offered the Hopper kernel, which NVRTC
+    refuses for sm_100 / sm_120, so every chain ran the op's ATen fallback (review, session 53)."""
+    variant = C.kernel_variant(spec, m, 4096, 4096, 1, arch)[0]
+    assert variant != "sm90_wgmma"
+    assert len(C.compile_cubin(spec, m, 4096, 4096, arch)) > 0
+
+
 def _traced_on_fake_cuda(fn, *shapes):
     """fn traced on fake CUDA tensors (works without a GPU): the graph the backend would see."""
     import torch
