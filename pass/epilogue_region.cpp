@@ -78,6 +78,8 @@ int EpilogueOperands::tensor(const ir::Arg& arg) {
     return builder_.constant(*v, t->dtype);
   }
   if (t->dtype == spec::DType::F64) return why_ = "an f64 extra input", -1;
+  if (!t->sameDeviceAs(*index_.tensor(match_.anchor)))
+    return why_ = "an operand on " + t->device + ", not the GEMM's device", -1;
   // Several m dims flatten into M: an input must carry all of them or none.
   size_t ms = countM(letters);
   size_t outMs = countM(match_.outLetters);

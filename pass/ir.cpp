@@ -6,6 +6,11 @@
 namespace fxfuse::ir {
 std::string Dim::str() const { return symbolic ? text : std::to_string(value); }
 
+bool TensorType::sameDeviceAs(const TensorType& o) const {
+  auto canonical = [](const std::string& d) { return d == "cuda" ? std::string("cuda:0") : d; };
+  return device.empty() || o.device.empty() || canonical(device) == canonical(o.device);
+}
+
 Arg Arg::value(std::string name) {
   Arg a;
   a.kind = Kind::Value;

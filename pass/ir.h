@@ -42,6 +42,9 @@ struct TensorType {
   std::vector<Dim> strides;
   std::string device;       // empty: unknown
   bool onCuda() const { return device.rfind("cuda", 0) == 0; }  // "cuda" or "cuda:N"
+  // Whether a kernel launched for a value on `o`'s device can read this one: the same device ("cuda" is
+  // "cuda:0"), or either unknown. Eager's ops mix a 0-d CPU tensor with CUDA tensors; a kernel cannot.
+  bool sameDeviceAs(const TensorType& o) const;
   bool operator==(const TensorType& o) const {
     return dtype == o.dtype && otherDtype == o.otherDtype && sizes == o.sizes && hasStrides == o.hasStrides &&
            strides == o.strides && device == o.device;

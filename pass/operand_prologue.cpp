@@ -25,6 +25,7 @@ bool isConvertSource(spec::DType d) {
 PrologueResult OperandPrologue::build(const ir::Arg& operand, const std::string& letters, spec::Space space) {
   space_ = space;
   operandMs_ = countM(letters);
+  operandType_ = index_.tensor(index_.producer(operand));
   result_ = PrologueResult{};
   result_.value = fold(index_.producer(operand), letters, 0, true);
   return result_;
@@ -115,6 +116,8 @@ int OperandPrologue::leaf(int node, const std::string& letters) {
   // Several m dims flatten into M: an A-space input must have all of them or none.
   size_t ms = countM(letters);
   if (space_ == spec::Space::A && ms != 0 && ms != operandMs_) return -1;
+  // a CPU 0-d scale of a CUDA weight: the arithmetic node that reads it stays outside, as a leaf
+  if (operandType_ && !t->sameDeviceAs(*operandType_)) return -1;
   result_.leaves.push_back(OperandLeaf{node, letters});
   return builder_.input(index_.node(node).name, t->dtype, letters, space_);
 }

@@ -49,6 +49,7 @@ class OperandPrologue {
   bool ops_ = true;
   spec::Space space_ = spec::Space::A;
   size_t operandMs_ = 0;  // 'm' dims of the operand: an A-space input has all or none
+  const ir::TensorType* operandType_ = nullptr;  // the GEMM's operand: every input must be on its device
   PrologueResult result_;
 };
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import fxfuse
-from helpers import GatedMLP, Int8Linear, Linear3d, MLP, rel_err, run_python
+from helpers import GatedMLP, Int8Linear, Linear3d, MLP, ScaledByCpuScalar, rel_err, run_python
 
 TOL = 1e-4
 
@@ -405,3 +405,22 @@ def test_a_preserved_module_call_signature_keeps_its_values(decompose):
     assert rel_err(ep2.module()(x, r), m(x, r)) < TOL
     assert rel_err(torch.export.unflatten(ep2)(x, r), m(x, r)) < TOL
     assert [e["reason"] for e in fxfuse.report(ep).rejected] == ["apply_rejected"]
+
+
+def test_a_cpu_scalar_next_to_cuda_tensors_stays_outside_the_chain():
+    """A kernel cannot read a CPU tensor: the chain ends before the op that reads it, where it had taken
+    it as an input and the CUDA op then refused every call (review, session 53). Fake CUDA tensors, so
+    no GPU is needed; test_gpu.py runs the same model."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        model = ScaledByCpuScalar(torch.empty(512, 256, dtype=torch.bfloat16, device="cuda"),
+                                   torch.empty(512, dtype=torch.bfloat16, device="cuda"))
+        x = torch.empty(64, 256, dtype=torch.bfloat16, device="cuda")
+        s = torch.empty((), dtype=torch.float32)
+        ep = torch.export.export(model, (x, s))
+    rewritten = fxfuse.rewrite(ep, only_profitable=False, arch="sm_90")
+    (op,) = _fused_ops(rewritten)
+    assert "s" not in [a.name for a in op.args[0]]
+    (entry,) = fxfuse.report(ep, only_profitable=False, arch="sm_90").fused
+    assert any("an operand on cpu" in note for note in entry["notes"]), entry

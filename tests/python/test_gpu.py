@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import fxfuse
-from helpers import Block, GatedMLP, Int8Linear, Linear3d, MLP, rel_err
+from helpers import Block, GatedMLP, Int8Linear, Linear3d, MLP, ScaledByCpuScalar, rel_err
 
 pytestmark = [pytest.mark.gpu, pytest.mark.needs_real_pass]
 BF16_TOL = 2e-2
@@ -117,6 +117,21 @@ def test_training_backward_bf16():
         assert rel_err(p.grad, q.grad) < 5e-2
     assert [t for t, _, _ in fxfuse.report().graphs] == ["forward", "backward"]
     assert fxfuse.stats()["chains_fused"] >= 1
+
+
+def test_a_cpu_scalar_next_to_cuda_tensors_runs_outside_the_chain():
+    """The GPU half of test_export.py's fake-tensor test: the rewritten program runs with a 0-d CPU `s`
+    (the op had refused every call) and gives eager's answer, through rewrite and through the backend."""
+    model = ScaledByCpuScalar(torch.randn(512, 256, device=DEV, dtype=torch.bfloat16),
+                               torch.randn(512, device=DEV, dtype=torch.bfloat16))
+    x = torch.randn(64, 256, device=DEV, dtype=torch.bfloat16)
+    s = torch.rand(()) + 0.5
+    want = model(x, s)
+    rewritten = fxfuse.rewrite(torch.export.export(model, (x, s)), **FUSE_ALL)
+    assert any(n.target == torch.ops.fxfuse.gemm_chain.default for n in rewritten.graph.nodes)
+    assert rel_err(rewritten.module()(x, s), want) < BF16_TOL
+    compiled = torch.compile(model, backend=fxfuse.backend_with(**FUSE_ALL))
+    assert rel_err(compiled(x, s), want) < BF16_TOL
 
 
 def _with_default_planner(model, x):
