@@ -47,6 +47,17 @@ at::Scalar scalarOf(const Operand& o) {
   return at::Scalar(v);
 }
 
+// scalarOf for an op whose result is of type `to`: ATen's Scalar overloads (where) check a float
+// constant against `to`'s range and raise, where eager's `where(c, y, -1e39)` gives -inf: past the
+// range the constant is what the cast to `to` makes of it.
+at::Scalar scalarFor(const Operand& o, at::ScalarType to) {
+  const at::Scalar s = scalarOf(o);
+  if (!s.isFloatingPoint() || !at::isFloatingType(to) || to == at::kDouble || !std::isfinite(s.toDouble()) ||
+      std::fabs(s.toDouble()) <= 65504.0)  // f16's largest: every float type but f64 holds the value
+    return s;
+  return at::scalar_tensor(s, at::TensorOptions().dtype(at::kDouble)).to(to).item();
+}
+
 // Ops whose eager form takes a Python scalar (pow's exponent, leaky_relu's slope, clamp's
 // bounds) use the Scalar overloads when the operand is a spec constant, as eager did.
 std::optional<at::Scalar> boundOf(const Operand& o) {
@@ -115,9 +126,9 @@ const std::unordered_map<std::string, OpFn>& opTable() {
          if (x[0].isConst()) return x[0].constant() != 0 ? x[1].t : x[2].t;  // later ops broadcast
          const at::Tensor c = toType(x[0].t, at::kBool);
          if (x[1].isConst() && x[2].isConst())
-           return at::where(c, scalarOf(x[1]), scalarOf(x[2])).to(x[1].t.scalar_type());
-         if (x[1].isConst()) return at::where(c, scalarOf(x[1]), x[2].t);
-         if (x[2].isConst()) return at::where(c, x[1].t, scalarOf(x[2]));
+           return at::where(c, scalarFor(x[1], at::kFloat), scalarFor(x[2], at::kFloat)).to(x[1].t.scalar_type());
+         if (x[1].isConst()) return at::where(c, scalarFor(x[1], x[2].t.scalar_type()), x[2].t);
+         if (x[2].isConst()) return at::where(c, x[1].t, scalarFor(x[2], x[1].t.scalar_type()));
          return at::where(c, x[1].t, x[2].t);
        }},
       {"clamp", clampOp},
@@ -292,7 +303,9 @@ std::vector<at::Tensor> evaluateReference(const ChainSpec& spec, at::TensorList 
         // A 0-dim CPU tensor: ATen's ops take it with device tensors as a scalar argument (no
         // allocation or fill kernel on the device per call, nothing for CUDA graph capture to
         // record), and it still takes part in the op-math conversions below.
-        values.push_back(at::scalar_tensor(v.constant, at::TensorOptions().dtype(toScalarType(v.dtype))));
+        // Made in double and converted, not made in its type: a constant beyond the type's range is then
+        // +-inf, as eager's `y * 1e39` on a float tensor has it, where at::scalar_tensor(1e39, kFloat) raised.
+        values.push_back(at::scalar_tensor(v.constant, at::TensorOptions().dtype(at::kDouble)).to(toScalarType(v.dtype)));
         break;
       case ValueKind::Op:
         values.push_back(evalOp(spec, v, values));

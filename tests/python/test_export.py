@@ -229,6 +229,41 @@ def test_integer_epilogue_constants_are_exact(model):
     assert torch.equal(ep2.module()(x2, w2), m(x2, w2))
 
 
+@pytest.mark.parametrize("dtype,fill", [(torch.int64, 2.5), (torch.int32, -2.7), (torch.bool, 0.5)],
+                         ids=["int64", "int32", "bool"])
+def test_a_0d_integer_full_holds_its_truncated_value(dtype, fill):
+    """`full((), 2.5, dtype=int64)` is 2 and `full((), 0.5, dtype=bool)` is True: the chain had read the fill
+    value itself, 2.5 and 0.5 (hunt A, session 53)."""
+    class Model(torch.nn.Module):
+        def forward(self, x, w):
+            return torch.relu(x @ w.t()) * torch.full((), fill, dtype=dtype)
+
+    x, w = torch.randn(10, 32), torch.randn(24, 32)
+    ep2 = fxfuse.rewrite(torch.export.export(Model(), (x, w)), only_profitable=False)
+    assert len(_fused_ops(ep2)) == 1
+    assert rel_err(ep2.module()(x, w), Model()(x, w)) < TOL
+
+
+class _BeyondFloatRange(torch.nn.Module):
+    def forward(self, x, w):
+        y = x @ w.t()
+        if y.dtype == torch.float32:  # eager's float32 where raises for -1e39 (its bf16 one gives -inf)
+            return y * 1e39, y > -1e39
+        return y * 1e39, y > -1e39, torch.where(y > 0, y, -1e39)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+def test_constants_beyond_float_range_are_infinite_as_in_eager(dtype):
+    """A Python number past float32's range is +-inf in eager's float ops; the CPU kernel raised 'value cannot
+    be converted to type float without overflow' (hunt A, session 53)."""
+    x, w = torch.randn(10, 32, dtype=dtype), torch.randn(24, 32, dtype=dtype)
+    ep2 = fxfuse.rewrite(torch.export.export(_BeyondFloatRange(), (x, w)), only_profitable=False)
+    assert len(_fused_ops(ep2)) >= 1
+    for got, want in zip(ep2.module()(x, w), _BeyondFloatRange()(x, w)):
+        assert got.dtype == want.dtype
+        assert torch.equal(got, want) or torch.allclose(got.double(), want.double(), rtol=1e-2, equal_nan=True)
+
+
 class _Compare16(torch.nn.Module):
     def forward(self, x, w, t):
         y = x @ w
