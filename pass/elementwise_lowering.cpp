@@ -73,6 +73,13 @@ void LoweringContext::roundToCommonDtype(std::vector<int>* operands) {
   }
 }
 
+int LoweringContext::alphaConstant(double alpha) {
+  const ir::TensorType& t = node_.type.tensor;
+  const bool sixteen = t.dtype == spec::DType::BF16 || t.dtype == spec::DType::F16;
+  if (sixteen && t.device == "cpu") return builder_.constant(alpha, t.dtype);
+  return builder_.constant(alpha, isFloating(t.dtype) || std::trunc(alpha) != alpha ? spec::DType::F32 : spec::DType::I64);
+}
+
 int LoweringContext::emitIntermediate(const std::string& op, std::vector<int> operands) {
   spec::DType dt = node_.type.tensor.dtype;
   return builder_.op(op, std::move(operands), isFloating(dt) ? spec::DType::F32 : dt);
@@ -117,11 +124,11 @@ LowerFn withAlpha(const char* op, bool reversed) {
     Arg x = c.arg(0, "self", Arg::none()), y = c.arg(1, "other", Arg::none());
     if (reversed) std::swap(x, y);
     Arg alpha = c.arg(2, "alpha", Arg::integer(1));
-    if (!alpha.isNumber()) return std::nullopt;
+    if (!alpha.isExactNumber()) return std::nullopt;
     bool scaled = alpha.number() != 1.0;
-    auto v = scaled ? c.operands({x, y, alpha}) : c.operands({x, y});
+    auto v = c.operands({x, y});
     if (!v) return std::nullopt;
-    int rhs = scaled ? c.emitIntermediate("mul", {(*v)[1], (*v)[2]}) : (*v)[1];
+    int rhs = scaled ? c.emitIntermediate("mul", {(*v)[1], c.alphaConstant(alpha.number())}) : (*v)[1];
     return c.emit(op, {(*v)[0], rhs});
   };
 }

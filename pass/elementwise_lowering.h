@@ -38,6 +38,9 @@ class LoweringContext {
   // a 0-d tensor compares against that value rounded to the tensor's dtype (`y > 0.1` is
   // `y > bf16(0.1)`). A number is typed so by operands(.., true); a 0-d input gets a `convert` here.
   void roundToCommonDtype(std::vector<int>* operands);
+  // add / sub's alpha, a number: typed as the result where ATen rounds it so first (a 16-bit add on the CPU;
+  // CUDA's kernels do not round it), else as operands() types a number.
+  int alphaConstant(double alpha);
   const ir::Node& node() const { return node_; }
   // Positional argument `i`, else keyword `name`, else `fallback`.
   ir::Arg arg(size_t i, const char* name, ir::Arg fallback) const;

@@ -217,19 +217,39 @@ bool callsAsEagerDid(const ChainSpec& spec, const Value& v, const std::vector<at
                      [&](int o) { return spec.values[o].kind == ValueKind::Const; });
 }
 
+// Whether `v` is an add / sub / mul / div of a 16-bit tensor of its result's type and a 0-d operand (a
+// constant or a 0-d input), in either order, on the CPU. ATen's 16-bit CPU kernels round the 0-d operand
+// to the tensor's type in some positions and not in others (add / sub: both; mul / div: the first only),
+// so the op is called in the spec's order, as eager called it; the fp32 upcast below had `0.3 - y` and
+// `s * y` off eager's CPU answer by 1-6 ulps (hunt A, session 53). CUDA's kernels round in no position.
+bool zeroDim(const Value& v) { return v.kind == ValueKind::Const || (v.kind == ValueKind::Input && v.dims.empty()); }
+
+bool zeroDimOperandAsEagerDid(const ChainSpec& spec, const Value& v, const std::vector<at::Tensor>& values,
+                              at::ScalarType result) {
+  if (!isSixteenBitFloat(result) || v.operands.size() != 2) return false;
+  if (v.op != "add" && v.op != "sub" && v.op != "mul" && v.op != "div") return false;
+  auto ofResult = [&](int o) {
+    return !zeroDim(spec.values[o]) && values[o].scalar_type() == result && values[o].is_cpu();
+  };
+  const int a = v.operands[0], b = v.operands[1];
+  return (ofResult(a) && zeroDim(spec.values[b])) || (zeroDim(spec.values[a]) && ofResult(b));
+}
+
 at::Tensor evalOp(const ChainSpec& spec, const Value& v, const std::vector<at::Tensor>& values) {
   const at::ScalarType result = toScalarType(v.dtype);
   if (v.op == "convert") return toType(values[v.operands[0]], result);  // one rounding, like eager
   auto it = opTable().find(v.op);
   TORCH_CHECK(it != opTable().end(), "fxfuse::gemm_chain: op '", v.op,
               "' has no CPU implementation");
-  if (callsAsEagerDid(spec, v, values, result)) {
+  if (callsAsEagerDid(spec, v, values, result) || zeroDimOperandAsEagerDid(spec, v, values, result)) {
     // The call eager made, on the 16-bit tensor itself. ATen computes in fp32 inside and rounds
     // once, as the upcast below does, but its Half and BFloat16 CPU kernels are not its Float
     // ones at every point (BUG-6: f16 gelu(+inf) is +inf, the Float kernel's NaN; f16
     // pow(-inf, 0.5) is +inf, not NaN; bf16 erf(1e-8) is 0).
     std::vector<Operand> operands;
-    for (int o : v.operands) operands.push_back({values[o], &spec.values[o]});
+    // a 0-d input is read as [1, 1] (logicalView), which ATen's type promotion would count as a tensor
+    for (int o : v.operands)
+      operands.push_back({zeroDim(spec.values[o]) ? values[o].reshape({}) : values[o], &spec.values[o]});
     return toType(it->second(operands), result);
   }
   const at::ScalarType math = opMathType(v, values);

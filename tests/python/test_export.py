@@ -264,6 +264,40 @@ def test_constants_beyond_float_range_are_infinite_as_in_eager(dtype):
         assert torch.equal(got, want) or torch.allclose(got.double(), want.double(), rtol=1e-2, equal_nan=True)
 
 
+_SCALAR_FORMS_16 = {
+    "number_minus_y": lambda y, r, s: 0.3 - y / 7,
+    "add_alpha": lambda y, r, s: torch.add(y, r, alpha=0.3),
+    "sub_alpha": lambda y, r, s: torch.sub(y, r, alpha=0.3),
+    "rsub_alpha": lambda y, r, s: torch.rsub(y, r, alpha=0.3),
+    "0d_times_y": lambda y, r, s: s * y,
+    "0d_over_y": lambda y, r, s: s / y,
+    "0d_minus_y": lambda y, r, s: s - y,
+    "y_times_0d": lambda y, r, s: y * s,
+}
+
+
+@pytest.mark.parametrize("form", list(_SCALAR_FORMS_16))
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "f16"])
+def test_16bit_cpu_chains_round_scalars_and_alpha_where_eager_does(form, dtype):
+    """ATen's 16-bit CPU add / sub round alpha and a number or 0-d tensor in either position to the tensor's
+    type first, mul / div only in the first position; the chain computed them unrounded in fp32, 1-6 ulps
+    off, and with cancellation (rsub) zeros that were not (hunt A, session 53). The GEMM is exact (small
+    integers), so the epilogue alone decides: equality, not closeness."""
+    fn = _SCALAR_FORMS_16[form]
+
+    class Model(torch.nn.Module):
+        def forward(self, x, w, r, s):
+            return fn(x @ w.t(), r, s)
+
+    x = torch.randint(-2, 3, (64, 32)).to(dtype)
+    w = torch.randint(-2, 3, (48, 32)).to(dtype)
+    r = torch.randn(64, 48).to(dtype)
+    s = torch.rand(()) + 0.2  # a float32 0-d tensor
+    ep2 = fxfuse.rewrite(torch.export.export(Model(), (x, w, r, s)), only_profitable=False)
+    assert len(_fused_ops(ep2)) == 1
+    assert torch.equal(ep2.module()(x, w, r, s), Model()(x, w, r, s))
+
+
 class _Compare16(torch.nn.Module):
     def forward(self, x, w, t):
         y = x @ w
