@@ -47,6 +47,25 @@ def _check_writable(path: str) -> None:
         raise PermissionError(errno.EACCES, "the output's directory is not writable", parent)
 
 
+def _load_program(path: str):
+    """torch.export.load, its RuntimeError for a zip that holds no ExportedProgram (a `torch.save(module)`
+    file) as a ValueError, which main() prints in one line like the other bad inputs; torch's own warning
+    with its traceback is held back meanwhile (--verbose shows it)."""
+    import torch
+
+    export_log = logging.getLogger("torch.export")
+    level = export_log.level
+    if not logging.getLogger().isEnabledFor(logging.INFO):
+        export_log.setLevel(logging.ERROR)
+    try:
+        return torch.export.load(path)
+    except RuntimeError as e:
+        raise ValueError(f"{path} is not a saved ExportedProgram (torch.export.save): torch.export.load "
+                         "could not read it") from e
+    finally:
+        export_log.setLevel(level)
+
+
 def _cmd_rewrite(args) -> int:
     import torch
 
@@ -54,7 +73,7 @@ def _cmd_rewrite(args) -> int:
     from .stats import stats
 
     _check_writable(args.output)
-    ep = torch.export.load(args.input)
+    ep = _load_program(args.input)
     out = rewrite(ep, dump_dir=args.dump, options=_options(args))
     torch.export.save(out, args.output)
     s = stats()
@@ -69,7 +88,7 @@ def _cmd_report(args) -> int:
 
     from .export_rewrite import report
 
-    ep = torch.export.load(args.input)
+    ep = _load_program(args.input)
     rep = report(ep, options=_options(args))
     if args.json:
         print(json.dumps([plan for _, plan, _ in rep.graphs], indent=2, ensure_ascii=False))

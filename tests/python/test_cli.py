@@ -55,6 +55,17 @@ def test_cli_errors(tmp_path):
     assert res.returncode == 0 and "torch" in res.stdout
 
 
+def test_cli_a_zip_that_holds_no_program_is_one_error_line(tmp_path):
+    """A `torch.save(module)` file is a zip, but no ExportedProgram: torch.export.load's RuntimeError ended the
+    command in a traceback, rc 1 (hunt B, session 53)."""
+    path = tmp_path / "module.pt2"
+    torch.save(MLP(act="relu"), str(path))
+    for cmd in (["report", str(path)], ["rewrite", str(path), "-o", str(tmp_path / "out.pt2")]):
+        res = run_cli(*cmd)
+        assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+        assert "is not a saved ExportedProgram" in res.stderr.strip().splitlines()[-1]
+
+
 def test_cli_precompile_sizes_are_parsed_and_checked(tmp_path):
     """--precompile-sizes reaches Options (a CPU program compiles no kernels: the rewrite still
     runs); a malformed list is refused by the parser before anything loads."""
