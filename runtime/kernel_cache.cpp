@@ -10,8 +10,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <thread>
 
 namespace fxfuse::runtime {
@@ -51,6 +49,19 @@ bool writeAll(int fd, const char* p, size_t n) {
     n -= static_cast<size_t>(w);
   }
   return true;
+}
+
+// The whole file, or false on a read error (EIO on a failing disk, EISDIR for an entry that is a directory),
+// where std::ifstream's iterators threw out of load() instead of reporting a corrupt entry (hunt B, session 53).
+bool readAll(int fd, std::string* out) {
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t r = ::read(fd, buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return false;
+    if (r == 0) return true;
+    out->append(buf, static_cast<size_t>(r));
+  }
 }
 
 }  // namespace
@@ -135,10 +146,11 @@ void DiskCache::disable(bool reads, const std::string& why) {
 bool DiskCache::ensureDirectory() {
   if (checked_) return readable_;
   checked_ = true;
-  std::error_code ec;
-  std::filesystem::create_directories(dir_, ec);
-  if (!std::filesystem::is_directory(dir_, ec)) {
-    disable(/*reads=*/true, "cannot be created (" + ec.message() + ")");
+  std::error_code created, checked;
+  std::filesystem::create_directories(dir_, created);
+  if (!std::filesystem::is_directory(dir_, checked)) {
+    // is_directory clears its own code: the reason is create_directories' (a file of that name: File exists)
+    disable(/*reads=*/true, "cannot be created (" + (created ? created : checked).message() + ")");
     return false;
   }
   if (::access(dir_.c_str(), W_OK) != 0) disable(/*reads=*/false, "is read-only");
@@ -152,10 +164,12 @@ DiskCache::Lookup DiskCache::load(const std::string& key, std::string* image) {
     if (!ensureDirectory()) return Lookup::Miss;
     path = dir_ + "/" + key + ".cubin";
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Lookup::Miss;
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.size() < kHeaderBytes) return Lookup::Corrupt;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Lookup::Miss;
+  std::string bytes;
+  const bool read = readAll(fd, &bytes);
+  ::close(fd);
+  if (!read || bytes.size() < kHeaderBytes) return Lookup::Corrupt;
   Header h;
   std::memcpy(&h, bytes.data(), sizeof h);
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.version != kFormatVersion ||
@@ -189,15 +203,20 @@ bool DiskCache::store(const std::string& key, const std::string& image) {
   const std::string path = dir + "/" + key + ".cubin";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   bool ok = fd >= 0;
+  bool entryBlocked = false;
   const int openErrno = errno;
   if (ok) {
     ok = writeAll(fd, reinterpret_cast<const char*>(&h), sizeof h) &&
          writeAll(fd, image.data(), image.size()) && ::fsync(fd) == 0;
     ok = (::close(fd) == 0) && ok;
-    ok = ok && ::rename(tmp.c_str(), path.c_str()) == 0;
+    if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) {
+      // the entry's own path is taken by a directory: this entry only, the directory is writable
+      entryBlocked = errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST;
+      ok = false;
+    }
     if (!ok) ::unlink(tmp.c_str());
   }
-  if (!ok) {
+  if (!ok && !entryBlocked) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (dir == dir_)
       disable(/*reads=*/false, std::string("is not writable (") +

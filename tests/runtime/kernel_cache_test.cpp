@@ -114,7 +114,26 @@ TEST_F(KernelCacheTest, DirectoryThatIsAFileWarnsOnce) {
   EXPECT_FALSE(c.readable());
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("memory only"), std::string::npos) << warnings[0];
+  // the reason is create_directories', not the "Success" is_directory left in a shared error code
+  EXPECT_EQ(warnings[0].find("Success"), std::string::npos) << warnings[0];
   fs::remove(dir_);
+}
+
+// An entry that cannot be read (a directory in its place here; EIO on a failing disk takes the same path)
+// is a corrupt entry, which the caller recompiles; std::ifstream had thrown out of load(), and every call
+// of the op raised. Storing over it fails for that entry alone: later entries are still written.
+TEST_F(KernelCacheTest, UnreadableEntryIsCorruptAndBlocksOnlyItself) {
+  std::vector<std::string> warnings;
+  DiskCache c = cache(&warnings);
+  std::string image;
+  ASSERT_EQ(c.load(kKey, &image), DiskCache::Lookup::Miss);  // makes the directory
+  fs::create_directories(c.entryPath(kKey) + "/inside");
+  EXPECT_EQ(c.load(kKey, &image), DiskCache::Lookup::Corrupt);
+  EXPECT_FALSE(c.store(kKey, kImage));
+  const std::string other = cacheKey("other", "13.0", "sm_90a");
+  EXPECT_TRUE(c.store(other, kImage));
+  ASSERT_EQ(c.load(other, &image), DiskCache::Lookup::Hit);
+  EXPECT_TRUE(warnings.empty()) << warnings[0];
 }
 
 TEST_F(KernelCacheTest, ReadOnlyDirectoryStillReadsAndWarnsOnce) {
