@@ -52,7 +52,7 @@ bool compileInProcess() { return envFlag("FXFUSE_COMPILE_IN_PROCESS"); }
 // takes 0.4-1.5 s, and up to four compile at once).
 double compileTimeoutSeconds() {
   const char* v = std::getenv("FXFUSE_COMPILE_TIMEOUT_S");
-  if (!v) return 300;
+  if (!v || !*v) return 300;  // set but empty is unset
   char* end = nullptr;
   const double s = std::strtod(v, &end);
   if (end == v || *end != '\0' || !(s > 0))

@@ -245,8 +245,9 @@ std::vector<std::string> workerArgs(const std::string& worker, double timeout_s)
 }  // namespace
 
 std::string nvrtcWorkerPath() {
-  // an explicit choice is used as given: a wrong path fails its compiles by name, not silently in-process
-  if (const char* forced = std::getenv("FXFUSE_NVRTC_WORKER")) return forced;
+  // an explicit choice is used as given: a wrong path fails its compiles by name, not silently in-process;
+  // set but empty is unset, as for every FXFUSE_ variable (it had meant "no worker": in-process compiles)
+  if (const char* forced = std::getenv("FXFUSE_NVRTC_WORKER"); forced && *forced) return forced;
   Dl_info info;
   if (::dladdr(reinterpret_cast<void*>(&nvrtcWorkerPath), &info) && info.dli_fname) {
     const std::string beside = dirOf(info.dli_fname) + "/" + kWorkerName;

@@ -34,7 +34,7 @@ def fake_nvrtc() -> str:
 
 def child(code: str, **env) -> subprocess.CompletedProcess:
     full = {k: v for k, v in os.environ.items() if not k.startswith(("FXFUSE_", "FAKE_NVRTC"))}
-    full.update(FXFUSE_NVRTC_PATH=fake_nvrtc(), FAKE_NVRTC_COMPILE="segv", **env)
+    full.update({"FXFUSE_NVRTC_PATH": fake_nvrtc(), "FAKE_NVRTC_COMPILE": "segv", **env})
     full["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(C.__file__)))  # this fxfuse
     return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True, timeout=300)
 
@@ -50,14 +50,33 @@ WARNS = ("import warnings\nwarnings.simplefilter('always')\n"
          "print([str(w.message) for w in seen if 'NVRTC worker' in str(w.message)])\n")
 
 
+# The import's check again where an install without the executable finds no worker path (the build tree's
+# worker would be found here otherwise).
+WARNS_WITHOUT_WORKER = ("import warnings\nwarnings.simplefilter('always')\nimport fxfuse\n"
+                        "fxfuse._C.nvrtc_worker_path = lambda: ''\n"
+                        "with warnings.catch_warnings(record=True) as seen:\n    fxfuse._warn_without_compile_worker()\n"
+                        "print([str(w.message) for w in seen if 'NVRTC worker' in str(w.message)])\n")
+
+
 def test_an_install_without_the_worker_warns_at_import():
-    # FXFUSE_NVRTC_WORKER="" names no worker: what an install without the executable finds
-    r = child(WARNS, FXFUSE_NVRTC_WORKER="")
+    r = child(WARNS_WITHOUT_WORKER)
     assert r.returncode == 0 and "compile in this process" in r.stdout, (r.stdout, r.stderr[-2000:])
-    r = child(WARNS, FXFUSE_NVRTC_WORKER="", FXFUSE_COMPILE_IN_PROCESS="1")  # meant: no warning
+    r = child(WARNS_WITHOUT_WORKER, FXFUSE_COMPILE_IN_PROCESS="1")  # meant: no warning
     assert r.returncode == 0 and r.stdout.strip() == "[]", (r.stdout, r.stderr[-2000:])
     r = child(WARNS)  # the worker beside _C: no warning
     assert r.returncode == 0 and r.stdout.strip() == "[]", (r.stdout, r.stderr[-2000:])
+
+
+def test_an_empty_worker_variable_is_unset():
+    """FXFUSE_NVRTC_WORKER="" had meant no worker: every kernel compiled in the user's process, where a compiler
+    crash ends it, under a warning that blamed the install (hunt B, session 53). Empty is unset, as for every
+    FXFUSE_ variable; so is an empty FXFUSE_COMPILE_TIMEOUT_S, which had failed every compile."""
+    r = child(WARNS + "import fxfuse._C as C\nprint(C.nvrtc_worker_path())\n", FXFUSE_NVRTC_WORKER="")
+    assert r.returncode == 0, r.stderr[-2000:]
+    warned, path = r.stdout.strip().splitlines()
+    assert warned == "[]" and os.path.basename(path) == "fxfuse-nvrtc-worker", r.stdout
+    r = child(COMPILE, FXFUSE_COMPILE_TIMEOUT_S="", FAKE_NVRTC_COMPILE="ok")
+    assert "is not a positive number" not in r.stdout and "compiles nothing" in r.stdout, r.stdout
 
 
 COMPILE = ("import fxfuse._C as C\n"
