@@ -15,6 +15,7 @@ the compiled graph from Inductor's cache or a rewritten .pt2 and never runs this
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import statistics
@@ -147,6 +148,16 @@ def _aten_reference(op, inputs: list[torch.Tensor], spec: str) -> list[torch.Ten
 
 def measure(inputs: list[torch.Tensor], spec: str, reps: int = REPS,
             beside: dict[str, Any] | None = None) -> dict[str, Any]:
+    """_measure on the inputs' GPU: its events, L2 flush buffer and synchronize are the current device's,
+    which for a model on cuda:1 had been cuda:0, so every candidate timed next to nothing and the noise's
+    winner was kept on disk (review, session 53)."""
+    on_gpu = inputs and isinstance(inputs[0], torch.Tensor) and inputs[0].is_cuda
+    with torch.cuda.device(inputs[0].device) if on_gpu else contextlib.nullcontext():
+        return _measure(inputs, spec, reps, beside)
+
+
+def _measure(inputs: list[torch.Tensor], spec: str, reps: int = REPS,
+             beside: dict[str, Any] | None = None) -> dict[str, Any]:
     """Times the unfused path ("aten": cuBLAS plus the epilogue kernel, or ATen ops) and each
     candidate kernel on ``inputs``; every one must agree with the ATen evaluation. Returns the
     fastest valid choice with every time (None: rejected, reason in ``errors``). ``beside``:

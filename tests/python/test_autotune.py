@@ -525,3 +525,25 @@ def test_measure_times_a_far_slower_candidate_apart(monkeypatch):
     assert result["times_ms"] == {autotune.ATEN: 0.5, "k1": 0.5, "k2": warm["k2"]}
     assert result["warmup_only"] == ["k2"] and result["beside_ms"] == {"mm": 0.5}
     assert result["choice"] in (autotune.ATEN, "k1")
+
+
+def test_measure_runs_on_the_inputs_gpu(monkeypatch):
+    """Its events, flush buffer and synchronize are the current device's: for inputs on cuda:1 with cuda:0
+    current, every candidate had timed next to nothing and the noise's winner was stored on disk (review,
+    session 53). Fake CUDA tensors: the two-GPU run itself needs a two-GPU machine."""
+    import contextlib
+
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    entered = []
+
+    @contextlib.contextmanager
+    def device(d):
+        entered.append(str(d))
+        yield
+
+    monkeypatch.setattr(torch.cuda, "device", device)
+    monkeypatch.setattr(autotune, "_measure", lambda inputs, spec, reps, beside: list(entered))
+    with FakeTensorMode():
+        x = torch.empty(4, 4, device="cuda:1")
+    assert autotune.measure([x], "spec") == ["cuda:1"]
