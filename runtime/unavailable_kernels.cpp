@@ -7,6 +7,11 @@ const UnavailableKernels::Failure* UnavailableKernels::find(const std::string& k
   return it != failures_.end() && now < it->second.retryAt ? &it->second : nullptr;
 }
 
+const UnavailableKernels::Failure* UnavailableKernels::recorded(const std::string& key) const {
+  const auto it = failures_.find(key);
+  return it != failures_.end() ? &it->second : nullptr;
+}
+
 void UnavailableKernels::record(const std::string& key, const std::string& why, bool transient,
                                 Clock::time_point now) {
   Failure& f = failures_[key];

@@ -34,6 +34,8 @@ class UnavailableKernels {
   // Why `key` cannot be had at `now`, or null when it may be tried (never failed, or its transient
   // failure's backoff has passed).
   const Failure* find(const std::string& key, Clock::time_point now) const;
+  // Its failure, whether or not its backoff has passed; null where it never failed.
+  const Failure* recorded(const std::string& key) const;
   // Records that `key` failed at `now` for `why`.
   void record(const std::string& key, const std::string& why, bool transient, Clock::time_point now);
 

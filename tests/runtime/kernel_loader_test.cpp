@@ -212,6 +212,17 @@ TEST_F(BackgroundCompileTest, AKernelWhoseCompilerWasKilledFromOutsideIsTriedAga
   EXPECT_EQ(countRuns(), 2);
   ::unsetenv("FXFUSE_NVRTC_WORKER");  // the real worker again
   std::this_thread::sleep_for(UnavailableKernels::kFirstRetry + 100ms);
+  // past the backoff but inside a CUDA graph capture (no compiling): ATen again, as since the failure, not
+  // KernelNotReady, which the fused path raises (review, session 53)
+  KernelRequest capturing = request(false);
+  capturing.mayCompile = [] { return false; };
+  try {
+    getKernel(driver, *foreground, capturing);
+    ADD_FAILURE() << "a kernel inside a capture";
+  } catch (const KernelUnavailable& e) {
+    EXPECT_TRUE(e.transient);
+  }
+  EXPECT_EQ(countRuns(), 2);
   EXPECT_NE(getKernel(driver, *foreground, request(false)), nullptr);
   EXPECT_THROW(getKernel(driver, *background, request(true)), KernelCompiling);
   ASSERT_TRUE(waitForBackgroundCompiles(60000));
