@@ -72,7 +72,7 @@ class FxfusePass(_PassBase):
     never serves a graph compiled by another fxfuse."""
 
     def __init__(self, options: Options | None = None):
-        self.options = options or Options()
+        self.options = Options.given(options, "FxfusePass")
         self.graphs_run = 0  # graphs this instance rewrote (one instance per backend compile)
 
     def __call__(self, graph: torch.fx.Graph) -> None:

@@ -21,7 +21,9 @@ from . import _C
 
 
 def set_background_compile(enabled: bool = True) -> None:
-    """Process-wide switch (overrides FXFUSE_BACKGROUND_COMPILE)."""
+    """Process-wide switch (overrides FXFUSE_BACKGROUND_COMPILE). A bool: `bool("no")` had turned it on."""
+    if not isinstance(enabled, (bool, int)):
+        raise TypeError(f"set_background_compile: enabled must be a bool, got {type(enabled).__name__} {enabled!r}")
     _C.set_background_compile(bool(enabled))
 
 

@@ -73,7 +73,7 @@ def _options(options: Options | None, option_kwargs: dict[str, Any]) -> Options:
     """``options=`` or keyword options, not both (the keywords were ignored beside ``options``)."""
     if options is not None and option_kwargs:
         raise TypeError(f"fxfuse: give options= or keyword options, not both (got {sorted(option_kwargs)})")
-    return options or Options.from_kwargs(**option_kwargs)
+    return Options.given(options, "fxfuse") if options is not None else Options.from_kwargs(**option_kwargs)
 
 
 def _new_program(ep: ExportedProgram, gm: torch.fx.GraphModule, sig) -> ExportedProgram:
@@ -129,6 +129,14 @@ def report(obj: Any = None, *example_args: Any, options: Options | None = None, 
         source = obj
     else:
         raise TypeError(f"fxfuse.report: cannot report on {type(obj).__name__}")
+    # torch.fx.symbolic_trace's graphs call modules and methods, which the pass cannot see into: their GEMMs
+    # went unreported under "(no GEMM in this graph)" (hunt B, session 53)
+    opaque = sorted({f"{n.op} {n.target}" for n in source.nodes if n.op in ("call_module", "call_method")})
+    if opaque:
+        raise TypeError(f"fxfuse.report: the graph calls modules or methods ({', '.join(opaque[:5])}"
+                        f"{', ...' if len(opaque) > 5 else ''}), as torch.fx.symbolic_trace's do; the pass reads "
+                        "ATen graphs: give the module and example inputs, report(model, *args), or a torch.export "
+                        "program")
     # Planned and applied to a copy of the graph, as rewrite() does: a rewrite apply_plan refuses is
     # reported as not fused (apply_rejected), not as "fused" (it was, before session 49).
     graph = torch.fx.Graph()

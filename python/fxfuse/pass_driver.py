@@ -75,6 +75,17 @@ class Options:
             raise TypeError(f"unknown fxfuse option(s) {sorted(unknown)}; known: {sorted(names)}")
         return Options(**kw)
 
+    @staticmethod
+    def given(options: Any, where: str) -> "Options":
+        """`options` as an argument of `where` takes it: an Options, or None for the defaults. A dict had
+        failed inside with "'dict' object has no attribute 'enabled'" (hunt B, session 53)."""
+        if options is None:
+            return Options()
+        if not isinstance(options, Options):
+            raise TypeError(f"{where}: options must be fxfuse.Options, got {type(options).__name__}; "
+                            "give Options(**...) or the options as keywords")
+        return options
+
     def resolved_arch(self) -> str:
         if self.arch:
             return self.arch

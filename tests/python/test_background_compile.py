@@ -25,6 +25,15 @@ def test_switch_round_trips(restore):
     assert fxfuse.background_compile() is False
 
 
+@pytest.mark.parametrize("bad", ["no", "0", "off", None])
+def test_the_switch_takes_a_bool(restore, bad):
+    """`bool("no")` had turned background compiles on (hunt B, session 53)."""
+    fxfuse.set_background_compile(False)
+    with pytest.raises(TypeError, match="must be a bool"):
+        fxfuse.set_background_compile(bad)
+    assert fxfuse.background_compile() is False
+
+
 @pytest.mark.parametrize("value, expected", [("1", True), ("true", True), ("ON", True), ("0", False), ("", False),
                                              (None, False), ("false", False), ("no", False), ("off", False)])
 def test_environment_variable_sets_the_default(value, expected):
