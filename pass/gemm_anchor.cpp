@@ -58,6 +58,32 @@ bool isGemmAnchor(const ir::Node& n) {
          n.isCall("aten.linear.default") || n.isCall("aten.matmul.default");
 }
 
+std::string otherGemmOp(const ir::Node& n) {
+  static const std::pair<const char*, const char*> kOthers[] = {
+      {"aten._int_mm.", "an int8 x int8 -> int32 GEMM (torch._int_mm)"},
+      {"aten._scaled_mm.", "a scaled fp8 GEMM (torch._scaled_mm)"},
+      {"aten._weight_int8pack_mm.", "a GEMM on packed int8 weights"},
+      {"aten._weight_int4pack_mm.", "a GEMM on packed int4 weights"},
+      {"aten._weight_int4pack_mm_for_cpu.", "a GEMM on packed int4 weights"},
+      {"aten._addmm_activation.", "addmm with its activation (Inductor's)"},
+      {"aten.addbmm.", "a batched GEMM summed over its batch (addbmm)"},
+      {"aten.mv.", "a matrix-vector product"},
+      {"aten.addmv.", "a matrix-vector product"},
+      {"aten.dot.", "a dot product"},
+      {"aten.vdot.", "a dot product"},
+      {"aten.einsum.", "an einsum"},
+      {"aten.tensordot.", "a tensordot"},
+      {"aten.bilinear.", "a bilinear form"},
+  };
+  if (n.op != ir::Node::Op::Call || isGemmAnchor(n)) return "";
+  for (const auto& [prefix, what] : kOthers)
+    if (n.target.rfind(prefix, 0) == 0) return what;
+  // the GEMM targets' other overloads (aten.mm.dtype: mm with an output dtype)
+  for (const char* anchor : {"aten.mm.", "aten.addmm.", "aten.bmm.", "aten.baddbmm.", "aten.linear.", "aten.matmul."})
+    if (n.target.rfind(anchor, 0) == 0) return "an overload of a GEMM the pass matches only as .default";
+  return "";
+}
+
 std::optional<GemmMatch> matchGemm(const GraphIndex& index, int anchor, std::string* why) {
   const ir::Node& n = index.node(anchor);
   GemmMatch m;

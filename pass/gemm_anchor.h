@@ -30,6 +30,10 @@ struct GemmMatch {
 
 bool isGemmAnchor(const ir::Node& node);
 
+// For a matrix product the pass does not match (torch._int_mm, torch._scaled_mm, packed-weight, matrix-vector
+// and einsum forms): what it is, in words, so that the report names it; "" for any other node.
+std::string otherGemmOp(const ir::Node& node);
+
 // nullopt with `why` set when the anchor's shapes are not a form the chain spec expresses
 // (unknown meta, 1-D operands, broadcasting matmul).
 std::optional<GemmMatch> matchGemm(const GraphIndex& index, int anchor, std::string* why);

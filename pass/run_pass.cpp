@@ -56,6 +56,17 @@ PassResult runPass(const ir::Graph& graph, const PassOptions& options) {
   result.counters["gemms_seen"] = 0;
   result.counters["chains_fused"] = 0;
   for (int id = 0; id < index.size(); ++id) {
+    if (std::string other = otherGemmOp(index.node(id)); !other.empty()) {
+      // a GEMM the pass has no chain form for: reported, so that every GEMM has a reason
+      ++result.counters["gemms_seen"];
+      ++result.counters["reject.unsupported_gemm_op"];
+      ReportEntry entry;
+      entry.gemm = index.node(id).name;
+      entry.reason = "unsupported_gemm_op";
+      entry.detail = other + " (" + index.node(id).target + "): not a form the fused kernels take";
+      result.report.push_back(std::move(entry));
+      continue;
+    }
     if (!isGemmAnchor(index.node(id)) || claimed[id]) continue;
     ++result.counters["gemms_seen"];
     GemmOutcome o = planChain(index, id, claimed, options);

@@ -108,6 +108,27 @@ def test_report_lists_every_gemm():
     assert "fused" in text and "no_epilogue_no_prologue" in text
 
 
+def test_report_refuses_a_graph_of_module_calls():
+    """A torch.fx.symbolic_trace graph calls its Linear layers as modules, which the pass cannot see into: the
+    report said "(no GEMM in this graph)" (hunt B, session 53)."""
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8)).eval()
+    with pytest.raises(TypeError, match="call_module 0"):
+        fxfuse.report(torch.fx.symbolic_trace(model))
+    assert len(fxfuse.report(model, torch.randn(4, 16)).entries) == 2
+
+
+def test_other_gemm_ops_are_reported_with_a_reason():
+    """torch._int_mm had no report entry at all, against "a named reason for every GEMM not fused"."""
+    class IntMM(torch.nn.Module):
+        def forward(self, xq, wq):
+            return torch.relu(torch._int_mm(xq, wq).float() * 0.5)
+
+    xq = torch.randint(-127, 127, (32, 64), dtype=torch.int8)
+    wq = torch.randint(-127, 127, (64, 48), dtype=torch.int8)
+    (entry,) = fxfuse.report(torch.export.export(IntMM(), (xq, wq))).entries
+    assert entry["status"] == "not_fused" and entry["reason"] == "unsupported_gemm_op", entry
+
+
 def test_rewrite_rejects_non_programs():
     with pytest.raises(TypeError):
         fxfuse.rewrite(MLP())
@@ -356,6 +377,15 @@ def test_options_and_keyword_options_together_are_an_error():
         fxfuse.rewrite(ep, options=Options(), min_k=5)
     with pytest.raises(TypeError, match="not both"):
         fxfuse.report(ep, options=Options(), min_k=5)
+
+
+def test_options_that_are_not_options_are_a_type_error():
+    """A dict as options= failed inside: "'dict' object has no attribute 'enabled'" (hunt B, session 53)."""
+    ep = torch.export.export(MLP(act="relu").eval(), (torch.randn(8, 32),))
+    for call in (lambda: fxfuse.rewrite(ep, options={"min_k": 4}), lambda: fxfuse.report(ep, options={"min_k": 4}),
+                 lambda: fxfuse.FxfusePass({"min_k": 4})):
+        with pytest.raises(TypeError, match="options must be fxfuse.Options, got dict"):
+            call()
 
 
 class _CastReadTwice(torch.nn.Module):
