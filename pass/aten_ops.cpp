@@ -229,7 +229,7 @@ bool viewInputLetters(const GraphIndex& index, int view, const std::string& outL
     // Several m dims flatten in the tensor's own order: a permute may not reorder them.
     int lastM = -1;
     for (size_t i = 0; i < rank; ++i) {
-      if (outLetters[i] != 'm' || out->sizes[i].is(1)) continue;
+      if (outLetters[i] != 'm') continue;  // size-1 ones too: the op lays its output out in A's own order
       int d = normalizeDim((*perm)[i], rank);
       if (d < lastM) return false;
       lastM = d;

@@ -164,8 +164,14 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
   out.notes.insert(out.notes.end(), choice.notes.begin(), choice.notes.end());
   bool hasPrologue = !core.a.ops.empty() || !core.b.ops.empty();
   if (choice.nodes.empty() && !hasPrologue) {
-    if (growth.mutationOfResult) return rejected(out, "mutation", "the GEMM result is written in place");
-    return rejected(out, "no_epilogue_no_prologue", "a bare GEMM: cuBLAS is as good");
+    // the alias check is conservative: it cannot tell the op's written operand from one it only reads
+    if (growth.mutationOfResult) return rejected(out, "mutation", "an in-place op writes or reads the GEMM result");
+    // where an op after the GEMM was refused, its reason belongs on this line, not in the notes alone (hunt A,
+    // session 53: a bias broadcasting along part of M read as "a bare GEMM")
+    std::string refused;
+    for (const std::string& note : growth.notes)
+      if (refused.empty() && note.find(" not fused: ") != std::string::npos) refused = "; " + note;
+    return rejected(out, "no_epilogue_no_prologue", "a bare GEMM: cuBLAS is as good" + refused);
   }
   if (choice.outputs.empty()) return rejected(out, "not_profitable", "the chain's result is unused");
 
@@ -209,8 +215,11 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
   using NodeList = const std::vector<int>*;
   for (NodeList list : std::initializer_list<NodeList>{&core.a.absorbed, &core.b.absorbed, &m.transparentViews, &views})
     candidates.insert(list->begin(), list->end());
-  plan.replaced = replacedNodes(index, candidates, choice.outputs);
   plan.inputs = final.slotNodes();
+  // A value the op reads as an input stays in the graph, also where the prologue computes it too
+  // (`xs = x * s; relu(xs @ w + xs)`: replaced and read, the rewrite was refused; hunt A, session 53).
+  for (const std::string& name : plan.inputs) candidates.erase(index.find(name));
+  plan.replaced = replacedNodes(index, candidates, choice.outputs);
   // The op reads all its inputs at once, where the chain's first output was; eager read each
   // where its node was. A write between the chain's first and last node to anything the chain
   // reads or computes (through a view too) would be seen by one and not the other. The epilogue's

@@ -117,6 +117,50 @@ def test_report_refuses_a_graph_of_module_calls():
     assert len(fxfuse.report(model, torch.randn(4, 16)).entries) == 2
 
 
+def test_a_refused_epilogue_names_its_reason_on_the_report_line():
+    """`linear(x, w) * r` with r [B,1,1] (broadcast along part of the flattened M) was reported "a bare GEMM:
+    cuBLAS is as good", its real reason in the notes alone (hunt A, session 53)."""
+    class Model(torch.nn.Module):
+        def forward(self, x, w, r):
+            return torch.nn.functional.linear(x, w) * r
+
+    (entry,) = fxfuse.report(Model(), torch.randn(2, 5, 16), torch.randn(8, 16), torch.randn(2, 1, 1),
+                             only_profitable=False).entries
+    assert entry["reason"] == "no_epilogue_no_prologue"
+    assert "broadcasts along part of the flattened M" in entry["detail"], entry
+
+
+@pytest.mark.parametrize("shape,perm", [((1, 5, 16), (1, 0, 2)), ((5, 1, 16), (1, 0, 2)), ((2, 1, 4, 16), (0, 2, 1, 3))],
+                         ids=["1x5", "5x1", "2x1x4"])
+def test_a_permute_that_moves_a_size_1_m_dim_keeps_the_output_shape(shape, perm):
+    """The permute was read through as if it kept the m dims' order, so the op's output had A's own order ([1,5,N]
+    for the graph's [5,1,N]) and only apply_plan's fake check refused the rewrite (hunt A, session 53); the
+    permuted tensor is now A itself."""
+    class Model(torch.nn.Module):
+        def forward(self, x, w):
+            return torch.relu(torch.nn.functional.linear(x.permute(*perm), w))
+
+    x, w = torch.randn(*shape), torch.randn(8, 16)
+    ep2 = fxfuse.rewrite(torch.export.export(Model(), (x, w)), only_profitable=False)
+    assert len(_fused_ops(ep2)) == 1
+    got, want = ep2.module()(x, w), Model()(x, w)
+    assert got.shape == want.shape and rel_err(got, want) < TOL
+
+
+def test_a_prologue_value_the_epilogue_reads_stays_in_the_graph():
+    """`xs = x * s; relu(xs @ w + xs)`: the prologue took the mul and the epilogue read xs as an input, so the
+    plan replaced a node it read and the rewrite was refused (apply_rejected; hunt A, session 53)."""
+    class Model(torch.nn.Module):
+        def forward(self, x, s, w):
+            xs = x * s
+            return torch.relu(xs @ w + xs)
+
+    x, s, w = torch.randn(8, 16), torch.randn(16), torch.randn(16, 16)
+    ep2 = fxfuse.rewrite(torch.export.export(Model(), (x, s, w)), only_profitable=False)
+    assert len(_fused_ops(ep2)) == 1
+    assert rel_err(ep2.module()(x, s, w), Model()(x, s, w)) < TOL
+
+
 def test_other_gemm_ops_are_reported_with_a_reason():
     """torch._int_mm had no report entry at all, against "a named reason for every GEMM not fused"."""
     class IntMM(torch.nn.Module):
