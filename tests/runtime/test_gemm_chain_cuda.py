@@ -1497,6 +1497,43 @@ def test_capture_without_warmup_raises_clearly():
             gemm_chain(ins, spec)
 
 
+def test_capture_after_a_transient_compile_failure_takes_aten(monkeypatch):
+    """A compile whose worker was killed from outside is tried again after a 10 s backoff; the calls before ran
+    ATen. Where the first call after the backoff is inside a CUDA graph capture, which allows no compile, it had
+    raised KernelNotReady though the warm-up had run (review, session 53): ATen for that call, as before; the
+    first call after the capture compiles and launches the kernel."""
+    import time
+
+    here = os.path.dirname(os.path.abspath(__file__))  # not /tmp, which may be mounted noexec
+    killer = os.path.join(here, f"killed-worker-{os.getpid()}.sh")
+    with open(killer, "w") as f:
+        f.write("#!/bin/sh\nkill -KILL $$\n")
+    os.chmod(killer, 0o755)
+    monkeypatch.delenv("FXFUSE_STRICT", raising=False)
+    spec = _unique_spec(zlib.crc32(os.urandom(8)) / 2**32 + 3.0)
+    ins = [randn((64, 64), torch.float16, "cuda"), randn((64, 64), torch.float16, "cuda")]
+    try:
+        monkeypatch.setenv("FXFUSE_NVRTC_WORKER", killer)
+        launches = C.stats()["launches"]
+        gemm_chain(ins, spec)  # the warm-up: its compile is killed, ATen answers
+        assert C.stats()["launches"] == launches
+    finally:
+        monkeypatch.delenv("FXFUSE_NVRTC_WORKER")
+        os.remove(killer)
+    time.sleep(10.5)  # UnavailableKernels::kFirstRetry
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        (out,) = gemm_chain(ins, spec)
+    out.fill_(float("nan"))  # poisoned: the replay must write every element
+    graph.replay()
+    torch.cuda.synchronize()
+    ref = gemm_chain([t.cpu() for t in ins], spec)[0]
+    torch.testing.assert_close(out.cpu(), ref, rtol=2e-3, atol=2e-3)
+    launches = C.stats()["launches"]
+    gemm_chain(ins, spec)
+    assert C.stats()["launches"] == launches + 1  # compiled outside the capture
+
+
 def test_precompile_then_capture():
     spec = _unique_spec(zlib.crc32(os.urandom(8)) / 2**32 + 2.0)
     ins = [randn((64, 64), torch.float16, "cuda"), randn((64, 64), torch.float16, "cuda")]
