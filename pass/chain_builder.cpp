@@ -1,7 +1,6 @@
 #include "pass/chain_builder.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace fxfuse::pass {
 
@@ -40,9 +39,9 @@ int ChainBuilder::constant(double c, spec::DType dtype) {
   spec::Value v;
   v.kind = spec::ValueKind::Const;
   v.dtype = dtype;
-  // the value a tensor of `dtype` holds: full((), 2.5, dtype=int64) is 2 and full((), 0.5, dtype=bool) is
-  // True, where the kernels and the CPU reference read the constant as a number (hunt A, session 53)
-  v.constant = dtype == spec::DType::Bool ? (c != 0 ? 1.0 : 0.0) : spec::isFloating(dtype) ? c : std::trunc(c);
+  // the value a tensor of `dtype` holds: full((), 2.5, dtype=int64) is 2, where the kernels and the CPU
+  // reference read the constant as a number (hunt A, session 53)
+  v.constant = spec::heldAs(c, dtype);
   spec_.values.push_back(v);
   return static_cast<int>(spec_.values.size()) - 1;
 }

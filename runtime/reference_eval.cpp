@@ -39,11 +39,15 @@ using OpFn = std::function<at::Tensor(const std::vector<Operand>&)>;
 // A spec constant as eager passed it: a Python scalar (callsAsEagerDid says why it matters), an int
 // where the spec types it integral (an integer tensor and a double Scalar compute in float32:
 // `int32 + 1` was off by one above 2^24).
+// A 16-bit constant is the 16-bit number (the pass types add / sub's alpha so on the CPU, where ATen rounds it:
+// read unrounded, `add(y, r_int64, alpha=0.3)` was off eager; review, session 53).
 at::Scalar scalarOf(const Operand& o) {
   const double v = o.constant();
-  if (at::isIntegralType(toScalarType(o.value->dtype), /*includeBool=*/false) && std::trunc(v) == v &&
-      std::fabs(v) < 9.2e18)
+  const at::ScalarType type = toScalarType(o.value->dtype);
+  if (at::isIntegralType(type, /*includeBool=*/false) && std::trunc(v) == v && std::fabs(v) < 9.2e18)
     return at::Scalar(static_cast<int64_t>(v));
+  if (type == at::kBFloat16) return at::Scalar(static_cast<double>(static_cast<float>(c10::BFloat16(static_cast<float>(v)))));
+  if (type == at::kHalf) return at::Scalar(static_cast<double>(static_cast<float>(c10::Half(static_cast<float>(v)))));
   return at::Scalar(v);
 }
 
@@ -221,7 +225,7 @@ bool callsAsEagerDid(const ChainSpec& spec, const Value& v, const std::vector<at
 // constant or a 0-d input), in either order, on the CPU. ATen's 16-bit CPU kernels round the 0-d operand
 // to the tensor's type in some positions and not in others (add / sub: both; mul / div: the first only),
 // so the op is called in the spec's order, as eager called it; the fp32 upcast below had `0.3 - y` and
-// `s * y` off eager's CPU answer by 1-6 ulps (hunt A, session 53). CUDA's kernels round in no position.
+// `s * y` off eager's CPU answer by 1-6 ulps (hunt A, session 53). This path is the CPU's only.
 bool zeroDim(const Value& v) { return v.kind == ValueKind::Const || (v.kind == ValueKind::Input && v.dims.empty()); }
 
 bool zeroDimOperandAsEagerDid(const ChainSpec& spec, const Value& v, const std::vector<at::Tensor>& values,

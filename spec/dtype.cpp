@@ -1,6 +1,8 @@
 // DType helpers: names as in docs/spec.md, byte sizes, floating-ness.
 #include "spec/chain_spec.h"
 
+#include <cmath>
+
 namespace fxfuse::spec {
 namespace {
 
@@ -44,5 +46,18 @@ bool parseDType(const std::string& s, DType* out) {
 int dtypeBytes(DType d) { return info(d).bytes; }
 
 bool isFloating(DType d) { return info(d).floating; }
+
+double heldAs(double v, DType d) {
+  if (d == DType::Bool) return v != 0 ? 1.0 : 0.0;  // NaN too is true
+  if (isFloating(d) || !std::isfinite(v)) return v;
+  const double t = std::trunc(v);
+  auto wrap = [t](double modulus, double lowest) { return lowest + std::fmod(std::fmod(t - lowest, modulus) + modulus, modulus); };
+  switch (d) {
+    case DType::I8: return wrap(256.0, -128.0);
+    case DType::U8: return wrap(256.0, 0.0);
+    case DType::I32: return wrap(4294967296.0, -2147483648.0);
+    default: return t;  // I64: a double holds it only to 2^53, where the pass keeps such constants out
+  }
+}
 
 }  // namespace fxfuse::spec

@@ -86,8 +86,8 @@ void parseValue(const std::vector<std::string>& t, int line, Value& v) {
   if (head == "const") {
     if (t.size() != 6 || t[4] != ":") failAt(line, "expected '%i = const <number> : <dtype>'");
     v.kind = ValueKind::Const;
-    v.constant = parseNumber(t[3], line);
     v.dtype = parseDTypeAt(t[5], line);
+    v.constant = heldAs(parseNumber(t[3], line), v.dtype);  // also in programs rewritten before session 53
     return;
   }
   // "<op> %a ... : <dtype>"

@@ -115,6 +115,8 @@ def test_report_refuses_a_graph_of_module_calls():
     with pytest.raises(TypeError, match="call_module 0"):
         fxfuse.report(torch.fx.symbolic_trace(model))
     assert len(fxfuse.report(model, torch.randn(4, 16)).entries) == 2
+    # an exported program's module is an ATen graph: its call of torch's _guards_fn hides no GEMM (hunt D)
+    assert len(fxfuse.report(torch.export.export(model, (torch.randn(4, 16),)).module()).entries) == 2
 
 
 def test_a_refused_epilogue_names_its_reason_on_the_report_line():
@@ -130,15 +132,17 @@ def test_a_refused_epilogue_names_its_reason_on_the_report_line():
     assert "broadcasts along part of the flattened M" in entry["detail"], entry
 
 
-@pytest.mark.parametrize("shape,perm", [((1, 5, 16), (1, 0, 2)), ((5, 1, 16), (1, 0, 2)), ((2, 1, 4, 16), (0, 2, 1, 3))],
-                         ids=["1x5", "5x1", "2x1x4"])
+@pytest.mark.parametrize("shape,perm", [((1, 5, 16), (1, 0, 2)), ((5, 1, 16), (1, 0, 2)), ((2, 1, 4, 16), (0, 2, 1, 3)),
+                                        ((1, 5, 16), "t01"), ((2, 1, 4, 16), "t12")],
+                         ids=["1x5", "5x1", "2x1x4", "transpose_1x5", "transpose_2x1x4"])
 def test_a_permute_that_moves_a_size_1_m_dim_keeps_the_output_shape(shape, perm):
-    """The permute was read through as if it kept the m dims' order, so the op's output had A's own order ([1,5,N]
-    for the graph's [5,1,N]) and only apply_plan's fake check refused the rewrite (hunt A, session 53); the
-    permuted tensor is now A itself."""
+    """The permute (or transpose) was read through as if it kept the m dims' order, so the op's output had A's
+    own order ([1,5,N] for the graph's [5,1,N]) and only apply_plan's fake check refused the rewrite (hunt A and
+    the review, session 53); the permuted tensor is now A itself."""
     class Model(torch.nn.Module):
         def forward(self, x, w):
-            return torch.relu(torch.nn.functional.linear(x.permute(*perm), w))
+            moved = x.transpose(int(perm[1]), int(perm[2])) if isinstance(perm, str) else x.permute(*perm)
+            return torch.relu(torch.nn.functional.linear(moved, w))
 
     x, w = torch.randn(*shape), torch.randn(8, 16)
     ep2 = fxfuse.rewrite(torch.export.export(Model(), (x, w)), only_profitable=False)
@@ -159,6 +163,40 @@ def test_a_prologue_value_the_epilogue_reads_stays_in_the_graph():
     ep2 = fxfuse.rewrite(torch.export.export(Model(), (x, s, w)), only_profitable=False)
     assert len(_fused_ops(ep2)) == 1
     assert rel_err(ep2.module()(x, s, w), Model()(x, s, w)) < TOL
+
+
+def test_report_of_a_rewritten_program_counts_its_fused_ops():
+    """A program rewritten before had been reported "(no GEMM in this graph)" (hunt D, session 53)."""
+    ep2 = fxfuse.rewrite(torch.export.export(MLP(act="gelu").eval(), (torch.randn(8, 32),)), only_profitable=False)
+    n = len(_fused_ops(ep2))
+    text = str(fxfuse.report(ep2))
+    assert n >= 1 and f"{n} chain(s) fused before" in text and "no GEMM" not in text, text
+
+
+def test_report_counters_leave_out_a_rewrite_apply_plan_refused():
+    """With preserve_module_call_signature a rewrite is refused (apply_rejected), and the counters line still
+    counted it fused: 3 chains beside 2 ops (hunt D, session 53)."""
+    class Inner(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(64, 128), torch.nn.Linear(128, 64)
+
+        def forward(self, x):
+            return self.b(torch.nn.functional.gelu(self.a(x)))
+
+    class Top(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mlp, self.head = Inner(), torch.nn.Linear(64, 32)
+
+        def forward(self, x):
+            return torch.nn.functional.silu(self.head(x + self.mlp(x)))
+
+    ep = torch.export.export(Top().eval(), (torch.randn(4, 64),), preserve_module_call_signature=("mlp",))
+    rep = fxfuse.report(ep, only_profitable=False)
+    counters = rep.graphs[0][1]["counters"]
+    assert counters.get("reject.apply_rejected", 0) >= 1
+    assert counters["chains_fused"] == len(rep.fused) == len(_fused_ops(fxfuse.rewrite(ep, only_profitable=False)))
 
 
 def test_other_gemm_ops_are_reported_with_a_reason():
@@ -294,11 +332,11 @@ def test_integer_epilogue_constants_are_exact(model):
     assert torch.equal(ep2.module()(x2, w2), m(x2, w2))
 
 
-@pytest.mark.parametrize("dtype,fill", [(torch.int64, 2.5), (torch.int32, -2.7), (torch.bool, 0.5)],
-                         ids=["int64", "int32", "bool"])
+@pytest.mark.parametrize("dtype,fill", [(torch.int64, 2.5), (torch.int32, -2.7), (torch.uint8, -1), (torch.bool, 0.5)],
+                         ids=["int64", "int32", "uint8_wraps", "bool"])
 def test_a_0d_integer_full_holds_its_truncated_value(dtype, fill):
-    """`full((), 2.5, dtype=int64)` is 2 and `full((), 0.5, dtype=bool)` is True: the chain had read the fill
-    value itself, 2.5 and 0.5 (hunt A, session 53)."""
+    """`full((), 2.5, dtype=int64)` is 2, `full((), -1, dtype=uint8)` 255 and `full((), 0.5, dtype=bool)` True:
+    the chain had read the fill value itself (hunt A and the review, session 53)."""
     class Model(torch.nn.Module):
         def forward(self, x, w):
             return torch.relu(x @ w.t()) * torch.full((), fill, dtype=dtype)
@@ -334,6 +372,7 @@ _SCALAR_FORMS_16 = {
     "add_alpha": lambda y, r, s: torch.add(y, r, alpha=0.3),
     "sub_alpha": lambda y, r, s: torch.sub(y, r, alpha=0.3),
     "rsub_alpha": lambda y, r, s: torch.rsub(y, r, alpha=0.3),
+    "add_alpha_int_other": lambda y, r, s: torch.add(y, (r * 4).to(torch.int64), alpha=0.3),
     "0d_times_y": lambda y, r, s: s * y,
     "0d_over_y": lambda y, r, s: s / y,
     "0d_minus_y": lambda y, r, s: s - y,
