@@ -267,7 +267,14 @@ std::shared_ptr<CudaKernel> getKernelLocked(const CudaDriver& d, const CachedSpe
     }
   }
   if (image.empty()) {
-    if (!mayCompile()) throw notReady(key);
+    if (!mayCompile()) {
+      // A transient failure whose backoff has passed is tried again by compiling, which a capture does not
+      // allow: the calls since the failure ran ATen, so this one does too. KernelNotReady here had made the
+      // fused path raise inside a capture its warm-up had prepared (review, session 53).
+      if (const UnavailableKernels::Failure* earlier = spec.unavailable.recorded(key))
+        throw KernelRetryAfterCapture(earlier->why);
+      throw notReady(key);
+    }
     try {
       src = codegen::generate(spec.spec, r.config);
     } catch (const codegen::CodegenError& e) {
@@ -318,15 +325,10 @@ std::shared_ptr<CudaKernel> getKernel(const CudaDriver& d, const CachedSpec& spe
   }
   if (const UnavailableKernels::Failure* failed = spec.unavailable.find(key, UnavailableKernels::Clock::now()))
     throw KernelUnavailable(failed->why, failed->transient());
-  // A transient failure whose backoff has passed is tried again by compiling, which a CUDA graph capture does
-  // not allow: the calls since the failure ran ATen, so this one does too, and the next call outside the
-  // capture compiles. A KernelNotReady here had made the fused path raise inside a capture its warm-up had
-  // prepared (review, session 53).
-  if (const UnavailableKernels::Failure* earlier = spec.unavailable.recorded(key); earlier && r.mayCompile &&
-                                                                                  !r.mayCompile())
-    throw KernelUnavailable(earlier->why, /*transient=*/true);
   try {
     return getKernelLocked(d, spec, r, key);
+  } catch (const KernelRetryAfterCapture&) {
+    throw;  // the retry is still due: not another failure
   } catch (const KernelUnavailable& e) {
     spec.unavailable.record(key, e.what(), e.transient, UnavailableKernels::Clock::now());
     throw;

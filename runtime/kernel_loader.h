@@ -30,6 +30,11 @@ struct KernelUnavailable : std::runtime_error {
       : std::runtime_error(what), transient(transient) {}
   bool transient;
 };
+// A transient failure's retry is due, but inside a CUDA graph capture, which allows no compile: ATen for this
+// call, as since the failure, and the retry at the first call outside it; not another failure (getKernel).
+struct KernelRetryAfterCapture : KernelUnavailable {
+  explicit KernelRetryAfterCapture(const std::string& what) : KernelUnavailable(what, /*transient=*/true) {}
+};
 // The kernel is not compiled and compiling now is not allowed (CUDA graph capture).
 struct KernelNotReady : std::runtime_error {
   using std::runtime_error::runtime_error;
