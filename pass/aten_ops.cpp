@@ -248,10 +248,8 @@ bool viewInputLetters(const GraphIndex& index, int view, const std::string& outL
     }
     if (rank != outLetters.size() || d0 < 0 || d1 < 0 || d0 >= int(rank) || d1 >= int(rank))
       return false;
-    // Swapping two m dims (of size > 1) reorders the flattened M: not a layout.
-    if (d0 != d1 && outLetters[d0] == 'm' && outLetters[d1] == 'm' && !out->sizes[d0].is(1) &&
-        !out->sizes[d1].is(1))
-      return false;
+    // Swapping two m dims reorders the flattened M, and of size 1 too the op's output dims (A's own order)
+    if (d0 != d1 && outLetters[d0] == 'm' && outLetters[d1] == 'm') return false;
     *inLetters = outLetters;
     std::swap((*inLetters)[d0], (*inLetters)[d1]);
     return true;

@@ -69,9 +69,6 @@ std::string otherGemmOp(const ir::Node& n) {
       {"aten.addbmm.", "a batched GEMM summed over its batch (addbmm)"},
       {"aten.mv.", "a matrix-vector product"},
       {"aten.addmv.", "a matrix-vector product"},
-      {"aten.dot.", "a dot product"},
-      {"aten.vdot.", "a dot product"},
-      {"aten.einsum.", "an einsum"},
       {"aten.tensordot.", "a tensordot"},
       {"aten.bilinear.", "a bilinear form"},
   };

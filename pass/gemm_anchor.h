@@ -30,8 +30,9 @@ struct GemmMatch {
 
 bool isGemmAnchor(const ir::Node& node);
 
-// For a matrix product the pass does not match (torch._int_mm, torch._scaled_mm, packed-weight, matrix-vector
-// and einsum forms): what it is, in words, so that the report names it; "" for any other node.
+// For a matrix product the pass does not match (torch._int_mm, torch._scaled_mm, packed-weight and
+// matrix-vector forms): what it is, in words, so that the report names it; "" for any other node. Not einsum
+// or dot: an einsum may be elementwise, a dot a reduction.
 std::string otherGemmOp(const ir::Node& node);
 
 // nullopt with `why` set when the anchor's shapes are not a form the chain spec expresses

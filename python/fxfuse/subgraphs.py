@@ -12,7 +12,8 @@ __all__ = ["CONTROL_FLOW_OPS", "subgraph_modules", "subgraph_gemms", "not_fused_
            "wrapped_gemm_entries"]
 
 _GEMMS = {"aten.mm.default", "aten.addmm.default", "aten.bmm.default", "aten.baddbmm.default",
-          "aten.linear.default", "aten.matmul.default", "aten._int_mm.default"}
+          "aten.linear.default", "aten.matmul.default", "aten._int_mm.default", "aten._scaled_mm.default",
+          "aten.mv.default", "aten.addmv.default", "aten.addbmm.default"}  # the pass's otherGemmOp's too
 
 
 # The higher-order operators whose subgraphs are control flow: each runs its graph as the program
