@@ -47,23 +47,38 @@ def _check_writable(path: str) -> None:
         raise PermissionError(errno.EACCES, "the output's directory is not writable", parent)
 
 
+class _Held(logging.Handler):
+    """Keeps the records it is given (torch.export.load's warning with the reason it could not load)."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines += [ln for ln in self.format(record).splitlines() if ln.strip()]
+
+
 def _load_program(path: str):
-    """torch.export.load, its RuntimeError for a zip that holds no ExportedProgram (a `torch.save(module)`
-    file) as a ValueError, which main() prints in one line like the other bad inputs; torch's own warning
-    with its traceback is held back meanwhile (--verbose shows it)."""
+    """torch.export.load, its RuntimeError as a ValueError, which main() prints in one line like the other bad
+    inputs (a `torch.save(module)` zip had ended in a traceback). torch logs the reason as a warning with a
+    traceback and raises "We ran into an error when deserializing": the warning's last line is the reason, so
+    it goes into the one line, and the whole warning shows with --verbose."""
     import torch
 
     export_log = logging.getLogger("torch.export")
-    level = export_log.level
-    if not logging.getLogger().isEnabledFor(logging.INFO):
-        export_log.setLevel(logging.ERROR)
+    held, handlers, propagate = _Held(), export_log.handlers[:], export_log.propagate
+    if logging.getLogger().isEnabledFor(logging.INFO):  # --verbose: torch's own warning too
+        export_log.addHandler(held)
+    else:
+        export_log.handlers, export_log.propagate = [held], False
     try:
         return torch.export.load(path)
     except RuntimeError as e:
-        raise ValueError(f"{path} is not a saved ExportedProgram (torch.export.save): torch.export.load "
-                         "could not read it") from e
+        reason = held.lines[-1].strip() if held.lines else str(e).splitlines()[0]
+        raise ValueError(f"{path}: torch.export.load could not load it (is it a program torch.export.save "
+                         f"wrote, with its custom ops registered?): {reason}") from e
     finally:
-        export_log.setLevel(level)
+        export_log.handlers, export_log.propagate = handlers, propagate
 
 
 def _cmd_rewrite(args) -> int:

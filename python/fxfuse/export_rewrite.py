@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
+import operator
 from typing import Any
 
 import torch
@@ -103,6 +104,21 @@ def rewrite(ep: ExportedProgram, dump_dir: str | None = None, options: Options |
     return _new_program(ep, gm, _renamed_signature(ep.graph_signature, gm, ep.graph_module))
 
 
+_TORCH_LEVEL_GEMMS = (operator.matmul, torch.matmul, torch.mm, torch.bmm, torch.addmm, torch.baddbmm,
+                      torch.nn.functional.linear)
+
+
+def _opaque_gemm_call(node: torch.fx.Node, module: Any) -> bool:
+    """A call that may hold a GEMM the pass cannot see: a submodule with parameters, or a torch-level GEMM."""
+    if node.op == "call_module" and module is not None:
+        try:
+            sub = module.get_submodule(str(node.target))
+        except AttributeError:
+            return True
+        return any(True for _ in sub.parameters())
+    return node.op == "call_function" and node.target in _TORCH_LEVEL_GEMMS
+
+
 def report(obj: Any = None, *example_args: Any, options: Options | None = None, **option_kwargs: Any) -> FusionReport:
     """What fxfuse fuses and why not, without changing anything:
 
@@ -129,11 +145,13 @@ def report(obj: Any = None, *example_args: Any, options: Options | None = None, 
         source = obj
     else:
         raise TypeError(f"fxfuse.report: cannot report on {type(obj).__name__}")
-    # torch.fx.symbolic_trace's graphs call modules and methods, which the pass cannot see into: their GEMMs
-    # went unreported under "(no GEMM in this graph)" (hunt B, session 53)
-    opaque = sorted({f"{n.op} {n.target}" for n in source.nodes if n.op in ("call_module", "call_method")})
+    # torch.fx.symbolic_trace's graphs call layers as modules and GEMMs as torch functions, which the pass cannot
+    # see: their GEMMs went unreported under "(no GEMM in this graph)" (hunt B, session 53). A module without
+    # parameters (an exported program's module calls torch's _guards_fn) hides no GEMM of its own weights.
+    module = getattr(source, "owning_module", None)
+    opaque = sorted({f"{n.op} {n.target}" for n in source.nodes if _opaque_gemm_call(n, module)})
     if opaque:
-        raise TypeError(f"fxfuse.report: the graph calls modules or methods ({', '.join(opaque[:5])}"
+        raise TypeError(f"fxfuse.report: the graph calls layers or GEMMs the pass cannot see into ({', '.join(opaque[:5])}"
                         f"{', ...' if len(opaque) > 5 else ''}), as torch.fx.symbolic_trace's do; the pass reads "
                         "ATen graphs: give the module and example inputs, report(model, *args), or a torch.export "
                         "program")
@@ -141,8 +159,9 @@ def report(obj: Any = None, *example_args: Any, options: Options | None = None, 
     # reported as not fused (apply_rejected), not as "fused" (it was, before session 49).
     graph = torch.fx.Graph()
     graph.output(graph.graph_copy(source, {}))
-    module = getattr(source, "owning_module", None)
     _, plan = plan_for_graph(graph, opts, module, subgraphs="fuse")
+    # a program rewritten before: its chains are fused ops now, not GEMMs ("no GEMM in this graph"; hunt D)
+    plan["fused_before"] = sum(n.target == torch.ops.fxfuse.gemm_chain.default for n in source.nodes)
     applied = apply_plan(graph, plan, keep)
     _mark_skipped(plan, applied.skipped)
     # each subgraph is planned and applied on a copy: the program's own subgraph modules stay as they are

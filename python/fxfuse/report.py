@@ -21,8 +21,10 @@ def _line(entry: dict[str, Any]) -> str:
 def format_report(plan: dict[str, Any], skipped: dict[int, str] | None = None, title: str = "") -> str:
     lines = [f"fxfuse report{': ' + title if title else ''}"]
     entries = plan.get("report") or []
+    if plan.get("fused_before"):
+        lines.append(f"  {plan['fused_before']} chain(s) fused before: the graph holds fxfuse.gemm_chain ops")
     if not entries:
-        lines.append("  (no GEMM in this graph)")
+        lines.append("  (no GEMM in this graph)" if not plan.get("fused_before") else "  (nothing left to fuse)")
     lines += [_line(e) for e in entries]
     for rid, why in sorted((skipped or {}).items()):
         lines.append(f"  rewrite {rid}: NOT applied: {why}")
