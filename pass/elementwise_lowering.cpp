@@ -73,10 +73,14 @@ void LoweringContext::roundToCommonDtype(std::vector<int>* operands) {
   }
 }
 
+bool LoweringContext::roundsScalarsToResult() const {
+  const ir::TensorType& t = node_.type.tensor;
+  return (t.dtype == spec::DType::BF16 || t.dtype == spec::DType::F16) && t.device == "cpu";
+}
+
 int LoweringContext::alphaConstant(double alpha) {
   const ir::TensorType& t = node_.type.tensor;
-  const bool sixteen = t.dtype == spec::DType::BF16 || t.dtype == spec::DType::F16;
-  if (sixteen && t.device == "cpu") return builder_.constant(alpha, t.dtype);
+  if (roundsScalarsToResult()) return builder_.constant(alpha, t.dtype);
   return builder_.constant(alpha, isFloating(t.dtype) || std::trunc(alpha) != alpha ? spec::DType::F32 : spec::DType::I64);
 }
 
@@ -126,8 +130,12 @@ LowerFn withAlpha(const char* op, bool reversed) {
     Arg alpha = c.arg(2, "alpha", Arg::integer(1));
     if (!alpha.isExactNumber()) return std::nullopt;
     bool scaled = alpha.number() != 1.0;
-    auto v = c.operands({x, y});
+    // Scaled on the CPU in 16 bits, a number or 0-d operand is rounded to the tensor's type, as ATen's add does
+    // (without alpha the CPU kernel calls ATen's add itself; the alpha multiply would hide the 0-d operand)
+    const bool round = scaled && c.roundsScalarsToResult();
+    auto v = c.operands({x, y}, /*comparison=*/round);
     if (!v) return std::nullopt;
+    if (round) c.roundToCommonDtype(&*v);
     int rhs = scaled ? c.emitIntermediate("mul", {(*v)[1], c.alphaConstant(alpha.number())}) : (*v)[1];
     return c.emit(op, {(*v)[0], rhs});
   };

@@ -29,7 +29,8 @@ class OperandResolver {
 class LoweringContext {
  public:
   LoweringContext(const ir::Node& node, ChainBuilder& builder, OperandResolver& resolver);
-  // `comparison`: a number beside a 16-bit float tensor is typed as that tensor (roundToCommonDtype).
+  // `comparison`: a number beside a 16-bit float tensor is typed as that tensor (roundToCommonDtype); also
+  // for add / sub with alpha on the CPU (roundsScalarsToResult).
   std::optional<std::vector<int>> operands(const std::vector<ir::Arg>& args, bool comparison = false);
   int emit(const std::string& op, std::vector<int> operands);
   // An intermediate (an alpha multiply): f32 opmath for floating results.
@@ -41,6 +42,8 @@ class LoweringContext {
   // add / sub's alpha, a number: typed as the result where ATen rounds it so first (a 16-bit add on the CPU;
   // CUDA's kernels do not round it), else as operands() types a number.
   int alphaConstant(double alpha);
+  // Whether ATen rounds add / sub's alpha and 0-d operands to the result's type: a 16-bit result on the CPU.
+  bool roundsScalarsToResult() const;
   const ir::Node& node() const { return node_; }
   // Positional argument `i`, else keyword `name`, else `fallback`.
   ir::Arg arg(size_t i, const char* name, ir::Arg fallback) const;

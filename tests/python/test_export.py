@@ -373,6 +373,8 @@ _SCALAR_FORMS_16 = {
     "sub_alpha": lambda y, r, s: torch.sub(y, r, alpha=0.3),
     "rsub_alpha": lambda y, r, s: torch.rsub(y, r, alpha=0.3),
     "add_alpha_int_other": lambda y, r, s: torch.add(y, (r * 4).to(torch.int64), alpha=0.3),
+    "add_0d_alpha": lambda y, r, s: torch.add(y, s, alpha=0.3),
+    "sub_number_alpha": lambda y, r, s: torch.sub(y, 3.7, alpha=0.3),
     "0d_times_y": lambda y, r, s: s * y,
     "0d_over_y": lambda y, r, s: s / y,
     "0d_minus_y": lambda y, r, s: s - y,
