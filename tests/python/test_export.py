@@ -164,6 +164,16 @@ def test_a_prologue_value_the_epilogue_reads_stays_in_the_graph():
     assert len(_fused_ops(ep2)) == 1
     assert rel_err(ep2.module()(x, s, w), Model()(x, s, w)) < TOL
 
+    class CastReadTwice(torch.nn.Module):  # the cast, read again through a slice (session 49's refused case)
+        def forward(self, x, w):
+            h = x.to(torch.bfloat16)
+            return torch.relu(h @ w) + h[:, : w.shape[1]]
+
+    w16 = torch.randn(16, 16, dtype=torch.bfloat16)
+    ep2 = fxfuse.rewrite(torch.export.export(CastReadTwice(), (x, w16)))
+    assert len(_fused_ops(ep2)) == 1
+    assert torch.equal(ep2.module()(x, w16), CastReadTwice()(x, w16))
+
 
 def test_report_of_a_rewritten_program_counts_its_fused_ops():
     """A program rewritten before had been reported "(no GEMM in this graph)" (hunt D, session 53)."""
@@ -473,18 +483,17 @@ def test_options_that_are_not_options_are_a_type_error():
             call()
 
 
-class _CastReadTwice(torch.nn.Module):
-    def forward(self, x, w):
-        h = x.to(torch.bfloat16)
-        return torch.relu(h @ w) + h[:, : w.shape[1]]
+class _TransposedFirstOperand(torch.nn.Module):
+    def forward(self, x, w, r):
+        return r.t() + torch.relu(x @ w)
 
 
 def test_report_agrees_with_the_rewrite_when_applying_is_refused():
-    """The pass plans the cast as the chain's prologue, and apply_plan refuses the rewrite (the cast is read
-    outside it too): the report says so, as the rewrite's own does, instead of "fused" (found by a session-49
-    review)."""
-    x, w = torch.randn(8, 16), torch.randn(16, 16, dtype=torch.bfloat16)
-    ep = torch.export.export(_CastReadTwice(), (x, w))
+    """apply_plan refuses the rewrite (eager's sum takes the transposed first operand's strides, which the op's
+    contiguous output would lose): the report says so, as the rewrite's own does, instead of "fused" (found by a
+    session-49 review, on a cast read outside the chain too, which session 53 fuses)."""
+    x, w, r = torch.randn(8, 16), torch.randn(16, 12), torch.randn(12, 8)
+    ep = torch.export.export(_TransposedFirstOperand(), (x, w, r))
     entries = fxfuse.report(ep).entries
     assert len(_fused_ops(fxfuse.rewrite(ep))) == 0
     assert [e["status"] for e in entries] == ["not_fused"] and entries[0]["reason"] == "apply_rejected"
