@@ -327,9 +327,11 @@ std::vector<at::Tensor> evaluateReference(const ChainSpec& spec, at::TensorList 
         // A 0-dim CPU tensor: ATen's ops take it with device tensors as a scalar argument (no
         // allocation or fill kernel on the device per call, nothing for CUDA graph capture to
         // record), and it still takes part in the op-math conversions below.
-        // Made in double and converted, not made in its type: a constant beyond the type's range is then
-        // +-inf, as eager's `y * 1e39` on a float tensor has it, where at::scalar_tensor(1e39, kFloat) raised.
-        values.push_back(at::scalar_tensor(v.constant, at::TensorOptions().dtype(at::kDouble)).to(toScalarType(v.dtype)));
+        // Beyond f16's range (where a float type may overflow), made in double and converted: +-inf, as
+        // eager's `y * 1e39` has it, where at::scalar_tensor(1e39, kFloat) raised; else one dispatch per call.
+        values.push_back(std::isfinite(v.constant) && std::fabs(v.constant) > 65504.0
+                             ? at::scalar_tensor(v.constant, at::TensorOptions().dtype(at::kDouble)).to(toScalarType(v.dtype))
+                             : at::scalar_tensor(v.constant, at::TensorOptions().dtype(toScalarType(v.dtype))));
         break;
       case ValueKind::Op:
         values.push_back(evalOp(spec, v, values));
