@@ -50,7 +50,7 @@ struct Query {
   // The epilogue computes GELU(tanh): the heaviest measured activation, whose epilogue the overlap
   // hides better than ping-pong does (overlapRule).
   bool gelu_tanh = false;
-  bool is16bit() const { return a.elem == DType::BF16 || a.elem == DType::F16; }
+  bool is16bit() const { return spec::isHalfFloat(a.elem); }
 };
 
 struct VariantRow {
@@ -1143,7 +1143,7 @@ size_t dynamicSmemBytes(const KernelConfig& c) {
 namespace {
 bool productIs16bit(const spec::ChainSpec& checked) {
   const DType product = checked.values[checked.mmIndex()].dtype;
-  return product == DType::BF16 || product == DType::F16;
+  return spec::isHalfFloat(product);
 }
 
 // The heuristic's question for a validated spec: its epilogue's refusal and load, from one cost.

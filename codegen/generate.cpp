@@ -216,7 +216,7 @@ KernelSource generate(const ChainSpec& spec, const KernelConfig& config) {
     // The product the runtime computed: in the mm value's dtype when that is 16-bit (cuBLAS
     // rounds its fp32 accumulator once, as the hooks would: half the bytes), else fp32.
     const DType mmType = s.values[s.mmIndex()].dtype;
-    const DType accType = mmType == DType::BF16 || mmType == DType::F16 ? mmType : DType::F32;
+    const DType accType = spec::isHalfFloat(mmType) ? mmType : DType::F32;
     w.line("#define FX_ACC_SLOT {}  // the product the runtime computed", s.numInputSlots());
     w.line("#define FX_ACC_LOAD(ptr, i) {}(ptr, i)", loadFn(accType));
   }

@@ -23,6 +23,7 @@ namespace {
 
 using spec::ChainSpec;
 using spec::DType;
+using spec::isHalfFloat;
 using spec::Value;
 using spec::ValueKind;
 
@@ -85,7 +86,6 @@ OperandInfo analyze(const ChainSpec& spec, int operand, const char* need) {
 }
 
 bool is8bitRaw(DType d) { return d == DType::I8 || d == DType::U8 || d == DType::F8E4M3 || d == DType::F8E5M2; }
-bool is16bit(DType d) { return d == DType::BF16 || d == DType::F16; }
 
 bool isOp(const Value& v, const char* op) { return v.kind == ValueKind::Op && v.op == op; }
 
@@ -115,7 +115,7 @@ bool isBNScale(const ChainSpec& spec, int v) {
 // round-to-nearest-even, as fx_round_bf16/f16 do. Division by s is not expressible (raw / s
 // is not raw * (1 / s) in fp32), so `w / s` keeps the element-wise fx_dequant_b path only.
 void detectQuantScale(const ChainSpec& spec, OperandInfo& info) {
-  if (!info.quant || !is8bitRaw(info.raw) || !is16bit(info.elem)) return;
+  if (!info.quant || !is8bitRaw(info.raw) || !isHalfFloat(info.elem)) return;
   int root = spec.values[spec.mmIndex()].operands[1];
   int mul = root;
   if (isOp(spec.values[root], "convert")) {
@@ -326,14 +326,14 @@ class HookEmitter {
         } else if (v.kind == ValueKind::Mm) {  // the accumulators acc0, acc1 rounded to mm's dtype
           expr[e] = e == 0 ? "acc0" : "acc1";
           rounds = true;
-        } else if (roundsItself(i) && is16bit(v.dtype)) {
+        } else if (roundsItself(i) && isHalfFloat(v.dtype)) {
           expr[e] = opExpr(i, e);
           rounds = true;
         } else {
           expr[e] = valueExpr(i, e);  // rounded inside when it rounds at all
         }
       }
-      if (rounds && is16bit(v.dtype)) {
+      if (rounds && isHalfFloat(v.dtype)) {
         w_.line("{} {}, {};  // {}", type, local(i, 0), local(i, 1), lines_.at(i + 2));
         w_.line("fx_round2_{}({}, {}, {}, {});", cvtSuffix(v.dtype), expr[0], expr[1], local(i, 0), local(i, 1));
       } else {
@@ -504,7 +504,7 @@ class HookEmitter {
         const std::string base = "p.out[" + std::to_string(j) + "]";
         if (stagedStore(spec_))
           cond += wideCondition(base, batched);
-        else if (is16bit(d))
+        else if (isHalfFloat(d))
           cond += pairCondition(base, true, batched);
       }
       // Paired loads need their input laid out the same way; where one is not (a sliced or
@@ -592,7 +592,7 @@ class HookEmitter {
     for (size_t j = 0; j < outs.size(); ++j) {
       DType d = spec_.values[outs[j]].dtype;
       std::string base = "p.out[" + std::to_string(j) + "]";
-      if (is16bit(d)) {
+      if (isHalfFloat(d)) {
         // sn == 1 (fx_epilogue2_vec_ok): n without its stride
         w_.line("fx_st2_{}({}.ptr, {}, o0.o{}, o1.o{});", cvtSuffix(d), base,
                 outOffset(base, "n", true), j, j);
@@ -682,7 +682,7 @@ class HookEmitter {
   // innermost dim), read for both columns by one 4-byte load on the fast path.
   bool isPairedColumnInput(int i) const {
     const Value& v = spec_.values[i];
-    return v.kind == ValueKind::Input && is16bit(v.dtype) && innermost(v.dims) == 'n';
+    return v.kind == ValueKind::Input && isHalfFloat(v.dtype) && innermost(v.dims) == 'n';
   }
 
   // Of the epilogue's inputs: a 16-bit one along m and n (not k: the GEMM's operands),
@@ -758,7 +758,7 @@ class HookEmitter {
     DType d = spec_.values[spec_.outputs[j]].dtype;
     std::string base = "p.out[" + std::to_string(j) + "]";
     std::string st = storeFn(d);
-    if (is16bit(d)) {
+    if (isHalfFloat(d)) {
       w_.line("const long long off{} = {};", j, outOffset(base, "n"));
       auto pair = w_.block("if (has1 && {0}.sn == 1 && fx_aligned4({0}.ptr, off{1}, 2))", base, j);
       w_.line("fx_st2_{}({}.ptr, off{}, o0.o{}, o1.o{});", cvtSuffix(d), base, j, j, j);
@@ -800,7 +800,7 @@ class HookEmitter {
 
 bool stagedStore(const ChainSpec& spec) {
   if (spec.outputs.size() != 1) return false;
-  return is16bit(spec.values[spec.outputs[0]].dtype);
+  return isHalfFloat(spec.values[spec.outputs[0]].dtype);
 }
 
 bool stagedEverything(const ChainSpec& spec) {
@@ -808,7 +808,7 @@ bool stagedEverything(const ChainSpec& spec) {
   int residuals = 0;
   for (const Value& v : spec.values) {
     if (!spec::isResidualInput(v)) continue;
-    if (++residuals > 1 || !is16bit(v.dtype) || innermost(v.dims) != 'n') return false;
+    if (++residuals > 1 || !isHalfFloat(v.dtype) || innermost(v.dims) != 'n') return false;
   }
   return true;
 }
@@ -822,7 +822,7 @@ int epilogueHandoff(const ChainSpec& spec, std::string* why) {
   const std::vector<bool> col = columnOnlyValues(spec);
   for (int cur = spec.mmIndex();;) {
     const DType d = spec.values[cur].dtype;
-    if (is16bit(d)) return cur;
+    if (isHalfFloat(d)) return cur;
     if (d != DType::F32) return refuse("the product is converted to a type other than bf16 / f16 first");
     if (std::find(spec.outputs.begin(), spec.outputs.end(), cur) != spec.outputs.end())
       return refuse("an fp32 value before the first 16-bit rounding is an output");

@@ -175,8 +175,6 @@ bool isOutput(const ChainSpec& spec, int v) {
   return std::find(spec.outputs.begin(), spec.outputs.end(), v) != spec.outputs.end();
 }
 
-bool isSixteenBitFloat(DType d) { return d == DType::BF16 || d == DType::F16; }
-
 // Removes the candidates nothing reads any more (repeatedly: removing one may free its operands)
 // and renumbers what is left. Returns old id -> new id, -1 for a removed value.
 std::vector<int> removeDead(ChainSpec& spec, const std::set<int>& candidates) {
@@ -243,7 +241,7 @@ std::optional<std::vector<int>> rewriteAt(ChainSpec& spec, int top, const std::v
     const Value& xv = spec.values[m.x];
     int rounded = -1;
     if (xv.kind == ValueKind::Op && xv.op == "convert" && xv.operands.size() == 1 &&
-        isSixteenBitFloat(spec.values[xv.operands[0]].dtype) && !isOutput(spec, top) && users[top].size() == 1) {
+        spec::isHalfFloat(spec.values[xv.operands[0]].dtype) && !isOutput(spec, top) && users[top].size() == 1) {
       const Value& u = spec.values[users[top][0]];
       if (u.kind == ValueKind::Op && u.op == "convert" && u.dtype == spec.values[xv.operands[0]].dtype)
         rounded = users[top][0];

@@ -23,7 +23,7 @@ bool dimensioned16(const spec::ChainSpec& spec, int id) {
   const spec::Value& v = spec.values[id];
   const bool hasDims = v.kind == spec::ValueKind::Op || v.kind == spec::ValueKind::Mm ||
                        (v.kind == spec::ValueKind::Input && !v.dims.empty());
-  return hasDims && (v.dtype == spec::DType::BF16 || v.dtype == spec::DType::F16);
+  return hasDims && spec::isHalfFloat(v.dtype);
 }
 }  // namespace
 
@@ -75,7 +75,7 @@ void LoweringContext::roundToCommonDtype(std::vector<int>* operands) {
 
 bool LoweringContext::roundsScalarsToResult() const {
   const ir::TensorType& t = node_.type.tensor;
-  return (t.dtype == spec::DType::BF16 || t.dtype == spec::DType::F16) && t.device == "cpu";
+  return spec::isHalfFloat(t.dtype) && t.device == "cpu";
 }
 
 int LoweringContext::alphaConstant(double alpha) {

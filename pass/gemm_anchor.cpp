@@ -52,13 +52,20 @@ void absorbLeadingViews(const GraphIndex& index, GemmMatch* m) {
 
 }  // namespace
 
-bool isGemmAnchor(const ir::Node& n) {
-  return n.isCall("aten.mm.default") || n.isCall("aten.addmm.default") ||
-         n.isCall("aten.bmm.default") || n.isCall("aten.baddbmm.default") ||
-         n.isCall("aten.linear.default") || n.isCall("aten.matmul.default");
+namespace {
+// The ATen GEMMs the pass matches, as .default ("aten.<kind>.default"); their other overloads are named.
+constexpr const char* kAnchorKinds[] = {"mm", "addmm", "bmm", "baddbmm", "linear", "matmul"};
+
+bool startsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+}  // namespace
+
+bool isGemmAnchorTarget(std::string_view target) {
+  for (const char* kind : kAnchorKinds)
+    if (target == "aten." + std::string(kind) + ".default") return true;
+  return false;
 }
 
-std::string otherGemmOp(const ir::Node& n) {
+std::string otherGemmTarget(std::string_view target) {
   static const std::pair<const char*, const char*> kOthers[] = {
       {"aten._int_mm.", "an int8 x int8 -> int32 GEMM (torch._int_mm)"},
       {"aten._scaled_mm.", "a scaled fp8 GEMM (torch._scaled_mm)"},
@@ -72,14 +79,18 @@ std::string otherGemmOp(const ir::Node& n) {
       {"aten.tensordot.", "a tensordot"},
       {"aten.bilinear.", "a bilinear form"},
   };
-  if (n.op != ir::Node::Op::Call || isGemmAnchor(n)) return "";
+  if (isGemmAnchorTarget(target)) return "";
   for (const auto& [prefix, what] : kOthers)
-    if (n.target.rfind(prefix, 0) == 0) return what;
+    if (startsWith(target, prefix)) return what;
   // the GEMM targets' other overloads (aten.mm.dtype: mm with an output dtype)
-  for (const char* anchor : {"aten.mm.", "aten.addmm.", "aten.bmm.", "aten.baddbmm.", "aten.linear.", "aten.matmul."})
-    if (n.target.rfind(anchor, 0) == 0) return "an overload of a GEMM the pass matches only as .default";
+  for (const char* kind : kAnchorKinds)
+    if (startsWith(target, "aten." + std::string(kind) + ".")) return "an overload of a GEMM the pass matches only as .default";
   return "";
 }
+
+bool isGemmAnchor(const ir::Node& n) { return n.op == ir::Node::Op::Call && isGemmAnchorTarget(n.target); }
+
+std::string otherGemmOp(const ir::Node& n) { return n.op == ir::Node::Op::Call ? otherGemmTarget(n.target) : ""; }
 
 std::optional<GemmMatch> matchGemm(const GraphIndex& index, int anchor, std::string* why) {
   const ir::Node& n = index.node(anchor);

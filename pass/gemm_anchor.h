@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pass/graph_index.h"
@@ -28,11 +29,15 @@ struct GemmMatch {
   ir::Dim k, n;
 };
 
-bool isGemmAnchor(const ir::Node& node);
-
+// The one list of GEMM op names: the pass's, and Python's through fxfuse._C.is_gemm_op (the report's
+// subgraph entries). A target is an ATen op's name, "aten.mm.default".
+bool isGemmAnchorTarget(std::string_view target);
 // For a matrix product the pass does not match (torch._int_mm, torch._scaled_mm, packed-weight and
-// matrix-vector forms): what it is, in words, so that the report names it; "" for any other node. Not einsum
-// or dot: an einsum may be elementwise, a dot a reduction.
+// matrix-vector forms, the anchors' other overloads): what it is, in words, so that the report names it;
+// "" for any other target. Not einsum or dot: an einsum may be elementwise, a dot a reduction.
+std::string otherGemmTarget(std::string_view target);
+
+bool isGemmAnchor(const ir::Node& node);
 std::string otherGemmOp(const ir::Node& node);
 
 // nullopt with `why` set when the anchor's shapes are not a form the chain spec expresses

@@ -28,7 +28,7 @@ std::optional<long long> sizeOf(const ir::Dim& d, const PassOptions& o) {
 bool unfusedPathBeatsEager(const spec::ChainSpec& spec, int sm, int eagerKernels) {
   if (eagerKernels < kEagerKernelsTheUnfusedPathBeats || sm < 90 || !codegen::pointwiseApplies(spec)) return false;
   const spec::DType product = spec.values[spec.mmIndex()].dtype;
-  return (product == spec::DType::BF16 || product == spec::DType::F16) && codegen::pointwiseEnabled();
+  return spec::isHalfFloat(product) && codegen::pointwiseEnabled();
 }
 
 }  // namespace

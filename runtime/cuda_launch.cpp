@@ -291,7 +291,7 @@ Plan makePlan(at::TensorList inputs, std::shared_ptr<const CachedSpec> entry) {
     const int a = plan.strides[v.slot].n == 1 ? alignBytes(plan.tensors[v.slot]) : 1;
     if (spec::isResidualInput(v))
       p.align_bytes_residual = std::min(p.align_bytes_residual, a);
-    else if (v.dtype == spec::DType::BF16 || v.dtype == spec::DType::F16)
+    else if (spec::isHalfFloat(v.dtype))
       p.align_bytes_columns = std::min(p.align_bytes_columns, a);
   }
   return plan;

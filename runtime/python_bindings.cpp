@@ -17,6 +17,7 @@
 #include "runtime/runtime_stats.h"
 
 #if FXFUSE_HAVE_PASS && __has_include("pass/run_pass.h")
+#include "pass/gemm_anchor.h"
 #include "pass/run_pass.h"
 #define FXFUSE_RUN_PASS 1
 #endif
@@ -34,6 +35,15 @@ std::string runPass(const std::string& ir, const std::string& options) {
   (void)ir;
   (void)options;
   throw std::runtime_error("fxfuse._C was built without the pass library (pass/run_pass.h)");
+#endif
+}
+
+bool isGemmOp(const std::string& target) {
+#if FXFUSE_RUN_PASS
+  return fxfuse::pass::isGemmAnchorTarget(target) || !fxfuse::pass::otherGemmTarget(target).empty();
+#else
+  (void)target;
+  throw std::runtime_error("fxfuse._C was built without the pass library (pass/gemm_anchor.h)");
 #endif
 }
 
@@ -97,6 +107,9 @@ PYBIND11_MODULE(_C, m) {
 
   m.def("run_pass", &runPass, py::arg("ir_text"), py::arg("options_json") = "{}",
         "Runs the fusion pass on the textual IR; returns the result JSON (docs/interfaces.md).");
+  m.def("is_gemm_op", &isGemmOp, py::arg("target"),
+        "Whether the ATen op named `target` (\"aten.mm.default\") is a matrix product: one the pass matches "
+        "or one its report names unsupported_gemm_op (the pass's list, pass/gemm_anchor.h).");
   m.def(
       "generate_cuda",
       [](const std::string& spec, long long M, long long N, long long K, const std::string& arch,

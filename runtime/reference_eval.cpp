@@ -36,6 +36,10 @@ at::Tensor toType(const at::Tensor& t, at::ScalarType d) {
 
 using OpFn = std::function<at::Tensor(const std::vector<Operand>&)>;
 
+// Whether every float type but f64 holds `v` (it is NaN or within f16's largest, 65504): past that a float
+// constant overflows one of them, and is made in double and converted (+-inf, as eager has it).
+bool heldByEveryFloatType(double v) { return !std::isfinite(v) || std::fabs(v) <= 65504.0; }
+
 // A spec constant as eager passed it: a Python scalar (callsAsEagerDid says why it matters), an int
 // where the spec types it integral (an integer tensor and a double Scalar compute in float32:
 // `int32 + 1` was off by one above 2^24).
@@ -56,8 +60,7 @@ at::Scalar scalarOf(const Operand& o) {
 // range the constant is what the cast to `to` makes of it.
 at::Scalar scalarFor(const Operand& o, at::ScalarType to) {
   const at::Scalar s = scalarOf(o);
-  if (!s.isFloatingPoint() || !at::isFloatingType(to) || to == at::kDouble || !std::isfinite(s.toDouble()) ||
-      std::fabs(s.toDouble()) <= 65504.0)  // f16's largest: every float type but f64 holds the value
+  if (!s.isFloatingPoint() || !at::isFloatingType(to) || to == at::kDouble || heldByEveryFloatType(s.toDouble()))
     return s;
   return at::scalar_tensor(s, at::TensorOptions().dtype(at::kDouble)).to(to).item();
 }
@@ -329,7 +332,7 @@ std::vector<at::Tensor> evaluateReference(const ChainSpec& spec, at::TensorList 
         // record), and it still takes part in the op-math conversions below.
         // Beyond f16's range (where a float type may overflow), made in double and converted: +-inf, as
         // eager's `y * 1e39` has it, where at::scalar_tensor(1e39, kFloat) raised; else one dispatch per call.
-        values.push_back(std::isfinite(v.constant) && std::fabs(v.constant) > 65504.0
+        values.push_back(!heldByEveryFloatType(v.constant)
                              ? at::scalar_tensor(v.constant, at::TensorOptions().dtype(at::kDouble)).to(toScalarType(v.dtype))
                              : at::scalar_tensor(v.constant, at::TensorOptions().dtype(toScalarType(v.dtype))));
         break;

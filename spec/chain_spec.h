@@ -14,6 +14,7 @@ const char* dtypeName(DType d);            // "bf16"
 bool parseDType(const std::string& s, DType* out);
 int dtypeBytes(DType d);
 bool isFloating(DType d);
+bool isHalfFloat(DType d);  // bf16 or f16: the types whose values eager rounds after each op
 // The number a tensor of an integer or bool type holds for `v`, as torch's casts make it: truncated and
 // wrapped to the type's width (full((), 2.5, dtype=int64) is 2, full((), -1, dtype=uint8) 255), bool 0 or 1;
 // `v` itself for the float types, which the kernels round. Every spec constant is stored so.

@@ -46,6 +46,7 @@ bool parseDType(const std::string& s, DType* out) {
 int dtypeBytes(DType d) { return info(d).bytes; }
 
 bool isFloating(DType d) { return info(d).floating; }
+bool isHalfFloat(DType d) { return d == DType::BF16 || d == DType::F16; }
 
 double heldAs(double v, DType d) {
   if (d == DType::Bool) return v != 0 ? 1.0 : 0.0;  // NaN too is true

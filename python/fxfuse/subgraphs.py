@@ -11,9 +11,12 @@ import torch
 __all__ = ["CONTROL_FLOW_OPS", "subgraph_modules", "subgraph_gemms", "not_fused_entries", "subgraph_gemm_entries",
            "wrapped_gemm_entries"]
 
-_GEMMS = {"aten.mm.default", "aten.addmm.default", "aten.bmm.default", "aten.baddbmm.default",
-          "aten.linear.default", "aten.matmul.default", "aten._int_mm.default", "aten._scaled_mm.default",
-          "aten.mv.default", "aten.addmv.default", "aten.addbmm.default"}  # the pass's otherGemmOp's too
+
+def _is_gemm(node: torch.fx.Node) -> bool:
+    """A matrix product by the pass's own list (pass/gemm_anchor.h): one it matches or one it names."""
+    from . import _C
+
+    return node.op == "call_function" and _C.is_gemm_op(str(node.target))
 
 
 # The higher-order operators whose subgraphs are control flow: each runs its graph as the program
@@ -53,8 +56,7 @@ def subgraph_modules(graph: torch.fx.Graph, module: torch.nn.Module | None,
 def subgraph_gemms(name: str, sub: torch.fx.GraphModule) -> list[tuple[str, torch.fx.Node]]:
     """(path of its graph, node) of each GEMM of the subgraph ``sub``, named ``name``, and of the subgraphs
     nested in it: paths ``name``, ``name.<inner>``, ..."""
-    found = [(name, node) for node in sub.graph.nodes
-             if node.op == "call_function" and str(node.target) in _GEMMS]
+    found = [(name, node) for node in sub.graph.nodes if _is_gemm(node)]
     for flow in (True, False):
         for inner, nested in subgraph_modules(sub.graph, sub, control_flow=flow):
             found += subgraph_gemms(f"{name}.{inner}", nested)

@@ -317,6 +317,7 @@ def make_module() -> types.ModuleType:
     m.stats = lambda: dict(_stats)
     m.reset_stats = lambda: _stats.update({k: 0 for k in _stats})
     m.library_version = lambda: "standin-0"
+    m.is_gemm_op = lambda target: target in _GEMMS
     m.nvrtc_available = lambda: False
     m.cuda_driver_available = lambda: False
 

@@ -329,6 +329,29 @@ def test_run_on_graph_leaves_subgraphs_unsearched_by_default():
     assert result.subgraphs == []
 
 
+class _CondPackedGemm(torch.nn.Module):
+    """A branch whose only GEMM is one the pass names but does not match (packed int8 weights)."""
+
+    def forward(self, x, w, s):
+        return torch.cond(x.sum() > 0, lambda x: torch._weight_int8pack_mm(x, w, s), lambda x: x[:, :12] * 2, (x,))
+
+
+@pytest.mark.needs_real_pass
+def test_a_branch_gemm_the_pass_names_unsupported_is_reported_by_the_backend_too():
+    """The subgraphs' GEMMs are found by the pass's own list (fxfuse._C.is_gemm_op): a packed-weight GEMM,
+    which the pass's report names unsupported_gemm_op, is not missing from the backend's report (it was,
+    while Python kept a shorter copy of the list)."""
+    args = (torch.randn(4, 16, dtype=torch.bfloat16), torch.randint(-100, 100, (12, 16), dtype=torch.int8),
+            torch.rand(12, dtype=torch.bfloat16) + 0.5)
+    ep = torch.export.export(_CondPackedGemm(), args)
+    (entry,) = fxfuse.report(ep).entries
+    assert (entry["gemm"], entry["reason"]) == ("true_graph_0._weight_int8pack_mm", "unsupported_gemm_op"), entry
+    result = run_on_graph(copy.deepcopy(ep.graph_module).graph, Options())
+    assert [(e["gemm"], e["reason"]) for e in result.plan["report"]] == [
+        ("true_graph_0._weight_int8pack_mm", "control_flow")]
+    assert fxfuse._C.is_gemm_op("aten.mm.dtype") and not fxfuse._C.is_gemm_op("aten.add.Tensor")
+
+
 class _CondBareGemm(torch.nn.Module):
     """A branch with a bare GEMM (nothing to fuse), so a GEMM stays in the subgraph after Inductor's own
     pass over it."""
