@@ -66,6 +66,20 @@ def _graph_label(graph: torch.fx.Graph) -> str:
     return "inference"
 
 
+def _wrapper_refusal() -> tuple[str, str] | None:
+    """Inductor's ``cpp_wrapper=True`` cannot call the fused op (two torch bugs any custom op with a string
+    argument and a list result meets): it pastes the spec, which has newlines, into a C++ string literal as
+    it is (the graph fails to compile), and with the newlines escaped it reads a one-tensor list result as a
+    tensor (the program crashes). Under that wrapper every chain stays Inductor's, named."""
+    from torch._inductor import config
+
+    if not config.cpp_wrapper:
+        return None
+    return ("cpp_wrapper", "Inductor's cpp_wrapper=True cannot call the fused op (torch bugs: it pastes the "
+            "op's spec into C++ unescaped and misreads a one-tensor list result); the chain stays Inductor's. "
+            "The default Python wrapper fuses it")
+
+
 class FxfusePass(_PassBase):
     """The fxfuse pass as an Inductor ``CustomGraphPass``. ``uuid()`` changes with the
     library version, these Python sources and the options, so Inductor's FX graph cache
@@ -82,7 +96,7 @@ class FxfusePass(_PassBase):
         # that holds it (torch._inductor.compile_fx._recursive_post_grad_passes), and those runs fuse and
         # report their GEMMs. Reporting them here too (control_flow) named each such GEMM twice; searching
         # them from here (subgraph_fusion.py) would repeat those runs on subgraphs Inductor is about to lower.
-        run_on_graph(graph, self.options, _graph_label(graph), subgraphs="own_runs")
+        run_on_graph(graph, self.options, _graph_label(graph), subgraphs="own_runs", refusal=_wrapper_refusal())
 
     def uuid(self) -> Any:
         h = hashlib.sha256()

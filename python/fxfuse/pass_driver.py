@@ -279,19 +279,36 @@ def _mark_skipped(plan: dict[str, Any], skipped: dict[int, str]) -> None:
             counters["chains_fused"] = max(0, counters.get("chains_fused", 0) - 1)
 
 
+def _refuse_rewrites(plan: dict[str, Any], reason: str, detail: str) -> None:
+    """Every chain of ``plan`` stays unfused, its GEMM "not_fused" with ``reason``: the caller knows the
+    graph's compiler cannot call the op."""
+    counters = plan.setdefault("counters", {})
+    for entry in plan.get("report") or []:
+        if entry.get("status") == "fused":
+            entry.update(status="not_fused", reason=reason, detail=detail)
+            entry.pop("rewrite", None)
+            counters[f"reject.{reason}"] = counters.get(f"reject.{reason}", 0) + 1
+    counters["chains_fused"] = 0
+    plan["rewrites"] = []
+
+
 def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph",
-                 keep: frozenset[str] = frozenset(), subgraphs: str = "report") -> PassResult | None:
+                 keep: frozenset[str] = frozenset(), subgraphs: str = "report",
+                 refusal: tuple[str, str] | None = None) -> PassResult | None:
     """The pass on ``graph`` in place. Returns None when disabled. ``keep``: node names no rewrite may
     replace (apply_plan); they name values of ``graph`` only. ``subgraphs``: what to do with the chains
     inside the graph's control-flow subgraphs (SUBGRAPH_MODES): "fuse" rewrites them, nested ones too,
     each replaced in the owning module by its rewritten copy (subgraph_fusion.py; ``fxfuse.rewrite``);
     "report" names their GEMMs ``control_flow``; "own_runs" leaves them to the caller's own runs (the
-    torch.compile backend: backend.py says why)."""
+    torch.compile backend: backend.py says why). ``refusal``: (reason, detail) that leaves every chain
+    unfused, its GEMM reported with them (the backend's, where Inductor cannot call the op)."""
     if not options.enabled:
         return None
     root = dump_root(options.dump_dir)
     before_fx = _graph_text(graph) if root else ""
     ir_text, plan = plan_for_graph(graph, options, subgraphs=subgraphs)
+    if refusal is not None:
+        _refuse_rewrites(plan, *refusal)
     applied = apply_plan(graph, plan, keep)
     _mark_skipped(plan, applied.skipped)
     rewritten = []

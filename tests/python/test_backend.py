@@ -83,6 +83,16 @@ def test_mode_and_options_reach_inductor():
     assert s["chains_fused"] == 1
 
 
+def test_cpp_wrapper_leaves_every_chain_to_inductor_named():
+    """Inductor's cpp_wrapper=True cannot call the op (it pasted the spec's newlines into C++: the compile
+    failed; escaped, it misreads a one-tensor list result and the program crashed): the chains stay
+    Inductor's, each GEMM named cpp_wrapper, and the model compiles and runs as eager does."""
+    s = check(MLP(act="gelu"), (8, 32), options={"cpp_wrapper": True})
+    assert s["chains_fused"] == 0 and s["rejections"].get("cpp_wrapper") == 1, s
+    (entry,) = [e for e in fxfuse.report().entries if e["reason"] == "cpp_wrapper"]
+    assert "cpp_wrapper=True" in entry["detail"]
+
+
 def test_fxfuse_compile_and_backend_with(tmp_path):
     model = MLP(act="relu").eval()
     compiled = fxfuse.compile(model, mode="default", dump_dir=str(tmp_path))
