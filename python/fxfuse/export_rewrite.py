@@ -87,6 +87,21 @@ def _new_program(ep: ExportedProgram, gm: torch.fx.GraphModule, sig) -> Exported
         constants=ep.constants, verifiers=ep.verifiers)
 
 
+# Meta entries a program's graph module may hold that are not the graph's: torch.export.unflatten(ep) leaves the
+# module it built there, which cannot be deep-copied (its tensors are not graph leaves; rewrite raised, bug hunt
+# of session 54) and would be a stale back-reference in the new program.
+_NOT_COPIED_META = ("unflattened_module",)
+
+
+def _graph_module_copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A deep copy of ``gm`` without the meta entries of _NOT_COPIED_META."""
+    memo: dict[int, Any] = {id(gm.meta[key]): None for key in _NOT_COPIED_META if key in gm.meta}
+    new = copy.deepcopy(gm, memo)
+    for key in _NOT_COPIED_META:
+        new.meta.pop(key, None)
+    return new
+
+
 def rewrite(ep: ExportedProgram, dump_dir: str | None = None, options: Options | None = None,
             **option_kwargs: Any) -> ExportedProgram:
     """A new ExportedProgram with every fusable chain replaced by ``fxfuse.gemm_chain``, those inside
@@ -96,7 +111,7 @@ def rewrite(ep: ExportedProgram, dump_dir: str | None = None, options: Options |
     opts = _options(options, option_kwargs)
     if dump_dir is not None:
         opts = dataclasses.replace(opts, dump_dir=dump_dir)
-    gm = copy.deepcopy(ep.graph_module)
+    gm = _graph_module_copy(ep.graph_module)
     result = run_on_graph(gm.graph, opts, "export", keep=_signature_names(ep), subgraphs="fuse")
     gm.recompile()
     if result is None or not (result.applied.applied or any(sub.applied.applied for sub in result.subgraphs)):

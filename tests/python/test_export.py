@@ -221,6 +221,24 @@ def test_other_gemm_ops_are_reported_with_a_reason():
     assert entry["status"] == "not_fused" and entry["reason"] == "unsupported_gemm_op", entry
 
 
+def test_a_program_unflattened_before_rewrites_and_its_rewrite_too():
+    """torch.export.unflatten(ep) leaves its module in ep.graph_module.meta, which cannot be deep-copied:
+    rewrite raised (bug hunt, session 54). The new program does not carry it, and a rewritten program that was
+    unflattened rewrites again."""
+    model = MLP(act="relu").eval()
+    ep = torch.export.export(model, (torch.randn(8, 32),))
+    torch.export.unflatten(ep)
+    ep2 = fxfuse.rewrite(ep)
+    assert "unflattened_module" in ep.graph_module.meta and "unflattened_module" not in ep2.graph_module.meta
+    assert sum(n.target == torch.ops.fxfuse.gemm_chain.default for n in ep2.graph.nodes) == 1
+    torch.export.unflatten(ep2)
+    ep3 = fxfuse.rewrite(ep2)
+    x = torch.randn(8, 32)
+    with torch.no_grad():
+        for program in (ep2, ep3):
+            assert rel_err(program.module()(x), model(x)) < 1e-4
+
+
 def test_rewrite_rejects_non_programs():
     with pytest.raises(TypeError):
         fxfuse.rewrite(MLP())
