@@ -57,6 +57,10 @@ namespace {
 constexpr const char* kAnchorKinds[] = {"mm", "addmm", "bmm", "baddbmm", "linear", "matmul"};
 
 bool startsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+// `target` names the op `name`: any overload ("aten.mv.default"), or the op itself (a graph holds
+// Inductor's mkl._mkl_linear without one).
+bool namesOp(std::string_view target, const std::string& name) { return target == name || startsWith(target, name + "."); }
 }  // namespace
 
 bool isGemmAnchorTarget(std::string_view target) {
@@ -67,24 +71,29 @@ bool isGemmAnchorTarget(std::string_view target) {
 
 std::string otherGemmTarget(std::string_view target) {
   static const std::pair<const char*, const char*> kOthers[] = {
-      {"aten._int_mm.", "an int8 x int8 -> int32 GEMM (torch._int_mm)"},
-      {"aten._scaled_mm.", "a scaled fp8 GEMM (torch._scaled_mm)"},
-      {"aten._weight_int8pack_mm.", "a GEMM on packed int8 weights"},
-      {"aten._weight_int4pack_mm.", "a GEMM on packed int4 weights"},
-      {"aten._weight_int4pack_mm_for_cpu.", "a GEMM on packed int4 weights"},
-      {"aten._addmm_activation.", "addmm with its activation (Inductor's)"},
-      {"aten.addbmm.", "a batched GEMM summed over its batch (addbmm)"},
-      {"aten.mv.", "a matrix-vector product"},
-      {"aten.addmv.", "a matrix-vector product"},
-      {"aten.tensordot.", "a tensordot"},
-      {"aten.bilinear.", "a bilinear form"},
+      {"aten._int_mm", "an int8 x int8 -> int32 GEMM (torch._int_mm)"},
+      {"aten._scaled_mm", "a scaled fp8 GEMM (torch._scaled_mm)"},
+      {"aten._weight_int8pack_mm", "a GEMM on packed int8 weights"},
+      {"aten._weight_int4pack_mm", "a GEMM on packed int4 weights"},
+      {"aten._weight_int4pack_mm_for_cpu", "a GEMM on packed int4 weights"},
+      {"aten._addmm_activation", "addmm with its activation (Inductor's)"},
+      {"aten.addbmm", "a batched GEMM summed over its batch (addbmm)"},
+      {"aten.mv", "a matrix-vector product"},
+      {"aten.addmv", "a matrix-vector product"},
+      {"aten.tensordot", "a tensordot"},
+      {"aten.bilinear", "a bilinear form"},
+      // Inductor's CPU freezing puts linears on prepacked weights before its post-grad passes (it fuses their
+      // pointwise ops itself)
+      {"mkl._mkl_linear", "an MKL linear on prepacked weights (Inductor's CPU freezing)"},
+      {"mkldnn._linear_pointwise", "a oneDNN linear on prepacked weights (Inductor's CPU freezing)"},
+      {"onednn.qlinear_pointwise", "a quantized oneDNN linear (Inductor's CPU freezing)"},
   };
   if (isGemmAnchorTarget(target)) return "";
-  for (const auto& [prefix, what] : kOthers)
-    if (startsWith(target, prefix)) return what;
+  for (const auto& [name, what] : kOthers)
+    if (namesOp(target, name)) return what;
   // the GEMM targets' other overloads (aten.mm.dtype: mm with an output dtype)
   for (const char* kind : kAnchorKinds)
-    if (startsWith(target, "aten." + std::string(kind) + ".")) return "an overload of a GEMM the pass matches only as .default";
+    if (namesOp(target, "aten." + std::string(kind))) return "an overload of a GEMM the pass matches only as .default";
   return "";
 }
 

@@ -93,6 +93,17 @@ def test_cpp_wrapper_leaves_every_chain_to_inductor_named():
     assert "cpp_wrapper=True" in entry["detail"]
 
 
+def test_cpu_freezing_prepacked_linear_is_named(monkeypatch):
+    """Inductor's CPU freezing puts a linear on MKL's / oneDNN's prepacked weights before the pass runs: the
+    report said "no GEMM in this graph"; it now names it unsupported_gemm_op (or, where torch keeps addmm,
+    the chain fuses). Either way the GEMM is seen and the result is eager's."""
+    monkeypatch.setattr(torch._inductor.config, "freezing", True)
+    s = check(torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.GELU()), (8, 64))
+    assert s["gemms_seen"] == 1, s
+    named = [e for e in fxfuse.report().entries if e.get("reason") == "unsupported_gemm_op"]
+    assert s["chains_fused"] == 1 or any("Inductor's CPU freezing" in e["detail"] for e in named), fxfuse.report()
+
+
 def test_fxfuse_compile_and_backend_with(tmp_path):
     model = MLP(act="relu").eval()
     compiled = fxfuse.compile(model, mode="default", dump_dir=str(tmp_path))
