@@ -25,16 +25,38 @@ bool dimensioned16(const spec::ChainSpec& spec, int id) {
                        (v.kind == spec::ValueKind::Input && !v.dims.empty());
   return hasDims && spec::isHalfFloat(v.dtype);
 }
+
+bool isIntegerType(spec::DType d) { return !isFloating(d) && d != spec::DType::Bool; }
+
+// The type eager gives a Python int beside integer tensors of these types: theirs (an int number does not
+// widen an integer tensor: `int32 < 2**40` compares with 2**40 wrapped to int32), the wider of two of one
+// signedness, else i64 (no integer tensor, or u8 beside a signed one: the spec has no i16).
+spec::DType integerNumberType(const std::vector<spec::DType>& tensors) {
+  std::optional<spec::DType> common;
+  for (spec::DType d : tensors) {
+    if (!isIntegerType(d)) continue;
+    if (!common) {
+      common = d;
+    } else if ((d == spec::DType::U8) != (*common == spec::DType::U8)) {
+      return spec::DType::I64;
+    } else if (spec::dtypeBytes(d) > spec::dtypeBytes(*common)) {
+      common = d;
+    }
+  }
+  return common.value_or(spec::DType::I64);
+}
 }  // namespace
 
 std::optional<std::vector<int>> LoweringContext::operands(const std::vector<ir::Arg>& args, bool comparison) {
   std::vector<int> ids(args.size(), -1);
+  std::vector<spec::DType> tensorTypes;
   bool floating = isFloating(node_.type.tensor.dtype);
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].isValue()) {
       ids[i] = resolver_.tensor(args[i]);
       if (ids[i] < 0) return std::nullopt;
-      floating = floating || isFloating(builder_.dtypeOf(ids[i]));
+      tensorTypes.push_back(builder_.dtypeOf(ids[i]));
+      floating = floating || isFloating(tensorTypes.back());
     } else if (!args[i].isExactNumber()) {
       return std::nullopt;  // a list, string, … where an operand belongs, or an int beyond 2^53
     }
@@ -48,7 +70,7 @@ std::optional<std::vector<int>> LoweringContext::operands(const std::vector<ir::
     const ir::Arg& a = args[i];
     spec::DType dt = spec::DType::F32;
     if (!floating && a.kind != ir::Arg::Kind::Float)
-      dt = a.kind == ir::Arg::Kind::Bool ? spec::DType::Bool : spec::DType::I64;
+      dt = a.kind == ir::Arg::Kind::Bool ? spec::DType::Bool : integerNumberType(tensorTypes);
     if (common16 && a.kind != ir::Arg::Kind::Bool) dt = *common16;
     ids[i] = builder_.constant(a.number(), dt);
   }
@@ -70,6 +92,20 @@ void LoweringContext::roundToCommonDtype(std::vector<int>* operands) {
       continue;
     (*operands)[1 - i] = builder_.op("convert", {other}, spec.values[tensor].dtype);
     return;
+  }
+}
+
+void LoweringContext::convertIntegerTensors(std::vector<int>* operands, size_t first) {
+  const spec::ChainSpec& spec = builder_.spec();
+  std::optional<spec::DType> common;
+  if (spec::isHalfFloat(node_.type.tensor.dtype)) common = node_.type.tensor.dtype;
+  for (size_t i = first; i < operands->size() && !common; ++i)  // a comparison: its 16-bit operand's type
+    if (dimensioned16(spec, (*operands)[i])) common = builder_.dtypeOf((*operands)[i]);
+  if (!common) return;
+  for (size_t i = first; i < operands->size(); ++i) {
+    const spec::Value& v = spec.values[(*operands)[i]];
+    if (v.kind != spec::ValueKind::Const && !isFloating(v.dtype))
+      (*operands)[i] = builder_.op("convert", {(*operands)[i]}, *common);
   }
 }
 
@@ -107,6 +143,7 @@ LowerFn binary(const char* op) {
   return [op](LoweringContext& c) -> std::optional<int> {
     auto v = c.operands({c.arg(0, "self", Arg::none()), c.arg(1, "other", Arg::none())});
     if (!v) return std::nullopt;
+    c.convertIntegerTensors(&*v);
     return c.emit(op, *v);
   };
 }
@@ -117,6 +154,7 @@ LowerFn comparison(const char* op) {
     auto v = c.operands({c.arg(0, "self", Arg::none()), c.arg(1, "other", Arg::none())}, /*comparison=*/true);
     if (!v) return std::nullopt;
     c.roundToCommonDtype(&*v);
+    c.convertIntegerTensors(&*v);
     return c.emit(op, *v);
   };
 }
@@ -136,6 +174,7 @@ LowerFn withAlpha(const char* op, bool reversed) {
     auto v = c.operands({x, y}, /*comparison=*/round);
     if (!v) return std::nullopt;
     if (round) c.roundToCommonDtype(&*v);
+    c.convertIntegerTensors(&*v);
     int rhs = scaled ? c.emitIntermediate("mul", {(*v)[1], c.alphaConstant(alpha.number())}) : (*v)[1];
     return c.emit(op, {(*v)[0], rhs});
   };
@@ -175,6 +214,7 @@ LowerFn clampLike(bool hasMin, bool hasMax) {
       if (bound.isNumber() && std::isnan(bound.number())) return std::nullopt;
     auto v = c.operands({c.arg(0, "self", Arg::none()), boundOrNan(lo), boundOrNan(hi)});
     if (!v) return std::nullopt;
+    c.convertIntegerTensors(&*v);
     return c.emit("clamp", *v);
   };
 }
@@ -206,6 +246,7 @@ std::optional<int> lowerWhere(LoweringContext& c) {
   auto v = c.operands({c.arg(0, "condition", Arg::none()), c.arg(1, "self", Arg::none()),
                        c.arg(2, "other", Arg::none())});
   if (!v) return std::nullopt;
+  c.convertIntegerTensors(&*v, /*first=*/1);  // not the condition
   return c.emit("where", *v);
 }
 

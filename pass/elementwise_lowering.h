@@ -39,6 +39,10 @@ class LoweringContext {
   // a 0-d tensor compares against that value rounded to the tensor's dtype (`y > 0.1` is
   // `y > bf16(0.1)`). A number is typed so by operands(.., true); a 0-d input gets a `convert` here.
   void roundToCommonDtype(std::vector<int>* operands);
+  // Eager converts an integer or bool tensor operand to the common dtype before the op: beside a 16-bit
+  // float result (or, for a comparison, a 16-bit operand with dims) it is rounded to that type (`y_bf16 +
+  // r_int32` adds bf16(r); f16(70000) is inf). Operands from index `first` (where's condition stays bool).
+  void convertIntegerTensors(std::vector<int>* operands, size_t first = 0);
   // add / sub's alpha, a number: typed as the result where ATen rounds it so first (a 16-bit add on the CPU;
   // CUDA's kernels do not round it), else as operands() types a number.
   int alphaConstant(double alpha);

@@ -176,3 +176,48 @@ def test_bf16_chain_times_0d_f32_tensor_matches_eager_exactly():
     for s in (0.1, 0.044715, 3.3):
         run = args[:2] + (torch.tensor(s),)
         torch.testing.assert_close(gm(*run), fn(*run), rtol=0, atol=0)
+
+
+class _WithOperand(torch.nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, x, w, r):
+        return self.f(x @ w.t(), r)
+
+
+def _fused_equals_eager(f, x, w, r):
+    model = _WithOperand(f)
+    ep2 = fxfuse.rewrite(torch.export.export(model, (x, w, r)))
+    assert sum(n.target == torch.ops.fxfuse.gemm_chain.default for n in ep2.graph.nodes) == 1
+    torch.testing.assert_close(ep2.module()(x, w, r), model(x, w, r), rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.needs_real_pass
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("f", [lambda y, r: y + r, lambda y, r: y * r, lambda y, r: y / r, lambda y, r: r - y,
+                               lambda y, r: (y + 256.5) == r, lambda y, r: torch.maximum(y, r),
+                               lambda y, r: torch.where(y > 0.25, r, y)],
+                         ids=["add", "mul", "div", "rsub", "eq", "maximum", "where"])
+def test_an_integer_tensor_beside_a_16bit_result_is_rounded_to_it(dtype, f):
+    """Eager converts an integer tensor operand to the 16-bit common dtype first (bf16(257) is 256, f16(70000)
+    inf); the chain converted it to f32 exactly: 258 where eager has 256 (bug hunt, session 54)."""
+    g = testlib.generator("cpu", "int_beside_16bit")
+    r = torch.tensor([257, 2049, 70000, -70000], dtype=torch.int32)[torch.randperm(4, generator=g)]
+    x = (torch.rand(3, 2, generator=g) + 0.25).to(dtype)
+    w = torch.ones(4, 2, dtype=dtype)
+    _fused_equals_eager(f, x, w, r)
+
+
+@pytest.mark.needs_real_pass
+@pytest.mark.parametrize("f", [lambda y, r: y.to(torch.int32) < 2**40, lambda y, r: y.to(torch.int32) == 2**32 + 3,
+                               lambda y, r: y.to(torch.int8) == 259, lambda y, r: y.to(torch.uint8).clamp(min=-1),
+                               lambda y, r: y.to(torch.uint8) >= -1, lambda y, r: y.to(torch.int32) + r],
+                         ids=["i32_lt", "i32_eq", "i8_eq", "u8_clamp", "u8_ge", "i32_plus_i64"])
+def test_a_python_int_beside_an_integer_tensor_is_held_in_its_type(f):
+    """Eager holds a Python int beside an integer tensor in that tensor's type (wrapped: `int32 < 2**40`
+    compares with 0); the chain held it as int64 (bug hunt, session 54)."""
+    x = torch.ones(2, 1)
+    w = torch.tensor([[0.0], [3.0], [5.0], [100.0]]) * (1 + torch.randint(0, 2, (4, 1), generator=testlib.generator("cpu", "int_number")))
+    _fused_equals_eager(f, x, w, torch.tensor(7))
