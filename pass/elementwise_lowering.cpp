@@ -168,6 +168,12 @@ LowerFn withAlpha(const char* op, bool reversed) {
     Arg alpha = c.arg(2, "alpha", Arg::integer(1));
     if (!alpha.isExactNumber()) return std::nullopt;
     bool scaled = alpha.number() != 1.0;
+    // Eager's float32 / float64 add computes `x + alpha * y` with one rounding (a fused multiply-add): the
+    // chain's mul then add rounds twice, and where alpha * y overflows gives NaN for eager's inf (bug hunt,
+    // session 54). Only alpha = -1 is exact so; other alphas end the chain here. (A 16-bit result rounds
+    // once more to its type, which hides the double rounding; the CPU's alpha is rounded as ATen's: above.)
+    const spec::DType result = c.node().type.tensor.dtype;
+    if (scaled && alpha.number() != -1.0 && isFloating(result) && !spec::isHalfFloat(result)) return std::nullopt;
     // Scaled on the CPU in 16 bits, a number or 0-d operand is rounded to the tensor's type, as ATen's add does
     // (without alpha the CPU kernel calls ATen's add itself; the alpha multiply would hide the 0-d operand)
     const bool round = scaled && c.roundsScalarsToResult();
