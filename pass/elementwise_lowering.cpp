@@ -103,8 +103,11 @@ void LoweringContext::convertIntegerTensors(std::vector<int>* operands, size_t f
     if (dimensioned16(spec, (*operands)[i])) common = builder_.dtypeOf((*operands)[i]);
   if (!common) return;
   for (size_t i = first; i < operands->size(); ++i) {
+    // A 0-d integer input is not: ATen's kernels read it as a scalar in opmath, unrounded (`y_bf16 * int32(257)`
+    // multiplies by 257 on the CPU), and session 53's rules type it where they round it.
     const spec::Value& v = spec.values[(*operands)[i]];
-    if (v.kind != spec::ValueKind::Const && !isFloating(v.dtype))
+    const bool zeroDimInput = v.kind == spec::ValueKind::Input && v.dims.empty();
+    if (v.kind != spec::ValueKind::Const && !zeroDimInput && !isFloating(v.dtype))
       (*operands)[i] = builder_.op("convert", {(*operands)[i]}, *common);
   }
 }

@@ -41,7 +41,8 @@ class LoweringContext {
   void roundToCommonDtype(std::vector<int>* operands);
   // Eager converts an integer or bool tensor operand to the common dtype before the op: beside a 16-bit
   // float result (or, for a comparison, a 16-bit operand with dims) it is rounded to that type (`y_bf16 +
-  // r_int32` adds bf16(r); f16(70000) is inf). Operands from index `first` (where's condition stays bool).
+  // r_int32` adds bf16(r); f16(70000) is inf); not a 0-d input, which eager reads unrounded. Operands from index
+  // `first` (where's condition stays bool).
   void convertIntegerTensors(std::vector<int>* operands, size_t first = 0);
   // add / sub's alpha, a number: typed as the result where ATen rounds it so first (a 16-bit add on the CPU;
   // CUDA's kernels do not round it), else as operands() types a number.

@@ -221,3 +221,16 @@ def test_a_python_int_beside_an_integer_tensor_is_held_in_its_type(f):
     x = torch.ones(2, 1)
     w = torch.tensor([[0.0], [3.0], [5.0], [100.0]]) * (1 + torch.randint(0, 2, (4, 1), generator=testlib.generator("cpu", "int_number")))
     _fused_equals_eager(f, x, w, torch.tensor(7))
+
+
+@pytest.mark.needs_real_pass
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("f", [lambda y, r: y + r, lambda y, r: y * r, lambda y, r: y / r, lambda y, r: r - y],
+                         ids=["add", "mul", "div", "rsub"])
+def test_a_0d_integer_tensor_beside_a_16bit_result_is_read_unrounded(dtype, f):
+    """Unlike one with dims, a 0-d integer operand is read as a scalar in opmath by ATen's CPU kernels: f16
+    `y * int32(70000)` is 35008, not inf. The first form of session 54's integer mend rounded it too."""
+    g = testlib.generator("cpu", "int_0d_beside_16bit")
+    r = torch.tensor([257, 2049, 70000][int(torch.randint(0, 3, (), generator=g))], dtype=torch.int32)
+    x = torch.full((3, 2), 0.25, dtype=dtype) * (1 + torch.randint(0, 2, (3, 1), generator=g))
+    _fused_equals_eager(f, x, torch.ones(4, 2, dtype=dtype), r)
