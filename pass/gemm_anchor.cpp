@@ -97,6 +97,8 @@ std::string otherGemmTarget(std::string_view target) {
   return "";
 }
 
+bool isGemmTarget(std::string_view target) { return isGemmAnchorTarget(target) || !otherGemmTarget(target).empty(); }
+
 bool isGemmAnchor(const ir::Node& n) { return n.op == ir::Node::Op::Call && isGemmAnchorTarget(n.target); }
 
 std::string otherGemmOp(const ir::Node& n) { return n.op == ir::Node::Op::Call ? otherGemmTarget(n.target) : ""; }

@@ -36,6 +36,8 @@ bool isGemmAnchorTarget(std::string_view target);
 // matrix-vector forms, the anchors' other overloads): what it is, in words, so that the report names it;
 // "" for any other target. Not einsum or dot: an einsum may be elementwise, a dot a reduction.
 std::string otherGemmTarget(std::string_view target);
+// Either: a matrix product the report names (fused, or unsupported_gemm_op).
+bool isGemmTarget(std::string_view target);
 
 bool isGemmAnchor(const ir::Node& node);
 std::string otherGemmOp(const ir::Node& node);

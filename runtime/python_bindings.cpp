@@ -40,7 +40,7 @@ std::string runPass(const std::string& ir, const std::string& options) {
 
 bool isGemmOp(const std::string& target) {
 #if FXFUSE_RUN_PASS
-  return fxfuse::pass::isGemmAnchorTarget(target) || !fxfuse::pass::otherGemmTarget(target).empty();
+  return fxfuse::pass::isGemmTarget(target);
 #else
   (void)target;
   throw std::runtime_error("fxfuse._C was built without the pass library (pass/gemm_anchor.h)");

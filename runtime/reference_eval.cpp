@@ -40,6 +40,10 @@ using OpFn = std::function<at::Tensor(const std::vector<Operand>&)>;
 // constant overflows one of them, and is made in double and converted (+-inf, as eager has it).
 bool heldByEveryFloatType(double v) { return !std::isfinite(v) || std::fabs(v) <= 65504.0; }
 
+// `v` rounded to the 16-bit float type T, as a double.
+template <class T>
+double roundedThrough(double v) { return static_cast<float>(T(static_cast<float>(v))); }
+
 // A spec constant as eager passed it: a Python scalar (callsAsEagerDid says why it matters), an int
 // where the spec types it integral (an integer tensor and a double Scalar compute in float32:
 // `int32 + 1` was off by one above 2^24).
@@ -50,8 +54,8 @@ at::Scalar scalarOf(const Operand& o) {
   const at::ScalarType type = toScalarType(o.value->dtype);
   if (at::isIntegralType(type, /*includeBool=*/false) && std::trunc(v) == v && std::fabs(v) < 9.2e18)
     return at::Scalar(static_cast<int64_t>(v));
-  if (type == at::kBFloat16) return at::Scalar(static_cast<double>(static_cast<float>(c10::BFloat16(static_cast<float>(v)))));
-  if (type == at::kHalf) return at::Scalar(static_cast<double>(static_cast<float>(c10::Half(static_cast<float>(v)))));
+  if (type == at::kBFloat16) return at::Scalar(roundedThrough<c10::BFloat16>(v));
+  if (type == at::kHalf) return at::Scalar(roundedThrough<c10::Half>(v));
   return at::Scalar(v);
 }
 

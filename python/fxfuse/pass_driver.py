@@ -266,29 +266,24 @@ def _kernels(result: ApplyResult) -> list[tuple[int, str, tuple[int, int, int, i
     return [(rid, node.args[1], problem_shape(node)) for rid, node in sorted(result.fused_nodes.items())]
 
 
-def _mark_skipped(plan: dict[str, Any], skipped: dict[int, str]) -> None:
-    """A rewrite apply_plan refused makes its GEMM "not_fused" with reason ``apply_rejected``."""
+def _mark_skipped(plan: dict[str, Any], skipped: dict[int, str], reason: str = "apply_rejected") -> None:
+    """Each rewrite of ``skipped`` (its id: why) leaves its GEMM "not_fused" with ``reason``: apply_plan
+    refused it, or the caller knows the graph's compiler cannot call the op (_refuse_rewrites)."""
     if not skipped:
         return
     counters = plan.setdefault("counters", {})
     for entry in plan.get("report") or []:
         if entry.get("status") == "fused" and entry.get("rewrite") in skipped:
-            entry.update(status="not_fused", reason="apply_rejected", detail=skipped[entry["rewrite"]])
-            counters["reject.apply_rejected"] = counters.get("reject.apply_rejected", 0) + 1
+            entry.update(status="not_fused", reason=reason, detail=skipped[entry["rewrite"]])
+            counters[f"reject.{reason}"] = counters.get(f"reject.{reason}", 0) + 1
             # the pass counted it fused: the report's counters line had 3 chains beside 2 ops (hunt D, session 53)
             counters["chains_fused"] = max(0, counters.get("chains_fused", 0) - 1)
 
 
 def _refuse_rewrites(plan: dict[str, Any], reason: str, detail: str) -> None:
-    """Every chain of ``plan`` stays unfused, its GEMM "not_fused" with ``reason``: the caller knows the
-    graph's compiler cannot call the op."""
-    counters = plan.setdefault("counters", {})
-    for entry in plan.get("report") or []:
-        if entry.get("status") == "fused":
-            entry.update(status="not_fused", reason=reason, detail=detail)
-            entry.pop("rewrite", None)
-            counters[f"reject.{reason}"] = counters.get(f"reject.{reason}", 0) + 1
-    counters["chains_fused"] = 0
+    """Every chain of ``plan`` stays unfused, its GEMM "not_fused" with ``reason`` and ``detail``."""
+    rewrites = plan.get("rewrites") or []
+    _mark_skipped(plan, {rw.get("id", i): detail for i, rw in enumerate(rewrites)}, reason)
     plan["rewrites"] = []
 
 
