@@ -81,34 +81,25 @@ int LoweringContext::emit(const std::string& op, std::vector<int> operands) {
   return builder_.op(op, std::move(operands), node_.type.tensor.dtype);
 }
 
-void LoweringContext::roundToCommonDtype(std::vector<int>* operands) {
-  const spec::ChainSpec& spec = builder_.spec();
-  for (size_t i = 0; i < 2; ++i) {
-    const int tensor = (*operands)[i], other = (*operands)[1 - i];
-    const spec::Value& o = spec.values[other];
-    // the other a 0-d input of another type (a number was typed by operands())
-    if (!dimensioned16(spec, tensor) || o.kind != spec::ValueKind::Input || !o.dims.empty() ||
-        o.dtype == spec.values[tensor].dtype || o.dtype == spec::DType::Bool)
-      continue;
-    (*operands)[1 - i] = builder_.op("convert", {other}, spec.values[tensor].dtype);
-    return;
-  }
-}
-
-void LoweringContext::convertIntegerTensors(std::vector<int>* operands, size_t first) {
+void LoweringContext::convertToCommonDtype(std::vector<int>* operands, CpuScalars cpuScalars, size_t first) {
   const spec::ChainSpec& spec = builder_.spec();
   std::optional<spec::DType> common;
   if (spec::isHalfFloat(node_.type.tensor.dtype)) common = node_.type.tensor.dtype;
   for (size_t i = first; i < operands->size() && !common; ++i)  // a comparison: its 16-bit operand's type
     if (dimensioned16(spec, (*operands)[i])) common = builder_.dtypeOf((*operands)[i]);
   if (!common) return;
+  // ATen's CPU kernels for a 16-bit add / sub / mul / div read a one-element operand as a scalar, unrounded in
+  // some positions (mul / div: the second); the CPU kernel calls ATen on it as eager did (reference_eval's
+  // zeroDimOperandAsEagerDid). CUDA's kernels load every tensor operand as the common type.
+  const bool scalarsConverted = node_.type.tensor.device != "cpu" || cpuScalars == CpuScalars::Rounded;
   for (size_t i = first; i < operands->size(); ++i) {
-    // A 0-d integer input is not: ATen's kernels read it as a scalar in opmath, unrounded (`y_bf16 * int32(257)`
-    // multiplies by 257 on the CPU), and session 53's rules type it where they round it.
     const spec::Value& v = spec.values[(*operands)[i]];
-    const bool zeroDimInput = v.kind == spec::ValueKind::Input && v.dims.empty();
-    if (v.kind != spec::ValueKind::Const && !zeroDimInput && !isFloating(v.dtype))
-      (*operands)[i] = builder_.op("convert", {(*operands)[i]}, *common);
+    if (v.kind == spec::ValueKind::Const || v.dtype == *common) continue;  // a number is typed by operands()
+    const bool oneElement = spec::isOneElementInput(v);
+    // a float with dims of another type would have been the common type (bf16 beside f16 is f32)
+    if (isFloating(v.dtype) && !(oneElement && v.dims.empty())) continue;
+    if (oneElement && !scalarsConverted) continue;
+    (*operands)[i] = builder_.op("convert", {(*operands)[i]}, *common);
   }
 }
 
@@ -142,22 +133,21 @@ LowerFn unary(const char* op) {
 }
 
 // f(x, y)  ->  `op %x %y` (either may be a scalar const)
-LowerFn binary(const char* op) {
-  return [op](LoweringContext& c) -> std::optional<int> {
+LowerFn binary(const char* op, LoweringContext::CpuScalars cpuScalars) {
+  return [op, cpuScalars](LoweringContext& c) -> std::optional<int> {
     auto v = c.operands({c.arg(0, "self", Arg::none()), c.arg(1, "other", Arg::none())});
     if (!v) return std::nullopt;
-    c.convertIntegerTensors(&*v);
+    c.convertToCommonDtype(&*v, cpuScalars);
     return c.emit(op, *v);
   };
 }
 
-// lt/le/gt/ge/eq/ne(x, y)  ->  `op %x %y`, in eager's common dtype (roundToCommonDtype)
+// lt/le/gt/ge/eq/ne(x, y)  ->  `op %x %y`, in eager's common dtype (convertToCommonDtype)
 LowerFn comparison(const char* op) {
   return [op](LoweringContext& c) -> std::optional<int> {
     auto v = c.operands({c.arg(0, "self", Arg::none()), c.arg(1, "other", Arg::none())}, /*comparison=*/true);
     if (!v) return std::nullopt;
-    c.roundToCommonDtype(&*v);
-    c.convertIntegerTensors(&*v);
+    c.convertToCommonDtype(&*v, LoweringContext::CpuScalars::Rounded);
     return c.emit(op, *v);
   };
 }
@@ -182,8 +172,7 @@ LowerFn withAlpha(const char* op, bool reversed) {
     const bool round = scaled && c.roundsScalarsToResult();
     auto v = c.operands({x, y}, /*comparison=*/round);
     if (!v) return std::nullopt;
-    if (round) c.roundToCommonDtype(&*v);
-    c.convertIntegerTensors(&*v);
+    c.convertToCommonDtype(&*v, round ? LoweringContext::CpuScalars::Rounded : LoweringContext::CpuScalars::AsEager);
     int rhs = scaled ? c.emitIntermediate("mul", {(*v)[1], c.alphaConstant(alpha.number())}) : (*v)[1];
     return c.emit(op, {(*v)[0], rhs});
   };
@@ -192,7 +181,7 @@ LowerFn withAlpha(const char* op, bool reversed) {
 // div(x, y, rounding_mode=None) -> `div %x %y`; floor/trunc division is not true division.
 std::optional<int> lowerDiv(LoweringContext& c) {
   if (c.arg(2, "rounding_mode", Arg::none()).kind != Arg::Kind::None) return std::nullopt;
-  return binary("div")(c);
+  return binary("div", LoweringContext::CpuScalars::AsEager)(c);
 }
 
 // pow(x, e) with a scalar exponent -> `pow %x e`
@@ -223,7 +212,7 @@ LowerFn clampLike(bool hasMin, bool hasMax) {
       if (bound.isNumber() && std::isnan(bound.number())) return std::nullopt;
     auto v = c.operands({c.arg(0, "self", Arg::none()), boundOrNan(lo), boundOrNan(hi)});
     if (!v) return std::nullopt;
-    c.convertIntegerTensors(&*v);
+    c.convertToCommonDtype(&*v, LoweringContext::CpuScalars::Rounded);
     return c.emit("clamp", *v);
   };
 }
@@ -255,7 +244,7 @@ std::optional<int> lowerWhere(LoweringContext& c) {
   auto v = c.operands({c.arg(0, "condition", Arg::none()), c.arg(1, "self", Arg::none()),
                        c.arg(2, "other", Arg::none())});
   if (!v) return std::nullopt;
-  c.convertIntegerTensors(&*v, /*first=*/1);  // not the condition
+  c.convertToCommonDtype(&*v, LoweringContext::CpuScalars::Rounded, /*first=*/1);  // not the condition
   return c.emit("where", *v);
 }
 
@@ -275,10 +264,10 @@ const std::unordered_map<std::string, LowerFn>& table() {
       m[std::string("aten.") + op + ".Tensor"] = comparison(op);
       m[std::string("aten.") + op + ".Scalar"] = comparison(op);
     }
-    m["aten.maximum.default"] = binary("maximum");
-    m["aten.minimum.default"] = binary("minimum");
-    m["aten.mul.Tensor"] = binary("mul");
-    m["aten.mul.Scalar"] = binary("mul");
+    m["aten.maximum.default"] = binary("maximum", LoweringContext::CpuScalars::Rounded);
+    m["aten.minimum.default"] = binary("minimum", LoweringContext::CpuScalars::Rounded);
+    m["aten.mul.Tensor"] = binary("mul", LoweringContext::CpuScalars::AsEager);
+    m["aten.mul.Scalar"] = binary("mul", LoweringContext::CpuScalars::AsEager);
     m["aten.add.Tensor"] = withAlpha("add", false);
     m["aten.add.Scalar"] = withAlpha("add", false);
     m["aten.sub.Tensor"] = withAlpha("sub", false);

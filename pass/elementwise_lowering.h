@@ -29,21 +29,24 @@ class OperandResolver {
 class LoweringContext {
  public:
   LoweringContext(const ir::Node& node, ChainBuilder& builder, OperandResolver& resolver);
-  // `comparison`: a number beside a 16-bit float tensor is typed as that tensor (roundToCommonDtype); also
+  // `comparison`: a number beside a 16-bit float tensor is typed as that tensor (as convertToCommonDtype
+  // converts a 0-d input); also
   // for add / sub with alpha on the CPU (roundsScalarsToResult).
   std::optional<std::vector<int>> operands(const std::vector<ir::Arg>& args, bool comparison = false);
   int emit(const std::string& op, std::vector<int> operands);
   // An intermediate (an alpha multiply): f32 opmath for floating results.
   int emitIntermediate(const std::string& op, std::vector<int> operands);
-  // Eager compares in the operands' common dtype: a 16-bit float tensor against a Python number or
-  // a 0-d tensor compares against that value rounded to the tensor's dtype (`y > 0.1` is
-  // `y > bf16(0.1)`). A number is typed so by operands(.., true); a 0-d input gets a `convert` here.
-  void roundToCommonDtype(std::vector<int>* operands);
-  // Eager converts an integer or bool tensor operand to the common dtype before the op: beside a 16-bit
-  // float result (or, for a comparison, a 16-bit operand with dims) it is rounded to that type (`y_bf16 +
-  // r_int32` adds bf16(r); f16(70000) is inf); not a 0-d input, which eager reads unrounded. Operands from index
-  // `first` (where's condition stays bool).
-  void convertIntegerTensors(std::vector<int>* operands, size_t first = 0);
+  // Where eager's kernels read a tensor operand in the op's common dtype: a 16-bit result's (or a comparison's
+  // 16-bit operand with dims), and the operand of another type, a `convert` to it goes before the op (`y_bf16 +
+  // r_int32` adds bf16(r); f16(70000) is inf; `y_bf16 > t_f32_0d` compares with bf16(t)):
+  //  - an integer or bool operand with dims: on every device;
+  //  - a one-element input (0-d, or every dim 1; a 0-d one of a float type too): on CUDA, whose kernels load
+  //    every operand as the common type; on the CPU where `cpuScalars` is Rounded. AsEager leaves it to the CPU
+  //    kernel, which calls ATen's add / sub / mul / div on it as eager did (a 16-bit mul or div reads its second
+  //    operand unrounded, its first rounded).
+  // Operands from index `first` (where's condition stays bool). Numbers are typed by operands().
+  enum class CpuScalars { Rounded, AsEager };
+  void convertToCommonDtype(std::vector<int>* operands, CpuScalars cpuScalars, size_t first = 0);
   // add / sub's alpha, a number: typed as the result where ATen rounds it so first (a 16-bit add on the CPU;
   // CUDA's kernels do not round it), else as operands() types a number.
   int alphaConstant(double alpha);

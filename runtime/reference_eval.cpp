@@ -228,12 +228,14 @@ bool callsAsEagerDid(const ChainSpec& spec, const Value& v, const std::vector<at
                      [&](int o) { return spec.values[o].kind == ValueKind::Const; });
 }
 
-// Whether `v` is an add / sub / mul / div of a 16-bit tensor of its result's type and a 0-d operand (a
-// constant or a 0-d input), in either order, on the CPU. ATen's 16-bit CPU kernels round the 0-d operand
-// to the tensor's type in some positions and not in others (add / sub: both; mul / div: the first only),
-// so the op is called in the spec's order, as eager called it; the fp32 upcast below had `0.3 - y` and
-// `s * y` off eager's CPU answer by 1-6 ulps (hunt A, session 53). This path is the CPU's only.
-bool zeroDim(const Value& v) { return v.kind == ValueKind::Const || (v.kind == ValueKind::Input && v.dims.empty()); }
+// Whether `v` is an add / sub / mul / div of a 16-bit tensor of its result's type and a one-element operand (a
+// constant, a 0-d input, or an input whose every dim is 1), in either order, on the CPU. ATen's 16-bit CPU
+// kernels round such an operand to the tensor's type in some positions and not in others (add / sub: both;
+// mul / div: the first only), so the op is called in the spec's order, as eager called it; the fp32 upcast
+// below had `0.3 - y` and `s * y` off eager's CPU answer by 1-6 ulps (hunt A, session 53), and a [1]-shaped
+// int32 divisor rounded to bf16 where eager divides by it unrounded (session 55). This path is the CPU's only;
+// the pass leaves these operands unconverted for it (LoweringContext::convertToCommonDtype).
+bool zeroDim(const Value& v) { return v.kind == ValueKind::Const || spec::isOneElementInput(v); }
 
 bool zeroDimOperandAsEagerDid(const ChainSpec& spec, const Value& v, const std::vector<at::Tensor>& values,
                               at::ScalarType result) {
@@ -258,7 +260,9 @@ at::Tensor evalOp(const ChainSpec& spec, const Value& v, const std::vector<at::T
     // ones at every point (BUG-6: f16 gelu(+inf) is +inf, the Float kernel's NaN; f16
     // pow(-inf, 0.5) is +inf, not NaN; bf16 erf(1e-8) is 0).
     std::vector<Operand> operands;
-    // a 0-d input is read as [1, 1] (logicalView), which ATen's type promotion would count as a tensor
+    // a 0-d input is read as [1, 1] (logicalView), which ATen's type promotion would count as a tensor (a
+    // one-element input with dims: an integer one promotes as its 0-d form does beside the 16-bit tensor, and a
+    // float one with dims would have made the result its type)
     for (int o : v.operands)
       operands.push_back({zeroDim(spec.values[o]) ? values[o].reshape({}) : values[o], &spec.values[o]});
     return toType(it->second(operands), result);

@@ -77,6 +77,10 @@ const char* spaceName(Space s);
 std::string valueLetters(const ChainSpec& spec, int value);
 // An input along m and n but not k: a full-size extra operand of the epilogue (a residual).
 bool isResidualInput(const Value& v);
+// An input of one element: 0-d, or every dim 1. ATen's CPU kernels read such an operand as a scalar in some
+// positions (a 16-bit mul or div reads its second operand unrounded), and eager's type promotion ranks it by
+// its dims, not by this.
+bool isOneElementInput(const Value& v);
 // A constant as the canonical text prints it ("%.17g", "inf", "-inf", "nan").
 std::string formatConstant(double v);
 

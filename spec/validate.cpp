@@ -195,6 +195,10 @@ bool isResidualInput(const Value& v) {
          v.dims.find('k') == std::string::npos;
 }
 
+bool isOneElementInput(const Value& v) {
+  return v.kind == ValueKind::Input && v.dims.find_first_not_of('1') == std::string::npos;
+}
+
 std::string valueLetters(const ChainSpec& spec, int value) {
   // Forward over the prefix: each value's letters from its operands' (linear, no recursion).
   std::vector<std::string> letters(value + 1);

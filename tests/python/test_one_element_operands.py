@@ -1,0 +1,102 @@
+"""A one-element tensor operand (0-d, or every dim 1) of another type beside a 16-bit result, fused as eager
+computes it on each device (session 55).
+
+Eager computes `y_bf16 * t` in bf16's common dtype with fp32 opmath, but reads `t` differently per device:
+- CUDA's kernels load every tensor operand as the common type: `t` is rounded to bf16 first (a CPU scalar,
+  which the chain leaves outside, is the one read in fp32);
+- ATen's 16-bit CPU kernels round it too, except as the second operand of a mul or div, read as a scalar in
+  fp32 (`y_f16 * int32(70000)` is 35008 on the CPU, inf on CUDA).
+The pass converts such an operand to the common type on CUDA; on the CPU it leaves mul / div / add / sub to
+the CPU kernel, which calls ATen as eager did. Before session 55 a 0-d CUDA operand was read in fp32 (f16
+`y * 1e5` finite where eager has inf) and a [1]-shaped CPU integer divisor was rounded where eager's is not.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import fxfuse
+import testlib
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+OPS = {
+    "add": lambda y, r: y + r, "radd": lambda y, r: r + y, "sub": lambda y, r: y - r, "rsub": lambda y, r: r - y,
+    "mul": lambda y, r: y * r, "rmul": lambda y, r: r * y, "div": lambda y, r: y / r, "rdiv": lambda y, r: r / y,
+    "add_alpha": lambda y, r: torch.add(y, r, alpha=2), "maximum": torch.maximum, "gt": lambda y, r: y > r,
+    "where": lambda y, r: torch.where(y > 1, r, y), "clamp_min": lambda y, r: torch.clamp(y, min=r),
+}
+# (type, shape): integer ones of each one-element shape; float ones 0-d (with dims they set the result type)
+OPERANDS = [(torch.int32, ()), (torch.int32, (1,)), (torch.int32, (1, 1)), (torch.float32, ()),
+            ("other16", ())]
+
+
+@pytest.fixture(autouse=True)
+def _run_the_kernel(monkeypatch):
+    monkeypatch.setenv("FXFUSE_FORCE_KERNEL", "1")  # the generated kernel on CUDA, not the op's ATen path
+
+
+class _Epilogue(torch.nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, x, w, r):
+        return self.f(x @ w.t(), r)
+
+
+def _exact_gemm_inputs(dtype, device, g):
+    """x, w whose product every GEMM computes exactly: multiples of 1/128 in [0.25, 2) times {+-1, +-2, 0.5,
+    0.25}, 16 terms (15 bits, exact in fp32), so the kernel's and cuBLAS's y are the same bits."""
+    x = torch.randint(32, 256, (32, 16), generator=g).to(dtype) / 128
+    levels = torch.tensor([1.0, -1.0, 2.0, -2.0, 0.5, 0.25])
+    w = levels[torch.randint(0, len(levels), (64, 16), generator=g)].to(dtype)
+    return x.to(device), w.to(device)
+
+
+def _operand(kind, shape, dtype, device, g):
+    """A value eager's two readings tell apart: an integer bf16 / f16 round (257, 2049) or overflow (70000), a
+    float that rounds (257.3, 0.1) or overflows f16 (1e5)."""
+    if kind is torch.int32:
+        values = [257, 2049, -2049, 70000]
+    elif kind is torch.float32:
+        values = [257.3, 0.1, -3.3, 1e5]
+    else:
+        kind = torch.float16 if dtype is torch.bfloat16 else torch.bfloat16
+        values = [257.3, 0.1, -3.3]
+    v = values[int(torch.randint(0, len(values), (), generator=g))]
+    return torch.full(shape, v, dtype=kind, device=device)
+
+
+@pytest.mark.needs_real_pass
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("kind, shape", OPERANDS, ids=["i32_0d", "i32_1", "i32_1x1", "f32_0d", "other16_0d"])
+@pytest.mark.parametrize("op", list(OPS))
+def test_a_one_element_operand_is_read_as_eager_reads_it(device, dtype, kind, shape, op):
+    g = testlib.generator("cpu", "one_element", device, str(dtype), str(kind), shape, op)
+    x, w = _exact_gemm_inputs(dtype, device, g)
+    r = _operand(kind, shape, dtype, device, g)
+    model = _Epilogue(OPS[op])
+    ep = fxfuse.rewrite(torch.export.export(model, (x, w, r)))
+    assert sum(n.target == torch.ops.fxfuse.gemm_chain.default for n in ep.graph.nodes) == 1, ep.graph
+    torch.testing.assert_close(ep.module()(x, w, r), model(x, w, r), rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(), (1,), (1, 1)])
+def test_eager_cuda_rounds_a_one_element_operand_to_the_common_dtype(shape):
+    """The premise on CUDA: `y_f16 * t` multiplies by f16(t) in every position, 0-d or not (f16(70000) is inf)."""
+    y = torch.full((4, 8), 0.5, dtype=torch.float16, device="cuda")
+    for t in (torch.full(shape, 70000, dtype=torch.int32, device="cuda"),
+              torch.full(shape, 1e5, dtype=torch.float32, device="cuda")):
+        assert torch.isinf(y * t).all() and torch.isinf(t * y).all() and (y / t == 0).all()
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (1, 1)])
+def test_eager_cpu_reads_a_second_mul_operand_unrounded(shape):
+    """The premise on the CPU: a one-element second operand of a 16-bit mul / div is read in fp32, the first
+    rounded (`y * t` finite, `t * y` inf for t = 70000 in f16)."""
+    y = torch.full((4, 8), 0.5, dtype=torch.float16)
+    t = torch.full(shape, 70000, dtype=torch.int32)
+    assert (y * t == 35008).all() and torch.isinf(t * y).all()
+    assert torch.isfinite(y / t).all() and (y / t != 0).all()
