@@ -17,15 +17,6 @@ ir::Arg LoweringContext::arg(size_t i, const char* name, ir::Arg fallback) const
 }
 
 namespace {
-// A 16-bit float value with dims (a chain value of the output's shape, or an input of rank >= 1): in
-// eager's type promotion it decides the common dtype against numbers and 0-d tensors.
-bool dimensioned16(const spec::ChainSpec& spec, int id) {
-  const spec::Value& v = spec.values[id];
-  const bool hasDims = v.kind == spec::ValueKind::Op || v.kind == spec::ValueKind::Mm ||
-                       (v.kind == spec::ValueKind::Input && !v.dims.empty());
-  return hasDims && spec::isHalfFloat(v.dtype);
-}
-
 bool isIntegerType(spec::DType d) { return !isFloating(d) && d != spec::DType::Bool; }
 
 // The type eager gives a Python int beside integer tensors of these types: theirs (an int number does not
@@ -82,25 +73,7 @@ int LoweringContext::emit(const std::string& op, std::vector<int> operands) {
 }
 
 void LoweringContext::convertToCommonDtype(std::vector<int>* operands, CpuScalars cpuScalars, size_t first) {
-  const spec::ChainSpec& spec = builder_.spec();
-  std::optional<spec::DType> common;
-  if (spec::isHalfFloat(node_.type.tensor.dtype)) common = node_.type.tensor.dtype;
-  for (size_t i = first; i < operands->size() && !common; ++i)  // a comparison: its 16-bit operand's type
-    if (dimensioned16(spec, (*operands)[i])) common = builder_.dtypeOf((*operands)[i]);
-  if (!common) return;
-  // ATen's CPU kernels for a 16-bit add / sub / mul / div read a one-element operand as a scalar, unrounded in
-  // some positions (mul / div: the second); the CPU kernel calls ATen on it as eager did (reference_eval's
-  // zeroDimOperandAsEagerDid). CUDA's kernels load every tensor operand as the common type.
-  const bool scalarsConverted = node_.type.tensor.device != "cpu" || cpuScalars == CpuScalars::Rounded;
-  for (size_t i = first; i < operands->size(); ++i) {
-    const spec::Value& v = spec.values[(*operands)[i]];
-    if (v.kind == spec::ValueKind::Const || v.dtype == *common) continue;  // a number is typed by operands()
-    const bool oneElement = spec::isOneElementInput(v);
-    // a float with dims of another type would have been the common type (bf16 beside f16 is f32)
-    if (isFloating(v.dtype) && !(oneElement && v.dims.empty())) continue;
-    if (oneElement && !scalarsConverted) continue;
-    (*operands)[i] = builder_.op("convert", {(*operands)[i]}, *common);
-  }
+  pass::convertToCommonDtype(builder_, node_.type.tensor, operands, cpuScalars, first);
 }
 
 bool LoweringContext::roundsScalarsToResult() const {
@@ -133,7 +106,7 @@ LowerFn unary(const char* op) {
 }
 
 // f(x, y)  ->  `op %x %y` (either may be a scalar const)
-LowerFn binary(const char* op, LoweringContext::CpuScalars cpuScalars) {
+LowerFn binary(const char* op, CpuScalars cpuScalars) {
   return [op, cpuScalars](LoweringContext& c) -> std::optional<int> {
     auto v = c.operands({c.arg(0, "self", Arg::none()), c.arg(1, "other", Arg::none())});
     if (!v) return std::nullopt;
@@ -147,7 +120,7 @@ LowerFn comparison(const char* op) {
   return [op](LoweringContext& c) -> std::optional<int> {
     auto v = c.operands({c.arg(0, "self", Arg::none()), c.arg(1, "other", Arg::none())}, /*comparison=*/true);
     if (!v) return std::nullopt;
-    c.convertToCommonDtype(&*v, LoweringContext::CpuScalars::Rounded);
+    c.convertToCommonDtype(&*v, CpuScalars::Rounded);
     return c.emit(op, *v);
   };
 }
@@ -172,7 +145,7 @@ LowerFn withAlpha(const char* op, bool reversed) {
     const bool round = scaled && c.roundsScalarsToResult();
     auto v = c.operands({x, y}, /*comparison=*/round);
     if (!v) return std::nullopt;
-    c.convertToCommonDtype(&*v, round ? LoweringContext::CpuScalars::Rounded : LoweringContext::CpuScalars::AsEager);
+    c.convertToCommonDtype(&*v, round ? CpuScalars::Rounded : CpuScalars::AsEager);
     int rhs = scaled ? c.emitIntermediate("mul", {(*v)[1], c.alphaConstant(alpha.number())}) : (*v)[1];
     return c.emit(op, {(*v)[0], rhs});
   };
@@ -181,7 +154,7 @@ LowerFn withAlpha(const char* op, bool reversed) {
 // div(x, y, rounding_mode=None) -> `div %x %y`; floor/trunc division is not true division.
 std::optional<int> lowerDiv(LoweringContext& c) {
   if (c.arg(2, "rounding_mode", Arg::none()).kind != Arg::Kind::None) return std::nullopt;
-  return binary("div", LoweringContext::CpuScalars::AsEager)(c);
+  return binary("div", CpuScalars::AsEager)(c);
 }
 
 // pow(x, e) with a scalar exponent -> `pow %x e`
@@ -212,7 +185,7 @@ LowerFn clampLike(bool hasMin, bool hasMax) {
       if (bound.isNumber() && std::isnan(bound.number())) return std::nullopt;
     auto v = c.operands({c.arg(0, "self", Arg::none()), boundOrNan(lo), boundOrNan(hi)});
     if (!v) return std::nullopt;
-    c.convertToCommonDtype(&*v, LoweringContext::CpuScalars::Rounded);
+    c.convertToCommonDtype(&*v, CpuScalars::Rounded);
     return c.emit("clamp", *v);
   };
 }
@@ -244,7 +217,7 @@ std::optional<int> lowerWhere(LoweringContext& c) {
   auto v = c.operands({c.arg(0, "condition", Arg::none()), c.arg(1, "self", Arg::none()),
                        c.arg(2, "other", Arg::none())});
   if (!v) return std::nullopt;
-  c.convertToCommonDtype(&*v, LoweringContext::CpuScalars::Rounded, /*first=*/1);  // not the condition
+  c.convertToCommonDtype(&*v, CpuScalars::Rounded, /*first=*/1);  // not the condition
   return c.emit("where", *v);
 }
 
@@ -264,10 +237,10 @@ const std::unordered_map<std::string, LowerFn>& table() {
       m[std::string("aten.") + op + ".Tensor"] = comparison(op);
       m[std::string("aten.") + op + ".Scalar"] = comparison(op);
     }
-    m["aten.maximum.default"] = binary("maximum", LoweringContext::CpuScalars::Rounded);
-    m["aten.minimum.default"] = binary("minimum", LoweringContext::CpuScalars::Rounded);
-    m["aten.mul.Tensor"] = binary("mul", LoweringContext::CpuScalars::AsEager);
-    m["aten.mul.Scalar"] = binary("mul", LoweringContext::CpuScalars::AsEager);
+    m["aten.maximum.default"] = binary("maximum", CpuScalars::Rounded);
+    m["aten.minimum.default"] = binary("minimum", CpuScalars::Rounded);
+    m["aten.mul.Tensor"] = binary("mul", CpuScalars::AsEager);
+    m["aten.mul.Scalar"] = binary("mul", CpuScalars::AsEager);
     m["aten.add.Tensor"] = withAlpha("add", false);
     m["aten.add.Scalar"] = withAlpha("add", false);
     m["aten.sub.Tensor"] = withAlpha("sub", false);

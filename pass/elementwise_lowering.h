@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "pass/chain_builder.h"
+#include "pass/common_dtype.h"
 #include "pass/ir.h"
 
 namespace fxfuse::pass {
@@ -29,23 +30,14 @@ class OperandResolver {
 class LoweringContext {
  public:
   LoweringContext(const ir::Node& node, ChainBuilder& builder, OperandResolver& resolver);
-  // `comparison`: a number beside a 16-bit float tensor is typed as that tensor (as convertToCommonDtype
+  // `comparison`: a number beside a 16-bit float tensor is typed as that tensor (as common_dtype.h
   // converts a 0-d input); also
   // for add / sub with alpha on the CPU (roundsScalarsToResult).
   std::optional<std::vector<int>> operands(const std::vector<ir::Arg>& args, bool comparison = false);
   int emit(const std::string& op, std::vector<int> operands);
   // An intermediate (an alpha multiply): f32 opmath for floating results.
   int emitIntermediate(const std::string& op, std::vector<int> operands);
-  // Where eager's kernels read a tensor operand in the op's common dtype: a 16-bit result's (or a comparison's
-  // 16-bit operand with dims), and the operand of another type, a `convert` to it goes before the op (`y_bf16 +
-  // r_int32` adds bf16(r); f16(70000) is inf; `y_bf16 > t_f32_0d` compares with bf16(t)):
-  //  - an integer or bool operand with dims: on every device;
-  //  - a one-element input (0-d, or every dim 1; a 0-d one of a float type too): on CUDA, whose kernels load
-  //    every operand as the common type; on the CPU where `cpuScalars` is Rounded. AsEager leaves it to the CPU
-  //    kernel, which calls ATen's add / sub / mul / div on it as eager did (a 16-bit mul or div reads its second
-  //    operand unrounded, its first rounded).
-  // Operands from index `first` (where's condition stays bool). Numbers are typed by operands().
-  enum class CpuScalars { Rounded, AsEager };
+  // common_dtype.h's convertToCommonDtype for this node's result.
   void convertToCommonDtype(std::vector<int>* operands, CpuScalars cpuScalars, size_t first = 0);
   // add / sub's alpha, a number: typed as the result where ATen rounds it so first (a 16-bit add on the CPU;
   // CUDA's kernels do not round it), else as operands() types a number.

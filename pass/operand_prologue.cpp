@@ -1,6 +1,7 @@
 #include "pass/operand_prologue.h"
 
 #include "pass/aten_ops.h"
+#include "pass/common_dtype.h"
 
 namespace fxfuse::pass {
 namespace {
@@ -104,6 +105,8 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
     result_.absorbed.push_back(node);
     std::string op = n.target.substr(5, 3);  // "mul", "div", "sub"
     result_.ops.push_back(op);
+    // a 0-d f32 scale beside a bf16 weight is read as bf16 on CUDA; an i32 zero point with dims on every device
+    convertToCommonDtype(builder_, *t, &operands, CpuScalars::AsEager);
     return builder_.op(op, operands, t->dtype);
   }
   return leaf(node, letters);

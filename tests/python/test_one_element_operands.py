@@ -82,6 +82,40 @@ def test_a_one_element_operand_is_read_as_eager_reads_it(device, dtype, kind, sh
     torch.testing.assert_close(ep.module()(x, w, r), model(x, w, r), rtol=0, atol=0, equal_nan=True)
 
 
+class _DequantizedWeight(torch.nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, x, w, s):
+        return torch.relu(x @ self.f(w.to(x.dtype), s).t())
+
+
+PROLOGUES = {"mul": lambda w, s: w * s, "rmul": lambda w, s: s * w, "div": lambda w, s: w / s,
+             "sub": lambda w, s: w - s}
+
+
+@pytest.mark.needs_real_pass
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("kind, shape", [(torch.float32, ()), (torch.int32, ()), (torch.int32, (1,)),
+                                         (torch.int32, (64, 1))], ids=["f32_0d", "i32_0d", "i32_1", "i32_rows"])
+@pytest.mark.parametrize("op", list(PROLOGUES))
+def test_a_weight_scale_is_read_as_eager_reads_it(device, dtype, kind, shape, op):
+    """The same in an int8 weight's prologue (`w_i8.to(bf16) * s`): a 0-d f32 scale is bf16 on CUDA, an int32
+    zero point with dims is rounded to the weight's type on both devices (257 -> 256)."""
+    g = testlib.generator("cpu", "weight_scale", device, str(dtype), str(kind), shape, op)
+    # exact products: x in 1/16 steps of [0.5, 2), weights in [-4, 4]: every GEMM computes the same bits
+    x = (torch.randint(8, 32, (32, 16), generator=g).to(dtype) / 16).to(device)
+    w = torch.randint(-4, 5, (64, 16), generator=g, dtype=torch.int8).to(device)
+    values = [257, 2049, 3] if kind is torch.int32 else [257.3, 0.0123457, 3.3, 1e5]
+    s = torch.full(shape, values[int(torch.randint(0, len(values), (), generator=g))], dtype=kind, device=device)
+    model = _DequantizedWeight(PROLOGUES[op])
+    ep = fxfuse.rewrite(torch.export.export(model, (x, w, s)))
+    assert sum(n.target == torch.ops.fxfuse.gemm_chain.default for n in ep.graph.nodes) == 1, ep.graph
+    torch.testing.assert_close(ep.module()(x, w, s), model(x, w, s), rtol=0, atol=0, equal_nan=True)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(), (1,), (1, 1)])
 def test_eager_cuda_rounds_a_one_element_operand_to_the_common_dtype(shape):
