@@ -198,6 +198,13 @@ std::optional<int> lowerHardtanh(LoweringContext& c) {
   return c.emit("hardtanh", *v);
 }
 
+// relu6(x) -> `hardtanh %x 0 6`: ATen's relu6 is hardtanh(x, 0, 6)
+std::optional<int> lowerRelu6(LoweringContext& c) {
+  auto v = c.operands({c.arg(0, "self", Arg::none()), Arg::real(0.0), Arg::real(6.0)});
+  if (!v) return std::nullopt;
+  return c.emit("hardtanh", *v);
+}
+
 // leaky_relu(x, negative_slope=0.01) -> `leaky_relu %x slope`
 std::optional<int> lowerLeakyRelu(LoweringContext& c) {
   auto v = c.operands({c.arg(0, "self", Arg::none()), c.arg(1, "negative_slope", Arg::real(0.01))});
@@ -258,6 +265,7 @@ const std::unordered_map<std::string, LowerFn>& table() {
     m["aten.clamp_max.default"] = clampLike(false, true);
     m["aten.clamp_max.Tensor"] = clampLike(false, true);
     m["aten.hardtanh.default"] = lowerHardtanh;
+    m["aten.relu6.default"] = lowerRelu6;
     m["aten.leaky_relu.default"] = lowerLeakyRelu;
     m["aten.gelu.default"] = lowerGelu;
     m["aten.where.self"] = lowerWhere;

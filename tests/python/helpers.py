@@ -44,8 +44,8 @@ class MLP(nn.Module):
 
     def forward(self, x):
         y = self.fc1(x)
-        y = F.gelu(y) if self.act == "gelu" else F.gelu(y, approximate="tanh") if self.act == "gelu_tanh" else F.relu(y)
-        return self.fc2(y)
+        acts = {"gelu": F.gelu, "gelu_tanh": lambda v: F.gelu(v, approximate="tanh"), "relu": F.relu, "relu6": F.relu6}
+        return self.fc2(acts[self.act](y))
 
 
 class Block(nn.Module):

@@ -18,7 +18,7 @@ def _fused_ops(ep):
 
 
 @pytest.mark.parametrize("decompose", [False, True], ids=["training_ir", "decomposed"])
-@pytest.mark.parametrize("act", ["relu", "gelu_tanh"])
+@pytest.mark.parametrize("act", ["relu", "gelu_tanh", "relu6"])
 def test_rewrite_mlp(decompose, act):
     model = MLP(act=act).eval()
     x = torch.randn(8, 32)
