@@ -46,6 +46,12 @@ int ChainBuilder::constant(double c, spec::DType dtype) {
   return static_cast<int>(spec_.values.size()) - 1;
 }
 
+int ChainBuilder::tensorConstant(double c, spec::DType dtype) {
+  const int id = constant(c, dtype);
+  tensorConstants_.insert(id);
+  return id;
+}
+
 int ChainBuilder::op(const std::string& name, std::vector<int> operands, spec::DType dtype) {
   spec::Value v;
   v.kind = spec::ValueKind::Op;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -21,6 +22,10 @@ class ChainBuilder {
   // several spaces (`[]`, `[n]`), so one input line is emitted per use space.
   int input(const std::string& node, spec::DType dtype, const std::string& letters, spec::Space space);
   int constant(double v, spec::DType dtype);
+  // A 0-d tensor of a known value (`full((), v)`, `scalar_tensor(v)`) on the chain's device, as a constant: unlike a
+  // number, eager rounds it to a 16-bit common dtype where it rounds a one-element tensor (common_dtype.h).
+  int tensorConstant(double v, spec::DType dtype);
+  bool isTensorConstant(int value) const { return tensorConstants_.count(value) > 0; }
   int op(const std::string& name, std::vector<int> operands, spec::DType dtype);
   int mm(int a, int b, spec::DType dtype);
   void addOutput(int value) { spec_.outputs.push_back(value); }
@@ -44,6 +49,7 @@ class ChainBuilder {
   std::unordered_map<std::string, int> slotOf_;  // node and dims letters -> slot
   std::map<std::tuple<int, std::string, int>, int> inputValue_;
   std::unordered_map<std::string, int> bound_;
+  std::set<int> tensorConstants_;
 };
 
 }  // namespace fxfuse::pass

@@ -21,12 +21,12 @@ bool dimensioned16(const spec::ChainSpec& spec, int id);
 //  or div reads its second operand unrounded, its first rounded: reference_eval's zeroDimOperandAsEagerDid).
 enum class CpuScalars { Rounded, AsEager };
 
-// Where the op's common dtype is 16-bit (a 16-bit `result`; for a comparison, a 16-bit operand with dims), puts
-// a `convert` to it before each operand of another type that eager rounds to it (`y_bf16 + r_int32` adds
-// bf16(r); f16(70000) is inf; `y_bf16 > t_f32_0d` compares with bf16(t)):
+// Where the op's common dtype is 16-bit (a 16-bit `result`; for a comparison, its operands' common dtype by
+// torch.result_type's rules), puts a `convert` to it before each operand of another type that eager rounds to it
+// (`y_bf16 + r_int32` adds bf16(r); f16(70000) is inf; `y_bf16 > t_f32_0d` compares with bf16(t)):
 //  - an integer or bool operand with dims, on every device;
-//  - a one-element input (a 0-d one of a float type too): on CUDA, whose kernels load every tensor operand as
-//    the common type; on the CPU as `cpuScalars` says.
+//  - a one-element input or a tensor constant (ChainBuilder::tensorConstant; a 0-d one of a float type too): on
+//    CUDA, whose kernels load every tensor operand as the common type; on the CPU as `cpuScalars` says.
 // Operands from index `first` (where's condition stays bool). Numbers (consts) are typed by their caller.
 void convertToCommonDtype(ChainBuilder& builder, const ir::TensorType& result, std::vector<int>* operands,
                           CpuScalars cpuScalars, size_t first = 0);

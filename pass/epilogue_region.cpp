@@ -73,13 +73,15 @@ int EpilogueOperands::tensor(const ir::Arg& arg) {
     letters = inner;
   }
   t = index_.tensor(node);
-  if (auto v = scalarTensorValue(index_.node(node), *t)) {
-    views_.push_back(node);
-    return builder_.constant(*v, t->dtype);
-  }
-  if (t->dtype == spec::DType::F64) return why_ = "an f64 extra input", -1;
+  // (a 0-d CPU tensor beside CUDA ones is read as a number by some kernels, by others in the tensor's type: it
+  // stays outside, as a CPU 0-d input does)
   if (!t->sameDeviceAs(*index_.tensor(match_.anchor)))
     return why_ = "an operand on " + t->device + ", not the GEMM's device", -1;
+  if (auto v = scalarTensorValue(index_.node(node), *t)) {
+    views_.push_back(node);
+    return builder_.tensorConstant(*v, t->dtype);
+  }
+  if (t->dtype == spec::DType::F64) return why_ = "an f64 extra input", -1;
   // Several m dims flatten into M: an input must carry all of them or none.
   size_t ms = countM(letters);
   size_t outMs = countM(match_.outLetters);
