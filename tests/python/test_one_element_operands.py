@@ -53,9 +53,11 @@ def _exact_gemm_inputs(dtype, device, g):
     return x.to(device), w.to(device)
 
 
-def _operand(kind, shape, dtype, device, g):
-    """A value eager's two readings tell apart: an integer bf16 / f16 round (257, 2049) or overflow (70000), a
-    float that rounds (257.3, 0.1) or overflows f16 (1e5)."""
+def _operands(kind, shape, dtype, device):
+    """Values eager's two readings tell apart: an integer bf16 / f16 rounds (257, 2049) or overflows (70000), a
+    float that rounds (257.3, 0.1) or overflows f16 (1e5). Every one is run: the program takes r as an input.
+    (maximum, where and clamp_min give the same answer either way, rounding being monotone, and so does gt on
+    these y: they check the convert itself; the comparisons' rounding is checked by the test below.)"""
     if kind is torch.int32:
         values = [257, 2049, -2049, 70000]
     elif kind is torch.float32:
@@ -63,8 +65,7 @@ def _operand(kind, shape, dtype, device, g):
     else:
         kind = torch.float16 if dtype is torch.bfloat16 else torch.bfloat16
         values = [257.3, 0.1, -3.3]
-    v = values[int(torch.randint(0, len(values), (), generator=g))]
-    return torch.full(shape, v, dtype=kind, device=device)
+    return [torch.full(shape, v, dtype=kind, device=device) for v in values]
 
 
 @pytest.mark.needs_real_pass
@@ -75,11 +76,36 @@ def _operand(kind, shape, dtype, device, g):
 def test_a_one_element_operand_is_read_as_eager_reads_it(device, dtype, kind, shape, op):
     g = testlib.generator("cpu", "one_element", device, str(dtype), str(kind), shape, op)
     x, w = _exact_gemm_inputs(dtype, device, g)
-    r = _operand(kind, shape, dtype, device, g)
+    rs = _operands(kind, shape, dtype, device)
     model = _Epilogue(OPS[op])
-    ep = fxfuse.rewrite(torch.export.export(model, (x, w, r)))
+    ep = fxfuse.rewrite(torch.export.export(model, (x, w, rs[0])))
     assert sum(n.target == torch.ops.fxfuse.gemm_chain.default for n in ep.graph.nodes) == 1, ep.graph
-    torch.testing.assert_close(ep.module()(x, w, r), model(x, w, r), rtol=0, atol=0, equal_nan=True)
+    for r in rs:
+        torch.testing.assert_close(ep.module()(x, w, r), model(x, w, r), rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.needs_real_pass
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("kind, shape", OPERANDS, ids=["i32_0d", "i32_1", "i32_1x1", "f32_0d", "other16_0d"])
+@pytest.mark.parametrize("cmp", ["eq", "ge", "lt"])
+def test_a_comparison_reads_a_one_element_operand_in_the_common_dtype(device, dtype, kind, shape, cmp):
+    """`y == r` with y holding r's 16-bit rounding: eager compares in the common dtype on both devices, so that
+    row is equal (bf16 256 == int32 257, 0.10009765625 == f32 0.1); read in fp32, none is."""
+    rs = _operands(kind, shape, dtype, device)
+    rounded = sorted({float(r.to(dtype).reshape(())) for r in rs} - {float("inf"), float("-inf")})
+    # y[i, j] = x[i, 0] * 1: each row of y is one chosen value, exactly
+    x = torch.zeros(32, 16, dtype=dtype)
+    x[:, 0] = torch.tensor((rounded + [1.0, -1.0] * 16)[:32], dtype=dtype)
+    w = torch.zeros(64, 16, dtype=dtype)
+    w[:, 0] = 1
+    x, w = x.to(device), w.to(device)
+    model = _Epilogue({"eq": torch.eq, "ge": torch.ge, "lt": torch.lt}[cmp])
+    ep = fxfuse.rewrite(torch.export.export(model, (x, w, rs[0])))
+    assert sum(n.target == torch.ops.fxfuse.gemm_chain.default for n in ep.graph.nodes) == 1, ep.graph
+    for r in rs:
+        got, want = ep.module()(x, w, r), model(x, w, r)
+        assert torch.equal(got, want), (r, got[:len(rounded), 0], want[:len(rounded), 0])
 
 
 class _DequantizedWeight(torch.nn.Module):
