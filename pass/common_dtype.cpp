@@ -55,7 +55,7 @@ void convertToCommonDtype(ChainBuilder& builder, const ir::TensorType& result, s
   if (spec::isHalfFloat(result.dtype)) common = result.dtype;
   else if (result.dtype == spec::DType::Bool) common = comparisonCommon16(builder, *operands, first);
   if (!common) return;
-  const bool scalarsConverted = result.device != "cpu" || cpuScalars == CpuScalars::Rounded;
+  const bool scalarsConverted = result.device != "cpu" || cpuScalars == CpuScalars::Converted;
   for (size_t i = first; i < operands->size(); ++i) {
     const int id = (*operands)[i];
     const spec::Value& v = builder.spec().values[id];

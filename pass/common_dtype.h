@@ -16,10 +16,10 @@ namespace fxfuse::pass {
 bool dimensioned16(const spec::ChainSpec& spec, int id);
 
 // How the CPU reads a one-element operand of another type (0-d, or every dim 1) beside a 16-bit tensor.
-//  Rounded: converted to the common dtype, as ATen's kernels do (comparisons, maximum, clamp, where, alpha).
-//  AsEager: left as it is; the CPU kernel calls ATen's add / sub / mul / div on it as eager did (a 16-bit mul
-//  or div reads its second operand unrounded, its first rounded: reference_eval's zeroDimOperandAsEagerDid).
-enum class CpuScalars { Rounded, AsEager };
+//  Converted: to the common dtype, as ATen's kernels do (comparisons, maximum, clamp, where, alpha).
+//  LeftToAten: as it is; the CPU kernel calls ATen's add / sub / mul / div on it as eager did (a 16-bit mul or div
+//  reads its second operand unrounded, its first rounded: reference_eval's oneElementOperandAsEagerDid).
+enum class CpuScalars { Converted, LeftToAten };
 
 // Where the op's common dtype is 16-bit (a 16-bit `result`; for a comparison, its operands' common dtype by
 // torch.result_type's rules), puts a `convert` to it before each operand of another type that eager rounds to it

@@ -30,9 +30,8 @@ class OperandResolver {
 class LoweringContext {
  public:
   LoweringContext(const ir::Node& node, ChainBuilder& builder, OperandResolver& resolver);
-  // `comparison`: a number beside a 16-bit float tensor is typed as that tensor (as common_dtype.h
-  // converts a 0-d input); also
-  // for add / sub with alpha on the CPU (roundsScalarsToResult).
+  // `comparison`: a number beside a 16-bit float tensor is typed as that tensor (as common_dtype.h converts a 0-d
+  // input); also for add / sub with alpha on the CPU (roundsScalarsToResult).
   std::optional<std::vector<int>> operands(const std::vector<ir::Arg>& args, bool comparison = false);
   int emit(const std::string& op, std::vector<int> operands);
   // An intermediate (an alpha multiply): f32 opmath for floating results.
@@ -42,7 +41,7 @@ class LoweringContext {
   // add / sub's alpha, a number: typed as the result where ATen rounds it so first (a 16-bit add on the CPU;
   // CUDA's kernels do not round it), else as operands() types a number.
   int alphaConstant(double alpha);
-  // Whether ATen rounds add / sub's alpha and 0-d operands to the result's type: a 16-bit result on the CPU.
+  // Whether ATen rounds add / sub's alpha and one-element operands to the result's type: a 16-bit result on the CPU.
   bool roundsScalarsToResult() const;
   const ir::Node& node() const { return node_; }
   // Positional argument `i`, else keyword `name`, else `fallback`.

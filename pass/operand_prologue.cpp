@@ -84,6 +84,9 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
       argRoles[i] = roles && at && at->sizes == t->sizes;
       if (!at || !broadcastLetters(at->sizes, t->sizes, letters, &argLetters[i], argRoles[i]))
         return leaf(node, letters);
+      // an f64 scale stays outside with its op, as the epilogue leaves an f64 input out (the CUDA kernels have no
+      // f64 type: a chain reading one could not be generated)
+      if (at->dtype == spec::DType::F64 && t->dtype != spec::DType::F64) return leaf(node, letters);
     }
     // An argument that fails to fold (e.g. a zero point `[S,1]` against a `[B,S,K]`
     // activation: it covers part of the flattened M, which no input dims can say) leaves the
@@ -106,7 +109,7 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
     std::string op = n.target.substr(5, 3);  // "mul", "div", "sub"
     result_.ops.push_back(op);
     // a 0-d f32 scale beside a bf16 weight is read as bf16 on CUDA; an i32 zero point with dims on every device
-    convertToCommonDtype(builder_, *t, &operands, CpuScalars::AsEager);
+    convertToCommonDtype(builder_, *t, &operands, CpuScalars::LeftToAten);
     return builder_.op(op, operands, t->dtype);
   }
   return leaf(node, letters);

@@ -234,18 +234,18 @@ bool callsAsEagerDid(const ChainSpec& spec, const Value& v, const std::vector<at
 // mul / div: the first only), so the op is called in the spec's order, as eager called it; the fp32 upcast
 // below had `0.3 - y` and `s * y` off eager's CPU answer by 1-6 ulps (hunt A, session 53), and a [1]-shaped
 // int32 divisor rounded to bf16 where eager divides by it unrounded (session 55). This path is the CPU's only;
-// the pass leaves these operands unconverted for it (LoweringContext::convertToCommonDtype).
-bool zeroDim(const Value& v) { return v.kind == ValueKind::Const || spec::isOneElementInput(v); }
+// the pass leaves these operands unconverted for it (pass/common_dtype.h).
+bool readAsScalar(const Value& v) { return v.kind == ValueKind::Const || spec::isOneElementInput(v); }
 
-bool zeroDimOperandAsEagerDid(const ChainSpec& spec, const Value& v, const std::vector<at::Tensor>& values,
+bool oneElementOperandAsEagerDid(const ChainSpec& spec, const Value& v, const std::vector<at::Tensor>& values,
                               at::ScalarType result) {
   if (!isSixteenBitFloat(result) || v.operands.size() != 2) return false;
   if (v.op != "add" && v.op != "sub" && v.op != "mul" && v.op != "div") return false;
   auto ofResult = [&](int o) {
-    return !zeroDim(spec.values[o]) && values[o].scalar_type() == result && values[o].is_cpu();
+    return !readAsScalar(spec.values[o]) && values[o].scalar_type() == result && values[o].is_cpu();
   };
   const int a = v.operands[0], b = v.operands[1];
-  return (ofResult(a) && zeroDim(spec.values[b])) || (zeroDim(spec.values[a]) && ofResult(b));
+  return (ofResult(a) && readAsScalar(spec.values[b])) || (readAsScalar(spec.values[a]) && ofResult(b));
 }
 
 at::Tensor evalOp(const ChainSpec& spec, const Value& v, const std::vector<at::Tensor>& values) {
@@ -254,7 +254,7 @@ at::Tensor evalOp(const ChainSpec& spec, const Value& v, const std::vector<at::T
   auto it = opTable().find(v.op);
   TORCH_CHECK(it != opTable().end(), "fxfuse::gemm_chain: op '", v.op,
               "' has no CPU implementation");
-  if (callsAsEagerDid(spec, v, values, result) || zeroDimOperandAsEagerDid(spec, v, values, result)) {
+  if (callsAsEagerDid(spec, v, values, result) || oneElementOperandAsEagerDid(spec, v, values, result)) {
     // The call eager made, on the 16-bit tensor itself. ATen computes in fp32 inside and rounds
     // once, as the upcast below does, but its Half and BFloat16 CPU kernels are not its Float
     // ones at every point (BUG-6: f16 gelu(+inf) is +inf, the Float kernel's NaN; f16
@@ -264,7 +264,7 @@ at::Tensor evalOp(const ChainSpec& spec, const Value& v, const std::vector<at::T
     // one-element input with dims: an integer one promotes as its 0-d form does beside the 16-bit tensor, and a
     // float one with dims would have made the result its type)
     for (int o : v.operands)
-      operands.push_back({zeroDim(spec.values[o]) ? values[o].reshape({}) : values[o], &spec.values[o]});
+      operands.push_back({readAsScalar(spec.values[o]) ? values[o].reshape({}) : values[o], &spec.values[o]});
     return toType(it->second(operands), result);
   }
   const at::ScalarType math = opMathType(v, values);
