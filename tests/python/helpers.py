@@ -110,3 +110,13 @@ class ScaledByCpuScalar(torch.nn.Module):
     def forward(self, x, s):
         return torch.relu((torch.nn.functional.linear(x, self.w) + self.b) * s)
 
+
+class EpilogueOf(nn.Module):
+    """`f(x @ w.t(), r)`: a GEMM and an epilogue `f` reading one more operand `r`."""
+
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, x, w, r):
+        return self.f(x @ w.t(), r)

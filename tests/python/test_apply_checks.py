@@ -17,6 +17,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 import testlib
 import fxfuse
+from helpers import EpilogueOf
 from fxfuse import pass_driver
 from fxfuse.apply_plan import _fake_mode_of, apply_plan
 from fxfuse.pass_driver import Options, run_on_graph
@@ -178,17 +179,8 @@ def test_bf16_chain_times_0d_f32_tensor_matches_eager_exactly():
         torch.testing.assert_close(gm(*run), fn(*run), rtol=0, atol=0)
 
 
-class _WithOperand(torch.nn.Module):
-    def __init__(self, f):
-        super().__init__()
-        self.f = f
-
-    def forward(self, x, w, r):
-        return self.f(x @ w.t(), r)
-
-
 def _fused_equals_eager(f, x, w, r):
-    model = _WithOperand(f)
+    model = EpilogueOf(f)
     ep2 = fxfuse.rewrite(torch.export.export(model, (x, w, r)))
     assert sum(n.target == torch.ops.fxfuse.gemm_chain.default for n in ep2.graph.nodes) == 1
     torch.testing.assert_close(ep2.module()(x, w, r), model(x, w, r), rtol=0, atol=0, equal_nan=True)

@@ -17,6 +17,7 @@ import torch
 
 import fxfuse
 import testlib
+from helpers import EpilogueOf
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 OPS = {
@@ -34,15 +35,6 @@ OPERANDS = [(torch.int32, ()), (torch.int32, (1,)), (torch.int32, (1, 1)), (torc
 @pytest.fixture(autouse=True)
 def _run_the_kernel(monkeypatch):
     monkeypatch.setenv("FXFUSE_FORCE_KERNEL", "1")  # the generated kernel on CUDA, not the op's ATen path
-
-
-class _Epilogue(torch.nn.Module):
-    def __init__(self, f):
-        super().__init__()
-        self.f = f
-
-    def forward(self, x, w, r):
-        return self.f(x @ w.t(), r)
 
 
 def _exact_gemm_inputs(dtype, device, g):
@@ -78,7 +70,7 @@ def test_a_one_element_operand_is_read_as_eager_reads_it(device, dtype, kind, sh
     g = testlib.generator("cpu", "one_element", device, str(dtype), str(kind), shape, op)
     x, w = _exact_gemm_inputs(dtype, device, g)
     rs = _operands(kind, shape, dtype, device)
-    model = _Epilogue(OPS[op])
+    model = EpilogueOf(OPS[op])
     ep = fxfuse.rewrite(torch.export.export(model, (x, w, rs[0])))
     # a 16-bit add with alpha 2 ends the chain on the CPU (test_export's test_16bit_cpu_add_with_alpha_ends_the_chain)
     fused = 0 if (device, op) == ("cpu", "add_alpha") else 1
@@ -103,7 +95,7 @@ def test_a_comparison_reads_a_one_element_operand_in_the_common_dtype(device, dt
     w = torch.zeros(64, 16, dtype=dtype)
     w[:, 0] = 1
     x, w = x.to(device), w.to(device)
-    model = _Epilogue({"eq": torch.eq, "ge": torch.ge, "lt": torch.lt}[cmp])
+    model = EpilogueOf({"eq": torch.eq, "ge": torch.ge, "lt": torch.lt}[cmp])
     ep = fxfuse.rewrite(torch.export.export(model, (x, w, rs[0])))
     assert sum(n.target == torch.ops.fxfuse.gemm_chain.default for n in ep.graph.nodes) == 1, ep.graph
     for r in rs:
