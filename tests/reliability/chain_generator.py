@@ -383,6 +383,10 @@ class GenConfig:
     # so the GPU runs draw none; kept to reproduce session 16's recorded chunks 540-554).
     hopper_decode_two_tiles_prob: float = 0.0
     max_epilogue_ops: int = 7
+    # Of the epilogue's extra operands, those stored as int32 (integers up to 200, exact in bf16 and f16, 0-d, [1],
+    # a row or a column): the converts to the 16-bit common dtype of session 55 (pass/common_dtype.cpp) on every
+    # kernel. Drawn only when > 0, so other runs keep their cases (FXFUSE_DIFF_FOREIGN_OPERANDS).
+    foreign_operand_prob: float = 0.0
     special_prob: float = 0.06      # a NaN/Inf somewhere in the inputs
     dtypes: tuple[str, ...] = COMPUTE_DTYPES
     dtype_weights: tuple[float, ...] = (0.4, 0.35, 0.25)
@@ -402,12 +406,19 @@ def gpu_config(hopper_shape_prob: float, hopper_plain_prob: float, hopper_decode
     return GenConfig(max_m=300, max_n=300, max_k=600, large_k_prob=0.05, hopper_shape_prob=hopper_shape_prob,
                      hopper_plain_prob=hopper_plain_prob, hopper_decode_prob=hopper_decode_prob,
                      hopper_decode_two_tiles_prob=hopper_decode_two_tiles_prob,
-                     hopper_decode_wide_n=hopper_decode_wide_n, spellings=spellings_from_env())
+                     hopper_decode_wide_n=hopper_decode_wide_n, spellings=spellings_from_env(),
+                     foreign_operand_prob=foreign_operands_from_env())
 
 
 def spellings_from_env() -> bool:
     """FXFUSE_DIFF_SPELLINGS=0 reproduces the runs recorded before session 10 (GenConfig.spellings)."""
     return os.environ.get("FXFUSE_DIFF_SPELLINGS", "1") != "0"
+
+
+def foreign_operands_from_env() -> float:
+    """FXFUSE_DIFF_FOREIGN_OPERANDS=P draws int32 extra operands with probability P (GenConfig.foreign_operand_prob;
+    0, the default, keeps the runs recorded before session 55)."""
+    return float(os.environ.get("FXFUSE_DIFF_FOREIGN_OPERANDS", "0"))
 
 
 class _Builder:
@@ -581,7 +592,11 @@ def generate(seed: int, cfg: GenConfig | None = None) -> Case:
         n_ops = max(n_ops, 1)
     upcast_done = False
 
-    def extra_operand() -> str:
+    def extra_operand(foreign_ok: bool = True) -> str:
+        # (not for cmp_mask_mul: a bool mask times an int32 operand is an int32 value)
+        if foreign_ok and cfg.foreign_operand_prob > 0 and rng.random() < cfg.foreign_operand_prob:
+            shape = rng.choice([[], [1], ["N"], out_lead + [1]])
+            return b.input(shape, store="i32", fill="int", scale=200.0)
         r = rng.random()
         special = rng.choice(["nan", "inf", "-inf"]) if rng.random() < cfg.special_prob else None
         store = "D"
@@ -614,7 +629,7 @@ def generate(seed: int, cfg: GenConfig | None = None) -> Case:
             if rng.random() < 0.35 and len(pool) > 1:
                 other = rng.choice([p for p in pool if p != recent] or pool)
             else:
-                other = extra_operand()
+                other = extra_operand(foreign_ok=op != "cmp_mask_mul")
             args = [recent, other] if rng.random() < 0.8 else [other, recent]
             if op in ("mul", "div", "div_safe", "cmp_mask_mul") and other.startswith("x"):
                 # inf times a value that underflows to 0 in one evaluation and not the other
