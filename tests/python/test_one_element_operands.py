@@ -103,6 +103,41 @@ def test_a_comparison_reads_a_one_element_operand_in_the_common_dtype(device, dt
         assert torch.equal(got, want), (r, got[:len(rounded), 0], want[:len(rounded), 0])
 
 
+class _WithFull(torch.nn.Module):
+    """`f(y, full((), v))`: a 0-d tensor the graph makes itself, of its own dtype and on y's device."""
+
+    def __init__(self, f, value, dtype):
+        super().__init__()
+        self.f, self.value, self.dtype = f, value, dtype
+
+    def forward(self, x, w):
+        y = x @ w.t()
+        return self.f(y, torch.full((), self.value, dtype=self.dtype, device=y.device))
+
+
+@pytest.mark.needs_real_pass
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("value, kind", [(0.1, torch.float32), (257.3, torch.float32), (2049, torch.int32)],
+                         ids=["f32_0.1", "f32_257.3", "i32_2049"])
+@pytest.mark.parametrize("op", ["eq", "mul", "rmul", "div", "add"])
+def test_a_0d_full_is_read_as_a_0d_tensor(device, dtype, value, kind, op):
+    """A 0-d `full` is a tensor to eager: compared in the 16-bit common dtype on both devices, multiplied by
+    rounded on CUDA (review, session 55: `y > full((), 0.1)` compared with f32 0.1 on the CPU, every element
+    wrong). y holds the value's 16-bit rounding in its first row, so a comparison read in fp32 fails."""
+    f = {"eq": torch.eq, "mul": torch.mul, "rmul": lambda y, t: t * y, "div": torch.div, "add": torch.add}[op]
+    x = torch.zeros(32, 16, dtype=dtype)
+    x[0, 0] = torch.tensor(float(value)).to(dtype)
+    x[1:, 0] = (torch.randint(8, 32, (31,), generator=testlib.generator("cpu", "full", op)) / 16).to(dtype)
+    w = torch.zeros(64, 16, dtype=dtype)
+    w[:, 0] = 1
+    x, w = x.to(device), w.to(device)
+    model = _WithFull(f, value, kind)
+    ep = fxfuse.rewrite(torch.export.export(model, (x, w)))
+    assert sum(n.target == torch.ops.fxfuse.gemm_chain.default for n in ep.graph.nodes) == 1, ep.graph
+    torch.testing.assert_close(ep.module()(x, w), model(x, w), rtol=0, atol=0, equal_nan=True)
+
+
 class _DequantizedWeight(torch.nn.Module):
     def __init__(self, f):
         super().__init__()
