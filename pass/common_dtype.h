@@ -11,8 +11,8 @@
 
 namespace fxfuse::pass {
 
-// A 16-bit float value with dims (a chain value of the output's shape, or an input of rank >= 1): in eager's
-// type promotion it decides the common dtype against numbers and 0-d tensors.
+// A 16-bit float value with dims (a chain value of the output's shape, or an input of rank >= 1): beside it eager
+// types a number as its type in a comparison (LoweringContext::operands).
 bool dimensioned16(const spec::ChainSpec& spec, int id);
 
 // How the CPU reads a one-element operand of another type (0-d, or every dim 1) beside a 16-bit tensor.

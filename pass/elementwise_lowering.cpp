@@ -137,7 +137,7 @@ LowerFn withAlpha(const char* op, bool reversed) {
     // Eager's float32 / float64 add computes `x + alpha * y` with one rounding (a fused multiply-add): the
     // chain's mul then add rounds twice, and where alpha * y overflows gives NaN for eager's inf (bug hunt,
     // session 54). Only alpha = -1 is exact so; other alphas end the chain here. (A 16-bit result rounds
-    // once more to its type, which hides the double rounding; the CPU's alpha is rounded as ATen's: above.)
+    // once more to its type, which hides the double rounding.)
     const spec::DType result = c.node().type.tensor.dtype;
     if (scaled && alpha.number() != -1.0 && isFloating(result) && !spec::isHalfFloat(result)) return std::nullopt;
     // ATen's 16-bit CPU add is not one formula: its vector body computes `x + bf16(alpha) * y` in fp32 and rounds
@@ -190,6 +190,9 @@ LowerFn clampLike(bool hasMin, bool hasMax) {
       if (bound.isNumber() && std::isnan(bound.number())) return std::nullopt;
     auto v = c.operands({c.arg(0, "self", Arg::none()), boundOrNan(lo), boundOrNan(hi)});
     if (!v) return std::nullopt;
+    // nor a NaN `full((), nan)` bound, which would read as the const nan too (review, session 55)
+    for (size_t i = 1; i < 3; ++i)
+      if (c.isTensorConstant((*v)[i]) && std::isnan(c.constantValue((*v)[i]))) return std::nullopt;
     c.convertToCommonDtype(&*v, CpuScalars::Converted);
     return c.emit("clamp", *v);
   };

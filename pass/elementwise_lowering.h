@@ -38,12 +38,14 @@ class LoweringContext {
   int emitIntermediate(const std::string& op, std::vector<int> operands);
   // common_dtype.h's convertToCommonDtype for this node's result.
   void convertToCommonDtype(std::vector<int>* operands, CpuScalars cpuScalars, size_t first = 0);
-  // add / sub's alpha, a number: typed as the result where ATen rounds it so first (a 16-bit add on the CPU;
-  // CUDA's kernels do not round it), else as operands() types a number.
+  // add / sub's alpha, a number: typed as the result where ATen rounds it so first (a 16-bit add on the CPU, where
+  // only alpha = -1 is fused; CUDA's kernels do not round it), else as operands() types a number.
   int alphaConstant(double alpha);
   // Whether ATen rounds add / sub's alpha and one-element operands to the result's type: a 16-bit result on the CPU.
   bool roundsScalarsToResult() const;
   const ir::Node& node() const { return node_; }
+  bool isTensorConstant(int value) const { return builder_.isTensorConstant(value); }
+  double constantValue(int value) const { return builder_.spec().values[value].constant; }
   // Positional argument `i`, else keyword `name`, else `fallback`.
   ir::Arg arg(size_t i, const char* name, ir::Arg fallback) const;
 

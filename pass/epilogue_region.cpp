@@ -63,11 +63,16 @@ int EpilogueOperands::tensor(const ir::Arg& arg) {
   bool roles = t->sizes == match_.outShape;
   if (!broadcastLetters(t->sizes, match_.outShape, match_.outLetters, &letters, roles))
     return why_ = "an operand does not broadcast to the output", -1;
-  // Peel broadcasting views: expand(unsqueeze(b, 0), [m, n]) is b read as `[n]`.
+  // Peel broadcasting views: expand(unsqueeze(b, 0), [m, n]) is b read as `[n]`. Not down to a 0-d tensor from
+  // a view with dims: eager's type promotion ranks the view as a tensor with dims (`y_bf16 > t_f32.view(1, 1)`
+  // compares in f32), the 0-d source below it (`y_bf16 > t_f32`: in bf16) ranks lower (review, session 55).
   std::string inner;
+  auto intoZeroDim = [&](int n) {
+    return index_.tensor(index_.producer(index_.node(n).args[0]))->sizes.empty() && !index_.tensor(n)->sizes.empty();
+  };
   while (index_.node(node).op == ir::Node::Op::Call && !isMutating(index_.node(node)) &&
          viewInputLetters(index_, node, letters, &inner, roles) &&
-         index_.tensor(index_.producer(index_.node(node).args[0]))) {
+         index_.tensor(index_.producer(index_.node(node).args[0])) && !intoZeroDim(node)) {
     views_.push_back(node);
     node = index_.producer(index_.node(node).args[0]);
     letters = inner;
@@ -77,11 +82,12 @@ int EpilogueOperands::tensor(const ir::Arg& arg) {
   // stays outside, as a CPU 0-d input does)
   if (!t->sameDeviceAs(*index_.tensor(match_.anchor)))
     return why_ = "an operand on " + t->device + ", not the GEMM's device", -1;
+  // (a 0-d f64 `full` too: the CPU kernel would compute its op in f64, where eager's f32 chain does not)
+  if (t->dtype == spec::DType::F64) return why_ = "an f64 extra input", -1;
   if (auto v = scalarTensorValue(index_.node(node), *t)) {
     views_.push_back(node);
     return builder_.tensorConstant(*v, t->dtype);
   }
-  if (t->dtype == spec::DType::F64) return why_ = "an f64 extra input", -1;
   // Several m dims flatten into M: an input must carry all of them or none.
   size_t ms = countM(letters);
   size_t outMs = countM(match_.outLetters);

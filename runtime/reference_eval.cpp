@@ -238,7 +238,7 @@ bool callsAsEagerDid(const ChainSpec& spec, const Value& v, const std::vector<at
 bool readAsScalar(const Value& v) { return v.kind == ValueKind::Const || spec::isOneElementInput(v); }
 
 bool oneElementOperandAsEagerDid(const ChainSpec& spec, const Value& v, const std::vector<at::Tensor>& values,
-                              at::ScalarType result) {
+                                 at::ScalarType result) {
   if (!isSixteenBitFloat(result) || v.operands.size() != 2) return false;
   if (v.op != "add" && v.op != "sub" && v.op != "mul" && v.op != "div") return false;
   auto ofResult = [&](int o) {

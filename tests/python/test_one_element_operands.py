@@ -138,6 +138,41 @@ def test_a_0d_full_is_read_as_a_0d_tensor(device, dtype, value, kind, op):
     torch.testing.assert_close(ep.module()(x, w), model(x, w), rtol=0, atol=0, equal_nan=True)
 
 
+@pytest.mark.needs_real_pass
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("form", ["view_1x1", "expand", "full_expand", "clamp_min_nan_full", "clamp_nan_full",
+                                  "f32_times_f64_full", "f32_above_f64_full"])
+def test_odd_0d_sources_keep_eagers_answer(device, form):
+    """The review's cases (session 55): a view with dims of a 0-d f32 tensor ranks as a tensor with dims, so
+    `y_bf16 > t.view(1, 1)` compares in f32 (the chain had peeled the view and compared in bf16); a NaN `full`
+    clamp bound is a NaN bound, not "no bound" (the CPU kernel raised); a 0-d f64 `full` stays outside (the CPU
+    kernel computed its op in f64)."""
+    f, dtype = {
+        "view_1x1": (lambda y, t: y > t.view(1, 1), torch.bfloat16),
+        "expand": (lambda y, t: y > t.expand(32, 64), torch.bfloat16),
+        "full_expand": (lambda y, t: y > torch.full((), 0.1, device=y.device).expand(32, 64), torch.bfloat16),
+        "clamp_min_nan_full": (lambda y, t: torch.clamp_min(y, torch.full((), float("nan"), device=y.device)),
+                               torch.bfloat16),
+        "clamp_nan_full": (lambda y, t: torch.clamp(y, torch.full((), float("nan"), dtype=y.dtype, device=y.device),
+                                                    torch.full((), float("nan"), dtype=y.dtype, device=y.device)),
+                           torch.bfloat16),
+        "f32_times_f64_full": (lambda y, t: y * torch.full((), 0.1, dtype=torch.float64, device=y.device),
+                               torch.float32),
+        "f32_above_f64_full": (lambda y, t: y > torch.full((), 0.1, dtype=torch.float64, device=y.device),
+                               torch.float32),
+    }[form]
+    # y's first rows hold 0.1 and its bf16 rounding, which a comparison in the wrong type tells apart
+    x = torch.zeros(32, 16, dtype=dtype)
+    x[:4, 0] = torch.tensor([0.1, 0.10009765625, 0.2, -1.0]).to(dtype)
+    x[4:, 0] = (torch.randint(8, 32, (28,), generator=testlib.generator("cpu", "odd_0d", form)) / 16).to(dtype)
+    w = torch.zeros(64, 16, dtype=dtype)
+    w[:, 0] = 1
+    x, w, t = x.to(device), w.to(device), torch.tensor(0.1, device=device)
+    model = EpilogueOf(f)
+    ep = fxfuse.rewrite(torch.export.export(model, (x, w, t)))
+    torch.testing.assert_close(ep.module()(x, w, t), model(x, w, t), rtol=0, atol=0, equal_nan=True)
+
+
 class _DequantizedWeight(torch.nn.Module):
     def __init__(self, f):
         super().__init__()
