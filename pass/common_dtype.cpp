@@ -40,13 +40,6 @@ std::optional<spec::DType> comparisonCommon16(const ChainBuilder& builder, const
 
 }  // namespace
 
-bool dimensioned16(const spec::ChainSpec& spec, int id) {
-  const spec::Value& v = spec.values[id];
-  const bool hasDims = v.kind == spec::ValueKind::Op || v.kind == spec::ValueKind::Mm ||
-                       (v.kind == spec::ValueKind::Input && !v.dims.empty());
-  return hasDims && spec::isHalfFloat(v.dtype);
-}
-
 void convertToCommonDtype(ChainBuilder& builder, const ir::TensorType& result, std::vector<int>* operands,
                           CpuScalars cpuScalars, size_t first) {
   // A 16-bit result is the common dtype; a comparison's (a bool result) is its operands'. Any other result is
@@ -65,7 +58,8 @@ void convertToCommonDtype(ChainBuilder& builder, const ir::TensorType& result, s
     const bool oneElement = tensorConstant || spec::isOneElementInput(v);
     // A float with dims is of the common type: with a 16-bit common type, one of another type would have made it
     // wider. Only a 0-d float (an input or a tensor constant) is rounded to it.
-    if (spec::isFloating(v.dtype) && !(oneElement && (tensorConstant || v.dims.empty()))) continue;
+    const bool zeroDim = tensorConstant || (v.kind == spec::ValueKind::Input && v.dims.empty());
+    if (spec::isFloating(v.dtype) && !zeroDim) continue;
     if (oneElement && !scalarsConverted) continue;
     (*operands)[i] = builder.op("convert", {id}, *common);
   }

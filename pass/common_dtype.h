@@ -11,10 +11,6 @@
 
 namespace fxfuse::pass {
 
-// A 16-bit float value with dims (a chain value of the output's shape, or an input of rank >= 1): beside it eager
-// types a number as its type in a comparison (LoweringContext::operands).
-bool dimensioned16(const spec::ChainSpec& spec, int id);
-
 // How the CPU reads a one-element operand of another type (0-d, or every dim 1) beside a 16-bit tensor.
 //  Converted: to the common dtype, as ATen's kernels do (comparisons, maximum, clamp, where, alpha).
 //  LeftToAten: as it is; the CPU kernel calls ATen's add / sub / mul / div on it as eager did (a 16-bit mul or div

@@ -17,6 +17,15 @@ ir::Arg LoweringContext::arg(size_t i, const char* name, ir::Arg fallback) const
 }
 
 namespace {
+// A 16-bit float value with dims (a chain value of the output's shape, or an input of rank >= 1): beside it eager
+// types a number as its type in a comparison.
+bool dimensioned16(const spec::ChainSpec& spec, int id) {
+  const spec::Value& v = spec.values[id];
+  const bool hasDims = v.kind == spec::ValueKind::Op || v.kind == spec::ValueKind::Mm ||
+                       (v.kind == spec::ValueKind::Input && !v.dims.empty());
+  return hasDims && spec::isHalfFloat(v.dtype);
+}
+
 bool isIntegerType(spec::DType d) { return !isFloating(d) && d != spec::DType::Bool; }
 
 // The type eager gives a Python int beside integer tensors of these types: theirs (an int number does not
@@ -83,7 +92,6 @@ bool LoweringContext::roundsScalarsToResult() const {
 
 int LoweringContext::alphaConstant(double alpha) {
   const ir::TensorType& t = node_.type.tensor;
-  if (roundsScalarsToResult()) return builder_.constant(alpha, t.dtype);
   return builder_.constant(alpha, isFloating(t.dtype) || std::trunc(alpha) != alpha ? spec::DType::F32 : spec::DType::I64);
 }
 
@@ -134,19 +142,19 @@ LowerFn withAlpha(const char* op, bool reversed) {
     Arg alpha = c.arg(2, "alpha", Arg::integer(1));
     if (!alpha.isExactNumber()) return std::nullopt;
     bool scaled = alpha.number() != 1.0;
-    // Eager's float32 / float64 add computes `x + alpha * y` with one rounding (a fused multiply-add): the
-    // chain's mul then add rounds twice, and where alpha * y overflows gives NaN for eager's inf (bug hunt,
-    // session 54). Only alpha = -1 is exact so; other alphas end the chain here. (A 16-bit result rounds
-    // once more to its type, which hides the double rounding.)
+    // A float alpha other than -1 ends the chain, except on a 16-bit CUDA result (its kernel computes x + alpha * y
+    // in fp32 and rounds once to 16 bits, as the chain's mul and add do up to the fp32 rounding the 16-bit one hides):
+    //  - eager's float32 / float64 add rounds `x + alpha * y` once (a fused multiply-add): the chain's mul then add
+    //    rounds twice, and where alpha * y overflows gives NaN for eager's inf (bug hunt, session 54);
+    //  - ATen's 16-bit CPU add is not one formula: its vector body computes `x + bf16(alpha) * y` in fp32, its scalar
+    //    tail (past the last full vector) rounds `alpha * y` to 16 bits first, so eager's own answer depends on the
+    //    tensor's size (bf16 -3.75 + 3 * 167: 496 at 8 x 16, 498 at 8 x 64; bug hunt, session 55).
+    // alpha = -1 is exact in every one of these.
     const spec::DType result = c.node().type.tensor.dtype;
-    if (scaled && alpha.number() != -1.0 && isFloating(result) && !spec::isHalfFloat(result)) return std::nullopt;
-    // ATen's 16-bit CPU add is not one formula: its vector body computes `x + bf16(alpha) * y` in fp32 and rounds
-    // once, its scalar tail (the elements past the last full vector) rounds `alpha * y` to 16 bits first, so eager's
-    // own answer for an element depends on the tensor's size (bf16 -3.75 + 3 * 167: 496 at 8 x 16, 498 at 8 x 64;
-    // bug hunt, session 55). Only alpha = -1 is the same in both; other alphas end the chain on the CPU.
-    if (scaled && alpha.number() != -1.0 && c.roundsScalarsToResult()) return std::nullopt;
-    // Scaled on the CPU in 16 bits, a number or 0-d operand is rounded to the tensor's type, as ATen's add does
-    // (without alpha the CPU kernel calls ATen's add itself; the alpha multiply would hide the 0-d operand)
+    const bool cudaHalf = spec::isHalfFloat(result) && !c.roundsScalarsToResult();
+    if (scaled && alpha.number() != -1.0 && isFloating(result) && !cudaHalf) return std::nullopt;
+    // Scaled (by -1) on the CPU in 16 bits, a number or 0-d operand is rounded to the tensor's type, as ATen's add
+    // does (without alpha the CPU kernel calls ATen's add itself; the alpha multiply would hide the 0-d operand)
     const bool round = scaled && c.roundsScalarsToResult();
     auto v = c.operands({x, y}, /*comparison=*/round);
     if (!v) return std::nullopt;
@@ -199,19 +207,18 @@ LowerFn clampLike(bool hasMin, bool hasMax) {
 }
 
 // hardtanh(x, min_val=-1, max_val=1) -> `hardtanh %x lo hi`
-std::optional<int> lowerHardtanh(LoweringContext& c) {
-  auto v = c.operands({c.arg(0, "self", Arg::none()), c.arg(1, "min_val", Arg::real(-1.0)),
-                       c.arg(2, "max_val", Arg::real(1.0))});
+std::optional<int> hardtanh(LoweringContext& c, Arg lo, Arg hi) {
+  auto v = c.operands({c.arg(0, "self", Arg::none()), lo, hi});
   if (!v) return std::nullopt;
   return c.emit("hardtanh", *v);
 }
 
-// relu6(x) -> `hardtanh %x 0 6`: ATen's relu6 is hardtanh(x, 0, 6)
-std::optional<int> lowerRelu6(LoweringContext& c) {
-  auto v = c.operands({c.arg(0, "self", Arg::none()), Arg::real(0.0), Arg::real(6.0)});
-  if (!v) return std::nullopt;
-  return c.emit("hardtanh", *v);
+std::optional<int> lowerHardtanh(LoweringContext& c) {
+  return hardtanh(c, c.arg(1, "min_val", Arg::real(-1.0)), c.arg(2, "max_val", Arg::real(1.0)));
 }
+
+// relu6(x) -> `hardtanh %x 0 6`: ATen's relu6 is hardtanh(x, 0, 6)
+std::optional<int> lowerRelu6(LoweringContext& c) { return hardtanh(c, Arg::real(0.0), Arg::real(6.0)); }
 
 // leaky_relu(x, negative_slope=0.01) -> `leaky_relu %x slope`
 std::optional<int> lowerLeakyRelu(LoweringContext& c) {

@@ -38,8 +38,8 @@ class LoweringContext {
   int emitIntermediate(const std::string& op, std::vector<int> operands);
   // common_dtype.h's convertToCommonDtype for this node's result.
   void convertToCommonDtype(std::vector<int>* operands, CpuScalars cpuScalars, size_t first = 0);
-  // add / sub's alpha, a number: typed as the result where ATen rounds it so first (a 16-bit add on the CPU, where
-  // only alpha = -1 is fused; CUDA's kernels do not round it), else as operands() types a number.
+  // add / sub's alpha, a number, typed as operands() types one (on the CPU in 16 bits only alpha = -1 is fused,
+  // which ATen's rounding to the tensor's type leaves as it is).
   int alphaConstant(double alpha);
   // Whether ATen rounds add / sub's alpha and one-element operands to the result's type: a 16-bit result on the CPU.
   bool roundsScalarsToResult() const;
