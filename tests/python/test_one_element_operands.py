@@ -46,6 +46,17 @@ def _exact_gemm_inputs(dtype, device, g):
     return x.to(device), w.to(device)
 
 
+def _rows_gemm(first_rows, dtype, device, g):
+    """x, w with y = x @ w.t() of 32 x 64 whose row i is first_rows[i] (then random multiples of 1/16 in [0.5, 2)),
+    exactly: x's first column holds the values and w reads only that column, times 1."""
+    rest = (torch.randint(8, 32, (32,), generator=g) / 16).tolist()
+    x = torch.zeros(32, 16, dtype=dtype)
+    x[:, 0] = torch.tensor((list(first_rows) + rest)[:32]).to(dtype)
+    w = torch.zeros(64, 16, dtype=dtype)
+    w[:, 0] = 1
+    return x.to(device), w.to(device)
+
+
 def _operands(kind, shape, dtype, device):
     """Values eager's two readings tell apart: an integer bf16 / f16 rounds (257, 2049) or overflows (70000), a
     float that rounds (257.3, 0.1) or overflows f16 (1e5). Every one is run: the program takes r as an input.
@@ -89,12 +100,7 @@ def test_a_comparison_reads_a_one_element_operand_in_the_common_dtype(device, dt
     row is equal (bf16 256 == int32 257, 0.10009765625 == f32 0.1); read in fp32, none is."""
     rs = _operands(kind, shape, dtype, device)
     rounded = sorted({float(r.to(dtype).reshape(())) for r in rs} - {float("inf"), float("-inf")})
-    # y[i, j] = x[i, 0] * 1: each row of y is one chosen value, exactly
-    x = torch.zeros(32, 16, dtype=dtype)
-    x[:, 0] = torch.tensor((rounded + [1.0, -1.0] * 16)[:32], dtype=dtype)
-    w = torch.zeros(64, 16, dtype=dtype)
-    w[:, 0] = 1
-    x, w = x.to(device), w.to(device)
+    x, w = _rows_gemm(rounded, dtype, device, testlib.generator("cpu", "comparison", cmp))
     model = EpilogueOf({"eq": torch.eq, "ge": torch.ge, "lt": torch.lt}[cmp])
     ep = fxfuse.rewrite(torch.export.export(model, (x, w, rs[0])))
     assert sum(n.target == torch.ops.fxfuse.gemm_chain.default for n in ep.graph.nodes) == 1, ep.graph
@@ -126,12 +132,7 @@ def test_a_0d_full_is_read_as_a_0d_tensor(device, dtype, value, kind, op):
     rounded on CUDA (review, session 55: `y > full((), 0.1)` compared with f32 0.1 on the CPU, every element
     wrong). y holds the value's 16-bit rounding in its first row, so a comparison read in fp32 fails."""
     f = {"eq": torch.eq, "mul": torch.mul, "rmul": lambda y, t: t * y, "div": torch.div, "add": torch.add}[op]
-    x = torch.zeros(32, 16, dtype=dtype)
-    x[0, 0] = torch.tensor(float(value)).to(dtype)
-    x[1:, 0] = (torch.randint(8, 32, (31,), generator=testlib.generator("cpu", "full", op)) / 16).to(dtype)
-    w = torch.zeros(64, 16, dtype=dtype)
-    w[:, 0] = 1
-    x, w = x.to(device), w.to(device)
+    x, w = _rows_gemm([float(value)], dtype, device, testlib.generator("cpu", "full", op))
     model = _WithFull(f, value, kind)
     ep = fxfuse.rewrite(torch.export.export(model, (x, w)))
     assert sum(n.target == torch.ops.fxfuse.gemm_chain.default for n in ep.graph.nodes) == 1, ep.graph
@@ -162,12 +163,8 @@ def test_odd_0d_sources_keep_eagers_answer(device, form):
                                torch.float32),
     }[form]
     # y's first rows hold 0.1 and its bf16 rounding, which a comparison in the wrong type tells apart
-    x = torch.zeros(32, 16, dtype=dtype)
-    x[:4, 0] = torch.tensor([0.1, 0.10009765625, 0.2, -1.0]).to(dtype)
-    x[4:, 0] = (torch.randint(8, 32, (28,), generator=testlib.generator("cpu", "odd_0d", form)) / 16).to(dtype)
-    w = torch.zeros(64, 16, dtype=dtype)
-    w[:, 0] = 1
-    x, w, t = x.to(device), w.to(device), torch.tensor(0.1, device=device)
+    x, w = _rows_gemm([0.1, 0.10009765625, 0.2, -1.0], dtype, device, testlib.generator("cpu", "odd_0d", form))
+    t = torch.tensor(0.1, device=device)
     model = EpilogueOf(f)
     ep = fxfuse.rewrite(torch.export.export(model, (x, w, t)))
     torch.testing.assert_close(ep.module()(x, w, t), model(x, w, t), rtol=0, atol=0, equal_nan=True)
