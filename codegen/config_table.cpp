@@ -223,7 +223,7 @@ struct EpilogueCost {
 EpilogueCost epilogueCost(const spec::ChainSpec& spec) {
   static const char* const kExpensive[] = {"tanh", "exp", "log", "erf", "sigmoid", "sin", "cos",
                                            "gelu", "gelu_tanh", "silu", "pow", "sqrt", "rsqrt",
-                                           "hardswish", "div", "reciprocal"};
+                                           "hardswish", "div", "reciprocal", "log1p", "expm1"};
   EpilogueCost c;
   for (const spec::Value& v : spec.values) {
     if (spec::isResidualInput(v)) c.residual = true;

@@ -39,6 +39,9 @@ constexpr PointwiseRow kTable[] = {
     {"silu", "fx_silu({0})"},
     {"hardswish", "fx_hardswish({0})"},
     {"convert", "{0}"},  // the rounding to the result dtype is the whole op
+    {"log1p", "log1pf({0})"},
+    {"expm1", "expm1f({0})"},
+    {"sign", "fx_sign({0})"},
     // binary
     {"add", "({0} + {1})"},
     {"sub", "({0} - {1})"},

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "pass/aten_ops.h"
+#include "pass/composite_activations.h"
 
 namespace fxfuse::pass {
 
@@ -94,6 +95,12 @@ int LoweringContext::alphaConstant(double alpha) {
   const ir::TensorType& t = node_.type.tensor;
   return builder_.constant(alpha, isFloating(t.dtype) || std::trunc(alpha) != alpha ? spec::DType::F32 : spec::DType::I64);
 }
+
+int LoweringContext::emitAs(const std::string& op, std::vector<int> operands, spec::DType dtype) {
+  return builder_.op(op, std::move(operands), dtype);
+}
+
+int LoweringContext::floatConstant(double v) { return builder_.constant(v, spec::DType::F32); }
 
 int LoweringContext::emitIntermediate(const std::string& op, std::vector<int> operands) {
   spec::DType dt = node_.type.tensor.dtype;
@@ -253,7 +260,7 @@ const std::unordered_map<std::string, LowerFn>& table() {
   static const std::unordered_map<std::string, LowerFn> t = [] {
     std::unordered_map<std::string, LowerFn> m;
     for (const char* op : {"neg", "abs", "reciprocal", "sqrt", "rsqrt", "exp", "log", "tanh",
-                           "erf", "sigmoid", "sin", "cos", "relu", "silu", "hardswish"})
+                           "erf", "sigmoid", "sin", "cos", "relu", "silu", "hardswish", "log1p", "expm1", "sign"})
       m[std::string("aten.") + op + ".default"] = unary(op);
     for (const char* op : {"lt", "le", "gt", "ge", "eq", "ne"}) {
       m[std::string("aten.") + op + ".Tensor"] = comparison(op);
@@ -287,6 +294,7 @@ const std::unordered_map<std::string, LowerFn>& table() {
     m["aten.where.ScalarSelf"] = lowerWhere;
     m["aten.where.ScalarOther"] = lowerWhere;
     m["aten.where.Scalar"] = lowerWhere;
+    addCompositeActivations(m);
     m["prims.convert_element_type.default"] = lowerConvert;
     m["aten._to_copy.default"] = lowerConvert;
     m["aten.to.dtype"] = lowerConvert;

@@ -36,6 +36,10 @@ class LoweringContext {
   int emit(const std::string& op, std::vector<int> operands);
   // An intermediate (an alpha multiply): f32 opmath for floating results.
   int emitIntermediate(const std::string& op, std::vector<int> operands);
+  // An op of a given result dtype (a comparison inside a composite activation), and a number as an f32 constant.
+  int emitAs(const std::string& op, std::vector<int> operands, spec::DType dtype);
+  int floatConstant(double v);
+  spec::DType dtypeOf(int value) const { return builder_.dtypeOf(value); }
   // common_dtype.h's convertToCommonDtype for this node's result.
   void convertToCommonDtype(std::vector<int>* operands, CpuScalars cpuScalars, size_t first = 0);
   // add / sub's alpha, a number, typed as operands() types one (on the CPU in 16 bits only alpha = -1 is fused,

@@ -221,6 +221,8 @@ FX_DEVICE float fx_silu(float x) { return x / (1.0f + expf(-x)); }
 #endif
 FX_DEVICE float fx_hardswish(float x) { return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f; }
 FX_DEVICE float fx_leaky_relu(float x, float slope) { return x > 0.0f ? x : x * slope; }
+// sign(x) as ATen's c10::signum: (0 < x) - (x < 0), so NaN and -0 give +0.
+FX_DEVICE float fx_sign(float x) { return static_cast<float>((0.0f < x) - (x < 0.0f)); }
 
 // Programmatic dependent launch (sm_90+: the gemv, the Hopper kernel and the epilogue-alone kernel;
 // runtime/cuda_launch.cpp launchesAsProgrammaticDependent): the driver processes such a kernel's

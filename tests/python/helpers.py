@@ -120,3 +120,24 @@ class EpilogueOf(nn.Module):
 
     def forward(self, x, w, r):
         return self.f(x @ w.t(), r)
+
+
+def exact_gemm_inputs(dtype, device, g, m=32, k=16, n=64):
+    """x [m, k], w [n, k] whose product `x @ w.t()` every GEMM computes exactly: multiples of 1/128 in [0.25, 2)
+    times {+-1, +-2, 0.5, 0.25} (at most 17 bits for k <= 64, exact in fp32), so that a fused kernel's y and
+    cuBLAS's are the same bits and an epilogue's answer can be compared with eager's bit for bit."""
+    x = torch.randint(32, 256, (m, k), generator=g).to(dtype) / 128
+    levels = torch.tensor([1.0, -1.0, 2.0, -2.0, 0.5, 0.25])
+    w = levels[torch.randint(0, len(levels), (n, k), generator=g)].to(dtype)
+    return x.to(device), w.to(device)
+
+
+def rows_gemm(first_rows, dtype, device, g, m=32, k=16, n=64):
+    """x, w with y = x @ w.t() of m x n whose row i is first_rows[i] (then random multiples of 1/16 in [0.5, 2)),
+    exactly: x's first column holds the values and w reads only that column, times 1 (inf and NaN rows too)."""
+    rest = (torch.randint(8, 32, (m,), generator=g) / 16).tolist()
+    x = torch.zeros(m, k, dtype=dtype)
+    x[:, 0] = torch.tensor((list(first_rows) + rest)[:m]).to(dtype)
+    w = torch.zeros(n, k, dtype=dtype)
+    w[:, 0] = 1
+    return x.to(device), w.to(device)

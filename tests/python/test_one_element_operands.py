@@ -17,7 +17,7 @@ import torch
 
 import fxfuse
 import testlib
-from helpers import EpilogueOf
+from helpers import EpilogueOf, exact_gemm_inputs, rows_gemm
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 OPS = {
@@ -43,26 +43,6 @@ def _rewrite(ep):
     return fxfuse.rewrite(ep, only_profitable=False)
 
 
-def _exact_gemm_inputs(dtype, device, g):
-    """x, w whose product every GEMM computes exactly: multiples of 1/128 in [0.25, 2) times {+-1, +-2, 0.5,
-    0.25}, 16 terms (15 bits, exact in fp32), so the kernel's and cuBLAS's y are the same bits."""
-    x = torch.randint(32, 256, (32, 16), generator=g).to(dtype) / 128
-    levels = torch.tensor([1.0, -1.0, 2.0, -2.0, 0.5, 0.25])
-    w = levels[torch.randint(0, len(levels), (64, 16), generator=g)].to(dtype)
-    return x.to(device), w.to(device)
-
-
-def _rows_gemm(first_rows, dtype, device, g):
-    """x, w with y = x @ w.t() of 32 x 64 whose row i is first_rows[i] (then random multiples of 1/16 in [0.5, 2)),
-    exactly: x's first column holds the values and w reads only that column, times 1."""
-    rest = (torch.randint(8, 32, (32,), generator=g) / 16).tolist()
-    x = torch.zeros(32, 16, dtype=dtype)
-    x[:, 0] = torch.tensor((list(first_rows) + rest)[:32]).to(dtype)
-    w = torch.zeros(64, 16, dtype=dtype)
-    w[:, 0] = 1
-    return x.to(device), w.to(device)
-
-
 def _operands(kind, shape, dtype, device):
     """Values eager's two readings tell apart: an integer bf16 / f16 rounds (257, 2049) or overflows (70000), a
     float that rounds (257.3, 0.1) or overflows f16 (1e5). Every one is run: the program takes r as an input.
@@ -85,7 +65,7 @@ def _operands(kind, shape, dtype, device):
 @pytest.mark.parametrize("op", list(OPS))
 def test_a_one_element_operand_is_read_as_eager_reads_it(device, dtype, kind, shape, op):
     g = testlib.generator("cpu", "one_element", device, str(dtype), str(kind), shape, op)
-    x, w = _exact_gemm_inputs(dtype, device, g)
+    x, w = exact_gemm_inputs(dtype, device, g)
     rs = _operands(kind, shape, dtype, device)
     model = EpilogueOf(OPS[op])
     ep = _rewrite(torch.export.export(model, (x, w, rs[0])))
@@ -106,7 +86,7 @@ def test_a_comparison_reads_a_one_element_operand_in_the_common_dtype(device, dt
     row is equal (bf16 256 == int32 257, 0.10009765625 == f32 0.1); read in fp32, none is."""
     rs = _operands(kind, shape, dtype, device)
     rounded = sorted({float(r.to(dtype).reshape(())) for r in rs} - {float("inf"), float("-inf")})
-    x, w = _rows_gemm(rounded, dtype, device, testlib.generator("cpu", "comparison", cmp))
+    x, w = rows_gemm(rounded, dtype, device, testlib.generator("cpu", "comparison", cmp))
     model = EpilogueOf({"eq": torch.eq, "ge": torch.ge, "lt": torch.lt}[cmp])
     ep = _rewrite(torch.export.export(model, (x, w, rs[0])))
     assert sum(n.target == torch.ops.fxfuse.gemm_chain.default for n in ep.graph.nodes) == 1, ep.graph
@@ -138,7 +118,7 @@ def test_a_0d_full_is_read_as_a_0d_tensor(device, dtype, value, kind, op):
     rounded on CUDA (review, session 55: `y > full((), 0.1)` compared with f32 0.1 on the CPU, every element
     wrong). y holds the value's 16-bit rounding in its first row, so a comparison read in fp32 fails."""
     f = {"eq": torch.eq, "mul": torch.mul, "rmul": lambda y, t: t * y, "div": torch.div, "add": torch.add}[op]
-    x, w = _rows_gemm([float(value)], dtype, device, testlib.generator("cpu", "full", op))
+    x, w = rows_gemm([float(value)], dtype, device, testlib.generator("cpu", "full", op))
     model = _WithFull(f, value, kind)
     ep = _rewrite(torch.export.export(model, (x, w)))
     assert sum(n.target == torch.ops.fxfuse.gemm_chain.default for n in ep.graph.nodes) == 1, ep.graph
@@ -169,7 +149,7 @@ def test_odd_0d_sources_keep_eagers_answer(device, form):
                                torch.float32),
     }[form]
     # y's first rows hold 0.1 and its bf16 rounding, which a comparison in the wrong type tells apart
-    x, w = _rows_gemm([0.1, 0.10009765625, 0.2, -1.0], dtype, device, testlib.generator("cpu", "odd_0d", form))
+    x, w = rows_gemm([0.1, 0.10009765625, 0.2, -1.0], dtype, device, testlib.generator("cpu", "odd_0d", form))
     t = torch.tensor(0.1, device=device)
     model = EpilogueOf(f)
     ep = _rewrite(torch.export.export(model, (x, w, t)))

@@ -297,6 +297,17 @@ OPS: dict[str, OpDef] = {
     "leaky_relu": OpDef(1, lambda a, p: f"F.leaky_relu({a[0]}, {_p(p, 'slope', 0.01)})"),
     "hardtanh": OpDef(1, lambda a, p: f"F.hardtanh({a[0]}, {_p(p, 'lo', -1.0)}, {_p(p, 'hi', 1.0)})"),
     "hardswish": OpDef(1, lambda a, p: f"F.hardswish({a[0]})"),
+    # the activations the pass lowers to their ATen kernel's formula (pass/composite_activations.cpp)
+    "hardsigmoid": OpDef(1, lambda a, p: f"F.hardsigmoid({a[0]})"),
+    "softplus": OpDef(1, lambda a, p: f"F.softplus({a[0]}, {_p(p, 'beta', 1.0)}, {_p(p, 'threshold', 20.0)})"),
+    "mish": OpDef(1, lambda a, p: f"F.mish({a[0]})"),
+    "elu": OpDef(1, lambda a, p: f"F.elu({a[0]}, {_p(p, 'alpha', 1.0)})"),
+    "selu": OpDef(1, lambda a, p: f"F.selu({a[0]})"),
+    "celu": OpDef(1, lambda a, p: f"F.celu({a[0]}, {_p(p, 'alpha', 1.0)})"),
+    "logsigmoid": OpDef(1, lambda a, p: f"F.logsigmoid({a[0]})"),
+    "log1p": OpDef(1, lambda a, p: f"torch.log1p({a[0]}.abs())"),
+    "expm1": OpDef(1, lambda a, p: f"torch.expm1(torch.clamp({a[0]}, max={_p(p, 'hi', 4.0)}))"),
+    "sign": OpDef(1, lambda a, p: f"torch.sign({a[0]})", discontinuous=True),
     "maximum": OpDef(2, lambda a, p: f"torch.maximum({a[0]}, {a[1]})"),
     "minimum": OpDef(2, lambda a, p: f"torch.minimum({a[0]}, {a[1]})"),
     "clamp": OpDef(1, lambda a, p: f"torch.clamp({a[0]}, {_p(p, 'lo')}, {_p(p, 'hi')})"),
@@ -326,7 +337,8 @@ UNARY_EPILOGUE = [
     ("gelu_tanh", 4), ("silu", 4), ("leaky_relu", 2), ("hardtanh", 2), ("hardswish", 2), ("clamp", 2),
     ("clamp_min", 1), ("clamp_max", 1), ("pow_int", 2), ("pow_frac", 1), ("square_op", 1), ("abs", 2),
     ("convert_roundtrip", 2), ("add_scalar", 2), ("mul_scalar", 3), ("div_scalar", 1), ("rsub_scalar", 1),
-    ("cmp_to_D", 1),
+    ("cmp_to_D", 1), ("hardsigmoid", 1), ("softplus", 2), ("mish", 1), ("elu", 1), ("selu", 1), ("celu", 1),
+    ("logsigmoid", 1), ("log1p", 1), ("expm1", 1), ("sign", 1),
 ]
 BINARY_EPILOGUE = [
     ("add", 8), ("add_alpha", 1), ("sub", 3), ("sub_alpha", 1), ("mul", 5), ("div", 1), ("div_safe", 2),
@@ -702,6 +714,12 @@ def _unary_params(rng: random.Random, op: str) -> dict:
         return {"c": rng.choice([2.0, 3.0, 0.5, -4.0])}
     if op in ("add_scalar", "rsub_scalar"):
         return {"c": rng.choice([1.0, -0.5, 3.0])}
+    if op == "softplus":
+        return {"beta": rng.choice([1.0, 2.0, 0.5]), "threshold": rng.choice([20.0, 10.0, 2.0])}
+    if op in ("elu", "celu"):
+        return {"alpha": rng.choice([1.0, 0.5, 1.7])}
+    if op == "expm1":
+        return {"hi": rng.choice([2.0, 4.0, 8.0])}
     if op == "cmp_to_D":
         return {"cmp": rng.choice([">", "<", ">=", "<="]), "c": 0.0}
     return {}

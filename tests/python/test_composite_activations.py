@@ -1,0 +1,122 @@
+"""The activations eager computes in one ATen kernel of their own (hardsigmoid, softplus, mish, elu, selu, celu,
+log_sigmoid) and sign, fused after a GEMM as that kernel computes them (pass/composite_activations.cpp), on the
+CPU and on CUDA (`-m gpu`). Until session 56 each of them ended the chain.
+
+The GEMMs are exact (helpers.exact_gemm_inputs, helpers.rows_gemm), so the fused kernel and eager apply the
+activation to the same bits and any difference is the activation's. Piecewise-linear ones (hardsigmoid, the elu
+family, sign) must give eager's bits; the ones through exp / log1p / tanh are allowed one unit in the last place
+of a 16-bit result and four of an f32 one (ATen's CPU activation kernels call other vectorized exp / log1p than its
+exp and log1p ops, each within an ulp of f32, and the fused kernel's tanh has a fast-math form for 16-bit
+outputs), and nothing else: NaN and infinities where eager has them.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import fxfuse
+import testlib
+from helpers import exact_gemm_inputs, rows_gemm
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+DTYPES = [torch.bfloat16, torch.float16, torch.float32]
+# name: (the activation, its ATen target, whether eager's bits are required)
+ACTIVATIONS = {
+    "hardsigmoid": (F.hardsigmoid, "aten.hardsigmoid.default", True),
+    "softplus": (F.softplus, "aten.softplus.default", False),
+    "softplus_beta2_threshold10": (lambda y: F.softplus(y, 2.0, 10.0), "aten.softplus.default", False),
+    "softplus_beta0.5_threshold30": (lambda y: F.softplus(y, 0.5, 30.0), "aten.softplus.default", False),
+    "mish": (F.mish, "aten.mish.default", False),
+    "elu": (F.elu, "aten.elu.default", True),
+    "elu_alpha0.5": (lambda y: F.elu(y, 0.5), "aten.elu.default", True),
+    "elu_scaled": (lambda y: torch.ops.aten.elu.default(y, 0.5, 2.0, 1.5), "aten.elu.default", True),
+    "selu": (F.selu, "aten.selu.default", True),
+    "celu_alpha0.7": (lambda y: F.celu(y, 0.7), "aten.celu.default", True),
+    "logsigmoid": (F.logsigmoid, "aten.log_sigmoid.default", False),
+    "sign": (torch.sign, "aten.sign.default", True),
+}
+# y values at each formula's edges: the softplus thresholds (x * beta = 20, 10, 30) and exp's overflow (95), 0 and
+# -0 for the elu family's branch and sign, the infinities and NaN
+SPECIAL_ROWS = [float("inf"), float("-inf"), float("nan"), 0.0, -0.0, 95.0, -95.0, 20.0, 20.125, 5.0, 5.0625, 60.0,
+                60.5, -3.0, 3.0, -2.5, 2.5, 1e-3, -1e-3, 15.0, -15.0, 0.5, -0.5, 1.0]
+
+
+@pytest.fixture(autouse=True)
+def _run_the_kernel(monkeypatch):
+    monkeypatch.setenv("FXFUSE_FORCE_KERNEL", "1")  # the generated kernel on CUDA, not the op's ATen path
+    monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")  # an element the kernel does not write is NaN, not stale
+
+
+class _Activation(torch.nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, x, w):
+        return self.f(x @ w.t())
+
+
+def _assert_eagers_answer(got, want, exact):
+    """got == want bit for bit where `exact`, else within one unit in the last place of a 16-bit want (four of an
+    f32 one); NaN and infinities exactly where eager has them either way."""
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert torch.equal(got.isnan(), want.isnan()), "NaN where eager has none, or the other way"
+    finite = want.isfinite()
+    assert torch.equal(got[~finite & ~want.isnan()], want[~finite & ~want.isnan()]), "infinities differ"
+    g, w = got[finite], want[finite]
+    if exact:
+        assert torch.equal(g, w), f"{int((g != w).sum())} of {w.numel()} elements differ from eager"
+        return
+    ulp = (torch.nextafter(w, torch.full_like(w, float("inf"))) - w).abs()
+    ulp = torch.maximum(ulp, (w - torch.nextafter(w, torch.full_like(w, float("-inf")))).abs())
+    ulps = 4 if want.dtype == torch.float32 else 1
+    off = (g.double() - w.double()).abs() > ulps * ulp.double()
+    assert not off.any(), f"{int(off.sum())} elements off eager by more than {ulps} ulp: {g[off][:4]} vs {w[off][:4]}"
+
+
+def _rewrite_and_run(f, target, x, w):
+    model = _Activation(f)
+    ep = fxfuse.rewrite(torch.export.export(model, (x, w)), only_profitable=False)
+    targets = [str(n.target) for n in ep.graph.nodes if n.op == "call_function"]
+    assert targets.count("fxfuse.gemm_chain.default") == 1 and target not in targets, targets
+    return ep.module()(x, w), model(x, w)
+
+
+@pytest.mark.needs_real_pass
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=["bf16", "f16", "f32"])
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+def test_an_activation_is_fused_with_eagers_answer(device, dtype, name):
+    f, target, exact = ACTIVATIONS[name]
+    g = testlib.generator("cpu", "composite_activation", device, str(dtype), name)
+    x, w = exact_gemm_inputs(dtype, device, g, m=64, k=32, n=128)
+    x = x * 2  # y spread over about +-40: both sides of every threshold above
+    got, want = _rewrite_and_run(f, target, x, w)
+    _assert_eagers_answer(got, want, exact)
+
+
+@pytest.mark.needs_real_pass
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=["bf16", "f16", "f32"])
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+def test_an_activation_of_special_values(device, dtype, name):
+    f, target, exact = ACTIVATIONS[name]
+    x, w = rows_gemm(SPECIAL_ROWS, dtype, device, testlib.generator("cpu", "composite_special", name))
+    got, want = _rewrite_and_run(f, target, x, w)
+    _assert_eagers_answer(got, want, exact)
+
+
+@pytest.mark.needs_real_pass
+def test_torch_compile_fuses_the_decomposed_forms():
+    """torch.compile's post-grad graphs hold these activations decomposed (softplus and mish into exp / log1p /
+    where, elu into expm1 / where, log_sigmoid into minimum / exp / log1p): the backend fuses each, as one chain."""
+    g = testlib.generator("cpu", "composite_compile")
+    x, w = exact_gemm_inputs(torch.bfloat16, "cpu", g, m=64, k=32, n=128)
+    for name in ("softplus_beta2_threshold10", "mish", "selu", "celu_alpha0.7", "logsigmoid", "sign", "hardsigmoid"):
+        f = ACTIVATIONS[name][0]
+        torch._dynamo.reset()
+        fxfuse.reset_stats()
+        got = fxfuse.compile(_Activation(f), only_profitable=False)(x, w)
+        assert fxfuse.stats()["chains_fused"] == 1, (name, str(fxfuse.report()))
+        _assert_eagers_answer(got, _Activation(f)(x, w), exact=False)
