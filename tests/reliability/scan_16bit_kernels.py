@@ -15,6 +15,7 @@ UNARY = {"neg": torch.neg, "abs": torch.abs, "reciprocal": torch.reciprocal, "sq
          "rsqrt": torch.rsqrt, "exp": torch.exp, "log": torch.log, "tanh": torch.tanh, "erf": torch.erf,
          "sigmoid": torch.sigmoid, "sin": torch.sin, "cos": torch.cos, "relu": torch.relu, "gelu": F.gelu,
          "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "silu": F.silu, "hardswish": F.hardswish,
+         "log1p": torch.log1p, "expm1": torch.expm1, "sign": torch.sign,
          "pow 0.5": lambda x: x ** 0.5, "pow -0.5": lambda x: x ** -0.5, "pow 3": lambda x: x ** 3,
          "pow -2": lambda x: x ** -2, "add 0.745867": lambda x: x + 0.745867,
          "sub 0.745867": lambda x: x - 0.745867, "mul 0.745867": lambda x: x * 0.745867,
