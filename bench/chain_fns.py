@@ -15,6 +15,12 @@ CHAINS = {
     # a transformer block's down-projection and its residual: the residual form real models
     # have (the bias inside eager's cuBLAS call, then one add), unlike bias_gelu_resid's
     "linear_resid": lambda x, w, b, r, wq, s, wt: F.linear(x, wt, b) + r,
+    # the activations with an ATen kernel of their own (pass/composite_activations.cpp; session 56): a Mamba
+    # block's dt projection is `softplus(F.linear(dt, w, b))`
+    "linear_softplus": lambda x, w, b, r, wq, s, wt: F.softplus(F.linear(x, wt, b)),
+    "linear_mish": lambda x, w, b, r, wq, s, wt: F.mish(F.linear(x, wt, b)),
+    "linear_elu": lambda x, w, b, r, wq, s, wt: F.elu(F.linear(x, wt, b)),
+    "linear_hardsigmoid": lambda x, w, b, r, wq, s, wt: F.hardsigmoid(F.linear(x, wt, b)),
     "w8_bias": lambda x, w, b, r, wq, s, wt: torch.mm(x, wq.to(x.dtype) * s) + b,
     "w8_linear": lambda x, w, b, r, wq, s, wt: F.linear(x, wq.t().to(x.dtype) * s[:, None], b),
 }
