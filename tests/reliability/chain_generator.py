@@ -337,8 +337,12 @@ UNARY_EPILOGUE = [
     ("gelu_tanh", 4), ("silu", 4), ("leaky_relu", 2), ("hardtanh", 2), ("hardswish", 2), ("clamp", 2),
     ("clamp_min", 1), ("clamp_max", 1), ("pow_int", 2), ("pow_frac", 1), ("square_op", 1), ("abs", 2),
     ("convert_roundtrip", 2), ("add_scalar", 2), ("mul_scalar", 3), ("div_scalar", 1), ("rsub_scalar", 1),
-    ("cmp_to_D", 1), ("hardsigmoid", 1), ("softplus", 2), ("mish", 1), ("elu", 1), ("selu", 1), ("celu", 1),
-    ("logsigmoid", 1), ("log1p", 1), ("expm1", 1), ("sign", 1),
+    ("cmp_to_D", 1),
+]
+# Drawn after those where GenConfig.composite_activations (session 56's lowerings, pass/composite_activations.cpp)
+COMPOSITE_EPILOGUE = [
+    ("hardsigmoid", 1), ("softplus", 2), ("mish", 1), ("elu", 1), ("selu", 1), ("celu", 1), ("logsigmoid", 1),
+    ("log1p", 1), ("expm1", 1), ("sign", 1),
 ]
 BINARY_EPILOGUE = [
     ("add", 8), ("add_alpha", 1), ("sub", 3), ("sub_alpha", 1), ("mul", 5), ("div", 1), ("div_safe", 2),
@@ -399,6 +403,10 @@ class GenConfig:
     # a row or a column): the converts to the 16-bit common dtype of session 55 (pass/common_dtype.cpp) on every
     # kernel. Drawn only when > 0, so other runs keep their cases (FXFUSE_DIFF_FOREIGN_OPERANDS).
     foreign_operand_prob: float = 0.0
+    # The activations with an ATen kernel of their own, and log1p / expm1 / sign, among the unary epilogue ops
+    # (COMPOSITE_EPILOGUE; session 56). They change every case's draws: False keeps the runs recorded before
+    # (FXFUSE_DIFF_ACTIVATIONS=0); the differential's runs draw them (activations_from_env).
+    composite_activations: bool = False
     special_prob: float = 0.06      # a NaN/Inf somewhere in the inputs
     dtypes: tuple[str, ...] = COMPUTE_DTYPES
     dtype_weights: tuple[float, ...] = (0.4, 0.35, 0.25)
@@ -419,7 +427,7 @@ def gpu_config(hopper_shape_prob: float, hopper_plain_prob: float, hopper_decode
                      hopper_plain_prob=hopper_plain_prob, hopper_decode_prob=hopper_decode_prob,
                      hopper_decode_two_tiles_prob=hopper_decode_two_tiles_prob,
                      hopper_decode_wide_n=hopper_decode_wide_n, spellings=spellings_from_env(),
-                     foreign_operand_prob=foreign_operands_from_env())
+                     foreign_operand_prob=foreign_operands_from_env(), composite_activations=activations_from_env())
 
 
 def spellings_from_env() -> bool:
@@ -431,6 +439,11 @@ def foreign_operands_from_env() -> float:
     """FXFUSE_DIFF_FOREIGN_OPERANDS=P draws int32 extra operands with probability P (GenConfig.foreign_operand_prob;
     0, the default, keeps the runs recorded before session 55)."""
     return float(os.environ.get("FXFUSE_DIFF_FOREIGN_OPERANDS", "0"))
+
+
+def activations_from_env() -> bool:
+    """FXFUSE_DIFF_ACTIVATIONS=0 reproduces the runs recorded before session 56 (GenConfig.composite_activations)."""
+    return os.environ.get("FXFUSE_DIFF_ACTIVATIONS", "1") != "0"
 
 
 class _Builder:
@@ -628,7 +641,7 @@ def generate(seed: int, cfg: GenConfig | None = None) -> Case:
     for _ in range(n_ops):
         recent = pool[-1] if rng.random() < 0.7 else rng.choice(pool)
         if rng.random() < 0.55:
-            op = _weighted(rng, UNARY_EPILOGUE)
+            op = _weighted(rng, UNARY_EPILOGUE + (COMPOSITE_EPILOGUE if cfg.composite_activations else []))
             params = _unary_params(rng, op)
             if cfg.spellings and op in SPELLINGS:  # its own stream: the cases' other draws stay as they were
                 forms = [(f, SPELLING_WEIGHTS[f]) for f in SPELLINGS[op]]

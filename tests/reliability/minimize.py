@@ -13,7 +13,8 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from chain_generator import GenConfig, generate, spellings_from_env  # noqa: E402
+from chain_generator import (GenConfig, activations_from_env, foreign_operands_from_env, generate,  # noqa: E402
+                             spellings_from_env)
 from diff_harness import check_case, describe, same_failure, shrink  # noqa: E402
 
 
@@ -22,7 +23,9 @@ def main(argv: list[str]) -> int:
     logging.disable(logging.CRITICAL)
     seed = int(argv[1])
     route = argv[2] if len(argv) > 2 else "fx"
-    case = generate(seed, GenConfig(spellings=spellings_from_env()))
+    # the CPU differential's cases (test_differential.py)
+    case = generate(seed, GenConfig(spellings=spellings_from_env(), foreign_operand_prob=foreign_operands_from_env(),
+                                    composite_activations=activations_from_env()))
     o = check_case(case, route)
     print(describe(case, o, route))
     if o.ok:

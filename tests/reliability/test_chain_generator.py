@@ -4,11 +4,12 @@ round-trips, and the cases cover what issue 8 asks for."""
 from __future__ import annotations
 
 import collections
+import dataclasses
 
 import torch
 
 import testlib
-from chain_generator import OPS, SPELLINGS, Case, GenConfig, generate, gpu_config
+from chain_generator import COMPOSITE_EPILOGUE, OPS, SPELLINGS, Case, GenConfig, generate, gpu_config
 from diff_harness import compare
 
 
@@ -132,6 +133,15 @@ def test_spellings_change_only_the_spelled_ops():
         assert plain.inputs == spelled.inputs and plain.outputs == spelled.outputs, seed
 
 
+def test_composite_activations_are_drawn_only_when_asked():
+    """GenConfig.composite_activations adds session 56's activations to the unary ops; without it no case has one
+    (the pinned digests above hold the runs recorded before)."""
+    new_ops = {op for op, _ in COMPOSITE_EPILOGUE}
+    drawn = [{n.op for n in generate(seed, GenConfig(composite_activations=True)).nodes} & new_ops for seed in range(300)]
+    assert set().union(*drawn) == new_ops
+    assert not any({n.op for n in generate(seed, GenConfig()).nodes} & new_ops for seed in range(300))
+
+
 PINNED_DEFAULT = "f5e6b206ead3f1a8"
 PINNED_GPU = "34b331df0e6815fb"
 PINNED_DEFAULT_SPELLED = "392377314fd95dea"
@@ -175,7 +185,8 @@ def test_judge_excuses_overflow_at_the_threshold_and_nowhere_else():
     GEMM's result one f16 step further out). Overflow within rounding of the largest f16 is a
     threshold flip; anything else about an Inf is a wrong answer: the wrong sign, a NaN, a finite
     value far from the threshold, a float64 value outside the window, or many such elements."""
-    case = generate(30308239, gpu_config(0.3, 0.5))
+    # the session-11 run's generator: no composite activations (GenConfig.composite_activations)
+    case = generate(30308239, dataclasses.replace(gpu_config(0.3, 0.5), composite_activations=False))
     assert case.dims == {"M": 32, "N": 154, "K": 495, "B": 3, "S": 4} and case.dtype == "f16"
     ins = case.make_inputs()
     out = [o.clone() for o in case.build()(*ins)]

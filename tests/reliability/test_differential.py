@@ -25,7 +25,8 @@ import pytest
 import torch
 
 import testlib
-from chain_generator import GenConfig, foreign_operands_from_env, generate, gpu_config, spellings_from_env
+from chain_generator import (GenConfig, activations_from_env, foreign_operands_from_env, generate, gpu_config,
+                             spellings_from_env)
 from diff_harness import check_case, describe, same_failure, shrink
 
 fxfuse = pytest.importorskip("fxfuse", reason="fxfuse._C is not built")
@@ -108,7 +109,8 @@ def run_cases(seeds, device: str, cfg: GenConfig, max_shrunk: int = 3, options: 
 def test_differential_cpu():
     seeds = list(range(SEED, SEED + CASES))
     print(f"FXFUSE_DIFF_SEED={SEED} FXFUSE_DIFF_CASES={CASES}")
-    cfg = GenConfig(spellings=spellings_from_env(), foreign_operand_prob=foreign_operands_from_env())
+    cfg = GenConfig(spellings=spellings_from_env(), foreign_operand_prob=foreign_operands_from_env(),
+                    composite_activations=activations_from_env())
     results, fused, failures, report = run_cases(seeds, "cpu", cfg)
     assert not failures, f"{len(failures)} of {len(seeds)} cases failed:\n{report}"
     assert fused >= MIN_FUSED * len(seeds), (
