@@ -42,6 +42,10 @@ constexpr PointwiseRow kTable[] = {
     {"log1p", "log1pf({0})"},
     {"expm1", "expm1f({0})"},
     {"sign", "fx_sign({0})"},
+    {"round", "rintf({0})"},  // torch.round: half to even, as rint in the default rounding mode
+    {"floor", "floorf({0})"},
+    {"ceil", "ceilf({0})"},
+    {"trunc", "truncf({0})"},
     // binary
     {"add", "({0} + {1})"},
     {"sub", "({0} - {1})"},

@@ -66,7 +66,9 @@ std::string describe(const GemmMatch& m, const GemmCore& core, const spec::Chain
 }
 
 // Region nodes whose every user is in the set (outputs stay regardless: their users are
-// redirected to the op). What is left out stays in the graph for its other users.
+// redirected to the op). What is left out stays in the graph for its other users. export's metadata check
+// beside a `.to()` is no such user: the rewrite drops it with the value it checks (aten_ops.h isMetadataAssert);
+// it had kept the whole unfused chain in the graph beside the fused op, computed twice (session 56).
 std::vector<int> replacedNodes(const GraphIndex& index, std::set<int> set, const std::vector<int>& outputs) {
   bool changed = true;
   while (changed) {
@@ -75,7 +77,8 @@ std::vector<int> replacedNodes(const GraphIndex& index, std::set<int> set, const
       int id = *it;
       bool isOutput = std::find(outputs.begin(), outputs.end(), id) != outputs.end();
       bool escapes = index.usedByGraphOutput(id) ||
-                     std::any_of(index.users(id).begin(), index.users(id).end(), [&](int u) { return !set.count(u); });
+                     std::any_of(index.users(id).begin(), index.users(id).end(),
+                                 [&](int u) { return !set.count(u) && !isMetadataAssert(index.node(u)); });
       if (!isOutput && escapes) {
         it = set.erase(it);
         changed = true;

@@ -1,5 +1,6 @@
 #include "pass/composite_activations.h"
 
+#include <cmath>
 #include <optional>
 #include <vector>
 
@@ -27,10 +28,14 @@ int timesConstant(LoweringContext& c, int x, float k) {
   return k == 1.0f ? x : c.emitIntermediate("mul", {x, c.floatConstant(k)});
 }
 
-// A number argument, or nullopt where the graph passes something else.
+// A finite number beyond float's range: eager raises converting it to its f32 opmath ("value cannot be converted
+// to type float without overflow"), so the op is left to eager (review, session 56: the chain computed with inf).
+bool overflowsFloat(double v) { return std::isfinite(v) && std::isinf(asFloat(v)); }
+
+// A number argument, or nullopt where the graph passes something else or one eager refuses.
 std::optional<double> numberArg(LoweringContext& c, size_t i, const char* name, double fallback) {
   const Arg a = c.arg(i, name, Arg::real(fallback));
-  if (!a.isExactNumber()) return std::nullopt;
+  if (!a.isExactNumber() || overflowsFloat(a.number())) return std::nullopt;
   return a.number();
 }
 
@@ -67,14 +72,19 @@ std::optional<int> lowerMish(LoweringContext& c) {
 }
 
 // elu(x, alpha, scale, input_scale) = x > 0 ? x * scale : expm1(x * input_scale) * (alpha * scale), the product of
-// the two f32 coefficients rounded to f32, as ATen's kernel computes it once before the loop.
+// the two f32 coefficients rounded to f32, as ATen's kernel computes it once before the loop. At x = +-0 the CUDA
+// kernel takes the second branch and the CPU's the first (x < 0 ? ... : x * scale), which differ in the sign of the
+// zero (or NaN for a NaN alpha) where a coefficient is negative: each device's own test (review, session 56).
 std::optional<int> eluOf(LoweringContext& c, double alpha, double scale, double inputScale) {
   auto x = operandInFloat(c);
   if (!x) return std::nullopt;
   const float negative = asFloat(alpha) * asFloat(scale);
-  const int positive = c.emitAs("gt", {*x, c.floatConstant(0.0)}, spec::DType::Bool);
+  const bool cpu = c.node().type.tensor.device == "cpu";
+  const int test = c.emitAs(cpu ? "lt" : "gt", {*x, c.floatConstant(0.0)}, spec::DType::Bool);
   const int exponential = c.emitIntermediate("expm1", {timesConstant(c, *x, asFloat(inputScale))});
-  return c.emit("where", {positive, timesConstant(c, *x, asFloat(scale)), timesConstant(c, exponential, negative)});
+  const int below = timesConstant(c, exponential, negative);
+  const int above = timesConstant(c, *x, asFloat(scale));
+  return c.emit("where", cpu ? std::vector<int>{test, below, above} : std::vector<int>{test, above, below});
 }
 
 std::optional<int> lowerElu(LoweringContext& c) {
@@ -92,7 +102,8 @@ std::optional<int> lowerSelu(LoweringContext& c) {
 // celu(x, alpha=1) = elu(x, alpha, 1, 1 / alpha), 1 / alpha computed in double as ATen's celu does
 std::optional<int> lowerCelu(LoweringContext& c) {
   auto alpha = numberArg(c, 1, "alpha", 1.0);
-  if (!alpha || *alpha == 0.0) return std::nullopt;  // an input scale of 1 / 0: left to eager
+  // alpha 0 (eager raises), or an input scale 1 / alpha past float's range: left to eager
+  if (!alpha || *alpha == 0.0 || overflowsFloat(1.0 / *alpha)) return std::nullopt;
   return eluOf(c, *alpha, 1.0, 1.0 / *alpha);
 }
 

@@ -4,8 +4,8 @@
 // ActivationMishKernel.cu, ActivationEluKernel.cu, LogSigmoid.cu): the operand converted to f32 (eager's opmath
 // for 16-bit and f32 tensors), every step in f32, the last op at the result's dtype, so that the result is
 // rounded once, as eager's kernel rounds it; constants are f32, as the kernel reads its Scalars.
-// ATen's 16-bit CPU kernels compute the same formula in f32 (tests/python/test_composite_activations.py checks
-// both devices bit for bit). float64 results are not lowered (the CUDA kernels have no f64; ATen's f64 kernels
+// ATen's 16-bit CPU kernels compute the same formula in f32, but for two choices the CPU's own kernel makes: hardsigmoid
+// divides by 6, and elu takes x * scale at x = +-0 (tests/python/test_composite_activations.py, both devices). float64 results are not lowered (the CUDA kernels have no f64; ATen's f64 kernels
 // read some constants as f32 and some as f64).
 // torch.compile's post-grad graphs reach the pass with these already decomposed into exp / log1p / expm1 /
 // where / clamp, which the elementwise table lowers op by op.

@@ -260,7 +260,7 @@ const std::unordered_map<std::string, LowerFn>& table() {
   static const std::unordered_map<std::string, LowerFn> t = [] {
     std::unordered_map<std::string, LowerFn> m;
     for (const char* op : {"neg", "abs", "reciprocal", "sqrt", "rsqrt", "exp", "log", "tanh",
-                           "erf", "sigmoid", "sin", "cos", "relu", "silu", "hardswish", "log1p", "expm1", "sign"})
+                           "erf", "sigmoid", "sin", "cos", "relu", "silu", "hardswish", "log1p", "expm1", "sign", "round", "floor", "ceil", "trunc"})
       m[std::string("aten.") + op + ".default"] = unary(op);
     for (const char* op : {"lt", "le", "gt", "ge", "eq", "ne"}) {
       m[std::string("aten.") + op + ".Tensor"] = comparison(op);

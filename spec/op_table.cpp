@@ -21,7 +21,7 @@ constexpr OpInfo kOps[] = {
     {"erf", 1, false}, {"sigmoid", 1, false}, {"sin", 1, false}, {"cos", 1, false},
     {"relu", 1, false}, {"gelu", 1, false}, {"gelu_tanh", 1, false}, {"silu", 1, false},
     {"hardswish", 1, false}, {"convert", 1, false}, {"log1p", 1, false}, {"expm1", 1, false},
-    {"sign", 1, false},
+    {"sign", 1, false}, {"round", 1, false}, {"floor", 1, false}, {"ceil", 1, false}, {"trunc", 1, false},
     // binary
     {"add", 2, false}, {"sub", 2, false}, {"mul", 2, false}, {"div", 2, false},
     {"maximum", 2, false}, {"minimum", 2, false}, {"pow", 2, false},

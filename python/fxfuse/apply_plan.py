@@ -152,8 +152,8 @@ def _region_ok(replaced, inputs, outputs) -> str | None:
     for n in replaced:
         if n.op in ("placeholder", "output", "get_attr"):
             return f"cannot replace {n.op} {n.name}"
-        if n not in oset:
-            outside = [u.name for u in n.users if u not in rset]
+        if n not in oset:  # a metadata check goes with the value it checks (below)
+            outside = [u.name for u in n.users if u not in rset and not _is_metadata_assert(u)]
             if outside:
                 return f"replaced node {n.name} has users outside the region: {outside}"
     # A cycle: some input is (transitively) computed from a region node.
@@ -284,7 +284,7 @@ def apply_plan(graph: torch.fx.Graph, plan: dict[str, Any], keep: frozenset[str]
         # export's metadata checks of replaced values go with them (pass/aten_ops.h isMetadataAssert)
         for n in replaced:
             for u in list(n.users):
-                if u not in rset and u.op == "call_function" and u.target == _METADATA_ASSERT:
+                if u not in rset and _is_metadata_assert(u):
                     graph.erase_node(u)
         # Erase users before producers: reverse graph order within the region.
         for n in sorted(replaced, key=lambda n: -index[n]):
@@ -302,6 +302,11 @@ def apply_plan(graph: torch.fx.Graph, plan: dict[str, Any], keep: frozenset[str]
 
 
 _METADATA_ASSERT = torch.ops.aten._assert_tensor_metadata.default
+
+
+def _is_metadata_assert(n: torch.fx.Node) -> bool:
+    """export's check of a value's dtype, device and layout beside a `.to()` (pass/aten_ops.h isMetadataAssert)."""
+    return n.op == "call_function" and n.target == _METADATA_ASSERT
 
 _GEMM_TARGETS = {
     getattr(torch.ops.aten, name).default

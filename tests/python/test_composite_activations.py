@@ -120,3 +120,32 @@ def test_torch_compile_fuses_the_decomposed_forms():
         got = fxfuse.compile(_Activation(f), only_profitable=False)(x, w)
         assert fxfuse.stats()["chains_fused"] == 1, (name, str(fxfuse.report()))
         _assert_eagers_answer(got, _Activation(f)(x, w), exact=False)
+
+
+@pytest.mark.needs_real_pass
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=["bf16", "f16", "f32"])
+@pytest.mark.parametrize("params", [(-1.0, 1.0, 1.0), (1.0, -2.0, -1.0), (float("nan"), 1.0, 1.0)],
+                         ids=["alpha-1", "scale-2", "alpha_nan"])
+def test_elu_at_zero_takes_each_devices_branch(device, dtype, params):
+    """At y = 0 ATen's CPU elu returns y * scale and its CUDA kernel expm1(y * input_scale) * alpha * scale: with a
+    negative coefficient they are zeros of opposite signs (1 / elu(y) is +-inf), with a NaN alpha 0 against NaN
+    (review, session 56: the CPU chain had CUDA's branch)."""
+    x, w = rows_gemm([0.0, 1.0, -1.0, 0.5, -0.5], dtype, device, testlib.generator("cpu", "elu_zero", str(params)))
+    got, want = _rewrite_and_run(lambda y: 1.0 / torch.ops.aten.elu.default(y, *params), "aten.elu.default", x, w)
+    _assert_eagers_answer(got, want, exact=True)
+
+
+@pytest.mark.needs_real_pass
+@pytest.mark.parametrize("f", [lambda y: F.softplus(y, 1.0, 1e40), lambda y: F.elu(y, 1e40),
+                               lambda y: F.celu(y, 1e-40)], ids=["softplus_threshold", "elu_alpha", "celu_alpha"])
+def test_a_parameter_past_float_range_is_left_to_eager(f):
+    """Eager raises converting such a parameter to its f32 opmath; the chain had computed with inf (review, session
+    56). The activation stays in the program, which raises as eager does."""
+    x, w = exact_gemm_inputs(torch.float32, "cpu", testlib.generator("cpu", "float_range"))
+    model = _Activation(f)
+    ep = fxfuse.rewrite(torch.export.export(model, (x, w)), only_profitable=False)
+    assert not any(n.target == torch.ops.fxfuse.gemm_chain.default for n in ep.graph.nodes)
+    for run in (model, ep.module()):
+        with pytest.raises(RuntimeError, match="without overflow"):
+            run(x, w)

@@ -2,6 +2,7 @@
 that saves, loads in a fresh process after `import fxfuse`, and gives eager's answers."""
 from __future__ import annotations
 
+import operator
 import os
 
 import pytest
@@ -551,7 +552,8 @@ class _Casts(torch.nn.Module):
 def test_exports_metadata_checks_add_no_outputs():
     """torch.export puts an `_assert_tensor_metadata` check beside every `.to()`; it read the chain's values and
     so made each an extra output of the fused op (two M x N writes here, one in f32; found by a session-49
-    review). The checks go with the values they check."""
+    review). The checks go with the values they check, and so do the values: a check had kept the whole unfused
+    chain in the program beside the fused op, computed twice (session 56)."""
     m = _Casts()
     x, w, b = (torch.randn(8, 16, dtype=torch.bfloat16), torch.randn(16, 12, dtype=torch.bfloat16),
                torch.randn(12, dtype=torch.bfloat16))
@@ -560,6 +562,9 @@ def test_exports_metadata_checks_add_no_outputs():
     ep2 = fxfuse.rewrite(ep)
     (node,) = _fused_ops(ep2)
     assert len(node.meta["val"]) == 1, "extra outputs for the metadata checks"
+    left = [str(n.target) for n in ep2.graph.nodes if n.op == "call_function" and n is not node
+            and n.target is not operator.getitem]
+    assert not left, f"the unfused chain is still in the program: {left}"
     assert rel_err(ep2.module()(x, w, b), m(x, w, b)) < TOL
 
 
