@@ -111,6 +111,24 @@ class ScaledByCpuScalar(torch.nn.Module):
         return torch.relu((torch.nn.functional.linear(x, self.w) + self.b) * s)
 
 
+class GemmThen(nn.Module):
+    """`f(x @ w.t())`: a GEMM and a one-operand epilogue `f`."""
+
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, x, w):
+        return self.f(x @ w.t())
+
+
+def run_the_generated_kernel(monkeypatch):
+    """On CUDA, the generated kernel rather than the op's ATen path (FXFUSE_FORCE_KERNEL), its outputs poisoned first
+    (an element the kernel does not write is NaN, not stale)."""
+    monkeypatch.setenv("FXFUSE_FORCE_KERNEL", "1")
+    monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")
+
+
 class EpilogueOf(nn.Module):
     """`f(x @ w.t(), r)`: a GEMM and an epilogue `f` reading one more operand `r`."""
 

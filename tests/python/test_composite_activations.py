@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 import fxfuse
 import testlib
-from helpers import exact_gemm_inputs, rows_gemm
+from helpers import GemmThen, exact_gemm_inputs, rows_gemm, run_the_generated_kernel
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 DTYPES = [torch.bfloat16, torch.float16, torch.float32]
@@ -44,17 +44,7 @@ SPECIAL_ROWS = [float("inf"), float("-inf"), float("nan"), 0.0, -0.0, 95.0, -95.
 
 @pytest.fixture(autouse=True)
 def _run_the_kernel(monkeypatch):
-    monkeypatch.setenv("FXFUSE_FORCE_KERNEL", "1")  # the generated kernel on CUDA, not the op's ATen path
-    monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")  # an element the kernel does not write is NaN, not stale
-
-
-class _Activation(torch.nn.Module):
-    def __init__(self, f):
-        super().__init__()
-        self.f = f
-
-    def forward(self, x, w):
-        return self.f(x @ w.t())
+    run_the_generated_kernel(monkeypatch)
 
 
 def _assert_eagers_answer(got, want, exact):
@@ -76,7 +66,7 @@ def _assert_eagers_answer(got, want, exact):
 
 
 def _rewrite_and_run(f, target, x, w):
-    model = _Activation(f)
+    model = GemmThen(f)
     ep = fxfuse.rewrite(torch.export.export(model, (x, w)), only_profitable=False)
     targets = [str(n.target) for n in ep.graph.nodes if n.op == "call_function"]
     assert targets.count("fxfuse.gemm_chain.default") == 1 and target not in targets, targets
@@ -86,23 +76,16 @@ def _rewrite_and_run(f, target, x, w):
 @pytest.mark.needs_real_pass
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=["bf16", "f16", "f32"])
+@pytest.mark.parametrize("values", ["random", "special"])
 @pytest.mark.parametrize("name", list(ACTIVATIONS))
-def test_an_activation_is_fused_with_eagers_answer(device, dtype, name):
+def test_an_activation_is_fused_with_eagers_answer(device, dtype, values, name):
     f, target, exact = ACTIVATIONS[name]
-    g = testlib.generator("cpu", "composite_activation", device, str(dtype), name)
-    x, w = exact_gemm_inputs(dtype, device, g, m=64, k=32, n=128)
-    x = x * 2  # y spread over about +-40: both sides of every threshold above
-    got, want = _rewrite_and_run(f, target, x, w)
-    _assert_eagers_answer(got, want, exact)
-
-
-@pytest.mark.needs_real_pass
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("dtype", DTYPES, ids=["bf16", "f16", "f32"])
-@pytest.mark.parametrize("name", list(ACTIVATIONS))
-def test_an_activation_of_special_values(device, dtype, name):
-    f, target, exact = ACTIVATIONS[name]
-    x, w = rows_gemm(SPECIAL_ROWS, dtype, device, testlib.generator("cpu", "composite_special", name))
+    g = testlib.generator("cpu", "composite_activation", device, str(dtype), values, name)
+    if values == "random":
+        x, w = exact_gemm_inputs(dtype, device, g, m=64, k=32, n=128)
+        x = x * 2  # y spread over about +-40: both sides of every threshold above
+    else:
+        x, w = rows_gemm(SPECIAL_ROWS, dtype, device, g)
     got, want = _rewrite_and_run(f, target, x, w)
     _assert_eagers_answer(got, want, exact)
 
@@ -117,9 +100,9 @@ def test_torch_compile_fuses_the_decomposed_forms():
         f = ACTIVATIONS[name][0]
         torch._dynamo.reset()
         fxfuse.reset_stats()
-        got = fxfuse.compile(_Activation(f), only_profitable=False)(x, w)
+        got = fxfuse.compile(GemmThen(f), only_profitable=False)(x, w)
         assert fxfuse.stats()["chains_fused"] == 1, (name, str(fxfuse.report()))
-        _assert_eagers_answer(got, _Activation(f)(x, w), exact=False)
+        _assert_eagers_answer(got, GemmThen(f)(x, w), exact=False)
 
 
 @pytest.mark.needs_real_pass
@@ -143,7 +126,7 @@ def test_a_parameter_past_float_range_is_left_to_eager(f):
     """Eager raises converting such a parameter to its f32 opmath; the chain had computed with inf (review, session
     56). The activation stays in the program, which raises as eager does."""
     x, w = exact_gemm_inputs(torch.float32, "cpu", testlib.generator("cpu", "float_range"))
-    model = _Activation(f)
+    model = GemmThen(f)
     ep = fxfuse.rewrite(torch.export.export(model, (x, w)), only_profitable=False)
     assert not any(n.target == torch.ops.fxfuse.gemm_chain.default for n in ep.graph.nodes)
     for run in (model, ep.module()):

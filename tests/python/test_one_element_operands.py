@@ -17,7 +17,7 @@ import torch
 
 import fxfuse
 import testlib
-from helpers import EpilogueOf, exact_gemm_inputs, rows_gemm
+from helpers import EpilogueOf, exact_gemm_inputs, rows_gemm, run_the_generated_kernel
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 OPS = {
@@ -34,7 +34,7 @@ OPERANDS = [(torch.int32, ()), (torch.int32, (1,)), (torch.int32, (1, 1)), (torc
 
 @pytest.fixture(autouse=True)
 def _run_the_kernel(monkeypatch):
-    monkeypatch.setenv("FXFUSE_FORCE_KERNEL", "1")  # the generated kernel on CUDA, not the op's ATen path
+    run_the_generated_kernel(monkeypatch)
 
 
 def _rewrite(ep):

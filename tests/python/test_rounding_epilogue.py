@@ -9,7 +9,7 @@ import torch
 
 import fxfuse
 import testlib
-from helpers import rows_gemm
+from helpers import GemmThen, rows_gemm, run_the_generated_kernel
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 # halves (ties to even: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -2.5 -> -2), values either side of them, int8's range edges
@@ -19,17 +19,7 @@ ROWS = [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.25, 0.75, -0.75, 127.5, 128.0, -128.5
 
 @pytest.fixture(autouse=True)
 def _run_the_kernel(monkeypatch):
-    monkeypatch.setenv("FXFUSE_FORCE_KERNEL", "1")  # the generated kernel on CUDA, not the op's ATen path
-    monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")  # an element the kernel does not write is NaN, not stale
-
-
-class _Epilogue(torch.nn.Module):
-    def __init__(self, f):
-        super().__init__()
-        self.f = f
-
-    def forward(self, x, w):
-        return self.f(x @ w.t())
+    run_the_generated_kernel(monkeypatch)
 
 
 EPILOGUES = {
@@ -46,7 +36,7 @@ EPILOGUES = {
 @pytest.mark.parametrize("name", list(EPILOGUES))
 def test_a_rounding_epilogue_is_fused_with_eagers_bits(device, dtype, name):
     x, w = rows_gemm(ROWS, dtype, device, testlib.generator("cpu", "rounding", name))
-    model = _Epilogue(EPILOGUES[name])
+    model = GemmThen(EPILOGUES[name])
     ep = fxfuse.rewrite(torch.export.export(model, (x, w)), only_profitable=False)
     targets = [str(n.target) for n in ep.graph.nodes if n.op == "call_function"]
     assert targets.count("fxfuse.gemm_chain.default") == 1, targets
