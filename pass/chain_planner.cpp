@@ -174,6 +174,7 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
     std::string refused;
     for (const std::string& note : growth.notes)
       if (refused.empty() && note.find(" not fused: ") != std::string::npos) refused = "; " + note;
+    if (refused.empty() && !growth.firstUnlowered.empty()) refused = "; the epilogue ends at " + growth.firstUnlowered;
     return rejected(out, "no_epilogue_no_prologue", "a bare GEMM: cuBLAS is as good" + refused);
   }
   if (choice.outputs.empty()) return rejected(out, "not_profitable", "the chain's result is unused");

@@ -250,6 +250,23 @@ std::optional<int> lowerWhere(LoweringContext& c) {
   return c.emit("where", *v);
 }
 
+// Ops that give their operand's values unchanged: clone, alias, detach, dropout outside training (nn.Dropout of
+// an eval-mode model), and a view or reshape, which the region takes only where its result has the chain's output
+// shape and reads a chain value (epilogue_region.cpp growEpilogue): every chain value is that shape's elements in
+// row-major order, so the view reorders nothing. They bind the node to the operand's value and emit nothing; they
+// had ended the chain, so a Linear -> Dropout -> ReLU fused nothing (review, session 56). The chain's values are
+// contiguous, so a clone's memory_format changes nothing either.
+std::optional<int> identity(LoweringContext& c) {
+  const ir::Node& n = c.node();
+  if (n.isCall("aten.dropout.default")) {
+    const Arg train = c.arg(2, "train", Arg::none());
+    if (train.kind != Arg::Kind::Bool || train.b) return std::nullopt;
+  }
+  auto v = c.operands({c.arg(0, "self", Arg::none())});
+  if (!v || (*v)[0] < 0 || c.dtypeOf((*v)[0]) != n.type.tensor.dtype) return std::nullopt;
+  return (*v)[0];
+}
+
 // convert_element_type(x, dt) / _to_copy(x, dtype=dt) / to(x, dt) -> `convert %x : dt`
 std::optional<int> lowerConvert(LoweringContext& c) {
   if (!convertTarget(c.node())) return std::nullopt;
@@ -295,6 +312,9 @@ const std::unordered_map<std::string, LowerFn>& table() {
     m["aten.where.ScalarOther"] = lowerWhere;
     m["aten.where.Scalar"] = lowerWhere;
     addCompositeActivations(m);
+    for (const char* op : {"aten.clone.default", "aten.alias.default", "aten.detach.default", "aten.dropout.default",
+                           "aten.view.default", "aten.reshape.default", "aten._unsafe_view.default"})
+      m[op] = identity;
     m["prims.convert_element_type.default"] = lowerConvert;
     m["aten._to_copy.default"] = lowerConvert;
     m["aten.to.dtype"] = lowerConvert;

@@ -109,13 +109,22 @@ EpilogueGrowth growEpilogue(const GraphIndex& index, const GemmMatch& match, Cha
     }
     const LowerFn* lower = findElementwiseLowering(n.target);
     const ir::TensorType* t = index.tensor(id);
-    if (claimed[id] || !lower || !t || t->sizes != match.outShape || t->dtype == spec::DType::F64) continue;
+    if (claimed[id]) continue;
     // only a node that reads the chain's value is a candidate, and only its refusal is a note (the report line
     // quotes the first: an unrelated node's named the wrong reason; review, session 53)
     std::vector<ir::Arg> tensors = tensorArguments(n);
     bool readsRegion = std::any_of(tensors.begin(), tensors.end(),
                                    [&](const ir::Arg& a) { return region.count(index.producer(a)) > 0; });
     if (!readsRegion) continue;
+    if (!lower || !t || t->sizes != match.outShape || t->dtype == spec::DType::F64) {
+      if (g.firstUnlowered.empty())
+        g.firstUnlowered = "%" + n.name + " (" + n.target + "), which " +
+                           (!lower ? "has no chain form"
+                            : !t   ? "has no tensor meta"
+                            : t->dtype == spec::DType::F64 ? "computes in f64"
+                                                           : "does not keep the output's shape");
+      continue;
+    }
     // The CUDA kernels compute every value in float32: an int32 / int64 result of integer arithmetic
     // (`.to(int32) + 1`) above 2^24 would lose its low bits. A conversion from a float is exact (a
     // float that large is an integer), so only those are absorbed.

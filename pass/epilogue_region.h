@@ -41,6 +41,9 @@ struct EpilogueGrowth {
   std::vector<int> nodes;          // region nodes after the root, topological
   std::vector<std::string> notes;  // why growth stopped early, when it did
   bool mutationOfResult = false;   // the GEMM result itself is written in place
+  // The first node reading the chain that no lowering takes (an op without a chain form, or one whose result is not
+  // of the output's shape), in words: the reason a chain with no epilogue names (it read "a bare GEMM" alone).
+  std::string firstUnlowered;
 };
 
 // `builder` holds the prologue and mm, with the root bound; it is left holding the
