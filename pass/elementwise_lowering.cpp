@@ -255,13 +255,17 @@ std::optional<int> lowerWhere(LoweringContext& c) {
 // shape and reads a chain value (epilogue_region.cpp growEpilogue): every chain value is that shape's elements in
 // row-major order, so the view reorders nothing. They bind the node to the operand's value and emit nothing; they
 // had ended the chain, so a Linear -> Dropout -> ReLU fused nothing (review, session 56). The chain's values are
-// contiguous, so a clone's memory_format changes nothing either.
+// contiguous, so a clone to the preserved or contiguous format changes nothing either; one to another layout
+// (channels_last) is left outside.
 std::optional<int> identity(LoweringContext& c) {
   const ir::Node& n = c.node();
   if (n.isCall("aten.dropout.default")) {
     const Arg train = c.arg(2, "train", Arg::none());
     if (train.kind != Arg::Kind::Bool || train.b) return std::nullopt;
   }
+  if (const ir::Arg* format = n.kwarg("memory_format");
+      format && format->kind != Arg::Kind::None && format->s != "preserve_format" && format->s != "contiguous_format")
+    return std::nullopt;
   auto v = c.operands({c.arg(0, "self", Arg::none())});
   if (!v || (*v)[0] < 0 || c.dtypeOf((*v)[0]) != n.type.tensor.dtype) return std::nullopt;
   return (*v)[0];
