@@ -90,6 +90,11 @@ bool isReshape(const ir::Node& n) {
          n.isCall("aten._unsafe_view.default");
 }
 
+bool returnsAliasOfOperand(const ir::Node& n) {
+  return isReshape(n) || n.isCall("aten.alias.default") || n.isCall("aten.detach.default") ||
+         n.isCall("aten.dropout.default");
+}
+
 std::optional<double> numberArg(const ir::Arg& a) {
   if (!a.isExactNumber()) return std::nullopt;
   return a.number();

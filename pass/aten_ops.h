@@ -70,4 +70,8 @@ bool isMetadataAssert(const ir::Node& node);
 // The reshape family: aten.view.default, aten.reshape.default, aten._unsafe_view.default.
 bool isReshape(const ir::Node& node);
 
+// The ops the chain passes through that return (a view of) their operand's storage: the reshape family, alias,
+// detach, and dropout, whose eval form returns its input itself (elementwise_lowering.cpp identity).
+bool returnsAliasOfOperand(const ir::Node& node);
+
 }  // namespace fxfuse::pass

@@ -46,7 +46,9 @@ GemmCore emitCore(const GraphIndex& index, const GemmMatch& m, ChainBuilder& bui
   }
   core.result = v;
   builder.bind(index.node(m.anchor).name, v);
-  for (int view : m.transparentViews) builder.bind(index.node(view).name, v);
+  // the root: the anchor itself, or a 3-D linear's output view. Not the A-side view of transparentViews, which is
+  // x, not the product (review, session 56: `o + a.view(B, S, K)` had read the GEMM result twice where N == K)
+  builder.bind(index.node(m.root).name, v);
   return core;
 }
 
@@ -76,10 +78,7 @@ std::vector<int> replacedNodes(const GraphIndex& index, std::set<int> set, const
     for (auto it = set.begin(); it != set.end();) {
       int id = *it;
       bool isOutput = std::find(outputs.begin(), outputs.end(), id) != outputs.end();
-      bool escapes = index.usedByGraphOutput(id) ||
-                     std::any_of(index.users(id).begin(), index.users(id).end(),
-                                 [&](int u) { return !set.count(u) && !isMetadataAssert(index.node(u)); });
-      if (!isOutput && escapes) {
+      if (!isOutput && usedOutside(index, id, set)) {
         it = set.erase(it);
         changed = true;
       } else {
@@ -166,7 +165,11 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
   OutputChoice choice = chooseOutputs(index, m, growth.nodes, options);
   out.notes.insert(out.notes.end(), choice.notes.begin(), choice.notes.end());
   bool hasPrologue = !core.a.ops.empty() || !core.b.ops.empty();
-  if (choice.nodes.empty() && !hasPrologue) {
+  // the epilogue's nodes that compute (a dropout or view passed through is no epilogue: a Linear -> Dropout alone is
+  // still a bare GEMM, and eager runs no kernel for it; review, session 56)
+  const int computing = static_cast<int>(std::count_if(choice.nodes.begin(), choice.nodes.end(),
+                                                       [&](int id) { return !growth.passThrough.count(id); }));
+  if (computing == 0 && !hasPrologue) {
     // the alias check is conservative: it cannot tell the op's written operand from one it only reads
     if (growth.mutationOfResult) return rejected(out, "mutation", "an in-place op writes or reads the GEMM result");
     // where an op after the GEMM was refused, its reason belongs on this line, not in the notes alone (hunt A,
@@ -204,7 +207,7 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
   } catch (const spec::SpecError& e) {
     return rejected(out, "internal_error", std::string("invalid spec (please report a bug): ") + e.what());
   }
-  const Profitability profitable = checkProfitable(index, m, plan.spec, options, static_cast<int>(choice.nodes.size()));
+  const Profitability profitable = checkProfitable(index, m, plan.spec, options, computing);
   if (profitable.rejection) {
     out.rejection = *profitable.rejection;
     return out;

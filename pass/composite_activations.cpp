@@ -17,10 +17,9 @@ float asFloat(double v) { return static_cast<float>(v); }
 std::optional<int> operandInFloat(LoweringContext& c) {
   const spec::DType result = c.node().type.tensor.dtype;
   if (result != spec::DType::BF16 && result != spec::DType::F16 && result != spec::DType::F32) return std::nullopt;
-  auto v = c.operands({c.arg(0, "self", Arg::none())});
-  if (!v || (*v)[0] < 0 || c.dtypeOf((*v)[0]) != result) return std::nullopt;
-  const int x = (*v)[0];
-  return result == spec::DType::F32 ? x : c.emitAs("convert", {x}, spec::DType::F32);
+  auto x = c.selfOfResultType();
+  if (!x) return std::nullopt;
+  return result == spec::DType::F32 ? *x : c.emitAs("convert", {*x}, spec::DType::F32);
 }
 
 // `x * k` in f32, or x itself where k is 1 (exact either way).

@@ -100,6 +100,12 @@ int LoweringContext::emitAs(const std::string& op, std::vector<int> operands, sp
   return builder_.op(op, std::move(operands), dtype);
 }
 
+std::optional<int> LoweringContext::selfOfResultType() {
+  auto v = operands({arg(0, "self", ir::Arg::none())});
+  if (!v || builder_.dtypeOf((*v)[0]) != node_.type.tensor.dtype) return std::nullopt;
+  return (*v)[0];
+}
+
 int LoweringContext::floatConstant(double v) { return builder_.constant(v, spec::DType::F32); }
 
 int LoweringContext::emitIntermediate(const std::string& op, std::vector<int> operands) {
@@ -266,9 +272,7 @@ std::optional<int> identity(LoweringContext& c) {
   if (const ir::Arg* format = n.kwarg("memory_format");
       format && format->kind != Arg::Kind::None && format->s != "preserve_format" && format->s != "contiguous_format")
     return std::nullopt;
-  auto v = c.operands({c.arg(0, "self", Arg::none())});
-  if (!v || (*v)[0] < 0 || c.dtypeOf((*v)[0]) != n.type.tensor.dtype) return std::nullopt;
-  return (*v)[0];
+  return c.selfOfResultType();
 }
 
 // convert_element_type(x, dt) / _to_copy(x, dtype=dt) / to(x, dt) -> `convert %x : dt`

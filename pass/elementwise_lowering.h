@@ -39,7 +39,8 @@ class LoweringContext {
   // An op of a given result dtype (a comparison inside a composite activation), and a number as an f32 constant.
   int emitAs(const std::string& op, std::vector<int> operands, spec::DType dtype);
   int floatConstant(double v);
-  spec::DType dtypeOf(int value) const { return builder_.dtypeOf(value); }
+  // The node's one tensor operand (`self`), where it has the node's dtype (an op that returns its input's type).
+  std::optional<int> selfOfResultType();
   // common_dtype.h's convertToCommonDtype for this node's result.
   void convertToCommonDtype(std::vector<int>* operands, CpuScalars cpuScalars, size_t first = 0);
   // add / sub's alpha, a number, typed as operands() types one (on the CPU in 16 bits only alpha = -1 is fused,

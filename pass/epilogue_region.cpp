@@ -25,13 +25,20 @@ std::optional<double> scalarTensorValue(const ir::Node& n, const ir::TensorType&
   return std::nullopt;
 }
 
+// Whether an in-place op after `node` writes `node`'s storage or its first operand's (through any view of either).
+bool writtenThroughLater(const GraphIndex& index, int node) {
+  const int operand = index.node(node).args.empty() ? -1 : index.producer(index.node(node).args[0]);
+  for (int j = node + 1; j < index.size(); ++j)
+    if (isMutating(index.node(j)) && writesAliasOf(index, j, {node, operand})) return true;
+  return false;
+}
+
 }  // namespace
 
 std::set<int> regionSet(const GemmMatch& match, const std::vector<int>& nodes) {
   std::set<int> s(nodes.begin(), nodes.end());
   s.insert(match.anchor);
-  s.insert(match.root);
-  for (int v : match.transparentViews) s.insert(v);
+  s.insert(match.root);  // a 3-D linear's output view; its A-side view is x, no value of the chain
   return s;
 }
 
@@ -139,7 +146,15 @@ EpilogueGrowth growEpilogue(const GraphIndex& index, const GemmMatch& match, Cha
       continue;
     }
 
+    // an op that returns an alias of its operand (a view, detach, dropout outside training) binds to the operand's
+    // value: where an in-place op later writes through either, the two would be separate buffers after the
+    // rewrite and the write would reach one of them (review, session 56: `y.view(8, 64).add_(b); return y`)
+    if (returnsAliasOfOperand(n) && writtenThroughLater(index, id)) {
+      g.notes.push_back("%" + n.name + " not fused: an in-place op later writes through it or its operand");
+      continue;
+    }
     ChainBuilder trial = builder;
+    const size_t valuesBefore = trial.spec().values.size();
     region.insert(id);  // so that the node's own operands check against the grown region
     EpilogueOperands operands(index, match, trial, region);
     LoweringContext ctx(n, trial, operands);
@@ -147,6 +162,8 @@ EpilogueGrowth growEpilogue(const GraphIndex& index, const GemmMatch& match, Cha
     region.erase(id);
     if (!value) {
       if (!operands.whyNot().empty()) g.notes.push_back("%" + n.name + " not fused: " + operands.whyNot());
+      else if (g.firstUnlowered.empty())  // its arguments: dropout in training, a parameter eager refuses, ...
+        g.firstUnlowered = "%" + n.name + " (" + n.target + "), which the chain does not take with these arguments";
       continue;
     }
     if (trial.numSlots() > options.maxInputs) {
@@ -154,6 +171,7 @@ EpilogueGrowth growEpilogue(const GraphIndex& index, const GemmMatch& match, Cha
                         " inputs (too_many_inputs)");
       continue;
     }
+    if (trial.spec().values.size() == valuesBefore) g.passThrough.insert(id);
     trial.bind(n.name, *value);
     builder = std::move(trial);
     region.insert(id);

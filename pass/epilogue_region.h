@@ -44,6 +44,9 @@ struct EpilogueGrowth {
   // The first node reading the chain that no lowering takes (an op without a chain form, or one whose result is not
   // of the output's shape), in words: the reason a chain with no epilogue names (it read "a bare GEMM" alone).
   std::string firstUnlowered;
+  // Nodes of `nodes` that emitted no op (aliasing or copying ops bound to their operand's value): eager runs no
+  // arithmetic kernel for them, so they count neither as an epilogue nor as eager's kernels.
+  std::set<int> passThrough;
 };
 
 // `builder` holds the prologue and mm, with the root bound; it is left holding the

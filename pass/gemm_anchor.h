@@ -23,7 +23,7 @@ struct GemmMatch {
   // The node holding the product in the op's output shape: the anchor, or for a 3-D linear
   // (`view(x,[B*S,K])` -> mm -> `view(out,[B,S,N])`) the view after it.
   int root = -1;
-  std::vector<int> transparentViews;  // the two views of a 3-D linear, absorbed
+  std::vector<int> transparentViews;  // the two views of a 3-D linear, absorbed (the second is the root)
   std::vector<ir::Dim> outShape;
   std::string outLetters;           // "mn", "mmn", "bmn", …
   ir::Dim k, n;

@@ -7,7 +7,6 @@
 #include "pass/epilogue_region.h"
 
 namespace fxfuse::pass {
-namespace {
 
 bool usedOutside(const GraphIndex& index, int node, const std::set<int>& region) {
   if (index.usedByGraphOutput(node)) return true;
@@ -15,6 +14,8 @@ bool usedOutside(const GraphIndex& index, int node, const std::set<int>& region)
     if (!region.count(u) && !isMetadataAssert(index.node(u))) return true;
   return false;
 }
+
+namespace {
 
 bool hasRegionUser(const GraphIndex& index, int node, const std::set<int>& region) {
   for (int u : index.users(node))

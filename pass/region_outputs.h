@@ -4,6 +4,7 @@
 // outside (its descendants leave the region). Each decision is written to `notes`.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,10 @@ struct OutputChoice {
   std::vector<int> outputs;  // output node ids, topological
   std::vector<std::string> notes;
 };
+
+// Whether `node` is read outside `region`: by the graph's output or another node, export's metadata check beside a
+// `.to()` aside (the rewrite drops it with the value it checks: aten_ops.h isMetadataAssert).
+bool usedOutside(const GraphIndex& index, int node, const std::set<int>& region);
 
 OutputChoice chooseOutputs(const GraphIndex& index, const GemmMatch& match, std::vector<int> nodes,
                            const PassOptions& options);

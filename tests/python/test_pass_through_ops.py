@@ -82,6 +82,8 @@ def test_dropout_in_training_stays_outside():
                              (torch.randn(8, 32), torch.randn(32, 64), torch.randn(64)))
     ep2 = fxfuse.rewrite(ep, only_profitable=False)
     assert any("dropout" in str(n.target) or "bernoulli" in str(n.target) for n in ep2.graph.nodes)
+    (entry,) = fxfuse.report(ep, only_profitable=False).entries
+    assert "(aten.dropout.default), which the chain does not take with these arguments" in entry["detail"], entry
 
 
 @pytest.mark.needs_real_pass
@@ -93,3 +95,66 @@ def test_a_bare_gemm_names_the_op_its_epilogue_ends_at(f, named):
     ep = torch.export.export(_Through(f), (torch.randn(8, 32), torch.randn(32, 64), torch.randn(64)))
     (entry,) = fxfuse.report(ep, only_profitable=False).entries
     assert entry["reason"] == "no_epilogue_no_prologue" and f"the epilogue ends at {named}" in entry["detail"], entry
+
+
+WRITES_THROUGH = {
+    "view": lambda y, b: y.view(8, 64).add_(b),
+    "reshape": lambda y, b: y.reshape(8, 64).add_(b),
+    "detach": lambda y, b: y.detach().add_(b),
+    "alias": lambda y, b: torch.ops.aten.alias.default(y).add_(b),
+    "dropout_eval": lambda y, b: F.dropout(y, 0.1, training=False).add_(b),
+}
+
+
+class _WriteThrough(nn.Module):
+    def __init__(self, write):
+        super().__init__()
+        self.write = write
+
+    def forward(self, x, w, b):
+        y = x @ w
+        z = torch.relu(y * 2)
+        self.write(z, b)  # eager's op returns an alias of z: the write reaches z
+        return z
+
+
+@pytest.mark.needs_real_pass
+@pytest.mark.parametrize("form", list(WRITES_THROUGH))
+def test_a_pass_through_op_written_through_keeps_its_alias(form):
+    """Bound to its operand's value, an aliasing op and its operand would be two buffers after the rewrite, and an
+    in-place write through one would miss the other (review, session 56: the write was lost). Such an op ends the
+    chain; the answer is eager's."""
+    g = testlib.generator("cpu", "write_through", form)
+    x, w, b = torch.randn(8, 32, generator=g), torch.randn(32, 64, generator=g), torch.randn(64, generator=g)
+    model = _WriteThrough(WRITES_THROUGH[form])
+    ep2 = fxfuse.rewrite(torch.export.export(model, (x, w, b)), only_profitable=False)
+    torch.testing.assert_close(ep2.module()(x, w, b), model(x, w, b), rtol=1e-5, atol=1e-5)
+
+
+class _SameShapeViewOfA(nn.Module):
+    """A 3-D linear as AOT writes it, `mm(x.view(B*S, K), w).view(B, S, N)`, with N == K: `a.view(B, S, K)` has the
+    output's shape but is x, not the product (review, session 56: the chain read the GEMM result twice)."""
+
+    def forward(self, x, w):
+        a = x.view(-1, 32)
+        o = torch.mm(a, w).view(x.shape[0], x.shape[1], 32)
+        return torch.relu(o + a.view(x.shape[0], x.shape[1], 32))
+
+
+@pytest.mark.needs_real_pass
+@pytest.mark.parametrize("batch", [1, 2])
+def test_the_a_side_view_of_a_3d_linear_is_x(batch):
+    g = testlib.generator("cpu", "a_view", batch)
+    x, w = torch.randn(batch, 4, 32, generator=g), torch.randn(32, 32, generator=g)
+    model = _SameShapeViewOfA()
+    ep2 = fxfuse.rewrite(torch.export.export(model, (x, w)), only_profitable=False)
+    torch.testing.assert_close(ep2.module()(x, w), model(x, w), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.needs_real_pass
+def test_a_linear_and_dropout_alone_is_a_bare_gemm():
+    """Dropout passed through is no epilogue: the GEMM alone is left to cuBLAS, and eager's kernel count behind a
+    SiLU is one (review, session 56: a Linear -> Dropout was fused as `linear+bias`)."""
+    model = nn.Sequential(nn.Linear(32, 64), nn.Dropout(0.1)).eval()
+    (entry,) = fxfuse.report(torch.export.export(model, (torch.randn(8, 32),))).entries
+    assert entry["reason"] == "no_epilogue_no_prologue", entry
