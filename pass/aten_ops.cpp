@@ -44,6 +44,9 @@ bool isMutating(const ir::Node& node) {
   if (base.rfind("auto_functionalized", 0) == 0) return true;
   // out= overloads (`aten.mul.out`, `aten.add.Scalar_out`) write their `out` argument
   if (node.kwarg("out") || isOutOverload(node.target)) return true;
+  // detach_ and requires_grad_ change autograd's view of a tensor, not its values: export writes `torch.tensor(0.5)`
+  // in forward as lift_fresh_copy then detach_, which had rejected the GEMM beside it as a mutation (session 56)
+  if (base == "detach_" || base == "requires_grad_") return false;
   // In-place overloads end in '_' (`add_`, `copy_`); dunder-style names never do in ATen.
   return base.size() > 1 && base.back() == '_' && base.compare(0, 2, "__") != 0;
 }
@@ -58,7 +61,7 @@ int aliasRoot(const GraphIndex& index, int id) {
       "unflatten", "unfold", "view", "view_as", "reshape", "reshape_as", "flatten",
       "_reshape_alias", "_unsafe_view", "contiguous", "to", "type_as", "real", "imag",
       "view_as_real", "view_as_complex", "numpy_T", "mT", "mH", "adjoint", "T", "H",
-      "getitem", "lift_fresh"};
+      "getitem", "lift_fresh", "detach_", "requires_grad_"};
   for (int guard = 0; id >= 0 && guard < index.size(); ++guard) {
     const ir::Node& n = index.node(id);
     if (n.op != ir::Node::Op::Call) return id;

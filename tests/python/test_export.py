@@ -666,3 +666,25 @@ def test_a_cpu_scalar_next_to_cuda_tensors_stays_outside_the_chain():
     assert "s" not in [a.name for a in op.args[0]]
     (entry,) = fxfuse.report(ep, only_profitable=False, arch="sm_90").fused
     assert any("an operand on cpu" in note for note in entry["notes"]), entry
+
+
+class _TensorConstantInForward(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(32, 64))
+
+    def forward(self, x):
+        return torch.relu(x @ self.w * torch.tensor(0.5))
+
+
+def test_a_tensor_constant_in_forward_fuses():
+    """export writes `torch.tensor(0.5)` in forward as lift_fresh_copy then detach_, an in-place op that changes
+    no value: it had rejected the GEMM as a mutation (hunt, session 56)."""
+    m = _TensorConstantInForward()
+    x = torch.randn(8, 32)
+    ep = torch.export.export(m, (x,))
+    assert any(n.target == torch.ops.aten.detach_.default for n in ep.graph.nodes)
+    ep2 = fxfuse.rewrite(ep, only_profitable=False)
+    assert len(_fused_ops(ep2)) == 1
+    with torch.no_grad():
+        assert rel_err(ep2.module()(x), m(x)) < TOL
