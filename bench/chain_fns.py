@@ -21,6 +21,7 @@ CHAINS = {
     "linear_mish": lambda x, w, b, r, wq, s, wt: F.mish(F.linear(x, wt, b)),
     "linear_elu": lambda x, w, b, r, wq, s, wt: F.elu(F.linear(x, wt, b)),
     "linear_hardsigmoid": lambda x, w, b, r, wq, s, wt: F.hardsigmoid(F.linear(x, wt, b)),
+    "linear_logsigmoid": lambda x, w, b, r, wq, s, wt: F.logsigmoid(F.linear(x, wt, b)),
     "w8_bias": lambda x, w, b, r, wq, s, wt: torch.mm(x, wq.to(x.dtype) * s) + b,
     "w8_linear": lambda x, w, b, r, wq, s, wt: F.linear(x, wq.t().to(x.dtype) * s[:, None], b),
 }

@@ -26,7 +26,7 @@ constexpr PointwiseRow kTable[] = {
     {"reciprocal", "(1.0f / {0})"},
     {"sqrt", "sqrtf({0})"},
     {"rsqrt", "rsqrtf({0})"},
-    {"exp", "expf({0})"},
+    {"exp", "fx_exp({0})"},
     {"log", "logf({0})"},
     {"tanh", "fx_tanh({0})"},
     {"erf", "erff({0})"},
@@ -39,8 +39,8 @@ constexpr PointwiseRow kTable[] = {
     {"silu", "fx_silu({0})"},
     {"hardswish", "fx_hardswish({0})"},
     {"convert", "{0}"},  // the rounding to the result dtype is the whole op
-    {"log1p", "log1pf({0})"},
-    {"expm1", "expm1f({0})"},
+    {"log1p", "fx_log1p({0})"},
+    {"expm1", "fx_expm1({0})"},
     {"sign", "fx_sign({0})"},
     {"round", "rintf({0})"},  // torch.round: half to even, as rint in the default rounding mode
     {"floor", "floorf({0})"},

@@ -219,6 +219,42 @@ FX_DEVICE float fx_gelu_tanh(float x) {
 FX_DEVICE float fx_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 FX_DEVICE float fx_silu(float x) { return x / (1.0f + expf(-x)); }
 #endif
+// exp, expm1 and log1p (the steps of softplus, mish, elu and log_sigmoid: pass/composite_activations.cpp). Fast
+// math: on the MUFU (ex2.approx, lg2.approx), with a series where that form cancels (expm1 and log1p of |x| < 1/16;
+// the series' next term is below 2^-30 relative there): about 1e-6 relative in all, below half an ulp of a 16-bit
+// output but on a rounding boundary (x log2 e is rounded to f32 first: up to 2^-24 * 128 in the exponent at the
+// ends of exp's range, 5e-6 relative). libm's forms made the epilogue the kernel's whole time at K = 160
+// (bench/RESULTS.md session 56: mish 4x cuBLAS mm).
+// Specials as libm's: exp(-inf) = 0, expm1(-inf) = -1, log1p(-1) = -inf, log1p(x < -1) = NaN, NaN -> NaN.
+#ifdef FX_FAST_MATH
+FX_DEVICE float fx_lg2_ftz(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+// exp: below 2^-126 the MUFU flushes to 0 where eager has a subnormal (mish of y < -87 in bf16 is one), so there
+// the exponent is raised by 32 and the result scaled back by an IEEE multiply, which rounds to the subnormal.
+FX_DEVICE float fx_exp(float x) {
+  const float t = kFxLog2e * x;
+  const bool subnormal = t < -126.0f;
+  const float r = fx_exp2_ftz(subnormal ? t + 32.0f : t);
+  return subnormal ? r * 2.3283064365386963e-10f : r;  // 2^-32
+}
+FX_DEVICE float fx_expm1(float x) {
+  const float series = x * (1.0f + x * (0.5f + x * (1.0f / 6.0f + x * (1.0f / 24.0f + x * (1.0f / 120.0f)))));
+  const float exp_form = fx_exp2_ftz(kFxLog2e * x) - 1.0f;
+  return fabsf(x) < 0.0625f ? series : exp_form;  // both computed, one selected (fx_tanh says why)
+}
+FX_DEVICE float fx_log1p(float x) {
+  const float series = x * (1.0f - x * (0.5f - x * (1.0f / 3.0f - x * (0.25f - x * (0.2f - x * (1.0f / 6.0f))))));
+  const float log_form = 0.69314718055994531f * fx_lg2_ftz(1.0f + x);
+  return fabsf(x) < 0.0625f ? series : log_form;
+}
+#else
+FX_DEVICE float fx_exp(float x) { return expf(x); }
+FX_DEVICE float fx_expm1(float x) { return expm1f(x); }
+FX_DEVICE float fx_log1p(float x) { return log1pf(x); }
+#endif
 FX_DEVICE float fx_hardswish(float x) { return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f; }
 FX_DEVICE float fx_leaky_relu(float x, float slope) { return x > 0.0f ? x : x * slope; }
 // sign(x) as ATen's c10::signum: (0 < x) - (x < 0), so NaN and -0 give +0.

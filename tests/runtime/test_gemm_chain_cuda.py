@@ -626,7 +626,7 @@ def test_gemv_int8_dequant_is_bit_exact(M, K, dtype, layout, scale_f32, scales):
 
 # The MUFU-based activations of fast math (FX_FAST_MATH: every output 16-bit; fx_prelude.cuh:
 # GELU(tanh) through tanh(u) = 2 / (1 + 2^a) - 1, sigmoid/SiLU on ex2.approx.ftz, tanh on the
-# same exponential)
+# same exponential; exp, expm1 and log1p on ex2.approx / lg2.approx with a series near 0, session 56)
 # against eager on every input class: ±inf, NaN, huge finite values, the tails where the
 # exponential over- or underflows, and a dense sweep of [-25, 25]. A and B hold small integers,
 # so the accumulator is exact in any summation order and the activation's input (acc + bias,
@@ -635,7 +635,8 @@ def test_gemv_int8_dequant_is_bit_exact(M, K, dtype, layout, scale_f32, scales):
 # eager's 1 + tanh(u) cancels (its values there are multiples of 2^-24 times x/2); zeros and
 # their signs exactly as eager's.
 ACTIVATION_OPS = {"gelu_tanh": lambda t: torch.nn.functional.gelu(t, approximate="tanh"),
-                  "silu": torch.nn.functional.silu, "sigmoid": torch.sigmoid, "tanh": torch.tanh}
+                  "silu": torch.nn.functional.silu, "sigmoid": torch.sigmoid, "tanh": torch.tanh,
+                  "exp": torch.exp, "expm1": torch.expm1, "log1p": torch.log1p}
 SPECIAL_VALUES_CHILD = """
 import sys, torch
 from test_gemm_chain_cuda import check_activation_special_values
