@@ -217,6 +217,10 @@ bool allEpiloguesKnob() {
 struct EpilogueCost {
   int expensive_ops = 0;
   bool silu = false, gelu_tanh = false, residual = false;
+  // every expensive op is exp, expm1 or log1p, at most three with at most one tanh among them: the
+  // steps of elu / selu / celu (expm1), softplus (exp, log1p) and mish (exp, log1p, tanh) with
+  // their fast-math forms (fx_prelude.cuh), measured fused in session 57 (epilogueRefusal)
+  bool exp_log = false;
   std::string unmeasured;  // the first expensive op without a measured fast-math form ("": none)
 };
 
@@ -225,6 +229,7 @@ EpilogueCost epilogueCost(const spec::ChainSpec& spec) {
                                            "gelu", "gelu_tanh", "silu", "pow", "sqrt", "rsqrt",
                                            "hardswish", "div", "reciprocal", "log1p", "expm1"};
   EpilogueCost c;
+  int exp_log_ops = 0, tanh_ops = 0;
   for (const spec::Value& v : spec.values) {
     if (spec::isResidualInput(v)) c.residual = true;
     if (v.kind != spec::ValueKind::Op) continue;
@@ -233,8 +238,14 @@ EpilogueCost epilogueCost(const spec::ChainSpec& spec) {
     // the activations measured fused, each with a fast-math form (fx_prelude.cuh)
     if (v.op == "silu") c.silu = true;
     else if (v.op == "gelu_tanh") c.gelu_tanh = true;
-    else if (c.unmeasured.empty()) c.unmeasured = v.op;
+    else {
+      if (c.unmeasured.empty()) c.unmeasured = v.op;
+      if (v.op == "exp" || v.op == "expm1" || v.op == "log1p") ++exp_log_ops;
+      else if (v.op == "tanh") ++tanh_ops;
+    }
   }
+  c.exp_log = exp_log_ops > 0 && tanh_ops <= 1 && exp_log_ops + tanh_ops == c.expensive_ops && c.expensive_ops <= 3;
+  if (c.exp_log) c.unmeasured.clear();
   return c;
 }
 
@@ -256,6 +267,9 @@ sm90::EpilogueLoad epilogueLoad(const spec::ChainSpec& spec) { return epilogueLo
 // not measured. (epilogueRefusal)
 constexpr long long kMidRowsMinTiles = 96;
 
+// Mish (three of exp_log's transcendentals) below this K only from this many rows (epilogueRefusal).
+constexpr long long kThreeExpLogMinK = 4096, kThreeExpLogShortKMinRows = 4096;
+
 // Why the Hopper kernel with this epilogue (its cost: epilogueCost(spec)) does not beat the
 // unfused graph at this shape, in words for the report; "" where it does.
 std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cost, const ProblemShape& shape) {
@@ -271,7 +285,22 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
   // SMs (Runs AA, AC; at K <= 28672 with the heuristic's tile in one round, Runs AD, AK, AL), at
   // most one such activation, the staged form
   if (!unmeasured.empty()) return "'" + unmeasured + "' was not measured fused";
-  if (expensive_ops > 1) return "more than one transcendental or division (not measured fused)";
+  // exp / expm1 / log1p (elu, softplus, mish: cost.exp_log) follow GELU(tanh)'s rules below. Measured
+  // forced onto the kernel (bench/RESULTS.md session 57, an H100, 2026-12-06; eager in the same
+  // process, interleaved rounds) at nine shapes of 256-16384 rows, K = 160-14336, each also one of
+  // GELU(tanh)'s: elu 1.04-1.86x eager, softplus 1.05-1.89x, both wherever GELU(tanh) won
+  // (1.01-1.66x). Mish (three transcendentals) won at 256-2048 rows at K = 4096 (1.01-1.13x), at
+  // K = 14336 and 8192^3 (1.04-1.16x), and at K = 160 from 4096 rows (1.24-1.42x), and lost at 1024
+  // x 160 x 5120 (0.90x), where the epilogue is most of the kernel's time and too few tiles hide it.
+  // With a residual they were not measured. Not yet on the H200, the card.
+  if (cost.exp_log) {
+    if (residual) return "exp / expm1 / log1p activations were measured without a residual (bench/RESULTS.md session 57)";
+    if (expensive_ops == 3 && shape.K < kThreeExpLogMinK && shape.M * shape.B < kThreeExpLogShortKMinRows)
+      return "three transcendentals (mish) at K < 4096 lost below 4096 rows (1024 x 160 x 5120: 0.90x eager; "
+             "bench/RESULTS.md session 57)";
+  } else if (expensive_ops > 1) {
+    return "more than one transcendental or division (not measured fused)";
+  }
   // Split-K shapes (splitKFor): every bench chain won there at K = 14336, SiLU alone and the
   // residual behind GELU(tanh) included: one 64-row tile (Run AC, call 6: 3.4-6.4 % under cuBLAS +
   // the epilogue kernel; the GEMM streams weights, and the separate epilogue pass is the loss), and
@@ -327,7 +356,7 @@ std::string epilogueRefusal(const spec::ChainSpec& spec, const EpilogueCost& cos
   // From 257 rows (kMidRowsMinTiles, above) GELU(tanh) at K = 8192 and 14336 ran 1.13-1.30x eager
   // (448 x 8192 x 4096, 384 x 14336 x 4096, Run AR): those rows follow it there, judged by the work
   // share like the rest.
-  const bool gelu = expensive_ops == 1 && !silu;
+  const bool gelu = (expensive_ops == 1 && !silu) || cost.exp_log;  // GELU(tanh), or exp_log's (above)
   const bool silu_alone = expensive_ops == 1 && silu && !residual;
   const bool long_k_rows =
       shape.B == 1 && shape.K <= kLongKRowsMaxK &&

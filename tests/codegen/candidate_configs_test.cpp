@@ -2,6 +2,7 @@
 // choice first, the Hopper tiles where that kernel applies whatever the epilogue, each a
 // distinct kernel that generates and compiles without spills; and which variants count as
 // faster than each unfused baseline (codegen::isFastVariant).
+#include <array>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -232,6 +233,61 @@ TEST(CandidateConfigs, HopperRefusalNamesWhyTheHeuristicSaysNo) {
   EXPECT_NE(hopperRefusalForSize(chains[2], 4096, 4096, 4096, 1, 90).find("'gelu' was not measured"), std::string::npos);
   EXPECT_NE(hopperRefusalForSize(chains[3], 256, 11008, 4096, 1, 90).find("SiLU is faster"), std::string::npos);
   EXPECT_NE(hopperRefusalForSize(chains[4], 256, 4096, 4096, 1, 90).find("residual without GELU"), std::string::npos);
+}
+
+TEST(CandidateConfigs, ExpLogActivationsFollowGeluTanhsRules) {
+  // elu (expm1), softplus (exp, log1p) and mish (exp, log1p, tanh) with their fast-math forms
+  // (session 57, bench/RESULTS.md): taken where bias + GELU(tanh) is, at the shapes they were
+  // measured winning; mish not at 1024 x 160 x 5120, where it lost; none with a residual; other
+  // transcendentals stay unmeasured.
+  if (!hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
+  const std::string head =
+      "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [n,k]\n%2 = mm %0 %1 : f32\n"
+      "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16\n%5 = convert %4 : f32\n";
+  auto chain = [&](const std::string& body) { return spec::parseSpec(head + body); };
+  const spec::ChainSpec elu = chain("%6 = const 0 : f32\n%7 = gt %5 %6 : bool\n%8 = expm1 %5 : f32\n%9 = where %7 %5 %8 : bf16\noutput %9\n");
+  const spec::ChainSpec softplus = chain("%6 = const 20 : f32\n%7 = gt %5 %6 : bool\n%8 = exp %5 : f32\n%9 = log1p %8 : f32\n"
+                                         "%10 = where %7 %5 %9 : bf16\noutput %10\n");
+  const spec::ChainSpec mish = chain("%6 = exp %5 : f32\n%7 = log1p %6 : f32\n%8 = tanh %7 : f32\n%9 = mul %5 %8 : bf16\noutput %9\n");
+  const spec::ChainSpec gelu = chain("%6 = gelu_tanh %5 : bf16\noutput %6\n");
+  // the measured shapes (M, N, K)
+  const std::vector<std::array<long long, 3>> measured = {{256, 4096, 4096},  {512, 4096, 4096},   {1024, 4096, 4096},
+                                                          {2048, 4096, 4096}, {4096, 14336, 4096}, {4096, 4096, 14336},
+                                                          {8192, 8192, 8192}, {4096, 5120, 160},   {16384, 5120, 160}};
+  int gelu_shapes = 0;
+  for (const auto& [m, n, k] : measured) {
+    const bool gelu_taken = chooseConfigForSize(gelu, m, n, k, 1, 90).variant == "sm90_wgmma";
+    gelu_shapes += gelu_taken;
+    for (const spec::ChainSpec* s : {&elu, &softplus, &mish}) {
+      EXPECT_EQ(chooseConfigForSize(*s, m, n, k, 1, 90).variant == "sm90_wgmma", gelu_taken) << m << "x" << n << "x" << k;
+      EXPECT_EQ(hopperRefusalForSize(*s, m, n, k, 1, 90).empty(), gelu_taken) << m << "x" << n << "x" << k;
+    }
+  }
+  EXPECT_EQ(gelu_shapes, 9);  // GELU(tanh) is taken at all nine, so each of the three is too (mish: below)
+  EXPECT_EQ(chooseConfigForSize(softplus, 4096, 5120, 160, 1, 90).variant, "sm90_wgmma");
+  EXPECT_EQ(chooseConfigForSize(elu, 1024, 5120, 160, 1, 90).variant, "sm90_wgmma");
+  EXPECT_EQ(chooseConfigForSize(softplus, 1024, 5120, 160, 1, 90).variant, "sm90_wgmma");
+  EXPECT_NE(hopperRefusalForSize(mish, 1024, 5120, 160, 1, 90).find("three transcendentals (mish)"), std::string::npos);
+  EXPECT_EQ(chooseConfigForSize(mish, 1024, 4096, 4096, 1, 90).variant, "sm90_wgmma");
+  // a residual behind softplus: not measured
+  const spec::ChainSpec softplus_residual = chain(
+      "%6 = exp %5 : f32\n%7 = log1p %6 : f32\n%8 = input 3 bf16 [m,n]\n%9 = add %7 %8 : bf16\noutput %9\n");
+  EXPECT_NE(hopperRefusalForSize(softplus_residual, 4096, 4096, 4096, 1, 90).find("without a residual"), std::string::npos);
+  // tanh alone, sigmoid beside exp, four exp-family ops, two tanh: as before (unmeasured or several transcendentals)
+  EXPECT_NE(hopperRefusalForSize(chain("%6 = tanh %5 : bf16\noutput %6\n"), 4096, 4096, 4096, 1, 90).find("'tanh' was not measured"),
+            std::string::npos);
+  EXPECT_NE(hopperRefusalForSize(chain("%6 = exp %5 : f32\n%7 = sigmoid %6 : bf16\noutput %7\n"), 4096, 4096, 4096, 1, 90)
+                .find("'exp' was not measured"),
+            std::string::npos);
+  EXPECT_NE(hopperRefusalForSize(chain("%6 = exp %5 : f32\n%7 = exp %6 : f32\n%8 = expm1 %7 : f32\n%9 = log1p %8 : bf16\noutput %9\n"),
+                                 4096, 4096, 4096, 1, 90)
+                .find("'exp' was not measured"),
+            std::string::npos);
+  EXPECT_NE(hopperRefusalForSize(chain("%6 = exp %5 : f32\n%7 = tanh %6 : f32\n%8 = tanh %7 : bf16\noutput %8\n"), 4096, 4096, 4096, 1, 90)
+                .find("'exp' was not measured"),
+            std::string::npos);
+  // a 32-bit output (libm's forms, no fast math): not staged, refused
+  EXPECT_FALSE(hopperRefusalForSize(chain("%6 = exp %5 : f32\noutput %6\n"), 4096, 4096, 4096, 1, 90).empty());
 }
 
 TEST(CandidateConfigs, TooFewTilesLeaveTheChainToTheUnfusedPath) {

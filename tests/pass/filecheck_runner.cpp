@@ -14,6 +14,7 @@
 #include <iostream>
 #include <iterator>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -55,9 +56,11 @@ std::vector<Case> splitCases(const std::string& text) {
     Case& c = cases.back();
     if (c.firstLine == 0) c.firstLine = n;
     c.ir += line + "\n";
+    bool known = false;
     for (const char* kind : {"CHECK-LABEL", "CHECK-NEXT", "CHECK-NOT", "CHECK", "OPTIONS", "FLAGS"}) {
       std::string prefix = std::string("# ") + kind + ":";
       if (t.rfind(prefix, 0) != 0) continue;
+      known = true;
       std::string arg = trim(t.substr(prefix.size()));
       if (std::string(kind) == "OPTIONS") {
         c.flags.optionsJson = arg;
@@ -69,6 +72,9 @@ std::vector<Case> splitCases(const std::string& text) {
       }
       break;
     }
+    // a misspelt or unsupported directive (CHECK-SAME, CHECK-DAG...) would otherwise check nothing
+    if (!known && t.rfind("# CHECK", 0) == 0)
+      throw std::runtime_error("line " + std::to_string(n) + ": unknown directive: " + t);
   }
   return cases;
 }
@@ -118,8 +124,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<Case> cases;
+  try {
+    cases = splitCases(text);
+  } catch (const std::runtime_error& e) {
+    std::cerr << argv[1] << ": " << e.what() << "\n";
+    return 1;
+  }
   int failures = 0, run = 0;
-  for (const Case& c : splitCases(text)) {
+  for (const Case& c : cases) {
     if (c.checks.empty()) continue;  // a file header or a trailing separator
     ++run;
     bool ok = false;

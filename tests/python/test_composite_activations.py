@@ -132,3 +132,56 @@ def test_a_parameter_past_float_range_is_left_to_eager(f):
     for run in (model, ep.module()):
         with pytest.raises(RuntimeError, match="without overflow"):
             run(x, w)
+
+
+class _LinearThen(torch.nn.Module):
+    def __init__(self, linear, f):
+        super().__init__()
+        self.linear, self.f = linear, f
+
+    def forward(self, x):
+        return self.f(self.linear(x))
+
+
+@pytest.mark.gpu
+@pytest.mark.needs_real_pass
+@pytest.mark.parametrize("name,mkn,fused", [("softplus", (4096, 4096, 4096), True), ("elu", (1024, 160, 5120), True),
+                                            ("mish", (2048, 4096, 4096), True), ("mish", (1024, 160, 5120), False)],
+                         ids=["softplus_4096", "elu_k160", "mish_2048", "mish_k160"])
+def test_the_hopper_planner_takes_exp_log1p_expm1_where_they_won(monkeypatch, name, mkn, fused):
+    """Session 57: with the fast-math exp / expm1 / log1p the planner's default (only_profitable) fuses elu,
+    softplus and mish on the Hopper kernel where GELU(tanh) fuses (codegen/config_table.cpp, measured in
+    bench/RESULTS.md session 57), and leaves mish to eager at 1024 x 160 x 5120, where it lost. The rule is the
+    Hopper kernel's (sm_90); the fused answer is compared with float64 beside eager's."""
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("the rule under test is the sm_90 kernel's")
+    monkeypatch.delenv("FXFUSE_FORCE_KERNEL", raising=False)  # the planner's own choice, not the forced kernel
+    M, K, N = mkn
+    g = testlib.generator("cuda", "exp_log_planner", name, str(mkn))
+    x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16, generator=g)
+    linear = torch.nn.Linear(K, N, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        linear.weight.copy_(torch.randn(N, K, device="cuda", generator=g) / K ** 0.5 * 3)
+        linear.bias.copy_(torch.randn(N, device="cuda", generator=g))
+    f = ACTIVATIONS[name][0]
+    model = _LinearThen(linear, f)
+    ep = torch.export.export(model, (x,))
+    text = str(fxfuse.report(ep))
+    rewritten = fxfuse.rewrite(ep)
+    n_ops = sum(nd.target == torch.ops.fxfuse.gemm_chain.default for nd in rewritten.graph.nodes)
+    if not fused:
+        assert n_ops == 0 and "three transcendentals (mish)" in text, text
+        return
+    assert n_ops == 1, text
+    before = fxfuse._C.stats()
+    with torch.no_grad():
+        got = rewritten.module()(x)
+        torch.cuda.synchronize()
+    after = fxfuse._C.stats()
+    assert after["launches"] - before["launches"] == 1 and after["pointwise_launches"] == before["pointwise_launches"]
+    with torch.no_grad():
+        want = f(F.linear(x.double(), linear.weight.double(), linear.bias.double()))
+        eager = model(x)
+    err = ((got.double() - want).norm() / want.norm()).item()
+    eager_err = ((eager.double() - want).norm() / want.norm()).item()
+    assert not got.isnan().any() and err <= 1.2 * eager_err + 1e-4, (err, eager_err)
