@@ -45,7 +45,7 @@ std::optional<int> lowerHardsigmoid(LoweringContext& c) {
   if (!x) return std::nullopt;
   const int shifted = c.emitIntermediate("add", {*x, c.floatConstant(3.0)});
   const int clamped = c.emitIntermediate("hardtanh", {shifted, c.floatConstant(0.0), c.floatConstant(6.0)});
-  if (c.node().type.tensor.device == "cpu") return c.emit("div", {clamped, c.floatConstant(6.0)});
+  if (c.onCpu()) return c.emit("div", {clamped, c.floatConstant(6.0)});
   return c.emit("mul", {clamped, c.floatConstant(1.0f / 6.0f)});
 }
 
@@ -78,7 +78,7 @@ std::optional<int> eluOf(LoweringContext& c, double alpha, double scale, double 
   auto x = operandInFloat(c);
   if (!x) return std::nullopt;
   const float negative = asFloat(alpha) * asFloat(scale);
-  const bool cpu = c.node().type.tensor.device == "cpu";
+  const bool cpu = c.onCpu();
   const int test = c.emitAs(cpu ? "lt" : "gt", {*x, c.floatConstant(0.0)}, spec::DType::Bool);
   const int exponential = c.emitIntermediate("expm1", {timesConstant(c, *x, asFloat(inputScale))});
   const int below = timesConstant(c, exponential, negative);

@@ -5,6 +5,7 @@
 
 #include "pass/aten_ops.h"
 #include "pass/composite_activations.h"
+#include "pass/round_decimals.h"
 
 namespace fxfuse::pass {
 
@@ -87,8 +88,7 @@ void LoweringContext::convertToCommonDtype(std::vector<int>* operands, CpuScalar
 }
 
 bool LoweringContext::roundsScalarsToResult() const {
-  const ir::TensorType& t = node_.type.tensor;
-  return spec::isHalfFloat(t.dtype) && t.device == "cpu";
+  return spec::isHalfFloat(node_.type.tensor.dtype) && onCpu();
 }
 
 int LoweringContext::alphaConstant(double alpha) {
@@ -106,7 +106,7 @@ std::optional<int> LoweringContext::selfOfResultType() {
   return (*v)[0];
 }
 
-int LoweringContext::floatConstant(double v) { return builder_.constant(v, spec::DType::F32); }
+int LoweringContext::floatConstant(double v, spec::DType dtype) { return builder_.constant(v, dtype); }
 
 int LoweringContext::emitIntermediate(const std::string& op, std::vector<int> operands) {
   spec::DType dt = node_.type.tensor.dtype;
@@ -320,6 +320,7 @@ const std::unordered_map<std::string, LowerFn>& table() {
     m["aten.where.ScalarOther"] = lowerWhere;
     m["aten.where.Scalar"] = lowerWhere;
     addCompositeActivations(m);
+    addRoundDecimals(m);
     for (const char* op : {"aten.clone.default", "aten.alias.default", "aten.detach.default", "aten.dropout.default",
                            "aten.view.default", "aten.reshape.default", "aten._unsafe_view.default"})
       m[op] = identity;

@@ -36,9 +36,10 @@ class LoweringContext {
   int emit(const std::string& op, std::vector<int> operands);
   // An intermediate (an alpha multiply): f32 opmath for floating results.
   int emitIntermediate(const std::string& op, std::vector<int> operands);
-  // An op of a given result dtype (a comparison inside a composite activation), and a number as an f32 constant.
+  // An op of a given result dtype (a comparison inside a composite activation).
   int emitAs(const std::string& op, std::vector<int> operands, spec::DType dtype);
-  int floatConstant(double v);
+  // A number as a constant of `dtype` (f32 by default; a 16-bit one holds the number rounded to that type).
+  int floatConstant(double v, spec::DType dtype = spec::DType::F32);
   // The node's one tensor operand (`self`), where it has the node's dtype (an op that returns its input's type).
   std::optional<int> selfOfResultType();
   // common_dtype.h's convertToCommonDtype for this node's result.
@@ -48,6 +49,8 @@ class LoweringContext {
   int alphaConstant(double alpha);
   // Whether ATen rounds add / sub's alpha and one-element operands to the result's type: a 16-bit result on the CPU.
   bool roundsScalarsToResult() const;
+  // Whether the node runs on the CPU, where some of ATen's kernels compute otherwise than their CUDA ones.
+  bool onCpu() const { return node_.type.tensor.device == "cpu"; }
   const ir::Node& node() const { return node_; }
   bool isTensorConstant(int value) const { return builder_.isTensorConstant(value); }
   double constantValue(int value) const { return builder_.spec().values[value].constant; }

@@ -44,3 +44,77 @@ def test_a_rounding_epilogue_is_fused_with_eagers_bits(device, dtype, name):
     got, want = ep.module()(x, w), model(x, w)
     assert got.dtype == want.dtype
     assert torch.equal(got, want), (got[:len(ROWS), 0], want[:len(ROWS), 0])
+
+
+def _identity_gemm(y):
+    """x, w with x @ w.t() == y exactly in any GEMM: w is the identity (each output one product by 1)."""
+    n = y.shape[1]
+    return y, torch.eye(n, dtype=y.dtype, device=y.device)
+
+
+def _decimal_values(dtype, device, g, m=64, n=64):
+    """Random values of `dtype` at several scales, with the ties round's ties-to-even meets after the scaling
+    (0.25, 0.35, 2.675, -0.45, 1250...), values past float's range once scaled (f32 only), infinities, NaN and
+    negative zero."""
+    y = torch.randn(m, n, generator=g, dtype=torch.float64) * torch.tensor([0.01, 1.0, 40.0, 3000.0]).repeat(n // 4)
+    special = [0.25, 0.35, 2.675, -0.45, 0.05, -0.05, 1250.0, -1350.0, 0.004, -0.0, float("inf"), float("-inf"),
+               float("nan"), 65000.0, -0.015, 0.125]
+    if dtype == torch.float32:
+        special += [3.0e38, -3.0e38]
+    y[0, :len(special)] = torch.tensor(special, dtype=torch.float64)
+    return y.to(dtype).to(device)
+
+
+def _same_bits(got, want):
+    """Equal values (NaN where eager has NaN) with the same signs of zero."""
+    assert got.dtype == want.dtype and got.shape == want.shape
+    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+    assert torch.equal(torch.signbit(got) & (got == 0), torch.signbit(want) & (want == 0)), "signs of zero differ"
+
+
+ROUND_DECIMALS = [1, 2, 3, -1, -2]
+
+
+@pytest.mark.needs_real_pass
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32], ids=["bf16", "f16", "f32"])
+@pytest.mark.parametrize("decimals", ROUND_DECIMALS)
+@pytest.mark.parametrize("path", ["export", "compile"])
+def test_round_with_decimals_gives_eagers_bits(device, dtype, decimals, path):
+    """torch.round(y, decimals=d) is one ATen kernel, nearbyint(y * 10^d) / 10^d, in f32 on the CPU and in the
+    tensor's own type on CUDA (pass/round_decimals.h). torch.export keeps `aten.round.decimals`, lowered to that
+    formula; torch.compile's graphs hold Inductor's decomposition, `mul(10.0**d) -> round -> mul(1.0 / 10.0**d)`,
+    folded back to it (session 56's last hunt: the decomposition's bf16 product was one step off at a tenth of the
+    elements, and its multiply by 0.1 differs from eager's division by 10 in the last bit of f32)."""
+    g = testlib.generator("cpu", "round_decimals", str(dtype), decimals, path)
+    x, w = _identity_gemm(_decimal_values(dtype, device, g))
+    model = GemmThen(lambda y: torch.round(y, decimals=decimals))
+    if path == "export":
+        ep = fxfuse.rewrite(torch.export.export(model, (x, w)), only_profitable=False)
+        targets = [str(n.target) for n in ep.graph.nodes if n.op == "call_function"]
+        assert targets.count("fxfuse.gemm_chain.default") == 1 and "aten.round.decimals" not in targets, targets
+        got = ep.module()(x, w)
+    else:
+        torch._dynamo.reset()
+        fxfuse.reset_stats()
+        got = fxfuse.compile(model, only_profitable=False)(x, w)
+        assert fxfuse.stats()["chains_fused"] == 1, str(fxfuse.report())
+    _same_bits(got, model(x, w))
+
+
+@pytest.mark.needs_real_pass
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "f32"])
+def test_the_users_own_scale_round_scale_keeps_its_roundings(device, dtype):
+    """`torch.round(y * 10) * 0.1` written out is three eager ops, each rounded to y's type: in an exported program
+    it is the user's, and keeps that (the fold of Inductor's decomposition applies to the backend's graphs only)."""
+    g = testlib.generator("cpu", "round_literal", str(dtype))
+    x, w = _identity_gemm(_decimal_values(dtype, device, g))
+    model = GemmThen(lambda y: torch.round(y * 10.0) * 0.1)
+    ep = fxfuse.rewrite(torch.export.export(model, (x, w)), only_profitable=False)
+    assert [str(n.target) for n in ep.graph.nodes].count("fxfuse.gemm_chain.default") == 1
+    want = model(x, w)
+    _same_bits(ep.module()(x, w), want)
+    # the premise: eager's literal form differs from round(decimals=1) on these values (bf16: its rounded product;
+    # f32: its multiply by 0.1), so a fold here would be caught
+    assert not torch.equal(torch.nan_to_num(want), torch.nan_to_num(torch.round(x @ w.t(), decimals=1)))
