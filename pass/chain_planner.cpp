@@ -10,7 +10,6 @@
 #include "pass/operand_prologue.h"
 #include "pass/profitability.h"
 #include "pass/region_outputs.h"
-#include "pass/round_decimals.h"
 
 namespace fxfuse::pass {
 namespace {
@@ -200,11 +199,7 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
   // the planner and codegen's fast paths know only those. CUDA chains only
   // (activation_canonicalization.h says why).
   int result = core.result;
-  const bool cuda = index.tensor(m.anchor)->onCuda();
-  // Inductor's decomposition of round(x, decimals) back to eager's formula (round_decimals.h): only in graphs that
-  // hold it, the backend's; elsewhere the same ops are the user's own.
-  if (options.baseline == "inductor") foldRoundDecimals(plan.spec, /*cpu=*/!cuda);
-  if (cuda) result = canonicalizeActivations(plan.spec)[core.result];
+  if (index.tensor(m.anchor)->onCuda()) result = canonicalizeActivations(plan.spec)[core.result];
   if (result < 0) return rejected(out, "internal_error", "canonicalization removed the GEMM result (please report a bug)");
   try {
     spec::validateSpec(plan.spec);

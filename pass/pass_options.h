@@ -32,8 +32,7 @@ struct PassOptions {
   // when the graph was traced; only_profitable judges a symbolic M at its hint.
   std::map<std::string, int64_t> sizeHints;
   // "baseline": "eager" or "inductor", what runs a chain left unfused (codegen::Baseline);
-  // only_profitable fuses a chain only where its kernel beats that. "inductor" (the torch.compile
-  // backend's) also says the graph holds Inductor's decompositions (foldRoundDecimals).
+  // only_profitable fuses a chain only where its kernel beats that.
   std::string baseline = "eager";
 };
 

@@ -221,9 +221,10 @@ FX_DEVICE float fx_silu(float x) { return x / (1.0f + expf(-x)); }
 #endif
 // exp, expm1 and log1p (the steps of softplus, mish, elu and log_sigmoid: pass/composite_activations.cpp). Fast
 // math: on the MUFU (ex2.approx, lg2.approx), with a series where that form cancels (expm1 and log1p of |x| < 1/16;
-// the series' next term is below 2^-30 relative there): about 1e-6 relative in all, below half an ulp of a 16-bit
-// output but on a rounding boundary (x log2 e is rounded to f32 first: up to 2^-24 * 128 in the exponent at the
-// ends of exp's range, 5e-6 relative). libm's forms made the epilogue the kernel's whole time at K = 160
+// the series' truncation is below 1.4e-9 relative for expm1 and 8.7e-9 for log1p there): about 1e-6 relative in
+// all, 2-4e-6 just past |x| = 1/16, where the exp and log forms amplify the MUFU's error about 16 times (review,
+// session 57), and up to 5e-6 at the ends of exp's range (x log2 e is rounded to f32 first: 2^-24 * 128 in the
+// exponent); below half an ulp of a 16-bit output but on a rounding boundary. libm's forms made the epilogue the kernel's whole time at K = 160
 // (bench/RESULTS.md session 56: mish 4x cuBLAS mm).
 // Specials as libm's: exp(-inf) = 0, expm1(-inf) = -1, log1p(-1) = -inf, log1p(x < -1) = NaN, NaN -> NaN.
 #ifdef FX_FAST_MATH

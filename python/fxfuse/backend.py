@@ -24,6 +24,7 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
+from . import decomposed_round
 from .pass_driver import Options, run_on_graph
 from .stats import record_cached_graph
 
@@ -96,7 +97,11 @@ class FxfusePass(_PassBase):
         # that holds it (torch._inductor.compile_fx._recursive_post_grad_passes), and those runs fuse and
         # report their GEMMs. Reporting them here too (control_flow) named each such GEMM twice; searching
         # them from here (subgraph_fusion.py) would repeat those runs on subgraphs Inductor is about to lower.
-        run_on_graph(graph, self.options, _graph_label(graph), subgraphs="own_runs", refusal=_wrapper_refusal())
+        collapsed = decomposed_round.collapse(graph)  # Inductor's round(decimals=d) back to one op (its docstring)
+        try:
+            run_on_graph(graph, self.options, _graph_label(graph), subgraphs="own_runs", refusal=_wrapper_refusal())
+        finally:
+            decomposed_round.expand_unfused(graph, collapsed)
 
     def uuid(self) -> Any:
         h = hashlib.sha256()

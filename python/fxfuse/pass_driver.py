@@ -108,8 +108,6 @@ class Options:
         if self.only_profitable:
             opts["only_profitable"] = True
             opts["baseline"] = self.baseline or "eager"
-        elif self.baseline:  # "inductor" also says the graph holds Inductor's decompositions (round_decimals.h)
-            opts["baseline"] = self.baseline
         if not nvrtc_available():
             opts["nvrtc"] = False
         opts.update(dict(self.extra))

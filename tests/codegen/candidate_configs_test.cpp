@@ -286,6 +286,15 @@ TEST(CandidateConfigs, ExpLogActivationsFollowGeluTanhsRules) {
   EXPECT_NE(hopperRefusalForSize(chain("%6 = exp %5 : f32\n%7 = tanh %6 : f32\n%8 = tanh %7 : bf16\noutput %8\n"), 4096, 4096, 4096, 1, 90)
                 .find("'exp' was not measured"),
             std::string::npos);
+  // the same op twice: not measured
+  EXPECT_NE(hopperRefusalForSize(chain("%6 = exp %5 : f32\n%7 = exp %6 : bf16\noutput %7\n"), 4096, 4096, 4096, 1, 90)
+                .find("'exp' was not measured"),
+            std::string::npos);
+  // logsigmoid, min(x, 0) - log1p(exp(-|x|)): softplus's two transcendentals with cheap ops around them
+  const spec::ChainSpec logsigmoid = chain(
+      "%6 = const 0 : f32\n%7 = minimum %5 %6 : f32\n%8 = abs %5 : f32\n%9 = neg %8 : f32\n%10 = exp %9 : f32\n"
+      "%11 = log1p %10 : f32\n%12 = sub %7 %11 : bf16\noutput %12\n");
+  EXPECT_EQ(chooseConfigForSize(logsigmoid, 4096, 4096, 4096, 1, 90).variant, "sm90_wgmma");
   // a 32-bit output (libm's forms, no fast math): not staged, refused
   EXPECT_FALSE(hopperRefusalForSize(chain("%6 = exp %5 : f32\noutput %6\n"), 4096, 4096, 4096, 1, 90).empty());
 }

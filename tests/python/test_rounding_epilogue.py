@@ -84,8 +84,9 @@ def test_round_with_decimals_gives_eagers_bits(device, dtype, decimals, path):
     """torch.round(y, decimals=d) is one ATen kernel, nearbyint(y * 10^d) / 10^d, in f32 on the CPU and in the
     tensor's own type on CUDA (pass/round_decimals.h). torch.export keeps `aten.round.decimals`, lowered to that
     formula; torch.compile's graphs hold Inductor's decomposition, `mul(10.0**d) -> round -> mul(1.0 / 10.0**d)`,
-    folded back to it (session 56's last hunt: the decomposition's bf16 product was one step off at a tenth of the
-    elements, and its multiply by 0.1 differs from eager's division by 10 in the last bit of f32)."""
+    collapsed back into the op around the pass (python/fxfuse/decomposed_round.py; session 56's last hunt: the
+    decomposition's bf16 product was one step off at a tenth of the elements, and its multiply by 0.1 differs from
+    eager's division by 10 in the last bit of f32)."""
     g = testlib.generator("cpu", "round_decimals", str(dtype), decimals, path)
     x, w = _identity_gemm(_decimal_values(dtype, device, g))
     model = GemmThen(lambda y: torch.round(y, decimals=decimals))
@@ -105,16 +106,43 @@ def test_round_with_decimals_gives_eagers_bits(device, dtype, decimals, path):
 @pytest.mark.needs_real_pass
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "f32"])
-def test_the_users_own_scale_round_scale_keeps_its_roundings(device, dtype):
-    """`torch.round(y * 10) * 0.1` written out is three eager ops, each rounded to y's type: in an exported program
-    it is the user's, and keeps that (the fold of Inductor's decomposition applies to the backend's graphs only)."""
-    g = testlib.generator("cpu", "round_literal", str(dtype))
+@pytest.mark.parametrize("path", ["export", "compile"])
+def test_the_users_own_scale_round_scale_keeps_its_roundings(device, dtype, path):
+    """`torch.round(y * 10) * 0.1` written out is three eager ops, each rounded to y's type: the same ops as Inductor's
+    decomposition of round(decimals=1), but the user's, so it keeps those roundings on both paths (the backend tells
+    the two apart by the nodes' `original_aten`; the review of session 57 found the first version folding these)."""
+    g = testlib.generator("cpu", "round_literal", str(dtype), path)
     x, w = _identity_gemm(_decimal_values(dtype, device, g))
     model = GemmThen(lambda y: torch.round(y * 10.0) * 0.1)
-    ep = fxfuse.rewrite(torch.export.export(model, (x, w)), only_profitable=False)
-    assert [str(n.target) for n in ep.graph.nodes].count("fxfuse.gemm_chain.default") == 1
+    if path == "export":
+        ep = fxfuse.rewrite(torch.export.export(model, (x, w)), only_profitable=False)
+        assert [str(n.target) for n in ep.graph.nodes].count("fxfuse.gemm_chain.default") == 1
+        got = ep.module()(x, w)
+    else:
+        torch._dynamo.reset()
+        fxfuse.reset_stats()
+        got = fxfuse.compile(model, only_profitable=False)(x, w)
+        assert fxfuse.stats()["chains_fused"] == 1, str(fxfuse.report())
     want = model(x, w)
-    _same_bits(ep.module()(x, w), want)
+    _same_bits(got, want)
     # the premise: eager's literal form differs from round(decimals=1) on these values (bf16: its rounded product;
     # f32: its multiply by 0.1), so a fold here would be caught
     assert not torch.equal(torch.nan_to_num(want), torch.nan_to_num(torch.round(x @ w.t(), decimals=1)))
+
+
+@pytest.mark.needs_real_pass
+def test_a_round_with_decimals_no_chain_takes_is_left_as_inductor_computes_it():
+    """The backend collapses Inductor's decomposition of round(decimals) into one op before the pass; where no chain
+    takes it (no GEMM before it here) it is expanded back, since Inductor cannot lower that op after its
+    decompositions have run: the program compiles and gives torch.compile's own answer."""
+    g = testlib.generator("cpu", "round_unfused")
+    x = _decimal_values(torch.bfloat16, "cpu", g)
+
+    def f(t):
+        return torch.round(t + 1, decimals=2) * 3
+
+    torch._dynamo.reset()
+    fxfuse.reset_stats()
+    got = fxfuse.compile(f)(x)
+    torch._dynamo.reset()
+    _same_bits(got, torch.compile(f)(x))

@@ -1,0 +1,94 @@
+"""torch.round(y, decimals=d) in the torch.compile backend's graphs.
+
+Inductor decomposes it before the post-grad passes run into ``mul(y, 10.0**d) -> round -> mul(1.0 / 10.0**d)``, each
+in y's dtype, where eager's one kernel computes nearbyint(y * 10^d) / 10^d in f32 on the CPU (a bf16 result was one
+step off eager at a tenth of the elements, session 56's hunt) and in the tensor's own type on CUDA. The same three
+ops written by the user are a different function (each rounded as eager rounds it), and only the nodes' provenance,
+``meta["original_aten"]``, tells them apart. So, around the pass: each such trio that came from
+``aten.round.decimals`` is collapsed into that one node, which the pass lowers to eager's formula
+(pass/round_decimals.h); a collapsed node that no chain took is expanded back into Inductor's trio afterwards,
+since Inductor cannot lower ``aten.round.decimals`` itself once its decompositions have run.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+import torch.fx
+
+__all__ = ["collapse", "expand_unfused"]
+
+_aten = torch.ops.aten
+_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+_MAX_DECIMALS = 22  # 10.0**d exact in a double (as pass/round_decimals.cpp lowers it)
+
+
+@dataclasses.dataclass
+class _Collapsed:
+    node: torch.fx.Node          # the aten.round.decimals node standing for the trio
+    scale: Any                   # the trio's constants, 10.0**d and 1.0 / 10.0**d
+    unscale: Any
+    metas: tuple[dict, dict, dict]  # the trio's node metas, restored on expansion
+
+
+def _from_round_decimals(n: torch.fx.Node) -> bool:
+    # compared by name: the meta's OpOverload is not always torch.ops.aten.round.decimals's object
+    return n.op == "call_function" and str(n.meta.get("original_aten")) == "aten.round.decimals"
+
+
+def _decimals(scale: Any, unscale: Any) -> int | None:
+    """d with scale == 10.0**d and unscale == 1.0 / 10.0**d (Inductor's round_dec), else None."""
+    if not isinstance(scale, float) or not isinstance(unscale, float):
+        return None
+    for d in range(-_MAX_DECIMALS, _MAX_DECIMALS + 1):
+        if d != 0 and scale == 10.0 ** d and unscale == 1.0 / 10.0 ** d:
+            return d
+    return None
+
+
+def collapse(graph: torch.fx.Graph) -> list[_Collapsed]:
+    """Replaces each of Inductor's round_dec trios in `graph` by one ``aten.round.decimals`` node."""
+    done = []
+    for last in list(graph.nodes):
+        if not (_from_round_decimals(last) and last.target is _aten.mul.Tensor and len(last.args) == 2):
+            continue
+        rounded, unscale = last.args
+        if not (isinstance(rounded, torch.fx.Node) and _from_round_decimals(rounded)
+                and rounded.target is _aten.round.default and len(rounded.users) == 1):
+            continue
+        first = rounded.args[0]
+        if not (isinstance(first, torch.fx.Node) and _from_round_decimals(first) and first.target is _aten.mul.Tensor
+                and len(first.args) == 2 and len(first.users) == 1 and isinstance(first.args[0], torch.fx.Node)):
+            continue
+        x, scale = first.args
+        d = _decimals(scale, unscale)
+        val = last.meta.get("val")
+        if d is None or not isinstance(val, torch.Tensor) or val.dtype not in _DTYPES:
+            continue
+        with graph.inserting_after(last):
+            node = graph.call_function(_aten.round.decimals, (x,), {"decimals": d})
+        node.meta = dict(last.meta)
+        metas = (dict(first.meta), dict(rounded.meta), dict(last.meta))
+        last.replace_all_uses_with(node)
+        for n in (last, rounded, first):
+            graph.erase_node(n)
+        done.append(_Collapsed(node, scale, unscale, metas))
+    return done
+
+
+def expand_unfused(graph: torch.fx.Graph, collapsed: list[_Collapsed]) -> None:
+    """Puts Inductor's trio back for each collapsed node the pass left in `graph` (no chain took it)."""
+    in_graph = set(graph.nodes)
+    for c in collapsed:
+        if c.node not in in_graph:
+            continue  # fused into a chain
+        x = c.node.args[0]
+        with graph.inserting_before(c.node):
+            first = graph.call_function(_aten.mul.Tensor, (x, c.scale))
+            rounded = graph.call_function(_aten.round.default, (first,))
+            last = graph.call_function(_aten.mul.Tensor, (rounded, c.unscale))
+        for n, meta in zip((first, rounded, last), c.metas):
+            n.meta = meta
+        c.node.replace_all_uses_with(last)
+        graph.erase_node(c.node)
