@@ -152,6 +152,46 @@ def test_training_backward_goes_through_the_pass():
     assert labels == ["forward", "backward"], labels
 
 
+class _MlpBlock3d(torch.nn.Module):
+    """A transformer MLP on [B, S, D] activations: fc, GELU(tanh), proj, residual."""
+
+    def __init__(self, d=32):
+        super().__init__()
+        self.fc, self.proj = torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        return self.proj(torch.nn.functional.gelu(self.fc(x), approximate="tanh")) + x
+
+
+@pytest.mark.needs_real_pass
+@pytest.mark.parametrize("fuse", [True, False], ids=["fused", "left_unfused"])
+def test_training_fuses_a_3d_linear_whose_product_is_saved(fuse):
+    """In training the forward graph saves a 3-D linear's product for the backward, so its view back to [B, S, N]
+    was not the product's one user and nothing fused (session 57): the backend reads the saved product through that
+    view (python/fxfuse/linear_output_views.py), the chain takes the views and gives the product as an extra output.
+    Forward and backward must be eager's; with nothing fused (epilogues and prologues off) the rerouted graph must
+    still be."""
+    model = _MlpBlock3d()
+    ref_model = _MlpBlock3d()
+    ref_model.load_state_dict(model.state_dict())
+    compiled = fxfuse.compile(model, only_profitable=False, epilogue=fuse, prologue=fuse)
+    x = torch.randn(2, 8, 32)
+    x1, x2 = x.clone().requires_grad_(), x.clone().requires_grad_()
+    compiled(x1).square().sum().backward()
+    ref_model(x2).square().sum().backward()
+    assert rel_err(x1.grad, x2.grad) < TOL
+    for p, q in zip(model.parameters(), ref_model.parameters()):
+        assert rel_err(p.grad, q.grad) < TOL
+    forward = fxfuse.report().graphs[0]
+    assert forward[0] == "forward"
+    fused = [line for line in str(fxfuse.report()).splitlines() if ": fused" in line]
+    if fuse:  # both 3-D linears: fc + GELU (its product saved), proj + the residual
+        assert sum(line.strip().startswith("addmm") for line in fused) == 2 and any("tanh" in line for line in fused), \
+            str(fxfuse.report())
+    else:
+        assert fxfuse.stats()["chains_fused"] == 0
+
+
 def test_dynamic_batch_one_graph():
     model = MLP(act="relu").eval()
     compiled = torch.compile(model, backend="fxfuse", dynamic=True)
