@@ -123,10 +123,13 @@ EpilogueGrowth growEpilogue(const GraphIndex& index, const GemmMatch& match, Cha
     bool readsRegion = std::any_of(tensors.begin(), tensors.end(),
                                    [&](const ir::Arg& a) { return region.count(index.producer(a)) > 0; });
     if (!readsRegion) continue;
-    if (!lower || !t || t->sizes != match.outShape || t->dtype == spec::DType::F64) {
+    const bool unrounded = options.unroundedGroups.count(n.name) > 0;
+    if (!lower || !t || t->sizes != match.outShape || t->dtype == spec::DType::F64 || unrounded) {
       if (g.firstUnlowered.empty())
         g.firstUnlowered = "%" + n.name + " (" + n.target + "), which " +
-                           (!lower ? "has no chain form"
+                           (unrounded ? "is a step of one eager op whose 16-bit intermediates eager does not round "
+                                        "(left to Inductor, which computes them as eager does)"
+                            : !lower ? "has no chain form"
                             : !t   ? "has no tensor meta"
                             : t->dtype == spec::DType::F64 ? "computes in f64"
                                                            : "does not keep the output's shape");

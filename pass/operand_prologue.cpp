@@ -42,6 +42,7 @@ bool OperandPrologue::isFoldableConvert(int node) const {
 
 bool OperandPrologue::isFoldableArithmetic(int node) const {
   const ir::Node& n = index_.node(node);
+  if (unrounded_ && unrounded_->count(n.name)) return false;
   bool plain = n.isCall("aten.mul.Tensor") || n.isCall("aten.div.Tensor") ||
                (n.isCall("aten.sub.Tensor") && !n.kwarg("alpha") && n.args.size() == 2);
   if (!plain || n.args.size() != 2) return false;

@@ -4,6 +4,7 @@
 // unsqueeze, expand, size-1 reshapes). What remains at the leaves becomes op inputs.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,8 +30,11 @@ class OperandPrologue {
   // `claimed[i]`: node i belongs to an earlier chain and must stay a leaf.
   // `ops`: false (the "prologue" option off) folds only the layout views; converts, scales and zero
   // points stay outside the chain.
-  OperandPrologue(const GraphIndex& index, ChainBuilder& builder, const std::vector<bool>& claimed, bool ops = true)
-      : index_(index), builder_(builder), claimed_(claimed), ops_(ops) {}
+  // `unrounded`: nodes that are steps of one eager op whose 16-bit intermediates eager does not round
+  // (PassOptions::unroundedGroups): no op of theirs is folded.
+  OperandPrologue(const GraphIndex& index, ChainBuilder& builder, const std::vector<bool>& claimed, bool ops = true,
+                  const std::set<std::string>* unrounded = nullptr)
+      : index_(index), builder_(builder), claimed_(claimed), ops_(ops), unrounded_(unrounded) {}
 
   PrologueResult build(const ir::Arg& operand, const std::string& letters, spec::Space space);
 
@@ -47,6 +51,7 @@ class OperandPrologue {
   ChainBuilder& builder_;
   const std::vector<bool>& claimed_;
   bool ops_ = true;
+  const std::set<std::string>* unrounded_ = nullptr;
   spec::Space space_ = spec::Space::A;
   size_t operandMs_ = 0;  // 'm' dims of the operand: an A-space input has all or none
   const ir::TensorType* operandType_ = nullptr;  // the GEMM's operand: every input must be on its device

@@ -136,6 +136,16 @@ bool parsePassOptions(const std::string& json, PassOptions* o, std::vector<std::
       }
       return true;
     }
+    if (key == "unrounded_groups") {
+      if (kind != 's') return wrong("a string \"name,name\"");
+      for (size_t start = 0; start < text.size();) {
+        size_t end = text.find(',', start);
+        if (end == std::string::npos) end = text.size();
+        if (end > start) o->unroundedGroups.insert(text.substr(start, end - start));
+        start = end + 1;
+      }
+      return true;
+    }
     if (key == "baseline") {
       if (kind != 's' || (text != "eager" && text != "inductor")) return wrong("\"eager\" or \"inductor\"");
       o->baseline = text;

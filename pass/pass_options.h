@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,11 @@ struct PassOptions {
   // "baseline": "eager" or "inductor", what runs a chain left unfused (codegen::Baseline);
   // only_profitable fuses a chain only where its kernel beats that.
   std::string baseline = "eager";
+  // "unrounded_groups": "name,name,...": nodes of one eager op that the graph holds as several steps whose 16-bit
+  // intermediates eager's kernel does not round (the torch.compile backend names them:
+  // python/fxfuse/decomposed_groups.py); an epilogue ends before them, leaving them to Inductor, which computes
+  // them unrounded as eager does.
+  std::set<std::string> unroundedGroups;
 };
 
 // Parses a flat JSON object; unknown keys are returned in `warnings`. False with `error`

@@ -24,7 +24,7 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
-from . import decomposed_round, linear_output_views
+from . import decomposed_groups, decomposed_round, linear_output_views
 from .pass_driver import Options, run_on_graph
 from .stats import record_cached_graph
 
@@ -99,8 +99,12 @@ class FxfusePass(_PassBase):
         # them from here (subgraph_fusion.py) would repeat those runs on subgraphs Inductor is about to lower.
         collapsed = decomposed_round.collapse(graph)  # Inductor's round(decimals=d) back to one op (its docstring)
         linear_output_views.read_products_through_their_view(graph)  # 3-D linears in training (its docstring)
+        options = self.options
+        unrounded = decomposed_groups.unrounded_groups(graph)  # eager ops Inductor wrote as 16-bit steps
+        if unrounded:
+            options = dataclasses.replace(options, extra=options.extra + (("unrounded_groups", ",".join(unrounded)),))
         try:
-            run_on_graph(graph, self.options, _graph_label(graph), subgraphs="own_runs", refusal=_wrapper_refusal())
+            run_on_graph(graph, options, _graph_label(graph), subgraphs="own_runs", refusal=_wrapper_refusal())
         finally:
             decomposed_round.expand_unfused(graph, collapsed)
 
