@@ -84,10 +84,15 @@ def _wrapper_refusal() -> tuple[str, str] | None:
 class FxfusePass(_PassBase):
     """The fxfuse pass as an Inductor ``CustomGraphPass``. ``uuid()`` changes with the
     library version, these Python sources and the options, so Inductor's FX graph cache
-    never serves a graph compiled by another fxfuse."""
+    never serves a graph compiled by another fxfuse; and with `graph_key`, the code of the Dynamo
+    graph it compiles (the backend's): the pass reads the nodes' provenance (decomposed_round.py,
+    decomposed_groups.py), which Inductor's cache key does not see, so `round(y, decimals=1)` and a
+    user's own `round(y * 10) * 0.1`, the same graph after Inductor's decompositions, were served
+    each other's compiled graph (review, session 57)."""
 
-    def __init__(self, options: Options | None = None):
+    def __init__(self, options: Options | None = None, graph_key: str = ""):
         self.options = Options.given(options, "FxfusePass")
+        self.graph_key = graph_key
         self.graphs_run = 0  # graphs this instance rewrote (one instance per backend compile)
 
     def __call__(self, graph: torch.fx.Graph) -> None:
@@ -97,6 +102,10 @@ class FxfusePass(_PassBase):
         # that holds it (torch._inductor.compile_fx._recursive_post_grad_passes), and those runs fuse and
         # report their GEMMs. Reporting them here too (control_flow) named each such GEMM twice; searching
         # them from here (subgraph_fusion.py) would repeat those runs on subgraphs Inductor is about to lower.
+        refusal = _wrapper_refusal()
+        if not self.options.enabled or refusal is not None:  # nothing will fuse: leave the graph as Inductor made it
+            run_on_graph(graph, self.options, _graph_label(graph), subgraphs="own_runs", refusal=refusal)
+            return
         collapsed = decomposed_round.collapse(graph)  # Inductor's round(decimals=d) back to one op (its docstring)
         linear_output_views.read_products_through_their_view(graph)  # 3-D linears in training (its docstring)
         options = self.options
@@ -104,13 +113,13 @@ class FxfusePass(_PassBase):
         if unrounded:
             options = dataclasses.replace(options, extra=options.extra + (("unrounded_groups", ",".join(unrounded)),))
         try:
-            run_on_graph(graph, options, _graph_label(graph), subgraphs="own_runs", refusal=_wrapper_refusal())
+            run_on_graph(graph, options, _graph_label(graph), subgraphs="own_runs", refusal=None)
         finally:
             decomposed_round.expand_unfused(graph, collapsed)
 
     def uuid(self) -> Any:
         h = hashlib.sha256()
-        for part in (_library_version(), _sources_hash(), self.options.key()):
+        for part in (_library_version(), _sources_hash(), self.options.key(), self.graph_key):
             h.update(part.encode() + b"\0")
         return h.hexdigest()
 
@@ -162,7 +171,7 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], fx_opts: Optio
     patches = dict(patches)
     if fx_opts.baseline is None:  # a chain left unfused here is compiled by Inductor
         fx_opts = dataclasses.replace(fx_opts, baseline="inductor")
-    ours = FxfusePass(fx_opts)
+    ours = FxfusePass(fx_opts, graph_key=hashlib.sha256(gm.code.encode()).hexdigest())
     the_pass: Any = ours
     user_pass = patches.get(_PASS_KEY, getattr(config, _PASS_KEY, None))
     if user_pass is not None and not isinstance(user_pass, FxfusePass):

@@ -47,12 +47,15 @@ def _out_view(product: torch.fx.Node) -> torch.fx.Node | None:
 def read_products_through_their_view(graph: torch.fx.Graph) -> int:
     """Reroutes the other users of each 3-D linear's product through its output view; returns how many products."""
     count = 0
+    order = {n: i for i, n in enumerate(graph.nodes)}  # the original nodes' order (a product's users are among them)
     for product in list(graph.nodes):
         if product.op != "call_function" or product.target not in _GEMMS or len(product.users) < 2:
             continue
         view = _out_view(product)
         if view is None or not _val(product).is_contiguous():
             continue
+        if any(order[u] < order[view] for u in product.users if u is not view):
+            continue  # a user before the view could not read through it (review, session 57: the graph lost its order)
         with graph.inserting_after(view):
             flat = graph.call_function(_aten.reshape.default, (view, list(_val(product).shape)))
         flat.meta = {k: v for k, v in product.meta.items() if k in ("val", "tensor_meta", "stack_trace", "seq_nr")}

@@ -192,6 +192,36 @@ def test_training_fuses_a_3d_linear_whose_product_is_saved(fuse):
         assert fxfuse.stats()["chains_fused"] == 0
 
 
+class _ProductReadBeforeItsView(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(32, 64) / 8)
+        self.fc = torch.nn.Linear(32, 64)
+
+    def forward(self, x):
+        h = torch.relu(self.fc(x))
+        p = x.reshape(-1, 32) @ self.w
+        t = p.sum(0)  # reads the 2-D product before its view back to [B, S, N]
+        y = p.view(x.shape[0], x.shape[1], 64)
+        return torch.relu(y + 1.0) * 2 + t + h
+
+
+@pytest.mark.needs_real_pass
+def test_a_product_read_before_its_view_is_not_rerouted(recwarn):
+    """Rerouting such a product's users through the later view left a user before its operand: the pass failed on
+    the whole graph (review, session 57), and the graph's other chain (fc + ReLU) went unfused with it."""
+    model, ref_model = _ProductReadBeforeItsView(), _ProductReadBeforeItsView()
+    ref_model.load_state_dict(model.state_dict())
+    x = torch.randn(2, 8, 32)
+    x1, x2 = x.clone().requires_grad_(), x.clone().requires_grad_()
+    fxfuse.compile(model, only_profitable=False)(x1).square().sum().backward()
+    ref_model(x2).square().sum().backward()
+    assert rel_err(x1.grad, x2.grad) < TOL
+    forward = str(fxfuse.report()).split("fxfuse report: backward")[0]
+    assert ": fused" in forward and "relu" in forward, forward
+    assert not [w for w in recwarn if "fxfuse" in str(w.message)], [str(w.message) for w in recwarn]
+
+
 def test_dynamic_batch_one_graph():
     model = MLP(act="relu").eval()
     compiled = torch.compile(model, backend="fxfuse", dynamic=True)
@@ -243,3 +273,46 @@ def test_graph_from_inductors_cache_is_counted_and_reported(tmp_path):
     assert (fused0, seen0, cached0) == (1, 1, 0) and "Inductor's cache" not in report0
     assert (fused1, seen1, cached1) == (0, 0, 1)
     assert "1 graph(s) came from Inductor's cache" in report1 and "no graph was compiled" not in report1
+
+
+_CACHED_ROUNDS = r"""
+import torch, fxfuse
+def decimals(x, w):
+    return torch.round(x @ w.t(), decimals=1)
+def own_steps(x, w):
+    y = x @ w.t()
+    return torch.round(y * 10.0) * 0.1
+g = torch.Generator().manual_seed(SEED)
+x = (torch.randn(64, 64, generator=g, dtype=torch.float64) * torch.tensor([0.01, 1.0, 40.0, 3000.0]).repeat(16))
+x = x.to(torch.bfloat16)
+w = torch.eye(64, dtype=torch.bfloat16)
+out = []
+for f in (decimals, own_steps, decimals):
+    torch._dynamo.reset()
+    fxfuse.reset_stats()
+    got = fxfuse.compile(f, only_profitable=False)(x, w)
+    out.append((f.__name__, int((got != f(x, w)).sum()), fxfuse.stats()["graphs_from_inductor_cache"]))
+print(repr(out))
+"""
+
+
+@pytest.mark.needs_real_pass
+def test_inductors_cache_tells_round_decimals_from_the_users_own_steps(tmp_path):
+    """After Inductor's decompositions, round(y, decimals=1) and a user's own round(y * 10) * 0.1 are the same graph
+    code; the pass tells them apart by the nodes' provenance, which Inductor's cache key does not see, so each was
+    served the other's compiled graph (review, session 57: 239 of 4,096 bf16 elements off eager). The pass's uuid
+    now carries the Dynamo graph's code: the second program misses, the same program again hits."""
+    import ast
+
+    from helpers import run_python
+
+    import testlib
+
+    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=testlib.generator("cpu", "cached_rounds")))
+    out = run_python(_CACHED_ROUNDS.replace("SEED", str(seed)), timeout=300, env={
+        "TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1",
+        "TORCHINDUCTOR_CACHE_DIR": str(tmp_path)})
+    assert out.returncode == 0, out.stderr[-3000:]
+    (n0, off0, cached0), (n1, off1, cached1), (n2, off2, cached2) = ast.literal_eval(out.stdout.strip().splitlines()[-1])
+    assert (off0, off1, off2) == (0, 0, 0), out.stdout
+    assert (cached0, cached1, cached2) == (0, 0, 1), out.stdout
