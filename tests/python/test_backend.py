@@ -136,18 +136,20 @@ def test_uuid_tracks_options_and_library():
     assert isinstance(a, CustomGraphPass)
 
 
-def test_training_backward_goes_through_the_pass():
-    model = MLP(act="relu")
-    ref_model = MLP(act="relu")
+def _train_step_matches_eager(make_model, compile_fn, x):
+    """One training step of compile_fn(model) against eager on a copy: the input's and every parameter's gradient."""
+    model, ref_model = make_model(), make_model()
     ref_model.load_state_dict(model.state_dict())
-    compiled = torch.compile(model, backend="fxfuse")
-    x = torch.randn(8, 32)
     x1, x2 = x.clone().requires_grad_(), x.clone().requires_grad_()
-    compiled(x1).square().sum().backward()
+    compile_fn(model)(x1).square().sum().backward()
     ref_model(x2).square().sum().backward()
     assert rel_err(x1.grad, x2.grad) < TOL
     for p, q in zip(model.parameters(), ref_model.parameters()):
         assert rel_err(p.grad, q.grad) < TOL
+
+
+def test_training_backward_goes_through_the_pass():
+    _train_step_matches_eager(lambda: MLP(act="relu"), lambda m: torch.compile(m, backend="fxfuse"), torch.randn(8, 32))
     labels = [title for title, _, _ in fxfuse.report().graphs]
     assert labels == ["forward", "backward"], labels
 
@@ -171,17 +173,8 @@ def test_training_fuses_a_3d_linear_whose_product_is_saved(fuse):
     view (python/fxfuse/linear_output_views.py), the chain takes the views and gives the product as an extra output.
     Forward and backward must be eager's; with nothing fused (epilogues and prologues off) the rerouted graph must
     still be."""
-    model = _MlpBlock3d()
-    ref_model = _MlpBlock3d()
-    ref_model.load_state_dict(model.state_dict())
-    compiled = fxfuse.compile(model, only_profitable=False, epilogue=fuse, prologue=fuse)
-    x = torch.randn(2, 8, 32)
-    x1, x2 = x.clone().requires_grad_(), x.clone().requires_grad_()
-    compiled(x1).square().sum().backward()
-    ref_model(x2).square().sum().backward()
-    assert rel_err(x1.grad, x2.grad) < TOL
-    for p, q in zip(model.parameters(), ref_model.parameters()):
-        assert rel_err(p.grad, q.grad) < TOL
+    _train_step_matches_eager(_MlpBlock3d, lambda m: fxfuse.compile(m, only_profitable=False, epilogue=fuse,
+                                                                     prologue=fuse), torch.randn(2, 8, 32))
     forward = fxfuse.report().graphs[0]
     assert forward[0] == "forward"
     fused = [line for line in str(fxfuse.report()).splitlines() if ": fused" in line]
@@ -210,13 +203,8 @@ class _ProductReadBeforeItsView(torch.nn.Module):
 def test_a_product_read_before_its_view_is_not_rerouted(recwarn):
     """Rerouting such a product's users through the later view left a user before its operand: the pass failed on
     the whole graph (review, session 57), and the graph's other chain (fc + ReLU) went unfused with it."""
-    model, ref_model = _ProductReadBeforeItsView(), _ProductReadBeforeItsView()
-    ref_model.load_state_dict(model.state_dict())
-    x = torch.randn(2, 8, 32)
-    x1, x2 = x.clone().requires_grad_(), x.clone().requires_grad_()
-    fxfuse.compile(model, only_profitable=False)(x1).square().sum().backward()
-    ref_model(x2).square().sum().backward()
-    assert rel_err(x1.grad, x2.grad) < TOL
+    _train_step_matches_eager(_ProductReadBeforeItsView, lambda m: fxfuse.compile(m, only_profitable=False),
+                              torch.randn(2, 8, 32))
     forward = str(fxfuse.report()).split("fxfuse report: backward")[0]
     assert ": fused" in forward and "relu" in forward, forward
     assert not [w for w in recwarn if "fxfuse" in str(w.message)], [str(w.message) for w in recwarn]

@@ -75,6 +75,21 @@ def _same_bits(got, want):
 ROUND_DECIMALS = [1, 2, 3, -1, -2]
 
 
+def _fused_run(model, x, w, path):
+    """model(x, w) with its one GEMM chain fused: by torch.export + fxfuse.rewrite, or by the torch.compile backend.
+    Nothing of round's may be left beside the fused op."""
+    if path == "export":
+        ep = fxfuse.rewrite(torch.export.export(model, (x, w)), only_profitable=False)
+        targets = [str(n.target) for n in ep.graph.nodes if n.op == "call_function"]
+        assert targets.count("fxfuse.gemm_chain.default") == 1 and not any("round" in t for t in targets), targets
+        return ep.module()(x, w)
+    torch._dynamo.reset()
+    fxfuse.reset_stats()
+    got = fxfuse.compile(model, only_profitable=False)(x, w)
+    assert fxfuse.stats()["chains_fused"] == 1, str(fxfuse.report())
+    return got
+
+
 @pytest.mark.needs_real_pass
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32], ids=["bf16", "f16", "f32"])
@@ -90,17 +105,7 @@ def test_round_with_decimals_gives_eagers_bits(device, dtype, decimals, path):
     g = testlib.generator("cpu", "round_decimals", str(dtype), decimals, path)
     x, w = _identity_gemm(_decimal_values(dtype, device, g))
     model = GemmThen(lambda y: torch.round(y, decimals=decimals))
-    if path == "export":
-        ep = fxfuse.rewrite(torch.export.export(model, (x, w)), only_profitable=False)
-        targets = [str(n.target) for n in ep.graph.nodes if n.op == "call_function"]
-        assert targets.count("fxfuse.gemm_chain.default") == 1 and "aten.round.decimals" not in targets, targets
-        got = ep.module()(x, w)
-    else:
-        torch._dynamo.reset()
-        fxfuse.reset_stats()
-        got = fxfuse.compile(model, only_profitable=False)(x, w)
-        assert fxfuse.stats()["chains_fused"] == 1, str(fxfuse.report())
-    _same_bits(got, model(x, w))
+    _same_bits(_fused_run(model, x, w, path), model(x, w))
 
 
 @pytest.mark.needs_real_pass
@@ -114,17 +119,8 @@ def test_the_users_own_scale_round_scale_keeps_its_roundings(device, dtype, path
     g = testlib.generator("cpu", "round_literal", str(dtype), path)
     x, w = _identity_gemm(_decimal_values(dtype, device, g))
     model = GemmThen(lambda y: torch.round(y * 10.0) * 0.1)
-    if path == "export":
-        ep = fxfuse.rewrite(torch.export.export(model, (x, w)), only_profitable=False)
-        assert [str(n.target) for n in ep.graph.nodes].count("fxfuse.gemm_chain.default") == 1
-        got = ep.module()(x, w)
-    else:
-        torch._dynamo.reset()
-        fxfuse.reset_stats()
-        got = fxfuse.compile(model, only_profitable=False)(x, w)
-        assert fxfuse.stats()["chains_fused"] == 1, str(fxfuse.report())
     want = model(x, w)
-    _same_bits(got, want)
+    _same_bits(_fused_run(model, x, w, path), want)
     # the premise: eager's literal form differs from round(decimals=1) on these values (bf16: its rounded product;
     # f32: its multiply by 0.1), so a fold here would be caught
     assert not torch.equal(torch.nan_to_num(want), torch.nan_to_num(torch.round(x @ w.t(), decimals=1)))
