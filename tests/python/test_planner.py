@@ -184,8 +184,11 @@ def test_backend_judges_against_inductor(monkeypatch):
     seen = []  # what _compile hands to Inductor (imported there at call time)
 
     monkeypatch.setattr(cf, "compile_fx", lambda gm, ex, config_patches: seen.append(config_patches) or gm)
-    backend._compile(None, [], Options(), {})
-    backend._compile(None, [], Options(baseline="eager"), {})
+    import torch
+
+    gm = torch.fx.symbolic_trace(lambda x: x + 1)  # what Dynamo hands the backend (its code keys the pass: backend.py)
+    backend._compile(gm, [], Options(), {})
+    backend._compile(gm, [], Options(baseline="eager"), {})
     assert [p[backend._PASS_KEY].options.baseline for p in seen] == ["inductor", "eager"]
     with pytest.raises(ValueError, match="baseline"):
         Options(baseline="tensorrt")
