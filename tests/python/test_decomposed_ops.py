@@ -69,3 +69,17 @@ def test_a_users_own_steps_stay_fused():
     got, report = _compile_and_run(model, x, w)
     assert fxfuse.stats()["chains_fused"] == 1, report
     torch.testing.assert_close(got, model(x, w), rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.needs_real_pass
+def test_a_pass_switched_off_leaves_the_graph_as_inductor_made_it():
+    """enabled=False: no collapse, reroute or grouping runs (review, session 57: the reroute ran with the pass off);
+    the program is Inductor's, bit for bit."""
+    x, w = _inputs(torch.bfloat16, "off")
+    model = GemmThen(lambda y: torch.round(torch.lerp(y, torch.full_like(y, 2.5), 0.3), decimals=1))
+    torch._dynamo.reset()
+    fxfuse.reset_stats()
+    got = fxfuse.compile(model, enabled=False)(x, w)
+    assert fxfuse.stats()["chains_fused"] == 0
+    torch._dynamo.reset()
+    torch.testing.assert_close(got, torch.compile(model)(x, w), rtol=0, atol=0, equal_nan=True)
