@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -232,7 +231,9 @@ EpilogueCost epilogueCost(const spec::ChainSpec& spec) {
                                            "gelu", "gelu_tanh", "silu", "pow", "sqrt", "rsqrt",
                                            "hardswish", "div", "reciprocal", "log1p", "expm1"};
   EpilogueCost c;
-  std::map<std::string, int> exp_log_ops;  // exp, expm1, log1p, tanh: how many of each
+  // exp_log's ops, each counted (kExpLog order); a chain of them only is exp_log where each appears at most once
+  static const char* const kExpLog[] = {"exp", "expm1", "log1p", "tanh"};
+  int exp_log_count[4] = {0, 0, 0, 0};
   for (const spec::Value& v : spec.values) {
     if (spec::isResidualInput(v)) c.residual = true;
     if (v.kind != spec::ValueKind::Op) continue;
@@ -243,11 +244,13 @@ EpilogueCost epilogueCost(const spec::ChainSpec& spec) {
     else if (v.op == "gelu_tanh") c.gelu_tanh = true;
     else {
       if (c.unmeasured.empty()) c.unmeasured = v.op;
-      if (v.op == "exp" || v.op == "expm1" || v.op == "log1p" || v.op == "tanh") ++exp_log_ops[v.op];
+      for (int i = 0; i < 4; ++i) exp_log_count[i] += v.op == kExpLog[i];
     }
   }
-  const bool each_once = std::all_of(exp_log_ops.begin(), exp_log_ops.end(), [](const auto& o) { return o.second == 1; });
-  c.exp_log = each_once && static_cast<int>(exp_log_ops.size()) == c.expensive_ops && c.expensive_ops > exp_log_ops.count("tanh");
+  const int tanh_count = exp_log_count[3];
+  const int exp_log_ops = exp_log_count[0] + exp_log_count[1] + exp_log_count[2] + tanh_count;
+  c.exp_log = std::all_of(std::begin(exp_log_count), std::end(exp_log_count), [](int n) { return n <= 1; }) &&
+              exp_log_ops == c.expensive_ops && c.expensive_ops > tanh_count;
   if (c.exp_log) c.unmeasured.clear();
   return c;
 }
