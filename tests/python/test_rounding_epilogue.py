@@ -121,9 +121,12 @@ def test_the_users_own_scale_round_scale_keeps_its_roundings(device, dtype, path
     model = GemmThen(lambda y: torch.round(y * 10.0) * 0.1)
     want = model(x, w)
     _same_bits(_fused_run(model, x, w, path), want)
-    # the premise: eager's literal form differs from round(decimals=1) on these values (bf16: its rounded product;
-    # f32: its multiply by 0.1), so a fold here would be caught
-    assert not torch.equal(torch.nan_to_num(want), torch.nan_to_num(torch.round(x @ w.t(), decimals=1)))
+    # the premise: eager's literal form differs from round(decimals=1) on these values (bf16 on the CPU: its rounded
+    # product; f32: its multiply by 0.1), so a fold here would be caught. CUDA's bf16 round(decimals) rounds its
+    # product to bf16 too, and x / 10 and x * 0.1 rounded to bf16 agreed on every element (session 58's GPU run):
+    # there the two forms give the same bits, so only the bits above are checked.
+    same_forms = device == "cuda" and dtype == torch.bfloat16
+    assert same_forms or not torch.equal(torch.nan_to_num(want), torch.nan_to_num(torch.round(x @ w.t(), decimals=1)))
 
 
 @pytest.mark.needs_real_pass
