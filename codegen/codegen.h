@@ -47,10 +47,6 @@ struct KernelConfig {
   // join the epilogue warps on that tile's epilogue (FX_EPI_LAST_SHARED; kernels/sm90_wgmma_gemm.cuh).
   // Worth it where a CTA has few tiles, so its last epilogue is a large share (overlapRule).
   bool last_epilogue_shared = false;
-  // sm90_wgmma, cooperative tiles without the overlap or split-K: CTA pairs along M share each B tile, each
-  // loading half and multicasting it to both (FX_CLUSTER_M 2). Measurement only (FXFUSE_SM90_CLUSTER_PAIRS):
-  // no rule takes it.
-  int cluster_m = 1;
 };
 
 // What would run a chain left unfused: eager PyTorch (cuBLAS, then one ATen kernel per

@@ -724,18 +724,6 @@ KernelConfig overlapped(KernelConfig c, bool last_shared = false) {
   return c;
 }
 
-// Measurement knob FXFUSE_SM90_CLUSTER_PAIRS (bench only): "1" runs every cooperative Hopper launch without
-// the overlapped epilogue or split-K as CTA pairs along M that share each B tile by TMA multicast (the
-// template's FX_CLUSTER_M 2: half of B's L2 -> SM traffic), "0" or unset none. cuBLAS's kernels are all
-// cluster pairs (bench/data/run_av_*_cublas_tiles.json); ours were measured no faster at 4096^3 in
-// session 1 (bench/sm90/NOTES.md), not at the 512-2048 rows of issue 6's farthest cells. Read per decision,
-// so that a CTest can set it; applied to the config, so the tile's name says it ("clusterm2").
-KernelConfig withClusterPairsKnob(KernelConfig c) {
-  if (readBinaryKnob("FXFUSE_SM90_CLUSTER_PAIRS") != "1") return c;
-  if (!c.pingpong && !c.epilogue_overlap && c.split_k == 1) c.cluster_m = 2;
-  return c;
-}
-
 // 128x256 cooperative tiles of s.
 long long tiles128x256(const ProblemShape& s) { return (s.M + 127) / 128 * ((s.N + 255) / 256) * s.B; }
 // The fewest 128x256 tiles the overlapped epilogue with the shared last tile was measured ahead at
@@ -1099,14 +1087,13 @@ const VariantRow kRows[] = {
        // tile that fills them (sm90::chooseConfig); split-K where 64x128 tiles are few
        // (sm90::splitKForFewTiles).
        if (const KernelConfig* forced = forcedTileKnob())  // as forced: the overlap only where the knob says 1
-         return withClusterPairsKnob(
-             withSm90StagesKnob(epilogueOverlapKnob() == 1 && overlapFits(*forced, q) ? overlapped(*forced) : *forced));
+         return withSm90StagesKnob(epilogueOverlapKnob() == 1 && overlapFits(*forced, q) ? overlapped(*forced) : *forced);
        if (const int ks = splitKFor(q.shape); ks > 1) return splitKKernelConfig(ks);
        const sm90::GemmConfig g =
            sm90::chooseConfig(q.shape.M, q.shape.N, q.shape.K, q.shape.B, kHopperSms, q.epilogue_load);
        KernelConfig c{"sm90_wgmma", g.bm, g.bn, g.bk, g.stages, g.threads()};
        c.pingpong = g.pingpong;
-       return withClusterPairsKnob(withSm90StagesKnob(overlapRule(c, q)));
+       return withSm90StagesKnob(overlapRule(c, q));
      }},
     // Decode-sized M: a memory-bound schedule over the (possibly quantized) weights.
     // At decode sizes Inductor runs cuBLAS (or a slower Triton mm: 4x eager at M=1, issue 7)
@@ -1148,7 +1135,6 @@ sm90::GemmConfig sm90ConfigOf(const KernelConfig& c) {
   g.pingpong = c.pingpong;
   g.consumers = c.pingpong ? 2 : c.bm / 64;  // ping-pong: 2; cooperative: one per 64 rows of the tile
   g.split_k = c.split_k;
-  g.cluster_m = c.cluster_m;
   g.epilogue_overlap = c.epilogue_overlap;
   return g;
 }
@@ -1381,7 +1367,6 @@ std::string describeConfig(const KernelConfig& c) {
   if (c.pingpong) s += " pingpong";
   if (c.max_cluster != 1) s += fmt::format(" cluster{}", c.max_cluster);
   if (c.split_k != 1) s += fmt::format(" splitk{}", c.split_k);
-  if (c.cluster_m != 1) s += fmt::format(" clusterm{}", c.cluster_m);
   if (c.wgmma) s += " wgmma";
   if (c.epilogue_overlap) s += " epioverlap";
   if (c.last_epilogue_shared) s += " lastshared";

@@ -106,8 +106,6 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     // split-K: the cluster shape is compiled in (__cluster_dims__), so launchDims' grid is a
     // multiple of it and the launch stays a plain cuLaunchKernel
     w.line("#define FX_SPLIT_K {}", c.split_k);
-    // CTA pairs sharing B (measurement knob FXFUSE_SM90_CLUSTER_PAIRS): compiled in the same way
-    w.line("#define FX_CLUSTER_M {}", c.cluster_m);
     // the overlapped epilogue (its hooks: emitHooks' hand-off; generate checks the config)
     w.line("#define FX_EPI_OVERLAP {}", c.epilogue_overlap ? 1 : 0);
     // the launch's dynamic shared memory, so that the template checks its own layout against it
@@ -182,12 +180,6 @@ KernelSource generate(const ChainSpec& spec, const KernelConfig& config) {
   if (config.epilogue_overlap &&
       (config.variant != "sm90_wgmma" || config.pingpong || config.split_k != 1 || config.bm != 128))
     throw CodegenError("the overlapped epilogue needs the Hopper kernel's cooperative 128-row tile: " +
-                       describeConfig(config));
-  // CTA pairs along M (FX_CLUSTER_M 2): the template's cooperative tiles without the overlap or split-K
-  if (config.cluster_m != 1 &&
-      (config.variant != "sm90_wgmma" || config.cluster_m != 2 || config.pingpong || config.epilogue_overlap ||
-       config.split_k != 1))
-    throw CodegenError("CTA pairs need the Hopper kernel's cooperative tile without the overlap or split-K: " +
                        describeConfig(config));
   if (config.last_epilogue_shared && !config.epilogue_overlap)
     throw CodegenError("the shared last tile is a form of the overlapped epilogue: " + describeConfig(config));

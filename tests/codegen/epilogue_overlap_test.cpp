@@ -17,8 +17,6 @@
 namespace fxfuse::codegen {
 namespace {
 
-using test::KnobUnset;
-
 spec::ChainSpec parse(const std::string& body) { return spec::parseSpec("fxfuse.chain v1\ngemm mm\n" + body); }
 
 // `x @ w + b`, GELU(tanh), then `* 0.5 + r` (the bench's residual chain as the pass emits it: mm : bf16)
@@ -97,6 +95,21 @@ KernelConfig overlapped(int bn, int stages) {
 // epilogue shared by the consumers up to four tiles per SM; in place of ping-pong for chains that read a
 // residual at K <= 8192 from three tiles per SM; not below 256 tiles, not for other chains' ping-pong, not
 // at K = 14336, not without a hand-off.
+// Unsets a measurement knob the rule reads for one test, and restores what the environment had.
+struct KnobUnset {
+  explicit KnobUnset(const char* name) : name_(name) {
+    if (const char* v = std::getenv(name)) saved_ = v, had_ = true;
+    ::unsetenv(name);
+  }
+  ~KnobUnset() {
+    if (had_) ::setenv(name_, saved_.c_str(), 1);
+    else ::unsetenv(name_);
+  }
+  const char* name_;
+  std::string saved_;
+  bool had_ = false;
+};
+
 TEST(EpilogueOverlap, TheRuleTakesItWhereMeasuredAhead) {
   if (!test::hopperBuiltIn()) GTEST_SKIP() << "built without the Hopper template";
   const KnobUnset unset("FXFUSE_SM90_LAST_EPILOGUE_SHARED");  // read per decision: the rule's own choice here

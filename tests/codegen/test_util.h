@@ -95,21 +95,6 @@ inline int maxSpillBytes(const std::string& log) {
   return most;
 }
 
-// Unsets a measurement knob the rule reads for one test (a test sets it after), and restores what the environment had.
-struct KnobUnset {
-  explicit KnobUnset(const char* name) : name_(name) {
-    if (const char* v = std::getenv(name)) saved_ = v, had_ = true;
-    ::unsetenv(name);
-  }
-  ~KnobUnset() {
-    if (had_) ::setenv(name_, saved_.c_str(), 1);
-    else ::unsetenv(name_);
-  }
-  const char* name_;
-  std::string saved_;
-  bool had_ = false;
-};
-
 // The registers per thread ptxas allocated the kernel (its first "Used N registers"); -1 if none.
 inline int registersUsed(const std::string& log) {
   static const std::regex used("Used ([0-9]+) registers");
