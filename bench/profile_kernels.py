@@ -46,6 +46,7 @@ def main():
     torch.manual_seed(0)
     x, w, _ = dense_inputs(4096, 4096, 4096)
     xs, ws, _ = dense_inputs(4096, 1024, 4096)
+    x512 = x[:512].contiguous()
     cases = [
         ("cuBLAS mm 4096^3 bf16", lambda: torch.mm(x, w)),
         ("op bias+relu+cast 4096^3", (BIAS_RELU_CAST, dense_inputs(4096, 4096, 4096))),
@@ -60,6 +61,10 @@ def main():
         # 1.60-1.68x cuBLAS mm at N = 896, 128x256 cooperative 1.04-1.12x), beside whole tiles
         ("op bias+relu+cast 4096x4864x896", (BIAS_RELU_CAST, dense_inputs(4096, 4864, 896))),
         ("op bias+relu+cast 4096x4864x1024", (BIAS_RELU_CAST, dense_inputs(4096, 4864, 1024))),
+        # issue 6's farthest cells (session 58): one matrix of 512 rows, where no Hopper tile reaches
+        # cuBLAS mm alone (the heuristic's 128x128 cooperative: 128 tiles, one per CTA)
+        ("cuBLAS mm 512x4096x4096 bf16", lambda: torch.mm(x512, w)),
+        ("op bias+relu+cast 512x4096x4096", (BIAS_RELU_CAST, dense_inputs(512, 4096, 4096))),
     ]
     for name, case in cases:
         if a.only not in name:
