@@ -21,6 +21,7 @@ HEAD = "fxfuse.chain v1\ngemm mm\n"
 DENSE = HEAD + "%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n%3 = input 2 bf16 [n]\n"
 BIAS_RELU_CAST = DENSE + "%4 = add %2 %3 : bf16\n%5 = relu %4 : bf16\n%6 = convert %5 : f16\noutput %6\n"
 BIAS = DENSE + "%4 = add %2 %3 : bf16\noutput %4\n"
+BARE = HEAD + "%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : bf16\noutput %2\n"
 INT8_LINEAR_BIAS = (HEAD + "%0 = input 0 bf16 [m,k]\n%1 = input 1 i8 [n,k]\n%2 = input 2 bf16 [n,1]\n"
                     "%3 = convert %1 : bf16\n%4 = mul %3 %2 : bf16\n%5 = mm %0 %4 : f32\n"
                     "%6 = input 3 bf16 [n]\n%7 = add %5 %6 : bf16\noutput %7\n")
@@ -46,7 +47,7 @@ def main():
     torch.manual_seed(0)
     x, w, _ = dense_inputs(4096, 4096, 4096)
     xs, ws, _ = dense_inputs(4096, 1024, 4096)
-    x512 = x[:512].contiguous()
+    x512, x2048 = x[:512].contiguous(), x[:2048].contiguous()
     cases = [
         ("cuBLAS mm 4096^3 bf16", lambda: torch.mm(x, w)),
         ("op bias+relu+cast 4096^3", (BIAS_RELU_CAST, dense_inputs(4096, 4096, 4096))),
@@ -65,6 +66,11 @@ def main():
         # cuBLAS mm alone (the heuristic's 128x128 cooperative: 128 tiles, one per CTA)
         ("cuBLAS mm 512x4096x4096 bf16", lambda: torch.mm(x512, w)),
         ("op bias+relu+cast 512x4096x4096", (BIAS_RELU_CAST, dense_inputs(512, 4096, 4096))),
+        ("op bare mm 512x4096x4096", (BARE, dense_inputs(512, 4096, 4096)[:2])),
+        # and 2048 rows (the heuristic's 128x256 cooperative: 256 tiles, two rounds)
+        ("cuBLAS mm 2048x4096x4096 bf16", lambda: torch.mm(x2048, w)),
+        ("op bias+relu+cast 2048x4096x4096", (BIAS_RELU_CAST, dense_inputs(2048, 4096, 4096))),
+        ("op bare mm 2048x4096x4096", (BARE, dense_inputs(2048, 4096, 4096)[:2])),
     ]
     for name, case in cases:
         if a.only not in name:
