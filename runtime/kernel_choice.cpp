@@ -39,13 +39,14 @@ std::string problemClass(const codegen::ProblemShape& p) {
 }
 
 // How a stored choice was measured (python/fxfuse/autotune.py), part of its key: bumped when the
-// measurement changes, so that a choice measured the old way is measured again. 5: candidates
+// measurement changes, so that a choice measured the old way is measured again. 6: SLOW_FACTOR judged
+// by each candidate's fastest of autotune.SLOW_WARMUP_REPS warm-up calls, not by one (session 58); 5: candidates
 // more than autotune.SLOW_FACTOR times slower than the fastest are not timed among the others
 // (session 28); 4: the candidates timed with their calls interleaved, each call site planned again
 // untimed after its choice is set (session 27); 3: every
 // candidate compiled before any is timed (session 26); 2: time_ms flushes L2 before each timed
 // call (session 13); 1: it did not.
-constexpr int kChoiceMeasurement = 5;
+constexpr int kChoiceMeasurement = 6;
 
 std::string choiceCacheKey(const std::string& specText, const std::string& problem, const std::string& gpu) {
   return cacheKey(specText,

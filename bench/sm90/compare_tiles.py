@@ -8,8 +8,9 @@ so this times the candidates and cuBLAS mm alone together in rounds, their calls
 (fxfuse.autotune.measure, which also checks each candidate's outputs against ATen before timing
 it), and keeps each one's median over the rounds (the best round until session 27). A candidate
 many times slower than the fastest (the sm80 fallback where the heuristic refuses the Hopper
-kernel) shows its warm-up call's time and is not timed among the others ("warmup_only"; before
-session 28 it was, and moved their times: bench/RESULTS.md Run AQ). Each
+kernel) shows its fastest warm-up call's time (of autotune.SLOW_WARMUP_REPS; one call until
+session 58) and is not timed among the others ("warmup_only"; before session 28 it was, and
+moved their times: bench/RESULTS.md Run AQ). Each
 timed call starts with L2 flushed (fxfuse.autotune.time_interleaved; before session 13's change it did
 not, which flattered every kernel whose operands fit in L2, bench/RESULTS.md Run AA).
 Every epilogue may take the Hopper kernel here (the autotune asks as if its epilogue were cheap).
