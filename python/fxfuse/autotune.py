@@ -32,8 +32,8 @@ ATEN_OPS = "aten-ops"  # ATen ops alone (the reference; never chosen)
 WARMUP, REPS = 3, 20
 BESIDE = "beside:"  # measure's names for the calls timed beside the candidates
 # A candidate whose fastest warm-up call (of SLOW_WARMUP_REPS) took more than this many times the
-# fastest candidate's is not timed among the others (measure): the sm80 fallback among Hopper tiles runs 12-18x cuBLAS mm, and
-# its long calls let the GPU's clock recover under the power limit, which moved the others' times
+# fastest candidate's is not timed among the others (measure): the sm80 fallback among Hopper tiles
+# runs 12-18x cuBLAS mm, and its long calls let the GPU's clock recover under the power limit, which moved the others' times
 # (bench/RESULTS.md Run AQ: at 4096 x 14336 x 4096 in the same call, 64x256 ping-pong ran 1.076-1.089x
 # cuBLAS mm alone in compare_tiles rows with the sm80 kernel among the candidates, 1.003-1.031x in rows
 # without it). The unfused path runs at most ~2x the fastest tile measured.
