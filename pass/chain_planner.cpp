@@ -24,6 +24,7 @@ struct GemmCore {
 //   addmm(bias, A, B, beta=β, alpha=α)  ->  `%p = mm %A %B : f32`, `mul %p α : f32`,
 //                                           `mul %bias β : f32`, `add … : <addmm dtype>`
 //   mm(A, B)                             ->  `mm %A %B : <mm dtype>`
+//   linear(A, W, bias) on a non-contiguous A of 3+ dims (at::linear's matmul path): `mm : <dtype>`, then the add
 GemmCore emitCore(const GraphIndex& index, const GemmMatch& m, ChainBuilder& builder, const std::vector<bool>& claimed,
                   const PassOptions& options) {
   GemmCore core;
@@ -34,7 +35,9 @@ GemmCore emitCore(const GraphIndex& index, const GemmMatch& m, ChainBuilder& bui
   spec::DType outDtype = index.tensor(m.anchor)->dtype;
   bool hasBias = m.bias && m.beta != 0.0;
   bool scaled = m.alpha != 1.0;
-  int v = builder.mm(core.a.value, core.b.value, hasBias || scaled ? spec::DType::F32 : outDtype);
+  // unrounded where the bias or alpha join the product in one rounding (addmm; not linear's matmul path)
+  const bool unrounded = (hasBias && !m.biasAfterRoundedProduct) || scaled;
+  int v = builder.mm(core.a.value, core.b.value, unrounded ? spec::DType::F32 : outDtype);
   if (scaled) v = builder.op("mul", {v, builder.constant(m.alpha, spec::DType::F32)}, hasBias ? spec::DType::F32 : outDtype);
   if (hasBias) {
     std::set<int> region = regionSet(m, {});

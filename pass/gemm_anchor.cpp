@@ -1,6 +1,7 @@
 #include "pass/gemm_anchor.h"
 
 #include "pass/aten_ops.h"
+#include "pass/tensor_layout.h"
 
 namespace fxfuse::pass {
 namespace {
@@ -151,6 +152,20 @@ std::optional<GemmMatch> matchGemm(const GraphIndex& index, int anchor, std::str
     }
     m.aLetters = repeat('m', ra - 1) + "k";
     m.bLetters = "nk";
+    // at::linear adds a bias inside addmm (one rounding) for a 2-D input and for a contiguous one of more dims
+    // (beyond three with a 1-D bias); any other input goes through matmul, whose product is rounded before the
+    // bias is added (the hunt of session 58: 20-30 % of the elements one rounding off, e.g. a Mixer's token MLP
+    // on a transposed input, or a 1x1 convolution as a linear over an NHWC permute)
+    if (m.bias && ra >= 3) {
+      const ir::TensorType* bias = index.tensor(index.producer(*m.bias));
+      const Contiguity layout = contiguity(*a);
+      if (layout == Contiguity::Unknown || !bias) {
+        *why = "linear of a " + std::to_string(ra) + "-D input whose strides the graph does not settle (eager rounds "
+               "the product before the bias unless the input is contiguous)";
+        return std::nullopt;
+      }
+      m.biasAfterRoundedProduct = layout == Contiguity::NotContiguous || (ra > 3 && bias->sizes.size() != 1);
+    }
   } else if (m.anchorKind == "bmm" || m.anchorKind == "baddbmm" ||
              (m.anchorKind == "matmul" && ra == 3 && rb == 3)) {
     if (ra != 3 || rb != 3 || a->sizes[0] != b->sizes[0]) {

@@ -27,6 +27,9 @@ struct GemmMatch {
   std::vector<ir::Dim> outShape;
   std::string outLetters;           // "mn", "mmn", "bmn", …
   ir::Dim k, n;
+  // linear where eager's at::linear calls matmul and then adds the bias (an input of three or more dims that is
+  // not contiguous): the product rounded to the output's type before the bias, not once with it as addmm does
+  bool biasAfterRoundedProduct = false;
 };
 
 // The one list of GEMM op names: the pass's, and Python's through fxfuse._C.is_gemm_op (the report's

@@ -18,6 +18,8 @@ round(decimals) is collapsed into one op before this (decomposed_round.py).
 """
 from __future__ import annotations
 
+import re
+
 import torch
 import torch.fx
 
@@ -46,15 +48,38 @@ def _half(n: torch.fx.Node) -> bool:
     return isinstance(v, torch.Tensor) and v.dtype in _HALF
 
 
-def _root(n: torch.fx.Node) -> str | None:
-    """The name of the node n's decomposition started from (its from_node provenance's root), or None."""
+def _root_source(n: torch.fx.Node):
+    """The node n's decomposition started from (its from_node provenance's root), or None."""
     sources = n.meta.get("from_node")
     if not sources:
         return None
     s = sources[0]
     while getattr(s, "from_node", None):
         s = s.from_node[0]
-    return getattr(s, "name", None)
+    return s
+
+
+def _root(n: torch.fx.Node) -> str | None:
+    """The name of the node n's decomposition started from, or None."""
+    return getattr(_root_source(n), "name", None)
+
+
+# The GEMMs of an F.linear's decomposition: eager's at::linear rounds its product wherever it computes it apart
+# from the bias (matmul, then add: a 3-D input that is not contiguous), which is when Inductor writes these
+# instead of one addmm; the rounding is eager's own (session 58's hunt: such linears had been left unfused).
+_GEMMS = ("mm", "bmm")
+
+
+def _target_name(target) -> str:
+    """`F.linear` -> "linear", also as from_node keeps it, a string ('<built-in function linear>')."""
+    if isinstance(target, str):
+        named = re.search(r"(?:function|method) ([\w.]+)", target)
+        return (named.group(1) if named else target).split(".")[-1]
+    return getattr(target, "__name__", "")
+
+
+def _rounds_as_eager(n: torch.fx.Node, root_target) -> bool:
+    return _op_name(n) in _GEMMS and _target_name(root_target) == "linear"
 
 
 def unrounded_groups(graph: torch.fx.Graph) -> list[str]:
@@ -70,6 +95,7 @@ def unrounded_groups(graph: torch.fx.Graph) -> list[str]:
         if len(members) < 2:
             continue
         inside = set(members)
+        root_target = getattr(_root_source(members[0]), "target", None)
         rounded: set[torch.fx.Node] = set()  # 16-bit values carrying a rounding of an arithmetic step
         double = False
         for n in members:  # graph order
@@ -77,7 +103,7 @@ def unrounded_groups(graph: torch.fx.Graph) -> list[str]:
             if from_rounded and not _exact(n):
                 double = True
                 break
-            if _half(n) and (not _exact(n) or from_rounded):
+            if _half(n) and (not _exact(n) or from_rounded) and not _rounds_as_eager(n, root_target):
                 rounded.add(n)
         if double:
             names += [n.name for n in members]
