@@ -49,6 +49,21 @@ def format_float(x: float) -> str:
     return text if any(c in text for c in ".e") else text + ".0"
 
 
+def _exact_floor_divisions(expr):
+    """expr with each floor division that divides exactly written as its quotient: a view's dim Inductor writes as
+    ``(s**2)//s`` is ``s``, which the pass compares with the product's rows by text (session 58's hunt: such a 3-D
+    linear was not fused where B == S under duck sizing, or with Dims {0: B, 1: 2*B}). Other divisions stay."""
+    try:
+        from torch.utils._sympy.functions import FloorDiv
+        import sympy
+    except ImportError:  # pragma: no cover - torch without its sympy helpers
+        return expr
+    if not expr.has(FloorDiv):
+        return expr
+    quotient = expr.replace(FloorDiv, lambda a, b: sympy.floor(a / b))
+    return expr if quotient.has(sympy.floor) else quotient
+
+
 def format_dim(d: Any) -> str:
     """An int, a symbol name (``s0``) or a parenthesized expression (``(s0*4096)``).
 
@@ -56,7 +71,7 @@ def format_dim(d: Any) -> str:
     expressions (``Max(1, s0)``) are written with ``[]`` instead of ``()`` inside.
     """
     if isinstance(d, torch.SymInt):
-        expr = d.node.expr
+        expr = _exact_floor_divisions(d.node.expr)
         if getattr(expr, "is_Integer", False):
             return str(int(expr))
         text = str(expr).replace(" ", "")
