@@ -28,7 +28,8 @@ struct GemmCore {
 GemmCore emitCore(const GraphIndex& index, const GemmMatch& m, ChainBuilder& builder, const std::vector<bool>& claimed,
                   const PassOptions& options) {
   GemmCore core;
-  OperandPrologue prologue(index, builder, claimed, options.prologue, &options.unroundedGroups);
+  OperandPrologue prologue(index, builder, claimed, options.prologue, &options.unroundedGroups,
+                           /*sharedStayBuffers=*/options.baseline == "inductor");
   core.a = prologue.build(m.a, m.aLetters, spec::Space::A);
   core.b = prologue.build(m.b, m.bLetters, spec::Space::B);
   if (core.a.value < 0 || core.b.value < 0) return core.ok = false, core;

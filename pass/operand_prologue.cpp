@@ -66,6 +66,11 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
     result_.absorbed.push_back(node);
     return v;
   }
+  // Under Inductor, a 16-bit value other nodes read too stays a leaf (sharedStayBuffers_): kept in the graph for
+  // them only it is no longer a buffer, and Inductor, fusing it into a reader, skips its rounding (session 58's hunt:
+  // a bf16 bias gradient's sum then read g * gelu'(y) unrounded, 22 of 48 elements off eager and Inductor).
+  if (sharedStayBuffers_ && index_.users(node).size() > 1 && spec::isHalfFloat(index_.tensor(node)->dtype))
+    return leaf(node, letters);
   if (ops_ && isFoldableConvert(node)) {
     // convert(w_i8 -> bf16)  ->  `%w = input i8`, `convert %w : bf16`
     int x = fold(index_.producer(n.args[0]), letters, depth + 1, roles);

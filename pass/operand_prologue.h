@@ -32,9 +32,12 @@ class OperandPrologue {
   // points stay outside the chain.
   // `unrounded`: nodes that are steps of one eager op whose 16-bit intermediates eager does not round
   // (PassOptions::unroundedGroups): no op of theirs is folded.
+  // `sharedStayBuffers`: a 16-bit value other nodes also read is not folded (the Inductor baseline: left in the
+  // graph for them only, it is no longer a buffer, and Inductor fusing it into its readers skips its rounding).
   OperandPrologue(const GraphIndex& index, ChainBuilder& builder, const std::vector<bool>& claimed, bool ops = true,
-                  const std::set<std::string>* unrounded = nullptr)
-      : index_(index), builder_(builder), claimed_(claimed), ops_(ops), unrounded_(unrounded) {}
+                  const std::set<std::string>* unrounded = nullptr, bool sharedStayBuffers = false)
+      : index_(index), builder_(builder), claimed_(claimed), ops_(ops), unrounded_(unrounded),
+        sharedStayBuffers_(sharedStayBuffers) {}
 
   PrologueResult build(const ir::Arg& operand, const std::string& letters, spec::Space space);
 
@@ -52,6 +55,7 @@ class OperandPrologue {
   const std::vector<bool>& claimed_;
   bool ops_ = true;
   const std::set<std::string>* unrounded_ = nullptr;
+  bool sharedStayBuffers_ = false;
   spec::Space space_ = spec::Space::A;
   size_t operandMs_ = 0;  // 'm' dims of the operand: an A-space input has all or none
   const ir::TensorType* operandType_ = nullptr;  // the GEMM's operand: every input must be on its device

@@ -105,6 +105,8 @@ class Options:
             opts["prologue"] = False
         if not self.epilogue:
             opts["epilogue"] = False
+        if self.baseline:  # also what runs the graph's other nodes: Inductor keeps a shared 16-bit value a buffer
+            opts["baseline"] = self.baseline  # only where the pass leaves it one (pass/operand_prologue.cpp)
         if self.only_profitable:
             opts["only_profitable"] = True
             opts["baseline"] = self.baseline or "eager"
