@@ -56,8 +56,12 @@ def read_products_through_their_view(graph: torch.fx.Graph) -> int:
             continue
         if any(order[u] < order[view] for u in product.users if u is not view):
             continue  # a user before the view could not read through it (review, session 57: the graph lost its order)
+        # [-1, N], not the product's sizes: under dynamic shapes those are SymInts, which a node's arguments must not
+        # hold raw (torch warns; session 58's hunt). N is the weight's, a number where it is not symbolic itself.
+        n = _val(product).shape[-1]
+        sizes = [-1, n] if isinstance(n, int) else list(_val(product).shape)
         with graph.inserting_after(view):
-            flat = graph.call_function(_aten.reshape.default, (view, list(_val(product).shape)))
+            flat = graph.call_function(_aten.reshape.default, (view, sizes))
         flat.meta = {k: v for k, v in product.meta.items() if k in ("val", "tensor_meta", "stack_trace", "seq_nr")}
         product.replace_all_uses_with(flat, delete_user_cb=lambda u: u is not view)
         count += 1
