@@ -159,3 +159,22 @@ def rows_gemm(first_rows, dtype, device, g, m=32, k=16, n=64):
     w = torch.zeros(n, k, dtype=dtype)
     w[:, 0] = 1
     return x.to(device), w.to(device)
+
+
+def fused_run(model, args, path, absent=""):
+    """model(*args) with its one GEMM chain fused: by torch.export + fxfuse.rewrite (exactly one fused op in the
+    program, and no target containing `absent` beside it where given), or by the torch.compile backend (one chain
+    fused). Every chain legal is fused (only_profitable=False)."""
+    import fxfuse
+
+    if path == "export":
+        ep = fxfuse.rewrite(torch.export.export(model, tuple(args)), only_profitable=False)
+        targets = [str(n.target) for n in ep.graph.nodes if n.op == "call_function"]
+        assert targets.count("fxfuse.gemm_chain.default") == 1, targets
+        assert not absent or not any(absent in t for t in targets), targets
+        return ep.module()(*args)
+    torch._dynamo.reset()
+    fxfuse.reset_stats()
+    got = fxfuse.compile(model, only_profitable=False)(*args)
+    assert fxfuse.stats()["chains_fused"] == 1, str(fxfuse.report())
+    return got

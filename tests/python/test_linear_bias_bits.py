@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 import fxfuse
 import testlib
+from helpers import fused_run
 
 
 class LinearRelu(torch.nn.Module):
@@ -20,19 +21,6 @@ class LinearRelu(torch.nn.Module):
 
     def forward(self, x, w):
         return torch.relu(F.linear(x, w, self.b))
-
-
-def _fused(model, x, w, path):
-    if path == "export":
-        ep = fxfuse.rewrite(torch.export.export(model, (x, w)), only_profitable=False)
-        targets = [str(n.target) for n in ep.graph.nodes if n.op == "call_function"]
-        assert targets.count("fxfuse.gemm_chain.default") == 1, targets
-        return ep.module()(x, w)
-    torch._dynamo.reset()
-    fxfuse.reset_stats()
-    got = fxfuse.compile(model, only_profitable=False)(x, w)
-    assert fxfuse.stats()["chains_fused"] == 1, str(fxfuse.report())
-    return got
 
 
 @pytest.mark.needs_real_pass
@@ -46,7 +34,7 @@ def test_a_16bit_linear_with_bias_gives_eagers_bits(lead, dtype, path):
     w = (torch.randn(N, K, generator=g) / K ** 0.5).to(dtype)
     model = LinearRelu(torch.randn(N, generator=g).to(dtype))
     want = model(x, w)
-    got = _fused(model, x, w, path)
+    got = fused_run(model, (x, w), path)
     assert got.dtype == want.dtype and got.shape == want.shape
     assert torch.equal(got, want), f"{int((got != want).sum())} of {want.numel()} elements differ"
     # the premise: the same math in the f32 product's order differs from eager here, so the test can fail

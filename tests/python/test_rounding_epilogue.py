@@ -9,7 +9,7 @@ import torch
 
 import fxfuse
 import testlib
-from helpers import GemmThen, rows_gemm, run_the_generated_kernel
+from helpers import GemmThen, fused_run, rows_gemm, run_the_generated_kernel
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 # halves (ties to even: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -2.5 -> -2), values either side of them, int8's range edges
@@ -76,18 +76,8 @@ ROUND_DECIMALS = [1, 2, 3, -1, -2]
 
 
 def _fused_run(model, x, w, path):
-    """model(x, w) with its one GEMM chain fused: by torch.export + fxfuse.rewrite, or by the torch.compile backend.
-    Nothing of round's may be left beside the fused op."""
-    if path == "export":
-        ep = fxfuse.rewrite(torch.export.export(model, (x, w)), only_profitable=False)
-        targets = [str(n.target) for n in ep.graph.nodes if n.op == "call_function"]
-        assert targets.count("fxfuse.gemm_chain.default") == 1 and not any("round" in t for t in targets), targets
-        return ep.module()(x, w)
-    torch._dynamo.reset()
-    fxfuse.reset_stats()
-    got = fxfuse.compile(model, only_profitable=False)(x, w)
-    assert fxfuse.stats()["chains_fused"] == 1, str(fxfuse.report())
-    return got
+    """model(x, w) with its one GEMM chain fused (helpers.fused_run); nothing of round's left beside the fused op."""
+    return fused_run(model, (x, w), path, absent="round")
 
 
 @pytest.mark.needs_real_pass
