@@ -153,18 +153,28 @@ std::optional<GemmMatch> matchGemm(const GraphIndex& index, int anchor, std::str
     m.aLetters = repeat('m', ra - 1) + "k";
     m.bLetters = "nk";
     // at::linear adds a bias inside addmm (one rounding) for a 2-D input and for a contiguous one of more dims
-    // (beyond three with a 1-D bias); any other input goes through matmul, whose product is rounded before the
+    // with a contiguous [N] bias; a non-contiguous input goes through matmul, whose product is rounded before the
     // bias is added (the hunt of session 58: 20-30 % of the elements one rounding off, e.g. a Mixer's token MLP
-    // on a transposed input, or a 1x1 convolution as a linear over an NHWC permute)
+    // on a transposed input, or a 1x1 convolution as a linear over an NHWC permute). For a contiguous input with
+    // another bias (0-d, expanded, strided, [1,N]) torch versions differ (2.13 takes matmul then add; earlier ones
+    // addmm for every 3-D input; review of session 58): such a chain is refused, as are strides the IR's text
+    // does not settle.
     if (m.bias && ra >= 3) {
       const ir::TensorType* bias = index.tensor(index.producer(*m.bias));
       const Contiguity layout = contiguity(*a);
+      const bool plainBias = bias && bias->sizes.size() == 1 &&
+                             (bias->sizes[0].is(1) || (bias->hasStrides && bias->strides[0].is(1)));
       if (layout == Contiguity::Unknown || !bias) {
         *why = "linear of a " + std::to_string(ra) + "-D input whose strides the graph does not settle (eager rounds "
                "the product before the bias unless the input is contiguous)";
         return std::nullopt;
       }
-      m.biasAfterRoundedProduct = layout == Contiguity::NotContiguous || (ra > 3 && bias->sizes.size() != 1);
+      if (layout == Contiguity::Contiguous && !plainBias) {
+        *why = "linear of a contiguous " + std::to_string(ra) + "-D input with a bias other than a contiguous [N] "
+               "(whether eager rounds the product before it depends on the torch version)";
+        return std::nullopt;
+      }
+      m.biasAfterRoundedProduct = layout == Contiguity::NotContiguous;
     }
   } else if (m.anchorKind == "bmm" || m.anchorKind == "baddbmm" ||
              (m.anchorKind == "matmul" && ra == 3 && rb == 3)) {
