@@ -1,6 +1,7 @@
 #include "pass/tensor_layout.h"
 
 #include <algorithm>
+#include <cctype>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,14 +14,30 @@ struct Product {
   int64_t coefficient = 1;
   std::vector<std::string> names;
 
+  // false where d is not a product of numbers and names (a sum `(s0+1)`, a power, a division)
   bool times(const ir::Dim& d) {
     if (!d.symbolic) {
       coefficient *= d.value;
       return true;
     }
-    const bool plainName = !d.text.empty() && d.text.front() != '(';
-    if (!plainName) return false;
-    names.insert(std::upper_bound(names.begin(), names.end(), d.text), d.text);
+    const bool parenthesized = d.text.size() > 2 && d.text.front() == '(' && d.text.back() == ')';
+    const std::string text = parenthesized ? d.text.substr(1, d.text.size() - 2) : d.text;
+    size_t start = 0;
+    while (start <= text.size()) {
+      const size_t end = std::min(text.find('*', start), text.size());
+      const std::string factor = text.substr(start, end - start);
+      if (factor.empty()) return false;  // `**` or a stray `*`
+      if (std::all_of(factor.begin(), factor.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        coefficient *= std::stoll(factor);
+      } else if (std::all_of(factor.begin(), factor.end(),
+                             [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }) &&
+                 !std::isdigit(static_cast<unsigned char>(factor.front()))) {
+        names.insert(std::upper_bound(names.begin(), names.end(), factor), factor);
+      } else {
+        return false;
+      }
+      start = end + 1;
+    }
     return true;
   }
   // As sympy prints it and format_dim wraps it: `4096`, `s0`, `(4096*s1)`, `(s0*s1)`.

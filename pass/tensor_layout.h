@@ -11,7 +11,8 @@ enum class Contiguity { Contiguous, NotContiguous, Unknown };
 
 // Unknown where the strides are absent or symbolic in a form this does not compare: each stride must equal the
 // product of the sizes after it (dims of size 1 excepted), written as the IR writes a product of sizes (a number
-// times symbol names in name order, python/fxfuse/ir_export.py format_dim).
+// times symbol names in name order, python/fxfuse/ir_export.py format_dim). A size that is a sum (`s0+1`) or
+// another expression than a product leaves the dims before it Unknown.
 Contiguity contiguity(const ir::TensorType& t);
 
 }  // namespace fxfuse::pass
