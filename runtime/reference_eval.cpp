@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <unordered_map>
+#include <utility>
 
 #include <ATen/ATen.h>
 
@@ -292,11 +293,24 @@ at::Tensor evalOp(const ChainSpec& spec, const Value& v, const std::vector<at::T
   return toType(it->second(operands), result);
 }
 
+// The GEMM's operands at their full shapes ([B,]M,K and [B,]K,N). They usually are already (expand, a view, is
+// another dispatch).
+std::pair<at::Tensor, at::Tensor> fullOperands(const at::Tensor& a, const at::Tensor& b, const ChainShape& shape,
+                                               GemmKind gemm) {
+  const int64_t B = shape.B.expect_int(), M = shape.M.expect_int();
+  const int64_t N = shape.N.expect_int(), K = shape.K.expect_int();
+  std::vector<int64_t> aShape{M, K}, bShape{K, N};
+  if (gemm == GemmKind::Bmm) {
+    aShape.insert(aShape.begin(), B);
+    bShape.insert(bShape.begin(), B);
+  }
+  return {a.sizes() == c10::IntArrayRef(aShape) ? a : a.expand(aShape),
+          b.sizes() == c10::IntArrayRef(bShape) ? b : b.expand(bShape)};
+}
+
 // The bias plus the product of a and b (16-bit, of the bias's type), rounded once: eager's addmm (addmmAdd).
 at::Tensor evalAddmm(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b, const ChainShape& shape) {
-  const int64_t M = shape.M.expect_int(), N = shape.N.expect_int(), K = shape.K.expect_int();
-  const at::Tensor x = a.sizes() == c10::IntArrayRef({M, K}) ? a : a.expand({M, K});
-  const at::Tensor y = b.sizes() == c10::IntArrayRef({K, N}) ? b : b.expand({K, N});
+  const auto [x, y] = fullOperands(a, b, shape, GemmKind::Mm);
   return at::addmm(bias, x, y);
 }
 
@@ -305,16 +319,7 @@ at::Tensor evalAddmm(const at::Tensor& bias, const at::Tensor& a, const at::Tens
 at::Tensor evalMm(const Value& v, const at::Tensor& a, const at::Tensor& b,
                   const ChainShape& shape, GemmKind gemm) {
   const at::ScalarType result = toScalarType(v.dtype);
-  const int64_t B = shape.B.expect_int(), M = shape.M.expect_int();
-  const int64_t N = shape.N.expect_int(), K = shape.K.expect_int();
-  std::vector<int64_t> aShape{M, K}, bShape{K, N};
-  if (gemm == GemmKind::Bmm) {
-    aShape.insert(aShape.begin(), B);
-    bShape.insert(bShape.begin(), B);
-  }
-  // Operands are usually of the full shape already (expand, a view, is another dispatch).
-  at::Tensor x = a.sizes() == c10::IntArrayRef(aShape) ? a : a.expand(aShape);
-  at::Tensor y = b.sizes() == c10::IntArrayRef(bShape) ? b : b.expand(bShape);
+  auto [x, y] = fullOperands(a, b, shape, gemm);
   const bool native = x.scalar_type() == result && y.scalar_type() == result &&
                       at::isFloatingType(result) && result != at::kDouble;
   const bool half = x.scalar_type() == y.scalar_type() &&

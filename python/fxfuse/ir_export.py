@@ -10,8 +10,10 @@ import math
 import re
 from typing import Any
 
+import sympy
 import torch
 import torch.fx
+from torch.utils._sympy.functions import FloorDiv
 
 __all__ = ["graph_to_ir", "DTYPE_NAMES", "dtype_name", "format_dim", "format_float"]
 
@@ -53,11 +55,6 @@ def _exact_floor_divisions(expr):
     """expr with each floor division that divides exactly written as its quotient: a view's dim Inductor writes as
     ``(s**2)//s`` is ``s``, which the pass compares with the product's rows by text (session 58's hunt: such a 3-D
     linear was not fused where B == S under duck sizing, or with Dims {0: B, 1: 2*B}). Other divisions stay."""
-    try:
-        from torch.utils._sympy.functions import FloorDiv
-        import sympy
-    except ImportError:  # pragma: no cover - torch without its sympy helpers
-        return expr
     if not expr.has(FloorDiv):
         return expr
     quotient = expr.replace(FloorDiv, lambda a, b: sympy.floor(a / b))
