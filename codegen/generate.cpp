@@ -114,6 +114,9 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     // from the fragment (1, the default, stages them for 16-byte stores), for A/B runs end to end
     static const std::string staged = readBinaryKnob("FXFUSE_SM90_STAGED_STORE");
     if (!staged.empty()) w.line("#define FX_SM90_STAGED_STORE {}", staged);
+    // measurement knob: FXFUSE_SM90_COLS_EARLY=1 loads the staged epilogue's column values before the mainloop
+    static const std::string cols_early = readBinaryKnob("FXFUSE_SM90_COLS_EARLY");
+    if (cols_early == "1") w.line("#define FX_SM90_COLS_EARLY 1");
     // the consumers share the overlapped epilogue's last tile of a CTA with the three epilogue warps
     // (c.last_epilogue_shared: config_table.cpp overlapRule, or its measurement knob)
     if (c.epilogue_overlap) w.line("#define FX_EPI_LAST_SHARED {}", c.last_epilogue_shared ? 1 : 0);

@@ -213,6 +213,16 @@ static_assert(FX_A_KMAJOR == 1, "sm90 template needs A K-contiguous");
 #else
 #define FX_SM90_STAGED_IN 0
 #endif
+// FX_SM90_COLS_EARLY (measurement knob FXFUSE_SM90_COLS_EARLY, 128-column tiles): the staged epilogue's
+// column values (a bias, per-column scales: fx_epilogue_cols) are loaded before the tile's mainloop and held
+// in registers across it, so that their load latency hides under the MMAs instead of following the last
+// one (session 58: at 512 x 4096 x 4096, one tile per CTA, bias+ReLU+cast's epilogue adds 0.9 us that
+// nothing hides). 256-column tiles would hold twice the values beside twice the accumulators.
+#if FX_SM90_STAGED && defined(FX_SM90_COLS_EARLY) && FX_BN == 128
+#define FX_SM90_EARLY_COLS 1
+#else
+#define FX_SM90_EARLY_COLS 0
+#endif
 // Split-K: the leader's buffer for one peer's f32 accumulator fragment (the peers take turns: one
 // buffer, not KS - 1, so that 64x128 keeps 7 ring stages).
 #define FX_SPLITK_BYTES (FX_SPLIT_K > 1 ? FX_BM * FX_BN * 4 : 0)
@@ -919,6 +929,17 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
                                    min((long long)tn * BN + (lane % 8) * 8, p.N - 8)));
       }
 #endif
+#if FX_SM90_EARLY_COLS
+      // the staged epilogue's column values of this tile, as it computes them below (col, n)
+      FxCol early_cols[BN / 8][2];
+      if (staged()) {
+        const long long col_e = (long long)tn * BN + (lane % 4) * 2;
+#pragma unroll
+        for (int jn = 0; jn < BN / 8; ++jn)
+          fx_epilogue_cols(p, b, col_edge ? min(col_e + jn * 8, p.N - 2) : col_e + jn * 8, early_cols[jn][0],
+                           early_cols[jn][1]);
+      }
+#endif
       if (FX_PINGPONG && j > 0) mbar_wait(order_wait, (u32)(((j - 1) / 2) & 1));
       int prev = 0;
       // One k-block: wait for its stage, issue its MMAs, release the stage of the block before.
@@ -1097,8 +1118,13 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
               const int jn = ch * 8 + j8;
               // past N: the last column pair's inputs (the values are not stored)
               const long long n = edge ? min(col + jn * 8, p.N - 2) : col + jn * 8;
+#if FX_SM90_EARLY_COLS
+              const FxCol& c0 = early_cols[jn][0];
+              const FxCol& c1 = early_cols[jn][1];
+#else
               FxCol c0, c1;
               fx_epilogue_cols(p, b, n, c0, c1);
+#endif
               const u32 a_lo = sts + j8 * 16, a_hi = a_lo + 8 * FX_STAGE_PITCH;
               st_shared_u32(a_lo, pack(row_lo, n, d[sub][4 * jn + 0], d[sub][4 * jn + 1], c0, c1, a_lo));
               st_shared_u32(a_hi, pack(row_hi, n, d[sub][4 * jn + 2], d[sub][4 * jn + 3], c0, c1, a_hi));
