@@ -58,7 +58,12 @@ GemmCore emitCore(const GraphIndex& index, const GemmMatch& m, ChainBuilder& bui
 
 // `result`: the spec value of the anchor's result; the ops after it are the epilogue.
 std::string describe(const GemmMatch& m, const GemmCore& core, const spec::ChainSpec& spec, int result) {
-  std::string s = m.anchorKind + (m.bias ? "+bias" : "");
+  // the scalars as the chain computes them: a bias with beta 0 is no operand (session 59's hunt: `baddbmm(beta=0)`
+  // had read "+bias", alpha and beta had not shown)
+  const bool hasBias = m.bias && m.beta != 0.0;
+  std::string s = m.anchorKind;
+  if (m.alpha != 1.0) s += "(alpha " + spec::formatConstant(m.alpha) + ")";
+  if (hasBias) s += m.beta != 1.0 ? "+bias(beta " + spec::formatConstant(m.beta) + ")" : "+bias";
   auto prologue = [](const char* which, const std::vector<std::string>& ops) {
     std::string p;
     for (const std::string& op : ops) p += (p.empty() ? "" : ",") + op;
@@ -181,8 +186,16 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
     std::string refused;
     for (const std::string& note : growth.notes)
       if (refused.empty() && note.find(" not fused: ") != std::string::npos) refused = "; " + note;
-    if (refused.empty() && !growth.firstUnlowered.empty()) refused = "; the epilogue ends at " + growth.firstUnlowered;
-    return rejected(out, "no_epilogue_no_prologue", "a bare GEMM: cuBLAS is as good" + refused);
+    // so do the options that cut the region, and a prologue op left outside (session 59's hunts: a group-wise
+    // dequantization, extra_outputs off, the epilogue option off had all read as "a bare GEMM: cuBLAS is as good")
+    if (!options.epilogue) refused += "; the epilogue option is off";
+    for (const std::string& note : choice.notes)
+      if (note.find("(extra_outputs is off)") != std::string::npos) refused += "; " + note;
+    if (!core.a.stop.empty()) refused += "; A's prologue stops at " + core.a.stop;
+    if (!core.b.stop.empty()) refused += "; B's prologue stops at " + core.b.stop;
+    if (!refused.empty()) return rejected(out, "no_epilogue_no_prologue", "a bare GEMM, as nothing around it joined" + refused);
+    const std::string end = growth.firstUnlowered.empty() ? "" : "; the epilogue ends at " + growth.firstUnlowered;
+    return rejected(out, "no_epilogue_no_prologue", "a bare GEMM: cuBLAS is as good" + end);
   }
   if (choice.outputs.empty()) return rejected(out, "not_profitable", "the chain's result is unused");
 

@@ -1,5 +1,7 @@
 #include "pass/gemm_anchor.h"
 
+#include <algorithm>
+
 #include "pass/aten_ops.h"
 #include "pass/tensor_layout.h"
 
@@ -55,7 +57,8 @@ void absorbLeadingViews(const GraphIndex& index, GemmMatch* m) {
 
 namespace {
 // The ATen GEMMs the pass matches, as .default ("aten.<kind>.default"); their other overloads are named.
-constexpr const char* kAnchorKinds[] = {"mm", "addmm", "bmm", "baddbmm", "linear", "matmul"};
+// linalg_matmul is matmul under another name (torch.linalg.matmul; export keeps it undecomposed): matched as matmul
+constexpr const char* kAnchorKinds[] = {"mm", "addmm", "bmm", "baddbmm", "linear", "matmul", "linalg_matmul"};
 
 bool startsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
@@ -83,6 +86,11 @@ std::string otherGemmTarget(std::string_view target) {
       {"aten.addmv", "a matrix-vector product"},
       {"aten.tensordot", "a tensordot"},
       {"aten.bilinear", "a bilinear form"},
+      {"aten._trilinear", "a bilinear form (F.bilinear's _trilinear)"},
+      {"aten.linalg_multi_dot", "a chain of matrix products (torch.linalg.multi_dot)"},
+      {"aten.chain_matmul", "a chain of matrix products (torch.chain_matmul)"},
+      {"aten.inner", "an inner product over the last dims (torch.inner)"},
+      {"aten.linalg_vecdot", "a batched dot product (torch.linalg.vecdot)"},
       // Inductor's CPU freezing puts linears on prepacked weights before its post-grad passes (it fuses their
       // pointwise ops itself)
       {"mkl._mkl_linear", "an MKL linear on prepacked weights (Inductor's CPU freezing)"},
@@ -102,7 +110,43 @@ bool isGemmTarget(std::string_view target) { return isGemmAnchorTarget(target) |
 
 bool isGemmAnchor(const ir::Node& n) { return n.op == ir::Node::Op::Call && isGemmAnchorTarget(n.target); }
 
-std::string otherGemmOp(const ir::Node& n) { return n.op == ir::Node::Op::Call ? otherGemmTarget(n.target) : ""; }
+namespace {
+// An einsum equation ("bij,bjk->bik") that sums over an index both of its two operands carry: a matrix product
+// (an elementwise einsum or a one-operand reduction is not one).
+bool contractsTwoOperands(const std::string& equation) {
+  std::string eq;
+  for (char c : equation)
+    if (c != ' ' && c != '.') eq += c;
+  const size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  const size_t comma = lhs.find(',');
+  if (comma == std::string::npos || lhs.find(',', comma + 1) != std::string::npos) return false;
+  const std::string a = lhs.substr(0, comma), b = lhs.substr(comma + 1);
+  std::string out;
+  if (arrow != std::string::npos) {
+    out = eq.substr(arrow + 2);
+  } else {  // implicit output: the indices that occur once
+    for (char c : lhs)
+      if (c != ',' && std::count(lhs.begin(), lhs.end(), c) == 1) out += c;
+  }
+  for (char c : a)
+    if (b.find(c) != std::string::npos && out.find(c) == std::string::npos) return true;
+  return false;
+}
+}  // namespace
+
+std::string otherGemmOp(const ir::Node& n) {
+  if (n.op != ir::Node::Op::Call) return "";
+  // export without decompositions keeps an einsum whole; run_decompositions() lowers it to the bmm / mm the pass
+  // matches (session 59's hunts: an MoE expert einsum read "no GEMM in this graph")
+  if (n.target == "aten.einsum.default" && !n.args.empty() && n.args[0].kind == ir::Arg::Kind::String &&
+      contractsTwoOperands(n.args[0].s))
+    return "an einsum (not decomposed: run_decompositions() lowers it to the bmm / mm the pass fuses)";
+  // Inductor's CPU weight-only int8 pattern replaces `x @ w_i8.to(dtype) * s` before the pass runs
+  if (n.target.find("woq_int8") != std::string::npos)
+    return "Inductor's weight-only int8 lowering (its pattern takes the form before the pass)";
+  return otherGemmTarget(n.target);
+}
 
 std::optional<GemmMatch> matchGemm(const GraphIndex& index, int anchor, std::string* why) {
   const ir::Node& n = index.node(anchor);
@@ -110,6 +154,7 @@ std::optional<GemmMatch> matchGemm(const GraphIndex& index, int anchor, std::str
   m.anchor = anchor;
   m.root = anchor;
   m.anchorKind = n.target.substr(5, n.target.rfind('.') - 5);  // "aten.<kind>.default"
+  if (m.anchorKind == "linalg_matmul") m.anchorKind = "matmul";
   const ir::TensorType* out = index.tensor(anchor);
   if (!out) {
     *why = "the GEMM has no tensor meta";
@@ -187,7 +232,12 @@ std::optional<GemmMatch> matchGemm(const GraphIndex& index, int anchor, std::str
     m.bLetters = "bkn";
   } else if (m.anchorKind == "matmul") {
     if (ra < 2 || rb != 2) {
-      *why = "matmul that broadcasts or has a 1-D operand";
+      // (session 59's hunt: q @ k^T on 4-D heads had read "broadcasts or has a 1-D operand")
+      const bool sameBatch = ra == rb && ra > 3 && std::equal(a->sizes.begin(), a->sizes.end() - 2, b->sizes.begin());
+      *why = ra < 2 || rb < 2 ? "matmul with a 1-D operand"
+             : sameBatch      ? "matmul of " + std::to_string(ra) + "-D batches (the chain takes one batch dim: "
+                                "run_decompositions() writes it as a bmm)"
+                              : "matmul that broadcasts its batch dims";
       return std::nullopt;
     }
     m.aLetters = repeat('m', ra - 1) + "k";

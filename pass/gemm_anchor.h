@@ -37,12 +37,14 @@ struct GemmMatch {
 bool isGemmAnchorTarget(std::string_view target);
 // For a matrix product the pass does not match (torch._int_mm, torch._scaled_mm, packed-weight and
 // matrix-vector forms, the anchors' other overloads): what it is, in words, so that the report names it;
-// "" for any other target. Not einsum or dot: an einsum may be elementwise, a dot a reduction.
+// "" for any other target. Not einsum (otherGemmOp reads its equation) or dot, a reduction.
 std::string otherGemmTarget(std::string_view target);
 // Either: a matrix product the report names (fused, or unsupported_gemm_op).
 bool isGemmTarget(std::string_view target);
 
 bool isGemmAnchor(const ir::Node& node);
+// The node's otherGemmTarget; also an einsum that contracts two operands (export keeps it whole) and the node
+// Inductor's weight-only int8 pattern leaves (a Python target, "...woq_int8").
 std::string otherGemmOp(const ir::Node& node);
 
 // nullopt with `why` set when the anchor's shapes are not a form the chain spec expresses

@@ -54,9 +54,10 @@ bool OperandPrologue::isFoldableArithmetic(int node) const {
 int OperandPrologue::fold(int node, const std::string& letters, int depth, bool roles) {
   if (node < 0) return -1;
   const ir::Node& n = index_.node(node);
-  if (depth >= kMaxPrologueDepth || claimed_[node] || n.op != ir::Node::Op::Call ||
-      !index_.tensor(node) || isMutating(n))
-    return leaf(node, letters);
+  if (claimed_[node] || n.op != ir::Node::Op::Call || !index_.tensor(node)) return leaf(node, letters);
+  if (depth >= kMaxPrologueDepth)
+    return stopAt(node, letters, "the prologue is deeper than " + std::to_string(kMaxPrologueDepth) + " ops");
+  if (isMutating(n)) return stopAt(node, letters, "an in-place op");
 
   std::string inLetters;
   if (viewInputLetters(index_, node, letters, &inLetters, roles)) {
@@ -70,7 +71,7 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
   // them only it is no longer a buffer, and Inductor, fusing it into a reader, skips its rounding (session 58's hunt:
   // a bf16 bias gradient's sum then read g * gelu'(y) unrounded, 22 of 48 elements off eager and Inductor).
   if (sharedStayBuffers_ && index_.users(node).size() > 1 && spec::isHalfFloat(index_.tensor(node)->dtype))
-    return leaf(node, letters);
+    return stopAt(node, letters, "a 16-bit value other nodes also read stays a buffer under Inductor");
   if (ops_ && isFoldableConvert(node)) {
     // convert(w_i8 -> bf16)  ->  `%w = input i8`, `convert %w : bf16`
     int x = fold(index_.producer(n.args[0]), letters, depth + 1, roles);
@@ -88,11 +89,19 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
       if (n.args[i].isNumber()) continue;
       const ir::TensorType* at = index_.tensor(index_.producer(n.args[i]));
       argRoles[i] = roles && at && at->sizes == t->sizes;
-      if (!at || !broadcastLetters(at->sizes, t->sizes, letters, &argLetters[i], argRoles[i]))
-        return leaf(node, letters);
+      if (!at) {
+        const int producer = index_.producer(n.args[i]);
+        const ir::Type* type = producer >= 0 ? &index_.node(producer).type : nullptr;
+        return stopAt(node, letters, type && type->isTensor() && !type->tensor.otherDtype.empty()
+                                         ? "an operand of dtype " + type->tensor.otherDtype + ", which chains do not hold"
+                                         : "an operand without tensor meta");
+      }
+      if (!broadcastLetters(at->sizes, t->sizes, letters, &argLetters[i], argRoles[i]))
+        return stopAt(node, letters, "an operand that varies along part of a dim (a group-wise scale)");
       // an f64 scale stays outside with its op, as the epilogue leaves an f64 input out (the CUDA kernels have no
       // f64 type: a chain reading one could not be generated)
-      if (at->dtype == spec::DType::F64 && t->dtype != spec::DType::F64) return leaf(node, letters);
+      if (at->dtype == spec::DType::F64 && t->dtype != spec::DType::F64)
+        return stopAt(node, letters, "an f64 operand (the kernels have no f64 type)");
     }
     // An argument that fails to fold (e.g. a zero point `[S,1]` against a `[B,S,K]`
     // activation: it covers part of the flattened M, which no input dims can say) leaves the
@@ -108,7 +117,8 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
       if (operands.back() < 0) {
         builder_ = std::move(saved);
         result_ = std::move(savedResult);
-        return leaf(node, letters);
+        return stopAt(node, letters, "an operand the chain cannot read (one varying along part of M, or on another "
+                                     "device)");
       }
     }
     result_.absorbed.push_back(node);
@@ -118,6 +128,42 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
     convertToCommonDtype(builder_, *t, &operands, CpuScalars::LeftToAten);
     return builder_.op(op, operands, t->dtype);
   }
+  // Not folded: say why where the node is one of the prologue's kinds of op.
+  const bool arithmetic = n.isCall("aten.mul.Tensor") || n.isCall("aten.div.Tensor") || n.isCall("aten.sub.Tensor");
+  if ((arithmetic || convertTarget(n)) && !ops_) return stopAt(node, letters, "the prologue option is off");
+  if (arithmetic && unrounded_ && unrounded_->count(n.name))
+    return stopAt(node, letters, "a step of an eager op that Inductor writes as several 16-bit steps");
+  if (arithmetic && !isFloating(index_.tensor(node)->dtype))
+    return stopAt(node, letters, "integer arithmetic (the prologue computes in floating point)");
+  if (arithmetic) return stopAt(node, letters, "an arithmetic form the prologue does not fold (an alpha, a number)");
+  if (convertTarget(n)) return stopAt(node, letters, "a conversion between dtypes the kernels do not convert");
+  if (isReshape(n)) return stopAt(node, letters, "a reshape that splits or merges the operand's dims");
+  if (slicesAComputedValue(n))
+    return stopAt(node, letters, "a slice of a computed value (the chain reads its inputs whole: a weight sliced "
+                                 "before its dequantization folds)");
+  return leaf(node, letters);
+}
+
+bool OperandPrologue::slicesAComputedValue(const ir::Node& n) const {
+  // a QKV weight dequantized once, then split (session 59's hunt): getitem(split(dequant)) or slice(dequant)
+  const bool slice = n.isCall("aten.slice.Tensor") || n.isCall("aten.narrow.default") || n.isCall("aten.select.int");
+  const bool piece = n.isCall("operator.getitem");
+  if ((!slice && !piece) || n.args.empty()) return false;
+  int source = index_.producer(n.args[0]);
+  if (piece && source >= 0) {
+    const ir::Node& split = index_.node(source);
+    const bool isSplit = split.isCall("aten.split.Tensor") || split.isCall("aten.split_with_sizes.default") ||
+                         split.isCall("aten.chunk.default") || split.isCall("aten.unbind.int");
+    source = isSplit && !split.args.empty() ? index_.producer(split.args[0]) : -1;
+  }
+  if (source < 0) return false;
+  const ir::Node& s = index_.node(source);
+  return convertTarget(s).has_value() || s.isCall("aten.mul.Tensor") || s.isCall("aten.div.Tensor") ||
+         s.isCall("aten.sub.Tensor");
+}
+
+int OperandPrologue::stopAt(int node, const std::string& letters, const std::string& why) {
+  if (result_.stop.empty()) result_.stop = "%" + index_.node(node).name + " (" + index_.node(node).target + "): " + why;
   return leaf(node, letters);
 }
 

@@ -23,6 +23,11 @@ struct PrologueResult {
   std::vector<int> absorbed;       // graph nodes folded in (views and ops)
   std::vector<std::string> ops;    // spec ops emitted ("convert", "mul"): empty = no prologue
   std::vector<OperandLeaf> leaves; // nodes bound to input slots
+  // The first node of the operand's prologue that is an op the prologue folds (a conversion, a scale, a zero point,
+  // a view) and was left outside, with why ("%w_1 (aten.view.default): a reshape that splits or merges the
+  // operand's dims"); empty where the prologue ended at a value no prologue op computes. The report names it on a
+  // GEMM refused as bare (hunts of session 59: a group-wise dequantization had read "a bare GEMM").
+  std::string stop;
 };
 
 class OperandPrologue {
@@ -46,9 +51,13 @@ class OperandPrologue {
   // named by role (b/m/k/n); a broadcasting scale or zero point names them '1'.
   int fold(int node, const std::string& letters, int depth, bool roles);
   int leaf(int node, const std::string& letters);
+  // leaf(), noting in result_.stop (the first only) why a prologue op at `node` was not folded.
+  int stopAt(int node, const std::string& letters, const std::string& why);
   // x.to(bf16) etc.: `convert %x : dt` when the source dtype is one the kernel converts.
   bool isFoldableConvert(int node) const;
   bool isFoldableArithmetic(int node) const;
+  // A slice (or a split's piece) of a converted or scaled value: the chain cannot read part of what it computes.
+  bool slicesAComputedValue(const ir::Node& n) const;
 
   const GraphIndex& index_;
   ChainBuilder& builder_;

@@ -322,6 +322,6 @@ def _is_metadata_assert(n: torch.fx.Node) -> bool:
 
 _GEMM_TARGETS = {
     getattr(torch.ops.aten, name).default
-    for name in ("mm", "addmm", "bmm", "baddbmm", "linear", "matmul")
+    for name in ("mm", "addmm", "bmm", "baddbmm", "linear", "matmul", "linalg_matmul")
     if hasattr(getattr(torch.ops.aten, name), "default")
 }

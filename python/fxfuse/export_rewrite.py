@@ -175,11 +175,33 @@ def report(obj: Any = None, *example_args: Any, options: Options | None = None, 
     graph = torch.fx.Graph()
     graph.output(graph.graph_copy(source, {}))
     _, plan = plan_for_graph(graph, opts, module, subgraphs="fuse")
-    # a program rewritten before: its chains are fused ops now, not GEMMs ("no GEMM in this graph"; hunt D)
-    plan["fused_before"] = sum(n.target == torch.ops.fxfuse.gemm_chain.default for n in source.nodes)
+    # a program rewritten before: its chains are fused ops now, not GEMMs ("no GEMM in this graph"; hunt D), in its
+    # control-flow branches too (session 59's hunt)
+    plan["fused_before"] = _fused_ops(source, module)
     applied = apply_plan(graph, plan, keep)
     _mark_skipped(plan, applied.skipped)
     # each subgraph is planned and applied on a copy: the program's own subgraph modules stay as they are
     fuse_subgraphs(graph, module, opts, plan, install=False)
+    if not opts.enabled:  # what rewrite() does then: nothing (session 59's hunt: the report had said "fused")
+        _refuse_all(plan, "disabled", "enabled=False: fxfuse rewrites nothing")
     rep.add("export", plan, applied.skipped)
     return rep
+
+
+def _fused_ops(graph: torch.fx.Graph, module: torch.nn.Module | None) -> int:
+    """The fxfuse.gemm_chain calls of ``graph`` and of the control-flow subgraphs it holds, nested ones too."""
+    from .subgraphs import subgraph_modules
+
+    own = sum(n.target == torch.ops.fxfuse.gemm_chain.default for n in graph.nodes)
+    return own + sum(_fused_ops(sub.graph, sub) for _, sub in subgraph_modules(graph, module))
+
+
+def _refuse_all(plan: dict[str, Any], reason: str, detail: str) -> None:
+    """Every GEMM the plan (its subgraphs' entries too) counts fused becomes not fused with ``reason``."""
+    counters = plan.setdefault("counters", {})
+    for entry in plan.get("report") or []:
+        if entry.get("status") == "fused":
+            entry.pop("rewrite", None)
+            entry.update(status="not_fused", reason=reason, detail=detail)
+            counters[f"reject.{reason}"] = counters.get(f"reject.{reason}", 0) + 1
+    counters["chains_fused"] = 0

@@ -131,6 +131,28 @@ def test_report_and_rewrite_leave_the_programs_subgraphs_as_they_were():
     assert sum(_fused_op_count(mod) for mod in modules.values() if isinstance(mod, torch.fx.GraphModule)) == 0
 
 
+def test_report_of_a_rewritten_program_counts_the_fused_ops_in_its_branches():
+    """Reporting on a program whose chains were fused inside its cond branches said chains_fused=0 and no "fused
+    before" line (session 59's hunt): its count had read the top graph's nodes only."""
+    ep2 = fxfuse.rewrite(torch.export.export(_NestedCond(), (torch.randn(4, 16), torch.tensor(True), torch.tensor(False))))
+    n = sum(_fused_op_count(mod) for _, mod in ep2.graph_module.named_modules() if isinstance(mod, torch.fx.GraphModule))
+    assert n == 4
+    assert "4 chain(s) fused before" in str(fxfuse.report(ep2))
+
+
+def test_report_with_enabled_false_fuses_nothing_as_rewrite_does():
+    """report(ep, enabled=False) had said "fused" where rewrite(ep, enabled=False) fuses nothing (session 59's hunt).
+    Every GEMM is named, the branches' too."""
+    ep = torch.export.export(_CondGelu(), (torch.randn(4, 16),))
+    rep = fxfuse.report(ep, enabled=False)
+    assert not rep.fused
+    assert sorted((e["gemm"], e["reason"]) for e in rep.entries) == [("false_graph_0.linear", "disabled"),
+                                                                   ("true_graph_0.linear", "disabled")], str(rep)
+    ep2 = fxfuse.rewrite(ep, enabled=False)
+    assert sum(_fused_op_count(mod) for _, mod in ep2.graph_module.named_modules()
+               if isinstance(mod, torch.fx.GraphModule)) == 0
+
+
 def test_a_nested_cond_is_fused_at_every_level():
     m = _NestedCond()
     ep = torch.export.export(m, (torch.randn(4, 16), torch.tensor(True), torch.tensor(False)))
