@@ -193,9 +193,10 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
       if (note.find("(extra_outputs is off)") != std::string::npos) refused += "; " + note;
     if (!core.a.stop.empty()) refused += "; A's prologue stops at " + core.a.stop;
     if (!core.b.stop.empty()) refused += "; B's prologue stops at " + core.b.stop;
-    if (!refused.empty()) return rejected(out, "no_epilogue_no_prologue", "a bare GEMM, as nothing around it joined" + refused);
     const std::string end = growth.firstUnlowered.empty() ? "" : "; the epilogue ends at " + growth.firstUnlowered;
-    return rejected(out, "no_epilogue_no_prologue", "a bare GEMM: cuBLAS is as good" + end);
+    return rejected(out, "no_epilogue_no_prologue",
+                    (refused.empty() ? "a bare GEMM: cuBLAS is as good" : "a bare GEMM, as nothing around it joined" +
+                                                                              refused) + end);
   }
   if (choice.outputs.empty()) return rejected(out, "not_profitable", "the chain's result is unused");
 

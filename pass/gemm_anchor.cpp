@@ -90,7 +90,6 @@ std::string otherGemmTarget(std::string_view target) {
       {"aten.linalg_multi_dot", "a chain of matrix products (torch.linalg.multi_dot)"},
       {"aten.chain_matmul", "a chain of matrix products (torch.chain_matmul)"},
       {"aten.inner", "an inner product over the last dims (torch.inner)"},
-      {"aten.linalg_vecdot", "a batched dot product (torch.linalg.vecdot)"},
       // Inductor's CPU freezing puts linears on prepacked weights before its post-grad passes (it fuses their
       // pointwise ops itself)
       {"mkl._mkl_linear", "an MKL linear on prepacked weights (Inductor's CPU freezing)"},
@@ -111,17 +110,24 @@ bool isGemmTarget(std::string_view target) { return isGemmAnchorTarget(target) |
 bool isGemmAnchor(const ir::Node& n) { return n.op == ir::Node::Op::Call && isGemmAnchorTarget(n.target); }
 
 namespace {
-// An einsum equation ("bij,bjk->bik") that sums over an index both of its two operands carry: a matrix product
-// (an elementwise einsum or a one-operand reduction is not one).
-bool contractsTwoOperands(const std::string& equation) {
+// An einsum equation ("bij,bjk->bik", "ij,jk,kl->il") that sums over an index two of its operands carry while an
+// operand keeps an index of its own: a matrix product. Not an elementwise einsum, nor a dot ("i,i->", a reduction,
+// as aten.dot is not counted).
+bool contractsOperands(const std::string& equation) {
   std::string eq;
   for (char c : equation)
     if (c != ' ' && c != '.') eq += c;
   const size_t arrow = eq.find("->");
   const std::string lhs = eq.substr(0, arrow);
-  const size_t comma = lhs.find(',');
-  if (comma == std::string::npos || lhs.find(',', comma + 1) != std::string::npos) return false;
-  const std::string a = lhs.substr(0, comma), b = lhs.substr(comma + 1);
+  std::vector<std::string> operands(1);
+  for (char c : lhs) {
+    if (c == ',') operands.emplace_back();
+    else operands.back() += c;
+  }
+  if (operands.size() < 2) return false;
+  auto holders = [&](char c) {
+    return std::count_if(operands.begin(), operands.end(), [&](const std::string& o) { return o.find(c) != std::string::npos; });
+  };
   std::string out;
   if (arrow != std::string::npos) {
     out = eq.substr(arrow + 2);
@@ -129,19 +135,24 @@ bool contractsTwoOperands(const std::string& equation) {
     for (char c : lhs)
       if (c != ',' && std::count(lhs.begin(), lhs.end(), c) == 1) out += c;
   }
-  for (char c : a)
-    if (b.find(c) != std::string::npos && out.find(c) == std::string::npos) return true;
-  return false;
+  bool contracted = false, ownIndex = false;
+  for (char c : lhs) {
+    if (c == ',') continue;
+    if (holders(c) >= 2 && out.find(c) == std::string::npos) contracted = true;
+    if (holders(c) == 1 && out.find(c) != std::string::npos) ownIndex = true;
+  }
+  return contracted && ownIndex;
 }
 }  // namespace
 
 std::string otherGemmOp(const ir::Node& n) {
   if (n.op != ir::Node::Op::Call) return "";
-  // export without decompositions keeps an einsum whole; run_decompositions() lowers it to the bmm / mm the pass
-  // matches (session 59's hunts: an MoE expert einsum read "no GEMM in this graph")
+  // export without decompositions keeps an einsum whole (session 59's hunts: an MoE expert einsum read "no GEMM in
+  // this graph"); after run_decompositions() the pass matches its mm / bmm, which views around them may still leave
+  // bare (review)
   if (n.target == "aten.einsum.default" && !n.args.empty() && n.args[0].kind == ir::Arg::Kind::String &&
-      contractsTwoOperands(n.args[0].s))
-    return "an einsum (not decomposed: run_decompositions() lowers it to the bmm / mm the pass fuses)";
+      contractsOperands(n.args[0].s))
+    return "an einsum, which export keeps whole (after run_decompositions() the pass sees its mm / bmm)";
   // Inductor's CPU weight-only int8 pattern replaces `x @ w_i8.to(dtype) * s` before the pass runs
   if (n.target.find("woq_int8") != std::string::npos)
     return "Inductor's weight-only int8 lowering (its pattern takes the form before the pass)";
@@ -235,8 +246,7 @@ std::optional<GemmMatch> matchGemm(const GraphIndex& index, int anchor, std::str
       // (session 59's hunt: q @ k^T on 4-D heads had read "broadcasts or has a 1-D operand")
       const bool sameBatch = ra == rb && ra > 3 && std::equal(a->sizes.begin(), a->sizes.end() - 2, b->sizes.begin());
       *why = ra < 2 || rb < 2 ? "matmul with a 1-D operand"
-             : sameBatch      ? "matmul of " + std::to_string(ra) + "-D batches (the chain takes one batch dim: "
-                                "run_decompositions() writes it as a bmm)"
+             : sameBatch      ? "matmul of " + std::to_string(ra) + "-D batches (the chain takes one batch dim)"
                               : "matmul that broadcasts its batch dims";
       return std::nullopt;
     }

@@ -9,6 +9,12 @@ namespace {
 // Deep enough for any real dequantization chain; bounds the recursion on adversarial graphs.
 constexpr int kMaxPrologueDepth = 24;
 
+// A conversion, a scale or a zero point: the kinds of op a prologue folds (whether this one folds or not).
+bool isPrologueKindOp(const ir::Node& n) {
+  return convertTarget(n).has_value() || n.isCall("aten.mul.Tensor") || n.isCall("aten.div.Tensor") ||
+         n.isCall("aten.sub.Tensor");
+}
+
 bool isConvertSource(spec::DType d) {
   switch (d) {
     case spec::DType::I8:
@@ -70,8 +76,11 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
   // Under Inductor, a 16-bit value other nodes read too stays a leaf (sharedStayBuffers_): kept in the graph for
   // them only it is no longer a buffer, and Inductor, fusing it into a reader, skips its rounding (session 58's hunt:
   // a bf16 bias gradient's sum then read g * gelu'(y) unrounded, 22 of 48 elements off eager and Inductor).
-  if (sharedStayBuffers_ && index_.users(node).size() > 1 && spec::isHalfFloat(index_.tensor(node)->dtype))
+  if (sharedStayBuffers_ && index_.users(node).size() > 1 && spec::isHalfFloat(index_.tensor(node)->dtype)) {
+    // named only where a prologue op would have folded it (a relu two GEMMs read is no prologue op: review)
+    if (!ops_ || !(isFoldableConvert(node) || isFoldableArithmetic(node))) return leaf(node, letters);
     return stopAt(node, letters, "a 16-bit value other nodes also read stays a buffer under Inductor");
+  }
   if (ops_ && isFoldableConvert(node)) {
     // convert(w_i8 -> bf16)  ->  `%w = input i8`, `convert %w : bf16`
     int x = fold(index_.producer(n.args[0]), letters, depth + 1, roles);
@@ -129,15 +138,19 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
     return builder_.op(op, operands, t->dtype);
   }
   // Not folded: say why where the node is one of the prologue's kinds of op.
-  const bool arithmetic = n.isCall("aten.mul.Tensor") || n.isCall("aten.div.Tensor") || n.isCall("aten.sub.Tensor");
-  if ((arithmetic || convertTarget(n)) && !ops_) return stopAt(node, letters, "the prologue option is off");
+  const bool arithmetic = isPrologueKindOp(n) && !convertTarget(n);
+  if (isPrologueKindOp(n) && !ops_) return stopAt(node, letters, "the prologue option is off");
   if (arithmetic && unrounded_ && unrounded_->count(n.name))
     return stopAt(node, letters, "a step of an eager op that Inductor writes as several 16-bit steps");
   if (arithmetic && !isFloating(index_.tensor(node)->dtype))
     return stopAt(node, letters, "integer arithmetic (the prologue computes in floating point)");
   if (arithmetic) return stopAt(node, letters, "an arithmetic form the prologue does not fold (an alpha, a number)");
   if (convertTarget(n)) return stopAt(node, letters, "a conversion between dtypes the kernels do not convert");
-  if (isReshape(n)) return stopAt(node, letters, "a reshape that splits or merges the operand's dims");
+  // a reshape of what a prologue op computes (a group-wise dequantization's [N, K/g, g] back to [N, K]); of a plain
+  // input (a classifier head's flatten) it ends nothing a prologue would have taken (review)
+  if (isReshape(n) && !n.args.empty() && index_.producer(n.args[0]) >= 0 &&
+      isPrologueKindOp(index_.node(index_.producer(n.args[0]))))
+    return stopAt(node, letters, "a reshape that splits or merges the operand's dims");
   if (slicesAComputedValue(n))
     return stopAt(node, letters, "a slice of a computed value (the chain reads its inputs whole: a weight sliced "
                                  "before its dequantization folds)");
@@ -156,10 +169,7 @@ bool OperandPrologue::slicesAComputedValue(const ir::Node& n) const {
                          split.isCall("aten.chunk.default") || split.isCall("aten.unbind.int");
     source = isSplit && !split.args.empty() ? index_.producer(split.args[0]) : -1;
   }
-  if (source < 0) return false;
-  const ir::Node& s = index_.node(source);
-  return convertTarget(s).has_value() || s.isCall("aten.mul.Tensor") || s.isCall("aten.div.Tensor") ||
-         s.isCall("aten.sub.Tensor");
+  return source >= 0 && isPrologueKindOp(index_.node(source));
 }
 
 int OperandPrologue::stopAt(int node, const std::string& letters, const std::string& why) {

@@ -120,7 +120,7 @@ def rewrite(ep: ExportedProgram, dump_dir: str | None = None, options: Options |
 
 
 _TORCH_LEVEL_GEMMS = (operator.matmul, torch.matmul, torch.mm, torch.bmm, torch.addmm, torch.baddbmm,
-                      torch.nn.functional.linear)
+                      torch.nn.functional.linear, torch.linalg.matmul, torch.einsum)
 
 
 def _opaque_gemm_call(node: torch.fx.Node, module: Any) -> bool:
@@ -184,7 +184,7 @@ def report(obj: Any = None, *example_args: Any, options: Options | None = None, 
     fuse_subgraphs(graph, module, opts, plan, install=False)
     if not opts.enabled:  # what rewrite() does then: nothing (session 59's hunt: the report had said "fused")
         _refuse_all(plan, "disabled", "enabled=False: fxfuse rewrites nothing")
-    rep.add("export", plan, applied.skipped)
+    rep.add("export", plan, applied.skipped if opts.enabled else {})
     return rep
 
 
@@ -205,3 +205,6 @@ def _refuse_all(plan: dict[str, Any], reason: str, detail: str) -> None:
             entry.update(status="not_fused", reason=reason, detail=detail)
             counters[f"reject.{reason}"] = counters.get(f"reject.{reason}", 0) + 1
     counters["chains_fused"] = 0
+    for fused_only in ("extra_outputs", "chains_for_unfused_path"):  # counts of the fused chains
+        counters.pop(fused_only, None)
+    plan["rewrites"] = []
