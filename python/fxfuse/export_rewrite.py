@@ -120,7 +120,7 @@ def rewrite(ep: ExportedProgram, dump_dir: str | None = None, options: Options |
 
 
 _TORCH_LEVEL_GEMMS = (operator.matmul, torch.matmul, torch.mm, torch.bmm, torch.addmm, torch.baddbmm,
-                      torch.nn.functional.linear, torch.linalg.matmul, torch.einsum)
+                      torch.nn.functional.linear, torch.linalg.matmul)
 
 
 def _opaque_gemm_call(node: torch.fx.Node, module: Any) -> bool:
