@@ -932,7 +932,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 #if FX_SM90_EARLY_COLS
       // the staged epilogue's column values of this tile, as it computes them below (col, n)
       FxCol early_cols[BN / 8][2];
-      if (staged()) {
+      if (staged() && (KS == 1 || ts_rank == 0)) {  // split-K: only the leader runs the epilogue
         const long long col_e = (long long)tn * BN + (lane % 4) * 2;
 #pragma unroll
         for (int jn = 0; jn < BN / 8; ++jn)
