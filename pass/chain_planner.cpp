@@ -173,6 +173,9 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
   out.notes.insert(out.notes.end(), growth.notes.begin(), growth.notes.end());
   OutputChoice choice = chooseOutputs(index, m, growth.nodes, options);
   out.notes.insert(out.notes.end(), choice.notes.begin(), choice.notes.end());
+  // a prologue op left outside a chain that fuses anyway (its epilogue) is a note; on a bare GEMM, its reason (below)
+  if (!core.a.stop.empty()) out.notes.push_back("A's prologue stops at " + core.a.stop);
+  if (!core.b.stop.empty()) out.notes.push_back("B's prologue stops at " + core.b.stop);
   bool hasPrologue = !core.a.ops.empty() || !core.b.ops.empty();
   // the epilogue's nodes that compute (a dropout or view passed through is no epilogue: a Linear -> Dropout alone is
   // still a bare GEMM, and eager runs no kernel for it; review, session 56)
