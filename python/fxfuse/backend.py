@@ -163,10 +163,32 @@ def inductor_config_patches(mode: str | None, options: dict[str, Any] | None,
     return patches
 
 
+def _in_process(inner: Callable) -> Callable:
+    """``inner`` (Inductor's compile_fx_inner, which compiles the forward and, later, the backward graph) run with
+    Inductor's FX compile mode set to in-process. Under TORCHINDUCTOR_FX_COMPILE_MODE=subprocess (or with async)
+    Inductor compiles in a child process from a portable copy of its config, which leaves out the custom post-grad
+    passes: fxfuse's pass never ran, nothing was fused, and the report took the graph for a cache hit (session 59's
+    hunt). The mode is a module global compile_fx reads at each compile; it is restored after."""
+    import torch._inductor.compile_fx as cfx
+
+    def compile_inner(*args: Any, **kwargs: Any) -> Any:
+        modes = getattr(cfx, "FxCompileMode", None)
+        saved = (getattr(cfx, "fx_compile_mode", None), getattr(cfx, "fx_compile_async", False))
+        if modes is None or saved == (modes.NORMAL, False):
+            return inner(*args, **kwargs)
+        cfx.fx_compile_mode, cfx.fx_compile_async = modes.NORMAL, False
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            cfx.fx_compile_mode, cfx.fx_compile_async = saved
+
+    return compile_inner
+
+
 def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], fx_opts: Options,
              patches: dict[str, Any]) -> Callable:
     from torch._inductor import config
-    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 
     patches = dict(patches)
     if fx_opts.baseline is None:  # a chain left unfused here is compiled by Inductor
@@ -184,8 +206,8 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], fx_opts: Optio
         except ImportError:
             log.warning("fxfuse: replacing the existing post_grad_custom_post_pass %r", user_pass)
     patches[_PASS_KEY] = the_pass
-    compiled = compile_fx(gm, example_inputs, config_patches=patches)
-    if ours.graphs_run == 0:
+    compiled = compile_fx(gm, example_inputs, inner_compile=_in_process(compile_fx_inner), config_patches=patches)
+    if ours.graphs_run == 0 and fx_opts.enabled:  # (disabled, the pass has nothing to count: no cache message)
         # Inductor compiled the inference or forward graph without calling the pass: it served
         # it from its FX graph or AOT autograd cache, so the pass's counters and report miss the
         # graph's chains (the cached code still calls the fused op; the uuid keys the cache on

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import fxfuse
-from helpers import Block, GatedMLP, Int8Linear, Linear3d, MLP, rel_err
+from helpers import Block, GatedMLP, Int8Linear, Linear3d, MLP, rel_err, run_python
 
 TOL = 1e-4
 
@@ -234,7 +234,7 @@ with torch.no_grad():
     for _ in range(2):
         torch._dynamo.reset()
         fxfuse.reset_stats()
-        compiled = torch.compile(model, backend="fxfuse")
+        compiled = torch.compile(model, backend=BACKEND)
         x = torch.randn(8, 32)
         assert rel_err(compiled(x), model(x)) < 1e-4
         s = fxfuse.stats()
@@ -250,9 +250,7 @@ def test_graph_from_inductors_cache_is_counted_and_reported(tmp_path):
     # must say so instead of reading "0 fused".
     import ast
 
-    from helpers import run_python
-
-    out = run_python(_CACHED_COMPILE, timeout=300, env={
+    out = run_python(_CACHED_COMPILE.replace("BACKEND", '"fxfuse"'), timeout=300, env={
         "TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1",
         "TORCHINDUCTOR_CACHE_DIR": str(tmp_path)})
     assert out.returncode == 0, out.stderr[-3000:]
@@ -292,8 +290,6 @@ def test_inductors_cache_tells_round_decimals_from_the_users_own_steps(tmp_path)
     now carries the Dynamo graph's code: the second program misses, the same program again hits."""
     import ast
 
-    from helpers import run_python
-
     import testlib
 
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=testlib.generator("cpu", "cached_rounds")))
@@ -304,3 +300,41 @@ def test_inductors_cache_tells_round_decimals_from_the_users_own_steps(tmp_path)
     (n0, off0, cached0), (n1, off1, cached1), (n2, off2, cached2) = ast.literal_eval(out.stdout.strip().splitlines()[-1])
     assert (off0, off1, off2) == (0, 0, 0), out.stdout
     assert (cached0, cached1, cached2) == (0, 0, 1), out.stdout
+
+
+@pytest.mark.parametrize("mode", ["subprocess", "async+subprocess"])
+def test_inductors_subprocess_compile_mode_still_runs_the_pass(mode):
+    """Under TORCHINDUCTOR_FX_COMPILE_MODE=subprocess Inductor compiled in a child process from a portable copy of its
+    config, which leaves out custom post-grad passes: nothing fused, and the report called the graph a cache hit
+    (session 59's hunt). The backend compiles in-process; training's backward graph too."""
+    code = (
+        "import torch, fxfuse\n"
+        "m = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 16))\n"
+        "x = torch.randn(8, 32, requires_grad=True)\n"
+        "y = torch.compile(m, backend='fxfuse')(x)\n"
+        "y.sum().backward()\n"
+        "ref = x.detach().clone().requires_grad_(True)\n"
+        "m(ref).sum().backward()\n"
+        "assert (y - m(x)).abs().max().item() < 1e-4 and (x.grad - ref.grad).abs().max().item() < 1e-4\n"
+        "s = fxfuse.stats()\n"
+        "print(s['chains_fused'], s.get('graphs_from_inductor_cache', 0))\n")
+    r = run_python(code, env={"TORCHINDUCTOR_FX_COMPILE_MODE": mode, "TORCHINDUCTOR_FX_GRAPH_CACHE": "0",
+                              "TORCHINDUCTOR_AUTOGRAD_CACHE": "0"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    fused, cached = map(int, r.stdout.split()[-2:])
+    assert fused == 2 and cached == 0, r.stdout  # the forward's chain and the backward's
+
+
+
+@pytest.mark.needs_real_pass
+def test_a_disabled_backend_claims_no_cached_graph(tmp_path):
+    """With enabled=False the pass counts no graph, and the backend took a cached second compile for one whose chains
+    were hidden ("their chains are not listed"): with the pass off there are none (session 59's hunt)."""
+    import ast
+
+    out = run_python(_CACHED_COMPILE.replace("BACKEND", "fxfuse.backend_with(enabled=False)"), timeout=300, env={
+        "TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1",
+        "TORCHINDUCTOR_CACHE_DIR": str(tmp_path)})
+    assert out.returncode == 0, out.stderr[-3000:]
+    for fused, seen, cached, report in ast.literal_eval(out.stdout.strip().splitlines()[-1]):
+        assert (fused, seen, cached) == (0, 0, 0) and "Inductor's cache" not in report, report
