@@ -183,7 +183,7 @@ def test_backend_judges_against_inductor(monkeypatch):
 
     seen = []  # what _compile hands to Inductor (imported there at call time)
 
-    monkeypatch.setattr(cf, "compile_fx", lambda gm, ex, config_patches: seen.append(config_patches) or gm)
+    monkeypatch.setattr(cf, "compile_fx", lambda gm, ex, config_patches, **kw: seen.append(config_patches) or gm)
     import torch
 
     gm = torch.fx.symbolic_trace(lambda x: x + 1)  # what Dynamo hands the backend (its code keys the pass: backend.py)
