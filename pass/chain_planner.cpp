@@ -174,8 +174,10 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
   OutputChoice choice = chooseOutputs(index, m, growth.nodes, options);
   out.notes.insert(out.notes.end(), choice.notes.begin(), choice.notes.end());
   // a prologue op left outside a chain that fuses anyway (its epilogue) is a note; on a bare GEMM, its reason (below)
-  if (!core.a.stop.empty()) out.notes.push_back("A's prologue stops at " + core.a.stop);
-  if (!core.b.stop.empty()) out.notes.push_back("B's prologue stops at " + core.b.stop);
+  std::vector<std::string> stops;
+  if (!core.a.stop.empty()) stops.push_back("A's prologue stops at " + core.a.stop);
+  if (!core.b.stop.empty()) stops.push_back("B's prologue stops at " + core.b.stop);
+  out.notes.insert(out.notes.end(), stops.begin(), stops.end());
   bool hasPrologue = !core.a.ops.empty() || !core.b.ops.empty();
   // the epilogue's nodes that compute (a dropout or view passed through is no epilogue: a Linear -> Dropout alone is
   // still a bare GEMM, and eager runs no kernel for it; review, session 56)
@@ -194,8 +196,7 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
     if (!options.epilogue) refused += "; the epilogue option is off";
     for (const std::string& note : choice.notes)
       if (note.find("(extra_outputs is off)") != std::string::npos) refused += "; " + note;
-    if (!core.a.stop.empty()) refused += "; A's prologue stops at " + core.a.stop;
-    if (!core.b.stop.empty()) refused += "; B's prologue stops at " + core.b.stop;
+    for (const std::string& stop : stops) refused += "; " + stop;
     const std::string end = growth.firstUnlowered.empty() ? "" : "; the epilogue ends at " + growth.firstUnlowered;
     return rejected(out, "no_epilogue_no_prologue",
                     (refused.empty() ? "a bare GEMM: cuBLAS is as good" : "a bare GEMM, as nothing around it joined" +

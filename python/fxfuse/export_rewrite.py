@@ -20,7 +20,7 @@ import torch.fx
 from torch.export import ExportedProgram
 
 from .apply_plan import apply_plan
-from .pass_driver import Options, _mark_skipped, plan_for_graph, run_on_graph
+from .pass_driver import Options, _mark_skipped, _refuse_rewrites, plan_for_graph, run_on_graph
 from .report import FusionReport
 from .subgraph_fusion import fuse_subgraphs
 
@@ -183,7 +183,7 @@ def report(obj: Any = None, *example_args: Any, options: Options | None = None, 
     # each subgraph is planned and applied on a copy: the program's own subgraph modules stay as they are
     fuse_subgraphs(graph, module, opts, plan, install=False)
     if not opts.enabled:  # what rewrite() does then: nothing (session 59's hunt: the report had said "fused")
-        _refuse_all(plan, "disabled", "enabled=False: fxfuse rewrites nothing")
+        _refuse_rewrites(plan, "disabled", "enabled=False: fxfuse rewrites nothing")
     rep.add("export", plan, applied.skipped if opts.enabled else {})
     return rep
 
@@ -195,16 +195,3 @@ def _fused_ops(graph: torch.fx.Graph, module: torch.nn.Module | None) -> int:
     own = sum(n.target == torch.ops.fxfuse.gemm_chain.default for n in graph.nodes)
     return own + sum(_fused_ops(sub.graph, sub) for _, sub in subgraph_modules(graph, module))
 
-
-def _refuse_all(plan: dict[str, Any], reason: str, detail: str) -> None:
-    """Every GEMM the plan (its subgraphs' entries too) counts fused becomes not fused with ``reason``."""
-    counters = plan.setdefault("counters", {})
-    for entry in plan.get("report") or []:
-        if entry.get("status") == "fused":
-            entry.pop("rewrite", None)
-            entry.update(status="not_fused", reason=reason, detail=detail)
-            counters[f"reject.{reason}"] = counters.get(f"reject.{reason}", 0) + 1
-    counters["chains_fused"] = 0
-    for fused_only in ("extra_outputs", "chains_for_unfused_path"):  # counts of the fused chains
-        counters.pop(fused_only, None)
-    plan["rewrites"] = []

@@ -283,9 +283,17 @@ def _mark_skipped(plan: dict[str, Any], skipped: dict[int, str], reason: str = "
 
 
 def _refuse_rewrites(plan: dict[str, Any], reason: str, detail: str) -> None:
-    """Every chain of ``plan`` stays unfused, its GEMM "not_fused" with ``reason`` and ``detail``."""
-    rewrites = plan.get("rewrites") or []
-    _mark_skipped(plan, {rw.get("id", i): detail for i, rw in enumerate(rewrites)}, reason)
+    """Every chain of ``plan`` (its subgraphs' entries merged into it too) stays unfused, its GEMM "not_fused" with
+    ``reason`` and ``detail``; the counters of fused chains go with them."""
+    counters = plan.setdefault("counters", {})
+    for entry in plan.get("report") or []:
+        if entry.get("status") == "fused":
+            entry.pop("rewrite", None)
+            entry.update(status="not_fused", reason=reason, detail=detail)
+            counters[f"reject.{reason}"] = counters.get(f"reject.{reason}", 0) + 1
+    counters["chains_fused"] = 0
+    for fused_only in ("extra_outputs", "chains_for_unfused_path"):
+        counters.pop(fused_only, None)
     plan["rewrites"] = []
 
 
