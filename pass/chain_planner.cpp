@@ -194,8 +194,7 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
     // so do the options that cut the region, and a prologue op left outside (session 59's hunts: a group-wise
     // dequantization, extra_outputs off, the epilogue option off had all read as "a bare GEMM: cuBLAS is as good")
     if (!options.epilogue) refused += "; the epilogue option is off";
-    for (const std::string& note : choice.notes)
-      if (note.find("(extra_outputs is off)") != std::string::npos) refused += "; " + note;
+    for (const std::string& cut : choice.cuts) refused += "; " + cut;
     for (const std::string& stop : stops) refused += "; " + stop;
     const std::string end = growth.firstUnlowered.empty() ? "" : "; the epilogue ends at " + growth.firstUnlowered;
     return rejected(out, "no_epilogue_no_prologue",

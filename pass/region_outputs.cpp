@@ -77,16 +77,18 @@ OutputChoice chooseOutputs(const GraphIndex& index, const GemmMatch& match, std:
       // Past the output limit the latest output leaves the region (with what it feeds);
       // its region operands become outputs in turn, and the loop reconsiders.
       int last = outputs.back();
-      c.notes.push_back("%" + index.node(last).name + " left outside the region: more than " +
-                        std::to_string(options.maxOutputs) + " outputs");
+      c.cuts.push_back("%" + index.node(last).name + " left outside the region: more than " +
+                       std::to_string(options.maxOutputs) + " outputs");
+      c.notes.push_back(c.cuts.back());
       nodes.erase(std::find(nodes.begin(), nodes.end(), last));
       nodes = withoutDescendants(index, nodes, last);
       continue;
     }
     if (!inner.empty() && !options.extraOutputs) {
       int cut = inner.front();
-      c.notes.push_back("%" + index.node(cut).name +
-                        " is also used outside the region; the region ends there (extra_outputs is off)");
+      c.cuts.push_back("%" + index.node(cut).name +
+                       " is also used outside the region; the region ends there (extra_outputs is off)");
+      c.notes.push_back(c.cuts.back());
       nodes = withoutDescendants(index, nodes, cut);
       continue;
     }

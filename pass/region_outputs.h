@@ -17,6 +17,7 @@ struct OutputChoice {
   std::vector<int> nodes;    // the (possibly shrunk) epilogue nodes
   std::vector<int> outputs;  // output node ids, topological
   std::vector<std::string> notes;
+  std::vector<std::string> cuts;  // the notes of the decisions that shrank the region (the output limit, extra_outputs)
 };
 
 // Whether `node` is read outside `region`: by the graph's output or another node, export's metadata check beside a
