@@ -96,8 +96,7 @@ bool isBNScale(const ChainSpec& spec, int v) {
   for (int u : closure(spec, {v})) {
     const Value& x = spec.values[u];
     if (x.kind == ValueKind::Mm) return false;
-    if (x.kind == ValueKind::Input && (x.dims.find('k') != std::string::npos || x.dims.find('m') != std::string::npos))
-      return false;
+    if (x.kind == ValueKind::Input && (x.dims.find_first_of("kgm") != std::string::npos)) return false;
   }
   return true;
 }
@@ -158,14 +157,16 @@ std::string toElem(DType d, const std::string& v) {
 }
 
 // "b * p.in[2].sb + n * p.in[2].sn" for the dims an input names, in dim order.
-// `n`: how the expression names the column (element 1 of a column pair: "(n + 1)").
-std::string offsetExpr(const std::string& dims, const std::string& base, const std::string& n = "n") {
-  static const std::map<char, const char*> stride = {{'b', "sb"}, {'m', "sm"}, {'k', "sk"}, {'n', "sn"}};
+// `n`: how the expression names the column (element 1 of a column pair: "(n + 1)"). A 'g' dim (k's group, a
+// group-wise scale) is read at k / kGroup through the k stride the launch gives it.
+std::string offsetExpr(const std::string& dims, const std::string& base, const std::string& n = "n", int kGroup = 0) {
+  static const std::map<char, const char*> stride = {{'b', "sb"}, {'m', "sm"}, {'k', "sk"}, {'n', "sn"}, {'g', "sk"}};
   std::string out;
   std::set<char> done;  // [m,m,k]: M is already flattened, one term per letter
   for (char c : dims) {
     if (c == '1' || !done.insert(c).second) continue;
-    out += (out.empty() ? "" : " + ") + (c == 'n' ? n : std::string(1, c)) + " * " + base + "." + stride.at(c);
+    const std::string index = c == 'n' ? n : c == 'g' ? "(k / " + std::to_string(kGroup) + ")" : std::string(1, c);
+    out += (out.empty() ? "" : " + ") + index + " * " + base + "." + stride.at(c);
   }
   return out.empty() ? "0" : out;
 }
@@ -176,7 +177,7 @@ std::vector<bool> columnOnlyValues(const ChainSpec& spec) {
   std::vector<bool> col(spec.values.size(), false);
   for (size_t i = 0; i < spec.values.size(); ++i) {
     const Value& v = spec.values[i];
-    if (v.kind == ValueKind::Input) col[i] = v.dims.find('m') == std::string::npos && v.dims.find('k') == std::string::npos;
+    if (v.kind == ValueKind::Input) col[i] = v.dims.find_first_of("mkg") == std::string::npos;
     if (v.kind == ValueKind::Const) col[i] = true;
     if (v.kind == ValueKind::Op) {
       col[i] = true;
@@ -293,7 +294,7 @@ class HookEmitter {
       case ValueKind::Input: {
         std::string base = "p.in[" + std::to_string(v.slot) + "]";
         return fmt::format("{}({}.ptr, {})", loadFn(v.dtype), base,
-                           offsetExpr(v.dims, base, elem == 1 ? "(n + 1)" : "n"));
+                           offsetExpr(v.dims, base, elem == 1 ? "(n + 1)" : "n", spec_.kGroup));
       }
       case ValueKind::Const: return roundTo(v.dtype, floatLiteral(v.constant));
       case ValueKind::Op:

@@ -29,6 +29,9 @@ class ChainBuilder {
   int op(const std::string& name, std::vector<int> operands, spec::DType dtype);
   int mm(int a, int b, spec::DType dtype);
   void addOutput(int value) { spec_.outputs.push_back(value); }
+  // The group size of k that inputs with a 'g' dim index (a group-wise dequantization's scale); 0: none yet.
+  void setKGroup(int size) { spec_.kGroup = size; }
+  int kGroup() const { return spec_.kGroup; }
 
   // Graph node -> the spec value computing it.
   void bind(const std::string& node, int value) { bound_[node] = value; }

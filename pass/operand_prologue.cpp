@@ -2,6 +2,7 @@
 
 #include "pass/aten_ops.h"
 #include "pass/common_dtype.h"
+#include "pass/k_groups.h"
 
 namespace fxfuse::pass {
 namespace {
@@ -73,6 +74,14 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
     result_.absorbed.push_back(node);
     return v;
   }
+  if (auto merge = groupsMergedIntoK(index_, node, letters)) return foldKGroups(node, letters, *merge, depth, roles);
+  if (auto split = kSplitIntoGroups(index_, node, letters, builder_.kGroup())) {
+    // w.view(N, K/G, G) inside a group-wise dequantization: w read as [n,k]
+    int v = fold(index_.producer(n.args[0]), *split, depth + 1, roles);
+    if (v < 0) return -1;
+    result_.absorbed.push_back(node);
+    return v;
+  }
   // Under Inductor, a 16-bit value other nodes read too stays a leaf (sharedStayBuffers_): kept in the graph for
   // them only it is no longer a buffer, and Inductor, fusing it into a reader, skips its rounding (session 58's hunt:
   // a bf16 bias gradient's sum then read g * gelu'(y) unrounded, 22 of 48 elements off eager and Inductor).
@@ -124,8 +133,10 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
                          : a.isNumber() ? -1  // an int beyond 2^53: the node stays outside
                                         : fold(index_.producer(a), argLetters[i], depth + 1, argRoles[i]));
       if (operands.back() < 0) {
+        const std::string inner = result_.stop;  // a group-wise region's operand names itself (k_groups.h)
         builder_ = std::move(saved);
         result_ = std::move(savedResult);
+        if (!inner.empty() && result_.stop.empty()) result_.stop = inner;
         return stopAt(node, letters, "an operand the chain cannot read (one varying along part of M, or on another "
                                      "device)");
       }
@@ -172,6 +183,28 @@ bool OperandPrologue::slicesAComputedValue(const ir::Node& n) const {
   return source >= 0 && isPrologueKindOp(index_.node(source));
 }
 
+int OperandPrologue::foldKGroups(int node, const std::string& letters, const KGroupMerge& merge, int depth,
+                                 bool roles) {
+  if (builder_.kGroup() != 0 && builder_.kGroup() != merge.group)
+    return stopAt(node, letters, "a second group size in one chain (" + std::to_string(merge.group) + " after " +
+                                     std::to_string(builder_.kGroup()) + ")");
+  if (merge.group > spec::kMaxKGroup) return stopAt(node, letters, "a group of k larger than a chain holds");
+  // undone if the region does not fold whole (an operand varying along k % G alone, which no spec dim names)
+  ChainBuilder saved = builder_;
+  PrologueResult savedResult = result_;
+  builder_.setKGroup(static_cast<int>(merge.group));
+  const int v = fold(index_.producer(index_.node(node).args[0]), merge.inputLetters, depth + 1, roles);
+  if (v < 0) {
+    const std::string inner = result_.stop;
+    builder_ = std::move(saved);
+    result_ = std::move(savedResult);
+    return stopAt(node, letters, "a group-wise dequantization (groups of " + std::to_string(merge.group) +
+                                     " along k) whose operands do not fold" + (inner.empty() ? "" : ": " + inner));
+  }
+  result_.absorbed.push_back(node);
+  return v;
+}
+
 int OperandPrologue::stopAt(int node, const std::string& letters, const std::string& why) {
   if (result_.stop.empty()) result_.stop = "%" + index_.node(node).name + " (" + index_.node(node).target + "): " + why;
   return leaf(node, letters);
@@ -181,6 +214,15 @@ int OperandPrologue::leaf(int node, const std::string& letters) {
   const ir::TensorType* t = index_.tensor(node);
   // Inconsistent meta (a convert whose input has another rank) must not index past dims.
   if (!t || t->sizes.size() != letters.size()) return -1;
+  // inside a group-wise region (pass/k_groups.h): a value along k % G without its group has no spec dims
+  if (letters.find('r') != std::string::npos) {
+    const ir::Node& n = index_.node(node);
+    if (result_.stop.empty())
+      result_.stop = "%" + n.name + (n.target.empty() ? "" : " (" + n.target + ")") +
+                     ": a value of the group-wise region read as [..., K/G, G] (the chain reads only [N, K] tensors "
+                     "and scales per group)";
+    return -1;
+  }
   // Several m dims flatten into M: an A-space input must have all of them or none.
   size_t ms = countM(letters);
   if (space_ == spec::Space::A && ms != 0 && ms != operandMs_) return -1;

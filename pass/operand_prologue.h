@@ -10,6 +10,7 @@
 
 #include "pass/chain_builder.h"
 #include "pass/graph_index.h"
+#include "pass/k_groups.h"
 
 namespace fxfuse::pass {
 
@@ -51,6 +52,9 @@ class OperandPrologue {
   // named by role (b/m/k/n); a broadcasting scale or zero point names them '1'.
   int fold(int node, const std::string& letters, int depth, bool roles);
   int leaf(int node, const std::string& letters);
+  // The [N, K/G, G] region of a group-wise dequantization, ended by the reshape `node` back to [N, K]: folded
+  // whole, the spec's kgroup set, or `node` left a leaf with why (pass/k_groups.h).
+  int foldKGroups(int node, const std::string& letters, const KGroupMerge& merge, int depth, bool roles);
   // leaf(), noting in result_.stop (the first only) why a prologue op at `node` was not folded.
   int stopAt(int node, const std::string& letters, const std::string& why);
   // x.to(bf16) etc.: `convert %x : dt` when the source dtype is one the kernel converts.

@@ -168,7 +168,7 @@ bool letterStrides(const at::Tensor& t, const std::string& letters, LetterStride
     const char L = letters[d];
     const long long stride = t.stride(d);
     if (L == 'b') s->b = stride;
-    if (L == 'k') s->k = stride;
+    if (spec::isKLetter(L)) s->k = stride;  // a 'g' dim's stride: the kernel reads it at k / kGroup
     if (L == 'n') s->n = stride;
     if (L != 'm' || t.size(d) == 1) continue;
     if (lastM < 0) {
@@ -286,7 +286,8 @@ Plan makePlan(at::TensorList inputs, std::shared_ptr<const CachedSpec> entry) {
   // epilogue inputs along n (not k): the Hopper fast path stages residuals (also along m) at 16
   // bytes and reads 16-bit column inputs in 4-byte pairs
   for (const Value& v : spec.values) {
-    if (v.kind != ValueKind::Input || v.dims.find('n') == std::string::npos || v.dims.find('k') != std::string::npos)
+    if (v.kind != ValueKind::Input || v.dims.find('n') == std::string::npos || v.dims.find('k') != std::string::npos ||
+        v.dims.find('g') != std::string::npos)
       continue;
     const int a = plan.strides[v.slot].n == 1 ? alignBytes(plan.tensors[v.slot]) : 1;
     if (spec::isResidualInput(v))

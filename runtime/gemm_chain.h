@@ -31,9 +31,10 @@ ChainShape checkInputs(const spec::ChainSpec& spec, at::TensorList inputs);
 // `t` (the tensor of an input value with `dims`) as a view over the logical dims of `space`:
 // rank 2 ([M,K], [K,N], [M,N]) for mm, rank 3 with a leading b for bmm. Multiple m dims
 // flatten (copying only if they cannot be viewed), a letter missing from dims becomes a
-// size-1 dim, '1' dims disappear. Strides of the result are the kernel's per-dim strides.
+// size-1 dim, '1' dims disappear. Strides of the result are the kernel's per-dim strides. A 'g' dim (k's
+// group) becomes k, each element repeated `kGroup` times (a copy: the CPU reference's form).
 at::Tensor logicalView(const at::Tensor& t, const std::string& dims, spec::Space space,
-                       spec::GemmKind gemm);
+                       spec::GemmKind gemm, int kGroup = 0);
 
 // The letters of `space` in logical order: "mk", "kn", "mn" (with a leading 'b' for bmm).
 std::string spaceLetters(spec::Space space, spec::GemmKind gemm);

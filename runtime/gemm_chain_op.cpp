@@ -75,7 +75,7 @@ std::vector<c10::SymInt> mSizes(const at::Tensor& t, const std::string& letters)
 
 // Rank, dtype and every dim's size of input value `v` against the problem shape.
 void checkInputValue(const Value& v, const at::Tensor& t, const ChainShape& shape,
-                     GemmKind gemm) {
+                     GemmKind gemm, int kGroup) {
   const std::string letters = dimLetters(v.dims);
   const int slot = v.slot;
   TORCH_CHECK(t.dim() == static_cast<int64_t>(letters.size()), "fxfuse::gemm_chain: input ",
@@ -84,12 +84,19 @@ void checkInputValue(const Value& v, const at::Tensor& t, const ChainShape& shap
   TORCH_CHECK(t.scalar_type() == toScalarType(v.dtype), "fxfuse::gemm_chain: input ", slot,
               " has dtype ", t.scalar_type(), " but the spec expects ",
               spec::dtypeName(v.dtype));
-  const std::string allowed = spaceLetters(v.space, gemm) + "1";
+  // a 'g' dim (k's group) where the space has k
+  const std::string allowed = spaceLetters(v.space, gemm) + (v.space == Space::Out ? "1" : "g1");
   for (size_t d = 0; d < letters.size(); ++d) {
     const char L = letters[d];
     TORCH_CHECK(allowed.find(L) != std::string::npos, "fxfuse::gemm_chain: input ", slot,
                 ": dim letter '", L, "' does not belong to its space (", allowed, ")");
     const c10::SymInt& size = t.sym_size(static_cast<int64_t>(d));
+    if (L == 'g') {  // one element per group of kGroup along K (the pass folds only K divisible by it)
+      TORCH_SYM_CHECK((size * kGroup).sym_eq(shape.K), "fxfuse::gemm_chain: input ", slot, " has shape ",
+                      t.sym_sizes(), ": its dim ", d, " ('g', K's groups of ", kGroup, ") must be K / ", kGroup,
+                      " (problem K=", shape.K, ")");
+      continue;
+    }
     const c10::SymInt expected = L == '1' ? c10::SymInt(1)
                                  : L == 'b' ? shape.B
                                  : L == 'k' ? shape.K
@@ -161,13 +168,16 @@ ChainShape checkInputs(const ChainSpec& spec, at::TensorList inputs) {
   shape.N = sizeOf(spec, inputs, nInput, 'n');
 
   for (const Value& v : spec.values)
-    if (v.kind == ValueKind::Input) checkInputValue(v, inputs[v.slot], shape, spec.gemm);
+    if (v.kind == ValueKind::Input) checkInputValue(v, inputs[v.slot], shape, spec.gemm, spec.kGroup);
   return shape;
 }
 
 at::Tensor logicalView(const at::Tensor& t, const std::string& dims, Space space,
-                       GemmKind gemm) {
-  const std::string letters = dimLetters(dims);
+                       GemmKind gemm, int kGroup) {
+  std::string letters = dimLetters(dims);
+  // a 'g' dim is k's: each of its elements repeated kGroup times below
+  const size_t group = letters.find('g');
+  if (group != std::string::npos) letters[group] = 'k';
   TORCH_INTERNAL_ASSERT(t.dim() == static_cast<int64_t>(letters.size()));
   const std::string order = spaceLetters(space, gemm);
   std::vector<int64_t> perm;
@@ -192,6 +202,11 @@ at::Tensor logicalView(const at::Tensor& t, const std::string& dims, Space space
   bool identity = true;
   for (size_t d = 0; d < perm.size(); ++d) identity = identity && perm[d] == static_cast<int64_t>(d);
   const at::Tensor p = identity ? t : t.permute(perm);
+  if (group != std::string::npos) {
+    TORCH_INTERNAL_ASSERT(kGroup > 0, "fxfuse: a 'g' dim without a kgroup");
+    const int64_t kPos = static_cast<int64_t>(order.find('k'));
+    return p.reshape(shape).repeat_interleave(kGroup, kPos);
+  }
   if (p.sizes() == c10::IntArrayRef(shape)) {
     const auto strides = at::detail::computeStride(p.sizes(), p.strides(), c10::IntArrayRef(shape));
     if (strides && c10::IntArrayRef(*strides) == p.strides()) return p;

@@ -391,7 +391,7 @@ std::vector<at::Tensor> evaluateReference(const ChainSpec& spec, at::TensorList 
     }
     switch (v.kind) {
       case ValueKind::Input:
-        values.push_back(logicalView(inputs[v.slot], v.dims, v.space, spec.gemm));
+        values.push_back(logicalView(inputs[v.slot], v.dims, v.space, spec.gemm, spec.kGroup));
         break;
       case ValueKind::Const:
         // A 0-dim CPU tensor: ATen's ops take it with device tensors as a scalar argument (no

@@ -30,7 +30,8 @@ enum class ValueKind { Input, Const, Op, Mm };
 struct Value {
   ValueKind kind = ValueKind::Op;
   DType dtype = DType::F32;
-  // Input: slot and dims (each 'b','m','k','n' or '1', in the tensor's dim order).
+  // Input: slot and dims (each 'b','m','k','n','g' or '1', in the tensor's dim order; 'g' is the group of k,
+  // k / ChainSpec::kGroup: a group-wise scale's dim).
   int slot = -1;
   std::string dims;
   // Const
@@ -43,6 +44,9 @@ struct Value {
 
 struct ChainSpec {
   GemmKind gemm = GemmKind::Mm;
+  // The size of a group of k that a 'g' dim indexes (input dims letter 'g': element k of the GEMM reads index
+  // k / kGroup): a group-wise (GPTQ / AWQ) dequantization's scale. 0 when no input has a 'g' dim.
+  int kGroup = 0;
   std::vector<Value> values;   // topological; values[i] is %i
   std::vector<int> outputs;    // value ids
   int numInputSlots() const;
@@ -81,6 +85,10 @@ bool isResidualInput(const Value& v);
 // positions (a 16-bit mul or div reads its second operand unrounded), and eager's type promotion ranks it by
 // its dims, not by this.
 bool isOneElementInput(const Value& v);
+// An input dims letter that varies along k: 'k' itself, or 'g' (k's group).
+inline bool isKLetter(char c) { return c == 'k' || c == 'g'; }
+// The largest group size a spec may give (every real group size is a few hundred at most).
+constexpr int kMaxKGroup = 1 << 20;
 // A constant as the canonical text prints it ("%.17g", "inf", "-inf", "nan").
 std::string formatConstant(double v);
 

@@ -117,9 +117,15 @@ ChainSpec parseSpec(const std::string& text) {
       if (t[1] != "v1") failAt(lineNo, "unsupported spec version '" + t[1] + "' (this build reads v1)");
       stage = 1;
     } else if (stage == 1) {
-      if (t.size() != 2 || t[0] != "gemm" || (t[1] != "mm" && t[1] != "bmm"))
-        failAt(lineNo, "expected 'gemm mm' or 'gemm bmm'");
+      if ((t.size() != 2 && t.size() != 4) || t[0] != "gemm" || (t[1] != "mm" && t[1] != "bmm") ||
+          (t.size() == 4 && t[2] != "kgroup"))
+        failAt(lineNo, "expected 'gemm mm' or 'gemm bmm', then optionally 'kgroup <size>'");
       spec.gemm = t[1] == "bmm" ? GemmKind::Bmm : GemmKind::Mm;
+      if (t.size() == 4) {
+        spec.kGroup = parseInt(t[3], lineNo, "kgroup size");
+        if (spec.kGroup < 1 || spec.kGroup > kMaxKGroup)
+          failAt(lineNo, "kgroup size " + t[3] + " is outside 1.." + std::to_string(kMaxKGroup));
+      }
       stage = 2;
     } else if (t[0] == "output") {
       if (t.size() != 2) failAt(lineNo, "expected 'output %i'");

@@ -47,7 +47,9 @@ std::string printValue(const ChainSpec& spec, int i) {
 
 std::string printSpec(const ChainSpec& spec) {
   std::string out = "fxfuse.chain v1\n";
-  out += spec.gemm == GemmKind::Bmm ? "gemm bmm\n" : "gemm mm\n";
+  out += spec.gemm == GemmKind::Bmm ? "gemm bmm" : "gemm mm";
+  // printed only with a group: the text of every chain without one, a cache key, stays as it was
+  out += spec.kGroup > 0 ? " kgroup " + std::to_string(spec.kGroup) + "\n" : "\n";
   for (size_t i = 0; i < spec.values.size(); ++i) out += printValue(spec, static_cast<int>(i)) + "\n";
   for (int o : spec.outputs) out += "output %" + std::to_string(o) + "\n";
   return out;

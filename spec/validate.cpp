@@ -20,11 +20,11 @@ const char* lettersOf(Space s, GemmKind g) {
   return "";
 }
 
-// Letters in canonical "bmkn" order, without duplicates.
+// Letters in canonical "bmkn" order, without duplicates; 'g' (k's group) varies along k.
 std::string canonicalLetters(const std::string& s) {
   std::string out;
   for (char c : std::string("bmkn"))
-    if (s.find(c) != std::string::npos) out += c;
+    if (s.find(c) != std::string::npos || (c == 'k' && s.find('g') != std::string::npos)) out += c;
   return out;
 }
 
@@ -40,6 +40,10 @@ class Validator {
     letters_.assign(n, "");
     for (int i = 0; i < n; ++i) checkValue(i);
     if (spec_.mmIndex() < 0) fail_({-1, -1}, "the spec has no mm");
+    if (spec_.kGroup < 0 || spec_.kGroup > kMaxKGroup)
+      fail_({-1, -1}, "kgroup size " + std::to_string(spec_.kGroup) + " is outside 1.." + std::to_string(kMaxKGroup));
+    // canonical: a kgroup line only where an input reads it
+    if (spec_.kGroup > 0 && !groupInput_) fail_({-1, -1}, "kgroup is given but no input has a 'g' dim");
     if (spec_.outputs.empty()) fail_({-1, -1}, "the spec has no output line");
     for (size_t j = 0; j < spec_.outputs.size(); ++j) {
       int o = spec_.outputs[j];
@@ -81,10 +85,15 @@ class Validator {
     Loc at{i, -1};
     if (v.slot < 0) fail_(at, "input slot must be >= 0");
     for (char c : v.dims) {
-      if (std::string("bmkn1").find(c) == std::string::npos)
-        fail_(at, std::string("unknown dim '") + c + "' (expected b, m, k, n or 1)");
+      if (std::string("bmkng1").find(c) == std::string::npos)
+        fail_(at, std::string("unknown dim '") + c + "' (expected b, m, k, n, g or 1)");
       if (c != 'm' && c != '1' && std::count(v.dims.begin(), v.dims.end(), c) > 1)
         fail_(at, std::string("dim '") + c + "' appears twice");
+    }
+    if (v.dims.find('g') != std::string::npos) {
+      if (v.dims.find('k') != std::string::npos) fail_(at, "an input has a 'k' dim or a 'g' dim (k's group), not both");
+      if (spec_.kGroup <= 0) fail_(at, "a 'g' dim needs the gemm line's 'kgroup <size>'");
+      groupInput_ = true;
     }
     if (v.slot > maxSlot_ + 1)
       fail_(at, "input slot " + std::to_string(v.slot) + " skips slot " + std::to_string(maxSlot_ + 1) +
@@ -166,6 +175,7 @@ class Validator {
   const ErrorSink& sink_;
   std::vector<std::string> letters_;
   int maxSlot_ = -1;
+  bool groupInput_ = false;  // an input has a 'g' dim
   std::map<int, int> firstUse_;  // slot -> value that declared it first
 };
 

@@ -133,32 +133,6 @@ def test_a_refused_epilogue_names_its_reason_on_the_report_line():
     assert "broadcasts along part of the flattened M" in entry["detail"], entry
 
 
-@pytest.mark.parametrize("act", [None, torch.relu], ids=["bare", "relu"])
-def test_a_group_wise_dequantization_is_named_where_the_prologue_stops(act):
-    """A GPTQ / AWQ-style group-wise scale (`view(N, K/g, g) * s[:, :, None]`) cannot join the prologue: a bare GEMM
-    had read "cuBLAS is as good" and a fused one said nothing of it (session 59's hunts). The report names the reshape
-    either way, and the program keeps eager's bits."""
-    N, K, g = 48, 64, 16
-
-    class GroupWise(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.register_buffer("w", torch.randint(-128, 128, (N, K), dtype=torch.int8))
-            self.register_buffer("s", (torch.rand(N, K // g) * 0.02 + 0.001).to(torch.bfloat16))
-
-        def forward(self, x):
-            w = (self.w.view(N, K // g, g).to(x.dtype) * self.s[:, :, None]).view(N, K)
-            y = torch.nn.functional.linear(x, w)
-            return act(y) if act else y
-
-    m, x = GroupWise(), torch.randn(8, K).to(torch.bfloat16)
-    ep = torch.export.export(m, (x,))
-    text = str(fxfuse.report(ep, only_profitable=False))
-    assert "B's prologue stops at" in text and "a reshape that splits or merges the operand's dims" in text, text
-    assert ("cuBLAS is as good" in text) is False, text
-    assert torch.equal(fxfuse.rewrite(ep, only_profitable=False).module()(x), m(x))
-
-
 @pytest.mark.parametrize("shape,perm", [((1, 5, 16), (1, 0, 2)), ((5, 1, 16), (1, 0, 2)), ((2, 1, 4, 16), (0, 2, 1, 3)),
                                         ((1, 5, 16), "t01"), ((2, 1, 4, 16), "t12")],
                          ids=["1x5", "5x1", "2x1x4", "transpose_1x5", "transpose_2x1x4"])

@@ -64,6 +64,19 @@ std::vector<Case> cases() {
        "line 7: comparison 'gt' must produce bool"},
       {"BadRef", kHead + kMm + "output 2\n", "line 6: expected a value reference"},
       {"BadLine", kHead + kMm + "%3 add %2\n", "line 6: expected '%i = ...'"},
+      // group-wise scales: a 'g' dim (k's group) and the gemm line's kgroup
+      {"KGroupWord", "fxfuse.chain v1\ngemm mm groups 32\n", "line 2: expected 'gemm mm' or 'gemm bmm', then"},
+      {"KGroupZero", "fxfuse.chain v1\ngemm mm kgroup 0\n", "line 2: kgroup size 0 is outside 1.."},
+      {"KGroupHuge", "fxfuse.chain v1\ngemm mm kgroup 99999999\n", "line 2: kgroup size 99999999 is outside"},
+      {"GWithoutKGroup", kHead + "%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = input 2 bf16 [g,n]\n",
+       "line 5: a 'g' dim needs the gemm line's 'kgroup <size>'"},
+      {"KGroupWithoutG", "fxfuse.chain v1\ngemm mm kgroup 32\n" + kMm + "output %2\n",
+       "kgroup is given but no input has a 'g' dim"},
+      {"GAndK", "fxfuse.chain v1\ngemm mm kgroup 32\n%0 = input 0 bf16 [g,k]\n",
+       "line 3: an input has a 'k' dim or a 'g' dim (k's group), not both"},
+      {"GInEpilogue", "fxfuse.chain v1\ngemm mm kgroup 32\n" + kMm + "%3 = input 2 bf16 [g,n]\n"
+                      "%4 = add %2 %3 : bf16\noutput %4\n",
+       "line 7: %4 varies along 'k', which the Out space"},
   };
 }
 

@@ -40,6 +40,30 @@ TEST(SpecRoundTrip, DocExample) {
   EXPECT_EQ(valueLetters(s, 8), "mn");
 }
 
+// A group-wise dequantized weight: the scale [N, K/32] read at (n, k / 32).
+TEST(SpecRoundTrip, GroupWiseScale) {
+  const std::string text =
+      "fxfuse.chain v1\n"
+      "gemm mm kgroup 32\n"
+      "%0 = input 0 bf16 [m,k]\n"
+      "%1 = input 1 i8 [n,k]\n"
+      "%2 = convert %1 : bf16\n"
+      "%3 = input 2 bf16 [n,g]\n"
+      "%4 = mul %2 %3 : bf16\n"
+      "%5 = mm %0 %4 : bf16\n"
+      "output %5\n";
+  ChainSpec s = parseSpec(text);
+  EXPECT_EQ(printSpec(s), text);
+  EXPECT_EQ(s.kGroup, 32);
+  EXPECT_EQ(s.values[3].dims, "ng");
+  EXPECT_EQ(s.values[3].space, Space::B);
+  EXPECT_EQ(valueLetters(s, 3), "kn");  // 'g' varies along k
+  // without a group the gemm line is as it always was: the cache keys of every other chain stay
+  s.kGroup = 0;
+  s.values[3].dims = "n";
+  EXPECT_EQ(printSpec(s).substr(0, 25), "fxfuse.chain v1\ngemm mm\n%");
+}
+
 TEST(SpecRoundTrip, ConstantsPrintCanonically) {
   const char* text =
       "fxfuse.chain v1\n"

@@ -1,0 +1,31 @@
+// Group-wise dequantization (GPTQ / AWQ, int8 or fp8 weights with a scale per group of G along k):
+//   w.view(N, K/G, G) -> convert -> mul s[:, :, None] -> view(N, K)
+// Between the two reshapes the operand's prologue names K's two dims 'g' (the group, k / G) and 'r' (k % G). An
+// input read along 'g' alone (the scale) becomes a spec input with a 'g' dim and the spec's `kgroup G`; one read
+// along 'g' and 'r' together is the [N, K] tensor the inner reshape splits; one read along 'r' without 'g' has no
+// spec form (the chain leaves it outside).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "pass/graph_index.h"
+
+namespace fxfuse::pass {
+
+struct KGroupMerge {
+  std::string inputLetters;  // the reshape's input: the output's 'k' as "gr"
+  int64_t group = 0;         // G, the size of the input's 'r' dim
+};
+
+// A reshape [.., K/G, G, ..] -> [.., K, ..] (its output's 'k' dim is its input's two adjacent dims, every other
+// dim kept; the sizes of the merged dims known): the letters of its input. nullopt for any other node.
+std::optional<KGroupMerge> groupsMergedIntoK(const GraphIndex& index, int node, const std::string& outLetters);
+
+// A reshape [.., K, ..] -> [.., K/G, G, ..] whose output dims named "gr" split its input's k, the 'r' dim of size
+// `group`: the letters of its input (the "gr" as 'k'). nullopt for any other node.
+std::optional<std::string> kSplitIntoGroups(const GraphIndex& index, int node, const std::string& outLetters,
+                                            int64_t group);
+
+}  // namespace fxfuse::pass

@@ -1,0 +1,266 @@
+"""Group-wise weight quantization (GPTQ / AWQ: int8 or fp8 weights with a scale, and a zero point, per group of G
+along K) folded into the GEMM's prologue: the chain reads the scale [N, K/G] through a 'g' dim (k's group) and the
+spec's `kgroup G`, where it had been left outside, its dequantized [N, K] weight written and read back.
+
+Every fused program is checked against eager on fresh random inputs: bit for bit on the CPU (the CPU kernel computes
+eager's ops in eager's order), by relative error against a float64 product on CUDA (marked gpu)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import fxfuse
+import testlib
+from helpers import rel_err
+
+pytestmark = pytest.mark.needs_real_pass
+gemm_chain = torch.ops.fxfuse.gemm_chain.default
+
+
+def _fused(ep):
+    return [n for n in ep.graph.nodes if n.target == gemm_chain]
+
+
+def _spec(ep) -> str:
+    (node,) = _fused(ep)
+    return node.args[1]
+
+
+def _int8(*shape, device="cpu"):
+    return torch.randint(-128, 128, shape, dtype=torch.int8, device=device)
+
+
+def _scale(*shape, dtype=torch.bfloat16, device="cpu"):
+    # never zero, both signs: an unwritten or misindexed group shows
+    s = (torch.rand(*shape, device=device) * 0.02 + 0.001) * torch.where(torch.rand(*shape, device=device) < 0.5, -1, 1)
+    return s.to(dtype)
+
+
+class LinearGroupWise(torch.nn.Module):
+    """`F.linear(x, (w.view(N, K/G, G).to(dt) * s[:, :, None]).view(N, K), b)`, then an activation: the GPTQ / AWQ
+    form with the weight stored [N, K]. `zero`: `(w - z) * s` with a zero point per group."""
+
+    def __init__(self, N, K, G, dtype=torch.bfloat16, raw=torch.int8, zero=False, bias=True, device="cpu"):
+        super().__init__()
+        self.N, self.K, self.G, self.dtype = N, K, G, dtype
+        w = _int8(N, K, device=device) if raw == torch.int8 else (torch.randn(N, K, device=device) * 8).to(raw)
+        self.register_buffer("w", w)
+        self.register_buffer("s", _scale(N, K // G, dtype=dtype, device=device))
+        self.register_buffer("z", (torch.randn(N, K // G, device=device) * 4).to(dtype) if zero else None)
+        self.register_buffer("b", torch.randn(N, device=device).to(dtype) if bias else None)
+
+    def forward(self, x):
+        N, K, G = self.N, self.K, self.G
+        w = self.w.view(N, K // G, G).to(self.dtype)
+        if self.z is not None:
+            w = w - self.z[:, :, None]
+        w = (w * self.s[:, :, None]).view(N, K)
+        return F.gelu(F.linear(x, w, self.b), approximate="tanh")
+
+
+class MatmulGroupWise(torch.nn.Module):
+    """`relu(x @ (w.view(K/G, G, N).to(dt) * s[:, None, :]).view(K, N))`: the weight stored [K, N], grouped along
+    its first dim."""
+
+    def __init__(self, N, K, G, dtype=torch.bfloat16, device="cpu"):
+        super().__init__()
+        self.N, self.K, self.G, self.dtype = N, K, G, dtype
+        self.register_buffer("w", _int8(K, N, device=device))
+        self.register_buffer("s", _scale(K // G, N, dtype=dtype, device=device))
+
+    def forward(self, x):
+        N, K, G = self.N, self.K, self.G
+        return torch.relu(x @ (self.w.view(K // G, G, N).to(self.dtype) * self.s[:, None, :]).view(K, N))
+
+
+@pytest.mark.parametrize("decompose", [False, True], ids=["training_ir", "decomposed"])
+@pytest.mark.parametrize("form", ["linear", "linear_zero_point", "linear_no_bias", "matmul", "f16", "fp8"])
+def test_group_wise_dequantization_fuses_and_keeps_eager_bits(form, decompose):
+    testlib.seed("groupwise", form, decompose)
+    N, K, G = 48, 128, 32
+    dtype = torch.float16 if form == "f16" else torch.bfloat16
+    if form == "matmul":
+        model = MatmulGroupWise(N, K, G, dtype=dtype)
+    else:
+        model = LinearGroupWise(N, K, G, dtype=dtype, zero=form == "linear_zero_point", bias=form != "linear_no_bias",
+                                raw=torch.float8_e4m3fn if form == "fp8" else torch.int8)
+    x = torch.randn(8, K).to(dtype)
+    ep = torch.export.export(model, (x,))
+    if decompose:
+        ep = ep.run_decompositions()
+    ep2 = fxfuse.rewrite(ep, only_profitable=False)
+    spec = _spec(ep2)
+    assert f"\ngemm mm kgroup {G}\n" in spec, spec
+    assert ("[g,n]" if form == "matmul" else "[n,g]") in spec, spec
+    # the dequantization went into the chain: no reshape, conversion or scale is left in the graph
+    left = [str(n.target) for n in ep2.graph.nodes if n.op == "call_function" and n.target != gemm_chain
+            and "getitem" not in str(n.target) and "assert" not in str(n.target)]
+    assert left == [], left
+    for _ in range(2):
+        x2 = torch.randn(8, K).to(dtype)
+        assert torch.equal(ep2.module()(x2), model(x2))
+
+
+def test_group_wise_activation_and_weight_share_one_group():
+    """Per-token-group activations (fp8 [M, K] with a scale per group of 64, as block-quantized LLMs run) beside a
+    group-wise weight of the same G: both operands' prologues fold, the A scale read as [m,g]."""
+    testlib.seed("groupwise_a")
+    M, N, K, G = 16, 32, 256, 64
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("w", _int8(N, K))
+            self.register_buffer("s", _scale(N, K // G))
+
+        def forward(self, xq, sx):
+            x = (xq.view(M, K // G, G).to(torch.bfloat16) * sx[:, :, None]).view(M, K)
+            w = (self.w.view(N, K // G, G).to(torch.bfloat16) * self.s[:, :, None]).view(N, K)
+            return F.silu(F.linear(x, w))
+
+    def inputs():
+        return (torch.randn(M, K) * 16).to(torch.float8_e4m3fn), _scale(M, K // G)
+
+    model = Model()
+    ep2 = fxfuse.rewrite(torch.export.export(model, inputs()), only_profitable=False)
+    spec = _spec(ep2)
+    assert "kgroup 64" in spec and "[m,g]" in spec and "[n,g]" in spec, spec
+    args = inputs()
+    assert torch.equal(ep2.module()(*args), model(*args))
+
+
+def test_two_group_sizes_leave_the_second_outside_and_say_why():
+    """One chain has one group size: a weight grouped by 32 beside activations grouped by 64 folds the first operand's
+    region and leaves the other's reshape outside, named on the report line."""
+    testlib.seed("groupwise_two_sizes")
+    M, N, K = 8, 32, 256
+
+    class Model(torch.nn.Module):
+        def forward(self, xq, sx, w, s):
+            x = (xq.view(M, K // 64, 64).to(torch.bfloat16) * sx[:, :, None]).view(M, K)
+            w = (w.view(N, K // 32, 32).to(torch.bfloat16) * s[:, :, None]).view(N, K)
+            return torch.relu(F.linear(x, w))
+
+    args = (_int8(M, K), _scale(M, K // 64), _int8(N, K), _scale(N, K // 32))
+    ep = torch.export.export(Model(), args)
+    rep = fxfuse.report(ep, only_profitable=False)
+    (entry,) = rep.entries
+    assert entry["status"] == "fused", entry
+    assert "a second group size in one chain (32 after 64)" in str(rep), str(rep)
+    ep2 = fxfuse.rewrite(ep, only_profitable=False)
+    assert "kgroup 64" in _spec(ep2)
+    assert torch.equal(ep2.module()(*args), Model()(*args))
+
+
+def test_an_operand_along_part_of_a_group_stays_outside_and_is_named():
+    """A per-position factor t[G] (varying along k % G, not its group) has no spec dims: the region stays outside the
+    chain, its reshape and the operand named, and the answer is eager's."""
+    testlib.seed("groupwise_inner")
+    N, K, G = 32, 128, 32
+
+    class Model(torch.nn.Module):
+        def forward(self, x, w, s, t):
+            w = (w.view(N, K // G, G).to(torch.bfloat16) * s[:, :, None] * t).view(N, K)
+            return torch.relu(F.linear(x, w))
+
+    args = (torch.randn(4, K).to(torch.bfloat16), _int8(N, K), _scale(N, K // G), _scale(G))
+    ep = torch.export.export(Model(), args)
+    text = str(fxfuse.report(ep, only_profitable=False))
+    assert "a group-wise dequantization (groups of 32 along k) whose operands do not fold" in text, text
+    assert "read as [..., K/G, G]" in text, text
+    ep2 = fxfuse.rewrite(ep, only_profitable=False)
+    assert "kgroup" not in "".join(n.args[1] for n in _fused(ep2))
+    assert torch.equal(ep2.module()(*args), Model()(*args))
+
+
+def test_group_wise_with_a_dynamic_batch_is_one_program():
+    testlib.seed("groupwise_dynamic")
+    N, K, G = 40, 96, 32
+    model = LinearGroupWise(N, K, G)
+    batch = torch.export.Dim("batch", min=1, max=512)
+    ep = torch.export.export(model, (torch.randn(3, 7, K).to(torch.bfloat16),), dynamic_shapes=({0: batch},))
+    ep2 = fxfuse.rewrite(ep, only_profitable=False)
+    assert "kgroup 32" in _spec(ep2)
+    for b in (1, 5, 33):
+        x = torch.randn(b, 7, K).to(torch.bfloat16)
+        assert torch.equal(ep2.module()(x), model(x))
+
+
+def test_a_scale_of_the_wrong_group_count_is_a_clear_error():
+    """The op checks a 'g' dim against K / kgroup: a scale of the wrong size never reaches a kernel."""
+    spec = ("fxfuse.chain v1\ngemm mm kgroup 32\n%0 = input 0 bf16 [m,k]\n%1 = input 1 i8 [n,k]\n"
+            "%2 = convert %1 : bf16\n%3 = input 2 bf16 [n,g]\n%4 = mul %2 %3 : bf16\n%5 = mm %0 %4 : bf16\n"
+            "output %5\n")
+    x, w = torch.randn(4, 128).to(torch.bfloat16), _int8(16, 128)
+    (out,) = gemm_chain([x, w, _scale(16, 4)], spec)
+    assert out.shape == (4, 16)
+    with pytest.raises(RuntimeError, match=r"'g', K's groups of 32\) must be K / 32"):
+        gemm_chain([x, w, _scale(16, 8)], spec)
+
+
+def test_a_rewritten_group_wise_program_saves_and_loads(tmp_path):
+    testlib.seed("groupwise_save")
+    model = LinearGroupWise(32, 64, 16)
+    x = torch.randn(4, 64).to(torch.bfloat16)
+    ep2 = fxfuse.rewrite(torch.export.export(model, (x,)), only_profitable=False)
+    path = tmp_path / "gw.pt2"
+    torch.export.save(ep2, path)
+    loaded = torch.export.load(path)
+    assert "kgroup 16" in _spec(loaded)
+    assert torch.equal(loaded.module()(x), model(x))
+
+
+# ---- CUDA: the generic kernel's prologue reads the scale at k / G; the op's own dispatch runs such a chain through
+# ATen (no fast variant takes a group-wise prologue yet: the gemv's fast 8-bit path reads one scale per column), so
+# the default rewrite leaves it in the graph as not_profitable ----
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("path", ["kernel", "dispatch"])
+@pytest.mark.parametrize("M", [1, 16, 100, 512])
+@pytest.mark.parametrize("form", ["linear", "linear_zero_point", "matmul", "f16"])
+@pytest.mark.parametrize("G", [32, 128])
+def test_group_wise_on_cuda_matches_a_float64_product(form, G, M, path, monkeypatch):
+    monkeypatch.setenv("FXFUSE_STRICT", "1")  # a silent ATen fallback (a kernel that failed to build) fails
+    monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")  # an element left unwritten reads NaN
+    if path == "kernel":  # the generic kernel launched where the op's dispatch would run ATen
+        monkeypatch.setenv("FXFUSE_FORCE_KERNEL", "1")
+    else:
+        monkeypatch.delenv("FXFUSE_FORCE_KERNEL", raising=False)
+    testlib.seed("groupwise_cuda", form, G, M, path)
+    N, K = 384, 1024
+    dtype = torch.float16 if form == "f16" else torch.bfloat16
+    if form == "matmul":
+        model = MatmulGroupWise(N, K, G, dtype=dtype, device="cuda")
+    else:
+        model = LinearGroupWise(N, K, G, dtype=dtype, zero=form == "linear_zero_point", device="cuda")
+    x = torch.randn(M, K, device="cuda").to(dtype)
+    ep = torch.export.export(model, (x,))
+    ep2 = fxfuse.rewrite(ep, only_profitable=False)
+    assert f"kgroup {G}" in _spec(ep2)
+    before = fxfuse.stats()
+    for _ in range(2):
+        x2 = torch.randn(M, K, device="cuda").to(dtype)
+        got = ep2.module()(x2)
+        torch.cuda.synchronize()
+        # the reference: eager's dequantized weight (exact in the dtype), its product in float64
+        if form == "matmul":
+            deq = (model.w.view(K // G, G, N).to(dtype) * model.s[:, None, :]).view(K, N)
+            want = torch.relu(x2.double() @ deq.double())
+        else:
+            deq = model.w.view(N, K // G, G).to(dtype)
+            if model.z is not None:
+                deq = deq - model.z[:, :, None]
+            deq = (deq * model.s[:, :, None]).view(N, K)
+            want = F.gelu(x2.double() @ deq.double().t() + model.b.double(), approximate="tanh")
+        assert not got.isnan().any()
+        assert rel_err(got, want) < 1e-2, rel_err(got, want)
+        assert rel_err(got, model(x2)) < 1e-2
+    after = fxfuse.stats()
+    counter = "launches" if path == "kernel" else "aten_dispatch"
+    assert after[counter] >= before[counter] + 2, (before, after)
+    if path == "dispatch":  # the default rewrite keeps the dequantization and the GEMM as they were
+        (entry,) = fxfuse.report(ep).entries
+        assert entry["reason"] == "not_profitable", entry
