@@ -156,6 +156,17 @@ std::string toElem(DType d, const std::string& v) {
   }
 }
 
+// k's group, k / kGroup (k >= 0): a shift where kGroup is a power of two (every real group size), which a signed
+// division is not (it rounds toward zero: extra instructions, and registers the small-M tile did not have).
+std::string groupIndex(int kGroup) {
+  if (kGroup > 0 && (kGroup & (kGroup - 1)) == 0) {
+    int shift = 0;
+    while ((1 << shift) < kGroup) ++shift;
+    return "(k >> " + std::to_string(shift) + ")";
+  }
+  return "(k / " + std::to_string(kGroup) + ")";
+}
+
 // "b * p.in[2].sb + n * p.in[2].sn" for the dims an input names, in dim order.
 // `n`: how the expression names the column (element 1 of a column pair: "(n + 1)"). A 'g' dim (k's group, a
 // group-wise scale) is read at k / kGroup through the k stride the launch gives it.
@@ -165,7 +176,7 @@ std::string offsetExpr(const std::string& dims, const std::string& base, const s
   std::set<char> done;  // [m,m,k]: M is already flattened, one term per letter
   for (char c : dims) {
     if (c == '1' || !done.insert(c).second) continue;
-    const std::string index = c == 'n' ? n : c == 'g' ? "(k / " + std::to_string(kGroup) + ")" : std::string(1, c);
+    const std::string index = c == 'n' ? n : c == 'g' ? groupIndex(kGroup) : std::string(1, c);
     out += (out.empty() ? "" : " + ") + index + " * " + base + "." + stride.at(c);
   }
   return out.empty() ? "0" : out;
