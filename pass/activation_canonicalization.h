@@ -26,7 +26,9 @@ namespace fxfuse::pass {
 // trade-off). On the CPU the ops are ATen's, which differ from their own decompositions: gelu
 // (erf) is NaN at +inf where the decomposition is +inf (BUG-4), and gelu (tanh)'s tanh saturates a
 // step earlier than torch.tanh, turning -1.5e-7 into -0 (a `>= 0` flips). The fold buys the CPU
-// path no speed, so there the chain is evaluated as written.
+// path no speed, so there the chain is evaluated as written. Under the torch.compile backend the
+// decompositions of eager's own aten.gelu reach the pass as that one op instead (python/fxfuse/
+// decomposed_gelu.py collapses them by their provenance): eager's gelu kernel, not ATen's tanh.
 std::vector<int> canonicalizeActivations(spec::ChainSpec& spec);
 
 }  // namespace fxfuse::pass

@@ -24,7 +24,7 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
-from . import decomposed_groups, decomposed_round, linear_output_views
+from . import decomposed_gelu, decomposed_groups, decomposed_round, linear_output_views
 from .pass_driver import Options, run_on_graph
 from .stats import record_cached_graph
 
@@ -107,6 +107,7 @@ class FxfusePass(_PassBase):
             run_on_graph(graph, self.options, _graph_label(graph), subgraphs="own_runs", refusal=refusal)
             return
         collapsed = decomposed_round.collapse(graph)  # Inductor's round(decimals=d) back to one op (its docstring)
+        gelus = decomposed_gelu.collapse(graph)  # Inductor's GELU back to one op on the CPU (its docstring)
         linear_output_views.read_products_through_their_view(graph)  # 3-D linears in training (its docstring)
         options = self.options
         unrounded = decomposed_groups.unrounded_groups(graph)  # eager ops Inductor wrote as 16-bit steps
@@ -116,6 +117,7 @@ class FxfusePass(_PassBase):
             run_on_graph(graph, options, _graph_label(graph), subgraphs="own_runs", refusal=None)
         finally:
             decomposed_round.expand_unfused(graph, collapsed)
+            decomposed_gelu.expand_unfused(graph, gelus)
 
     def uuid(self) -> Any:
         h = hashlib.sha256()
