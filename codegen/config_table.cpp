@@ -961,6 +961,14 @@ int gemvKPerStageKnob() {
   return knob;
 }
 
+// FXFUSE_GEMV_GROUP_SCALES=1 lets the gemv take a group-wise scale (FX_B_SCALE_GROUP). Off until its GPU tests
+// pass (session 60 wrote it with no GPU lent): without it such a chain has no fast variant, so the planner
+// leaves it unfused on CUDA (not_profitable). Read once per process.
+bool gemvGroupScalesKnob() {
+  static const bool on = readBinaryKnob("FXFUSE_GEMV_GROUP_SCALES") == "1";
+  return on;
+}
+
 // Whether a gemv may take 64 k per stage: the product by wgmma of 8-bit K x N weights at 128 columns.
 bool gemvHas64KStage(const Query& q, bool wgmma, int nt) { return wgmma && !q.b.kmajor && nt == kGemvNT; }
 
@@ -1054,6 +1062,8 @@ bool gemvDenseMidRowsAhead(const Query& q) {
 //  - int8 / fp8 weights with a per-column or per-tensor scale (FX_B_QUANT_SCALE): faster than
 //    the eager convert + mul + cuBLAS sequence up to M = 64 (which reads the weight once
 //    and writes/reads a 16-bit copy twice), also at S = 1: M <= 64, sm_80+.
+//  - a group-wise scale (FX_B_SCALE_GROUP, groups of a multiple of 128 k: GPTQ's usual 128) the same way, read
+//    per stage; smaller groups are not chosen (the scale would change inside a stage).
 //  - other quantized prologues (FX_B_QUANT alone: zero points, group scales, w / s) take the
 //    element-wise fx_dequant_b path, 5-7x slower than cuBLAS ("/slow" rows): not chosen.
 //  - the template's fast path needs A a plain k-contiguous input and B (or the raw weight)
@@ -1066,7 +1076,9 @@ bool gemvApplies(const Query& q) {
   if (s.align_bytes_a < 16 || s.align_bytes_b < 16 || s.N <= 0 || s.N % 8 != 0 || s.M <= 0 || s.K <= 0) return false;
   const long long knob = gemvDenseRowsKnob();
   const bool dense = q.b.plain && q.arch >= 90 && (knob ? s.M <= knob : s.M <= 16 || gemvDenseMidRowsAhead(q));
-  const bool quant = q.b.quant_scale && s.M <= 64;
+  // a group-wise scale is read once per stage: its groups must cover whole stages (128 k of 8-bit weights)
+  const bool quant = q.b.quant_scale && s.M <= 64 && (q.b.scale_group == 0 || (gemvGroupScalesKnob() &&
+                                                                                q.b.scale_group % 128 == 0));
   if (!dense && !quant) return false;
   return gemvExtents(s, 8LL * gemvMTiles(s.M), kGemvNT, 128 / gemvWeightBytes(q.b)).mz <= kGemvMaxGridZ;
 }

@@ -173,6 +173,10 @@ KernelSource generate(const ChainSpec& spec, const KernelConfig& config) {
     if (config.bk != (b.quant_scale ? 128 : 64) && !wgmma_kt64)
       throw CodegenError("invalid gemv config for this spec (bk must be " + std::to_string(b.quant_scale ? 128 : 64) +
                          "): " + describeConfig(config));
+    // a group-wise scale is read once per stage (kernels/gemv.cuh FX_B_SCALE_GROUP): its groups cover whole stages
+    if (b.scale_group % config.bk != 0)
+      throw CodegenError("the gemv reads a group-wise scale per stage: groups of " + std::to_string(b.scale_group) +
+                         " k do not cover its stages of " + std::to_string(config.bk) + ": " + describeConfig(config));
     // the product by wgmma exists for 8-bit weights only (kernels/gemv.cuh; gemvTakesWgmma)
     if (config.wgmma && !b.quant_scale)
       throw CodegenError("the gemv's wgmma product needs 8-bit weights: " + describeConfig(config));

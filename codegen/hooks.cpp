@@ -3,7 +3,7 @@
 //   fx_load_a(b, m, k)      A-space values feeding mm's first operand
 //   fx_load_b(b, k, n)      B-space values feeding mm's second operand
 //   fx_dequant_b(…, raw)    the same with the raw weight element passed in (FX_B_QUANT)
-//   fx_b_scale(b, n)        the scale of B = convert(raw) * scale (FX_B_QUANT_SCALE, gemv)
+//   fx_b_scale(b, [k,] n)   the scale of B = convert(raw) * scale (FX_B_QUANT_SCALE, gemv; k for a group-wise one)
 //   fx_epilogue(b, m, n, acc) Out-space values, the mm replaced by the accumulator
 // Inputs are read through FxOperand strides of the dims the spec names for them, so any
 // broadcast (a missing dim, a '1' dim, a 0-d scale) costs nothing and needs no special case.
@@ -90,13 +90,16 @@ bool is8bitRaw(DType d) { return d == DType::I8 || d == DType::U8 || d == DType:
 bool isOp(const Value& v, const char* op) { return v.kind == ValueKind::Op && v.op == op; }
 
 // The scale side of `convert(raw) * scale`: no value in its closure may vary along m or k
-// (then it is a function of (b, n) only) and it must be a number (not bool).
-bool isBNScale(const ChainSpec& spec, int v) {
+// (then it is a function of (b, n) only, or of (b, k / kGroup, n) where an input has a 'g' dim: a group-wise
+// scale, set in *grouped) and it must be a number (not bool).
+bool isBNScale(const ChainSpec& spec, int v, bool* grouped) {
   if (spec.values[v].dtype == DType::Bool) return false;
+  *grouped = false;
   for (int u : closure(spec, {v})) {
     const Value& x = spec.values[u];
     if (x.kind == ValueKind::Mm) return false;
-    if (x.kind == ValueKind::Input && (x.dims.find_first_of("kgm") != std::string::npos)) return false;
+    if (x.kind == ValueKind::Input && (x.dims.find_first_of("km") != std::string::npos)) return false;
+    if (x.kind == ValueKind::Input && x.dims.find('g') != std::string::npos) *grouped = true;
   }
   return true;
 }
@@ -130,9 +133,11 @@ void detectQuantScale(const ChainSpec& spec, OperandInfo& info) {
     const Value& raw = spec.values[c.operands[0]];
     if (raw.kind != ValueKind::Input || raw.slot != info.slot || raw.dtype != info.raw) continue;
     int s = ops[1 - side];
-    if (s == ops[side] || !isBNScale(spec, s)) continue;
+    bool grouped = false;
+    if (s == ops[side] || !isBNScale(spec, s, &grouped)) continue;
     info.quant_scale = true;
     info.scale_value = s;
+    info.scale_group = grouped ? spec.kGroup : 0;
     info.scale_in_elem = spec.values[s].dtype == info.elem;
     return;
   }
@@ -377,6 +382,7 @@ class HookEmitter {
       w_.line("using FxRawB = {};", rawCType(b.raw));
       w_.line("#define FX_B_QUANT_SCALE {}", b.quant_scale ? 1 : 0);
       w_.line("#define FX_B_SCALE_IN_ELEM {}", b.scale_in_elem ? 1 : 0);  // kernels/gemv.cuh, i8pair_scaled
+      if (b.scale_group) w_.line("#define FX_B_SCALE_GROUP {}", b.scale_group);  // fx_b_scale reads k's group
     }
     w_.blank();
   }
@@ -438,8 +444,10 @@ class HookEmitter {
     int root = spec_.values[spec_.mmIndex()].operands[1];
     w_.line("// Scale of B's quantized prologue (%{} = convert(raw) * %{}, rounded once): a function of (b, n).", root,
             b.scale_value);
-    auto fn = w_.block("__device__ __forceinline__ float fx_b_scale(const fxfuse::FxParams& p, long long b, long long n)");
-    w_.line("(void)p; (void)b; (void)n;");
+    // a group-wise scale is also a function of k's group: the gemv reads it once per stage (FX_B_SCALE_GROUP)
+    auto fn = w_.block("__device__ __forceinline__ float fx_b_scale(const fxfuse::FxParams& p, long long b, {}long long n)",
+                       b.scale_group ? "long long k, " : "");
+    w_.line(b.scale_group ? "(void)p; (void)b; (void)k; (void)n;" : "(void)p; (void)b; (void)n;");
     emitValues({b.scale_value}, {});
     w_.line("return v{};", b.scale_value);
   }

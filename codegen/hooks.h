@@ -28,6 +28,9 @@ struct OperandInfo {
   // quant_scale and the scale's dtype is `elem`: its values are exact in the MMA type (the gemv's
   // packed int8 conversion, FX_B_SCALE_IN_ELEM).
   bool scale_in_elem = false;
+  // quant_scale with a group-wise scale (an input with a 'g' dim): the spec's kgroup, else 0. fx_b_scale then takes
+  // k too, and the gemv reads the scales once per stage (FX_B_SCALE_GROUP: a multiple of its k per stage).
+  int scale_group = 0;
 };
 
 OperandInfo analyzeA(const spec::ChainSpec& spec);

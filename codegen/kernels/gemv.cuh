@@ -26,6 +26,8 @@
 //                    The kernel always reads the cluster size from %cluster_nctarank, so the
 //                    runtime may instead launch with a runtime cluster dimension (1,S,1) via
 //                    cuLaunchKernelEx (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION); S=1 = no cluster.
+//   FX_B_SCALE_GROUP G  a group-wise scale (GPTQ / AWQ: one per G of k, G a multiple of kKT): the hook is
+//                  fx_b_scale(p, b, k, n), read for each stage's k, the next stage's while this one computes.
 //   FX_B_SCALE_IN_ELEM 0|1  fx_b_scale's values are exact in FxElemB (the scale's dtype is the
 //                  MMA type): int8 weights then take the packed 16-bit conversion (i8pair_scaled).
 //   FX_GEMV_WGMMA 0|1  8-bit weights (FX_B_QUANT_SCALE), either layout, sm_90a only: the product
@@ -85,6 +87,9 @@
 #ifndef FX_B_QUANT
 #define FX_B_QUANT 0
 #endif
+#ifndef FX_B_SCALE_GROUP
+#define FX_B_SCALE_GROUP 0
+#endif
 #ifndef FX_B_QUANT_SCALE
 #define FX_B_QUANT_SCALE 0
 #endif
@@ -119,6 +124,7 @@ constexpr int kWB = sizeof(WRaw);             // 1 or 2
 constexpr int kKT = FX_GEMV_KT ? FX_GEMV_KT : 128 / kWB;  // k per stage
 constexpr int kE = 16 / kWB;                   // elements per 16-byte chunk
 constexpr bool kKMajor = FX_B_KMAJOR != 0;
+static_assert(FX_B_SCALE_GROUP % kKT == 0, "a group-wise scale must be constant over each stage's k");
 static_assert(kKT == 128 / kWB || (kKT == 64 && kWgmma && !kKMajor && kNT == 128),
               "FX_GEMV_KT: 128 bytes of weight, or 64 with FX_GEMV_WGMMA, K x N weights and 128 columns");
 constexpr int kWStageBytes = kNT * kKT * kWB;  // 16 KB (8 KB at 64 columns or 64 k)
@@ -851,20 +857,38 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   // Everything above read only the kernel's parameters: from here on, the previous kernel's writes.
   fx_grid_dependency_wait();
 
-  // ---- per-column scales (fast quant path): sc[rt][h] for MMA rows g (h=0), g+8 (h=1)
+  // ---- per-column scales (fast quant path): sc[rt][h] for MMA rows g (h=0), g+8 (h=1); a group-wise scale
+  // (FX_B_SCALE_GROUP) those of the stage at k0, read again for each stage
   float sc[kRT][2];
   unsigned sc2[kRT][2];  // (s, s) in the MMA type, for the packed int8 path (exact there)
+  auto read_scales = [&](long long k0, float (&into)[kRT][2]) {
 #pragma unroll
-  for (int rt = 0; rt < kRT; ++rt)
+    for (int rt = 0; rt < kRT; ++rt)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      sc[rt][h] = 1.f;
+      for (int h = 0; h < 2; ++h) {
+        into[rt][h] = 1.f;
 #if FX_B_QUANT && FX_B_QUANT_SCALE
-      const long long n = c.n0 + col_of(w, rt, g + 8 * h);
-      sc[rt][h] = n < p.N ? fx_b_scale(p, c.b, n) : 0.f;
+        const long long n = c.n0 + col_of(w, rt, g + 8 * h);
+#if FX_B_SCALE_GROUP
+        into[rt][h] = n < p.N && k0 < p.K ? fx_b_scale(p, c.b, k0, n) : 0.f;
+#else
+        into[rt][h] = n < p.N ? fx_b_scale(p, c.b, n) : 0.f;
 #endif
-      sc2[rt][h] = pack2(sc[rt][h], sc[rt][h]);
-    }
+#endif
+        (void)k0;
+      }
+  };
+  auto pack_scales = [&]() {
+#pragma unroll
+    for (int rt = 0; rt < kRT; ++rt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) sc2[rt][h] = pack2(sc[rt][h], sc[rt][h]);
+  };
+  read_scales(kb * kKT, sc);
+  pack_scales();
+#if FX_B_SCALE_GROUP
+  float sc_next[kRT][2];
+#endif
 
   // The product by wgmma reads the A tiles in the 128-byte swizzle, whose pattern repeats every 1024
   // bytes of shared address: the stages start at the first 1024-byte boundary (the host allots 1 KB
@@ -955,7 +979,17 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     if (nslot >= kStages) nslot -= kStages;
     if (nx < nsteps) load(nslot, nx);
     cp_async_commit();
+#if FX_B_SCALE_GROUP
+    read_scales((kb + i + 1) * kKT, sc_next);  // the next stage's, their loads in flight while this one computes
+#endif
     compute_stage(wbase + slot * kWStageBytes, abase + slot * kAStageBytes, acc, sc, sc2);
+#if FX_B_SCALE_GROUP
+#pragma unroll
+    for (int rt = 0; rt < kRT; ++rt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) sc[rt][h] = sc_next[rt][h];
+    pack_scales();
+#endif
     if (++slot == kStages) slot = 0;
   }
   cp_async_wait<0>();

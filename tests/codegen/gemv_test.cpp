@@ -476,13 +476,19 @@ TEST(Gemv, EightBitWeightsTakeWgmmaOnHopperFrom17KnOr33NkRows) {
 TEST(Gemv, QuantScaleHookExactlyWhereTheSpecIsConvertTimesScale) {
   const std::set<std::string> want = {"doc_example_int8_gelu", "fp8_e4m3_per_tensor_scale",
                                       "gemv_fp8_e4m3_scalar_f32_scale", "gemv_int8_kn_channel_scale_gelu",
-                                      "gemv_int8_linear_channel_scale_bias"};
+                                      "gemv_int8_linear_channel_scale_bias", "gemv_int8_group_wise_scale_bias",
+                                      "fp8_group_wise_both_operands_silu"};
   std::set<std::string> got;
   for (const std::string& name : test::specNames()) {
     spec::ChainSpec s = loadSpec(name);
     std::string h = generateHooks(s, KernelConfig{"sm80_mma", 64, 128, 32, 2, 128});
     bool hook = has(h, "#define FX_B_QUANT_SCALE 1\n");
-    EXPECT_EQ(hook, has(h, "float fx_b_scale(const fxfuse::FxParams& p, long long b, long long n)")) << name;
+    // a group-wise scale (an input with a 'g' dim) is a function of k too
+    const bool grouped = analyzeB(s).scale_group != 0;
+    EXPECT_EQ(hook, has(h, grouped ? "float fx_b_scale(const fxfuse::FxParams& p, long long b, long long k, long long n)"
+                                   : "float fx_b_scale(const fxfuse::FxParams& p, long long b, long long n)"))
+        << name;
+    EXPECT_EQ(grouped && hook, has(h, "#define FX_B_SCALE_GROUP ")) << name;
     EXPECT_EQ(hook, analyzeB(s).quant_scale) << name;
     if (hook) got.insert(name);
   }
@@ -655,6 +661,49 @@ TEST(Gemv, WgmmaProductAt64KPerStage) {
       EXPECT_EQ(out.ptx.find("mma.sync"), std::string::npos);
       expectSpillsAtMost(out.log, 0);
       EXPECT_EQ(out.log.find("are serialized"), std::string::npos) << out.log;
+    }
+}
+
+// A group-wise scale (GPTQ's [N, K/128]) takes the fast 8-bit path with the scale read per stage: the hook reads
+// k's group by a shift, the planner gives it the gemv only with FXFUSE_GEMV_GROUP_SCALES=1 (not set here: off
+// until its GPU tests pass) and groups covering whole stages, and generate refuses a stage a group splits.
+TEST(Gemv, GroupWiseScaleIsReadPerStage) {
+  spec::ChainSpec g128 = loadSpec("gemv_int8_group_wise_scale_bias");
+  OperandInfo b = analyzeB(g128);
+  EXPECT_TRUE(b.quant && b.quant_scale && b.scale_in_elem);
+  EXPECT_EQ(b.scale_group, 128);
+  KernelConfig cfg = chooseConfig(loadSpec("gemv_int8_linear_channel_scale_bias"), shapeFor(g128, 16), 90);
+  ASSERT_EQ(cfg.variant, "gemv");
+  const std::string h = generateHooks(g128, cfg);
+  EXPECT_TRUE(has(h, "#define FX_B_SCALE_GROUP 128\n")) << h;
+  EXPECT_TRUE(has(h, "(k >> 7) * p.in[2].sk")) << h;
+  if (std::getenv("FXFUSE_GEMV_GROUP_SCALES") == nullptr)
+    EXPECT_NE(chooseConfig(g128, shapeFor(g128, 16), 90).variant, "gemv");
+  spec::ChainSpec g64 = spec::parseSpec(std::regex_replace(spec::printSpec(g128), std::regex("kgroup 128"), "kgroup 64"));
+  EXPECT_EQ(analyzeB(g64).scale_group, 64);
+  EXPECT_THROW(generate(g64, cfg), CodegenError);
+  if (!gemvBuiltIn() || !nvrtcUsable()) return;
+  // the gemv's configs for the per-channel form of the same shapes, mma.sync and wgmma products, both layouts
+  spec::ChainSpec g128kn = spec::parseSpec(std::regex_replace(
+      std::regex_replace(spec::printSpec(g128), std::regex("\\[n,k\\]"), "[k,n]"), std::regex("\\[n,g\\]"), "[g,n]"));
+  for (const spec::ChainSpec* s : {&g128, &g128kn})
+    for (long long m : {1, 16, 64}) {
+      const char* perChannel = s == &g128 ? "gemv_int8_linear_channel_scale_bias" : "gemv_int8_kn_channel_scale_gelu";
+      KernelConfig c = chooseConfig(loadSpec(perChannel), shapeFor(*s, m), 90);
+      ASSERT_EQ(c.variant, "gemv");
+      for (bool wgmma : {false, true}) {
+        c.wgmma = wgmma;
+        SCOPED_TRACE(fmt::format("M={} {} {}", m, describeConfig(c), s == &g128 ? "[n,k]" : "[k,n]"));
+        KernelSource src = generate(*s, c);
+        Cubin out;
+        try {
+          out = test::compileForStatistics(src, "sm_90a", /*want_ptx=*/true);
+        } catch (const CompileError& e) {
+          FAIL() << e.what();
+        }
+        expectSpillsAtMost(out.log, c.bm == 64 && gemvCtasPerSm(c) >= 3 ? 8 : 0);
+        if (wgmma) EXPECT_EQ(out.log.find("are serialized"), std::string::npos) << out.log;
+      }
     }
 }
 

@@ -264,3 +264,51 @@ def test_group_wise_on_cuda_matches_a_float64_product(form, G, M, path, monkeypa
     if path == "dispatch":  # the default rewrite keeps the dequantization and the GEMM as they were
         (entry,) = fxfuse.report(ep).entries
         assert entry["reason"] == "not_profitable", entry
+
+
+# The gemv's fast 8-bit path with a group-wise scale read per stage (FX_B_SCALE_GROUP, groups of 128): chosen with
+# FXFUSE_GEMV_GROUP_SCALES=1 (read once per process, hence a child), where the default rewrite then fuses. Decode
+# rows, both weight layouts, both 16-bit types, a split-K cluster's K (14336) among them.
+GEMV_CHILD = r"""
+import sys, torch, fxfuse, testlib
+import torch.nn.functional as F
+from helpers import rel_err
+from test_group_wise_quant import LinearGroupWise, MatmulGroupWise
+form, M, N, K = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+testlib.seed("groupwise_gemv", form, M, N, K)
+G, dtype = 128, torch.float16 if form == "f16" else torch.bfloat16
+model = (MatmulGroupWise(N, K, G, dtype=dtype, device="cuda") if form == "matmul"
+         else LinearGroupWise(N, K, G, dtype=dtype, device="cuda"))
+x = torch.randn(M, K, device="cuda").to(dtype)
+ep2 = fxfuse.rewrite(torch.export.export(model, (x,)))  # the default: fused only where a fast kernel runs it
+(node,) = [n for n in ep2.graph.nodes if n.target == torch.ops.fxfuse.gemm_chain.default]
+spec = node.args[1]
+assert "kgroup 128" in spec, spec
+assert fxfuse._C.kernel_variant(spec, M, N, K)[0] == "gemv", fxfuse._C.kernel_variant(spec, M, N, K)
+launches = fxfuse.stats()["launches"]
+for _ in range(2):
+    x2 = torch.randn(M, K, device="cuda").to(dtype)
+    got = ep2.module()(x2)
+    torch.cuda.synchronize()
+    if form == "matmul":
+        deq = (model.w.view(K // G, G, N).to(dtype) * model.s[:, None, :]).view(K, N)
+        want = torch.relu(x2.double() @ deq.double())
+    else:
+        deq = (model.w.view(N, K // G, G).to(dtype) * model.s[:, :, None]).view(N, K)
+        want = F.gelu(x2.double() @ deq.double().t() + model.b.double(), approximate="tanh")
+    assert not got.isnan().any()
+    assert rel_err(got, want) < 1e-2, rel_err(got, want)
+    assert rel_err(got, model(x2)) < 1e-2, rel_err(got, model(x2))
+assert fxfuse.stats()["launches"] >= launches + 2 and fxfuse.stats()["aten_dispatch"] == 0, fxfuse.stats()
+print("ok")
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N,K", [(1, 4096, 4096), (16, 4096, 14336), (64, 1536, 1024), (5, 520, 2048)])
+@pytest.mark.parametrize("form", ["linear", "matmul", "f16"])
+def test_group_wise_decode_takes_the_gemv(form, M, N, K):
+    from helpers import run_python
+    out = run_python(GEMV_CHILD, form, str(M), str(N), str(K), timeout=300,
+                     env={"FXFUSE_GEMV_GROUP_SCALES": "1", "FXFUSE_STRICT": "1", "FXFUSE_POISON_OUTPUTS": "1"})
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stdout + out.stderr
