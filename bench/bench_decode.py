@@ -64,10 +64,31 @@ CHAINS = {
     "linear_gelu": ("dense_nk", lambda x, w, b, *_: F.gelu(F.linear(x, w), approximate="tanh")),
     "linear_bias_gelu": ("dense_nk", lambda x, w, b, *_: F.gelu(F.linear(x, w, b), approximate="tanh")),
 }
+# Group-wise int8 weights (GPTQ: a scale per 128 k and column), kind "int8_g": these take (x, w, b, wq, wq_nk, s, wf8,
+# s_t, sg, sg_nk) with sg [K/128, N] and sg_nk [N, K/128] (the chains above get the first eight).
+GROUP = 128
+
+
+def _w8g(wq, sg, dt):
+    K, N = wq.shape
+    return (wq.view(K // GROUP, GROUP, N).to(dt) * sg[:, None, :]).view(K, N)
+
+
+def _w8g_nk(wq_nk, sg_nk, dt):
+    N, K = wq_nk.shape
+    return (wq_nk.view(N, K // GROUP, GROUP).to(dt) * sg_nk[:, :, None]).view(N, K)
+
+
+CHAINS.update({
+    "w8g_bias": ("int8_g", lambda x, w, b, wq, wq_nk, s, wf8, s_t, sg, sg_nk: x @ _w8g(wq, sg, x.dtype) + b),
+    "w8g_linear_bias": ("int8_g", lambda x, w, b, wq, wq_nk, s, wf8, s_t, sg, sg_nk:
+                        F.linear(x, _w8g_nk(wq_nk, sg_nk, x.dtype), b)),
+})
+GROUP_KINDS = ("int8_g",)
 DENSE_DTYPES = (torch.bfloat16, torch.float16)
 KN = ((4096, 4096), (4096, 14336), (14336, 4096))
 DENSE_KINDS = ("dense", "dense_nk")
-TARGET_COPY = {"dense": 0.90, "dense_nk": 0.90, "int8": 0.80, "fp8": 0.80}
+TARGET_COPY = {"dense": 0.90, "dense_nk": 0.90, "int8": 0.80, "fp8": 0.80, "int8_g": 0.80}
 
 
 def weight_bytes(kind, K, N, dt):
@@ -75,7 +96,7 @@ def weight_bytes(kind, K, N, dt):
 
 
 ROTATION_BYTES = 256 << 20
-WEIGHT_ARGS = (1, 3, 4, 6)  # w, wq, wq_nk, wf8: the tensors copied for the rotation
+WEIGHT_ARGS = (1, 3, 4, 6, 8, 9)  # w, wq, wq_nk, wf8, sg, sg_nk: the tensors copied for the rotation
 
 
 _sleep_cycles_per_ms = None
@@ -181,7 +202,8 @@ def rotation_buffers(nbytes):
 
 
 def bench_row(M, K, N, dt, name, with_compile, copy_gbps):
-    kind, fn = CHAINS[name]
+    kind, chain = CHAINS[name]
+    fn = chain if kind in GROUP_KINDS else (lambda *a: chain(*a[:8]))
     g = torch.Generator(device="cuda").manual_seed(M * 7 + K * 3 + N)
     x = torch.randn(M, K, device="cuda", dtype=dt, generator=g)
     nk = kind == "dense_nk"
@@ -191,7 +213,8 @@ def bench_row(M, K, N, dt, name, with_compile, copy_gbps):
     s = (torch.rand(N, device="cuda", generator=g) / 64 + 1e-3).to(dt)
     wf8 = (torch.randn(K, N, device="cuda", generator=g) * 2).to(torch.float8_e4m3fn)
     s_t = torch.tensor(0.02, device="cuda", dtype=dt)
-    args = (x, w, b, wq, wq.t().contiguous(), s, wf8, s_t)
+    sg = (torch.rand(K // GROUP, N, device="cuda", generator=g) / 64 + 1e-3).to(dt)
+    args = (x, w, b, wq, wq.t().contiguous(), s, wf8, s_t, sg, sg.t().contiguous())
     row = dict(M=M, K=K, N=N, dtype=str(dt).split(".")[-1], chain=name, weights=kind)
     sets = rotation(args, sum(args[i].nbytes for i in WEIGHT_ARGS))
     ref = fn(*[a.double() if a.is_floating_point() and a.dtype.itemsize > 1 else a for a in args])
