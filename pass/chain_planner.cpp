@@ -70,6 +70,7 @@ std::string describe(const GemmMatch& m, const GemmCore& core, const spec::Chain
     return p.empty() ? p : std::string(" [") + which + ": " + p + "]";
   };
   s += prologue("A", core.a.ops) + prologue("B", core.b.ops);
+  if (spec.kGroup > 0) s += " (scales per " + std::to_string(spec.kGroup) + " k)";  // a group-wise dequantization
   const auto& values = spec.values;
   for (size_t i = result + 1; i < values.size(); ++i)
     if (values[i].kind == spec::ValueKind::Op) s += " → " + values[i].op;

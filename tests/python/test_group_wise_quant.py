@@ -76,6 +76,33 @@ class MatmulGroupWise(torch.nn.Module):
         return torch.relu(x @ (self.w.view(K // G, G, N).to(self.dtype) * self.s[:, None, :]).view(K, N))
 
 
+def float64_product(model, x):
+    """The model's answer from eager's dequantized weight (exact in its dtype), its product in float64."""
+    N, K, G, dtype = model.N, model.K, model.G, model.dtype
+    if isinstance(model, MatmulGroupWise):
+        deq = (model.w.view(K // G, G, N).to(dtype) * model.s[:, None, :]).view(K, N)
+        return torch.relu(x.double() @ deq.double())
+    deq = model.w.view(N, K // G, G).to(dtype)
+    if model.z is not None:
+        deq = deq - model.z[:, :, None]
+    deq = (deq * model.s[:, :, None]).view(N, K)
+    want = x.double() @ deq.double().t() + (model.b.double() if model.b is not None else 0)
+    return F.gelu(want, approximate="tanh")
+
+
+def check_on_cuda(ep2, model, M):
+    """The rewritten program on fresh CUDA inputs, twice: no element unwritten (poisoned outputs read NaN), within
+    1e-2 of the float64 product and of eager."""
+    for _ in range(2):
+        x = torch.randn(M, model.K, device="cuda").to(model.dtype)
+        got = ep2.module()(x)
+        torch.cuda.synchronize()
+        want = float64_product(model, x)
+        assert not got.isnan().any()
+        assert rel_err(got, want) < 1e-2, rel_err(got, want)
+        assert rel_err(got, model(x)) < 1e-2, rel_err(got, model(x))
+
+
 @pytest.mark.parametrize("decompose", [False, True], ids=["training_ir", "decomposed"])
 @pytest.mark.parametrize("form", ["linear", "linear_zero_point", "linear_no_bias", "matmul", "f16", "fp8"])
 def test_group_wise_dequantization_fuses_and_keeps_eager_bits(form, decompose):
@@ -241,23 +268,7 @@ def test_group_wise_on_cuda_matches_a_float64_product(form, G, M, path, monkeypa
     ep2 = fxfuse.rewrite(ep, only_profitable=False)
     assert f"kgroup {G}" in _spec(ep2)
     before = fxfuse.stats()
-    for _ in range(2):
-        x2 = torch.randn(M, K, device="cuda").to(dtype)
-        got = ep2.module()(x2)
-        torch.cuda.synchronize()
-        # the reference: eager's dequantized weight (exact in the dtype), its product in float64
-        if form == "matmul":
-            deq = (model.w.view(K // G, G, N).to(dtype) * model.s[:, None, :]).view(K, N)
-            want = torch.relu(x2.double() @ deq.double())
-        else:
-            deq = model.w.view(N, K // G, G).to(dtype)
-            if model.z is not None:
-                deq = deq - model.z[:, :, None]
-            deq = (deq * model.s[:, :, None]).view(N, K)
-            want = F.gelu(x2.double() @ deq.double().t() + model.b.double(), approximate="tanh")
-        assert not got.isnan().any()
-        assert rel_err(got, want) < 1e-2, rel_err(got, want)
-        assert rel_err(got, model(x2)) < 1e-2
+    check_on_cuda(ep2, model, M)
     after = fxfuse.stats()
     counter = "launches" if path == "kernel" else "aten_dispatch"
     assert after[counter] >= before[counter] + 2, (before, after)
@@ -273,7 +284,7 @@ GEMV_CHILD = r"""
 import sys, torch, fxfuse, testlib
 import torch.nn.functional as F
 from helpers import rel_err
-from test_group_wise_quant import LinearGroupWise, MatmulGroupWise
+from test_group_wise_quant import LinearGroupWise, MatmulGroupWise, check_on_cuda
 form, M, N, K = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 testlib.seed("groupwise_gemv", form, M, N, K)
 G, dtype = 128, torch.float16 if form == "f16" else torch.bfloat16
@@ -286,19 +297,7 @@ spec = node.args[1]
 assert "kgroup 128" in spec, spec
 assert fxfuse._C.kernel_variant(spec, M, N, K)[0] == "gemv", fxfuse._C.kernel_variant(spec, M, N, K)
 launches = fxfuse.stats()["launches"]
-for _ in range(2):
-    x2 = torch.randn(M, K, device="cuda").to(dtype)
-    got = ep2.module()(x2)
-    torch.cuda.synchronize()
-    if form == "matmul":
-        deq = (model.w.view(K // G, G, N).to(dtype) * model.s[:, None, :]).view(K, N)
-        want = torch.relu(x2.double() @ deq.double())
-    else:
-        deq = (model.w.view(N, K // G, G).to(dtype) * model.s[:, :, None]).view(N, K)
-        want = F.gelu(x2.double() @ deq.double().t() + model.b.double(), approximate="tanh")
-    assert not got.isnan().any()
-    assert rel_err(got, want) < 1e-2, rel_err(got, want)
-    assert rel_err(got, model(x2)) < 1e-2, rel_err(got, model(x2))
+check_on_cuda(ep2, model, M)
 assert fxfuse.stats()["launches"] >= launches + 2 and fxfuse.stats()["aten_dispatch"] == 0, fxfuse.stats()
 print("ok")
 """
