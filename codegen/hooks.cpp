@@ -442,8 +442,8 @@ class HookEmitter {
   // FX_B_QUANT_SCALE: the per-column scale s(b, n) of B = FxElemB(fp32(float(raw) * s)).
   void emitScale(const OperandInfo& b) {
     int root = spec_.values[spec_.mmIndex()].operands[1];
-    w_.line("// Scale of B's quantized prologue (%{} = convert(raw) * %{}, rounded once): a function of (b, n).", root,
-            b.scale_value);
+    w_.line("// Scale of B's quantized prologue (%{} = convert(raw) * %{}, rounded once): a function of (b, {}n).", root,
+            b.scale_value, b.scale_group ? "k / " + std::to_string(b.scale_group) + ", " : "");
     // a group-wise scale is also a function of k's group: the gemv reads it once per stage (FX_B_SCALE_GROUP)
     auto fn = w_.block("__device__ __forceinline__ float fx_b_scale(const fxfuse::FxParams& p, long long b, {}long long n)",
                        b.scale_group ? "long long k, " : "");

@@ -19,7 +19,8 @@ struct OperandInfo {
   bool quant = false;  // B only: B = f(one raw element, broadcast inputs)
   spec::DType raw = spec::DType::BF16;  // dtype of the raw element when quant
   // B only (implies quant): B is exactly convert(raw 8-bit → bf16/f16/f32) times a scale that
-  // varies only along b and n (or not at all), rounded once to the 16-bit MMA type:
+  // varies only along b and n (or not at all; or along k's groups too: scale_group), rounded once to the 16-bit
+  // MMA type:
   //   B(b,k,n) = FxElemB(fp32(float(raw(b,k,n)) * fx_b_scale(p, b, n)))
   // (`w.to(bf16) * s`, `(w.float() * s).to(bf16)`). The generator then emits
   // FX_B_QUANT_SCALE 1 and fx_b_scale, the gemv template's fast quantized path.

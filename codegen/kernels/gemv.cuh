@@ -11,6 +11,7 @@
 // OPTIONAL extra hook (fast quantized path; requested from the generator):
 //   #define FX_B_QUANT_SCALE 1
 //   __device__ float fx_b_scale(const fxfuse::FxParams& p, long long b, long long n);
+//   (fx_b_scale(p, b, k, n) with FX_B_SCALE_GROUP: the scale of k's group)
 //   meaning: B(b,k,n) = FxElemB( fp32( float(raw(b,k,n)) * fx_b_scale(p,b,n) ) ), rounded once
 //   to FxElemB (round-to-nearest-even). This is exactly eager's `w.to(bf16) * s` (s bf16 [N]
 //   or [N,1], or a 0-dim fp32 scalar), `(w.float() * s).to(bf16)`, fp8 likewise. The raw
