@@ -27,8 +27,8 @@ namespace fxfuse::pass {
 // (erf) is NaN at +inf where the decomposition is +inf (BUG-4), and gelu (tanh)'s tanh saturates a
 // step earlier than torch.tanh, turning -1.5e-7 into -0 (a `>= 0` flips). The fold buys the CPU
 // path no speed, so there the chain is evaluated as written. Under the torch.compile backend the
-// decompositions of eager's own aten.gelu reach the pass as that one op instead (python/fxfuse/
-// decomposed_gelu.py collapses them by their provenance): eager's gelu kernel, not ATen's tanh.
+// decompositions of eager's own aten.gelu / silu reach the pass as that one op instead
+// (python/fxfuse/decomposed_activations.py collapses them by their provenance): eager's kernels.
 std::vector<int> canonicalizeActivations(spec::ChainSpec& spec);
 
 }  // namespace fxfuse::pass

@@ -24,7 +24,7 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
-from . import decomposed_gelu, decomposed_groups, decomposed_round, linear_output_views
+from . import decomposed_activations, decomposed_groups, decomposed_round, linear_output_views
 from .pass_driver import Options, run_on_graph
 from .stats import record_cached_graph
 
@@ -86,7 +86,7 @@ class FxfusePass(_PassBase):
     library version, these Python sources and the options, so Inductor's FX graph cache
     never serves a graph compiled by another fxfuse; and with `graph_key`, the code of the Dynamo
     graph it compiles (the backend's): the pass reads the nodes' provenance (decomposed_round.py,
-    decomposed_groups.py), which Inductor's cache key does not see, so `round(y, decimals=1)` and a
+    decomposed_activations.py, decomposed_groups.py), which Inductor's cache key does not see, so `round(y, decimals=1)` and a
     user's own `round(y * 10) * 0.1`, the same graph after Inductor's decompositions, were served
     each other's compiled graph (review, session 57)."""
 
@@ -107,7 +107,7 @@ class FxfusePass(_PassBase):
             run_on_graph(graph, self.options, _graph_label(graph), subgraphs="own_runs", refusal=refusal)
             return
         collapsed = decomposed_round.collapse(graph)  # Inductor's round(decimals=d) back to one op (its docstring)
-        gelus = decomposed_gelu.collapse(graph)  # Inductor's GELU back to one op on the CPU (its docstring)
+        activations = decomposed_activations.collapse(graph)  # GELU / SiLU back to one op on the CPU (its docstring)
         linear_output_views.read_products_through_their_view(graph)  # 3-D linears in training (its docstring)
         options = self.options
         unrounded = decomposed_groups.unrounded_groups(graph)  # eager ops Inductor wrote as 16-bit steps
@@ -117,7 +117,7 @@ class FxfusePass(_PassBase):
             run_on_graph(graph, options, _graph_label(graph), subgraphs="own_runs", refusal=None)
         finally:
             decomposed_round.expand_unfused(graph, collapsed)
-            decomposed_gelu.expand_unfused(graph, gelus)
+            decomposed_activations.expand_unfused(graph, activations)
 
     def uuid(self) -> Any:
         h = hashlib.sha256()

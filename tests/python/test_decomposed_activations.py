@@ -1,6 +1,6 @@
-"""F.gelu under the torch.compile backend on the CPU (python/fxfuse/decomposed_gelu.py): Inductor's decomposition of
-aten.gelu is collapsed back into the one op before the pass, so a fused chain computes eager's gelu kernel, and put
-back where no chain took it."""
+"""GELU and SiLU under the torch.compile backend on the CPU (python/fxfuse/decomposed_activations.py): Inductor's
+decomposition of each is collapsed back into the one op before the pass, so a fused chain computes eager's kernel, and
+put back where no chain took it."""
 from __future__ import annotations
 
 import pytest
@@ -88,3 +88,46 @@ def test_a_gelu_formula_written_out_stays_op_by_op():
         got = torch.compile(f, backend=fxfuse.backend_with(only_profitable=False))(x, w)
     assert fxfuse.stats()["chains_fused"] == 1
     assert _same_bits(got, f(x, w))
+
+
+def _compiled_bits_match(fn, *args):
+    torch._dynamo.reset()
+    fxfuse.reset_stats()
+    with torch.no_grad():
+        got = torch.compile(fn, backend=fxfuse.backend_with(only_profitable=False))(*args)
+    want = fn(*args)
+    got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and torch.equal(g.view(-1).view(torch.int8), w.view(-1).view(torch.int8)), \
+            (g != w).sum()
+    return fxfuse.stats()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=["f32", "bf16", "f16"])
+def test_a_fused_silu_computes_eagers_kernel(dtype):
+    """f32 SiLU had been one ulp off eager at ~4 % of the elements (ATen's exp op by op: session 60's hunt); 256
+    columns, so that eager's own vectorized loop computes every element."""
+    testlib.seed("decomposed_silu", str(dtype))
+    n = 256
+    w = torch.eye(n).to(dtype)
+    x = torch.randn(32, n).mul(6).to(dtype)
+    assert _compiled_bits_match(lambda x, w: F.silu(F.linear(x, w)), x, w)["chains_fused"] == 1
+
+
+@pytest.mark.parametrize("approximate", ["tanh", "none"])
+@pytest.mark.parametrize("inner_out", [False, True], ids=["chained", "inner_also_output"])
+def test_a_gelu_of_a_gelu_collapses_both(approximate, inner_out):
+    """The outer decomposition's walk had run into the inner one (the same provenance) and matched no form: both were
+    computed op by op (4-664 elements off eager; session 60's hunt)."""
+    testlib.seed("decomposed_gelu_gelu", approximate, inner_out)
+    n = 64
+    w = torch.eye(n).to(torch.bfloat16)
+    x = torch.randn(16, n).mul(4).to(torch.bfloat16)
+    x[0, :4] = torch.tensor(TANH_EDGE).to(torch.bfloat16)
+
+    def fn(x, w):
+        inner = F.gelu(F.linear(x, w), approximate=approximate)
+        outer = F.gelu(inner, approximate=approximate)
+        return (outer, inner) if inner_out else outer
+
+    assert _compiled_bits_match(fn, x, w)["chains_fused"] == 1
