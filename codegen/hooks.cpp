@@ -72,7 +72,9 @@ OperandInfo analyze(const ChainSpec& spec, int operand, const char* need) {
   std::vector<int> full;  // inputs that vary along both operand dims
   for (int v : closure(spec, {root}))
     if (spec.values[v].kind == ValueKind::Input && hasLetters(spec.values[v].dims, need)) full.push_back(v);
-  if (r.kind == ValueKind::Input) {
+  // an operand read along k's groups (a repeated scale as the weight itself) is no tensor the templates load as it
+  // is: its elements come through the load hooks, which read a 'g' dim at k / kGroup
+  if (r.kind == ValueKind::Input && r.dims.find('g') == std::string::npos) {
     info.plain = true;
     info.slot = r.slot;
   }

@@ -89,8 +89,11 @@ bool writesAliasOf(const GraphIndex& index, int writer, const std::vector<int>& 
 bool isMetadataAssert(const ir::Node& node) { return node.isCall("aten._assert_tensor_metadata.default"); }
 
 bool isReshape(const ir::Node& n) {
+  // flatten / unflatten: the training IR's spellings (an export without run_decompositions: group-wise dequantization
+  // written with them had folded only after decomposition; session 60's hunt)
   return n.isCall("aten.view.default") || n.isCall("aten.reshape.default") ||
-         n.isCall("aten._unsafe_view.default");
+         n.isCall("aten._unsafe_view.default") || n.isCall("aten.flatten.using_ints") ||
+         n.isCall("aten.unflatten.int");
 }
 
 bool returnsAliasOfOperand(const ir::Node& n) {

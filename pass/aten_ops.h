@@ -67,7 +67,8 @@ size_t countM(const std::string& letters);
 // the rewrite drops it with the value (it had cost an extra output per `.to()`, session 49).
 bool isMetadataAssert(const ir::Node& node);
 
-// The reshape family: aten.view.default, aten.reshape.default, aten._unsafe_view.default.
+// The reshape family: aten.view.default, aten.reshape.default, aten._unsafe_view.default, aten.flatten.using_ints,
+// aten.unflatten.int (each read by its input and output sizes only).
 bool isReshape(const ir::Node& node);
 
 // The ops the chain passes through that return (a view of) their operand's storage: the reshape family, alias,

@@ -1,5 +1,7 @@
 #include "pass/operand_prologue.h"
 
+#include <algorithm>
+
 #include "pass/aten_ops.h"
 #include "pass/common_dtype.h"
 #include "pass/k_groups.h"
@@ -159,13 +161,19 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
   if (convertTarget(n)) return stopAt(node, letters, "a conversion between dtypes the kernels do not convert");
   // a reshape of what a prologue op computes (a group-wise dequantization's [N, K/g, g] back to [N, K]); of a plain
   // input (a classifier head's flatten) it ends nothing a prologue would have taken (review)
-  if (isReshape(n) && !n.args.empty() && index_.producer(n.args[0]) >= 0 &&
-      isPrologueKindOp(index_.node(index_.producer(n.args[0]))))
-    return stopAt(node, letters, "a reshape that splits or merges the operand's dims");
+  if (isReshape(n) && reshapesAComputedValue(n)) return stopAt(node, letters, "a reshape that splits or merges the operand's dims");
   if (slicesAComputedValue(n))
     return stopAt(node, letters, "a slice of a computed value (the chain reads its inputs whole: a weight sliced "
                                  "before its dequantization folds)");
   return leaf(node, letters);
+}
+
+bool OperandPrologue::reshapesAComputedValue(const ir::Node& n) const {
+  // through further reshapes ([N, K/G, G] -> [N K/G, G] -> [N, K]: the hunt's silent report)
+  int source = n.args.empty() ? -1 : index_.producer(n.args[0]);
+  for (int depth = 0; source >= 0 && isReshape(index_.node(source)) && depth < kMaxPrologueDepth; ++depth)
+    source = index_.node(source).args.empty() ? -1 : index_.producer(index_.node(source).args[0]);
+  return source >= 0 && isPrologueKindOp(index_.node(source));
 }
 
 bool OperandPrologue::slicesAComputedValue(const ir::Node& n) const {
@@ -201,6 +209,13 @@ int OperandPrologue::foldKGroups(int node, const std::string& letters, const KGr
     return stopAt(node, letters, "a group-wise dequantization (groups of " + std::to_string(merge.group) +
                                      " along k) whose operands do not fold" + (inner.empty() ? "" : ": " + inner));
   }
+  // a region without a group's operand (a per-channel scale, a number, a bare view round trip): no 'g' input, so no
+  // kgroup either (a spec gives one only where an input reads it; the hunt's `internal_error`)
+  const auto& values = builder_.spec().values;
+  if (std::none_of(values.begin(), values.end(), [](const spec::Value& x) {
+        return x.kind == spec::ValueKind::Input && x.dims.find('g') != std::string::npos;
+      }))
+    builder_.setKGroup(saved.kGroup());
   result_.absorbed.push_back(node);
   return v;
 }

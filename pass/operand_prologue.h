@@ -62,6 +62,8 @@ class OperandPrologue {
   bool isFoldableArithmetic(int node) const;
   // A slice (or a split's piece) of a converted or scaled value: the chain cannot read part of what it computes.
   bool slicesAComputedValue(const ir::Node& n) const;
+  // A reshape (through other reshapes) of a converted or scaled value.
+  bool reshapesAComputedValue(const ir::Node& n) const;
 
   const GraphIndex& index_;
   ChainBuilder& builder_;

@@ -444,8 +444,9 @@ at::Tensor chainProduct(const ChainSpec& spec, at::TensorList inputs, const Chai
                         "chainProduct needs raw A and B (codegen::pointwiseApplies)");
   Value product = mm;  // 16-bit: rounded once by cuBLAS, as the hooks would; else unrounded fp32
   if (mm.dtype != spec::DType::BF16 && mm.dtype != spec::DType::F16) product.dtype = spec::DType::F32;
-  return evalMm(product, logicalView(inputs[a.slot], a.dims, a.space, spec.gemm),
-                logicalView(inputs[b.slot], b.dims, b.space, spec.gemm), shape, spec.gemm)
+  // (an operand read along k's groups, a repeated scale as the weight itself, is expanded as the CPU kernel does)
+  return evalMm(product, logicalView(inputs[a.slot], a.dims, a.space, spec.gemm, spec.kGroup),
+                logicalView(inputs[b.slot], b.dims, b.space, spec.gemm, spec.kGroup), shape, spec.gemm)
       .contiguous();
 }
 

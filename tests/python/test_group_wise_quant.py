@@ -203,6 +203,72 @@ def test_an_operand_along_part_of_a_group_stays_outside_and_is_named():
     assert torch.equal(ep2.module()(*args), Model()(*args))
 
 
+@pytest.mark.parametrize("inner", ["per_channel", "convert_only", "number"])
+def test_a_region_without_a_group_operand_fuses_without_kgroup(inner):
+    """A [N, K/G, G] region whose operands do not vary by group (a per-channel scale, none, a number) folds as the
+    plain [n,k] weight: it had given a spec with `kgroup` and no 'g' input, refused as internal_error (session 60's
+    hunt)."""
+    testlib.seed("groupwise_no_group_operand", inner)
+    N, K, G = 40, 128, 32
+
+    class Model(torch.nn.Module):
+        def forward(self, x, w, c):
+            v = w.view(N, K // G, G).to(torch.bfloat16)
+            v = v * c[:, None, None] if inner == "per_channel" else v * 0.01 if inner == "number" else v
+            return torch.relu(F.linear(x, v.view(N, K)))
+
+    args = (torch.randn(6, K).to(torch.bfloat16), _int8(N, K), _scale(N))
+    ep2 = fxfuse.rewrite(torch.export.export(Model(), args), only_profitable=False)
+    spec = _spec(ep2)
+    assert "kgroup" not in spec and "[n,k]" in spec, spec
+    assert torch.equal(ep2.module()(*args), Model()(*args))
+
+
+def test_the_training_irs_unflatten_and_flatten_fold_and_a_second_view_is_named():
+    testlib.seed("groupwise_unflatten")
+    N, K, G = 40, 128, 32
+
+    class Model(torch.nn.Module):
+        def __init__(self, spelling):
+            super().__init__()
+            self.spelling = spelling
+
+        def forward(self, x, w, s):
+            if self.spelling == "unflatten":
+                v = (w.unflatten(1, (K // G, G)).to(torch.bfloat16) * s.unsqueeze(2)).flatten(1)
+            else:  # merged back by two views: not folded, and the report says where the prologue stopped
+                v = (w.view(N, K // G, G).to(torch.bfloat16) * s[:, :, None]).view(N * K // G, G).view(N, K)
+            return torch.relu(F.linear(x, v))
+
+    args = (torch.randn(6, K).to(torch.bfloat16), _int8(N, K), _scale(N, K // G))
+    ep = torch.export.export(Model("unflatten"), args)
+    ep2 = fxfuse.rewrite(ep, only_profitable=False)
+    assert "kgroup 32" in _spec(ep2)
+    assert torch.equal(ep2.module()(*args), Model("unflatten")(*args))
+    text = str(fxfuse.report(torch.export.export(Model("two_views"), args), only_profitable=False))
+    assert "a reshape that splits or merges the operand's dims" in text, text
+
+
+def test_a_weight_that_is_a_repeated_scale_is_read_through_the_hooks():
+    """`s[:, :, None].expand(N, K/G, G).reshape(N, K)` as the weight itself: B is an input with a 'g' dim, which no
+    template loads as a tensor; the kernels read it through fx_load_b at k / G (it had been taken for a plain operand,
+    its address written with a division by zero: the review of session 60)."""
+    testlib.seed("groupwise_repeated_scale")
+    N, K, G = 16, 64, 16
+
+    class Model(torch.nn.Module):
+        def forward(self, x, s):
+            return torch.relu(F.linear(x, s[:, :, None].expand(N, K // G, G).reshape(N, K)))
+
+    args = (torch.randn(4, K).to(torch.bfloat16), _scale(N, K // G))
+    ep2 = fxfuse.rewrite(torch.export.export(Model(), args), only_profitable=False)
+    spec = _spec(ep2)
+    assert "%1 = input 1 bf16 [n,g]" in spec, spec
+    assert torch.equal(ep2.module()(*args), Model()(*args))
+    _, source = fxfuse._C.generate_cuda(spec, 512, N, K)
+    assert "#define FX_B_PLAIN 0" in source and "(k >> 4) * p.in[1].sk" in source
+
+
 def test_group_wise_with_a_dynamic_batch_is_one_program():
     testlib.seed("groupwise_dynamic")
     N, K, G = 40, 96, 32
