@@ -18,10 +18,11 @@ collapsed: the chain computes them as their CUDA kernels do, on the CPU too (the
 from __future__ import annotations
 
 import collections
-import dataclasses
 
 import torch
 import torch.fx
+
+from .collapsed_groups import Collapsed, collapse_into, expand_unfused
 
 __all__ = ["collapse", "expand_unfused"]
 
@@ -41,12 +42,6 @@ _FORMS = {
          _aten.silu.default, {}),
     ],
 }
-
-
-@dataclasses.dataclass
-class _Collapsed:
-    node: torch.fx.Node    # the activation node standing for the group
-    nodes: torch.fx.Graph  # the group's nodes, copied, its input a placeholder
 
 
 def _origin(n: torch.fx.Node) -> str | None:
@@ -89,10 +84,10 @@ def _replacement(order: list[torch.fx.Node], origin: str, dtype: torch.dtype):
     return next(((op, kwargs) for want, op, kwargs in _FORMS[origin] if targets == want), None)
 
 
-def collapse(graph: torch.fx.Graph) -> list[_Collapsed]:
-    """Replaces each of Inductor's decompositions of GELU / SiLU in a CPU `graph` by the one op. In graph
-    order, each node tried as a group's last: an activation of an activation collapses inner first, the outer then
-    reading the inner's new node, which carries no provenance."""
+def collapse(graph: torch.fx.Graph) -> list[Collapsed]:
+    """Replaces each of Inductor's decompositions of GELU / SiLU in a CPU `graph` by the one op. In graph order, each
+    node tried as a group's last: an activation of an activation collapses inner first, the outer then reading the
+    inner's new node, which carries no provenance."""
     done, erased = [], set()
     for last in list(graph.nodes):
         origin = _origin(last) if last not in erased else None
@@ -103,35 +98,8 @@ def collapse(graph: torch.fx.Graph) -> list[_Collapsed]:
         if found is None:
             continue
         op, kwargs = found
-        copy = torch.fx.Graph()
-        env = {x: copy.placeholder("x")}
-        for n in order:
-            env[n] = copy.node_copy(n, lambda a: env[a])
-        copy.output(env[last])
-        with graph.inserting_after(last):
-            node = graph.call_function(op, (x,), dict(kwargs))
-        node.meta = {k: v for k, v in last.meta.items() if k != "original_aten"}
-        last.replace_all_uses_with(node)
-        for n in reversed(order):
-            graph.erase_node(n)
-            erased.add(n)
-        done.append(_Collapsed(node, copy))
+        c = collapse_into(graph, order, x, op, (x,), dict(kwargs))
+        c.node.meta.pop("original_aten", None)
+        erased.update(order)
+        done.append(c)
     return done
-
-
-def expand_unfused(graph: torch.fx.Graph, collapsed: list[_Collapsed]) -> None:
-    """Puts Inductor's nodes back for each collapsed node the pass left in `graph` (no chain took it)."""
-    in_graph = set(graph.nodes)
-    for c in collapsed:
-        if c.node not in in_graph:
-            continue  # fused into a chain
-        env: dict[torch.fx.Node, torch.fx.Node] = {}
-        with graph.inserting_before(c.node):
-            for n in c.nodes.nodes:
-                if n.op == "placeholder":
-                    env[n] = c.node.args[0]
-                elif n.op == "output":
-                    c.node.replace_all_uses_with(env[n.args[0]])
-                else:
-                    env[n] = graph.node_copy(n, lambda a: env[a])
-        graph.erase_node(c.node)

@@ -11,25 +11,18 @@ since Inductor cannot lower ``aten.round.decimals`` itself once its decompositio
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import torch
 import torch.fx
+
+from .collapsed_groups import Collapsed, collapse_into, expand_unfused
 
 __all__ = ["collapse", "expand_unfused"]
 
 _aten = torch.ops.aten
 _DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 _MAX_DECIMALS = 22  # 10.0**d exact in a double (as pass/round_decimals.cpp lowers it)
-
-
-@dataclasses.dataclass
-class _Collapsed:
-    node: torch.fx.Node          # the aten.round.decimals node standing for the trio
-    scale: Any                   # the trio's constants, 10.0**d and 1.0 / 10.0**d
-    unscale: Any
-    metas: tuple[dict, dict, dict]  # the trio's node metas, restored on expansion
 
 
 def _from_round_decimals(n: torch.fx.Node) -> bool:
@@ -47,7 +40,7 @@ def _decimals(scale: Any, unscale: Any) -> int | None:
     return None
 
 
-def collapse(graph: torch.fx.Graph) -> list[_Collapsed]:
+def collapse(graph: torch.fx.Graph) -> list[Collapsed]:
     """Replaces each of Inductor's round_dec trios in `graph` by one ``aten.round.decimals`` node."""
     done = []
     for last in list(graph.nodes):
@@ -66,29 +59,5 @@ def collapse(graph: torch.fx.Graph) -> list[_Collapsed]:
         val = last.meta.get("val")
         if d is None or not isinstance(val, torch.Tensor) or val.dtype not in _DTYPES:
             continue
-        with graph.inserting_after(last):
-            node = graph.call_function(_aten.round.decimals, (x,), {"decimals": d})
-        node.meta = dict(last.meta)
-        metas = (dict(first.meta), dict(rounded.meta), dict(last.meta))
-        last.replace_all_uses_with(node)
-        for n in (last, rounded, first):
-            graph.erase_node(n)
-        done.append(_Collapsed(node, scale, unscale, metas))
+        done.append(collapse_into(graph, [first, rounded, last], x, _aten.round.decimals, (x,), {"decimals": d}))
     return done
-
-
-def expand_unfused(graph: torch.fx.Graph, collapsed: list[_Collapsed]) -> None:
-    """Puts Inductor's trio back for each collapsed node the pass left in `graph` (no chain took it)."""
-    in_graph = set(graph.nodes)
-    for c in collapsed:
-        if c.node not in in_graph:
-            continue  # fused into a chain
-        x = c.node.args[0]
-        with graph.inserting_before(c.node):
-            first = graph.call_function(_aten.mul.Tensor, (x, c.scale))
-            rounded = graph.call_function(_aten.round.default, (first,))
-            last = graph.call_function(_aten.mul.Tensor, (rounded, c.unscale))
-        for n, meta in zip((first, rounded, last), c.metas):
-            n.meta = meta
-        c.node.replace_all_uses_with(last)
-        graph.erase_node(c.node)
