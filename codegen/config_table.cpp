@@ -961,11 +961,12 @@ int gemvKPerStageKnob() {
   return knob;
 }
 
-// FXFUSE_GEMV_GROUP_SCALES=1 lets the gemv take a group-wise scale (FX_B_SCALE_GROUP). Off until its GPU tests
-// pass (session 60 wrote it with no GPU lent): without it such a chain has no fast variant, so the planner
-// leaves it unfused on CUDA (not_profitable). Read once per process.
+// The gemv takes a group-wise scale (FX_B_SCALE_GROUP): its GPU tests passed on an H100 (session 60, tests/GPU_RESULTS.md),
+// 7.6-13x eager's dequantize-then-mm at issue 7's shapes, 0-46 % behind the per-channel scale (bench/RESULTS.md
+// session 60). Knob FXFUSE_GEMV_GROUP_SCALES=0 turns it off (such a chain then has no fast CUDA variant: the planner
+// leaves it unfused, not_profitable). Read once per process.
 bool gemvGroupScalesKnob() {
-  static const bool on = readBinaryKnob("FXFUSE_GEMV_GROUP_SCALES") == "1";
+  static const bool on = readBinaryKnob("FXFUSE_GEMV_GROUP_SCALES") != "0";
   return on;
 }
 

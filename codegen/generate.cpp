@@ -114,9 +114,11 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     // from the fragment (1, the default, stages them for 16-byte stores), for A/B runs end to end
     static const std::string staged = readBinaryKnob("FXFUSE_SM90_STAGED_STORE");
     if (!staged.empty()) w.line("#define FX_SM90_STAGED_STORE {}", staged);
-    // measurement knob: FXFUSE_SM90_COLS_EARLY=1 loads the staged epilogue's column values before the mainloop
+    // the staged epilogue's column values loaded before a 128-column tile's mainloop (the rule since session 60: its
+    // Hopper tests passed in full, 197; 0.7-2.4 % at 512 x 4096 x 4096, bench/RESULTS.md session 59); measurement
+    // knob FXFUSE_SM90_COLS_EARLY=0 loads them after it, for A/B runs
     static const std::string cols_early = readBinaryKnob("FXFUSE_SM90_COLS_EARLY");
-    if (cols_early == "1") w.line("#define FX_SM90_COLS_EARLY 1");
+    if (cols_early != "0") w.line("#define FX_SM90_COLS_EARLY 1");
     // the consumers share the overlapped epilogue's last tile of a CTA with the three epilogue warps
     // (c.last_epilogue_shared: config_table.cpp overlapRule, or its measurement knob)
     if (c.epilogue_overlap) w.line("#define FX_EPI_LAST_SHARED {}", c.last_epilogue_shared ? 1 : 0);

@@ -8,7 +8,7 @@ timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu -n 8 tests/python/te
 echo "pytest groupwise rc $? ($(( $(date +%s) - t0 )) s)"; tail -1 "$L/pytest_groupwise.log"
 grep -hE "^(FAILED|ERROR)" "$L/pytest_groupwise.log" | head -12
 # the gemv with group-wise scales against the per-channel int8 chains and cuBLAS mm, issue 7's shapes
-FXFUSE_GEMV_GROUP_SCALES=1 OUT="$L/decode" timeout "${BENCH_LIMIT_S:-150}" python3 bench/bench_decode.py --m 1,16,64 \
+OUT="$L/decode" timeout "${BENCH_LIMIT_S:-150}" python3 bench/bench_decode.py --m 1,16,64 \
   --kn 4096x14336,14336x4096 --chains w8_bias,w8g_bias,w8_linear_bias,w8g_linear_bias > "$L/decode.txt" 2>&1
 echo "bench_decode rc $? ($(( $(date +%s) - t0 )) s)"
 grep -A20 "^  M " "$L/decode.txt" | cut -c1-150

@@ -213,7 +213,7 @@ static_assert(FX_A_KMAJOR == 1, "sm90 template needs A K-contiguous");
 #else
 #define FX_SM90_STAGED_IN 0
 #endif
-// FX_SM90_COLS_EARLY (measurement knob FXFUSE_SM90_COLS_EARLY, 128-column tiles): the staged epilogue's
+// FX_SM90_COLS_EARLY (the generator's rule; knob FXFUSE_SM90_COLS_EARLY=0 off; 128-column tiles): the staged epilogue's
 // column values (a bias, per-column scales: fx_epilogue_cols) are loaded before the tile's mainloop and held
 // in registers across it, so that their load latency hides under the MMAs instead of following the last
 // one (session 58: at 512 x 4096 x 4096, one tile per CTA, bias+ReLU+cast's epilogue adds 0.9 us that

@@ -665,8 +665,8 @@ TEST(Gemv, WgmmaProductAt64KPerStage) {
 }
 
 // A group-wise scale (GPTQ's [N, K/128]) takes the fast 8-bit path with the scale read per stage: the hook reads
-// k's group by a shift, the planner gives it the gemv only with FXFUSE_GEMV_GROUP_SCALES=1 (not set here: off
-// until its GPU tests pass) and groups covering whole stages, and generate refuses a stage a group splits.
+// k's group by a shift, the planner gives it the gemv where groups cover whole stages (not with the knob
+// FXFUSE_GEMV_GROUP_SCALES=0), and generate refuses a stage a group splits.
 TEST(Gemv, GroupWiseScaleIsReadPerStage) {
   spec::ChainSpec g128 = loadSpec("gemv_int8_group_wise_scale_bias");
   OperandInfo b = analyzeB(g128);
@@ -677,10 +677,11 @@ TEST(Gemv, GroupWiseScaleIsReadPerStage) {
   const std::string h = generateHooks(g128, cfg);
   EXPECT_TRUE(has(h, "#define FX_B_SCALE_GROUP 128\n")) << h;
   EXPECT_TRUE(has(h, "(k >> 7) * p.in[2].sk")) << h;
-  if (std::getenv("FXFUSE_GEMV_GROUP_SCALES") == nullptr)
-    EXPECT_NE(chooseConfig(g128, shapeFor(g128, 16), 90).variant, "gemv");
+  const char* knob = std::getenv("FXFUSE_GEMV_GROUP_SCALES");
+  if (!knob || std::string(knob) != "0") EXPECT_EQ(chooseConfig(g128, shapeFor(g128, 16), 90).variant, "gemv");
   spec::ChainSpec g64 = spec::parseSpec(std::regex_replace(spec::printSpec(g128), std::regex("kgroup 128"), "kgroup 64"));
   EXPECT_EQ(analyzeB(g64).scale_group, 64);
+  EXPECT_NE(chooseConfig(g64, shapeFor(g64, 16), 90).variant, "gemv");  // groups of 64 split a 128-k stage
   EXPECT_THROW(generate(g64, cfg), CodegenError);
   if (!gemvBuiltIn() || !nvrtcUsable()) return;
   // the gemv's configs for the per-channel form of the same shapes, mma.sync and wgmma products, both layouts
