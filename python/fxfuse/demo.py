@@ -1,5 +1,5 @@
 """``python -m fxfuse.demo``: fxfuse on a GPT block, a Llama-style gated MLP, and that MLP with
-int8 weights at decode size (8 tokens).
+int8 weights at decode size (8 tokens), with one scale per output channel and with GPTQ's scale per group of k.
 
 Each model is built here (no downloads), compiled with ``torch.compile(backend="fxfuse")``,
 checked against eager (relative error, must pass), and its fusion report printed. On a GPU
@@ -85,12 +85,29 @@ class Int8Linear(nn.Module):
         return F.linear(x, self.w.to(x.dtype) * self.scale.to(x.dtype)[:, None])
 
 
-class Int8GatedMLP(nn.Module):
-    """Llama MLP with int8 weights: ``w2(silu(w1(x)) * w3(x))``."""
+class GroupInt8Linear(nn.Module):
+    """Weight-only int8 linear layer with a scale per group of k (GPTQ's form; groups of 128 where the width allows):
+    ``x @ (w_i8.view(N, K/G, G) * scale[:, :, None]).view(N, K).T``."""
 
-    def __init__(self, dim: int, hidden: int):
+    def __init__(self, d_in: int, d_out: int):
         super().__init__()
-        self.w1, self.w3, self.w2 = Int8Linear(dim, hidden), Int8Linear(dim, hidden), Int8Linear(hidden, dim)
+        self.group = next(g for g in (128, 64, 32, 16, 8, 4, 2, 1) if d_in % g == 0)
+        self.register_buffer("w", torch.randint(-127, 128, (d_out, d_in), dtype=torch.int8))
+        self.register_buffer("scale", (torch.rand(d_out, d_in // self.group) + 0.5) / (127 * d_in ** 0.5))
+
+    def forward(self, x):
+        n, k = self.w.shape
+        w = self.w.view(n, k // self.group, self.group).to(x.dtype) * self.scale.to(x.dtype)[:, :, None]
+        return F.linear(x, w.view(n, k))
+
+
+class Int8GatedMLP(nn.Module):
+    """Llama MLP with int8 weights: ``w2(silu(w1(x)) * w3(x))``; `linear`: the layer (one scale per output channel,
+    or per group of k)."""
+
+    def __init__(self, dim: int, hidden: int, linear: type = Int8Linear):
+        super().__init__()
+        self.w1, self.w3, self.w2 = linear(dim, hidden), linear(dim, hidden), linear(hidden, dim)
 
     def forward(self, x):
         return self.w2(F.silu(self.w1(x)) * self.w3(x))
@@ -172,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
          GatedMLP(dim, hidden=(8 * dim // 3 + 63) // 64 * 64), torch.randn(batch * seq, dim)),
         ("Llama gated MLP, int8 weight-only, decode (8 tokens)",
          Int8GatedMLP(dec_dim, dec_hidden), torch.randn(8, dec_dim)),
+        ("Llama gated MLP, GPTQ int8 (a scale per group of k), decode (8 tokens)",
+         Int8GatedMLP(dec_dim, dec_hidden, GroupInt8Linear), torch.randn(8, dec_dim)),
     ]
     for name, model, x in cases:
         model = model.to(args.device, dtype).eval()

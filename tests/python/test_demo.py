@@ -8,8 +8,10 @@ def test_demo_cpu_small(capsys):
     assert demo.main(["--device", "cpu", "--dim", "64", "--tokens", "32"]) == 0
     out = capsys.readouterr().out
     assert "CPU reference kernel" in out and "all results match eager" in out
-    assert out.count("-> PASS") == 3
-    # the int8 decode MLP fuses its dequantization into the GEMMs (CPU reference kernel here)
+    assert out.count("-> PASS") == 4
+    # the int8 decode MLPs fuse their dequantization into the GEMMs (CPU reference kernel here)
     dec = out[out.index("int8 weight-only"):]
     fused = int(dec.split("chains fused: ")[1].split(" of ")[0])
     assert fused >= 2, dec
+    gptq = out[out.index("GPTQ int8"):]
+    assert int(gptq.split("chains fused: ")[1].split(" of ")[0]) == 3 and "(scales per 64 k)" in gptq, gptq
