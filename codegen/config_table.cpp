@@ -1064,8 +1064,8 @@ bool gemvDenseMidRowsAhead(const Query& q) {
 //    the eager convert + mul + cuBLAS sequence up to M = 64 (which reads the weight once
 //    and writes/reads a 16-bit copy twice), also at S = 1: M <= 64, sm_80+.
 //  - a group-wise scale (FX_B_SCALE_GROUP, groups of a multiple of 128 k: GPTQ's usual 128) the same way, read
-//    per stage; smaller groups are not chosen (the scale would change inside a stage).
-//  - other quantized prologues (FX_B_QUANT alone: zero points, group scales, w / s) take the
+//    per stage; smaller groups get no gemv at all (the scale would change inside a stage).
+//  - other quantized prologues (FX_B_QUANT alone: zero points, w / s) take the
 //    element-wise fx_dequant_b path, 5-7x slower than cuBLAS ("/slow" rows): not chosen.
 //  - the template's fast path needs A a plain k-contiguous input and B (or the raw weight)
 //    contiguous along the dim the spec says, 16-byte aligned base and row strides, same MMA

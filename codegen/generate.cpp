@@ -118,7 +118,7 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     // Hopper tests passed in full, 197; 0.7-2.4 % at 512 x 4096 x 4096, bench/RESULTS.md session 59); measurement
     // knob FXFUSE_SM90_COLS_EARLY=0 loads them after it, for A/B runs
     static const std::string cols_early = readBinaryKnob("FXFUSE_SM90_COLS_EARLY");
-    if (cols_early != "0") w.line("#define FX_SM90_COLS_EARLY 1");
+    w.line("#define FX_SM90_COLS_EARLY {}", cols_early == "0" ? 0 : 1);
     // the consumers share the overlapped epilogue's last tile of a CTA with the three epilogue warps
     // (c.last_epilogue_shared: config_table.cpp overlapRule, or its measurement knob)
     if (c.epilogue_overlap) w.line("#define FX_EPI_LAST_SHARED {}", c.last_epilogue_shared ? 1 : 0);

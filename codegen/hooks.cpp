@@ -166,7 +166,9 @@ std::string toElem(DType d, const std::string& v) {
 // k's group, k / kGroup (k >= 0): a shift where kGroup is a power of two (every real group size), which a signed
 // division is not (it rounds toward zero: extra instructions, and registers the small-M tile did not have).
 std::string groupIndex(int kGroup) {
-  if (kGroup > 0 && (kGroup & (kGroup - 1)) == 0) {
+  if (kGroup <= 0)
+    throw std::logic_error("fxfuse internal error: a 'g' dim without the spec's kgroup (please report a bug)");
+  if ((kGroup & (kGroup - 1)) == 0) {
     int shift = 0;
     while ((1 << shift) < kGroup) ++shift;
     return "(k >> " + std::to_string(shift) + ")";
@@ -177,7 +179,7 @@ std::string groupIndex(int kGroup) {
 // "b * p.in[2].sb + n * p.in[2].sn" for the dims an input names, in dim order.
 // `n`: how the expression names the column (element 1 of a column pair: "(n + 1)"). A 'g' dim (k's group, a
 // group-wise scale) is read at k / kGroup through the k stride the launch gives it.
-std::string offsetExpr(const std::string& dims, const std::string& base, const std::string& n = "n", int kGroup = 0) {
+std::string offsetExpr(const std::string& dims, const std::string& base, const std::string& n, int kGroup) {
   static const std::map<char, const char*> stride = {{'b', "sb"}, {'m', "sm"}, {'k', "sk"}, {'n', "sn"}, {'g', "sk"}};
   std::string out;
   std::set<char> done;  // [m,m,k]: M is already flattened, one term per letter
@@ -422,7 +424,8 @@ class HookEmitter {
     auto f = w_.block("__device__ __forceinline__ const {}* {}(const fxfuse::FxParams& p, long long b, {})", type, fn,
                       idx);
     w_.line("(void)b;");
-    w_.line("return reinterpret_cast<const {}*>({}.ptr) + ({});", type, base, offsetExpr(v.dims, base));
+    w_.line("return reinterpret_cast<const {}*>({}.ptr) + ({});", type, base,
+            offsetExpr(v.dims, base, "n", spec_.kGroup));
   }
 
   void emitDequant(const OperandInfo& b) {
@@ -444,11 +447,12 @@ class HookEmitter {
   // FX_B_QUANT_SCALE: the per-column scale s(b, n) of B = FxElemB(fp32(float(raw) * s)).
   void emitScale(const OperandInfo& b) {
     int root = spec_.values[spec_.mmIndex()].operands[1];
-    w_.line("// Scale of B's quantized prologue (%{} = convert(raw) * %{}, rounded once): a function of (b, {}n).", root,
-            b.scale_value, b.scale_group ? "k / " + std::to_string(b.scale_group) + ", " : "");
+    w_.line("// Scale of B's quantized prologue (%{} = convert(raw) * %{}, rounded once): a function of (b, {}n).",
+            root, b.scale_value, b.scale_group ? "k / " + std::to_string(b.scale_group) + ", " : "");
     // a group-wise scale is also a function of k's group: the gemv reads it once per stage (FX_B_SCALE_GROUP)
-    auto fn = w_.block("__device__ __forceinline__ float fx_b_scale(const fxfuse::FxParams& p, long long b, {}long long n)",
-                       b.scale_group ? "long long k, " : "");
+    auto fn = w_.block(
+        "__device__ __forceinline__ float fx_b_scale(const fxfuse::FxParams& p, long long b, {}long long n)",
+        b.scale_group ? "long long k, " : "");
     w_.line(b.scale_group ? "(void)p; (void)b; (void)k; (void)n;" : "(void)p; (void)b; (void)n;");
     emitValues({b.scale_value}, {});
     w_.line("return v{};", b.scale_value);
@@ -763,7 +767,7 @@ class HookEmitter {
   std::string pairedOffset(int i) const {
     const Value& v = spec_.values[i];
     const std::string base = "p.in[" + std::to_string(v.slot) + "]";
-    std::string off = offsetExpr(v.dims, base);
+    std::string off = offsetExpr(v.dims, base, "n", spec_.kGroup);
     const std::string n_term = "n * " + base + ".sn";
     off.replace(off.find(n_term), n_term.size(), "n");
     return off;

@@ -161,7 +161,8 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
   if (convertTarget(n)) return stopAt(node, letters, "a conversion between dtypes the kernels do not convert");
   // a reshape of what a prologue op computes (a group-wise dequantization's [N, K/g, g] back to [N, K]); of a plain
   // input (a classifier head's flatten) it ends nothing a prologue would have taken (review)
-  if (isReshape(n) && reshapesAComputedValue(n)) return stopAt(node, letters, "a reshape that splits or merges the operand's dims");
+  if (isReshape(n) && reshapesAComputedValue(n))
+    return stopAt(node, letters, "a reshape that splits or merges the operand's dims");
   if (slicesAComputedValue(n))
     return stopAt(node, letters, "a slice of a computed value (the chain reads its inputs whole: a weight sliced "
                                  "before its dequantization folds)");
@@ -193,29 +194,36 @@ bool OperandPrologue::slicesAComputedValue(const ir::Node& n) const {
 
 int OperandPrologue::foldKGroups(int node, const std::string& letters, const KGroupMerge& merge, int depth,
                                  bool roles) {
-  if (builder_.kGroup() != 0 && builder_.kGroup() != merge.group)
-    return stopAt(node, letters, "a second group size in one chain (" + std::to_string(merge.group) + " after " +
-                                     std::to_string(builder_.kGroup()) + ")");
   if (merge.group > spec::kMaxKGroup) return stopAt(node, letters, "a group of k larger than a chain holds");
   // undone if the region does not fold whole (an operand varying along k % G alone, which no spec dim names)
   ChainBuilder saved = builder_;
   PrologueResult savedResult = result_;
+  auto groupInputs = [&] {
+    const auto& values = builder_.spec().values;
+    return std::count_if(values.begin(), values.end(), [](const spec::Value& x) {
+      return x.kind == spec::ValueKind::Input && x.dims.find('g') != std::string::npos;
+    });
+  };
+  const auto before = groupInputs();
   builder_.setKGroup(static_cast<int>(merge.group));
   const int v = fold(index_.producer(index_.node(node).args[0]), merge.inputLetters, depth + 1, roles);
+  std::string why;
   if (v < 0) {
-    const std::string inner = result_.stop;
+    why = "a group-wise dequantization (groups of " + std::to_string(merge.group) +
+          " along k) whose operands do not fold" + (result_.stop.empty() ? "" : ": " + result_.stop);
+  } else if (groupInputs() > before && saved.kGroup() != 0 && saved.kGroup() != merge.group) {
+    // one chain has one group size (a region that reads no group's operand folds beside another size: review)
+    why = "a second group size in one chain (" + std::to_string(merge.group) + " after " +
+          std::to_string(saved.kGroup()) + ")";
+  }
+  if (!why.empty()) {
     builder_ = std::move(saved);
     result_ = std::move(savedResult);
-    return stopAt(node, letters, "a group-wise dequantization (groups of " + std::to_string(merge.group) +
-                                     " along k) whose operands do not fold" + (inner.empty() ? "" : ": " + inner));
+    return stopAt(node, letters, why);
   }
   // a region without a group's operand (a per-channel scale, a number, a bare view round trip): no 'g' input, so no
   // kgroup either (a spec gives one only where an input reads it; the hunt's `internal_error`)
-  const auto& values = builder_.spec().values;
-  if (std::none_of(values.begin(), values.end(), [](const spec::Value& x) {
-        return x.kind == spec::ValueKind::Input && x.dims.find('g') != std::string::npos;
-      }))
-    builder_.setKGroup(saved.kGroup());
+  if (groupInputs() == before) builder_.setKGroup(saved.kGroup());
   result_.absorbed.push_back(node);
   return v;
 }

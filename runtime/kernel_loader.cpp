@@ -354,7 +354,7 @@ void setLayoutFromSpec(const spec::ChainSpec& spec, codegen::ProblemShape* shape
   auto innermostIsK = [&](int id) {
     const std::string letters = dimLetters(spec.values[id].dims);
     for (auto it = letters.rbegin(); it != letters.rend(); ++it)
-      if (*it != '1') return *it == 'k';
+      if (*it != '1') return spec::isKLetter(*it);
     return false;
   };
   const int a = operandInput(spec, 0), b = operandInput(spec, 1);

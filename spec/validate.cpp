@@ -43,7 +43,7 @@ class Validator {
     if (spec_.kGroup < 0 || spec_.kGroup > kMaxKGroup)
       fail_({-1, -1}, "kgroup size " + std::to_string(spec_.kGroup) + " is outside 1.." + std::to_string(kMaxKGroup));
     // canonical: a kgroup line only where an input reads it
-    if (spec_.kGroup > 0 && !groupInput_) fail_({-1, -1}, "kgroup is given but no input has a 'g' dim");
+    if (spec_.kGroup > 0 && !hasGroupInput(spec_)) fail_({-1, -1}, "kgroup is given but no input has a 'g' dim");
     if (spec_.outputs.empty()) fail_({-1, -1}, "the spec has no output line");
     for (size_t j = 0; j < spec_.outputs.size(); ++j) {
       int o = spec_.outputs[j];
@@ -93,7 +93,6 @@ class Validator {
     if (v.dims.find('g') != std::string::npos) {
       if (v.dims.find('k') != std::string::npos) fail_(at, "an input has a 'k' dim or a 'g' dim (k's group), not both");
       if (spec_.kGroup <= 0) fail_(at, "a 'g' dim needs the gemm line's 'kgroup <size>'");
-      groupInput_ = true;
     }
     if (v.slot > maxSlot_ + 1)
       fail_(at, "input slot " + std::to_string(v.slot) + " skips slot " + std::to_string(maxSlot_ + 1) +
@@ -175,7 +174,6 @@ class Validator {
   const ErrorSink& sink_;
   std::vector<std::string> letters_;
   int maxSlot_ = -1;
-  bool groupInput_ = false;  // an input has a 'g' dim
   std::map<int, int> firstUse_;  // slot -> value that declared it first
 };
 
@@ -203,6 +201,12 @@ const char* spaceName(Space s) {
 bool isResidualInput(const Value& v) {
   return v.kind == ValueKind::Input && v.dims.find('m') != std::string::npos && v.dims.find('n') != std::string::npos &&
          v.dims.find('k') == std::string::npos;
+}
+
+bool hasGroupInput(const ChainSpec& spec) {
+  for (const Value& v : spec.values)
+    if (v.kind == ValueKind::Input && v.dims.find('g') != std::string::npos) return true;
+  return false;
 }
 
 bool isOneElementInput(const Value& v) {

@@ -218,7 +218,7 @@ static_assert(FX_A_KMAJOR == 1, "sm90 template needs A K-contiguous");
 // in registers across it, so that their load latency hides under the MMAs instead of following the last
 // one (session 58: at 512 x 4096 x 4096, one tile per CTA, bias+ReLU+cast's epilogue adds 0.9 us that
 // nothing hides). 256-column tiles would hold twice the values beside twice the accumulators.
-#if FX_SM90_STAGED && defined(FX_SM90_COLS_EARLY) && FX_BN == 128
+#if FX_SM90_STAGED && defined(FX_SM90_COLS_EARLY) && FX_SM90_COLS_EARLY && FX_BN == 128
 #define FX_SM90_EARLY_COLS 1
 #else
 #define FX_SM90_EARLY_COLS 0

@@ -24,7 +24,7 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
-from . import decomposed_activations, decomposed_groups, decomposed_round, linear_output_views
+from . import collapsed_groups, decomposed_activations, decomposed_groups, decomposed_round, linear_output_views
 from .pass_driver import Options, run_on_graph
 from .stats import record_cached_graph
 
@@ -86,9 +86,9 @@ class FxfusePass(_PassBase):
     library version, these Python sources and the options, so Inductor's FX graph cache
     never serves a graph compiled by another fxfuse; and with `graph_key`, the code of the Dynamo
     graph it compiles (the backend's): the pass reads the nodes' provenance (decomposed_round.py,
-    decomposed_activations.py, decomposed_groups.py), which Inductor's cache key does not see, so `round(y, decimals=1)` and a
-    user's own `round(y * 10) * 0.1`, the same graph after Inductor's decompositions, were served
-    each other's compiled graph (review, session 57)."""
+    decomposed_activations.py, decomposed_groups.py), which Inductor's cache key does not see, so
+    `round(y, decimals=1)` and a user's own `round(y * 10) * 0.1`, the same graph after Inductor's
+    decompositions, were served each other's compiled graph (review, session 57)."""
 
     def __init__(self, options: Options | None = None, graph_key: str = ""):
         self.options = Options.given(options, "FxfusePass")
@@ -106,18 +106,19 @@ class FxfusePass(_PassBase):
         if not self.options.enabled or refusal is not None:  # nothing will fuse: leave the graph as Inductor made it
             run_on_graph(graph, self.options, _graph_label(graph), subgraphs="own_runs", refusal=refusal)
             return
-        collapsed = decomposed_round.collapse(graph)  # Inductor's round(decimals=d) back to one op (its docstring)
-        activations = decomposed_activations.collapse(graph)  # GELU / SiLU back to one op on the CPU (its docstring)
-        linear_output_views.read_products_through_their_view(graph)  # 3-D linears in training (its docstring)
-        options = self.options
-        unrounded = decomposed_groups.unrounded_groups(graph)  # eager ops Inductor wrote as 16-bit steps
-        if unrounded:
-            options = dataclasses.replace(options, extra=options.extra + (("unrounded_groups", ",".join(unrounded)),))
+        collapsed = []  # ops standing for Inductor's decompositions while the pass runs, put back where unfused
         try:
+            collapsed += decomposed_round.collapse(graph)  # Inductor's round(decimals=d) back to one op (its docstring)
+            collapsed += decomposed_activations.collapse(graph)  # GELU / SiLU back to one op on the CPU (its docstring)
+            linear_output_views.read_products_through_their_view(graph)  # 3-D linears in training (its docstring)
+            options = self.options
+            unrounded = decomposed_groups.unrounded_groups(graph)  # eager ops Inductor wrote as 16-bit steps
+            if unrounded:
+                extra = options.extra + (("unrounded_groups", ",".join(unrounded)),)
+                options = dataclasses.replace(options, extra=extra)
             run_on_graph(graph, options, _graph_label(graph), subgraphs="own_runs", refusal=None)
         finally:
-            decomposed_round.expand_unfused(graph, collapsed)
-            decomposed_activations.expand_unfused(graph, activations)
+            collapsed_groups.expand_unfused(graph, collapsed)
 
     def uuid(self) -> Any:
         h = hashlib.sha256()

@@ -14,7 +14,7 @@ __all__ = ["Collapsed", "collapse_into", "expand_unfused"]
 @dataclasses.dataclass
 class Collapsed:
     node: torch.fx.Node    # the node standing for the group
-    nodes: torch.fx.Graph  # the group's nodes, copied (metas too), its one input a placeholder
+    group: torch.fx.Graph  # the group's nodes, copied (metas too), its one input a placeholder
 
 
 def collapse_into(graph: torch.fx.Graph, order: list[torch.fx.Node], x: torch.fx.Node, target: Any,
@@ -44,7 +44,7 @@ def expand_unfused(graph: torch.fx.Graph, collapsed: list[Collapsed]) -> None:
             continue  # fused into a chain
         env: dict[torch.fx.Node, torch.fx.Node] = {}
         with graph.inserting_before(c.node):
-            for n in c.nodes.nodes:
+            for n in c.group.nodes:
                 if n.op == "placeholder":
                     env[n] = c.node.args[0]
                 elif n.op == "output":

@@ -22,9 +22,9 @@ import collections
 import torch
 import torch.fx
 
-from .collapsed_groups import Collapsed, collapse_into, expand_unfused
+from .collapsed_groups import Collapsed, collapse_into
 
-__all__ = ["collapse", "expand_unfused"]
+__all__ = ["collapse"]
 
 _aten, _prims = torch.ops.aten, torch.ops.prims
 _CONVERT = _prims.convert_element_type.default
@@ -51,7 +51,7 @@ def _origin(n: torch.fx.Node) -> str | None:
     return origin if origin in _FORMS else None
 
 
-def _group(last: torch.fx.Node, origin: str) -> tuple[list[torch.fx.Node], torch.fx.Node | None]:
+def _group(last: torch.fx.Node, origin: str, position: dict) -> tuple[list[torch.fx.Node], torch.fx.Node | None]:
     """The nodes of the decomposition of `origin` ending at `last` (in graph order) and its one input; the input is
     None when they are not one of Inductor's decompositions with a single tensor input and no reader outside."""
     nodes, inputs, todo = set(), set(), [last]
@@ -65,7 +65,7 @@ def _group(last: torch.fx.Node, origin: str) -> tuple[list[torch.fx.Node], torch
                 todo.append(a)
             else:
                 inputs.add(a)
-    order = [n for n in last.graph.nodes if n in nodes]
+    order = sorted(nodes, key=position.__getitem__)
     if len(inputs) != 1 or any(u not in nodes for n in order if n is not last for u in n.users):
         return order, None
     (x,) = inputs
@@ -88,18 +88,20 @@ def collapse(graph: torch.fx.Graph) -> list[Collapsed]:
     """Replaces each of Inductor's decompositions of GELU / SiLU in a CPU `graph` by the one op. In graph order, each
     node tried as a group's last: an activation of an activation collapses inner first, the outer then reading the
     inner's new node, which carries no provenance."""
-    done, erased = [], set()
+    done = []
+    # (a group's nodes are ancestors of its last, so nothing a collapse erased comes up again in this walk; the
+    # positions, taken once, order each group without a walk over the graph per candidate)
+    position = {n: i for i, n in enumerate(graph.nodes)}
     for last in list(graph.nodes):
-        origin = _origin(last) if last not in erased else None
+        origin = _origin(last)
         if origin is None:
             continue
-        order, x = _group(last, origin)
+        order, x = _group(last, origin, position)
         found = _replacement(order, origin, last.meta["val"].dtype) if x is not None else None
         if found is None:
             continue
         op, kwargs = found
         c = collapse_into(graph, order, x, op, (x,), dict(kwargs))
         c.node.meta.pop("original_aten", None)
-        erased.update(order)
         done.append(c)
     return done

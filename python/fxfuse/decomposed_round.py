@@ -7,7 +7,8 @@ ops written by the user are a different function (each rounded as eager rounds i
 ``meta["original_aten"]``, tells them apart. So, around the pass: each such trio that came from
 ``aten.round.decimals`` is collapsed into that one node, which the pass lowers to eager's formula
 (pass/round_decimals.h); a collapsed node that no chain took is expanded back into Inductor's trio afterwards,
-since Inductor cannot lower ``aten.round.decimals`` itself once its decompositions have run.
+since Inductor cannot lower ``aten.round.decimals`` itself once its decompositions have run
+(collapsed_groups.expand_unfused).
 """
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ from typing import Any
 import torch
 import torch.fx
 
-from .collapsed_groups import Collapsed, collapse_into, expand_unfused
+from .collapsed_groups import Collapsed, collapse_into
 
-__all__ = ["collapse", "expand_unfused"]
+__all__ = ["collapse"]
 
 _aten = torch.ops.aten
 _DTYPES = (torch.bfloat16, torch.float16, torch.float32)

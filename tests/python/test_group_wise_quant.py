@@ -182,6 +182,25 @@ def test_two_group_sizes_leave_the_second_outside_and_say_why():
     assert torch.equal(ep2.module()(*args), Model()(*args))
 
 
+def test_a_region_without_a_group_operand_folds_beside_another_group_size():
+    """A grouped by 32 beside a B region of 64 whose only scale is per channel: B's region reads no group's operand,
+    so it folds without a group of its own (the review of session 60: it was refused as a second group size)."""
+    testlib.seed("groupwise_region_beside")
+    M, N, K = 8, 32, 256
+
+    class Model(torch.nn.Module):
+        def forward(self, xq, sx, w, c):
+            x = (xq.view(M, K // 32, 32).to(torch.bfloat16) * sx[:, :, None]).view(M, K)
+            w = (w.view(N, K // 64, 64).to(torch.bfloat16) * c[:, None, None]).view(N, K)
+            return torch.relu(F.linear(x, w))
+
+    args = (_int8(M, K), _scale(M, K // 32), _int8(N, K), _scale(N))
+    ep2 = fxfuse.rewrite(torch.export.export(Model(), args), only_profitable=False)
+    spec = _spec(ep2)
+    assert "kgroup 32" in spec and "[m,g]" in spec and "input 2 i8 [n,k]" in spec and "input 3 bf16 [n]\n" in spec, spec
+    assert torch.equal(ep2.module()(*args), Model()(*args))
+
+
 def test_an_operand_along_part_of_a_group_stays_outside_and_is_named():
     """A per-position factor t[G] (varying along k % G, not its group) has no spec dims: the region stays outside the
     chain, its reshape and the operand named, and the answer is eager's."""
@@ -306,9 +325,9 @@ def test_a_rewritten_group_wise_program_saves_and_loads(tmp_path):
     assert torch.equal(loaded.module()(x), model(x))
 
 
-# ---- CUDA: the generic kernel's prologue reads the scale at k / G; the op's own dispatch runs such a chain through
-# ATen (no fast variant takes a group-wise prologue yet: the gemv's fast 8-bit path reads one scale per column), so
-# the default rewrite leaves it in the graph as not_profitable ----
+# ---- CUDA: the generic kernel's prologue reads the scale at k / G; the op's own dispatch runs the gemv where it takes
+# the scale (groups of 128, no zero point, decode rows) and ATen elsewhere, where the default rewrite leaves the chain
+# in the graph as not_profitable ----
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("path", ["kernel", "dispatch"])
