@@ -100,7 +100,7 @@ bool isBNScale(const ChainSpec& spec, int v, bool* grouped) {
   for (int u : closure(spec, {v})) {
     const Value& x = spec.values[u];
     if (x.kind == ValueKind::Mm) return false;
-    if (x.kind == ValueKind::Input && (x.dims.find_first_of("km") != std::string::npos)) return false;
+    if (x.kind == ValueKind::Input && x.dims.find_first_of("km") != std::string::npos) return false;
     if (x.kind == ValueKind::Input && x.dims.find('g') != std::string::npos) *grouped = true;
   }
   return true;

@@ -175,7 +175,7 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
   OutputChoice choice = chooseOutputs(index, m, growth.nodes, options);
   out.notes.insert(out.notes.end(), choice.notes.begin(), choice.notes.end());
   // a prologue op left outside a chain that fuses anyway (its epilogue) is a note; on a bare GEMM, its reason (below)
-  std::vector<std::string> stops;
+  std::vector<std::string>& stops = out.prologueStops;
   if (!core.a.stop.empty()) stops.push_back("A's prologue stops at " + core.a.stop);
   if (!core.b.stop.empty()) stops.push_back("B's prologue stops at " + core.b.stop);
   out.notes.insert(out.notes.end(), stops.begin(), stops.end());

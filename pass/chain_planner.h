@@ -30,6 +30,9 @@ struct GemmOutcome {
   std::optional<FusionPlan> plan;
   Rejection rejection;              // when !plan
   std::vector<std::string> notes;
+  // the prologue ops left outside ("B's prologue stops at %v (aten.view.default): ..."), also among the notes: the
+  // report line of a fused chain names them
+  std::vector<std::string> prologueStops;
 };
 
 // `claimed[i]`: node i already belongs to an earlier plan.

@@ -1,7 +1,5 @@
 #include "pass/operand_prologue.h"
 
-#include <algorithm>
-
 #include "pass/aten_ops.h"
 #include "pass/common_dtype.h"
 #include "pass/k_groups.h"
@@ -68,22 +66,21 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
     return stopAt(node, letters, "the prologue is deeper than " + std::to_string(kMaxPrologueDepth) + " ops");
   if (isMutating(n)) return stopAt(node, letters, "an in-place op");
 
+  // permute(x) as B  ->  x read with its dims named `[n,k]`: a layout, not a prologue op; so is w.view(N, K/G, G)
+  // inside a group-wise dequantization (w read as [n,k], pass/k_groups.h)
   std::string inLetters;
-  if (viewInputLetters(index_, node, letters, &inLetters, roles)) {
-    // permute(x) as B  ->  x read with its dims named `[n,k]`: a layout, not a prologue op.
+  bool layout = viewInputLetters(index_, node, letters, &inLetters, roles);
+  if (auto split = layout ? std::nullopt : kSplitIntoGroups(index_, node, letters, builder_.kGroup())) {
+    inLetters = *split;
+    layout = true;
+  }
+  if (layout) {
     int v = fold(index_.producer(n.args[0]), inLetters, depth + 1, roles);
     if (v < 0) return -1;
     result_.absorbed.push_back(node);
     return v;
   }
   if (auto merge = groupsMergedIntoK(index_, node, letters)) return foldKGroups(node, letters, *merge, depth, roles);
-  if (auto split = kSplitIntoGroups(index_, node, letters, builder_.kGroup())) {
-    // w.view(N, K/G, G) inside a group-wise dequantization: w read as [n,k]
-    int v = fold(index_.producer(n.args[0]), *split, depth + 1, roles);
-    if (v < 0) return -1;
-    result_.absorbed.push_back(node);
-    return v;
-  }
   // Under Inductor, a 16-bit value other nodes read too stays a leaf (sharedStayBuffers_): kept in the graph for
   // them only it is no longer a buffer, and Inductor, fusing it into a reader, skips its rounding (session 58's hunt:
   // a bf16 bias gradient's sum then read g * gelu'(y) unrounded, 22 of 48 elements off eager and Inductor).
@@ -198,13 +195,8 @@ int OperandPrologue::foldKGroups(int node, const std::string& letters, const KGr
   // undone if the region does not fold whole (an operand varying along k % G alone, which no spec dim names)
   ChainBuilder saved = builder_;
   PrologueResult savedResult = result_;
-  auto groupInputs = [&] {
-    const auto& values = builder_.spec().values;
-    return std::count_if(values.begin(), values.end(), [](const spec::Value& x) {
-      return x.kind == spec::ValueKind::Input && x.dims.find('g') != std::string::npos;
-    });
-  };
-  const auto before = groupInputs();
+  auto groupInputs = [&] { return spec::groupInputCount(builder_.spec()); };
+  const int before = groupInputs();
   builder_.setKGroup(static_cast<int>(merge.group));
   const int v = fold(index_.producer(index_.node(node).args[0]), merge.inputLetters, depth + 1, roles);
   std::string why;

@@ -78,6 +78,7 @@ PassResult runPass(const ir::Graph& graph, const PassOptions& options) {
     ReportEntry entry;
     entry.gemm = o.gemm;
     entry.notes = o.notes;
+    entry.prologueStops = o.prologueStops;
     if (o.plan) {
       for (int n : o.plan->replaced) claimed[n] = true;
       entry.fused = true;
@@ -138,6 +139,7 @@ std::string resultToJson(const PassResult& r, const std::vector<std::string>& wa
       w.key("detail").value(e.detail);
     }
     w.key("notes").stringArray(e.notes);
+    w.key("prologue_stops").stringArray(e.prologueStops);
     w.endObject();
   }
   w.endArray();

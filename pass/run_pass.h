@@ -36,6 +36,7 @@ struct ReportEntry {
   std::string chain;                  // when fused: "addmm+bias → gelu_tanh → convert"
   std::string reason, detail;         // when not: a stable reason name and a human detail
   std::vector<std::string> notes;     // device, extra outputs, where a region ended and why
+  std::vector<std::string> prologueStops;  // the prologue ops left outside (also among the notes)
 };
 
 struct PassResult {

@@ -286,8 +286,8 @@ Plan makePlan(at::TensorList inputs, std::shared_ptr<const CachedSpec> entry) {
   // epilogue inputs along n (not k): the Hopper fast path stages residuals (also along m) at 16
   // bytes and reads 16-bit column inputs in 4-byte pairs
   for (const Value& v : spec.values) {
-    if (v.kind != ValueKind::Input || v.dims.find('n') == std::string::npos || v.dims.find('k') != std::string::npos ||
-        v.dims.find('g') != std::string::npos)
+    const bool alongN = v.dims.find('n') != std::string::npos, alongK = v.dims.find_first_of("kg") != std::string::npos;
+    if (v.kind != ValueKind::Input || !alongN || alongK)
       continue;
     const int a = plan.strides[v.slot].n == 1 ? alignBytes(plan.tensors[v.slot]) : 1;
     if (spec::isResidualInput(v))

@@ -87,8 +87,8 @@ bool isResidualInput(const Value& v);
 bool isOneElementInput(const Value& v);
 // An input dims letter that varies along k: 'k' itself, or 'g' (k's group).
 inline bool isKLetter(char c) { return c == 'k' || c == 'g'; }
-// Whether an input of `spec` has a 'g' dim (reads the spec's kGroup).
-bool hasGroupInput(const ChainSpec& spec);
+// The inputs of `spec` with a 'g' dim (those that read the spec's kGroup).
+int groupInputCount(const ChainSpec& spec);
 // The largest group size a spec may give (every real group size is a few hundred at most).
 constexpr int kMaxKGroup = 1 << 20;
 // A constant as the canonical text prints it ("%.17g", "inf", "-inf", "nan").

@@ -43,7 +43,7 @@ class Validator {
     if (spec_.kGroup < 0 || spec_.kGroup > kMaxKGroup)
       fail_({-1, -1}, "kgroup size " + std::to_string(spec_.kGroup) + " is outside 1.." + std::to_string(kMaxKGroup));
     // canonical: a kgroup line only where an input reads it
-    if (spec_.kGroup > 0 && !hasGroupInput(spec_)) fail_({-1, -1}, "kgroup is given but no input has a 'g' dim");
+    if (spec_.kGroup > 0 && groupInputCount(spec_) == 0) fail_({-1, -1}, "kgroup is given but no input has a 'g' dim");
     if (spec_.outputs.empty()) fail_({-1, -1}, "the spec has no output line");
     for (size_t j = 0; j < spec_.outputs.size(); ++j) {
       int o = spec_.outputs[j];
@@ -203,10 +203,10 @@ bool isResidualInput(const Value& v) {
          v.dims.find('k') == std::string::npos;
 }
 
-bool hasGroupInput(const ChainSpec& spec) {
-  for (const Value& v : spec.values)
-    if (v.kind == ValueKind::Input && v.dims.find('g') != std::string::npos) return true;
-  return false;
+int groupInputCount(const ChainSpec& spec) {
+  int count = 0;
+  for (const Value& v : spec.values) count += v.kind == ValueKind::Input && v.dims.find('g') != std::string::npos;
+  return count;
 }
 
 bool isOneElementInput(const Value& v) {

@@ -8,7 +8,14 @@ from typing import Any
 
 import torch.fx
 
-__all__ = ["Collapsed", "collapse_into", "expand_unfused"]
+__all__ = ["Collapsed", "collapse_into", "expand_unfused", "original_aten"]
+
+
+def original_aten(n: torch.fx.Node) -> str | None:
+    """The eager op a call node's decomposition came from (its ``meta["original_aten"]``), by name: the meta's
+    OpOverload is not always torch.ops.aten's object."""
+    op = n.meta.get("original_aten") if n.op == "call_function" else None
+    return str(op) if op is not None else None
 
 
 @dataclasses.dataclass

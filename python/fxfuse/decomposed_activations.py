@@ -22,7 +22,7 @@ import collections
 import torch
 import torch.fx
 
-from .collapsed_groups import Collapsed, collapse_into
+from .collapsed_groups import Collapsed, collapse_into, original_aten
 
 __all__ = ["collapse"]
 
@@ -46,8 +46,7 @@ _FORMS = {
 
 def _origin(n: torch.fx.Node) -> str | None:
     """The op a node's decomposition came from, where it is one of these activations."""
-    # compared by name: the meta's OpOverload is not always torch.ops.aten's object
-    origin = str(n.meta.get("original_aten")) if n.op == "call_function" else None
+    origin = original_aten(n)
     return origin if origin in _FORMS else None
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from .collapsed_groups import Collapsed, collapse_into
+from .collapsed_groups import Collapsed, collapse_into, original_aten
 
 __all__ = ["collapse"]
 
@@ -27,8 +27,7 @@ _MAX_DECIMALS = 22  # 10.0**d exact in a double (as pass/round_decimals.cpp lowe
 
 
 def _from_round_decimals(n: torch.fx.Node) -> bool:
-    # compared by name: the meta's OpOverload is not always torch.ops.aten.round.decimals's object
-    return n.op == "call_function" and str(n.meta.get("original_aten")) == "aten.round.decimals"
+    return original_aten(n) == "aten.round.decimals"
 
 
 def _decimals(scale: Any, unscale: Any) -> int | None:

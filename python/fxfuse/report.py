@@ -12,9 +12,8 @@ def _line(entry: dict[str, Any]) -> str:
     gemm = entry.get("gemm", "?")
     if entry.get("status") == "fused":
         chain = entry.get("chain", "")
-        # a prologue op the chain left outside (a group-wise dequantization's reshape): why the weight is read
-        # dequantized from memory
-        stops = [n for n in entry.get("notes") or [] if "prologue stops at" in n]
+        # a prologue op the chain left outside: why the weight is read dequantized from memory
+        stops = entry.get("prologue_stops") or []
         return f"  {gemm}: fused (rewrite {entry.get('rewrite', '?')}): {chain}" + "".join(f"; {n}" for n in stops)
     reason = entry.get("reason", "unknown")
     detail = entry.get("detail")
