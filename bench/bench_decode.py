@@ -22,7 +22,7 @@ a GPU spin, so the events time the device, not the host's launch rate (rotated_m
 of 5 batches; the variants' batches interleaved. The path column says what the op ran (bench/op_path.py).
 
   python bench/bench_decode.py [--quick] [--compile] [--m 1,4,16,64] [--kn 4096x14336,...]
-                               [--chains bias,w8_bias,...] [--split-k S] [--stage-kb KB]
+                               [--chains bias,w8_bias,...] [--split-k S] [--stage-kb KB] [--force-fuse]
                                (writes $OUT/bench_decode.json)
 """
 import argparse
@@ -35,6 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from bench_chains import fused_module, relerr
+from fxfuse.pass_driver import Options
 from bench_out import out_dir
 from op_path import counters, path_of
 
@@ -84,19 +85,43 @@ CHAINS.update({
     "w8g_linear_bias": ("int8_g", lambda x, w, b, wq, wq_nk, s, wf8, s_t, sg, sg_nk:
                         F.linear(x, _w8g_nk(wq_nk, sg_nk, x.dtype), b)),
 })
-GROUP_KINDS = ("int8_g",)
+
+
+# Packed int4 weights (kind "int4_g": two 4-bit values of k to a byte, low nibble first, `(q - 8) * s` with a scale per
+# 128 k): these take the int8_g chains' ten arguments, then wq4 [K/2, N] and wq4_nk [N, K/2] (uint8).
+def _w4g(wq4, sg, dt):
+    K, N = 2 * wq4.shape[0], wq4.shape[1]
+    q = torch.stack([wq4 & 15, wq4 >> 4], 1).view(K, N)
+    return ((q.view(K // GROUP, GROUP, N).to(dt) - 8) * sg[:, None, :]).view(K, N)
+
+
+def _w4g_nk(wq4_nk, sg_nk, dt):
+    N, K = wq4_nk.shape[0], 2 * wq4_nk.shape[1]
+    q = torch.stack([wq4_nk & 15, wq4_nk >> 4], -1).view(N, K)
+    return ((q.view(N, K // GROUP, GROUP).to(dt) - 8) * sg_nk[:, :, None]).view(N, K)
+
+
+CHAINS.update({
+    "w4g_bias": ("int4_g", lambda x, w, b, wq, wq_nk, s, wf8, s_t, sg, sg_nk, wq4, wq4_nk: x @ _w4g(wq4, sg, x.dtype) + b),
+    "w4g_linear_bias": ("int4_g", lambda x, w, b, wq, wq_nk, s, wf8, s_t, sg, sg_nk, wq4, wq4_nk:
+                        F.linear(x, _w4g_nk(wq4_nk, sg_nk, x.dtype), b)),
+})
+CHAIN_ARGS = {"int8_g": 10, "int4_g": 12}  # the arguments a chain of the kind takes (8 for the others)
+GROUP_KINDS = ("int8_g", "int4_g")
 DENSE_DTYPES = (torch.bfloat16, torch.float16)
 KN = ((4096, 4096), (4096, 14336), (14336, 4096))
 DENSE_KINDS = ("dense", "dense_nk")
-TARGET_COPY = {"dense": 0.90, "dense_nk": 0.90, "int8": 0.80, "fp8": 0.80, "int8_g": 0.80}
+TARGET_COPY = {"dense": 0.90, "dense_nk": 0.90, "int8": 0.80, "fp8": 0.80, "int8_g": 0.80, "int4_g": 0.80}
 
 
 def weight_bytes(kind, K, N, dt):
+    if kind == "int4_g":
+        return K * N // 2
     return K * N * (dt.itemsize if kind in DENSE_KINDS else 1)
 
 
 ROTATION_BYTES = 256 << 20
-WEIGHT_ARGS = (1, 3, 4, 6, 8, 9)  # w, wq, wq_nk, wf8, sg, sg_nk: the tensors copied for the rotation
+WEIGHT_ARGS = (1, 3, 4, 6, 8, 9, 10, 11)  # w, wq, wq_nk, wf8, sg, sg_nk, wq4, wq4_nk: copied for the rotation
 
 
 _sleep_cycles_per_ms = None
@@ -201,9 +226,10 @@ def rotation_buffers(nbytes):
              torch.empty(nbytes, device="cuda", dtype=torch.uint8)) for _ in range(n)]
 
 
-def bench_row(M, K, N, dt, name, with_compile, copy_gbps):
+def bench_row(M, K, N, dt, name, with_compile, copy_gbps, force=False):
     kind, chain = CHAINS[name]
-    fn = chain if kind in GROUP_KINDS else (lambda *a: chain(*a[:8]))
+    argc = CHAIN_ARGS.get(kind, 8)
+    fn = lambda *a: chain(*a[:argc])  # noqa: E731
     g = torch.Generator(device="cuda").manual_seed(M * 7 + K * 3 + N)
     x = torch.randn(M, K, device="cuda", dtype=dt, generator=g)
     nk = kind == "dense_nk"
@@ -214,11 +240,12 @@ def bench_row(M, K, N, dt, name, with_compile, copy_gbps):
     wf8 = (torch.randn(K, N, device="cuda", generator=g) * 2).to(torch.float8_e4m3fn)
     s_t = torch.tensor(0.02, device="cuda", dtype=dt)
     sg = (torch.rand(K // GROUP, N, device="cuda", generator=g) / 64 + 1e-3).to(dt)
-    args = (x, w, b, wq, wq.t().contiguous(), s, wf8, s_t, sg, sg.t().contiguous())
+    wq4 = torch.randint(0, 256, (K // 2, N), device="cuda", dtype=torch.uint8, generator=g)
+    args = (x, w, b, wq, wq.t().contiguous(), s, wf8, s_t, sg, sg.t().contiguous(), wq4, wq4.t().contiguous())
     row = dict(M=M, K=K, N=N, dtype=str(dt).split(".")[-1], chain=name, weights=kind)
     sets = rotation(args, sum(args[i].nbytes for i in WEIGHT_ARGS))
     ref = fn(*[a.double() if a.is_floating_point() and a.dtype.itemsize > 1 else a for a in args])
-    gm, nfused, _ = fused_module(fn, args)
+    gm, nfused, _ = fused_module(fn, args, Options(only_profitable=False) if force else None)
     out = gm(*args)
     out = out[0] if isinstance(out, (list, tuple)) else out
     row["fused_chains"] = nfused
@@ -265,7 +292,12 @@ def main():
     ap.add_argument("--stage-kb", type=int, default=0,
                     help="size the gemv's pipeline to about this many KB instead of 100 (FXFUSE_GEMV_STAGE_KB: "
                          "fewer stages, more CTAs per SM)")
+    ap.add_argument("--force-fuse", action="store_true",
+                    help="fuse every chain (only_profitable off) and launch the op's kernel where its dispatch would "
+                         "run ATen (FXFUSE_FORCE_KERNEL=1): chains without a fast kernel timed as the generic one runs")
     a = ap.parse_args()
+    if a.force_fuse:
+        os.environ["FXFUSE_FORCE_KERNEL"] = "1"
     tag = ("_s%d" % a.split_k if a.split_k else "") + ("_kb%d" % a.stage_kb if a.stage_kb else "")
     out = os.path.join(out_dir(), f"bench_decode{tag}.json")  # created before the minutes of measuring
     if a.split_k:  # read once by codegen, before the first gemv is planned
@@ -289,12 +321,12 @@ def main():
             for dt in DENSE_DTYPES[:1] if a.quick else DENSE_DTYPES:
                 for name in ["bias_gelu"] if a.quick else ["bias_gelu", "bias"] + named_nk:
                     if wanted is None or name in wanted:
-                        rows.append(bench_row(M, K, N, dt, name, a.compile, copy_gbps))
+                        rows.append(bench_row(M, K, N, dt, name, a.compile, copy_gbps, a.force_fuse))
             quant = ["w8_bias", "w8_linear_bias"] if a.quick else \
                 [n for n, (kind, _) in CHAINS.items() if kind not in DENSE_KINDS]
             for name in quant:
                 if wanted is None or name in wanted:
-                    rows.append(bench_row(M, K, N, torch.bfloat16, name, a.compile, copy_gbps))
+                    rows.append(bench_row(M, K, N, torch.bfloat16, name, a.compile, copy_gbps, a.force_fuse))
     with open(out, "w") as f:
         json.dump({"rows": rows, "copy_gbps_1GiB": copy_gbps}, f, indent=1)
     print(f"copy bandwidth, 1 GiB of traffic: {copy_gbps:.0f} GB/s (reads + writes)")

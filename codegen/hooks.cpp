@@ -72,9 +72,10 @@ OperandInfo analyze(const ChainSpec& spec, int operand, const char* need) {
   std::vector<int> full;  // inputs that vary along both operand dims
   for (int v : closure(spec, {root}))
     if (spec.values[v].kind == ValueKind::Input && hasLetters(spec.values[v].dims, need)) full.push_back(v);
-  // an operand read along k's groups (a repeated scale as the weight itself) is no tensor the templates load as it
-  // is: its elements come through the load hooks, which read a 'g' dim at k / kGroup
-  if (r.kind == ValueKind::Input && r.dims.find('g') == std::string::npos) {
+  // an operand read along k's groups (a repeated scale as the weight itself) or k's packed 4-bit values is no tensor
+  // the templates load as it is: its elements come through the load hooks, which read a 'g' dim at k / kGroup and a
+  // 'p' dim's nibble of its element k / per (an input with 'p' has no 'k', so it is never `full` below either)
+  if (r.kind == ValueKind::Input && r.dims.find_first_of("gp") == std::string::npos) {
     info.plain = true;
     info.slot = r.slot;
   }
@@ -100,7 +101,7 @@ bool isBNScale(const ChainSpec& spec, int v, bool* grouped) {
   for (int u : closure(spec, {v})) {
     const Value& x = spec.values[u];
     if (x.kind == ValueKind::Mm) return false;
-    if (x.kind == ValueKind::Input && x.dims.find_first_of("km") != std::string::npos) return false;
+    if (x.kind == ValueKind::Input && x.dims.find_first_of("kmp") != std::string::npos) return false;
     if (x.kind == ValueKind::Input && x.dims.find('g') != std::string::npos) *grouped = true;
   }
   return true;
@@ -178,14 +179,20 @@ std::string groupIndex(int kGroup) {
 
 // "b * p.in[2].sb + n * p.in[2].sn" for the dims an input names, in dim order.
 // `n`: how the expression names the column (element 1 of a column pair: "(n + 1)"). A 'g' dim (k's group, a
-// group-wise scale) is read at k / kGroup through the k stride the launch gives it.
-std::string offsetExpr(const std::string& dims, const std::string& base, const std::string& n, int kGroup) {
-  static const std::map<char, const char*> stride = {{'b', "sb"}, {'m', "sm"}, {'k', "sk"}, {'n', "sn"}, {'g', "sk"}};
+// group-wise scale) is read at k / kGroup through the k stride the launch gives it, a 'p' dim (k packed as 4-bit
+// values) at k / nibbles, the element holding k's nibble.
+std::string offsetExpr(const std::string& dims, const std::string& base, const std::string& n, int kGroup,
+                       int nibbles = 0) {
+  static const std::map<char, const char*> stride = {{'b', "sb"}, {'m', "sm"}, {'k', "sk"},
+                                                     {'n', "sn"}, {'g', "sk"}, {'p', "sk"}};
   std::string out;
   std::set<char> done;  // [m,m,k]: M is already flattened, one term per letter
   for (char c : dims) {
     if (c == '1' || !done.insert(c).second) continue;
-    const std::string index = c == 'n' ? n : c == 'g' ? groupIndex(kGroup) : std::string(1, c);
+    const std::string index = c == 'n'   ? n
+                              : c == 'g' ? groupIndex(kGroup)
+                              : c == 'p' ? groupIndex(nibbles)
+                                         : std::string(1, c);
     out += (out.empty() ? "" : " + ") + index + " * " + base + "." + stride.at(c);
   }
   return out.empty() ? "0" : out;
@@ -197,7 +204,7 @@ std::vector<bool> columnOnlyValues(const ChainSpec& spec) {
   std::vector<bool> col(spec.values.size(), false);
   for (size_t i = 0; i < spec.values.size(); ++i) {
     const Value& v = spec.values[i];
-    if (v.kind == ValueKind::Input) col[i] = v.dims.find_first_of("mkg") == std::string::npos;
+    if (v.kind == ValueKind::Input) col[i] = v.dims.find_first_of("mkgp") == std::string::npos;
     if (v.kind == ValueKind::Const) col[i] = true;
     if (v.kind == ValueKind::Op) {
       col[i] = true;
@@ -313,8 +320,13 @@ class HookEmitter {
     switch (v.kind) {
       case ValueKind::Input: {
         std::string base = "p.in[" + std::to_string(v.slot) + "]";
-        return fmt::format("{}({}.ptr, {})", loadFn(v.dtype), base,
-                           offsetExpr(v.dims, base, elem == 1 ? "(n + 1)" : "n", spec_.kGroup));
+        const std::string column = elem == 1 ? "(n + 1)" : "n";
+        if (v.dims.find('p') != std::string::npos) {  // k's nibble of the element at k / per (B's prologue: k is known)
+          const int per = spec::nibblesPerElement(v.dtype);
+          return fmt::format("fx_ld_nibble_{}({}.ptr, {}, k)", cvtSuffix(v.dtype), base,
+                             offsetExpr(v.dims, base, column, spec_.kGroup, per));
+        }
+        return fmt::format("{}({}.ptr, {})", loadFn(v.dtype), base, offsetExpr(v.dims, base, column, spec_.kGroup));
       }
       case ValueKind::Const: return roundTo(v.dtype, floatLiteral(v.constant));
       case ValueKind::Op:

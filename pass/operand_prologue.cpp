@@ -3,12 +3,17 @@
 #include "pass/aten_ops.h"
 #include "pass/common_dtype.h"
 #include "pass/k_groups.h"
+#include "pass/nibble_unpack.h"
 
 namespace fxfuse::pass {
 namespace {
 
 // Deep enough for any real dequantization chain; bounds the recursion on adversarial graphs.
 constexpr int kMaxPrologueDepth = 24;
+
+constexpr const char* kOtherPacking =
+    "values unpacked from packed bits in a form the chain does not read (it reads two 4-bit values of k to a byte, "
+    "low nibble first, unpacked as `w & 15` and `(w >> 4) [& 15]`: pass/nibble_unpack.h)";
 
 // A conversion, a scale or a zero point: the kinds of op a prologue folds (whether this one folds or not).
 bool isPrologueKindOp(const ir::Node& n) {
@@ -42,9 +47,11 @@ PrologueResult OperandPrologue::build(const ir::Arg& operand, const std::string&
 bool OperandPrologue::isFoldableConvert(int node) const {
   auto to = convertTarget(index_.node(node));  // nullopt unless there is an input argument
   if (!to) return false;
-  const ir::TensorType* src = index_.tensor(index_.producer(index_.node(node).args[0]));
-  return src && src->sizes == index_.tensor(node)->sizes && isConvertSource(src->dtype) &&
-         isConvertSource(*to) && isFloating(*to);
+  const int source = index_.producer(index_.node(node).args[0]);
+  const ir::TensorType* src = index_.tensor(source);
+  // u8 only as a packed int4 weight's nibbles (pass/nibble_unpack.h): the kernels' fast 8-bit paths take i8 / fp8
+  const bool from = src && (isConvertSource(src->dtype) || (src->dtype == spec::DType::U8 && readsNibbles(index_, source)));
+  return from && src->sizes == index_.tensor(node)->sizes && isConvertSource(*to) && isFloating(*to);
 }
 
 bool OperandPrologue::isFoldableArithmetic(int node) const {
@@ -80,6 +87,9 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
     result_.absorbed.push_back(node);
     return v;
   }
+  if (auto unpack = nibbleUnpack(index_, node)) return foldNibbles(node, letters, *unpack, depth, roles);
+  if (isReshape(n) && unpacksBits(index_, node))  // not a region of k's groups of 2 (the hunt's misleading stop)
+    return stopAt(node, letters, kOtherPacking);
   if (auto merge = groupsMergedIntoK(index_, node, letters)) return foldKGroups(node, letters, *merge, depth, roles);
   // Under Inductor, a 16-bit value other nodes read too stays a leaf (sharedStayBuffers_): kept in the graph for
   // them only it is no longer a buffer, and Inductor, fusing it into a reader, skips its rounding (session 58's hunt:
@@ -91,8 +101,20 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
   }
   if (ops_ && isFoldableConvert(node)) {
     // convert(w_i8 -> bf16)  ->  `%w = input i8`, `convert %w : bf16`
-    int x = fold(index_.producer(n.args[0]), letters, depth + 1, roles);
+    const int source = index_.producer(n.args[0]);
+    const bool nibbles = index_.tensor(source)->dtype == spec::DType::U8;  // only a packed weight's (above)
+    ChainBuilder saved = builder_;
+    PrologueResult savedResult = result_;
+    int x = fold(source, letters, depth + 1, roles);
     if (x < 0) return -1;
+    if (nibbles && builder_.spec().values[x].dims.find('p') == std::string::npos) {
+      // the unpack did not fold (split along another dim than k): a u8 tensor is no operand the kernels convert
+      const std::string inner = result_.stop;
+      builder_ = std::move(saved);
+      result_ = std::move(savedResult);
+      if (!inner.empty() && result_.stop.empty()) result_.stop = inner;
+      return stopAt(node, letters, "a conversion of u8 values that are not a packed 4-bit weight's, unpacked along k");
+    }
     result_.absorbed.push_back(node);
     result_.ops.push_back("convert");
     return builder_.op("convert", {x}, index_.tensor(node)->dtype);
@@ -155,6 +177,7 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
   if (arithmetic && !isFloating(index_.tensor(node)->dtype))
     return stopAt(node, letters, "integer arithmetic (the prologue computes in floating point)");
   if (arithmetic) return stopAt(node, letters, "an arithmetic form the prologue does not fold (an alpha, a number)");
+  if (convertTarget(n) && unpacksBits(index_, index_.producer(n.args[0]))) return stopAt(node, letters, kOtherPacking);
   if (convertTarget(n)) return stopAt(node, letters, "a conversion between dtypes the kernels do not convert");
   // a reshape of what a prologue op computes (a group-wise dequantization's [N, K/g, g] back to [N, K]); of a plain
   // input (a classifier head's flatten) it ends nothing a prologue would have taken (review)
@@ -217,6 +240,22 @@ int OperandPrologue::foldKGroups(int node, const std::string& letters, const KGr
   // kgroup either (a spec gives one only where an input reads it; the hunt's `internal_error`)
   if (groupInputs() == before) builder_.setKGroup(saved.kGroup());
   result_.absorbed.push_back(node);
+  return v;
+}
+
+int OperandPrologue::foldNibbles(int node, const std::string& letters, const NibbleUnpack& unpack, int depth,
+                                 bool roles) {
+  if (!ops_) return stopAt(node, letters, "the prologue option is off");
+  if (letters.size() <= unpack.pos || letters[unpack.pos] != 'k' ||
+      letters.find('k', unpack.pos + 1) != std::string::npos)
+    return stopAt(node, letters, "a packed 4-bit weight unpacked along another dim than k");
+  for (int v : unpack.nodes)
+    if (claimed_[v]) return leaf(node, letters);
+  std::string packedLetters = letters;
+  packedLetters[unpack.pos] = 'p';
+  const int v = fold(unpack.packed, packedLetters, depth + 1, roles);
+  if (v < 0) return -1;
+  result_.absorbed.insert(result_.absorbed.end(), unpack.nodes.begin(), unpack.nodes.end());
   return v;
 }
 

@@ -11,6 +11,7 @@
 #include "pass/chain_builder.h"
 #include "pass/graph_index.h"
 #include "pass/k_groups.h"
+#include "pass/nibble_unpack.h"
 
 namespace fxfuse::pass {
 
@@ -55,6 +56,9 @@ class OperandPrologue {
   // The [N, K/G, G] region of a group-wise dequantization, ended by the reshape `node` back to [N, K]: folded
   // whole, the spec's kgroup set, or `node` left a leaf with why (pass/k_groups.h).
   int foldKGroups(int node, const std::string& letters, const KGroupMerge& merge, int depth, bool roles);
+  // A packed int4 weight's unpack ended by the reshape `node` (pass/nibble_unpack.h): the packed tensor read as an
+  // input with a 'p' dim in place of k, or `node` left a leaf with why.
+  int foldNibbles(int node, const std::string& letters, const NibbleUnpack& unpack, int depth, bool roles);
   // leaf(), noting in result_.stop (the first only) why a prologue op at `node` was not folded.
   int stopAt(int node, const std::string& letters, const std::string& why);
   // x.to(bf16) etc.: `convert %x : dt` when the source dtype is one the kernel converts.

@@ -168,7 +168,7 @@ bool letterStrides(const at::Tensor& t, const std::string& letters, LetterStride
     const char L = letters[d];
     const long long stride = t.stride(d);
     if (L == 'b') s->b = stride;
-    if (spec::isKLetter(L)) s->k = stride;  // a 'g' dim's stride: the kernel reads it at k / kGroup
+    if (spec::isKLetter(L)) s->k = stride;  // a 'g' ('p') dim's stride: the kernel reads it at k / kGroup (k / per)
     if (L == 'n') s->n = stride;
     if (L != 'm' || t.size(d) == 1) continue;
     if (lastM < 0) {
@@ -286,7 +286,7 @@ Plan makePlan(at::TensorList inputs, std::shared_ptr<const CachedSpec> entry) {
   // epilogue inputs along n (not k): the Hopper fast path stages residuals (also along m) at 16
   // bytes and reads 16-bit column inputs in 4-byte pairs
   for (const Value& v : spec.values) {
-    const bool alongN = v.dims.find('n') != std::string::npos, alongK = v.dims.find_first_of("kg") != std::string::npos;
+    const bool alongN = v.dims.find('n') != std::string::npos, alongK = v.dims.find_first_of("kgp") != std::string::npos;
     if (v.kind != ValueKind::Input || !alongN || alongK)
       continue;
     const int a = plan.strides[v.slot].n == 1 ? alignBytes(plan.tensors[v.slot]) : 1;

@@ -32,7 +32,8 @@ ChainShape checkInputs(const spec::ChainSpec& spec, at::TensorList inputs);
 // rank 2 ([M,K], [K,N], [M,N]) for mm, rank 3 with a leading b for bmm. Multiple m dims
 // flatten (copying only if they cannot be viewed), a letter missing from dims becomes a
 // size-1 dim, '1' dims disappear. Strides of the result are the kernel's per-dim strides. A 'g' dim (k's
-// group) becomes k, each element repeated `kGroup` times (a copy: the CPU reference's form).
+// group) becomes k, each element repeated `kGroup` times; a 'p' dim (k packed as 4-bit values) becomes k, each
+// element's nibbles unpacked to values 0..15 of its dtype (copies: the CPU reference's forms).
 at::Tensor logicalView(const at::Tensor& t, const std::string& dims, spec::Space space,
                        spec::GemmKind gemm, int kGroup = 0);
 

@@ -84,8 +84,8 @@ void checkInputValue(const Value& v, const at::Tensor& t, const ChainShape& shap
   TORCH_CHECK(t.scalar_type() == toScalarType(v.dtype), "fxfuse::gemm_chain: input ", slot,
               " has dtype ", t.scalar_type(), " but the spec expects ",
               spec::dtypeName(v.dtype));
-  // a 'g' dim (k's group) where the space has k
-  const std::string allowed = spaceLetters(v.space, gemm) + (v.space == Space::Out ? "1" : "g1");
+  // a 'g' dim (k's group) or a 'p' dim (k packed as 4-bit values) where the space has k
+  const std::string allowed = spaceLetters(v.space, gemm) + (v.space == Space::Out ? "1" : "gp1");
   for (size_t d = 0; d < letters.size(); ++d) {
     const char L = letters[d];
     TORCH_CHECK(allowed.find(L) != std::string::npos, "fxfuse::gemm_chain: input ", slot,
@@ -95,6 +95,13 @@ void checkInputValue(const Value& v, const at::Tensor& t, const ChainShape& shap
       TORCH_SYM_CHECK((size * kGroup).sym_eq(shape.K), "fxfuse::gemm_chain: input ", slot, " has shape ",
                       t.sym_sizes(), ": its dim ", d, " ('g', K's groups of ", kGroup, ") must be K / ", kGroup,
                       " (problem K=", shape.K, ")");
+      continue;
+    }
+    if (L == 'p') {  // K's 4-bit values, nibblesPerElement to an element (the pass folds only K divisible by it)
+      const int per = spec::nibblesPerElement(v.dtype);
+      TORCH_SYM_CHECK((size * per).sym_eq(shape.K), "fxfuse::gemm_chain: input ", slot, " has shape ",
+                      t.sym_sizes(), ": its dim ", d, " ('p', K packed as ", per, " 4-bit values per ",
+                      spec::dtypeName(v.dtype), ") must be K / ", per, " (problem K=", shape.K, ")");
       continue;
     }
     const c10::SymInt expected = L == '1' ? c10::SymInt(1)
@@ -172,9 +179,32 @@ ChainShape checkInputs(const ChainSpec& spec, at::TensorList inputs) {
   return shape;
 }
 
-at::Tensor logicalView(const at::Tensor& t, const std::string& dims, Space space,
+namespace {
+
+// A 'p' input's 4-bit values along its dim d as a tensor of its dtype (each 0..15) with that dim nibblesPerElement
+// times longer: element j of the word at k / per is bits [4 j, 4 j + 4) (an arithmetic shift of an i8 / i32 word
+// then & 15 is that nibble too).
+at::Tensor unpackNibbles(const at::Tensor& t, int64_t d) {
+  TORCH_INTERNAL_ASSERT(at::isIntegralType(t.scalar_type(), /*includeBool=*/false), "fxfuse: a 'p' dim of dtype ",
+                        t.scalar_type());
+  const int64_t per = 2 * static_cast<int64_t>(t.element_size());  // checkInputs: u8 / i8 / i32 (nibblesPerElement)
+  std::vector<int64_t> shiftShape(static_cast<size_t>(t.dim() + 1), 1);
+  shiftShape[static_cast<size_t>(d + 1)] = per;
+  const at::Tensor shifts = (at::arange(per, t.options()) * 4).reshape(shiftShape);
+  std::vector<int64_t> sizes = t.sizes().vec();
+  sizes[static_cast<size_t>(d)] *= per;
+  return t.unsqueeze(d + 1).bitwise_right_shift(shifts).bitwise_and(15).reshape(sizes);
+}
+
+}  // namespace
+
+at::Tensor logicalView(const at::Tensor& packed, const std::string& dims, Space space,
                        GemmKind gemm, int kGroup) {
   std::string letters = dimLetters(dims);
+  // a 'p' dim is k's, its 4-bit values unpacked (a copy: the CPU reference's form)
+  const size_t nibbles = letters.find('p');
+  const at::Tensor t = nibbles == std::string::npos ? packed : unpackNibbles(packed, static_cast<int64_t>(nibbles));
+  if (nibbles != std::string::npos) letters[nibbles] = 'k';
   // a 'g' dim is k's: each of its elements repeated kGroup times below
   const size_t group = letters.find('g');
   if (group != std::string::npos) letters[group] = 'k';

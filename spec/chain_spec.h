@@ -30,8 +30,9 @@ enum class ValueKind { Input, Const, Op, Mm };
 struct Value {
   ValueKind kind = ValueKind::Op;
   DType dtype = DType::F32;
-  // Input: slot and dims (each 'b','m','k','n','g' or '1', in the tensor's dim order; 'g' is the group of k,
-  // k / ChainSpec::kGroup: a group-wise scale's dim).
+  // Input: slot and dims (each 'b','m','k','n','g','p' or '1', in the tensor's dim order; 'g' is the group of k,
+  // k / ChainSpec::kGroup: a group-wise scale's dim; 'p' is k packed as 4-bit values, nibblesPerElement(dtype) to
+  // an element, k at element k / that, bits [4 (k % that), +4): a packed int4 weight, read as its nibble 0..15).
   int slot = -1;
   std::string dims;
   // Const
@@ -85,8 +86,10 @@ bool isResidualInput(const Value& v);
 // positions (a 16-bit mul or div reads its second operand unrounded), and eager's type promotion ranks it by
 // its dims, not by this.
 bool isOneElementInput(const Value& v);
-// An input dims letter that varies along k: 'k' itself, or 'g' (k's group).
-inline bool isKLetter(char c) { return c == 'k' || c == 'g'; }
+// An input dims letter that varies along k: 'k' itself, 'g' (k's group) or 'p' (k packed as 4-bit values).
+inline bool isKLetter(char c) { return c == 'k' || c == 'g' || c == 'p'; }
+// How many 4-bit values an element of a 'p' input's dtype holds (u8, i8: 2; i32: 8); 0 for any other dtype.
+int nibblesPerElement(DType d);
 // The inputs of `spec` with a 'g' dim (those that read the spec's kGroup).
 int groupInputCount(const ChainSpec& spec);
 // The largest group size a spec may give (every real group size is a few hundred at most).

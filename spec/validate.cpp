@@ -20,11 +20,12 @@ const char* lettersOf(Space s, GemmKind g) {
   return "";
 }
 
-// Letters in canonical "bmkn" order, without duplicates; 'g' (k's group) varies along k.
+// Letters in canonical "bmkn" order, without duplicates; 'g' (k's group) and 'p' (k packed as 4-bit values) vary
+// along k.
 std::string canonicalLetters(const std::string& s) {
   std::string out;
   for (char c : std::string("bmkn"))
-    if (s.find(c) != std::string::npos || (c == 'k' && s.find('g') != std::string::npos)) out += c;
+    if (s.find(c) != std::string::npos || (c == 'k' && s.find_first_of("gp") != std::string::npos)) out += c;
   return out;
 }
 
@@ -85,14 +86,21 @@ class Validator {
     Loc at{i, -1};
     if (v.slot < 0) fail_(at, "input slot must be >= 0");
     for (char c : v.dims) {
-      if (std::string("bmkng1").find(c) == std::string::npos)
-        fail_(at, std::string("unknown dim '") + c + "' (expected b, m, k, n, g or 1)");
+      if (std::string("bmkngp1").find(c) == std::string::npos)
+        fail_(at, std::string("unknown dim '") + c + "' (expected b, m, k, n, g, p or 1)");
       if (c != 'm' && c != '1' && std::count(v.dims.begin(), v.dims.end(), c) > 1)
         fail_(at, std::string("dim '") + c + "' appears twice");
     }
     if (v.dims.find('g') != std::string::npos) {
       if (v.dims.find('k') != std::string::npos) fail_(at, "an input has a 'k' dim or a 'g' dim (k's group), not both");
       if (spec_.kGroup <= 0) fail_(at, "a 'g' dim needs the gemm line's 'kgroup <size>'");
+    }
+    if (v.dims.find('p') != std::string::npos) {
+      if (v.dims.find_first_of("kg") != std::string::npos)
+        fail_(at, "an input has one of a 'k', 'g' or 'p' dim (k packed as 4-bit values)");
+      if (nibblesPerElement(v.dtype) == 0)
+        fail_(at, std::string("a 'p' dim (k packed as 4-bit values) holds them in u8, i8 or i32 elements, not ") +
+                      dtypeName(v.dtype));
     }
     if (v.slot > maxSlot_ + 1)
       fail_(at, "input slot " + std::to_string(v.slot) + " skips slot " + std::to_string(maxSlot_ + 1) +
@@ -207,6 +215,15 @@ int groupInputCount(const ChainSpec& spec) {
   int count = 0;
   for (const Value& v : spec.values) count += v.kind == ValueKind::Input && v.dims.find('g') != std::string::npos;
   return count;
+}
+
+int nibblesPerElement(DType d) {
+  switch (d) {
+    case DType::U8:
+    case DType::I8: return 2;
+    case DType::I32: return 8;
+    default: return 0;
+  }
 }
 
 bool isOneElementInput(const Value& v) {

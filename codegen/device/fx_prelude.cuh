@@ -63,6 +63,17 @@ FX_DEFINE_LOAD(f8e4m3, __nv_fp8_storage_t)
 FX_DEFINE_LOAD(f8e5m2, __nv_fp8_storage_t)
 #endif
 #undef FX_DEFINE_LOAD
+// fx_ld_nibble_<dtype>(ptr, i, k): the 4-bit value (0..15) of k in element i of an input whose dim 'p' packs k
+// (spec.md), bits [4 (k % per), +4) with per = 2 x the element's bytes; an arithmetic shift of a signed element
+// then & 15 is that nibble too, as the graph's `(w >> s) & 15` made it.
+#define FX_DEFINE_NIBBLE_LOAD(name, T, per)                                   \
+  FX_DEVICE float fx_ld_nibble_##name(const void* p, long long i, long long k) { \
+    return (float)((fx_ldg((const T*)p + i) >> ((int)(k & (per - 1)) << 2)) & 15); \
+  }
+FX_DEFINE_NIBBLE_LOAD(u8, unsigned char, 2)
+FX_DEFINE_NIBBLE_LOAD(i8, signed char, 2)
+FX_DEFINE_NIBBLE_LOAD(i32, int, 8)
+#undef FX_DEFINE_NIBBLE_LOAD
 // Elements i, i + 1 of a 16-bit input in one 4-byte load (the caller checked the alignment).
 FX_DEVICE float2 fx_ld2_bf16(const void* p, long long i) {
   return __bfloat1622float2(__ldg((const __nv_bfloat162*)((const __nv_bfloat16*)p + i)));

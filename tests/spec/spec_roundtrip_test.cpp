@@ -64,6 +64,27 @@ TEST(SpecRoundTrip, GroupWiseScale) {
   EXPECT_EQ(printSpec(s).substr(0, 25), "fxfuse.chain v1\ngemm mm\n%");
 }
 
+// A packed int4 weight: two 4-bit values of k to a byte, read at (n, k / 2); an int32 word holds eight.
+TEST(SpecRoundTrip, PackedFourBitWeight) {
+  const std::string text =
+      "fxfuse.chain v1\n"
+      "gemm mm\n"
+      "%0 = input 0 bf16 [m,k]\n"
+      "%1 = input 1 u8 [n,p]\n"
+      "%2 = convert %1 : bf16\n"
+      "%3 = mm %0 %2 : bf16\n"
+      "output %3\n";
+  ChainSpec s = parseSpec(text);
+  EXPECT_EQ(printSpec(s), text);
+  EXPECT_EQ(s.values[1].dims, "np");
+  EXPECT_EQ(s.values[1].space, Space::B);
+  EXPECT_EQ(valueLetters(s, 1), "kn");  // 'p' varies along k
+  EXPECT_EQ(nibblesPerElement(DType::U8), 2);
+  EXPECT_EQ(nibblesPerElement(DType::I8), 2);
+  EXPECT_EQ(nibblesPerElement(DType::I32), 8);
+  EXPECT_EQ(nibblesPerElement(DType::BF16), 0);
+}
+
 TEST(SpecRoundTrip, ConstantsPrintCanonically) {
   const char* text =
       "fxfuse.chain v1\n"

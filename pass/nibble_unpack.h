@@ -1,0 +1,36 @@
+// Packed int4 weights: two 4-bit values to a byte along k, unpacked in the graph as
+//   lo = w & 15;  hi = w >> 4 [& 15];  torch.stack([lo, hi], k + 1).view(.., K, ..)
+// (stack or unsqueeze + cat, the shift as `>>` or torch.bitwise_right_shift; u8 bytes, or i8 with the `& 15` on
+// both). The chain reads the packed tensor itself as an input whose dim 'p' is k packed (docs/spec.md): the unpack's
+// nodes fold away, and the value is the nibble, as the graph's `& 15` / `>> 4` made it.
+// Not taken (the chain leaves the unpack outside, named on the report by the prologue's stop): the high nibble
+// first, halves of k (cat without the interleave), nibbles packed along n (AWQ) or eight to an int32 word (GPTQ:
+// a shift by a constant tensor, then int8 arithmetic on the zero points).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pass/graph_index.h"
+
+namespace fxfuse::pass {
+
+struct NibbleUnpack {
+  int packed = -1;             // the node of the packed bytes, [.., K/2, ..]
+  size_t pos = 0;              // the dim of k in the unpacked value (and of K/2 in the packed bytes)
+  std::vector<int> nodes;      // the unpack's nodes, the reshape first
+};
+
+// The reshape `node` ([.., K/2, 2, ..] -> [.., K, ..]) ending a nibble unpack of one tensor: its nodes. nullopt for
+// any other node.
+std::optional<NibbleUnpack> nibbleUnpack(const GraphIndex& index, int node);
+
+// `node` is a bitwise op, or a stack / cat of one, through reshapes: values unpacked from packed bits in some form,
+// named on the report where nibbleUnpack does not take them.
+bool unpacksBits(const GraphIndex& index, int node);
+
+// `node` is a nibble unpack, or reaches one through reshapes (the group-wise split [N, K] -> [N, K/G, G]).
+bool readsNibbles(const GraphIndex& index, int node);
+
+}  // namespace fxfuse::pass
