@@ -71,6 +71,12 @@ std::string describe(const GemmMatch& m, const GemmCore& core, const spec::Chain
   };
   s += prologue("A", core.a.ops) + prologue("B", core.b.ops);
   if (spec.kGroup > 0) s += " (scales per " + std::to_string(spec.kGroup) + " k)";  // a group-wise dequantization
+  for (const spec::Value& v : spec.values)
+    if (v.kind == spec::ValueKind::Input && v.dims.find('p') != std::string::npos) {
+      s += " (4-bit weights, " + std::to_string(spec::nibblesPerElement(v.dtype)) + " per " +
+           spec::dtypeName(v.dtype) + ")";  // a packed int4 weight read as its bytes
+      break;
+    }
   const auto& values = spec.values;
   for (size_t i = result + 1; i < values.size(); ++i)
     if (values[i].kind == spec::ValueKind::Op) s += " → " + values[i].op;

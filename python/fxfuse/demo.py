@@ -1,5 +1,6 @@
 """``python -m fxfuse.demo``: fxfuse on a GPT block, a Llama-style gated MLP, and that MLP with
-int8 weights at decode size (8 tokens), with one scale per output channel and with GPTQ's scale per group of k.
+int8 weights at decode size (8 tokens), with one scale per output channel and with GPTQ's scale per group of k, and
+with packed int4 weights (two 4-bit values to a byte).
 
 Each model is built here (no downloads), compiled with ``torch.compile(backend="fxfuse")``,
 checked against eager (relative error, must pass), and its fusion report printed. On a GPU
@@ -101,9 +102,26 @@ class GroupInt8Linear(nn.Module):
         return F.linear(x, w.view(n, k))
 
 
+class PackedInt4Linear(nn.Module):
+    """Weight-only int4 linear layer: two 4-bit values of k to a byte (low nibble first, as int4 checkpoints store
+    them), a scale per group of k: ``x @ ((unpack(w).view(N, K/G, G) - 8) * scale[:, :, None]).view(N, K).T``."""
+
+    def __init__(self, d_in: int, d_out: int):
+        super().__init__()
+        self.group = next(g for g in (128, 64, 32, 16, 8, 4, 2) if d_in % g == 0)
+        self.register_buffer("w", torch.randint(0, 256, (d_out, d_in // 2), dtype=torch.uint8))
+        self.register_buffer("scale", (torch.rand(d_out, d_in // self.group) + 0.5) / (8 * d_in ** 0.5))
+
+    def forward(self, x):
+        n, k = self.w.shape[0], 2 * self.w.shape[1]
+        q = torch.stack([self.w & 15, self.w >> 4], -1).view(n, k)
+        w = (q.view(n, k // self.group, self.group).to(x.dtype) - 8) * self.scale.to(x.dtype)[:, :, None]
+        return F.linear(x, w.view(n, k))
+
+
 class Int8GatedMLP(nn.Module):
-    """Llama MLP with int8 weights: ``w2(silu(w1(x)) * w3(x))``; `linear`: the layer (one scale per output channel,
-    or per group of k)."""
+    """Llama MLP with quantized weights: ``w2(silu(w1(x)) * w3(x))``; `linear`: the layer (int8 with one scale per
+    output channel or per group of k, or packed int4)."""
 
     def __init__(self, dim: int, hidden: int, linear: type = Int8Linear):
         super().__init__()
@@ -189,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
          GatedMLP(dim, hidden=(8 * dim // 3 + 63) // 64 * 64), torch.randn(batch * seq, dim)),
         ("Llama gated MLP, int8 weight-only, decode (8 tokens)",
          Int8GatedMLP(dec_dim, dec_hidden), torch.randn(8, dec_dim)),
+        ("Llama gated MLP, packed int4 (two per byte, a scale per group of k), decode (8 tokens)",
+         Int8GatedMLP(dec_dim, dec_hidden, PackedInt4Linear), torch.randn(8, dec_dim)),
         ("Llama gated MLP, GPTQ int8 (a scale per group of k), decode (8 tokens)",
          Int8GatedMLP(dec_dim, dec_hidden, GroupInt8Linear), torch.randn(8, dec_dim)),
     ]

@@ -139,6 +139,8 @@ def test_packed_int4_fuses_and_keeps_eager_bits(form, decompose):
     assert ("kgroup" in spec) == (model.G != 0), spec
     # the unpack and the dequantization went into the chain: nothing of them is left in the graph
     assert _left(ep2) == [], _left(ep2)
+    (entry,) = fxfuse.report(ep, only_profitable=False).entries
+    assert f"(4-bit weights, 2 per {raw})" in entry["chain"], entry
     for _ in range(2):
         x2 = torch.randn(8, model.K).to(model.dtype)
         assert torch.equal(ep2.module()(x2), model(x2))
