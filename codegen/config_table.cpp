@@ -874,8 +874,11 @@ int gemvSplitKCtasCap(int bm) { return bm == 32 ? 4 : kGemvSplitKUsualCap; }
 // CTAs: gemvSplitKCtasPerSm), as do GPUs without clusters and those with less shared memory per
 // SM than Hopper's (sm_120: not measured). The split-K tried here assumes 132 SMs (kHopperSms);
 // on fewer the launch's S (launchDims, the real SM count) can be smaller than the one sized for.
+// Packed int4 weights (FX_B_NIBBLES) keep two as well: their stage expansion holds registers across a barrier, and
+// at three CTAs per SM (168 registers) ptxas spilled 16 bytes at 64 rows (session 61); a stage streams half the
+// bytes of an 8-bit one, so the deeper pipeline keeps as many in flight. Not measured against three.
 int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, int nt, long long stage_bytes) {
-  if (q.arch < 90 || gemvSmallSharedMemory(q.arch) || gemvWeightBytes(q.b) == 2) return 2;
+  if (q.arch < 90 || gemvSmallSharedMemory(q.arch) || gemvWeightBytes(q.b) == 2 || q.b.nibbles) return 2;
   if (mtiles == 1) return 4;
   const GemvExtents e = gemvExtents(q.shape, 8LL * mtiles, nt, kt);
   // three CTAs per SM (the usual cap), where their pipeline's split-K reaches four
@@ -967,6 +970,14 @@ int gemvKPerStageKnob() {
 // leaves it unfused, not_profitable). Read once per process.
 bool gemvGroupScalesKnob() {
   static const bool on = readBinaryKnob("FXFUSE_GEMV_GROUP_SCALES") != "0";
+  return on;
+}
+
+// Packed int4 weights on the gemv (FX_B_NIBBLES: the packed bytes streamed, expanded per stage; session 61). Off
+// until its GPU tests pass: FXFUSE_GEMV_NIBBLES=1 turns it on (off, such a chain has no fast CUDA variant: the
+// planner leaves it unfused, not_profitable). Read once per process.
+bool gemvNibblesKnob() {
+  static const bool on = readBinaryKnob("FXFUSE_GEMV_NIBBLES") == "1";
   return on;
 }
 
@@ -1079,7 +1090,8 @@ bool gemvApplies(const Query& q) {
   const bool dense = q.b.plain && q.arch >= 90 && (knob ? s.M <= knob : s.M <= 16 || gemvDenseMidRowsAhead(q));
   // a group-wise scale is read once per stage: its groups must cover whole stages (128 k of 8-bit weights)
   const bool quant = q.b.quant_scale && s.M <= 64 && (q.b.scale_group == 0 || (gemvGroupScalesKnob() &&
-                                                                                q.b.scale_group % 128 == 0));
+                                                                                q.b.scale_group % 128 == 0)) &&
+                     (!q.b.nibbles || gemvNibblesKnob());
   if (!dense && !quant) return false;
   return gemvExtents(s, 8LL * gemvMTiles(s.M), kGemvNT, 128 / gemvWeightBytes(q.b)).mz <= kGemvMaxGridZ;
 }

@@ -10,6 +10,7 @@
 #include "codegen/hooks.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
@@ -142,6 +143,61 @@ void detectQuantScale(const ChainSpec& spec, OperandInfo& info) {
     info.scale_value = s;
     info.scale_group = grouped ? spec.kGroup : 0;
     info.scale_in_elem = spec.values[s].dtype == info.elem;
+    return;
+  }
+}
+
+// FX_B_NIBBLES: B's root is the FX_B_QUANT_SCALE form over a packed int4 weight raw (an input with a 'p' dim and
+// an 'n', u8 or i8: two nibbles of k to an element, each read 0..15), with an optional integer zero point z:
+//   (1) mul(convert(raw) : T, s) : E  or  mul(sub(convert(raw) : T, const z) : T, s) : E
+//   (2) convert of (1) computed at f32 (T = f32), to E
+// (either mul operand order; T in {bf16, f16, f32}, E the 16-bit MMA type). Exactness: convert(nibble) is exact;
+// nibble - z is an integer of magnitude <= 15 + 240 = 255, exact in every T (bf16 holds integers to 256); so the
+// mul's fp32 operands are (float(nibble) - z) and float(s), what the gemv computes (raw4_to_f32's magic constant
+// takes the z: an exact fp32 subtraction), rounded once to E as in detectQuantScale.
+void detectNibbleScale(const ChainSpec& spec, OperandInfo& info) {
+  if (info.plain || info.quant || !isHalfFloat(info.elem)) return;
+  const int root = spec.values[spec.mmIndex()].operands[1];
+  int mul = root;
+  if (isOp(spec.values[root], "convert")) {
+    mul = spec.values[root].operands[0];
+    if (spec.values[mul].dtype != DType::F32) return;
+  }
+  if (!isOp(spec.values[mul], "mul")) return;
+  const std::vector<int>& ops = spec.values[mul].operands;
+  for (int side = 0; side < 2; ++side) {
+    int c = ops[side], z = 0;
+    const Value* sub = &spec.values[c];
+    if (isOp(*sub, "sub")) {
+      const Value& zv = spec.values[sub->operands[1]];
+      if (zv.kind != ValueKind::Const || zv.constant != std::floor(zv.constant) || std::fabs(zv.constant) > 240) continue;
+      z = static_cast<int>(zv.constant);
+      c = sub->operands[0];
+      if (spec.values[c].dtype != sub->dtype) continue;  // the sub at the convert's type: exact (above)
+    }
+    const Value& cv = spec.values[c];
+    if (!isOp(cv, "convert") || (cv.dtype != DType::BF16 && cv.dtype != DType::F16 && cv.dtype != DType::F32)) continue;
+    const Value& raw = spec.values[cv.operands[0]];
+    if (raw.kind != ValueKind::Input || raw.dims.find('p') == std::string::npos ||
+        raw.dims.find('n') == std::string::npos || spec::nibblesPerElement(raw.dtype) != 2)
+      continue;
+    const int s = ops[1 - side];
+    bool grouped = false;
+    if (s == ops[side] || !isBNScale(spec, s, &grouped)) continue;
+    // the packed weight is the only input of B along k and n (the scale: along n and k's groups only)
+    for (int v : closure(spec, {root}))
+      if (spec.values[v].kind == ValueKind::Input && v != cv.operands[0] &&
+          spec.values[v].dims.find_first_of("kp") != std::string::npos)
+        return;
+    info.nibbles = true;
+    info.quant_scale = true;
+    info.slot = raw.slot;
+    info.raw = DType::U8;  // the nibble, 0..15, whatever the container's sign
+    info.kmajor = innermost(raw.dims) == 'p';
+    info.zero = z;
+    info.scale_value = s;
+    info.scale_group = grouped ? spec.kGroup : 0;
+    info.scale_in_elem = false;
     return;
   }
 }
@@ -389,7 +445,7 @@ class HookEmitter {
     // FX_B_SLOT: B's input when plain, the raw weight's when quantized (what gemv reads), else -1.
     for (const auto& [name, info] : {std::pair<const char*, const OperandInfo&>{"A", a}, {"B", b}}) {
       w_.line("#define FX_{}_PLAIN {}", name, info.plain ? 1 : 0);
-      w_.line("#define FX_{}_SLOT {}", name, info.plain || info.quant ? info.slot : -1);
+      w_.line("#define FX_{}_SLOT {}", name, info.plain || info.quant || info.nibbles ? info.slot : -1);
       w_.line("#define FX_{}_KMAJOR {}", name, info.kmajor ? 1 : 0);
     }
     w_.line("#define FX_B_QUANT {}", b.quant ? 1 : 0);
@@ -399,6 +455,13 @@ class HookEmitter {
       w_.line("#define FX_B_QUANT_SCALE {}", b.quant_scale ? 1 : 0);
       w_.line("#define FX_B_SCALE_IN_ELEM {}", b.scale_in_elem ? 1 : 0);  // kernels/gemv.cuh, i8pair_scaled
       if (b.scale_group) w_.line("#define FX_B_SCALE_GROUP {}", b.scale_group);  // fx_b_scale reads k's group
+    }
+    if (b.nibbles) {  // the gemv's packed int4 path (kernels/gemv.cuh); FX_B_QUANT stays 0 for the generic templates
+      w_.line("#define FX_B_NIBBLES 1");
+      w_.line("using FxRawB = unsigned char;  // a nibble, 0..15");
+      w_.line("#define FX_B_QUANT_SCALE 1");
+      w_.line("#define FX_B_ZERO {}", b.zero);
+      if (b.scale_group) w_.line("#define FX_B_SCALE_GROUP {}", b.scale_group);
     }
     w_.blank();
   }
@@ -888,6 +951,7 @@ OperandInfo analyzeA(const ChainSpec& spec) { return analyze(spec, 0, "mk"); }
 OperandInfo analyzeB(const ChainSpec& spec) {
   OperandInfo info = analyze(spec, 1, "kn");
   detectQuantScale(spec, info);
+  detectNibbleScale(spec, info);
   return info;
 }
 

@@ -32,6 +32,12 @@ struct OperandInfo {
   // quant_scale with a group-wise scale (an input with a 'g' dim): the spec's kgroup, else 0. fx_b_scale then takes
   // k too, and the gemv reads the scales once per stage (FX_B_SCALE_GROUP: a multiple of its k per stage).
   int scale_group = 0;
+  // B only: quant_scale over a packed int4 weight (an input with a 'p' dim, two 4-bit values of k to a u8 / i8
+  // element; `quant` stays false: the generic templates read it through fx_load_b), with an integer zero point:
+  //   B(b,k,n) = FxElemB(fp32((float(nibble(b,k,n)) - zero) * fx_b_scale(...)))
+  // The generator emits FX_B_NIBBLES 1 and FX_B_ZERO: the gemv streams the packed bytes and expands them per stage.
+  bool nibbles = false;
+  int zero = 0;
 };
 
 OperandInfo analyzeA(const spec::ChainSpec& spec);

@@ -1,5 +1,7 @@
 #include "runtime/kernel_loader.h"
 
+#include <algorithm>
+
 #include <atomic>
 #include <mutex>
 #include <optional>
@@ -342,7 +344,8 @@ int operandInput(const spec::ChainSpec& spec, int which) {
   const std::string need = which == 0 ? "mk" : "kn";
   for (size_t i = 0; i < spec.values.size(); ++i) {
     const spec::Value& v = spec.values[i];
-    const std::string letters = dimLetters(v.dims);
+    std::string letters = dimLetters(v.dims);
+    std::replace(letters.begin(), letters.end(), 'p', 'k');  // a packed int4 weight is the operand's input too
     if (v.kind == spec::ValueKind::Input && v.space == space &&
         letters.find(need[0]) != std::string::npos && letters.find(need[1]) != std::string::npos)
       return static_cast<int>(i);

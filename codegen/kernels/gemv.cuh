@@ -31,6 +31,10 @@
 //                  fx_b_scale(p, b, k, n), read for each stage's k, the next stage's while this one computes.
 //   FX_B_SCALE_IN_ELEM 0|1  fx_b_scale's values are exact in FxElemB (the scale's dtype is the
 //                  MMA type): int8 weights then take the packed 16-bit conversion (i8pair_scaled).
+//   FX_B_NIBBLES 0|1  packed int4 weights (FX_B_QUANT_SCALE over an input whose k holds two 4-bit values to a
+//                  byte, low nibble first; FxRawB unsigned char: the nibble): a fast stage's cp.async brings the
+//                  packed bytes, expand_stage rewrites them as the 8-bit tile before the compute. FX_B_ZERO z:
+//                  B = FxElemB(fp32((float(nibble) - z) * scale)), z an integer (raw4_to_f32's constant takes it).
 //   FX_GEMV_WGMMA 0|1  8-bit weights (FX_B_QUANT_SCALE), either layout, sm_90a only: the product
 //                  by wgmma (below, "The product by wgmma"); the host adds 1 KB of dynamic shared
 //                  memory for the 1024-byte alignment its activation tile needs
@@ -94,6 +98,14 @@
 #ifndef FX_B_QUANT_SCALE
 #define FX_B_QUANT_SCALE 0
 #endif
+#ifndef FX_B_NIBBLES
+#define FX_B_NIBBLES 0
+#endif
+#ifndef FX_B_ZERO
+#define FX_B_ZERO 0
+#endif
+// the fast quantized path: an 8-bit raw weight, or packed int4 expanded to one per stage
+#define FX_GEMV_QUANT_FAST ((FX_B_QUANT || FX_B_NIBBLES) && FX_B_QUANT_SCALE)
 #ifndef FX_B_PLAIN
 #define FX_B_PLAIN 0
 #endif
@@ -115,8 +127,9 @@ constexpr bool kWgmma = FX_GEMV_WGMMA != 0;   // the product by wgmma (below)
 static_assert(kNT == 128 || (kNT == 64 && kWgmma), "FX_GEMV_NT: 128, or 64 with FX_GEMV_WGMMA");
 constexpr int kMT = FX_GEMV_MTILES;            // 8-row m tiles
 constexpr int kStages = FX_GEMV_STAGES;
-constexpr bool kQuantFast = (FX_B_QUANT != 0) && (FX_B_QUANT_SCALE != 0);
-#if FX_B_QUANT && FX_B_QUANT_SCALE
+constexpr bool kQuantFast = FX_GEMV_QUANT_FAST != 0;
+constexpr bool kNibbles = FX_B_NIBBLES != 0;
+#if FX_GEMV_QUANT_FAST
 using WRaw = FxRawB;
 #else
 using WRaw = FxElemB;
@@ -134,6 +147,8 @@ constexpr int kAStageBytes = 8 * kMT * kARowBytes;
 static_assert(sizeof(FxElemA) == 2 && sizeof(FxElemB) == 2, "gemv: 16-bit MMA operands only");
 static_assert(kWB == 1 || kWB == 2, "gemv: raw weight must be 8 or 16 bit");
 static_assert(kMT >= 1 && kMT <= 8, "FX_GEMV_MTILES in 1..8");
+static_assert(!kNibbles || (kQuantFast && kWB == 1), "FX_B_NIBBLES: the fast quantized path, nibbles as bytes");
+static_assert(FX_B_ZERO == 0 || kNibbles, "FX_B_ZERO: packed int4 weights only");
 template <class X, class Y> struct is_same_t { static constexpr bool value = false; };
 template <class X> struct is_same_t<X, X> { static constexpr bool value = true; };
 constexpr bool kHalf = is_same_t<FxElemB, __half>::value;
@@ -208,7 +223,7 @@ __device__ __forceinline__ unsigned pack2(float lo, float hi) {
 
 // ---- raw weight -> fp32 (exact), 4 elements packed in one 32-bit word (8-bit raw) ----------
 __device__ __forceinline__ void raw4_to_f32(unsigned w, float* f) {
-#if FX_B_QUANT && FX_B_QUANT_SCALE
+#if FX_GEMV_QUANT_FAST
   if constexpr (sizeof(WRaw) == 1) {
     if constexpr (is_same_t<WRaw, signed char>::value || is_same_t<WRaw, char>::value) {
       // offset binary + magic 2^23: exact, no I2F.
@@ -218,10 +233,12 @@ __device__ __forceinline__ void raw4_to_f32(unsigned w, float* f) {
       f[2] = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7542)) - 8388736.f;
       f[3] = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7543)) - 8388736.f;
     } else if constexpr (is_same_t<WRaw, unsigned char>::value) {
-      f[0] = __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7540)) - 8388608.f;
-      f[1] = __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7541)) - 8388608.f;
-      f[2] = __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7542)) - 8388608.f;
-      f[3] = __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7543)) - 8388608.f;
+      // 2^23 + u, minus 2^23 + z (packed int4's zero point: both exact, so is the difference)
+      constexpr float kMagic = 8388608.f + (float)(FX_B_ZERO);
+      f[0] = __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7540)) - kMagic;
+      f[1] = __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7541)) - kMagic;
+      f[2] = __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7542)) - kMagic;
+      f[3] = __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7543)) - kMagic;
     } else {
       // fp8 (e4m3 / e5m2): pairwise hardware conversion to f16x2 (exact), then to fp32.
       __half2_raw h0 = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(w & 0xffffu),
@@ -361,7 +378,11 @@ struct Ctx {
 
 // ---- stage loader ----------------------------------------------------------------------------
 __device__ __forceinline__ WRaw load_w_elem(const fxfuse::FxParams& p, long long b, long long k, long long n) {
-#if FX_B_QUANT && FX_B_QUANT_SCALE
+#if FX_GEMV_QUANT_FAST && FX_B_NIBBLES
+  const fxfuse::FxOperand& o = p.in[FX_B_SLOT];  // k's byte is k / 2, its nibble k % 2
+  const unsigned char byte = static_cast<const unsigned char*>(o.ptr)[b * o.sb + (k >> 1) * o.sk + n * o.sn];
+  return (WRaw)((byte >> ((k & 1) << 2)) & 15);
+#elif FX_GEMV_QUANT_FAST
   const fxfuse::FxOperand& o = p.in[FX_B_SLOT];
   return static_cast<const WRaw*>(o.ptr)[b * o.sb + k * o.sk + n * o.sn];
 #elif FX_B_QUANT
@@ -395,7 +416,7 @@ __device__ __noinline__ void load_stage(const fxfuse::FxParams& p, const Ctx& c,
     unsigned char* dst = ws + row * kWRowBytes + wswz(row, ch) * 16;
     const bool full = kKMajor ? (n < N && k + kE <= K) : (k < K && n + kE <= N);
     const bool none = kKMajor ? (n >= N || k >= K) : (k >= K || n >= N);
-    if (c.bfast && (full || none)) {
+    if (c.bfast && (full || none) && !kNibbles) {  // (packed int4: element-wise, expanded as it is read)
       const fxfuse::FxOperand& o = p.in[FX_B_SLOT];
       const WRaw* src = static_cast<const WRaw*>(o.ptr);
       if (full) src += c.b * o.sb + k * o.sk + n * o.sn;
@@ -647,6 +668,76 @@ __device__ __forceinline__ void compute_stage_wgmma(unsigned wsb, unsigned asb, 
   }
 }
 
+// ---- packed int4 weights (FX_B_NIBBLES) -------------------------------------------------------
+// A fast stage's weights arrive packed, two 4-bit values of k to a byte (low nibble first), in the upper half of
+// its W slot: 16-byte chunks in loader order (packed_chunk). expand_stage rewrites the slot in place as the 8-bit
+// tile compute_stage reads (each nibble a byte, 0..15, in wswz's layout). The first half of the chunks expands into
+// the slot's lower half, which holds no packed byte: each thread expands those one by one. The second half expands
+// over the packed bytes themselves: each thread reads its chunks of it first, the block syncs, then it writes them
+// (all of them held across the barrier spilled 16 bytes at 64 rows and three CTAs per SM).
+constexpr int kPackedBytes = kWStageBytes / 2;
+constexpr int kPCh = kNibbles ? kPackedBytes / 16 / kThreads : 2;  // packed chunks per thread
+static_assert(!kNibbles || (kPCh * 16 * kThreads == kPackedBytes && kPCh % 2 == 0),
+              "FX_B_NIBBLES: whole packed chunks per thread, an even count");
+// Packed chunk ci of a stage: N x K weights (rows n, kKT / 2 bytes each): row ci / (kKT / 32), k 32 (ci % (kKT / 32))
+// .. + 31 of it; K x N (rows of k pairs, kNT bytes each): k pair ci / (kNT / 16), columns 16 (ci % (kNT / 16)) .. + 15.
+// Either way chunk ci < half of them expands below kPackedBytes.
+__device__ __forceinline__ void packed_chunk(int ci, int& row, int& ch) {
+  if constexpr (kKMajor) { row = ci / (kKT / 32); ch = ci % (kKT / 32); }
+  else { row = ci / (kWRowBytes / 16); ch = ci % (kWRowBytes / 16); }
+}
+__device__ __forceinline__ void sts128(unsigned addr, unsigned a, unsigned b, unsigned c, unsigned d) {
+  asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};\n" ::"r"(addr), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
+}
+// Packed chunk ci (its four words v) written as the bytes of its 32 nibbles.
+__device__ __forceinline__ void expand_chunk(unsigned base, int ci, const unsigned (&v)[4]) {
+  int row, ch;
+  packed_chunk(ci, row, ch);
+  unsigned lo[4], hi[4];  // the low and the high nibble of each byte, as bytes
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    lo[j] = v[j] & 0x0F0F0F0Fu;
+    hi[j] = (v[j] >> 4) & 0x0F0F0F0Fu;
+  }
+  if constexpr (kKMajor) {
+    // byte j of the chunk holds k 2j (low) and 2j + 1 (high): interleaved, its 32 k are expanded chunks 2 ch, 2 ch + 1
+    unsigned e[8];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      e[2 * j] = __byte_perm(lo[j], hi[j], 0x5140u);
+      e[2 * j + 1] = __byte_perm(lo[j], hi[j], 0x7362u);
+    }
+    const unsigned at = base + row * kWRowBytes;
+    sts128(at + wswz(row, 2 * ch) * 16, e[0], e[1], e[2], e[3]);
+    sts128(at + wswz(row, 2 * ch + 1) * 16, e[4], e[5], e[6], e[7]);
+  } else {
+    // k pair `row`: its low nibbles are k row 2 row, its high ones 2 row + 1, same columns
+    const int r0 = 2 * row, r1 = 2 * row + 1;
+    sts128(base + r0 * kWRowBytes + wswz(r0, ch) * 16, lo[0], lo[1], lo[2], lo[3]);
+    sts128(base + r1 * kWRowBytes + wswz(r1, ch) * 16, hi[0], hi[1], hi[2], hi[3]);
+  }
+}
+__device__ __forceinline__ void expand_stage(unsigned char* ws) {
+  const unsigned base = smem_u32(ws);
+  auto packed_at = [&](int i) { return base + kPackedBytes + (threadIdx.x + i * kThreads) * 16; };
+  unsigned held[kPCh / 2][4];
+#pragma unroll
+  for (int i = 0; i < kPCh / 2; ++i) {
+    const int j = i + kPCh / 2;
+    lds128(packed_at(j), held[i][0], held[i][1], held[i][2], held[i][3]);
+  }
+#pragma unroll
+  for (int i = 0; i < kPCh / 2; ++i) {
+    unsigned v[4];
+    lds128(packed_at(i), v[0], v[1], v[2], v[3]);
+    expand_chunk(base, threadIdx.x + i * kThreads, v);
+  }
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < kPCh / 2; ++i) expand_chunk(base, threadIdx.x + (i + kPCh / 2) * kThreads, held[i]);
+  __syncthreads();
+}
+
 // ---- compute one stage -----------------------------------------------------------------------
 __device__ __forceinline__ void compute_stage(const unsigned char* ws, const unsigned char* as,
                                               float (&acc)[kRT][kMT][4], const float (&sc)[kRT][2],
@@ -831,7 +922,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   // ---- fast-path predicates (uniform)
   {
     bool bf = false;
-#if FX_B_PLAIN || (FX_B_QUANT && FX_B_QUANT_SCALE)
+#if FX_B_PLAIN || FX_GEMV_QUANT_FAST
     const fxfuse::FxOperand& o = p.in[FX_B_SLOT];
     const long long contig = kKMajor ? o.sk : o.sn;
     const long long other = kKMajor ? o.sn : o.sk;
@@ -868,7 +959,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         into[rt][h] = 1.f;
-#if FX_B_QUANT && FX_B_QUANT_SCALE
+#if FX_GEMV_QUANT_FAST
         const long long n = c.n0 + col_of(w, rt, g + 8 * h);
 #if FX_B_SCALE_GROUP
         into[rt][h] = n < p.N && k0 < p.K ? fx_b_scale(p, c.b, k0, n) : 0.f;
@@ -900,7 +991,8 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   unsigned char* abase = smem + kStages * kWStageBytes;
 
   // ---- hot-path loader state: per-thread global pointers at step kb and smem offsets
-  constexpr int kWCh = kWStageBytes / 16 / kThreads;  // 8 (4 at 64 columns)
+  // 8 (4 at 64 columns); packed int4: the packed chunks, half as many
+  constexpr int kWCh = kNibbles ? kPCh : kWStageBytes / 16 / kThreads;
   constexpr int kACpr = kARowBytes / 16;
   constexpr int kACh = (8 * kMT * kACpr + kThreads - 1) / kThreads;
   const char* wsrc[kWCh];
@@ -913,11 +1005,20 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     const fxfuse::FxOperand& o = p.in[FX_B_SLOT];
     const long long k0 = kb * kKT;
     wstep = kKMajor ? (long long)kKT * kWB : (long long)kKT * o.sk * kWB;
+    if constexpr (kNibbles) wstep /= 2;  // (the packed index of k is k / 2)
 #pragma unroll
     for (int i = 0; i < kWCh; ++i) {
       const int ci = threadIdx.x + i * kThreads;
       int row, ch;
       long long n, k;
+      if constexpr (kNibbles) {  // packed chunk ci into the slot's upper half (expand_stage)
+        packed_chunk(ci, row, ch);
+        if constexpr (kKMajor) { n = c.n0 + row; k = k0 + 32 * ch; }
+        else { k = k0 + 2 * row; n = c.n0 + 16 * ch; }
+        wdst[i] = kPackedBytes + ci * 16;
+        wsrc[i] = static_cast<const char*>(o.ptr) + (c.b * o.sb + (k >> 1) * o.sk + n * o.sn);
+        continue;
+      }
       if constexpr (kKMajor) { row = ci >> 3; ch = ci & 7; n = c.n0 + row; k = k0 + ch * kE; }
       else { constexpr int cpr = kWRowBytes / 16; row = ci / cpr; ch = ci % cpr; k = k0 + row; n = c.n0 + ch * kE; }
       wdst[i] = row * kWRowBytes + wswz(row, ch) * 16;
@@ -939,11 +1040,13 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       if (ci >= 8 * kMT * kACpr) adst[j] = -1;
     }
   }
+  // a stage the cp.async path loads (block-uniform): packed int4's then needs expanding before its compute
+  auto fast_step = [&](int step) { return c.bfast && c.afast && interior_n && (kb + step) * kKT + kKT <= p.K; };
   auto load = [&](int slot_, int step) {
     unsigned char* ws = wbase + slot_ * kWStageBytes;
     unsigned char* as = abase + slot_ * kAStageBytes;
     const long long k0 = (kb + step) * kKT;
-    if (c.bfast && c.afast && interior_n && k0 + kKT <= p.K) {
+    if (fast_step(step)) {
       const unsigned wsu = smem_u32(ws), asu = smem_u32(as);
 #pragma unroll
       for (int i = 0; i < kWCh; ++i) cp_async16(wsu + wdst[i], wsrc[i] + step * wstep, 16);
@@ -983,6 +1086,8 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 #if FX_B_SCALE_GROUP
     read_scales((kb + i + 1) * kKT, sc_next);  // the next stage's, their loads in flight while this one computes
 #endif
+    if constexpr (kNibbles)
+      if (fast_step(i)) expand_stage(wbase + slot * kWStageBytes);
     compute_stage(wbase + slot * kWStageBytes, abase + slot * kAStageBytes, acc, sc, sc2);
 #if FX_B_SCALE_GROUP
 #pragma unroll

@@ -477,7 +477,8 @@ TEST(Gemv, QuantScaleHookExactlyWhereTheSpecIsConvertTimesScale) {
   const std::set<std::string> want = {"doc_example_int8_gelu", "fp8_e4m3_per_tensor_scale",
                                       "gemv_fp8_e4m3_scalar_f32_scale", "gemv_int8_kn_channel_scale_gelu",
                                       "gemv_int8_linear_channel_scale_bias", "gemv_int8_group_wise_scale_bias",
-                                      "fp8_group_wise_both_operands_silu"};
+                                      "fp8_group_wise_both_operands_silu", "gemv_int4_linear_group_scale_bias",
+                                      "gemv_int4_kn_channel_scale_f16"};
   std::set<std::string> got;
   for (const std::string& name : test::specNames()) {
     spec::ChainSpec s = loadSpec(name);
@@ -493,6 +494,39 @@ TEST(Gemv, QuantScaleHookExactlyWhereTheSpecIsConvertTimesScale) {
     if (hook) got.insert(name);
   }
   EXPECT_EQ(got, want);
+}
+
+// Packed int4 (a 'p' input, FX_B_NIBBLES): the gemv's fast path with the const zero point in FX_B_ZERO; the generic
+// templates keep reading it through fx_load_b (FX_B_QUANT 0), its nibble loaded as fx_ld_nibble.
+TEST(Gemv, PackedInt4TakesTheNibblePath) {
+  spec::ChainSpec nk = loadSpec("gemv_int4_linear_group_scale_bias");
+  OperandInfo b = analyzeB(nk);
+  EXPECT_TRUE(b.nibbles && b.quant_scale && !b.quant && b.kmajor);
+  EXPECT_EQ(b.slot, 1);
+  EXPECT_EQ(b.zero, 8);
+  EXPECT_EQ(b.scale_group, 128);
+  std::string h = generateHooks(nk, KernelConfig{"sm80_mma", 64, 128, 32, 2, 128});
+  for (const char* line : {"#define FX_B_QUANT 0\n", "#define FX_B_NIBBLES 1\n", "#define FX_B_ZERO 8\n",
+                           "#define FX_B_SLOT 1\n", "using FxRawB = unsigned char;", "#define FX_B_SCALE_GROUP 128\n",
+                           "fx_ld_nibble_u8(p.in[1].ptr, n * p.in[1].sn + (k >> 1) * p.in[1].sk, k)"})
+    EXPECT_TRUE(has(h, line)) << line << "\n" << h;
+  // the rule while FXFUSE_GEMV_NIBBLES=1 turns it on (codegen.GemvNibblesKnob.Set runs this test so)
+  const char* knob = std::getenv("FXFUSE_GEMV_NIBBLES");
+  const bool on = knob && std::string(knob) == "1";
+  EXPECT_EQ(variantAt("gemv_int4_linear_group_scale_bias", 16, 4096, 4096), on ? "gemv" : "sm80_mma");
+  EXPECT_EQ(variantAt("gemv_int4_linear_group_scale_bias", 128, 4096, 4096), "sm80_mma");  // decode rows only
+
+  spec::ChainSpec kn = loadSpec("gemv_int4_kn_channel_scale_f16");
+  b = analyzeB(kn);
+  EXPECT_TRUE(b.nibbles && b.quant_scale && !b.kmajor);
+  EXPECT_EQ(b.zero, 0);
+  EXPECT_TRUE(has(generateHooks(kn, KernelConfig{"sm80_mma", 64, 128, 32, 2, 128}), "#define FX_B_ZERO 0\n"));
+  // a zero point that is not an integer const (a tensor, a fraction), or eight nibbles to an i32: not this path
+  for (const char* other : {"int4_u8_group_wise_zero_point_bias_gelu", "int4_i32_kn_channel_scale_f16"})
+    EXPECT_FALSE(analyzeB(loadSpec(other)).nibbles) << other;
+  spec::ChainSpec frac = nk;
+  frac.values[3].constant = 7.5;
+  EXPECT_FALSE(analyzeB(frac).nibbles);
 }
 
 TEST(Gemv, QuantScaleHookBodies) {
@@ -751,6 +785,10 @@ std::vector<GemvCompile> gemvCases() {
   all.push_back({"gemv_int8_linear_channel_scale_bias", "sm_90a", 1});
   all.push_back({"gemv_int8_linear_channel_scale_bias", "sm_90a", 64, 14336});  // two CTAs per SM
   all.push_back({"gemv_fp8_e4m3_scalar_f32_scale", "sm_90a", 64, 14336});
+  all.push_back({"gemv_int4_linear_group_scale_bias", "sm_90a", 1});
+  all.push_back({"gemv_int4_linear_group_scale_bias", "sm_90a", 32});  // the product by wgmma
+  all.push_back({"gemv_int4_kn_channel_scale_f16", "sm_90a", 32});
+  all.push_back({"gemv_int4_linear_group_scale_bias", "sm_80", 16});
   std::vector<GemvCompile> out;
   for (const GemvCompile& c : all) {
     spec::ChainSpec s = loadSpec(c.spec);

@@ -9,6 +9,8 @@ otherwise (the high nibble first, halves of k, signed nibbles) must not be read 
 the chain, with eager's answer."""
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -243,9 +245,10 @@ def test_packed_int4_under_the_backend_matches_eager():
     assert any("rshift" in n for n in replaced) and any("cat" in n or "stack" in n for n in replaced), replaced
 
 
-# ---- CUDA: the generic kernel's prologue reads nibble k % 2 of byte k / 2. No fast kernel takes a packed weight yet
-# (the gemv streams 8-bit elements), so the default rewrite leaves such a chain in the graph as not_profitable and the
-# op's own dispatch runs ATen ----
+# ---- CUDA: the generic kernel's prologue reads nibble k % 2 of byte k / 2; the op's own dispatch runs the gemv where it
+# takes the chain (decode rows, a scale per column or per group of a multiple of 128 k, an integer zero point:
+# FX_B_NIBBLES, the packed bytes streamed and expanded per stage) and ATen elsewhere, where the default rewrite leaves
+# the chain in the graph as not_profitable ----
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("path", ["kernel", "dispatch"])
@@ -274,8 +277,52 @@ def test_packed_int4_on_cuda_matches_a_float64_product(form, M, path, monkeypatc
         assert rel_err(got, float64_product(model, x)) < 1e-2
         assert rel_err(got, model(x)) < 1e-2
     after = fxfuse.stats()
-    counter = "launches" if path == "kernel" else "aten_dispatch"
+    # a zero point per group: no fast kernel; the gemv's packed path while its knob turns it on (off by default)
+    gemv = form != "zero_point_per_group" and M <= 64 and os.environ.get("FXFUSE_GEMV_NIBBLES") == "1"
+    counter = "launches" if path == "kernel" or gemv else "aten_dispatch"
     assert after[counter] >= before[counter] + 2, (before, after)
-    if path == "dispatch":
+    if path == "dispatch" and not gemv:
         (entry,) = fxfuse.report(ep).entries
         assert entry["reason"] == "not_profitable", entry
+
+
+# The gemv's packed int4 path where the default rewrite fuses (a child: the knob FXFUSE_GEMV_NIBBLES, read once per
+# process, could have been set by the caller). Both layouts, both 16-bit types, the product by wgmma (33 and 64 rows),
+# a split-K cluster's K (14336), a ragged last column tile (528), and a ragged last stage (K = 1056: its 32 k through
+# the element-wise loader, each nibble read per element).
+GEMV_CHILD = r"""
+import sys, torch, fxfuse, testlib
+from helpers import rel_err
+from test_packed_int4 import make, float64_product, _specs
+form, M, N, K = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+testlib.seed("int4_gemv", form, M, N, K)
+model = make(form, N=N, K=K, G=0 if K % 128 else 128, device="cuda")
+x = torch.randn(M, K, device="cuda").to(model.dtype)
+ep2 = fxfuse.rewrite(torch.export.export(model, (x,)))  # the default: fused only where a fast kernel runs it
+(spec,) = _specs(ep2)
+assert fxfuse._C.kernel_variant(spec, M, N, K)[0] == "gemv", fxfuse._C.kernel_variant(spec, M, N, K)
+launches = fxfuse.stats()["launches"]
+for _ in range(2):
+    x = torch.randn(M, K, device="cuda").to(model.dtype)
+    got = ep2.module()(x)
+    torch.cuda.synchronize()
+    assert not got.isnan().any()
+    assert rel_err(got, float64_product(model, x)) < 1e-2, rel_err(got, float64_product(model, x))
+    assert rel_err(got, model(x)) < 1e-2, rel_err(got, model(x))
+assert fxfuse.stats()["launches"] >= launches + 2 and fxfuse.stats()["aten_dispatch"] == 0, fxfuse.stats()
+print("ok")
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("form,M,N,K", [
+    ("stack", 1, 4096, 4096), ("stack", 16, 4096, 14336), ("stack", 33, 1536, 1024), ("stack", 64, 528, 2048),
+    ("matmul", 1, 4096, 4096), ("matmul", 16, 4096, 14336), ("matmul", 64, 1536, 1024),
+    ("f16", 5, 1536, 2048), ("signed_bytes", 16, 1536, 1024), ("scale_per_column", 8, 768, 1056),
+    ("no_bias", 24, 2048, 4096)])
+def test_packed_int4_decode_takes_the_gemv(form, M, N, K):
+    from helpers import run_python
+    out = run_python(GEMV_CHILD, form, str(M), str(N), str(K), timeout=300,
+                     env={"FXFUSE_GEMV_NIBBLES": "1", "FXFUSE_STRICT": "1", "FXFUSE_POISON_OUTPUTS": "1",
+                          "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))})  # testlib
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stdout + out.stderr
