@@ -159,14 +159,27 @@ bool unpacksBits(const GraphIndex& index, int node) {
         n.args[0].kind == ir::Arg::Kind::List) {
       for (const ir::Arg& part : n.args[0].list) {
         int p = index.producer(part);
-        if (p >= 0 && index.node(p).isCall("aten.unsqueeze.default")) p = index.producer(index.node(p).args[0]);
+        // through an unsqueeze and a conversion of each part (the hunt's per-nibble `.to(bf16)`)
+        for (int step = 0; step < 2 && p >= 0; ++step)
+          if ((index.node(p).isCall("aten.unsqueeze.default") || convertTarget(index.node(p))) &&
+              !index.node(p).args.empty())
+            p = index.producer(index.node(p).args[0]);
         if (p >= 0 && bitOp(index.node(p))) return true;
       }
       return false;
     }
-    if ((!isReshape(n) && !n.isCall("aten.unsqueeze.default")) || n.args.empty()) return false;
+    const bool through = isReshape(n) || n.isCall("aten.unsqueeze.default") || convertTarget(n).has_value();
+    if (!through || n.args.empty()) return false;
     node = index.producer(n.args[0]);
   }
+  return false;
+}
+
+// A view that changes only the layout or the broadcast of its input, as the prologue folds them (viewInputLetters).
+bool isLayoutView(const ir::Node& n) {
+  for (const char* op : {"aten.t.default", "aten.permute.default", "aten.transpose.int", "aten.unsqueeze.default",
+                         "aten.expand.default", "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default"})
+    if (n.isCall(op)) return true;
   return false;
 }
 
@@ -174,7 +187,8 @@ bool readsNibbles(const GraphIndex& index, int node) {
   for (int depth = 0; node >= 0 && depth < kMaxReshapes; ++depth) {
     if (nibbleUnpack(index, node)) return true;
     const ir::Node& n = index.node(node);
-    if (!isReshape(n) || n.args.empty()) return false;
+    // through reshapes (the group-wise split) and layout views (a transposed unpacked weight: the hunt's r1)
+    if ((!isReshape(n) && !isLayoutView(n)) || n.args.empty()) return false;
     node = index.producer(n.args[0]);
   }
   return false;

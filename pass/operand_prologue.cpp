@@ -13,7 +13,8 @@ constexpr int kMaxPrologueDepth = 24;
 
 constexpr const char* kOtherPacking =
     "values unpacked from packed bits in a form the chain does not read (it reads two 4-bit values of k to a byte, "
-    "low nibble first, unpacked as `w & 15` and `(w >> 4) [& 15]`: pass/nibble_unpack.h)";
+    "low nibble first, unpacked as `w & 15` and `(w >> 4) [& 15]`, stacked and reshaped to [.., K, ..] before any "
+    "conversion or split into groups: pass/nibble_unpack.h)";
 
 // A conversion, a scale or a zero point: the kinds of op a prologue folds (whether this one folds or not).
 bool isPrologueKindOp(const ir::Node& n) {
@@ -246,9 +247,12 @@ int OperandPrologue::foldKGroups(int node, const std::string& letters, const KGr
 int OperandPrologue::foldNibbles(int node, const std::string& letters, const NibbleUnpack& unpack, int depth,
                                  bool roles) {
   if (!ops_) return stopAt(node, letters, "the prologue option is off");
+  // (a packed activation: the kernels' fast paths read packed weights only, and a chain needs one operand with k)
+  if (space_ != spec::Space::B) return stopAt(node, letters, "packed 4-bit values in A (the chain reads packed weights)");
   if (letters.size() <= unpack.pos || letters[unpack.pos] != 'k' ||
       letters.find('k', unpack.pos + 1) != std::string::npos)
-    return stopAt(node, letters, "a packed 4-bit weight unpacked along another dim than k");
+    return stopAt(node, letters, "4-bit values unpacked along another dim than k (the chain reads them packed along k "
+                                 "only: a packed zero point, or AWQ's packing along n, stays outside)");
   for (int v : unpack.nodes)
     if (claimed_[v]) return leaf(node, letters);
   std::string packedLetters = letters;

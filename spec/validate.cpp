@@ -97,7 +97,7 @@ class Validator {
     }
     if (v.dims.find('p') != std::string::npos) {
       if (v.dims.find_first_of("kg") != std::string::npos)
-        fail_(at, "an input has one of a 'k', 'g' or 'p' dim (k packed as 4-bit values)");
+        fail_(at, "an input has at most one of a 'k', 'g' or 'p' dim (k packed as 4-bit values)");
       if (nibblesPerElement(v.dtype) == 0)
         fail_(at, std::string("a 'p' dim (k packed as 4-bit values) holds them in u8, i8 or i32 elements, not ") +
                       dtypeName(v.dtype));

@@ -326,3 +326,51 @@ def test_packed_int4_decode_takes_the_gemv(form, M, N, K):
                      env={"FXFUSE_GEMV_NIBBLES": "1", "FXFUSE_STRICT": "1", "FXFUSE_POISON_OUTPUTS": "1",
                           "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))})  # testlib
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stdout + out.stderr
+
+
+def test_a_transposed_unpacked_weight_folds_and_the_forms_it_does_not_read_are_named():
+    """From the hunt of session 61: (1) `q.t().to(bf16)` (a layout view between the unpack and the conversion) folds as
+    `q.to(bf16).t()` does; (2) the unpack reshaped straight into k's groups, `stack(..).view(N, K/G, G)`, is not read,
+    and the report says what is; (3) packed activations are not read (the weight beside them folds)."""
+    testlib.seed("int4_hunt_forms")
+    N, K, G = 32, 64, 16
+    bf = torch.bfloat16
+
+    class Model(torch.nn.Module):
+        def __init__(self, form):
+            super().__init__()
+            self.form = form
+            self.register_buffer("w", _packed(N, K // 2))
+            self.register_buffer("s", _scale(N, K // G))
+            self.register_buffer("c", _scale(K, 1))
+
+        def forward(self, x):
+            w = self.w
+            if self.form == "transposed":
+                q = torch.stack([w & 15, w >> 4], -1).view(N, K)
+                return x @ ((q.t().to(bf) - 8) * self.c)
+            if self.form == "into_groups":
+                q = torch.stack([w & 15, w >> 4], -1).view(N, K // G, G)
+                return F.linear(x, ((q.to(bf) - 8) * self.s[:, :, None]).view(N, K))
+            xa = torch.stack([x & 15, x >> 4], -1).view(x.shape[0], K).to(bf)  # "packed_activations"
+            q = torch.stack([w & 15, w >> 4], -1).view(N, K)
+            return F.linear(xa, (q.to(bf) - 8) * self.c.view(1, K))
+
+    for form, x in [("transposed", torch.randn(4, K).to(bf)), ("into_groups", torch.randn(4, K).to(bf)),
+                    ("packed_activations", _packed(4, K // 2))]:
+        model = Model(form)
+        ep = torch.export.export(model, (x,))
+        ep2 = fxfuse.rewrite(ep, only_profitable=False)
+        text = str(fxfuse.report(ep, only_profitable=False))
+        specs = _specs(ep2)
+        if form == "into_groups":
+            assert not any("p]" in s or "[p," in s for s in specs), specs
+            assert "reshaped to [.., K, ..] before any conversion or split into groups" in text, text
+        else:
+            (spec,) = specs
+            assert "input 1 u8 [p,n]" in spec or "u8 [n,p]" in spec, spec
+        if form == "packed_activations":
+            assert "A's prologue stops at" in text and "packed 4-bit values in A" in text, text
+        for _ in range(2):
+            x2 = torch.randn(4, K).to(bf) if form != "packed_activations" else _packed(4, K // 2)
+            assert torch.equal(ep2.module()(x2), model(x2)), form

@@ -80,7 +80,7 @@ std::vector<Case> cases() {
       // packed int4: a 'p' dim (k packed as 4-bit values) in u8 / i8 / i32 elements
       {"PackedHalf", kHead + "%0 = input 0 bf16 [m,k]\n%1 = input 1 f16 [n,p]\n",
        "line 4: a 'p' dim (k packed as 4-bit values) holds them in u8, i8 or i32 elements, not f16"},
-      {"PackedAndK", kHead + "%0 = input 0 u8 [p,k]\n", "line 3: an input has one of a 'k', 'g' or 'p' dim"},
+      {"PackedAndK", kHead + "%0 = input 0 u8 [p,k]\n", "line 3: an input has at most one of a 'k', 'g' or 'p' dim"},
       {"PackedInEpilogue", kHead + kMm + "%3 = input 2 u8 [p,n]\n%4 = add %2 %3 : bf16\noutput %4\n",
        "line 7: %4 varies along 'k', which the Out space"},
   };
