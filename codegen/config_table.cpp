@@ -973,11 +973,12 @@ bool gemvGroupScalesKnob() {
   return on;
 }
 
-// Packed int4 weights on the gemv (FX_B_NIBBLES: the packed bytes streamed, expanded per stage; session 61). Off
-// until its GPU tests pass: FXFUSE_GEMV_NIBBLES=1 turns it on (off, such a chain has no fast CUDA variant: the
-// planner leaves it unfused, not_profitable). Read once per process.
+// Packed int4 weights on the gemv (FX_B_NIBBLES: the packed bytes streamed, expanded per stage; session 61): the
+// rule since its GPU tests passed (tests/GPU_RESULTS.md session 61; 8-20x eager's unpack-then-mm on an H100,
+// bench/RESULTS.md session 61). Knob FXFUSE_GEMV_NIBBLES=0 turns it off (such a chain then has no fast CUDA
+// variant: the planner leaves it unfused, not_profitable). Read once per process.
 bool gemvNibblesKnob() {
-  static const bool on = readBinaryKnob("FXFUSE_GEMV_NIBBLES") == "1";
+  static const bool on = readBinaryKnob("FXFUSE_GEMV_NIBBLES") != "0";
   return on;
 }
 

@@ -4,7 +4,6 @@
 # as the default rewrite runs them beside the group-wise int8 ones. Logs in $OUT/res.tgz.
 source bench/gemv/device_call.sh
 device_build
-export FXFUSE_GEMV_NIBBLES=1  # the rule while it is off by default (codegen/config_table.cpp gemvNibblesKnob)
 nvidia-smi --query-gpu=name --format=csv,noheader
 source scripts/one-test-seed.sh
 ctest --test-dir build-gpu --output-on-failure -j 16 --timeout 300 > "$L/ctest.log" 2>&1

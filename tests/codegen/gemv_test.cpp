@@ -510,9 +510,9 @@ TEST(Gemv, PackedInt4TakesTheNibblePath) {
                            "#define FX_B_SLOT 1\n", "using FxRawB = unsigned char;", "#define FX_B_SCALE_GROUP 128\n",
                            "fx_ld_nibble_u8(p.in[1].ptr, n * p.in[1].sn + (k >> 1) * p.in[1].sk, k)"})
     EXPECT_TRUE(has(h, line)) << line << "\n" << h;
-  // the rule while FXFUSE_GEMV_NIBBLES=1 turns it on (codegen.GemvNibblesKnob.Set runs this test so)
+  // the rule unless FXFUSE_GEMV_NIBBLES=0 turns it off (codegen.GemvNibblesKnob.Off runs this test so)
   const char* knob = std::getenv("FXFUSE_GEMV_NIBBLES");
-  const bool on = knob && std::string(knob) == "1";
+  const bool on = !knob || std::string(knob) != "0";
   EXPECT_EQ(variantAt("gemv_int4_linear_group_scale_bias", 16, 4096, 4096), on ? "gemv" : "sm80_mma");
   EXPECT_EQ(variantAt("gemv_int4_linear_group_scale_bias", 128, 4096, 4096), "sm80_mma");  // decode rows only
 

@@ -277,8 +277,8 @@ def test_packed_int4_on_cuda_matches_a_float64_product(form, M, path, monkeypatc
         assert rel_err(got, float64_product(model, x)) < 1e-2
         assert rel_err(got, model(x)) < 1e-2
     after = fxfuse.stats()
-    # a zero point per group: no fast kernel; the gemv's packed path while its knob turns it on (off by default)
-    gemv = form != "zero_point_per_group" and M <= 64 and os.environ.get("FXFUSE_GEMV_NIBBLES") == "1"
+    # a zero point per group: no fast kernel; the gemv's packed path unless its knob turns it off
+    gemv = form != "zero_point_per_group" and M <= 64 and os.environ.get("FXFUSE_GEMV_NIBBLES") != "0"
     counter = "launches" if path == "kernel" or gemv else "aten_dispatch"
     assert after[counter] >= before[counter] + 2, (before, after)
     if path == "dispatch" and not gemv:
@@ -323,7 +323,7 @@ print("ok")
 def test_packed_int4_decode_takes_the_gemv(form, M, N, K):
     from helpers import run_python
     out = run_python(GEMV_CHILD, form, str(M), str(N), str(K), timeout=300,
-                     env={"FXFUSE_GEMV_NIBBLES": "1", "FXFUSE_STRICT": "1", "FXFUSE_POISON_OUTPUTS": "1",
+                     env={"FXFUSE_GEMV_NIBBLES": "", "FXFUSE_STRICT": "1", "FXFUSE_POISON_OUTPUTS": "1",
                           "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))})  # testlib
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stdout + out.stderr
 
