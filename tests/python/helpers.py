@@ -178,3 +178,23 @@ def fused_run(model, args, path, absent=""):
     got = fxfuse.compile(model, only_profitable=False)(*args)
     assert fxfuse.stats()["chains_fused"] == 1, str(fxfuse.report())
     return got
+
+
+def check_op_path(ep, before: dict, after: dict, path: str, fast: bool) -> None:
+    """Two calls of a rewritten program ran as its path says (fxfuse.stats() before and after): the kernel launched
+    where it is forced (`path == "kernel"`) or a fast kernel takes the chain, ATen's dispatch elsewhere, where the
+    default rewrite (the report on `ep`) leaves the chain unfused as not_profitable."""
+    import fxfuse
+    counter = "launches" if path == "kernel" or fast else "aten_dispatch"
+    assert after[counter] >= before[counter] + 2, (before, after)
+    if path == "dispatch" and not fast:
+        (entry,) = fxfuse.report(ep).entries
+        assert entry["reason"] == "not_profitable", entry
+
+
+def run_gemv_child(code: str, *args, knob: str) -> None:
+    """A child process's check of a gemv path whose knob (`knob`, read once per process) the caller may have set:
+    the child runs with it unset, strict (a silent ATen fallback fails) and with poisoned outputs; it prints "ok"."""
+    out = run_python(code, *map(str, args), timeout=300,
+                     env={knob: "", "FXFUSE_STRICT": "1", "FXFUSE_POISON_OUTPUTS": "1", "PYTHONPATH": os.path.dirname(HERE)})
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stdout + out.stderr

@@ -6,15 +6,13 @@ Every fused program is checked against eager on fresh random inputs: bit for bit
 eager's ops in eager's order), by relative error against a float64 product on CUDA (marked gpu)."""
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 import torch.nn.functional as F
 
 import fxfuse
 import testlib
-from helpers import rel_err
+from helpers import check_op_path, rel_err
 
 pytestmark = pytest.mark.needs_real_pass
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
@@ -357,12 +355,7 @@ def test_group_wise_on_cuda_matches_a_float64_product(form, G, M, path, monkeypa
     after = fxfuse.stats()
     # the op's own dispatch runs the gemv where it takes the scale (groups of 128, no zero point, decode rows; the
     # child test below), ATen elsewhere, where the default rewrite keeps the dequantization and the GEMM as they were
-    gemv = G % 128 == 0 and form != "linear_zero_point" and M <= 64
-    counter = "launches" if path == "kernel" or gemv else "aten_dispatch"
-    assert after[counter] >= before[counter] + 2, (before, after)
-    if path == "dispatch" and not gemv:
-        (entry,) = fxfuse.report(ep).entries
-        assert entry["reason"] == "not_profitable", entry
+    check_op_path(ep, before, after, path, fast=G % 128 == 0 and form != "linear_zero_point" and M <= 64)
 
 
 # The gemv's fast 8-bit path with a group-wise scale read per stage (FX_B_SCALE_GROUP, groups of 128), where the
@@ -396,8 +389,5 @@ print("ok")
 @pytest.mark.parametrize("M,N,K", [(1, 4096, 4096), (16, 4096, 14336), (64, 1536, 1024), (5, 528, 2048)])
 @pytest.mark.parametrize("form", ["linear", "matmul", "f16"])
 def test_group_wise_decode_takes_the_gemv(form, M, N, K):
-    from helpers import run_python
-    out = run_python(GEMV_CHILD, form, str(M), str(N), str(K), timeout=300,
-                     env={"FXFUSE_GEMV_GROUP_SCALES": "", "FXFUSE_STRICT": "1", "FXFUSE_POISON_OUTPUTS": "1",
-                          "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))})  # testlib
-    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stdout + out.stderr
+    from helpers import run_gemv_child
+    run_gemv_child(GEMV_CHILD, form, M, N, K, knob="FXFUSE_GEMV_GROUP_SCALES")

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 import fxfuse
 import testlib
-from helpers import rel_err
+from helpers import check_op_path, rel_err
 
 pytestmark = pytest.mark.needs_real_pass
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
@@ -279,11 +279,7 @@ def test_packed_int4_on_cuda_matches_a_float64_product(form, M, path, monkeypatc
     after = fxfuse.stats()
     # a zero point per group: no fast kernel; the gemv's packed path unless its knob turns it off
     gemv = form != "zero_point_per_group" and M <= 64 and os.environ.get("FXFUSE_GEMV_NIBBLES") != "0"
-    counter = "launches" if path == "kernel" or gemv else "aten_dispatch"
-    assert after[counter] >= before[counter] + 2, (before, after)
-    if path == "dispatch" and not gemv:
-        (entry,) = fxfuse.report(ep).entries
-        assert entry["reason"] == "not_profitable", entry
+    check_op_path(ep, before, after, path, fast=gemv)
 
 
 # The gemv's packed int4 path where the default rewrite fuses (a child: the knob FXFUSE_GEMV_NIBBLES, read once per
@@ -321,11 +317,8 @@ print("ok")
     ("f16", 5, 1536, 2048), ("signed_bytes", 16, 1536, 1024), ("scale_per_column", 8, 768, 1056),
     ("no_bias", 24, 2048, 4096)])
 def test_packed_int4_decode_takes_the_gemv(form, M, N, K):
-    from helpers import run_python
-    out = run_python(GEMV_CHILD, form, str(M), str(N), str(K), timeout=300,
-                     env={"FXFUSE_GEMV_NIBBLES": "", "FXFUSE_STRICT": "1", "FXFUSE_POISON_OUTPUTS": "1",
-                          "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))})  # testlib
-    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stdout + out.stderr
+    from helpers import run_gemv_child
+    run_gemv_child(GEMV_CHILD, form, M, N, K, knob="FXFUSE_GEMV_NIBBLES")
 
 
 def test_a_transposed_unpacked_weight_folds_and_the_forms_it_does_not_read_are_named():
