@@ -198,3 +198,15 @@ def run_gemv_child(code: str, *args, knob: str) -> None:
     out = run_python(code, *map(str, args), timeout=300,
                      env={knob: "", "FXFUSE_STRICT": "1", "FXFUSE_POISON_OUTPUTS": "1", "PYTHONPATH": os.path.dirname(HERE)})
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stdout + out.stderr
+
+
+def strict_cuda_path(monkeypatch, path: str) -> None:
+    """A CUDA test's environment: strict (a silent ATen fallback, a kernel that failed to build, fails), poisoned
+    outputs (an element left unwritten reads NaN), and the kernel forced where `path == "kernel"` (the generic kernel
+    launched where the op's dispatch would run ATen), the op's own dispatch otherwise."""
+    monkeypatch.setenv("FXFUSE_STRICT", "1")
+    monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")
+    if path == "kernel":
+        monkeypatch.setenv("FXFUSE_FORCE_KERNEL", "1")
+    else:
+        monkeypatch.delenv("FXFUSE_FORCE_KERNEL", raising=False)

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 import fxfuse
 import testlib
-from helpers import check_op_path, rel_err
+from helpers import check_op_path, rel_err, strict_cuda_path
 
 pytestmark = pytest.mark.needs_real_pass
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
@@ -333,12 +333,7 @@ def test_a_rewritten_group_wise_program_saves_and_loads(tmp_path):
 @pytest.mark.parametrize("form", ["linear", "linear_zero_point", "matmul", "f16"])
 @pytest.mark.parametrize("G", [32, 128])
 def test_group_wise_on_cuda_matches_a_float64_product(form, G, M, path, monkeypatch):
-    monkeypatch.setenv("FXFUSE_STRICT", "1")  # a silent ATen fallback (a kernel that failed to build) fails
-    monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")  # an element left unwritten reads NaN
-    if path == "kernel":  # the generic kernel launched where the op's dispatch would run ATen
-        monkeypatch.setenv("FXFUSE_FORCE_KERNEL", "1")
-    else:
-        monkeypatch.delenv("FXFUSE_FORCE_KERNEL", raising=False)
+    strict_cuda_path(monkeypatch, path)
     testlib.seed("groupwise_cuda", form, G, M, path)
     N, K = 384, 1024
     dtype = torch.float16 if form == "f16" else torch.bfloat16

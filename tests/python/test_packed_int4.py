@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 import fxfuse
 import testlib
-from helpers import check_op_path, rel_err
+from helpers import check_op_path, rel_err, strict_cuda_path
 
 pytestmark = pytest.mark.needs_real_pass
 gemm_chain = torch.ops.fxfuse.gemm_chain.default
@@ -255,12 +255,7 @@ def test_packed_int4_under_the_backend_matches_eager():
 @pytest.mark.parametrize("M", [1, 16, 100])
 @pytest.mark.parametrize("form", ["stack", "zero_point_per_group", "scale_per_column", "matmul", "signed_bytes", "f16"])
 def test_packed_int4_on_cuda_matches_a_float64_product(form, M, path, monkeypatch):
-    monkeypatch.setenv("FXFUSE_STRICT", "1")  # a silent ATen fallback (a kernel that failed to build) fails
-    monkeypatch.setenv("FXFUSE_POISON_OUTPUTS", "1")  # an element left unwritten reads NaN
-    if path == "kernel":  # the generic kernel launched where the op's dispatch would run ATen
-        monkeypatch.setenv("FXFUSE_FORCE_KERNEL", "1")
-    else:
-        monkeypatch.delenv("FXFUSE_FORCE_KERNEL", raising=False)
+    strict_cuda_path(monkeypatch, path)
     testlib.seed("int4_cuda", form, M, path)
     model = make(form, N=384, K=1024, G=128, device="cuda")
     x = torch.randn(M, model.K, device="cuda").to(model.dtype)
