@@ -170,7 +170,10 @@ void detectNibbleScale(const ChainSpec& spec, OperandInfo& info) {
     const Value* sub = &spec.values[c];
     if (isOp(*sub, "sub")) {
       const Value& zv = spec.values[sub->operands[1]];
-      if (zv.kind != ValueKind::Const || zv.constant != std::floor(zv.constant) || std::fabs(zv.constant) > 240) continue;
+      // (a const the generic hooks would hold otherwise, `200 : i8`, is not the number the gemv subtracts: review)
+      if (zv.kind != ValueKind::Const || zv.constant != std::floor(zv.constant) || std::fabs(zv.constant) > 240 ||
+          spec::heldAs(zv.constant, zv.dtype) != zv.constant)
+        continue;
       z = static_cast<int>(zv.constant);
       c = sub->operands[0];
       if (spec.values[c].dtype != sub->dtype) continue;  // the sub at the convert's type: exact (above)

@@ -527,6 +527,12 @@ TEST(Gemv, PackedInt4TakesTheNibblePath) {
   spec::ChainSpec frac = nk;
   frac.values[3].constant = 7.5;
   EXPECT_FALSE(analyzeB(frac).nibbles);
+  spec::ChainSpec wrapped = nk;  // `200 : i8` holds -56 in the generic hooks: not the gemv's 200
+  wrapped.values[3].constant = 200;
+  wrapped.values[3].dtype = spec::DType::I8;
+  EXPECT_FALSE(analyzeB(wrapped).nibbles);
+  wrapped.values[3].dtype = spec::DType::F32;
+  EXPECT_TRUE(analyzeB(wrapped).nibbles);
 }
 
 TEST(Gemv, QuantScaleHookBodies) {
