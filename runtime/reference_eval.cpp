@@ -295,8 +295,23 @@ at::Tensor evalOp(const ChainSpec& spec, const Value& v, const std::vector<at::T
 
 // The GEMM's operands at their full shapes ([B,]M,K and [B,]K,N). They usually are already (expand, a view, is
 // another dispatch).
+// B's weight is stored k innermost (F.linear's [N, K]: an input of B along n and k, or k packed, with k its innermost
+// dim), which eager multiplies as its transpose, strides (1, K).
+bool bStoredKMajor(const ChainSpec& spec) {
+  for (const Value& v : spec.values) {
+    if (v.kind != ValueKind::Input || v.space != spec::Space::B || v.dims.find('n') == std::string::npos) continue;
+    const size_t inner = v.dims.find_last_not_of('1');
+    if (v.dims.find_first_of("kp") != std::string::npos) return inner != std::string::npos && (v.dims[inner] == 'k' || v.dims[inner] == 'p');
+  }
+  return false;
+}
+
+// `bKMajor` (bStoredKMajor): on the CPU, B of an mm given eager's strides (1, K) where the chain's ops left it
+// otherwise: ATen's CPU mm picks its kernel by B's strides, and a value computed from that weight with a scale
+// along k's groups came out [K, N]-contiguous, which at N = 1 took another kernel than eager's, one ulp off (session
+// 61's hunt, tests/reliability/hunt_session61/r6). On CUDA the result is compared by relative error: no copy.
 std::pair<at::Tensor, at::Tensor> fullOperands(const at::Tensor& a, const at::Tensor& b, const ChainShape& shape,
-                                               GemmKind gemm) {
+                                               GemmKind gemm, bool bKMajor = false) {
   const int64_t B = shape.B.expect_int(), M = shape.M.expect_int();
   const int64_t N = shape.N.expect_int(), K = shape.K.expect_int();
   std::vector<int64_t> aShape{M, K}, bShape{K, N};
@@ -304,22 +319,28 @@ std::pair<at::Tensor, at::Tensor> fullOperands(const at::Tensor& a, const at::Te
     aShape.insert(aShape.begin(), B);
     bShape.insert(bShape.begin(), B);
   }
-  return {a.sizes() == c10::IntArrayRef(aShape) ? a : a.expand(aShape),
-          b.sizes() == c10::IntArrayRef(bShape) ? b : b.expand(bShape)};
+  at::Tensor y = b.sizes() == c10::IntArrayRef(bShape) ? b : b.expand(bShape);
+  if (bKMajor && gemm == GemmKind::Mm && y.is_cpu() && K > 0 && (y.stride(0) != 1 || y.stride(1) != K)) {
+    at::Tensor t = at::empty_strided({K, N}, {1, K}, y.options());
+    t.copy_(y);
+    y = t;
+  }
+  return {a.sizes() == c10::IntArrayRef(aShape) ? a : a.expand(aShape), y};
 }
 
 // The bias plus the product of a and b (16-bit, of the bias's type), rounded once: eager's addmm (addmmAdd).
-at::Tensor evalAddmm(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b, const ChainShape& shape) {
-  const auto [x, y] = fullOperands(a, b, shape, GemmKind::Mm);
+at::Tensor evalAddmm(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b, const ChainShape& shape,
+                     bool bKMajor) {
+  const auto [x, y] = fullOperands(a, b, shape, GemmKind::Mm, bKMajor);
   return at::addmm(bias, x, y);
 }
 
 // mm in fp32 accumulation, rounded once to the value's dtype. A native half-precision mm
 // already accumulates in fp32 and rounds once, so it is used when the dtypes allow.
 at::Tensor evalMm(const Value& v, const at::Tensor& a, const at::Tensor& b,
-                  const ChainShape& shape, GemmKind gemm) {
+                  const ChainShape& shape, GemmKind gemm, bool bKMajor = false) {
   const at::ScalarType result = toScalarType(v.dtype);
-  auto [x, y] = fullOperands(a, b, shape, gemm);
+  auto [x, y] = fullOperands(a, b, shape, gemm, bKMajor);
   const bool native = x.scalar_type() == result && y.scalar_type() == result &&
                       at::isFloatingType(result) && result != at::kDouble;
   const bool half = x.scalar_type() == y.scalar_type() &&
@@ -378,6 +399,7 @@ std::vector<at::Tensor> evaluateReference(const ChainSpec& spec, at::TensorList 
   std::vector<at::Tensor> values;
   values.reserve(spec.values.size());
   const int addmm = addmmAdd(spec);
+  const bool bKMajor = bStoredKMajor(spec);
   for (const Value& v : spec.values) {
     if (addmm >= 0 && (&v == &spec.values[addmm] || v.kind == ValueKind::Mm)) {
       // the product is computed by the add's addmm (addmmAdd); nothing reads it otherwise
@@ -386,7 +408,8 @@ std::vector<at::Tensor> evaluateReference(const ChainSpec& spec, at::TensorList 
         continue;
       }
       const Value& mm = spec.values[v.operands[0]];
-      values.push_back(evalAddmm(values[v.operands[1]], values[mm.operands[0]], values[mm.operands[1]], shape));
+      values.push_back(
+          evalAddmm(values[v.operands[1]], values[mm.operands[0]], values[mm.operands[1]], shape, bKMajor));
       continue;
     }
     switch (v.kind) {
@@ -409,7 +432,7 @@ std::vector<at::Tensor> evaluateReference(const ChainSpec& spec, at::TensorList 
       case ValueKind::Mm:
         TORCH_INTERNAL_ASSERT(v.operands.size() == 2, "mm takes two operands");
         values.push_back(
-            evalMm(v, values[v.operands[0]], values[v.operands[1]], shape, spec.gemm));
+            evalMm(v, values[v.operands[0]], values[v.operands[1]], shape, spec.gemm, bKMajor));
         break;
     }
   }

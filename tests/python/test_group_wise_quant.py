@@ -6,6 +6,8 @@ Every fused program is checked against eager on fresh random inputs: bit for bit
 eager's ops in eager's order), by relative error against a float64 product on CUDA (marked gpu)."""
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -386,3 +388,32 @@ print("ok")
 def test_group_wise_decode_takes_the_gemv(form, M, N, K):
     from helpers import run_gemv_child
     run_gemv_child(GEMV_CHILD, form, M, N, K, knob="FXFUSE_GEMV_GROUP_SCALES")
+
+
+def test_one_column_with_a_group_wise_scale_keeps_eagers_bits():
+    """N = 1 (a one-output linear, a classifier's logit) with a scale per group of k: the CPU kernel multiplies by its
+    dequantized weight in eager's layout (W.t(), strides (1, K)); computed [K, 1]-contiguous it took another ATen kernel,
+    one bf16 ulp off eager (session 61's hunt: the saved input below, and ~1 in 300 calls of its weight). The saved
+    case, then fresh ones."""
+    testlib.seed("groupwise_n1")
+    K, G = 128, 2
+    d = torch.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden", "n1_group_scale_case.pt"))
+    w_saved = torch.stack([d["w"] & 15, d["w"] >> 4], -1).view(1, K).to(torch.bfloat16)
+
+    class Model(torch.nn.Module):
+        def __init__(self, w, s):
+            super().__init__()
+            self.register_buffer("w", w)
+            self.register_buffer("s", s)
+
+        def forward(self, x):
+            return F.linear(x, (self.w.view(1, K // G, G) * self.s[:, :, None]).view(1, K))
+
+    cases = [(w_saved, d["s"], d["x"])]
+    cases += [(torch.randn(1, K).to(torch.bfloat16), _scale(1, K // G), torch.randn(6, K).to(torch.bfloat16))
+              for _ in range(20)]
+    for w, s, x in cases:
+        model = Model(w, s)
+        ep2 = fxfuse.rewrite(torch.export.export(model, (x,)), only_profitable=False)
+        assert "kgroup 2" in _spec(ep2)
+        assert torch.equal(ep2.module()(x), model(x))
