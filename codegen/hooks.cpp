@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -108,101 +110,102 @@ bool isBNScale(const ChainSpec& spec, int v, bool* grouped) {
   return true;
 }
 
-// FX_B_QUANT_SCALE: B's root is, with raw an 8-bit input (i8, u8, f8e4m3, f8e5m2) and s a
-// value of (b, n) only,
-//   (1) mul(convert(raw) : T, s) : E            T ∈ {bf16, f16, f32}, E the 16-bit MMA type
+// B's root as the quantized form the gemv computes from one raw element (detectQuantScale, detectNibbleScale):
+//   (1) mul(convert(raw) : T, s) : E            T in {bf16, f16, f32}, E the 16-bit MMA type
 //   (2) convert(mul(convert(raw) : T, s) : f32) : E
-// (either operand order). Exactness against the spec's semantics (each op in fp32, rounded to
-// its dtype): convert from an 8-bit type to T is exact (i8/u8 are integers of at most 8
-// significant bits, fp8 has 2-3 mantissa bits and an exponent range inside f16's), so the mul's
-// fp32 operands are float(raw) and float(s), the same bits fx_b_scale returns; the mul is one
-// fp32 multiply, rounded to E once in (1), and in (2) rounded to f32 (a no-op) then to E once.
-// The gemv template computes exactly fp32(float(raw) * scale) and rounds it to E with
-// round-to-nearest-even, as fx_round_bf16/f16 do. Division by s is not expressible (raw / s
-// is not raw * (1 / s) in fp32), so `w / s` keeps the element-wise fx_dequant_b path only.
-void detectQuantScale(const ChainSpec& spec, OperandInfo& info) {
-  if (!info.quant || !is8bitRaw(info.raw) || !isHalfFloat(info.elem)) return;
-  int root = spec.values[spec.mmIndex()].operands[1];
-  int mul = root;
-  if (isOp(spec.values[root], "convert")) {
-    mul = spec.values[root].operands[0];
-    if (spec.values[mul].dtype != DType::F32) return;  // an intermediate 16-bit rounding: twice
-  }
-  if (!isOp(spec.values[mul], "mul")) return;
-  const std::vector<int>& ops = spec.values[mul].operands;
-  for (int side = 0; side < 2; ++side) {
-    const Value& c = spec.values[ops[side]];
-    if (!isOp(c, "convert")) continue;
-    if (c.dtype != DType::BF16 && c.dtype != DType::F16 && c.dtype != DType::F32) continue;
-    const Value& raw = spec.values[c.operands[0]];
-    if (raw.kind != ValueKind::Input || raw.slot != info.slot || raw.dtype != info.raw) continue;
-    int s = ops[1 - side];
-    bool grouped = false;
-    if (s == ops[side] || !isBNScale(spec, s, &grouped)) continue;
-    info.quant_scale = true;
-    info.scale_value = s;
-    info.scale_group = grouped ? spec.kGroup : 0;
-    info.scale_in_elem = spec.values[s].dtype == info.elem;
-    return;
-  }
-}
-
-// FX_B_NIBBLES: B's root is the FX_B_QUANT_SCALE form over a packed int4 weight raw (an input with a 'p' dim and
-// an 'n', u8 or i8: two nibbles of k to an element, each read 0..15), with an optional integer zero point z:
-//   (1) mul(convert(raw) : T, s) : E  or  mul(sub(convert(raw) : T, const z) : T, s) : E
-//   (2) convert of (1) computed at f32 (T = f32), to E
-// (either mul operand order; T in {bf16, f16, f32}, E the 16-bit MMA type). Exactness: convert(nibble) is exact;
-// nibble - z is an integer of magnitude <= 15 + 240 = 255, exact in every T (bf16 holds integers to 256); so the
-// mul's fp32 operands are (float(nibble) - z) and float(s), what the gemv computes (raw4_to_f32's magic constant
-// takes the z: an exact fp32 subtraction), rounded once to E as in detectQuantScale.
-void detectNibbleScale(const ChainSpec& spec, OperandInfo& info) {
-  if (info.plain || info.quant || !isHalfFloat(info.elem)) return;
+// (either mul operand order), s a value of (b, n) only, or of (b, k / kGroup, n) (isBNScale). With `zero`, the
+// convert may sit under an integer zero point, sub(convert(raw) : T, const z) : T, |z| <= 240 and held as such by
+// the const's dtype. `isRaw`: whether an input is the raw weight.
+struct ScaleForm {
+  int raw = -1, scale = -1, zero = 0;
+  bool grouped = false;
+};
+std::optional<ScaleForm> convertTimesScale(const ChainSpec& spec, const std::function<bool(const Value&)>& isRaw,
+                                           bool zero) {
   const int root = spec.values[spec.mmIndex()].operands[1];
   int mul = root;
   if (isOp(spec.values[root], "convert")) {
     mul = spec.values[root].operands[0];
-    if (spec.values[mul].dtype != DType::F32) return;
+    if (spec.values[mul].dtype != DType::F32) return std::nullopt;  // an intermediate 16-bit rounding: twice
   }
-  if (!isOp(spec.values[mul], "mul")) return;
+  if (!isOp(spec.values[mul], "mul")) return std::nullopt;
   const std::vector<int>& ops = spec.values[mul].operands;
   for (int side = 0; side < 2; ++side) {
-    int c = ops[side], z = 0;
-    const Value* sub = &spec.values[c];
-    if (isOp(*sub, "sub")) {
-      const Value& zv = spec.values[sub->operands[1]];
+    ScaleForm f;
+    int c = ops[side];
+    const Value& sub = spec.values[c];
+    if (zero && isOp(sub, "sub")) {
+      const Value& zv = spec.values[sub.operands[1]];
       // (a const the generic hooks would hold otherwise, `200 : i8`, is not the number the gemv subtracts: review)
       if (zv.kind != ValueKind::Const || zv.constant != std::floor(zv.constant) || std::fabs(zv.constant) > 240 ||
           spec::heldAs(zv.constant, zv.dtype) != zv.constant)
         continue;
-      z = static_cast<int>(zv.constant);
-      c = sub->operands[0];
-      if (spec.values[c].dtype != sub->dtype) continue;  // the sub at the convert's type: exact (above)
+      f.zero = static_cast<int>(zv.constant);
+      c = sub.operands[0];
+      if (spec.values[c].dtype != sub.dtype) continue;  // the sub at the convert's type
     }
     const Value& cv = spec.values[c];
     if (!isOp(cv, "convert") || (cv.dtype != DType::BF16 && cv.dtype != DType::F16 && cv.dtype != DType::F32)) continue;
-    const Value& raw = spec.values[cv.operands[0]];
-    if (raw.kind != ValueKind::Input || raw.dims.find('p') == std::string::npos ||
-        raw.dims.find('n') == std::string::npos || spec::nibblesPerElement(raw.dtype) != 2)
-      continue;
-    const int s = ops[1 - side];
-    bool grouped = false;
-    if (s == ops[side] || !isBNScale(spec, s, &grouped)) continue;
-    // the packed weight is the only input of B along k and n (the scale: along n and k's groups only)
-    for (int v : closure(spec, {root}))
-      if (spec.values[v].kind == ValueKind::Input && v != cv.operands[0] &&
-          spec.values[v].dims.find_first_of("kp") != std::string::npos)
-        return;
-    info.nibbles = true;
-    info.quant_scale = true;
-    info.slot = raw.slot;
-    info.raw = DType::U8;  // the nibble, 0..15, whatever the container's sign
-    info.kmajor = innermost(raw.dims) == 'p';
-    info.zero = z;
-    info.scale_value = s;
-    info.scale_group = grouped ? spec.kGroup : 0;
-    info.scale_in_elem = false;
-    return;
+    if (!isRaw(spec.values[cv.operands[0]])) continue;
+    f.raw = cv.operands[0];
+    f.scale = ops[1 - side];
+    if (f.scale == ops[side] || !isBNScale(spec, f.scale, &f.grouped)) continue;
+    return f;
   }
+  return std::nullopt;
+}
+
+// FX_B_QUANT_SCALE: B's root is convertTimesScale's form (no zero point), raw an 8-bit input (i8, u8, f8e4m3,
+// f8e5m2). Exactness against the spec's semantics (each op in fp32, rounded to its dtype): convert from an 8-bit type
+// to T is exact (i8/u8 are integers of at most 8 significant bits, fp8 has 2-3 mantissa bits and an exponent range
+// inside f16's), so the mul's fp32 operands are float(raw) and float(s), the same bits fx_b_scale returns; the mul
+// is one fp32 multiply, rounded to E once in (1), and in (2) rounded to f32 (a no-op) then to E once. The gemv
+// template computes exactly fp32(float(raw) * scale) and rounds it to E with round-to-nearest-even, as
+// fx_round_bf16/f16 do. Division by s is not expressible (raw / s is not raw * (1 / s) in fp32), so `w / s` keeps
+// the element-wise fx_dequant_b path only.
+void detectQuantScale(const ChainSpec& spec, OperandInfo& info) {
+  if (!info.quant || !is8bitRaw(info.raw) || !isHalfFloat(info.elem)) return;
+  const auto form = convertTimesScale(
+      spec, [&](const Value& raw) { return raw.kind == ValueKind::Input && raw.slot == info.slot && raw.dtype == info.raw; },
+      /*zero=*/false);
+  if (!form) return;
+  info.quant_scale = true;
+  info.scale_value = form->scale;
+  info.scale_group = form->grouped ? spec.kGroup : 0;
+  info.scale_in_elem = spec.values[form->scale].dtype == info.elem;
+}
+
+// FX_B_NIBBLES: B's root is convertTimesScale's form, zero point allowed, over a packed int4 weight raw (an input
+// with a 'p' dim and an 'n', u8 or i8: two nibbles of k to an element, each read 0..15). Exactness: convert(nibble) is
+// exact; nibble - z is an integer of magnitude <= 15 + 240 = 255, exact in every T (bf16 holds integers to 256); so
+// the mul's fp32 operands are (float(nibble) - z) and float(s), what the gemv computes (raw4_to_f32's magic constant
+// takes the z: an exact fp32 subtraction), rounded once to E as in detectQuantScale.
+void detectNibbleScale(const ChainSpec& spec, OperandInfo& info) {
+  if (info.plain || info.quant || !isHalfFloat(info.elem)) return;
+  const auto form = convertTimesScale(
+      spec,
+      [](const Value& raw) {
+        return raw.kind == ValueKind::Input && raw.dims.find('p') != std::string::npos &&
+               raw.dims.find('n') != std::string::npos && spec::nibblesPerElement(raw.dtype) == 2;
+      },
+      /*zero=*/true);
+  if (!form) return;
+  // the packed weight is the only input of B along k and n (the scale: along n and k's groups only)
+  const int root = spec.values[spec.mmIndex()].operands[1];
+  for (int v : closure(spec, {root}))
+    if (spec.values[v].kind == ValueKind::Input && v != form->raw &&
+        spec.values[v].dims.find_first_of("kp") != std::string::npos)
+      return;
+  const Value& raw = spec.values[form->raw];
+  info.nibbles = true;
+  info.quant_scale = true;
+  info.slot = raw.slot;
+  info.raw = DType::U8;  // the nibble, 0..15, whatever the container's sign
+  info.kmajor = innermost(raw.dims) == 'p';
+  info.zero = form->zero;
+  info.scale_value = form->scale;
+  info.scale_group = form->grouped ? spec.kGroup : 0;
+  info.scale_in_elem = false;
 }
 
 const char* elemCType(DType d) {
@@ -452,19 +455,16 @@ class HookEmitter {
       w_.line("#define FX_{}_KMAJOR {}", name, info.kmajor ? 1 : 0);
     }
     w_.line("#define FX_B_QUANT {}", b.quant ? 1 : 0);
-    if (b.quant) {
-      w_.line("#define FX_B_RAW_SLOT {}", b.slot);
-      w_.line("using FxRawB = {};", rawCType(b.raw));
+    if (b.quant) w_.line("#define FX_B_RAW_SLOT {}", b.slot);
+    if (b.nibbles) {  // the gemv's packed int4 path (kernels/gemv.cuh); FX_B_QUANT stays 0 for the generic templates
+      w_.line("#define FX_B_NIBBLES 1");
+      w_.line("#define FX_B_ZERO {}", b.zero);
+    }
+    if (b.quant || b.nibbles) {
+      w_.line("using FxRawB = {};", rawCType(b.raw));  // (packed int4: the nibble, 0..15, as u8)
       w_.line("#define FX_B_QUANT_SCALE {}", b.quant_scale ? 1 : 0);
       w_.line("#define FX_B_SCALE_IN_ELEM {}", b.scale_in_elem ? 1 : 0);  // kernels/gemv.cuh, i8pair_scaled
       if (b.scale_group) w_.line("#define FX_B_SCALE_GROUP {}", b.scale_group);  // fx_b_scale reads k's group
-    }
-    if (b.nibbles) {  // the gemv's packed int4 path (kernels/gemv.cuh); FX_B_QUANT stays 0 for the generic templates
-      w_.line("#define FX_B_NIBBLES 1");
-      w_.line("using FxRawB = unsigned char;  // a nibble, 0..15");
-      w_.line("#define FX_B_QUANT_SCALE 1");
-      w_.line("#define FX_B_ZERO {}", b.zero);
-      if (b.scale_group) w_.line("#define FX_B_SCALE_GROUP {}", b.scale_group);
     }
     w_.blank();
   }

@@ -18,7 +18,7 @@ struct OperandInfo {
   bool kmajor = true;  // k is the innermost dim of the operand's (main) input
   bool quant = false;  // B only: B = f(one raw element, broadcast inputs)
   spec::DType raw = spec::DType::BF16;  // dtype of the raw element when quant
-  // B only (implies quant): B is exactly convert(raw 8-bit → bf16/f16/f32) times a scale that
+  // B only (implies quant or nibbles): B is exactly convert(raw 8-bit → bf16/f16/f32) times a scale that
   // varies only along b and n (or not at all; or along k's groups too: scale_group), rounded once to the 16-bit
   // MMA type:
   //   B(b,k,n) = FxElemB(fp32(float(raw(b,k,n)) * fx_b_scale(p, b, n)))

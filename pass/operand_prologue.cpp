@@ -104,16 +104,12 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
     // convert(w_i8 -> bf16)  ->  `%w = input i8`, `convert %w : bf16`
     const int source = index_.producer(n.args[0]);
     const bool nibbles = index_.tensor(source)->dtype == spec::DType::U8;  // only a packed weight's (above)
-    ChainBuilder saved = builder_;
-    PrologueResult savedResult = result_;
+    Checkpoint before = checkpoint();
     int x = fold(source, letters, depth + 1, roles);
     if (x < 0) return -1;
     if (nibbles && builder_.spec().values[x].dims.find('p') == std::string::npos) {
       // the unpack did not fold (split along another dim than k): a u8 tensor is no operand the kernels convert
-      const std::string inner = result_.stop;
-      builder_ = std::move(saved);
-      result_ = std::move(savedResult);
-      if (!inner.empty() && result_.stop.empty()) result_.stop = inner;
+      restoreKeepingStop(std::move(before));
       return stopAt(node, letters, "a conversion of u8 values that are not a packed 4-bit weight's, unpacked along k");
     }
     result_.absorbed.push_back(node);
@@ -146,8 +142,7 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
     // An argument that fails to fold (e.g. a zero point `[S,1]` against a `[B,S,K]`
     // activation: it covers part of the flattened M, which no input dims can say) leaves the
     // whole node an input of the chain: undo what its other arguments emitted.
-    ChainBuilder saved = builder_;
-    PrologueResult savedResult = result_;
+    Checkpoint before = checkpoint();
     std::vector<int> operands;
     for (size_t i = 0; i < n.args.size(); ++i) {
       const ir::Arg& a = n.args[i];
@@ -155,10 +150,7 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
                          : a.isNumber() ? -1  // an int beyond 2^53: the node stays outside
                                         : fold(index_.producer(a), argLetters[i], depth + 1, argRoles[i]));
       if (operands.back() < 0) {
-        const std::string inner = result_.stop;  // a group-wise region's operand names itself (k_groups.h)
-        builder_ = std::move(saved);
-        result_ = std::move(savedResult);
-        if (!inner.empty() && result_.stop.empty()) result_.stop = inner;
+        restoreKeepingStop(std::move(before));  // a group-wise region's operand names itself (k_groups.h)
         return stopAt(node, letters, "an operand the chain cannot read (one varying along part of M, or on another "
                                      "device)");
       }
@@ -217,8 +209,7 @@ int OperandPrologue::foldKGroups(int node, const std::string& letters, const KGr
                                  bool roles) {
   if (merge.group > spec::kMaxKGroup) return stopAt(node, letters, "a group of k larger than a chain holds");
   // undone if the region does not fold whole (an operand varying along k % G alone, which no spec dim names)
-  ChainBuilder saved = builder_;
-  PrologueResult savedResult = result_;
+  Checkpoint saved = checkpoint();
   auto groupInputs = [&] { return spec::groupInputCount(builder_.spec()); };
   const int before = groupInputs();
   builder_.setKGroup(static_cast<int>(merge.group));
@@ -227,19 +218,19 @@ int OperandPrologue::foldKGroups(int node, const std::string& letters, const KGr
   if (v < 0) {
     why = "a group-wise dequantization (groups of " + std::to_string(merge.group) +
           " along k) whose operands do not fold" + (result_.stop.empty() ? "" : ": " + result_.stop);
-  } else if (groupInputs() > before && saved.kGroup() != 0 && saved.kGroup() != merge.group) {
+  } else if (groupInputs() > before && saved.builder.kGroup() != 0 && saved.builder.kGroup() != merge.group) {
     // one chain has one group size (a region that reads no group's operand folds beside another size: review)
     why = "a second group size in one chain (" + std::to_string(merge.group) + " after " +
-          std::to_string(saved.kGroup()) + ")";
+          std::to_string(saved.builder.kGroup()) + ")";
   }
   if (!why.empty()) {
-    builder_ = std::move(saved);
-    result_ = std::move(savedResult);
+    builder_ = std::move(saved.builder);  // (the region's own stop is in `why`)
+    result_ = std::move(saved.result);
     return stopAt(node, letters, why);
   }
   // a region without a group's operand (a per-channel scale, a number, a bare view round trip): no 'g' input, so no
   // kgroup either (a spec gives one only where an input reads it; the hunt's `internal_error`)
-  if (groupInputs() == before) builder_.setKGroup(saved.kGroup());
+  if (groupInputs() == before) builder_.setKGroup(saved.builder.kGroup());
   result_.absorbed.push_back(node);
   return v;
 }
@@ -261,6 +252,13 @@ int OperandPrologue::foldNibbles(int node, const std::string& letters, const Nib
   if (v < 0) return -1;
   result_.absorbed.insert(result_.absorbed.end(), unpack.nodes.begin(), unpack.nodes.end());
   return v;
+}
+
+void OperandPrologue::restoreKeepingStop(Checkpoint&& c) {
+  std::string inner = std::move(result_.stop);
+  builder_ = std::move(c.builder);
+  result_ = std::move(c.result);
+  if (!inner.empty() && result_.stop.empty()) result_.stop = std::move(inner);
 }
 
 int OperandPrologue::stopAt(int node, const std::string& letters, const std::string& why) {

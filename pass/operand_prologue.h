@@ -59,6 +59,14 @@ class OperandPrologue {
   // A packed int4 weight's unpack ended by the reshape `node` (pass/nibble_unpack.h): the packed tensor read as an
   // input with a 'p' dim in place of k, or `node` left a leaf with why.
   int foldNibbles(int node, const std::string& letters, const NibbleUnpack& unpack, int depth, bool roles);
+  // What a fold that may be undone starts from, and its undoing: the first stop the undone fold named is kept where
+  // none was named before it (an operand region names its own stop: k_groups.h).
+  struct Checkpoint {
+    ChainBuilder builder;
+    PrologueResult result;
+  };
+  Checkpoint checkpoint() const { return {builder_, result_}; }
+  void restoreKeepingStop(Checkpoint&& c);
   // leaf(), noting in result_.stop (the first only) why a prologue op at `node` was not folded.
   int stopAt(int node, const std::string& letters, const std::string& why);
   // x.to(bf16) etc.: `convert %x : dt` when the source dtype is one the kernel converts.

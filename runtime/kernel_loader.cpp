@@ -353,16 +353,27 @@ int operandInput(const spec::ChainSpec& spec, int which) {
   return -1;
 }
 
+namespace {
+
+// The input value's innermost named dim is along k (k, its group, or k packed).
+bool innermostIsK(const spec::ChainSpec& spec, int id) {
+  const std::string letters = dimLetters(spec.values[id].dims);
+  for (auto it = letters.rbegin(); it != letters.rend(); ++it)
+    if (*it != '1') return spec::isKLetter(*it);
+  return false;
+}
+
+}  // namespace
+
+bool operandKMajor(const spec::ChainSpec& spec, int which) {
+  const int id = operandInput(spec, which);
+  return id >= 0 && innermostIsK(spec, id);
+}
+
 void setLayoutFromSpec(const spec::ChainSpec& spec, codegen::ProblemShape* shape) {
-  auto innermostIsK = [&](int id) {
-    const std::string letters = dimLetters(spec.values[id].dims);
-    for (auto it = letters.rbegin(); it != letters.rend(); ++it)
-      if (*it != '1') return spec::isKLetter(*it);
-    return false;
-  };
   const int a = operandInput(spec, 0), b = operandInput(spec, 1);
-  if (a >= 0) shape->a_kmajor = innermostIsK(a);
-  if (b >= 0) shape->b_kmajor = innermostIsK(b);
+  if (a >= 0) shape->a_kmajor = innermostIsK(spec, a);
+  if (b >= 0) shape->b_kmajor = innermostIsK(spec, b);
 }
 
 void setNvrtcSearchDirs(std::vector<std::string> libDirs, std::vector<std::string> includeDirs) {

@@ -75,6 +75,9 @@ bool waitForBackgroundCompiles(long long timeout_ms = -1);
 // weight of a dequant prologue), whose layout and alignment select the variant. -1 if none.
 int operandInput(const spec::ChainSpec& spec, int which);
 
+// Whether operand `which`'s input (operandInput) is stored with k innermost (B: F.linear's [N, K] weight).
+bool operandKMajor(const spec::ChainSpec& spec, int which);
+
 // a_kmajor / b_kmajor as the spec's dims order promises them (the innermost dim of the A / B
 // input is contiguous; the launcher makes it so). Leaves sizes and alignment alone.
 void setLayoutFromSpec(const spec::ChainSpec& spec, codegen::ProblemShape* shape);

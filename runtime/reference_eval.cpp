@@ -12,6 +12,7 @@
 #include <ATen/ATen.h>
 
 #include "runtime/gemm_chain.h"
+#include "runtime/kernel_loader.h"
 #include "runtime/torch_types.h"
 
 namespace fxfuse::runtime {
@@ -294,22 +295,10 @@ at::Tensor evalOp(const ChainSpec& spec, const Value& v, const std::vector<at::T
 }
 
 // The GEMM's operands at their full shapes ([B,]M,K and [B,]K,N). They usually are already (expand, a view, is
-// another dispatch).
-// B's weight is stored k innermost (F.linear's [N, K]: an input of B along n and k, or k packed, with k its innermost
-// dim), which eager multiplies as its transpose, strides (1, K).
-bool bStoredKMajor(const ChainSpec& spec) {
-  for (const Value& v : spec.values) {
-    if (v.kind != ValueKind::Input || v.space != spec::Space::B || v.dims.find('n') == std::string::npos) continue;
-    const size_t inner = v.dims.find_last_not_of('1');
-    if (v.dims.find_first_of("kp") != std::string::npos) return inner != std::string::npos && (v.dims[inner] == 'k' || v.dims[inner] == 'p');
-  }
-  return false;
-}
-
-// `bKMajor` (bStoredKMajor): on the CPU, B of an mm given eager's strides (1, K) where the chain's ops left it
-// otherwise: ATen's CPU mm picks its kernel by B's strides, and a value computed from that weight with a scale
-// along k's groups came out [K, N]-contiguous, which at N = 1 took another kernel than eager's, one ulp off (session
-// 61's hunt, tests/reliability/hunt_session61/r6). On CUDA the result is compared by relative error: no copy.
+// another dispatch). `bKMajor` (evaluateReference: a computed B whose weight is stored [N, K]): B given eager's
+// strides, F.linear's W.t() (1, K), where the chain's ops left it otherwise. ATen's CPU mm picks its kernel by B's
+// strides: a weight dequantized with a scale per group of k came out [K, N]-contiguous, at N = 1 another kernel than
+// eager's, one ulp off (session 61's hunt, tests/reliability/hunt_session61/r6).
 std::pair<at::Tensor, at::Tensor> fullOperands(const at::Tensor& a, const at::Tensor& b, const ChainShape& shape,
                                                GemmKind gemm, bool bKMajor = false) {
   const int64_t B = shape.B.expect_int(), M = shape.M.expect_int();
@@ -399,7 +388,10 @@ std::vector<at::Tensor> evaluateReference(const ChainSpec& spec, at::TensorList 
   std::vector<at::Tensor> values;
   values.reserve(spec.values.size());
   const int addmm = addmmAdd(spec);
-  const bool bKMajor = bStoredKMajor(spec);
+  // (a raw B is multiplied as the caller laid it out, as eager does; on CUDA the result is compared by relative
+  // error: no copy there)
+  const bool bKMajor = device.is_cpu() && spec.values[spec.values[spec.mmIndex()].operands[1]].kind != ValueKind::Input &&
+                       operandKMajor(spec, 1);
   for (const Value& v : spec.values) {
     if (addmm >= 0 && (&v == &spec.values[addmm] || v.kind == ValueKind::Mm)) {
       // the product is computed by the add's addmm (addmmAdd); nothing reads it otherwise
