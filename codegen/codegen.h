@@ -39,6 +39,8 @@ struct KernelConfig {
   int split_k = 1;        // sm90_wgmma: a cluster of 2 or 4 CTAs shares each tile along K (FX_SPLIT_K)
   bool wgmma = false;     // gemv: 8-bit weights multiplied by wgmma (FX_GEMV_WGMMA; gemvConfig); bn 128 or 64,
                           // bk 128 or (K x N weights at bn 128) 64
+  bool nibbles = false;   // gemv: packed int4 weights (FX_B_NIBBLES, from the spec): stages of packed bytes, half
+                          // the 8-bit ones, and one expanded tile (dynamicSmemBytes)
   // sm90_wgmma, cooperative 128-row tiles: the epilogue runs in the producer warpgroup's other
   // warps from a 16-bit hand-off in shared memory while the consumers start the next tile
   // (FX_EPI_OVERLAP; hooks.h epilogueHandoff says which chains have one).

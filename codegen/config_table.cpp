@@ -823,8 +823,13 @@ GemvExtents gemvExtents(const ProblemShape& s, long long bm, long long bn, long 
   return {(s.N + bn - 1) / bn, s.B * ((s.M + bm - 1) / bm), (s.K + bk - 1) / bk};
 }
 
-// One pipeline stage: the W tile (nt columns x kt weights of `wb` bytes) and the A tile (bm x kt, 16-bit).
-long long gemvStageBytes(int mtiles, int kt, int nt, int wb) { return 1LL * nt * kt * wb + 8LL * mtiles * kt * 2; }
+// One pipeline stage: the W tile (nt columns x kt weights of `wb` bytes; packed int4: half its bytes, the packed
+// ones) and the A tile (bm x kt, 16-bit).
+long long gemvStageBytes(int mtiles, int kt, int nt, int wb, bool nibbles) {
+  return 1LL * nt * kt * wb / (nibbles ? 2 : 1) + 8LL * mtiles * kt * 2;
+}
+// Shared memory a gemv holds besides its stages: packed int4's expanded 8-bit tile (kernels/gemv.cuh expand_stage).
+long long gemvTileBufferBytes(int kt, int nt, bool nibbles) { return nibbles ? 1LL * nt * kt : 0; }
 
 // Bytes of the weight element a gemv config streams: its k per stage is 128 bytes of weight (bk 64:
 // 16-bit, 128: 8-bit) but where the product by wgmma takes 64 k of 8-bit weights (gemvKPerStage). No other
@@ -843,12 +848,14 @@ long long gemvPipelineBytesKnob() {
   return bytes;
 }
 
-// Stages of a pipeline that lets `ctas` CTAs share an SM (at most kGemvMaxPipelineBytes), 2 to 6.
-int gemvStagesFor(long long stage_bytes, int ctas, int arch) {
+// Stages of a pipeline that lets `ctas` CTAs share an SM (at most kGemvMaxPipelineBytes, `held` of it the shared
+// memory the gemv keeps besides its stages), 2 to `most_stages`: 6, or packed int4's 8 (kernels/gemv.cuh takes 2-8),
+// whose stages are half the weight bytes (its 8 stages hold 64 KB of weights, 8-bit weights' 6 hold 96).
+int gemvStagesFor(long long stage_bytes, int ctas, int arch, long long held = 0, long long most_stages = 6) {
   const long long most = gemvSmallSharedMemory(arch) ? kGemvMaxPipelineBytesSmallSmem : kGemvMaxPipelineBytes;
-  long long budget = std::min(most, kGemvSmemPerSm / ctas - kGemvReservedPerCta);
+  long long budget = std::min(most, kGemvSmemPerSm / ctas - kGemvReservedPerCta) - held;
   if (const long long knob = gemvPipelineBytesKnob()) budget = knob;
-  return static_cast<int>(std::clamp(budget / stage_bytes, 2LL, 6LL));
+  return static_cast<int>(std::clamp(budget / stage_bytes, 2LL, most_stages));
 }
 
 // The most CTAs per SM an 8-bit gemv's split-K aims at, by rows per CTA (bm): three (Run AX: at
@@ -874,9 +881,9 @@ int gemvSplitKCtasCap(int bm) { return bm == 32 ? 4 : kGemvSplitKUsualCap; }
 // CTAs: gemvSplitKCtasPerSm), as do GPUs without clusters and those with less shared memory per
 // SM than Hopper's (sm_120: not measured). The split-K tried here assumes 132 SMs (kHopperSms);
 // on fewer the launch's S (launchDims, the real SM count) can be smaller than the one sized for.
-// Packed int4 weights (FX_B_NIBBLES) keep two as well: their stage expansion holds registers across a barrier, and
-// at three CTAs per SM (168 registers) ptxas spilled 16 bytes at 64 rows (session 61); a stage streams half the
-// bytes of an 8-bit one, so the deeper pipeline keeps as many in flight. Not measured against three.
+// Packed int4 weights (FX_B_NIBBLES) keep two as well: a stage streams half the bytes of an 8-bit one, so the deeper
+// pipeline keeps as many in flight. (Session 61's in-place expansion held registers across a barrier and spilled at
+// three CTAs per SM; session 62's tile buffer holds none.) Not measured against three: FXFUSE_GEMV_STAGE_KB does.
 int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, int nt, long long stage_bytes) {
   if (q.arch < 90 || gemvSmallSharedMemory(q.arch) || gemvWeightBytes(q.b) == 2 || q.b.nibbles) return 2;
   if (mtiles == 1) return 4;
@@ -1001,11 +1008,14 @@ int gemvKPerStage(const Query& q, bool wgmma, int nt) {
 KernelConfig gemvConfigWith(const Query& q, bool wgmma, int nt, int k_per_stage = 0) {
   const int mtiles = gemvMTiles(q.shape.M);
   const int kt = k_per_stage ? k_per_stage : gemvKPerStage(q, wgmma, nt);
-  const long long stage = gemvStageBytes(mtiles, kt, nt, gemvWeightBytes(q.b));
-  const int stages = gemvStagesFor(stage, gemvPipelineCtasPerSm(q, mtiles, kt, nt, stage), q.arch);
+  const bool nibbles = q.b.nibbles;
+  const long long stage = gemvStageBytes(mtiles, kt, nt, gemvWeightBytes(q.b), nibbles);
+  const int stages = gemvStagesFor(stage, gemvPipelineCtasPerSm(q, mtiles, kt, nt, stage), q.arch,
+                                   gemvTileBufferBytes(kt, nt, nibbles), nibbles ? 8 : 6);
   KernelConfig c{"gemv", 8 * mtiles, nt, kt, stages, kGemvThreads};
   c.max_cluster = q.arch >= 90 ? 8 : 1;  // thread block clusters: sm_90 and later (8: portable)
   c.wgmma = wgmma;
+  c.nibbles = nibbles;
   return c;
 }
 
@@ -1195,11 +1205,13 @@ int gemvCtasPerSm(const KernelConfig& c) {
 size_t dynamicSmemBytes(const KernelConfig& c) {
   if (c.variant == "sm90_wgmma") return static_cast<size_t>(sm90ConfigOf(c).dynSmemBytes());
   if (c.variant != "gemv") return 0;  // the generic template uses static shared memory only
-  // max(STAGES * (W tile bn x bk weights + A tile bm x bk x 2 B), fp32 reduction bm x (bn + 4) x 4 B)
-  const size_t stage = static_cast<size_t>(gemvStageBytes(c.bm / 8, c.bk, c.bn, gemvWeightBytesOf(c)));
+  // max(STAGES * (W tile bn x bk weights + A tile bm x bk x 2 B) + packed int4's expanded tile, fp32 reduction
+  // bm x (bn + 4) x 4 B)
+  const size_t stage = static_cast<size_t>(gemvStageBytes(c.bm / 8, c.bk, c.bn, gemvWeightBytesOf(c), c.nibbles));
+  const size_t held = static_cast<size_t>(gemvTileBufferBytes(c.bk, c.bn, c.nibbles));
   const size_t red = static_cast<size_t>(c.bm) * (c.bn + 4) * 4;
   // the product by wgmma starts its stages at a 1024-byte boundary (kernels/gemv.cuh)
-  return std::max(stage * c.stages, red) + (c.wgmma ? 1024 : 0);
+  return std::max(stage * c.stages + held, red) + (c.wgmma ? 1024 : 0);
 }
 
 namespace {
@@ -1394,6 +1406,7 @@ std::string describeConfig(const KernelConfig& c) {
   if (c.max_cluster != 1) s += fmt::format(" cluster{}", c.max_cluster);
   if (c.split_k != 1) s += fmt::format(" splitk{}", c.split_k);
   if (c.wgmma) s += " wgmma";
+  if (c.nibbles) s += " nibbles";
   if (c.epilogue_overlap) s += " epioverlap";
   if (c.last_epilogue_shared) s += " lastshared";
   return s;

@@ -179,11 +179,17 @@ KernelSource generate(const ChainSpec& spec, const KernelConfig& config) {
     if (b.scale_group % config.bk != 0)
       throw CodegenError("the gemv reads a group-wise scale per stage: groups of " + std::to_string(b.scale_group) +
                          " k do not cover its stages of " + std::to_string(config.bk) + ": " + describeConfig(config));
+    // packed int4 weights change the pipeline's shared memory (dynamicSmemBytes): the config must say so
+    if (config.nibbles != b.nibbles)
+      throw CodegenError(std::string("invalid gemv config for this spec (") +
+                         (b.nibbles ? "packed int4 weights need" : "only packed int4 weights take") +
+                         " 'nibbles'): " + describeConfig(config));
     // the product by wgmma exists for 8-bit weights only (kernels/gemv.cuh; gemvTakesWgmma)
     if (config.wgmma && !b.quant_scale)
       throw CodegenError("the gemv's wgmma product needs 8-bit weights: " + describeConfig(config));
   }
-  if (config.wgmma && config.variant != "gemv") throw CodegenError("wgmma is a gemv option: " + describeConfig(config));
+  if ((config.wgmma || config.nibbles) && config.variant != "gemv")
+    throw CodegenError("wgmma and nibbles are gemv options: " + describeConfig(config));
   // the overlapped epilogue: the Hopper template's cooperative 128-row tiles only (kernels/sm90_wgmma_gemm.cuh
   // FX_EPI_OVERLAP); the chain's hand-off value is emitHooks' check
   if (config.epilogue_overlap &&

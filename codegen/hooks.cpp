@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "codegen/codegen.h"
+#include "codegen/config_table.h"
 #include "codegen/pointwise_table.h"
 
 namespace fxfuse::codegen {
@@ -205,7 +206,11 @@ void detectNibbleScale(const ChainSpec& spec, OperandInfo& info) {
   info.zero = form->zero;
   info.scale_value = form->scale;
   info.scale_group = form->grouped ? spec.kGroup : 0;
-  info.scale_in_elem = false;
+  // A scale of the MMA type takes the packed 16-bit conversion (kernels/gemv.cuh pair_scaled: (magic + n) - (magic +
+  // z) then one fma by the scale, exact as detectQuantScale says), for a zero point whose magic + z is exact in bf16
+  // (128 + z, -128 <= z <= 128). Measurement knob FXFUSE_GEMV_NIBBLE_PAIRS=0: the fp32 route, for A/B runs.
+  static const bool pairs = readBinaryKnob("FXFUSE_GEMV_NIBBLE_PAIRS") != "0";
+  info.scale_in_elem = pairs && spec.values[form->scale].dtype == info.elem && form->zero >= -128 && form->zero <= 128;
 }
 
 const char* elemCType(DType d) {

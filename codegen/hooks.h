@@ -27,7 +27,7 @@ struct OperandInfo {
   bool quant_scale = false;
   int scale_value = -1;  // the spec value the hook returns when quant_scale
   // quant_scale and the scale's dtype is `elem`: its values are exact in the MMA type (the gemv's
-  // packed int8 conversion, FX_B_SCALE_IN_ELEM).
+  // packed 16-bit conversion of int8 weights and of nibbles with a zero point in -128..128, FX_B_SCALE_IN_ELEM).
   bool scale_in_elem = false;
   // quant_scale with a group-wise scale (an input with a 'g' dim): the spec's kgroup, else 0. fx_b_scale then takes
   // k too, and the gemv reads the scales once per stage (FX_B_SCALE_GROUP: a multiple of its k per stage).

@@ -30,11 +30,12 @@
 //   FX_B_SCALE_GROUP G  a group-wise scale (GPTQ / AWQ: one per G of k, G a multiple of kKT): the hook is
 //                  fx_b_scale(p, b, k, n), read for each stage's k, the next stage's while this one computes.
 //   FX_B_SCALE_IN_ELEM 0|1  fx_b_scale's values are exact in FxElemB (the scale's dtype is the
-//                  MMA type): int8 weights then take the packed 16-bit conversion (i8pair_scaled).
+//                  MMA type): int8 weights and nibbles then take the packed 16-bit conversion (pair_scaled).
 //   FX_B_NIBBLES 0|1  packed int4 weights (FX_B_QUANT_SCALE over an input whose k holds two 4-bit values to a
-//                  byte, low nibble first; FxRawB unsigned char: the nibble): a fast stage's cp.async brings the
-//                  packed bytes, expand_stage rewrites them as the 8-bit tile before the compute. FX_B_ZERO z:
-//                  B = FxElemB(fp32((float(nibble) - z) * scale)), z an integer (raw4_to_f32's constant takes it).
+//                  byte, low nibble first; FxRawB unsigned char: the nibble): each pipeline slot holds a stage's
+//                  packed bytes (half an 8-bit tile), and expand_stage writes them as the 8-bit tile into one tile
+//                  buffer before the compute. FX_B_ZERO z: B = FxElemB(fp32((float(nibble) - z) * scale)), z an
+//                  integer (raw4_to_f32's constant or pair_scaled's takes it).
 //   FX_GEMV_WGMMA 0|1  8-bit weights (FX_B_QUANT_SCALE), either layout, sm_90a only: the product
 //                  by wgmma (below, "The product by wgmma"); the host adds 1 KB of dynamic shared
 //                  memory for the 1024-byte alignment its activation tile needs
@@ -51,7 +52,8 @@
 //   block = (128, 1, 1)
 //   grid  = (ceil(N/NT), S, B * ceil(M / (8*MTILES)))       S = cluster size along y (1..8)
 //   dynamic smem = max(STAGES * (NT*KT*sizeof(W) + 8*MTILES*KT*2),  8*MTILES*(NT+4)*4) bytes, + 1024 with
-//                  FX_GEMV_WGMMA (its stages start at a 1024-byte boundary)
+//                  FX_GEMV_WGMMA (its stages start at a 1024-byte boundary); FX_B_NIBBLES: NT*KT/2 packed bytes
+//                  a stage in place of NT*KT, plus NT*KT for the expanded tile (config_table.cpp dynamicSmemBytes)
 //   (> 48 KB: cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) first)
 //   The host side chooses MTILES (the smallest of 1, 2, 4, 8 covering M), STAGES (a pipeline
 //   for two CTAs per SM, about 100 KB; for 8-bit weights on sm_90 three or four: ~75 / ~56 KB) and
@@ -141,7 +143,9 @@ constexpr bool kKMajor = FX_B_KMAJOR != 0;
 static_assert(FX_B_SCALE_GROUP % kKT == 0, "a group-wise scale must be constant over each stage's k");
 static_assert(kKT == 128 / kWB || (kKT == 64 && kWgmma && !kKMajor && kNT == 128),
               "FX_GEMV_KT: 128 bytes of weight, or 64 with FX_GEMV_WGMMA, K x N weights and 128 columns");
-constexpr int kWStageBytes = kNT * kKT * kWB;  // 16 KB (8 KB at 64 columns or 64 k)
+constexpr int kWTileBytes = kNT * kKT * kWB;   // the tile compute_stage reads: 16 KB (8 KB at 64 columns or 64 k)
+// a pipeline slot: the tile, or packed int4's packed bytes (half of it; expanded into one tile buffer per stage)
+constexpr int kWStageBytes = kNibbles ? kWTileBytes / 2 : kWTileBytes;
 constexpr int kARowBytes = kKT * 2;
 constexpr int kAStageBytes = 8 * kMT * kARowBytes;
 static_assert(sizeof(FxElemA) == 2 && sizeof(FxElemB) == 2, "gemv: 16-bit MMA operands only");
@@ -277,20 +281,41 @@ __device__ __forceinline__ unsigned dq2(unsigned w, float s) {
   }
 }
 
-// ---- int8 weight with a scale exact in the MMA type (FX_B_SCALE_IN_ELEM): a packed pair ------
-// B = FxElemB(fp32(float(raw) * s)). An int8 and s are both exact in FxElemB and their fp32
-// product is exact (8 + 8 or 8 + 11 significant bits), so rounding it once to FxElemB is the
-// correctly rounded 16-bit product: one fma.rn.{bf16,f16}x2 (x * s + -0) gives the same bits,
+// ---- an 8-bit weight or a nibble with a scale exact in the MMA type (FX_B_SCALE_IN_ELEM): a packed pair ----
+// B = FxElemB(fp32(float(raw) * s)) (packed int4: fp32((float(nibble) - z) * s)). The raw value and s are both
+// exact in FxElemB and their fp32 product is exact (8 + 8 or 8 + 11 significant bits), so rounding it once to
+// FxElemB is the correctly rounded 16-bit product: one fma.rn.{bf16,f16}x2 (x * s + -0) gives the same bits,
 // two elements at a time, where the fp32 route costs about 3.75 instructions per element.
-// The int8 itself becomes a 16-bit float exactly:
-//   f16:  0x6400 | (b ^ 0x80) is 1024 + b + 128, minus 1152;
-//   bf16: (0x4300 | (b & 0x7f)) - (0x4300 | (b & 0x80)), i.e. (128 + low 7 bits) - (128 or 256).
-// Both subtractions are exact (integers of at most 8 bits).
+// The raw value itself becomes a 16-bit float exactly:
+//   int8, f16:  0x6400 | (b ^ 0x80) is 1024 + b + 128, minus 1152;
+//   int8, bf16: (0x4300 | (b & 0x7f)) - (0x4300 | (b & 0x80)), i.e. (128 + low 7 bits) - (128 or 256);
+//   nibble n (0..15) with zero point z: (0x6400 | n) - (1024 + z) in f16, (0x4300 | n) - (128 + z) in bf16 (the
+//   generator takes this form for -128 <= z <= 128 only, codegen/hooks.cpp detectNibbleScale: 128 + z exact in bf16).
+// The subtractions are exact (integers of at most 8 bits, and 1024 + z / 128 + z exact).
 #ifndef FX_B_SCALE_IN_ELEM
 #define FX_B_SCALE_IN_ELEM 0
 #endif
-constexpr bool kI8Packed = kQuantFast && FX_B_SCALE_IN_ELEM != 0 &&
-                           (is_same_t<WRaw, signed char>::value || is_same_t<WRaw, char>::value);
+constexpr bool kPairScaled = kQuantFast && FX_B_SCALE_IN_ELEM != 0 &&
+                             (kNibbles || is_same_t<WRaw, signed char>::value || is_same_t<WRaw, char>::value);
+static_assert(!kPairScaled || !kNibbles || (FX_B_ZERO >= -128 && FX_B_ZERO <= 128),
+              "FX_B_SCALE_IN_ELEM with nibbles: a zero point in -128..128");
+// The 16-bit pattern of the integer c (0 <= c <= 2048; in bf16 even above 256), exact in FxElemB (the static_assert
+// below checks the zero point's).
+__host__ __device__ constexpr unsigned elem_bits_of_int(int c) {
+  int e = 0;
+  while ((2 << e) <= c) ++e;  // c in [2^e, 2^(e+1))
+  return c == 0 ? 0u
+         : kHalf ? (unsigned)((15 + e) << 10) | (((unsigned)c << (10 - e)) & 0x3ffu)
+                 : (e <= 7 ? (unsigned)((127 + e) << 7) | (((unsigned)c << (7 - e)) & 0x7fu)
+                           : (unsigned)((127 + e) << 7) | (((unsigned)c >> (e - 7)) & 0x7fu));
+}
+// The nibble's conversion: 16-bit (magic + n) - (magic + z), the constant -(magic + z) in both halves.
+constexpr int kNibbleMagic = kHalf ? 1024 : 128;
+constexpr unsigned kNibbleMagic2 = kHalf ? 0x64006400u : 0x43004300u;
+constexpr unsigned kNibbleZero2 = (0x8000u | elem_bits_of_int(kNibbleMagic + FX_B_ZERO)) * 0x10001u;
+static_assert(!kPairScaled || !kNibbles || kHalf || kNibbleMagic + FX_B_ZERO <= 256 ||
+                  (kNibbleMagic + FX_B_ZERO) % 2 == 0,
+              "FX_B_SCALE_IN_ELEM with nibbles: 128 + z exact in bf16");
 // (a & b) | c and (a & b) ^ c in one LOP3: written as PTX so that both constants are operands
 // of one instruction (C++ `(b & m) | c` compiles to two LOP3s, one per immediate; measured:
 // LOP3 was 36 % of the int8 kernel's instructions; bench/gemv/NOTES.md, session 6).
@@ -311,11 +336,15 @@ __device__ __forceinline__ unsigned fma2(unsigned a, unsigned b, unsigned c) {
   return d;
 }
 // The bytes `sel` (a __byte_perm selector putting them in bytes 0 and 2) of words lo, hi,
-// as int8 times the scale pair s2, packed (element in byte 0 -> low half).
-__device__ __forceinline__ unsigned i8pair_scaled(unsigned lo, unsigned hi, unsigned sel, unsigned s2) {
+// as raw values (int8, or packed int4's expanded nibbles) times the scale pair s2, packed (element in byte 0 -> low
+// half).
+__device__ __forceinline__ unsigned pair_scaled(unsigned lo, unsigned hi, unsigned sel, unsigned s2) {
   const unsigned b = __byte_perm(lo, hi, sel);
   unsigned x;
-  if constexpr (kHalf) {
+  if constexpr (kNibbles) {
+    const unsigned v = and_or(b, 0x000f000fu, kNibbleMagic2);  // magic + n
+    x = fma2(v, kHalf ? 0x3c003c00u : 0x3f803f80u /* 1.0 */, kNibbleZero2);
+  } else if constexpr (kHalf) {
     const unsigned v = and_xor(b, 0x00ff00ffu, 0x64806480u);  // 1024 + (b ^ 0x80)
     x = fma2(v, 0x3c003c00u /* 1.0 */, 0xe480e480u /* -1152 */);
   } else {
@@ -376,13 +405,52 @@ struct Ctx {
   bool bfast, afast;
 };
 
+// ---- packed int4 weights (FX_B_NIBBLES) -------------------------------------------------------
+// A stage's weights arrive packed, two 4-bit values of k to a byte (low nibble first), in its pipeline slot (half
+// the 8-bit tile's bytes, so the same shared memory holds twice the stages): 16-byte chunks in loader order
+// (packed_chunk). expand_stage writes the slot as the 8-bit tile compute_stage reads (each nibble a byte, 0..15, in
+// wswz's layout) into one tile buffer after the A stages, then the block syncs; the main loop's barrier at the top of
+// the next stage keeps the buffer until every warp has computed from it. (Session 61 expanded in place, in the upper
+// half of a full-size slot: three barriers a stage and half the bytes in flight; session 62 measures the two.)
+constexpr int kPCh = kNibbles ? kWStageBytes / 16 / kThreads : 1;  // packed chunks per thread
+static_assert(!kNibbles || kPCh * 16 * kThreads == kWStageBytes, "FX_B_NIBBLES: whole packed chunks per thread");
+// Packed chunk ci of a stage: N x K weights (rows n, kKT / 2 bytes each): row ci / (kKT / 32), k 32 (ci % (kKT / 32))
+// .. + 31 of it; K x N (rows of k pairs, kNT bytes each): k pair ci / (kNT / 16), columns 16 (ci % (kNT / 16)) .. + 15.
+__device__ __forceinline__ void packed_chunk(int ci, int& row, int& ch) {
+  if constexpr (kKMajor) { row = ci / (kKT / 32); ch = ci % (kKT / 32); }
+  else { row = ci / (kWRowBytes / 16); ch = ci % (kWRowBytes / 16); }
+}
+// The packed bytes of the stage at k0 into the slot at ws, as the fast path's cp.async lays them out, one byte at a
+// time, zero beyond N and K (a ragged edge, or an operand the fast path does not take). K is even (the pass folds only
+// a K that is a multiple of 2), so a byte holds two k below K or none.
+__device__ __noinline__ void load_packed_elementwise(const fxfuse::FxParams& p, const Ctx& c, unsigned char* ws,
+                                                     long long k0) {
+#if FX_B_NIBBLES
+  const fxfuse::FxOperand& o = p.in[FX_B_SLOT];
+  const unsigned char* src = static_cast<const unsigned char*>(o.ptr);
+#pragma unroll
+  for (int i = 0; i < kPCh; ++i) {
+    const int ci = threadIdx.x + i * kThreads;
+    int row, ch;
+    packed_chunk(ci, row, ch);
+    uint4 pk = make_uint4(0u, 0u, 0u, 0u);
+    unsigned char* v = reinterpret_cast<unsigned char*>(&pk);
+#pragma unroll
+    for (int e = 0; e < 16; ++e) {
+      const long long kb = kKMajor ? k0 / 2 + 16 * ch + e : k0 / 2 + row;  // the byte's index along the packed dim
+      const long long n = kKMajor ? c.n0 + row : c.n0 + 16 * ch + e;
+      if (2 * kb < p.K && n < p.N) v[e] = src[c.b * o.sb + kb * o.sk + n * o.sn];
+    }
+    *reinterpret_cast<uint4*>(ws + ci * 16) = pk;
+  }
+#else
+  (void)p; (void)c; (void)ws; (void)k0;
+#endif
+}
+
 // ---- stage loader ----------------------------------------------------------------------------
 __device__ __forceinline__ WRaw load_w_elem(const fxfuse::FxParams& p, long long b, long long k, long long n) {
-#if FX_GEMV_QUANT_FAST && FX_B_NIBBLES
-  const fxfuse::FxOperand& o = p.in[FX_B_SLOT];  // k's byte is k / 2, its nibble k % 2
-  const unsigned char byte = static_cast<const unsigned char*>(o.ptr)[b * o.sb + (k >> 1) * o.sk + n * o.sn];
-  return (WRaw)((byte >> ((k & 1) << 2)) & 15);
-#elif FX_GEMV_QUANT_FAST
+#if FX_GEMV_QUANT_FAST  // (packed int4: load_packed_elementwise)
   const fxfuse::FxOperand& o = p.in[FX_B_SLOT];
   return static_cast<const WRaw*>(o.ptr)[b * o.sb + k * o.sk + n * o.sn];
 #elif FX_B_QUANT
@@ -399,9 +467,11 @@ __device__ __noinline__ void load_stage(const fxfuse::FxParams& p, const Ctx& c,
                                            unsigned char* as, long long k0) {
   const int tid = threadIdx.x;
   const long long N = p.N, K = p.K, M = p.M;
-  // ---- W: kWStageBytes (kNT x kKT weights) in 16-byte chunks, kWStageBytes / 2048 per thread
+  // ---- W: kWStageBytes (kNT x kKT weights) in 16-byte chunks, kWStageBytes / 2048 per thread; packed int4: the
+  // packed bytes, as the fast path's cp.async lays them out (load_packed_elementwise)
+  if constexpr (kNibbles) load_packed_elementwise(p, c, ws, k0);
 #pragma unroll
-  for (int i = 0; i < kWStageBytes / 16 / kThreads; ++i) {
+  for (int i = 0; i < (kNibbles ? 0 : kWStageBytes / 16 / kThreads); ++i) {
     const int ci = tid + i * kThreads;
     int row, ch;
     long long n, k;
@@ -416,7 +486,7 @@ __device__ __noinline__ void load_stage(const fxfuse::FxParams& p, const Ctx& c,
     unsigned char* dst = ws + row * kWRowBytes + wswz(row, ch) * 16;
     const bool full = kKMajor ? (n < N && k + kE <= K) : (k < K && n + kE <= N);
     const bool none = kKMajor ? (n >= N || k >= K) : (k >= K || n >= N);
-    if (c.bfast && (full || none) && !kNibbles) {  // (packed int4: element-wise, expanded as it is read)
+    if (c.bfast && (full || none)) {
       const fxfuse::FxOperand& o = p.in[FX_B_SLOT];
       const WRaw* src = static_cast<const WRaw*>(o.ptr);
       if (full) src += c.b * o.sb + k * o.sk + n * o.sn;
@@ -488,7 +558,7 @@ __device__ __forceinline__ void w8_kn_fragments(unsigned wsb, int s, int lane, i
     else ldsm_x2_trans(at, r[0], r[1]);  // lanes 0-15's addresses: matrices kh = 0, 1
   }
   float f[2 * kRT][4];
-  if constexpr (!kI8Packed) {
+  if constexpr (!kPairScaled) {
 #pragma unroll
     for (int i = 0; i < 2 * kRT; ++i) raw4_to_f32(r[i], f[i]);
   }
@@ -496,11 +566,11 @@ __device__ __forceinline__ void w8_kn_fragments(unsigned wsb, int s, int lane, i
   for (int rt = 0; rt < kRT; ++rt) {
     const float s0 = sc[rt][0], s1 = sc[rt][1];
     const unsigned lo = r[2 * rt], hi = r[2 * rt + 1];  // k 2t, 2t+1 / k 2t+8, 2t+9
-    if constexpr (kI8Packed) {
-      a[rt][0] = i8pair_scaled(lo, lo, 0x3210u, sc2[rt][0]);  // bytes 0, 2: column 2g
-      a[rt][1] = i8pair_scaled(lo, lo, 0x3311u, sc2[rt][1]);  // bytes 1, 3: column 2g + 1
-      a[rt][2] = i8pair_scaled(hi, hi, 0x3210u, sc2[rt][0]);
-      a[rt][3] = i8pair_scaled(hi, hi, 0x3311u, sc2[rt][1]);
+    if constexpr (kPairScaled) {
+      a[rt][0] = pair_scaled(lo, lo, 0x3210u, sc2[rt][0]);  // bytes 0, 2: column 2g
+      a[rt][1] = pair_scaled(lo, lo, 0x3311u, sc2[rt][1]);  // bytes 1, 3: column 2g + 1
+      a[rt][2] = pair_scaled(hi, hi, 0x3210u, sc2[rt][0]);
+      a[rt][3] = pair_scaled(hi, hi, 0x3311u, sc2[rt][1]);
     } else {
       const float(&fl)[4] = f[2 * rt];
       const float(&fh)[4] = f[2 * rt + 1];
@@ -531,10 +601,10 @@ __device__ __forceinline__ void w8_nk_fragments(unsigned wsb, int s, int lane, i
       const int row = col_of(w, rt, g + 8 * h);  // N x K: the W tile's rows are the columns
       const unsigned at = wsb + row * kWRowBytes + wswz(row, s) * 16 + 4 * (t >> 1);
       const unsigned lo = lds32(at), hi = lds32(at + 8);  // k 16s + 4(t/2) .. +3, and 8 more
-      if constexpr (kI8Packed) {
+      if constexpr (kPairScaled) {
         const unsigned sel = odd ? 0x1302u : 0x3120u;  // bytes 2, 3 or 0, 1 into bytes 0 and 2
-        a[rt][h] = i8pair_scaled(lo, lo, sel, sc2[rt][h]);
-        a[rt][2 + h] = i8pair_scaled(hi, hi, sel, sc2[rt][h]);
+        a[rt][h] = pair_scaled(lo, lo, sel, sc2[rt][h]);
+        a[rt][2 + h] = pair_scaled(hi, hi, sel, sc2[rt][h]);
       } else {
         float f[4];
         raw4_to_f32(__byte_perm(lo, hi, odd ? 0x7632u : 0x5410u), f);  // k 2t, 2t+1, 2t+8, 2t+9
@@ -668,24 +738,6 @@ __device__ __forceinline__ void compute_stage_wgmma(unsigned wsb, unsigned asb, 
   }
 }
 
-// ---- packed int4 weights (FX_B_NIBBLES) -------------------------------------------------------
-// A fast stage's weights arrive packed, two 4-bit values of k to a byte (low nibble first), in the upper half of
-// its W slot: 16-byte chunks in loader order (packed_chunk). expand_stage rewrites the slot in place as the 8-bit
-// tile compute_stage reads (each nibble a byte, 0..15, in wswz's layout). The first half of the chunks expands into
-// the slot's lower half, which holds no packed byte: each thread expands those one by one. The second half expands
-// over the packed bytes themselves: each thread reads its chunks of it first, the block syncs, then it writes them
-// (all of them held across the barrier spilled 16 bytes at 64 rows and three CTAs per SM).
-constexpr int kPackedBytes = kWStageBytes / 2;
-constexpr int kPCh = kNibbles ? kPackedBytes / 16 / kThreads : 2;  // packed chunks per thread
-static_assert(!kNibbles || (kPCh * 16 * kThreads == kPackedBytes && kPCh % 2 == 0),
-              "FX_B_NIBBLES: whole packed chunks per thread, an even count");
-// Packed chunk ci of a stage: N x K weights (rows n, kKT / 2 bytes each): row ci / (kKT / 32), k 32 (ci % (kKT / 32))
-// .. + 31 of it; K x N (rows of k pairs, kNT bytes each): k pair ci / (kNT / 16), columns 16 (ci % (kNT / 16)) .. + 15.
-// Either way chunk ci < half of them expands below kPackedBytes.
-__device__ __forceinline__ void packed_chunk(int ci, int& row, int& ch) {
-  if constexpr (kKMajor) { row = ci / (kKT / 32); ch = ci % (kKT / 32); }
-  else { row = ci / (kWRowBytes / 16); ch = ci % (kWRowBytes / 16); }
-}
 __device__ __forceinline__ void sts128(unsigned addr, unsigned a, unsigned b, unsigned c, unsigned d) {
   asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};\n" ::"r"(addr), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
 }
@@ -717,24 +769,17 @@ __device__ __forceinline__ void expand_chunk(unsigned base, int ci, const unsign
     sts128(base + r1 * kWRowBytes + wswz(r1, ch) * 16, hi[0], hi[1], hi[2], hi[3]);
   }
 }
-__device__ __forceinline__ void expand_stage(unsigned char* ws) {
-  const unsigned base = smem_u32(ws);
-  auto packed_at = [&](int i) { return base + kPackedBytes + (threadIdx.x + i * kThreads) * 16; };
-  unsigned held[kPCh / 2][4];
+// The packed slot at `packed` expanded into the tile buffer at `tile`, then a barrier (compute_stage reads every
+// thread's chunks).
+__device__ __forceinline__ void expand_stage(const unsigned char* packed, unsigned char* tile) {
+  const unsigned from = smem_u32(packed), to = smem_u32(tile);
 #pragma unroll
-  for (int i = 0; i < kPCh / 2; ++i) {
-    const int j = i + kPCh / 2;
-    lds128(packed_at(j), held[i][0], held[i][1], held[i][2], held[i][3]);
-  }
-#pragma unroll
-  for (int i = 0; i < kPCh / 2; ++i) {
+  for (int i = 0; i < kPCh; ++i) {
+    const int ci = threadIdx.x + i * kThreads;
     unsigned v[4];
-    lds128(packed_at(i), v[0], v[1], v[2], v[3]);
-    expand_chunk(base, threadIdx.x + i * kThreads, v);
+    lds128(from + ci * 16, v[0], v[1], v[2], v[3]);
+    expand_chunk(to, ci, v);
   }
-  __syncthreads();
-#pragma unroll
-  for (int i = 0; i < kPCh / 2; ++i) expand_chunk(base, threadIdx.x + (i + kPCh / 2) * kThreads, held[i]);
   __syncthreads();
 }
 
@@ -798,12 +843,12 @@ __device__ __forceinline__ void compute_stage(const unsigned char* ws, const uns
             a[1] = dq2(wr[rt][1][2 * q], sc[rt][1]);
             a[2] = dq2(wr[rt][0][2 * q + 1], sc[rt][0]);
             a[3] = dq2(wr[rt][1][2 * q + 1], sc[rt][1]);
-          } else if constexpr (kI8Packed) {
+          } else if constexpr (kPairScaled) {
             // bytes 0,1 and 2,3 of each word (consecutive k, one column)
-            a[0] = i8pair_scaled(wr[rt][0][q], wr[rt][0][q], 0x3120u, sc2[rt][0]);
-            a[2] = i8pair_scaled(wr[rt][0][q], wr[rt][0][q], 0x1302u, sc2[rt][0]);
-            a[1] = i8pair_scaled(wr[rt][1][q], wr[rt][1][q], 0x3120u, sc2[rt][1]);
-            a[3] = i8pair_scaled(wr[rt][1][q], wr[rt][1][q], 0x1302u, sc2[rt][1]);
+            a[0] = pair_scaled(wr[rt][0][q], wr[rt][0][q], 0x3120u, sc2[rt][0]);
+            a[2] = pair_scaled(wr[rt][0][q], wr[rt][0][q], 0x1302u, sc2[rt][0]);
+            a[1] = pair_scaled(wr[rt][1][q], wr[rt][1][q], 0x3120u, sc2[rt][1]);
+            a[3] = pair_scaled(wr[rt][1][q], wr[rt][1][q], 0x1302u, sc2[rt][1]);
           } else {
             float f0[4], f1[4];
             raw4_to_f32(wr[rt][0][q], f0);
@@ -989,6 +1034,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   if constexpr (kWgmma) smem += (1024u - (smem_u32(fx_smem) & 1023u)) & 1023u;
   unsigned char* wbase = smem;
   unsigned char* abase = smem + kStages * kWStageBytes;
+  unsigned char* wtile = abase + kStages * kAStageBytes;  // packed int4: the expanded tile (expand_stage)
 
   // ---- hot-path loader state: per-thread global pointers at step kb and smem offsets
   // 8 (4 at 64 columns); packed int4: the packed chunks, half as many
@@ -1015,7 +1061,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         packed_chunk(ci, row, ch);
         if constexpr (kKMajor) { n = c.n0 + row; k = k0 + 32 * ch; }
         else { k = k0 + 2 * row; n = c.n0 + 16 * ch; }
-        wdst[i] = kPackedBytes + ci * 16;
+        wdst[i] = ci * 16;
         wsrc[i] = static_cast<const char*>(o.ptr) + (c.b * o.sb + (k >> 1) * o.sk + n * o.sn);
         continue;
       }
@@ -1040,7 +1086,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       if (ci >= 8 * kMT * kACpr) adst[j] = -1;
     }
   }
-  // a stage the cp.async path loads (block-uniform): packed int4's then needs expanding before its compute
+  // a stage the cp.async path loads (block-uniform)
   auto fast_step = [&](int step) { return c.bfast && c.afast && interior_n && (kb + step) * kKT + kKT <= p.K; };
   auto load = [&](int slot_, int step) {
     unsigned char* ws = wbase + slot_ * kWStageBytes;
@@ -1086,9 +1132,8 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 #if FX_B_SCALE_GROUP
     read_scales((kb + i + 1) * kKT, sc_next);  // the next stage's, their loads in flight while this one computes
 #endif
-    if constexpr (kNibbles)
-      if (fast_step(i)) expand_stage(wbase + slot * kWStageBytes);
-    compute_stage(wbase + slot * kWStageBytes, abase + slot * kAStageBytes, acc, sc, sc2);
+    if constexpr (kNibbles) expand_stage(wbase + slot * kWStageBytes, wtile);
+    compute_stage(kNibbles ? wtile : wbase + slot * kWStageBytes, abase + slot * kAStageBytes, acc, sc, sc2);
 #if FX_B_SCALE_GROUP
 #pragma unroll
     for (int rt = 0; rt < kRT; ++rt)

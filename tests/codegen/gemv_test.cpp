@@ -748,6 +748,80 @@ TEST(Gemv, GroupWiseScaleIsReadPerStage) {
     }
 }
 
+// Packed int4's pipeline (session 62): each stage holds the packed bytes (half the 8-bit tile) and the kernel one
+// expanded 8-bit tile besides (kernels/gemv.cuh expand_stage), up to 8 stages in the two-CTA budget; the config says
+// `nibbles` and generate refuses a config that disagrees with the spec. A scale of the MMA type with a zero point in
+// -128..128 takes the packed 16-bit conversion (FX_B_SCALE_IN_ELEM), unless FXFUSE_GEMV_NIBBLE_PAIRS=0.
+TEST(Gemv, PackedInt4StagesHoldPackedBytesAndOneTile) {
+  const char* nibbles_knob = std::getenv("FXFUSE_GEMV_NIBBLES");
+  if (nibbles_knob && std::string(nibbles_knob) == "0") GTEST_SKIP() << "FXFUSE_GEMV_NIBBLES=0: no packed gemv";
+  spec::ChainSpec nk = loadSpec("gemv_int4_linear_group_scale_bias");
+  // (M, stages, dynamic shared memory): stage = 8 KB packed + 8 M-tile rows x 128 k x 2 B; budget 100 KB - the
+  // 16 KB tile; 64 rows: the product by wgmma (N x K from 33 rows), 1 KB for its alignment
+  struct Want {
+    long long m;
+    int stages;
+    size_t smem;
+  };
+  for (const Want& w : {Want{1, 8, 8 * 10240 + 16384}, Want{16, 7, 7 * 12288 + 16384},
+                        Want{64, 3, 3 * 24576 + 16384 + 1024}}) {
+    SCOPED_TRACE("M=" + std::to_string(w.m));
+    KernelConfig c = chooseConfig(nk, shapeFor(nk, w.m, 4096, 4096), 90);
+    ASSERT_EQ(c.variant, "gemv");
+    EXPECT_TRUE(c.nibbles);
+    EXPECT_NE(describeConfig(c).find(" nibbles"), std::string::npos) << describeConfig(c);
+    EXPECT_EQ(c.stages, w.stages);
+    EXPECT_EQ(dynamicSmemBytes(c), w.smem);
+    EXPECT_EQ(gemvCtasPerSm(c), 2);
+    EXPECT_EQ(generate(nk, c).smem_bytes, w.smem);
+    KernelConfig unpacked = c;
+    unpacked.nibbles = false;
+    EXPECT_THROW(generate(nk, unpacked), CodegenError);
+  }
+  spec::ChainSpec i8 = loadSpec("gemv_int8_linear_channel_scale_bias");
+  KernelConfig c8 = chooseConfig(i8, shapeFor(i8, 16), 90);
+  EXPECT_FALSE(c8.nibbles);
+  c8.nibbles = true;
+  EXPECT_THROW(generate(i8, c8), CodegenError);
+
+  const char* pairs_knob = std::getenv("FXFUSE_GEMV_NIBBLE_PAIRS");
+  const bool pairs = !pairs_knob || std::string(pairs_knob) != "0";
+  EXPECT_EQ(analyzeB(nk).scale_in_elem, pairs);                                      // bf16 scale, zero point 8
+  EXPECT_EQ(analyzeB(loadSpec("gemv_int4_kn_channel_scale_f16")).scale_in_elem, pairs);  // f16 scale, no zero point
+  spec::ChainSpec far = nk;  // 128 + 200 is not exact in bf16's form the conversion takes: the fp32 route
+  far.values[3].constant = 200;
+  EXPECT_TRUE(analyzeB(far).nibbles);
+  EXPECT_FALSE(analyzeB(far).scale_in_elem);
+  spec::ChainSpec low = nk;
+  low.values[3].constant = -128;
+  EXPECT_EQ(analyzeB(low).scale_in_elem, pairs);
+  // an f32 scale (the product rounded in f32, then to bf16): the fp32 route
+  spec::ChainSpec f32scale = spec::parseSpec(
+      "fxfuse.chain v1\ngemm mm kgroup 128\n%0 = input 0 bf16 [m,k]\n%1 = input 1 u8 [n,p]\n%2 = convert %1 : f32\n"
+      "%3 = const 8 : f32\n%4 = sub %2 %3 : f32\n%5 = input 2 f32 [n,g]\n%6 = mul %4 %5 : f32\n"
+      "%7 = convert %6 : bf16\n%8 = mm %0 %7 : f32\noutput %8\n");
+  EXPECT_TRUE(analyzeB(f32scale).nibbles);
+  EXPECT_FALSE(analyzeB(f32scale).scale_in_elem);
+  for (const std::string& line : {std::string("#define FX_B_SCALE_IN_ELEM ") + (pairs ? "1" : "0") + "\n"})
+    EXPECT_TRUE(has(generateHooks(nk, chooseConfig(nk, shapeFor(nk, 1), 90)), line)) << line;
+  if (!gemvBuiltIn() || !nvrtcUsable()) return;
+  // both conversions, both layouts, mma.sync and wgmma row counts: compiled for sm_90a without spills
+  spec::ChainSpec kn = loadSpec("gemv_int4_kn_channel_scale_f16");
+  for (const spec::ChainSpec* s : {&nk, &kn, &f32scale})
+    for (long long m : {1, 16, 64}) {
+      KernelConfig c = chooseConfig(*s, shapeFor(*s, m, 4096, 4096), 90);
+      SCOPED_TRACE(fmt::format("M={} {} in_elem={}", m, describeConfig(c), analyzeB(*s).scale_in_elem));
+      ASSERT_EQ(c.variant, "gemv");
+      Cubin out;
+      try {
+        out = test::compileForStatistics(generate(*s, c), "sm_90a", /*want_ptx=*/false);
+      } catch (const CompileError& e) {
+        FAIL() << e.what();
+      }
+      expectSpillsAtMost(out.log, 0);
+    }
+}
+
 struct GemvCompile {
   std::string spec;
   std::string arch;

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   codegen::KernelConfig c{"gemv", atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]), 128};
   c.max_cluster = 8;
   c.wgmma = atoi(argv[7]) != 0;
+  c.nibbles = codegen::analyzeB(s).nibbles;  // (session 62: the config names packed int4 weights)
   spec::validateSpec(s);
   auto b = codegen::analyzeB(s);
   std::cerr << "nibbles " << b.nibbles << " kmajor " << b.kmajor << " zero " << b.zero << " group " << b.scale_group << "\n";
