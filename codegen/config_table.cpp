@@ -853,8 +853,9 @@ long long gemvPipelineBytesKnob() {
 // whose stages are half the weight bytes (its 8 stages hold 64 KB of weights, 8-bit weights' 6 hold 96).
 int gemvStagesFor(long long stage_bytes, int ctas, int arch, long long held = 0, long long most_stages = 6) {
   const long long most = gemvSmallSharedMemory(arch) ? kGemvMaxPipelineBytesSmallSmem : kGemvMaxPipelineBytes;
-  long long budget = std::min(most, kGemvSmemPerSm / ctas - kGemvReservedPerCta) - held;
+  long long budget = std::min(most, kGemvSmemPerSm / ctas - kGemvReservedPerCta);
   if (const long long knob = gemvPipelineBytesKnob()) budget = knob;
+  budget -= held;  // (the knob too sizes the whole: its KB are the CTA's shared memory, as for 8-bit weights)
   return static_cast<int>(std::clamp(budget / stage_bytes, 2LL, most_stages));
 }
 

@@ -468,7 +468,7 @@ class HookEmitter {
     if (b.quant || b.nibbles) {
       w_.line("using FxRawB = {};", rawCType(b.raw));  // (packed int4: the nibble, 0..15, as u8)
       w_.line("#define FX_B_QUANT_SCALE {}", b.quant_scale ? 1 : 0);
-      w_.line("#define FX_B_SCALE_IN_ELEM {}", b.scale_in_elem ? 1 : 0);  // kernels/gemv.cuh, i8pair_scaled
+      w_.line("#define FX_B_SCALE_IN_ELEM {}", b.scale_in_elem ? 1 : 0);  // kernels/gemv.cuh, pair_scaled
       if (b.scale_group) w_.line("#define FX_B_SCALE_GROUP {}", b.scale_group);  // fx_b_scale reads k's group
     }
     w_.blank();

@@ -4,7 +4,7 @@
 #  1. CTest, the int4 / group-wise / demo GPU tests and the gemv's own tests (bench/gemv/int4_gemv_check.sh's set);
 #  2. the bit-level harness of bench/gemv/int4 (twelve configs against a host reference, by bits);
 #  3. an A/B in alternating processes (bench/gemv/sweep_inflight.py): the rule; the fp32 conversion
-#     (FXFUSE_GEMV_NIBBLE_PAIRS=0); a 60 KB pipeline (three CTAs per SM where it fits); split-K 8 (half the stream
+#     (FXFUSE_GEMV_NIBBLE_PAIRS=0); a 72 KB pipeline (three CTAs per SM at every M); split-K 8 (half the stream
 #     a CTA), beside the group-wise int8 chain as the anchor.
 # Logs in $OUT/res.tgz.
 source bench/gemv/device_call.sh
@@ -34,7 +34,7 @@ echo "harness ($(( $(date +%s) - t0 )) s): $(grep -c ': ok' "$L/harness.log") ok
 grep -E "TOTAL|FAIL|CUDA" "$L/harness.log" | head -16
 OUT="$L/int4" timeout "$(( ${SWEEP_BUDGET_S:-190} + 60 ))" python3 bench/gemv/sweep_inflight.py \
   --budget-s "${SWEEP_BUDGET_S:-190}" --rounds "${SWEEP_ROUNDS:-1}" --m 1,16,64 --kn 4096x14336,14336x4096 \
-  --chains w8g_bias,w4g_bias,w4g_linear_bias --variants "0:0,0:0:FXFUSE_GEMV_NIBBLE_PAIRS=0,60:0,0:8" \
+  --chains w8g_bias,w4g_bias,w4g_linear_bias --variants "0:0,0:0:FXFUSE_GEMV_NIBBLE_PAIRS=0,72:0,0:8" \
   > "$L/sweep_int4.txt" 2>&1
 echo "sweep int4 rc $? ($(( $(date +%s) - t0 )) s)"
 cut -c1-170 "$L/sweep_int4.txt" | tail -40

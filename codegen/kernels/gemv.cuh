@@ -997,7 +997,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   // ---- per-column scales (fast quant path): sc[rt][h] for MMA rows g (h=0), g+8 (h=1); a group-wise scale
   // (FX_B_SCALE_GROUP) those of the stage at k0, read again for each stage
   float sc[kRT][2];
-  unsigned sc2[kRT][2];  // (s, s) in the MMA type, for the packed int8 path (exact there)
+  unsigned sc2[kRT][2];  // (s, s) in the MMA type, for the packed 16-bit conversion (pair_scaled; exact there)
   auto read_scales = [&](long long k0, float (&into)[kRT][2]) {
 #pragma unroll
     for (int rt = 0; rt < kRT; ++rt)
@@ -1057,7 +1057,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       const int ci = threadIdx.x + i * kThreads;
       int row, ch;
       long long n, k;
-      if constexpr (kNibbles) {  // packed chunk ci into the slot's upper half (expand_stage)
+      if constexpr (kNibbles) {  // packed chunk ci into the slot, at ci * 16 (expand_stage)
         packed_chunk(ci, row, ch);
         if constexpr (kKMajor) { n = c.n0 + row; k = k0 + 32 * ch; }
         else { k = k0 + 2 * row; n = c.n0 + 16 * ch; }
