@@ -420,6 +420,24 @@ __device__ __forceinline__ void packed_chunk(int ci, int& row, int& ch) {
   if constexpr (kKMajor) { row = ci / (kKT / 32); ch = ci % (kKT / 32); }
   else { row = ci / (kWRowBytes / 16); ch = ci % (kWRowBytes / 16); }
 }
+// FX_GEMV_NIBBLE_REGS 1 (a measurement knob's form, session 62: N x K weights on the mma.sync product): no expanded
+// tile; compute_stage reads the packed slot and expands each thread's own bytes in registers (no barrier, no shared
+// memory round trip). Its slot rows (64 bytes, 4 chunks) take chunk ^ 2 on rows 2-3 mod 4, so that the 64-bit
+// loads of a half warp (rows g = 0-3, 32 bytes each) fall in 32 distinct banks.
+#ifndef FX_GEMV_NIBBLE_REGS
+#define FX_GEMV_NIBBLE_REGS 0
+#endif
+constexpr bool kNibbleRegs = kNibbles && kKMajor && !kWgmma && FX_GEMV_NIBBLE_REGS != 0;
+static_assert(!kNibbleRegs || kKT == 128, "FX_GEMV_NIBBLE_REGS: 64-byte packed rows");
+// Byte offset of packed chunk ci in its slot.
+__device__ __forceinline__ int packed_offset(int ci) {
+  if constexpr (kNibbleRegs) {
+    const int row = ci >> 2, ch = ci & 3;
+    return row * 64 + ((ch ^ (row & 2)) << 4);
+  } else {
+    return ci * 16;
+  }
+}
 // The packed bytes of the stage at k0 into the slot at ws, as the fast path's cp.async lays them out, one byte at a
 // time, zero beyond N and K (a ragged edge, or an operand the fast path does not take). K is even (the pass folds only
 // a K that is a multiple of 2), so a byte holds two k below K or none.
@@ -441,7 +459,7 @@ __device__ __noinline__ void load_packed_elementwise(const fxfuse::FxParams& p, 
       const long long n = kKMajor ? c.n0 + row : c.n0 + 16 * ch + e;
       if (2 * kb < p.K && n < p.N) v[e] = src[c.b * o.sb + kb * o.sk + n * o.sn];
     }
-    *reinterpret_cast<uint4*>(ws + ci * 16) = pk;
+    *reinterpret_cast<uint4*>(ws + packed_offset(ci)) = pk;
   }
 #else
   (void)p; (void)c; (void)ws; (void)k0;
@@ -822,7 +840,24 @@ __device__ __forceinline__ void compute_stage(const unsigned char* ws, const uns
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int row = col_of(w, rt, g + 8 * h);
-          lds128(wsb + row * 128 + wswz(row, ch) * 16, wr[rt][h][0], wr[rt][h][1], wr[rt][h][2], wr[rt][h][3]);
+          if constexpr (kNibbleRegs) {
+            // k 16 ch .. + 15 of the row: packed bytes 8 ch .. + 7 (half of packed chunk ch / 2), as the 8-bit words
+            // the 16-byte load gives on the 8-bit path: byte b of packed word p is k 2b (low) and 2b + 1 (high)
+            unsigned pw[2];
+            lds64(wsb + row * 64 + (((ch >> 1) ^ (row & 2)) << 4) + 8 * (ch & 1), pw[0], pw[1]);
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+              const unsigned hi = pw[i] >> 4;  // (pair_scaled masks each byte's low nibble; the fp32 route here)
+              wr[rt][h][2 * i] = __byte_perm(pw[i], hi, 0x5140u);
+              wr[rt][h][2 * i + 1] = __byte_perm(pw[i], hi, 0x7362u);
+              if constexpr (!kPairScaled) {
+                wr[rt][h][2 * i] &= 0x0F0F0F0Fu;
+                wr[rt][h][2 * i + 1] &= 0x0F0F0F0Fu;
+              }
+            }
+          } else {
+            lds128(wsb + row * 128 + wswz(row, ch) * 16, wr[rt][h][0], wr[rt][h][1], wr[rt][h][2], wr[rt][h][3]);
+          }
         }
 #pragma unroll
       for (int q = 0; q < kE / 4; ++q) {
@@ -1061,7 +1096,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         packed_chunk(ci, row, ch);
         if constexpr (kKMajor) { n = c.n0 + row; k = k0 + 32 * ch; }
         else { k = k0 + 2 * row; n = c.n0 + 16 * ch; }
-        wdst[i] = ci * 16;
+        wdst[i] = packed_offset(ci);
         wsrc[i] = static_cast<const char*>(o.ptr) + (c.b * o.sb + (k >> 1) * o.sk + n * o.sn);
         continue;
       }
@@ -1132,8 +1167,9 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 #if FX_B_SCALE_GROUP
     read_scales((kb + i + 1) * kKT, sc_next);  // the next stage's, their loads in flight while this one computes
 #endif
-    if constexpr (kNibbles) expand_stage(wbase + slot * kWStageBytes, wtile);
-    compute_stage(kNibbles ? wtile : wbase + slot * kWStageBytes, abase + slot * kAStageBytes, acc, sc, sc2);
+    if constexpr (kNibbles && !kNibbleRegs) expand_stage(wbase + slot * kWStageBytes, wtile);
+    compute_stage(kNibbles && !kNibbleRegs ? wtile : wbase + slot * kWStageBytes, abase + slot * kAStageBytes, acc,
+                  sc, sc2);
 #if FX_B_SCALE_GROUP
 #pragma unroll
     for (int rt = 0; rt < kRT; ++rt)

@@ -773,7 +773,11 @@ TEST(Gemv, PackedInt4StagesHoldPackedBytesAndOneTile) {
     EXPECT_EQ(c.stages, w.stages);
     EXPECT_EQ(dynamicSmemBytes(c), w.smem);
     EXPECT_EQ(gemvCtasPerSm(c), 2);
-    EXPECT_EQ(generate(nk, c).smem_bytes, w.smem);
+    const KernelSource src = generate(nk, c);
+    EXPECT_EQ(src.smem_bytes, w.smem);
+    // the A/B knob FXFUSE_GEMV_NIBBLE_REGS=1 (codegen.GemvNibbleRegsKnob.On runs this test so): expanded in registers
+    const char* regs_knob = std::getenv("FXFUSE_GEMV_NIBBLE_REGS");
+    EXPECT_EQ(has(src.code, "#define FX_GEMV_NIBBLE_REGS 1\n"), regs_knob && std::string(regs_knob) == "1");
     KernelConfig unpacked = c;
     unpacked.nibbles = false;
     EXPECT_THROW(generate(nk, unpacked), CodegenError);
