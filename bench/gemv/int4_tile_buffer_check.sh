@@ -42,7 +42,7 @@ echo "harness ($(( $(date +%s) - t0 )) s): $(grep -c ': ok' "$L/harness.log") ok
 grep -E "TOTAL|FAIL|CUDA" "$L/harness.log" | head -16
 OUT="$L/int4" timeout "$(( ${SWEEP_BUDGET_S:-160} + 60 ))" python3 bench/gemv/sweep_inflight.py \
   --budget-s "${SWEEP_BUDGET_S:-160}" --rounds "${SWEEP_ROUNDS:-1}" --m 1,16,64 --kn 4096x14336,14336x4096 \
-  --chains w8g_bias,w4g_bias,w4g_linear_bias --variants "0:0,0:0:FXFUSE_GEMV_NIBBLE_REGS=1,0:0:FXFUSE_GEMV_NIBBLE_PAIRS=0,72:0,0:8" \
+  --chains w8g_bias,w4g_bias,w4g_linear_bias --variants "0:0,0:0:FXFUSE_GEMV_NIBBLE_REGS=1,72:0,0:8,0:0:FXFUSE_GEMV_NIBBLE_PAIRS=0" \
   > "$L/sweep_int4.txt" 2>&1
 echo "sweep int4 rc $? ($(( $(date +%s) - t0 )) s)"
 cut -c1-170 "$L/sweep_int4.txt" | tail -40
