@@ -882,15 +882,24 @@ int gemvSplitKCtasCap(int bm) { return bm == 32 ? 4 : kGemvSplitKUsualCap; }
 // CTAs: gemvSplitKCtasPerSm), as do GPUs without clusters and those with less shared memory per
 // SM than Hopper's (sm_120: not measured). The split-K tried here assumes 132 SMs (kHopperSms);
 // on fewer the launch's S (launchDims, the real SM count) can be smaller than the one sized for.
-// Packed int4 weights (FX_B_NIBBLES) keep two as well: a stage streams half the bytes of an 8-bit one, so the deeper
-// pipeline keeps as many in flight. (Session 61's in-place expansion held registers across a barrier and spilled at
-// three CTAs per SM; session 62's tile buffer holds none.) Not measured against three: FXFUSE_GEMV_STAGE_KB does.
+// Packed int4 weights (FX_B_NIBBLES): three CTAs per SM where their pipeline's split-K reaches four (as 8-bit
+// weights' usual rule below), else two. bench/RESULTS.md session 62 (H100; w4g_bias, w4g_linear_bias at 1 / 16 / 64
+// rows, two rounds in alternating processes, the stage knob at 72 KB: three CTAs per SM at every row count): at N =
+// 4096 (14336 x 4096, and 4096 x 4096 from 16 rows, where three CTAs' shallower pipeline lets the split reach 4-8)
+// 0.65-0.84x two CTAs' time; at 4096 x 14336 (112 column tiles, the split 2 either way) 0.91-1.04x, 1.02-1.03x at 64
+// rows; at 4096 x 4096 and one row (the split 2 either way) 1.00x.
 int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, int nt, long long stage_bytes) {
-  if (q.arch < 90 || gemvSmallSharedMemory(q.arch) || gemvWeightBytes(q.b) == 2 || q.b.nibbles) return 2;
-  if (mtiles == 1) return 4;
+  if (q.arch < 90 || gemvSmallSharedMemory(q.arch) || gemvWeightBytes(q.b) == 2) return 2;
   const GemvExtents e = gemvExtents(q.shape, 8LL * mtiles, nt, kt);
-  // three CTAs per SM (the usual cap), where their pipeline's split-K reaches four
   const int usual = kGemvSplitKUsualCap;
+  if (q.b.nibbles)
+    return gemvSplitK(e.nt, e.mz, e.ksteps, usual,
+                      gemvStagesFor(stage_bytes, usual, q.arch, gemvTileBufferBytes(kt, nt, true), 8), 8, kHopperSms,
+                      0) >= 4
+               ? usual
+               : 2;
+  if (mtiles == 1) return 4;
+  // three CTAs per SM (the usual cap), where their pipeline's split-K reaches four
   if (gemvSplitK(e.nt, e.mz, e.ksteps, usual, gemvStagesFor(stage_bytes, usual, q.arch), 8, kHopperSms, 0) >= 4)
     return usual;
   // Where the split-K may aim past three (gemvSplitKCtasCap: M = 17-32) over many column tiles

@@ -97,10 +97,11 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     // as before session 40 (bench/RESULTS.md Run BB: ldmatrix 0.3-5 % faster at 1-16 rows)
     static const std::string nk_ldmatrix = readBinaryKnob("FXFUSE_GEMV_NK_LDMATRIX");
     if (!nk_ldmatrix.empty()) w.line("#define FX_GEMV_NK_LDMATRIX {}", nk_ldmatrix);
-    // measurement knob: FXFUSE_GEMV_NIBBLE_REGS=1 has packed int4 N x K weights on the mma.sync product expanded in
-    // registers from the packed slot (no expanded tile; kernels/gemv.cuh kNibbleRegs), for A/B runs
+    // packed int4 N x K weights on the mma.sync product expand in registers from the packed slot (kernels/gemv.cuh
+    // kNibbleRegs): 0.86-0.90x the expanded tile's time at 1-16 rows (bench/RESULTS.md session 62); measurement knob
+    // FXFUSE_GEMV_NIBBLE_REGS=0 expands into the tile, for A/B runs
     static const std::string nibble_regs = readBinaryKnob("FXFUSE_GEMV_NIBBLE_REGS");
-    if (c.nibbles && nibble_regs == "1") w.line("#define FX_GEMV_NIBBLE_REGS 1");
+    if (c.nibbles) w.line("#define FX_GEMV_NIBBLE_REGS {}", nibble_regs == "0" ? 0 : 1);
   }
   if (c.variant == "sm90_wgmma") {
     // kernels/sm90_wgmma_gemm.cuh: one TMA producer warpgroup plus consumer warpgroups that
