@@ -11,8 +11,8 @@ source scripts/one-test-seed.sh
   ../../../build-gpu/spec/libfxfuse_spec.a -lfmt -ldl -lpthread -o gen > "$L/harness_build.log" 2>&1 &&
   bash build.sh >> "$L/harness_build.log" 2>&1; echo "harness build rc $?" >> "$L/harness_build.log") &
 timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu -n 12 tests/python/test_packed_int4.py \
-  tests/python/test_group_wise_quant.py "tests/python/test_gpu.py::test_demo_fuses_int8_decode_on_gpu" \
-  "tests/python/test_gpu.py::test_demo_times_every_model_on_gpu" > "$L/pytest_int4.log" 2>&1
+  ${INT4_MORE_TESTS-tests/python/test_group_wise_quant.py "tests/python/test_gpu.py::test_demo_fuses_int8_decode_on_gpu" \
+  "tests/python/test_gpu.py::test_demo_times_every_model_on_gpu"} > "$L/pytest_int4.log" 2>&1
 echo "pytest int4 + groupwise + demo rc $? ($(( $(date +%s) - t0 )) s)"; tail -1 "$L/pytest_int4.log"
 grep -hE "^(FAILED|ERROR)" "$L/pytest_int4.log" | head -12
 wait
@@ -20,7 +20,7 @@ tail -1 "$L/harness_build.log"
 (cd bench/gemv/int4 && for h in h_c*; do [ -x "$h" ] && { echo "== $h"; timeout 60 "./$h"; }; done) > "$L/harness.log" 2>&1
 echo "harness ($(( $(date +%s) - t0 )) s): $(grep -c ': ok' "$L/harness.log") ok, $(grep -c ': FAIL' "$L/harness.log") FAIL"
 OUT="$L/decode" timeout "${BENCH_LIMIT_S:-130}" python3 bench/bench_decode.py --m 1,16,64 \
-  --kn 4096x14336,14336x4096 --chains w8g_bias,w8g_linear_bias,w4g_bias,w4g_linear_bias \
+  --kn 4096x14336,14336x4096 --chains ${DECODE_CHAINS:-w8g_bias,w8g_linear_bias,w4g_bias,w4g_linear_bias} \
   > "$L/decode.txt" 2>&1
 echo "bench_decode rc $? ($(( $(date +%s) - t0 )) s)"
 grep -A40 "^  M " "$L/decode.txt" | cut -c1-150
