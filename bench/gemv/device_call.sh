@@ -11,6 +11,12 @@ device_build() {
   echo "build rc $? ($(( $(date +%s) - t0 )) s)"
 }
 device_pack() { tar czf "$OUT/res.tgz" -C "$OUT" logs; }
+# The call's CTest run (the GPU's NVRTC compiles and runtime tests), its failures listed.
+device_ctest() {
+  ctest --test-dir build-gpu --output-on-failure -j 16 --timeout 300 > "$L/ctest.log" 2>&1
+  echo "ctest rc $? ($(( $(date +%s) - t0 )) s)"; grep -E "tests passed|tests failed" "$L/ctest.log"
+  grep -E "^\s+[0-9]+ - .*(Failed|Timeout|Exception)" "$L/ctest.log" | head -10
+}
 # The 8-bit gemv's GPU tests: every product forced at every row tile (test_gemv_both_products_of_8bit_weights)
 # beside the bit-exact int8 dequantization run with the knobs given as NAME=VALUE arguments (the form the
 # call measures forced where the rule would not take it).

@@ -8,9 +8,7 @@ source bench/gemv/device_call.sh
 device_build
 nvidia-smi --query-gpu=name --format=csv,noheader
 source scripts/one-test-seed.sh
-ctest --test-dir build-gpu --output-on-failure -j 16 --timeout 300 > "$L/ctest.log" 2>&1
-echo "ctest rc $? ($(( $(date +%s) - t0 )) s)"; grep -E "tests passed|tests failed" "$L/ctest.log"
-grep -E "^\s+[0-9]+ - .*(Failed|Timeout|Exception)" "$L/ctest.log" | head -10
+device_ctest
 timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu -n 12 tests/python/test_packed_int4.py \
   tests/python/test_group_wise_quant.py "tests/python/test_gpu.py::test_demo_fuses_int8_decode_on_gpu" \
   "tests/python/test_gpu.py::test_demo_times_every_model_on_gpu" > "$L/pytest_int4.log" 2>&1

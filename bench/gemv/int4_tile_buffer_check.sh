@@ -12,9 +12,7 @@ source bench/gemv/device_call.sh
 device_build
 nvidia-smi --query-gpu=name --format=csv,noheader
 source scripts/one-test-seed.sh
-ctest --test-dir build-gpu --output-on-failure -j 16 --timeout 300 > "$L/ctest.log" 2>&1
-echo "ctest rc $? ($(( $(date +%s) - t0 )) s)"; grep -E "tests passed|tests failed" "$L/ctest.log"
-grep -E "^\s+[0-9]+ - .*(Failed|Timeout|Exception)" "$L/ctest.log" | head -10
+device_ctest
 # the harness builds beside the tests (its gen links the build's static libraries)
 (cd bench/gemv/int4 && g++ -std=c++17 -I../../.. gen.cpp ../../../build-gpu/codegen/libfxfuse_codegen.a \
   ../../../build-gpu/spec/libfxfuse_spec.a -lfmt -ldl -lpthread -o gen > "$L/harness_build.log" 2>&1 &&
