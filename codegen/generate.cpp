@@ -98,10 +98,12 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     static const std::string nk_ldmatrix = readBinaryKnob("FXFUSE_GEMV_NK_LDMATRIX");
     if (!nk_ldmatrix.empty()) w.line("#define FX_GEMV_NK_LDMATRIX {}", nk_ldmatrix);
     // packed int4 N x K weights on the mma.sync product expand in registers from the packed slot (kernels/gemv.cuh
-    // kNibbleRegs): 0.86-0.90x the expanded tile's time at 1-16 rows (bench/RESULTS.md session 62); measurement knob
-    // FXFUSE_GEMV_NIBBLE_REGS=0 expands into the tile, for A/B runs
+    // kNibbleRegs): 0.86-0.90x the expanded tile's time at 1-16 rows (bench/RESULTS.md session 62); measurement knobs
+    // FXFUSE_GEMV_NIBBLE_REGS=0 expands into the tile, FXFUSE_GEMV_NIBBLE_REGS_KN=1 K x N weights in registers too
+    // (unmeasured), for A/B runs
     static const std::string nibble_regs = readBinaryKnob("FXFUSE_GEMV_NIBBLE_REGS");
-    if (c.nibbles) w.line("#define FX_GEMV_NIBBLE_REGS {}", nibble_regs == "0" ? 0 : 1);
+    static const std::string nibble_regs_kn = readBinaryKnob("FXFUSE_GEMV_NIBBLE_REGS_KN");
+    if (c.nibbles) w.line("#define FX_GEMV_NIBBLE_REGS {}", nibble_regs == "0" ? 0 : nibble_regs_kn == "1" ? 2 : 1);
   }
   if (c.variant == "sm90_wgmma") {
     // kernels/sm90_wgmma_gemm.cuh: one TMA producer warpgroup plus consumer warpgroups that

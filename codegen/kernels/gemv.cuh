@@ -420,20 +420,25 @@ __device__ __forceinline__ void packed_chunk(int ci, int& row, int& ch) {
   if constexpr (kKMajor) { row = ci / (kKT / 32); ch = ci % (kKT / 32); }
   else { row = ci / (kWRowBytes / 16); ch = ci % (kWRowBytes / 16); }
 }
-// FX_GEMV_NIBBLE_REGS 1 (a measurement knob's form, session 62: N x K weights on the mma.sync product): no expanded
-// tile; compute_stage reads the packed slot and expands each thread's own bytes in registers (no barrier, no shared
-// memory round trip). Its slot rows (64 bytes, 4 chunks) take chunk ^ 2 on rows 2-3 mod 4, so that the 64-bit
-// loads of a half warp (rows g = 0-3, 32 bytes each) fall in 32 distinct banks.
+// FX_GEMV_NIBBLE_REGS 1 (the rule since session 62: N x K weights on the mma.sync product) or 2 (K x N weights too: an
+// A/B knob's form, unmeasured): no expanded tile; compute_stage reads the packed slot and expands each thread's own
+// bytes in registers (no barrier, no shared memory round trip). N x K slot rows (64 bytes, 4 chunks) take chunk ^ 2 on
+// rows 2-3 mod 4, so that the 64-bit loads of a half warp (rows g = 0-3, 32 bytes each) fall in 32 distinct banks;
+// K x N slot rows (a k pair's 128 columns, 8 chunks) take chunk ^ (row & 7), so that the eight rows of one ldmatrix
+// do (nibble_kn_fragments).
 #ifndef FX_GEMV_NIBBLE_REGS
 #define FX_GEMV_NIBBLE_REGS 0
 #endif
-constexpr bool kNibbleRegs = kNibbles && kKMajor && !kWgmma && FX_GEMV_NIBBLE_REGS != 0;
-static_assert(!kNibbleRegs || kKT == 128, "FX_GEMV_NIBBLE_REGS: 64-byte packed rows");
+constexpr bool kNibbleRegs = kNibbles && !kWgmma && FX_GEMV_NIBBLE_REGS >= (kKMajor ? 1 : 2);
+static_assert(!kNibbleRegs || (kKT == 128 && kNT == 128), "FX_GEMV_NIBBLE_REGS: 128 k and 128 columns a stage");
 // Byte offset of packed chunk ci in its slot.
 __device__ __forceinline__ int packed_offset(int ci) {
-  if constexpr (kNibbleRegs) {
+  if constexpr (kNibbleRegs && kKMajor) {
     const int row = ci >> 2, ch = ci & 3;
     return row * 64 + ((ch ^ (row & 2)) << 4);
+  } else if constexpr (kNibbleRegs) {
+    const int row = ci >> 3, ch = ci & 7;
+    return row * 128 + ((ch ^ (row & 7)) << 4);
   } else {
     return ci * 16;
   }
@@ -596,6 +601,39 @@ __device__ __forceinline__ void w8_kn_fragments(unsigned wsb, int s, int lane, i
       a[rt][1] = pack2(fl[1] * s1, fl[3] * s1);
       a[rt][2] = pack2(fh[0] * s0, fh[2] * s0);
       a[rt][3] = pack2(fh[1] * s1, fh[3] * s1);
+    }
+  }
+}
+
+// Packed int4 K x N weights in registers (FX_GEMV_NIBBLE_REGS 2), k16 step s of the packed slot at wsb: the same
+// fragments as w8_kn_fragments gives from the expanded tile. The step's k pairs are packed rows 8s .. 8s + 7 (a byte:
+// k 2r low, 2r + 1 high). One ldmatrix.x2.trans: matrix rt is the warp's 16-byte chunk kRT w + rt of those rows, its
+// lanes giving them in the order 0, 4, 1, 5, 2, 6, 3, 7, so that thread (g, t)'s transposed pair is packed rows t and
+// t + 4 (k 2t, 2t + 1 and 2t + 8, 2t + 9) of columns 2g (MMA row g) and 2g + 1 (row g + 8): bytes 0-3 of r[rt].
+__device__ __forceinline__ void nibble_kn_fragments(unsigned wsb, int s, int lane, int w, const float (&sc)[kRT][2],
+                                                    const unsigned (&sc2)[kRT][2], unsigned (&a)[kRT][4]) {
+  static_assert(kRT == 2, "nibble_kn_fragments: 128 columns, two row tiles");
+  unsigned r[kRT];
+  {
+    const int i = lane & 7, row = 8 * s + (i >> 1) + 4 * (i & 1), ch = kRT * w + ((lane >> 3) & 1);
+    ldsm_x2_trans(wsb + row * 128 + ((ch ^ (row & 7)) << 4), r[0], r[1]);
+  }
+#pragma unroll
+  for (int rt = 0; rt < kRT; ++rt) {
+    const unsigned hi = r[rt] >> 4;  // byte j of hi: byte j's high nibble in its low one
+    if constexpr (kPairScaled) {
+      a[rt][0] = pair_scaled(r[rt], hi, 0x0400u, sc2[rt][0]);  // byte 0: row t, column 2g
+      a[rt][1] = pair_scaled(r[rt], hi, 0x0501u, sc2[rt][1]);  // byte 1: row t, column 2g + 1
+      a[rt][2] = pair_scaled(r[rt], hi, 0x0602u, sc2[rt][0]);  // byte 2: row t + 4, column 2g
+      a[rt][3] = pair_scaled(r[rt], hi, 0x0703u, sc2[rt][1]);  // byte 3: row t + 4, column 2g + 1
+    } else {
+      float f01[4], f23[4];  // (k 2t, 2t + 1) of columns 2g, 2g + 1; then k 2t + 8, 2t + 9
+      raw4_to_f32(__byte_perm(r[rt], hi, 0x5140u) & 0x0F0F0F0Fu, f01);
+      raw4_to_f32(__byte_perm(r[rt], hi, 0x7362u) & 0x0F0F0F0Fu, f23);
+      a[rt][0] = pack2(f01[0] * sc[rt][0], f01[1] * sc[rt][0]);
+      a[rt][1] = pack2(f01[2] * sc[rt][1], f01[3] * sc[rt][1]);
+      a[rt][2] = pack2(f23[0] * sc[rt][0], f23[1] * sc[rt][0]);
+      a[rt][3] = pack2(f23[2] * sc[rt][1], f23[3] * sc[rt][1]);
     }
   }
 }
@@ -921,7 +959,8 @@ __device__ __forceinline__ void compute_stage(const unsigned char* ws, const uns
         }
       } else {
         unsigned a[kRT][4];
-        w8_kn_fragments(wsb, s, lane, w, sc, sc2, a);
+        if constexpr (kNibbleRegs) nibble_kn_fragments(wsb, s, lane, w, sc, sc2, a);
+        else w8_kn_fragments(wsb, s, lane, w, sc, sc2, a);
 #pragma unroll
         for (int rt = 0; rt < kRT; ++rt)
 #pragma unroll

@@ -782,8 +782,11 @@ TEST(Gemv, PackedInt4StagesHoldPackedBytesAndOneTile) {
     EXPECT_EQ(src.smem_bytes, w.smem);
     // expanded in registers unless the A/B knob FXFUSE_GEMV_NIBBLE_REGS=0 (codegen.GemvNibbleRegsKnob.Off runs this
     // test so); the template takes that form only for the mma.sync product (kNibbleRegs)
+    // (FXFUSE_GEMV_NIBBLE_REGS_KN=1, codegen.GemvNibbleRegsKnKnob.On: K x N weights too, the form 2)
     const char* regs_knob = std::getenv("FXFUSE_GEMV_NIBBLE_REGS");
-    EXPECT_EQ(has(src.code, "#define FX_GEMV_NIBBLE_REGS 1\n"), !regs_knob || std::string(regs_knob) != "0");
+    const char* regs_kn_knob = std::getenv("FXFUSE_GEMV_NIBBLE_REGS_KN");
+    const int form = regs_knob && std::string(regs_knob) == "0" ? 0 : regs_kn_knob && std::string(regs_kn_knob) == "1" ? 2 : 1;
+    EXPECT_TRUE(has(src.code, "#define FX_GEMV_NIBBLE_REGS " + std::to_string(form) + "\n"));
     KernelConfig unpacked = c;
     unpacked.nibbles = false;
     EXPECT_THROW(generate(nk, unpacked), CodegenError);
