@@ -612,8 +612,8 @@ __device__ __forceinline__ void w8_kn_fragments(unsigned wsb, int s, int lane, i
 // t + 4 (k 2t, 2t + 1 and 2t + 8, 2t + 9) of columns 2g (MMA row g) and 2g + 1 (row g + 8): bytes 0-3 of r[rt].
 __device__ __forceinline__ void nibble_kn_fragments(unsigned wsb, int s, int lane, int w, const float (&sc)[kRT][2],
                                                     const unsigned (&sc2)[kRT][2], unsigned (&a)[kRT][4]) {
-  static_assert(kRT == 2, "nibble_kn_fragments: 128 columns, two row tiles");
-  unsigned r[kRT];
+  // (compiled for every config: 64-column ones never call it, kNibbleRegs's static_assert keeps it at 128 columns)
+  unsigned r[2];
   {
     const int i = lane & 7, row = 8 * s + (i >> 1) + 4 * (i & 1), ch = kRT * w + ((lane >> 3) & 1);
     ldsm_x2_trans(wsb + row * 128 + ((ch ^ (row & 7)) << 4), r[0], r[1]);
@@ -1131,7 +1131,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       const int ci = threadIdx.x + i * kThreads;
       int row, ch;
       long long n, k;
-      if constexpr (kNibbles) {  // packed chunk ci into the slot, at ci * 16 (expand_stage)
+      if constexpr (kNibbles) {  // packed chunk ci into the slot, at packed_offset(ci)
         packed_chunk(ci, row, ch);
         if constexpr (kKMajor) { n = c.n0 + row; k = k0 + 32 * ch; }
         else { k = k0 + 2 * row; n = c.n0 + 16 * ch; }
