@@ -887,7 +887,7 @@ int gemvSplitKCtasCap(int bm) { return bm == 32 ? 4 : kGemvSplitKUsualCap; }
 // rows, two rounds in alternating processes, the stage knob at 72 KB: three CTAs per SM at every row count): at N =
 // 4096 (14336 x 4096, and 4096 x 4096 from 16 rows, where three CTAs' shallower pipeline lets the split reach 4-8)
 // 0.65-0.84x two CTAs' time; at 4096 x 14336 (112 column tiles, the split 2 either way) 0.91-1.04x, 1.02-1.03x at 64
-// rows; at 4096 x 4096 and one row (the split 2 either way) 1.00x.
+// rows; at 4096 x 4096 and one row (the split 4 either way; the rule takes three there) 1.00x.
 int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, int nt, long long stage_bytes) {
   if (q.arch < 90 || gemvSmallSharedMemory(q.arch) || gemvWeightBytes(q.b) == 2) return 2;
   const GemvExtents e = gemvExtents(q.shape, 8LL * mtiles, nt, kt);
