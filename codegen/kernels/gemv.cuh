@@ -408,9 +408,9 @@ struct Ctx {
 // ---- packed int4 weights (FX_B_NIBBLES) -------------------------------------------------------
 // A stage's weights arrive packed, two 4-bit values of k to a byte (low nibble first), in its pipeline slot (half
 // the 8-bit tile's bytes, so the same shared memory holds twice the stages): 16-byte chunks in loader order
-// (packed_chunk, at packed_offset). expand_stage writes the slot as the 8-bit tile compute_stage reads (each nibble a byte, 0..15, in
-// wswz's layout) into one tile buffer after the A stages, then the block syncs; the main loop's barrier at the top of
-// the next stage keeps the buffer until every warp has computed from it. (Session 61 expanded in place, in the upper
+// (packed_chunk, at packed_offset). expand_stage writes the slot as the 8-bit tile compute_stage reads (each nibble a
+// byte, 0..15, in wswz's layout) into one tile buffer after the A stages, then the block syncs; the main loop's
+// barrier at the top of the next stage keeps the buffer until every warp has computed from it. (Session 61 expanded in place, in the upper
 // half of a full-size slot: three barriers a stage and half the bytes in flight; this form took 0-18 % less time,
 // bench/RESULTS.md session 62.) N x K weights on the mma.sync product skip the tile: FX_GEMV_NIBBLE_REGS below.
 constexpr int kPCh = kNibbles ? kWStageBytes / 16 / kThreads : 1;  // packed chunks per thread
