@@ -410,9 +410,10 @@ struct Ctx {
 // the 8-bit tile's bytes, so the same shared memory holds twice the stages): 16-byte chunks in loader order
 // (packed_chunk, at packed_offset). expand_stage writes the slot as the 8-bit tile compute_stage reads (each nibble a
 // byte, 0..15, in wswz's layout) into one tile buffer after the A stages, then the block syncs; the main loop's
-// barrier at the top of the next stage keeps the buffer until every warp has computed from it. (Session 61 expanded in place, in the upper
-// half of a full-size slot: three barriers a stage and half the bytes in flight; this form took 0-18 % less time,
-// bench/RESULTS.md session 62.) N x K weights on the mma.sync product skip the tile: FX_GEMV_NIBBLE_REGS below.
+// barrier at the top of the next stage keeps the buffer until every warp has computed from it. (Session 61 expanded
+// in place, in the upper half of a full-size slot: three barriers a stage and half the bytes in flight; this form
+// took 0-18 % less time, bench/RESULTS.md session 62.) N x K weights on the mma.sync product skip the tile:
+// FX_GEMV_NIBBLE_REGS below.
 constexpr int kPCh = kNibbles ? kWStageBytes / 16 / kThreads : 1;  // packed chunks per thread
 static_assert(!kNibbles || kPCh * 16 * kThreads == kWStageBytes, "FX_B_NIBBLES: whole packed chunks per thread");
 // Packed chunk ci of a stage: N x K weights (rows n, kKT / 2 bytes each): row ci / (kKT / 32), k 32 (ci % (kKT / 32))

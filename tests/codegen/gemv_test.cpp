@@ -785,7 +785,8 @@ TEST(Gemv, PackedInt4StagesHoldPackedBytesAndOneTile) {
     // (FXFUSE_GEMV_NIBBLE_REGS_KN=1, codegen.GemvNibbleRegsKnKnob.On: K x N weights too, the form 2)
     const char* regs_knob = std::getenv("FXFUSE_GEMV_NIBBLE_REGS");
     const char* regs_kn_knob = std::getenv("FXFUSE_GEMV_NIBBLE_REGS_KN");
-    const int form = regs_knob && std::string(regs_knob) == "0" ? 0 : regs_kn_knob && std::string(regs_kn_knob) == "1" ? 2 : 1;
+    const bool tile = regs_knob && std::string(regs_knob) == "0";
+    const int form = tile ? 0 : regs_kn_knob && std::string(regs_kn_knob) == "1" ? 2 : 1;
     EXPECT_TRUE(has(src.code, "#define FX_GEMV_NIBBLE_REGS " + std::to_string(form) + "\n"));
     KernelConfig unpacked = c;
     unpacked.nibbles = false;
