@@ -851,12 +851,16 @@ long long gemvPipelineBytesKnob() {
 // Stages of a pipeline that lets `ctas` CTAs share an SM (at most kGemvMaxPipelineBytes, `held` of it the shared
 // memory the gemv keeps besides its stages), 2 to `most_stages`: 6, or packed int4's 8 (kernels/gemv.cuh takes 2-8),
 // whose stages are half the weight bytes (its 8 stages hold 64 KB of weights, 8-bit weights' 6 hold 96).
-int gemvStagesFor(long long stage_bytes, int ctas, int arch, long long held = 0, long long most_stages = 6) {
+int gemvStagesFor(long long stage_bytes, int ctas, int arch, long long held, long long most_stages) {
   const long long most = gemvSmallSharedMemory(arch) ? kGemvMaxPipelineBytesSmallSmem : kGemvMaxPipelineBytes;
   long long budget = std::min(most, kGemvSmemPerSm / ctas - kGemvReservedPerCta);
   if (const long long knob = gemvPipelineBytesKnob()) budget = knob;
   budget -= held;  // (the knob too sizes the whole: its KB are the CTA's shared memory, as for 8-bit weights)
   return static_cast<int>(std::clamp(budget / stage_bytes, 2LL, most_stages));
+}
+// The stages of query q's gemv at `ctas` CTAs per SM: its tile buffer held, packed int4's 8 stages at most.
+int gemvStagesOf(const Query& q, long long stage_bytes, int ctas, int kt, int nt) {
+  return gemvStagesFor(stage_bytes, ctas, q.arch, gemvTileBufferBytes(kt, nt, q.b.nibbles), q.b.nibbles ? 8 : 6);
 }
 
 // The most CTAs per SM an 8-bit gemv's split-K aims at, by rows per CTA (bm): three (Run AX: at
@@ -892,16 +896,12 @@ int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, int nt, long long 
   if (q.arch < 90 || gemvSmallSharedMemory(q.arch) || gemvWeightBytes(q.b) == 2) return 2;
   const GemvExtents e = gemvExtents(q.shape, 8LL * mtiles, nt, kt);
   const int usual = kGemvSplitKUsualCap;
-  if (q.b.nibbles)
-    return gemvSplitK(e.nt, e.mz, e.ksteps, usual,
-                      gemvStagesFor(stage_bytes, usual, q.arch, gemvTileBufferBytes(kt, nt, true), 8), 8, kHopperSms,
-                      0) >= 4
-               ? usual
-               : 2;
-  if (mtiles == 1) return 4;
   // three CTAs per SM (the usual cap), where their pipeline's split-K reaches four
-  if (gemvSplitK(e.nt, e.mz, e.ksteps, usual, gemvStagesFor(stage_bytes, usual, q.arch), 8, kHopperSms, 0) >= 4)
-    return usual;
+  const bool threeReachFour =
+      gemvSplitK(e.nt, e.mz, e.ksteps, usual, gemvStagesOf(q, stage_bytes, usual, kt, nt), 8, kHopperSms, 0) >= 4;
+  if (q.b.nibbles) return threeReachFour ? usual : 2;
+  if (mtiles == 1) return 4;
+  if (threeReachFour) return usual;
   // Where the split-K may aim past three (gemvSplitKCtasCap: M = 17-32) over many column tiles
   // (N = 14336): two stages, four CTAs per SM and S = 4 ran 2-5 % ahead of two CTAs per SM with
   // S = 2 (bench/RESULTS.md Run AX calls 2, 5 through the knobs; Run AY call 1 through this rule:
@@ -1020,8 +1020,7 @@ KernelConfig gemvConfigWith(const Query& q, bool wgmma, int nt, int k_per_stage 
   const int kt = k_per_stage ? k_per_stage : gemvKPerStage(q, wgmma, nt);
   const bool nibbles = q.b.nibbles;
   const long long stage = gemvStageBytes(mtiles, kt, nt, gemvWeightBytes(q.b), nibbles);
-  const int stages = gemvStagesFor(stage, gemvPipelineCtasPerSm(q, mtiles, kt, nt, stage), q.arch,
-                                   gemvTileBufferBytes(kt, nt, nibbles), nibbles ? 8 : 6);
+  const int stages = gemvStagesOf(q, stage, gemvPipelineCtasPerSm(q, mtiles, kt, nt, stage), kt, nt);
   KernelConfig c{"gemv", 8 * mtiles, nt, kt, stages, kGemvThreads};
   c.max_cluster = q.arch >= 90 ? 8 : 1;  // thread block clusters: sm_90 and later (8: portable)
   c.wgmma = wgmma;

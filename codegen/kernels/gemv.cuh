@@ -433,17 +433,19 @@ __device__ __forceinline__ void packed_chunk(int ci, int& row, int& ch) {
 #endif
 constexpr bool kNibbleRegs = kNibbles && !kWgmma && FX_GEMV_NIBBLE_REGS >= (kKMajor ? 1 : 2);
 static_assert(!kNibbleRegs || (kKT == 128 && kNT == 128), "FX_GEMV_NIBBLE_REGS: 128 k and 128 columns a stage");
+// Byte offset of 16-byte chunk ch of packed row `row` (packed_chunk's) in its slot: the loaders write there, the
+// register forms read there.
+constexpr int kPackedRowBytes = kKMajor ? kKT / 2 : kWRowBytes;
+__device__ __forceinline__ int packed_at(int row, int ch) {
+  if constexpr (kNibbleRegs && kKMajor) return row * kPackedRowBytes + ((ch ^ (row & 2)) << 4);
+  else if constexpr (kNibbleRegs) return row * kPackedRowBytes + ((ch ^ (row & 7)) << 4);
+  else return row * kPackedRowBytes + ch * 16;  // (ci * 16: loader order)
+}
 // Byte offset of packed chunk ci in its slot.
 __device__ __forceinline__ int packed_offset(int ci) {
-  if constexpr (kNibbleRegs && kKMajor) {
-    const int row = ci >> 2, ch = ci & 3;
-    return row * 64 + ((ch ^ (row & 2)) << 4);
-  } else if constexpr (kNibbleRegs) {
-    const int row = ci >> 3, ch = ci & 7;
-    return row * 128 + ((ch ^ (row & 7)) << 4);
-  } else {
-    return ci * 16;
-  }
+  int row, ch;
+  packed_chunk(ci, row, ch);
+  return packed_at(row, ch);
 }
 // The packed bytes of the stage at k0 into the slot at ws, as the fast path's cp.async lays them out, one byte at a
 // time, zero beyond N and K (a ragged edge, or an operand the fast path does not take). K is even (the pass folds only
@@ -494,37 +496,40 @@ __device__ __noinline__ void load_stage(const fxfuse::FxParams& p, const Ctx& c,
   const long long N = p.N, K = p.K, M = p.M;
   // ---- W: kWStageBytes (kNT x kKT weights) in 16-byte chunks, kWStageBytes / 2048 per thread; packed int4: the
   // packed bytes, as the fast path's cp.async lays them out (load_packed_elementwise)
-  if constexpr (kNibbles) load_packed_elementwise(p, c, ws, k0);
+  if constexpr (kNibbles) {
+    load_packed_elementwise(p, c, ws, k0);
+  } else {
 #pragma unroll
-  for (int i = 0; i < (kNibbles ? 0 : kWStageBytes / 16 / kThreads); ++i) {
-    const int ci = tid + i * kThreads;
-    int row, ch;
-    long long n, k;
-    if constexpr (kKMajor) {
-      row = ci >> 3; ch = ci & 7;
-      n = c.n0 + row; k = k0 + ch * kE;
-    } else {
-      constexpr int cpr = kWRowBytes / 16;
-      row = ci / cpr; ch = ci % cpr;
-      k = k0 + row; n = c.n0 + ch * kE;
-    }
-    unsigned char* dst = ws + row * kWRowBytes + wswz(row, ch) * 16;
-    const bool full = kKMajor ? (n < N && k + kE <= K) : (k < K && n + kE <= N);
-    const bool none = kKMajor ? (n >= N || k >= K) : (k >= K || n >= N);
-    if (c.bfast && (full || none)) {
-      const fxfuse::FxOperand& o = p.in[FX_B_SLOT];
-      const WRaw* src = static_cast<const WRaw*>(o.ptr);
-      if (full) src += c.b * o.sb + k * o.sk + n * o.sn;
-      cp_async16(smem_u32(dst), src, full ? 16 : 0);
-    } else {
-      uint4 pk = make_uint4(0u, 0u, 0u, 0u);
-      WRaw* v = reinterpret_cast<WRaw*>(&pk);   // zero bits decode to 0 for every raw type
-#pragma unroll
-      for (int e = 0; e < kE; ++e) {
-        const long long kk = kKMajor ? k + e : k, nn = kKMajor ? n : n + e;
-        if (kk < K && nn < N) v[e] = load_w_elem(p, c.b, kk, nn);
+    for (int i = 0; i < kWStageBytes / 16 / kThreads; ++i) {
+      const int ci = tid + i * kThreads;
+      int row, ch;
+      long long n, k;
+      if constexpr (kKMajor) {
+        row = ci >> 3; ch = ci & 7;
+        n = c.n0 + row; k = k0 + ch * kE;
+      } else {
+        constexpr int cpr = kWRowBytes / 16;
+        row = ci / cpr; ch = ci % cpr;
+        k = k0 + row; n = c.n0 + ch * kE;
       }
-      *reinterpret_cast<uint4*>(dst) = pk;
+      unsigned char* dst = ws + row * kWRowBytes + wswz(row, ch) * 16;
+      const bool full = kKMajor ? (n < N && k + kE <= K) : (k < K && n + kE <= N);
+      const bool none = kKMajor ? (n >= N || k >= K) : (k >= K || n >= N);
+      if (c.bfast && (full || none)) {
+        const fxfuse::FxOperand& o = p.in[FX_B_SLOT];
+        const WRaw* src = static_cast<const WRaw*>(o.ptr);
+        if (full) src += c.b * o.sb + k * o.sk + n * o.sn;
+        cp_async16(smem_u32(dst), src, full ? 16 : 0);
+      } else {
+        uint4 pk = make_uint4(0u, 0u, 0u, 0u);
+        WRaw* v = reinterpret_cast<WRaw*>(&pk);   // zero bits decode to 0 for every raw type
+#pragma unroll
+        for (int e = 0; e < kE; ++e) {
+          const long long kk = kKMajor ? k + e : k, nn = kKMajor ? n : n + e;
+          if (kk < K && nn < N) v[e] = load_w_elem(p, c.b, kk, nn);
+        }
+        *reinterpret_cast<uint4*>(dst) = pk;
+      }
     }
   }
   // ---- A: 8*kMT rows x kKT elements (16-bit)
@@ -618,7 +623,7 @@ __device__ __forceinline__ void nibble_kn_fragments(unsigned wsb, int s, int lan
   unsigned r[2];
   {
     const int i = lane & 7, row = 8 * s + (i >> 1) + 4 * (i & 1), ch = kRT * w + ((lane >> 3) & 1);
-    ldsm_x2_trans(wsb + row * 128 + ((ch ^ (row & 7)) << 4), r[0], r[1]);
+    ldsm_x2_trans(wsb + packed_at(row, ch), r[0], r[1]);
   }
 #pragma unroll
   for (int rt = 0; rt < kRT; ++rt) {
@@ -884,7 +889,7 @@ __device__ __forceinline__ void compute_stage(const unsigned char* ws, const uns
             // k 16 ch .. + 15 of the row: packed bytes 8 ch .. + 7 (half of packed chunk ch / 2), as the 8-bit words
             // the 16-byte load gives on the 8-bit path: byte b of packed word p is k 2b (low) and 2b + 1 (high)
             unsigned pw[2];
-            lds64(wsb + row * 64 + (((ch >> 1) ^ (row & 2)) << 4) + 8 * (ch & 1), pw[0], pw[1]);
+            lds64(wsb + packed_at(row, ch >> 1) + 8 * (ch & 1), pw[0], pw[1]);
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
               const unsigned hi = pw[i] >> 4;  // (pair_scaled masks each byte's low nibble; the fp32 route here)
