@@ -106,22 +106,45 @@ CHAINS.update({
     "w4g_linear_bias": ("int4_g", lambda x, w, b, wq, wq_nk, s, wf8, s_t, sg, sg_nk, wq4, wq4_nk:
                         F.linear(x, _w4g_nk(wq4_nk, sg_nk, x.dtype), b)),
 })
-CHAIN_ARGS = {"int8_g": 10, "int4_g": 12}  # the arguments a chain of the kind takes (8 for the others)
-GROUP_KINDS = ("int8_g", "int4_g")
+
+
+# Packed int4 weights with a zero point tensor (kind "int4_z": AWQ's / HQQ's asymmetric `(q - z) * s`, z a 16-bit value
+# per 128 k and column, 0..15): the int4_g chains' twelve arguments, then zg [K/128, N] and zg_nk [N, K/128].
+def _w4z(wq4, sg, zg, dt):
+    K, N = 2 * wq4.shape[0], wq4.shape[1]
+    q = torch.stack([wq4 & 15, wq4 >> 4], 1).view(K, N)
+    return ((q.view(K // GROUP, GROUP, N).to(dt) - zg[:, None, :]) * sg[:, None, :]).view(K, N)
+
+
+def _w4z_nk(wq4_nk, sg_nk, zg_nk, dt):
+    N, K = wq4_nk.shape[0], 2 * wq4_nk.shape[1]
+    q = torch.stack([wq4_nk & 15, wq4_nk >> 4], -1).view(N, K)
+    return ((q.view(N, K // GROUP, GROUP).to(dt) - zg_nk[:, :, None]) * sg_nk[:, :, None]).view(N, K)
+
+
+CHAINS.update({
+    "w4z_bias": ("int4_z", lambda x, w, b, wq, wq_nk, s, wf8, s_t, sg, sg_nk, wq4, wq4_nk, zg, zg_nk:
+                 x @ _w4z(wq4, sg, zg, x.dtype) + b),
+    "w4z_linear_bias": ("int4_z", lambda x, w, b, wq, wq_nk, s, wf8, s_t, sg, sg_nk, wq4, wq4_nk, zg, zg_nk:
+                        F.linear(x, _w4z_nk(wq4_nk, sg_nk, zg_nk, x.dtype), b)),
+})
+CHAIN_ARGS = {"int8_g": 10, "int4_g": 12, "int4_z": 14}  # the arguments a chain of the kind takes (8 for the others)
+GROUP_KINDS = ("int8_g", "int4_g", "int4_z")
 DENSE_DTYPES = (torch.bfloat16, torch.float16)
 KN = ((4096, 4096), (4096, 14336), (14336, 4096))
 DENSE_KINDS = ("dense", "dense_nk")
-TARGET_COPY = {"dense": 0.90, "dense_nk": 0.90, "int8": 0.80, "fp8": 0.80, "int8_g": 0.80, "int4_g": 0.80}
+TARGET_COPY = {"dense": 0.90, "dense_nk": 0.90, "int8": 0.80, "fp8": 0.80, "int8_g": 0.80, "int4_g": 0.80,
+               "int4_z": 0.80}
 
 
 def weight_bytes(kind, K, N, dt):
-    if kind == "int4_g":
+    if kind in ("int4_g", "int4_z"):
         return K * N // 2
     return K * N * (dt.itemsize if kind in DENSE_KINDS else 1)
 
 
 ROTATION_BYTES = 256 << 20
-WEIGHT_ARGS = (1, 3, 4, 6, 8, 9, 10, 11)  # w, wq, wq_nk, wf8, sg, sg_nk, wq4, wq4_nk: copied for the rotation
+WEIGHT_ARGS = (1, 3, 4, 6, 8, 9, 10, 11, 12, 13)  # w, wq, wq_nk, wf8, sg, sg_nk, wq4, wq4_nk, zg, zg_nk: rotated
 
 
 _sleep_cycles_per_ms = None
@@ -241,7 +264,9 @@ def bench_row(M, K, N, dt, name, with_compile, copy_gbps, force=False):
     s_t = torch.tensor(0.02, device="cuda", dtype=dt)
     sg = (torch.rand(K // GROUP, N, device="cuda", generator=g) / 64 + 1e-3).to(dt)
     wq4 = torch.randint(0, 256, (K // 2, N), device="cuda", dtype=torch.uint8, generator=g)
-    args = (x, w, b, wq, wq.t().contiguous(), s, wf8, s_t, sg, sg.t().contiguous(), wq4, wq4.t().contiguous())
+    zg = (torch.rand(K // GROUP, N, device="cuda", generator=g) * 15).to(dt)
+    args = (x, w, b, wq, wq.t().contiguous(), s, wf8, s_t, sg, sg.t().contiguous(), wq4, wq4.t().contiguous(), zg,
+            zg.t().contiguous())
     row = dict(M=M, K=K, N=N, dtype=str(dt).split(".")[-1], chain=name, weights=kind)
     sets = rotation(args, sum(args[i].nbytes for i in WEIGHT_ARGS))
     ref = fn(*[a.double() if a.is_floating_point() and a.dtype.itemsize > 1 else a for a in args])

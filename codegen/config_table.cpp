@@ -899,7 +899,9 @@ int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, int nt, long long 
   // three CTAs per SM (the usual cap), where their pipeline's split-K reaches four
   const bool threeReachFour =
       gemvSplitK(e.nt, e.mz, e.ksteps, usual, gemvStagesOf(q, stage_bytes, usual, kt, nt), 8, kHopperSms, 0) >= 4;
-  if (q.b.nibbles) return threeReachFour ? usual : 2;
+  // (a zero point tensor at 64 rows keeps two: its per-column zero points beside the wgmma product's accumulators
+  // spill 48-116 bytes at three CTAs' 168 registers; gemv_test PackedInt4ZeroPointTensor)
+  if (q.b.nibbles) return threeReachFour && !(q.b.zero_value >= 0 && mtiles == 8) ? usual : 2;
   if (mtiles == 1) return 4;
   if (threeReachFour) return usual;
   // Where the split-K may aim past three (gemvSplitKCtasCap: M = 17-32) over many column tiles
@@ -1101,6 +1103,11 @@ bool gemvDenseMidRowsAhead(const Query& q) {
 //  - the template's fast path needs A a plain k-contiguous input and B (or the raw weight)
 //    contiguous along the dim the spec says, 16-byte aligned base and row strides, same MMA
 //    type for A and B; anything else runs element-wise, so it is not chosen.
+// Packed int4's ragged last stage pads k with the nibble of the constant zero point (kernels/gemv.cuh kPadByte), whose
+// weight is exactly 0; another zero point's padding would dequantize to (0 - z) * s, which can overflow to inf and
+// meet the padded activation's 0 (NaN): such a chain takes the gemv only at a K of whole stages (128 k: session 63).
+bool nibblePaddingIsZero(const OperandInfo& b) { return b.zero_value < 0 && b.zero >= 0 && b.zero <= 15; }
+
 bool gemvApplies(const Query& q) {
   const ProblemShape& s = q.shape;
   if (q.arch < 80 || !q.is16bit() || q.a.elem != q.b.elem) return false;
@@ -1111,7 +1118,7 @@ bool gemvApplies(const Query& q) {
   // a group-wise scale is read once per stage: its groups must cover whole stages (128 k of 8-bit weights)
   const bool quant = q.b.quant_scale && s.M <= 64 && (q.b.scale_group == 0 || (gemvGroupScalesKnob() &&
                                                                                 q.b.scale_group % 128 == 0)) &&
-                     (!q.b.nibbles || gemvNibblesKnob());
+                     (!q.b.nibbles || (gemvNibblesKnob() && (s.K % 128 == 0 || nibblePaddingIsZero(q.b))));
   if (!dense && !quant) return false;
   return gemvExtents(s, 8LL * gemvMTiles(s.M), kGemvNT, 128 / gemvWeightBytes(q.b)).mz <= kGemvMaxGridZ;
 }

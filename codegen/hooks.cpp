@@ -115,11 +115,15 @@ bool isBNScale(const ChainSpec& spec, int v, bool* grouped) {
 //   (1) mul(convert(raw) : T, s) : E            T in {bf16, f16, f32}, E the 16-bit MMA type
 //   (2) convert(mul(convert(raw) : T, s) : f32) : E
 // (either mul operand order), s a value of (b, n) only, or of (b, k / kGroup, n) (isBNScale). With `zero`, the
-// convert may sit under an integer zero point, sub(convert(raw) : T, const z) : T, |z| <= 240 and held as such by
-// the const's dtype. `isRaw`: whether an input is the raw weight.
+// convert may sit under a zero point, sub(convert(raw), z) : T: an integer const z, |z| <= 240 and held as such by
+// the const's dtype, or a value z of (b, n) and k's groups like s (a zero point tensor: AWQ's, HQQ's); the convert's
+// dtype T, or any where T is f32 (the conversion of an 8-bit or 4-bit integer is exact in each). `isRaw`: whether an
+// input is the raw weight.
 struct ScaleForm {
   int raw = -1, scale = -1, zero = 0;
-  bool grouped = false;
+  int zero_value = -1;  // the zero point tensor's value, else -1
+  DType sub = DType::F32;  // the zero point's sub's dtype (T)
+  bool grouped = false;  // the scale or the zero point tensor varies along k's groups
 };
 std::optional<ScaleForm> convertTimesScale(const ChainSpec& spec, const std::function<bool(const Value&)>& isRaw,
                                            bool zero) {
@@ -137,20 +141,29 @@ std::optional<ScaleForm> convertTimesScale(const ChainSpec& spec, const std::fun
     const Value& sub = spec.values[c];
     if (zero && isOp(sub, "sub")) {
       const Value& zv = spec.values[sub.operands[1]];
-      // (a const the generic hooks would hold otherwise, `200 : i8`, is not the number the gemv subtracts: review)
-      if (zv.kind != ValueKind::Const || zv.constant != std::floor(zv.constant) || std::fabs(zv.constant) > 240 ||
-          spec::heldAs(zv.constant, zv.dtype) != zv.constant)
-        continue;
-      f.zero = static_cast<int>(zv.constant);
+      if (zv.kind == ValueKind::Const) {
+        // (a const the generic hooks would hold otherwise, `200 : i8`, is not the number the gemv subtracts: review)
+        if (zv.constant != std::floor(zv.constant) || std::fabs(zv.constant) > 240 ||
+            spec::heldAs(zv.constant, zv.dtype) != zv.constant)
+          continue;
+        f.zero = static_cast<int>(zv.constant);
+      } else {
+        if (!isBNScale(spec, sub.operands[1], &f.grouped)) continue;
+        f.zero_value = sub.operands[1];
+      }
+      f.sub = sub.dtype;
       c = sub.operands[0];
-      if (spec.values[c].dtype != sub.dtype) continue;  // the sub at the convert's type
+      // the sub at the convert's type, or at f32 (its operand the same exact value)
+      if (spec.values[c].dtype != sub.dtype && sub.dtype != DType::F32) continue;
     }
     const Value& cv = spec.values[c];
     if (!isOp(cv, "convert") || (cv.dtype != DType::BF16 && cv.dtype != DType::F16 && cv.dtype != DType::F32)) continue;
     if (!isRaw(spec.values[cv.operands[0]])) continue;
     f.raw = cv.operands[0];
     f.scale = ops[1 - side];
-    if (f.scale == ops[side] || !isBNScale(spec, f.scale, &f.grouped)) continue;
+    bool scale_grouped = false;
+    if (f.scale == ops[side] || !isBNScale(spec, f.scale, &scale_grouped)) continue;
+    f.grouped = f.grouped || scale_grouped;
     return f;
   }
   return std::nullopt;
@@ -180,7 +193,10 @@ void detectQuantScale(const ChainSpec& spec, OperandInfo& info) {
 // with a 'p' dim and an 'n', u8 or i8: two nibbles of k to an element, each read 0..15). Exactness: convert(nibble) is
 // exact; nibble - z is an integer of magnitude <= 15 + 240 = 255, exact in every T (bf16 holds integers to 256); so
 // the mul's fp32 operands are (float(nibble) - z) and float(s), what the gemv computes (raw4_to_f32's magic constant
-// takes the z: an exact fp32 subtraction), rounded once to E as in detectQuantScale.
+// takes the z: an exact fp32 subtraction), rounded once to E as in detectQuantScale. A zero point tensor z
+// (FX_B_ZERO_TENSOR, read by fx_b_zero as fx_b_scale reads the scale) with T the MMA type E or f32: the gemv computes
+// the fp32 difference float(nibble) - z, rounds it to E where T is E (FX_B_ZERO_ROUND), and multiplies it by s in fp32,
+// each step the spec's op; other T (f16 under a bf16 product) keep the element-wise path.
 void detectNibbleScale(const ChainSpec& spec, OperandInfo& info) {
   if (info.plain || info.quant || !isHalfFloat(info.elem)) return;
   const auto form = convertTimesScale(
@@ -191,6 +207,9 @@ void detectNibbleScale(const ChainSpec& spec, OperandInfo& info) {
       },
       /*zero=*/true);
   if (!form) return;
+  // A zero point tensor: only under the knob FXFUSE_GEMV_ZERO_TENSOR=1 until its GPU tests have passed (then the rule)
+  static const bool zero_tensors = readBinaryKnob("FXFUSE_GEMV_ZERO_TENSOR") == "1";
+  if (form->zero_value >= 0 && (!zero_tensors || (form->sub != info.elem && form->sub != DType::F32))) return;
   // the packed weight is the only input of B along k and n (the scale: along n and k's groups only)
   const int root = spec.values[spec.mmIndex()].operands[1];
   for (int v : closure(spec, {root}))
@@ -204,13 +223,21 @@ void detectNibbleScale(const ChainSpec& spec, OperandInfo& info) {
   info.raw = DType::U8;  // the nibble, 0..15, whatever the container's sign
   info.kmajor = innermost(raw.dims) == 'p';
   info.zero = form->zero;
+  info.zero_value = form->zero_value;
+  info.zero_rounds = form->zero_value >= 0 && form->sub == info.elem;
   info.scale_value = form->scale;
   info.scale_group = form->grouped ? spec.kGroup : 0;
   // A scale of the MMA type takes the packed 16-bit conversion (kernels/gemv.cuh pair_scaled: (magic + n) - (magic +
   // z) then one fma by the scale, exact as detectQuantScale says), for a zero point whose magic + z is exact in bf16
-  // (128 + z, -128 <= z <= 128). Measurement knob FXFUSE_GEMV_NIBBLE_PAIRS=0: the fp32 route, for A/B runs.
+  // (128 + z, -128 <= z <= 128). A zero point tensor takes it where it and the sub are of the MMA type too: n exactly,
+  // then one fma n * 1 - z (n - z rounded once to E, eager's sub), then the scale's (bench/gemv/int4/
+  // pair_scaled_exactness.py checks both against eager's fp32-then-round). Measurement knob
+  // FXFUSE_GEMV_NIBBLE_PAIRS=0: the fp32 route, for A/B runs.
   static const bool pairs = readBinaryKnob("FXFUSE_GEMV_NIBBLE_PAIRS") != "0";
-  info.scale_in_elem = pairs && spec.values[form->scale].dtype == info.elem && form->zero >= -128 && form->zero <= 128;
+  const bool zero_in_elem =
+      form->zero_value < 0 || (info.zero_rounds && spec.values[form->zero_value].dtype == info.elem);
+  info.scale_in_elem = pairs && spec.values[form->scale].dtype == info.elem && form->zero >= -128 &&
+                       form->zero <= 128 && zero_in_elem;
 }
 
 const char* elemCType(DType d) {
@@ -464,6 +491,10 @@ class HookEmitter {
     if (b.nibbles) {  // the gemv's packed int4 path (kernels/gemv.cuh); FX_B_QUANT stays 0 for the generic templates
       w_.line("#define FX_B_NIBBLES 1");
       w_.line("#define FX_B_ZERO {}", b.zero);
+      if (b.zero_value >= 0) {  // fx_b_zero (emitScale); FX_B_ZERO_ROUND: eager's sub rounds to the MMA type
+        w_.line("#define FX_B_ZERO_TENSOR 1");
+        w_.line("#define FX_B_ZERO_ROUND {}", b.zero_rounds ? 1 : 0);
+      }
     }
     if (b.quant || b.nibbles) {
       w_.line("using FxRawB = {};", rawCType(b.raw));  // (packed int4: the nibble, 0..15, as u8)
@@ -527,18 +558,27 @@ class HookEmitter {
     w_.line("return {};", toElem(b.elem, "v" + std::to_string(root)));
   }
 
-  // FX_B_QUANT_SCALE: the per-column scale s(b, n) of B = FxElemB(fp32(float(raw) * s)).
+  // FX_B_QUANT_SCALE: the per-column scale s(b, n) of B = FxElemB(fp32(float(raw) * s)); with FX_B_ZERO_TENSOR, the
+  // zero point tensor's z(b, n) beside it (fx_b_zero).
   void emitScale(const OperandInfo& b) {
     int root = spec_.values[spec_.mmIndex()].operands[1];
     w_.line("// Scale of B's quantized prologue (%{} = convert(raw) * %{}, rounded once): a function of (b, {}n).",
             root, b.scale_value, b.scale_group ? "k / " + std::to_string(b.scale_group) + ", " : "");
-    // a group-wise scale is also a function of k's group: the gemv reads it once per stage (FX_B_SCALE_GROUP)
-    auto fn = w_.block(
-        "__device__ __forceinline__ float fx_b_scale(const fxfuse::FxParams& p, long long b, {}long long n)",
-        b.scale_group ? "long long k, " : "");
-    w_.line(b.scale_group ? "(void)p; (void)b; (void)k; (void)n;" : "(void)p; (void)b; (void)n;");
-    emitValues({b.scale_value}, {});
-    w_.line("return v{};", b.scale_value);
+    emitColumnHook("fx_b_scale", b.scale_value, b.scale_group);
+    if (b.zero_value >= 0) {
+      w_.line("// Zero point tensor of B's quantized prologue (%{}): subtracted from the nibble before the scale.",
+              b.zero_value);
+      emitColumnHook("fx_b_zero", b.zero_value, b.scale_group);
+    }
+  }
+  // `name`(p, b, [k,] n): value v of (b, n), and of k's group where `group` (the gemv reads it once per stage:
+  // FX_B_SCALE_GROUP, when the scale or the zero point is group-wise).
+  void emitColumnHook(const char* name, int v, int group) {
+    auto fn = w_.block("__device__ __forceinline__ float {}(const fxfuse::FxParams& p, long long b, {}long long n)",
+                       name, group ? "long long k, " : "");
+    w_.line(group ? "(void)p; (void)b; (void)k; (void)n;" : "(void)p; (void)b; (void)n;");
+    emitValues({v}, {});
+    w_.line("return v{};", v);
   }
 
   // fx_epilogue_values computes every output of one element; fx_epilogue and fx_epilogue2

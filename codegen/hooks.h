@@ -38,6 +38,11 @@ struct OperandInfo {
   // The generator emits FX_B_NIBBLES 1 and FX_B_ZERO: the gemv streams the packed bytes and expands them per stage.
   bool nibbles = false;
   int zero = 0;
+  // nibbles with a zero point tensor z (b, n, k's groups) in place of the integer zero: the spec value fx_b_zero
+  // returns (FX_B_ZERO_TENSOR); zero_rounds: eager's nibble - z is rounded to `elem` (FX_B_ZERO_ROUND), else at f32.
+  //   B(b,k,n) = FxElemB(fp32(r(float(nibble(b,k,n)) - fx_b_zero(...)) * fx_b_scale(...)))
+  int zero_value = -1;
+  bool zero_rounds = false;
 };
 
 OperandInfo analyzeA(const spec::ChainSpec& spec);

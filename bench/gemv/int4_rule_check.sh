@@ -11,7 +11,7 @@ source scripts/one-test-seed.sh
 (cd bench/gemv/int4 && g++ -std=c++17 -I../../.. gen.cpp ../../../build-gpu/codegen/libfxfuse_codegen.a \
   ../../../build-gpu/spec/libfxfuse_spec.a -lfmt -ldl -lpthread -o gen > "$L/harness_build.log" 2>&1 &&
   bash build.sh >> "$L/harness_build.log" 2>&1; echo "harness build rc $?" >> "$L/harness_build.log") &
-timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu -n 12 tests/python/test_packed_int4.py \
+timeout "${INT4_TESTS_LIMIT_S:-150}" python3 -m pytest -q -p no:cacheprovider -m gpu -n 12 tests/python/test_packed_int4.py \
   ${INT4_MORE_TESTS-tests/python/test_group_wise_quant.py "tests/python/test_gpu.py::test_demo_fuses_int8_decode_on_gpu" \
   "tests/python/test_gpu.py::test_demo_times_every_model_on_gpu"} > "$L/pytest_int4.log" 2>&1
 echo "pytest int4 + groupwise + demo rc $? ($(( $(date +%s) - t0 )) s)"; tail -1 "$L/pytest_int4.log"

@@ -35,7 +35,10 @@
 //                  byte, low nibble first; FxRawB unsigned char: the nibble): each pipeline slot holds a stage's
 //                  packed bytes (half an 8-bit tile), and expand_stage writes them as the 8-bit tile into one tile
 //                  buffer before the compute. FX_B_ZERO z: B = FxElemB(fp32((float(nibble) - z) * scale)), z an
-//                  integer (raw4_to_f32's constant or pair_scaled's takes it).
+//                  integer (raw4_to_f32's constant or pair_scaled's takes it). FX_B_ZERO_TENSOR 1: a zero point
+//                  that varies along n (and k's groups: FX_B_SCALE_GROUP), the hook fx_b_zero(p, b, [k,] n) beside
+//                  fx_b_scale: B = FxElemB(fp32(r((float(nibble) - z)) * scale)), r the rounding to FxElemB where
+//                  FX_B_ZERO_ROUND is 1 (eager's sub at the MMA type; 0: at f32, no rounding). ColumnQuant holds it.
 //   FX_GEMV_WGMMA 0|1  8-bit weights (FX_B_QUANT_SCALE), either layout, sm_90a only: the product
 //                  by wgmma (below, "The product by wgmma"); the host adds 1 KB of dynamic shared
 //                  memory for the 1024-byte alignment its activation tile needs
@@ -106,6 +109,12 @@
 #ifndef FX_B_ZERO
 #define FX_B_ZERO 0
 #endif
+#ifndef FX_B_ZERO_TENSOR
+#define FX_B_ZERO_TENSOR 0
+#endif
+#ifndef FX_B_ZERO_ROUND
+#define FX_B_ZERO_ROUND 0
+#endif
 // the fast quantized path: an 8-bit raw weight, or packed int4 expanded to one per stage
 #define FX_GEMV_QUANT_FAST ((FX_B_QUANT || FX_B_NIBBLES) && FX_B_QUANT_SCALE)
 #ifndef FX_B_PLAIN
@@ -153,6 +162,7 @@ static_assert(kWB == 1 || kWB == 2, "gemv: raw weight must be 8 or 16 bit");
 static_assert(kMT >= 1 && kMT <= 8, "FX_GEMV_MTILES in 1..8");
 static_assert(!kNibbles || (kQuantFast && kWB == 1), "FX_B_NIBBLES: the fast quantized path, nibbles as bytes");
 static_assert(FX_B_ZERO == 0 || kNibbles, "FX_B_ZERO: packed int4 weights only");
+static_assert(!FX_B_ZERO_TENSOR || (kNibbles && FX_B_ZERO == 0), "FX_B_ZERO_TENSOR: packed int4 weights, no constant");
 template <class X, class Y> struct is_same_t { static constexpr bool value = false; };
 template <class X> struct is_same_t<X, X> { static constexpr bool value = true; };
 constexpr bool kHalf = is_same_t<FxElemB, __half>::value;
@@ -299,6 +309,8 @@ constexpr bool kPairScaled = kQuantFast && FX_B_SCALE_IN_ELEM != 0 &&
                              (kNibbles || is_same_t<WRaw, signed char>::value || is_same_t<WRaw, char>::value);
 static_assert(!kPairScaled || !kNibbles || (FX_B_ZERO >= -128 && FX_B_ZERO <= 128),
               "FX_B_SCALE_IN_ELEM with nibbles: a zero point in -128..128");
+static_assert(!kPairScaled || !FX_B_ZERO_TENSOR || FX_B_ZERO_ROUND,
+              "FX_B_SCALE_IN_ELEM with a zero point tensor: the difference at the MMA type");
 // The 16-bit pattern of the integer c (0 <= c <= 2048; in bf16 even above 256), exact in FxElemB (the static_assert
 // below checks the zero point's).
 __host__ __device__ constexpr unsigned elem_bits_of_int(int c) {
@@ -335,15 +347,32 @@ __device__ __forceinline__ unsigned fma2(unsigned a, unsigned b, unsigned c) {
   else asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
   return d;
 }
+// The per-column constants of the fast quantized path a thread converts its fragments with: those of its columns
+// col_of(w, rt, g + 8 h), read for the CTA's first stage and, group-wise (FX_B_SCALE_GROUP), again for each stage.
+struct ColumnQuant {
+  float s[kRT][2];      // the scale
+  unsigned s2[kRT][2];  // (s, s) in the MMA type, for pair_scaled (exact there: FX_B_SCALE_IN_ELEM)
+#if FX_B_ZERO_TENSOR
+  float z[kRT][2];      // the zero point tensor's value (FX_B_ZERO_TENSOR)
+  unsigned nz2[kRT][2];  // (-z, -z) in the MMA type, for pair_scaled (exact there: FX_B_SCALE_IN_ELEM)
+#endif
+};
+
 // The bytes `sel` (a __byte_perm selector putting them in bytes 0 and 2) of words lo, hi,
-// as raw values (int8, or packed int4's expanded nibbles) times the scale pair s2, packed (element in byte 0 -> low
-// half).
-__device__ __forceinline__ unsigned pair_scaled(unsigned lo, unsigned hi, unsigned sel, unsigned s2) {
+// as raw values (int8, or packed int4's expanded nibbles) times column (rt, h)'s scale, packed (element in byte 0 ->
+// low half). With a zero point tensor, the nibble minus the zero is rounded to the MMA type first (FX_B_ZERO_ROUND,
+// which FX_B_SCALE_IN_ELEM implies: hooks.cpp detectNibbleScale) and then scaled: two roundings, as eager's sub and mul.
+__device__ __forceinline__ unsigned pair_scaled(unsigned lo, unsigned hi, unsigned sel, const ColumnQuant& q, int rt,
+                                                int h) {
   const unsigned b = __byte_perm(lo, hi, sel);
+  constexpr unsigned kOne2 = kHalf ? 0x3c003c00u : 0x3f803f80u;  // (1.0, 1.0)
   unsigned x;
   if constexpr (kNibbles) {
     const unsigned v = and_or(b, 0x000f000fu, kNibbleMagic2);  // magic + n
-    x = fma2(v, kHalf ? 0x3c003c00u : 0x3f803f80u /* 1.0 */, kNibbleZero2);
+    x = fma2(v, kOne2, kNibbleZero2);  // n - z exactly (a constant z; n with a tensor's)
+#if FX_B_ZERO_TENSOR
+    x = fma2(x, kOne2, q.nz2[rt][h]);  // n - z rounded once to the MMA type
+#endif
   } else if constexpr (kHalf) {
     const unsigned v = and_xor(b, 0x00ff00ffu, 0x64806480u);  // 1024 + (b ^ 0x80)
     x = fma2(v, 0x3c003c00u /* 1.0 */, 0xe480e480u /* -1152 */);
@@ -352,7 +381,25 @@ __device__ __forceinline__ unsigned pair_scaled(unsigned lo, unsigned hi, unsign
     const unsigned m = and_or(b, 0x00800080u, 0x43004300u);  // 128, or 256 when the sign bit is set
     x = fma2(m, 0xbf80bf80u /* -1.0 */, v);
   }
-  return fma2(x, s2, 0x80008000u /* -0.0 */);
+  return fma2(x, q.s2[rt][h], 0x80008000u /* -0.0 */);
+}
+
+// The fp32 route (no FX_B_SCALE_IN_ELEM): raw values (raw4_to_f32's: float(raw), or float(nibble) - z for a constant
+// zero point) of column (rt, h) times its scale, rounded once to the MMA type. With a zero point tensor, the fp32
+// difference is first rounded to the MMA type where eager's sub rounds it (FX_B_ZERO_ROUND: the sub's dtype is the MMA
+// type, else f32), as eager computes each op in fp32 and rounds its result to the op's dtype.
+__device__ __forceinline__ float dequant_one(float f, const ColumnQuant& q, int rt, int h) {
+#if FX_B_ZERO_TENSOR
+  f -= q.z[rt][h];
+#if FX_B_ZERO_ROUND
+  if constexpr (kHalf) f = __half2float(__float2half_rn(f));
+  else f = __bfloat162float(__float2bfloat16_rn(f));
+#endif
+#endif
+  return f * q.s[rt][h];
+}
+__device__ __forceinline__ unsigned dequant_pair(float f0, float f1, const ColumnQuant& q, int rt, int h) {
+  return pack2(dequant_one(f0, q, rt, h), dequant_one(f1, q, rt, h));
 }
 
 // ---- shared-memory swizzles (16-byte chunk index within a row) ----------------------------
@@ -448,8 +495,14 @@ __device__ __forceinline__ int packed_offset(int ci) {
   return packed_at(row, ch);
 }
 // The packed bytes of the stage at k0 into the slot at ws, as the fast path's cp.async lays them out, one byte at a
-// time, zero beyond N and K (a ragged edge, or an operand the fast path does not take). K is even (the pass folds only
-// a K that is a multiple of 2), so a byte holds two k below K or none.
+// time, kPadByte beyond N and K (a ragged edge, or an operand the fast path does not take). K is even (the pass folds
+// only a K that is a multiple of 2), so a byte holds two k below K or none. A padding nibble is converted as any other:
+// the constant zero point's own nibble z (0 <= z <= 15) makes it (z - z) * s = 0 exactly, where nibble 0 gave
+// (0 - z) * s, which overflows the 16-bit type for a large enough scale (then -inf times the zero-filled activation:
+// NaN; session 63's review). The host takes a ragged K only with such a z (config_table.cpp gemvApplies); beyond N
+// the scale (and a zero point tensor) reads 0, so any padding is 0 there.
+constexpr unsigned char kPadByte =
+    !FX_B_ZERO_TENSOR && FX_B_ZERO >= 0 && FX_B_ZERO <= 15 ? (unsigned char)(FX_B_ZERO * 0x11) : 0;
 __device__ __noinline__ void load_packed_elementwise(const fxfuse::FxParams& p, const Ctx& c, unsigned char* ws,
                                                      long long k0) {
 #if FX_B_NIBBLES
@@ -460,13 +513,13 @@ __device__ __noinline__ void load_packed_elementwise(const fxfuse::FxParams& p, 
     const int ci = threadIdx.x + i * kThreads;
     int row, ch;
     packed_chunk(ci, row, ch);
-    uint4 pk = make_uint4(0u, 0u, 0u, 0u);
+    uint4 pk;
     unsigned char* v = reinterpret_cast<unsigned char*>(&pk);
 #pragma unroll
     for (int e = 0; e < 16; ++e) {
       const long long kb = kKMajor ? k0 / 2 + 16 * ch + e : k0 / 2 + row;  // the byte's index along the packed dim
       const long long n = kKMajor ? c.n0 + row : c.n0 + 16 * ch + e;
-      if (2 * kb < p.K && n < p.N) v[e] = src[c.b * o.sb + kb * o.sk + n * o.sn];
+      v[e] = 2 * kb < p.K && n < p.N ? src[c.b * o.sb + kb * o.sk + n * o.sn] : kPadByte;
     }
     *reinterpret_cast<uint4*>(ws + packed_offset(ci)) = pk;
   }
@@ -577,8 +630,8 @@ __device__ __forceinline__ void load_act_fragments(unsigned asb, int s, int lane
 // bytes (k, n) = (2t, 2g), (2t, 2g+1), (2t+1, 2g), (2t+1, 2g+1) of that block, in that order: columns
 // 2g (MMA row g, bytes 0 and 2) and 2g+1 (row g+8, bytes 1 and 3) at k 2t, 2t+1 (kh = 0) or 2t+8,
 // 2t+9 (kh = 1). (Four 32-bit loads and their addresses per step before, session 35.)
-__device__ __forceinline__ void w8_kn_fragments(unsigned wsb, int s, int lane, int w, const float (&sc)[kRT][2],
-                                                const unsigned (&sc2)[kRT][2], unsigned (&a)[kRT][4]) {
+__device__ __forceinline__ void w8_kn_fragments(unsigned wsb, int s, int lane, int w, const ColumnQuant& q,
+                                                unsigned (&a)[kRT][4]) {
   unsigned r[2 * kRT];
   {
     const int mat = lane >> 3;
@@ -594,20 +647,19 @@ __device__ __forceinline__ void w8_kn_fragments(unsigned wsb, int s, int lane, i
   }
 #pragma unroll
   for (int rt = 0; rt < kRT; ++rt) {
-    const float s0 = sc[rt][0], s1 = sc[rt][1];
     const unsigned lo = r[2 * rt], hi = r[2 * rt + 1];  // k 2t, 2t+1 / k 2t+8, 2t+9
     if constexpr (kPairScaled) {
-      a[rt][0] = pair_scaled(lo, lo, 0x3210u, sc2[rt][0]);  // bytes 0, 2: column 2g
-      a[rt][1] = pair_scaled(lo, lo, 0x3311u, sc2[rt][1]);  // bytes 1, 3: column 2g + 1
-      a[rt][2] = pair_scaled(hi, hi, 0x3210u, sc2[rt][0]);
-      a[rt][3] = pair_scaled(hi, hi, 0x3311u, sc2[rt][1]);
+      a[rt][0] = pair_scaled(lo, lo, 0x3210u, q, rt, 0);  // bytes 0, 2: column 2g
+      a[rt][1] = pair_scaled(lo, lo, 0x3311u, q, rt, 1);  // bytes 1, 3: column 2g + 1
+      a[rt][2] = pair_scaled(hi, hi, 0x3210u, q, rt, 0);
+      a[rt][3] = pair_scaled(hi, hi, 0x3311u, q, rt, 1);
     } else {
       const float(&fl)[4] = f[2 * rt];
       const float(&fh)[4] = f[2 * rt + 1];
-      a[rt][0] = pack2(fl[0] * s0, fl[2] * s0);
-      a[rt][1] = pack2(fl[1] * s1, fl[3] * s1);
-      a[rt][2] = pack2(fh[0] * s0, fh[2] * s0);
-      a[rt][3] = pack2(fh[1] * s1, fh[3] * s1);
+      a[rt][0] = dequant_pair(fl[0], fl[2], q, rt, 0);
+      a[rt][1] = dequant_pair(fl[1], fl[3], q, rt, 1);
+      a[rt][2] = dequant_pair(fh[0], fh[2], q, rt, 0);
+      a[rt][3] = dequant_pair(fh[1], fh[3], q, rt, 1);
     }
   }
 }
@@ -617,8 +669,8 @@ __device__ __forceinline__ void w8_kn_fragments(unsigned wsb, int s, int lane, i
 // k 2r low, 2r + 1 high). One ldmatrix.x2.trans: matrix rt is the warp's 16-byte chunk kRT w + rt of those rows, its
 // lanes giving them in the order 0, 4, 1, 5, 2, 6, 3, 7, so that thread (g, t)'s transposed pair is packed rows t and
 // t + 4 (k 2t, 2t + 1 and 2t + 8, 2t + 9) of columns 2g (MMA row g) and 2g + 1 (row g + 8): bytes 0-3 of r[rt].
-__device__ __forceinline__ void nibble_kn_fragments(unsigned wsb, int s, int lane, int w, const float (&sc)[kRT][2],
-                                                    const unsigned (&sc2)[kRT][2], unsigned (&a)[kRT][4]) {
+__device__ __forceinline__ void nibble_kn_fragments(unsigned wsb, int s, int lane, int w, const ColumnQuant& q,
+                                                    unsigned (&a)[kRT][4]) {
   // (compiled for every config: 64-column ones never call it, kNibbleRegs's static_assert keeps it at 128 columns)
   unsigned r[2];
   {
@@ -629,18 +681,18 @@ __device__ __forceinline__ void nibble_kn_fragments(unsigned wsb, int s, int lan
   for (int rt = 0; rt < kRT; ++rt) {
     const unsigned hi = r[rt] >> 4;  // byte j of hi: byte j's high nibble in its low one
     if constexpr (kPairScaled) {
-      a[rt][0] = pair_scaled(r[rt], hi, 0x0400u, sc2[rt][0]);  // byte 0: row t, column 2g
-      a[rt][1] = pair_scaled(r[rt], hi, 0x0501u, sc2[rt][1]);  // byte 1: row t, column 2g + 1
-      a[rt][2] = pair_scaled(r[rt], hi, 0x0602u, sc2[rt][0]);  // byte 2: row t + 4, column 2g
-      a[rt][3] = pair_scaled(r[rt], hi, 0x0703u, sc2[rt][1]);  // byte 3: row t + 4, column 2g + 1
+      a[rt][0] = pair_scaled(r[rt], hi, 0x0400u, q, rt, 0);  // byte 0: row t, column 2g
+      a[rt][1] = pair_scaled(r[rt], hi, 0x0501u, q, rt, 1);  // byte 1: row t, column 2g + 1
+      a[rt][2] = pair_scaled(r[rt], hi, 0x0602u, q, rt, 0);  // byte 2: row t + 4, column 2g
+      a[rt][3] = pair_scaled(r[rt], hi, 0x0703u, q, rt, 1);  // byte 3: row t + 4, column 2g + 1
     } else {
       float f01[4], f23[4];  // (k 2t, 2t + 1) of columns 2g, 2g + 1; then k 2t + 8, 2t + 9
       raw4_to_f32(__byte_perm(r[rt], hi, 0x5140u) & 0x0F0F0F0Fu, f01);
       raw4_to_f32(__byte_perm(r[rt], hi, 0x7362u) & 0x0F0F0F0Fu, f23);
-      a[rt][0] = pack2(f01[0] * sc[rt][0], f01[1] * sc[rt][0]);
-      a[rt][1] = pack2(f01[2] * sc[rt][1], f01[3] * sc[rt][1]);
-      a[rt][2] = pack2(f23[0] * sc[rt][0], f23[1] * sc[rt][0]);
-      a[rt][3] = pack2(f23[2] * sc[rt][1], f23[3] * sc[rt][1]);
+      a[rt][0] = dequant_pair(f01[0], f01[1], q, rt, 0);
+      a[rt][1] = dequant_pair(f01[2], f01[3], q, rt, 1);
+      a[rt][2] = dequant_pair(f23[0], f23[1], q, rt, 0);
+      a[rt][3] = dequant_pair(f23[2], f23[3], q, rt, 1);
     }
   }
 }
@@ -653,8 +705,8 @@ __device__ __forceinline__ void nibble_kn_fragments(unsigned wsb, int s, int lan
 // permute picks the pair (the mma.sync path reads four consecutive k a thread and permutes the
 // activations to match, which a descriptor cannot). wswz's eight-bank-group swizzle: the 8 rows x 2
 // words of one load fall in 16 banks.
-__device__ __forceinline__ void w8_nk_fragments(unsigned wsb, int s, int lane, int w, const float (&sc)[kRT][2],
-                                                const unsigned (&sc2)[kRT][2], unsigned (&a)[kRT][4]) {
+__device__ __forceinline__ void w8_nk_fragments(unsigned wsb, int s, int lane, int w, const ColumnQuant& q,
+                                                unsigned (&a)[kRT][4]) {
   const int g = lane >> 2, t = lane & 3;
   const bool odd = (t & 1) != 0;
 #pragma unroll
@@ -666,13 +718,13 @@ __device__ __forceinline__ void w8_nk_fragments(unsigned wsb, int s, int lane, i
       const unsigned lo = lds32(at), hi = lds32(at + 8);  // k 16s + 4(t/2) .. +3, and 8 more
       if constexpr (kPairScaled) {
         const unsigned sel = odd ? 0x1302u : 0x3120u;  // bytes 2, 3 or 0, 1 into bytes 0 and 2
-        a[rt][h] = pair_scaled(lo, lo, sel, sc2[rt][h]);
-        a[rt][2 + h] = pair_scaled(hi, hi, sel, sc2[rt][h]);
+        a[rt][h] = pair_scaled(lo, lo, sel, q, rt, h);
+        a[rt][2 + h] = pair_scaled(hi, hi, sel, q, rt, h);
       } else {
         float f[4];
         raw4_to_f32(__byte_perm(lo, hi, odd ? 0x7632u : 0x5410u), f);  // k 2t, 2t+1, 2t+8, 2t+9
-        a[rt][h] = pack2(f[0] * sc[rt][h], f[1] * sc[rt][h]);
-        a[rt][2 + h] = pack2(f[2] * sc[rt][h], f[3] * sc[rt][h]);
+        a[rt][h] = dequant_pair(f[0], f[1], q, rt, h);
+        a[rt][2 + h] = dequant_pair(f[2], f[3], q, rt, h);
       }
     }
 }
@@ -743,10 +795,10 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[NN / 2], const unsigned (&a)
 #undef FXG_WGMMA
 
 // The weight fragments of k16 step s, either layout.
-__device__ __forceinline__ void w8_fragments(unsigned wsb, int s, int lane, int w, const float (&sc)[kRT][2],
-                                             const unsigned (&sc2)[kRT][2], unsigned (&a)[kRT][4]) {
-  if constexpr (kKMajor) w8_nk_fragments(wsb, s, lane, w, sc, sc2, a);
-  else w8_kn_fragments(wsb, s, lane, w, sc, sc2, a);
+__device__ __forceinline__ void w8_fragments(unsigned wsb, int s, int lane, int w, const ColumnQuant& q,
+                                             unsigned (&a)[kRT][4]) {
+  if constexpr (kKMajor) w8_nk_fragments(wsb, s, lane, w, q, a);
+  else w8_kn_fragments(wsb, s, lane, w, q, a);
 }
 
 // One k16 step's fragments pass through keep_live before the fence: converted before it.
@@ -775,13 +827,13 @@ __device__ __forceinline__ void accumulators_after_wait(float (&acc)[kRT][kMT][4
 // before runs (one group in flight, two fragment buffers: no serialization) measured 0.96-1.05x this
 // (bench/RESULTS.md Run BF call 1; bench/gemv/ab/wgmma_overlap.patch).
 __device__ __forceinline__ void compute_stage_wgmma(unsigned wsb, unsigned asb, float (&acc)[kRT][kMT][4],
-                                                    const float (&sc)[kRT][2], const unsigned (&sc2)[kRT][2]) {
+                                                    const ColumnQuant& cq) {
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
 #pragma unroll
   for (int half = 0; half < kKT / 64; ++half) {
     unsigned a[4][kRT][4];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) w8_fragments(wsb, 4 * half + q, lane, w, sc, sc2, a[q]);
+    for (int q = 0; q < 4; ++q) w8_fragments(wsb, 4 * half + q, lane, w, cq, a[q]);
     unsigned long long db[4];
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
@@ -848,14 +900,13 @@ __device__ __forceinline__ void expand_stage(const unsigned char* packed, unsign
 
 // ---- compute one stage -----------------------------------------------------------------------
 __device__ __forceinline__ void compute_stage(const unsigned char* ws, const unsigned char* as,
-                                              float (&acc)[kRT][kMT][4], const float (&sc)[kRT][2],
-                                              const unsigned (&sc2)[kRT][2]) {
+                                              float (&acc)[kRT][kMT][4], const ColumnQuant& cq) {
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const unsigned wsb = smem_u32(ws), asb = smem_u32(as);
-  (void)sc; (void)sc2;
+  (void)cq;
   if constexpr (kWgmma) {
-    compute_stage_wgmma(wsb, asb, acc, sc, sc2);
+    compute_stage_wgmma(wsb, asb, acc, cq);
   } else if constexpr (kNkLdmatrix) {
     // Dense 16-bit N x K weights, k16 steps s: the activation fragments as on the K x N path, the
     // weight fragment of row tile rt by one ldmatrix.x4: matrices (rows 0-7, k 16s..+7), (rows 8-15,
@@ -919,24 +970,24 @@ __device__ __forceinline__ void compute_stage(const unsigned char* ws, const uns
         for (int rt = 0; rt < kRT; ++rt) {
           unsigned a[4];
           if constexpr (kWB == 2) {
-            a[0] = dq2(wr[rt][0][2 * q], sc[rt][0]);
-            a[1] = dq2(wr[rt][1][2 * q], sc[rt][1]);
-            a[2] = dq2(wr[rt][0][2 * q + 1], sc[rt][0]);
-            a[3] = dq2(wr[rt][1][2 * q + 1], sc[rt][1]);
+            a[0] = dq2(wr[rt][0][2 * q], cq.s[rt][0]);
+            a[1] = dq2(wr[rt][1][2 * q], cq.s[rt][1]);
+            a[2] = dq2(wr[rt][0][2 * q + 1], cq.s[rt][0]);
+            a[3] = dq2(wr[rt][1][2 * q + 1], cq.s[rt][1]);
           } else if constexpr (kPairScaled) {
             // bytes 0,1 and 2,3 of each word (consecutive k, one column)
-            a[0] = pair_scaled(wr[rt][0][q], wr[rt][0][q], 0x3120u, sc2[rt][0]);
-            a[2] = pair_scaled(wr[rt][0][q], wr[rt][0][q], 0x1302u, sc2[rt][0]);
-            a[1] = pair_scaled(wr[rt][1][q], wr[rt][1][q], 0x3120u, sc2[rt][1]);
-            a[3] = pair_scaled(wr[rt][1][q], wr[rt][1][q], 0x1302u, sc2[rt][1]);
+            a[0] = pair_scaled(wr[rt][0][q], wr[rt][0][q], 0x3120u, cq, rt, 0);
+            a[2] = pair_scaled(wr[rt][0][q], wr[rt][0][q], 0x1302u, cq, rt, 0);
+            a[1] = pair_scaled(wr[rt][1][q], wr[rt][1][q], 0x3120u, cq, rt, 1);
+            a[3] = pair_scaled(wr[rt][1][q], wr[rt][1][q], 0x1302u, cq, rt, 1);
           } else {
             float f0[4], f1[4];
             raw4_to_f32(wr[rt][0][q], f0);
             raw4_to_f32(wr[rt][1][q], f1);
-            a[0] = pack2(f0[0] * sc[rt][0], f0[1] * sc[rt][0]);
-            a[2] = pack2(f0[2] * sc[rt][0], f0[3] * sc[rt][0]);
-            a[1] = pack2(f1[0] * sc[rt][1], f1[1] * sc[rt][1]);
-            a[3] = pack2(f1[2] * sc[rt][1], f1[3] * sc[rt][1]);
+            a[0] = dequant_pair(f0[0], f0[1], cq, rt, 0);
+            a[2] = dequant_pair(f0[2], f0[3], cq, rt, 0);
+            a[1] = dequant_pair(f1[0], f1[1], cq, rt, 1);
+            a[3] = dequant_pair(f1[2], f1[3], cq, rt, 1);
           }
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) mma16816(acc[rt][mt], a[0], a[1], a[2], a[3], bf[mt][0], bf[mt][1]);
@@ -957,17 +1008,17 @@ __device__ __forceinline__ void compute_stage(const unsigned char* ws, const uns
           const int ch = col_of(w, rt, 0) / 8 + (mat & 1);
           unsigned a[4];
           ldsm_x4_trans(wsb + row * kWRowBytes + wswz(row, ch) * 16, a[0], a[1], a[2], a[3]);
-          a[0] = dq2(a[0], sc[rt][0]);
-          a[1] = dq2(a[1], sc[rt][1]);
-          a[2] = dq2(a[2], sc[rt][0]);
-          a[3] = dq2(a[3], sc[rt][1]);
+          a[0] = dq2(a[0], cq.s[rt][0]);
+          a[1] = dq2(a[1], cq.s[rt][1]);
+          a[2] = dq2(a[2], cq.s[rt][0]);
+          a[3] = dq2(a[3], cq.s[rt][1]);
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) mma16816(acc[rt][mt], a[0], a[1], a[2], a[3], bf[mt][0], bf[mt][1]);
         }
       } else {
         unsigned a[kRT][4];
-        if constexpr (kNibbleRegs) nibble_kn_fragments(wsb, s, lane, w, sc, sc2, a);
-        else w8_kn_fragments(wsb, s, lane, w, sc, sc2, a);
+        if constexpr (kNibbleRegs) nibble_kn_fragments(wsb, s, lane, w, cq, a);
+        else w8_kn_fragments(wsb, s, lane, w, cq, a);
 #pragma unroll
         for (int rt = 0; rt < kRT; ++rt)
 #pragma unroll
@@ -1075,22 +1126,28 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   // Everything above read only the kernel's parameters: from here on, the previous kernel's writes.
   fx_grid_dependency_wait();
 
-  // ---- per-column scales (fast quant path): sc[rt][h] for MMA rows g (h=0), g+8 (h=1); a group-wise scale
+  // ---- per-column scales and zero points (fast quant path: ColumnQuant) for MMA rows g (h=0), g+8 (h=1); group-wise
   // (FX_B_SCALE_GROUP) those of the stage at k0, read again for each stage
-  float sc[kRT][2];
-  unsigned sc2[kRT][2];  // (s, s) in the MMA type, for the packed 16-bit conversion (pair_scaled; exact there)
-  auto read_scales = [&](long long k0, float (&into)[kRT][2]) {
+  ColumnQuant cq;
+  auto read_scales = [&](long long k0, ColumnQuant& into) {
 #pragma unroll
     for (int rt = 0; rt < kRT; ++rt)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        into[rt][h] = 1.f;
+        into.s[rt][h] = 1.f;
 #if FX_GEMV_QUANT_FAST
         const long long n = c.n0 + col_of(w, rt, g + 8 * h);
 #if FX_B_SCALE_GROUP
-        into[rt][h] = n < p.N && k0 < p.K ? fx_b_scale(p, c.b, k0, n) : 0.f;
+        const bool in = n < p.N && k0 < p.K;
+        into.s[rt][h] = in ? fx_b_scale(p, c.b, k0, n) : 0.f;
+#if FX_B_ZERO_TENSOR
+        into.z[rt][h] = in ? fx_b_zero(p, c.b, k0, n) : 0.f;
+#endif
 #else
-        into[rt][h] = n < p.N ? fx_b_scale(p, c.b, n) : 0.f;
+        into.s[rt][h] = n < p.N ? fx_b_scale(p, c.b, n) : 0.f;
+#if FX_B_ZERO_TENSOR
+        into.z[rt][h] = n < p.N ? fx_b_zero(p, c.b, n) : 0.f;
+#endif
 #endif
 #endif
         (void)k0;
@@ -1100,12 +1157,17 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 #pragma unroll
     for (int rt = 0; rt < kRT; ++rt)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) sc2[rt][h] = pack2(sc[rt][h], sc[rt][h]);
+      for (int h = 0; h < 2; ++h) {
+        cq.s2[rt][h] = pack2(cq.s[rt][h], cq.s[rt][h]);
+#if FX_B_ZERO_TENSOR
+        cq.nz2[rt][h] = pack2(-cq.z[rt][h], -cq.z[rt][h]);
+#endif
+      }
   };
-  read_scales(kb * kKT, sc);
+  read_scales(kb * kKT, cq);
   pack_scales();
 #if FX_B_SCALE_GROUP
-  float sc_next[kRT][2];
+  ColumnQuant cq_next;
 #endif
 
   // The product by wgmma reads the A tiles in the 128-byte swizzle, whose pattern repeats every 1024
@@ -1211,16 +1273,21 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     if (nx < nsteps) load(nslot, nx);
     cp_async_commit();
 #if FX_B_SCALE_GROUP
-    read_scales((kb + i + 1) * kKT, sc_next);  // the next stage's, their loads in flight while this one computes
+    read_scales((kb + i + 1) * kKT, cq_next);  // the next stage's, their loads in flight while this one computes
 #endif
     if constexpr (kNibbles && !kNibbleRegs) expand_stage(wbase + slot * kWStageBytes, wtile);
     compute_stage(kNibbles && !kNibbleRegs ? wtile : wbase + slot * kWStageBytes, abase + slot * kAStageBytes, acc,
-                  sc, sc2);
+                  cq);
 #if FX_B_SCALE_GROUP
 #pragma unroll
     for (int rt = 0; rt < kRT; ++rt)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) sc[rt][h] = sc_next[rt][h];
+      for (int h = 0; h < 2; ++h) {
+        cq.s[rt][h] = cq_next.s[rt][h];
+#if FX_B_ZERO_TENSOR
+        cq.z[rt][h] = cq_next.z[rt][h];
+#endif
+      }
     pack_scales();
 #endif
     if (++slot == kStages) slot = 0;

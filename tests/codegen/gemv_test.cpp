@@ -27,6 +27,11 @@ using test::loadSpec;
 bool has(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
 
 bool gemvBuiltIn() { return embeddedFile("kernels/gemv.cuh") != nullptr; }
+// FXFUSE_GEMV_ZERO_TENSOR=1: packed int4 with a zero point tensor takes the gemv (codegen.GemvZeroTensorKnob.On)
+bool zeroTensorKnobOn() {
+  const char* v = std::getenv("FXFUSE_GEMV_ZERO_TENSOR");
+  return v && std::string(v) == "1";
+}
 // A measurement knob that replaces a rule the launch and product tests check is set in this process.
 bool gemvRuleKnobSet() {
   for (const char* knob : {"FXFUSE_GEMV_WGMMA", "FXFUSE_GEMV_NT", "FXFUSE_GEMV_KT", "FXFUSE_GEMV_STAGE_KB", "FXFUSE_GEMV_SPLIT_K"})
@@ -521,9 +526,10 @@ TEST(Gemv, PackedInt4TakesTheNibblePath) {
   EXPECT_TRUE(b.nibbles && b.quant_scale && !b.kmajor);
   EXPECT_EQ(b.zero, 0);
   EXPECT_TRUE(has(generateHooks(kn, KernelConfig{"sm80_mma", 64, 128, 32, 2, 128}), "#define FX_B_ZERO 0\n"));
-  // a zero point that is not an integer const (a tensor, a fraction), or eight nibbles to an i32: not this path
-  for (const char* other : {"int4_u8_group_wise_zero_point_bias_gelu", "int4_i32_kn_channel_scale_f16"})
-    EXPECT_FALSE(analyzeB(loadSpec(other)).nibbles) << other;
+  // a zero point that is a fraction, or eight nibbles to an i32: not this path (a zero point tensor: under its knob,
+  // PackedInt4ZeroPointTensor)
+  EXPECT_FALSE(analyzeB(loadSpec("int4_i32_kn_channel_scale_f16")).nibbles);
+  EXPECT_EQ(analyzeB(loadSpec("int4_u8_group_wise_zero_point_bias_gelu")).nibbles, zeroTensorKnobOn());
   spec::ChainSpec frac = nk;
   frac.values[3].constant = 7.5;
   EXPECT_FALSE(analyzeB(frac).nibbles);
@@ -836,6 +842,106 @@ TEST(Gemv, PackedInt4StagesHoldPackedBytesAndOneTile) {
       // 8 bytes; session 62's measured three-CTA rows ran with them), the fp32 route 12 (unmeasured)
       const bool three = c.bm == 64 && gemvCtasPerSm(c) >= 3;
       expectSpillsAtMost(out.log, three ? (analyzeB(*s).scale_in_elem ? 8 : 16) : 0);
+    }
+}
+
+// A zero point tensor (`(w - z) * s`, z per group or per column: AWQ's and HQQ's asymmetric int4; FX_B_ZERO_TENSOR)
+// under the knob FXFUSE_GEMV_ZERO_TENSOR=1 (codegen.GemvZeroTensorKnob.On runs the PackedInt4 tests so): the hook
+// fx_b_zero beside fx_b_scale, read per stage where either is group-wise; eager's sub rounded where it is at the MMA
+// type (FX_B_ZERO_ROUND); the packed 16-bit conversion only where z, the sub and the scale are of the MMA type. Every
+// form compiles for sm_90a without spills. Without the knob the chain keeps the element-wise path (not the gemv).
+TEST(Gemv, PackedInt4ZeroPointTensor) {
+  const std::string head = "fxfuse.chain v1\ngemm mm kgroup 128\n%0 = input 0 bf16 [m,k]\n";
+  spec::ChainSpec grouped = loadSpec("int4_u8_group_wise_zero_point_bias_gelu");
+  if (!zeroTensorKnobOn()) {
+    EXPECT_FALSE(analyzeB(grouped).nibbles);
+    EXPECT_EQ(variantAt("int4_u8_group_wise_zero_point_bias_gelu", 16, 4096, 4096), "sm80_mma");
+    return;
+  }
+  const char* pairs_knob = std::getenv("FXFUSE_GEMV_NIBBLE_PAIRS");
+  const bool pairs = !pairs_knob || std::string(pairs_knob) != "0";
+  OperandInfo b = analyzeB(grouped);
+  EXPECT_TRUE(b.nibbles && b.quant_scale && b.kmajor && b.zero_rounds);
+  EXPECT_EQ(b.zero_value, 3);
+  EXPECT_EQ(b.zero, 0);
+  EXPECT_EQ(b.scale_value, 5);
+  EXPECT_EQ(b.scale_group, 128);
+  EXPECT_EQ(b.scale_in_elem, pairs);
+  EXPECT_EQ(variantAt("int4_u8_group_wise_zero_point_bias_gelu", 16, 4096, 4096), "gemv");
+  EXPECT_EQ(variantAt("int4_u8_group_wise_zero_point_bias_gelu", 128, 4096, 4096), "sm80_mma");
+  const std::string h = generateHooks(grouped, chooseConfig(grouped, shapeFor(grouped, 1), 90));
+  for (const char* line : {"#define FX_B_ZERO_TENSOR 1\n", "#define FX_B_ZERO_ROUND 1\n", "#define FX_B_ZERO 0\n",
+                           "float fx_b_zero(const fxfuse::FxParams& p, long long b, long long k, long long n)",
+                           "float fx_b_scale(const fxfuse::FxParams& p, long long b, long long k, long long n)"})
+    EXPECT_TRUE(has(h, line)) << line << "\n" << h;
+  // ((w.float() - z) * s).to(bf16), z and s f32: the difference not rounded, the fp32 route
+  spec::ChainSpec f32 = spec::parseSpec(
+      head + "%1 = input 1 u8 [n,p]\n%2 = convert %1 : f32\n%3 = input 2 f32 [n,g]\n%4 = sub %2 %3 : f32\n"
+             "%5 = input 3 f32 [n,g]\n%6 = mul %4 %5 : f32\n%7 = convert %6 : bf16\n%8 = mm %0 %7 : f32\noutput %8\n");
+  b = analyzeB(f32);
+  EXPECT_TRUE(b.nibbles);
+  EXPECT_FALSE(b.zero_rounds || b.scale_in_elem);
+  EXPECT_TRUE(has(generateHooks(f32, chooseConfig(f32, shapeFor(f32, 1), 90)), "#define FX_B_ZERO_ROUND 0\n"));
+  // `w.to(bf16) - z` with z f32: the sub at f32 (its operand the same exact nibble), the fp32 route
+  spec::ChainSpec mixed = spec::parseSpec(
+      head + "%1 = input 1 u8 [n,p]\n%2 = convert %1 : bf16\n%3 = input 2 f32 [n,g]\n%4 = sub %2 %3 : f32\n"
+             "%5 = input 3 bf16 [n,g]\n%6 = mul %4 %5 : f32\n%7 = convert %6 : bf16\n%8 = mm %0 %7 : f32\noutput %8\n");
+  EXPECT_TRUE(analyzeB(mixed).nibbles);
+  EXPECT_FALSE(analyzeB(mixed).zero_rounds || analyzeB(mixed).scale_in_elem);
+  // K x N, a zero point per column beside a group-wise scale: read per stage all the same
+  spec::ChainSpec kn = spec::parseSpec(
+      head + "%1 = input 1 u8 [p,n]\n%2 = convert %1 : bf16\n%3 = input 2 bf16 [n]\n%4 = sub %2 %3 : bf16\n"
+             "%5 = input 3 bf16 [g,n]\n%6 = mul %4 %5 : bf16\n%7 = mm %0 %6 : bf16\noutput %7\n");
+  b = analyzeB(kn);
+  EXPECT_TRUE(b.nibbles && !b.kmajor && b.zero_rounds);
+  EXPECT_EQ(b.scale_group, 128);
+  EXPECT_EQ(b.scale_in_elem, pairs);
+  // a group-wise zero point beside one scale per column: its groups are read per stage
+  spec::ChainSpec column_scale = spec::parseSpec(
+      head + "%1 = input 1 u8 [n,p]\n%2 = convert %1 : bf16\n%3 = input 2 bf16 [n,g]\n%4 = sub %2 %3 : bf16\n"
+             "%5 = input 3 bf16 [n]\n%6 = mul %4 %5 : bf16\n%7 = mm %0 %6 : bf16\noutput %7\n");
+  EXPECT_EQ(analyzeB(column_scale).scale_group, 128);
+  // a ragged last stage (K = 1056) pads k with nibbles whose weight must be 0: the constant zero point's own nibble
+  // (kernels/gemv.cuh kPadByte); no such nibble for a zero point tensor or a constant outside 0..15: no gemv there
+  spec::ChainSpec column_zero = spec::parseSpec(
+      head.substr(0, head.find(" kgroup")) + "\n%0 = input 0 bf16 [m,k]\n%1 = input 1 u8 [n,p]\n%2 = convert %1 : bf16\n"
+      "%3 = input 2 bf16 [n]\n%4 = sub %2 %3 : bf16\n%5 = input 3 bf16 [n]\n%6 = mul %4 %5 : bf16\n%7 = mm %0 %6 : bf16\n"
+      "output %7\n");
+  EXPECT_TRUE(analyzeB(column_zero).nibbles);
+  EXPECT_EQ(chooseConfig(column_zero, shapeFor(column_zero, 16, 4096, 4096), 90).variant, "gemv");
+  EXPECT_EQ(chooseConfig(column_zero, shapeFor(column_zero, 16, 4096, 1056), 90).variant, "sm80_mma");
+  for (double z : {0.0, 8.0, 15.0, -3.0, 16.0}) {
+    spec::ChainSpec constant = spec::parseSpec(
+        "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 u8 [n,p]\n%2 = convert %1 : bf16\n"
+        "%3 = const " + fmt::format("{}", z) + " : f32\n%4 = sub %2 %3 : bf16\n%5 = input 2 bf16 [n]\n"
+        "%6 = mul %4 %5 : bf16\n%7 = mm %0 %6 : bf16\noutput %7\n");
+    EXPECT_EQ(chooseConfig(constant, shapeFor(constant, 16, 4096, 1056), 90).variant,
+              z >= 0 && z <= 15 ? "gemv" : "sm80_mma") << z;
+    EXPECT_EQ(chooseConfig(constant, shapeFor(constant, 16, 4096, 4096), 90).variant, "gemv") << z;
+  }
+  // not this path: the sub at f16 under a bf16 product; a zero point that varies along k itself
+  spec::ChainSpec f16sub = spec::parseSpec(
+      head + "%1 = input 1 u8 [n,p]\n%2 = convert %1 : f16\n%3 = input 2 f16 [n,g]\n%4 = sub %2 %3 : f16\n"
+             "%5 = input 3 bf16 [n,g]\n%6 = mul %4 %5 : f32\n%7 = convert %6 : bf16\n%8 = mm %0 %7 : f32\noutput %8\n");
+  EXPECT_FALSE(analyzeB(f16sub).nibbles);
+  spec::ChainSpec along_k = spec::parseSpec(
+      head + "%1 = input 1 u8 [n,p]\n%2 = convert %1 : bf16\n%3 = input 2 bf16 [n,k]\n%4 = sub %2 %3 : bf16\n"
+             "%5 = input 3 bf16 [n,g]\n%6 = mul %4 %5 : bf16\n%7 = mm %0 %6 : bf16\noutput %7\n");
+  EXPECT_FALSE(analyzeB(along_k).nibbles);
+  if (!gemvBuiltIn() || !nvrtcUsable()) return;
+  for (const spec::ChainSpec* s : {&grouped, &f32, &kn, &column_scale})
+    for (long long m : {1, 16, 64}) {
+      KernelConfig c = chooseConfig(*s, shapeFor(*s, m, 4096, 4096), 90);
+      SCOPED_TRACE(fmt::format("M={} {} in_elem={}", m, describeConfig(c), analyzeB(*s).scale_in_elem));
+      ASSERT_EQ(c.variant, "gemv");
+      Cubin out;
+      try {
+        out = test::compileForStatistics(generate(*s, c), "sm_90a", /*want_ptx=*/false);
+      } catch (const CompileError& e) {
+        FAIL() << e.what();
+      }
+      const bool three = c.bm == 64 && gemvCtasPerSm(c) >= 3;
+      expectSpillsAtMost(out.log, three ? 16 : 0);
     }
 }
 

@@ -63,7 +63,7 @@ class PackedInt4Linear(torch.nn.Module):
     """`gelu(F.linear(x, dequant(unpack(w)), b))` with the packed weight [N, K/2] (the F.linear layout, k packed along
     the bytes' rows), or [K/2, N] for `matmul` (x @ w). The dequantization: `(w - 8) * s` per group of G along k
     (`zero="const"`), `(w - z) * s` with a float zero point per group (`zero="group"`), or `(w - 8) * s` with one
-    scale per column (G = 0)."""
+    scale per column (G = 0; `(w - z) * s` with `zero="group"`: a zero point per column)."""
 
     def __init__(self, N, K, G, dtype=torch.bfloat16, raw=torch.uint8, zero="const", layout="linear",
                  spelling="stack", bias=True, device="cpu"):
@@ -82,8 +82,8 @@ class PackedInt4Linear(torch.nn.Module):
         N, K, G = self.N, self.K, self.G
         linear = self.layout == "linear"
         w = unpack(self.w, 1 if linear else 0, self.spelling)
-        if not G:  # one scale per column
-            return (w.to(self.dtype) - 8) * (self.s if linear else self.s)
+        if not G:  # one scale (and zero point) per column
+            return (w.to(self.dtype) - (self.z if self.z is not None else 8)) * self.s
         grouped = (N, K // G, G) if linear else (K // G, G, N)
         per_group = (slice(None), slice(None), None) if linear else (slice(None), None, slice(None))
         w = w.view(grouped).to(self.dtype)
@@ -111,12 +111,21 @@ FORMS = {
     "cat": {"spelling": "cat"},
     "bitwise_right_shift": {"spelling": "bitwise"},
     "zero_point_per_group": {"zero": "group"},
+    "zero_point_per_column": {"zero": "group", "G": 0},
+    "matmul_zero_point": {"layout": "matmul", "zero": "group"},
+    "f16_zero_point": {"dtype": torch.float16, "zero": "group"},
     "scale_per_column": {"G": 0},
     "matmul": {"layout": "matmul"},
     "signed_bytes": {"raw": torch.int8},
     "f16": {"dtype": torch.float16},
     "no_bias": {"bias": False},
 }
+
+
+def zero_tensors_take_the_gemv():
+    """A zero point tensor runs the gemv's packed path under the knob FXFUSE_GEMV_ZERO_TENSOR=1 (until its GPU tests
+    have passed)."""
+    return os.environ.get("FXFUSE_GEMV_ZERO_TENSOR") == "1"
 
 
 def make(form, N=48, K=128, G=32, device="cpu"):
@@ -137,7 +146,7 @@ def test_packed_int4_fuses_and_keeps_eager_bits(form, decompose):
     ep2 = fxfuse.rewrite(ep, only_profitable=False)
     (spec,) = _specs(ep2)
     raw = "i8" if form == "signed_bytes" else "u8"
-    assert f"= input 1 {raw} {'[p,n]' if form == 'matmul' else '[n,p]'}\n" in spec, spec
+    assert f"= input 1 {raw} {'[p,n]' if model.layout == 'matmul' else '[n,p]'}\n" in spec, spec
     assert ("kgroup" in spec) == (model.G != 0), spec
     # the unpack and the dequantization went into the chain: nothing of them is left in the graph
     assert _left(ep2) == [], _left(ep2)
@@ -253,7 +262,8 @@ def test_packed_int4_under_the_backend_matches_eager():
 @pytest.mark.gpu
 @pytest.mark.parametrize("path", ["kernel", "dispatch"])
 @pytest.mark.parametrize("M", [1, 16, 100])
-@pytest.mark.parametrize("form", ["stack", "zero_point_per_group", "scale_per_column", "matmul", "signed_bytes", "f16"])
+@pytest.mark.parametrize("form", ["stack", "zero_point_per_group", "zero_point_per_column", "scale_per_column", "matmul",
+                                  "signed_bytes", "f16"])
 def test_packed_int4_on_cuda_matches_a_float64_product(form, M, path, monkeypatch):
     strict_cuda_path(monkeypatch, path)
     testlib.seed("int4_cuda", form, M, path)
@@ -272,8 +282,10 @@ def test_packed_int4_on_cuda_matches_a_float64_product(form, M, path, monkeypatc
         assert rel_err(got, float64_product(model, x)) < 1e-2
         assert rel_err(got, model(x)) < 1e-2
     after = fxfuse.stats()
-    # a zero point per group: no fast kernel; the gemv's packed path unless its knob turns it off
-    gemv = form != "zero_point_per_group" and M <= 64 and os.environ.get("FXFUSE_GEMV_NIBBLES") != "0"
+    # the gemv's packed path unless its knob turns it off; a zero point tensor only under its own knob (else no fast
+    # kernel)
+    zero_tensor = FORMS[form].get("zero") == "group"
+    gemv = (not zero_tensor or zero_tensors_take_the_gemv()) and M <= 64 and os.environ.get("FXFUSE_GEMV_NIBBLES") != "0"
     check_op_path(ep, before, after, path, fast=gemv)
 
 
@@ -314,6 +326,86 @@ print("ok")
 def test_packed_int4_decode_takes_the_gemv(form, M, N, K):
     from helpers import run_gemv_child
     run_gemv_child(GEMV_CHILD, form, M, N, K, knob="FXFUSE_GEMV_NIBBLES")
+
+
+# The gemv's dequantized weight, bit for bit: one-hot activation rows (row m reads k_m alone), no bias and no epilogue,
+# so each output element is one weight element times 1.0 plus zeros, exact in fp32 and in the 16-bit output: the fused
+# output must equal eager's dequantized weight at those k exactly, in every column. Each row count's product (1 and 16:
+# mma.sync, N x K weights expanded in registers; 24: wgmma for K x N; 64: wgmma), both conversion routes (the packed
+# 16-bit one; FXFUSE_GEMV_NIBBLE_PAIRS=0 the fp32 one), constant zero points and zero point tensors
+# (FXFUSE_GEMV_ZERO_TENSOR=1), a ragged last stage (K = 1056: its padding must add nothing).
+EXACT_CHILD = r"""
+import sys, torch, fxfuse, testlib
+import torch.nn.functional as F
+from test_packed_int4 import make, _specs
+form, M, N, K = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+testlib.seed("int4_gemv_exact", form, M, N, K)
+model = make(form, N=N, K=K, G=0 if K % 128 else 128, device="cuda")
+class Plain(torch.nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+    def forward(self, x):
+        return F.linear(x, self.m.weight()) if self.m.layout == "linear" else x @ self.m.weight()
+plain = Plain(model)
+x = torch.randn(M, K, device="cuda").to(model.dtype)
+ep2 = fxfuse.rewrite(torch.export.export(plain, (x,)))
+(spec,) = _specs(ep2)
+assert fxfuse._C.kernel_variant(spec, M, N, K)[0] == "gemv", fxfuse._C.kernel_variant(spec, M, N, K)
+w = model.weight()
+w_kn = w.t() if model.layout == "linear" else w
+for _ in range(3):
+    ks = torch.randperm(K, device="cuda")[:M]
+    x = torch.zeros(M, K, device="cuda", dtype=model.dtype)
+    x[torch.arange(M, device="cuda"), ks] = 1
+    got = ep2.module()(x)
+    torch.cuda.synchronize()
+    want = w_kn[ks]
+    bad = got != want
+    assert not bad.any(), (int(bad.sum()), got[bad][:4].tolist(), want[bad][:4].tolist())
+print("ok")
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("pairs", ["", "0"], ids=["pairs", "fp32_route"])
+@pytest.mark.parametrize("form,M,N,K", [
+    ("stack", 1, 4096, 4096), ("stack", 16, 1536, 2048), ("stack", 64, 1536, 2048), ("matmul", 16, 1536, 2048),
+    ("matmul", 24, 1536, 2048), ("matmul", 64, 1536, 2048), ("f16", 16, 1536, 2048), ("signed_bytes", 5, 1536, 1024),
+    ("scale_per_column", 8, 768, 1056), ("scale_per_column", 40, 768, 1056),
+    ("zero_point_per_group", 1, 4096, 4096), ("zero_point_per_group", 16, 1536, 2048),
+    ("zero_point_per_group", 64, 1536, 2048), ("zero_point_per_column", 16, 1536, 2048),
+    ("matmul_zero_point", 16, 1536, 2048), ("matmul_zero_point", 24, 1536, 2048), ("f16_zero_point", 33, 1536, 2048)])
+def test_packed_int4_gemv_dequantizes_eagers_bits(form, M, N, K, pairs):
+    from helpers import run_python
+    out = run_python(EXACT_CHILD, form, str(M), str(N), str(K), timeout=300,
+                     env={"FXFUSE_GEMV_NIBBLES": "", "FXFUSE_GEMV_ZERO_TENSOR": "1", "FXFUSE_GEMV_NIBBLE_PAIRS": pairs,
+                          "FXFUSE_STRICT": "1", "FXFUSE_POISON_OUTPUTS": "1"})
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stdout + out.stderr
+
+
+@pytest.mark.gpu
+def test_packed_int4_ragged_k_padding_adds_nothing():
+    """Session 63's review: the ragged last stage's padding bytes were nibble 0, whose weight is (0 - 8) * s; with
+    s = 9000 in f16 that is -inf (eager's weights here never exceed 7 s = 63000), and -inf times the padded activation's
+    0 made every column NaN. The padding is now the zero point's own nibble (a weight of 0)."""
+    testlib.seed("int4_ragged_k_padding")
+    M, N, K = 4, 384, 1056  # K % 128 = 32: the last stage is ragged
+    model = PackedInt4Linear(N, K, 0, dtype=torch.float16, device="cuda")  # (w - 8) * s, one f16 scale a column
+    lo, hi = (torch.randint(1, 16, (N, K // 2), device="cuda", dtype=torch.uint8) for _ in range(2))
+    model.w.copy_(lo | (hi << 4))  # no nibble 0
+    model.s.fill_(9000.0)
+    model.b.zero_()
+    x = (torch.randn(M, K, device="cuda") * 1e-3).half()
+    ep2 = fxfuse.rewrite(torch.export.export(model, (x,)), only_profitable=False)
+    (spec,) = _specs(ep2)
+    assert fxfuse._C.kernel_variant(spec, M, N, K)[0] == "gemv"
+    want = model(x)
+    assert want.isfinite().all()
+    got = ep2.module()(x)
+    torch.cuda.synchronize()
+    assert not got.isnan().any()
+    assert rel_err(got, want) < 1e-2
 
 
 def test_a_transposed_unpacked_weight_folds_and_the_forms_it_does_not_read_are_named():
