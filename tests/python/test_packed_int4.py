@@ -114,6 +114,7 @@ FORMS = {
     "zero_point_per_column": {"zero": "group", "G": 0},
     "matmul_zero_point": {"layout": "matmul", "zero": "group"},
     "f16_zero_point": {"dtype": torch.float16, "zero": "group"},
+    "group_384": {"G": 384},
     "scale_per_column": {"G": 0},
     "matmul": {"layout": "matmul"},
     "signed_bytes": {"raw": torch.int8},
@@ -138,7 +139,7 @@ def make(form, N=48, K=128, G=32, device="cpu"):
 @pytest.mark.parametrize("form", list(FORMS))
 def test_packed_int4_fuses_and_keeps_eager_bits(form, decompose):
     testlib.seed("int4", form, decompose)
-    model = make(form)
+    model = make(form, K=768)  # (whole groups of 32 and of 384)
     x = torch.randn(8, model.K).to(model.dtype)
     ep = torch.export.export(model, (x,))
     if decompose:
@@ -369,18 +370,25 @@ print("ok")
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("pairs", ["", "0"], ids=["pairs", "fp32_route"])
-@pytest.mark.parametrize("form,M,N,K", [
-    ("stack", 1, 4096, 4096), ("stack", 16, 1536, 2048), ("stack", 64, 1536, 2048), ("matmul", 16, 1536, 2048),
-    ("matmul", 24, 1536, 2048), ("matmul", 64, 1536, 2048), ("f16", 16, 1536, 2048), ("signed_bytes", 5, 1536, 1024),
-    ("scale_per_column", 8, 768, 1056), ("scale_per_column", 40, 768, 1056),
-    ("zero_point_per_group", 1, 4096, 4096), ("zero_point_per_group", 16, 1536, 2048),
-    ("zero_point_per_group", 64, 1536, 2048), ("zero_point_per_column", 16, 1536, 2048),
-    ("matmul_zero_point", 16, 1536, 2048), ("matmul_zero_point", 24, 1536, 2048), ("f16_zero_point", 33, 1536, 2048)])
-def test_packed_int4_gemv_dequantizes_eagers_bits(form, M, N, K, pairs):
+@pytest.mark.parametrize("form,M,N,K,knob", [
+    ("stack", 1, 4096, 4096, ""), ("stack", 16, 1536, 2048, ""), ("stack", 64, 1536, 2048, ""),
+    ("matmul", 16, 1536, 2048, ""), ("matmul", 24, 1536, 2048, ""), ("matmul", 64, 1536, 2048, ""),
+    ("f16", 16, 1536, 2048, ""), ("f16", 40, 1536, 2048, ""), ("signed_bytes", 5, 1536, 1024, ""),
+    ("scale_per_column", 8, 768, 1056, ""), ("scale_per_column", 40, 768, 1056, ""), ("group_384", 16, 1536, 1536, ""),
+    ("zero_point_per_group", 1, 4096, 4096, ""), ("zero_point_per_group", 16, 1536, 2048, ""),
+    ("zero_point_per_group", 64, 1536, 2048, ""), ("zero_point_per_column", 16, 1536, 2048, ""),
+    ("matmul_zero_point", 16, 1536, 2048, ""), ("matmul_zero_point", 24, 1536, 2048, ""),
+    ("f16_zero_point", 33, 1536, 2048, ""),
+    # the autotune's other configs (64 columns, 64 k a stage) and the product by wgmma at 16 rows, through their knobs
+    ("stack", 40, 1536, 2048, "FXFUSE_GEMV_NT=64"), ("matmul", 40, 1536, 2048, "FXFUSE_GEMV_KT=64"),
+    ("matmul_zero_point", 40, 1536, 2048, "FXFUSE_GEMV_NT=64"), ("stack", 16, 1536, 2048, "FXFUSE_GEMV_WGMMA=1")])
+def test_packed_int4_gemv_dequantizes_eagers_bits(form, M, N, K, knob, pairs):
     from helpers import run_python
-    out = run_python(EXACT_CHILD, form, str(M), str(N), str(K), timeout=300,
-                     env={"FXFUSE_GEMV_NIBBLES": "", "FXFUSE_GEMV_ZERO_TENSOR": "1", "FXFUSE_GEMV_NIBBLE_PAIRS": pairs,
-                          "FXFUSE_STRICT": "1", "FXFUSE_POISON_OUTPUTS": "1"})
+    env = {"FXFUSE_GEMV_NIBBLES": "", "FXFUSE_GEMV_ZERO_TENSOR": "1", "FXFUSE_GEMV_NIBBLE_PAIRS": pairs,
+           "FXFUSE_STRICT": "1", "FXFUSE_POISON_OUTPUTS": "1"}
+    if knob:
+        env.update([knob.split("=")])
+    out = run_python(EXACT_CHILD, form, str(M), str(N), str(K), timeout=300, env=env)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stdout + out.stderr
 
 
