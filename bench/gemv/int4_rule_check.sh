@@ -35,7 +35,7 @@ if [ "${HARNESS_KN:-1}" = 1 ]; then
     > "$L/sweep_kn.txt" 2>&1
   echo "sweep K x N registers rc $? ($(( $(date +%s) - t0 )) s)"; grep -A12 "^  M " "$L/sweep_kn.txt" | cut -c1-120
 fi
-OUT="$L/decode" timeout "${BENCH_LIMIT_S:-130}" python3 bench/bench_decode.py --m 1,16,64 \
+OUT="$L/decode" timeout "${BENCH_LIMIT_S:-130}" python3 bench/bench_decode.py --m ${DECODE_M:-1,16,64} \
   --kn 4096x14336,14336x4096 --chains ${DECODE_CHAINS:-w8g_bias,w8g_linear_bias,w4g_bias,w4g_linear_bias} \
   > "$L/decode.txt" 2>&1
 echo "bench_decode rc $? ($(( $(date +%s) - t0 )) s)"
