@@ -479,11 +479,12 @@ TEST(Gemv, EightBitWeightsTakeWgmmaOnHopperFrom17KnOr33NkRows) {
 // ---- the FX_B_QUANT_SCALE hook -----------------------------------------------------------
 
 TEST(Gemv, QuantScaleHookExactlyWhereTheSpecIsConvertTimesScale) {
-  const std::set<std::string> want = {"doc_example_int8_gelu", "fp8_e4m3_per_tensor_scale",
+  std::set<std::string> want = {"doc_example_int8_gelu", "fp8_e4m3_per_tensor_scale",
                                       "gemv_fp8_e4m3_scalar_f32_scale", "gemv_int8_kn_channel_scale_gelu",
                                       "gemv_int8_linear_channel_scale_bias", "gemv_int8_group_wise_scale_bias",
                                       "fp8_group_wise_both_operands_silu", "gemv_int4_linear_group_scale_bias",
                                       "gemv_int4_kn_channel_scale_f16"};
+  if (zeroTensorKnobOn()) want.insert("int4_u8_group_wise_zero_point_bias_gelu");  // (codegen.GemvZeroTensorKnob.On)
   std::set<std::string> got;
   for (const std::string& name : test::specNames()) {
     spec::ChainSpec s = loadSpec(name);
@@ -929,7 +930,11 @@ TEST(Gemv, PackedInt4ZeroPointTensor) {
              "%5 = input 3 bf16 [n,g]\n%6 = mul %4 %5 : bf16\n%7 = mm %0 %6 : bf16\noutput %7\n");
   EXPECT_FALSE(analyzeB(along_k).nibbles);
   if (!gemvBuiltIn() || !nvrtcUsable()) return;
-  for (const spec::ChainSpec* s : {&grouped, &f32, &kn, &column_scale})
+  spec::ChainSpec f16_column = column_zero;  // f16 throughout, the zero point read once (per column)
+  for (spec::Value& v : f16_column.values)
+    if (v.dtype == spec::DType::BF16) v.dtype = spec::DType::F16;
+  ASSERT_TRUE(analyzeB(f16_column).nibbles);
+  for (const spec::ChainSpec* s : {&grouped, &f32, &kn, &column_scale, &column_zero, &f16_column})
     for (long long m : {1, 16, 64}) {
       KernelConfig c = chooseConfig(*s, shapeFor(*s, m, 4096, 4096), 90);
       SCOPED_TRACE(fmt::format("M={} {} in_elem={}", m, describeConfig(c), analyzeB(*s).scale_in_elem));
