@@ -761,6 +761,21 @@ TEST(Gemv, GroupWiseScaleIsReadPerStage) {
 // config that disagrees with the spec. N x K weights expand in registers (FX_GEMV_NIBBLE_REGS 1) unless
 // FXFUSE_GEMV_NIBBLE_REGS=0. A scale of the MMA type with a zero point in -128..128 takes the packed 16-bit conversion
 // (FX_B_SCALE_IN_ELEM), unless FXFUSE_GEMV_NIBBLE_PAIRS=0.
+// Packed int4 spec s's gemv at m rows (4096 x 4096) compiles for sm_90a; without spills, but for the product by wgmma at
+// three CTAs per SM (168 registers): at most `three_ctas_spills` bytes there.
+void expectPackedGemvCompiles(const spec::ChainSpec& s, long long m, int three_ctas_spills) {
+  KernelConfig c = chooseConfig(s, shapeFor(s, m, 4096, 4096), 90);
+  SCOPED_TRACE(fmt::format("M={} {} in_elem={}", m, describeConfig(c), analyzeB(s).scale_in_elem));
+  ASSERT_EQ(c.variant, "gemv");
+  Cubin out;
+  try {
+    out = test::compileForStatistics(generate(s, c), "sm_90a", /*want_ptx=*/false);
+  } catch (const CompileError& e) {
+    FAIL() << e.what();
+  }
+  expectSpillsAtMost(out.log, c.bm == 64 && gemvCtasPerSm(c) >= 3 ? three_ctas_spills : 0);
+}
+
 TEST(Gemv, PackedInt4StagesHoldPackedBytesAndOneTile) {
   const char* nibbles_knob = std::getenv("FXFUSE_GEMV_NIBBLES");
   if (nibbles_knob && std::string(nibbles_knob) == "0") GTEST_SKIP() << "FXFUSE_GEMV_NIBBLES=0: no packed gemv";
@@ -829,21 +844,10 @@ TEST(Gemv, PackedInt4StagesHoldPackedBytesAndOneTile) {
   // both conversions, both layouts, mma.sync and wgmma row counts: compiled for sm_90a without spills
   spec::ChainSpec kn = loadSpec("gemv_int4_kn_channel_scale_f16");
   for (const spec::ChainSpec* s : {&nk, &kn, &f32scale})
-    for (long long m : {1, 16, 64}) {
-      KernelConfig c = chooseConfig(*s, shapeFor(*s, m, 4096, 4096), 90);
-      SCOPED_TRACE(fmt::format("M={} {} in_elem={}", m, describeConfig(c), analyzeB(*s).scale_in_elem));
-      ASSERT_EQ(c.variant, "gemv");
-      Cubin out;
-      try {
-        out = test::compileForStatistics(generate(*s, c), "sm_90a", /*want_ptx=*/false);
-      } catch (const CompileError& e) {
-        FAIL() << e.what();
-      }
+    for (long long m : {1, 16, 64})
       // at 64 rows and three CTAs per SM (168 registers) the product by wgmma spills as 8-bit weights' does (at most
       // 8 bytes; session 62's measured three-CTA rows ran with them), the fp32 route 12 (unmeasured)
-      const bool three = c.bm == 64 && gemvCtasPerSm(c) >= 3;
-      expectSpillsAtMost(out.log, three ? (analyzeB(*s).scale_in_elem ? 8 : 16) : 0);
-    }
+      expectPackedGemvCompiles(*s, m, analyzeB(*s).scale_in_elem ? 8 : 16);
 }
 
 // A zero point tensor (`(w - z) * s`, z per group or per column: AWQ's and HQQ's asymmetric int4; FX_B_ZERO_TENSOR)
@@ -935,19 +939,7 @@ TEST(Gemv, PackedInt4ZeroPointTensor) {
     if (v.dtype == spec::DType::BF16) v.dtype = spec::DType::F16;
   ASSERT_TRUE(analyzeB(f16_column).nibbles);
   for (const spec::ChainSpec* s : {&grouped, &f32, &kn, &column_scale, &column_zero, &f16_column})
-    for (long long m : {1, 16, 64}) {
-      KernelConfig c = chooseConfig(*s, shapeFor(*s, m, 4096, 4096), 90);
-      SCOPED_TRACE(fmt::format("M={} {} in_elem={}", m, describeConfig(c), analyzeB(*s).scale_in_elem));
-      ASSERT_EQ(c.variant, "gemv");
-      Cubin out;
-      try {
-        out = test::compileForStatistics(generate(*s, c), "sm_90a", /*want_ptx=*/false);
-      } catch (const CompileError& e) {
-        FAIL() << e.what();
-      }
-      const bool three = c.bm == 64 && gemvCtasPerSm(c) >= 3;
-      expectSpillsAtMost(out.log, three ? 16 : 0);
-    }
+    for (long long m : {1, 16, 64}) expectPackedGemvCompiles(*s, m, 16);
 }
 
 struct GemvCompile {
