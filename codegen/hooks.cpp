@@ -231,7 +231,7 @@ void detectNibbleScale(const ChainSpec& spec, OperandInfo& info) {
   // z) then one fma by the scale, exact as detectQuantScale says), for a zero point whose magic + z is exact in bf16
   // (128 + z, -128 <= z <= 128). A zero point tensor takes it where it and the sub are of the MMA type too: n exactly,
   // then one fma n * 1 - z (n - z rounded once to E, eager's sub), then the scale's (bench/gemv/int4/
-  // pair_scaled_exactness.py checks both against eager's fp32-then-round). Measurement knob
+  // zero_tensor_exactness.py checks both against eager's fp32-then-round, exhaustively). Measurement knob
   // FXFUSE_GEMV_NIBBLE_PAIRS=0: the fp32 route, for A/B runs.
   static const bool pairs = readBinaryKnob("FXFUSE_GEMV_NIBBLE_PAIRS") != "0";
   const bool zero_in_elem =
