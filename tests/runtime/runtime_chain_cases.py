@@ -343,4 +343,10 @@ def check_outputs(case: Case, outputs, dtype):
         assert err <= 4 * tol * scale, (
             f"output {j}: max error {err:.3g} > {4 * tol * scale:.3g} (max |ref| {scale:.3g})")
         rel = ((o - r).norm() / (r.norm() + 1e-12)).item()
-        assert rel <= tol, f"output {j}: relative error {rel:.3g} > {tol:.3g}"
+        # The norm averages independent roundings over many elements; over a handful (a 1 x 8 output) it is set by the
+        # few worst, each up to a rounding per op of the chain: 1x8x16 linear_gelu_tanh (three 16-bit roundings)
+        # exceeded the tolerance at about 2 % of seeds in f16 and 4 % in bf16 (up to 1.75x / 1.6x; session 63, CI seed
+        # 1240419435). Outputs of fewer than 64 elements get twice the tolerance; the max-error bound above holds at
+        # every size.
+        rel_tol = tol * (2 if o.numel() < 64 else 1)
+        assert rel <= rel_tol, f"output {j}: relative error {rel:.3g} > {rel_tol:.3g}"
