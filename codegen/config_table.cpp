@@ -900,7 +900,7 @@ int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, int nt, long long 
   const bool threeReachFour =
       gemvSplitK(e.nt, e.mz, e.ksteps, usual, gemvStagesOf(q, stage_bytes, usual, kt, nt), 8, kHopperSms, 0) >= 4;
   // (a zero point tensor at 64 rows keeps two: its per-column zero points beside the wgmma product's accumulators
-  // spill 48-116 bytes at three CTAs' 168 registers; gemv_test PackedInt4ZeroPointTensor)
+  // spill 20-64 bytes at three CTAs' 168 registers: bench/RESULTS.md session 63; gemv_test PackedInt4ZeroPointTensor)
   if (q.b.nibbles) return threeReachFour && !(q.b.zero_value >= 0 && mtiles == 8) ? usual : 2;
   if (mtiles == 1) return 4;
   if (threeReachFour) return usual;
