@@ -90,4 +90,26 @@ int ChainBuilder::slotsWith(const std::vector<std::string>& nodes) const {
   return n;
 }
 
+void ChainBuilder::expect(const std::string& node, spec::Expect fact) {
+  for (const auto& [name, e] : expects_)
+    if (name == node && e.kind == fact.kind && e.dtype == fact.dtype && e.sizes == fact.sizes && e.values == fact.values)
+      return;
+  expects_.emplace_back(node, std::move(fact));
+}
+
+spec::ChainSpec ChainBuilder::finalSpec() const {
+  spec::ChainSpec s = spec_;
+  for (const auto& [name, e] : expects_) {
+    s.expects.push_back(e);
+    s.expects.back().slot = numSlots() + static_cast<int>(s.expects.size()) - 1;
+  }
+  return s;
+}
+
+std::vector<std::string> ChainBuilder::opInputNodes() const {
+  std::vector<std::string> nodes = slots_;
+  for (const auto& [name, e] : expects_) nodes.push_back(name);
+  return nodes;
+}
+
 }  // namespace fxfuse::pass

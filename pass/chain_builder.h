@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -29,6 +30,13 @@ class ChainBuilder {
   int op(const std::string& name, std::vector<int> operands, spec::DType dtype);
   int mm(int a, int b, spec::DType dtype);
   void addOutput(int value) { spec_.outputs.push_back(value); }
+  // The chain was folded on what `node` holds (GPTQ's shift table, its g_idx): the op also receives it and checks
+  // `fact` at each call (the spec's `expect` line; its slot is set by finalSpec). Once per node and fact.
+  void expect(const std::string& node, spec::Expect fact);
+  // The spec with its expect lines, their slots after every input's: what the planner prints.
+  spec::ChainSpec finalSpec() const;
+  // The graph values the op takes, in slot order: the inputs', then the expected tensors'.
+  std::vector<std::string> opInputNodes() const;
   // The group size of k that inputs with a 'g' dim index (a group-wise dequantization's scale); 0: none yet.
   void setKGroup(int size) { spec_.kGroup = size; }
   int kGroup() const { return spec_.kGroup; }
@@ -53,6 +61,7 @@ class ChainBuilder {
   std::map<std::tuple<int, std::string, int>, int> inputValue_;
   std::unordered_map<std::string, int> bound_;
   std::set<int> tensorConstants_;
+  std::vector<std::pair<std::string, spec::Expect>> expects_;
 };
 
 }  // namespace fxfuse::pass

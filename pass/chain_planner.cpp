@@ -222,7 +222,7 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
   if (!unnamed.empty()) return rejected(out, "unsupported_shape", unnamed);
 
   FusionPlan plan;
-  plan.spec = final.spec();
+  plan.spec = final.finalSpec();
   // Decomposed SiLU/GELU back to the composite ops, before the spec is printed and judged:
   // the planner and codegen's fast paths know only those. CUDA chains only
   // (activation_canonicalization.h says why).
@@ -250,7 +250,7 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
   using NodeList = const std::vector<int>*;
   for (NodeList list : std::initializer_list<NodeList>{&core.a.absorbed, &core.b.absorbed, &m.transparentViews, &views})
     candidates.insert(list->begin(), list->end());
-  plan.inputs = final.slotNodes();
+  plan.inputs = final.opInputNodes();
   // A value the op reads as an input stays in the graph, also where the prologue computes it too
   // (`xs = x * s; relu(xs @ w + xs)`: replaced and read, the rewrite was refused; hunt A, session 53).
   for (const std::string& name : plan.inputs) candidates.erase(index.find(name));

@@ -103,6 +103,17 @@ struct NamedArg {
   bool operator==(const NamedArg& o) const { return name == o.name && value == o.value; }
 };
 
+// What the graph's caller knows of a placeholder's or get_attr's contents (an ExportedProgram's integer buffer or
+// constant, docs/ir.md): the pass folds on it (GPTQ's shift table and g_idx, pass/word_unpack.h, pass/k_groups.h),
+// and the chain's `expect` line makes the op check it at each call (a buffer may be loaded with other values).
+struct KnownValues {
+  enum class Kind { None, List, KGroups };
+  Kind kind = Kind::None;
+  std::vector<int64_t> list;  // List: every element, row-major (a small tensor)
+  int64_t group = 0;          // KGroups: a 1-D tensor whose element i is i / group (k's group)
+  bool operator==(const KnownValues& o) const { return kind == o.kind && list == o.list && group == o.group; }
+};
+
 struct Node {
   enum class Op { Placeholder, GetAttr, Call };
   std::string name;
@@ -111,12 +122,13 @@ struct Node {
   std::string target;  // Call: `aten.mm.default`; GetAttr: the attribute path
   std::vector<Arg> args;
   std::vector<NamedArg> kwargs;
+  KnownValues known;   // Placeholder / GetAttr only
 
   const Arg* kwarg(std::string_view key) const;
   bool isCall(std::string_view t) const { return op == Op::Call && target == t; }
   bool operator==(const Node& o) const {
     return name == o.name && type == o.type && op == o.op && target == o.target &&
-           args == o.args && kwargs == o.kwargs;
+           args == o.args && kwargs == o.kwargs && known == o.known;
   }
 };
 

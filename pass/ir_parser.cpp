@@ -135,12 +135,14 @@ class Parser {
     if (w == "placeholder") {
       pos_ += w.size();
       n.op = Node::Op::Placeholder;
+      n.known = parseKnownValues();
     } else if (w == "get_attr") {
       pos_ += w.size();
       n.op = Node::Op::GetAttr;
       skipSpace();
       if (peek() != '"') fail("expected a string after 'get_attr'");
       n.target = parseString();
+      n.known = parseKnownValues();
     } else {
       n.op = Node::Op::Call;
       n.target = parseName("'placeholder', 'get_attr' or an op name");
@@ -151,6 +153,42 @@ class Parser {
     // an FX graph never has and the pass's use-def walks must never meet (found by fuzzing).
     defined_.insert(n.name);
     return n;
+  }
+
+  // `values [1, 2, 3]` or `kgroups 128` after a placeholder or get_attr, or nothing.
+  KnownValues parseKnownValues() {
+    KnownValues k;
+    const std::string_view w = peekWord();
+    if (w == "values") {
+      pos_ += w.size();
+      k.kind = KnownValues::Kind::List;
+      expect('[', "expected '[' after 'values'");
+      if (!accept(']')) {
+        while (true) {
+          k.list.push_back(parseKnownInt("an integer in 'values'"));
+          if (accept(']')) break;
+          expect(',', "expected ',' or ']' in 'values'");
+        }
+      }
+      if (k.list.empty()) fail("'values' needs at least one element");
+    } else if (w == "kgroups") {
+      pos_ += w.size();
+      k.kind = KnownValues::Kind::KGroups;
+      k.group = parseKnownInt("a group size after 'kgroups'");
+      if (k.group <= 0) fail("the group size after 'kgroups' must be positive");
+    }
+    return k;
+  }
+
+  int64_t parseKnownInt(const char* what) {
+    skipSpace();
+    const size_t start = pos_;
+    if (peek() == '-') ++pos_;
+    while (isDigit(peek())) ++pos_;
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(text_.data() + start, text_.data() + pos_, v);
+    if (start == pos_ || ec != std::errc() || end != text_.data() + pos_) failAt(start, fmt::format("expected {}", what));
+    return v;
   }
 
   void parseCallArgs(Node* n) {

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "pass/ir_text.h"
 
@@ -99,13 +100,26 @@ std::string printType(const Type& t) {
   return "?";
 }
 
+namespace {
+
+std::string printKnownValues(const KnownValues& k) {
+  switch (k.kind) {
+    case KnownValues::Kind::List: return fmt::format(" values [{}]", fmt::join(k.list, ", "));
+    case KnownValues::Kind::KGroups: return fmt::format(" kgroups {}", k.group);
+    case KnownValues::Kind::None: break;
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string printGraph(const Graph& g) {
   std::string out = "graph {\n";
   for (const Node& n : g.nodes) {
     std::string rhs;
     switch (n.op) {
-      case Node::Op::Placeholder: rhs = "placeholder"; break;
-      case Node::Op::GetAttr: rhs = "get_attr " + quoteString(n.target); break;
+      case Node::Op::Placeholder: rhs = "placeholder" + printKnownValues(n.known); break;
+      case Node::Op::GetAttr: rhs = "get_attr " + quoteString(n.target) + printKnownValues(n.known); break;
       case Node::Op::Call: rhs = fmt::format("{}({})", n.target, printArgs(n)); break;
     }
     out += fmt::format("  %{} : {} = {}\n", n.name, printType(n.type), rhs);

@@ -51,4 +51,46 @@ std::optional<std::string> kSplitIntoGroups(const GraphIndex& index, int node, c
   return outLetters.substr(0, g) + "k" + outLetters.substr(g + 2);
 }
 
+std::optional<KGroupIndex> kGroupIndex(const GraphIndex& index, int node, const std::string& outLetters) {
+  const ir::Node& n = index.node(node);
+  if (!n.isCall("aten.index.Tensor") || n.args.size() != 2 || n.args[1].kind != ir::Arg::Kind::List) return std::nullopt;
+  // one index tensor, at dim d, every entry before it `none` (none after it: the list is as long as it needs)
+  const std::vector<ir::Arg>& entries = n.args[1].list;
+  if (entries.empty() || !entries.back().isValue()) return std::nullopt;
+  for (size_t i = 0; i + 1 < entries.size(); ++i)
+    if (entries[i].kind != ir::Arg::Kind::None) return std::nullopt;
+  const size_t d = entries.size() - 1;
+  const ir::TensorType* out = index.tensor(node);
+  KGroupIndex g;
+  g.source = index.producer(n.args[0]);
+  const ir::TensorType* t = g.source >= 0 ? index.tensor(g.source) : nullptr;
+  if (!out || !t || t->sizes.size() != out->sizes.size() || outLetters.size() != out->sizes.size() ||
+      d >= out->sizes.size() || outLetters[d] != 'k' || out->sizes[d].symbolic || t->sizes[d].symbolic)
+    return std::nullopt;
+  for (size_t i = 0; i < out->sizes.size(); ++i)
+    if (i != d && out->sizes[i] != t->sizes[i]) return std::nullopt;
+  // the table, through conversions between integer types (GPTQ's `g_idx.long()`)
+  int table = index.producer(entries.back());
+  std::vector<int> conversions;
+  for (int depth = 0; table >= 0 && index.node(table).op == ir::Node::Op::Call && depth < 4; ++depth) {
+    const ir::Node& c = index.node(table);
+    const auto to = convertTarget(c);
+    if (!to || (*to != spec::DType::I32 && *to != spec::DType::I64) || c.args.empty()) return std::nullopt;
+    conversions.push_back(table);
+    table = index.producer(c.args[0]);
+  }
+  if (table < 0 || index.node(table).known.kind != ir::KnownValues::Kind::KGroups) return std::nullopt;
+  const ir::TensorType* tt = index.tensor(table);
+  const int64_t K = out->sizes[d].value, G = index.node(table).known.group;
+  // a table of K entries; K a multiple of G, t holding K / G groups (a ragged last group is no spec 'g' dim)
+  if (!tt || tt->sizes.size() != 1 || !tt->sizes[0].is(K) || K % G != 0 || !t->sizes[d].is(K / G)) return std::nullopt;
+  g.inputLetters = outLetters;
+  g.inputLetters[d] = 'g';
+  g.group = G;
+  g.table = table;
+  g.nodes.push_back(node);
+  g.nodes.insert(g.nodes.end(), conversions.begin(), conversions.end());
+  return g;
+}
+
 }  // namespace fxfuse::pass

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "pass/graph_index.h"
 
@@ -27,5 +28,17 @@ std::optional<KGroupMerge> groupsMergedIntoK(const GraphIndex& index, int node, 
 // `group`: the letters of its input (the "gr" as 'k'). nullopt for any other node.
 std::optional<std::string> kSplitIntoGroups(const GraphIndex& index, int node, const std::string& outLetters,
                                             int64_t group);
+
+// `t[idx]` along k (aten.index.Tensor with one index tensor, the dims before it `None`): idx the 1-D table of k's
+// groups, element k being k / G (GPTQ's g_idx without act-order: a buffer whose rule the IR states, docs/ir.md),
+// through integer conversions. Such an index reads t at k's group: `scales[g_idx]` is the scales read as [g, n].
+struct KGroupIndex {
+  int source = -1;           // t
+  std::string inputLetters;  // t's letters: the output's 'k' as 'g'
+  int64_t group = 0;         // G
+  int table = -1;            // the node of the table whose stated rule the fold relies on (the chain expects it)
+  std::vector<int> nodes;    // the index and the conversions of the table
+};
+std::optional<KGroupIndex> kGroupIndex(const GraphIndex& index, int node, const std::string& outLetters);
 
 }  // namespace fxfuse::pass

@@ -4,8 +4,8 @@
 // both). The chain reads the packed tensor itself as an input whose dim 'p' is k packed (docs/spec.md): the unpack's
 // nodes fold away, and the value is the nibble, as the graph's `& 15` / `>> 4` made it.
 // Not taken (the chain leaves the unpack outside, named on the report by the prologue's stop): the high nibble
-// first, halves of k (cat without the interleave), nibbles packed along n (AWQ) or eight to an int32 word (GPTQ:
-// a shift by a constant tensor, then int8 arithmetic on the zero points).
+// first, halves of k (cat without the interleave), nibbles packed along n (AWQ). Eight to an int32 word (GPTQ) is
+// pass/word_unpack.h's.
 #pragma once
 
 #include <optional>
@@ -20,6 +20,8 @@ struct NibbleUnpack {
   int packed = -1;             // the node of the packed bytes, [.., K/2, ..]
   size_t pos = 0;              // the dim of k in the unpacked value (and of K/2 in the packed bytes)
   std::vector<int> nodes;      // the unpack's nodes, the reshape first
+  int shiftTable = -1;         // eight to an i32 word (pass/word_unpack.h): the buffer of shifts whose stated values
+                               // the fold relies on (the chain expects them); -1 where the graph itself holds them
 };
 
 // The reshape `node` ([.., K/2, 2, ..] -> [.., K, ..]) ending a nibble unpack of one tensor: its nodes. nullopt for

@@ -2,8 +2,10 @@
 
 #include "pass/aten_ops.h"
 #include "pass/common_dtype.h"
+#include "pass/integer_range.h"
 #include "pass/k_groups.h"
 #include "pass/nibble_unpack.h"
+#include "pass/word_unpack.h"
 
 namespace fxfuse::pass {
 namespace {
@@ -62,7 +64,8 @@ bool OperandPrologue::isFoldableArithmetic(int node) const {
                (n.isCall("aten.sub.Tensor") && !n.kwarg("alpha") && n.args.size() == 2);
   if (!plain || n.args.size() != 2) return false;
   const ir::TensorType* t = index_.tensor(node);
-  return t && isFloating(t->dtype);
+  // integer arithmetic only where computing it in floating point cannot differ (GPTQ's int8 `w - z[g]` of nibbles)
+  return t && (isFloating(t->dtype) || integerArithmeticExactInFloat(index_, node));
 }
 
 // x, viewed/converted/scaled  ->  the spec values computing it, leaves as inputs.
@@ -89,6 +92,8 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
     return v;
   }
   if (auto unpack = nibbleUnpack(index_, node)) return foldNibbles(node, letters, *unpack, depth, roles);
+  if (auto words = wordUnpack(index_, node)) return foldNibbles(node, letters, *words, depth, roles);
+  if (auto table = kGroupIndex(index_, node, letters)) return foldKGroupIndex(node, letters, *table, depth, roles);
   if (isReshape(n) && unpacksBits(index_, node))  // not a region of k's groups of 2 (the hunt's misleading stop)
     return stopAt(node, letters, kOtherPacking);
   if (auto merge = groupsMergedIntoK(index_, node, letters)) return foldKGroups(node, letters, *merge, depth, roles);
@@ -168,7 +173,9 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
   if (arithmetic && unrounded_ && unrounded_->count(n.name))
     return stopAt(node, letters, "a step of an eager op that Inductor writes as several 16-bit steps");
   if (arithmetic && !isFloating(index_.tensor(node)->dtype))
-    return stopAt(node, letters, "integer arithmetic (the prologue computes in floating point)");
+    return stopAt(node, letters, "integer arithmetic that may wrap or exceed float32's exact integers (the prologue "
+                                 "computes in floating point: it takes an add / sub of masked values, `(w & 15) - "
+                                 "(z & 15)`)");
   if (arithmetic) return stopAt(node, letters, "an arithmetic form the prologue does not fold (an alpha, a number)");
   if (convertTarget(n) && unpacksBits(index_, index_.producer(n.args[0]))) return stopAt(node, letters, kOtherPacking);
   if (convertTarget(n)) return stopAt(node, letters, "a conversion between dtypes the kernels do not convert");
@@ -248,9 +255,66 @@ int OperandPrologue::foldNibbles(int node, const std::string& letters, const Nib
     if (claimed_[v]) return leaf(node, letters);
   std::string packedLetters = letters;
   packedLetters[unpack.pos] = 'p';
+  Checkpoint before = checkpoint();
   const int v = fold(unpack.packed, packedLetters, depth + 1, roles);
   if (v < 0) return -1;
+  if (unpack.shiftTable >= 0) {
+    // the shifts' values are the fold's premise: the op checks them at each call
+    const ir::Node& table = index_.node(unpack.shiftTable);
+    const std::optional<spec::Expect> fact = expectOf(table);
+    if (!fact) {
+      restoreKeepingStop(std::move(before));
+      return stopAt(node, letters, "a shift table the chain cannot state (symbolic sizes)");
+    }
+    builder_.expect(table.name, *fact);
+  }
   result_.absorbed.insert(result_.absorbed.end(), unpack.nodes.begin(), unpack.nodes.end());
+  // the nibble at the unpack's own type (GPTQ's int8 from int32 words): exact, 0..15
+  const spec::DType unpacked = index_.tensor(node)->dtype;
+  return unpacked == builder_.dtypeOf(v) ? v : builder_.op("convert", {v}, unpacked);
+}
+
+std::optional<spec::Expect> OperandPrologue::expectOf(const ir::Node& table) const {
+  const ir::TensorType* t = table.type.isTensor() ? &table.type.tensor : nullptr;
+  if (!t) return std::nullopt;
+  spec::Expect e;
+  e.dtype = t->dtype;
+  if (table.known.kind == ir::KnownValues::Kind::KGroups) {
+    e.kind = spec::Expect::Kind::KGroups;
+    return e;
+  }
+  if (table.known.kind != ir::KnownValues::Kind::List) return std::nullopt;
+  e.kind = spec::Expect::Kind::Values;
+  int64_t count = 1;
+  for (const ir::Dim& d : t->sizes) {
+    if (d.symbolic) return std::nullopt;
+    e.sizes.push_back(d.value);
+    count *= d.value;
+  }
+  if (count != static_cast<int64_t>(table.known.list.size())) return std::nullopt;
+  e.values = table.known.list;
+  return e;
+}
+
+int OperandPrologue::foldKGroupIndex(int node, const std::string& letters, const KGroupIndex& table, int depth,
+                                     bool roles) {
+  if (!ops_) return stopAt(node, letters, "the prologue option is off");
+  if (table.group > spec::kMaxKGroup) return stopAt(node, letters, "a group of k larger than a chain holds");
+  const int current = builder_.kGroup();
+  if (current != 0 && current != table.group)
+    return stopAt(node, letters, "a second group size in one chain (" + std::to_string(table.group) + " after " +
+                                     std::to_string(current) + ")");
+  const std::optional<spec::Expect> fact = expectOf(index_.node(table.table));
+  if (!fact) return stopAt(node, letters, "a table of k's groups the chain cannot state");
+  Checkpoint before = checkpoint();
+  builder_.setKGroup(static_cast<int>(table.group));
+  const int v = fold(table.source, table.inputLetters, depth + 1, roles);
+  if (v < 0) {
+    restoreKeepingStop(std::move(before));
+    return -1;
+  }
+  builder_.expect(index_.node(table.table).name, *fact);
+  result_.absorbed.insert(result_.absorbed.end(), table.nodes.begin(), table.nodes.end());
   return v;
 }
 

@@ -59,6 +59,10 @@ class OperandPrologue {
   // A packed int4 weight's unpack ended by the reshape `node` (pass/nibble_unpack.h): the packed tensor read as an
   // input with a 'p' dim in place of k, or `node` left a leaf with why.
   int foldNibbles(int node, const std::string& letters, const NibbleUnpack& unpack, int depth, bool roles);
+  // `t[g_idx]` along k: t read at k's group ('g'), the table expected by the op (pass/k_groups.h)
+  int foldKGroupIndex(int node, const std::string& letters, const KGroupIndex& table, int depth, bool roles);
+  // The spec's `expect` fact for a placeholder / get_attr whose contents the IR states; nullopt where it cannot say.
+  std::optional<spec::Expect> expectOf(const ir::Node& table) const;
   // What a fold that may be undone starts from, and its undoing: the first stop the undone fold named is kept where
   // none was named before it (an operand region names its own stop: k_groups.h).
   struct Checkpoint {

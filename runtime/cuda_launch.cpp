@@ -42,6 +42,7 @@
 #include "runtime/gemm_chain.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/kernel_choice.h"
+#include "runtime/known_values_check.h"
 #include "runtime/runtime_stats.h"
 #include "runtime/torch_types.h"
 
@@ -96,6 +97,17 @@ void ensureContext(const CudaDriver& d, int deviceIndex) {
   check(d, d.cuDeviceGet(&dev, deviceIndex), "cuDeviceGet");
   check(d, d.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
   check(d, d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+}
+
+// Whether t's device's current stream is capturing a CUDA graph, where reading an expect input (a copy to the
+// host) would break the capture (known_values_check.h's CaptureQuery).
+bool streamCapturing(const at::Tensor& t) {
+  const CudaDriver* d = loadCudaDriver();
+  if (!d || !t.is_cuda()) return false;
+  ensureContext(*d, t.device().index());
+  int status = 0;
+  return d->cuStreamIsCapturing(currentStream(t.device()), &status) == cu::kSuccess &&
+         status != cu::kCaptureStatusNone;
 }
 
 struct DeviceInfo {
@@ -249,6 +261,8 @@ Plan makePlan(at::TensorList inputs, std::shared_ptr<const CachedSpec> entry) {
   plan.entry = std::move(entry);
   const ChainSpec& spec = plan.entry->spec;
   plan.shape = checkInputs(spec, inputs);
+  // the kernels read the values' inputs; the expect lines' after them are checkExpects's alone
+  inputs = inputs.slice(0, static_cast<size_t>(spec.numInputSlots()));
   plan.B = plan.shape.B.expect_int();
   plan.M = plan.shape.M.expect_int();
   plan.N = plan.shape.N.expect_int();
@@ -930,6 +944,10 @@ std::vector<at::Tensor> planAndRun(at::TensorList inputs, std::shared_ptr<const 
   const ChainSpec& spec = plan.entry->spec;
   const c10::Device device = inputs[0].device();
   const c10::DeviceGuard guard(device);
+  // Before anything computes: never a wrong answer. Not for a precompile, whose inputs may be stand-ins of the
+  // right shapes (every later call checks, on the cached path too).
+  if (run) checkExpects(spec, inputs, plan.K, streamCapturing);
+  inputs = inputs.slice(0, static_cast<size_t>(spec.numInputSlots()));  // what the kernels and the ATen path read
   // K == 0: every output is the epilogue of a zero accumulator; not worth a kernel variant.
   if (plan.K == 0) return run ? evaluateReference(spec, inputs, plan.shape) : std::vector<at::Tensor>{};
   if (plan.B * plan.M * plan.N == 0) {
@@ -968,7 +986,8 @@ std::vector<at::Tensor> planAndRun(at::TensorList inputs, std::shared_ptr<const 
 
 // The dispatcher picks the CUDA kernel when any input is on CUDA; every later step (call-site
 // key, device guard, kernel pointers, input slots) assumes all inputs are, on one device, and
-// that the spec takes exactly that many. Checked before anything else, for run and precompile.
+// that the spec takes exactly that many (numOpInputs: the values' inputs, then the expect lines', which the kernels
+// never read: they get the first numInputSlots()). Checked before anything else, for run and precompile.
 std::shared_ptr<const CachedSpec> checkedSpec(at::TensorList inputs, c10::string_view specText, const char* who) {
   TORCH_CHECK(!inputs.empty(), who, ": no inputs");
   for (size_t i = 0; i < inputs.size(); ++i)
@@ -977,25 +996,27 @@ std::shared_ptr<const CachedSpec> checkedSpec(at::TensorList inputs, c10::string
                 "; all inputs must be CUDA tensors on one device (input 0 is on ",
                 inputs[0].defined() ? inputs[0].device().str() : std::string("(undefined)"), ")");
   auto entry = specFor(specText);
-  TORCH_CHECK(static_cast<size_t>(entry->spec.numInputSlots()) == inputs.size(), who, ": the spec takes ",
-              entry->spec.numInputSlots(), " inputs, got ", inputs.size());
+  TORCH_CHECK(static_cast<size_t>(entry->spec.numOpInputs()) == inputs.size(), who, ": the spec takes ",
+              entry->spec.numOpInputs(), " inputs, got ", inputs.size());
   return entry;
 }
 
 }  // namespace
 
 std::vector<at::Tensor> gemmChainCuda(at::TensorList inputs, c10::string_view specText) {
+  auto entry = checkedSpec(inputs, specText, "fxfuse::gemm_chain");
+  const size_t slots = static_cast<size_t>(entry->spec.numInputSlots());
   // An input with the negation bit (torch._neg_view) holds -x lazily, and the kernels read its memory:
-  // resolved first (a copy, only then; the CPU kernel goes through ATen ops, which resolve it).
-  for (const at::Tensor& t : inputs)
-    if (t.defined() && t.is_neg()) {
+  // resolved first (a copy, only then; the CPU kernel goes through ATen ops, which resolve it). Not an expect
+  // line's input, which no kernel reads: a copy per call would be a new tensor to check at every call.
+  for (size_t i = 0; i < slots; ++i)
+    if (inputs[i].is_neg()) {
       std::vector<at::Tensor> resolved(inputs.begin(), inputs.end());
-      for (at::Tensor& r : resolved)
-        if (r.defined()) r = r.resolve_neg();
+      for (size_t j = 0; j < slots; ++j) resolved[j] = resolved[j].resolve_neg();
       return gemmChainCuda(resolved, specText);
     }
-  auto entry = checkedSpec(inputs, specText, "fxfuse::gemm_chain");
   thread_local std::vector<int64_t> key;
+  // (over all the op's inputs: an entry stands for the expect inputs' dtypes and sizes checkInputs passed)
   const bool cacheable = callKey(entry.get(), inputs, &key);
   if (cacheable) {
     std::shared_ptr<const CallEntry> call = findCall(key);
@@ -1003,7 +1024,8 @@ std::vector<at::Tensor> gemmChainCuda(at::TensorList inputs, c10::string_view sp
     if (call && !(call->fallback && std::chrono::steady_clock::now() >= call->retryAt)) {
       stats().callCacheHits++;
       const c10::DeviceGuard guard(inputs[0].device());
-      return runCall(*call, inputs);
+      checkExpects(entry->spec, inputs, call->K, streamCapturing);  // a lookup per expect line once checked
+      return runCall(*call, inputs.slice(0, slots));
     }
   }
   return planAndRun(inputs, std::move(entry), cacheable ? &key : nullptr, /*run=*/true, backgroundCompileEnabled());

@@ -25,7 +25,10 @@ struct ChainShape {
 std::shared_ptr<const CachedSpec> specFor(c10::string_view text);
 
 // Checks the inputs against the spec (count, rank, dtype, sizes per dims letter, one device)
-// and infers the problem shape. Every error is a TORCH_CHECK naming the input slot.
+// and infers the problem shape. Every error is a TORCH_CHECK naming the input slot. `inputs` are the op's:
+// numOpInputs(), the expect lines' inputs after the values' (their dtypes and sizes checked here; their values by
+// checkExpects, known_values_check.h, which reads them: never here, where the tensors may be fake). The kernels
+// then take the first numInputSlots() of them.
 ChainShape checkInputs(const spec::ChainSpec& spec, at::TensorList inputs);
 
 // `t` (the tensor of an input value with `dims`) as a view over the logical dims of `space`:
@@ -55,7 +58,8 @@ at::Tensor chainProduct(const spec::ChainSpec& spec, at::TensorList inputs, cons
 std::vector<at::Tensor> gemmChainCuda(at::TensorList inputs, c10::string_view spec);
 // Compiles and loads the kernel the CUDA kernel would use for these inputs, without
 // launching, so that a later call inside CUDA graph capture finds it ready; `background`: queues
-// the compile (a background compile, kernel_loader.h) and returns at once.
+// the compile (a background compile, kernel_loader.h) and returns at once. The inputs may be stand-ins of the
+// same shapes: the expect lines' values are not checked here (the op's calls check them, checkExpects).
 void precompileCuda(at::TensorList inputs, c10::string_view spec, bool background = false);
 
 // Measured kernel choice (runtime/kernel_choice.h) for the problem these CUDA inputs pose:

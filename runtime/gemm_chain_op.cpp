@@ -10,6 +10,7 @@
 #include <torch/library.h>
 
 #include "runtime/gemm_chain.h"
+#include "runtime/known_values_check.h"
 #include "runtime/runtime_stats.h"
 #include "runtime/torch_types.h"
 
@@ -130,10 +131,33 @@ void checkInputValue(const Value& v, const at::Tensor& t, const ChainShape& shap
   }
 }
 
+// Dtype and sizes of an expect line's input (its values are checkExpects's, which reads them: not here, where the
+// tensors may be fake or meta).
+void checkExpectInput(const spec::Expect& e, const at::Tensor& t, const ChainShape& shape) {
+  TORCH_CHECK(t.scalar_type() == toScalarType(e.dtype), "fxfuse::gemm_chain: input ", e.slot, " has dtype ",
+              t.scalar_type(), " but the spec expects ", spec::dtypeName(e.dtype),
+              " (a tensor the chain was fused for: ", spec::formatExpect(e), ")");
+  if (e.kind == spec::Expect::Kind::KGroups) {
+    TORCH_CHECK(t.dim() == 1, "fxfuse::gemm_chain: input ", e.slot, " has shape ", t.sym_sizes(),
+                " but the spec expects a 1-D tensor of length K (the group of each k: ", spec::formatExpect(e), ")");
+    TORCH_SYM_CHECK(t.sym_size(0).sym_eq(shape.K), "fxfuse::gemm_chain: input ", e.slot, " has shape ",
+                    t.sym_sizes(), " but the spec expects a 1-D tensor of length K=", shape.K,
+                    " (the group of each k: ", spec::formatExpect(e), ")");
+    return;
+  }
+  TORCH_CHECK(t.dim() == static_cast<int64_t>(e.sizes.size()), "fxfuse::gemm_chain: input ", e.slot, " has shape ",
+              t.sym_sizes(), " but the spec expects ", c10::IntArrayRef(e.sizes),
+              " (a tensor the chain was fused for: ", spec::formatExpect(e), ")");
+  for (size_t d = 0; d < e.sizes.size(); ++d)
+    TORCH_SYM_CHECK(t.sym_size(static_cast<int64_t>(d)).sym_eq(e.sizes[d]), "fxfuse::gemm_chain: input ", e.slot,
+                    " has shape ", t.sym_sizes(), " but the spec expects ", c10::IntArrayRef(e.sizes),
+                    " (a tensor the chain was fused for: ", spec::formatExpect(e), ")");
+}
+
 }  // namespace
 
 ChainShape checkInputs(const ChainSpec& spec, at::TensorList inputs) {
-  const size_t slots = static_cast<size_t>(spec.numInputSlots());
+  const size_t slots = static_cast<size_t>(spec.numOpInputs());  // the values' inputs, then the expect lines'
   TORCH_CHECK(inputs.size() == slots, "fxfuse::gemm_chain: the spec takes ", slots,
               " inputs, got ", inputs.size());
   TORCH_CHECK(!inputs.empty(), "fxfuse::gemm_chain: a spec without inputs cannot be run");
@@ -176,6 +200,7 @@ ChainShape checkInputs(const ChainSpec& spec, at::TensorList inputs) {
 
   for (const Value& v : spec.values)
     if (v.kind == ValueKind::Input) checkInputValue(v, inputs[v.slot], shape, spec.gemm, spec.kGroup);
+  for (const spec::Expect& e : spec.expects) checkExpectInput(e, inputs[e.slot], shape);
   return shape;
 }
 
@@ -260,8 +285,10 @@ std::vector<at::Tensor> gemmChainMeta(at::TensorList inputs, c10::string_view sp
 std::vector<at::Tensor> gemmChainCpu(at::TensorList inputs, c10::string_view specText) {
   const auto entry = specFor(specText);
   const ChainShape shape = checkInputs(entry->spec, inputs);
+  checkExpects(entry->spec, inputs, shape.K.expect_int());  // before computing: never a wrong answer
   stats().cpuCalls++;
-  return evaluateReference(entry->spec, inputs, shape);
+  // the values read only their own inputs; the expect lines' were for the check above
+  return evaluateReference(entry->spec, inputs.slice(0, static_cast<size_t>(entry->spec.numInputSlots())), shape);
 }
 
 std::vector<at::Tensor> callBelowAutograd(at::TensorList inputs, c10::string_view spec) {

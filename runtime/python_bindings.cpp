@@ -206,7 +206,8 @@ PYBIND11_MODULE(_C, m) {
       py::arg("inputs"), py::arg("spec"), py::arg("background") = false,
       "Compiles and loads the kernel gemm_chain(inputs, spec) will launch, without launching: "
       "call it before CUDA graph capture. The inputs may be any tensors of the same shapes, "
-      "strides and alignment class. background=True queues a kernel in neither cache for a "
+      "strides and alignment class (the values of a spec's expect inputs are checked by the op's calls, "
+      "not here: call the op once before capture too). background=True queues a kernel in neither cache for a "
       "background compile and returns at once (fxfuse.wait_for_compiles waits for it).");
   m.def("stats", &statsDict, "Counters of the op and its kernel caches.");
   m.def("reset_stats", [] { stats().reset(); });

@@ -32,6 +32,7 @@ std::vector<std::pair<std::string, int64_t>> RuntimeStats::snapshot() const {
       {"unsafe_register_fallbacks", unsafeRegisterFallbacks.load()},
       {"background_compiles", backgroundCompiles.load()},
       {"background_compile_calls", backgroundCompileCalls.load()},
+      {"expect_reads", expectReads.load()},
   };
 }
 
@@ -40,7 +41,7 @@ void RuntimeStats::reset() {
                   &hopperSplitKLaunches, &hopperOverlapLaunches,
                   &pointwiseLaunches, &callCacheHits, &kernelsCompiled, &compilerCrashes, &compilesInProcess, &memoryHits, &diskHits, &diskMisses,
                   &diskRebuilds, &diskWrites, &diskWriteFailures, &unsafeRegisterFallbacks,
-                  &backgroundCompiles, &backgroundCompileCalls})
+                  &backgroundCompiles, &backgroundCompileCalls, &expectReads})
     c->store(0);
 }
 

@@ -50,6 +50,9 @@ struct RuntimeStats {
   std::atomic<int64_t> backgroundCompiles{0};      // kernels queued for a background compile
   // CUDA calls answered with ATen ops while their kernel compiled in the background
   std::atomic<int64_t> backgroundCompileCalls{0};
+  // expect inputs (docs/spec.md) whose data was read and checked: once per tensor until it is written in place
+  // or replaced (known_values_check.h), so a model's steady state adds none
+  std::atomic<int64_t> expectReads{0};
 
   // (name, value) pairs in a fixed order, for the Python dict.
   std::vector<std::pair<std::string, int64_t>> snapshot() const;

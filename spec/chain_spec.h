@@ -43,6 +43,24 @@ struct Value {
   Space space = Space::Out;  // derived by the parser / builder, not printed
 };
 
+// A fact about an op input that no value reads, which the pass relied on when it folded the chain: GPTQ's shift
+// table `wf` ([0, 4, ..., 28]) and group index `g_idx` (arange(K) // G) shape how its int4 weight is dequantized,
+// but the folded chain reads the packed weight directly (a 'p' dim, a 'g' dim), so other values loaded into them
+// later (a desc_act checkpoint's permuted g_idx) would silently give a wrong answer. The op receives each such
+// tensor as an extra input and checks its fact before computing (runtime/known_values_check.h): an error, never a
+// wrong answer. Text: `expect <slot> <dtype> [<sizes>] values <v0> ...` / `expect <slot> <dtype> [k] kgroups`.
+struct Expect {
+  int slot = -1;  // numInputSlots() + its index in ChainSpec::expects
+  DType dtype = DType::I32;  // i8, u8, i32 or i64
+  enum class Kind {
+    Values,   // a tensor of exactly `sizes` whose elements (row-major) are `values`
+    KGroups,  // a 1-D tensor of length K whose element k is k / ChainSpec::kGroup (`sizes`, `values` empty)
+  };
+  Kind kind = Kind::Values;
+  std::vector<int64_t> sizes;   // Values: concrete sizes ({} for 0-d)
+  std::vector<int64_t> values;  // Values: 1..kMaxExpectValues elements, their count the product of sizes
+};
+
 struct ChainSpec {
   GemmKind gemm = GemmKind::Mm;
   // The size of a group of k that a 'g' dim indexes (input dims letter 'g': element k of the GEMM reads index
@@ -50,7 +68,10 @@ struct ChainSpec {
   int kGroup = 0;
   std::vector<Value> values;   // topological; values[i] is %i
   std::vector<int> outputs;    // value ids
-  int numInputSlots() const;
+  // The `expect` lines (docs/spec.md), in slot order: slots numInputSlots() .. numOpInputs() - 1.
+  std::vector<Expect> expects;
+  int numInputSlots() const;   // the inputs the values read (the kernels' inputs); not the expect inputs
+  int numOpInputs() const;     // what the op takes: numInputSlots() + expects.size()
   int mmIndex() const;         // the single Mm value
 };
 
@@ -96,5 +117,11 @@ int groupInputCount(const ChainSpec& spec);
 constexpr int kMaxKGroup = 1 << 20;
 // A constant as the canonical text prints it ("%.17g", "inf", "-inf", "nan").
 std::string formatConstant(double v);
+// The most elements a `values` expect line lists.
+constexpr int kMaxExpectValues = 64;
+// An expect line as the canonical text prints it ("expect 3 i32 [1,8] values 0 4 8 12 16 20 24 28", no newline).
+std::string formatExpect(const Expect& e);
+// Whether `v` is a number a tensor of the integer dtype `d` can hold (i8, u8, i32, i64; false for any other).
+bool integerHolds(DType d, int64_t v);
 
 }  // namespace fxfuse::spec

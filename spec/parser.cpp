@@ -71,6 +71,46 @@ std::string parseDims(const std::string& tok, int line) {
   return dims;
 }
 
+// "-12" -> -12 (any int64; "+" and spaces are not numbers here).
+int64_t parseInt64(const std::string& tok, int line) {
+  const size_t digits = tok.size() - (!tok.empty() && tok[0] == '-');
+  bool ok = digits >= 1 && digits <= 19;
+  for (size_t i = tok.size() - digits; ok && i < tok.size(); ++i) ok = tok[i] >= '0' && tok[i] <= '9';
+  errno = 0;
+  const long long v = ok ? std::strtoll(tok.c_str(), nullptr, 10) : 0;
+  if (!ok || errno == ERANGE) failAt(line, "bad integer '" + tok + "' (expected a 64-bit integer)");
+  return v;
+}
+
+// "[1,8]" -> {1, 8}, "[]" -> {}.
+std::vector<int64_t> parseSizes(const std::string& tok, int line) {
+  if (tok.size() < 2 || tok.front() != '[' || tok.back() != ']')
+    failAt(line, "expected sizes like [1,8] or [], got '" + tok + "'");
+  std::vector<int64_t> sizes;
+  const std::string inner = tok.substr(1, tok.size() - 2);
+  if (inner.empty()) return sizes;
+  std::istringstream in(inner + ",");
+  // (an empty size, "[1,,8]" or "[8,]", is a bad size '')
+  for (std::string size; std::getline(in, size, ',');) sizes.push_back(parseInt(size, line, "size"));
+  return sizes;
+}
+
+// "expect <slot> <dtype> [<sizes>] values <v0> <v1> ..." or "expect <slot> <dtype> [k] kgroups" into e.
+void parseExpect(const std::vector<std::string>& t, int line, Expect& e) {
+  if (t.size() < 5 || (t[4] != "values" && t[4] != "kgroups"))
+    failAt(line, "expected 'expect <slot> <dtype> [<sizes>] values <v0> ...' or 'expect <slot> <dtype> [k] kgroups'");
+  e.slot = parseInt(t[1], line, "slot");
+  e.dtype = parseDTypeAt(t[2], line);
+  if (t[4] == "kgroups") {
+    if (t.size() != 5 || t[3] != "[k]") failAt(line, "expected 'expect <slot> <dtype> [k] kgroups'");
+    e.kind = Expect::Kind::KGroups;
+    return;
+  }
+  e.kind = Expect::Kind::Values;
+  e.sizes = parseSizes(t[3], line);
+  for (size_t i = 5; i < t.size(); ++i) e.values.push_back(parseInt64(t[i], line));
+}
+
 // Parses the right-hand side of "%i = ..." into v.
 void parseValue(const std::vector<std::string>& t, int line, Value& v) {
   if (t.size() < 3) failAt(line, "expected '%i = <op> ...'");
@@ -103,8 +143,8 @@ void parseValue(const std::vector<std::string>& t, int line, Value& v) {
 
 ChainSpec parseSpec(const std::string& text) {
   ChainSpec spec;
-  std::vector<int> valueLine, outputLine;
-  int stage = 0;  // 0: version, 1: gemm, 2: values, 3: outputs
+  std::vector<int> valueLine, expectLine, outputLine;
+  int stage = 0;  // 0: version, 1: gemm, 2: values, 3: expects, 4: outputs
   int lineNo = 0;
   std::istringstream in(text);
   for (std::string raw; std::getline(in, raw);) {
@@ -133,9 +173,17 @@ ChainSpec parseSpec(const std::string& text) {
       if (o >= static_cast<int>(spec.values.size())) failAt(lineNo, "output %" + std::to_string(o) + " is not a value");
       spec.outputs.push_back(o);
       outputLine.push_back(lineNo);
+      stage = 4;
+    } else if (t[0] == "expect") {
+      if (stage == 4) failAt(lineNo, "expect line after the output lines");
+      Expect e;
+      parseExpect(t, lineNo, e);
+      spec.expects.push_back(std::move(e));
+      expectLine.push_back(lineNo);
       stage = 3;
     } else {
-      if (stage == 3) failAt(lineNo, "value line after the output lines");
+      if (stage == 4) failAt(lineNo, "value line after the output lines");
+      if (stage == 3) failAt(lineNo, "value line after an expect line (the expect lines follow the value lines)");
       if (t.size() < 2 || t[1] != "=") failAt(lineNo, "expected '%i = ...' or 'output %i'");
       int id = parseRef(t[0], lineNo);
       if (id != static_cast<int>(spec.values.size()))
@@ -152,6 +200,7 @@ ChainSpec parseSpec(const std::string& text) {
   validateWith(spec, [&](Loc at, const std::string& msg) {
     if (at.value >= 0) failAt(valueLine.at(at.value), msg);
     if (at.output >= 0) failAt(outputLine.at(at.output), msg);
+    if (at.expect >= 0) failAt(expectLine.at(at.expect), msg);
     failAt(lineNo, msg);
   });
   return spec;

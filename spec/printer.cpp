@@ -45,12 +45,24 @@ std::string printValue(const ChainSpec& spec, int i) {
 
 }  // namespace
 
+std::string formatExpect(const Expect& e) {
+  std::string line = "expect " + std::to_string(e.slot) + " " + dtypeName(e.dtype);
+  if (e.kind == Expect::Kind::KGroups) return line + " [k] kgroups";
+  line += " [";
+  for (size_t d = 0; d < e.sizes.size(); ++d) line += (d ? "," : "") + std::to_string(e.sizes[d]);
+  line += "] values";
+  for (int64_t v : e.values) line += " " + std::to_string(v);
+  return line;
+}
+
 std::string printSpec(const ChainSpec& spec) {
   std::string out = "fxfuse.chain v1\n";
   out += spec.gemm == GemmKind::Bmm ? "gemm bmm" : "gemm mm";
   // printed only with a group: the text of every chain without one, a cache key, stays as it was
   out += spec.kGroup > 0 ? " kgroup " + std::to_string(spec.kGroup) + "\n" : "\n";
   for (size_t i = 0; i < spec.values.size(); ++i) out += printValue(spec, static_cast<int>(i)) + "\n";
+  // none in most chains: their text, a cache key, stays as it was
+  for (const Expect& e : spec.expects) out += formatExpect(e) + "\n";
   for (int o : spec.outputs) out += "output %" + std::to_string(o) + "\n";
   return out;
 }
@@ -61,6 +73,8 @@ int ChainSpec::numInputSlots() const {
     if (v.kind == ValueKind::Input && v.slot + 1 > n) n = v.slot + 1;
   return n;
 }
+
+int ChainSpec::numOpInputs() const { return numInputSlots() + static_cast<int>(expects.size()); }
 
 int ChainSpec::mmIndex() const {
   for (size_t i = 0; i < values.size(); ++i)

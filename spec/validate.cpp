@@ -1,6 +1,7 @@
 // validateSpec: every rule of docs/spec.md that the text grammar alone does not enforce,
 // and the derivation of each value's space. The parser runs the same code, so a spec
 // built in memory and a parsed one are held to the same rules.
+#include <cstdint>
 #include <set>
 #include <string>
 
@@ -45,6 +46,7 @@ class Validator {
       fail_({-1, -1}, "kgroup size " + std::to_string(spec_.kGroup) + " is outside 1.." + std::to_string(kMaxKGroup));
     // canonical: a kgroup line only where an input reads it
     if (spec_.kGroup > 0 && groupInputCount(spec_) == 0) fail_({-1, -1}, "kgroup is given but no input has a 'g' dim");
+    for (size_t j = 0; j < spec_.expects.size(); ++j) checkExpect(static_cast<int>(j));
     if (spec_.outputs.empty()) fail_({-1, -1}, "the spec has no output line");
     for (size_t j = 0; j < spec_.outputs.size(); ++j) {
       int o = spec_.outputs[j];
@@ -115,6 +117,38 @@ class Validator {
       firstUse_[v.slot] = i;
     }
     letters_[i] = canonicalLetters(v.dims);
+  }
+
+  // An expect line: the op input after the values' inputs whose fact the runtime checks (runtime/known_values_check.h).
+  void checkExpect(int j) {
+    const Expect& e = spec_.expects[j];
+    Loc at{-1, -1, j};
+    const int slot = maxSlot_ + 1 + j;  // numInputSlots() + j
+    if (e.slot != slot)
+      fail_(at, "expect slot " + std::to_string(e.slot) + " must be " + std::to_string(slot) +
+                    " (the expect lines take the slots after the inputs', in order)");
+    if (e.dtype != DType::I8 && e.dtype != DType::U8 && e.dtype != DType::I32 && e.dtype != DType::I64)
+      fail_(at, std::string("an expect line's dtype is i8, u8, i32 or i64, not ") + dtypeName(e.dtype));
+    if (e.kind == Expect::Kind::KGroups) {
+      if (!e.sizes.empty() || !e.values.empty()) fail_(at, "a kgroups expect has no sizes or values");
+      if (spec_.kGroup <= 0) fail_(at, "a kgroups expect needs the gemm line's 'kgroup <size>'");
+      return;
+    }
+    double product = 1;  // in double: any number of sizes up to 999999999 each (the parser's) cannot overflow it
+    for (int64_t size : e.sizes) {
+      if (size < 0) fail_(at, "an expect line's size is >= 0, got " + std::to_string(size));
+      product *= static_cast<double>(size);
+    }
+    if (product < 1 || product > kMaxExpectValues)
+      fail_(at, "an expect line's sizes hold 1.." + std::to_string(kMaxExpectValues) + " elements, got " +
+                    (product < 1e15 ? std::to_string(static_cast<int64_t>(product)) : std::string("more")));
+    const int64_t count = static_cast<int64_t>(product);
+    if (static_cast<int64_t>(e.values.size()) != count)
+      fail_(at, "sizes of " + std::to_string(count) + " element(s) but " + std::to_string(e.values.size()) +
+                    " value(s)");
+    for (int64_t v : e.values)
+      if (!integerHolds(e.dtype, v))
+        fail_(at, "value " + std::to_string(v) + " is outside " + dtypeName(e.dtype) + "'s range");
   }
 
   void checkMm(int i) {
@@ -193,6 +227,7 @@ void validateSpec(ChainSpec& spec) {
   validateWith(spec, [](Loc at, const std::string& msg) {
     if (at.value >= 0) throw SpecError("%" + std::to_string(at.value) + ": " + msg);
     if (at.output >= 0) throw SpecError("output line " + std::to_string(at.output) + ": " + msg);
+    if (at.expect >= 0) throw SpecError("expect line " + std::to_string(at.expect) + ": " + msg);
     throw SpecError(msg);
   });
 }
@@ -223,6 +258,16 @@ int nibblesPerElement(DType d) {
     case DType::I8: return 2;
     case DType::I32: return 8;
     default: return 0;
+  }
+}
+
+bool integerHolds(DType d, int64_t v) {
+  switch (d) {
+    case DType::I8: return v >= -128 && v <= 127;
+    case DType::U8: return v >= 0 && v <= 255;
+    case DType::I32: return v >= INT32_MIN && v <= INT32_MAX;
+    case DType::I64: return true;
+    default: return false;
   }
 }
 

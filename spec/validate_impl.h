@@ -14,6 +14,7 @@ namespace fxfuse::spec {
 struct Loc {
   int value = -1;   // index of the offending value, or -1
   int output = -1;  // index into ChainSpec::outputs, or -1
+  int expect = -1;  // index into ChainSpec::expects, or -1
 };
 
 // Must throw; the validator never continues after a failure.

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from .env_flags import env_flag
+from .spec_expects import fill_expects
 
 log = logging.getLogger("fxfuse")
 
@@ -248,7 +249,8 @@ def tune(like: list[Any], spec: str) -> dict[str, Any]:
     with the op's input shapes, strides, dtypes and device (CUDA)."""
     from . import _C
 
-    inputs = random_inputs(like)
+    # the op checks the spec's expect lines before it computes: their inputs hold the facts, not random numbers
+    inputs = fill_expects(random_inputs(like), spec)
     existing = _C.kernel_choice(inputs, spec)
     if existing:
         return {"choice": existing, "source": "cache"}

@@ -58,6 +58,9 @@ def spec_to_dot(spec: str, title: str = "chain") -> str:
     out = [f'digraph "{title}" {{', "  rankdir=TB;", '  node [shape=box, fontname="monospace"];']
     for line in spec.strip().splitlines()[2:]:
         tok = line.split()
+        if tok[0] == "expect":  # a fact about an input no value reads (docs/spec.md): a note, no edges
+            out.append(f'  expect_{tok[1]} [label="{" ".join(tok)}", shape=note];')
+            continue
         if tok[0] == "output":
             out.append(f'  out_{tok[1][1:]} [label="output", shape=ellipse];')
             out.append(f"  v{tok[1][1:]} -> out_{tok[1][1:]};")

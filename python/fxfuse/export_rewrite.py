@@ -70,6 +70,21 @@ def _signature_names(ep: ExportedProgram) -> frozenset[str]:
     return frozenset(names)
 
 
+def program_known_values(ep: ExportedProgram) -> dict[str, torch.Tensor]:
+    """Placeholder name -> the integer buffer or constant it is bound to: the IR states small ones' contents and a
+    k-group index's rule (ir_export.known_values_text), on which the pass folds GPTQ's int32 storage; the fused op
+    checks them again at each call (a buffer may be loaded with other values after the rewrite)."""
+    bound: dict[str, torch.Tensor] = {}
+    for spec in ep.graph_signature.input_specs:
+        target, name = getattr(spec, "target", None), getattr(spec.arg, "name", None)
+        if target is None or name is None:
+            continue
+        t = ep.state_dict.get(target) if target in ep.state_dict else ep.constants.get(target)
+        if isinstance(t, torch.Tensor) and not t.is_floating_point() and not t.is_complex():
+            bound[name] = t
+    return bound
+
+
 def _options(options: Options | None, option_kwargs: dict[str, Any]) -> Options:
     """``options=`` or keyword options, not both (the keywords were ignored beside ``options``)."""
     if options is not None and option_kwargs:
@@ -112,7 +127,8 @@ def rewrite(ep: ExportedProgram, dump_dir: str | None = None, options: Options |
     if dump_dir is not None:
         opts = dataclasses.replace(opts, dump_dir=dump_dir)
     gm = _graph_module_copy(ep.graph_module)
-    result = run_on_graph(gm.graph, opts, "export", keep=_signature_names(ep), subgraphs="fuse")
+    result = run_on_graph(gm.graph, opts, "export", keep=_signature_names(ep), subgraphs="fuse",
+                          known_values=program_known_values(ep))
     gm.recompile()
     if result is None or not (result.applied.applied or any(sub.applied.applied for sub in result.subgraphs)):
         log.info("fxfuse: nothing to rewrite in the exported program")
@@ -174,7 +190,8 @@ def report(obj: Any = None, *example_args: Any, options: Options | None = None, 
     # reported as not fused (apply_rejected), not as "fused" (it was, before session 49).
     graph = torch.fx.Graph()
     graph.output(graph.graph_copy(source, {}))
-    _, plan = plan_for_graph(graph, opts, module, subgraphs="fuse")
+    known = program_known_values(obj) if isinstance(obj, ExportedProgram) else None
+    _, plan = plan_for_graph(graph, opts, module, subgraphs="fuse", known_values=known)
     # a program rewritten before: its chains are fused ops now, not GEMMs ("no GEMM in this graph"; hunt D), in its
     # control-flow branches too (session 59's hunt)
     plan["fused_before"] = _fused_ops(source, module)

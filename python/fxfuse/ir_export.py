@@ -185,16 +185,55 @@ def format_arg(a: Any) -> str:
     return _string(repr(a))
 
 
-def _node_line(node: torch.fx.Node) -> str:
+# A tensor whose elements the IR writes out in full (GPTQ's shift table holds 8): the pass folds on small integer
+# tables only, and each is written again in the chain's `expect` line and checked by the op at each call.
+MAX_LISTED_VALUES = 64
+_INTEGER_DTYPES = (torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64)
+
+
+def known_values_text(t: Any) -> str:
+    """What the IR says of a buffer's or constant's contents (docs/ir.md): `` values [..]`` for a small integer
+    tensor, `` kgroups G`` for a 1-D integer tensor that is ``arange(K) // G`` (GPTQ's g_idx without act-order),
+    else nothing. The pass folds on these facts; the op checks them again at each call (spec ``expect``)."""
+    if not isinstance(t, torch.Tensor) or t.dtype not in _INTEGER_DTYPES or t.is_sparse or t.numel() == 0:
+        return ""
+    if type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter):
+        return ""  # a FakeTensor or another subclass: no values to read
+    try:
+        flat = t.detach().reshape(-1).to("cpu", torch.int64)
+    except (RuntimeError, NotImplementedError):
+        return ""
+    if flat.numel() <= MAX_LISTED_VALUES:
+        return " values [" + ", ".join(str(int(v)) for v in flat.tolist()) + "]"
+    if t.dim() != 1 or int(flat[0]) != 0:
+        return ""
+    group = int((flat == 0).sum())
+    if int(flat[-1]) != (flat.numel() - 1) // group:
+        return ""
+    expected = torch.arange(flat.numel(), dtype=torch.int64) // group
+    return f" kgroups {group}" if torch.equal(flat, expected) else ""
+
+
+def _known_attr(node: torch.fx.Node) -> str:
+    owner = node.graph.owning_module
+    obj: Any = owner
+    for part in str(node.target).split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return ""
+    return known_values_text(obj)
+
+
+def _node_line(node: torch.fx.Node, known_values: dict[str, Any]) -> str:
     if node.op == "output":
         outs = node.args[0]
         outs = outs if isinstance(outs, (list, tuple)) else [outs]
         return f"  output ({', '.join(format_arg(o) for o in outs)})"
     ty = node_type(node)
     if node.op == "placeholder":
-        rhs = "placeholder"
+        rhs = "placeholder" + known_values_text(known_values.get(node.name))
     elif node.op == "get_attr":
-        rhs = f"get_attr {_string(str(node.target))}"
+        rhs = f"get_attr {_string(str(node.target))}" + _known_attr(node)
     elif node.op == "call_function":
         args = [format_arg(a) for a in node.args]
         args += [f"{k}={format_arg(v)}" for k, v in node.kwargs.items()]
@@ -206,9 +245,11 @@ def _node_line(node: torch.fx.Node) -> str:
     return f"  %{node.name} : {ty} = {rhs}"
 
 
-def graph_to_ir(graph: torch.fx.Graph) -> str:
-    """The whole graph as IR text, one node per line, ending with a newline."""
+def graph_to_ir(graph: torch.fx.Graph, known_values: dict[str, Any] | None = None) -> str:
+    """The whole graph as IR text, one node per line, ending with a newline. ``known_values``: placeholder name ->
+    the tensor it is bound to (an ExportedProgram's buffers and constants), whose contents the IR may state."""
+    known = known_values or {}
     lines = ["graph {"]
-    lines += [_node_line(n) for n in graph.nodes]
+    lines += [_node_line(n, known) for n in graph.nodes]
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -172,16 +172,18 @@ SUBGRAPH_MODES = ("report", "fuse", "own_runs")
 
 
 def plan_for_graph(graph: torch.fx.Graph, options: Options, module: torch.nn.Module | None = None,
-                   subgraphs: str = "report", warn_on_error: bool = True) -> tuple[str, dict[str, Any]]:
+                   subgraphs: str = "report", warn_on_error: bool = True,
+                   known_values: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
     """Runs the C++ pass on ``graph`` without changing it: (IR text, plan). ``module``: what owns the
     graph's subgraphs (default its owning module). ``subgraphs``: what the plan says of the GEMMs in
     them (SUBGRAPH_MODES; with "fuse" the caller runs the pass on them itself). ``warn_on_error``: False
-    where the caller names the failure itself (a subgraph's: subgraph_fusion.py), so it is said once."""
+    where the caller names the failure itself (a subgraph's: subgraph_fusion.py), so it is said once.
+    ``known_values``: placeholder name -> the tensor bound to it (ir_export.graph_to_ir)."""
     if subgraphs not in SUBGRAPH_MODES:
         raise ValueError(f"fxfuse: subgraphs must be one of {SUBGRAPH_MODES}, not {subgraphs!r}")
     from . import _C
 
-    ir_text = graph_to_ir(graph)
+    ir_text = graph_to_ir(graph, known_values)
     opts = options.pass_options_json()
     hints = size_hints(graph)
     if hints and options.only_profitable:
@@ -299,19 +301,21 @@ def _refuse_rewrites(plan: dict[str, Any], reason: str, detail: str) -> None:
 
 def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph",
                  keep: frozenset[str] = frozenset(), subgraphs: str = "report",
-                 refusal: tuple[str, str] | None = None) -> PassResult | None:
+                 refusal: tuple[str, str] | None = None,
+                 known_values: dict[str, Any] | None = None) -> PassResult | None:
     """The pass on ``graph`` in place. Returns None when disabled. ``keep``: node names no rewrite may
     replace (apply_plan); they name values of ``graph`` only. ``subgraphs``: what to do with the chains
     inside the graph's control-flow subgraphs (SUBGRAPH_MODES): "fuse" rewrites them, nested ones too,
     each replaced in the owning module by its rewritten copy (subgraph_fusion.py; ``fxfuse.rewrite``);
     "report" names their GEMMs ``control_flow``; "own_runs" leaves them to the caller's own runs (the
     torch.compile backend: backend.py says why). ``refusal``: (reason, detail) that leaves every chain
-    unfused, its GEMM reported with them (the backend's, where Inductor cannot call the op)."""
+    unfused, its GEMM reported with them (the backend's, where Inductor cannot call the op). ``known_values``:
+    placeholder name -> the tensor bound to it (an exported program's integer buffers: ir_export.graph_to_ir)."""
     if not options.enabled:
         return None
     root = dump_root(options.dump_dir)
     before_fx = _graph_text(graph) if root else ""
-    ir_text, plan = plan_for_graph(graph, options, subgraphs=subgraphs)
+    ir_text, plan = plan_for_graph(graph, options, subgraphs=subgraphs, known_values=known_values)
     if refusal is not None:
         _refuse_rewrites(plan, *refusal)
     applied = apply_plan(graph, plan, keep)

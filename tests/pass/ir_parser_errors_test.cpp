@@ -45,8 +45,23 @@ TEST(IrParserErrors, EveryMalformedInputIsAnError) {
       "graph { %x : f32[] = f(%) output () }",
       "graph { %x : (f32[], = placeholder output () }",
       "graph { %x : f32[] = get_attr x output () }",
+      "graph { %x : i32[2] = placeholder values [] output () }",
+      "graph { %x : i32[2] = placeholder values [1, ] output () }",
+      "graph { %x : i32[2] = placeholder values [1 2] output () }",
+      "graph { %x : i32[2] = placeholder values 1, 2 output () }",
+      "graph { %x : i32[2] = placeholder values [1, 99999999999999999999] output () }",
+      "graph { %x : i32[8] = placeholder kgroups 0 output () }",
+      "graph { %x : i32[8] = placeholder kgroups -4 output () }",
+      "graph { %x : i32[8] = placeholder kgroups output () }",
   };
   for (const char* text : bad) EXPECT_NE(errorOf(text), "parsed") << text;
+}
+
+TEST(IrParserErrors, KnownValuesErrorsNameTheirPlace) {
+  EXPECT_EQ(errorOf("graph {\n  %x : i32[2] = placeholder values []\n  output ()\n}"),
+            "2:38: 'values' needs at least one element");
+  EXPECT_EQ(errorOf("graph {\n  %x : i32[8] = placeholder kgroups 0\n  output ()\n}"),
+            "2:38: the group size after 'kgroups' must be positive");
 }
 
 TEST(IrParserErrors, DeepNestingIsRejectedNotRecursed) {

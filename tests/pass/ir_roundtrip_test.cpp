@@ -28,6 +28,32 @@ Graph parseOk(const std::string& text) {
   return g.value_or(Graph{});
 }
 
+// An exported program's integer buffers, their contents stated (docs/ir.md: GPTQ's shift table and g_idx).
+TEST(IrText, KnownValuesRoundTrip) {
+  const std::string text = R"(graph {
+  %wf : i32[1,8]{8,1}@cpu = placeholder values [0, 4, 8, 12, 16, 20, 24, -28]
+  %g_idx : i32[256]{1}@cpu = placeholder kgroups 128
+  %c : i64[2]{1}@cpu = get_attr "c" values [9223372036854775807, -9223372036854775807]
+  %plain : i32[2]{1}@cpu = placeholder
+  output (%wf, %g_idx, %c, %plain)
+}
+)";
+  const Graph g = parseOk(text);
+  ASSERT_EQ(g.nodes.size(), 4u);
+  EXPECT_EQ(g.nodes[0].known.kind, KnownValues::Kind::List);
+  EXPECT_EQ(g.nodes[0].known.list, (std::vector<int64_t>{0, 4, 8, 12, 16, 20, 24, -28}));
+  EXPECT_EQ(g.nodes[1].known.kind, KnownValues::Kind::KGroups);
+  EXPECT_EQ(g.nodes[1].known.group, 128);
+  EXPECT_EQ(g.nodes[2].op, Node::Op::GetAttr);
+  EXPECT_EQ(g.nodes[2].known.list[0], INT64_MAX);
+  EXPECT_EQ(g.nodes[3].known.kind, KnownValues::Kind::None);
+  EXPECT_EQ(printGraph(g), text);
+  EXPECT_EQ(parseOk(printGraph(g)), g);
+  Graph other = g;
+  other.nodes[1].known.group = 64;  // a different fact is a different graph
+  EXPECT_FALSE(other == g);
+}
+
 TEST(IrText, ParsesTheDocsExample) {
   Graph g = parseOk(kExample);
   ASSERT_EQ(g.nodes.size(), 8u);

@@ -198,6 +198,15 @@ class _Cursor:
             self.eat(",")
 
 
+def _skip_known_values(c) -> None:
+    """A placeholder's or get_attr's stated contents (docs/ir.md `values [..]`, `kgroups G`): checked for form, not
+    kept (the stand-in folds nothing on them)."""
+    c.ws()
+    m = re.compile(r"(values \[-?\d+(, -?\d+)*\]|kgroups \d+)").match(c.s, c.i)
+    if m:
+        c.i = m.end()
+
+
 def parse(text: str):
     """Returns (nodes, outputs)."""
     nodes: list[Node] = []
@@ -222,9 +231,11 @@ def parse(text: str):
         if c.peek("placeholder"):
             c.eat("placeholder")
             nodes.append(Node(name, ty, "placeholder"))
+            _skip_known_values(c)
         elif c.peek("get_attr"):
             c.eat("get_attr")
             nodes.append(Node(name, ty, "get_attr", [c.string()]))
+            _skip_known_values(c)
         else:
             target = c.name()
             c.eat("(")

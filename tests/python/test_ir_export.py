@@ -147,3 +147,27 @@ def test_round_trip_through_fxfuse_opt(make, tmp_path):
         path.write_text(text)
         res = subprocess.run([tool, str(path)], capture_output=True, text=True, timeout=120)
         assert res.returncode == 0, res.stderr + "\n" + text
+
+
+def test_known_values_state_small_integer_tables_and_k_group_indices():
+    """The contents the IR states of a buffer (docs/ir.md): the pass folds GPTQ's storage on them."""
+    from fxfuse.ir_export import known_values_text
+
+    assert known_values_text(torch.arange(0, 32, 4, dtype=torch.int32).unsqueeze(0)) == \
+        " values [0, 4, 8, 12, 16, 20, 24, 28]"
+    assert known_values_text(torch.tensor([-3], dtype=torch.int8)) == " values [-3]"
+    K, G = 4096, 128
+    g_idx = torch.arange(K, dtype=torch.int32) // G
+    assert known_values_text(g_idx) == f" kgroups {G}"
+    assert known_values_text(g_idx.long()) == f" kgroups {G}"
+    assert known_values_text(torch.arange(100) // 7) == " kgroups 7"  # a ragged last group is still the rule
+    # not stated: an act-order permutation, a 2-D table beyond 64 elements, floats, a fake tensor, nothing
+    assert known_values_text(g_idx[torch.randperm(K)]) == ""
+    assert known_values_text(g_idx.flip(0)) == ""
+    assert known_values_text(torch.zeros(K, dtype=torch.int32)) == f" kgroups {K}"  # one group: i // K
+    assert known_values_text(torch.arange(128).view(2, 64)) == ""
+    assert known_values_text(torch.arange(8.0)) == ""
+    assert known_values_text(None) == ""
+    with torch._subclasses.FakeTensorMode():
+        fake = torch.arange(8, dtype=torch.int32)
+    assert known_values_text(fake) == ""

@@ -83,6 +83,45 @@ std::vector<Case> cases() {
       {"PackedAndK", kHead + "%0 = input 0 u8 [p,k]\n", "line 3: an input has at most one of a 'k', 'g' or 'p' dim"},
       {"PackedInEpilogue", kHead + kMm + "%3 = input 2 u8 [p,n]\n%4 = add %2 %3 : bf16\noutput %4\n",
        "line 7: %4 varies along 'k', which the Out space"},
+      // expect lines: facts about op inputs after the values' (line 6 here: after kHead and kMm)
+      {"ExpectSlot", kHead + kMm + "expect 3 i32 [1] values 0\noutput %2\n",
+       "line 6: expect slot 3 must be 2 (the expect lines take the slots after the inputs', in order)"},
+      {"ExpectSecondSlot", kHead + kMm + "expect 2 i32 [1] values 0\nexpect 2 i32 [1] values 0\noutput %2\n",
+       "line 7: expect slot 2 must be 3"},
+      {"ExpectDType", kHead + kMm + "expect 2 bf16 [1] values 0\noutput %2\n",
+       "line 6: an expect line's dtype is i8, u8, i32 or i64, not bf16"},
+      {"ExpectBool", kHead + kMm + "expect 2 bool [1] values 0\noutput %2\n", "line 6: an expect line's dtype"},
+      {"ExpectCount", kHead + kMm + "expect 2 i32 [1,8] values 0 4 8 12 16 20 24\noutput %2\n",
+       "line 6: sizes of 8 element(s) but 7 value(s)"},
+      {"ExpectNoValues", kHead + kMm + "expect 2 i32 [0] values\noutput %2\n",
+       "line 6: an expect line's sizes hold 1..64 elements, got 0"},
+      {"ExpectTooMany", kHead + kMm + "expect 2 i32 [65] values 0\noutput %2\n",
+       "line 6: an expect line's sizes hold 1..64 elements, got 65"},
+      {"ExpectHugeSizes", kHead + kMm + "expect 2 i32 [999999999,999999999,999999999] values 0\noutput %2\n",
+       "line 6: an expect line's sizes hold 1..64 elements, got more"},
+      {"ExpectRange", kHead + kMm + "expect 2 u8 [2] values 255 256\noutput %2\n",
+       "line 6: value 256 is outside u8's range"},
+      {"ExpectBadInt", kHead + kMm + "expect 2 i32 [1] values 1.5\noutput %2\n", "line 6: bad integer '1.5'"},
+      {"ExpectIntOverflow", kHead + kMm + "expect 2 i64 [1] values 9223372036854775808\noutput %2\n",
+       "line 6: bad integer '9223372036854775808'"},
+      {"ExpectBadSizes", kHead + kMm + "expect 2 i32 [1,,8] values 0\noutput %2\n", "line 6: bad size ''"},
+      {"ExpectSizeLetter", kHead + kMm + "expect 2 i32 [n] values 0\noutput %2\n", "line 6: bad size 'n'"},
+      {"ExpectNoBrackets", kHead + kMm + "expect 2 i32 1,8 values 0\noutput %2\n", "line 6: expected sizes like"},
+      {"ExpectKind", kHead + kMm + "expect 2 i32 [1] equals 0\noutput %2\n",
+       "line 6: expected 'expect <slot> <dtype> [<sizes>] values <v0> ...' or"},
+      {"ExpectShort", kHead + kMm + "expect 2 i32\noutput %2\n", "line 6: expected 'expect <slot>"},
+      {"KGroupsDims", "fxfuse.chain v1\ngemm mm kgroup 32\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [g,n]\n"
+                      "%2 = mm %0 %1 : bf16\nexpect 2 i32 [n] kgroups\noutput %2\n",
+       "line 6: expected 'expect <slot> <dtype> [k] kgroups'"},
+      {"KGroupsExtra", "fxfuse.chain v1\ngemm mm kgroup 32\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [g,n]\n"
+                       "%2 = mm %0 %1 : bf16\nexpect 2 i32 [k] kgroups 0\noutput %2\n",
+       "line 6: expected 'expect <slot> <dtype> [k] kgroups'"},
+      {"KGroupsWithoutKGroup", kHead + kMm + "expect 2 i32 [k] kgroups\noutput %2\n",
+       "line 6: a kgroups expect needs the gemm line's 'kgroup <size>'"},
+      {"ValueAfterExpect", kHead + kMm + "expect 2 i32 [1] values 0\n%3 = neg %2 : bf16\noutput %3\n",
+       "line 7: value line after an expect line"},
+      {"ExpectAfterOutput", kHead + kMm + "output %2\nexpect 2 i32 [1] values 0\n",
+       "line 7: expect line after the output lines"},
   };
 }
 
@@ -134,6 +173,40 @@ TEST(SpecErrors, MutationsNeverCrash) {
       ChainSpec c = parseSpec(s);
       ++parsed;
       EXPECT_EQ(printSpec(parseSpec(printSpec(c))), printSpec(c));
+    } catch (const SpecError&) {
+    }
+  }
+  EXPECT_GT(parsed, 0);
+}
+
+// The same with expect lines (mutated numbers, sizes, kinds, slots and line order).
+TEST(SpecErrors, ExpectMutationsNeverCrash) {
+  const std::string base =
+      "fxfuse.chain v1\ngemm mm kgroup 128\n%0 = input 0 f16 [m,k]\n%1 = input 1 i32 [p,n]\n%2 = convert %1 : f16\n"
+      "%3 = input 2 f16 [g,n]\n%4 = mul %2 %3 : f16\n%5 = mm %0 %4 : f16\n"
+      "expect 3 i32 [1,8] values 0 4 8 12 16 20 24 28\nexpect 4 i32 [k] kgroups\nexpect 5 i8 [] values -3\n"
+      "output %5\n";
+  ASSERT_EQ(printSpec(parseSpec(base)), base);
+  const std::string alphabet = "[],0123456789 -kexpectvaluesgroupsi8u3264\n";
+  std::mt19937 rng(4321);
+  int parsed = 0;
+  for (int iter = 0; iter < 20000; ++iter) {
+    std::string s = base;
+    const size_t from = base.find("expect");  // edits in the expect lines
+    for (int e = 0, edits = 1 + rng() % 3; e < edits; ++e) {
+      size_t pos = from + rng() % (s.size() - from);
+      switch (rng() % 3) {
+        case 0: s[pos] = alphabet[rng() % alphabet.size()]; break;
+        case 1: s.erase(pos, 1 + rng() % 4); break;
+        default: s.insert(pos, 1, alphabet[rng() % alphabet.size()]);
+      }
+      if (s.size() <= from) s += "x";
+    }
+    try {
+      ChainSpec c = parseSpec(s);
+      ++parsed;
+      EXPECT_EQ(printSpec(parseSpec(printSpec(c))), printSpec(c));
+      EXPECT_EQ(c.numOpInputs(), c.numInputSlots() + static_cast<int>(c.expects.size()));
     } catch (const SpecError&) {
     }
   }

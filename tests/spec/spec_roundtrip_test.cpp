@@ -2,7 +2,9 @@
 // spaces; a spec built in memory prints the same text.
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cmath>
+#include <cstdint>
 
 #include "spec/chain_spec.h"
 
@@ -176,6 +178,100 @@ TEST(SpecRoundTrip, ConstSharedAcrossSpaces) {
   ChainSpec s = parseSpec(text);
   EXPECT_EQ(printSpec(s), text);
   EXPECT_EQ(s.values[2].space, Space::A);
+}
+
+// GPTQ's int4 weight: the folded chain reads the packed int32 words and the group-wise scale; the shift table `wf`
+// and the group index `g_idx` it was folded for are op inputs after the values' (expect lines), checked by the op.
+const char* kGptqExample =
+    "fxfuse.chain v1\n"
+    "gemm mm kgroup 128\n"
+    "%0 = input 0 f16 [m,k]\n"
+    "%1 = input 1 i32 [p,n]\n"
+    "%2 = convert %1 : f16\n"
+    "%3 = const 8 : f32\n"
+    "%4 = sub %2 %3 : f16\n"
+    "%5 = input 2 f16 [g,n]\n"
+    "%6 = mul %4 %5 : f16\n"
+    "%7 = mm %0 %6 : f16\n"
+    "expect 3 i32 [1,8] values 0 4 8 12 16 20 24 28\n"
+    "expect 4 i32 [k] kgroups\n"
+    "output %7\n";
+
+TEST(SpecRoundTrip, ExpectLines) {
+  ChainSpec s = parseSpec(kGptqExample);
+  EXPECT_EQ(printSpec(s), kGptqExample);
+  EXPECT_EQ(s.numInputSlots(), 3);  // the kernels' inputs
+  EXPECT_EQ(s.numOpInputs(), 5);    // what the op takes
+  ASSERT_EQ(s.expects.size(), 2u);
+  EXPECT_EQ(s.expects[0].slot, 3);
+  EXPECT_EQ(s.expects[0].dtype, DType::I32);
+  EXPECT_EQ(s.expects[0].kind, Expect::Kind::Values);
+  EXPECT_EQ(s.expects[0].sizes, (std::vector<int64_t>{1, 8}));
+  EXPECT_EQ(s.expects[0].values, (std::vector<int64_t>{0, 4, 8, 12, 16, 20, 24, 28}));
+  EXPECT_EQ(s.expects[1].slot, 4);
+  EXPECT_EQ(s.expects[1].kind, Expect::Kind::KGroups);
+  EXPECT_TRUE(s.expects[1].sizes.empty());
+  // without them the text is as it always was (a cache key)
+  s.expects.clear();
+  std::string plain = kGptqExample;
+  plain.erase(plain.find("expect 3"), plain.find("output") - plain.find("expect 3"));
+  EXPECT_EQ(printSpec(s), plain);
+  EXPECT_EQ(s.numOpInputs(), 3);
+}
+
+TEST(SpecRoundTrip, ExpectValuesCanonically) {
+  // 0-d, negative, the extremes of i64, several dims; a non-canonical number prints canonically
+  const std::string head =
+      "fxfuse.chain v1\ngemm mm\n%0 = input 0 f32 [m,k]\n%1 = input 1 f32 [k,n]\n%2 = mm %0 %1 : f32\n";
+  const std::string text = head +
+                           "expect 2 i64 [] values -9223372036854775808\n"
+                           "expect 3 i64 [2,1,2] values 9223372036854775807 -1 0 7\n"
+                           "expect 4 u8 [1] values 255\n"
+                           "expect 5 i8 [2] values -128 127\n"
+                           "output %2\n";
+  ChainSpec s = parseSpec(text);
+  EXPECT_EQ(printSpec(s), text);
+  EXPECT_EQ(s.expects[0].sizes.size(), 0u);
+  EXPECT_EQ(s.expects[0].values[0], INT64_MIN);
+  EXPECT_EQ(printSpec(parseSpec(head + "expect 2 i32 [2] values 007 -0\noutput %2\n")),
+            head + "expect 2 i32 [2] values 7 0\noutput %2\n");
+}
+
+TEST(SpecRoundTrip, ExpectBuiltInMemory) {
+  // How the pass adds one: the slots after the values' inputs, in order.
+  ChainSpec s = parseSpec(
+      "fxfuse.chain v1\ngemm mm kgroup 32\n%0 = input 0 bf16 [m,k]\n%1 = input 1 u8 [n,p]\n%2 = convert %1 : bf16\n"
+      "%3 = input 2 bf16 [n,g]\n%4 = mul %2 %3 : bf16\n%5 = mm %0 %4 : bf16\noutput %5\n");
+  Expect wf;
+  wf.slot = s.numOpInputs();
+  wf.dtype = DType::I32;
+  wf.kind = Expect::Kind::Values;
+  wf.sizes = {1, 2};
+  wf.values = {0, 4};
+  s.expects.push_back(wf);
+  Expect gIdx;
+  gIdx.slot = s.numOpInputs();
+  gIdx.dtype = DType::I64;
+  gIdx.kind = Expect::Kind::KGroups;
+  s.expects.push_back(gIdx);
+  validateSpec(s);
+  const std::string text = printSpec(s);
+  EXPECT_NE(text.find("%5 = mm %0 %4 : bf16\nexpect 3 i32 [1,2] values 0 4\nexpect 4 i64 [k] kgroups\noutput %5\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(printSpec(parseSpec(text)), text);
+  // validateSpec names the expect line (by its index) of a bad one
+  s.expects[1].slot = 7;
+  try {
+    validateSpec(s);
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("expect line 1: expect slot 7 must be 4"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(integerHolds(DType::I32, INT32_MIN));
+  EXPECT_FALSE(integerHolds(DType::I32, int64_t(INT32_MAX) + 1));
+  EXPECT_FALSE(integerHolds(DType::U8, -1));
+  EXPECT_FALSE(integerHolds(DType::F32, 0));
 }
 
 TEST(SpecHelpers, DTypes) {

@@ -1,0 +1,96 @@
+#include "pass/integer_range.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "pass/aten_ops.h"
+
+namespace fxfuse::pass {
+namespace {
+
+constexpr int kMaxDepth = 16;  // deep enough for any unpack; bounds the walk on adversarial graphs
+
+std::optional<IntegerRange> dtypeRange(spec::DType d) {
+  switch (d) {
+    case spec::DType::Bool: return IntegerRange{0, 1};
+    case spec::DType::U8: return IntegerRange{0, 255};
+    case spec::DType::I8: return IntegerRange{-128, 127};
+    case spec::DType::I32: return IntegerRange{std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+    case spec::DType::I64: return IntegerRange{std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
+    default: return std::nullopt;
+  }
+}
+
+bool within(IntegerRange r, IntegerRange of) { return r.lo >= of.lo && r.hi <= of.hi; }
+
+// Ops whose every output element is one of the input's elements.
+bool keepsValues(const ir::Node& n) {
+  if (isReshape(n)) return true;
+  for (const char* op : {"aten.unsqueeze.default", "aten.expand.default", "aten.permute.default", "aten.t.default",
+                         "aten.transpose.int", "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default",
+                         "aten.clone.default", "aten.alias.default", "aten.index.Tensor", "aten.slice.Tensor",
+                         "aten.select.int", "aten.contiguous.default"})
+    if (n.isCall(op)) return true;
+  return false;
+}
+
+std::optional<IntegerRange> rangeOf(const GraphIndex& index, int node, int depth) {
+  const ir::TensorType* t = node >= 0 ? index.tensor(node) : nullptr;
+  if (!t) return std::nullopt;
+  const std::optional<IntegerRange> full = dtypeRange(t->dtype);
+  if (!full) return std::nullopt;
+  const ir::Node& n = index.node(node);
+  if (n.op != ir::Node::Op::Call || n.args.empty() || depth >= kMaxDepth) return full;
+  const int source = n.args[0].isValue() ? index.producer(n.args[0]) : -1;
+  // x & m with m >= 0: 0..m whatever x holds
+  if ((n.isCall("aten.bitwise_and.Scalar") || n.isCall("aten.__and__.Scalar")) && n.args.size() == 2) {
+    const auto m = intArg(n.args[1]);
+    if (m && *m >= 0 && within({0, *m}, *full)) return IntegerRange{0, *m};
+    return full;
+  }
+  if (keepsValues(n) || convertTarget(n)) {
+    const std::optional<IntegerRange> r = rangeOf(index, source, depth + 1);
+    return r && within(*r, *full) ? *r : full;  // a conversion that may wrap: the type's range
+  }
+  const bool sub = n.isCall("aten.sub.Tensor"), add = n.isCall("aten.add.Tensor");
+  if ((sub || add) && n.args.size() == 2 && !n.kwarg("alpha")) {
+    const auto a = rangeOf(index, source, depth + 1);
+    const auto b = n.args[1].isValue() ? rangeOf(index, index.producer(n.args[1]), depth + 1)
+                   : n.args[1].kind == ir::Arg::Kind::Int ? std::optional<IntegerRange>({n.args[1].i, n.args[1].i})
+                                                          : std::nullopt;
+    // the operands' ranges are far inside int64 here (those that are not leave the type's range below)
+    constexpr int64_t kSmall = int64_t(1) << 40;
+    if (!a || !b || a->lo < -kSmall || a->hi > kSmall || b->lo < -kSmall || b->hi > kSmall) return full;
+    const IntegerRange r = sub ? IntegerRange{a->lo - b->hi, a->hi - b->lo} : IntegerRange{a->lo + b->lo, a->hi + b->hi};
+    return within(r, *full) ? r : full;
+  }
+  return full;
+}
+
+}  // namespace
+
+std::optional<IntegerRange> integerRange(const GraphIndex& index, int node) { return rangeOf(index, node, 0); }
+
+bool integerArithmeticExactInFloat(const GraphIndex& index, int node) {
+  const ir::Node& n = index.node(node);
+  const bool sub = n.isCall("aten.sub.Tensor");
+  if ((!sub && !n.isCall("aten.add.Tensor")) || n.args.size() != 2 || n.kwarg("alpha")) return false;
+  const ir::TensorType* t = index.tensor(node);
+  const std::optional<IntegerRange> full = t && t->dtype != spec::DType::Bool ? dtypeRange(t->dtype) : std::nullopt;
+  if (!full) return false;
+  constexpr int64_t kExactInFloat = int64_t(1) << 24;
+  const IntegerRange exact{-kExactInFloat, kExactInFloat};
+  std::optional<IntegerRange> ranges[2];
+  for (int i = 0; i < 2; ++i) {
+    const ir::Arg& a = n.args[static_cast<size_t>(i)];
+    ranges[i] = a.isValue() ? integerRange(index, index.producer(a))
+                : a.kind == ir::Arg::Kind::Int ? std::optional<IntegerRange>({a.i, a.i})
+                                               : std::nullopt;
+    if (!ranges[i] || !within(*ranges[i], exact)) return false;
+  }
+  const IntegerRange &a = *ranges[0], &b = *ranges[1];
+  const IntegerRange r = sub ? IntegerRange{a.lo - b.hi, a.hi - b.lo} : IntegerRange{a.lo + b.lo, a.hi + b.hi};
+  return within(r, *full) && within(r, exact);
+}
+
+}  // namespace fxfuse::pass

@@ -1,0 +1,147 @@
+"""GPTQ's own int32 storage folded into the GEMM's prologue (docs/quantized_storage/README.md pieces 1, 2, 3, 5):
+eight 4-bit values of k to an int32 word read packed (the spec's 'p' dim, i32), `scales[g_idx]` and `zeros[g_idx]`
+read at k's group ('g'), and the int8 `w - z` of nibbles computed in floating point (exact: -15..15). The fold rests
+on two buffers' contents, the shift table `wf` and `g_idx` = arange(K) // G, which the exporter states (docs/ir.md)
+and the fused op checks at each call (the spec's `expect` lines): a program whose buffers are later loaded with
+other values (an act-order checkpoint) raises instead of answering wrong.
+
+Every fused program is checked against eager on fresh random inputs: bit for bit on the CPU (the CPU kernel computes
+eager's ops in eager's order), by relative error against a float64 product on CUDA (marked gpu)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import fxfuse
+import testlib
+from gptq_linear import GPTQLinear
+from helpers import rel_err, strict_cuda_path
+
+pytestmark = pytest.mark.needs_real_pass
+gemm_chain = torch.ops.fxfuse.gemm_chain.default
+
+
+def _specs(ep):
+    return [n.args[1] for n in ep.graph.nodes if n.target == gemm_chain]
+
+
+def _left(ep):
+    return [str(n.target) for n in ep.graph.nodes if n.op == "call_function" and n.target != gemm_chain
+            and "getitem" not in str(n.target) and "assert" not in str(n.target)]
+
+
+def float64_product(model: GPTQLinear, x: torch.Tensor) -> torch.Tensor:
+    y = x.double() @ model.weight().double()
+    return y + model.bias.double() if model.bias is not None else y
+
+
+CASES = [  # K, N, G, dtype, bias, the activation's leading dims
+    (256, 64, 128, torch.float16, False, (4,)),
+    (512, 96, 32, torch.bfloat16, True, (2, 3)),
+    (1024, 40, 64, torch.float16, True, (1,)),
+]
+
+
+@pytest.mark.parametrize("K,N,G,dtype,bias,lead", CASES)
+def test_gptq_storage_folds_and_keeps_eagers_bits(K, N, G, dtype, bias, lead):
+    testlib.seed("gptq", K, N, G, bias)
+    model = GPTQLinear(K, N, G, dtype=dtype, bias=bias)
+    x = torch.randn(*lead, K).to(dtype)
+    ep2 = fxfuse.rewrite(torch.export.export(model, (x,)))
+    (spec,) = _specs(ep2)
+    assert f"gemm mm kgroup {G}\n" in spec and " i32 [p,n]\n" in spec and " i8 [g,n]\n" in spec, spec
+    assert "i32 [k] kgroups" in spec and "i32 [1,8] values 0 4 8 12 16 20 24 28" in spec, spec
+    # the weight's unpack, its dequantization and the product are the op's; the zero points' unpack stays (1/G of it)
+    left = _left(ep2)
+    assert left.count("aten.bitwise_right_shift.Tensor") == 1 and "aten.matmul.default" not in left, left
+    assert "aten.sub.Tensor" not in left and "aten.mul.Tensor" not in left, left
+    for _ in range(2):
+        x = torch.randn(*lead, K).to(dtype)
+        got, want = ep2.module()(x), model(x)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert torch.equal(got, want), (got - want).abs().max()
+
+
+def test_changed_buffers_are_an_error_not_a_wrong_answer():
+    testlib.seed("gptq_changed")
+    model = GPTQLinear(256, 32, 64)
+    x = torch.randn(3, 256).half()
+    module = fxfuse.rewrite(torch.export.export(model, (x,))).module()
+    assert torch.equal(module(x), model(x))
+    g_idx = module.g_idx.clone()
+    # an act-order checkpoint's g_idx loaded in place: the fold's premise no longer holds
+    module.g_idx.copy_(g_idx[torch.randperm(256)])
+    with pytest.raises(RuntimeError, match="no longer holds"):
+        module(x)
+    module.g_idx.copy_(g_idx)  # back: checked again, and right
+    assert torch.equal(module(x), model(x))
+    module.wf[0, 3] = 13  # another shift table
+    with pytest.raises(RuntimeError, match="no longer holds"):
+        module(x)
+    module.wf[0, 3] = 12
+    assert torch.equal(module(x), model(x))
+    # a whole new tensor bound to the buffer is checked too
+    module.g_idx = torch.arange(256, dtype=torch.int32) // 32
+    with pytest.raises(RuntimeError, match="no longer holds"):
+        module(x)
+
+
+def test_act_order_g_idx_is_gathered_by_aten_and_nothing_is_expected_of_it():
+    testlib.seed("gptq_act_order")
+    model = GPTQLinear(512, 64, 128, act_order=True)
+    x = torch.randn(5, 512).half()
+    ep2 = fxfuse.rewrite(torch.export.export(model, (x,)))
+    (spec,) = _specs(ep2)
+    assert "kgroup" not in spec and " i32 [p,n]\n" in spec, spec
+    for _ in range(2):
+        x = torch.randn(5, 512).half()
+        assert torch.equal(ep2.module()(x), model(x))
+
+
+def test_the_report_names_the_fold():
+    model = GPTQLinear(256, 64, 128)
+    ep = torch.export.export(model, (torch.randn(2, 256).half(),))
+    (entry,) = fxfuse.report(ep).entries
+    assert entry["status"] == "fused", entry
+    assert "8 per i32" in entry["chain"] and "per 128 k" in entry["chain"], entry
+
+
+def test_a_saved_program_keeps_the_check(tmp_path):
+    testlib.seed("gptq_saved")
+    model = GPTQLinear(256, 48, 64, dtype=torch.bfloat16)
+    x = torch.randn(2, 256).to(torch.bfloat16)
+    path = tmp_path / "gptq.pt2"
+    torch.export.save(fxfuse.rewrite(torch.export.export(model, (x,))), path)
+    module = torch.export.load(path).module()
+    x = torch.randn(2, 256).to(torch.bfloat16)
+    assert torch.equal(module(x), model(x))
+    module.g_idx.copy_(module.g_idx.flip(0))
+    with pytest.raises(RuntimeError, match="no longer holds"):
+        module(x)
+
+
+# ---- CUDA: the generic kernel reads the i32 words (the gemv's packed path reads bytes only: piece 6 of
+# docs/quantized_storage/README.md); forced with only_profitable=False ----
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("path", ["kernel", "dispatch"])
+@pytest.mark.parametrize("M", [1, 16, 100])
+def test_gptq_storage_on_cuda_matches_a_float64_product(M, path, monkeypatch):
+    strict_cuda_path(monkeypatch, path)
+    testlib.seed("gptq_cuda", M, path)
+    model = GPTQLinear(1024, 384, 128, device="cuda", bias=True)
+    x = torch.randn(M, 1024, device="cuda").half()
+    ep2 = fxfuse.rewrite(torch.export.export(model, (x,)), only_profitable=False)
+    (spec,) = _specs(ep2)
+    assert " i32 [p,n]\n" in spec and "kgroups" in spec, spec
+    module = ep2.module()
+    for _ in range(2):
+        x = torch.randn(M, 1024, device="cuda").half()
+        got = module(x)
+        torch.cuda.synchronize()
+        assert not got.isnan().any()
+        assert rel_err(got, float64_product(model, x)) < 1e-2
+        assert rel_err(got, model(x)) < 1e-2
+    module.g_idx.copy_(module.g_idx.flip(0))
+    with pytest.raises(RuntimeError, match="no longer holds"):
+        module(x)
