@@ -108,27 +108,34 @@ bool halves(const GraphIndex& index, int node, size_t interleave, int* lo, int* 
 
 }  // namespace
 
+std::optional<size_t> mergedPackedDim(const GraphIndex& index, int node, int64_t per) {
+  const ir::Node& n = index.node(node);
+  if (!isReshape(n) || n.args.empty()) return std::nullopt;
+  const int source = index.producer(n.args[0]);
+  const ir::TensorType* in = source >= 0 ? index.tensor(source) : nullptr;
+  const ir::TensorType* out = index.tensor(node);
+  if (!in || !out || in->sizes.size() != out->sizes.size() + 1) return std::nullopt;
+  for (size_t d = 0; d < out->sizes.size(); ++d) {
+    if (!in->sizes[d + 1].is(per) || in->sizes[d].symbolic || !out->sizes[d].is(per * in->sizes[d].value)) continue;
+    bool rest = true;
+    for (size_t i = 0; i < out->sizes.size(); ++i)
+      if (i != d) rest = rest && out->sizes[i] == in->sizes[i < d ? i : i + 1];
+    if (rest) return d;
+  }
+  return std::nullopt;
+}
+
 std::optional<NibbleUnpack> nibbleUnpack(const GraphIndex& index, int node) {
   const ir::Node& n = index.node(node);
   if (!isReshape(n) || n.args.empty()) return std::nullopt;
   const int stacked = index.producer(n.args[0]);
   const ir::TensorType* in = stacked >= 0 ? index.tensor(stacked) : nullptr;
   const ir::TensorType* out = index.tensor(node);
-  if (!in || !out || in->sizes.size() != out->sizes.size() + 1) return std::nullopt;
-  // [.., K/2, 2, ..] -> [.., K, ..]: the 2 is the interleave's dim, every other dim kept
+  // [.., K/2, 2, ..] -> [.., K, ..]: the 2 is the interleave's dim
+  const std::optional<size_t> pos = mergedPackedDim(index, node, 2);
+  if (!pos || !in || !out) return std::nullopt;
   NibbleUnpack u;
-  bool found = false;
-  for (size_t d = 0; d < out->sizes.size() && !found; ++d) {
-    if (!in->sizes[d + 1].is(2) || in->sizes[d].symbolic || !out->sizes[d].is(2 * in->sizes[d].value)) continue;
-    bool rest = true;
-    for (size_t i = 0; i < out->sizes.size(); ++i)
-      if (i != d) rest = rest && out->sizes[i] == in->sizes[i < d ? i : i + 1];
-    if (rest) {
-      u.pos = d;
-      found = true;
-    }
-  }
-  if (!found) return std::nullopt;
+  u.pos = *pos;
   u.nodes.push_back(node);
   int lo = -1, hi = -1;
   if (!halves(index, stacked, u.pos + 1, &lo, &hi, &u.nodes)) return std::nullopt;

@@ -24,6 +24,10 @@ struct NibbleUnpack {
                                // the fold relies on (the chain expects them); -1 where the graph itself holds them
 };
 
+// The dim d of a reshape `node` [.., K/per, per, ..] -> [.., K, ..] that merges the input's dims d and d + 1 (the
+// latter of size `per`), every other dim kept: the unpack's k. nullopt for any other node.
+std::optional<size_t> mergedPackedDim(const GraphIndex& index, int node, int64_t per);
+
 // The reshape `node` ([.., K/2, 2, ..] -> [.., K, ..]) ending a nibble unpack of one tensor: its nodes. nullopt for
 // any other node.
 std::optional<NibbleUnpack> nibbleUnpack(const GraphIndex& index, int node);

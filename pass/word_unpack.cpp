@@ -78,22 +78,11 @@ std::optional<NibbleUnpack> wordUnpack(const GraphIndex& index, int node) {
   const int split = index.producer(n.args[0]);
   const ir::TensorType* in = split >= 0 ? index.tensor(split) : nullptr;
   const ir::TensorType* out = index.tensor(node);
-  if (!in || !out || in->sizes.size() != out->sizes.size() + 1) return std::nullopt;
-  // [.., K/8, 8, ..] -> [.., K, ..]: the 8 is the words' dim, every other dim kept
+  // [.., K/8, 8, ..] -> [.., K, ..]: the 8 is the words' dim
+  const std::optional<size_t> pos = mergedPackedDim(index, node, kPerWord);
+  if (!pos || !in || !out) return std::nullopt;
   NibbleUnpack u;
-  bool found = false;
-  for (size_t d = 0; d < out->sizes.size() && !found; ++d) {
-    if (!in->sizes[d + 1].is(kPerWord) || in->sizes[d].symbolic || !out->sizes[d].is(kPerWord * in->sizes[d].value))
-      continue;
-    bool rest = true;
-    for (size_t i = 0; i < out->sizes.size(); ++i)
-      if (i != d) rest = rest && out->sizes[i] == in->sizes[i < d ? i : i + 1];
-    if (rest) {
-      u.pos = d;
-      found = true;
-    }
-  }
-  if (!found) return std::nullopt;
+  u.pos = *pos;
   u.nodes.push_back(node);
   // down to the shift: integer conversions and exactly one `& 15`
   int at = split;

@@ -16,18 +16,9 @@ import fxfuse
 import testlib
 from gptq_linear import GPTQLinear
 from helpers import rel_err, strict_cuda_path
+from test_packed_int4 import _left, _specs
 
 pytestmark = pytest.mark.needs_real_pass
-gemm_chain = torch.ops.fxfuse.gemm_chain.default
-
-
-def _specs(ep):
-    return [n.args[1] for n in ep.graph.nodes if n.target == gemm_chain]
-
-
-def _left(ep):
-    return [str(n.target) for n in ep.graph.nodes if n.op == "call_function" and n.target != gemm_chain
-            and "getitem" not in str(n.target) and "assert" not in str(n.target)]
 
 
 def float64_product(model: GPTQLinear, x: torch.Tensor) -> torch.Tensor:
