@@ -6,7 +6,10 @@ Per M, K, N (f16, G = 128, no act-order):
   mm       cuBLAS `torch.mm(x, w)` on an f16 [K, N] weight (the floor a dequantizing kernel is measured against)
   eager    the layer as written (unpack, gather the scales and zero points, dequantize, matmul)
   compile  torch.compile of the layer (with --compile)
-  fxfuse   the rewritten program's module: the chain reads the int32 words ('p' dim, i32) and g_idx's groups
+  fxfuse   the rewritten program's module: the chain reads the int32 words ('p' dim, i32) and g_idx's groups.
+           The default rewrite leaves this chain unfused on CUDA (not_profitable: no fast kernel reads i32 words
+           yet, docs/quantized_storage/README.md piece 6), so the rewrite here is forced (only_profitable=False):
+           the generic kernel's time, what piece 6 is to beat
 and the ratios fxfuse / mm and eager / fxfuse, the op's path (bench/op_path.py) and the error against float64.
 Timing: bench_decode.rotated_ms_each (device time, batches behind a GPU spin, variants interleaved); every call
 rotates over copies of qweight / qzeros / scales and of mm's weight (>= 256 MB each), set on the module before it
@@ -46,7 +49,7 @@ def bench_row(M, K, N, with_compile):
         copy = GPTQLinear(K, N, GROUP, device="cuda") if i else layer
         w16 = (torch.randn(K, N, device="cuda") / K ** 0.5).half()
         sets.append((x, w16) + tuple(getattr(copy, b) for b in STORAGE))
-    rewritten = fxfuse.rewrite(torch.export.export(layer, (x,))).module()
+    rewritten = fxfuse.rewrite(torch.export.export(layer, (x,)), only_profitable=False).module()
     nfused = sum(1 for nd in rewritten.graph.nodes if "gemm_chain" in str(nd.target))
 
     def on(module):
