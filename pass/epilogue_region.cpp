@@ -109,7 +109,7 @@ EpilogueGrowth growEpilogue(const GraphIndex& index, const GemmMatch& match, Cha
   for (int id = match.root + 1; id < index.size(); ++id) {
     const ir::Node& n = index.node(id);
     if (isMutating(n)) {
-      if (!touchesAny(index, id, region, builder.slotNodes())) continue;
+      if (!touchesAny(index, id, region, builder.opInputNodes())) continue;
       g.mutationOfResult |= writesAliasOf(index, id, {match.root, match.anchor});
       g.notes.push_back("region ends at %" + n.name + ", which writes a value the chain reads");
       break;

@@ -83,6 +83,9 @@ bool integerArithmeticExactInFloat(const GraphIndex& index, int node) {
   std::optional<IntegerRange> ranges[2];
   for (int i = 0; i < 2; ++i) {
     const ir::Arg& a = n.args[static_cast<size_t>(i)];
+    // eager refuses a bool operand of sub ("use the `^` operator"); add's is an or: neither is an integer op here
+    const ir::TensorType* at = a.isValue() ? index.tensor(index.producer(a)) : nullptr;
+    if ((at && at->dtype == spec::DType::Bool) || a.kind == ir::Arg::Kind::Bool) return false;
     ranges[i] = a.isValue() ? integerRange(index, index.producer(a))
                 : a.kind == ir::Arg::Kind::Int ? std::optional<IntegerRange>({a.i, a.i})
                                                : std::nullopt;

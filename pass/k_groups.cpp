@@ -81,6 +81,9 @@ std::optional<KGroupIndex> kGroupIndex(const GraphIndex& index, int node, const 
   }
   if (table < 0 || index.node(table).known.kind != ir::KnownValues::Kind::KGroups) return std::nullopt;
   const ir::TensorType* tt = index.tensor(table);
+  // an index of another type is not a gather by position (a u8 or bool one is a mask)
+  if (!tt || (conversions.empty() && tt->dtype != spec::DType::I32 && tt->dtype != spec::DType::I64))
+    return std::nullopt;
   const int64_t K = out->sizes[d].value, G = index.node(table).known.group;
   // a table of K entries; K a multiple of G, t holding K / G groups (a ragged last group is no spec 'g' dim)
   if (!tt || tt->sizes.size() != 1 || !tt->sizes[0].is(K) || K % G != 0 || !t->sizes[d].is(K / G)) return std::nullopt;

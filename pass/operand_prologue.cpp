@@ -16,7 +16,8 @@ constexpr int kMaxPrologueDepth = 24;
 constexpr const char* kOtherPacking =
     "values unpacked from packed bits in a form the chain does not read (it reads two 4-bit values of k to a byte, "
     "low nibble first, unpacked as `w & 15` and `(w >> 4) [& 15]`, stacked and reshaped to [.., K, ..] before any "
-    "conversion or split into groups: pass/nibble_unpack.h)";
+    "conversion or split into groups: pass/nibble_unpack.h; and eight to an int32 word shifted by 0, 4, .., 28 where "
+    "those shifts are known: an arange in the graph, or a buffer of an exported program, pass/word_unpack.h)";
 
 // A conversion, a scale or a zero point: the kinds of op a prologue folds (whether this one folds or not).
 bool isPrologueKindOp(const ir::Node& n) {
@@ -307,11 +308,18 @@ int OperandPrologue::foldKGroupIndex(int node, const std::string& letters, const
   const std::optional<spec::Expect> fact = expectOf(index_.node(table.table));
   if (!fact) return stopAt(node, letters, "a table of k's groups the chain cannot state");
   Checkpoint before = checkpoint();
+  const int groupInputs = spec::groupInputCount(builder_.spec());
   builder_.setKGroup(static_cast<int>(table.group));
   const int v = fold(table.source, table.inputLetters, depth + 1, roles);
   if (v < 0) {
     restoreKeepingStop(std::move(before));
     return -1;
+  }
+  if (spec::groupInputCount(builder_.spec()) == groupInputs) {
+    // t folded to inputs without a 'g' dim (an [N] scale expanded to [K/G, N], then indexed): no group to read, and a
+    // spec gives `kgroup` only where an input reads it; the index stays outside, as ATen computes it (review)
+    restoreKeepingStop(std::move(before));
+    return leaf(node, letters);
   }
   builder_.expect(index_.node(table.table).name, *fact);
   result_.absorbed.insert(result_.absorbed.end(), table.nodes.begin(), table.nodes.end());

@@ -41,9 +41,9 @@ bool holdsShifts(const ir::KnownValues& k) {
 }
 
 // The shift operand: 0, 4, .., 28 along dim `at` of the shifted value (rank `rank`), 1 everywhere else (broadcast
-// from the right), reached through views that keep the elements' order. Sets *table to the buffer whose stated
-// values these are (-1 for an arange). False otherwise.
-bool shiftsAlong(const GraphIndex& index, int node, size_t at, size_t rank, int* table) {
+// from the right), reached through views that keep the elements' order (added to `views`, so that the rewrite can drop
+// them with the unpack). Sets *table to the buffer whose stated values these are (-1 for an arange). False otherwise.
+bool shiftsAlong(const GraphIndex& index, int node, size_t at, size_t rank, int* table, std::vector<int>* views) {
   const ir::TensorType* t = node >= 0 ? index.tensor(node) : nullptr;
   if (!t || t->sizes.size() > rank) return false;
   const size_t pad = rank - t->sizes.size();
@@ -59,12 +59,14 @@ bool shiftsAlong(const GraphIndex& index, int node, size_t at, size_t rank, int*
     }
     if (isShiftArange(n)) {
       *table = -1;
+      views->push_back(node);
       return true;
     }
     const bool orderKept = isReshape(n) || n.isCall("aten.unsqueeze.default") || n.isCall("aten.squeeze.dim") ||
                            n.isCall("aten.squeeze.default") || n.isCall("aten.squeeze.dims") ||
                            n.isCall("aten.clone.default") || n.isCall("aten.alias.default");
     if (!orderKept || n.args.empty()) return false;
+    views->push_back(node);
     node = index.producer(n.args[0]);
   }
   return false;
@@ -122,7 +124,7 @@ std::optional<NibbleUnpack> wordUnpack(const GraphIndex& index, int node) {
   if (!p || p->dtype != spec::DType::I32 || p->sizes.size() != out->sizes.size()) return std::nullopt;
   for (size_t i = 0; i < p->sizes.size(); ++i)
     if (p->sizes[i] != in->sizes[i <= u.pos ? i : i + 1]) return std::nullopt;
-  if (!shiftsAlong(index, index.producer(shift.args[1]), u.pos + 1, in->sizes.size(), &u.shiftTable))
+  if (!shiftsAlong(index, index.producer(shift.args[1]), u.pos + 1, in->sizes.size(), &u.shiftTable, &u.nodes))
     return std::nullopt;
   u.packed = packed;
   return u;

@@ -23,7 +23,9 @@ using CaptureQuery = bool (*)(const at::Tensor& t);
 // graph is being captured raises (it cannot be read then): run the model once before capturing. PyTorch does not
 // count in-place writes to an inference tensor (made under torch.inference_mode), so such an input is read at
 // every call (and cannot be checked while capturing). Thread-safe. Writes that bypass the version counter (through
-// `t.data`, another tensor set_() to the same storage, a kernel writing its memory) are not seen once validated.
+// `t.data`, another tensor set_() to the same storage, a numpy or DLPack view, `untyped_storage().copy_`, a kernel
+// writing its memory) are not seen once validated, and a CUDA graph's replays run no check at all (the op is not
+// called): a buffer changed after capture is read as it was fused for. README's GPTQ entry names both.
 void checkExpects(const spec::ChainSpec& spec, at::TensorList inputs, int64_t K, CaptureQuery capturing = nullptr);
 
 }  // namespace fxfuse::runtime

@@ -199,19 +199,21 @@ def known_values_text(t: Any) -> str:
         return ""
     if type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter):
         return ""  # a FakeTensor or another subclass: no values to read
+    if t.numel() > MAX_LISTED_VALUES and t.dim() != 1:
+        return ""  # a weight: not copied to the host
     try:
         flat = t.detach().reshape(-1).to("cpu", torch.int64)
     except (RuntimeError, NotImplementedError):
         return ""
+    # a 1-D table of k's groups by its rule first, short ones too (a g_idx of 64 k: `t[g_idx]` folds only on the rule)
+    if t.dim() == 1 and int(flat[0]) == 0:
+        group = int((flat == 0).sum())
+        if int(flat[-1]) == (flat.numel() - 1) // group and \
+                torch.equal(flat, torch.arange(flat.numel(), dtype=torch.int64) // group):
+            return f" kgroups {group}"
     if flat.numel() <= MAX_LISTED_VALUES:
         return " values [" + ", ".join(str(int(v)) for v in flat.tolist()) + "]"
-    if t.dim() != 1 or int(flat[0]) != 0:
-        return ""
-    group = int((flat == 0).sum())
-    if int(flat[-1]) != (flat.numel() - 1) // group:
-        return ""
-    expected = torch.arange(flat.numel(), dtype=torch.int64) // group
-    return f" kgroups {group}" if torch.equal(flat, expected) else ""
+    return ""
 
 
 def _known_attr(node: torch.fx.Node) -> str:

@@ -89,6 +89,22 @@ def test_act_order_g_idx_is_gathered_by_aten_and_nothing_is_expected_of_it():
         assert torch.equal(ep2.module()(x), model(x))
 
 
+class _BoolSub(GPTQLinear):
+    """The weight's nibbles minus a bool mask: eager refuses the sub; a rewrite must not answer it (review)."""
+    def forward(self, x, mask):
+        w = torch.bitwise_right_shift(torch.unsqueeze(self.qweight, 1).expand(-1, 8, -1), self.wf.unsqueeze(-1))
+        w = torch.bitwise_and(w.to(torch.int8), 15).reshape(self.K, self.N)
+        return x @ (self.scales[self.g_idx.long()] * (w - mask)).to(x.dtype)
+
+
+def test_a_sub_eager_refuses_stays_refused():
+    model = _BoolSub(256, 32, 64)
+    x, mask = torch.randn(3, 256).half(), torch.rand(256, 32) < 0.5
+    module = fxfuse.rewrite(torch.export.export(model, (x, mask))).module()
+    with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
+        module(x, mask)
+
+
 def test_the_report_names_the_fold():
     model = GPTQLinear(256, 64, 128)
     ep = torch.export.export(model, (torch.randn(2, 256).half(),))
