@@ -47,7 +47,10 @@ bool isMutating(const ir::Node& node) {
   // detach_ and requires_grad_ change autograd's view of a tensor, not its values: export writes `torch.tensor(0.5)`
   // in forward as lift_fresh_copy then detach_, which had rejected the GEMM beside it as a mutation (session 56)
   if (base == "detach_" || base == "requires_grad_") return false;
-  // In-place overloads end in '_' (`add_`, `copy_`); dunder-style names never do in ATen.
+  // ATen's in-place dunders (`w &= 15` in a non-decomposed export: aten.__iand__.Scalar; the session 64 hunt)
+  for (const char* op : {"__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__"})
+    if (base == op) return true;
+  // In-place overloads end in '_' (`add_`, `copy_`); the other dunder-style names never do in ATen.
   return base.size() > 1 && base.back() == '_' && base.compare(0, 2, "__") != 0;
 }
 

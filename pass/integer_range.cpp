@@ -71,6 +71,22 @@ std::optional<IntegerRange> rangeOf(const GraphIndex& index, int node, int depth
 
 std::optional<IntegerRange> integerRange(const GraphIndex& index, int node) { return rangeOf(index, node, 0); }
 
+int inPlaceOperandSource(const GraphIndex& index, int node) {
+  for (const ir::Arg& a : index.node(node).args) {
+    int at = a.isValue() ? index.producer(a) : -1;
+    for (int depth = 0; at >= 0 && depth < kMaxDepth; ++depth) {
+      const ir::Node& n = index.node(at);
+      if (isMutating(n)) return at;
+      // written in place by a later node (`torch.bitwise_and(w, 15, out=w)`: the graph reads w, the out= op writes it)
+      for (int user : index.users(at))
+        if (isMutating(index.node(user))) return user;
+      if (n.op != ir::Node::Op::Call || n.args.empty() || !(keepsValues(n) || convertTarget(n))) break;
+      at = n.args[0].isValue() ? index.producer(n.args[0]) : -1;
+    }
+  }
+  return -1;
+}
+
 bool integerArithmeticExactInFloat(const GraphIndex& index, int node) {
   const ir::Node& n = index.node(node);
   const bool sub = n.isCall("aten.sub.Tensor");

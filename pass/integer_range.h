@@ -24,4 +24,8 @@ std::optional<IntegerRange> integerRange(const GraphIndex& index, int node);
 // operand and result within float32's exact integers (2^24) and the result within its dtype (eager's cannot wrap).
 bool integerArithmeticExactInFloat(const GraphIndex& index, int node);
 
+// The in-place op (`w &= 15`, `bitwise_and_`, an out= form) whose result an operand of `node` reads, or that writes a
+// value the operand reads, through value-keeping views and conversions; or -1: its range is not read through (the prologue does not fold in-place ops), which the report names.
+int inPlaceOperandSource(const GraphIndex& index, int node);
+
 }  // namespace fxfuse::pass

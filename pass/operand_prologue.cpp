@@ -173,6 +173,11 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
   if (isPrologueKindOp(n) && !ops_) return stopAt(node, letters, "the prologue option is off");
   if (arithmetic && unrounded_ && unrounded_->count(n.name))
     return stopAt(node, letters, "a step of an eager op that Inductor writes as several 16-bit steps");
+  if (arithmetic && !isFloating(index_.tensor(node)->dtype) && inPlaceOperandSource(index_, node) >= 0)
+    return stopAt(node, letters, "integer arithmetic on a value computed in place (%" +
+                                     index_.node(inPlaceOperandSource(index_, node)).name +
+                                     ": the prologue does not read through in-place ops; ep.run_decompositions() "
+                                     "makes them functional)");
   if (arithmetic && !isFloating(index_.tensor(node)->dtype))
     return stopAt(node, letters, "integer arithmetic that may wrap or exceed float32's exact integers (the prologue "
                                  "computes in floating point: it takes an add / sub of masked values, `(w & 15) - "
@@ -180,6 +185,15 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
   if (arithmetic) return stopAt(node, letters, "an arithmetic form the prologue does not fold (an alpha, a number)");
   if (convertTarget(n) && unpacksBits(index_, index_.producer(n.args[0]))) return stopAt(node, letters, kOtherPacking);
   if (convertTarget(n)) return stopAt(node, letters, "a conversion between dtypes the kernels do not convert");
+  // the bits of a packed weight unpacked otherwise (a mask after the reshape, 3-bit storage): named, not silent (hunt)
+  if (!isReshape(n) && unpacksBits(index_, node)) return stopAt(node, letters, kOtherPacking);
+  // a gather along k by an index the pass knows nothing of: ATen gathers, the chain reads the result (hunt)
+  if (n.isCall("aten.index.Tensor") && n.args.size() == 2 && n.args[1].kind == ir::Arg::Kind::List &&
+      !n.args[1].list.empty() && n.args[1].list.size() <= letters.size() &&
+      letters[n.args[1].list.size() - 1] == 'k')
+    return stopAt(node, letters, "a gather along k by an index whose contents the pass does not know (an act-order "
+                                 "g_idx, or a graph whose buffers' contents are not stated: the torch.compile backend, "
+                                 "a torch.cond branch); ATen gathers it and the chain reads the result");
   // a reshape of what a prologue op computes (a group-wise dequantization's [N, K/g, g] back to [N, K]); of a plain
   // input (a classifier head's flatten) it ends nothing a prologue would have taken (review)
   if (isReshape(n) && reshapesAComputedValue(n))

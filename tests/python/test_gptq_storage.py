@@ -105,6 +105,30 @@ def test_a_sub_eager_refuses_stays_refused():
         module(x, mask)
 
 
+class _InPlaceMask(GPTQLinear):
+    """AutoGPTQ's older kernels mask in place (`torch.bitwise_and(w, 15, out=w)`), which a non-decomposed export keeps."""
+    def weight(self):
+        zeros = torch.bitwise_right_shift(torch.unsqueeze(self.qzeros, 2).expand(-1, -1, 8), self.wf.unsqueeze(0))
+        zeros = torch.bitwise_and(zeros.to(torch.int8), 15).reshape(self.scales.shape)
+        w = torch.bitwise_right_shift(torch.unsqueeze(self.qweight, 1).expand(-1, 8, -1), self.wf.unsqueeze(-1))
+        w = w.to(torch.int8)
+        torch.bitwise_and(w, 15, out=w)
+        g = self.g_idx.long()
+        return self.scales[g] * (w.reshape(-1, self.N) - zeros[g])
+
+
+def test_an_in_place_mask_is_named_and_decomposing_folds_it():
+    testlib.seed("gptq_in_place")
+    model = _InPlaceMask(256, 64, 64)
+    x = torch.randn(3, 256).half()
+    ep = torch.export.export(model, (x,))
+    (entry,) = fxfuse.report(ep).entries
+    assert "integer arithmetic on a value computed in place" in str(entry.get("notes")), entry
+    assert torch.equal(fxfuse.rewrite(ep).module()(x), model(x))
+    (entry,) = fxfuse.report(ep.run_decompositions()).entries
+    assert "8 per i32" in entry["chain"], entry
+
+
 def test_the_report_names_the_fold():
     model = GPTQLinear(256, 64, 128)
     ep = torch.export.export(model, (torch.randn(2, 256).half(),))
