@@ -263,6 +263,11 @@ GemmOutcome planChain(const GraphIndex& index, int anchor, const std::vector<boo
     return rejected(out, "mutation", "%" + index.node(*writer).name + " writes in place a value the chain reads");
   plan.outputs = choice.outputs;
   plan.chain = describe(m, core, plan.spec, result);
+  // the buffers whose contents the fold relies on: the op checks them and raises where they changed (say so up front)
+  std::string expected;
+  for (const spec::Expect& e : plan.spec.expects)
+    expected += (expected.empty() ? "" : ", ") + std::string("%") + plan.inputs[static_cast<size_t>(e.slot)];
+  if (!expected.empty()) plan.chain += " (relies on the contents of " + expected + ", checked at each call)";
   out.plan = std::move(plan);
   return out;
 }

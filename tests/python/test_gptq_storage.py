@@ -135,6 +135,8 @@ def test_the_report_names_the_fold():
     (entry,) = fxfuse.report(ep).entries
     assert entry["status"] == "fused", entry
     assert "8 per i32" in entry["chain"] and "per 128 k" in entry["chain"], entry
+    # the buffers the op checks at each call, named up front
+    assert "relies on the contents of %b_g_idx, %b_wf, checked at each call" in entry["chain"], entry
 
 
 def test_a_saved_program_keeps_the_check(tmp_path):
