@@ -198,7 +198,7 @@ def report(obj: Any = None, *example_args: Any, options: Options | None = None, 
     applied = apply_plan(graph, plan, keep)
     _mark_skipped(plan, applied.skipped)
     # each subgraph is planned and applied on a copy: the program's own subgraph modules stay as they are
-    fuse_subgraphs(graph, module, opts, plan, install=False)
+    fuse_subgraphs(graph, module, opts, plan, install=False, known_values=known)
     if not opts.enabled:  # what rewrite() does then: nothing (session 59's hunt: the report had said "fused")
         _refuse_rewrites(plan, "disabled", "enabled=False: fxfuse rewrites nothing")
     rep.add("export", plan, applied.skipped if opts.enabled else {})

@@ -324,7 +324,7 @@ def run_on_graph(graph: torch.fx.Graph, options: Options, label: str = "graph",
     if subgraphs == "fuse":
         from .subgraph_fusion import fuse_subgraphs  # it builds on this module
 
-        rewritten = fuse_subgraphs(graph, graph.owning_module, options, plan)
+        rewritten = fuse_subgraphs(graph, graph.owning_module, options, plan, known_values=known_values)
     _warn_if_no_nvrtc(plan)
     if graph.owning_module is not None:
         graph.owning_module.recompile()

@@ -129,6 +129,33 @@ def test_an_in_place_mask_is_named_and_decomposing_folds_it():
     assert "8 per i32" in entry["chain"], entry
 
 
+class _TwoBranches(torch.nn.Module):
+    """A GPTQ layer in each branch of a torch.cond: the buffers reach the branches as the cond's operands."""
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = GPTQLinear(256, 64, 64), GPTQLinear(256, 64, 128)
+
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda x: self.a(x), lambda x: self.b(x), (x,))
+
+
+def test_gptq_storage_folds_inside_torch_cond_branches():
+    testlib.seed("gptq_cond")
+    model = _TwoBranches()
+    x = torch.randn(3, 256).half()
+    ep = torch.export.export(model, (x,))
+    entries = fxfuse.report(ep).entries
+    assert len(entries) == 2 and all("8 per i32" in e["chain"] and "checked at each call" in e["chain"]
+                                      for e in entries), entries
+    module = fxfuse.rewrite(ep).module()
+    for sign in (1, -1):
+        x = sign * torch.randn(3, 256).abs().half()
+        assert torch.equal(module(x), model(x))
+    module.a.g_idx.copy_(module.a.g_idx.flip(0))
+    with pytest.raises(RuntimeError, match="no longer holds"):
+        module(torch.randn(3, 256).abs().half())
+
+
 def test_the_report_names_the_fold():
     model = GPTQLinear(256, 64, 128)
     ep = torch.export.export(model, (torch.randn(2, 256).half(),))
