@@ -180,9 +180,16 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
                                      "makes them functional)");
   if (arithmetic && !isFloating(index_.tensor(node)->dtype))
     return stopAt(node, letters, "integer arithmetic that may wrap or exceed float32's exact integers (the prologue "
-                                 "computes in floating point: it takes an add / sub of masked values, `(w & 15) - "
-                                 "(z & 15)`)");
+                                 "computes in floating point: it takes a sub of masked values, `(w & 15) - (z & 15)`)");
   if (arithmetic) return stopAt(node, letters, "an arithmetic form the prologue does not fold (an alpha, a number)");
+  // integer arithmetic of other forms on a quantized weight (`8 - w`, `-w`, `w + z`): named, not silent (hunt)
+  bool otherArithmetic = false;
+  for (const char* op : {"aten.rsub.Scalar", "aten.rsub.Tensor", "aten.neg.default", "aten.add.Tensor", "aten.add.Scalar",
+                         "aten.sub.Scalar", "aten.mul.Scalar"})
+    otherArithmetic = otherArithmetic || n.isCall(op);
+  if (otherArithmetic && !isFloating(index_.tensor(node)->dtype))
+    return stopAt(node, letters, "integer arithmetic in a form the prologue does not fold (it folds an integer sub "
+                                 "whose operands' ranges keep it exact, `(w & 15) - (z & 15)`)");
   if (convertTarget(n) && unpacksBits(index_, index_.producer(n.args[0]))) return stopAt(node, letters, kOtherPacking);
   if (convertTarget(n)) return stopAt(node, letters, "a conversion between dtypes the kernels do not convert");
   // the bits of a packed weight unpacked otherwise (a mask after the reshape, 3-bit storage): named, not silent (hunt)
