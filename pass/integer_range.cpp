@@ -34,6 +34,20 @@ bool keepsValues(const ir::Node& n) {
   return false;
 }
 
+std::optional<IntegerRange> rangeOf(const GraphIndex& index, int node, int depth);
+
+// An operand's range: a tensor's (rangeOf), an int's own value; nullopt for anything else.
+std::optional<IntegerRange> argRange(const GraphIndex& index, const ir::Arg& a, int depth) {
+  if (a.isValue()) return rangeOf(index, index.producer(a), depth);
+  if (a.kind == ir::Arg::Kind::Int) return IntegerRange{a.i, a.i};
+  return std::nullopt;
+}
+
+// a - b or a + b over every pair of values (operands far inside int64: the callers bound them first).
+IntegerRange sumRange(IntegerRange a, IntegerRange b, bool sub) {
+  return sub ? IntegerRange{a.lo - b.hi, a.hi - b.lo} : IntegerRange{a.lo + b.lo, a.hi + b.hi};
+}
+
 std::optional<IntegerRange> rangeOf(const GraphIndex& index, int node, int depth) {
   const ir::TensorType* t = node >= 0 ? index.tensor(node) : nullptr;
   if (!t) return std::nullopt;
@@ -54,14 +68,11 @@ std::optional<IntegerRange> rangeOf(const GraphIndex& index, int node, int depth
   }
   const bool sub = n.isCall("aten.sub.Tensor"), add = n.isCall("aten.add.Tensor");
   if ((sub || add) && n.args.size() == 2 && !n.kwarg("alpha")) {
-    const auto a = rangeOf(index, source, depth + 1);
-    const auto b = n.args[1].isValue() ? rangeOf(index, index.producer(n.args[1]), depth + 1)
-                   : n.args[1].kind == ir::Arg::Kind::Int ? std::optional<IntegerRange>({n.args[1].i, n.args[1].i})
-                                                          : std::nullopt;
+    const auto a = rangeOf(index, source, depth + 1), b = argRange(index, n.args[1], depth + 1);
     // the operands' ranges are far inside int64 here (those that are not leave the type's range below)
     constexpr int64_t kSmall = int64_t(1) << 40;
-    if (!a || !b || a->lo < -kSmall || a->hi > kSmall || b->lo < -kSmall || b->hi > kSmall) return full;
-    const IntegerRange r = sub ? IntegerRange{a->lo - b->hi, a->hi - b->lo} : IntegerRange{a->lo + b->lo, a->hi + b->hi};
+    if (!a || !b || !within(*a, {-kSmall, kSmall}) || !within(*b, {-kSmall, kSmall})) return full;
+    const IntegerRange r = sumRange(*a, *b, sub);
     return within(r, *full) ? r : full;
   }
   return full;
@@ -102,13 +113,10 @@ bool integerArithmeticExactInFloat(const GraphIndex& index, int node) {
     // eager refuses a bool operand of sub ("use the `^` operator"); add's is an or: neither is an integer op here
     const ir::TensorType* at = a.isValue() ? index.tensor(index.producer(a)) : nullptr;
     if ((at && at->dtype == spec::DType::Bool) || a.kind == ir::Arg::Kind::Bool) return false;
-    ranges[i] = a.isValue() ? integerRange(index, index.producer(a))
-                : a.kind == ir::Arg::Kind::Int ? std::optional<IntegerRange>({a.i, a.i})
-                                               : std::nullopt;
+    ranges[i] = argRange(index, a, 0);
     if (!ranges[i] || !within(*ranges[i], exact)) return false;
   }
-  const IntegerRange &a = *ranges[0], &b = *ranges[1];
-  const IntegerRange r = sub ? IntegerRange{a.lo - b.hi, a.hi - b.lo} : IntegerRange{a.lo + b.lo, a.hi + b.hi};
+  const IntegerRange r = sumRange(*ranges[0], *ranges[1], sub);
   return within(r, *full) && within(r, exact);
 }
 

@@ -25,9 +25,6 @@ bool scalarIs(const ir::Node& n, int64_t v) {
   return n.args.size() == 2 && n.args[1].kind == ir::Arg::Kind::Int && n.args[1].i == v;
 }
 
-bool isAnd15(const ir::Node& n) {
-  return (n.isCall("aten.bitwise_and.Scalar") || n.isCall("aten.__and__.Scalar")) && scalarIs(n, 15);
-}
 
 bool isShiftBy4(const ir::Node& n) {
   return (n.isCall("aten.__rshift__.Scalar") || n.isCall("aten.bitwise_right_shift.Tensor_Scalar")) &&
@@ -107,6 +104,10 @@ bool halves(const GraphIndex& index, int node, size_t interleave, int* lo, int* 
 }
 
 }  // namespace
+
+bool isAnd15(const ir::Node& n) {
+  return (n.isCall("aten.bitwise_and.Scalar") || n.isCall("aten.__and__.Scalar")) && scalarIs(n, 15);
+}
 
 std::optional<size_t> mergedPackedDim(const GraphIndex& index, int node, int64_t per) {
   const ir::Node& n = index.node(node);

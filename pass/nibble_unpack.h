@@ -24,6 +24,9 @@ struct NibbleUnpack {
                                // the fold relies on (the chain expects them); -1 where the graph itself holds them
 };
 
+// `x & 15` (bitwise_and / __and__ with the number 15): the mask every nibble unpack ends with.
+bool isAnd15(const ir::Node& n);
+
 // The dim d of a reshape `node` [.., K/per, per, ..] -> [.., K, ..] that merges the input's dims d and d + 1 (the
 // latter of size `per`), every other dim kept: the unpack's k. nullopt for any other node.
 std::optional<size_t> mergedPackedDim(const GraphIndex& index, int node, int64_t per);

@@ -173,9 +173,9 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
   if (isPrologueKindOp(n) && !ops_) return stopAt(node, letters, "the prologue option is off");
   if (arithmetic && unrounded_ && unrounded_->count(n.name))
     return stopAt(node, letters, "a step of an eager op that Inductor writes as several 16-bit steps");
-  if (arithmetic && !isFloating(index_.tensor(node)->dtype) && inPlaceOperandSource(index_, node) >= 0)
-    return stopAt(node, letters, "integer arithmetic on a value computed in place (%" +
-                                     index_.node(inPlaceOperandSource(index_, node)).name +
+  const int inPlace = arithmetic && !isFloating(index_.tensor(node)->dtype) ? inPlaceOperandSource(index_, node) : -1;
+  if (inPlace >= 0)
+    return stopAt(node, letters, "integer arithmetic on a value computed in place (%" + index_.node(inPlace).name +
                                      ": the prologue does not read through in-place ops; ep.run_decompositions() "
                                      "makes them functional)");
   if (arithmetic && !isFloating(index_.tensor(node)->dtype))

@@ -17,11 +17,6 @@ bool isIntegerConvert(const ir::Node& n) {
   return to && isIntegerType(*to);
 }
 
-bool isAnd15(const ir::Node& n) {
-  return (n.isCall("aten.bitwise_and.Scalar") || n.isCall("aten.__and__.Scalar")) && n.args.size() == 2 &&
-         n.args[1].kind == ir::Arg::Kind::Int && n.args[1].i == 15;
-}
-
 bool isShift(const ir::Node& n) {
   return (n.isCall("aten.bitwise_right_shift.Tensor") || n.isCall("aten.__rshift__.Tensor")) && n.args.size() == 2;
 }
