@@ -118,16 +118,22 @@ bool isBNScale(const ChainSpec& spec, int v, bool* grouped) {
 // convert may sit under a zero point, sub(convert(raw), z) : T: an integer const z, |z| <= 240 and held as such by
 // the const's dtype, or a value z of (b, n) and k's groups like s (a zero point tensor: AWQ's, HQQ's); the convert's
 // dtype T, or any where T is f32 (the conversion of an 8-bit or 4-bit integer is exact in each). `isRaw`: whether an
-// input is the raw weight.
+// input is the raw weight. Around the form, a convert to the dtype its operand has already is the identity (GPTQ's
+// `.to(x.dtype)` of an f16 weight); with `zero` the raw nibble may pass through conversions to integer types first
+// (GPTQ's `.to(int8)`: any integer type holds 0..15).
 struct ScaleForm {
   int raw = -1, scale = -1, zero = 0;
   int zero_value = -1;  // the zero point tensor's value, else -1
   DType sub = DType::F32;  // the zero point's sub's dtype (T)
   bool grouped = false;  // the scale or the zero point tensor varies along k's groups
 };
+bool isIntegerValued(DType d) { return !spec::isFloating(d) && d != DType::Bool; }
+
 std::optional<ScaleForm> convertTimesScale(const ChainSpec& spec, const std::function<bool(const Value&)>& isRaw,
                                            bool zero) {
-  const int root = spec.values[spec.mmIndex()].operands[1];
+  int root = spec.values[spec.mmIndex()].operands[1];
+  while (isOp(spec.values[root], "convert") && spec.values[spec.values[root].operands[0]].dtype == spec.values[root].dtype)
+    root = spec.values[root].operands[0];
   int mul = root;
   if (isOp(spec.values[root], "convert")) {
     mul = spec.values[root].operands[0];
@@ -158,8 +164,12 @@ std::optional<ScaleForm> convertTimesScale(const ChainSpec& spec, const std::fun
     }
     const Value& cv = spec.values[c];
     if (!isOp(cv, "convert") || (cv.dtype != DType::BF16 && cv.dtype != DType::F16 && cv.dtype != DType::F32)) continue;
-    if (!isRaw(spec.values[cv.operands[0]])) continue;
-    f.raw = cv.operands[0];
+    int raw = cv.operands[0];
+    while (zero && isOp(spec.values[raw], "convert") && isIntegerValued(spec.values[raw].dtype) &&
+           isIntegerValued(spec.values[spec.values[raw].operands[0]].dtype))
+      raw = spec.values[raw].operands[0];
+    if (!isRaw(spec.values[raw])) continue;
+    f.raw = raw;
     f.scale = ops[1 - side];
     bool scale_grouped = false;
     if (f.scale == ops[side] || !isBNScale(spec, f.scale, &scale_grouped)) continue;
@@ -202,8 +212,12 @@ void detectNibbleScale(const ChainSpec& spec, OperandInfo& info) {
   const auto form = convertTimesScale(
       spec,
       [](const Value& raw) {
-        return raw.kind == ValueKind::Input && raw.dims.find('p') != std::string::npos &&
-               raw.dims.find('n') != std::string::npos && spec::nibblesPerElement(raw.dtype) == 2;
+        // two nibbles to a u8 / i8 element, or GPTQ's eight to an i32 word along k (K x N: the words' layout)
+        const int per = raw.kind == ValueKind::Input && raw.dims.find('p') != std::string::npos &&
+                                raw.dims.find('n') != std::string::npos
+                            ? spec::nibblesPerElement(raw.dtype)
+                            : 0;
+        return per == 2 || (per == 8 && innermost(raw.dims) == 'n');
       },
       /*zero=*/true);
   if (!form) return;
@@ -224,7 +238,15 @@ void detectNibbleScale(const ChainSpec& spec, OperandInfo& info) {
   info.kmajor = innermost(raw.dims) == 'p';
   info.zero = form->zero;
   info.zero_value = form->zero_value;
-  info.zero_rounds = form->zero_value >= 0 && form->sub == info.elem;
+  // A zero point of 8-bit integers (GPTQ's int8 `w - z`, which the pass computes at f32: exact) makes nibble - z an
+  // integer in -255..143, exact in either 16-bit type: its rounding to `elem` is the identity, so the sub may be read as
+  // at the MMA type (FX_B_ZERO_ROUND, which the packed 16-bit conversion takes).
+  const bool integerZero = form->zero_value >= 0 && isOp(spec.values[form->zero_value], "convert") && [&] {
+    const DType z = spec.values[spec.values[form->zero_value].operands[0]].dtype;
+    return z == DType::I8 || z == DType::U8;
+  }();
+  info.zero_rounds = form->zero_value >= 0 && (form->sub == info.elem || integerZero);
+  info.words = spec::nibblesPerElement(raw.dtype) == 8;
   info.scale_value = form->scale;
   info.scale_group = form->grouped ? spec.kGroup : 0;
   // A scale of the MMA type takes the packed 16-bit conversion (kernels/gemv.cuh pair_scaled: (magic + n) - (magic +
@@ -235,7 +257,7 @@ void detectNibbleScale(const ChainSpec& spec, OperandInfo& info) {
   // FXFUSE_GEMV_NIBBLE_PAIRS=0: the fp32 route, for A/B runs.
   static const bool pairs = readBinaryKnob("FXFUSE_GEMV_NIBBLE_PAIRS") != "0";
   const bool zero_in_elem =
-      form->zero_value < 0 || (info.zero_rounds && spec.values[form->zero_value].dtype == info.elem);
+      form->zero_value < 0 || integerZero || (info.zero_rounds && spec.values[form->zero_value].dtype == info.elem);
   info.scale_in_elem = pairs && spec.values[form->scale].dtype == info.elem && form->zero >= -128 &&
                        form->zero <= 128 && zero_in_elem;
 }
@@ -490,6 +512,7 @@ class HookEmitter {
     if (b.quant) w_.line("#define FX_B_RAW_SLOT {}", b.slot);
     if (b.nibbles) {  // the gemv's packed int4 path (kernels/gemv.cuh); FX_B_QUANT stays 0 for the generic templates
       w_.line("#define FX_B_NIBBLES 1");
+      if (b.words) w_.line("#define FX_B_WORDS 1");  // GPTQ's int32 words, K x N
       w_.line("#define FX_B_ZERO {}", b.zero);
       if (b.zero_value >= 0) {  // fx_b_zero (emitScale); FX_B_ZERO_ROUND: eager's sub rounds to the MMA type
         w_.line("#define FX_B_ZERO_TENSOR 1");

@@ -69,6 +69,16 @@ bool OperandPrologue::isFoldableArithmetic(int node) const {
   return t && (isFloating(t->dtype) || integerArithmeticExactInFloat(index_, node));
 }
 
+bool OperandPrologue::computedInF32(int node) const {
+  // An integer sub exact in float (isFoldableArithmetic) whose every value is an integer of magnitude <= 256 is the
+  // same number in f32 and in every type a later op converts it to (bf16 holds the integers to 256): computed at f32,
+  // as the gemv's zero point form reads it (GPTQ's int8 `w - z[g]`: codegen/hooks.cpp detectNibbleScale). Its i8
+  // result would have said nothing of its range, so a kernel could not tell it from a sub that wraps.
+  if (isFloating(index_.tensor(node)->dtype)) return false;
+  const std::optional<IntegerRange> r = integerRange(index_, node);
+  return r && r->lo >= -256 && r->hi <= 256;
+}
+
 // x, viewed/converted/scaled  ->  the spec values computing it, leaves as inputs.
 int OperandPrologue::fold(int node, const std::string& letters, int depth, bool roles) {
   if (node < 0) return -1;
@@ -164,6 +174,11 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
     result_.absorbed.push_back(node);
     std::string op = n.target.substr(5, 3);  // "mul", "div", "sub"
     result_.ops.push_back(op);
+    if (computedInF32(node)) {
+      for (int& x : operands)
+        if (builder_.spec().values[x].dtype != spec::DType::F32) x = builder_.op("convert", {x}, spec::DType::F32);
+      return builder_.op(op, operands, spec::DType::F32);
+    }
     // a 0-d f32 scale beside a bf16 weight is read as bf16 on CUDA; an i32 zero point with dims on every device
     convertToCommonDtype(builder_, *t, &operands, CpuScalars::LeftToAten);
     return builder_.op(op, operands, t->dtype);

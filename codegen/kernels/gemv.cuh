@@ -39,6 +39,10 @@
 //                  that varies along n (and k's groups: FX_B_SCALE_GROUP), the hook fx_b_zero(p, b, [k,] n) beside
 //                  fx_b_scale: B = FxElemB(fp32(r((float(nibble) - z)) * scale)), r the rounding to FxElemB where
 //                  FX_B_ZERO_ROUND is 1 (eager's sub at the MMA type; 0: at f32, no rounding). ColumnQuant holds it.
+//   FX_B_WORDS 0|1  with FX_B_NIBBLES, K x N weights only: the packed input is GPTQ's int32 words [K/8, N], eight
+//                  4-bit values of k to a word, low first (byte j of word (r, n) holds k pair 4r + j of column n);
+//                  the slot holds the words as loaded, and expand_stage transposes each word chunk's 4 columns x
+//                  4 k pairs into the same 8-bit tile (below, "packed int4 weights").
 //   FX_GEMV_WGMMA 0|1  8-bit weights (FX_B_QUANT_SCALE), either layout, sm_90a only: the product
 //                  by wgmma (below, "The product by wgmma"); the host adds 1 KB of dynamic shared
 //                  memory for the 1024-byte alignment its activation tile needs
@@ -109,6 +113,9 @@
 #ifndef FX_B_ZERO
 #define FX_B_ZERO 0
 #endif
+#ifndef FX_B_WORDS
+#define FX_B_WORDS 0
+#endif
 #ifndef FX_B_ZERO_TENSOR
 #define FX_B_ZERO_TENSOR 0
 #endif
@@ -140,6 +147,7 @@ constexpr int kMT = FX_GEMV_MTILES;            // 8-row m tiles
 constexpr int kStages = FX_GEMV_STAGES;
 constexpr bool kQuantFast = FX_GEMV_QUANT_FAST != 0;
 constexpr bool kNibbles = FX_B_NIBBLES != 0;
+constexpr bool kWords = FX_B_WORDS != 0;  // packed int4 as GPTQ's int32 words (K x N)
 #if FX_GEMV_QUANT_FAST
 using WRaw = FxRawB;
 #else
@@ -162,6 +170,9 @@ static_assert(kWB == 1 || kWB == 2, "gemv: raw weight must be 8 or 16 bit");
 static_assert(kMT >= 1 && kMT <= 8, "FX_GEMV_MTILES in 1..8");
 static_assert(!kNibbles || (kQuantFast && kWB == 1), "FX_B_NIBBLES: the fast quantized path, nibbles as bytes");
 static_assert(FX_B_ZERO == 0 || kNibbles, "FX_B_ZERO: packed int4 weights only");
+static_assert(!kWords || (kNibbles && !kKMajor), "FX_B_WORDS: packed int4 weights, K x N");
+// bytes of one element of B's input (its strides count elements): GPTQ's words are 4
+constexpr int kBInputBytes = kWords ? 4 : kWB;
 static_assert(!FX_B_ZERO_TENSOR || (kNibbles && FX_B_ZERO == 0), "FX_B_ZERO_TENSOR: packed int4 weights, no constant");
 template <class X, class Y> struct is_same_t { static constexpr bool value = false; };
 template <class X> struct is_same_t<X, X> { static constexpr bool value = true; };
@@ -464,9 +475,13 @@ struct Ctx {
 constexpr int kPCh = kNibbles ? kWStageBytes / 16 / kThreads : 1;  // packed chunks per thread
 static_assert(!kNibbles || kPCh * 16 * kThreads == kWStageBytes, "FX_B_NIBBLES: whole packed chunks per thread");
 // Packed chunk ci of a stage: N x K weights (rows n, kKT / 2 bytes each): row ci / (kKT / 32), k 32 (ci % (kKT / 32))
-// .. + 31 of it; K x N (rows of k pairs, kNT bytes each): k pair ci / (kNT / 16), columns 16 (ci % (kNT / 16)) .. + 15.
+// .. + 31 of it; K x N (rows of k pairs, kNT bytes each): k pair ci / (kNT / 16), columns 16 (ci % (kNT / 16)) .. + 15;
+// GPTQ's words (FX_B_WORDS: rows of words, 4 kNT bytes each, a word row of 128 columns 512 contiguous bytes): word row
+// ci / (kNT / 4) (k 8 row .. + 7), columns 4 (ci % (kNT / 4)) .. + 3, byte 4 i + j of the chunk column 4 ch + i's
+// k pair 4 row + j.
 __device__ __forceinline__ void packed_chunk(int ci, int& row, int& ch) {
   if constexpr (kKMajor) { row = ci / (kKT / 32); ch = ci % (kKT / 32); }
+  else if constexpr (kWords) { row = ci / (kNT / 4); ch = ci % (kNT / 4); }
   else { row = ci / (kWRowBytes / 16); ch = ci % (kWRowBytes / 16); }
 }
 // FX_GEMV_NIBBLE_REGS 1 (the rule since session 62: N x K weights on the mma.sync product) or 2 (K x N weights too: an
@@ -478,11 +493,11 @@ __device__ __forceinline__ void packed_chunk(int ci, int& row, int& ch) {
 #ifndef FX_GEMV_NIBBLE_REGS
 #define FX_GEMV_NIBBLE_REGS 0
 #endif
-constexpr bool kNibbleRegs = kNibbles && !kWgmma && FX_GEMV_NIBBLE_REGS >= (kKMajor ? 1 : 2);
+constexpr bool kNibbleRegs = kNibbles && !kWgmma && !kWords && FX_GEMV_NIBBLE_REGS >= (kKMajor ? 1 : 2);
 static_assert(!kNibbleRegs || (kKT == 128 && kNT == 128), "FX_GEMV_NIBBLE_REGS: 128 k and 128 columns a stage");
 // Byte offset of 16-byte chunk ch of packed row `row` (packed_chunk's) in its slot: the loaders write there, the
 // register forms read there.
-constexpr int kPackedRowBytes = kKMajor ? kKT / 2 : kWRowBytes;
+constexpr int kPackedRowBytes = kKMajor ? kKT / 2 : kWords ? 4 * kNT : kWRowBytes;
 __device__ __forceinline__ int packed_at(int row, int ch) {
   if constexpr (kNibbleRegs && kKMajor) return row * kPackedRowBytes + ((ch ^ (row & 2)) << 4);
   else if constexpr (kNibbleRegs) return row * kPackedRowBytes + ((ch ^ (row & 7)) << 4);
@@ -517,6 +532,11 @@ __device__ __noinline__ void load_packed_elementwise(const fxfuse::FxParams& p, 
     unsigned char* v = reinterpret_cast<unsigned char*>(&pk);
 #pragma unroll
     for (int e = 0; e < 16; ++e) {
+      if constexpr (kWords) {  // byte j of word (k pair kp / 4, column n): strides count words
+        const long long kp = k0 / 2 + 4 * row + (e & 3), n = c.n0 + 4 * ch + (e >> 2);
+        v[e] = 2 * kp < p.K && n < p.N ? src[4 * (c.b * o.sb + (kp >> 2) * o.sk + n * o.sn) + (kp & 3)] : kPadByte;
+        continue;
+      }
       const long long kb = kKMajor ? k0 / 2 + 16 * ch + e : k0 / 2 + row;  // the byte's index along the packed dim
       const long long n = kKMajor ? c.n0 + row : c.n0 + 16 * ch + e;
       v[e] = 2 * kb < p.K && n < p.N ? src[c.b * o.sb + kb * o.sk + n * o.sn] : kPadByte;
@@ -856,6 +876,9 @@ __device__ __forceinline__ void compute_stage_wgmma(unsigned wsb, unsigned asb, 
 __device__ __forceinline__ void sts128(unsigned addr, unsigned a, unsigned b, unsigned c, unsigned d) {
   asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};\n" ::"r"(addr), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
 }
+__device__ __forceinline__ void sts32(unsigned addr, unsigned a) {
+  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(a) : "memory");
+}
 // Packed chunk ci (its four words v) written as the bytes of its 32 nibbles.
 __device__ __forceinline__ void expand_chunk(unsigned base, int ci, const unsigned (&v)[4]) {
   int row, ch;
@@ -877,6 +900,21 @@ __device__ __forceinline__ void expand_chunk(unsigned base, int ci, const unsign
     const unsigned at = base + row * kWRowBytes;
     sts128(at + wswz(row, 2 * ch) * 16, e[0], e[1], e[2], e[3]);
     sts128(at + wswz(row, 2 * ch + 1) * 16, e[4], e[5], e[6], e[7]);
+  } else if constexpr (kWords) {
+    // word i is column 4 ch + i, its byte j k pair 4 row + j: the 4 x 4 byte transpose puts k pair j's bytes of the
+    // four columns in t[j], whose low nibbles are k row 8 row + 2 j and high ones 8 row + 2 j + 1 (a warp's 32
+    // chunks are one word row: each 4-byte store of the warp covers one tile row's 128 columns, 32 banks)
+    const unsigned a0 = __byte_perm(v[0], v[1], 0x5140u), a1 = __byte_perm(v[0], v[1], 0x7362u);
+    const unsigned b0 = __byte_perm(v[2], v[3], 0x5140u), b1 = __byte_perm(v[2], v[3], 0x7362u);
+    const unsigned t[4] = {__byte_perm(a0, b0, 0x5410u), __byte_perm(a0, b0, 0x7632u), __byte_perm(a1, b1, 0x5410u),
+                           __byte_perm(a1, b1, 0x7632u)};
+    const int n = 4 * ch, at = (n & 15);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int r0 = 8 * row + 2 * j, r1 = r0 + 1;
+      sts32(base + r0 * kWRowBytes + wswz(r0, n >> 4) * 16 + at, t[j] & 0x0F0F0F0Fu);
+      sts32(base + r1 * kWRowBytes + wswz(r1, n >> 4) * 16 + at, (t[j] >> 4) & 0x0F0F0F0Fu);
+    }
   } else {
     // k pair `row`: its low nibbles are k row 2 row, its high ones 2 row + 1, same columns
     const int r0 = 2 * row, r1 = 2 * row + 1;
@@ -888,6 +926,17 @@ __device__ __forceinline__ void expand_chunk(unsigned base, int ci, const unsign
 // thread's chunks).
 __device__ __forceinline__ void expand_stage(const unsigned char* packed, unsigned char* tile) {
   const unsigned from = smem_u32(packed), to = smem_u32(tile);
+  if constexpr (kWords) {  // a chunk at a time: unrolled, its eight stores a chunk spilled at 168 registers (wgmma)
+#pragma unroll 1
+    for (int i = 0; i < kPCh; ++i) {
+      const int ci = threadIdx.x + i * kThreads;
+      unsigned v[4];
+      lds128(from + ci * 16, v[0], v[1], v[2], v[3]);
+      expand_chunk(to, ci, v);
+    }
+    __syncthreads();
+    return;
+  }
 #pragma unroll
   for (int i = 0; i < kPCh; ++i) {
     const int ci = threadIdx.x + i * kThreads;
@@ -1104,7 +1153,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     const long long contig = kKMajor ? o.sk : o.sn;
     const long long other = kKMajor ? o.sn : o.sk;
     bf = ((reinterpret_cast<unsigned long long>(o.ptr) & 15) == 0) && contig == 1 &&
-         ((other * kWB) % 16 == 0) && (p.B == 1 || (o.sb * kWB) % 16 == 0);
+         ((other * kBInputBytes) % 16 == 0) && (p.B == 1 || (o.sb * kBInputBytes) % 16 == 0);
 #endif
     c.bfast = bf;
     bool af = false;
@@ -1194,7 +1243,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     const fxfuse::FxOperand& o = p.in[FX_B_SLOT];
     const long long k0 = kb * kKT;
     wstep = kKMajor ? (long long)kKT * kWB : (long long)kKT * o.sk * kWB;
-    if constexpr (kNibbles) wstep /= 2;  // (the packed index of k is k / 2)
+    if constexpr (kNibbles) wstep /= 2;  // (the packed index of k is k / 2; words: k / 8 word rows of 4 sk bytes)
 #pragma unroll
     for (int i = 0; i < kWCh; ++i) {
       const int ci = threadIdx.x + i * kThreads;
@@ -1203,9 +1252,12 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       if constexpr (kNibbles) {  // packed chunk ci into the slot, at packed_offset(ci)
         packed_chunk(ci, row, ch);
         if constexpr (kKMajor) { n = c.n0 + row; k = k0 + 32 * ch; }
+        else if constexpr (kWords) { k = k0 + 8 * row; n = c.n0 + 4 * ch; }
         else { k = k0 + 2 * row; n = c.n0 + 16 * ch; }
         wdst[i] = packed_offset(ci);
-        wsrc[i] = static_cast<const char*>(o.ptr) + (c.b * o.sb + (k >> 1) * o.sk + n * o.sn);
+        // (words: the word row k / 8, strides in words)
+        wsrc[i] = static_cast<const char*>(o.ptr) +
+                  (kWords ? 4 * (c.b * o.sb + (k >> 3) * o.sk + n * o.sn) : c.b * o.sb + (k >> 1) * o.sk + n * o.sn);
         continue;
       }
       if constexpr (kKMajor) { row = ci >> 3; ch = ci & 7; n = c.n0 + row; k = k0 + ch * kE; }

@@ -483,8 +483,11 @@ TEST(Gemv, QuantScaleHookExactlyWhereTheSpecIsConvertTimesScale) {
                                       "gemv_fp8_e4m3_scalar_f32_scale", "gemv_int8_kn_channel_scale_gelu",
                                       "gemv_int8_linear_channel_scale_bias", "gemv_int8_group_wise_scale_bias",
                                       "fp8_group_wise_both_operands_silu", "gemv_int4_linear_group_scale_bias",
-                                      "gemv_int4_kn_channel_scale_f16"};
-  if (zeroTensorKnobOn()) want.insert("int4_u8_group_wise_zero_point_bias_gelu");  // (codegen.GemvZeroTensorKnob.On)
+                                      "gemv_int4_kn_channel_scale_f16", "int4_i32_kn_channel_scale_f16"};
+  if (zeroTensorKnobOn()) {  // (codegen.GemvZeroTensorKnob.On)
+    want.insert("int4_u8_group_wise_zero_point_bias_gelu");
+    want.insert("gptq_words_group_zero_point_bias");
+  }
   std::set<std::string> got;
   for (const std::string& name : test::specNames()) {
     spec::ChainSpec s = loadSpec(name);
@@ -527,9 +530,8 @@ TEST(Gemv, PackedInt4TakesTheNibblePath) {
   EXPECT_TRUE(b.nibbles && b.quant_scale && !b.kmajor);
   EXPECT_EQ(b.zero, 0);
   EXPECT_TRUE(has(generateHooks(kn, KernelConfig{"sm80_mma", 64, 128, 32, 2, 128}), "#define FX_B_ZERO 0\n"));
-  // a zero point that is a fraction, or eight nibbles to an i32: not this path (a zero point tensor: under its knob,
-  // PackedInt4ZeroPointTensor)
-  EXPECT_FALSE(analyzeB(loadSpec("int4_i32_kn_channel_scale_f16")).nibbles);
+  // a zero point that is a fraction: not this path (a zero point tensor: under its knob, PackedInt4ZeroPointTensor;
+  // eight nibbles to an i32: PackedInt4GptqWords)
   EXPECT_EQ(analyzeB(loadSpec("int4_u8_group_wise_zero_point_bias_gelu")).nibbles, zeroTensorKnobOn());
   spec::ChainSpec frac = nk;
   frac.values[3].constant = 7.5;
@@ -939,6 +941,62 @@ TEST(Gemv, PackedInt4ZeroPointTensor) {
     if (v.dtype == spec::DType::BF16) v.dtype = spec::DType::F16;
   ASSERT_TRUE(analyzeB(f16_column).nibbles);
   for (const spec::ChainSpec* s : {&grouped, &f32, &kn, &column_scale, &column_zero, &f16_column})
+    for (long long m : {1, 16, 64}) expectPackedGemvCompiles(*s, m, 16);
+}
+
+// GPTQ's int32 words (eight 4-bit values of k to an i32, K x N: FX_B_WORDS; docs/quantized_storage/README.md piece 6)
+// take the packed path, expanded per stage from the words' layout. The GPTQ form as the pass writes it: the nibble's
+// `.to(int8)`, then `w - z` of an i8 zero point at f32 (pass/operand_prologue.cpp computedInF32: exact), the scale's
+// mul and the `.to(f16)` identity; under the zero point tensor knob, and with the packed 16-bit conversion (nibble - z
+// of 8-bit integers is exact in either 16-bit type). An i8 sub (which may wrap: 15 - (-128)) and N x K words are not
+// this path.
+TEST(Gemv, PackedInt4GptqWords) {
+  spec::ChainSpec constant = loadSpec("int4_i32_kn_channel_scale_f16");  // `convert(w) - 8`, one scale per column
+  OperandInfo b = analyzeB(constant);
+  EXPECT_TRUE(b.nibbles && b.words && !b.kmajor && b.quant_scale);
+  EXPECT_EQ(b.zero, 8);
+  EXPECT_EQ(b.raw, spec::DType::U8);
+  EXPECT_TRUE(has(generateHooks(constant, chooseConfig(constant, shapeFor(constant, 1), 90)), "#define FX_B_WORDS 1\n"));
+  EXPECT_FALSE(has(generateHooks(loadSpec("gemv_int4_kn_channel_scale_f16"),
+                                 chooseConfig(loadSpec("gemv_int4_kn_channel_scale_f16"), shapeFor(constant, 1), 90)),
+                   "FX_B_WORDS"));
+  const char* nibbles_knob = std::getenv("FXFUSE_GEMV_NIBBLES");  // (codegen.GemvNibblesKnob.Off: none of them)
+  const bool nibbles = !nibbles_knob || std::string(nibbles_knob) != "0";
+  EXPECT_EQ(chooseConfig(constant, shapeFor(constant, 16, 4096, 4096), 90).variant, nibbles ? "gemv" : "sm80_mma");
+  spec::ChainSpec nk = spec::parseSpec(std::regex_replace(spec::printSpec(constant), std::regex("\\[p,n\\]"), "[n,p]"));
+  EXPECT_FALSE(analyzeB(nk).nibbles);  // words along k of an [N, K/8] tensor: no loader layout for them
+
+  spec::ChainSpec gptq = loadSpec("gptq_words_group_zero_point_bias");
+  b = analyzeB(gptq);
+  EXPECT_EQ(b.nibbles, zeroTensorKnobOn());
+  EXPECT_EQ(variantAt("gptq_words_group_zero_point_bias", 16, 4096, 4096),
+            zeroTensorKnobOn() && nibbles ? "gemv" : "sm80_mma");
+  // an i8 sub: 15 - (-128) wraps in eager's int8, where the gemv's fp32 difference would not
+  spec::ChainSpec wraps = spec::parseSpec(
+      "fxfuse.chain v1\ngemm mm kgroup 128\n%0 = input 0 f16 [m,k]\n%1 = input 1 f16 [g,n]\n%2 = input 2 i32 [p,n]\n"
+      "%3 = convert %2 : i8\n%4 = input 3 i8 [g,n]\n%5 = sub %3 %4 : i8\n%6 = convert %5 : f16\n%7 = mul %1 %6 : f16\n"
+      "%8 = mm %0 %7 : f16\noutput %8\n");
+  EXPECT_FALSE(analyzeB(wraps).nibbles);
+  if (!zeroTensorKnobOn()) return;
+  const char* pairs_knob = std::getenv("FXFUSE_GEMV_NIBBLE_PAIRS");
+  const bool pairs = !pairs_knob || std::string(pairs_knob) != "0";
+  EXPECT_TRUE(b.words && !b.kmajor && b.quant_scale && b.zero_rounds);
+  EXPECT_EQ(b.slot, 2);
+  EXPECT_EQ(b.zero_value, 6);  // the i8 zero point's convert
+  EXPECT_EQ(b.scale_value, 1);
+  EXPECT_EQ(b.scale_group, 128);
+  EXPECT_EQ(b.scale_in_elem, pairs);
+  const std::string h = generateHooks(gptq, chooseConfig(gptq, shapeFor(gptq, 1), 90));
+  for (const char* line : {"#define FX_B_WORDS 1\n", "#define FX_B_ZERO_TENSOR 1\n", "#define FX_B_ZERO_ROUND 1\n",
+                           "float fx_b_zero(const fxfuse::FxParams& p, long long b, long long k, long long n)"})
+    EXPECT_TRUE(has(h, line)) << line << "\n" << h;
+  // a zero point tensor of another dtype than 8-bit integers keeps its own rounding rule (no packed conversion at f32)
+  spec::ChainSpec f16zero = spec::parseSpec(std::regex_replace(spec::printSpec(gptq), std::regex("input 3 i8"),
+                                                               "input 3 f16"));
+  EXPECT_TRUE(analyzeB(f16zero).nibbles);
+  EXPECT_FALSE(analyzeB(f16zero).zero_rounds || analyzeB(f16zero).scale_in_elem);
+  if (!gemvBuiltIn() || !nvrtcUsable()) return;
+  for (const spec::ChainSpec* s : {&constant, &gptq, &f16zero})
     for (long long m : {1, 16, 64}) expectPackedGemvCompiles(*s, m, 16);
 }
 

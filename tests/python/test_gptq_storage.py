@@ -9,6 +9,8 @@ Every fused program is checked against eager on fresh random inputs: bit for bit
 eager's ops in eager's order), by relative error against a float64 product on CUDA (marked gpu)."""
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -205,3 +207,122 @@ def test_gptq_storage_on_cuda_matches_a_float64_product(M, path, monkeypatch):
     module.g_idx.copy_(module.g_idx.flip(0))
     with pytest.raises(RuntimeError, match="no longer holds"):
         module(x)
+
+
+# ---- the gemv on GPTQ's words (docs/quantized_storage/README.md piece 6; kernels/gemv.cuh FX_B_WORDS): under the zero
+# point tensor knob FXFUSE_GEMV_ZERO_TENSOR=1 (read once per process: each check runs in a child) ----
+
+def run_child(code: str, *args, **env):
+    """`code` in a fresh interpreter with `env` set (tests/ on its path, for testlib); fails unless it prints ok."""
+    from helpers import HERE, run_python
+    out = run_python(code, *map(str, args), timeout=300, env=dict(env, PYTHONPATH=os.path.dirname(HERE)))
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stdout + out.stderr
+    return out.stdout
+
+VARIANT_CHILD = r"""
+import sys, torch, fxfuse
+from gptq_linear import GPTQLinear
+from test_packed_int4 import _specs
+model = GPTQLinear(2048, 1536, 128, bias=True)
+ep2 = fxfuse.rewrite(torch.export.export(model, (torch.randn(4, 2048).half(),)), only_profitable=False)
+(spec,) = _specs(ep2)
+for M in (1, 16, 24, 64, 65):
+    print(M, fxfuse._C.kernel_variant(spec, M, 1536, 2048)[0],
+          "FX_B_WORDS 1" in fxfuse._C.generate_cuda(spec, M, 1536, 2048)[1])
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("knob", ["1", ""])
+def test_gptq_words_take_the_gemv_under_the_zero_point_knob(knob):
+    out = run_child(VARIANT_CHILD, FXFUSE_GEMV_ZERO_TENSOR=knob)
+    rows = dict((int(m), (v, w == "True")) for m, v, w in (line.split() for line in out.strip().splitlines()[:-1]))
+    for M in (1, 16, 24, 64):  # decode rows: the gemv on the words under the knob, the generic tile without it
+        assert rows[M] == (("gemv", True) if knob else ("sm80_mma", False)), rows
+    assert rows[65][0] != "gemv", rows  # (prefill rows: not the gemv's)
+
+
+# The gemv's dequantized GPTQ weight, bit for bit: one-hot activation rows (row m reads k_m alone) and no bias, so
+# each output element is one weight element times 1.0 plus zeros, exact in fp32 and in the 16-bit output. The
+# default rewrite takes the gemv (the knob on); both conversion routes (FXFUSE_GEMV_NIBBLE_PAIRS=0: the fp32 one).
+EXACT_CHILD = r"""
+import sys, torch, fxfuse, testlib
+from gptq_linear import GPTQLinear
+from test_packed_int4 import _specs
+M, N, K, dtype = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), getattr(torch, sys.argv[4])
+testlib.seed("gptq_words_exact", M, N, K, sys.argv[4])
+model = GPTQLinear(K, N, 128, dtype=dtype, device="cuda")
+x = torch.randn(M, K, device="cuda").to(dtype)
+ep2 = fxfuse.rewrite(torch.export.export(model, (x,)))
+(spec,) = _specs(ep2)
+assert fxfuse._C.kernel_variant(spec, M, N, K)[0] == "gemv", fxfuse._C.kernel_variant(spec, M, N, K)
+w = model.weight().to(dtype)
+module = ep2.module()
+launches = fxfuse.stats()["launches"]
+for _ in range(3):
+    ks = torch.randperm(K, device="cuda")[:M]
+    x = torch.zeros(M, K, device="cuda", dtype=dtype)
+    x[torch.arange(M, device="cuda"), ks] = 1
+    got = module(x)
+    torch.cuda.synchronize()
+    want = w[ks]
+    bad = got != want
+    assert not bad.any(), (int(bad.sum()), got[bad][:4].tolist(), want[bad][:4].tolist())
+assert fxfuse.stats()["launches"] >= launches + 3 and fxfuse.stats()["aten_dispatch"] == 0, fxfuse.stats()
+print("ok")
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("pairs", ["", "0"], ids=["pairs", "fp32_route"])
+@pytest.mark.parametrize("M,N,K,dtype,knob", [
+    (1, 4096, 4096, "float16", ""), (16, 1536, 2048, "bfloat16", ""), (24, 1536, 2048, "float16", ""),
+    (64, 528, 2048, "float16", ""), (5, 4096, 14336, "bfloat16", ""), (40, 1536, 2048, "float16", "FXFUSE_GEMV_NT=64"),
+    (40, 1536, 2048, "bfloat16", "FXFUSE_GEMV_KT=64"), (16, 1536, 2048, "float16", "FXFUSE_GEMV_WGMMA=1")])
+def test_gptq_words_gemv_dequantizes_eagers_bits(M, N, K, dtype, knob, pairs):
+    env = {"FXFUSE_GEMV_ZERO_TENSOR": "1", "FXFUSE_GEMV_NIBBLE_PAIRS": pairs, "FXFUSE_STRICT": "1",
+           "FXFUSE_POISON_OUTPUTS": "1"}
+    if knob:
+        env.update([knob.split("=")])
+    run_child(EXACT_CHILD, M, N, K, dtype, **env)
+
+
+# With a bias and random activations, against a float64 product and eager, the words' layout read by the fast loader
+# (K a multiple of 128) at each row tile, and the rewrite's check of the buffers it relies on still raising.
+GEMV_CHILD = r"""
+import sys, torch, fxfuse, testlib
+from helpers import rel_err
+from gptq_linear import GPTQLinear
+from test_gptq_storage import float64_product
+from test_packed_int4 import _specs
+M, N, K = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+testlib.seed("gptq_words_gemv", M, N, K)
+model = GPTQLinear(K, N, 128, device="cuda", bias=True)
+x = torch.randn(M, K, device="cuda").half()
+ep2 = fxfuse.rewrite(torch.export.export(model, (x,)))
+(spec,) = _specs(ep2)
+assert fxfuse._C.kernel_variant(spec, M, N, K)[0] == "gemv"
+module = ep2.module()
+for _ in range(2):
+    x = torch.randn(M, K, device="cuda").half()
+    got = module(x)
+    torch.cuda.synchronize()
+    assert not got.isnan().any()
+    assert rel_err(got, float64_product(model, x)) < 1e-2, rel_err(got, float64_product(model, x))
+    assert rel_err(got, model(x)) < 1e-2, rel_err(got, model(x))
+assert fxfuse.stats()["aten_dispatch"] == 0, fxfuse.stats()
+module.g_idx.copy_(module.g_idx.flip(0))
+try:
+    module(x)
+except RuntimeError as e:
+    assert "no longer holds" in str(e), e
+else:
+    raise AssertionError("a changed g_idx was not refused")
+print("ok")
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N,K", [(1, 4096, 4096), (16, 14336, 4096), (64, 4096, 14336), (8, 1024, 1152)])
+def test_gptq_words_gemv_matches_a_float64_product(M, N, K):
+    run_child(GEMV_CHILD, M, N, K, FXFUSE_GEMV_ZERO_TENSOR="1", FXFUSE_STRICT="1", FXFUSE_POISON_OUTPUTS="1")
