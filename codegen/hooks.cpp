@@ -79,7 +79,7 @@ OperandInfo analyze(const ChainSpec& spec, int operand, const char* need) {
   // an operand read along k's groups (a repeated scale as the weight itself) or k's packed 4-bit values is no tensor
   // the templates load as it is: its elements come through the load hooks, which read a 'g' dim at k / kGroup and a
   // 'p' dim's nibble of its element k / per (an input with 'p' has no 'k', so it is never `full` below either)
-  if (r.kind == ValueKind::Input && r.dims.find_first_of("gp") == std::string::npos) {
+  if (r.kind == ValueKind::Input && r.dims.find_first_of("gpq") == std::string::npos) {
     info.plain = true;
     info.slot = r.slot;
   }
@@ -296,11 +296,11 @@ std::string groupIndex(int kGroup) {
 // "b * p.in[2].sb + n * p.in[2].sn" for the dims an input names, in dim order.
 // `n`: how the expression names the column (element 1 of a column pair: "(n + 1)"). A 'g' dim (k's group, a
 // group-wise scale) is read at k / kGroup through the k stride the launch gives it, a 'p' dim (k packed as 4-bit
-// values) at k / nibbles, the element holding k's nibble.
+// values) at k / nibbles, the element holding k's nibble, a 'q' dim (n packed so) at n / nibbles through the n stride.
 std::string offsetExpr(const std::string& dims, const std::string& base, const std::string& n, int kGroup,
                        int nibbles = 0) {
-  static const std::map<char, const char*> stride = {{'b', "sb"}, {'m', "sm"}, {'k', "sk"},
-                                                     {'n', "sn"}, {'g', "sk"}, {'p', "sk"}};
+  static const std::map<char, const char*> stride = {{'b', "sb"}, {'m', "sm"}, {'k', "sk"}, {'n', "sn"},
+                                                     {'g', "sk"}, {'p', "sk"}, {'q', "sn"}};
   std::string out;
   std::set<char> done;  // [m,m,k]: M is already flattened, one term per letter
   for (char c : dims) {
@@ -308,6 +308,7 @@ std::string offsetExpr(const std::string& dims, const std::string& base, const s
     const std::string index = c == 'n'   ? n
                               : c == 'g' ? groupIndex(kGroup)
                               : c == 'p' ? groupIndex(nibbles)
+                              : c == 'q' ? "((" + n + ") >> " + (nibbles == 8 ? "3)" : "1)")
                                          : std::string(1, c);
     out += (out.empty() ? "" : " + ") + index + " * " + base + "." + stride.at(c);
   }
@@ -437,10 +438,12 @@ class HookEmitter {
       case ValueKind::Input: {
         std::string base = "p.in[" + std::to_string(v.slot) + "]";
         const std::string column = elem == 1 ? "(n + 1)" : "n";
-        if (v.dims.find('p') != std::string::npos) {  // k's nibble of the element at k / per (B's prologue: k is known)
+        if (v.dims.find_first_of("pq") != std::string::npos) {  // k's (n's) nibble of the element at k (n) / per (B's
+                                                                 // prologue: k is known)
           const int per = spec::nibblesPerElement(v.dtype);
-          return fmt::format("fx_ld_nibble_{}({}.ptr, {}, k)", cvtSuffix(v.dtype), base,
-                             offsetExpr(v.dims, base, column, spec_.kGroup, per));
+          return fmt::format("fx_ld_nibble_{}({}.ptr, {}, {})", cvtSuffix(v.dtype), base,
+                             offsetExpr(v.dims, base, column, spec_.kGroup, per),
+                             v.dims.find('p') != std::string::npos ? "k" : column);
         }
         return fmt::format("{}({}.ptr, {})", loadFn(v.dtype), base, offsetExpr(v.dims, base, column, spec_.kGroup));
       }

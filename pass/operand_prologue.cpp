@@ -284,14 +284,15 @@ int OperandPrologue::foldNibbles(int node, const std::string& letters, const Nib
   if (!ops_) return stopAt(node, letters, "the prologue option is off");
   // (a packed activation: the kernels' fast paths read packed weights only, and a chain needs one operand with k)
   if (space_ != spec::Space::B) return stopAt(node, letters, "packed 4-bit values in A (the chain reads packed weights)");
-  if (letters.size() <= unpack.pos || letters[unpack.pos] != 'k' ||
-      letters.find('k', unpack.pos + 1) != std::string::npos)
-    return stopAt(node, letters, "4-bit values unpacked along another dim than k (the chain reads them packed along k "
-                                 "only: a packed zero point, or AWQ's packing along n, stays outside)");
+  // packed along k (the spec's 'p': a weight) or along n ('q': GPTQ's zero points, eight to a word along n)
+  const char along = letters.size() > unpack.pos ? letters[unpack.pos] : '\0';
+  if ((along != 'k' && along != 'n') || letters.find(along, unpack.pos + 1) != std::string::npos)
+    return stopAt(node, letters, "4-bit values unpacked along another dim than k or n (the chain reads them packed "
+                                 "along k or n only)");
   for (int v : unpack.nodes)
     if (claimed_[v]) return leaf(node, letters);
   std::string packedLetters = letters;
-  packedLetters[unpack.pos] = 'p';
+  packedLetters[unpack.pos] = along == 'k' ? 'p' : 'q';
   Checkpoint before = checkpoint();
   const int v = fold(unpack.packed, packedLetters, depth + 1, roles);
   if (v < 0) return -1;

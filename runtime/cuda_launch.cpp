@@ -181,7 +181,7 @@ bool letterStrides(const at::Tensor& t, const std::string& letters, LetterStride
     const long long stride = t.stride(d);
     if (L == 'b') s->b = stride;
     if (spec::isKLetter(L)) s->k = stride;  // a 'g' ('p') dim's stride: the kernel reads it at k / kGroup (k / per)
-    if (L == 'n') s->n = stride;
+    if (spec::isNLetter(L)) s->n = stride;  // a 'q' dim's: read at n / per
     if (L != 'm' || t.size(d) == 1) continue;
     if (lastM < 0) {
       s->m = stride;

@@ -85,8 +85,10 @@ void checkInputValue(const Value& v, const at::Tensor& t, const ChainShape& shap
   TORCH_CHECK(t.scalar_type() == toScalarType(v.dtype), "fxfuse::gemm_chain: input ", slot,
               " has dtype ", t.scalar_type(), " but the spec expects ",
               spec::dtypeName(v.dtype));
-  // a 'g' dim (k's group) or a 'p' dim (k packed as 4-bit values) where the space has k
-  const std::string allowed = spaceLetters(v.space, gemm) + (v.space == Space::Out ? "1" : "gp1");
+  // a 'g' dim (k's group) or a 'p' dim (k packed as 4-bit values) where the space has k; a 'q' dim (n packed) in B's
+  const std::string space = spaceLetters(v.space, gemm);
+  const std::string allowed =
+      space + (v.space == Space::Out ? "1" : "gp1") + (space.find('n') != std::string::npos ? "q" : "");
   for (size_t d = 0; d < letters.size(); ++d) {
     const char L = letters[d];
     TORCH_CHECK(allowed.find(L) != std::string::npos, "fxfuse::gemm_chain: input ", slot,
@@ -98,11 +100,14 @@ void checkInputValue(const Value& v, const at::Tensor& t, const ChainShape& shap
                       " (problem K=", shape.K, ")");
       continue;
     }
-    if (L == 'p') {  // K's 4-bit values, nibblesPerElement to an element (the pass folds only K divisible by it)
+    if (spec::isPackedLetter(L)) {  // K's (N's) 4-bit values, nibblesPerElement to an element (the pass folds only a
+                                    // K (N) divisible by it)
       const int per = spec::nibblesPerElement(v.dtype);
-      TORCH_SYM_CHECK((size * per).sym_eq(shape.K), "fxfuse::gemm_chain: input ", slot, " has shape ",
-                      t.sym_sizes(), ": its dim ", d, " ('p', K packed as ", per, " 4-bit values per ",
-                      spec::dtypeName(v.dtype), ") must be K / ", per, " (problem K=", shape.K, ")");
+      const bool k = L == 'p';
+      TORCH_SYM_CHECK((size * per).sym_eq(k ? shape.K : shape.N), "fxfuse::gemm_chain: input ", slot, " has shape ",
+                      t.sym_sizes(), ": its dim ", d, " ('", L, "', ", k ? "K" : "N", " packed as ", per,
+                      " 4-bit values per ", spec::dtypeName(v.dtype), ") must be ", k ? "K" : "N", " / ", per,
+                      " (problem ", k ? "K=" : "N=", k ? shape.K : shape.N, ")");
       continue;
     }
     const c10::SymInt expected = L == '1' ? c10::SymInt(1)
@@ -206,11 +211,11 @@ ChainShape checkInputs(const ChainSpec& spec, at::TensorList inputs) {
 
 namespace {
 
-// A 'p' input's 4-bit values along its dim d as a tensor of its dtype (each 0..15) with that dim nibblesPerElement
-// times longer: element j of the word at k / per is bits [4 j, 4 j + 4) (an arithmetic shift of an i8 / i32 word
-// then & 15 is that nibble too).
+// A 'p' ('q') input's 4-bit values along its dim d as a tensor of its dtype (each 0..15) with that dim
+// nibblesPerElement times longer: element j of the word at k / per is bits [4 j, 4 j + 4) (an arithmetic shift of an
+// i8 / i32 word then & 15 is that nibble too).
 at::Tensor unpackNibbles(const at::Tensor& t, int64_t d) {
-  TORCH_INTERNAL_ASSERT(at::isIntegralType(t.scalar_type(), /*includeBool=*/false), "fxfuse: a 'p' dim of dtype ",
+  TORCH_INTERNAL_ASSERT(at::isIntegralType(t.scalar_type(), /*includeBool=*/false), "fxfuse: a packed dim of dtype ",
                         t.scalar_type());
   const int64_t per = 2 * static_cast<int64_t>(t.element_size());  // checkInputs: u8 / i8 / i32 (nibblesPerElement)
   std::vector<int64_t> shiftShape(static_cast<size_t>(t.dim() + 1), 1);
@@ -226,10 +231,10 @@ at::Tensor unpackNibbles(const at::Tensor& t, int64_t d) {
 at::Tensor logicalView(const at::Tensor& packed, const std::string& dims, Space space,
                        GemmKind gemm, int kGroup) {
   std::string letters = dimLetters(dims);
-  // a 'p' dim is k's, its 4-bit values unpacked (a copy: the CPU reference's form)
-  const size_t nibbles = letters.find('p');
+  // a 'p' dim is k's, a 'q' dim n's, its 4-bit values unpacked (a copy: the CPU reference's form)
+  const size_t nibbles = letters.find_first_of("pq");
   const at::Tensor t = nibbles == std::string::npos ? packed : unpackNibbles(packed, static_cast<int64_t>(nibbles));
-  if (nibbles != std::string::npos) letters[nibbles] = 'k';
+  if (nibbles != std::string::npos) letters[nibbles] = letters[nibbles] == 'p' ? 'k' : 'n';
   // a 'g' dim is k's: each of its elements repeated kGroup times below
   const size_t group = letters.find('g');
   if (group != std::string::npos) letters[group] = 'k';

@@ -30,9 +30,10 @@ enum class ValueKind { Input, Const, Op, Mm };
 struct Value {
   ValueKind kind = ValueKind::Op;
   DType dtype = DType::F32;
-  // Input: slot and dims (each 'b','m','k','n','g','p' or '1', in the tensor's dim order; 'g' is the group of k,
+  // Input: slot and dims (each 'b','m','k','n','g','p','q' or '1', in the tensor's dim order; 'g' is the group of k,
   // k / ChainSpec::kGroup: a group-wise scale's dim; 'p' is k packed as 4-bit values, nibblesPerElement(dtype) to
-  // an element, k at element k / that, bits [4 (k % that), +4): a packed int4 weight, read as its nibble 0..15).
+  // an element, k at element k / that, bits [4 (k % that), +4): a packed int4 weight, read as its nibble 0..15;
+  // 'q' is n packed so: GPTQ's zero points, eight to an i32 along n).
   int slot = -1;
   std::string dims;
   // Const
@@ -109,6 +110,10 @@ bool isResidualInput(const Value& v);
 bool isOneElementInput(const Value& v);
 // An input dims letter that varies along k: 'k' itself, 'g' (k's group) or 'p' (k packed as 4-bit values).
 inline bool isKLetter(char c) { return c == 'k' || c == 'g' || c == 'p'; }
+// An input dims letter that varies along n: 'n' itself or 'q' (n packed as 4-bit values: GPTQ's zero points).
+inline bool isNLetter(char c) { return c == 'n' || c == 'q'; }
+// An input dims letter whose elements hold 4-bit values: 'p' (of k) or 'q' (of n).
+inline bool isPackedLetter(char c) { return c == 'p' || c == 'q'; }
 // How many 4-bit values an element of a 'p' input's dtype holds (u8, i8: 2; i32: 8); 0 for any other dtype.
 int nibblesPerElement(DType d);
 // The inputs of `spec` with a 'g' dim (those that read the spec's kGroup).

@@ -22,11 +22,13 @@ const char* lettersOf(Space s, GemmKind g) {
 }
 
 // Letters in canonical "bmkn" order, without duplicates; 'g' (k's group) and 'p' (k packed as 4-bit values) vary
-// along k.
+// along k, 'q' (n packed as 4-bit values) along n.
 std::string canonicalLetters(const std::string& s) {
   std::string out;
   for (char c : std::string("bmkn"))
-    if (s.find(c) != std::string::npos || (c == 'k' && s.find_first_of("gp") != std::string::npos)) out += c;
+    if (s.find(c) != std::string::npos || (c == 'k' && s.find_first_of("gp") != std::string::npos) ||
+        (c == 'n' && s.find('q') != std::string::npos))
+      out += c;
   return out;
 }
 
@@ -88,8 +90,8 @@ class Validator {
     Loc at{i, -1};
     if (v.slot < 0) fail_(at, "input slot must be >= 0");
     for (char c : v.dims) {
-      if (std::string("bmkngp1").find(c) == std::string::npos)
-        fail_(at, std::string("unknown dim '") + c + "' (expected b, m, k, n, g, p or 1)");
+      if (std::string("bmkngpq1").find(c) == std::string::npos)
+        fail_(at, std::string("unknown dim '") + c + "' (expected b, m, k, n, g, p, q or 1)");
       if (c != 'm' && c != '1' && std::count(v.dims.begin(), v.dims.end(), c) > 1)
         fail_(at, std::string("dim '") + c + "' appears twice");
     }
@@ -102,6 +104,14 @@ class Validator {
         fail_(at, "an input has at most one of a 'k', 'g' or 'p' dim (k packed as 4-bit values)");
       if (nibblesPerElement(v.dtype) == 0)
         fail_(at, std::string("a 'p' dim (k packed as 4-bit values) holds them in u8, i8 or i32 elements, not ") +
+                      dtypeName(v.dtype));
+    }
+    if (v.dims.find('q') != std::string::npos) {
+      if (v.dims.find('n') != std::string::npos) fail_(at, "an input has an 'n' dim or a 'q' dim (n packed), not both");
+      if (v.dims.find('p') != std::string::npos)
+        fail_(at, "an input has a 'p' dim or a 'q' dim, not both (4-bit values packed along one dim)");
+      if (nibblesPerElement(v.dtype) == 0)
+        fail_(at, std::string("a 'q' dim (n packed as 4-bit values) holds them in u8, i8 or i32 elements, not ") +
                       dtypeName(v.dtype));
     }
     if (v.slot > maxSlot_ + 1)
@@ -193,6 +203,10 @@ class Validator {
         for (int o : v.operands) wanted[o].insert(v.space);
       }
       std::string allowed = lettersOf(v.space, spec_.gemm);
+      // n packed ('q': GPTQ's zero points) is read by B's prologue only, where the kernels' hooks load it
+      if (v.kind == ValueKind::Input && v.dims.find('q') != std::string::npos && v.space != Space::B)
+        fail_(at, "a 'q' dim (n packed as 4-bit values) is read in B's prologue only, not the " +
+                      std::string(spaceName(v.space)) + " space");
       for (char c : letters_[i])
         if (allowed.find(c) == std::string::npos)
           fail_(at, ref(i) + " varies along '" + c + "', which the " + spaceName(v.space) + " space of a " +

@@ -487,6 +487,7 @@ TEST(Gemv, QuantScaleHookExactlyWhereTheSpecIsConvertTimesScale) {
   if (zeroTensorKnobOn()) {  // (codegen.GemvZeroTensorKnob.On)
     want.insert("int4_u8_group_wise_zero_point_bias_gelu");
     want.insert("gptq_words_group_zero_point_bias");
+    want.insert("gptq_words_packed_zero_points_bias");
   }
   std::set<std::string> got;
   for (const std::string& name : test::specNames()) {
@@ -990,13 +991,21 @@ TEST(Gemv, PackedInt4GptqWords) {
   for (const char* line : {"#define FX_B_WORDS 1\n", "#define FX_B_ZERO_TENSOR 1\n", "#define FX_B_ZERO_ROUND 1\n",
                            "float fx_b_zero(const fxfuse::FxParams& p, long long b, long long k, long long n)"})
     EXPECT_TRUE(has(h, line)) << line << "\n" << h;
+  // GPTQ's zero points folded too (eight to an i32 along n: the spec's 'q'), as the pass writes the whole layer: the
+  // hook reads the zero point's nibble of its word at n / 8
+  spec::ChainSpec packed_zeros = loadSpec("gptq_words_packed_zero_points_bias");
+  OperandInfo pz = analyzeB(packed_zeros);
+  EXPECT_TRUE(pz.nibbles && pz.words && pz.zero_rounds && pz.zero_value >= 0);
+  EXPECT_EQ(pz.scale_in_elem, pairs);
+  EXPECT_TRUE(has(generateHooks(packed_zeros, chooseConfig(packed_zeros, shapeFor(packed_zeros, 1), 90)),
+                  "fx_ld_nibble_i32(p.in[3].ptr, (k >> 7) * p.in[3].sk + ((n) >> 3) * p.in[3].sn, n)"));
   // a zero point tensor of another dtype than 8-bit integers keeps its own rounding rule (no packed conversion at f32)
   spec::ChainSpec f16zero = spec::parseSpec(std::regex_replace(spec::printSpec(gptq), std::regex("input 3 i8"),
                                                                "input 3 f16"));
   EXPECT_TRUE(analyzeB(f16zero).nibbles);
   EXPECT_FALSE(analyzeB(f16zero).zero_rounds || analyzeB(f16zero).scale_in_elem);
   if (!gemvBuiltIn() || !nvrtcUsable()) return;
-  for (const spec::ChainSpec* s : {&constant, &gptq, &f16zero})
+  for (const spec::ChainSpec* s : {&constant, &gptq, &f16zero, &packed_zeros})
     for (long long m : {1, 16, 64}) expectPackedGemvCompiles(*s, m, 16);
 }
 

@@ -18,7 +18,7 @@ import fxfuse
 import testlib
 from gptq_linear import GPTQLinear
 from helpers import rel_err, strict_cuda_path
-from test_packed_int4 import _left, _specs
+from test_packed_int4 import _left, _specs, gemm_chain
 
 pytestmark = pytest.mark.needs_real_pass
 
@@ -42,12 +42,11 @@ def test_gptq_storage_folds_and_keeps_eagers_bits(K, N, G, dtype, bias, lead):
     x = torch.randn(*lead, K).to(dtype)
     ep2 = fxfuse.rewrite(torch.export.export(model, (x,)))
     (spec,) = _specs(ep2)
-    assert f"gemm mm kgroup {G}\n" in spec and " i32 [p,n]\n" in spec and " i8 [g,n]\n" in spec, spec
+    assert f"gemm mm kgroup {G}\n" in spec and " i32 [p,n]\n" in spec and " i32 [g,q]\n" in spec, spec
     assert "i32 [k] kgroups" in spec and "i32 [1,8] values 0 4 8 12 16 20 24 28" in spec, spec
-    # the weight's unpack, its dequantization and the product are the op's; the zero points' unpack stays (1/G of it)
-    left = _left(ep2)
-    assert left.count("aten.bitwise_right_shift.Tensor") == 1 and "aten.matmul.default" not in left, left
-    assert "aten.sub.Tensor" not in left and "aten.mul.Tensor" not in left, left
+    # the weight's and the zero points' unpacks (eight to a word along k, along n), the dequantization and the
+    # product are the op's: nothing of the layer is left to ATen
+    assert _left(ep2) == [], _left(ep2)
     for _ in range(2):
         x = torch.randn(*lead, K).to(dtype)
         got, want = ep2.module()(x), model(x)
@@ -77,6 +76,23 @@ def test_changed_buffers_are_an_error_not_a_wrong_answer():
     module.g_idx = torch.arange(256, dtype=torch.int32) // 32
     with pytest.raises(RuntimeError, match="no longer holds"):
         module(x)
+
+
+def test_zero_points_packed_along_n_read_as_the_spec_says():
+    """A hand-written spec with GPTQ's zero points as the pass folds them, eight to an i32 word along n (the spec's
+    'q'): the CPU reference reads nibble n % 8 of word n / 8 of the row of k's group; a tensor of another size than
+    N / 8 is a clear error."""
+    testlib.seed("gptq_q")
+    spec = ("fxfuse.chain v1\ngemm mm kgroup 32\n%0 = input 0 f32 [m,k]\n%1 = input 1 f32 [k,n]\n"
+            "%2 = input 2 i32 [g,q]\n%3 = convert %2 : f32\n%4 = sub %1 %3 : f32\n%5 = mm %0 %4 : f32\noutput %5\n")
+    K, N = 64, 24
+    words = torch.randint(-2**31, 2**31 - 1, (K // 32, N // 8), dtype=torch.int32)
+    zeros = torch.stack([(words >> (4 * j)) & 15 for j in range(8)], 2).view(K // 32, N)  # word n / 8, nibble n % 8
+    x, w = torch.randn(5, K), torch.randn(K, N)
+    (out,) = gemm_chain([x, w, words], spec)
+    assert rel_err(out, x.double() @ (w.double() - zeros.double().repeat_interleave(32, 0))) < 1e-6
+    with pytest.raises(RuntimeError, match=r"'q', N packed as 8 4-bit values per i32\) must be N / 8"):
+        gemm_chain([x, w, torch.zeros(K // 32, N // 4, dtype=torch.int32)], spec)
 
 
 def test_act_order_g_idx_is_gathered_by_aten_and_nothing_is_expected_of_it():

@@ -83,6 +83,13 @@ std::vector<Case> cases() {
       {"PackedAndK", kHead + "%0 = input 0 u8 [p,k]\n", "line 3: an input has at most one of a 'k', 'g' or 'p' dim"},
       {"PackedInEpilogue", kHead + kMm + "%3 = input 2 u8 [p,n]\n%4 = add %2 %3 : bf16\noutput %4\n",
        "line 7: %4 varies along 'k', which the Out space"},
+      // n packed ('q': GPTQ's zero points, eight to an i32 along n), in B's prologue only
+      {"PackedNHalf", kHead + "%0 = input 0 bf16 [m,k]\n%1 = input 1 f16 [k,q]\n",
+       "line 4: a 'q' dim (n packed as 4-bit values) holds them in u8, i8 or i32 elements, not f16"},
+      {"PackedNAndN", kHead + "%0 = input 0 i32 [q,n]\n", "line 3: an input has an 'n' dim or a 'q' dim (n packed), not both"},
+      {"PackedKAndN", kHead + "%0 = input 0 i32 [p,q]\n", "line 3: an input has a 'p' dim or a 'q' dim, not both"},
+      {"PackedNInEpilogue", kHead + kMm + "%3 = input 2 i32 [q]\n%4 = add %2 %3 : bf16\noutput %4\n",
+       "line 6: a 'q' dim (n packed as 4-bit values) is read in B's prologue only, not the Out space"},
       // expect lines: facts about op inputs after the values' (line 6 here: after kHead and kMm)
       {"ExpectSlot", kHead + kMm + "expect 3 i32 [1] values 0\noutput %2\n",
        "line 6: expect slot 3 must be 2 (the expect lines take the slots after the inputs', in order)"},

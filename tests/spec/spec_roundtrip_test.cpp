@@ -87,6 +87,26 @@ TEST(SpecRoundTrip, PackedFourBitWeight) {
   EXPECT_EQ(nibblesPerElement(DType::BF16), 0);
 }
 
+// GPTQ's zero points, eight to an i32 word along n ('q'), beside its weight's words along k ('p').
+TEST(SpecRoundTrip, PackedAlongN) {
+  const std::string text =
+      "fxfuse.chain v1\n"
+      "gemm mm kgroup 128\n"
+      "%0 = input 0 f16 [m,k]\n"
+      "%1 = input 1 i32 [p,n]\n"
+      "%2 = convert %1 : f32\n"
+      "%3 = input 2 i32 [g,q]\n"
+      "%4 = convert %3 : f32\n"
+      "%5 = sub %2 %4 : f16\n"
+      "%6 = mm %0 %5 : f16\n"
+      "output %6\n";
+  ChainSpec s = parseSpec(text);
+  EXPECT_EQ(printSpec(s), text);
+  EXPECT_EQ(s.values[3].dims, "gq");
+  EXPECT_EQ(s.values[3].space, Space::B);
+  EXPECT_EQ(valueLetters(s, 3), "kn");  // 'g' varies along k, 'q' along n
+}
+
 TEST(SpecRoundTrip, ConstantsPrintCanonically) {
   const char* text =
       "fxfuse.chain v1\n"
