@@ -6,10 +6,11 @@ Per M, K, N (f16, G = 128, no act-order):
   mm       cuBLAS `torch.mm(x, w)` on an f16 [K, N] weight (the floor a dequantizing kernel is measured against)
   eager    the layer as written (unpack, gather the scales and zero points, dequantize, matmul)
   compile  torch.compile of the layer (with --compile)
-  fxfuse   the rewritten program's module: the chain reads the int32 words ('p' dim, i32) and g_idx's groups.
-           The default rewrite leaves this chain unfused on CUDA (not_profitable: no fast kernel reads i32 words
-           yet, docs/quantized_storage/README.md piece 6), so the rewrite here is forced (only_profitable=False):
-           the generic kernel's time, what piece 6 is to beat
+  fxfuse   the rewritten program's module: the chain reads the weight's int32 words ('p' dim, i32), the zero
+           points' words ('q', eight along n) and g_idx's groups: the whole layer is one op. Under
+           FXFUSE_GEMV_ZERO_TENSOR=1 the gemv reads the words at 1-64 rows (session 65, kernels/gemv.cuh FX_B_WORDS)
+           and the default rewrite fuses it; without the knob the generic kernel runs it and the default rewrite
+           leaves it unfused (not_profitable), so the rewrite here is forced (only_profitable=False)
 and the ratios fxfuse / mm and eager / fxfuse, the op's path (bench/op_path.py) and the error against float64.
 Timing: bench_decode.rotated_ms_each (device time, batches behind a GPU spin, variants interleaved); every call
 rotates over copies of qweight / qzeros / scales and of mm's weight (>= 256 MB each), set on the module before it
