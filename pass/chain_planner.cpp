@@ -77,6 +77,12 @@ std::string describe(const GemmMatch& m, const GemmCore& core, const spec::Chain
            spec::dtypeName(v.dtype) + ")";  // a packed int4 weight read as its bytes
       break;
     }
+  for (const spec::Value& v : spec.values)
+    if (v.kind == spec::ValueKind::Input && v.dims.find('q') != std::string::npos) {
+      s += " (4-bit zero points, " + std::to_string(spec::nibblesPerElement(v.dtype)) + " per " +
+           spec::dtypeName(v.dtype) + " along n)";
+      break;
+    }
   const auto& values = spec.values;
   for (size_t i = result + 1; i < values.size(); ++i)
     if (values[i].kind == spec::ValueKind::Op) s += " → " + values[i].op;
