@@ -926,18 +926,9 @@ __device__ __forceinline__ void expand_chunk(unsigned base, int ci, const unsign
 // thread's chunks).
 __device__ __forceinline__ void expand_stage(const unsigned char* packed, unsigned char* tile) {
   const unsigned from = smem_u32(packed), to = smem_u32(tile);
-  if constexpr (kWords) {  // a chunk at a time: unrolled, its eight stores a chunk spilled at 168 registers (wgmma)
-#pragma unroll 1
-    for (int i = 0; i < kPCh; ++i) {
-      const int ci = threadIdx.x + i * kThreads;
-      unsigned v[4];
-      lds128(from + ci * 16, v[0], v[1], v[2], v[3]);
-      expand_chunk(to, ci, v);
-    }
-    __syncthreads();
-    return;
-  }
-#pragma unroll
+  // GPTQ's words a chunk at a time: unrolled, their eight stores a chunk spilled at 168 registers (wgmma, 64 rows)
+  constexpr int kUnroll = kWords ? 1 : kPCh;
+#pragma unroll kUnroll
   for (int i = 0; i < kPCh; ++i) {
     const int ci = threadIdx.x + i * kThreads;
     unsigned v[4];
