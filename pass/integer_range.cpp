@@ -29,7 +29,8 @@ bool keepsValues(const ir::Node& n) {
   for (const char* op : {"aten.unsqueeze.default", "aten.expand.default", "aten.permute.default", "aten.t.default",
                          "aten.transpose.int", "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default",
                          "aten.clone.default", "aten.alias.default", "aten.index.Tensor", "aten.slice.Tensor",
-                         "aten.select.int", "aten.contiguous.default"})
+                         "aten.select.int", "aten.contiguous.default",
+                         "aten.repeat_interleave.self_int"})
     if (n.isCall(op)) return true;
   return false;
 }

@@ -96,4 +96,30 @@ std::optional<KGroupIndex> kGroupIndex(const GraphIndex& index, int node, const 
   return g;
 }
 
+std::optional<KGroupIndex> kGroupRepeat(const GraphIndex& index, int node, const std::string& outLetters) {
+  const ir::Node& n = index.node(node);
+  // (self, repeats, dim[, output_size]): an int count and a dim; a tensor of counts, or no dim (a flattening), is not
+  if (!n.isCall("aten.repeat_interleave.self_int") || n.args.size() < 3 || n.args.size() > 4) return std::nullopt;
+  const auto repeats = intArg(n.args[1]), dim = intArg(n.args[2]);
+  const ir::TensorType* out = index.tensor(node);
+  KGroupIndex g;
+  g.source = n.args[0].isValue() ? index.producer(n.args[0]) : -1;
+  const ir::TensorType* t = g.source >= 0 ? index.tensor(g.source) : nullptr;
+  if (!repeats || !dim || *repeats < 1 || !out || !t || t->sizes.size() != out->sizes.size() ||
+      outLetters.size() != out->sizes.size())
+    return std::nullopt;
+  const int64_t rank = static_cast<int64_t>(out->sizes.size());
+  const int64_t d = *dim < 0 ? *dim + rank : *dim;
+  if (d < 0 || d >= rank || outLetters[static_cast<size_t>(d)] != 'k') return std::nullopt;
+  const ir::Dim& groups = t->sizes[static_cast<size_t>(d)];
+  if (groups.symbolic || !out->sizes[static_cast<size_t>(d)].is(groups.value * *repeats)) return std::nullopt;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != d && out->sizes[static_cast<size_t>(i)] != t->sizes[static_cast<size_t>(i)]) return std::nullopt;
+  g.inputLetters = outLetters;
+  g.inputLetters[static_cast<size_t>(d)] = 'g';
+  g.group = *repeats;
+  g.nodes.push_back(node);
+  return g;
+}
+
 }  // namespace fxfuse::pass

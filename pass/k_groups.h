@@ -41,4 +41,9 @@ struct KGroupIndex {
 };
 std::optional<KGroupIndex> kGroupIndex(const GraphIndex& index, int node, const std::string& outLetters);
 
+// `t.repeat_interleave(G, dim)` along k (AWQ's and many hand-written dequantizations' spelling of the group broadcast:
+// each of t's K / G elements repeated G times): t read at k's group, as kGroupIndex's, with no table (table -1: the
+// op's own semantics, nothing the chain relies on). nullopt for any other node.
+std::optional<KGroupIndex> kGroupRepeat(const GraphIndex& index, int node, const std::string& outLetters);
+
 }  // namespace fxfuse::pass

@@ -105,6 +105,7 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
   if (auto unpack = nibbleUnpack(index_, node)) return foldNibbles(node, letters, *unpack, depth, roles);
   if (auto words = wordUnpack(index_, node)) return foldNibbles(node, letters, *words, depth, roles);
   if (auto table = kGroupIndex(index_, node, letters)) return foldKGroupIndex(node, letters, *table, depth, roles);
+  if (auto repeat = kGroupRepeat(index_, node, letters)) return foldKGroupIndex(node, letters, *repeat, depth, roles);
   if (isReshape(n) && unpacksBits(index_, node))  // not a region of k's groups of 2 (the hunt's misleading stop)
     return stopAt(node, letters, kOtherPacking);
   if (auto merge = groupsMergedIntoK(index_, node, letters)) return foldKGroups(node, letters, *merge, depth, roles);
@@ -342,8 +343,9 @@ int OperandPrologue::foldKGroupIndex(int node, const std::string& letters, const
   if (current != 0 && current != table.group)
     return stopAt(node, letters, "a second group size in one chain (" + std::to_string(table.group) + " after " +
                                      std::to_string(current) + ")");
-  const std::optional<spec::Expect> fact = expectOf(index_.node(table.table));
-  if (!fact) return stopAt(node, letters, "a table of k's groups the chain cannot state");
+  // (a repeat_interleave has no table: nothing to expect)
+  const std::optional<spec::Expect> fact = table.table >= 0 ? expectOf(index_.node(table.table)) : std::nullopt;
+  if (table.table >= 0 && !fact) return stopAt(node, letters, "a table of k's groups the chain cannot state");
   Checkpoint before = checkpoint();
   const int groupInputs = spec::groupInputCount(builder_.spec());
   builder_.setKGroup(static_cast<int>(table.group));
@@ -358,7 +360,7 @@ int OperandPrologue::foldKGroupIndex(int node, const std::string& letters, const
     restoreKeepingStop(std::move(before));
     return leaf(node, letters);
   }
-  builder_.expect(index_.node(table.table).name, *fact);
+  if (fact) builder_.expect(index_.node(table.table).name, *fact);
   result_.absorbed.insert(result_.absorbed.end(), table.nodes.begin(), table.nodes.end());
   return v;
 }

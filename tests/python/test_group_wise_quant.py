@@ -131,6 +131,70 @@ def test_group_wise_dequantization_fuses_and_keeps_eager_bits(form, decompose):
         assert torch.equal(ep2.module()(x2), model(x2))
 
 
+class RepeatInterleaveGroupWise(torch.nn.Module):
+    """The group broadcast spelled `t.repeat_interleave(G, dim)` (AWQ's dequantization and many hand-written ones):
+    `F.linear(x, w.to(dt) * s.repeat_interleave(G, -1), b)` with w [N, K], or `x @ ((w & 15) - (z & 15).repeat_interleave(G,
+    0)).to(dt) * s.repeat_interleave(G, 0)` with w [K, N] and a zero point per group."""
+
+    def __init__(self, N, K, G, layout, dtype=torch.bfloat16):
+        super().__init__()
+        self.N, self.K, self.G, self.layout, self.dtype = N, K, G, layout, dtype
+        self.register_buffer("w", _int8(N, K) if layout == "linear" else _int8(K, N))
+        self.register_buffer("s", _scale(N, K // G, dtype=dtype) if layout == "linear" else _scale(K // G, N, dtype=dtype))
+        self.register_buffer("z", _int8(K // G, N))
+        self.register_buffer("b", torch.randn(N).to(dtype))
+
+    def weight(self):
+        G = self.G
+        if self.layout == "linear":
+            return self.w.to(self.dtype) * self.s.repeat_interleave(G, -1)
+        return ((self.w & 15) - (self.z & 15).repeat_interleave(G, 0)).to(self.dtype) * self.s.repeat_interleave(G, 0)
+
+    def forward(self, x):
+        if self.layout == "linear":
+            return F.linear(x, self.weight(), self.b)
+        return x @ self.weight() + self.b
+
+
+@pytest.mark.parametrize("layout", ["linear", "matmul_zero_point"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_group_broadcast_by_repeat_interleave_folds(layout, dtype):
+    testlib.seed("group_repeat_interleave", layout, dtype)
+    model = RepeatInterleaveGroupWise(48, 256, 64, layout, dtype)
+    x = torch.randn(3, 256).to(dtype)
+    ep2 = fxfuse.rewrite(torch.export.export(model, (x,)))
+    spec = _spec(ep2)
+    assert "gemm mm kgroup 64\n" in spec, spec
+    assert " [g,n]\n" in spec or " [n,g]\n" in spec, spec
+    left = [str(n.target) for n in ep2.graph.nodes if n.op == "call_function"]
+    # the group broadcasts and the sub folded (the masks of unpacked bytes stay ATen's: no bitwise op in a chain)
+    assert not any("repeat_interleave" in t or "sub" in t for t in left), left
+    for _ in range(2):
+        x = torch.randn(3, 256).to(dtype)
+        assert torch.equal(ep2.module()(x), model(x))
+
+
+def test_a_repeat_along_n_or_by_a_tensor_of_counts_stays_outside():
+    """Only a repeat along k by one count is k's group broadcast: along n it is no 'g' dim, and a tensor of counts
+    (ragged groups) has no spec form; both are left to ATen with eager's answer."""
+    w, s = _int8(64, 32), _scale(64, 8)
+
+    class AlongN(torch.nn.Module):
+        def forward(self, x):
+            return x @ (w.to(torch.bfloat16) * s.repeat_interleave(4, 1))
+
+    class Counts(torch.nn.Module):
+        def forward(self, x):
+            return x @ (w.to(torch.bfloat16) * s.t().repeat_interleave(torch.full((8,), 8), 0)[:, :8].repeat(1, 4))
+
+    for model in (AlongN(), Counts()):
+        x = torch.randn(2, 64).to(torch.bfloat16)
+        ep2 = fxfuse.rewrite(torch.export.export(model, (x,)))
+        assert any("repeat_interleave" in str(n.target) for n in ep2.graph.nodes), ep2.graph
+        x = torch.randn(2, 64).to(torch.bfloat16)
+        assert torch.equal(ep2.module()(x), model(x))
+
+
 def test_group_wise_activation_and_weight_share_one_group():
     """Per-token-group activations (fp8 [M, K] with a scale per group of 64, as block-quantized LLMs run) beside a
     group-wise weight of the same G: both operands' prologues fold, the A scale read as [m,g]."""
