@@ -63,7 +63,9 @@ bool OperandPrologue::isFoldableArithmetic(int node) const {
   if (unrounded_ && unrounded_->count(n.name)) return false;
   bool plain = n.isCall("aten.mul.Tensor") || n.isCall("aten.div.Tensor") ||
                (n.isCall("aten.sub.Tensor") && !n.kwarg("alpha") && n.args.size() == 2);
-  if (!plain || n.args.size() != 2) return false;
+  // an integer add too (GPTQ v1 checkpoints' `zeros + 1`), where exact as below; a float add is no prologue op
+  const bool integerAdd = n.isCall("aten.add.Tensor") && index_.tensor(node) && !isFloating(index_.tensor(node)->dtype);
+  if ((!plain && !integerAdd) || n.args.size() != 2) return false;
   const ir::TensorType* t = index_.tensor(node);
   // integer arithmetic only where computing it in floating point cannot differ (GPTQ's int8 `w - z[g]` of nibbles)
   return t && (isFloating(t->dtype) || integerArithmeticExactInFloat(index_, node));
@@ -173,7 +175,7 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
       }
     }
     result_.absorbed.push_back(node);
-    std::string op = n.target.substr(5, 3);  // "mul", "div", "sub"
+    std::string op = n.target.substr(5, 3);  // "mul", "div", "sub", "add"
     result_.ops.push_back(op);
     if (computedInF32(node)) {
       for (int& x : operands)

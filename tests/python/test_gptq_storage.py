@@ -95,6 +95,39 @@ def test_zero_points_packed_along_n_read_as_the_spec_says():
         gemm_chain([x, w, torch.zeros(K // 32, N // 4, dtype=torch.int32)], spec)
 
 
+class _V1Zeros(GPTQLinear):
+    """GPTQ v1 checkpoints' zero points, stored one less (`(z & 15) + 1`): the integer add folds where exact, here after
+    the zero points' unpack (`+ 1` between the mask and the reshape leaves that unpack to ATen: word_unpack reads a
+    mask then a reshape)."""
+    def __init__(self, *args, after_reshape: bool, **kw):
+        super().__init__(*args, **kw)
+        self.after_reshape = after_reshape
+
+    def weight(self):
+        zeros = torch.bitwise_right_shift(torch.unsqueeze(self.qzeros, 2).expand(-1, -1, 8), self.wf.unsqueeze(0))
+        zeros = torch.bitwise_and(zeros.to(torch.int8), 15)
+        zeros = zeros.reshape(self.scales.shape) + 1 if self.after_reshape else (zeros + 1).reshape(self.scales.shape)
+        w = torch.bitwise_right_shift(torch.unsqueeze(self.qweight, 1).expand(-1, 8, -1), self.wf.unsqueeze(-1))
+        w = torch.bitwise_and(w.to(torch.int8), 15).reshape(self.K, self.N)
+        g = self.g_idx.long()
+        return self.scales[g] * (w - zeros[g])
+
+
+@pytest.mark.parametrize("after_reshape", [True, False])
+def test_gptq_v1_zero_points_plus_one_fold(after_reshape):
+    testlib.seed("gptq_v1", after_reshape)
+    model = _V1Zeros(512, 64, 128, bias=True, after_reshape=after_reshape)
+    x = torch.randn(3, 512).half()
+    ep2 = fxfuse.rewrite(torch.export.export(model, (x,)))
+    (spec,) = _specs(ep2)
+    assert " i32 [p,n]\n" in spec and (" = add " in spec.split(" = mm ")[0]) == after_reshape, spec
+    assert (" i32 [g,q]\n" in spec) == after_reshape, spec  # the zero points' words read by the chain
+    assert ("aten.add.Tensor" in _left(ep2)) != after_reshape, _left(ep2)
+    for _ in range(2):
+        x = torch.randn(3, 512).half()
+        assert torch.equal(ep2.module()(x), model(x))
+
+
 def test_act_order_g_idx_is_gathered_by_aten_and_nothing_is_expected_of_it():
     testlib.seed("gptq_act_order")
     model = GPTQLinear(512, 64, 128, act_order=True)
