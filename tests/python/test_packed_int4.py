@@ -392,7 +392,7 @@ def test_packed_int4_gemv_dequantizes_eagers_bits(form, M, N, K, knob, pairs):
     from helpers import run_python
     # (tests/ on the child's path for testlib: session 65's first GPU run of this test failed every child without it)
     env = {"FXFUSE_GEMV_NIBBLES": "", "FXFUSE_GEMV_ZERO_TENSOR": "1", "FXFUSE_GEMV_NIBBLE_PAIRS": pairs,
-           "FXFUSE_STRICT": "1", "FXFUSE_POISON_OUTPUTS": "1", "PYTHONPATH": os.path.dirname(os.path.dirname(__file__))}
+           "FXFUSE_STRICT": "1", "FXFUSE_POISON_OUTPUTS": "1", "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
     if knob:
         env.update([knob.split("=")])
     out = run_python(EXACT_CHILD, form, str(M), str(N), str(K), timeout=300, env=env)
