@@ -221,8 +221,9 @@ void detectNibbleScale(const ChainSpec& spec, OperandInfo& info) {
       },
       /*zero=*/true);
   if (!form) return;
-  // A zero point tensor: only under the knob FXFUSE_GEMV_ZERO_TENSOR=1 until its GPU tests have passed (then the rule)
-  static const bool zero_tensors = readBinaryKnob("FXFUSE_GEMV_ZERO_TENSOR") == "1";
+  // A zero point tensor: the rule since its GPU tests passed (session 65, an H100: the bit-exact one-hot tests of
+  // session 63's forms and GPTQ's words); FXFUSE_GEMV_ZERO_TENSOR=0 leaves such chains to the generic kernel
+  static const bool zero_tensors = readBinaryKnob("FXFUSE_GEMV_ZERO_TENSOR") != "0";
   if (form->zero_value >= 0 && (!zero_tensors || (form->sub != info.elem && form->sub != DType::F32))) return;
   // the packed weight is the only input of B along k and n (the scale: along n and k's groups only)
   const int root = spec.values[spec.mmIndex()].operands[1];

@@ -79,8 +79,9 @@ std::string describe(const GemmMatch& m, const GemmCore& core, const spec::Chain
     }
   for (const spec::Value& v : spec.values)
     if (v.kind == spec::ValueKind::Input && v.dims.find('q') != std::string::npos) {
-      s += " (4-bit zero points, " + std::to_string(spec::nibblesPerElement(v.dtype)) + " per " +
-           spec::dtypeName(v.dtype) + " along n)";
+      // (GPTQ's zero points; any input packed along n: a review found a weight so packed called zero points)
+      s += " (4-bit values along n, " + std::to_string(spec::nibblesPerElement(v.dtype)) + " per " +
+           spec::dtypeName(v.dtype) + ")";
       break;
     }
   const auto& values = spec.values;

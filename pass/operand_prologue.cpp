@@ -72,7 +72,7 @@ bool OperandPrologue::isFoldableArithmetic(int node) const {
 }
 
 bool OperandPrologue::computedInF32(int node) const {
-  // An integer sub exact in float (isFoldableArithmetic) whose every value is an integer of magnitude <= 256 is the
+  // An integer sub or add exact in float (isFoldableArithmetic) whose every value is an integer of magnitude <= 256 is the
   // same number in f32 and in every type a later op converts it to (bf16 holds the integers to 256): computed at f32,
   // as the gemv's zero point form reads it (GPTQ's int8 `w - z[g]`: codegen/hooks.cpp detectNibbleScale). Its i8
   // result would have said nothing of its range, so a kernel could not tell it from a sub that wraps.

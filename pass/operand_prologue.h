@@ -76,7 +76,8 @@ class OperandPrologue {
   // x.to(bf16) etc.: `convert %x : dt` when the source dtype is one the kernel converts.
   bool isFoldableConvert(int node) const;
   bool isFoldableArithmetic(int node) const;
-  // An integer sub or add isFoldableArithmetic takes, emitted at f32 (its values are exact there and in 16 bits).
+  // An integer sub or add isFoldableArithmetic takes, emitted at f32 where its values are within 256 (exact there and
+  // in 16 bits).
   bool computedInF32(int node) const;
   // A slice (or a split's piece) of a converted or scaled value: the chain cannot read part of what it computes.
   bool slicesAComputedValue(const ir::Node& n) const;

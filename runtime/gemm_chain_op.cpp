@@ -87,8 +87,7 @@ void checkInputValue(const Value& v, const at::Tensor& t, const ChainShape& shap
               spec::dtypeName(v.dtype));
   // a 'g' dim (k's group) or a 'p' dim (k packed as 4-bit values) where the space has k; a 'q' dim (n packed) in B's
   const std::string space = spaceLetters(v.space, gemm);
-  const std::string allowed =
-      space + (v.space == Space::Out ? "1" : "gp1") + (space.find('n') != std::string::npos ? "q" : "");
+  const std::string allowed = space + (v.space == Space::Out ? "1" : "gp1") + (v.space == Space::B ? "q" : "");
   for (size_t d = 0; d < letters.size(); ++d) {
     const char L = letters[d];
     TORCH_CHECK(allowed.find(L) != std::string::npos, "fxfuse::gemm_chain: input ", slot,

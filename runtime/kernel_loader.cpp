@@ -346,6 +346,8 @@ int operandInput(const spec::ChainSpec& spec, int which) {
     const spec::Value& v = spec.values[i];
     std::string letters = dimLetters(v.dims);
     std::replace(letters.begin(), letters.end(), 'p', 'k');  // a packed int4 weight is the operand's input too
+    // (a 'q' input, n packed, is not: no kernel's fast loader reads one, only the hooks element by element, so it
+    // gives no operand alignment or layout)
     if (v.kind == spec::ValueKind::Input && v.space == space &&
         letters.find(need[0]) != std::string::npos && letters.find(need[1]) != std::string::npos)
       return static_cast<int>(i);

@@ -902,8 +902,9 @@ __device__ __forceinline__ void expand_chunk(unsigned base, int ci, const unsign
     sts128(at + wswz(row, 2 * ch + 1) * 16, e[4], e[5], e[6], e[7]);
   } else if constexpr (kWords) {
     // word i is column 4 ch + i, its byte j k pair 4 row + j: the 4 x 4 byte transpose puts k pair j's bytes of the
-    // four columns in t[j], whose low nibbles are k row 8 row + 2 j and high ones 8 row + 2 j + 1 (a warp's 32
-    // chunks are one word row: each 4-byte store of the warp covers one tile row's 128 columns, 32 banks)
+    // four columns in t[j], whose low nibbles are k row 8 row + 2 j and high ones 8 row + 2 j + 1 (at 128 columns a
+    // warp's 32 chunks are one word row: each 4-byte store of the warp covers one tile row's 128 columns, 32 banks; at
+    // 64 columns two word rows, two tile rows 8 apart)
     const unsigned a0 = __byte_perm(v[0], v[1], 0x5140u), a1 = __byte_perm(v[0], v[1], 0x7362u);
     const unsigned b0 = __byte_perm(v[2], v[3], 0x5140u), b1 = __byte_perm(v[2], v[3], 0x7362u);
     const unsigned t[4] = {__byte_perm(a0, b0, 0x5410u), __byte_perm(a0, b0, 0x7632u), __byte_perm(a1, b1, 0x5410u),

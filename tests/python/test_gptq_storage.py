@@ -259,7 +259,7 @@ def test_gptq_storage_on_cuda_matches_a_float64_product(M, path, monkeypatch):
 
 
 # ---- the gemv on GPTQ's words (docs/quantized_storage/README.md piece 6; kernels/gemv.cuh FX_B_WORDS): under the zero
-# point tensor knob FXFUSE_GEMV_ZERO_TENSOR=1 (read once per process: each check runs in a child) ----
+# point tensor rule (FXFUSE_GEMV_ZERO_TENSOR=0 turns it off; read once per process: each check runs in a child) ----
 
 def run_child(code: str, *args, **env):
     """`code` in a fresh interpreter with `env` set (tests/ on its path, for testlib); fails unless it prints ok."""
@@ -282,12 +282,12 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("knob", ["1", ""])
-def test_gptq_words_take_the_gemv_under_the_zero_point_knob(knob):
+@pytest.mark.parametrize("knob", ["", "0"], ids=["rule", "knob_off"])
+def test_gptq_words_take_the_gemv_unless_the_zero_point_knob_is_off(knob):
     out = run_child(VARIANT_CHILD, FXFUSE_GEMV_ZERO_TENSOR=knob)
     rows = dict((int(m), (v, w == "True")) for m, v, w in (line.split() for line in out.strip().splitlines()[:-1]))
-    for M in (1, 16, 24, 64):  # decode rows: the gemv on the words under the knob, the generic tile without it
-        assert rows[M] == (("gemv", True) if knob else ("sm80_mma", False)), rows
+    for M in (1, 16, 24, 64):  # decode rows: the gemv on the words, the generic tile with the knob off
+        assert rows[M] == (("gemv", True) if knob != "0" else ("sm80_mma", False)), rows
     assert rows[65][0] != "gemv", rows  # (prefill rows: not the gemv's)
 
 

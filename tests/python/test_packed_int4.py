@@ -130,9 +130,8 @@ FORMS = {
 
 
 def zero_tensors_take_the_gemv():
-    """A zero point tensor runs the gemv's packed path under the knob FXFUSE_GEMV_ZERO_TENSOR=1 (until its GPU tests
-    have passed)."""
-    return os.environ.get("FXFUSE_GEMV_ZERO_TENSOR") == "1"
+    """A zero point tensor runs the gemv's packed path: the rule since session 65 (FXFUSE_GEMV_ZERO_TENSOR=0: off)."""
+    return os.environ.get("FXFUSE_GEMV_ZERO_TENSOR") != "0"
 
 
 def make(form, N=48, K=128, G=32, device="cpu"):
