@@ -67,6 +67,25 @@ std::optional<IntegerRange> rangeOf(const GraphIndex& index, int node, int depth
     const std::optional<IntegerRange> r = rangeOf(index, source, depth + 1);
     return r && within(*r, *full) ? *r : full;  // a conversion that may wrap: the type's range
   }
+  // x >> s by a number s >= 0: monotonic, [lo >> s, hi >> s] (an arithmetic shift: the high nibble of a u8 is 0..15)
+  if ((n.isCall("aten.__rshift__.Scalar") || n.isCall("aten.bitwise_right_shift.Tensor_Scalar")) && n.args.size() == 2) {
+    const auto shift = intArg(n.args[1]);
+    const std::optional<IntegerRange> r = rangeOf(index, source, depth + 1);
+    if (!shift || *shift < 0 || *shift > 62 || !r) return full;
+    const IntegerRange shifted{r->lo >> *shift, r->hi >> *shift};
+    return within(shifted, *full) ? shifted : full;
+  }
+  // stack / cat: every element is one of its tensors' (a nibble unpack `stack([w & 15, w >> 4])`: review)
+  if ((n.isCall("aten.stack.default") || n.isCall("aten.cat.default")) && n.args[0].kind == ir::Arg::Kind::List &&
+      !n.args[0].list.empty()) {
+    std::optional<IntegerRange> all;
+    for (const ir::Arg& a : n.args[0].list) {
+      const std::optional<IntegerRange> r = a.isValue() ? rangeOf(index, index.producer(a), depth + 1) : std::nullopt;
+      if (!r) return full;
+      all = all ? IntegerRange{std::min(all->lo, r->lo), std::max(all->hi, r->hi)} : *r;
+    }
+    return all && within(*all, *full) ? *all : full;
+  }
   const bool sub = n.isCall("aten.sub.Tensor"), add = n.isCall("aten.add.Tensor");
   if ((sub || add) && n.args.size() == 2 && !n.kwarg("alpha")) {
     const auto a = rangeOf(index, source, depth + 1), b = argRange(index, n.args[1], depth + 1);

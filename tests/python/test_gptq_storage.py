@@ -128,6 +128,41 @@ def test_gptq_v1_zero_points_plus_one_fold(after_reshape):
         assert torch.equal(ep2.module()(x), model(x))
 
 
+class _ByteZerosAlongN(GPTQLinear):
+    """Zero points as two 4-bit values of n to a byte, unpacked by `stack([z & 15, (z >> 4) & 15])` (the review's
+    form): their range 0..15 reaches the int8 sub through the stack (pass/integer_range.cpp), so the sub folds, and the
+    bytes are read as a `q` dim. A u8 sub of such values may wrap (0 - 15): it stays with ATen."""
+    def __init__(self, *args, signed: bool, **kw):
+        super().__init__(*args, **kw)
+        dtype = torch.int8 if signed else torch.uint8
+        self.register_buffer("z8", torch.randint(-128 if signed else 0, 128 if signed else 256,
+                                                 (self.K // self.G, self.N // 2), dtype=dtype))
+        self.signed = signed
+
+    def weight(self):
+        z = torch.stack([self.z8 & 15, (self.z8 >> 4) & 15], 2).reshape(self.K // self.G, self.N)
+        w = torch.bitwise_right_shift(torch.unsqueeze(self.qweight, 1).expand(-1, 8, -1), self.wf.unsqueeze(-1))
+        w = torch.bitwise_and(w.to(self.z8.dtype), 15).reshape(self.K, self.N)
+        g = self.g_idx.long()
+        return self.scales[g] * (w - z[g])
+
+
+@pytest.mark.parametrize("signed", [True, False], ids=["i8", "u8"])
+def test_zero_points_packed_two_to_a_byte_along_n(signed):
+    testlib.seed("gptq_byte_zeros", signed)
+    model = _ByteZerosAlongN(256, 64, 128, signed=signed)
+    x = torch.randn(3, 256).half()
+    ep2 = fxfuse.rewrite(torch.export.export(model, (x,)))
+    (spec,) = _specs(ep2)
+    if signed:
+        assert " i8 [g,q]\n" in spec and _left(ep2) == [], (spec, _left(ep2))
+    else:  # (u8: 0 - 15 wraps to 241 in eager's sub)
+        assert "aten.sub.Tensor" in _left(ep2), _left(ep2)
+    for _ in range(2):
+        x = torch.randn(3, 256).half()
+        assert torch.equal(ep2.module()(x), model(x))
+
+
 def test_act_order_g_idx_is_gathered_by_aten_and_nothing_is_expected_of_it():
     testlib.seed("gptq_act_order")
     model = GPTQLinear(512, 64, 128, act_order=True)
