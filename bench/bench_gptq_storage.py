@@ -17,11 +17,15 @@ rotates over copies of qweight / qzeros / scales and of mm's weight (>= 256 MB e
 runs, so each call reads its weights from HBM.
 
   python bench/bench_gptq_storage.py [--m 1,16,64,256] [--kn 4096x4096,4096x14336,14336x4096] [--compile]
-                                     (writes $OUT/bench_gptq_storage.json)
+                                     [--forms zeros,sym]  (writes $OUT/bench_gptq_storage.json)
+--forms: `zeros` the layer with its zero points (a zero point tensor on the gemv), `sym` GPTQ's symmetric form
+(`w - 8`: a constant zero point, the words alone), side by side in one process; each row names its form and the
+config the op's rule picks (fxfuse._C.kernel_variant).
 """
 import argparse
 import json
 import os
+import re
 import sys
 
 import torch
@@ -39,15 +43,31 @@ GROUP = 128
 STORAGE = ("qweight", "qzeros", "scales")
 
 
-def bench_row(M, K, N, with_compile):
+def config_of(spec, M, N, K):
+    """The op's rule for this problem on sm_90, in words: the variant, and for the gemv its pipeline and CTAs per SM
+    (from the generated source's defines)."""
+    variant = fxfuse._C.kernel_variant(spec, M, N, K)[0]
+    if variant != "gemv":
+        return variant
+    code = fxfuse._C.generate_cuda(spec, M, N, K)[1]
+    defs = {}
+    for name, value in re.findall(r"#define (FX_GEMV_\w+|FX_B_WORDS|FX_B_ZERO_TENSOR|FX_B_SCALE_IN_ELEM) (\d+)", code):
+        defs.setdefault(name, value)  # the generator's, before the template's defaults
+    return (f"gemv mt{defs.get('FX_GEMV_MTILES')} s{defs.get('FX_GEMV_STAGES')} b{defs.get('FX_GEMV_MIN_BLOCKS')}"
+            f" w{defs.get('FX_GEMV_WGMMA', '0')} words{defs.get('FX_B_WORDS', '0')} z{defs.get('FX_B_ZERO_TENSOR', '0')}"
+            f" pairs{defs.get('FX_B_SCALE_IN_ELEM', '0')}")
+
+
+def bench_row(M, K, N, with_compile, form="zeros"):
     torch.manual_seed(M * 7 + K * 3 + N)
-    layer = GPTQLinear(K, N, GROUP, device="cuda")
+    sym = form == "sym"
+    layer = GPTQLinear(K, N, GROUP, device="cuda", symmetric=sym)
     x = torch.randn(M, K, device="cuda").half()
     per_set = sum(getattr(layer, b).nbytes for b in STORAGE)
     n = max(2, -(-ROTATION_BYTES // per_set))
     sets = []
     for i in range(n):
-        copy = GPTQLinear(K, N, GROUP, device="cuda") if i else layer
+        copy = GPTQLinear(K, N, GROUP, device="cuda", symmetric=sym) if i else layer
         w16 = (torch.randn(K, N, device="cuda") / K ** 0.5).half()
         sets.append((x, w16) + tuple(getattr(copy, b) for b in STORAGE))
     rewritten = fxfuse.rewrite(torch.export.export(layer, (x,)), only_profitable=False).module()
@@ -64,7 +84,8 @@ def bench_row(M, K, N, with_compile):
         torch._dynamo.reset()
         fns["compile"] = on(torch.compile(layer, dynamic=False))
     ref = (x.double() @ layer.weight().double())
-    row = dict(M=M, K=K, N=N, fused_chains=nfused, copies=n)
+    specs = [nd.args[1] for nd in rewritten.graph.nodes if "gemm_chain" in str(nd.target)]
+    row = dict(M=M, K=K, N=N, form=form, fused_chains=nfused, copies=n, config=config_of(specs[0], M, N, K) if specs else "")
     row["fxfuse_relerr"] = relerr(on(rewritten)(*sets[0]), ref)
     row["eager_relerr"] = relerr(on(layer)(*sets[0]), ref)
     before = counters()
@@ -81,21 +102,23 @@ def main():
     ap.add_argument("--m", default="1,16,64,256")
     ap.add_argument("--kn", default="4096x4096,4096x14336,14336x4096")
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--forms", default="zeros")
     a = ap.parse_args()
     rows = []
     for kn in a.kn.split(","):
         K, N = map(int, kn.split("x"))
         for M in map(int, a.m.split(",")):
-            rows.append(bench_row(M, K, N, a.compile))
+            for form in a.forms.split(","):
+                rows.append(bench_row(M, K, N, a.compile, form))
     with open(os.path.join(out_dir(), "bench_gptq_storage.json"), "w") as f:
         json.dump(rows, f, indent=1)
-    print(f"  {'M':>4} {'K':>6} {'N':>6} {'mm ms':>8} {'eager':>8} {'fxfuse':>8} {'fx/mm':>6} {'eager/fx':>8}"
-          f"{' compile':>8}  path  relerr(fx, eager)")
+    print(f"  {'M':>4} {'K':>6} {'N':>6} {'form':>5} {'mm ms':>8} {'eager':>8} {'fxfuse':>8} {'fx/mm':>6} "
+          f"{'eager/fx':>8}{' compile':>8}  path  relerr(fx, eager)")
     for r in rows:
         comp = f"{r['compile']:8.4f}" if "compile" in r else " " * 8
-        print(f"  {r['M']:>4} {r['K']:>6} {r['N']:>6} {r['mm']:8.4f} {r['eager']:8.4f} {r['fxfuse']:8.4f} "
+        print(f"  {r['M']:>4} {r['K']:>6} {r['N']:>6} {r['form']:>5} {r['mm']:8.4f} {r['eager']:8.4f} {r['fxfuse']:8.4f} "
               f"{r['fxfuse_vs_mm']:6.2f} {r['eager_vs_fxfuse']:8.2f}{comp}  {r['path']}  "
-              f"{r['fxfuse_relerr']:.1e} {r['eager_relerr']:.1e}")
+              f"{r['fxfuse_relerr']:.1e} {r['eager_relerr']:.1e}  {r['config']}")
 
 
 if __name__ == "__main__":

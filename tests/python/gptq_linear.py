@@ -10,9 +10,10 @@ import torch
 
 class GPTQLinear(torch.nn.Module):
     def __init__(self, K: int, N: int, G: int, dtype=torch.float16, device="cpu", act_order: bool = False,
-                 bias: bool = False):
+                 bias: bool = False, symmetric: bool = False):
         super().__init__()
         self.K, self.N, self.G, self.dtype = K, N, G, dtype
+        self.symmetric = symmetric  # GPTQ's sym=True checkpoints: `w - 8` in place of the zero points
         full = dict(dtype=torch.int32, device=device)
         # every bit pattern: each nibble 0..15, the sign bit too (the top nibble's arithmetic shift)
         self.register_buffer("qweight", torch.randint(-2**31, 2**31 - 1, (K // 8, N), **full))
@@ -29,12 +30,14 @@ class GPTQLinear(torch.nn.Module):
         self.bias = torch.nn.Parameter(torch.randn(N, device=device).to(dtype)) if bias else None
 
     def weight(self) -> torch.Tensor:
-        zeros = torch.bitwise_right_shift(torch.unsqueeze(self.qzeros, 2).expand(-1, -1, 8), self.wf.unsqueeze(0))
-        zeros = torch.bitwise_and(zeros.to(torch.int8), 15).reshape(self.scales.shape)
         w = torch.bitwise_right_shift(torch.unsqueeze(self.qweight, 1).expand(-1, 8, -1), self.wf.unsqueeze(-1))
         w = torch.bitwise_and(w.to(torch.int8), 15)
         w = w.reshape(w.shape[0] * w.shape[1], w.shape[2])
         g = self.g_idx.long()
+        if self.symmetric:
+            return self.scales[g] * (w - 8)
+        zeros = torch.bitwise_right_shift(torch.unsqueeze(self.qzeros, 2).expand(-1, -1, 8), self.wf.unsqueeze(0))
+        zeros = torch.bitwise_and(zeros.to(torch.int8), 15).reshape(self.scales.shape)
         return self.scales[g] * (w - zeros[g])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -54,6 +54,21 @@ def test_gptq_storage_folds_and_keeps_eagers_bits(K, N, G, dtype, bias, lead):
         assert torch.equal(got, want), (got - want).abs().max()
 
 
+def test_symmetric_gptq_folds_with_a_constant_zero_point():
+    """GPTQ's sym=True checkpoints (`w - 8`): the words and the scales per group, the zero point a constant (the gemv's
+    FX_B_ZERO on CUDA, no zero point tensor)."""
+    testlib.seed("gptq_sym")
+    model = GPTQLinear(512, 64, 128, symmetric=True, bias=True)
+    x = torch.randn(3, 512).half()
+    ep2 = fxfuse.rewrite(torch.export.export(model, (x,)))
+    (spec,) = _specs(ep2)
+    assert " i32 [p,n]\n" in spec and "= const 8 : f32" in spec and "[g,q]" not in spec, spec
+    assert _left(ep2) == [], _left(ep2)
+    for _ in range(2):
+        x = torch.randn(3, 512).half()
+        assert torch.equal(ep2.module()(x), model(x))
+
+
 def test_changed_buffers_are_an_error_not_a_wrong_answer():
     testlib.seed("gptq_changed")
     model = GPTQLinear(256, 32, 64)
