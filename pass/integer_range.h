@@ -25,7 +25,8 @@ std::optional<IntegerRange> integerRange(const GraphIndex& index, int node);
 bool integerArithmeticExactInFloat(const GraphIndex& index, int node);
 
 // The in-place op (`w &= 15`, `bitwise_and_`, an out= form) whose result an operand of `node` reads, or that writes a
-// value the operand reads, through value-keeping views and conversions; or -1: its range is not read through (the prologue does not fold in-place ops), which the report names.
+// value the operand reads, through value-keeping views and conversions; -1 where there is none. The prologue does not
+// read through in-place ops, and the report names this one.
 int inPlaceOperandSource(const GraphIndex& index, int node);
 
 }  // namespace fxfuse::pass

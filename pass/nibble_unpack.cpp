@@ -25,7 +25,6 @@ bool scalarIs(const ir::Node& n, int64_t v) {
   return n.args.size() == 2 && n.args[1].kind == ir::Arg::Kind::Int && n.args[1].i == v;
 }
 
-
 bool isShiftBy4(const ir::Node& n) {
   return (n.isCall("aten.__rshift__.Scalar") || n.isCall("aten.bitwise_right_shift.Tensor_Scalar")) &&
          scalarIs(n, 4);

@@ -25,6 +25,13 @@ bool isPrologueKindOp(const ir::Node& n) {
          n.isCall("aten.sub.Tensor");
 }
 
+// An add of integers (GPTQ v1 checkpoints' `zeros + 1`): a prologue op where exact (isFoldableArithmetic); a float add
+// is none.
+bool isIntegerAdd(const GraphIndex& index, int node) {
+  const ir::TensorType* t = index.tensor(node);
+  return index.node(node).isCall("aten.add.Tensor") && t && !isFloating(t->dtype);
+}
+
 bool isConvertSource(spec::DType d) {
   switch (d) {
     case spec::DType::I8:
@@ -63,9 +70,7 @@ bool OperandPrologue::isFoldableArithmetic(int node) const {
   if (unrounded_ && unrounded_->count(n.name)) return false;
   bool plain = n.isCall("aten.mul.Tensor") || n.isCall("aten.div.Tensor") ||
                (n.isCall("aten.sub.Tensor") && !n.kwarg("alpha") && n.args.size() == 2);
-  // an integer add too (GPTQ v1 checkpoints' `zeros + 1`), where exact as below; a float add is no prologue op
-  const bool integerAdd = n.isCall("aten.add.Tensor") && index_.tensor(node) && !isFloating(index_.tensor(node)->dtype);
-  if ((!plain && !integerAdd) || n.args.size() != 2) return false;
+  if ((!plain && !isIntegerAdd(index_, node)) || n.args.size() != 2) return false;
   const ir::TensorType* t = index_.tensor(node);
   // integer arithmetic only where computing it in floating point cannot differ (GPTQ's int8 `w - z[g]` of nibbles)
   return t && (isFloating(t->dtype) || integerArithmeticExactInFloat(index_, node));
@@ -187,7 +192,7 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
     return builder_.op(op, operands, t->dtype);
   }
   // Not folded: say why where the node is one of the prologue's kinds of op.
-  const bool arithmetic = isPrologueKindOp(n) && !convertTarget(n);
+  const bool arithmetic = (isPrologueKindOp(n) || isIntegerAdd(index_, node)) && !convertTarget(n);
   if (isPrologueKindOp(n) && !ops_) return stopAt(node, letters, "the prologue option is off");
   if (arithmetic && unrounded_ && unrounded_->count(n.name))
     return stopAt(node, letters, "a step of an eager op that Inductor writes as several 16-bit steps");
@@ -198,16 +203,17 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
                                      "makes them functional)");
   if (arithmetic && !isFloating(index_.tensor(node)->dtype))
     return stopAt(node, letters, "integer arithmetic that may wrap or exceed float32's exact integers (the prologue "
-                                 "computes in floating point: it takes a sub of masked values, `(w & 15) - (z & 15)`)");
+                                 "computes in floating point: it takes a sub or add of masked values, `(w & 15) - (z & "
+                                 "15)`)");
   if (arithmetic) return stopAt(node, letters, "an arithmetic form the prologue does not fold (an alpha, a number)");
-  // integer arithmetic of other forms on a quantized weight (`8 - w`, `-w`, `w + z`): named, not silent (hunt)
+  // integer arithmetic of other forms on a quantized weight (`8 - w`, `-w`): named, not silent (hunt)
   bool otherArithmetic = false;
-  for (const char* op : {"aten.rsub.Scalar", "aten.rsub.Tensor", "aten.neg.default", "aten.add.Tensor", "aten.add.Scalar",
+  for (const char* op : {"aten.rsub.Scalar", "aten.rsub.Tensor", "aten.neg.default", "aten.add.Scalar",
                          "aten.sub.Scalar", "aten.mul.Scalar"})
     otherArithmetic = otherArithmetic || n.isCall(op);
   if (otherArithmetic && !isFloating(index_.tensor(node)->dtype))
-    return stopAt(node, letters, "integer arithmetic in a form the prologue does not fold (it folds an integer sub "
-                                 "whose operands' ranges keep it exact, `(w & 15) - (z & 15)`)");
+    return stopAt(node, letters, "integer arithmetic in a form the prologue does not fold (it folds an integer sub or "
+                                 "add whose operands' ranges keep it exact, `(w & 15) - (z & 15)`)");
   if (convertTarget(n) && unpacksBits(index_, index_.producer(n.args[0]))) return stopAt(node, letters, kOtherPacking);
   if (convertTarget(n)) return stopAt(node, letters, "a conversion between dtypes the kernels do not convert");
   // the bits of a packed weight unpacked otherwise (a mask after the reshape, 3-bit storage): named, not silent (hunt)

@@ -36,8 +36,7 @@ std::shared_ptr<const CachedSpec> getCachedSpec(std::string_view text) {
 std::string dimLetters(const std::string& dims) {
   std::string letters;
   for (char c : dims)
-    if (c == 'b' || c == 'm' || c == 'k' || c == 'n' || c == 'g' || c == 'p' || c == 'q' ||
-        c == '1') letters.push_back(c);
+    if (std::string_view("bmkngpq1").find(c) != std::string_view::npos) letters.push_back(c);
   return letters;
 }
 
