@@ -9,6 +9,8 @@ would write, so what is profiled is the kernel the op runs, named by the path co
       python3 bench/profile_kernels.py [--only SUBSTRING]     (scripts/gpu-session.sh probe)
 """
 import argparse
+import os
+import sys
 
 import torch
 
@@ -38,6 +40,18 @@ def int8_inputs(M, K, N):
             torch.randint(-127, 127, (N, K), device="cuda", dtype=torch.int8),
             (torch.rand(N, 1, device="cuda") / 64 + 1e-3).to(torch.bfloat16),
             torch.randn(N, device="cuda", dtype=torch.bfloat16)]
+
+
+def gptq_layer_call(M, K, N, symmetric):
+    """A GPTQ layer (tests/python/gptq_linear.py, f16, G = 128) rewritten by fxfuse.rewrite: its module's call, one op
+    on the words (bench/bench_gptq_storage.py times it)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
+    from gptq_linear import GPTQLinear
+    import fxfuse
+    layer = GPTQLinear(K, N, 128, device="cuda", symmetric=symmetric)
+    x = torch.randn(M, K, device="cuda").half()
+    module = fxfuse.rewrite(torch.export.export(layer, (x,)), only_profitable=False).module()
+    return lambda: module(x)
 
 
 def main():
@@ -72,14 +86,20 @@ def main():
         ("op bias+relu+cast 2048x4096x4096", (BIAS_RELU_CAST, dense_inputs(2048, 4096, 4096))),
         ("op bare mm 2048x4096x4096", (BARE, dense_inputs(2048, 4096, 4096)[:2])),
     ]
+    # issue 7's GPTQ layer (bench/RESULTS.md session 66): its zero points cost 50 % at one row, GPTQ's symmetric form
+    # (the words alone) 23 % over session 62's bytes
+    cases += [(f"op gptq {form} M={m} 4096x14336", lambda m=m, form=form: gptq_layer_call(m, 4096, 14336, form == "sym"))
+              for form in ("zeros", "sym") for m in (1, 16)]
     for name, case in cases:
         if a.only not in name:
             continue
+        if name.startswith("op gptq"):
+            case = case()  # a module's call (built only when profiled: the rewrite compiles)
         fn = case if callable(case) else (lambda c=case: gemm_chain(c[1], c[0]))
         for _ in range(3):
             fn()
         torch.cuda.synchronize()
-        path = path_of_call(fn) if not callable(case) else "cuBLAS"
+        path = path_of_call(fn) if name.startswith("op") else "cuBLAS"
         torch.cuda.synchronize()
         torch.cuda.profiler.start()
         fn()
