@@ -901,6 +901,13 @@ int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, int nt, long long 
       gemvSplitK(e.nt, e.mz, e.ksteps, usual, gemvStagesOf(q, stage_bytes, usual, kt, nt), 8, kHopperSms, 0) >= 4;
   // (a zero point tensor at 64 rows keeps two: its per-column zero points beside the wgmma product's accumulators
   // spill 20-64 bytes at three CTAs' 168 registers: bench/RESULTS.md session 63; gemv_test PackedInt4ZeroPointTensor)
+  // A zero point tensor or GPTQ's words at 1-16 rows take four: these forms issue ~30 % more instructions a weight
+  // than the u8 bytes with a constant zero point, and at two CTAs of four warps per SM the kernel is issue-bound
+  // (Nsight at one row: 12.5 % occupancy, issue slots 29 % busy). Four CTAs' pipelines (48 / 64 KB) ran 1-18 % faster
+  // at 1 and 16 rows on issue 7's two big shapes, the GPTQ layer (zero points and symmetric) and the u8 zero point
+  // tensor chains alike (bench/RESULTS.md session 66); the u8 bytes with a constant zero point keep the rule below
+  // (0.96-1.05x there).
+  if (q.b.nibbles && (q.b.zero_value >= 0 || q.b.words) && mtiles <= 2) return 4;
   if (q.b.nibbles) return threeReachFour && !(q.b.zero_value >= 0 && mtiles == 8) ? usual : 2;
   if (mtiles == 1) return 4;
   if (threeReachFour) return usual;
