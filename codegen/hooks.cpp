@@ -242,11 +242,14 @@ void detectNibbleScale(const ChainSpec& spec, OperandInfo& info) {
   // A zero point of 8-bit integers (GPTQ's int8 `w - z`, which the pass computes at f32: exact) makes nibble - z an
   // integer in -255..143, exact in either 16-bit type: its rounding to `elem` is the identity, so the sub may be read as
   // at the MMA type (FX_B_ZERO_ROUND, which the packed 16-bit conversion takes).
-  const bool integerZero = form->zero_value >= 0 && isOp(spec.values[form->zero_value], "convert") && [&] {
-    const DType z = spec.values[spec.values[form->zero_value].operands[0]].dtype;
-    return z == DType::I8 || z == DType::U8;
-  }();
+  const DType zeroSource = form->zero_value >= 0 && isOp(spec.values[form->zero_value], "convert")
+                               ? spec.values[spec.values[form->zero_value].operands[0]].dtype
+                               : DType::F32;
+  const bool integerZero = zeroSource == DType::I8 || zeroSource == DType::U8;
   info.zero_rounds = form->zero_value >= 0 && (form->sub == info.elem || integerZero);
+  // its magic + z exact in `elem` (f16's 1024 + z for any 8-bit z; bf16's 128 + z, integers to 256, for an i8 z):
+  // (magic + n) - (magic + z) is then n - z exactly, one fma in place of two (kernels/gemv.cuh pair_scaled)
+  info.zero_integer = zeroSource == DType::I8 || (zeroSource == DType::U8 && info.elem == DType::F16);
   info.words = spec::nibblesPerElement(raw.dtype) == 8;
   info.scale_value = form->scale;
   info.scale_group = form->grouped ? spec.kGroup : 0;
@@ -521,6 +524,7 @@ class HookEmitter {
       if (b.zero_value >= 0) {  // fx_b_zero (emitScale); FX_B_ZERO_ROUND: eager's sub rounds to the MMA type
         w_.line("#define FX_B_ZERO_TENSOR 1");
         w_.line("#define FX_B_ZERO_ROUND {}", b.zero_rounds ? 1 : 0);
+        w_.line("#define FX_B_ZERO_INT {}", b.zero_integer && b.scale_in_elem ? 1 : 0);  // pair_scaled's one fma
       }
     }
     if (b.quant || b.nibbles) {

@@ -43,6 +43,9 @@ struct OperandInfo {
   //   B(b,k,n) = FxElemB(fp32(r(float(nibble(b,k,n)) - fx_b_zero(...)) * fx_b_scale(...)))
   int zero_value = -1;
   bool zero_rounds = false;
+  // a zero point tensor of 8-bit integers whose magic + z is exact in `elem` (i8 in either 16-bit type, u8 in f16):
+  // the packed conversion subtracts magic + z from magic + n in one fma (FX_B_ZERO_INT; n - z exactly).
+  bool zero_integer = false;
   // nibbles held as GPTQ's int32 words (an i32 input with a 'p' dim, eight 4-bit values of k to an element), K x N
   // only: the generator emits FX_B_WORDS 1 (kernels/gemv.cuh loads the words and transposes them per stage).
   bool words = false;

@@ -119,6 +119,11 @@
 #ifndef FX_B_ZERO_TENSOR
 #define FX_B_ZERO_TENSOR 0
 #endif
+// FX_B_ZERO_INT 1 (with FX_B_ZERO_TENSOR and FX_B_SCALE_IN_ELEM): the zero points are 8-bit integers whose magic + z is
+// exact in the MMA type (hooks.cpp detectNibbleScale), so pair_scaled subtracts magic + z from magic + n in one fma.
+#ifndef FX_B_ZERO_INT
+#define FX_B_ZERO_INT 0
+#endif
 #ifndef FX_B_ZERO_ROUND
 #define FX_B_ZERO_ROUND 0
 #endif
@@ -322,6 +327,7 @@ static_assert(!kPairScaled || !kNibbles || (FX_B_ZERO >= -128 && FX_B_ZERO <= 12
               "FX_B_SCALE_IN_ELEM with nibbles: a zero point in -128..128");
 static_assert(!kPairScaled || !FX_B_ZERO_TENSOR || FX_B_ZERO_ROUND,
               "FX_B_SCALE_IN_ELEM with a zero point tensor: the difference at the MMA type");
+static_assert(!FX_B_ZERO_INT || (FX_B_ZERO_TENSOR && kPairScaled), "FX_B_ZERO_INT: a zero point tensor, pairs");
 // The 16-bit pattern of the integer c (0 <= c <= 2048; in bf16 even above 256), exact in FxElemB (the static_assert
 // below checks the zero point's).
 __host__ __device__ constexpr unsigned elem_bits_of_int(int c) {
@@ -365,7 +371,8 @@ struct ColumnQuant {
   unsigned s2[kRT][2];  // (s, s) in the MMA type, for pair_scaled (exact there: FX_B_SCALE_IN_ELEM)
 #if FX_B_ZERO_TENSOR
   float z[kRT][2];      // the zero point tensor's value (FX_B_ZERO_TENSOR)
-  unsigned nz2[kRT][2];  // (-z, -z) in the MMA type, for pair_scaled (exact there: FX_B_SCALE_IN_ELEM)
+  unsigned nz2[kRT][2];  // (-z, -z) in the MMA type, for pair_scaled (exact there: FX_B_SCALE_IN_ELEM); FX_B_ZERO_INT:
+                         // -(magic + z)
 #endif
 };
 
@@ -380,9 +387,13 @@ __device__ __forceinline__ unsigned pair_scaled(unsigned lo, unsigned hi, unsign
   unsigned x;
   if constexpr (kNibbles) {
     const unsigned v = and_or(b, 0x000f000fu, kNibbleMagic2);  // magic + n
+#if FX_B_ZERO_INT
+    x = fma2(v, kOne2, q.nz2[rt][h]);  // (magic + n) - (magic + z): n - z exactly (nz2 holds -(magic + z))
+#else
     x = fma2(v, kOne2, kNibbleZero2);  // n - z exactly (a constant z; n with a tensor's)
 #if FX_B_ZERO_TENSOR
     x = fma2(x, kOne2, q.nz2[rt][h]);  // n - z rounded once to the MMA type
+#endif
 #endif
   } else if constexpr (kHalf) {
     const unsigned v = and_xor(b, 0x00ff00ffu, 0x64806480u);  // 1024 + (b ^ 0x80)
@@ -1201,7 +1212,9 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
       for (int h = 0; h < 2; ++h) {
         cq.s2[rt][h] = pack2(cq.s[rt][h], cq.s[rt][h]);
 #if FX_B_ZERO_TENSOR
-        cq.nz2[rt][h] = pack2(-cq.z[rt][h], -cq.z[rt][h]);
+        // (FX_B_ZERO_INT: -(magic + z), exact: the zero point is an integer the hooks checked)
+        const float nz = FX_B_ZERO_INT ? -(kNibbleMagic + cq.z[rt][h]) : -cq.z[rt][h];
+        cq.nz2[rt][h] = pack2(nz, nz);
 #endif
       }
   };

@@ -1016,6 +1016,36 @@ TEST(Gemv, PackedInt4GptqWords) {
     for (long long m : {1, 16, 64}) expectPackedGemvCompiles(*s, m, 16);
 }
 
+// An 8-bit integer zero point tensor (GPTQ's `w - z`) whose magic + z is exact in the MMA type: pair_scaled subtracts
+// magic + z from magic + n in one fma (FX_B_ZERO_INT; the exactness, exhaustively: tests/python/
+// test_nibble_zero_int_exactness.py). i8 in f16 and bf16, u8 in f16; bf16 with a u8 zero point keeps two fmas.
+TEST(Gemv, PackedInt4IntegerZeroPointInOneFma) {
+  if (!zeroTensorKnobOn()) return;  // (codegen.GemvZeroTensorKnob.Off: no zero point tensor on the gemv)
+  const char* pairs_knob = std::getenv("FXFUSE_GEMV_NIBBLE_PAIRS");
+  const bool pairs = !pairs_knob || std::string(pairs_knob) != "0";
+  const std::string gptq = spec::printSpec(loadSpec("gptq_words_group_zero_point_bias"));
+  auto with = [&](const char* elem, const char* zero) {
+    return spec::parseSpec(std::regex_replace(std::regex_replace(gptq, std::regex("f16"), elem),
+                                              std::regex("input 3 i8"), std::string("input 3 ") + zero));
+  };
+  const spec::ChainSpec f16_i8 = with("f16", "i8"), bf16_i8 = with("bf16", "i8"), f16_u8 = with("f16", "u8"),
+                        bf16_u8 = with("bf16", "u8");
+  for (const auto& [s, one_fma] : {std::pair<const spec::ChainSpec*, bool>{&f16_i8, true}, {&bf16_i8, true},
+                                   {&f16_u8, true}, {&bf16_u8, false}}) {
+    const OperandInfo b = analyzeB(*s);
+    ASSERT_TRUE(b.nibbles && b.zero_value >= 0) << spec::printSpec(*s);
+    EXPECT_EQ(b.zero_integer, one_fma) << spec::printSpec(*s);
+    const std::string h = generateHooks(*s, chooseConfig(*s, shapeFor(*s, 1), 90));
+    EXPECT_TRUE(has(h, one_fma && pairs ? "#define FX_B_ZERO_INT 1\n" : "#define FX_B_ZERO_INT 0\n")) << h;
+  }
+  // a 16-bit zero point tensor is not an integer the hooks can see
+  spec::ChainSpec f16zero = spec::parseSpec(std::regex_replace(gptq, std::regex("input 3 i8"), "input 3 f16"));
+  EXPECT_FALSE(analyzeB(f16zero).zero_integer);
+  if (!gemvBuiltIn() || !nvrtcUsable()) return;
+  for (const spec::ChainSpec* s : {&f16_i8, &bf16_i8, &f16_u8, &bf16_u8})
+    for (long long m : {1, 16}) expectPackedGemvCompiles(*s, m, 16);
+}
+
 struct GemvCompile {
   std::string spec;
   std::string arch;

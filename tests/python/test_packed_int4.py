@@ -59,6 +59,9 @@ def unpack(wp, dim, spelling="stack"):
     return torch.stack([lo, hi], dim + 1).view(shape)
 
 
+INTEGER_ZEROS = {"group_i8": torch.int8}
+
+
 class PackedInt4Linear(torch.nn.Module):
     """`gelu(F.linear(x, dequant(unpack(w)), b))` with the packed weight [N, K/2] (the F.linear layout, k packed along
     the bytes' rows), or [K/2, N] for `matmul` (x @ w). The dequantization: `(w - 8) * s` per group of G along k
@@ -74,9 +77,12 @@ class PackedInt4Linear(torch.nn.Module):
         groups = K // G if G else 1
         s_shape = (N, groups) if layout == "linear" else (groups, N)
         self.register_buffer("s", _scale(*s_shape, dtype=dtype, device=device))
-        # a zero point tensor of the model's dtype (`zero="group"`), or float32 (`"group_f32"`: the sub at f32)
+        # a zero point tensor of the model's dtype (`zero="group"`), or float32 (`"group_f32"`: the sub at f32), or of
+        # int8 converted to the model's dtype (`"group_i8"`: GPTQ's integer zero points)
         z = torch.rand(*s_shape, device=device) * 15
-        self.register_buffer("z", z.to(dtype) if zero == "group" else z if zero == "group_f32" else None)
+        if zero in INTEGER_ZEROS:
+            z = torch.randint(0, 16, s_shape, device=device).to(INTEGER_ZEROS[zero])
+        self.register_buffer("z", z.to(dtype) if zero == "group" else z if zero != "const" else None)
         self.register_buffer("b", torch.randn(N, device=device).to(dtype) if bias else None)
 
     def weight(self):
@@ -84,12 +90,13 @@ class PackedInt4Linear(torch.nn.Module):
         N, K, G = self.N, self.K, self.G
         linear = self.layout == "linear"
         w = unpack(self.w, 1 if linear else 0, self.spelling)
+        z = 8 if self.z is None else self.z.to(self.dtype) if self.zero in INTEGER_ZEROS else self.z
         if not G:  # one scale (and zero point) per column
-            return self._in_dtype((w.to(self.dtype) - (self.z if self.z is not None else 8)) * self.s)
+            return self._in_dtype((w.to(self.dtype) - z) * self.s)
         grouped = (N, K // G, G) if linear else (K // G, G, N)
         per_group = (slice(None), slice(None), None) if linear else (slice(None), None, slice(None))
         w = w.view(grouped).to(self.dtype)
-        w = w - (self.z[per_group] if self.z is not None else 8)
+        w = w - (z[per_group] if self.z is not None else 8)
         return self._in_dtype((w * self.s[per_group]).view(N, K) if linear else (w * self.s[per_group]).view(K, N))
 
     def _in_dtype(self, w):
@@ -119,6 +126,10 @@ FORMS = {
     "zero_point_per_column": {"zero": "group", "G": 0},
     "matmul_zero_point": {"layout": "matmul", "zero": "group"},
     "f16_zero_point": {"dtype": torch.float16, "zero": "group"},
+    # int8 zero points (GPTQ's): one fma subtracts them (kernels/gemv.cuh FX_B_ZERO_INT). (A u8 zero point's
+    # conversion stays outside the chain: "a conversion between dtypes the kernels do not convert".)
+    "i8_zero_point": {"zero": "group_i8"},
+    "f16_i8_zero_point": {"dtype": torch.float16, "zero": "group_i8"},
     "group_384": {"G": 384},
     "zero_point_f32": {"zero": "group_f32"},
     "scale_per_column": {"G": 0},
@@ -290,7 +301,7 @@ def test_packed_int4_on_cuda_matches_a_float64_product(form, M, path, monkeypatc
     after = fxfuse.stats()
     # the gemv's packed path unless its knob turns it off; a zero point tensor only under its own knob (else no fast
     # kernel)
-    zero_tensor = FORMS[form].get("zero") == "group"
+    zero_tensor = FORMS[form].get("zero") in ("group", *INTEGER_ZEROS)
     gemv = (not zero_tensor or zero_tensors_take_the_gemv()) and M <= 64 and os.environ.get("FXFUSE_GEMV_NIBBLES") != "0"
     check_op_path(ep, before, after, path, fast=gemv)
 
@@ -384,6 +395,8 @@ print("ok")
     ("zero_point_per_group", 64, 1536, 2048, ""), ("zero_point_per_column", 16, 1536, 2048, ""),
     ("matmul_zero_point", 16, 1536, 2048, ""), ("matmul_zero_point", 24, 1536, 2048, ""),
     ("f16_zero_point", 33, 1536, 2048, ""), ("zero_point_f32", 16, 1536, 2048, ""), ("zero_point_f32", 64, 1536, 2048, ""),
+    ("i8_zero_point", 1, 4096, 4096, ""), ("i8_zero_point", 16, 1536, 2048, ""), ("i8_zero_point", 64, 1536, 2048, ""),
+    ("f16_i8_zero_point", 1, 4096, 4096, ""), ("f16_i8_zero_point", 16, 1536, 2048, ""),
     # the autotune's other configs (64 columns, 64 k a stage) and the product by wgmma at 16 rows, through their knobs
     ("stack", 40, 1536, 2048, "FXFUSE_GEMV_NT=64"), ("matmul", 40, 1536, 2048, "FXFUSE_GEMV_KT=64"),
     ("matmul_zero_point", 40, 1536, 2048, "FXFUSE_GEMV_NT=64"), ("stack", 16, 1536, 2048, "FXFUSE_GEMV_WGMMA=1")])
