@@ -1190,16 +1190,10 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 #if FX_GEMV_QUANT_FAST
         const long long n = c.n0 + col_of(w, rt, g + 8 * h);
 #if FX_B_SCALE_GROUP
-        // every read at a clamped (k, n), in bounds, its value dropped outside: no branch per column, so the column's
-        // part of each address stays out of the stage loop (a branch per column rematerialized the thread's index and
-        // the 64-bit index math in each: bench/gemv/NOTES.md session 66)
         const bool in = n < p.N && k0 < p.K;
-        const long long nc = n < p.N ? n : p.N - 1, kc = k0 < p.K ? k0 : p.K - 1;
-        const float sv = fx_b_scale(p, c.b, kc, nc);
-        into.s[rt][h] = in ? sv : 0.f;
+        into.s[rt][h] = in ? fx_b_scale(p, c.b, k0, n) : 0.f;
 #if FX_B_ZERO_TENSOR
-        const float zv = fx_b_zero(p, c.b, kc, nc);
-        into.z[rt][h] = in ? zv : 0.f;
+        into.z[rt][h] = in ? fx_b_zero(p, c.b, k0, n) : 0.f;
 #endif
 #else
         into.s[rt][h] = n < p.N ? fx_b_scale(p, c.b, n) : 0.f;
