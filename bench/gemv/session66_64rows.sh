@@ -5,9 +5,11 @@
 source bench/gemv/device_call.sh
 device_build
 nvidia-smi --query-gpu=name --format=csv,noheader
-for v in rule FXFUSE_GEMV_STAGE_KB=64 FXFUSE_GEMV_STAGE_KB=48 FXFUSE_GEMV_WGMMA=0; do
-  env $( [ "$v" != rule ] && echo "$v" ) OUT="$L/$v" timeout 60 python3 bench/bench_gptq_storage.py --m 64 \
-    --kn 4096x14336,14336x4096 --forms zeros > "$L/$v.txt" 2>&1
-  echo "$v rc $? ($(( $(date +%s) - t0 )) s)"; grep -A3 "^     M " "$L/$v.txt" | tail -2 | cut -c1-170
+# (call 2: VARIANTS="FXFUSE_GEMV_WGMMA=0+FXFUSE_GEMV_STAGE_KB=64 FXFUSE_GEMV_WGMMA=0+FXFUSE_GEMV_STAGE_KB=48" FORMS=zeros,sym)
+for v in ${VARIANTS:-rule FXFUSE_GEMV_STAGE_KB=64 FXFUSE_GEMV_STAGE_KB=48 FXFUSE_GEMV_WGMMA=0}; do
+  tag=${v//[^A-Za-z0-9]/_}
+  env $( [ "$v" != rule ] && echo "${v//+/ }" ) OUT="$L/$tag" timeout 60 python3 bench/bench_gptq_storage.py --m 64 \
+    --kn 4096x14336,14336x4096 --forms ${FORMS:-zeros} > "$L/$tag.txt" 2>&1
+  echo "$v rc $? ($(( $(date +%s) - t0 )) s)"; grep -A5 "^     M " "$L/$tag.txt" | tail -n +2 | cut -c1-170
 done
 device_pack
