@@ -908,7 +908,8 @@ int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, int nt, long long 
   // tensor chains alike (bench/RESULTS.md session 66); the u8 bytes with a constant zero point keep the rule below
   // (0.96-1.05x there).
   if (q.b.nibbles && (q.b.zero_value >= 0 || q.b.words) && mtiles <= 2) return 4;
-  if (q.b.nibbles) return threeReachFour && !(q.b.zero_value >= 0 && mtiles == 8) ? usual : 2;
+  // (GPTQ's words with zero points have no wgmma product: gemvTakesWgmma)
+  if (q.b.nibbles) return threeReachFour && !(q.b.zero_value >= 0 && mtiles == 8 && !q.b.words) ? usual : 2;
   if (mtiles == 1) return 4;
   if (threeReachFour) return usual;
   // Where the split-K may aim past three (gemvSplitKCtasCap: M = 17-32) over many column tiles
@@ -946,6 +947,11 @@ bool gemvTakesWgmma(const Query& q, int mtiles) {
   if (q.arch != 90 || !q.b.quant_scale) return false;
   const int knob = gemvWgmmaKnob();
   if (knob >= 0) return knob == 1;
+  // GPTQ's words with their zero points keep mma.sync at 64 rows: bench/RESULTS.md session 66 call 6 (the GPTQ layer,
+  // an H100): 0.0522 / 0.0589 ms at 4096 x 14336 / 14336 x 4096 against wgmma's 0.0579 / 0.0905 under the rule
+  // before (two CTAs per SM there: its registers) and 0.0603 / 0.0590 at three; the symmetric form (the words alone)
+  // keeps wgmma (0.0445 / 0.0480 against mma.sync's 0.0472 / 0.0524). Not measured: u8 bytes with a zero point tensor.
+  if (q.b.words && q.b.zero_value >= 0) return false;
   return mtiles >= (q.b.kmajor ? 8 : 4);
 }
 
