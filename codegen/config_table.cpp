@@ -892,6 +892,8 @@ int gemvSplitKCtasCap(int bm) { return bm == 32 ? 4 : kGemvSplitKUsualCap; }
 // 4096 (14336 x 4096, and 4096 x 4096 from 16 rows, where three CTAs' shallower pipeline lets the split reach 4-8)
 // 0.65-0.84x two CTAs' time; at 4096 x 14336 (112 column tiles, the split 2 either way) 0.91-1.04x, 1.02-1.03x at 64
 // rows; at 4096 x 4096 and one row (the split 4 either way; the rule takes three there) 1.00x.
+bool gemvTakesWgmma(const Query& q, int mtiles);
+
 int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, int nt, long long stage_bytes) {
   if (q.arch < 90 || gemvSmallSharedMemory(q.arch) || gemvWeightBytes(q.b) == 2) return 2;
   const GemvExtents e = gemvExtents(q.shape, 8LL * mtiles, nt, kt);
@@ -899,17 +901,18 @@ int gemvPipelineCtasPerSm(const Query& q, int mtiles, int kt, int nt, long long 
   // three CTAs per SM (the usual cap), where their pipeline's split-K reaches four
   const bool threeReachFour =
       gemvSplitK(e.nt, e.mz, e.ksteps, usual, gemvStagesOf(q, stage_bytes, usual, kt, nt), 8, kHopperSms, 0) >= 4;
-  // (a zero point tensor at 64 rows keeps two: its per-column zero points beside the wgmma product's accumulators
-  // spill 20-64 bytes at three CTAs' 168 registers: bench/RESULTS.md session 63; gemv_test PackedInt4ZeroPointTensor)
-  // A zero point tensor or GPTQ's words at 1-16 rows take four: these forms issue ~30 % more instructions a weight
-  // than the u8 bytes with a constant zero point, and at two CTAs of four warps per SM the kernel is issue-bound
-  // (Nsight at one row: 12.5 % occupancy, issue slots 29 % busy). Four CTAs' pipelines (48 / 64 KB) ran 1-18 % faster
-  // at 1 and 16 rows on issue 7's two big shapes, the GPTQ layer (zero points and symmetric) and the u8 zero point
-  // tensor chains alike (bench/RESULTS.md session 66); the u8 bytes with a constant zero point keep the rule below
-  // (0.96-1.05x there).
+  // A zero point tensor or GPTQ's words at 1-16 rows take four. At two CTAs of four warps per SM the GPTQ layer's gemv
+  // is latency- and issue-bound (Nsight at one row: 12.5 % theoretical occupancy, 10.6 % achieved, issue slots 29-32 %
+  // busy), and its zero points add 30 % of the warp instructions over the words alone. Four CTAs' pipelines (48 / 64
+  // KB) ran 1-18 % faster at 1 and 16 rows on issue 7's two big shapes for the GPTQ layer (zero points and symmetric)
+  // and 0.1-15 % for the u8 zero point tensor chains (bench/RESULTS.md session 66); the u8 bytes with a constant zero
+  // point keep the rule below (0.96-1.05x there).
   if (q.b.nibbles && (q.b.zero_value >= 0 || q.b.words) && mtiles <= 2) return 4;
-  // (GPTQ's words with zero points have no wgmma product: gemvTakesWgmma)
-  if (q.b.nibbles) return threeReachFour && !(q.b.zero_value >= 0 && mtiles == 8 && !q.b.words) ? usual : 2;
+  // (a zero point tensor on the wgmma product at 64 rows keeps two: its per-column zero points beside the
+  // accumulators spill 20-64 bytes at three CTAs' 168 registers: bench/RESULTS.md session 63; gemv_test
+  // PackedInt4ZeroPointTensor. GPTQ's words with zero points take mma.sync there, gemvTakesWgmma, and the usual rule.)
+  if (q.b.nibbles)
+    return threeReachFour && !(q.b.zero_value >= 0 && mtiles == 8 && gemvTakesWgmma(q, mtiles)) ? usual : 2;
   if (mtiles == 1) return 4;
   if (threeReachFour) return usual;
   // Where the split-K may aim past three (gemvSplitKCtasCap: M = 17-32) over many column tiles
@@ -948,10 +951,12 @@ bool gemvTakesWgmma(const Query& q, int mtiles) {
   const int knob = gemvWgmmaKnob();
   if (knob >= 0) return knob == 1;
   // GPTQ's words with their zero points keep mma.sync at 64 rows: bench/RESULTS.md session 66 call 6 (the GPTQ layer,
-  // an H100): 0.0522 / 0.0589 ms at 4096 x 14336 / 14336 x 4096 against wgmma's 0.0579 / 0.0905 under the rule
-  // before (two CTAs per SM there: its registers) and 0.0603 / 0.0590 at three; the symmetric form (the words alone)
-  // keeps wgmma (0.0445 / 0.0480 against mma.sync's 0.0472 / 0.0524). Not measured: u8 bytes with a zero point tensor.
-  if (q.b.words && q.b.zero_value >= 0) return false;
+  // an H100): 0.0522 / 0.0589 ms at 4096 x 14336 / 14336 x 4096 (two / three CTAs per SM, the usual rule's) against
+  // wgmma's 0.0579 / 0.0905 under the rule before (two CTAs per SM: its registers) and 0.0603 / 0.0590 at three (at
+  // 14336 x 4096 the CTAs, not the product, made the difference); the symmetric form (the words alone) keeps wgmma
+  // (0.0445 / 0.0480 against mma.sync's 0.0472 / 0.0524). Not measured: 17-32 rows (m-tiles of 32: the rule before
+  // stands there), u8 bytes with a zero point tensor.
+  if (q.b.words && q.b.zero_value >= 0 && mtiles == 8) return false;
   return mtiles >= (q.b.kmajor ? 8 : 4);
 }
 

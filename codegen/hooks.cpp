@@ -247,9 +247,17 @@ void detectNibbleScale(const ChainSpec& spec, OperandInfo& info) {
                                : DType::F32;
   const bool integerZero = zeroSource == DType::I8 || zeroSource == DType::U8;
   info.zero_rounds = form->zero_value >= 0 && (form->sub == info.elem || integerZero);
-  // its magic + z exact in `elem` (f16's 1024 + z for any 8-bit z; bf16's 128 + z, integers to 256, for an i8 z):
-  // (magic + n) - (magic + z) is then n - z exactly, one fma in place of two (kernels/gemv.cuh pair_scaled)
-  info.zero_integer = zeroSource == DType::I8 || (zeroSource == DType::U8 && info.elem == DType::F16);
+  // its magic + z exact in `elem` (f16's 1024 + z for z in -128..255; bf16's 128 + z, integers to 256, for z in
+  // -128..127): (magic + n) - (magic + z) is then n - z exactly, one fma in place of two (kernels/gemv.cuh
+  // pair_scaled). z's range is the convert's result's: an 8-bit target wraps (`convert %z_i8 : u8` is 0..255, a
+  // review's case), a wider integer or a float type keeps the source's; fp8 targets are not taken.
+  if (integerZero) {
+    const DType target = spec.values[form->zero_value].dtype;
+    const bool keeps = target == DType::I32 || target == DType::I64 ||
+                       target == DType::F32 || target == DType::F16 || target == DType::BF16;
+    const DType range = target == DType::I8 || target == DType::U8 ? target : keeps ? zeroSource : DType::F32;
+    info.zero_integer = range == DType::I8 || (range == DType::U8 && info.elem == DType::F16);
+  }
   info.words = spec::nibblesPerElement(raw.dtype) == 8;
   info.scale_value = form->scale;
   info.scale_group = form->grouped ? spec.kGroup : 0;
@@ -257,7 +265,8 @@ void detectNibbleScale(const ChainSpec& spec, OperandInfo& info) {
   // z) then one fma by the scale, exact as detectQuantScale says), for a zero point whose magic + z is exact in bf16
   // (128 + z, -128 <= z <= 128). A zero point tensor takes it where it and the sub are of the MMA type too: n exactly,
   // then one fma n * 1 - z (n - z rounded once to E, eager's sub), then the scale's (bench/gemv/int4/
-  // zero_tensor_exactness.py checks both against eager's fp32-then-round, exhaustively). Measurement knob
+  // zero_tensor_exactness.py checks both against eager's fp32-then-round, exhaustively); an integer zero point whose
+  // magic + z is exact (zero_integer) takes n - z in one fma. Measurement knob
   // FXFUSE_GEMV_NIBBLE_PAIRS=0: the fp32 route, for A/B runs.
   static const bool pairs = readBinaryKnob("FXFUSE_GEMV_NIBBLE_PAIRS") != "0";
   const bool zero_in_elem =

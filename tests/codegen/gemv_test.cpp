@@ -1041,6 +1041,15 @@ TEST(Gemv, PackedInt4IntegerZeroPointInOneFma) {
   // a 16-bit zero point tensor is not an integer the hooks can see
   spec::ChainSpec f16zero = spec::parseSpec(std::regex_replace(gptq, std::regex("input 3 i8"), "input 3 f16"));
   EXPECT_FALSE(analyzeB(f16zero).zero_integer);
+  // z's range is the convert's result's (a review's case): an i8 zero point converted to u8 wraps to 0..255, so
+  // bf16's 128 + z is not exact; f16's 1024 + z is
+  for (const char* elem : {"bf16", "f16"}) {
+    const spec::ChainSpec wrapped = spec::parseSpec(std::regex_replace(
+        std::regex_replace(gptq, std::regex("f16"), elem), std::regex("%6 = convert %4 : f32"), "%6 = convert %4 : u8"));
+    const OperandInfo b = analyzeB(wrapped);
+    ASSERT_TRUE(b.nibbles && b.zero_value >= 0) << spec::printSpec(wrapped);
+    EXPECT_EQ(b.zero_integer, std::string(elem) == "f16") << spec::printSpec(wrapped);
+  }
   const char* nibbles_knob = std::getenv("FXFUSE_GEMV_NIBBLES");  // (codegen.GemvNibblesKnob.Off: no packed gemv)
   if (!gemvBuiltIn() || !nvrtcUsable() || (nibbles_knob && std::string(nibbles_knob) == "0")) return;
   for (const spec::ChainSpec* s : {&f16_i8, &bf16_i8, &f16_u8, &bf16_u8})

@@ -1,7 +1,7 @@
 """kernels/gemv.cuh's FX_B_ZERO_INT (hooks.cpp detectNibbleScale's zero_integer): with an 8-bit integer zero point
 tensor the packed 16-bit conversion computes a nibble's n - z as one fma, (magic + n) * 1 + -(magic + z), in place of
-n exactly then n + -z. Exhaustively over every nibble and every zero point the hooks allow (i8 in f16 and bf16, u8 in
-f16), the fma's exact real result rounded to the type must be n - z, bit for bit the old route's: -(magic + z) must be
+n exactly then n + -z. Exhaustively over every nibble and every zero point range the hooks allow (-128..127 in f16
+and bf16, 0..255 in f16: hooks.cpp reads the range from the convert's result), the fma's exact real result rounded to the type must be n - z, bit for bit the old route's: -(magic + z) must be
 exact in the type (pack2 rounds it), and the difference must round to itself. bf16 with a u8 zero point is refused
 because 128 + z is not exact there above 256 (checked too)."""
 import torch

@@ -81,7 +81,7 @@ class PackedInt4Linear(torch.nn.Module):
         # int8 converted to the model's dtype (`"group_i8"`: GPTQ's integer zero points)
         z = torch.rand(*s_shape, device=device) * 15
         if zero in INTEGER_ZEROS:
-            z = torch.randint(0, 16, s_shape, device=device).to(INTEGER_ZEROS[zero])
+            z = torch.randint(-128, 128, s_shape, device=device).to(INTEGER_ZEROS[zero])  # (bf16's 128 + z: 0..255)
         self.register_buffer("z", z.to(dtype) if zero == "group" else z if zero != "const" else None)
         self.register_buffer("b", torch.randn(N, device=device).to(dtype) if bias else None)
 
