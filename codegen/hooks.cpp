@@ -454,9 +454,14 @@ class HookEmitter {
         if (v.dims.find_first_of("pq") != std::string::npos) {  // k's (n's) nibble of the element at k (n) / per (B's
                                                                  // prologue: k is known)
           const int per = spec::nibblesPerElement(v.dtype);
+          std::string position = v.dims.find('p') != std::string::npos ? "k" : column;
+          if (!v.order.empty()) {  // n's value at position order[n % per] (AWQ's words): the order as a nibble table
+            unsigned table = 0;
+            for (size_t j = 0; j < v.order.size(); ++j) table |= static_cast<unsigned>(v.order[j]) << (4 * j);
+            position = fmt::format("((0x{:x}u >> (((unsigned)({}) & {}u) << 2)) & {}u)", table, column, per - 1, per - 1);
+          }
           return fmt::format("fx_ld_nibble_{}({}.ptr, {}, {})", cvtSuffix(v.dtype), base,
-                             offsetExpr(v.dims, base, column, spec_.kGroup, per),
-                             v.dims.find('p') != std::string::npos ? "k" : column);
+                             offsetExpr(v.dims, base, column, spec_.kGroup, per), position);
         }
         return fmt::format("{}({}.ptr, {})", loadFn(v.dtype), base, offsetExpr(v.dims, base, column, spec_.kGroup));
       }

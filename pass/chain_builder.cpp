@@ -14,10 +14,12 @@ std::string ChainBuilder::dimsText(const std::string& letters) {
 }
 
 int ChainBuilder::input(const std::string& node, spec::DType dtype, const std::string& letters,
-                        spec::Space space) {
+                        spec::Space space, const std::vector<int>& order) {
   // A spec declares each slot with one dims list: a tensor read in two layouts (x @ w + x with K == N:
-  // [m,k] and [m,n]) takes a slot per layout, and the op receives it twice.
-  auto [it, added] = slotOf_.emplace(node + '\x1f' + letters, static_cast<int>(slots_.size()));
+  // [m,k] and [m,n]) takes a slot per layout, and the op receives it twice (so too per order of 4-bit values).
+  std::string orderText;
+  for (int j : order) orderText += "," + std::to_string(j);
+  auto [it, added] = slotOf_.emplace(node + '\x1f' + letters + orderText, static_cast<int>(slots_.size()));
   if (added) slots_.push_back(node);
   int slot = it->second;
   auto key = std::make_tuple(slot, letters, static_cast<int>(space));
@@ -28,6 +30,7 @@ int ChainBuilder::input(const std::string& node, spec::DType dtype, const std::s
   v.dtype = dtype;
   v.slot = slot;
   v.dims = letters;
+  v.order = order;
   v.space = space;
   spec_.values.push_back(v);
   int id = static_cast<int>(spec_.values.size()) - 1;

@@ -21,7 +21,9 @@ class ChainBuilder {
 
   // `node` is the graph value bound to the slot; `space` only disambiguates dims that fit
   // several spaces (`[]`, `[n]`), so one input line is emitted per use space.
-  int input(const std::string& node, spec::DType dtype, const std::string& letters, spec::Space space);
+  // `order`: a 'q' input's order of 4-bit values in an element (spec::Value::order; a slot of its own per order).
+  int input(const std::string& node, spec::DType dtype, const std::string& letters, spec::Space space,
+            const std::vector<int>& order = {});
   int constant(double v, spec::DType dtype);
   // A 0-d tensor of a known value (`full((), v)`, `scalar_tensor(v)`) on the chain's device, as a constant: unlike a
   // number, eager rounds it to a 16-bit common dtype where it rounds a one-element tensor (common_dtype.h).

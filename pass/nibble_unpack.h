@@ -22,6 +22,9 @@ struct NibbleUnpack {
   std::vector<int> nodes;      // the unpack's nodes, the reshape first
   int shiftTable = -1;         // eight to an i32 word (pass/word_unpack.h): the buffer of shifts whose stated values
                                // the fold relies on (the chain expects them); -1 where the graph itself holds them
+  std::vector<int> order;      // the words' values gathered along their dim in a stated order within each word
+                               // (AWQ's 0 4 1 5 2 6 3 7: orderedWordUnpack), the spec input's `order`; empty: none
+  int orderTable = -1;         // the constant whose stated values that order is (the chain expects them)
 };
 
 // `x & 15` (bitwise_and / __and__ with the number 15): the mask every nibble unpack ends with.

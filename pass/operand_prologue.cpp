@@ -1,5 +1,7 @@
 #include "pass/operand_prologue.h"
 
+#include <utility>
+
 #include "pass/aten_ops.h"
 #include "pass/common_dtype.h"
 #include "pass/integer_range.h"
@@ -111,6 +113,7 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
   }
   if (auto unpack = nibbleUnpack(index_, node)) return foldNibbles(node, letters, *unpack, depth, roles);
   if (auto words = wordUnpack(index_, node)) return foldNibbles(node, letters, *words, depth, roles);
+  if (auto ordered = orderedWordUnpack(index_, node)) return foldNibbles(node, letters, *ordered, depth, roles);
   if (auto table = kGroupIndex(index_, node, letters)) return foldKGroupIndex(node, letters, *table, depth, roles);
   if (auto repeat = kGroupRepeat(index_, node, letters)) return foldKGroupIndex(node, letters, *repeat, depth, roles);
   if (isReshape(n) && unpacksBits(index_, node))  // not a region of k's groups of 2 (the hunt's misleading stop)
@@ -298,13 +301,24 @@ int OperandPrologue::foldNibbles(int node, const std::string& letters, const Nib
   if ((along != 'k' && along != 'n') || letters.find(along, unpack.pos + 1) != std::string::npos)
     return stopAt(node, letters, "4-bit values unpacked along another dim than k or n (the chain reads them packed "
                                  "along k or n only)");
+  if (!unpack.order.empty() && along != 'n')
+    return stopAt(node, letters, "4-bit values gathered along k in a stated order (the chain reads an order along n "
+                                 "only)");
   for (int v : unpack.nodes)
     if (claimed_[v]) return leaf(node, letters);
   std::string packedLetters = letters;
   packedLetters[unpack.pos] = along == 'k' ? 'p' : 'q';
   Checkpoint before = checkpoint();
+  pendingOrder_ = unpack.order;  // (the packed tensor's leaf takes it: an input with an order)
   const int v = fold(unpack.packed, packedLetters, depth + 1, roles);
+  pendingOrder_.clear();
   if (v < 0) return -1;
+  if (!unpack.order.empty() && (builder_.spec().values[v].kind != spec::ValueKind::Input ||
+                                builder_.spec().values[v].order != unpack.order)) {
+    restoreKeepingStop(std::move(before));
+    return stopAt(node, letters, "4-bit values in a stated order of a computed tensor (the chain reads the order of an "
+                                 "input's words)");
+  }
   if (unpack.shiftTable >= 0) {
     // the shifts' values are the fold's premise: the op checks them at each call
     const ir::Node& table = index_.node(unpack.shiftTable);
@@ -312,6 +326,16 @@ int OperandPrologue::foldNibbles(int node, const std::string& letters, const Nib
     if (!fact) {
       restoreKeepingStop(std::move(before));
       return stopAt(node, letters, "a shift table the chain cannot state (symbolic sizes)");
+    }
+    builder_.expect(table.name, *fact);
+  }
+  if (unpack.orderTable >= 0) {
+    // so are the order's (AWQ's lifted constant)
+    const ir::Node& table = index_.node(unpack.orderTable);
+    const std::optional<spec::Expect> fact = expectOf(table);
+    if (!fact) {
+      restoreKeepingStop(std::move(before));
+      return stopAt(node, letters, "an order of 4-bit values the chain cannot state");
     }
     builder_.expect(table.name, *fact);
   }
@@ -404,7 +428,7 @@ int OperandPrologue::leaf(int node, const std::string& letters) {
   // a CPU 0-d scale of a CUDA weight: the arithmetic node that reads it stays outside, as a leaf
   if (operandType_ && !t->sameDeviceAs(*operandType_)) return -1;
   result_.leaves.push_back(OperandLeaf{node, letters});
-  return builder_.input(index_.node(node).name, t->dtype, letters, space_);
+  return builder_.input(index_.node(node).name, t->dtype, letters, space_, std::exchange(pendingOrder_, {}));
 }
 
 }  // namespace fxfuse::pass

@@ -93,6 +93,7 @@ class OperandPrologue {
   spec::Space space_ = spec::Space::A;
   size_t operandMs_ = 0;  // 'm' dims of the operand: an A-space input has all or none
   const ir::TensorType* operandType_ = nullptr;  // the GEMM's operand: every input must be on its device
+  std::vector<int> pendingOrder_;  // foldNibbles: the order of 4-bit values its packed tensor's leaf input takes
   PrologueResult result_;
 };
 

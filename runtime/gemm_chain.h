@@ -36,9 +36,10 @@ ChainShape checkInputs(const spec::ChainSpec& spec, at::TensorList inputs);
 // flatten (copying only if they cannot be viewed), a letter missing from dims becomes a
 // size-1 dim, '1' dims disappear. Strides of the result are the kernel's per-dim strides. A 'g' dim (k's
 // group) becomes k, each element repeated `kGroup` times; a 'p' dim (k packed as 4-bit values) becomes k, each
-// element's nibbles unpacked to values 0..15 of its dtype (copies: the CPU reference's forms).
+// element's nibbles unpacked to values 0..15 of its dtype (copies: the CPU reference's forms); a 'q' dim (n packed so)
+// becomes n, its element's 4-bit values in `nibbleOrder` (spec::Value::order; empty: the plain order).
 at::Tensor logicalView(const at::Tensor& t, const std::string& dims, spec::Space space,
-                       spec::GemmKind gemm, int kGroup = 0);
+                       spec::GemmKind gemm, int kGroup = 0, const std::vector<int>& nibbleOrder = {});
 
 // The letters of `space` in logical order: "mk", "kn", "mn" (with a leading 'b' for bmm).
 std::string spaceLetters(spec::Space space, spec::GemmKind gemm);

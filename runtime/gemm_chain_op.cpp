@@ -199,8 +199,14 @@ ChainShape checkInputs(const ChainSpec& spec, at::TensorList inputs) {
   shape.K = sizeOf(spec, inputs, kInput, 'k');
   int nInput = firstInputWith(spec, 'n', &b);
   if (nInput < 0) nInput = firstInputWith(spec, 'n', &out);
-  TORCH_CHECK(nInput >= 0, "fxfuse::gemm_chain: the spec has no input with an n dim");
-  shape.N = sizeOf(spec, inputs, nInput, 'n');
+  if (nInput >= 0) {
+    shape.N = sizeOf(spec, inputs, nInput, 'n');
+  } else {
+    // n packed alone (an AWQ weight [k,q] without a scale along n): N is its words' count times their 4-bit values
+    const int qInput = firstInputWith(spec, 'q', &b);
+    TORCH_CHECK(qInput >= 0, "fxfuse::gemm_chain: the spec has no input with an n dim (or n packed: 'q')");
+    shape.N = sizeOf(spec, inputs, qInput, 'q') * spec::nibblesPerElement(spec.values[qInput].dtype);
+  }
 
   for (const Value& v : spec.values)
     if (v.kind == ValueKind::Input) checkInputValue(v, inputs[v.slot], shape, spec.gemm, spec.kGroup);
@@ -211,15 +217,21 @@ ChainShape checkInputs(const ChainSpec& spec, at::TensorList inputs) {
 namespace {
 
 // A 'p' ('q') input's 4-bit values along its dim d as a tensor of its dtype (each 0..15) with that dim
-// nibblesPerElement times longer: element j of the word at k / per is bits [4 j, 4 j + 4) (an arithmetic shift of an
-// i8 / i32 word then & 15 is that nibble too).
-at::Tensor unpackNibbles(const at::Tensor& t, int64_t d) {
+// nibblesPerElement times longer: element j of the word at k / per is bits [4 j, 4 j + 4), or [4 order[j], +4) with
+// an order (AWQ's words; an arithmetic shift of an i8 / i32 word then & 15 is that nibble too).
+at::Tensor unpackNibbles(const at::Tensor& t, int64_t d, const std::vector<int>& order) {
   TORCH_INTERNAL_ASSERT(at::isIntegralType(t.scalar_type(), /*includeBool=*/false), "fxfuse: a packed dim of dtype ",
                         t.scalar_type());
   const int64_t per = 2 * static_cast<int64_t>(t.element_size());  // checkInputs: u8 / i8 / i32 (nibblesPerElement)
   std::vector<int64_t> shiftShape(static_cast<size_t>(t.dim() + 1), 1);
   shiftShape[static_cast<size_t>(d + 1)] = per;
-  const at::Tensor shifts = (at::arange(per, t.options()) * 4).reshape(shiftShape);
+  at::Tensor positions = at::arange(per, t.options());
+  if (!order.empty()) {
+    TORCH_INTERNAL_ASSERT(static_cast<int64_t>(order.size()) == per, "fxfuse: an order of ", order.size(),
+                          " for ", per, " 4-bit values an element");
+    positions = at::tensor(std::vector<int64_t>(order.begin(), order.end())).to(t.options());
+  }
+  const at::Tensor shifts = (positions * 4).reshape(shiftShape);
   std::vector<int64_t> sizes = t.sizes().vec();
   sizes[static_cast<size_t>(d)] *= per;
   return t.unsqueeze(d + 1).bitwise_right_shift(shifts).bitwise_and(15).reshape(sizes);
@@ -228,11 +240,11 @@ at::Tensor unpackNibbles(const at::Tensor& t, int64_t d) {
 }  // namespace
 
 at::Tensor logicalView(const at::Tensor& packed, const std::string& dims, Space space,
-                       GemmKind gemm, int kGroup) {
+                       GemmKind gemm, int kGroup, const std::vector<int>& nibbleOrder) {
   std::string letters = dimLetters(dims);
   // a 'p' dim is k's, a 'q' dim n's, its 4-bit values unpacked (a copy: the CPU reference's form)
   const size_t nibbles = letters.find_first_of("pq");
-  const at::Tensor t = nibbles == std::string::npos ? packed : unpackNibbles(packed, static_cast<int64_t>(nibbles));
+  const at::Tensor t = nibbles == std::string::npos ? packed : unpackNibbles(packed, static_cast<int64_t>(nibbles), nibbleOrder);
   if (nibbles != std::string::npos) letters[nibbles] = letters[nibbles] == 'p' ? 'k' : 'n';
   // a 'g' dim is k's: each of its elements repeated kGroup times below
   const size_t group = letters.find('g');

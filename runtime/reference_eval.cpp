@@ -406,7 +406,7 @@ std::vector<at::Tensor> evaluateReference(const ChainSpec& spec, at::TensorList 
     }
     switch (v.kind) {
       case ValueKind::Input:
-        values.push_back(logicalView(inputs[v.slot], v.dims, v.space, spec.gemm, spec.kGroup));
+        values.push_back(logicalView(inputs[v.slot], v.dims, v.space, spec.gemm, spec.kGroup, v.order));
         break;
       case ValueKind::Const:
         // A 0-dim CPU tensor: ATen's ops take it with device tensors as a scalar argument (no
@@ -460,8 +460,8 @@ at::Tensor chainProduct(const ChainSpec& spec, at::TensorList inputs, const Chai
   Value product = mm;  // 16-bit: rounded once by cuBLAS, as the hooks would; else unrounded fp32
   if (mm.dtype != spec::DType::BF16 && mm.dtype != spec::DType::F16) product.dtype = spec::DType::F32;
   // (an operand read along k's groups, a repeated scale as the weight itself, is expanded as the CPU kernel does)
-  return evalMm(product, logicalView(inputs[a.slot], a.dims, a.space, spec.gemm, spec.kGroup),
-                logicalView(inputs[b.slot], b.dims, b.space, spec.gemm, spec.kGroup), shape, spec.gemm)
+  return evalMm(product, logicalView(inputs[a.slot], a.dims, a.space, spec.gemm, spec.kGroup, a.order),
+                logicalView(inputs[b.slot], b.dims, b.space, spec.gemm, spec.kGroup, b.order), shape, spec.gemm)
       .contiguous();
 }
 

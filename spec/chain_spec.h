@@ -36,6 +36,10 @@ struct Value {
   // 'q' is n packed so: GPTQ's zero points, eight to an i32 along n).
   int slot = -1;
   std::string dims;
+  // Input with a 'q' dim: the order of the 4-bit values in an element (docs/spec.md `order`): n's value is bits
+  // [4 order[n % per], +4) of element n / per (per = nibblesPerElement(dtype)); empty: order[j] = j. AWQ's words
+  // hold n in the order 0 4 1 5 2 6 3 7.
+  std::vector<int> order;
   // Const
   double constant = 0.0;
   // Op and Mm: op name from the pointwise table ("add", "gelu_tanh", …) or "mm"; operands.

@@ -116,11 +116,13 @@ void parseValue(const std::vector<std::string>& t, int line, Value& v) {
   if (t.size() < 3) failAt(line, "expected '%i = <op> ...'");
   const std::string& head = t[2];
   if (head == "input") {
-    if (t.size() != 6) failAt(line, "expected '%i = input <slot> <dtype> [<dims>]'");
+    if (t.size() < 6 || (t.size() > 6 && (t[6] != "order" || t.size() == 7)))
+      failAt(line, "expected '%i = input <slot> <dtype> [<dims>] [order <j> ...]'");
     v.kind = ValueKind::Input;
     v.slot = parseInt(t[3], line, "slot");
     v.dtype = parseDTypeAt(t[4], line);
     v.dims = parseDims(t[5], line);
+    for (size_t i = 7; i < t.size(); ++i) v.order.push_back(parseInt(t[i], line, "order"));
     return;
   }
   if (head == "const") {

@@ -30,7 +30,12 @@ std::string printValue(const ChainSpec& spec, int i) {
         if (d) line += ",";
         line += v.dims[d];
       }
-      return line + "]";
+      line += "]";
+      if (!v.order.empty()) {
+        line += " order";
+        for (int j : v.order) line += " " + std::to_string(j);
+      }
+      return line;
     }
     case ValueKind::Const:
       return line + "const " + formatConstant(v.constant) + " : " + dtypeName(v.dtype);

@@ -1,6 +1,7 @@
 // validateSpec: every rule of docs/spec.md that the text grammar alone does not enforce,
 // and the derivation of each value's space. The parser runs the same code, so a spec
 // built in memory and a parsed one are held to the same rules.
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -114,12 +115,24 @@ class Validator {
         fail_(at, std::string("a 'q' dim (n packed as 4-bit values) holds them in u8, i8 or i32 elements, not ") +
                       dtypeName(v.dtype));
     }
+    if (!v.order.empty()) {
+      if (v.dims.find('q') == std::string::npos)
+        fail_(at, "an order is given for an input with a 'q' dim only (the order of n's 4-bit values in an element)");
+      const int per = nibblesPerElement(v.dtype);
+      std::vector<int> sorted = v.order;
+      std::sort(sorted.begin(), sorted.end());
+      bool permutation = static_cast<int>(sorted.size()) == per;
+      for (int j = 0; permutation && j < per; ++j) permutation = sorted[static_cast<size_t>(j)] == j;
+      if (!permutation)
+        fail_(at, "an order lists each of the element's " + std::to_string(per) + " 4-bit values once (0 to " +
+                      std::to_string(per - 1) + ")");
+    }
     if (v.slot > maxSlot_ + 1)
       fail_(at, "input slot " + std::to_string(v.slot) + " skips slot " + std::to_string(maxSlot_ + 1) +
                     " (slots are numbered in order of first appearance)");
     if (v.slot <= maxSlot_) {
       const Value& first = spec_.values[firstUse_.at(v.slot)];
-      if (first.dtype != v.dtype || first.dims != v.dims)
+      if (first.dtype != v.dtype || first.dims != v.dims || first.order != v.order)
         fail_(at, "input slot " + std::to_string(v.slot) + " was declared as " + dtypeName(first.dtype) +
                       " [" + first.dims + "] before");
     } else {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <regex>
 
 #include "codegen/codegen.h"
 #include "codegen/embedded_sources.h"
@@ -38,6 +39,25 @@ TEST(Hooks, Int8WeightIsQuantizedB) {
   EXPECT_TRUE(has(h, "const float v2 = fx_ld_bf16(p.in[2].ptr, n * p.in[2].sn);  // %2 = input 2 bf16 [n,1]"));
   // the output, used by nothing else: rounded by its store only
   EXPECT_TRUE(has(h, "const float v8 = fx_gelu_tanh(v7);  // %8 = gelu_tanh %7 : bf16"));
+}
+
+// AWQ's words (n packed in the order 0 4 1 5 2 6 3 7): column n reads the 4-bit value order[n % 8] of word n / 8, the
+// order a nibble table (0x73625140: value j of it is order[j]) indexed by n % 8; no packed-int4 fast path (B has no
+// 'p' dim), the generic kernels' element-wise hooks.
+TEST(Hooks, WordsInAnOrderReadTheirTable) {
+  spec::ChainSpec s = loadSpec("awq_words_order_group_scale_bias");
+  EXPECT_FALSE(analyzeB(s).nibbles);
+  const std::string h = generateHooks(s, generic16());
+  EXPECT_TRUE(has(h, "fx_ld_nibble_i32(p.in[1].ptr, k * p.in[1].sk + ((n) >> 3) * p.in[1].sn, "
+                     "((0x73625140u >> (((unsigned)(n) & 7u) << 2)) & 7u))"))
+      << h;
+  EXPECT_TRUE(has(h, "fx_ld_nibble_i32(p.in[2].ptr, (k >> 7) * p.in[2].sk + ((n) >> 3) * p.in[2].sn, "
+                     "((0x73625140u >> (((unsigned)(n) & 7u) << 2)) & 7u))"))
+      << h;
+  // the plain order reads value n % 8 (GPTQ's zero points)
+  spec::ChainSpec plain = spec::parseSpec(std::regex_replace(spec::printSpec(s), std::regex(" order 0 4 1 5 2 6 3 7"), ""));
+  EXPECT_TRUE(has(generateHooks(plain, generic16()),
+                  "fx_ld_nibble_i32(p.in[1].ptr, k * p.in[1].sk + ((n) >> 3) * p.in[1].sn, n)"));
 }
 
 TEST(Hooks, PlainOperandsAndLayouts) {

@@ -195,49 +195,6 @@ def test_a_repeat_along_n_or_by_a_tensor_of_counts_stays_outside():
         assert torch.equal(ep2.module()(x), model(x))
 
 
-class AWQLinear(torch.nn.Module):
-    """AWQ's torch dequantization (autoawq's dequantize_gemm, written from the format's description): qweight int32
-    [K, N/8] and qzeros int32 [K/G, N/8] with eight 4-bit values of n to a word in AWQ's order, scales [K/G, N]
-    broadcast by repeat_interleave."""
-
-    def __init__(self, K, N, G):
-        super().__init__()
-        self.G = G
-        full = dict(dtype=torch.int32)
-        self.register_buffer("qweight", torch.randint(-2**31, 2**31 - 1, (K, N // 8), **full))
-        self.register_buffer("qzeros", torch.randint(-2**31, 2**31 - 1, (K // G, N // 8), **full))
-        self.register_buffer("scales", _scale(K // G, N, dtype=torch.float16))
-
-    def forward(self, x):
-        shifts = torch.arange(0, 32, 4)
-        iw = torch.bitwise_right_shift(self.qweight[:, :, None], shifts[None, None, :]).to(torch.int8)
-        iw = iw.view(iw.shape[0], -1)
-        iz = torch.bitwise_right_shift(self.qzeros[:, :, None], shifts[None, None, :]).to(torch.int8)
-        iz = iz.view(iz.shape[0], -1)
-        order = torch.arange(iw.shape[-1], dtype=torch.int32).view(-1, 8)[:, [0, 4, 1, 5, 2, 6, 3, 7]].view(-1)
-        iw, iz = torch.bitwise_and(iw[:, order], 15), torch.bitwise_and(iz[:, order], 15)
-        return x @ ((iw - iz.repeat_interleave(self.G, 0)) * self.scales.repeat_interleave(self.G, 0))
-
-
-def test_awq_reads_its_scales_per_group_and_names_its_packing():
-    """AWQ's packing along n in its own order is not read by a chain (named on the report): ATen unpacks the weight
-    and the zero points, and the chain takes their sub (exact: both masked to 0..15), the scales per group of k (no
-    [K, N] repeated scale written) and the product, with eager's bits."""
-    testlib.seed("awq")
-    model = AWQLinear(256, 64, 128)
-    x = torch.randn(4, 256).half()
-    ep = torch.export.export(model, (x,))
-    (entry,) = fxfuse.report(ep).entries
-    assert entry["status"] == "fused" and "(scales per 128 k)" in entry["chain"], entry
-    assert "values unpacked from packed bits in a form the chain does not read" in str(entry["notes"]), entry
-    ep2 = fxfuse.rewrite(ep)
-    assert "[g,n]" in _spec(ep2), _spec(ep2)
-    assert not any("repeat_interleave" in str(n.target) for n in ep2.graph.nodes), ep2.graph
-    for _ in range(2):
-        x = torch.randn(4, 256).half()
-        assert torch.equal(ep2.module()(x), model(x))
-
-
 def test_group_wise_activation_and_weight_share_one_group():
     """Per-token-group activations (fp8 [M, K] with a scale per group of 64, as block-quantized LLMs run) beside a
     group-wise weight of the same G: both operands' prologues fold, the A scale read as [m,g]."""

@@ -90,6 +90,16 @@ std::vector<Case> cases() {
       {"PackedKAndN", kHead + "%0 = input 0 i32 [p,q]\n", "line 3: an input has a 'p' dim or a 'q' dim, not both"},
       {"PackedNInEpilogue", kHead + kMm + "%3 = input 2 i32 [q]\n%4 = add %2 %3 : bf16\noutput %4\n",
        "line 6: a 'q' dim (n packed as 4-bit values) is read in B's prologue only, not the Out space"},
+      // an order of 4-bit values (AWQ's words): a permutation of the element's, on a 'q' input only
+      {"OrderNotPermutation", kHead + "%0 = input 0 i32 [k,q] order 0 4 1 5 2 6 3 3\n",
+       "line 3: an order lists each of the element's 8 4-bit values once (0 to 7)"},
+      {"OrderTooShort", kHead + "%0 = input 0 i32 [k,q] order 1 0\n",
+       "line 3: an order lists each of the element's 8 4-bit values once (0 to 7)"},
+      {"OrderWithoutQ", kHead + "%0 = input 0 i32 [p,n] order 1 0 2 3 4 5 6 7\n",
+       "line 3: an order is given for an input with a 'q' dim only"},
+      {"OrderWordMissing", kHead + "%0 = input 0 i32 [k,q] order\n", "line 3: expected '%i = input <slot> <dtype> [<dims>] [order <j> ...]'"},
+      {"OrderSecondDeclaration", kHead + "%0 = input 0 bf16 [m,k]\n%1 = input 1 u8 [k,q] order 1 0\n%2 = input 1 u8 [k,q]\n",
+       "line 5: input slot 1 was declared as u8 [kq] before"},
       // expect lines: facts about op inputs after the values' (line 6 here: after kHead and kMm)
       {"ExpectSlot", kHead + kMm + "expect 3 i32 [1] values 0\noutput %2\n",
        "line 6: expect slot 3 must be 2 (the expect lines take the slots after the inputs', in order)"},

@@ -107,6 +107,26 @@ TEST(SpecRoundTrip, PackedAlongN) {
   EXPECT_EQ(valueLetters(s, 3), "kn");  // 'g' varies along k, 'q' along n
 }
 
+// AWQ's words: n packed in the order 0 4 1 5 2 6 3 7 within a word (the input's `order`), printed back as written.
+TEST(SpecRoundTrip, PackedAlongNInAnOrder) {
+  const std::string text =
+      "fxfuse.chain v1\n"
+      "gemm mm kgroup 128\n"
+      "%0 = input 0 f16 [m,k]\n"
+      "%1 = input 1 i32 [k,q] order 0 4 1 5 2 6 3 7\n"
+      "%2 = convert %1 : i8\n"
+      "%3 = input 2 f16 [g,n]\n"
+      "%4 = convert %2 : f32\n"
+      "%5 = mul %4 %3 : f16\n"
+      "%6 = mm %0 %5 : f16\n"
+      "expect 3 i64 [8] values 0 4 1 5 2 6 3 7\n"
+      "output %6\n";
+  ChainSpec s = parseSpec(text);
+  EXPECT_EQ(printSpec(s), text);
+  EXPECT_EQ(s.values[1].order, (std::vector<int>{0, 4, 1, 5, 2, 6, 3, 7}));
+  EXPECT_TRUE(s.values[3].order.empty());
+}
+
 TEST(SpecRoundTrip, ConstantsPrintCanonically) {
   const char* text =
       "fxfuse.chain v1\n"

@@ -1,0 +1,128 @@
+"""AWQ's own int32 storage (docs/quantized_storage/README.md): qweight and qzeros hold eight 4-bit values of n to a word
+in AWQ's order, unpacked by a shift along n and a gather by `arange(N).view(-1, 8)[:, c].view(-1)`, c a lifted
+constant. The pass folds the whole layer into one op (pass/word_unpack.h orderedWordUnpack): the words are inputs with
+a 'q' dim and the spec's `order` (c's values), and the op checks c at each call. CPU: eager's bits. CUDA: the generic
+kernel reads the words element by element (no fast loader yet), so the default rewrite leaves it unfused there."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import fxfuse
+import testlib
+from awq_linear import AWQ_ORDER, AWQLinear
+from helpers import rel_err, strict_cuda_path
+from test_packed_int4 import _left, _specs, gemm_chain
+
+
+@pytest.mark.parametrize("K,N,G,dtype,bias", [(256, 64, 128, torch.float16, False), (384, 96, 64, torch.float16, True),
+                                              (256, 32, 32, torch.bfloat16, True)])
+def test_awq_layer_is_one_op_with_eagers_bits(K, N, G, dtype, bias):
+    testlib.seed("awq", K, N, G, dtype, bias)
+    model = AWQLinear(K, N, G, dtype=dtype, bias=bias)
+    x = torch.randn(4, K).to(dtype)
+    ep = torch.export.export(model, (x,))
+    (entry,) = fxfuse.report(ep).entries
+    assert entry["status"] == "fused", entry
+    assert "(4-bit values along n, 8 per i32 in the order 0 4 1 5 2 6 3 7)" in entry["chain"], entry
+    ep2 = fxfuse.rewrite(ep)
+    (spec,) = _specs(ep2)
+    assert "i32 [k,q] order 0 4 1 5 2 6 3 7\n" in spec and "i32 [g,q] order 0 4 1 5 2 6 3 7\n" in spec, spec
+    assert "values 0 4 1 5 2 6 3 7\n" in spec, spec  # the op checks the gather's constant
+    # the unpack, the gather, the group broadcast and the dequantization all went into the chain
+    assert _left(ep2) == [], _left(ep2)
+    module = ep2.module()
+    for _ in range(2):
+        x = torch.randn(4, K).to(dtype)
+        assert torch.equal(module(x), model(x))
+    # the words are read at each call: other words loaded into the buffers, eager's bits again
+    for name in ("qweight", "qzeros"):
+        fresh = torch.randint(-2**31, 2**31 - 1, getattr(model, name).shape, dtype=torch.int32)
+        getattr(model, name).copy_(fresh)
+        getattr(module, name).copy_(fresh)
+    x = torch.randn(4, K).to(dtype)
+    assert torch.equal(module(x), model(x))
+
+
+def test_a_changed_order_constant_is_an_error_not_a_wrong_answer():
+    testlib.seed("awq_changed")
+    model = AWQLinear(256, 64, 128)
+    x = torch.randn(3, 256).half()
+    module = fxfuse.rewrite(torch.export.export(model, (x,))).module()
+    assert torch.equal(module(x), model(x))
+    order = module.lifted_tensor_0
+    order[1], order[2] = order[2].item(), order[1].item()  # another permutation: the fold's premise no longer holds
+    with pytest.raises(RuntimeError, match="no longer holds"):
+        module(x)
+    order[1], order[2] = order[2].item(), order[1].item()
+    assert torch.equal(module(x), model(x))
+
+
+@pytest.mark.parametrize("order", [[1, 0, 3, 2, 5, 4, 7, 6], [7, 6, 5, 4, 3, 2, 1, 0]])
+def test_other_orders_fold_as_stated(order):
+    testlib.seed("awq_order", order)
+    model = AWQLinear(128, 48, 64, order=order)
+    x = torch.randn(2, 128).half()
+    ep2 = fxfuse.rewrite(torch.export.export(model, (x,)))
+    (spec,) = _specs(ep2)
+    assert f"order {' '.join(map(str, order))}\n" in spec, spec
+    x = torch.randn(2, 128).half()
+    assert torch.equal(ep2.module()(x), model(x))
+
+
+def test_a_gather_that_is_no_order_within_words_stays_outside():
+    """c not a permutation of 0..7 (a value twice): no order a word's values have, so ATen unpacks and gathers (named:
+    the prologue's stop at the mask), with eager's answer."""
+    testlib.seed("awq_not_order")
+    model = AWQLinear(128, 48, 64, order=[0, 4, 1, 5, 2, 6, 3, 3])
+    x = torch.randn(2, 128).half()
+    ep = torch.export.export(model, (x,))
+    (entry,) = fxfuse.report(ep).entries
+    assert "values unpacked from packed bits in a form the chain does not read" in str(entry["notes"]), entry
+    ep2 = fxfuse.rewrite(ep)
+    assert "order" not in _specs(ep2)[0]
+    x = torch.randn(2, 128).half()
+    assert torch.equal(ep2.module()(x), model(x))
+
+
+def test_the_spec_order_reads_as_stated():
+    """A hand-written spec: the CPU reference reads column n as the 4-bit value order[n % 8] of word n / 8; an order
+    that is no permutation of the element's values, or on an input without a 'q' dim, is a clear error."""
+    testlib.seed("awq_spec")
+    head = "fxfuse.chain v1\ngemm mm\n%0 = input 0 f32 [m,k]\n"
+    spec = head + "%1 = input 1 i32 [k,q] order 0 4 1 5 2 6 3 7\n%2 = convert %1 : f32\n%3 = mm %0 %2 : f32\noutput %3\n"
+    K, N = 32, 24
+    words = torch.randint(-2**31, 2**31 - 1, (K, N // 8), dtype=torch.int32)
+    values = torch.stack([(words >> (4 * j)) & 15 for j in AWQ_ORDER], 2).view(K, N)
+    x = torch.randn(5, K)
+    (out,) = gemm_chain([x, words], spec)
+    assert rel_err(out, x.double() @ values.double()) < 1e-6
+    for bad, message in (("order 0 4 1 5 2 6 3 3", "each of the element's 8 4-bit values once"),
+                         ("order 0 1", "each of the element's 8 4-bit values once")):
+        with pytest.raises(Exception, match=message):
+            gemm_chain([x, words], spec.replace("order 0 4 1 5 2 6 3 7", bad))
+    with pytest.raises(Exception, match="an order is given for an input with a 'q' dim only"):
+        gemm_chain([x, torch.randn(K, N)], head + "%1 = input 1 f32 [k,n] order 0 1\n%2 = mm %0 %1 : f32\noutput %2\n")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M", [1, 16, 100])
+def test_awq_storage_on_cuda_matches_a_float64_product(M, monkeypatch):
+    """The generic kernel on the words (the hooks read value order[n % 8] of word n / 8), forced (the default rewrite
+    leaves AWQ unfused on CUDA until a fast loader reads n-packed words)."""
+    strict_cuda_path(monkeypatch, "kernel")
+    testlib.seed("awq_cuda", M)
+    model = AWQLinear(1024, 384, 128, device="cuda", bias=True)
+    x = torch.randn(M, 1024, device="cuda").half()
+    ep2 = fxfuse.rewrite(torch.export.export(model, (x,)), only_profitable=False)
+    (spec,) = _specs(ep2)
+    assert "order 0 4 1 5 2 6 3 7" in spec, spec
+    module = ep2.module()
+    for _ in range(2):
+        x = torch.randn(M, 1024, device="cuda").half()
+        got = module(x)
+        torch.cuda.synchronize()
+        want = x.double() @ model.weight().double() + model.bias.double()
+        assert not got.isnan().any()
+        assert rel_err(got, want) < 1e-2
+        assert rel_err(got, model(x)) < 1e-2
