@@ -136,7 +136,9 @@ std::string unnamedProblemDim(const spec::ChainSpec& spec, const GemmMatch& m) {
   if (m.kind == spec::GemmKind::Bmm && !has('b', {spec::Space::A, spec::Space::B, spec::Space::Out}))
     return "no input has a b dim";
   if (!has('k', {spec::Space::A, spec::Space::B})) return "no A or B input has a k dim";
-  if (!has('n', {spec::Space::B, spec::Space::Out})) return "no B or output input has an n dim";
+  // (n packed, 'q', carries n too: an AWQ weight without a scale along n; the op reads N from it)
+  if (!has('n', {spec::Space::B, spec::Space::Out}) && !has('q', {spec::Space::B}))
+    return "no B or output input has an n dim";
   return "";
 }
 

@@ -19,7 +19,8 @@ constexpr const char* kOtherPacking =
     "values unpacked from packed bits in a form the chain does not read (it reads two 4-bit values of k to a byte, "
     "low nibble first, unpacked as `w & 15` and `(w >> 4) [& 15]`, stacked and reshaped to [.., K, ..] before any "
     "conversion or split into groups: pass/nibble_unpack.h; and eight to an int32 word shifted by 0, 4, .., 28 where "
-    "those shifts are known: an arange in the graph, or a buffer of an exported program, pass/word_unpack.h)";
+    "those shifts are known: an arange in the graph, or a buffer of an exported program, pass/word_unpack.h; along n "
+    "also gathered by `arange(N).view(-1, 8)[:, c].view(-1)` with c a stated permutation of 0..7, AWQ's order)";
 
 // A conversion, a scale or a zero point: the kinds of op a prologue folds (whether this one folds or not).
 bool isPrologueKindOp(const ir::Node& n) {
@@ -319,8 +320,8 @@ int OperandPrologue::foldNibbles(int node, const std::string& letters, const Nib
     return stopAt(node, letters, "4-bit values in a stated order of a computed tensor (the chain reads the order of an "
                                  "input's words)");
   }
+  // the shifts' values and the order's (AWQ's lifted constant) are the fold's premise: the op checks them at each call
   if (unpack.shiftTable >= 0) {
-    // the shifts' values are the fold's premise: the op checks them at each call
     const ir::Node& table = index_.node(unpack.shiftTable);
     const std::optional<spec::Expect> fact = expectOf(table);
     if (!fact) {
@@ -329,15 +330,12 @@ int OperandPrologue::foldNibbles(int node, const std::string& letters, const Nib
     }
     builder_.expect(table.name, *fact);
   }
-  if (unpack.orderTable >= 0) {
-    // so are the order's (AWQ's lifted constant)
-    const ir::Node& table = index_.node(unpack.orderTable);
-    const std::optional<spec::Expect> fact = expectOf(table);
-    if (!fact) {
-      restoreKeepingStop(std::move(before));
-      return stopAt(node, letters, "an order of 4-bit values the chain cannot state");
-    }
-    builder_.expect(table.name, *fact);
+  if (unpack.orderTable >= 0) {  // (its eight values as word_unpack read them, also from the IR's `kgroups 1`)
+    spec::Expect fact;
+    fact.dtype = index_.tensor(unpack.orderTable)->dtype;
+    fact.sizes = {static_cast<int64_t>(unpack.order.size())};
+    fact.values.assign(unpack.order.begin(), unpack.order.end());
+    builder_.expect(index_.node(unpack.orderTable).name, fact);
   }
   result_.absorbed.insert(result_.absorbed.end(), unpack.nodes.begin(), unpack.nodes.end());
   // the nibble at the unpack's own type (GPTQ's int8 from int32 words): exact, 0..15

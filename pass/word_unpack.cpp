@@ -71,6 +71,25 @@ bool shiftsAlong(const GraphIndex& index, int node, size_t at, size_t rank, int*
 // may mask after its gather instead).
 std::optional<NibbleUnpack> wordsUnpackedAt(const GraphIndex& index, int node, bool* masked);
 
+// An arange's step: positional, a keyword, or 1 where it is left out (`arange(0, N)` exports as start_step with two
+// arguments, as every `arange(N, dtype=...)` does after run_decompositions).
+std::optional<int64_t> stepOf(const ir::Node& arange) {
+  if (arange.args.size() >= 3) return intArg(arange.args[2]);
+  const ir::Arg* step = arange.kwarg("step");
+  return step ? intArg(*step) : std::optional<int64_t>(1);
+}
+
+// The values of an order constant the IR states: a list, or `kgroups 1` (the exporter's form for 0, 1, .., 7).
+std::optional<std::vector<int64_t>> statedOrder(const ir::KnownValues& known, int64_t count) {
+  if (known.kind == ir::KnownValues::Kind::List) return known.list;
+  if (known.kind == ir::KnownValues::Kind::KGroups && known.group == 1) {
+    std::vector<int64_t> identity(static_cast<size_t>(count));
+    for (int64_t j = 0; j < count; ++j) identity[static_cast<size_t>(j)] = j;
+    return identity;
+  }
+  return std::nullopt;
+}
+
 // `node` is AWQ's order index: view(index(view(arange(N), [N/8, 8]), [none, c]), [N]), whose element n is
 // 8 (n / 8) + c[n % 8], c a constant stated by the IR holding a permutation of 0..7. Sets *order to c's values and
 // *table to c's node, adds the index's own nodes to *nodes (not c's: the chain expects it).
@@ -97,8 +116,8 @@ bool wordOrderIndex(const GraphIndex& index, int node, int64_t N, std::vector<in
   const bool plain = (a.isCall("aten.arange.default") && !a.args.empty() && intArg(a.args[0]) == N) ||
                      (a.isCall("aten.arange.start") && a.args.size() >= 2 && intArg(a.args[0]) == 0 &&
                       intArg(a.args[1]) == N) ||
-                     (a.isCall("aten.arange.start_step") && a.args.size() >= 3 && intArg(a.args[0]) == 0 &&
-                      intArg(a.args[1]) == N && intArg(a.args[2]) == 1);
+                     (a.isCall("aten.arange.start_step") && a.args.size() >= 2 && intArg(a.args[0]) == 0 &&
+                      intArg(a.args[1]) == N && stepOf(a) == 1);
   if (!plain) return false;
   // c, through copies and conversions between integer types (export's lift_fresh_copy of a lifted constant)
   int c = index.producer(g.args[1].list[1]);
@@ -112,16 +131,17 @@ bool wordOrderIndex(const GraphIndex& index, int node, int64_t N, std::vector<in
     c = index.producer(step.args[0]);
   }
   if (c < 0) return false;
-  const ir::KnownValues& known = index.node(c).known;
   const ir::TensorType* ct = index.tensor(c);
-  if (known.kind != ir::KnownValues::Kind::List || known.list.size() != kPerWord || !ct || !isIntegerType(ct->dtype))
+  const std::optional<std::vector<int64_t>> stated = statedOrder(index.node(c).known, kPerWord);
+  if (!stated || stated->size() != kPerWord || !ct || !isIntegerType(ct->dtype) || ct->sizes.size() != 1 ||
+      !ct->sizes[0].is(kPerWord))
     return false;
   std::vector<bool> seen(kPerWord, false);
-  for (int64_t j : known.list) {
+  for (int64_t j : *stated) {
     if (j < 0 || j >= kPerWord || seen[static_cast<size_t>(j)]) return false;
     seen[static_cast<size_t>(j)] = true;
   }
-  order->assign(known.list.begin(), known.list.end());
+  order->assign(stated->begin(), stated->end());
   *table = c;
   nodes->insert(nodes->end(), {node, gather, grid, arange});
   nodes->insert(nodes->end(), copies.begin(), copies.end());

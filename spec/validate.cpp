@@ -132,9 +132,13 @@ class Validator {
                     " (slots are numbered in order of first appearance)");
     if (v.slot <= maxSlot_) {
       const Value& first = spec_.values[firstUse_.at(v.slot)];
-      if (first.dtype != v.dtype || first.dims != v.dims || first.order != v.order)
-        fail_(at, "input slot " + std::to_string(v.slot) + " was declared as " + dtypeName(first.dtype) +
-                      " [" + first.dims + "] before");
+      if (first.dtype != v.dtype || first.dims != v.dims || first.order != v.order) {
+        std::string declared = std::string(dtypeName(first.dtype)) + " [";
+        for (size_t d = 0; d < first.dims.size(); ++d) declared += (d ? "," : "") + std::string(1, first.dims[d]);
+        declared += "]";
+        for (size_t j = 0; j < first.order.size(); ++j) declared += (j ? " " : " order ") + std::to_string(first.order[j]);
+        fail_(at, "input slot " + std::to_string(v.slot) + " was declared as " + declared + " before");
+      }
     } else {
       maxSlot_ = v.slot;
       firstUse_[v.slot] = i;

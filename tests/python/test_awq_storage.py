@@ -58,7 +58,7 @@ def test_a_changed_order_constant_is_an_error_not_a_wrong_answer():
     assert torch.equal(module(x), model(x))
 
 
-@pytest.mark.parametrize("order", [[1, 0, 3, 2, 5, 4, 7, 6], [7, 6, 5, 4, 3, 2, 1, 0]])
+@pytest.mark.parametrize("order", [[1, 0, 3, 2, 5, 4, 7, 6], [7, 6, 5, 4, 3, 2, 1, 0], list(range(8))])
 def test_other_orders_fold_as_stated(order):
     testlib.seed("awq_order", order)
     model = AWQLinear(128, 48, 64, order=order)
@@ -67,6 +67,45 @@ def test_other_orders_fold_as_stated(order):
     (spec,) = _specs(ep2)
     assert f"order {' '.join(map(str, order))}\n" in spec, spec
     x = torch.randn(2, 128).half()
+    assert torch.equal(ep2.module()(x), model(x))
+
+
+def test_decomposed_programs_fold_too():
+    """run_decompositions writes every `arange(N, dtype=...)` as `arange.start_step(0, N)` without its step (a hunt's
+    case): the order index is still read."""
+    testlib.seed("awq_decomposed")
+    model = AWQLinear(256, 64, 128, bias=True)
+    x = torch.randn(3, 256).half()
+    ep2 = fxfuse.rewrite(torch.export.export(model, (x,)).run_decompositions())
+    assert "order 0 4 1 5 2 6 3 7" in _specs(ep2)[0]
+    assert _left(ep2) == [], _left(ep2)
+    x = torch.randn(3, 256).half()
+    assert torch.equal(ep2.module()(x), model(x))
+
+
+class _NoScale(torch.nn.Module):
+    """AWQ's words with a constant zero point and no scale: nothing along n but the words (a hunt's case, which the
+    planner had refused as `no B or output input has an n dim`)."""
+
+    def __init__(self, K, N):
+        super().__init__()
+        self.register_buffer("qweight", torch.randint(-2**31, 2**31 - 1, (K, N // 8), dtype=torch.int32))
+
+    def forward(self, x):
+        iw = torch.bitwise_right_shift(self.qweight[:, :, None], torch.arange(0, 32, 4)[None, None, :]).to(torch.int8)
+        iw = iw.view(iw.shape[0], -1)
+        order = torch.arange(iw.shape[-1], dtype=torch.int32).view(-1, 8)[:, AWQ_ORDER].view(-1)
+        return x @ (torch.bitwise_and(iw[:, order], 15).to(x.dtype) - 8)
+
+
+def test_words_alone_give_n():
+    testlib.seed("awq_no_scale")
+    model = _NoScale(64, 24)
+    x = torch.randn(2, 64).half()
+    ep2 = fxfuse.rewrite(torch.export.export(model, (x,)))
+    (spec,) = _specs(ep2)
+    assert "[k,q] order 0 4 1 5 2 6 3 7" in spec and "[g,n]" not in spec and " [n]" not in spec, spec
+    x = torch.randn(2, 64).half()
     assert torch.equal(ep2.module()(x), model(x))
 
 

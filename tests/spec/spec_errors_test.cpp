@@ -99,7 +99,7 @@ std::vector<Case> cases() {
        "line 3: an order is given for an input with a 'q' dim only"},
       {"OrderWordMissing", kHead + "%0 = input 0 i32 [k,q] order\n", "line 3: expected '%i = input <slot> <dtype> [<dims>] [order <j> ...]'"},
       {"OrderSecondDeclaration", kHead + "%0 = input 0 bf16 [m,k]\n%1 = input 1 u8 [k,q] order 1 0\n%2 = input 1 u8 [k,q]\n",
-       "line 5: input slot 1 was declared as u8 [kq] before"},
+       "line 5: input slot 1 was declared as u8 [k,q] order 1 0 before"},
       // expect lines: facts about op inputs after the values' (line 6 here: after kHead and kMm)
       {"ExpectSlot", kHead + kMm + "expect 3 i32 [1] values 0\noutput %2\n",
        "line 6: expect slot 3 must be 2 (the expect lines take the slots after the inputs', in order)"},
