@@ -1016,6 +1016,41 @@ TEST(Gemv, PackedInt4GptqWords) {
     for (long long m : {1, 16, 64}) expectPackedGemvCompiles(*s, m, 16);
 }
 
+// Session 66's rule for GPTQ's words (bench/RESULTS.md session 66: the layer with its zero points, an H100): four CTAs
+// per SM at 1-16 rows (a zero point tensor or the words), mma.sync at 64 rows with the usual CTA rule (two at 4096 x
+// 14336, three at 14336 x 4096), 17-32 rows as before (wgmma); the symmetric form (a constant zero point) keeps wgmma
+// at 64 rows.
+TEST(Gemv, PackedInt4GptqWordsRule) {
+  const char* nibbles_knob = std::getenv("FXFUSE_GEMV_NIBBLES");
+  if (!gemvBuiltIn() || !zeroTensorKnobOn() || (nibbles_knob && std::string(nibbles_knob) == "0") ||
+      std::getenv("FXFUSE_GEMV_STAGE_KB") || std::getenv("FXFUSE_GEMV_WGMMA"))
+    GTEST_SKIP() << "the rule is measured with the knobs unset";
+  const spec::ChainSpec gptq = loadSpec("gptq_words_group_zero_point_bias");
+  auto config = [&](const spec::ChainSpec& s, long long M, long long N, long long K) {
+    return chooseConfig(s, shapeFor(s, M, N, K), 90);
+  };
+  for (long long M : {1, 16})
+    for (const auto& [N, K] : {std::pair<long long, long long>{14336, 4096}, {4096, 14336}}) {
+      const KernelConfig c = config(gptq, M, N, K);
+      ASSERT_EQ(c.variant, "gemv");
+      EXPECT_EQ(gemvCtasPerSm(c), 4) << "M=" << M << " N=" << N;
+      EXPECT_FALSE(c.wgmma);
+    }
+  const KernelConfig wide = config(gptq, 64, 14336, 4096), tall = config(gptq, 64, 4096, 14336);
+  EXPECT_FALSE(wide.wgmma || tall.wgmma);
+  EXPECT_EQ(gemvCtasPerSm(wide), 2);
+  EXPECT_EQ(gemvCtasPerSm(tall), 3);
+  EXPECT_TRUE(config(gptq, 24, 14336, 4096).wgmma);  // (17-32 rows: the rule before session 66)
+  // GPTQ's symmetric form, `w - 8` (the words alone): the wgmma product at 64 rows
+  const spec::ChainSpec sym = spec::parseSpec(
+      "fxfuse.chain v1\ngemm mm kgroup 128\n%0 = input 0 f16 [m,k]\n%1 = input 1 f16 [g,n]\n%2 = input 2 i32 [p,n]\n"
+      "%3 = convert %2 : i8\n%4 = convert %3 : f32\n%5 = const 8 : f32\n%6 = sub %4 %5 : f32\n%7 = mul %1 %6 : f16\n"
+      "%8 = convert %7 : f16\n%9 = mm %0 %8 : f16\noutput %9\n");
+  ASSERT_TRUE(analyzeB(sym).nibbles && analyzeB(sym).words && analyzeB(sym).zero_value < 0);
+  EXPECT_TRUE(config(sym, 64, 14336, 4096).wgmma);
+  EXPECT_EQ(gemvCtasPerSm(config(sym, 1, 14336, 4096)), 4);  // (the words: four at one row too)
+}
+
 // An 8-bit integer zero point tensor (GPTQ's `w - z`) whose magic + z is exact in the MMA type: pair_scaled subtracts
 // magic + z from magic + n in one fma (FX_B_ZERO_INT; the exactness, exhaustively: tests/python/
 // test_nibble_zero_int_exactness.py). i8 in f16 and bf16, u8 in f16; bf16 with a u8 zero point keeps two fmas.
