@@ -59,7 +59,7 @@ class ChainBuilder {
  private:
   spec::ChainSpec spec_;
   std::vector<std::string> slots_;
-  std::unordered_map<std::string, int> slotOf_;  // node and dims letters -> slot
+  std::unordered_map<std::string, int> slotOf_;  // node, dims letters and order -> slot
   std::map<std::tuple<int, std::string, int>, int> inputValue_;
   std::unordered_map<std::string, int> bound_;
   std::set<int> tensorConstants_;

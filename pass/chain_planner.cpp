@@ -138,7 +138,7 @@ std::string unnamedProblemDim(const spec::ChainSpec& spec, const GemmMatch& m) {
   if (!has('k', {spec::Space::A, spec::Space::B})) return "no A or B input has a k dim";
   // (n packed, 'q', carries n too: an AWQ weight without a scale along n; the op reads N from it)
   if (!has('n', {spec::Space::B, spec::Space::Out}) && !has('q', {spec::Space::B}))
-    return "no B or output input has an n dim";
+    return "no B or output input has an n dim (or n packed)";
   return "";
 }
 

@@ -310,12 +310,16 @@ int OperandPrologue::foldNibbles(int node, const std::string& letters, const Nib
   std::string packedLetters = letters;
   packedLetters[unpack.pos] = along == 'k' ? 'p' : 'q';
   Checkpoint before = checkpoint();
-  pendingOrder_ = unpack.order;  // (the packed tensor's leaf takes it: an input with an order)
+  // (the packed tensor's leaf takes it: an input with an order; the plain order 0, 1, .. is none, one spec text)
+  bool plainOrder = true;
+  for (size_t j = 0; j < unpack.order.size(); ++j) plainOrder = plainOrder && unpack.order[j] == static_cast<int>(j);
+  const std::vector<int> order = plainOrder ? std::vector<int>{} : unpack.order;
+  pendingOrder_ = order;
   const int v = fold(unpack.packed, packedLetters, depth + 1, roles);
   pendingOrder_.clear();
   if (v < 0) return -1;
-  if (!unpack.order.empty() && (builder_.spec().values[v].kind != spec::ValueKind::Input ||
-                                builder_.spec().values[v].order != unpack.order)) {
+  if (!order.empty() && (builder_.spec().values[v].kind != spec::ValueKind::Input ||
+                         builder_.spec().values[v].order != order)) {
     restoreKeepingStop(std::move(before));
     return stopAt(node, letters, "4-bit values in a stated order of a computed tensor (the chain reads the order of an "
                                  "input's words)");

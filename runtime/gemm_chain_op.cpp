@@ -165,12 +165,9 @@ ChainShape checkInputs(const ChainSpec& spec, at::TensorList inputs) {
   TORCH_CHECK(inputs.size() == slots, "fxfuse::gemm_chain: the spec takes ", slots,
               " inputs, got ", inputs.size());
   TORCH_CHECK(!inputs.empty(), "fxfuse::gemm_chain: a spec without inputs cannot be run");
-  const size_t values = static_cast<size_t>(spec.numInputSlots());
   for (size_t i = 0; i < inputs.size(); ++i) {
     TORCH_CHECK(inputs[i].defined(), "fxfuse::gemm_chain: input ", i, " is undefined");
-    // (an expect line's input is only read by the check, which copies it to the CPU: a lifted constant export
-    // keeps on the CPU beside a CUDA model, AWQ's gather order, may stay there)
-    TORCH_CHECK(i >= values || inputs[i].device() == inputs[0].device(), "fxfuse::gemm_chain: input ", i,
+    TORCH_CHECK(inputs[i].device() == inputs[0].device(), "fxfuse::gemm_chain: input ", i,
                 " is on ", inputs[i].device(), " but input 0 is on ", inputs[0].device(),
                 "; all inputs must be on one device");
   }
@@ -220,7 +217,7 @@ ChainShape checkInputs(const ChainSpec& spec, at::TensorList inputs) {
 namespace {
 
 // A 'p' ('q') input's 4-bit values along its dim d as a tensor of its dtype (each 0..15) with that dim
-// nibblesPerElement times longer: element j of the word at k / per is bits [4 j, 4 j + 4), or [4 order[j], +4) with
+// nibblesPerElement times longer: element j of the word at k / per (n / per) is bits [4 j, 4 j + 4), or [4 order[j], +4) with
 // an order (AWQ's words; an arithmetic shift of an i8 / i32 word then & 15 is that nibble too).
 at::Tensor unpackNibbles(const at::Tensor& t, int64_t d, const std::vector<int>& order) {
   TORCH_INTERNAL_ASSERT(at::isIntegralType(t.scalar_type(), /*includeBool=*/false), "fxfuse: a packed dim of dtype ",

@@ -33,7 +33,7 @@ struct Value {
   // Input: slot and dims (each 'b','m','k','n','g','p','q' or '1', in the tensor's dim order; 'g' is the group of k,
   // k / ChainSpec::kGroup: a group-wise scale's dim; 'p' is k packed as 4-bit values, nibblesPerElement(dtype) to
   // an element, k at element k / that, bits [4 (k % that), +4): a packed int4 weight, read as its nibble 0..15;
-  // 'q' is n packed so: GPTQ's zero points, eight to an i32 along n).
+  // 'q' is n packed so: GPTQ's zero points and AWQ's words, eight to an i32 along n).
   int slot = -1;
   std::string dims;
   // Input with a 'q' dim: the order of the 4-bit values in an element (docs/spec.md `order`): n's value is bits
@@ -114,7 +114,7 @@ bool isResidualInput(const Value& v);
 bool isOneElementInput(const Value& v);
 // An input dims letter that varies along k: 'k' itself, 'g' (k's group) or 'p' (k packed as 4-bit values).
 inline bool isKLetter(char c) { return c == 'k' || c == 'g' || c == 'p'; }
-// An input dims letter that varies along n: 'n' itself or 'q' (n packed as 4-bit values: GPTQ's zero points).
+// An input dims letter that varies along n: 'n' itself or 'q' (n packed as 4-bit values: GPTQ's zero points, AWQ's words).
 inline bool isNLetter(char c) { return c == 'n' || c == 'q'; }
 // An input dims letter whose elements hold 4-bit values: 'p' (of k) or 'q' (of n).
 inline bool isPackedLetter(char c) { return c == 'p' || c == 'q'; }
