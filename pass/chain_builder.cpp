@@ -17,9 +17,7 @@ int ChainBuilder::input(const std::string& node, spec::DType dtype, const std::s
                         spec::Space space, const std::vector<int>& order) {
   // A spec declares each slot with one dims list: a tensor read in two layouts (x @ w + x with K == N:
   // [m,k] and [m,n]) takes a slot per layout, and the op receives it twice (so too per order of 4-bit values).
-  std::string orderText;
-  for (int j : order) orderText += "," + std::to_string(j);
-  auto [it, added] = slotOf_.emplace(node + '\x1f' + letters + orderText, static_cast<int>(slots_.size()));
+  auto [it, added] = slotOf_.emplace(node + '\x1f' + letters + spec::formatOrder(order), static_cast<int>(slots_.size()));
   if (added) slots_.push_back(node);
   int slot = it->second;
   auto key = std::make_tuple(slot, letters, static_cast<int>(space));

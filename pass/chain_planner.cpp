@@ -82,10 +82,7 @@ std::string describe(const GemmMatch& m, const GemmCore& core, const spec::Chain
       // (GPTQ's zero points; any input packed along n: a review found a weight so packed called zero points)
       s += " (4-bit values along n, " + std::to_string(spec::nibblesPerElement(v.dtype)) + " per " +
            spec::dtypeName(v.dtype);
-      if (!v.order.empty()) {  // AWQ's words
-        s += " in the order";
-        for (int j : v.order) s += " " + std::to_string(j);
-      }
+      if (!v.order.empty()) s += " in the " + spec::formatOrder(v.order);  // AWQ's words
       s += ")";
       break;
     }

@@ -128,6 +128,8 @@ constexpr int kMaxKGroup = 1 << 20;
 std::string formatConstant(double v);
 // The most elements a `values` expect line lists.
 constexpr int kMaxExpectValues = 64;
+// An input's order as the canonical text prints it after its dims ("order 0 4 1 5 2 6 3 7"; "" for none).
+std::string formatOrder(const std::vector<int>& order);
 // An expect line as the canonical text prints it ("expect 3 i32 [1,8] values 0 4 8 12 16 20 24 28", no newline).
 std::string formatExpect(const Expect& e);
 // Whether `v` is a number a tensor of the integer dtype `d` can hold (i8, u8, i32, i64; false for any other).

@@ -31,10 +31,7 @@ std::string printValue(const ChainSpec& spec, int i) {
         line += v.dims[d];
       }
       line += "]";
-      if (!v.order.empty()) {
-        line += " order";
-        for (int j : v.order) line += " " + std::to_string(j);
-      }
+      if (!v.order.empty()) line += " " + formatOrder(v.order);
       return line;
     }
     case ValueKind::Const:
@@ -49,6 +46,12 @@ std::string printValue(const ChainSpec& spec, int i) {
 }
 
 }  // namespace
+
+std::string formatOrder(const std::vector<int>& order) {
+  std::string text = order.empty() ? "" : "order";
+  for (int j : order) text += " " + std::to_string(j);
+  return text;
+}
 
 std::string formatExpect(const Expect& e) {
   std::string line = "expect " + std::to_string(e.slot) + " " + dtypeName(e.dtype);

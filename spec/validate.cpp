@@ -136,7 +136,7 @@ class Validator {
         std::string declared = std::string(dtypeName(first.dtype)) + " [";
         for (size_t d = 0; d < first.dims.size(); ++d) declared += (d ? "," : "") + std::string(1, first.dims[d]);
         declared += "]";
-        for (size_t j = 0; j < first.order.size(); ++j) declared += (j ? " " : " order ") + std::to_string(first.order[j]);
+        if (!first.order.empty()) declared += " " + formatOrder(first.order);
         fail_(at, "input slot " + std::to_string(v.slot) + " was declared as " + declared + " before");
       }
     } else {
