@@ -114,6 +114,15 @@ std::optional<int64_t> intArg(const ir::Arg& a) {
   return a.i;
 }
 
+std::optional<size_t> gatherDim(const ir::Node& n) {
+  if (!n.isCall("aten.index.Tensor") || n.args.size() != 2 || n.args[1].kind != ir::Arg::Kind::List) return std::nullopt;
+  const std::vector<ir::Arg>& entries = n.args[1].list;
+  if (entries.empty() || !entries.back().isValue()) return std::nullopt;
+  for (size_t i = 0; i + 1 < entries.size(); ++i)
+    if (entries[i].kind != ir::Arg::Kind::None) return std::nullopt;
+  return entries.size() - 1;
+}
+
 std::optional<std::vector<int64_t>> intListArg(const ir::Arg& a) {
   if (a.kind != ir::Arg::Kind::List) return std::nullopt;
   std::vector<int64_t> out;

@@ -35,6 +35,10 @@ std::optional<ir::DType> convertTarget(const ir::Node& node);
 // A number given as an argument (Int, Float or Bool) that a double holds exactly.
 std::optional<double> numberArg(const ir::Arg& arg);
 std::optional<int64_t> intArg(const ir::Arg& arg);
+
+// `aten.index.Tensor(x, [none, .., none, idx])`: a gather along one dim by one index tensor. That dim (the list's last
+// entry's), or nullopt for any other node.
+std::optional<size_t> gatherDim(const ir::Node& n);
 std::optional<std::vector<int64_t>> intListArg(const ir::Arg& arg);
 
 // Letters of an operand of shape `operand` broadcast against a result of shape `result`

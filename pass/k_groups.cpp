@@ -53,13 +53,11 @@ std::optional<std::string> kSplitIntoGroups(const GraphIndex& index, int node, c
 
 std::optional<KGroupIndex> kGroupIndex(const GraphIndex& index, int node, const std::string& outLetters) {
   const ir::Node& n = index.node(node);
-  if (!n.isCall("aten.index.Tensor") || n.args.size() != 2 || n.args[1].kind != ir::Arg::Kind::List) return std::nullopt;
   // one index tensor, at dim d, every entry before it `none` (none after it: the list is as long as it needs)
+  const std::optional<size_t> along = gatherDim(n);
+  if (!along) return std::nullopt;
+  const size_t d = *along;
   const std::vector<ir::Arg>& entries = n.args[1].list;
-  if (entries.empty() || !entries.back().isValue()) return std::nullopt;
-  for (size_t i = 0; i + 1 < entries.size(); ++i)
-    if (entries[i].kind != ir::Arg::Kind::None) return std::nullopt;
-  const size_t d = entries.size() - 1;
   const ir::TensorType* out = index.tensor(node);
   KGroupIndex g;
   g.source = index.producer(n.args[0]);

@@ -1,5 +1,6 @@
 #include "pass/operand_prologue.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "pass/aten_ops.h"
@@ -311,8 +312,7 @@ int OperandPrologue::foldNibbles(int node, const std::string& letters, const Nib
   packedLetters[unpack.pos] = along == 'k' ? 'p' : 'q';
   Checkpoint before = checkpoint();
   // (the packed tensor's leaf takes it: an input with an order; the plain order 0, 1, .. is none, one spec text)
-  bool plainOrder = true;
-  for (size_t j = 0; j < unpack.order.size(); ++j) plainOrder = plainOrder && unpack.order[j] == static_cast<int>(j);
+  const bool plainOrder = std::is_sorted(unpack.order.begin(), unpack.order.end());  // (a permutation: 0, 1, ..)
   const std::vector<int> order = plainOrder ? std::vector<int>{} : unpack.order;
   pendingOrder_ = order;
   const int v = fold(unpack.packed, packedLetters, depth + 1, roles);

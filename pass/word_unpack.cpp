@@ -67,130 +67,8 @@ bool shiftsAlong(const GraphIndex& index, int node, size_t at, size_t rank, int*
   return false;
 }
 
-// The words' unpack ending at the reshape `node` (wordUnpack's form); *masked: its `& 15` is there (the ordered form
-// may mask after its gather instead).
-std::optional<NibbleUnpack> wordsUnpackedAt(const GraphIndex& index, int node, bool* masked);
-
-// An arange's step: positional, a keyword, or 1 where it is left out (`arange(0, N)` exports as start_step with two
-// arguments, as every `arange(N, dtype=...)` does after run_decompositions).
-std::optional<int64_t> stepOf(const ir::Node& arange) {
-  if (arange.args.size() >= 3) return intArg(arange.args[2]);
-  const ir::Arg* step = arange.kwarg("step");
-  return step ? intArg(*step) : std::optional<int64_t>(1);
-}
-
-// The values of an order constant the IR states: a list, or `kgroups 1` (the exporter's form for 0, 1, .., 7).
-std::optional<std::vector<int64_t>> statedOrder(const ir::KnownValues& known, int64_t count) {
-  if (known.kind == ir::KnownValues::Kind::List) return known.list;
-  if (known.kind == ir::KnownValues::Kind::KGroups && known.group == 1) {
-    std::vector<int64_t> identity(static_cast<size_t>(count));
-    for (int64_t j = 0; j < count; ++j) identity[static_cast<size_t>(j)] = j;
-    return identity;
-  }
-  return std::nullopt;
-}
-
-// `node` is AWQ's order index: view(index(view(arange(N), [N/8, 8]), [none, c]), [N]), whose element n is
-// 8 (n / 8) + c[n % 8], c a constant stated by the IR holding a permutation of 0..7. Sets *order to c's values and
-// *table to c's node, adds the index's own nodes to *nodes (not c's: the chain expects it).
-bool wordOrderIndex(const GraphIndex& index, int node, int64_t N, std::vector<int>* order, int* table,
-                    std::vector<int>* nodes) {
-  const ir::TensorType* t = node >= 0 ? index.tensor(node) : nullptr;
-  if (!t || t->sizes.size() != 1 || !t->sizes[0].is(N) || N % kPerWord != 0 || !isReshape(index.node(node)) ||
-      index.node(node).args.empty())
-    return false;
-  const int gather = index.producer(index.node(node).args[0]);
-  if (gather < 0) return false;
-  const ir::Node& g = index.node(gather);
-  if (!g.isCall("aten.index.Tensor") || g.args.size() != 2 || g.args[1].kind != ir::Arg::Kind::List ||
-      g.args[1].list.size() != 2 || g.args[1].list[0].kind != ir::Arg::Kind::None || !g.args[1].list[1].isValue())
-    return false;
-  const int grid = index.producer(g.args[0]);
-  const ir::TensorType* gt = grid >= 0 ? index.tensor(grid) : nullptr;
-  if (!gt || gt->sizes.size() != 2 || !gt->sizes[0].is(N / kPerWord) || !gt->sizes[1].is(kPerWord) ||
-      !isReshape(index.node(grid)) || index.node(grid).args.empty())
-    return false;
-  const int arange = index.producer(index.node(grid).args[0]);
-  if (arange < 0) return false;
-  const ir::Node& a = index.node(arange);
-  const bool plain = (a.isCall("aten.arange.default") && !a.args.empty() && intArg(a.args[0]) == N) ||
-                     (a.isCall("aten.arange.start") && a.args.size() >= 2 && intArg(a.args[0]) == 0 &&
-                      intArg(a.args[1]) == N) ||
-                     (a.isCall("aten.arange.start_step") && a.args.size() >= 2 && intArg(a.args[0]) == 0 &&
-                      intArg(a.args[1]) == N && stepOf(a) == 1);
-  if (!plain) return false;
-  // c, through copies and conversions between integer types (export's lift_fresh_copy of a lifted constant)
-  int c = index.producer(g.args[1].list[1]);
-  std::vector<int> copies;
-  for (int depth = 0; c >= 0 && index.node(c).op == ir::Node::Op::Call && depth < 4; ++depth) {
-    const ir::Node& step = index.node(c);
-    const bool copy = step.isCall("aten.lift_fresh_copy.default") || step.isCall("aten.clone.default") ||
-                      step.isCall("aten.alias.default") || isIntegerConvert(step);
-    if (!copy || step.args.empty()) return false;
-    copies.push_back(c);
-    c = index.producer(step.args[0]);
-  }
-  if (c < 0) return false;
-  const ir::TensorType* ct = index.tensor(c);
-  const std::optional<std::vector<int64_t>> stated = statedOrder(index.node(c).known, kPerWord);
-  if (!stated || stated->size() != kPerWord || !ct || !isIntegerType(ct->dtype) || ct->sizes.size() != 1 ||
-      !ct->sizes[0].is(kPerWord))
-    return false;
-  std::vector<bool> seen(kPerWord, false);
-  for (int64_t j : *stated) {
-    if (j < 0 || j >= kPerWord || seen[static_cast<size_t>(j)]) return false;
-    seen[static_cast<size_t>(j)] = true;
-  }
-  order->assign(stated->begin(), stated->end());
-  *table = c;
-  nodes->insert(nodes->end(), {node, gather, grid, arange});
-  nodes->insert(nodes->end(), copies.begin(), copies.end());
-  return true;
-}
-
-}  // namespace
-
-std::optional<NibbleUnpack> wordUnpack(const GraphIndex& index, int node) {
-  bool masked = false;
-  auto u = wordsUnpackedAt(index, node, &masked);
-  return u && masked ? u : std::nullopt;
-}
-
-std::optional<NibbleUnpack> orderedWordUnpack(const GraphIndex& index, int node) {
-  const ir::Node& top = index.node(node);
-  const bool topMask = isAnd15(top);
-  const int gather = topMask ? (top.args.empty() ? -1 : index.producer(top.args[0])) : node;
-  if (gather < 0) return std::nullopt;
-  const ir::Node& g = index.node(gather);
-  if (!g.isCall("aten.index.Tensor") || g.args.size() != 2 || g.args[1].kind != ir::Arg::Kind::List ||
-      g.args[1].list.empty() || !g.args[1].list.back().isValue())
-    return std::nullopt;
-  const std::vector<ir::Arg>& entries = g.args[1].list;
-  for (size_t i = 0; i + 1 < entries.size(); ++i)
-    if (entries[i].kind != ir::Arg::Kind::None) return std::nullopt;
-  const int words = index.producer(g.args[0]);
-  bool masked = false;
-  auto u = words >= 0 ? wordsUnpackedAt(index, words, &masked) : std::nullopt;
-  const ir::TensorType *in = words >= 0 ? index.tensor(words) : nullptr, *out = index.tensor(gather);
-  // gathered along the unpacked dim, the sizes kept
-  if (!u || !(masked || topMask) || entries.size() - 1 != u->pos || !in || !out || in->sizes != out->sizes ||
-      in->sizes[u->pos].symbolic)
-    return std::nullopt;
-  std::vector<int> orderNodes;
-  if (!wordOrderIndex(index, index.producer(entries.back()), in->sizes[u->pos].value, &u->order, &u->orderTable,
-                      &orderNodes))
-    return std::nullopt;
-  std::vector<int> nodes;
-  if (topMask) nodes.push_back(node);
-  nodes.push_back(gather);
-  nodes.insert(nodes.end(), u->nodes.begin(), u->nodes.end());
-  nodes.insert(nodes.end(), orderNodes.begin(), orderNodes.end());
-  u->nodes = std::move(nodes);
-  return u;
-}
-
-namespace {
-
+// The words' unpack ending at the reshape `node` (wordUnpack's form); *masked_out: its `& 15` is there (the ordered
+// form may mask after its gather instead).
 std::optional<NibbleUnpack> wordsUnpackedAt(const GraphIndex& index, int node, bool* masked_out) {
   const ir::Node& n = index.node(node);
   if (!isReshape(n) || n.args.empty()) return std::nullopt;
@@ -251,6 +129,114 @@ std::optional<NibbleUnpack> wordsUnpackedAt(const GraphIndex& index, int node, b
   return u;
 }
 
+// An arange's step: positional, a keyword, or 1 where it is left out (`arange(0, N)` exports as start_step with two
+// arguments, as every `arange(N, dtype=...)` does after run_decompositions).
+std::optional<int64_t> stepOf(const ir::Node& arange) {
+  if (arange.args.size() >= 3) return intArg(arange.args[2]);
+  const ir::Arg* step = arange.kwarg("step");
+  return step ? intArg(*step) : std::optional<int64_t>(1);
+}
+
+// The values of an order constant the IR states: a list, or `kgroups 1` (the exporter's form for 0, 1, .., 7).
+std::optional<std::vector<int64_t>> statedOrder(const ir::KnownValues& known, int64_t count) {
+  if (known.kind == ir::KnownValues::Kind::List) return known.list;
+  if (known.kind == ir::KnownValues::Kind::KGroups && known.group == 1) {
+    std::vector<int64_t> identity(static_cast<size_t>(count));
+    for (int64_t j = 0; j < count; ++j) identity[static_cast<size_t>(j)] = j;
+    return identity;
+  }
+  return std::nullopt;
+}
+
+// `node` is AWQ's order index: view(index(view(arange(N), [N/8, 8]), [none, c]), [N]), whose element n is
+// 8 (n / 8) + c[n % 8], c a constant stated by the IR holding a permutation of 0..7. Sets *order to c's values and
+// *table to c's node, adds the index's own nodes to *nodes (not c's: the chain expects it).
+bool wordOrderIndex(const GraphIndex& index, int node, int64_t N, std::vector<int>* order, int* table,
+                    std::vector<int>* nodes) {
+  const ir::TensorType* t = node >= 0 ? index.tensor(node) : nullptr;
+  if (!t || t->sizes.size() != 1 || !t->sizes[0].is(N) || N % kPerWord != 0 || !isReshape(index.node(node)) ||
+      index.node(node).args.empty())
+    return false;
+  const int gather = index.producer(index.node(node).args[0]);
+  if (gather < 0) return false;
+  const ir::Node& g = index.node(gather);
+  if (gatherDim(g) != size_t{1}) return false;
+  const int grid = index.producer(g.args[0]);
+  const ir::TensorType* gt = grid >= 0 ? index.tensor(grid) : nullptr;
+  if (!gt || gt->sizes.size() != 2 || !gt->sizes[0].is(N / kPerWord) || !gt->sizes[1].is(kPerWord) ||
+      !isReshape(index.node(grid)) || index.node(grid).args.empty())
+    return false;
+  const int arange = index.producer(index.node(grid).args[0]);
+  if (arange < 0) return false;
+  const ir::Node& a = index.node(arange);
+  const bool plain = (a.isCall("aten.arange.default") && !a.args.empty() && intArg(a.args[0]) == N) ||
+                     (a.isCall("aten.arange.start") && a.args.size() >= 2 && intArg(a.args[0]) == 0 &&
+                      intArg(a.args[1]) == N) ||
+                     (a.isCall("aten.arange.start_step") && a.args.size() >= 2 && intArg(a.args[0]) == 0 &&
+                      intArg(a.args[1]) == N && stepOf(a) == 1);
+  if (!plain) return false;
+  // c, through copies and conversions between integer types (export's lift_fresh_copy of a lifted constant)
+  int c = index.producer(g.args[1].list[1]);
+  std::vector<int> copies;
+  for (int depth = 0; c >= 0 && index.node(c).op == ir::Node::Op::Call && depth < 4; ++depth) {
+    const ir::Node& step = index.node(c);
+    const bool copy = step.isCall("aten.lift_fresh_copy.default") || step.isCall("aten.clone.default") ||
+                      step.isCall("aten.alias.default") || isIntegerConvert(step);
+    if (!copy || step.args.empty()) return false;
+    copies.push_back(c);
+    c = index.producer(step.args[0]);
+  }
+  if (c < 0) return false;
+  const ir::TensorType* ct = index.tensor(c);
+  const std::optional<std::vector<int64_t>> stated = statedOrder(index.node(c).known, kPerWord);
+  if (!stated || stated->size() != kPerWord || !ct || !isIntegerType(ct->dtype) || ct->sizes.size() != 1 ||
+      !ct->sizes[0].is(kPerWord))
+    return false;
+  for (int64_t j : *stated)
+    if (j < 0 || j >= kPerWord) return false;
+  order->assign(stated->begin(), stated->end());
+  if (!spec::isNibbleOrder(*order, kPerWord)) return false;
+  *table = c;
+  nodes->insert(nodes->end(), {node, gather, grid, arange});
+  nodes->insert(nodes->end(), copies.begin(), copies.end());
+  return true;
+}
+
 }  // namespace
+
+std::optional<NibbleUnpack> wordUnpack(const GraphIndex& index, int node) {
+  bool masked = false;
+  auto u = wordsUnpackedAt(index, node, &masked);
+  return u && masked ? u : std::nullopt;
+}
+
+std::optional<NibbleUnpack> orderedWordUnpack(const GraphIndex& index, int node) {
+  const ir::Node& top = index.node(node);
+  const bool topMask = isAnd15(top);
+  const int gather = topMask ? (top.args.empty() ? -1 : index.producer(top.args[0])) : node;
+  if (gather < 0) return std::nullopt;
+  const ir::Node& g = index.node(gather);
+  const std::optional<size_t> along = gatherDim(g);
+  if (!along) return std::nullopt;
+  const int words = index.producer(g.args[0]);
+  bool masked = false;
+  auto u = words >= 0 ? wordsUnpackedAt(index, words, &masked) : std::nullopt;
+  const ir::TensorType *in = words >= 0 ? index.tensor(words) : nullptr, *out = index.tensor(gather);
+  // gathered along the unpacked dim, the sizes kept
+  if (!u || !(masked || topMask) || *along != u->pos || !in || !out || in->sizes != out->sizes ||
+      in->sizes[u->pos].symbolic)
+    return std::nullopt;
+  std::vector<int> orderNodes;
+  if (!wordOrderIndex(index, index.producer(g.args[1].list.back()), in->sizes[u->pos].value, &u->order, &u->orderTable,
+                      &orderNodes))
+    return std::nullopt;
+  std::vector<int> nodes;
+  if (topMask) nodes.push_back(node);
+  nodes.push_back(gather);
+  nodes.insert(nodes.end(), u->nodes.begin(), u->nodes.end());
+  nodes.insert(nodes.end(), orderNodes.begin(), orderNodes.end());
+  u->nodes = std::move(nodes);
+  return u;
+}
 
 }  // namespace fxfuse::pass

@@ -120,6 +120,8 @@ inline bool isNLetter(char c) { return c == 'n' || c == 'q'; }
 inline bool isPackedLetter(char c) { return c == 'p' || c == 'q'; }
 // How many 4-bit values an element of a 'p' input's dtype holds (u8, i8: 2; i32: 8); 0 for any other dtype.
 int nibblesPerElement(DType d);
+// `order` lists each of 0 .. per - 1 once: an input's order of its element's per 4-bit values (Value::order).
+bool isNibbleOrder(const std::vector<int>& order, int per);
 // The inputs of `spec` with a 'g' dim (those that read the spec's kGroup).
 int groupInputCount(const ChainSpec& spec);
 // The largest group size a spec may give (every real group size is a few hundred at most).

@@ -119,11 +119,7 @@ class Validator {
       if (v.dims.find('q') == std::string::npos)
         fail_(at, "an order is given for an input with a 'q' dim only (the order of n's 4-bit values in an element)");
       const int per = nibblesPerElement(v.dtype);
-      std::vector<int> sorted = v.order;
-      std::sort(sorted.begin(), sorted.end());
-      bool permutation = static_cast<int>(sorted.size()) == per;
-      for (int j = 0; permutation && j < per; ++j) permutation = sorted[static_cast<size_t>(j)] == j;
-      if (!permutation)
+      if (!isNibbleOrder(v.order, per))
         fail_(at, "an order lists each of the element's " + std::to_string(per) + " 4-bit values once (0 to " +
                       std::to_string(per - 1) + ")");
     }
@@ -281,6 +277,16 @@ int groupInputCount(const ChainSpec& spec) {
   int count = 0;
   for (const Value& v : spec.values) count += v.kind == ValueKind::Input && v.dims.find('g') != std::string::npos;
   return count;
+}
+
+bool isNibbleOrder(const std::vector<int>& order, int per) {
+  if (per <= 0 || static_cast<int>(order.size()) != per) return false;
+  std::vector<bool> seen(static_cast<size_t>(per), false);
+  for (int j : order) {
+    if (j < 0 || j >= per || seen[static_cast<size_t>(j)]) return false;
+    seen[static_cast<size_t>(j)] = true;
+  }
+  return true;
 }
 
 int nibblesPerElement(DType d) {
