@@ -19,8 +19,10 @@ runs, so each call reads its weights from HBM.
   python bench/bench_gptq_storage.py [--m 1,16,64,256] [--kn 4096x4096,4096x14336,14336x4096] [--compile]
                                      [--forms zeros,sym]  (writes $OUT/bench_gptq_storage.json)
 --forms: `zeros` the layer with its zero points (a zero point tensor on the gemv), `sym` GPTQ's symmetric form
-(`w - 8`: a constant zero point, the words alone), side by side in one process; each row names its form and the
-config the op's rule picks (fxfuse._C.kernel_variant).
+(`w - 8`: a constant zero point, the words alone), `awq` AWQ's layer (tests/python/awq_linear.py: words packed along
+n in AWQ's order, zero points per group; the gemv reads them with FXFUSE_GEMV_NWORDS=1, kernels/gemv.cuh
+FX_B_NWORDS), side by side in one process; each row names its form and the config the op's rule picks
+(fxfuse._C.kernel_variant).
 """
 import argparse
 import json
@@ -31,6 +33,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
+from awq_linear import AWQLinear  # noqa: E402
 from gptq_linear import GPTQLinear  # noqa: E402
 
 import fxfuse  # noqa: E402
@@ -51,23 +54,29 @@ def config_of(spec, M, N, K):
         return variant
     code = fxfuse._C.generate_cuda(spec, M, N, K)[1]
     defs = {}
-    for name, value in re.findall(r"#define (FX_GEMV_\w+|FX_B_WORDS|FX_B_ZERO_TENSOR|FX_B_SCALE_IN_ELEM) (\d+)", code):
+    for name, value in re.findall(r"#define (FX_GEMV_\w+|FX_B_N?WORDS|FX_B_ZERO_TENSOR|FX_B_SCALE_IN_ELEM) (\d+)", code):
         defs.setdefault(name, value)  # the generator's, before the template's defaults
+    words = "k" if defs.get("FX_B_WORDS") == "1" else "n" if defs.get("FX_B_NWORDS") == "1" else "none"  # packed along
     return (f"gemv mt{defs.get('FX_GEMV_MTILES')} s{defs.get('FX_GEMV_STAGES')} b{defs.get('FX_GEMV_MIN_BLOCKS')}"
-            f" w{defs.get('FX_GEMV_WGMMA', '0')} words{defs.get('FX_B_WORDS', '0')} z{defs.get('FX_B_ZERO_TENSOR', '0')}"
+            f" w{defs.get('FX_GEMV_WGMMA', '0')} words-{words} z{defs.get('FX_B_ZERO_TENSOR', '0')}"
             f" pairs{defs.get('FX_B_SCALE_IN_ELEM', '0')}")
 
 
 def bench_row(M, K, N, with_compile, form="zeros"):
     torch.manual_seed(M * 7 + K * 3 + N)
     sym = form == "sym"
-    layer = GPTQLinear(K, N, GROUP, device="cuda", symmetric=sym)
+
+    def make():
+        if form == "awq":
+            return AWQLinear(K, N, GROUP, device="cuda")
+        return GPTQLinear(K, N, GROUP, device="cuda", symmetric=sym)
+    layer = make()
     x = torch.randn(M, K, device="cuda").half()
     per_set = sum(getattr(layer, b).nbytes for b in STORAGE)
     n = max(2, -(-ROTATION_BYTES // per_set))
     sets = []
     for i in range(n):
-        copy = GPTQLinear(K, N, GROUP, device="cuda", symmetric=sym) if i else layer
+        copy = make() if i else layer
         w16 = (torch.randn(K, N, device="cuda") / K ** 0.5).half()
         sets.append((x, w16) + tuple(getattr(copy, b) for b in STORAGE))
     rewritten = fxfuse.rewrite(torch.export.export(layer, (x,)), only_profitable=False).module()

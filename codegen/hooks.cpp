@@ -67,6 +67,14 @@ char innermost(const std::string& dims) {
   return '\0';
 }
 
+// An input's stated order of its nibbles (the spec's `order`: value j of an element at bits [4 order[j], +4)) as a
+// nibble table, order[j] at bits [4 j, +4); empty: the plain order. 8 nibbles at most (i32's).
+unsigned nibbleOrderTable(const std::vector<int>& order) {
+  unsigned table = 0;
+  for (size_t j = 0; j < 8; ++j) table |= static_cast<unsigned>(j < order.size() ? order[j] : j) << (4 * j);
+  return table;
+}
+
 // Analysis shared by A and B: `need` are the letters of a full operand input ("mk", "kn").
 OperandInfo analyze(const ChainSpec& spec, int operand, const char* need) {
   OperandInfo info;
@@ -217,7 +225,12 @@ void detectNibbleScale(const ChainSpec& spec, OperandInfo& info) {
                                 raw.dims.find('n') != std::string::npos
                             ? spec::nibblesPerElement(raw.dtype)
                             : 0;
-        return per == 2 || (per == 8 && innermost(raw.dims) == 'n');
+        if (per == 2 || (per == 8 && innermost(raw.dims) == 'n')) return true;
+        // AWQ's eight along n to an i32 word (`[k,q]`, any stated order; K x N), while its GPU tests are owed only
+        // with FXFUSE_GEMV_NWORDS=1
+        static const bool nwords = readBinaryKnob("FXFUSE_GEMV_NWORDS") == "1";
+        return nwords && raw.kind == ValueKind::Input && raw.dtype == DType::I32 && innermost(raw.dims) == 'q' &&
+               raw.dims.find('k') != std::string::npos;
       },
       /*zero=*/true);
   if (!form) return;
@@ -258,7 +271,9 @@ void detectNibbleScale(const ChainSpec& spec, OperandInfo& info) {
     const DType range = target == DType::I8 || target == DType::U8 ? target : keeps ? zeroSource : DType::F32;
     info.zero_integer = range == DType::I8 || (range == DType::U8 && info.elem == DType::F16);
   }
-  info.words = spec::nibblesPerElement(raw.dtype) == 8;
+  info.words = spec::nibblesPerElement(raw.dtype) == 8 && raw.dims.find('p') != std::string::npos;
+  info.n_words = raw.dims.find('q') != std::string::npos;
+  info.n_word_order = nibbleOrderTable(raw.order);
   info.scale_value = form->scale;
   info.scale_group = form->grouped ? spec.kGroup : 0;
   // A scale of the MMA type takes the packed 16-bit conversion (kernels/gemv.cuh pair_scaled: (magic + n) - (magic +
@@ -455,11 +470,9 @@ class HookEmitter {
                                                                  // prologue: k is known)
           const int per = spec::nibblesPerElement(v.dtype);
           std::string position = v.dims.find('p') != std::string::npos ? "k" : column;
-          if (!v.order.empty()) {  // n's value at position order[n % per] (AWQ's words): the order as a nibble table
-            unsigned table = 0;
-            for (size_t j = 0; j < v.order.size(); ++j) table |= static_cast<unsigned>(v.order[j]) << (4 * j);
-            position = fmt::format("((0x{:x}u >> (((unsigned)({}) & {}u) << 2)) & {}u)", table, column, per - 1, per - 1);
-          }
+          if (!v.order.empty())  // n's value at position order[n % per] (AWQ's words): the order as a nibble table
+            position = fmt::format("((0x{:x}u >> (((unsigned)({}) & {}u) << 2)) & {}u)", nibbleOrderTable(v.order),
+                                   column, per - 1, per - 1);
           return fmt::format("fx_ld_nibble_{}({}.ptr, {}, {})", cvtSuffix(v.dtype), base,
                              offsetExpr(v.dims, base, column, spec_.kGroup, per), position);
         }
@@ -534,6 +547,10 @@ class HookEmitter {
     if (b.nibbles) {  // the gemv's packed int4 path (kernels/gemv.cuh); FX_B_QUANT stays 0 for the generic templates
       w_.line("#define FX_B_NIBBLES 1");
       if (b.words) w_.line("#define FX_B_WORDS 1");  // GPTQ's int32 words, K x N
+      if (b.n_words) {  // AWQ's int32 words, n packed in the stated order, K x N
+        w_.line("#define FX_B_NWORDS 1");
+        w_.line("#define FX_B_NWORD_ORDER 0x{:x}u", b.n_word_order);
+      }
       w_.line("#define FX_B_ZERO {}", b.zero);
       if (b.zero_value >= 0) {  // fx_b_zero (emitScale); FX_B_ZERO_ROUND: eager's sub rounds to the MMA type
         w_.line("#define FX_B_ZERO_TENSOR 1");

@@ -49,6 +49,11 @@ struct OperandInfo {
   // nibbles held as GPTQ's int32 words (an i32 input with a 'p' dim, eight 4-bit values of k to an element), K x N
   // only: the generator emits FX_B_WORDS 1 (kernels/gemv.cuh loads the words and transposes them per stage).
   bool words = false;
+  // nibbles held as AWQ's int32 words (an i32 input `[k,q]`, eight 4-bit values of n to an element in the stated
+  // order, n_word_order its nibble table: column 8 w + c at nibble n_word_order >> 4 c & 15 of word w), K x N: the
+  // generator emits FX_B_NWORDS 1 and FX_B_NWORD_ORDER (kernels/gemv.cuh expands each word with two byte permutes).
+  bool n_words = false;
+  unsigned n_word_order = 0x76543210u;
 };
 
 OperandInfo analyzeA(const spec::ChainSpec& spec);

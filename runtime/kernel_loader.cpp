@@ -345,9 +345,11 @@ int operandInput(const spec::ChainSpec& spec, int which) {
   for (size_t i = 0; i < spec.values.size(); ++i) {
     const spec::Value& v = spec.values[i];
     std::string letters = dimLetters(v.dims);
-    std::replace(letters.begin(), letters.end(), 'p', 'k');  // a packed int4 weight is the operand's input too
-    // (a 'q' input, n packed, is not: no kernel's fast loader reads one, only the hooks element by element, so it
-    // gives no operand alignment or layout)
+    // a packed int4 weight is the operand's input too: k packed ('p', GPTQ's words and the u8 bytes) or n packed
+    // ('q', AWQ's words: the gemv's loader reads them, FX_B_NWORDS); a 'q' input without k (AWQ's and GPTQ's zero
+    // points, `[g,q]`) is not
+    std::replace(letters.begin(), letters.end(), 'p', 'k');
+    std::replace(letters.begin(), letters.end(), 'q', 'n');
     if (v.kind == spec::ValueKind::Input && v.space == space &&
         letters.find(need[0]) != std::string::npos && letters.find(need[1]) != std::string::npos)
       return static_cast<int>(i);

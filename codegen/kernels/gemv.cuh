@@ -43,6 +43,11 @@
 //                  4-bit values of k to a word, low first (byte j of word (r, n) holds k pair 4r + j of column n);
 //                  the slot holds the words as loaded, and expand_stage transposes each word chunk's 4 columns x
 //                  4 k pairs into the same 8-bit tile (below, "packed int4 weights").
+//   FX_B_NWORDS 0|1  with FX_B_NIBBLES, K x N weights only: the packed input is AWQ's int32 words [K, N/8], eight
+//                  4-bit values of n to a word, column 8 w + c of word (k, w) in bits [4 order[c], +4) with
+//                  FX_B_NWORD_ORDER the nibble table sum(order[c] << 4 c) (AWQ's 0x73625140; 0x76543210 in
+//                  order); the slot holds the words as loaded, and expand_stage writes each word's 8 columns into
+//                  tile row k with two byte permutes (no transpose).
 //   FX_GEMV_WGMMA 0|1  8-bit weights (FX_B_QUANT_SCALE), either layout, sm_90a only: the product
 //                  by wgmma (below, "The product by wgmma"); the host adds 1 KB of dynamic shared
 //                  memory for the 1024-byte alignment its activation tile needs
@@ -116,6 +121,12 @@
 #ifndef FX_B_WORDS
 #define FX_B_WORDS 0
 #endif
+#ifndef FX_B_NWORDS
+#define FX_B_NWORDS 0
+#endif
+#ifndef FX_B_NWORD_ORDER
+#define FX_B_NWORD_ORDER 0x76543210u
+#endif
 #ifndef FX_B_ZERO_TENSOR
 #define FX_B_ZERO_TENSOR 0
 #endif
@@ -153,6 +164,7 @@ constexpr int kStages = FX_GEMV_STAGES;
 constexpr bool kQuantFast = FX_GEMV_QUANT_FAST != 0;
 constexpr bool kNibbles = FX_B_NIBBLES != 0;
 constexpr bool kWords = FX_B_WORDS != 0;  // packed int4 as GPTQ's int32 words (K x N)
+constexpr bool kNWords = FX_B_NWORDS != 0;  // packed int4 as AWQ's int32 words, n packed (K x N)
 #if FX_GEMV_QUANT_FAST
 using WRaw = FxRawB;
 #else
@@ -176,8 +188,9 @@ static_assert(kMT >= 1 && kMT <= 8, "FX_GEMV_MTILES in 1..8");
 static_assert(!kNibbles || (kQuantFast && kWB == 1), "FX_B_NIBBLES: the fast quantized path, nibbles as bytes");
 static_assert(FX_B_ZERO == 0 || kNibbles, "FX_B_ZERO: packed int4 weights only");
 static_assert(!kWords || (kNibbles && !kKMajor), "FX_B_WORDS: packed int4 weights, K x N");
-// bytes of one element of B's input (its strides count elements): GPTQ's words are 4
-constexpr int kBInputBytes = kWords ? 4 : kWB;
+static_assert(!kNWords || (kNibbles && !kKMajor && !kWords), "FX_B_NWORDS: packed int4 weights, K x N");
+// bytes of one element of B's input (its strides count elements): either form of words is 4
+constexpr int kBInputBytes = kWords || kNWords ? 4 : kWB;
 static_assert(!FX_B_ZERO_TENSOR || (kNibbles && FX_B_ZERO == 0), "FX_B_ZERO_TENSOR: packed int4 weights, no constant");
 template <class X, class Y> struct is_same_t { static constexpr bool value = false; };
 template <class X> struct is_same_t<X, X> { static constexpr bool value = true; };
@@ -489,10 +502,12 @@ static_assert(!kNibbles || kPCh * 16 * kThreads == kWStageBytes, "FX_B_NIBBLES: 
 // .. + 31 of it; K x N (rows of k pairs, kNT bytes each): k pair ci / (kNT / 16), columns 16 (ci % (kNT / 16)) .. + 15;
 // GPTQ's words (FX_B_WORDS: rows of words, 4 kNT bytes each, a word row of 128 columns 512 contiguous bytes): word row
 // ci / (kNT / 4) (k 8 row .. + 7), columns 4 (ci % (kNT / 4)) .. + 3, byte 4 i + j of the chunk column 4 ch + i's
-// k pair 4 row + j.
+// k pair 4 row + j; AWQ's words (FX_B_NWORDS: rows of k, kNT / 2 bytes each, a row of 128 columns 64 contiguous
+// bytes): k row ci / (kNT / 32), words 4 (ci % (kNT / 32)) .. + 3 of it (columns 32 ch .. + 31).
 __device__ __forceinline__ void packed_chunk(int ci, int& row, int& ch) {
   if constexpr (kKMajor) { row = ci / (kKT / 32); ch = ci % (kKT / 32); }
   else if constexpr (kWords) { row = ci / (kNT / 4); ch = ci % (kNT / 4); }
+  else if constexpr (kNWords) { row = ci / (kNT / 32); ch = ci % (kNT / 32); }
   else { row = ci / (kWRowBytes / 16); ch = ci % (kWRowBytes / 16); }
 }
 // FX_GEMV_NIBBLE_REGS 1 (the rule since session 62: N x K weights on the mma.sync product) or 2 (K x N weights too: an
@@ -504,11 +519,11 @@ __device__ __forceinline__ void packed_chunk(int ci, int& row, int& ch) {
 #ifndef FX_GEMV_NIBBLE_REGS
 #define FX_GEMV_NIBBLE_REGS 0
 #endif
-constexpr bool kNibbleRegs = kNibbles && !kWgmma && !kWords && FX_GEMV_NIBBLE_REGS >= (kKMajor ? 1 : 2);
+constexpr bool kNibbleRegs = kNibbles && !kWgmma && !kWords && !kNWords && FX_GEMV_NIBBLE_REGS >= (kKMajor ? 1 : 2);
 static_assert(!kNibbleRegs || (kKT == 128 && kNT == 128), "FX_GEMV_NIBBLE_REGS: 128 k and 128 columns a stage");
 // Byte offset of 16-byte chunk ch of packed row `row` (packed_chunk's) in its slot: the loaders write there, the
 // register forms read there.
-constexpr int kPackedRowBytes = kKMajor ? kKT / 2 : kWords ? 4 * kNT : kWRowBytes;
+constexpr int kPackedRowBytes = kKMajor ? kKT / 2 : kWords ? 4 * kNT : kNWords ? kNT / 2 : kWRowBytes;
 __device__ __forceinline__ int packed_at(int row, int ch) {
   if constexpr (kNibbleRegs && kKMajor) return row * kPackedRowBytes + ((ch ^ (row & 2)) << 4);
   else if constexpr (kNibbleRegs) return row * kPackedRowBytes + ((ch ^ (row & 7)) << 4);
@@ -546,6 +561,11 @@ __device__ __noinline__ void load_packed_elementwise(const fxfuse::FxParams& p, 
       if constexpr (kWords) {  // byte j of word (k pair kp / 4, column n): strides count words
         const long long kp = k0 / 2 + 4 * row + (e & 3), n = c.n0 + 4 * ch + (e >> 2);
         v[e] = 2 * kp < p.K && n < p.N ? src[4 * (c.b * o.sb + (kp >> 2) * o.sk + n * o.sn) + (kp & 3)] : kPadByte;
+        continue;
+      }
+      if constexpr (kNWords) {  // byte j of word (k, w): w = n / 8 (N is a multiple of 8: gemvApplies); strides count words
+        const long long k = k0 + row, w = c.n0 / 8 + 4 * ch + (e >> 2);
+        v[e] = k < p.K && 8 * w < p.N ? src[4 * (c.b * o.sb + k * o.sk + w * o.sn) + (e & 3)] : kPadByte;
         continue;
       }
       const long long kb = kKMajor ? k0 / 2 + 16 * ch + e : k0 / 2 + row;  // the byte's index along the packed dim
@@ -890,6 +910,20 @@ __device__ __forceinline__ void sts128(unsigned addr, unsigned a, unsigned b, un
 __device__ __forceinline__ void sts32(unsigned addr, unsigned a) {
   asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(a) : "memory");
 }
+// AWQ's words: the byte permute selectors of columns 0-3 and 4-7. Column c's nibble o = order[c] (FX_B_NWORD_ORDER's
+// nibble c) is byte o / 2 of lo (o even) or of hi (o odd): __byte_perm(lo, hi, s) selector (o & 1) * 4 + o / 2.
+__host__ __device__ constexpr unsigned nword_selector(unsigned table, int c0) {
+  unsigned s = 0;
+  for (int c = c0; c < c0 + 4; ++c) {
+    const unsigned o = (table >> (4 * c)) & 15u;
+    s |= ((o & 1u) * 4u + (o >> 1)) << (4 * (c - c0));
+  }
+  return s;
+}
+static_assert(nword_selector(0x73625140u, 0) == 0x6420u && nword_selector(0x73625140u, 4) == 0x7531u &&
+                  nword_selector(0x76543210u, 0) == 0x5140u && nword_selector(0x76543210u, 4) == 0x7362u,
+              "AWQ's order and the plain one (docs/quantized_storage/README.md)");
+constexpr unsigned kNWordSel0 = nword_selector(FX_B_NWORD_ORDER, 0), kNWordSel1 = nword_selector(FX_B_NWORD_ORDER, 4);
 // Packed chunk ci (its four words v) written as the bytes of its 32 nibbles.
 __device__ __forceinline__ void expand_chunk(unsigned base, int ci, const unsigned (&v)[4]) {
   int row, ch;
@@ -927,6 +961,18 @@ __device__ __forceinline__ void expand_chunk(unsigned base, int ci, const unsign
       sts32(base + r0 * kWRowBytes + wswz(r0, n >> 4) * 16 + at, t[j] & 0x0F0F0F0Fu);
       sts32(base + r1 * kWRowBytes + wswz(r1, n >> 4) * 16 + at, (t[j] >> 4) & 0x0F0F0F0Fu);
     }
+  } else if constexpr (kNWords) {
+    // word j is columns 32 ch + 8 j .. + 7 of k row `row`, column c's value the nibble order[c] of it: lo[j]'s bytes
+    // hold nibbles 0 2 4 6, hi[j]'s 1 3 5 7, so one byte permute picks columns 0-3 and another 4-7 (kNWordSel)
+    unsigned e[8];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      e[2 * j] = __byte_perm(lo[j], hi[j], kNWordSel0);
+      e[2 * j + 1] = __byte_perm(lo[j], hi[j], kNWordSel1);
+    }
+    const unsigned at = base + row * kWRowBytes;
+    sts128(at + wswz(row, 2 * ch) * 16, e[0], e[1], e[2], e[3]);
+    sts128(at + wswz(row, 2 * ch + 1) * 16, e[4], e[5], e[6], e[7]);
   } else {
     // k pair `row`: its low nibbles are k row 2 row, its high ones 2 row + 1, same columns
     const int r0 = 2 * row, r1 = 2 * row + 1;
@@ -1249,6 +1295,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     const long long k0 = kb * kKT;
     wstep = kKMajor ? (long long)kKT * kWB : (long long)kKT * o.sk * kWB;
     if constexpr (kNibbles) wstep /= 2;  // (the packed index of k is k / 2; words: k / 8 word rows of 4 sk bytes)
+    if constexpr (kNWords) wstep = (long long)kKT * o.sk * 4;  // (AWQ's words: k rows of 4 sk bytes)
 #pragma unroll
     for (int i = 0; i < kWCh; ++i) {
       const int ci = threadIdx.x + i * kThreads;
@@ -1258,11 +1305,14 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         packed_chunk(ci, row, ch);
         if constexpr (kKMajor) { n = c.n0 + row; k = k0 + 32 * ch; }
         else if constexpr (kWords) { k = k0 + 8 * row; n = c.n0 + 4 * ch; }
+        else if constexpr (kNWords) { k = k0 + row; n = c.n0 + 32 * ch; }
         else { k = k0 + 2 * row; n = c.n0 + 16 * ch; }
         wdst[i] = packed_offset(ci);
-        // (words: the word row k / 8, strides in words)
+        // (words: the word row k / 8; AWQ's: the word n / 8 of row k; strides in words)
         wsrc[i] = static_cast<const char*>(o.ptr) +
-                  (kWords ? 4 * (c.b * o.sb + (k >> 3) * o.sk + n * o.sn) : c.b * o.sb + (k >> 1) * o.sk + n * o.sn);
+                  (kWords    ? 4 * (c.b * o.sb + (k >> 3) * o.sk + n * o.sn)
+                   : kNWords ? 4 * (c.b * o.sb + k * o.sk + (n >> 3) * o.sn)
+                             : c.b * o.sb + (k >> 1) * o.sk + n * o.sn);
         continue;
       }
       if constexpr (kKMajor) { row = ci >> 3; ch = ci & 7; n = c.n0 + row; k = k0 + ch * kE; }

@@ -1016,6 +1016,43 @@ TEST(Gemv, PackedInt4GptqWords) {
     for (long long m : {1, 16, 64}) expectPackedGemvCompiles(*s, m, 16);
 }
 
+// AWQ's words (`i32 [k,q] order 0 4 1 5 2 6 3 7`: eight 4-bit values of n to a word, K x N) take the gemv with
+// FXFUSE_GEMV_NWORDS=1 only while their GPU tests are owed (codegen.GemvNWordsKnob.On runs this with it): the hooks
+// state the words and their order's nibble table (kernels/gemv.cuh expands a word with two byte permutes whose
+// selectors it derives from the table), and the kernel compiles for sm_90a without spills at 1, 16 and 64 rows. Their
+// zero points (`[g,q]` in the same order) are read per column through the table, as the generic kernel reads them.
+TEST(Gemv, PackedInt4AwqWords) {
+  const char* knob = std::getenv("FXFUSE_GEMV_NWORDS");
+  const bool on = knob && std::string(knob) == "1";
+  const spec::ChainSpec awq = loadSpec("awq_words_order_group_scale_bias");
+  const OperandInfo b = analyzeB(awq);
+  EXPECT_EQ(b.nibbles, on && zeroTensorKnobOn());
+  EXPECT_EQ(variantAt("awq_words_order_group_scale_bias", 16, 4096, 4096),
+            on && zeroTensorKnobOn() ? "gemv" : "sm80_mma");
+  if (!b.nibbles) return;
+  EXPECT_TRUE(b.n_words && !b.words && !b.kmajor && b.quant_scale && b.zero_value >= 0);
+  EXPECT_EQ(b.n_word_order, 0x73625140u);
+  EXPECT_EQ(b.slot, 1);
+  EXPECT_EQ(b.scale_group, 128);
+  const std::string h = generateHooks(awq, chooseConfig(awq, shapeFor(awq, 1), 90));
+  for (const char* line : {"#define FX_B_NWORDS 1\n", "#define FX_B_NWORD_ORDER 0x73625140u\n",
+                           "#define FX_B_ZERO_TENSOR 1\n", "((0x73625140u >> (((unsigned)(n) & 7u) << 2)) & 7u)"})
+    EXPECT_TRUE(has(h, line)) << line << "\n" << h;
+  EXPECT_FALSE(has(h, "FX_B_WORDS"));
+  // the plain order (no `order` stated) has the plain table; the words' zero points alone (`[g,q]`, no k) are not B's
+  // weight: a spec whose only packed input is them keeps the generic kernel
+  const spec::ChainSpec plain = spec::parseSpec(std::regex_replace(
+      spec::printSpec(awq), std::regex("input 1 i32 \\[k,q\\] order 0 4 1 5 2 6 3 7"), "input 1 i32 [k,q]"));
+  EXPECT_EQ(analyzeB(plain).n_word_order, 0x76543210u);
+  EXPECT_TRUE(has(generateHooks(plain, chooseConfig(plain, shapeFor(plain, 1), 90)), "#define FX_B_NWORD_ORDER 0x76543210u\n"));
+  // words along n of an [N/8, K] tensor (n packed outermost): no loader layout for them
+  const spec::ChainSpec nk = spec::parseSpec(std::regex_replace(spec::printSpec(awq), std::regex("i32 \\[k,q\\]"), "i32 [q,k]"));
+  EXPECT_FALSE(analyzeB(nk).nibbles);
+  if (!gemvBuiltIn() || !nvrtcUsable()) return;
+  for (const spec::ChainSpec* s : {&awq, &plain})
+    for (long long m : {1, 16, 64}) expectPackedGemvCompiles(*s, m, 16);
+}
+
 // Session 66's rule for GPTQ's words (bench/RESULTS.md session 66: the layer with its zero points, an H100): four CTAs
 // per SM at 1-16 rows (a zero point tensor or the words), mma.sync at 64 rows with the usual CTA rule (two at 4096 x
 // 14336, three at 14336 x 4096), 17-32 rows as before (wgmma); the symmetric form (a constant zero point) keeps wgmma

@@ -188,3 +188,130 @@ def test_awq_storage_on_cuda_matches_a_float64_product(M, monkeypatch):
     module.lifted_tensor_0 = module.lifted_tensor_0.cpu()
     with pytest.raises(RuntimeError, match="all inputs must be CUDA tensors on one device"):
         module(x)
+
+
+# ---- the gemv on AWQ's words (kernels/gemv.cuh FX_B_NWORDS: each word's 8 columns into the 8-bit tile by two byte
+# permutes), with FXFUSE_GEMV_NWORDS=1 while its GPU tests are owed (read once per process: each check in a child) ----
+
+AWQ_VARIANT_CHILD = r"""
+import sys, torch, fxfuse
+from awq_linear import AWQLinear
+from test_packed_int4 import _specs
+model = AWQLinear(2048, 1536, 128, bias=True)
+ep2 = fxfuse.rewrite(torch.export.export(model, (torch.randn(4, 2048).half(),)), only_profitable=False)
+(spec,) = _specs(ep2)
+for M in (1, 16, 64, 65):
+    print(M, fxfuse._C.kernel_variant(spec, M, 1536, 2048)[0],
+          "FX_B_NWORDS 1" in fxfuse._C.generate_cuda(spec, M, 1536, 2048)[1])
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("knob", ["1", ""], ids=["knob_on", "default"])
+def test_awq_words_take_the_gemv_with_the_knob(knob):
+    from test_gptq_storage import run_child
+    out = run_child(AWQ_VARIANT_CHILD, FXFUSE_GEMV_NWORDS=knob)
+    rows = dict((int(m), (v, w == "True")) for m, v, w in (line.split() for line in out.strip().splitlines()[:-1]))
+    for M in (1, 16, 64):  # decode rows: the gemv on the words with the knob, the generic tile without it
+        assert rows[M] == (("gemv", True) if knob == "1" else ("sm80_mma", False)), rows
+    assert rows[65][0] != "gemv", rows  # (prefill rows: not the gemv's)
+
+
+# The gemv's dequantized AWQ weight, bit for bit: one-hot activation rows (row m reads k_m alone) and no bias, so each
+# output element is one weight element times 1.0 plus zeros, exact in fp32 and in the 16-bit output. Ragged N (528:
+# the last column tile's element-wise loader), each product and row tile, both conversion routes.
+AWQ_EXACT_CHILD = r"""
+import sys, torch, fxfuse, testlib
+from awq_linear import AWQLinear
+from test_packed_int4 import _specs
+M, N, K, dtype = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), getattr(torch, sys.argv[4])
+testlib.seed("awq_words_exact", M, N, K, sys.argv[4])
+model = AWQLinear(K, N, 128, dtype=dtype, device="cuda")
+x = torch.randn(M, K, device="cuda").to(dtype)
+ep2 = fxfuse.rewrite(torch.export.export(model, (x,)))
+(spec,) = _specs(ep2)
+assert fxfuse._C.kernel_variant(spec, M, N, K)[0] == "gemv", fxfuse._C.kernel_variant(spec, M, N, K)
+w = model.weight().to(dtype)
+module = ep2.module()
+launches = fxfuse.stats()["launches"]
+for _ in range(3):
+    ks = torch.randperm(K, device="cuda")[:M]
+    x = torch.zeros(M, K, device="cuda", dtype=dtype)
+    x[torch.arange(M, device="cuda"), ks] = 1
+    got = module(x)
+    torch.cuda.synchronize()
+    want = w[ks]
+    bad = got != want
+    assert not bad.any(), (int(bad.sum()), bad.nonzero()[:4].tolist(), got[bad][:4].tolist(), want[bad][:4].tolist())
+assert fxfuse.stats()["launches"] >= launches + 3 and fxfuse.stats()["aten_dispatch"] == 0, fxfuse.stats()
+print("ok")
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("pairs", ["", "0"], ids=["pairs", "fp32_route"])
+@pytest.mark.parametrize("M,N,K,dtype,knob", [
+    (1, 4096, 4096, "float16", ""), (16, 1536, 2048, "bfloat16", ""), (24, 1536, 2048, "float16", ""),
+    (64, 528, 2048, "float16", ""), (5, 4096, 14336, "bfloat16", ""), (64, 1536, 2048, "bfloat16", "FXFUSE_GEMV_WGMMA=0"),
+    (40, 1536, 2048, "float16", "FXFUSE_GEMV_WGMMA=1+FXFUSE_GEMV_NT=64"),
+    (40, 1536, 2048, "bfloat16", "FXFUSE_GEMV_WGMMA=1+FXFUSE_GEMV_KT=64")])
+def test_awq_words_gemv_dequantizes_eagers_bits(M, N, K, dtype, knob, pairs):
+    from test_gptq_storage import run_child
+    env = {"FXFUSE_GEMV_NWORDS": "1", "FXFUSE_GEMV_NIBBLE_PAIRS": pairs, "FXFUSE_STRICT": "1",
+           "FXFUSE_POISON_OUTPUTS": "1"}
+    if knob:
+        env.update(kv.split("=") for kv in knob.split("+"))
+    run_child(AWQ_EXACT_CHILD, M, N, K, dtype, **env)
+
+
+# With a bias and random activations, against a float64 product and eager: the words as exported (the fast loader),
+# then as a column slice of wider words (their k stride not 16-byte aligned: every stage by the element-wise loader),
+# and the op's check of the gather's constant still raising.
+AWQ_GEMV_CHILD = r"""
+import sys, torch, fxfuse, testlib
+from helpers import rel_err
+from awq_linear import AWQLinear
+from test_packed_int4 import _specs, gemm_chain
+M, N, K = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+testlib.seed("awq_words_gemv", M, N, K)
+model = AWQLinear(K, N, 128, device="cuda", bias=True)
+x = torch.randn(M, K, device="cuda").half()
+ep2 = fxfuse.rewrite(torch.export.export(model, (x,)))
+(spec,) = _specs(ep2)
+assert fxfuse._C.kernel_variant(spec, M, N, K)[0] == "gemv"
+module = ep2.module()
+def want(x):
+    return x.double() @ model.weight().double() + model.bias.double()
+for _ in range(2):
+    x = torch.randn(M, K, device="cuda").half()
+    got = module(x)
+    torch.cuda.synchronize()
+    assert not got.isnan().any()
+    assert rel_err(got, want(x)) < 1e-2, rel_err(got, want(x))
+    assert rel_err(got, model(x)) < 1e-2, rel_err(got, model(x))
+assert fxfuse.stats()["aten_dispatch"] == 0, fxfuse.stats()
+# the same chain on words that are columns 1 .. N / 8 of a wider tensor: k stride N / 8 + 3 words
+wide = torch.randint(-2**31, 2**31 - 1, (K, N // 8 + 3), dtype=torch.int32, device="cuda")
+wide[:, 1:N // 8 + 1] = model.qweight
+call = next(n for n in module.graph.nodes if n.target == torch.ops.fxfuse.gemm_chain.default)
+args = [x if a.op == "placeholder" else wide[:, 1:N // 8 + 1] if a.target == "qweight" else getattr(module, a.target)
+        for a in call.args[0]]
+(got,) = gemm_chain(args, call.args[1])
+torch.cuda.synchronize()
+assert rel_err(got, want(x)) < 1e-2, rel_err(got, want(x))
+module.lifted_tensor_0.copy_(module.lifted_tensor_0.flip(0))
+try:
+    module(x)
+except RuntimeError as e:
+    assert "no longer holds" in str(e), e
+else:
+    raise AssertionError("a changed order constant was not refused")
+print("ok")
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N,K", [(1, 4096, 4096), (16, 14336, 4096), (64, 4096, 14336), (8, 1024, 1152)])
+def test_awq_words_gemv_matches_a_float64_product(M, N, K):
+    from test_gptq_storage import run_child
+    run_child(AWQ_GEMV_CHILD, M, N, K, FXFUSE_GEMV_NWORDS="1", FXFUSE_STRICT="1", FXFUSE_POISON_OUTPUTS="1")
