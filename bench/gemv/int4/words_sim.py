@@ -46,8 +46,9 @@ def check(kNT, kKT, wswz):
                     assert got == nib(k0 + kk, n0 + nn), (k0, kk, n0, nn, got, nib(k0 + kk, n0 + nn))
 
 
-random.seed(65)
-check(128, 128, lambda r, c: c ^ (r & 7))  # the mma.sync product's K x N swizzle
-check(128, 64, lambda r, c: c ^ (r & 7))   # 64 k a stage (FX_GEMV_KT=64)
-check(64, 128, lambda r, c: c ^ ((r >> 1) & 3))  # 64 columns (FX_GEMV_NT=64): 64-byte rows
-print("ok")
+if __name__ == "__main__":
+    random.seed(65)
+    check(128, 128, lambda r, c: c ^ (r & 7))  # the mma.sync product's K x N swizzle
+    check(128, 64, lambda r, c: c ^ (r & 7))   # 64 k a stage (FX_GEMV_KT=64)
+    check(64, 128, lambda r, c: c ^ ((r >> 1) & 3))  # 64 columns (FX_GEMV_NT=64): 64-byte rows
+    print("ok")
