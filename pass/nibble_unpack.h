@@ -25,6 +25,8 @@ struct NibbleUnpack {
   std::vector<int> order;      // the words' values gathered along their dim in a stated order within each word
                                // (AWQ's 0 4 1 5 2 6 3 7: orderedWordUnpack), the spec input's `order`; empty: none
   int orderTable = -1;         // the constant whose stated values that order is (the chain expects them)
+  std::vector<int> arithmetic;  // integer adds / subs of a number between the mask and the reshape (GPTQ v1's
+                                // `(zeros + 1).reshape(..)`), exact in float: the fold emits them on the nibble, top first
 };
 
 // `x & 15` (bitwise_and / __and__ with the number 15): the mask every nibble unpack ends with.

@@ -185,16 +185,7 @@ int OperandPrologue::fold(int node, const std::string& letters, int depth, bool 
       }
     }
     result_.absorbed.push_back(node);
-    std::string op = n.target.substr(5, 3);  // "mul", "div", "sub", "add"
-    result_.ops.push_back(op);
-    if (computedInF32(node)) {
-      for (int& x : operands)
-        if (builder_.spec().values[x].dtype != spec::DType::F32) x = builder_.op("convert", {x}, spec::DType::F32);
-      return builder_.op(op, operands, spec::DType::F32);
-    }
-    // a 0-d f32 scale beside a bf16 weight is read as bf16 on CUDA; an i32 zero point with dims on every device
-    convertToCommonDtype(builder_, *t, &operands, CpuScalars::LeftToAten);
-    return builder_.op(op, operands, t->dtype);
+    return emitArithmetic(node, std::move(operands));
   }
   // Not folded: say why where the node is one of the prologue's kinds of op.
   const bool arithmetic = (isPrologueKindOp(n) || isIntegerAdd(index_, node)) && !convertTarget(n);
@@ -342,9 +333,30 @@ int OperandPrologue::foldNibbles(int node, const std::string& letters, const Nib
     builder_.expect(index_.node(unpack.orderTable).name, fact);
   }
   result_.absorbed.insert(result_.absorbed.end(), unpack.nodes.begin(), unpack.nodes.end());
-  // the nibble at the unpack's own type (GPTQ's int8 from int32 words): exact, 0..15
-  const spec::DType unpacked = index_.tensor(node)->dtype;
-  return unpacked == builder_.dtypeOf(v) ? v : builder_.op("convert", {v}, unpacked);
+  // the nibble at the unpack's own type (GPTQ's int8 from int32 words): exact, 0..15; GPTQ v1's `+ 1` on it, each
+  // add at its operand's type (any integer type holds 0..15) as the arithmetic fold emits it
+  auto as = [&](int x, spec::DType d) { return d == builder_.dtypeOf(x) ? x : builder_.op("convert", {x}, d); };
+  int value = v;
+  for (auto it = unpack.arithmetic.rbegin(); it != unpack.arithmetic.rend(); ++it) {
+    const ir::Node& a = index_.node(*it);
+    value = emitArithmetic(*it, {as(value, index_.tensor(index_.producer(a.args[0]))->dtype),
+                                 builder_.constant(a.args[1].number(), spec::DType::F32)});
+  }
+  return as(value, index_.tensor(node)->dtype);
+}
+
+int OperandPrologue::emitArithmetic(int node, std::vector<int> operands) {
+  const ir::Node& n = index_.node(node);
+  std::string op = n.target.substr(5, 3);  // "mul", "div", "sub", "add"
+  result_.ops.push_back(op);
+  if (computedInF32(node)) {
+    for (int& x : operands)
+      if (builder_.spec().values[x].dtype != spec::DType::F32) x = builder_.op("convert", {x}, spec::DType::F32);
+    return builder_.op(op, operands, spec::DType::F32);
+  }
+  // a 0-d f32 scale beside a bf16 weight is read as bf16 on CUDA; an i32 zero point with dims on every device
+  convertToCommonDtype(builder_, *index_.tensor(node), &operands, CpuScalars::LeftToAten);
+  return builder_.op(op, operands, index_.tensor(node)->dtype);
 }
 
 std::optional<spec::Expect> OperandPrologue::expectOf(const ir::Node& table) const {

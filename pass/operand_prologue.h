@@ -79,6 +79,9 @@ class OperandPrologue {
   // An integer sub or add isFoldableArithmetic takes, emitted at f32 where its values are within 256 (exact there and
   // in 16 bits).
   bool computedInF32(int node) const;
+  // The integer or float arithmetic `node` (isFoldableArithmetic's, or an unpack's add of a number) on the folded
+  // operands: at f32 where computedInF32, else at the node's dtype with its operands converted to it.
+  int emitArithmetic(int node, std::vector<int> operands);
   // A slice (or a split's piece) of a converted or scaled value: the chain cannot read part of what it computes.
   bool slicesAComputedValue(const ir::Node& n) const;
   // A reshape (through other reshapes) of a converted or scaled value.

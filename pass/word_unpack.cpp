@@ -1,6 +1,7 @@
 #include "pass/word_unpack.h"
 
 #include "pass/aten_ops.h"
+#include "pass/integer_range.h"
 
 namespace fxfuse::pass {
 namespace {
@@ -81,13 +82,17 @@ std::optional<NibbleUnpack> wordsUnpackedAt(const GraphIndex& index, int node, b
   NibbleUnpack u;
   u.pos = *pos;
   u.nodes.push_back(node);
-  // down to the shift: integer conversions and exactly one `& 15`
+  // down to the shift: integer conversions, exactly one `& 15`, and above it adds / subs of a number that cannot wrap
+  // (GPTQ v1 checkpoints' zero points, `(z & 15) + 1` before their reshape)
   int at = split;
   bool masked = false;
   while (at >= 0 && !isShift(index.node(at))) {
     const ir::Node& step = index.node(at);
     if (isAnd15(step) && !masked) {
       masked = true;
+    } else if (!masked && step.args.size() == 2 && step.args[0].isValue() && step.args[1].isExactNumber() &&
+               integerArithmeticExactInFloat(index, at)) {
+      u.arithmetic.push_back(at);
     } else if (!isIntegerConvert(step)) {
       return std::nullopt;
     }
@@ -223,8 +228,9 @@ std::optional<NibbleUnpack> orderedWordUnpack(const GraphIndex& index, int node)
   auto u = words >= 0 ? wordsUnpackedAt(index, words, &masked) : std::nullopt;
   const ir::TensorType *in = words >= 0 ? index.tensor(words) : nullptr, *out = index.tensor(gather);
   // gathered along the unpacked dim, the sizes kept
-  if (!u || !(masked || topMask) || *along != u->pos || !in || !out || in->sizes != out->sizes ||
-      in->sizes[u->pos].symbolic)
+  // (an add below the gather's mask would add to the unmasked value: the fold emits adds on the nibble)
+  if (!u || !(masked || topMask) || (topMask && !u->arithmetic.empty()) || *along != u->pos || !in || !out ||
+      in->sizes != out->sizes || in->sizes[u->pos].symbolic)
     return std::nullopt;
   std::vector<int> orderNodes;
   if (!wordOrderIndex(index, index.producer(g.args[1].list.back()), in->sizes[u->pos].value, &u->order, &u->orderTable,

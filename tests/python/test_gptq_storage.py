@@ -111,17 +111,18 @@ def test_zero_points_packed_along_n_read_as_the_spec_says():
 
 
 class _V1Zeros(GPTQLinear):
-    """GPTQ v1 checkpoints' zero points, stored one less (`(z & 15) + 1`): the integer add folds where exact, here after
-    the zero points' unpack (`+ 1` between the mask and the reshape leaves that unpack to ATen: word_unpack reads a
-    mask then a reshape)."""
-    def __init__(self, *args, after_reshape: bool, **kw):
+    """GPTQ v1 checkpoints' zero points, stored one less (`(z & 15) + 1`): the integer add folds where exact, after the
+    zero points' unpack or, as AutoGPTQ's v1 kernels write it, between the mask and the reshape (word_unpack reads it
+    as part of the unpack, the fold emits it on the nibble)."""
+    def __init__(self, *args, after_reshape: bool, addend: int = 1, **kw):
         super().__init__(*args, **kw)
-        self.after_reshape = after_reshape
+        self.after_reshape, self.addend = after_reshape, addend
 
     def weight(self):
         zeros = torch.bitwise_right_shift(torch.unsqueeze(self.qzeros, 2).expand(-1, -1, 8), self.wf.unsqueeze(0))
         zeros = torch.bitwise_and(zeros.to(torch.int8), 15)
-        zeros = zeros.reshape(self.scales.shape) + 1 if self.after_reshape else (zeros + 1).reshape(self.scales.shape)
+        zeros = (zeros.reshape(self.scales.shape) + self.addend if self.after_reshape
+                 else (zeros + self.addend).reshape(self.scales.shape))
         w = torch.bitwise_right_shift(torch.unsqueeze(self.qweight, 1).expand(-1, 8, -1), self.wf.unsqueeze(-1))
         w = torch.bitwise_and(w.to(torch.int8), 15).reshape(self.K, self.N)
         g = self.g_idx.long()
@@ -135,9 +136,26 @@ def test_gptq_v1_zero_points_plus_one_fold(after_reshape):
     x = torch.randn(3, 512).half()
     ep2 = fxfuse.rewrite(torch.export.export(model, (x,)))
     (spec,) = _specs(ep2)
-    assert " i32 [p,n]\n" in spec and (" = add " in spec.split(" = mm ")[0]) == after_reshape, spec
-    assert (" i32 [g,q]\n" in spec) == after_reshape, spec  # the zero points' words read by the chain
-    assert ("aten.add.Tensor" in _left(ep2)) != after_reshape, _left(ep2)
+    assert " i32 [p,n]\n" in spec and " = add " in spec.split(" = mm ")[0], spec
+    assert " i32 [g,q]\n" in spec, spec  # the zero points' words read by the chain
+    assert _left(ep2) == [], _left(ep2)
+    for _ in range(2):
+        x = torch.randn(3, 512).half()
+        assert torch.equal(ep2.module()(x), model(x))
+
+
+@pytest.mark.parametrize("addend", [120, -129])
+def test_an_add_in_the_unpack_that_may_wrap_stays_outside(addend):
+    """15 + 120 wraps in eager's int8 (and -129 promotes the add's result past it): the unpack's add is no exact
+    integer op, so the zero points' unpack stays with ATen, named, and the answer is eager's."""
+    testlib.seed("gptq_v1_wrap", addend)
+    model = _V1Zeros(512, 64, 128, bias=True, after_reshape=False, addend=addend)
+    x = torch.randn(3, 512).half()
+    ep = torch.export.export(model, (x,))
+    ep2 = fxfuse.rewrite(ep)
+    (spec,) = _specs(ep2)
+    assert " i32 [g,q]\n" not in spec, spec
+    assert "aten.add.Tensor" in _left(ep2), _left(ep2)
     for _ in range(2):
         x = torch.randn(3, 512).half()
         assert torch.equal(ep2.module()(x), model(x))
