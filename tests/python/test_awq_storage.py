@@ -218,8 +218,9 @@ def test_awq_words_take_the_gemv_with_the_knob(knob):
 
 
 # The gemv's dequantized AWQ weight, bit for bit: one-hot activation rows (row m reads k_m alone) and no bias, so each
-# output element is one weight element times 1.0 plus zeros, exact in fp32 and in the 16-bit output. Ragged N (528:
-# the last column tile's element-wise loader), each product and row tile, both conversion routes.
+# output element is one weight element times 1.0 plus zeros, exact in fp32 and in the 16-bit output. Ragged N (544:
+# the last column tile's element-wise loader; its word rows, 272 bytes, stay 16-byte aligned, which the gemv needs),
+# each product and row tile, both conversion routes.
 AWQ_EXACT_CHILD = r"""
 import sys, torch, fxfuse, testlib
 from awq_linear import AWQLinear
@@ -252,7 +253,7 @@ print("ok")
 @pytest.mark.parametrize("pairs", ["", "0"], ids=["pairs", "fp32_route"])
 @pytest.mark.parametrize("M,N,K,dtype,knob", [
     (1, 4096, 4096, "float16", ""), (16, 1536, 2048, "bfloat16", ""), (24, 1536, 2048, "float16", ""),
-    (64, 528, 2048, "float16", ""), (5, 4096, 14336, "bfloat16", ""), (64, 1536, 2048, "bfloat16", "FXFUSE_GEMV_WGMMA=0"),
+    (64, 544, 2048, "float16", ""), (5, 4096, 14336, "bfloat16", ""), (64, 1536, 2048, "bfloat16", "FXFUSE_GEMV_WGMMA=0"),
     (40, 1536, 2048, "float16", "FXFUSE_GEMV_WGMMA=1+FXFUSE_GEMV_NT=64"),
     (40, 1536, 2048, "bfloat16", "FXFUSE_GEMV_WGMMA=1+FXFUSE_GEMV_KT=64")])
 def test_awq_words_gemv_dequantizes_eagers_bits(M, N, K, dtype, knob, pairs):
@@ -265,8 +266,8 @@ def test_awq_words_gemv_dequantizes_eagers_bits(M, N, K, dtype, knob, pairs):
 
 
 # With a bias and random activations, against a float64 product and eager: the words as exported (the fast loader),
-# then as a column slice of wider words (their k stride not 16-byte aligned: every stage by the element-wise loader),
-# and the op's check of the gather's constant still raising.
+# then as column slices of wider words: one 16-byte aligned (the gemv's fast loader on another k stride), one not (the
+# gemv refuses it: the generic kernel reads it), and the op's check of the gather's constant still raising.
 AWQ_GEMV_CHILD = r"""
 import sys, torch, fxfuse, testlib
 from helpers import rel_err
@@ -290,15 +291,17 @@ for _ in range(2):
     assert rel_err(got, want(x)) < 1e-2, rel_err(got, want(x))
     assert rel_err(got, model(x)) < 1e-2, rel_err(got, model(x))
 assert fxfuse.stats()["aten_dispatch"] == 0, fxfuse.stats()
-# the same chain on words that are columns 1 .. N / 8 of a wider tensor: k stride N / 8 + 3 words
-wide = torch.randint(-2**31, 2**31 - 1, (K, N // 8 + 3), dtype=torch.int32, device="cuda")
-wide[:, 1:N // 8 + 1] = model.qweight
+# the same chain on words that are columns at..at + N / 8 of a wider tensor (k stride N / 8 + 8 words)
 call = next(n for n in module.graph.nodes if n.target == torch.ops.fxfuse.gemm_chain.default)
-args = [x if a.op == "placeholder" else wide[:, 1:N // 8 + 1] if a.target == "qweight" else getattr(module, a.target)
-        for a in call.args[0]]
-(got,) = gemm_chain(args, call.args[1])
-torch.cuda.synchronize()
-assert rel_err(got, want(x)) < 1e-2, rel_err(got, want(x))
+for at in (4, 1):
+    wide = torch.randint(-2**31, 2**31 - 1, (K, N // 8 + 8), dtype=torch.int32, device="cuda")
+    wide[:, at:at + N // 8] = model.qweight
+    words = wide[:, at:at + N // 8]
+    args = [x if a.op == "placeholder" else words if a.target == "qweight" else getattr(module, a.target)
+            for a in call.args[0]]
+    (got,) = gemm_chain(args, call.args[1])
+    torch.cuda.synchronize()
+    assert rel_err(got, want(x)) < 1e-2, (at, rel_err(got, want(x)))
 module.lifted_tensor_0.copy_(module.lifted_tensor_0.flip(0))
 try:
     module(x)
