@@ -226,9 +226,9 @@ void detectNibbleScale(const ChainSpec& spec, OperandInfo& info) {
                             ? spec::nibblesPerElement(raw.dtype)
                             : 0;
         if (per == 2 || (per == 8 && innermost(raw.dims) == 'n')) return true;
-        // AWQ's eight along n to an i32 word (`[k,q]`, any stated order; K x N), while its GPU tests are owed only
-        // with FXFUSE_GEMV_NWORDS=1
-        static const bool nwords = readBinaryKnob("FXFUSE_GEMV_NWORDS") == "1";
+        // AWQ's eight along n to an i32 word (`[k,q]`, any stated order; K x N): the rule since its GPU tests passed
+        // (session 67, an H100); FXFUSE_GEMV_NWORDS=0 leaves such chains to the generic kernel
+        static const bool nwords = readBinaryKnob("FXFUSE_GEMV_NWORDS") != "0";
         return nwords && raw.kind == ValueKind::Input && raw.dtype == DType::I32 && innermost(raw.dims) == 'q' &&
                raw.dims.find('k') != std::string::npos;
       },

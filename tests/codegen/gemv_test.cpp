@@ -1016,14 +1016,16 @@ TEST(Gemv, PackedInt4GptqWords) {
     for (long long m : {1, 16, 64}) expectPackedGemvCompiles(*s, m, 16);
 }
 
-// AWQ's words (`i32 [k,q] order 0 4 1 5 2 6 3 7`: eight 4-bit values of n to a word, K x N) take the gemv with
-// FXFUSE_GEMV_NWORDS=1 only while their GPU tests are owed (codegen.GemvNWordsKnob.On runs this with it): the hooks
-// state the words and their order's nibble table (kernels/gemv.cuh expands a word with two byte permutes whose
+// AWQ's words (`i32 [k,q] order 0 4 1 5 2 6 3 7`: eight 4-bit values of n to a word, K x N) take the gemv, the rule
+// since their GPU tests passed in session 67 (FXFUSE_GEMV_NWORDS=0 turns it off: codegen.GemvNWordsKnob.Off): the
+// hooks state the words and their order's nibble table (kernels/gemv.cuh expands a word with two byte permutes whose
 // selectors it derives from the table), and the kernel compiles for sm_90a without spills at 1, 16 and 64 rows. Their
 // zero points (`[g,q]` in the same order) are read per column through the table, as the generic kernel reads them.
+// The product is mma.sync at every row count (bench/RESULTS.md session 67: wgmma was 1.2-1.6x its time at 32 and 64
+// rows); the CTAs per SM follow the zero point tensors' rule.
 TEST(Gemv, PackedInt4AwqWords) {
   const char* knob = std::getenv("FXFUSE_GEMV_NWORDS");
-  const bool on = knob && std::string(knob) == "1";
+  const bool on = !knob || std::string(knob) != "0";
   const spec::ChainSpec awq = loadSpec("awq_words_order_group_scale_bias");
   const OperandInfo b = analyzeB(awq);
   EXPECT_EQ(b.nibbles, on && zeroTensorKnobOn());
@@ -1034,6 +1036,15 @@ TEST(Gemv, PackedInt4AwqWords) {
   EXPECT_EQ(b.n_word_order, 0x73625140u);
   EXPECT_EQ(b.slot, 1);
   EXPECT_EQ(b.scale_group, 128);
+  if (!gemvRuleKnobSet()) {
+    for (long long M : {1, 16, 24, 64})
+      for (const auto& [N, K] : {std::pair<long long, long long>{14336, 4096}, {4096, 14336}}) {
+        const KernelConfig c = chooseConfig(awq, shapeFor(awq, M, N, K), 90);
+        ASSERT_EQ(c.variant, "gemv");
+        EXPECT_FALSE(c.wgmma) << "M=" << M << " N=" << N;
+        if (M <= 16) EXPECT_EQ(gemvCtasPerSm(c), 4) << "M=" << M << " N=" << N;
+      }
+  }
   const std::string h = generateHooks(awq, chooseConfig(awq, shapeFor(awq, 1), 90));
   for (const char* line : {"#define FX_B_NWORDS 1\n", "#define FX_B_NWORD_ORDER 0x73625140u\n",
                            "#define FX_B_ZERO_TENSOR 1\n", "((0x73625140u >> (((unsigned)(n) & 7u) << 2)) & 7u)"})

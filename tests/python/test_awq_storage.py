@@ -1,8 +1,10 @@
 """AWQ's own int32 storage (docs/quantized_storage/README.md): qweight and qzeros hold eight 4-bit values of n to a word
 in AWQ's order, unpacked by a shift along n and a gather by `arange(N).view(-1, 8)[:, c].view(-1)`, c a lifted
 constant. The pass folds the whole layer into one op (pass/word_unpack.h orderedWordUnpack): the words are inputs with
-a 'q' dim and the spec's `order` (c's values), and the op checks c at each call. CPU: eager's bits. CUDA: the generic
-kernel reads the words element by element (no fast loader yet), so the default rewrite leaves it unfused there."""
+a 'q' dim and the spec's `order` (c's values), and the op checks c at each call. CPU: eager's bits. CUDA: the decode
+kernel reads the words up to 64 rows (kernels/gemv.cuh FX_B_NWORDS, the rule since session 67; FXFUSE_GEMV_NWORDS=0
+leaves them to the generic kernel, which reads them element by element, and the default rewrite then leaves the layer
+unfused)."""
 from __future__ import annotations
 
 import pytest
@@ -165,8 +167,8 @@ def test_the_spec_order_reads_as_stated():
 @pytest.mark.gpu
 @pytest.mark.parametrize("M", [1, 16, 100])
 def test_awq_storage_on_cuda_matches_a_float64_product(M, monkeypatch):
-    """The generic kernel on the words (the hooks read value order[n % 8] of word n / 8), forced (the default rewrite
-    leaves AWQ unfused on CUDA until a fast loader reads n-packed words)."""
+    """The kernel the rule picks, launched where the op's dispatch would run ATen: the decode kernel on the words at 1
+    and 16 rows, the generic kernel at 100 (its hooks read value order[n % 8] of word n / 8)."""
     strict_cuda_path(monkeypatch, "kernel")
     testlib.seed("awq_cuda", M)
     model = AWQLinear(1024, 384, 128, device="cuda", bias=True)
@@ -191,7 +193,8 @@ def test_awq_storage_on_cuda_matches_a_float64_product(M, monkeypatch):
 
 
 # ---- the gemv on AWQ's words (kernels/gemv.cuh FX_B_NWORDS: each word's 8 columns into the 8-bit tile by two byte
-# permutes), with FXFUSE_GEMV_NWORDS=1 while its GPU tests are owed (read once per process: each check in a child) ----
+# permutes), the rule since its GPU tests passed in session 67 (FXFUSE_GEMV_NWORDS=0 turns it off; read once per
+# process: each check in a child) ----
 
 AWQ_VARIANT_CHILD = r"""
 import sys, torch, fxfuse
@@ -207,13 +210,13 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("knob", ["1", ""], ids=["knob_on", "default"])
-def test_awq_words_take_the_gemv_with_the_knob(knob):
+@pytest.mark.parametrize("knob", ["", "0"], ids=["rule", "knob_off"])
+def test_awq_words_take_the_gemv_unless_the_knob_is_off(knob):
     from test_gptq_storage import run_child
     out = run_child(AWQ_VARIANT_CHILD, FXFUSE_GEMV_NWORDS=knob)
     rows = dict((int(m), (v, w == "True")) for m, v, w in (line.split() for line in out.strip().splitlines()[:-1]))
-    for M in (1, 16, 64):  # decode rows: the gemv on the words with the knob, the generic tile without it
-        assert rows[M] == (("gemv", True) if knob == "1" else ("sm80_mma", False)), rows
+    for M in (1, 16, 64):  # decode rows: the gemv on the words, the generic tile with the knob off
+        assert rows[M] == (("gemv", True) if knob != "0" else ("sm80_mma", False)), rows
     assert rows[65][0] != "gemv", rows  # (prefill rows: not the gemv's)
 
 
@@ -253,13 +256,12 @@ print("ok")
 @pytest.mark.parametrize("pairs", ["", "0"], ids=["pairs", "fp32_route"])
 @pytest.mark.parametrize("M,N,K,dtype,knob", [
     (1, 4096, 4096, "float16", ""), (16, 1536, 2048, "bfloat16", ""), (24, 1536, 2048, "float16", ""),
-    (64, 544, 2048, "float16", ""), (5, 4096, 14336, "bfloat16", ""), (64, 1536, 2048, "bfloat16", "FXFUSE_GEMV_WGMMA=0"),
+    (64, 544, 2048, "float16", ""), (5, 4096, 14336, "bfloat16", ""), (64, 1536, 2048, "bfloat16", "FXFUSE_GEMV_WGMMA=1"),
     (40, 1536, 2048, "float16", "FXFUSE_GEMV_WGMMA=1+FXFUSE_GEMV_NT=64"),
     (40, 1536, 2048, "bfloat16", "FXFUSE_GEMV_WGMMA=1+FXFUSE_GEMV_KT=64")])
 def test_awq_words_gemv_dequantizes_eagers_bits(M, N, K, dtype, knob, pairs):
     from test_gptq_storage import run_child
-    env = {"FXFUSE_GEMV_NWORDS": "1", "FXFUSE_GEMV_NIBBLE_PAIRS": pairs, "FXFUSE_STRICT": "1",
-           "FXFUSE_POISON_OUTPUTS": "1"}
+    env = {"FXFUSE_GEMV_NIBBLE_PAIRS": pairs, "FXFUSE_STRICT": "1", "FXFUSE_POISON_OUTPUTS": "1"}
     if knob:
         env.update(kv.split("=") for kv in knob.split("+"))
     run_child(AWQ_EXACT_CHILD, M, N, K, dtype, **env)
@@ -317,4 +319,4 @@ print("ok")
 @pytest.mark.parametrize("M,N,K", [(1, 4096, 4096), (16, 14336, 4096), (64, 4096, 14336), (8, 1024, 1152)])
 def test_awq_words_gemv_matches_a_float64_product(M, N, K):
     from test_gptq_storage import run_child
-    run_child(AWQ_GEMV_CHILD, M, N, K, FXFUSE_GEMV_NWORDS="1", FXFUSE_STRICT="1", FXFUSE_POISON_OUTPUTS="1")
+    run_child(AWQ_GEMV_CHILD, M, N, K, FXFUSE_STRICT="1", FXFUSE_POISON_OUTPUTS="1")
