@@ -22,11 +22,40 @@ bool isShift(const ir::Node& n) {
   return (n.isCall("aten.bitwise_right_shift.Tensor") || n.isCall("aten.__rshift__.Tensor")) && n.args.size() == 2;
 }
 
+// An arange's values, start + step j for j < count: aten's arange (`arange(0, N)` exports as start_step with two
+// arguments, as every `arange(N, dtype=...)` does after run_decompositions; the step positional, a keyword, or 1), or
+// prims.iota(count, start=, step=), Inductor's post-grad form of it.
+struct Arange {
+  int64_t start = 0, step = 1, count = 0;
+};
+std::optional<Arange> arangeOf(const ir::Node& n) {
+  auto keyword = [&](const char* name, int64_t otherwise) -> std::optional<int64_t> {
+    const ir::Arg* a = n.kwarg(name);
+    return a ? intArg(*a) : std::optional<int64_t>(otherwise);
+  };
+  std::optional<int64_t> start, end, step;
+  if (n.isCall("prims.iota.default") && !n.args.empty()) {
+    const auto count = intArg(n.args[0]);
+    start = keyword("start", 0), step = keyword("step", 1);
+    if (!count || !start || !step) return std::nullopt;
+    return Arange{*start, *step, *count};
+  }
+  if (n.isCall("aten.arange.default") && !n.args.empty()) {
+    start = 0, end = intArg(n.args[0]), step = 1;
+  } else if ((n.isCall("aten.arange.start") || n.isCall("aten.arange.start_step")) && n.args.size() >= 2) {
+    start = intArg(n.args[0]), end = intArg(n.args[1]);
+    step = n.args.size() >= 3 ? intArg(n.args[2]) : keyword("step", 1);
+  } else {
+    return std::nullopt;
+  }
+  if (!start || !end || !step || *step <= 0 || *end < *start) return std::nullopt;
+  return Arange{*start, *step, (*end - *start + *step - 1) / *step};
+}
+
 // `arange(0, 32, 4)` in the graph: the shifts without a buffer.
 bool isShiftArange(const ir::Node& n) {
-  if (!n.isCall("aten.arange.start_step") || n.args.size() < 3) return false;
-  const auto start = intArg(n.args[0]), end = intArg(n.args[1]), step = intArg(n.args[2]);
-  return start == 0 && end == 4 * kPerWord && step == 4;
+  const std::optional<Arange> a = arangeOf(n);
+  return a && a->start == 0 && a->step == 4 && a->count == kPerWord;
 }
 
 bool holdsShifts(const ir::KnownValues& k) {
@@ -134,14 +163,6 @@ std::optional<NibbleUnpack> wordsUnpackedAt(const GraphIndex& index, int node, b
   return u;
 }
 
-// An arange's step: positional, a keyword, or 1 where it is left out (`arange(0, N)` exports as start_step with two
-// arguments, as every `arange(N, dtype=...)` does after run_decompositions).
-std::optional<int64_t> stepOf(const ir::Node& arange) {
-  if (arange.args.size() >= 3) return intArg(arange.args[2]);
-  const ir::Arg* step = arange.kwarg("step");
-  return step ? intArg(*step) : std::optional<int64_t>(1);
-}
-
 // The values of an order constant the IR states: a list, or `kgroups 1` (the exporter's form for 0, 1, .., 7).
 std::optional<std::vector<int64_t>> statedOrder(const ir::KnownValues& known, int64_t count) {
   if (known.kind == ir::KnownValues::Kind::List) return known.list;
@@ -173,13 +194,8 @@ bool wordOrderIndex(const GraphIndex& index, int node, int64_t N, std::vector<in
     return false;
   const int arange = index.producer(index.node(grid).args[0]);
   if (arange < 0) return false;
-  const ir::Node& a = index.node(arange);
-  const bool plain = (a.isCall("aten.arange.default") && !a.args.empty() && intArg(a.args[0]) == N) ||
-                     (a.isCall("aten.arange.start") && a.args.size() >= 2 && intArg(a.args[0]) == 0 &&
-                      intArg(a.args[1]) == N) ||
-                     (a.isCall("aten.arange.start_step") && a.args.size() >= 2 && intArg(a.args[0]) == 0 &&
-                      intArg(a.args[1]) == N && stepOf(a) == 1);
-  if (!plain) return false;
+  const std::optional<Arange> a = arangeOf(index.node(arange));
+  if (!a || a->start != 0 || a->step != 1 || a->count != N) return false;
   // c, through copies and conversions between integer types (export's lift_fresh_copy of a lifted constant)
   int c = index.producer(g.args[1].list[1]);
   std::vector<int> copies;

@@ -192,6 +192,22 @@ def test_awq_storage_on_cuda_matches_a_float64_product(M, monkeypatch):
         module(x)
 
 
+def test_awq_layer_folds_under_the_torch_compile_backend():
+    """Inductor's post-grad graph writes the unpack's aranges as prims.iota and keeps the gather's constant (a
+    get_attr the IR states, through lift_fresh_copy): the whole layer folds as in an exported program, the words and
+    the zero points read by the chain in AWQ's order, and the result is eager's within the 16-bit output's rounding."""
+    testlib.seed("awq_compile")
+    model = AWQLinear(256, 64, 128, bias=True).eval()
+    compiled = torch.compile(model, backend="fxfuse")
+    with torch.no_grad():
+        for _ in range(2):
+            x = torch.randn(4, 256).half()
+            assert rel_err(compiled(x), model(x)) < 1e-3
+    (entry,) = fxfuse.report().fused
+    assert entry["prologue_stops"] == [], entry
+    assert "(4-bit values along n, 8 per i32 in the order 0 4 1 5 2 6 3 7)" in entry["chain"], entry
+
+
 # ---- the gemv on AWQ's words (kernels/gemv.cuh FX_B_NWORDS: each word's 8 columns into the 8-bit tile by two byte
 # permutes), the rule since its GPU tests passed in session 67 (FXFUSE_GEMV_NWORDS=0 turns it off; read once per
 # process: each check in a child) ----
