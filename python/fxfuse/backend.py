@@ -25,6 +25,7 @@ import torch
 import torch.fx
 
 from . import collapsed_groups, decomposed_activations, decomposed_groups, decomposed_round, linear_output_views
+from .ir_export import known_values_text
 from .pass_driver import Options, run_on_graph
 from .stats import record_cached_graph
 
@@ -90,10 +91,16 @@ class FxfusePass(_PassBase):
     `round(y, decimals=1)` and a user's own `round(y * 10) * 0.1`, the same graph after Inductor's
     decompositions, were served each other's compiled graph (review, session 57)."""
 
-    def __init__(self, options: Options | None = None, graph_key: str = ""):
+    def __init__(self, options: Options | None = None, graph_key: str = "",
+                 input_values: list[Any] | None = None):
         self.options = Options.given(options, "FxfusePass")
         self.graph_key = graph_key
         self.graphs_run = 0  # graphs this instance rewrote (one instance per backend compile)
+        # The Dynamo graph's inputs whose contents the IR can state (small integer tensors: a GPTQ shift table, a
+        # g_idx; ir_export.known_values_text), by position; None elsewhere. The backend's example inputs are the real
+        # tensors (buffers lifted to inputs), so the pass may fold on their contents as it does on an exported
+        # program's buffers; the op checks them again at each call (the spec's `expect`).
+        self.input_values = input_values
 
     def __call__(self, graph: torch.fx.Graph) -> None:
         self.graphs_run += 1
@@ -116,9 +123,31 @@ class FxfusePass(_PassBase):
             if unrounded:
                 extra = options.extra + (("unrounded_groups", ",".join(unrounded)),)
                 options = dataclasses.replace(options, extra=extra)
-            run_on_graph(graph, options, _graph_label(graph), subgraphs="own_runs", refusal=None)
+            run_on_graph(graph, options, _graph_label(graph), subgraphs="own_runs", refusal=None,
+                         known_values=self._placeholder_values(graph))
         finally:
             collapsed_groups.expand_unfused(graph, collapsed)
+
+    def _placeholder_values(self, graph: torch.fx.Graph) -> dict[str, Any]:
+        """The stated inputs bound to the graph's placeholders: AOT autograd's inference or forward graph takes the
+        Dynamo graph's inputs in their order, which each placeholder's tensor meta (shape and dtype) must confirm, or
+        nothing is bound (a backward graph, a branch's subgraph, a graph whose inputs were regrouped). A wrong binding
+        could only raise: the op checks the stated contents of the tensor it receives."""
+        if not self.input_values:
+            return {}
+        placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        if len(placeholders) != len(self.input_values):
+            return {}
+        bound = {}
+        for node, value in zip(placeholders, self.input_values):
+            meta = node.meta.get("val")
+            if value is None:
+                continue
+            if not isinstance(meta, torch.Tensor) or tuple(meta.shape) != tuple(value.shape) or \
+                    meta.dtype != value.dtype:
+                return {}
+            bound[node.name] = value
+        return bound
 
     def uuid(self) -> Any:
         h = hashlib.sha256()
@@ -188,6 +217,15 @@ def _in_process(inner: Callable) -> Callable:
     return compile_inner
 
 
+def _module_state(placeholder: torch.fx.Node) -> bool:
+    """The Dynamo graph's input is a module's buffer or parameter (its source `L['self']._buffers['wf']`), not a
+    value the caller passes: only such state may have its contents stated (token ids change at every call)."""
+    source = getattr(placeholder.meta.get("grapharg"), "source", None)
+    name = getattr(source, "name", None)
+    name = name() if callable(name) else name
+    return isinstance(name, str) and ("._buffers[" in name or "._parameters[" in name)
+
+
 def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], fx_opts: Options,
              patches: dict[str, Any]) -> Callable:
     from torch._inductor import config
@@ -196,7 +234,14 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], fx_opts: Optio
     patches = dict(patches)
     if fx_opts.baseline is None:  # a chain left unfused here is compiled by Inductor
         fx_opts = dataclasses.replace(fx_opts, baseline="inductor")
-    ours = FxfusePass(fx_opts, graph_key=hashlib.sha256(gm.code.encode()).hexdigest())
+    # inputs whose contents the pass may fold on, which then key Inductor's FX graph cache with the graph's code (a
+    # graph compiled on one g_idx must not be served to a model whose g_idx differs: act-order)
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    stated = [known_values_text(t) if isinstance(t, torch.Tensor) and _module_state(n) else ""
+              for n, t in zip(placeholders, example_inputs)] if len(placeholders) == len(example_inputs) else []
+    key = hashlib.sha256("\0".join([gm.code] + stated).encode()).hexdigest()
+    values = [t if text else None for t, text in zip(example_inputs, stated)] if any(stated) else None
+    ours = FxfusePass(fx_opts, graph_key=key, input_values=values)
     the_pass: Any = ours
     user_pass = patches.get(_PASS_KEY, getattr(config, _PASS_KEY, None))
     if user_pass is not None and not isinstance(user_pass, FxfusePass):

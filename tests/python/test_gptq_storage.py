@@ -208,6 +208,46 @@ def test_act_order_g_idx_is_gathered_by_aten_and_nothing_is_expected_of_it():
         assert torch.equal(ep2.module()(x), model(x))
 
 
+def test_gptq_storage_folds_under_the_torch_compile_backend():
+    """The backend's example inputs are the real tensors, the module's buffers among them: their contents are stated
+    as an exported program's are (backend.py _module_state), so the whole layer folds, the op checks the shift table
+    and g_idx at each call, and a g_idx changed after the compile is a clear error, not a wrong answer."""
+    testlib.seed("gptq_compile")
+    model = GPTQLinear(512, 64, 128, bias=True).eval()
+    compiled = torch.compile(model, backend="fxfuse")
+    with torch.no_grad():
+        for _ in range(2):
+            x = torch.randn(5, 512).half()
+            assert rel_err(compiled(x), model(x)) < 1e-3
+        (entry,) = fxfuse.report().fused
+        assert entry["prologue_stops"] == [] and "(relies on the contents of" in entry["chain"], entry
+        assert "(4-bit weights, 8 per i32)" in entry["chain"], entry
+        model.g_idx.copy_(model.g_idx.flip(0))
+        with pytest.raises(RuntimeError, match="no longer holds"):
+            compiled(x)
+
+
+class _GroupsAsAnArgument(GPTQLinear):
+    """g_idx passed at each call, not a buffer: its contents are the caller's, never stated."""
+    def forward(self, x, g_idx):
+        self.g_idx = g_idx
+        return super().forward(x)
+
+
+def test_an_integer_argument_is_not_stated_under_the_torch_compile_backend():
+    testlib.seed("gptq_compile_argument")
+    model = _GroupsAsAnArgument(512, 64, 128).eval()
+    g_idx = model.g_idx.clone()
+    del model.g_idx
+    compiled = torch.compile(model, backend="fxfuse")
+    with torch.no_grad():
+        for groups in (g_idx, g_idx.flip(0)):  # another table at the next call: still eager's answer
+            x = torch.randn(5, 512).half()
+            assert rel_err(compiled(x, groups), model(x, groups)) < 1e-3
+    (entry,) = fxfuse.report().fused  # the gather by the caller's table stays with ATen: the second call's answer
+    assert any("gather along k" in stop for stop in map(str, entry["prologue_stops"])), entry
+
+
 class _BoolSub(GPTQLinear):
     """The weight's nibbles minus a bool mask: eager refuses the sub; a rewrite must not answer it (review)."""
     def forward(self, x, mask):
