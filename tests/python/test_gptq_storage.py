@@ -227,6 +227,30 @@ def test_gptq_storage_folds_under_the_torch_compile_backend():
             compiled(x)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("layer", ["gptq", "awq"])
+@pytest.mark.parametrize("M", [1, 16])
+def test_quantized_storage_under_the_torch_compile_backend_on_cuda(layer, M, monkeypatch):
+    """GPTQ's and AWQ's layers compiled by the backend on CUDA: the whole layer one op (the decode kernel on the words
+    at these rows), against float64 with a bias, on fresh activations."""
+    from awq_linear import AWQLinear
+    strict_cuda_path(monkeypatch, "op")
+    testlib.seed("storage_compile_cuda", layer, M)
+    model = (GPTQLinear if layer == "gptq" else AWQLinear)(4096, 1024, 128, bias=True, device="cuda").eval()
+    compiled = torch.compile(model, backend="fxfuse")
+    with torch.no_grad():
+        for _ in range(2):
+            x = torch.randn(M, 4096, device="cuda").half()
+            launches = fxfuse.stats()["launches"]
+            got = compiled(x)
+            torch.cuda.synchronize()
+            assert fxfuse.stats()["launches"] > launches, fxfuse.stats()
+            want = x.double() @ model.weight().double() + model.bias.double()
+            assert not got.isnan().any() and rel_err(got, want) < 1e-2, rel_err(got, want)
+    (entry,) = fxfuse.report().fused
+    assert entry["prologue_stops"] == [], entry
+
+
 class _GroupsAsAnArgument(GPTQLinear):
     """g_idx passed at each call, not a buffer: its contents are the caller's, never stated."""
     def forward(self, x, g_idx):
