@@ -14,6 +14,7 @@ import fxfuse
 import testlib
 from awq_linear import AWQ_ORDER, AWQLinear
 from helpers import rel_err, strict_cuda_path
+from test_gptq_storage import EXACT_CHILD, VARIANT_CHILD, run_child
 from test_packed_int4 import _left, _specs, gemm_chain
 
 
@@ -212,26 +213,11 @@ def test_awq_layer_folds_under_the_torch_compile_backend():
 # permutes), the rule since its GPU tests passed in session 67 (FXFUSE_GEMV_NWORDS=0 turns it off; read once per
 # process: each check in a child) ----
 
-AWQ_VARIANT_CHILD = r"""
-import sys, torch, fxfuse
-from awq_linear import AWQLinear
-from test_packed_int4 import _specs
-model = AWQLinear(2048, 1536, 128, bias=True)
-ep2 = fxfuse.rewrite(torch.export.export(model, (torch.randn(4, 2048).half(),)), only_profitable=False)
-(spec,) = _specs(ep2)
-for M in (1, 16, 64, 65):
-    print(M, fxfuse._C.kernel_variant(spec, M, 1536, 2048)[0],
-          "FX_B_NWORDS 1" in fxfuse._C.generate_cuda(spec, M, 1536, 2048)[1])
-print("ok")
-"""
-
-
 @pytest.mark.parametrize("knob", ["", "0"], ids=["rule", "knob_off"])
 def test_awq_words_take_the_gemv_unless_the_knob_is_off(knob):
-    from test_gptq_storage import run_child
-    out = run_child(AWQ_VARIANT_CHILD, FXFUSE_GEMV_NWORDS=knob)
+    out = run_child(VARIANT_CHILD, "awq", FXFUSE_GEMV_NWORDS=knob)
     rows = dict((int(m), (v, w == "True")) for m, v, w in (line.split() for line in out.strip().splitlines()[:-1]))
-    for M in (1, 16, 64):  # decode rows: the gemv on the words, the generic tile with the knob off
+    for M in (1, 16, 24, 64):  # decode rows: the gemv on the words, the generic tile with the knob off
         assert rows[M] == (("gemv", True) if knob != "0" else ("sm80_mma", False)), rows
     assert rows[65][0] != "gemv", rows  # (prefill rows: not the gemv's)
 
@@ -240,34 +226,6 @@ def test_awq_words_take_the_gemv_unless_the_knob_is_off(knob):
 # output element is one weight element times 1.0 plus zeros, exact in fp32 and in the 16-bit output. Ragged N (544:
 # the last column tile's element-wise loader; its word rows, 272 bytes, stay 16-byte aligned, which the gemv needs),
 # each product and row tile, both conversion routes.
-AWQ_EXACT_CHILD = r"""
-import sys, torch, fxfuse, testlib
-from awq_linear import AWQLinear
-from test_packed_int4 import _specs
-M, N, K, dtype = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), getattr(torch, sys.argv[4])
-testlib.seed("awq_words_exact", M, N, K, sys.argv[4])
-model = AWQLinear(K, N, 128, dtype=dtype, device="cuda")
-x = torch.randn(M, K, device="cuda").to(dtype)
-ep2 = fxfuse.rewrite(torch.export.export(model, (x,)))
-(spec,) = _specs(ep2)
-assert fxfuse._C.kernel_variant(spec, M, N, K)[0] == "gemv", fxfuse._C.kernel_variant(spec, M, N, K)
-w = model.weight().to(dtype)
-module = ep2.module()
-launches = fxfuse.stats()["launches"]
-for _ in range(3):
-    ks = torch.randperm(K, device="cuda")[:M]
-    x = torch.zeros(M, K, device="cuda", dtype=dtype)
-    x[torch.arange(M, device="cuda"), ks] = 1
-    got = module(x)
-    torch.cuda.synchronize()
-    want = w[ks]
-    bad = got != want
-    assert not bad.any(), (int(bad.sum()), bad.nonzero()[:4].tolist(), got[bad][:4].tolist(), want[bad][:4].tolist())
-assert fxfuse.stats()["launches"] >= launches + 3 and fxfuse.stats()["aten_dispatch"] == 0, fxfuse.stats()
-print("ok")
-"""
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("pairs", ["", "0"], ids=["pairs", "fp32_route"])
 @pytest.mark.parametrize("M,N,K,dtype,knob", [
@@ -276,11 +234,10 @@ print("ok")
     (40, 1536, 2048, "float16", "FXFUSE_GEMV_WGMMA=1+FXFUSE_GEMV_NT=64"),
     (40, 1536, 2048, "bfloat16", "FXFUSE_GEMV_WGMMA=1+FXFUSE_GEMV_KT=64")])
 def test_awq_words_gemv_dequantizes_eagers_bits(M, N, K, dtype, knob, pairs):
-    from test_gptq_storage import run_child
     env = {"FXFUSE_GEMV_NIBBLE_PAIRS": pairs, "FXFUSE_STRICT": "1", "FXFUSE_POISON_OUTPUTS": "1"}
     if knob:
         env.update(kv.split("=") for kv in knob.split("+"))
-    run_child(AWQ_EXACT_CHILD, M, N, K, dtype, **env)
+    run_child(EXACT_CHILD, M, N, K, dtype, "awq", **env)
 
 
 # With a bias and random activations, against a float64 product and eager: the words as exported (the fast loader),
@@ -334,5 +291,4 @@ print("ok")
 @pytest.mark.gpu
 @pytest.mark.parametrize("M,N,K", [(1, 4096, 4096), (16, 14336, 4096), (64, 4096, 14336), (8, 1024, 1152)])
 def test_awq_words_gemv_matches_a_float64_product(M, N, K):
-    from test_gptq_storage import run_child
     run_child(AWQ_GEMV_CHILD, M, N, K, FXFUSE_STRICT="1", FXFUSE_POISON_OUTPUTS="1")

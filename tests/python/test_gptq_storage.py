@@ -400,39 +400,44 @@ def run_child(code: str, *args, **env):
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stdout + out.stderr
     return out.stdout
 
+# (both layers' words: GPTQ's along k, FX_B_WORDS; AWQ's along n, FX_B_NWORDS, test_awq_storage.py)
 VARIANT_CHILD = r"""
 import sys, torch, fxfuse
+from awq_linear import AWQLinear
 from gptq_linear import GPTQLinear
 from test_packed_int4 import _specs
-model = GPTQLinear(2048, 1536, 128, bias=True)
+layer = sys.argv[1]
+model = (GPTQLinear if layer == "gptq" else AWQLinear)(2048, 1536, 128, bias=True)
 ep2 = fxfuse.rewrite(torch.export.export(model, (torch.randn(4, 2048).half(),)), only_profitable=False)
 (spec,) = _specs(ep2)
+words = "FX_B_WORDS 1" if layer == "gptq" else "FX_B_NWORDS 1"
 for M in (1, 16, 24, 64, 65):
-    print(M, fxfuse._C.kernel_variant(spec, M, 1536, 2048)[0],
-          "FX_B_WORDS 1" in fxfuse._C.generate_cuda(spec, M, 1536, 2048)[1])
+    print(M, fxfuse._C.kernel_variant(spec, M, 1536, 2048)[0], words in fxfuse._C.generate_cuda(spec, M, 1536, 2048)[1])
 print("ok")
 """
 
 
 @pytest.mark.parametrize("knob", ["", "0"], ids=["rule", "knob_off"])
 def test_gptq_words_take_the_gemv_unless_the_zero_point_knob_is_off(knob):
-    out = run_child(VARIANT_CHILD, FXFUSE_GEMV_ZERO_TENSOR=knob)
+    out = run_child(VARIANT_CHILD, "gptq", FXFUSE_GEMV_ZERO_TENSOR=knob)
     rows = dict((int(m), (v, w == "True")) for m, v, w in (line.split() for line in out.strip().splitlines()[:-1]))
     for M in (1, 16, 24, 64):  # decode rows: the gemv on the words, the generic tile with the knob off
         assert rows[M] == (("gemv", True) if knob != "0" else ("sm80_mma", False)), rows
     assert rows[65][0] != "gemv", rows  # (prefill rows: not the gemv's)
 
 
-# The gemv's dequantized GPTQ weight, bit for bit: one-hot activation rows (row m reads k_m alone) and no bias, so
-# each output element is one weight element times 1.0 plus zeros, exact in fp32 and in the 16-bit output. The
-# default rewrite takes the gemv (the knob on); both conversion routes (FXFUSE_GEMV_NIBBLE_PAIRS=0: the fp32 one).
+# The gemv's dequantized GPTQ (or AWQ: argv[5], test_awq_storage.py) weight, bit for bit: one-hot activation rows (row
+# m reads k_m alone) and no bias, so each output element is one weight element times 1.0 plus zeros, exact in fp32 and
+# in the 16-bit output. The default rewrite takes the gemv (the knob on); both conversion routes
+# (FXFUSE_GEMV_NIBBLE_PAIRS=0: the fp32 one).
 EXACT_CHILD = r"""
 import sys, torch, fxfuse, testlib
+from awq_linear import AWQLinear
 from gptq_linear import GPTQLinear
 from test_packed_int4 import _specs
-M, N, K, dtype = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), getattr(torch, sys.argv[4])
-testlib.seed("gptq_words_exact", M, N, K, sys.argv[4])
-model = GPTQLinear(K, N, 128, dtype=dtype, device="cuda")
+M, N, K, dtype, layer = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), getattr(torch, sys.argv[4]), sys.argv[5]
+testlib.seed(layer + "_words_exact", M, N, K, sys.argv[4])
+model = (GPTQLinear if layer == "gptq" else AWQLinear)(K, N, 128, dtype=dtype, device="cuda")
 x = torch.randn(M, K, device="cuda").to(dtype)
 ep2 = fxfuse.rewrite(torch.export.export(model, (x,)))
 (spec,) = _specs(ep2)
@@ -448,7 +453,7 @@ for _ in range(3):
     torch.cuda.synchronize()
     want = w[ks]
     bad = got != want
-    assert not bad.any(), (int(bad.sum()), got[bad][:4].tolist(), want[bad][:4].tolist())
+    assert not bad.any(), (int(bad.sum()), bad.nonzero()[:4].tolist(), got[bad][:4].tolist(), want[bad][:4].tolist())
 assert fxfuse.stats()["launches"] >= launches + 3 and fxfuse.stats()["aten_dispatch"] == 0, fxfuse.stats()
 print("ok")
 """
@@ -467,7 +472,7 @@ def test_gptq_words_gemv_dequantizes_eagers_bits(M, N, K, dtype, knob, pairs):
            "FXFUSE_POISON_OUTPUTS": "1"}
     if knob:
         env.update(kv.split("=") for kv in knob.split("+"))
-    run_child(EXACT_CHILD, M, N, K, dtype, **env)
+    run_child(EXACT_CHILD, M, N, K, dtype, "gptq", **env)
 
 
 # With a bias and random activations, against a float64 product and eager, the words' layout read by the fast loader
