@@ -957,10 +957,11 @@ bool gemvTakesWgmma(const Query& q, int mtiles) {
   // (0.0445 / 0.0480 against mma.sync's 0.0472 / 0.0524). Not measured: 17-32 rows (m-tiles of 32: the rule before
   // stands there), u8 bytes with a zero point tensor.
   if (q.b.words && q.b.zero_value >= 0 && mtiles == 8) return false;
-  // AWQ's words (always with their zero points) keep mma.sync at every row count: bench/RESULTS.md session 67 (the AWQ
-  // layer, an H100): 0.0426 / 0.0417 ms at 32 rows and 0.0518 / 0.0565 at 64 (4096 x 14336 / 14336 x 4096) against
-  // wgmma's 0.0522 / 0.0493 and 0.0574 / 0.0908.
-  if (q.b.n_words && q.b.zero_value >= 0) return false;
+  // AWQ's words keep mma.sync at every row count: bench/RESULTS.md session 67 (the AWQ layer, with its zero points, an
+  // H100): 0.0426 / 0.0417 ms at 32 rows and 0.0518 / 0.0565 at 64 (4096 x 14336 / 14336 x 4096) against wgmma's
+  // 0.0522 / 0.0493 and 0.0574 / 0.0908. (Words along n with a constant zero point, no AWQ checkpoint's form, were
+  // neither measured nor run on the GPU with wgmma: mma.sync too.)
+  if (q.b.n_words) return false;
   return mtiles >= (q.b.kmajor ? 8 : 4);
 }
 

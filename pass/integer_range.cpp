@@ -118,6 +118,15 @@ int inPlaceOperandSource(const GraphIndex& index, int node) {
   return -1;
 }
 
+bool conversionKeepsValues(const GraphIndex& index, int node) {
+  const ir::Node& n = index.node(node);
+  const ir::TensorType* t = index.tensor(node);
+  if (!convertTarget(n) || n.args.empty() || !n.args[0].isValue() || !t) return false;
+  const std::optional<IntegerRange> target = dtypeRange(t->dtype);
+  const std::optional<IntegerRange> source = rangeOf(index, index.producer(n.args[0]), 0);
+  return target && source && within(*source, *target);
+}
+
 bool integerArithmeticExactInFloat(const GraphIndex& index, int node) {
   const ir::Node& n = index.node(node);
   const bool sub = n.isCall("aten.sub.Tensor");

@@ -24,6 +24,10 @@ std::optional<IntegerRange> integerRange(const GraphIndex& index, int node);
 // operand and result within float32's exact integers (2^24) and the result within its dtype (eager's cannot wrap).
 bool integerArithmeticExactInFloat(const GraphIndex& index, int node);
 
+// `node` converts an integer tensor to an integer type that holds every value its source may hold (its range: no
+// value wraps); false for any other node, or a source without a known range.
+bool conversionKeepsValues(const GraphIndex& index, int node);
+
 // The in-place op (`w &= 15`, `bitwise_and_`, an out= form) whose result an operand of `node` reads, or that writes a
 // value the operand reads, through value-keeping views and conversions; -1 where there is none. The prologue does not
 // read through in-place ops, and the report names this one.

@@ -112,9 +112,11 @@ std::optional<NibbleUnpack> wordsUnpackedAt(const GraphIndex& index, int node, b
   u.pos = *pos;
   u.nodes.push_back(node);
   // down to the shift: integer conversions, exactly one `& 15`, and above it adds / subs of a number that cannot wrap
-  // (GPTQ v1 checkpoints' zero points, `(z & 15) + 1` before their reshape)
+  // (GPTQ v1 checkpoints' zero points, `(z & 15) + 1` before their reshape). The fold emits the adds alone: every
+  // conversion above one must keep its values (`((z & 15) + 250).to(uint8)` wraps in eager: a review's case)
   int at = split;
   bool masked = false;
+  std::vector<int> convertsAbove;  // integer conversions met before the lowest add so far (above it)
   while (at >= 0 && !isShift(index.node(at))) {
     const ir::Node& step = index.node(at);
     if (isAnd15(step) && !masked) {
@@ -122,8 +124,12 @@ std::optional<NibbleUnpack> wordsUnpackedAt(const GraphIndex& index, int node, b
     } else if (!masked && step.args.size() == 2 && step.args[0].isValue() && step.args[1].isExactNumber() &&
                integerArithmeticExactInFloat(index, at)) {
       u.arithmetic.push_back(at);
+      for (int c : convertsAbove)
+        if (!conversionKeepsValues(index, c)) return std::nullopt;
     } else if (!isIntegerConvert(step)) {
       return std::nullopt;
+    } else if (!masked) {
+      convertsAbove.push_back(at);
     }
     if (step.args.empty()) return std::nullopt;
     u.nodes.push_back(at);

@@ -14,11 +14,13 @@ are Inductor config keys, validated like ``torch.compile(backend="inductor", opt
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import hashlib
 import logging
 import os
+import warnings
 from typing import Any, Callable
 
 import torch
@@ -27,7 +29,7 @@ import torch.fx
 from . import collapsed_groups, decomposed_activations, decomposed_groups, decomposed_round, linear_output_views
 from .ir_export import known_values_text
 from .pass_driver import Options, run_on_graph
-from .stats import record_cached_graph
+from .stats import record_cached_graph, record_stated_fallback
 
 log = logging.getLogger("fxfuse")
 
@@ -133,7 +135,7 @@ class FxfusePass(_PassBase):
         Dynamo graph's inputs in their order, which each placeholder's tensor meta (shape and dtype) must confirm, or
         nothing is bound (a backward graph, a branch's subgraph, a graph whose inputs were regrouped). A wrong binding
         could only raise: the op checks the stated contents of the tensor it receives."""
-        if not self.input_values:
+        if not self.input_values or _graph_label(graph) == "backward":
             return {}
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         if len(placeholders) != len(self.input_values):
@@ -226,11 +228,48 @@ def _module_state(placeholder: torch.fx.Node) -> bool:
     return isinstance(name, str) and ("._buffers[" in name or "._parameters[" in name)
 
 
+# What the op raises when a stated input no longer holds (runtime/known_values_check.cpp)
+_STATED_INPUT_CHANGED = "no longer holds what the chain was fused for"
+
+
+def _with_unstated_fallback(compiled: Callable, compile_unstated: Callable[[], Callable]) -> Callable:
+    """`compiled` (folded on the contents of module buffers), run as is; a call whose buffers no longer hold what it
+    was folded on runs the graph compiled without stated contents instead (compiled at the first such call). Dynamo
+    does not guard buffer contents: it serves one compiled graph to every instance of a module class (regional
+    compilation of repeated layers, some with act-order), and weights loaded after a warm-up call keep the graph.
+    The op checks its stated inputs before it launches anything, and AOT autograd applies input mutations after the
+    graph returns, so the failed call has done nothing the fallback repeats. Either calling convention is kept (a
+    boxed call takes the argument list, which it may clear: the fallback gets a copy)."""
+    unstated: list[Callable] = []
+
+    def run(*args: Any) -> Any:
+        # (boxed: one list of the graph's inputs, which are never lists themselves)
+        boxed = len(args) == 1 and isinstance(args[0], list)
+        saved = list(args[0]) if boxed else list(args)
+        try:
+            return compiled(*args)
+        except RuntimeError as e:
+            if _STATED_INPUT_CHANGED not in str(e):
+                raise
+            if not unstated:
+                warnings.warn("fxfuse: a module buffer this compiled graph was folded on no longer holds those contents "
+                              f"({e}); such calls run a graph compiled without folding on buffer contents",
+                              RuntimeWarning, stacklevel=2)
+                unstated.append(compile_unstated())
+            record_stated_fallback()
+            return unstated[0](saved) if boxed else unstated[0](*saved)
+
+    if getattr(compiled, "_boxed_call", False):
+        run._boxed_call = True  # type: ignore[attr-defined]
+    return run
+
+
 def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], fx_opts: Options,
-             patches: dict[str, Any]) -> Callable:
+             patches: dict[str, Any], state_buffers: bool = True) -> Callable:
     from torch._inductor import config
     from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 
+    given_patches = patches
     patches = dict(patches)
     if fx_opts.baseline is None:  # a chain left unfused here is compiled by Inductor
         fx_opts = dataclasses.replace(fx_opts, baseline="inductor")
@@ -238,7 +277,14 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], fx_opts: Optio
     # graph compiled on one g_idx must not be served to a model whose g_idx differs: act-order)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     stated = [known_values_text(t) if isinstance(t, torch.Tensor) and _module_state(n) else ""
-              for n, t in zip(placeholders, example_inputs)] if len(placeholders) == len(example_inputs) else []
+              for n, t in zip(placeholders, example_inputs)] \
+        if state_buffers and len(placeholders) == len(example_inputs) else []
+    spare = None  # the Dynamo graph as given, for the fallback's compile (Inductor's passes rewrite gm in place)
+    if any(stated):
+        try:
+            spare = copy.deepcopy(gm)
+        except Exception:  # noqa: BLE001 - no copy, no fallback: then nothing is stated
+            stated = []
     key = hashlib.sha256("\0".join([gm.code] + stated).encode()).hexdigest()
     values = [t if text else None for t, text in zip(example_inputs, stated)] if any(stated) else None
     ours = FxfusePass(fx_opts, graph_key=key, input_values=values)
@@ -262,7 +308,10 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], fx_opts: Optio
         # the pass's version and options). A backward graph is compiled later, at the first
         # backward, and is not counted either way here.
         record_cached_graph()
-    return compiled
+    if values is None:
+        return compiled
+    return _with_unstated_fallback(
+        compiled, lambda: _compile(spare, example_inputs, fx_opts, given_patches, state_buffers=False))
 
 
 def fxfuse_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], *, mode: str | None = None,

@@ -489,6 +489,8 @@ TEST(Gemv, QuantScaleHookExactlyWhereTheSpecIsConvertTimesScale) {
     want.insert("int4_u8_group_wise_zero_point_bias_gelu");
     want.insert("gptq_words_group_zero_point_bias");
     want.insert("gptq_words_packed_zero_points_bias");
+    const char* nwords = std::getenv("FXFUSE_GEMV_NWORDS");  // (AWQ's words: codegen.GemvNWordsKnob.Off turns them off)
+    if (!nwords || std::string(nwords) != "0") want.insert("awq_words_order_group_scale_bias");
   }
   std::set<std::string> got;
   for (const std::string& name : test::specNames()) {
@@ -1026,17 +1028,19 @@ TEST(Gemv, PackedInt4GptqWords) {
 TEST(Gemv, PackedInt4AwqWords) {
   const char* knob = std::getenv("FXFUSE_GEMV_NWORDS");
   const bool on = !knob || std::string(knob) != "0";
+  const char* nibbles_knob = std::getenv("FXFUSE_GEMV_NIBBLES");  // (codegen.GemvNibblesKnob.Off: no packed gemv)
+  const bool nibbles = !nibbles_knob || std::string(nibbles_knob) != "0";
   const spec::ChainSpec awq = loadSpec("awq_words_order_group_scale_bias");
   const OperandInfo b = analyzeB(awq);
   EXPECT_EQ(b.nibbles, on && zeroTensorKnobOn());
   EXPECT_EQ(variantAt("awq_words_order_group_scale_bias", 16, 4096, 4096),
-            on && zeroTensorKnobOn() ? "gemv" : "sm80_mma");
+            on && zeroTensorKnobOn() && nibbles ? "gemv" : "sm80_mma");
   if (!b.nibbles) return;
   EXPECT_TRUE(b.n_words && !b.words && !b.kmajor && b.quant_scale && b.zero_value >= 0);
   EXPECT_EQ(b.n_word_order, 0x73625140u);
   EXPECT_EQ(b.slot, 1);
   EXPECT_EQ(b.scale_group, 128);
-  if (!gemvRuleKnobSet()) {
+  if (!gemvRuleKnobSet() && nibbles) {
     for (long long M : {1, 16, 24, 64})
       for (const auto& [N, K] : {std::pair<long long, long long>{14336, 4096}, {4096, 14336}}) {
         const KernelConfig c = chooseConfig(awq, shapeFor(awq, M, N, K), 90);
@@ -1059,7 +1063,7 @@ TEST(Gemv, PackedInt4AwqWords) {
   // words along n of an [N/8, K] tensor (n packed outermost): no loader layout for them
   const spec::ChainSpec nk = spec::parseSpec(std::regex_replace(spec::printSpec(awq), std::regex("i32 \\[k,q\\]"), "i32 [q,k]"));
   EXPECT_FALSE(analyzeB(nk).nibbles);
-  if (!gemvBuiltIn() || !nvrtcUsable()) return;
+  if (!gemvBuiltIn() || !nvrtcUsable() || !nibbles) return;
   for (const spec::ChainSpec* s : {&awq, &plain})
     for (long long m : {1, 16, 64}) expectPackedGemvCompiles(*s, m, 16);
 }
