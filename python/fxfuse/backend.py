@@ -14,22 +14,19 @@ are Inductor config keys, validated like ``torch.compile(backend="inductor", opt
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import hashlib
 import logging
 import os
-import warnings
 from typing import Any, Callable
 
 import torch
 import torch.fx
 
 from . import collapsed_groups, decomposed_activations, decomposed_groups, decomposed_round, linear_output_views
-from .ir_export import known_values_text
 from .pass_driver import Options, run_on_graph
-from .stats import record_cached_graph, record_stated_fallback
+from .stats import record_cached_graph
 
 log = logging.getLogger("fxfuse")
 
@@ -93,16 +90,10 @@ class FxfusePass(_PassBase):
     `round(y, decimals=1)` and a user's own `round(y * 10) * 0.1`, the same graph after Inductor's
     decompositions, were served each other's compiled graph (review, session 57)."""
 
-    def __init__(self, options: Options | None = None, graph_key: str = "",
-                 input_values: list[Any] | None = None):
+    def __init__(self, options: Options | None = None, graph_key: str = ""):
         self.options = Options.given(options, "FxfusePass")
         self.graph_key = graph_key
         self.graphs_run = 0  # graphs this instance rewrote (one instance per backend compile)
-        # The Dynamo graph's inputs whose contents the IR can state (small integer tensors: a GPTQ shift table, a
-        # g_idx; ir_export.known_values_text), by position; None elsewhere. The backend's example inputs are the real
-        # tensors (buffers lifted to inputs), so the pass may fold on their contents as it does on an exported
-        # program's buffers; the op checks them again at each call (the spec's `expect`).
-        self.input_values = input_values
 
     def __call__(self, graph: torch.fx.Graph) -> None:
         self.graphs_run += 1
@@ -125,31 +116,9 @@ class FxfusePass(_PassBase):
             if unrounded:
                 extra = options.extra + (("unrounded_groups", ",".join(unrounded)),)
                 options = dataclasses.replace(options, extra=extra)
-            run_on_graph(graph, options, _graph_label(graph), subgraphs="own_runs", refusal=None,
-                         known_values=self._placeholder_values(graph))
+            run_on_graph(graph, options, _graph_label(graph), subgraphs="own_runs", refusal=None)
         finally:
             collapsed_groups.expand_unfused(graph, collapsed)
-
-    def _placeholder_values(self, graph: torch.fx.Graph) -> dict[str, Any]:
-        """The stated inputs bound to the graph's placeholders: AOT autograd's inference or forward graph takes the
-        Dynamo graph's inputs in their order, which each placeholder's tensor meta (shape and dtype) must confirm, or
-        nothing is bound (a backward graph, a branch's subgraph, a graph whose inputs were regrouped). A wrong binding
-        could only raise: the op checks the stated contents of the tensor it receives."""
-        if not self.input_values or _graph_label(graph) == "backward":
-            return {}
-        placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-        if len(placeholders) != len(self.input_values):
-            return {}
-        bound = {}
-        for node, value in zip(placeholders, self.input_values):
-            meta = node.meta.get("val")
-            if value is None:
-                continue
-            if not isinstance(meta, torch.Tensor) or tuple(meta.shape) != tuple(value.shape) or \
-                    meta.dtype != value.dtype:
-                return {}
-            bound[node.name] = value
-        return bound
 
     def uuid(self) -> Any:
         h = hashlib.sha256()
@@ -219,75 +188,15 @@ def _in_process(inner: Callable) -> Callable:
     return compile_inner
 
 
-def _module_state(placeholder: torch.fx.Node) -> bool:
-    """The Dynamo graph's input is a module's buffer or parameter (its source `L['self']._buffers['wf']`), not a
-    value the caller passes: only such state may have its contents stated (token ids change at every call)."""
-    source = getattr(placeholder.meta.get("grapharg"), "source", None)
-    name = getattr(source, "name", None)
-    name = name() if callable(name) else name
-    return isinstance(name, str) and ("._buffers[" in name or "._parameters[" in name)
-
-
-# What the op raises when a stated input no longer holds (runtime/known_values_check.cpp)
-_STATED_INPUT_CHANGED = "no longer holds what the chain was fused for"
-
-
-def _with_unstated_fallback(compiled: Callable, compile_unstated: Callable[[], Callable]) -> Callable:
-    """`compiled` (folded on the contents of module buffers), run as is; a call whose buffers no longer hold what it
-    was folded on runs the graph compiled without stated contents instead (compiled at the first such call). Dynamo
-    does not guard buffer contents: it serves one compiled graph to every instance of a module class (regional
-    compilation of repeated layers, some with act-order), and weights loaded after a warm-up call keep the graph.
-    The op checks its stated inputs before it launches anything, and AOT autograd applies input mutations after the
-    graph returns, so the failed call has done nothing the fallback repeats. Either calling convention is kept (a
-    boxed call takes the argument list, which it may clear: the fallback gets a copy)."""
-    unstated: list[Callable] = []
-
-    def run(*args: Any) -> Any:
-        # (boxed: one list of the graph's inputs, which are never lists themselves)
-        boxed = len(args) == 1 and isinstance(args[0], list)
-        saved = list(args[0]) if boxed else list(args)
-        try:
-            return compiled(*args)
-        except RuntimeError as e:
-            if _STATED_INPUT_CHANGED not in str(e):
-                raise
-            if not unstated:
-                warnings.warn("fxfuse: a module buffer this compiled graph was folded on no longer holds those contents "
-                              f"({e}); such calls run a graph compiled without folding on buffer contents",
-                              RuntimeWarning, stacklevel=2)
-                unstated.append(compile_unstated())
-            record_stated_fallback()
-            return unstated[0](saved) if boxed else unstated[0](*saved)
-
-    if getattr(compiled, "_boxed_call", False):
-        run._boxed_call = True  # type: ignore[attr-defined]
-    return run
-
-
 def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], fx_opts: Options,
-             patches: dict[str, Any], state_buffers: bool = True) -> Callable:
+             patches: dict[str, Any]) -> Callable:
     from torch._inductor import config
     from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 
-    given_patches = patches
     patches = dict(patches)
     if fx_opts.baseline is None:  # a chain left unfused here is compiled by Inductor
         fx_opts = dataclasses.replace(fx_opts, baseline="inductor")
-    # inputs whose contents the pass may fold on, which then key Inductor's FX graph cache with the graph's code (a
-    # graph compiled on one g_idx must not be served to a model whose g_idx differs: act-order)
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    stated = [known_values_text(t) if isinstance(t, torch.Tensor) and _module_state(n) else ""
-              for n, t in zip(placeholders, example_inputs)] \
-        if state_buffers and len(placeholders) == len(example_inputs) else []
-    spare = None  # the Dynamo graph as given, for the fallback's compile (Inductor's passes rewrite gm in place)
-    if any(stated):
-        try:
-            spare = copy.deepcopy(gm)
-        except Exception:  # noqa: BLE001 - no copy, no fallback: then nothing is stated
-            stated = []
-    key = hashlib.sha256("\0".join([gm.code] + stated).encode()).hexdigest()
-    values = [t if text else None for t, text in zip(example_inputs, stated)] if any(stated) else None
-    ours = FxfusePass(fx_opts, graph_key=key, input_values=values)
+    ours = FxfusePass(fx_opts, graph_key=hashlib.sha256(gm.code.encode()).hexdigest())
     the_pass: Any = ours
     user_pass = patches.get(_PASS_KEY, getattr(config, _PASS_KEY, None))
     if user_pass is not None and not isinstance(user_pass, FxfusePass):
@@ -308,10 +217,7 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], fx_opts: Optio
         # the pass's version and options). A backward graph is compiled later, at the first
         # backward, and is not counted either way here.
         record_cached_graph()
-    if values is None:
-        return compiled
-    return _with_unstated_fallback(
-        compiled, lambda: _compile(spare, example_inputs, fx_opts, given_patches, state_buffers=False))
+    return compiled
 
 
 def fxfuse_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], *, mode: str | None = None,

@@ -57,13 +57,6 @@ def record_cached_graph() -> None:
         _counters["graphs_from_inductor_cache"] += 1
 
 
-def record_stated_fallback() -> None:
-    """One call of a backend-compiled graph found a module buffer it was folded on changed and ran the graph compiled
-    without stated contents (``stated_fallbacks``; backend.py _with_unstated_fallback)."""
-    with _lock:
-        _counters["stated_fallbacks"] += 1
-
-
 def _native_stats() -> dict[str, Any]:
     from . import _C
 
@@ -82,13 +75,12 @@ def _native_stats() -> dict[str, Any]:
 
 def stats() -> dict[str, Any]:
     """``{"graphs_seen", "gemms_seen", "chains_fused", "chains_for_unfused_path", "rewrites_skipped",
-    "graphs_from_inductor_cache", "stated_fallbacks", "rejections": {reason: n}, "kernels_compiled", "cache_hits",
+    "graphs_from_inductor_cache", "rejections": {reason: n}, "kernels_compiled", "cache_hits",
     ...}``: the Python counters plus every counter of ``_C.stats()`` (kernel compiles,
     memory/disk cache hits). A graph from Inductor's cache is not in the pass's counters."""
     with _lock:
         out: dict[str, Any] = {k: 0 for k in ("graphs_seen", "gemms_seen", "chains_fused", "chains_for_unfused_path",
-                                              "rewrites_skipped", "graphs_from_inductor_cache",
-                                              "stated_fallbacks")}
+                                              "rewrites_skipped", "graphs_from_inductor_cache")}
         out.update(_counters)
         out["rejections"] = dict(_rejections)
     native = _native_stats()

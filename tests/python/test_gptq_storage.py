@@ -240,10 +240,13 @@ def test_act_order_g_idx_is_gathered_by_aten_and_nothing_is_expected_of_it():
         assert torch.equal(ep2.module()(x), model(x))
 
 
-def test_gptq_storage_folds_under_the_torch_compile_backend():
-    """The backend's example inputs are the real tensors, the module's buffers among them: their contents are stated
-    as an exported program's are (backend.py _module_state), so the whole layer folds, the op checks the shift table
-    and g_idx at each call, and a g_idx changed after the compile is a clear error, not a wrong answer."""
+def test_gptq_under_the_torch_compile_backend_gathers_g_idx_with_aten():
+    """Under the torch.compile backend the module's buffers are graph inputs whose contents the pass is not told (a
+    session 67 design that stated them from the backend's example inputs was withdrawn after a hunt: Dynamo serves one
+    graph to every instance of a module class and keeps it when weights are loaded after a warm-up, a `.data` write
+    escapes the op's version-counted check, and a fallback graph repeated the graph's buffer mutations): the chain
+    fuses, ATen gathers the scales and zero points by g_idx, and a g_idx changed after the compile still gives
+    eager's answer."""
     testlib.seed("gptq_compile")
     model = GPTQLinear(512, 64, 128, bias=True).eval()
     compiled = torch.compile(model, backend="fxfuse")
@@ -252,18 +255,11 @@ def test_gptq_storage_folds_under_the_torch_compile_backend():
             x = torch.randn(5, 512).half()
             assert rel_err(compiled(x), model(x)) < 1e-3
         (entry,) = fxfuse.report().fused
-        assert entry["prologue_stops"] == [] and "(relies on the contents of" in entry["chain"], entry
-        assert "(4-bit weights, 8 per i32)" in entry["chain"], entry
-        assert fxfuse.stats()["stated_fallbacks"] == 0
-        # a g_idx loaded after the compile (an act-order checkpoint): Dynamo keeps the graph, the op finds the
-        # buffer changed, and the call runs the graph compiled without stated contents: eager's answer, a warning
+        assert any("gather along k" in str(stop) for stop in entry["prologue_stops"]), entry
         model.g_idx.copy_(model.g_idx[torch.randperm(512)])
-        with pytest.warns(RuntimeWarning, match="no longer holds"):
-            assert rel_err(compiled(x), model(x)) < 1e-3
         for _ in range(2):
             x = torch.randn(5, 512).half()
             assert rel_err(compiled(x), model(x)) < 1e-3
-        assert fxfuse.stats()["stated_fallbacks"] == 3
 
 
 class _TwoLayers(torch.nn.Module):
@@ -276,8 +272,8 @@ class _TwoLayers(torch.nn.Module):
 
 
 def test_one_compiled_layer_serves_instances_whose_buffers_differ():
-    """Regional compilation: Dynamo compiles the repeated layer once and serves every instance; an instance with an
-    act-order g_idx runs the unstated graph, the others the folded one (a review's case: it raised before)."""
+    """Regional compilation: Dynamo compiles the repeated layer once and serves every instance, one of them with an
+    act-order g_idx: eager's answer for both (a review's case against a design that folded on buffer contents)."""
     testlib.seed("gptq_compile_regional")
     plain, act = GPTQLinear(512, 512, 128).eval(), GPTQLinear(512, 512, 128, act_order=True).eval()
     model = _TwoLayers(plain, act)
@@ -293,8 +289,9 @@ def test_one_compiled_layer_serves_instances_whose_buffers_differ():
 @pytest.mark.parametrize("layer", ["gptq", "awq"])
 @pytest.mark.parametrize("M", [1, 16])
 def test_quantized_storage_under_the_torch_compile_backend_on_cuda(layer, M, monkeypatch):
-    """GPTQ's and AWQ's layers compiled by the backend on CUDA: the whole layer one op (the decode kernel on the words
-    at these rows), against float64 with a bias, on fresh activations."""
+    """GPTQ's and AWQ's layers compiled by the backend on CUDA, against float64 with a bias, on fresh activations. AWQ
+    folds whole (its order a constant of the graph: the decode kernel on the words at these rows); GPTQ's g_idx is a
+    graph input whose contents the pass is not told, so ATen gathers its scales and zero points."""
     from awq_linear import AWQLinear
     strict_cuda_path(monkeypatch, "op")
     testlib.seed("storage_compile_cuda", layer, M)
@@ -306,15 +303,16 @@ def test_quantized_storage_under_the_torch_compile_backend_on_cuda(layer, M, mon
             launches = fxfuse.stats()["launches"]
             got = compiled(x)
             torch.cuda.synchronize()
-            assert fxfuse.stats()["launches"] > launches, fxfuse.stats()
+            assert layer == "gptq" or fxfuse.stats()["launches"] > launches, fxfuse.stats()
             want = x.double() @ model.weight().double() + model.bias.double()
             assert not got.isnan().any() and rel_err(got, want) < 1e-2, rel_err(got, want)
-    (entry,) = fxfuse.report().fused
-    assert entry["prologue_stops"] == [], entry
+    if layer == "awq":
+        (entry,) = fxfuse.report().fused
+        assert entry["prologue_stops"] == [], entry
 
 
 class _GroupsAsAnArgument(GPTQLinear):
-    """g_idx passed at each call, not a buffer: its contents are the caller's, never stated."""
+    """g_idx passed at each call, not a buffer: its contents are the caller's."""
     def forward(self, x, g_idx):
         self.g_idx = g_idx
         return super().forward(x)
