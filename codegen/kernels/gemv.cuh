@@ -191,6 +191,9 @@ static_assert(!kWords || (kNibbles && !kKMajor), "FX_B_WORDS: packed int4 weight
 static_assert(!kNWords || (kNibbles && !kKMajor && !kWords), "FX_B_NWORDS: packed int4 weights, K x N");
 // bytes of one element of B's input (its strides count elements): either form of words is 4
 constexpr int kBInputBytes = kWords || kNWords ? 4 : kWB;
+// k and n of one element of B's input, as shifts: packed int4 holds 2 k to a byte, GPTQ's words 8 k, AWQ's words 8 n
+constexpr int kKPackShift = kWords ? 3 : kNibbles && !kNWords ? 1 : 0;
+constexpr int kNPackShift = kNWords ? 3 : 0;
 static_assert(!FX_B_ZERO_TENSOR || (kNibbles && FX_B_ZERO == 0), "FX_B_ZERO_TENSOR: packed int4 weights, no constant");
 template <class X, class Y> struct is_same_t { static constexpr bool value = false; };
 template <class X> struct is_same_t<X, X> { static constexpr bool value = true; };
@@ -1293,9 +1296,8 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   {
     const fxfuse::FxOperand& o = p.in[FX_B_SLOT];
     const long long k0 = kb * kKT;
-    wstep = kKMajor ? (long long)kKT * kWB : (long long)kKT * o.sk * kWB;
-    if constexpr (kNibbles) wstep /= 2;  // (the packed index of k is k / 2; words: k / 8 word rows of 4 sk bytes)
-    if constexpr (kNWords) wstep = (long long)kKT * o.sk * 4;  // (AWQ's words: k rows of 4 sk bytes)
+    // a stage's kKT k: kKT >> kKPackShift elements along k (k-major: contiguous)
+    wstep = (long long)(kKT >> kKPackShift) * kBInputBytes * (kKMajor ? 1 : o.sk);
 #pragma unroll
     for (int i = 0; i < kWCh; ++i) {
       const int ci = threadIdx.x + i * kThreads;
@@ -1308,11 +1310,8 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         else if constexpr (kNWords) { k = k0 + row; n = c.n0 + 32 * ch; }
         else { k = k0 + 2 * row; n = c.n0 + 16 * ch; }
         wdst[i] = packed_offset(ci);
-        // (words: the word row k / 8; AWQ's: the word n / 8 of row k; strides in words)
         wsrc[i] = static_cast<const char*>(o.ptr) +
-                  (kWords    ? 4 * (c.b * o.sb + (k >> 3) * o.sk + n * o.sn)
-                   : kNWords ? 4 * (c.b * o.sb + k * o.sk + (n >> 3) * o.sn)
-                             : c.b * o.sb + (k >> 1) * o.sk + n * o.sn);
+                  kBInputBytes * (c.b * o.sb + (k >> kKPackShift) * o.sk + (n >> kNPackShift) * o.sn);
         continue;
       }
       if constexpr (kKMajor) { row = ci >> 3; ch = ci & 7; n = c.n0 + row; k = k0 + ch * kE; }
