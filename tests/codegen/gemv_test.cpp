@@ -1023,7 +1023,7 @@ TEST(Gemv, PackedInt4GptqWords) {
 // hooks state the words and their order's nibble table (kernels/gemv.cuh expands a word with two byte permutes whose
 // selectors it derives from the table), and the kernel compiles for sm_90a without spills at 1, 16 and 64 rows. Their
 // zero points (`[g,q]` in the same order) are read per column through the table, as the generic kernel reads them.
-// The product is mma.sync at every row count (bench/RESULTS.md session 67: wgmma was 1.2-1.6x its time at 32 and 64
+// The product is mma.sync at every row count (bench/RESULTS.md session 67: wgmma was 1.1-1.6x its time at 32 and 64
 // rows); the CTAs per SM follow the zero point tensors' rule.
 TEST(Gemv, PackedInt4AwqWords) {
   const char* knob = std::getenv("FXFUSE_GEMV_NWORDS");
