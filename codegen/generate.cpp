@@ -36,10 +36,14 @@ const char* requireEmbedded(const std::string& path) {
   return text;
 }
 
-// Validated copy, plus the limits of the kernel ABI (user errors: the pass must not emit these).
+// Validated copy, plus the limits of the kernel ABI (user errors: the pass must not emit these). Without the mark
+// `addmm`, which only the CPU reference reads (spec::Value::addmmResult; the kernels compute the ops as written):
+// a marked chain's kernel, its name, source and so its cubin's cache key, is the unmarked one's, and the kernels
+// cached before the pass printed the mark are found again.
 ChainSpec checkedSpec(const ChainSpec& spec) {
   ChainSpec s = spec;
   spec::validateSpec(s);
+  for (spec::Value& v : s.values) v.addmmResult = false;
   if (s.numInputSlots() > kMaxInputs)
     throw CodegenError(fmt::format("too_many_inputs: {} inputs, the kernel ABI holds {}", s.numInputSlots(), kMaxInputs));
   if (static_cast<int>(s.outputs.size()) > kMaxOutputs)

@@ -6,7 +6,7 @@
 //   2. A parsed spec is a fixed point of the canonical form: s1 = printSpec(parse(text))
 //      parses again (no throw), prints to the same s1, and the two ChainSpecs are equal
 //      field by field (kind, dtype, slot, dims, constant bit pattern modulo NaN, op,
-//      operands, derived space, outputs, gemm kind).
+//      operands, the addmm mark, derived space, outputs, gemm kind).
 //   3. validateSpec accepts what parseSpec accepted, and the read-only helpers
 //      (numInputSlots, mmIndex, valueLetters, opArity, isComparisonOp) do not fault.
 //
@@ -43,7 +43,7 @@ bool sameConstant(double x, double y) {
 bool sameValue(const Value& a, const Value& b) {
   return a.kind == b.kind && a.dtype == b.dtype && a.slot == b.slot && a.dims == b.dims &&
          sameConstant(a.constant, b.constant) && a.op == b.op && a.operands == b.operands &&
-         a.space == b.space;
+         a.addmmResult == b.addmmResult && a.space == b.space;
 }
 
 bool sameSpec(const ChainSpec& a, const ChainSpec& b) {

@@ -31,6 +31,8 @@ class ChainBuilder {
   bool isTensorConstant(int value) const { return tensorConstants_.count(value) > 0; }
   int op(const std::string& name, std::vector<int> operands, spec::DType dtype);
   int mm(int a, int b, spec::DType dtype);
+  // `value` is the result of one eager addmm call, the values before it its parts (spec::Value::addmmResult).
+  void markAddmmResult(int value) { spec_.values[value].addmmResult = true; }
   void addOutput(int value) { spec_.outputs.push_back(value); }
   // The chain was folded on what `node` holds (GPTQ's shift table, its g_idx): the op also receives it and checks
   // `fact` at each call (the spec's `expect` line; its slot is set by finalSpec). Once per node and fact.

@@ -22,7 +22,8 @@ struct GemmCore {
 
 // Prologues, mm and the anchor's own bias:
 //   addmm(bias, A, B, beta=β, alpha=α)  ->  `%p = mm %A %B : f32`, `mul %p α : f32`,
-//                                           `mul %bias β : f32`, `add … : <addmm dtype>`
+//                                           `mul %bias β : f32`, `add … : <addmm dtype> addmm`
+//                                           (beta 0: `mul %p α : <addmm dtype> addmm`, no bias)
 //   mm(A, B)                             ->  `mm %A %B : <mm dtype>`
 //   linear(A, W, bias) on a non-contiguous A of 3+ dims (at::linear's matmul path): `mm : <dtype>`, then the add
 GemmCore emitCore(const GraphIndex& index, const GemmMatch& m, ChainBuilder& builder, const std::vector<bool>& claimed,
@@ -48,6 +49,10 @@ GemmCore emitCore(const GraphIndex& index, const GemmMatch& m, ChainBuilder& bui
     if (m.beta != 1.0) bias = builder.op("mul", {bias, builder.constant(m.beta, spec::DType::F32)}, spec::DType::F32);
     v = builder.op("add", {v, bias}, outDtype);
   }
+  // Eager computed it in one addmm call (at::linear's too), which sums and scales in BLAS's order, not as an mm and
+  // then a mul and an add do: marked so, the CPU reference makes that call. In f32 nothing else tells it from
+  // `x @ w + b`, two calls in eager. The kernels compute the ops as written.
+  if (unrounded) builder.markAddmmResult(v);
   core.result = v;
   builder.bind(index.node(m.anchor).name, v);
   // the root: the anchor itself, or a 3-D linear's output view. Not the A-side view of transparentViews, which is

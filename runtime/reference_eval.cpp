@@ -317,11 +317,25 @@ std::pair<at::Tensor, at::Tensor> fullOperands(const at::Tensor& a, const at::Te
   return {a.sizes() == c10::IntArrayRef(aShape) ? a : a.expand(aShape), y};
 }
 
-// The bias plus the product of a and b (16-bit, of the bias's type), rounded once: eager's addmm (addmmAdd).
-at::Tensor evalAddmm(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b, const ChainShape& shape,
-                     bool bKMajor) {
-  const auto [x, y] = fullOperands(a, b, shape, GemmKind::Mm, bKMajor);
-  return at::addmm(bias, x, y);
+// Eager's addmm / baddbmm call that `call` stands for (addmmCall): the product of the mm's operands times alpha, plus
+// the bias times beta, summed and rounded by ATen's (BLAS's) kernel in its own order, where an mm and then a mul and
+// an add rounded otherwise: 1-2 ulps off eager at up to 40 % of an f32 linear's elements and at most of them with an
+// alpha (tests/python/test_addmm_bits.py), one ulp at a few 16-bit ones (session 57's hunt).
+at::Tensor evalAddmm(const ChainSpec& spec, const spec::AddmmCall& call, const std::vector<at::Tensor>& values,
+                     const ChainShape& shape, bool bKMajor) {
+  const Value& mm = spec.values[call.product];
+  const auto [x, y] = fullOperands(values[mm.operands[0]], values[mm.operands[1]], shape, spec.gemm, bKMajor);
+  const at::Scalar alpha = call.alpha >= 0 ? spec.values[call.alpha].constant : 1.0;
+  at::Scalar beta = call.beta >= 0 ? spec.values[call.beta].constant : 1.0;
+  at::Tensor bias;
+  if (call.bias < 0) {
+    beta = 0.0;  // no bias: eager's beta 0, with which ATen reads none
+    bias = at::zeros({}, x.options());
+  } else {
+    bias = values[call.bias];
+    if (bias.device() != x.device()) bias = bias.to(x.device());  // a constant, a CPU 0-d tensor
+  }
+  return spec.gemm == GemmKind::Bmm ? at::baddbmm(bias, x, y, beta, alpha) : at::addmm(bias, x, y, beta, alpha);
 }
 
 // mm in fp32 accumulation, rounded once to the value's dtype. A native half-precision mm
@@ -357,7 +371,8 @@ at::Tensor evalMm(const Value& v, const at::Tensor& a, const at::Tensor& b,
 // type along n. It is evaluated as that one at::addmm: the f32 product plus the bias rounded once is the same
 // math in another summation order, which on the CPU was one ulp off eager at 7-81 of 131,072 bf16 elements
 // (session 57's hunt). A 16-bit `x @ w + b` written as two ops rounds its product (mm : bf16) and is not this.
-// -1 where the chain has no such add.
+// -1 where the chain has no such add. The rule of specs printed before the `addmm` mark (addmmCall): the pass
+// marks this add since, and an f32 one, which the types cannot tell from `x @ w + b`.
 int addmmAdd(const ChainSpec& spec) {
   if (spec.gemm != GemmKind::Mm) return -1;
   const int mm = spec.mmIndex();
@@ -380,6 +395,20 @@ int addmmAdd(const ChainSpec& spec) {
   return bias.kind == ValueKind::Input && bias.dtype == type && bias.dims == "n" ? user : -1;
 }
 
+// The values the reference computes as one eager addmm / baddbmm call (evalAddmm): the value the pass marked addmm
+// (spec::AddmmCall: the parser has checked its form), or in a spec without the mark the 16-bit add of addmmAdd.
+// Result -1: none.
+spec::AddmmCall addmmCall(const ChainSpec& spec) {
+  if (const int marked = spec::markedAddmmResult(spec); marked >= 0) return spec::addmmCallAt(spec, marked, nullptr);
+  spec::AddmmCall call;
+  if (const int add = addmmAdd(spec); add >= 0) {
+    call.result = add;
+    call.product = spec.mmIndex();
+    call.bias = spec.values[add].operands[1];
+  }
+  return call;
+}
+
 }  // namespace
 
 std::vector<at::Tensor> evaluateReference(const ChainSpec& spec, at::TensorList inputs,
@@ -387,21 +416,19 @@ std::vector<at::Tensor> evaluateReference(const ChainSpec& spec, at::TensorList 
   const at::Device device = inputs[0].device();
   std::vector<at::Tensor> values;
   values.reserve(spec.values.size());
-  const int addmm = addmmAdd(spec);
+  const spec::AddmmCall addmm = addmmCall(spec);
   // (a raw B is multiplied as the caller laid it out, as eager does; on CUDA the result is compared by relative
   // error: no copy there)
   const bool bKMajor = device.is_cpu() && spec.values[spec.values[spec.mmIndex()].operands[1]].kind != ValueKind::Input &&
                        operandKMajor(spec, 1);
-  for (const Value& v : spec.values) {
-    if (addmm >= 0 && (&v == &spec.values[addmm] || v.kind == ValueKind::Mm)) {
-      // the product is computed by the add's addmm (addmmAdd); nothing reads it otherwise
-      if (v.kind == ValueKind::Mm) {
-        values.emplace_back();
-        continue;
-      }
-      const Value& mm = spec.values[v.operands[0]];
-      values.push_back(
-          evalAddmm(values[v.operands[1]], values[mm.operands[0]], values[mm.operands[1]], shape, bKMajor));
+  for (int id = 0; id < static_cast<int>(spec.values.size()); ++id) {
+    const Value& v = spec.values[id];
+    if (id == addmm.result) {
+      values.push_back(evalAddmm(spec, addmm, values, shape, bKMajor));
+      continue;
+    }
+    if (id == addmm.product || id == addmm.alphaMul || id == addmm.betaMul) {
+      values.emplace_back();  // computed inside the call (evalAddmm), which alone reads it
       continue;
     }
     switch (v.kind) {

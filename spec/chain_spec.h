@@ -45,6 +45,11 @@ struct Value {
   // Op and Mm: op name from the pointwise table ("add", "gelu_tanh", …) or "mm"; operands.
   std::string op;
   std::vector<int> operands;
+  // Op: eager computed this value in one addmm / baddbmm call (at::linear's too), and the values before it are that
+  // call's parts (AddmmCall: the product, alpha, the bias, beta). Text: `addmm` after the dtype. Only the CPU
+  // reference reads it: it makes that call, whose BLAS sums and scales in an order that the ops as written (mm, then
+  // mul and add) do not repeat bit for bit, in f32 as in 16-bit types. The kernels compute the ops as written.
+  bool addmmResult = false;
   Space space = Space::Out;  // derived by the parser / builder, not printed
 };
 
@@ -136,5 +141,23 @@ std::string formatOrder(const std::vector<int>& order);
 std::string formatExpect(const Expect& e);
 // Whether `v` is a number a tensor of the integer dtype `d` can hold (i8, u8, i32, i64; false for any other).
 bool integerHolds(DType d, int64_t v);
+
+// The values of a chain that eager computed in one addmm / baddbmm call (docs/spec.md `addmm`):
+//   result = add <product or alphaMul> <bias or betaMul>, alphaMul = mul <product> <alpha const> : f32,
+//            betaMul = mul <bias> <beta const> : f32, the bias an input or a const;
+//   or, the bias's beta 0 (no bias operand), result = mul <product> <alpha const> (alphaMul is the result).
+// Each id is -1 where the chain has none (alpha or beta 1); result is -1 where there is no such call.
+struct AddmmCall {
+  int result = -1;
+  int product = -1;  // the mm: f32, read by the call alone
+  int alphaMul = -1, alpha = -1;
+  int betaMul = -1, beta = -1;
+  int bias = -1;
+};
+// The call whose result is `value` (marked addmm or not), or one with result -1 and `why` (if given) saying which of
+// its rules the values break. Needs a spec whose values and mm the validator has checked.
+AddmmCall addmmCallAt(const ChainSpec& spec, int value, std::string* why);
+// The value marked addmm (Value::addmmResult), or -1.
+int markedAddmmResult(const ChainSpec& spec);
 
 }  // namespace fxfuse::spec

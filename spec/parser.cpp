@@ -132,13 +132,19 @@ void parseValue(const std::vector<std::string>& t, int line, Value& v) {
     v.constant = heldAs(parseNumber(t[3], line), v.dtype);  // also in programs rewritten before session 53
     return;
   }
-  // "<op> %a ... : <dtype>"
-  if (t.size() < 5 || t[t.size() - 2] != ":") failAt(line, "expected '%i = " + head + " %a ... : <dtype>'");
+  // "<op> %a ... : <dtype>", then `addmm` where eager computed the value in one addmm call (Value::addmmResult)
+  size_t end = t.size();  // past the dtype
+  if (end >= 6 && t[end - 3] == ":") {
+    if (t.back() != "addmm") failAt(line, "unknown mark '" + t.back() + "' after the dtype (expected addmm)");
+    v.addmmResult = true;
+    --end;
+  }
+  if (end < 5 || t[end - 2] != ":") failAt(line, "expected '%i = " + head + " %a ... : <dtype> [addmm]'");
   v.kind = head == "mm" ? ValueKind::Mm : ValueKind::Op;
   v.op = head;
   if (v.kind == ValueKind::Op && opArity(head) < 0) failAt(line, "unknown op '" + head + "'");
-  for (size_t i = 3; i + 2 < t.size(); ++i) v.operands.push_back(parseRef(t[i], line));
-  v.dtype = parseDTypeAt(t.back(), line);
+  for (size_t i = 3; i + 2 < end; ++i) v.operands.push_back(parseRef(t[i], line));
+  v.dtype = parseDTypeAt(t[end - 1], line);
 }
 
 }  // namespace

@@ -40,7 +40,8 @@ std::string printValue(const ChainSpec& spec, int i) {
     case ValueKind::Mm:
       line += v.kind == ValueKind::Mm ? std::string("mm") : v.op;
       for (int o : v.operands) line += " %" + std::to_string(o);
-      return line + " : " + dtypeName(v.dtype);
+      // the mark only where set: the text of every other chain, a cache key, stays as it was
+      return line + " : " + dtypeName(v.dtype) + (v.addmmResult ? " addmm" : "");
   }
   return line;
 }

@@ -45,6 +45,7 @@ class Validator {
     letters_.assign(n, "");
     for (int i = 0; i < n; ++i) checkValue(i);
     if (spec_.mmIndex() < 0) fail_({-1, -1}, "the spec has no mm");
+    checkAddmmMark();
     if (spec_.kGroup < 0 || spec_.kGroup > kMaxKGroup)
       fail_({-1, -1}, "kgroup size " + std::to_string(spec_.kGroup) + " is outside 1.." + std::to_string(kMaxKGroup));
     // canonical: a kgroup line only where an input reads it
@@ -187,6 +188,19 @@ class Validator {
     if (v.dtype != DType::F32 && v.dtype != a)
       fail_(at, std::string("mm result must be f32 or the operand dtype ") + dtypeName(a));
     letters_[i] = spec_.gemm == GemmKind::Bmm ? "bmn" : "mn";
+  }
+
+  // A value marked addmm stands for one eager addmm call: its parts in the form the CPU reference makes the call from
+  // (addmmCallAt), one such value at most (the spec has one mm).
+  void checkAddmmMark() {
+    int marked = -1;
+    for (int i = 0; i < static_cast<int>(spec_.values.size()); ++i) {
+      if (!spec_.values[i].addmmResult) continue;
+      if (marked >= 0) fail_({i, -1}, "a spec has at most one value marked addmm (" + ref(marked) + " is)");
+      marked = i;
+      std::string why;
+      if (addmmCallAt(spec_, i, &why).result < 0) fail_({i, -1}, why);
+    }
   }
 
   // Spaces flow from users to operands: mm's operands are A and B, mm is Out, an op's

@@ -258,3 +258,67 @@ def test_outputs_have_contiguous_strides_in_size_one_dims():
         (y,) = gemm_chain([x, w], spec)
         assert y.shape == (5, 1) and y.stride() == (1, 1), y.stride()
         torch.testing.assert_close(y, torch.relu(x @ w))
+
+
+# The mark `addmm` (docs/spec.md): the value eager computed in one addmm / baddbmm call, which the CPU kernel makes;
+# the same ops unmarked are an mm and then a mul and an add, two or three calls in eager.
+ADDMM_HEAD = "fxfuse.chain v1\ngemm {gemm}\n%0 = input 0 {t} [{a}]\n%1 = input 1 {t} [{b}]\n%2 = mm %0 %1 : f32\n"
+ADDMM_TAILS = {
+    "bias": ("%3 = input 2 {t} [{bias}]\n%4 = add %2 %3 : {t}{mark}\noutput %4\n", 1.0, 1.0),
+    "alpha_beta": ("%3 = const 1.5 : f32\n%4 = mul %2 %3 : f32\n%5 = input 2 {t} [{bias}]\n%6 = const 0.5 : f32\n"
+                   "%7 = mul %5 %6 : f32\n%8 = add %4 %7 : {t}{mark}\noutput %8\n", 1.5, 0.5),
+    "alpha_only": ("%3 = const 1.7 : f32\n%4 = mul %2 %3 : {t}{mark}\noutput %4\n", 1.7, 0.0),
+}
+
+
+def _addmm_case(tail, dtype, gemm, marked):
+    text, alpha, beta = ADDMM_TAILS[tail]
+    t = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"}[dtype]
+    bmm = gemm == "bmm"
+    spec = (ADDMM_HEAD + text).format(gemm=gemm, t=t, a="b,m,k" if bmm else "m,k", b="b,k,n" if bmm else "k,n",
+                                      bias="b,1,n" if bmm else "n", mark=" addmm" if marked else "")
+    lead = (3,) if bmm else ()
+    M, K, N = 64, 512, 96
+    x = randn(lead + (M, K), dtype, "cpu")
+    w = randn(lead + (K, N), dtype, "cpu", K ** -0.5)
+    bias = randn(lead + (1, N) if bmm else (N,), dtype, "cpu")
+    inputs = [x, w] + ([bias] if tail != "alpha_only" else [])
+    call = torch.baddbmm if bmm else torch.addmm
+    eager = call(bias, x, w, beta=beta, alpha=alpha)
+    return spec, inputs, eager
+
+
+@pytest.mark.parametrize("gemm", ["mm", "bmm"])
+@pytest.mark.parametrize("tail", sorted(ADDMM_TAILS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=lambda t: str(t).split(".")[-1])
+def test_a_value_marked_addmm_is_eagers_one_call(dtype, tail, gemm):
+    spec, inputs, eager = _addmm_case(tail, dtype, gemm, marked=True)
+    (out,) = gemm_chain(inputs, spec)
+    assert out.dtype == eager.dtype and torch.equal(out, eager), f"{int((out != eager).sum())} of {out.numel()} differ"
+
+
+def test_the_same_ops_unmarked_are_separate_calls():
+    """In f32 the mark alone tells addmm from `x @ w + b`; unmarked, the chain rounds as the ops are written, and so
+    (the premise) differs from the one call here."""
+    spec, inputs, eager = _addmm_case("bias", torch.float32, "mm", marked=False)
+    x, w, bias = inputs
+    (out,) = gemm_chain(inputs, spec)
+    assert torch.equal(out, torch.mm(x, w) + bias)
+    assert not torch.equal(out, eager)
+
+
+def test_a_16bit_addmm_printed_before_the_mark_is_still_one_call():
+    """A spec printed before the mark (a rewritten program saved then) keeps its reading: a 16-bit add of its own type
+    reading the f32 product and a bias along n is eager's addmm, told by the types (session 57)."""
+    spec, inputs, eager = _addmm_case("bias", torch.bfloat16, "mm", marked=False)
+    (out,) = gemm_chain(inputs, spec)
+    assert torch.equal(out, eager)
+
+
+def test_an_addmm_of_a_constant_bias():
+    """A bias the pass read as a number (a 0-d constant tensor) is the call's bias too."""
+    spec = ("fxfuse.chain v1\ngemm mm\n%0 = input 0 f32 [m,k]\n%1 = input 1 f32 [k,n]\n%2 = mm %0 %1 : f32\n"
+            "%3 = const 0.25 : f32\n%4 = add %2 %3 : f32 addmm\noutput %4\n")
+    x, w = randn((64, 512), torch.float32, "cpu"), randn((512, 96), torch.float32, "cpu")
+    (out,) = gemm_chain([x, w], spec)
+    assert torch.equal(out, torch.addmm(torch.tensor(0.25), x, w))

@@ -10,11 +10,15 @@ namespace {
 
 const std::string kHead = "fxfuse.chain v1\ngemm mm\n";
 const std::string kMm = "%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : bf16\n";
+// an unrounded f32 product, the value a mark `addmm` may build on (lines 3-5)
+const std::string kMmF32 = "%0 = input 0 f32 [m,k]\n%1 = input 1 f32 [k,n]\n%2 = mm %0 %1 : f32\n";
+const std::string kMmBf16ToF32 = "%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n";
+const std::string kBroken = "a value marked addmm is one eager addmm's result: ";
 
 struct Case {
   const char* name;
   std::string text;
-  const char* message;  // expected substring of what()
+  std::string message;  // expected substring of what()
 };
 
 std::vector<Case> cases() {
@@ -139,6 +143,42 @@ std::vector<Case> cases() {
        "line 7: value line after an expect line"},
       {"ExpectAfterOutput", kHead + kMm + "output %2\nexpect 2 i32 [1] values 0\n",
        "line 7: expect line after the output lines"},
+      // the mark `addmm`: the result of one eager addmm call, its parts in the form the CPU reference calls it from
+      {"AddmmUnknownMark", kHead + kMmF32 + "%3 = input 2 f32 [n]\n%4 = add %2 %3 : f32 addnn\noutput %4\n",
+       "line 7: unknown mark 'addnn' after the dtype (expected addmm)"},
+      {"AddmmMarkWithoutDtype", kHead + kMmF32 + "%3 = input 2 f32 [n]\n%4 = add %2 %3 : addmm\noutput %4\n",
+       "line 7: unknown dtype 'addmm'"},
+      {"AddmmOnMm", kHead + "%0 = input 0 f32 [m,k]\n%1 = input 1 f32 [k,n]\n%2 = mm %0 %1 : f32 addmm\noutput %2\n",
+       "line 5: " + kBroken + "an add of the product and its bias, or a mul of the product and alpha"},
+      {"AddmmOnRelu", kHead + kMmF32 + "%3 = relu %2 : f32 addmm\noutput %3\n",
+       "line 6: " + kBroken + "an add of the product and its bias"},
+      {"AddmmBiasComputed", kHead + kMmF32 + "%3 = input 2 f32 [n]\n%4 = neg %3 : f32\n%5 = add %2 %4 : f32 addmm\n"
+                            "output %5\n",
+       "line 8: " + kBroken + "an add's second operand is the bias or `mul <bias> <beta> : f32`"},
+      {"AddmmBiasIsProduct", kHead + kMmF32 + "%3 = add %2 %2 : f32 addmm\noutput %3\n",
+       "line 6: " + kBroken + "its bias is an input or a const"},
+      {"AddmmProductReadElsewhere", kHead + kMmF32 + "%3 = input 2 f32 [n]\n%4 = add %2 %3 : f32 addmm\noutput %4\n"
+                                    "output %2\n",
+       "line 7: " + kBroken + "%2, a part of the call, is read by the call alone"},
+      {"AddmmRoundedProduct", kHead + kMm + "%3 = input 2 bf16 [n]\n%4 = add %2 %3 : bf16 addmm\noutput %4\n",
+       "line 7: " + kBroken + "its product (the mm) is f32, unrounded"},
+      {"AddmmResultType", kHead + kMmF32 + "%3 = input 2 f32 [n]\n%4 = add %2 %3 : bf16 addmm\noutput %4\n",
+       "line 7: " + kBroken + "of its operands' type f32, not bf16"},
+      {"AddmmBiasType", kHead + kMmBf16ToF32 + "%3 = input 2 f32 [n]\n%4 = add %2 %3 : bf16 addmm\noutput %4\n",
+       "line 7: " + kBroken + "its bias is of its operands' type bf16, not f32"},
+      {"AddmmAlphaNotConst", kHead + kMmF32 + "%3 = input 2 f32 [m,n]\n%4 = mul %2 %3 : f32 addmm\noutput %4\n",
+       "line 7: " + kBroken + "a mul is `mul <product> <alpha> : <type>`, alpha a nonzero f32 const"},
+      {"AddmmAlphaZero", kHead + kMmF32 + "%3 = const 0 : f32\n%4 = mul %2 %3 : f32 addmm\noutput %4\n",
+       "line 7: " + kBroken + "a mul is `mul <product> <alpha> : <type>`, alpha a nonzero f32 const"},
+      {"AddmmAlphaRounded", kHead + kMmBf16ToF32 + "%3 = const 1.5 : f32\n%4 = mul %2 %3 : bf16\n"
+                            "%5 = input 2 bf16 [n]\n%6 = add %4 %5 : bf16 addmm\noutput %6\n",
+       "line 9: " + kBroken + "an add's first operand is the product or `mul <product> <alpha> : f32`"},
+      {"AddmmBetaZero", kHead + kMmF32 + "%3 = input 2 f32 [n]\n%4 = const 0 : f32\n%5 = mul %3 %4 : f32\n"
+                        "%6 = add %2 %5 : f32 addmm\noutput %6\n",
+       "line 9: " + kBroken + "an add's second operand is the bias or `mul <bias> <beta> : f32`, beta a nonzero const"},
+      {"AddmmTwice", kHead + kMmF32 + "%3 = input 2 f32 [n]\n%4 = add %2 %3 : f32 addmm\n%5 = add %4 %3 : f32 addmm\n"
+                     "output %5\n",
+       "line 8: a spec has at most one value marked addmm (%4 is)"},
   };
 }
 
@@ -194,6 +234,43 @@ TEST(SpecErrors, MutationsNeverCrash) {
     }
   }
   EXPECT_GT(parsed, 0);
+}
+
+// The same with the mark `addmm` on an addmm with alpha and beta (mutated marks, operands, types and scalars).
+TEST(SpecErrors, AddmmMarkMutationsNeverCrash) {
+  const std::string base =
+      kHead + "%0 = input 0 f32 [m,k]\n%1 = input 1 f32 [k,n]\n%2 = mm %0 %1 : f32\n%3 = const 1.5 : f32\n"
+              "%4 = mul %2 %3 : f32\n%5 = input 2 f32 [n]\n%6 = const 0.5 : f32\n%7 = mul %5 %6 : f32\n"
+              "%8 = add %4 %7 : f32 addmm\n%9 = relu %8 : f32\noutput %9\n";
+  ASSERT_EQ(printSpec(parseSpec(base)), base);
+  const std::string alphabet = "%0123456789 :addmmulbf16f32\n.-";
+  std::mt19937 rng(5678);
+  int parsed = 0, marked = 0;
+  for (int iter = 0; iter < 20000; ++iter) {
+    std::string s = base;
+    const size_t from = base.find("%3 =");  // edits in the call's values
+    for (int e = 0, edits = 1 + rng() % 3; e < edits; ++e) {
+      size_t pos = from + rng() % (s.size() - from);
+      switch (rng() % 3) {
+        case 0: s[pos] = alphabet[rng() % alphabet.size()]; break;
+        case 1: s.erase(pos, 1 + rng() % 4); break;
+        default: s.insert(pos, 1, alphabet[rng() % alphabet.size()]);
+      }
+      if (s.size() <= from) s += "x";
+    }
+    try {
+      ChainSpec c = parseSpec(s);
+      ++parsed;
+      EXPECT_EQ(printSpec(parseSpec(printSpec(c))), printSpec(c));
+      if (const int result = markedAddmmResult(c); result >= 0) {
+        ++marked;
+        EXPECT_EQ(addmmCallAt(c, result, nullptr).result, result) << printSpec(c);  // the parser checked its form
+      }
+    } catch (const SpecError&) {
+    }
+  }
+  EXPECT_GT(parsed, 0);
+  EXPECT_GT(marked, 0);
 }
 
 // The same with expect lines (mutated numbers, sizes, kinds, slots and line order).

@@ -21,7 +21,7 @@ const char* kDocExample =
     "%4 = mul %3 %2 : bf16\n"
     "%5 = mm %0 %4 : f32\n"
     "%6 = input 3 bf16 [n]\n"
-    "%7 = add %5 %6 : bf16\n"
+    "%7 = add %5 %6 : bf16 addmm\n"
     "%8 = gelu_tanh %7 : bf16\n"
     "output %8\n";
 
@@ -40,6 +40,7 @@ TEST(SpecRoundTrip, DocExample) {
   EXPECT_EQ(s.values[1].dims, "nk");
   EXPECT_EQ(valueLetters(s, 4), "kn");
   EXPECT_EQ(valueLetters(s, 8), "mn");
+  EXPECT_EQ(markedAddmmResult(s), 7);
 }
 
 // A group-wise dequantized weight: the scale [N, K/32] read at (n, k / 32).
@@ -312,6 +313,69 @@ TEST(SpecRoundTrip, ExpectBuiltInMemory) {
   EXPECT_FALSE(integerHolds(DType::I32, int64_t(INT32_MAX) + 1));
   EXPECT_FALSE(integerHolds(DType::U8, -1));
   EXPECT_FALSE(integerHolds(DType::F32, 0));
+}
+
+// The mark `addmm`: the value eager computed in one addmm call (an f32 F.linear with a bias here, its weight
+// dequantized), printed after its dtype; the values before it are the call's parts.
+TEST(SpecRoundTrip, AddmmMark) {
+  const std::string text =
+      "fxfuse.chain v1\ngemm mm\n%0 = input 0 f32 [m,k]\n%1 = input 1 i8 [n,k]\n%2 = convert %1 : f32\n"
+      "%3 = input 2 f32 [n,1]\n%4 = mul %2 %3 : f32\n%5 = mm %0 %4 : f32\n%6 = input 3 f32 [n]\n"
+      "%7 = add %5 %6 : f32 addmm\n%8 = relu %7 : f32\noutput %8\n";
+  ChainSpec s = parseSpec(text);
+  EXPECT_EQ(printSpec(s), text);
+  for (size_t i = 0; i < s.values.size(); ++i) EXPECT_EQ(s.values[i].addmmResult, i == 7) << i;
+  EXPECT_EQ(markedAddmmResult(s), 7);
+  const AddmmCall call = addmmCallAt(s, 7, nullptr);
+  EXPECT_EQ(call.result, 7);
+  EXPECT_EQ(call.product, 5);
+  EXPECT_EQ(call.bias, 6);
+  EXPECT_EQ(call.alphaMul, -1);
+  EXPECT_EQ(call.betaMul, -1);
+  // unmarked, the same ops are an mm and then an add (`x @ w + b`), as every spec printed before the mark
+  s.values[7].addmmResult = false;
+  validateSpec(s);
+  EXPECT_EQ(markedAddmmResult(s), -1);
+  std::string plain = text;
+  plain.replace(plain.find(" addmm"), 6, "");
+  EXPECT_EQ(printSpec(s), plain);
+  // built in memory, the mark is checked as the parser checks it
+  s.values[8].addmmResult = true;
+  EXPECT_THROW(validateSpec(s), SpecError);
+}
+
+// addmm's alpha and beta: `mul %product %alpha : f32`, `mul %bias %beta : f32`, the add of the two marked; with beta
+// 0 (no bias operand) the mul by alpha is the marked value. A baddbmm is marked the same way.
+TEST(SpecRoundTrip, AddmmMarkWithAlphaAndBeta) {
+  const std::string both =
+      "fxfuse.chain v1\ngemm mm\n%0 = input 0 bf16 [m,k]\n%1 = input 1 bf16 [k,n]\n%2 = mm %0 %1 : f32\n"
+      "%3 = const 1.5 : f32\n%4 = mul %2 %3 : f32\n%5 = input 2 bf16 [m,n]\n%6 = const 0.5 : f32\n"
+      "%7 = mul %5 %6 : f32\n%8 = add %4 %7 : bf16 addmm\noutput %8\n";
+  ChainSpec s = parseSpec(both);
+  EXPECT_EQ(printSpec(s), both);
+  AddmmCall call = addmmCallAt(s, 8, nullptr);
+  EXPECT_EQ(call.result, 8);
+  EXPECT_EQ(call.product, 2);
+  EXPECT_EQ(call.alphaMul, 4);
+  EXPECT_EQ(call.alpha, 3);
+  EXPECT_EQ(call.betaMul, 7);
+  EXPECT_EQ(call.beta, 6);
+  EXPECT_EQ(call.bias, 5);
+
+  const std::string alphaOnly =
+      "fxfuse.chain v1\ngemm bmm\n%0 = input 0 f32 [b,m,k]\n%1 = input 1 f32 [b,k,n]\n%2 = mm %0 %1 : f32\n"
+      "%3 = const 1.7 : f32\n%4 = mul %2 %3 : f32 addmm\n%5 = relu %4 : f32\noutput %5\n";
+  s = parseSpec(alphaOnly);
+  EXPECT_EQ(printSpec(s), alphaOnly);
+  call = addmmCallAt(s, 4, nullptr);
+  EXPECT_EQ(call.result, 4);
+  EXPECT_EQ(call.alphaMul, 4);
+  EXPECT_EQ(call.alpha, 3);
+  EXPECT_EQ(call.bias, -1);
+  EXPECT_EQ(call.beta, -1);
+  std::string why;
+  EXPECT_EQ(addmmCallAt(s, 5, &why).result, -1);  // relu: no such call
+  EXPECT_NE(why.find("an add of the product and its bias"), std::string::npos) << why;
 }
 
 TEST(SpecHelpers, DTypes) {
