@@ -1,8 +1,8 @@
 import fxfuse._C as C, subprocess, sys, re
 ND="/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/nvidia/cu13/bin/nvdisasm"
-specs={"gptq_zeros":"/work/wt68/tests/codegen/specs/gptq_words_packed_zero_points_bias.spec",
-       "awq":"/work/wt68/tests/codegen/specs/awq_words_order_group_scale_bias.spec",
-       "u8_zeros":"/work/wt68/tests/codegen/specs/int4_u8_group_wise_zero_point_bias_gelu.spec", "i8_group":"/work/wt68/tests/codegen/specs/gemv_int8_group_wise_scale_bias.spec", "int4_group":"/work/wt68/tests/codegen/specs/gemv_int4_linear_group_scale_bias.spec"}
+specs={"gptq_zeros":"tests/codegen/specs/gptq_words_packed_zero_points_bias.spec",
+       "awq":"tests/codegen/specs/awq_words_order_group_scale_bias.spec",
+       "u8_zeros":"tests/codegen/specs/int4_u8_group_wise_zero_point_bias_gelu.spec", "i8_group":"tests/codegen/specs/gemv_int8_group_wise_scale_bias.spec", "int4_group":"tests/codegen/specs/gemv_int4_linear_group_scale_bias.spec"}
 def loop_stats(sass):
     labels={}
     for i,l in enumerate(sass):

@@ -1311,6 +1311,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     pack_scales();
   };
   share_own(read_own(kb * kKT));
+  OwnColumn own_next{};
 #else
   read_scales(kb * kKT, cq);
   pack_scales();
@@ -1425,7 +1426,9 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     if (nx < nsteps) load(nslot, nx);
     cp_async_commit();
 #if FX_GEMV_SCALE_SHARED
-    const OwnColumn own_next = read_own((kb + i + 1) * kKT);  // the next stage's, in flight while this one computes
+    // FX_GEMV_SCALE_SHFL 2: this stage's, read during the last one, shared before its compute (1: at the stage's end)
+    if (FX_GEMV_SCALE_SHFL == 2 && i > 0) share_own(own_next);
+    own_next = read_own((kb + i + 1) * kKT);  // the next stage's, in flight while this one computes
 #elif FX_B_SCALE_GROUP
     read_scales((kb + i + 1) * kKT, cq_next);  // the next stage's, their loads in flight while this one computes
 #endif
@@ -1433,7 +1436,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     compute_stage(kNibbles && !kNibbleRegs ? wtile : wbase + slot * kWStageBytes, abase + slot * kAStageBytes, acc,
                   cq);
 #if FX_GEMV_SCALE_SHARED
-    share_own(own_next);
+    if (FX_GEMV_SCALE_SHFL == 1) share_own(own_next);
 #elif FX_B_SCALE_GROUP
 #pragma unroll
     for (int rt = 0; rt < kRT; ++rt)
