@@ -108,6 +108,17 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     static const std::string nibble_regs = readBinaryKnob("FXFUSE_GEMV_NIBBLE_REGS");
     static const std::string nibble_regs_kn = readBinaryKnob("FXFUSE_GEMV_NIBBLE_REGS_KN");
     if (c.nibbles) w.line("#define FX_GEMV_NIBBLE_REGS {}", nibble_regs == "0" ? 0 : nibble_regs_kn == "1" ? 2 : 1);
+    // group-wise scales and zero points: each lane reads one column a stage and its thread group shares them by
+    // shuffles (kernels/gemv.cuh FX_GEMV_SCALE_SHFL, session 68); measurement knob FXFUSE_GEMV_SCALE_SHFL=0 reads
+    // every column in every lane, as before, 2 shares them at the start of their stage, for A/B runs
+    static const std::string scale_shfl = [] {
+      const char* v = std::getenv("FXFUSE_GEMV_SCALE_SHFL");
+      const std::string k = v ? v : "";
+      if (!k.empty() && k != "0" && k != "1" && k != "2")
+        throw CodegenError("FXFUSE_GEMV_SCALE_SHFL must be 0, 1 or 2, not '" + k + "'");
+      return k;
+    }();
+    if (!scale_shfl.empty()) w.line("#define FX_GEMV_SCALE_SHFL {}", scale_shfl);
   }
   if (c.variant == "sm90_wgmma") {
     // kernels/sm90_wgmma_gemm.cuh: one TMA producer warpgroup plus consumer warpgroups that

@@ -29,6 +29,8 @@
 //                    cuLaunchKernelEx (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION); S=1 = no cluster.
 //   FX_B_SCALE_GROUP G  a group-wise scale (GPTQ / AWQ: one per G of k, G a multiple of kKT): the hook is
 //                  fx_b_scale(p, b, k, n), read for each stage's k, the next stage's while this one computes.
+//                  FX_GEMV_SCALE_SHFL 1 (the default): the four lanes of an MMA thread group hold the same columns,
+//                  so each reads one of them (scale and zero point) and the group shares them by shuffles.
 //   FX_B_SCALE_IN_ELEM 0|1  fx_b_scale's values are exact in FxElemB (the scale's dtype is the
 //                  MMA type): int8 weights and nibbles then take the packed 16-bit conversion (pair_scaled).
 //   FX_B_NIBBLES 0|1  packed int4 weights (FX_B_QUANT_SCALE over an input whose k holds two 4-bit values to a
@@ -109,6 +111,9 @@
 #ifndef FX_B_SCALE_GROUP
 #define FX_B_SCALE_GROUP 0
 #endif
+#ifndef FX_GEMV_SCALE_SHFL  // group-wise scales: each lane reads one column, its thread group shares them by shuffles
+#define FX_GEMV_SCALE_SHFL 1
+#endif
 #ifndef FX_B_QUANT_SCALE
 #define FX_B_QUANT_SCALE 0
 #endif
@@ -140,6 +145,8 @@
 #endif
 // the fast quantized path: an 8-bit raw weight, or packed int4 expanded to one per stage
 #define FX_GEMV_QUANT_FAST ((FX_B_QUANT || FX_B_NIBBLES) && FX_B_QUANT_SCALE)
+// group-wise scales read one column a lane and shared by shuffles (the kernel's read_own / share_own)
+#define FX_GEMV_SCALE_SHARED (FX_B_SCALE_GROUP && FX_GEMV_SCALE_SHFL && FX_GEMV_QUANT_FAST)
 #ifndef FX_B_PLAIN
 #define FX_B_PLAIN 0
 #endif
@@ -1230,6 +1237,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
   // ---- per-column scales and zero points (fast quant path: ColumnQuant) for MMA rows g (h=0), g+8 (h=1); group-wise
   // (FX_B_SCALE_GROUP) those of the stage at k0, read again for each stage
   ColumnQuant cq;
+#if !FX_GEMV_SCALE_SHARED
   auto read_scales = [&](long long k0, ColumnQuant& into) {
 #pragma unroll
     for (int rt = 0; rt < kRT; ++rt)
@@ -1254,6 +1262,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
         (void)k0;
       }
   };
+#endif
   auto pack_scales = [&]() {
 #pragma unroll
     for (int rt = 0; rt < kRT; ++rt)
@@ -1267,10 +1276,48 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
 #endif
       }
   };
+#if FX_GEMV_SCALE_SHARED
+  // Group-wise scales and zero points are read again at every stage: each a hook with its own 64-bit offset and
+  // bounds branch, ~19 instructions a read (bench/gemv/NOTES.md session 67). The lanes 4 g .. 4 g + 3 of a warp hold
+  // the same columns col_of(w, rt, g + 8 h), so lane t reads only column (rt, h) = (j >> 1, j & 1), j = t % (2 kRT),
+  // and the four lanes exchange them: two reads a lane and stage in place of 4 kRT, and as few loads in flight.
+  struct OwnColumn {
+    float s, z;
+  };
+  const int own = t % (2 * kRT);
+  auto read_own = [&](long long k0) {
+    OwnColumn o;
+    const long long n = c.n0 + col_of(w, own >> 1, g + 8 * (own & 1));
+    const bool in = n < p.N && k0 < p.K;
+    o.s = in ? fx_b_scale(p, c.b, k0, n) : 0.f;
+#if FX_B_ZERO_TENSOR
+    o.z = in ? fx_b_zero(p, c.b, k0, n) : 0.f;
+#else
+    o.z = 0.f;
+#endif
+    return o;
+  };
+  auto share_own = [&](const OwnColumn& o) {
+#pragma unroll
+    for (int rt = 0; rt < kRT; ++rt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int from = (lane & ~3) | (2 * rt + h);
+        cq.s[rt][h] = __shfl_sync(0xffffffffu, o.s, from);
+#if FX_B_ZERO_TENSOR
+        cq.z[rt][h] = __shfl_sync(0xffffffffu, o.z, from);
+#endif
+      }
+    pack_scales();
+  };
+  share_own(read_own(kb * kKT));
+  OwnColumn own_next{};
+#else
   read_scales(kb * kKT, cq);
   pack_scales();
 #if FX_B_SCALE_GROUP
   ColumnQuant cq_next;
+#endif
 #endif
 
   // The product by wgmma reads the A tiles in the 128-byte swizzle, whose pattern repeats every 1024
@@ -1378,13 +1425,19 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     if (nslot >= kStages) nslot -= kStages;
     if (nx < nsteps) load(nslot, nx);
     cp_async_commit();
-#if FX_B_SCALE_GROUP
+#if FX_GEMV_SCALE_SHARED
+    // FX_GEMV_SCALE_SHFL 2: this stage's, read during the last one, shared before its compute (1: at the stage's end)
+    if (FX_GEMV_SCALE_SHFL == 2 && i > 0) share_own(own_next);
+    own_next = read_own((kb + i + 1) * kKT);  // the next stage's, in flight while this one computes
+#elif FX_B_SCALE_GROUP
     read_scales((kb + i + 1) * kKT, cq_next);  // the next stage's, their loads in flight while this one computes
 #endif
     if constexpr (kNibbles && !kNibbleRegs) expand_stage(wbase + slot * kWStageBytes, wtile);
     compute_stage(kNibbles && !kNibbleRegs ? wtile : wbase + slot * kWStageBytes, abase + slot * kAStageBytes, acc,
                   cq);
-#if FX_B_SCALE_GROUP
+#if FX_GEMV_SCALE_SHARED
+    if (FX_GEMV_SCALE_SHFL == 1) share_own(own_next);
+#elif FX_B_SCALE_GROUP
 #pragma unroll
     for (int rt = 0; rt < kRT; ++rt)
 #pragma unroll

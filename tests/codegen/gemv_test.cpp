@@ -755,7 +755,10 @@ TEST(Gemv, GroupWiseScaleIsReadPerStage) {
         } catch (const CompileError& e) {
           FAIL() << e.what();
         }
-        expectSpillsAtMost(out.log, c.bm == 64 && gemvCtasPerSm(c) >= 3 ? 8 : 0);
+        // (mma.sync at 64 rows and three CTAs, N x K, a config the rule does not take for this spec: the per-stage
+        // scale read by shuffles, FX_GEMV_SCALE_SHFL, leaves one register spilled before the main loop and reloaded
+        // once a stage, 12 bytes of loads, in a main loop of 1,005 instructions against 1,060: bench/gemv/NOTES.md session 68)
+        expectSpillsAtMost(out.log, c.bm == 64 && gemvCtasPerSm(c) >= 3 ? (!wgmma && s == &g128 ? 12 : 8) : 0);
         if (wgmma) EXPECT_EQ(out.log.find("are serialized"), std::string::npos) << out.log;
       }
     }
