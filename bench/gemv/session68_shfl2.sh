@@ -13,7 +13,7 @@ source scripts/one-test-seed.sh
   tests/python/test_packed_int4.py tests/python/test_group_wise_quant.py > "$L/pytest.log" 2>&1
 echo "pytest (knob 2) rc $? ($(( $(date +%s) - t0 )) s)"; tail -1 "$L/pytest.log"
 grep -hE "^(FAILED|ERROR)" "$L/pytest.log" | head -14
-for round in 1 2; do
+for round in ${ROUNDS:-1 2}; do
   for knob in 1 2 0; do
     FXFUSE_GEMV_SCALE_SHFL=$knob OUT="$L/storage_${knob}_$round" timeout "${BENCH_LIMIT_S:-40}" \
       python3 bench/bench_gptq_storage.py --m 1,16,64 --kn 4096x14336,14336x4096 --forms awq,zeros \
