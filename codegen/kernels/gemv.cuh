@@ -29,8 +29,8 @@
 //                    cuLaunchKernelEx (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION); S=1 = no cluster.
 //   FX_B_SCALE_GROUP G  a group-wise scale (GPTQ / AWQ: one per G of k, G a multiple of kKT): the hook is
 //                  fx_b_scale(p, b, k, n), read for each stage's k, the next stage's while this one computes.
-//                  FX_GEMV_SCALE_SHFL 1 (the default): the four lanes of an MMA thread group hold the same columns,
-//                  so each reads one of them (scale and zero point) and the group shares them by shuffles.
+//                  FX_GEMV_SCALE_SHFL 1 (the rule's default, below): the four lanes of an MMA thread group hold the
+//                  same columns, so each reads one of them (scale and zero point) and the group shares them by shuffles.
 //   FX_B_SCALE_IN_ELEM 0|1  fx_b_scale's values are exact in FxElemB (the scale's dtype is the
 //                  MMA type): int8 weights and nibbles then take the packed 16-bit conversion (pair_scaled).
 //   FX_B_NIBBLES 0|1  packed int4 weights (FX_B_QUANT_SCALE over an input whose k holds two 4-bit values to a
@@ -111,8 +111,16 @@
 #ifndef FX_B_SCALE_GROUP
 #define FX_B_SCALE_GROUP 0
 #endif
-#ifndef FX_GEMV_SCALE_SHFL  // group-wise scales: each lane reads one column, its thread group shares them by shuffles
-#define FX_GEMV_SCALE_SHFL 1
+// Group-wise scales: each lane reads one column, its thread group shares them by shuffles (1: at the end of the stage
+// before theirs; 2: at the start of theirs, unmeasured; 0: every lane reads every column). The rule, where the A/B
+// measured it (bench/RESULTS.md session 68, an H100): on, but for a 16-bit zero point tensor on packed bytes at 1-16
+// rows (1.07-1.10x the time with the shuffles) and AWQ's words at 9-16 rows (1.005-1.05x); elsewhere the shuffles
+// took 0.76-0.81x the time at one row on the GPTQ / AWQ layers, 0.88-0.91x at 64, 0.91-0.99x on group-wise int4 /
+// int8 scales. The measurement knob FXFUSE_GEMV_SCALE_SHFL (codegen/generate.cpp) sets it for every config.
+#ifndef FX_GEMV_SCALE_SHFL
+#define FX_GEMV_SCALE_SHFL                                                                                           \
+  (!(FX_GEMV_MTILES <= 2 && FX_B_ZERO_TENSOR &&                                                                      \
+     ((!FX_B_ZERO_INT && !FX_B_WORDS && !FX_B_NWORDS) || (FX_B_NWORDS && FX_GEMV_MTILES == 2))))
 #endif
 #ifndef FX_B_QUANT_SCALE
 #define FX_B_QUANT_SCALE 0

@@ -1071,6 +1071,47 @@ TEST(Gemv, PackedInt4AwqWords) {
     for (long long m : {1, 16, 64}) expectPackedGemvCompiles(*s, m, 16);
 }
 
+// Group-wise scales and zero points: each lane reads one column a stage and its MMA thread group shares them by
+// shuffles (kernels/gemv.cuh FX_GEMV_SCALE_SHFL), the rule where session 68's A/B measured them faster; a 16-bit zero
+// point tensor on packed bytes at 1-16 rows and AWQ's words at 9-16 rows read every column in every lane, as before
+// (bench/RESULTS.md session 68). The knob FXFUSE_GEMV_SCALE_SHFL=0 turns the shuffles off everywhere. Read from the
+// PTX: the kernel's only shfl.sync is the shuffles'.
+TEST(Gemv, GroupWiseScalesSharedByShuffles) {
+  if (!gemvBuiltIn() || !nvrtcUsable()) GTEST_SKIP() << "no NVRTC";
+  const char* knob = std::getenv("FXFUSE_GEMV_SCALE_SHFL");
+  const std::string k = knob ? knob : "";
+  const char* nibbles_knob = std::getenv("FXFUSE_GEMV_NIBBLES");
+  if (gemvRuleKnobSet() || !zeroTensorKnobOn() || (nibbles_knob && std::string(nibbles_knob) == "0"))
+    GTEST_SKIP() << "a knob changes the configs";
+  struct Case {
+    const char* spec;
+    long long m;
+    bool shuffles;  // under the rule
+  };
+  const Case cases[] = {{"gptq_words_packed_zero_points_bias", 1, true},  {"gptq_words_packed_zero_points_bias", 16, true},
+                        {"gptq_words_packed_zero_points_bias", 64, true}, {"awq_words_order_group_scale_bias", 1, true},
+                        {"awq_words_order_group_scale_bias", 16, false},  {"awq_words_order_group_scale_bias", 64, true},
+                        {"int4_u8_group_wise_zero_point_bias_gelu", 1, false},
+                        {"int4_u8_group_wise_zero_point_bias_gelu", 16, false},
+                        {"int4_u8_group_wise_zero_point_bias_gelu", 64, true},
+                        {"gemv_int8_group_wise_scale_bias", 1, true},    {"gemv_int4_linear_group_scale_bias", 16, true},
+                        {"gemv_int8_linear_channel_scale_bias", 1, false}};  // (one scale per column: read once)
+  for (const Case& c : cases) {
+    const spec::ChainSpec s = loadSpec(c.spec);
+    const KernelConfig cfg = chooseConfig(s, shapeFor(s, c.m, 14336, 4096), 90);
+    SCOPED_TRACE(fmt::format("{} M={} {}", c.spec, c.m, describeConfig(cfg)));
+    ASSERT_EQ(cfg.variant, "gemv");
+    Cubin out;
+    try {
+      out = test::compileForStatistics(generate(s, cfg), "sm_90a", /*want_ptx=*/true);
+    } catch (const CompileError& e) {
+      FAIL() << e.what();
+    }
+    const bool expected = k.empty() ? c.shuffles : (k != "0" && std::string(c.spec) != "gemv_int8_linear_channel_scale_bias");
+    EXPECT_EQ(out.ptx.find("shfl.sync") != std::string::npos, expected);
+  }
+}
+
 // Session 66's rule for GPTQ's words (bench/RESULTS.md session 66: the layer with its zero points, an H100): four CTAs
 // per SM at 1-16 rows (a zero point tensor or the words), mma.sync at 64 rows with the usual CTA rule (two at 4096 x
 // 14336, three at 14336 x 4096), 17-32 rows as before (wgmma); the symmetric form (a constant zero point) keeps wgmma
