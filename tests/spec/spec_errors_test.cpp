@@ -205,6 +205,22 @@ TEST(SpecErrors, ValidateSpecNamesTheValue) {
   }
 }
 
+// `base` with one to three random byte edits (a replacement or an insertion from `alphabet`, or a deletion of 1-4
+// bytes) at or after byte `from`: the mutation tests' inputs.
+std::string mutated(const std::string& base, size_t from, const std::string& alphabet, std::mt19937& rng) {
+  std::string s = base;
+  for (int e = 0, edits = 1 + rng() % 3; e < edits; ++e) {
+    const size_t pos = from + rng() % (s.size() - from);
+    switch (rng() % 3) {
+      case 0: s[pos] = alphabet[rng() % alphabet.size()]; break;
+      case 1: s.erase(pos, 1 + rng() % 4); break;
+      default: s.insert(pos, 1, alphabet[rng() % alphabet.size()]);
+    }
+    if (s.size() <= from) s += "x";
+  }
+  return s;
+}
+
 // Random byte edits of a valid spec: every outcome is a parsed spec or a SpecError.
 TEST(SpecErrors, MutationsNeverCrash) {
   const std::string base =
@@ -215,17 +231,7 @@ TEST(SpecErrors, MutationsNeverCrash) {
   std::mt19937 rng(1234);
   int parsed = 0;
   for (int iter = 0; iter < 20000; ++iter) {
-    std::string s = base;
-    int edits = 1 + rng() % 3;
-    for (int e = 0; e < edits; ++e) {
-      size_t pos = rng() % s.size();
-      switch (rng() % 3) {
-        case 0: s[pos] = alphabet[rng() % alphabet.size()]; break;
-        case 1: s.erase(pos, 1 + rng() % 4); break;
-        default: s.insert(pos, 1, alphabet[rng() % alphabet.size()]);
-      }
-      if (s.empty()) s = "x";
-    }
+    const std::string s = mutated(base, 0, alphabet, rng);
     try {
       ChainSpec c = parseSpec(s);
       ++parsed;
@@ -247,17 +253,7 @@ TEST(SpecErrors, AddmmMarkMutationsNeverCrash) {
   std::mt19937 rng(5678);
   int parsed = 0, marked = 0;
   for (int iter = 0; iter < 20000; ++iter) {
-    std::string s = base;
-    const size_t from = base.find("%3 =");  // edits in the call's values
-    for (int e = 0, edits = 1 + rng() % 3; e < edits; ++e) {
-      size_t pos = from + rng() % (s.size() - from);
-      switch (rng() % 3) {
-        case 0: s[pos] = alphabet[rng() % alphabet.size()]; break;
-        case 1: s.erase(pos, 1 + rng() % 4); break;
-        default: s.insert(pos, 1, alphabet[rng() % alphabet.size()]);
-      }
-      if (s.size() <= from) s += "x";
-    }
+    const std::string s = mutated(base, base.find("%3 ="), alphabet, rng);  // edits in the call's values
     try {
       ChainSpec c = parseSpec(s);
       ++parsed;
@@ -285,17 +281,7 @@ TEST(SpecErrors, ExpectMutationsNeverCrash) {
   std::mt19937 rng(4321);
   int parsed = 0;
   for (int iter = 0; iter < 20000; ++iter) {
-    std::string s = base;
-    const size_t from = base.find("expect");  // edits in the expect lines
-    for (int e = 0, edits = 1 + rng() % 3; e < edits; ++e) {
-      size_t pos = from + rng() % (s.size() - from);
-      switch (rng() % 3) {
-        case 0: s[pos] = alphabet[rng() % alphabet.size()]; break;
-        case 1: s.erase(pos, 1 + rng() % 4); break;
-        default: s.insert(pos, 1, alphabet[rng() % alphabet.size()]);
-      }
-      if (s.size() <= from) s += "x";
-    }
+    const std::string s = mutated(base, base.find("expect"), alphabet, rng);  // edits in the expect lines
     try {
       ChainSpec c = parseSpec(s);
       ++parsed;
