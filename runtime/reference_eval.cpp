@@ -333,7 +333,9 @@ at::Tensor evalAddmm(const ChainSpec& spec, const spec::AddmmCall& call, const s
     bias = at::zeros({}, x.options());
   } else {
     bias = values[call.bias];
-    if (bias.device() != x.device()) bias = bias.to(x.device());  // a constant, a CPU 0-d tensor
+    // a constant, a CPU 0-d tensor (its value already of the bias's type): made on x's device by a fill, not copied
+    // from the host at each call (a copy that CUDA graph capture refuses)
+    if (bias.device() != x.device()) bias = at::scalar_tensor(bias.item(), x.options().dtype(bias.scalar_type()));
   }
   return spec.gemm == GemmKind::Bmm ? at::baddbmm(bias, x, y, beta, alpha) : at::addmm(bias, x, y, beta, alpha);
 }

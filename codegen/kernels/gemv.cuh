@@ -190,6 +190,8 @@ constexpr int kKT = FX_GEMV_KT ? FX_GEMV_KT : 128 / kWB;  // k per stage
 constexpr int kE = 16 / kWB;                   // elements per 16-byte chunk
 constexpr bool kKMajor = FX_B_KMAJOR != 0;
 static_assert(FX_B_SCALE_GROUP % kKT == 0, "a group-wise scale must be constant over each stage's k");
+// the shared scales' lanes (read_own / share_own): the 2 kRT columns of a thread group are its four lanes' to read
+static_assert(!FX_GEMV_SCALE_SHARED || 2 * kRT <= 4, "FX_GEMV_SCALE_SHFL: at most 4 columns a thread group");
 static_assert(kKT == 128 / kWB || (kKT == 64 && kWgmma && !kKMajor && kNT == 128),
               "FX_GEMV_KT: 128 bytes of weight, or 64 with FX_GEMV_WGMMA, K x N weights and 128 columns");
 constexpr int kWTileBytes = kNT * kKT * kWB;   // the tile compute_stage reads: 16 KB (8 KB at 64 columns or 64 k)
