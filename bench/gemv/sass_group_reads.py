@@ -1,5 +1,21 @@
-import fxfuse._C as C, subprocess, sys, re
-ND="/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/nvidia/cu13/bin/nvdisasm"
+"""The gemv's main loop for the group-wise forms (GPTQ's and AWQ's words with zero points, u8 bytes with a zero point
+tensor, group-wise int8 / int4 scales) at 1, 16 and 64 rows, no GPU needed: the kernel fxfuse._C.compile_ptx generates
+for sm_90a, ptxas -v (registers, spills) and nvdisasm (the instructions, LDG, BSSY and IMAD of the stage loop: the
+smallest loop with the most HMMAs). bench/gemv/NOTES.md sessions 67-68 (the per-stage scale reads; FX_GEMV_SCALE_SHFL).
+
+    FXFUSE_COMPILE_IN_PROCESS=1 [FXFUSE_GEMV_SCALE_SHFL=0|1|2] PYTHONPATH=python python3 bench/gemv/sass_group_reads.py
+(nvdisasm: FXFUSE_NVDISASM, else on PATH, else the nvidia-cuda-nvdisasm wheel's.)
+"""
+import glob
+import os
+import re
+import shutil
+import subprocess
+
+import fxfuse._C as C
+
+ND = os.environ.get("FXFUSE_NVDISASM") or shutil.which("nvdisasm") or next(
+    iter(glob.glob(os.path.join(os.path.dirname(os.__file__), "site-packages", "nvidia", "cu13", "bin", "nvdisasm"))), "nvdisasm")
 specs={"gptq_zeros":"tests/codegen/specs/gptq_words_packed_zero_points_bias.spec",
        "awq":"tests/codegen/specs/awq_words_order_group_scale_bias.spec",
        "u8_zeros":"tests/codegen/specs/int4_u8_group_wise_zero_point_bias_gelu.spec", "i8_group":"tests/codegen/specs/gemv_int8_group_wise_scale_bias.spec", "int4_group":"tests/codegen/specs/gemv_int4_linear_group_scale_bias.spec"}
