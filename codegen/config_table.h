@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "codegen/codegen.h"
 #include "codegen/tma_desc.h"
@@ -19,7 +20,9 @@ GridPolicy gridFor(const std::string& variant);
 // so that a template gaining or losing the wait needs no second edit.
 bool templateWaitsForPreviousKernel(const std::string& variant);
 // An environment knob of measurements and tests (e.g. FXFUSE_SM90_STAGED_STORE, FXFUSE_GEMV_WGMMA):
-// "" when unset, else "0" or "1"; any other value throws CodegenError. (generate.cpp)
+// "" when unset, else one of `values` ("0" or "1" for readBinaryKnob); any other value throws CodegenError.
+// (generate.cpp)
+std::string readKnob(const char* env, const std::vector<std::string>& values);
 std::string readBinaryKnob(const char* env);
 // Dynamic shared memory a config's kernel needs at launch (0: static only).
 size_t dynamicSmemBytes(const KernelConfig& config);

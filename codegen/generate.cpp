@@ -1,6 +1,7 @@
 // generate(): one complete NVRTC translation unit for a spec and a config, laid out as
 // docs/interfaces.md says: a header comment with the spec, includes, config macros,
 // kernel_abi.h, the device prelude, the hooks, then the kernel template.
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
@@ -111,13 +112,7 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     // group-wise scales and zero points: each lane reads one column a stage and its thread group shares them by
     // shuffles (kernels/gemv.cuh FX_GEMV_SCALE_SHFL, session 68); measurement knob FXFUSE_GEMV_SCALE_SHFL=0 reads
     // every column in every lane, as before, 2 shares them at the start of their stage, for A/B runs
-    static const std::string scale_shfl = [] {
-      const char* v = std::getenv("FXFUSE_GEMV_SCALE_SHFL");
-      const std::string k = v ? v : "";
-      if (!k.empty() && k != "0" && k != "1" && k != "2")
-        throw CodegenError("FXFUSE_GEMV_SCALE_SHFL must be 0, 1 or 2, not '" + k + "'");
-      return k;
-    }();
+    static const std::string scale_shfl = readKnob("FXFUSE_GEMV_SCALE_SHFL", {"0", "1", "2"});
     if (!scale_shfl.empty()) w.line("#define FX_GEMV_SCALE_SHFL {}", scale_shfl);
   }
   if (c.variant == "sm90_wgmma") {
@@ -160,13 +155,17 @@ void emitSpecComment(const ChainSpec& s, CodeWriter& w) {
 
 }  // namespace
 
-// A measurement or test knob's value: "", "0" or "1" (config_table.h).
-std::string readBinaryKnob(const char* env) {
+// A measurement or test knob's value: "" or one of `values` (config_table.h).
+std::string readKnob(const char* env, const std::vector<std::string>& values) {
   const char* v = std::getenv(env);
   const std::string s = v ? v : "";
-  if (!s.empty() && s != "0" && s != "1") throw CodegenError(std::string(env) + " must be 0 or 1, not '" + s + "'");
-  return s;
+  if (s.empty() || std::find(values.begin(), values.end(), s) != values.end()) return s;
+  std::string allowed;
+  for (size_t i = 0; i < values.size(); ++i) allowed += (i == 0 ? "" : i + 1 == values.size() ? " or " : ", ") + values[i];
+  throw CodegenError(std::string(env) + " must be " + allowed + ", not '" + s + "'");
 }
+
+std::string readBinaryKnob(const char* env) { return readKnob(env, {"0", "1"}); }
 
 std::string generateHooks(const ChainSpec& spec, const KernelConfig& config) {
   ChainSpec s = checkedSpec(spec);
