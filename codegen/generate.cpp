@@ -111,8 +111,8 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     if (c.nibbles) w.line("#define FX_GEMV_NIBBLE_REGS {}", nibble_regs == "0" ? 0 : nibble_regs_kn == "1" ? 2 : 1);
     // group-wise scales and zero points: each lane reads one column a stage and its thread group shares them by
     // shuffles (kernels/gemv.cuh FX_GEMV_SCALE_SHFL, session 68); measurement knob FXFUSE_GEMV_SCALE_SHFL=0 reads
-    // every column in every lane, as before, 2 shares them at the start of their stage, for A/B runs
-    static const std::string scale_shfl = readKnob("FXFUSE_GEMV_SCALE_SHFL", {"0", "1", "2"});
+    // every column in every lane, as before, for A/B runs
+    static const std::string scale_shfl = readKnob("FXFUSE_GEMV_SCALE_SHFL", {"0", "1"});
     if (!scale_shfl.empty()) w.line("#define FX_GEMV_SCALE_SHFL {}", scale_shfl);
   }
   if (c.variant == "sm90_wgmma") {

@@ -3,7 +3,7 @@ tensor, group-wise int8 / int4 scales) at 1, 16 and 64 rows, no GPU needed: the 
 for sm_90a, ptxas -v (registers, spills) and nvdisasm (the instructions, LDG, BSSY and IMAD of the stage loop: the
 smallest loop with the most HMMAs). bench/gemv/NOTES.md sessions 67-68 (the per-stage scale reads; FX_GEMV_SCALE_SHFL).
 
-    FXFUSE_COMPILE_IN_PROCESS=1 [FXFUSE_GEMV_SCALE_SHFL=0|1|2] PYTHONPATH=python python3 bench/gemv/sass_group_reads.py
+    FXFUSE_COMPILE_IN_PROCESS=1 [FXFUSE_GEMV_SCALE_SHFL=0|1] PYTHONPATH=python python3 bench/gemv/sass_group_reads.py
 (nvdisasm: FXFUSE_NVDISASM, else on PATH, else the nvidia-cuda-nvdisasm wheel's.)
 """
 import glob

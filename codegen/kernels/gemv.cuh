@@ -111,8 +111,9 @@
 #ifndef FX_B_SCALE_GROUP
 #define FX_B_SCALE_GROUP 0
 #endif
-// Group-wise scales: each lane reads one column, its thread group shares them by shuffles (1: at the end of the stage
-// before theirs; 2: at the start of theirs, unmeasured; 0: every lane reads every column). The rule, where the A/B
+// Group-wise scales: each lane reads one column, its thread group shares them by shuffles at the end of the stage
+// before theirs (1; 0: every lane reads every column). Sharing them at the start of their own stage instead was
+// measured equal to 3 % slower and removed (bench/RESULTS.md session 69). The rule, where the A/B
 // measured it (bench/RESULTS.md session 68, an H100): on, but for a 16-bit zero point tensor on packed bytes at 1-16
 // rows (1.07-1.10x the time with the shuffles) and AWQ's words at 9-16 rows (1.005-1.05x); elsewhere the shuffles
 // took 0.76-0.81x the time at one row on the GPTQ / AWQ layers, 0.88-0.91x at 64, 0.91-0.99x on group-wise int4 /
@@ -1436,8 +1437,6 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     if (nx < nsteps) load(nslot, nx);
     cp_async_commit();
 #if FX_GEMV_SCALE_SHARED
-    // FX_GEMV_SCALE_SHFL 2: this stage's, read during the last one, shared before its compute (1: at the stage's end)
-    if (FX_GEMV_SCALE_SHFL == 2 && i > 0) share_own(own_next);
     own_next = read_own((kb + i + 1) * kKT);  // the next stage's, in flight while this one computes
 #elif FX_B_SCALE_GROUP
     read_scales((kb + i + 1) * kKT, cq_next);  // the next stage's, their loads in flight while this one computes
@@ -1446,7 +1445,7 @@ FX_KERNEL_NAME(const __grid_constant__ fxfuse::FxParams p) {
     compute_stage(kNibbles && !kNibbleRegs ? wtile : wbase + slot * kWStageBytes, abase + slot * kAStageBytes, acc,
                   cq);
 #if FX_GEMV_SCALE_SHARED
-    if (FX_GEMV_SCALE_SHFL == 1) share_own(own_next);
+    share_own(own_next);  // at the stage's end: the next stage's values, read while this one computed
 #elif FX_B_SCALE_GROUP
 #pragma unroll
     for (int rt = 0; rt < kRT; ++rt)
