@@ -210,8 +210,9 @@ std::string describeConfig(const KernelConfig& config);
 // "sm_90", "sm_90a", "90" -> 90; -1 when the text has no digits.
 int smFromArch(const std::string& arch);
 // Launch geometry for a source and a problem (sm_count matters for Persistent and for the
-// split-K cluster size of SplitKCluster).
-LaunchDims launchDims(const KernelSource& src, const ProblemShape& shape, int sm_count);
+// split-K cluster size of SplitKCluster; dram_bytes_per_s, the GPU's peak memory bandwidth, for
+// that of 16-bit weights: gemvSplitKForBandwidth; 0 = not known, the H200's rule).
+LaunchDims launchDims(const KernelSource& src, const ProblemShape& shape, int sm_count, double dram_bytes_per_s = 0);
 
 // --- Generation (codegen/generate.cpp) ---
 KernelSource generate(const spec::ChainSpec& spec, const KernelConfig& config);

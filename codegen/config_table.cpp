@@ -1496,6 +1496,20 @@ int gemvSplitK(long long nt, long long mz, long long ksteps, int ctas_per_sm, in
   return s;
 }
 
+// Below this peak DRAM bandwidth an SM, 16-bit weights take half the split-K (gemvSplitKForBandwidth). The H200 has
+// 4.8 TB/s for 132 SMs (36 GB/s an SM), where the rule was measured; an H100 SXM 3.35 TB/s (25 GB/s an SM).
+constexpr double kGemvHalfSplitBelowBytesPerSm = 30e9;
+
+int gemvSplitKForBandwidth(int s, const KernelConfig& config, int sm_count, double dram_bytes_per_s) {
+  // On an H100 (bench/RESULTS.md session 69, sweep_inflight in alternating processes, two rounds) the 16-bit gemv
+  // at 4096 x 4096 and 14336 x 4096 with 1-16 rows took 0.96-0.985x the time at S = 2 of the rule's S = 4 (equal at
+  // 64 rows); fewer, longer CTAs keep its lower bandwidth busy and have fewer partial sums to reduce. On the H200
+  // S = 4 was 8 % ahead of 2 at 14336 x 4096 (bench/RESULTS.md section 6). 8-bit weights lost with S = 2 on the
+  // H100 (1.08-1.78x) and keep the rule; an S of 2 (one cluster pair a tile, N >= 8192) was not measured halved.
+  const bool lowBandwidth = dram_bytes_per_s > 0 && sm_count > 0 && dram_bytes_per_s / sm_count < kGemvHalfSplitBelowBytesPerSm;
+  return lowBandwidth && gemvWeightBytesOf(config) == 2 && s >= 4 ? s / 2 : s;
+}
+
 int gemvSplitKCtasPerSm(const KernelConfig& config) {
   // 16-bit weights: one (session 5: 4096 x 14336 at S = 1 4 % faster than 2; 14336 x 4096 at
   // S = 4, where 8 was 20 % slower, with a 100 KB pipeline; Run AX call 2: none of five other
@@ -1511,7 +1525,7 @@ constexpr long long kElementwiseBlocksPerSm = 16;
 // attribute CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = (cluster[0], cluster[1], cluster[2]);
 // smem_bytes > 48 KB needs cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
 // on the function first (KernelSource::smem_optin).
-LaunchDims launchDims(const KernelSource& src, const ProblemShape& shape, int sm_count) {
+LaunchDims launchDims(const KernelSource& src, const ProblemShape& shape, int sm_count, double dram_bytes_per_s) {
   LaunchDims d;
   d.block = static_cast<unsigned>(src.config.threads);
   d.smem_bytes = src.smem_bytes;
@@ -1550,8 +1564,10 @@ LaunchDims launchDims(const KernelSource& src, const ProblemShape& shape, int sm
     // gemvConfig: k-steps of 128 bytes of the streamed weight, so bk = 64 (16-bit) or 128 (8-bit), or 64
     // for 8-bit weights by wgmma (gemvKPerStage)
     if (src.config.bk != 64 && src.config.bk != 128) throw CodegenError("gemv config with a k-step other than 64 or 128");
-    const int s = gemvSplitK(nt, mz, ksteps, gemvSplitKCtasPerSm(src.config), src.config.stages,
-                             src.config.max_cluster, sm_count, gemvSplitKOverride());
+    const int forced = gemvSplitKOverride();
+    int s = gemvSplitK(nt, mz, ksteps, gemvSplitKCtasPerSm(src.config), src.config.stages, src.config.max_cluster,
+                       sm_count, forced);
+    if (forced == 0) s = gemvSplitKForBandwidth(s, src.config, sm_count, dram_bytes_per_s);
     d.grid[0] = static_cast<unsigned>(nt);
     d.grid[1] = static_cast<unsigned>(s);
     d.grid[2] = static_cast<unsigned>(mz);

@@ -24,6 +24,8 @@ struct alignas(64) TensorMap {  // CUtensorMap: opaque, 128 bytes
 constexpr Result kSuccess = 0;
 // CUdevice_attribute
 constexpr int kAttrMultiprocessorCount = 16;
+constexpr int kAttrMemoryClockRate = 36;  // kHz
+constexpr int kAttrGlobalMemoryBusWidth = 37;  // bits
 constexpr int kAttrComputeCapabilityMajor = 75;
 constexpr int kAttrComputeCapabilityMinor = 76;
 constexpr int kAttrMaxSharedMemoryPerBlockOptin = 97;

@@ -114,6 +114,7 @@ struct DeviceInfo {
   int sm = 0;  // 90 for sm_90
   int smCount = 0;
   int maxSmemOptin = 0;
+  double dramBytesPerS = 0;  // peak, from the memory clock and bus width (0: the driver did not say)
   std::string gpu;  // "NVIDIA H200/sm90/132": what a measured kernel choice is valid for
 };
 
@@ -132,6 +133,10 @@ const DeviceInfo& deviceInfo(const CudaDriver& d, int index) {
   check(d, d.cuDeviceGetAttribute(&info.smCount, cu::kAttrMultiprocessorCount, dev), "cuDeviceGetAttribute");
   check(d, d.cuDeviceGetAttribute(&info.maxSmemOptin, cu::kAttrMaxSharedMemoryPerBlockOptin, dev), "cuDeviceGetAttribute");
   info.sm = major * 10 + minor;
+  int memoryKhz = 0, busBits = 0;  // double data rate: two transfers a clock
+  if (d.cuDeviceGetAttribute(&memoryKhz, cu::kAttrMemoryClockRate, dev) == cu::kSuccess &&
+      d.cuDeviceGetAttribute(&busBits, cu::kAttrGlobalMemoryBusWidth, dev) == cu::kSuccess && memoryKhz > 0 && busBits > 0)
+    info.dramBytesPerS = 2.0 * memoryKhz * 1e3 * busBits / 8;
   char name[128] = "unnamed";
   if (d.cuDeviceGetName && d.cuDeviceGetName(name, sizeof name, dev) != cu::kSuccess) std::strcpy(name, "unnamed");
   name[sizeof name - 1] = '\0';
@@ -644,7 +649,7 @@ std::shared_ptr<CallEntry> pointwiseEntry(const CudaDriver& d, const Plan& plan,
     if (!epilogueReadsSlot(spec, slot)) copy[slot].clear();  // at::mm reads any strides
   auto e = launchEntry(plan, CallEntry::Kind::Pointwise, kernel, std::move(copy));
   e->accSlot = spec.numInputSlots();
-  e->dims = e->plainDims = codegen::launchDims(kernel->source, plan.problem, info.smCount);
+  e->dims = e->plainDims = codegen::launchDims(kernel->source, plan.problem, info.smCount, info.dramBytesPerS);
   e->pdl = launchesAsProgrammaticDependent(kernel->source.config, info, d);
   return e;
 }
@@ -736,10 +741,10 @@ std::shared_ptr<CallEntry> prepare(const CudaDriver& d, const Plan& plan, int de
 
   auto e = launchEntry(plan, CallEntry::Kind::Kernel, kernel, plan.copied);
   try {
-    e->dims = codegen::launchDims(kernel->source, plan.problem, info.smCount);
+    e->dims = codegen::launchDims(kernel->source, plan.problem, info.smCount, info.dramBytesPerS);
     codegen::KernelSource plain = kernel->source;  // code was dropped at load: cheap copy
     plain.config.max_cluster = 1;
-    e->plainDims = codegen::launchDims(plain, plan.problem, info.smCount);
+    e->plainDims = codegen::launchDims(plain, plan.problem, info.smCount, info.dramBytesPerS);
   } catch (const codegen::CodegenError& err) {
     *reason = err.what();
     return nullptr;
@@ -1084,6 +1089,22 @@ void setKernelChoiceCuda(at::TensorList inputs, c10::string_view specText, const
   std::lock_guard<std::mutex> lock(c.mutex);
   c.map.clear();
   ++c.generation;
+}
+
+LaunchGeometry launchGeometryCuda(at::TensorList inputs, c10::string_view specText) {
+  const ChoiceContext ctx = choiceContext(inputs, specText, "fxfuse.launch_geometry");
+  const codegen::KernelConfig config = codegen::chooseConfig(ctx.plan.entry->spec, ctx.plan.problem, ctx.info->sm);
+  const codegen::LaunchDims d = codegen::launchDims(codegen::generate(ctx.plan.entry->spec, config), ctx.plan.problem,
+                                                    ctx.info->smCount, ctx.info->dramBytesPerS);
+  LaunchGeometry g;
+  g.kernel = codegen::describeConfig(config);
+  for (int i = 0; i < 3; ++i) {
+    g.grid[i] = d.grid[i];
+    g.cluster[i] = d.cluster[i];
+  }
+  g.smCount = ctx.info->smCount;
+  g.dramBytesPerS = ctx.info->dramBytesPerS;
+  return g;
 }
 
 bool nvrtcAvailable() { return !nvrtcLibraryPath().empty(); }

@@ -71,6 +71,17 @@ std::vector<std::string> kernelCandidatesCuda(at::TensorList inputs, c10::string
 std::string kernelChoiceCuda(at::TensorList inputs, c10::string_view spec);
 void setKernelChoiceCuda(at::TensorList inputs, c10::string_view spec, const std::string& choice, bool persist);
 
+// The heuristic's kernel for these CUDA inputs and its launch geometry on their GPU (codegen::launchDims with the
+// GPU's SM count and peak memory bandwidth, as the op launches it where no measured choice is set): for tests and
+// reports of the device-dependent split-K rule.
+struct LaunchGeometry {
+  std::string kernel;  // codegen::describeConfig
+  unsigned grid[3] = {1, 1, 1}, cluster[3] = {1, 1, 1};
+  int smCount = 0;
+  double dramBytesPerS = 0;  // the driver's memory clock and bus width (0: not said)
+};
+LaunchGeometry launchGeometryCuda(at::TensorList inputs, c10::string_view spec);
+
 // Availability of the dlopen'd libraries (false on a machine without them; never throws).
 bool cudaDriverAvailable();
 bool nvrtcAvailable();

@@ -166,6 +166,21 @@ PYBIND11_MODULE(_C, m) {
       py::arg("inputs"), py::arg("spec"),
       "The kernels the op may run for these CUDA inputs (codegen::describeConfig texts), the heuristic's first.");
   m.def(
+      "launch_geometry",
+      [](const std::vector<at::Tensor>& inputs, const std::string& spec) {
+        const LaunchGeometry g = launchGeometryCuda(inputs, spec);
+        py::dict d;
+        d["kernel"] = g.kernel;
+        d["grid"] = py::make_tuple(g.grid[0], g.grid[1], g.grid[2]);
+        d["cluster"] = py::make_tuple(g.cluster[0], g.cluster[1], g.cluster[2]);
+        d["sm_count"] = g.smCount;
+        d["dram_bytes_per_s"] = g.dramBytesPerS;
+        return d;
+      },
+      py::arg("inputs"), py::arg("spec"),
+      "The heuristic's kernel for these CUDA inputs and how it launches on their GPU: kernel, grid, cluster, "
+      "sm_count and the peak memory bandwidth the driver states (dram_bytes_per_s; 0 if not).");
+  m.def(
       "kernel_choice",
       [](const std::vector<at::Tensor>& inputs, const std::string& spec) {
         py::gil_scoped_release release;  // may read the disk cache

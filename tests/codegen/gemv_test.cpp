@@ -353,6 +353,38 @@ TEST(Gemv, LaunchDimsOfMeasuredShapes) {
   }
 }
 
+// A GPU with less memory bandwidth an SM than the H200 (an H100 SXM: 3.35 TB/s, 132 SMs) launches 16-bit weights with
+// half a split-K of 4 or more (config_table.cpp gemvSplitKForBandwidth: 0.96-0.985x the time on an H100 at 4096 x 4096
+// and 14336 x 4096, bench/RESULTS.md session 69); the H200 (4.8 TB/s), an unknown bandwidth (0) and 8-bit weights keep
+// the rule, and so does an S of 1 or 2.
+TEST(Gemv, SixteenBitSplitKHalvedWhereBandwidthAnSmIsLower) {
+  if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
+  if (gemvRuleKnobSet()) GTEST_SKIP() << "a measurement knob replaces the rule";
+  constexpr double kH100 = 3.35e12, kH200 = 4.8e12;
+  struct Case {
+    const char* spec;
+    long long M, K, N;
+    unsigned h200, h100;
+  };
+  for (const Case& c : {Case{"gemv_bf16_kn_bias_gelu", 1, 4096, 4096, 4, 2}, Case{"gemv_bf16_kn_bias_gelu", 16, 14336, 4096, 4, 2},
+                        Case{"gemv_bf16_nk_bias_gelu", 4, 4096, 4096, 4, 2}, Case{"gemv_bf16_nk_bias_gelu", 16, 4096, 14336, 1, 1},
+                        Case{"gemv_bf16_kn_bias_gelu", 1, 8192, 8192, 2, 2},
+                        Case{"gemv_int8_linear_channel_scale_bias", 16, 14336, 4096, 8, 8},
+                        Case{"gemv_int4_linear_group_scale_bias", 1, 4096, 4096, 4, 4}}) {
+    SCOPED_TRACE(fmt::format("{} M={} K={} N={}", c.spec, c.M, c.K, c.N));
+    const spec::ChainSpec s = loadSpec(c.spec);
+    const ProblemShape p = shapeFor(s, c.M, c.N, c.K);
+    const KernelSource src = generate(s, chooseConfig(s, p, 90));
+    ASSERT_EQ(src.config.variant, "gemv");
+    EXPECT_EQ(launchDims(src, p, 132).grid[1], c.h200);
+    EXPECT_EQ(launchDims(src, p, 132, kH200).grid[1], c.h200);
+    const LaunchDims h100 = launchDims(src, p, 132, kH100);
+    EXPECT_EQ(h100.grid[1], c.h100);
+    EXPECT_EQ(h100.cluster[1], c.h100);
+    EXPECT_EQ(h100.grid[0], launchDims(src, p, 132).grid[0]);
+  }
+}
+
 TEST(Gemv, SplitKRuleAsMeasured) {
   // (nt, mz, ksteps, CTAs per SM, stages): 112 column tiles = N 14336, 32 = N 4096; k-steps of 64
   // (16-bit) or 128 (8-bit) elements. One CTA per SM for 16-bit weights, two or three for 8-bit.

@@ -434,6 +434,29 @@ def test_gemv_every_split_k_size_computes_the_chain(split_k):
     run_child(SPLIT_K_CHILD, split_k, drop=("FXFUSE_FORCE_KERNEL",), FXFUSE_GEMV_SPLIT_K=str(split_k))
 
 
+# The split-K of 16-bit weights follows the GPU's memory bandwidth an SM (codegen/config_table.cpp
+# gemvSplitKForBandwidth, session 69): half the H200's rule of 4 on a GPU below 30 GB/s an SM (an H100 SXM: 25), the
+# rule elsewhere; 8-bit weights keep the rule. The driver's bandwidth (memory clock and bus width) must be read: a
+# Hopper GPU states 1-20 TB/s. The chain is then computed by the launch so chosen (outputs poisoned).
+@needs_sm90
+@pytest.mark.parametrize("kind,M,N,K,rule", [("linear_gelu_tanh", 1, 4096, 4096, 4),
+                                             ("linear_gelu_tanh", 16, 4096, 14336, 4),
+                                             ("linear_gelu_tanh", 4, 14336, 4096, 1),
+                                             ("int8_weight_only", 16, 4096, 14336, 8)])
+def test_gemv_split_k_follows_the_memory_bandwidth(kind, M, N, K, rule):
+    if os.environ.get("FXFUSE_GEMV_SPLIT_K") or os.environ.get("FXFUSE_GEMV_STAGE_KB"):
+        pytest.skip("a measurement knob (read once a process) replaces the rule")
+    seed("split_k_bandwidth", kind, M, N, K)
+    case = CASES[kind](torch.bfloat16, "cuda", M, N, K)
+    g = C.launch_geometry(case.inputs, case.spec)
+    assert g["kernel"].startswith("gemv "), g
+    assert 1e12 <= g["dram_bytes_per_s"] <= 2e13, g
+    low = g["dram_bytes_per_s"] / g["sm_count"] < 30e9
+    want = rule // 2 if low and kind != "int8_weight_only" and rule >= 4 else rule
+    assert g["grid"][1] == want and g["cluster"][1] == want, (g, want)
+    run_checked(case, torch.bfloat16)
+
+
 # The gemv's two products of 8-bit weights (kernels/gemv.cuh): mma.sync, and on sm_90 wgmma (K x N
 # weights from 17 rows: config_table.cpp gemvTakesWgmma); FXFUSE_GEMV_WGMMA (read once per process,
 # hence a child per setting) forces either at every row count, so that each runs where the rule gives
