@@ -1502,7 +1502,7 @@ constexpr double kGemvHalfSplitBelowBytesPerSm = 30e9;
 
 int gemvSplitKForBandwidth(int s, const KernelConfig& config, int sm_count, double dram_bytes_per_s) {
   // On an H100 (bench/RESULTS.md session 69, sweep_inflight in alternating processes, two rounds) the 16-bit gemv
-  // at 4096 x 4096 and 14336 x 4096 with 1-16 rows took 0.96-0.985x the time at S = 2 of the rule's S = 4 (equal at
+  // at 4096 x 4096 and 14336 x 4096 with 1-16 rows took 0.96-0.996x the time at S = 2 of the rule's S = 4 (equal at
   // 64 rows); fewer, longer CTAs keep its lower bandwidth busy and have fewer partial sums to reduce. On the H200
   // S = 4 was 8 % ahead of 2 at 14336 x 4096 (bench/RESULTS.md section 6). 8-bit weights lost with S = 2 on the
   // H100 (1.08-1.78x) and keep the rule; an S of 2 (one cluster pair a tile, N >= 8192) was not measured halved.

@@ -354,7 +354,7 @@ TEST(Gemv, LaunchDimsOfMeasuredShapes) {
 }
 
 // A GPU with less memory bandwidth an SM than the H200 (an H100 SXM: 3.35 TB/s, 132 SMs) launches 16-bit weights with
-// half a split-K of 4 or more (config_table.cpp gemvSplitKForBandwidth: 0.96-0.985x the time on an H100 at 4096 x 4096
+// half a split-K of 4 or more (config_table.cpp gemvSplitKForBandwidth: 0.96-0.996x the time on an H100 at 4096 x 4096
 // and 14336 x 4096, bench/RESULTS.md session 69); the H200 (4.8 TB/s), an unknown bandwidth (0) and 8-bit weights keep
 // the rule, and so does an S of 1 or 2.
 TEST(Gemv, SixteenBitSplitKHalvedWhereBandwidthAnSmIsLower) {
