@@ -44,6 +44,21 @@ at::Tensor logicalView(const at::Tensor& t, const std::string& dims, spec::Space
 // The letters of `space` in logical order: "mk", "kn", "mn" (with a leading 'b' for bmm).
 std::string spaceLetters(spec::Space space, spec::GemmKind gemm);
 
+// Grad mode as the op's caller had it: the Autograd kernel records it for the call (its autograd::Function runs the
+// op with grad mode off), for eager's choices that depend on it (reference_eval.cpp weightRequiresGrad); where the op
+// was reached without that kernel (inference mode, a call below autograd), grad mode as it is.
+class CallerGradMode {
+ public:
+  explicit CallerGradMode(bool enabled);
+  ~CallerGradMode();
+  CallerGradMode(const CallerGradMode&) = delete;
+  CallerGradMode& operator=(const CallerGradMode&) = delete;
+  static bool enabled();
+
+ private:
+  int previous_;
+};
+
 // Evaluates the spec with ATen ops on the inputs' device, one op at a time, each in fp32
 // and rounded to its value's dtype (docs/spec.md). The CPU kernel, and the CUDA fallback.
 std::vector<at::Tensor> evaluateReference(const spec::ChainSpec& spec, at::TensorList inputs,
