@@ -363,23 +363,48 @@ bool weightRequiresGrad(const ChainSpec& spec, int value, at::TensorList inputs)
 // Eager's matmul of an input of 3+ dims (F.linear's, `x @ w`) by a 2-D weight folds the input's rows into one mm only
 // where the weight requires grad or the leading dims can be viewed as one (ATen's should_fold); else it runs bmm over
 // the leading dims with the weight expanded, whose sums on the CPU differ from one mm's of the same rows: 1-2 ulps at
-// 46-50 % of the f32 elements with 2-3 rows a batch and K of 1024-4096 (session 69). The raw A, as the caller laid it
-// out, where eager took bmm; else undefined (the rows' one mm).
-at::Tensor unfoldedEagerA(const ChainSpec& spec, int aValue, int bValue, at::TensorList inputs) {
-  const Value& a = spec.values[aValue];
-  if (spec.gemm != GemmKind::Mm || a.kind != ValueKind::Input || !a.order.empty()) return {};
+// 40-50 % of the elements with 2-3 rows a batch and K of 1024-4096 (session 69). Eager's A where it took bmm, laid out
+// as eager had it; else undefined (the rows' one mm). That A is the raw activation as the caller gave it, or computed
+// from it by the prologue's elementwise ops (`x * s`, `x.float()`), which keep a dense activation's layout (a
+// transposed one's); a prologue over a non-dense activation, or over two of them, keeps the one mm (not followed).
+at::Tensor unfoldedEagerA(const ChainSpec& spec, int aValue, int bValue, at::TensorList inputs,
+                          const std::vector<at::Tensor>& values) {
+  if (spec.gemm != GemmKind::Mm) return {};
+  // the activation: the one input of A's values with rows (an 'm' dim); the others broadcast along them
+  int activation = -1;
+  std::vector<int> todo{aValue};
+  std::vector<bool> seen(spec.values.size());
+  while (!todo.empty()) {
+    const int id = todo.back();
+    todo.pop_back();
+    if (seen[id]) continue;
+    seen[id] = true;
+    const Value& v = spec.values[id];
+    if (v.kind == ValueKind::Input && v.dims.find('m') != std::string::npos) {
+      if (activation >= 0) return {};
+      activation = id;
+    }
+    todo.insert(todo.end(), v.operands.begin(), v.operands.end());
+  }
+  if (activation < 0) return {};
+  const Value& a = spec.values[activation];
   const at::Tensor& raw = inputs[a.slot];
   const size_t rank = static_cast<size_t>(raw.dim());
   // the rows' leading dims then k, every one the tensor's own
-  if (rank < 3 || a.dims.size() != rank || a.dims.find_first_not_of('m') != rank - 1 || a.dims.back() != 'k') return {};
+  if (rank < 3 || !a.order.empty() || a.dims.size() != rank || a.dims.find_first_not_of('m') != rank - 1 ||
+      a.dims.back() != 'k')
+    return {};
   if (raw.numel() == 0 || weightRequiresGrad(spec, bValue, inputs)) return {};
-  for (int64_t i = 0; i + 2 < raw.dim(); ++i)
-    if (raw.stride(i) != raw.stride(i + 1) * raw.size(i + 1)) return raw;
-  return {};
+  const bool computed = activation != aValue;
+  if (computed && !raw.is_non_overlapping_and_dense()) return {};
+  bool folds = true;
+  for (int64_t i = 0; i + 2 < raw.dim(); ++i) folds = folds && raw.stride(i) == raw.stride(i + 1) * raw.size(i + 1);
+  if (folds) return {};
+  if (!computed) return raw;
+  const at::Tensor& value = values[aValue];  // [M, K], the rows in the activation's logical order
+  return at::empty_strided(raw.sizes(), raw.strides(), value.options()).copy_(value.reshape(raw.sizes()));
 }
 
-// mm in fp32 accumulation, rounded once to the value's dtype. A native half-precision mm
-// already accumulates in fp32 and rounds once, so it is used when the dtypes allow.
 // unfoldedA (unfoldedEagerA): the raw A of an mm eager computed as bmm, which is made so where the operands are of the
 // result's type (as eager's were).
 at::Tensor evalMm(const Value& v, const at::Tensor& a, const at::Tensor& b,
@@ -499,7 +524,7 @@ std::vector<at::Tensor> evaluateReference(const ChainSpec& spec, at::TensorList 
       case ValueKind::Mm:
         TORCH_INTERNAL_ASSERT(v.operands.size() == 2, "mm takes two operands");
         values.push_back(evalMm(v, values[v.operands[0]], values[v.operands[1]], shape, spec.gemm, bKMajor,
-                                device.is_cpu() ? unfoldedEagerA(spec, v.operands[0], v.operands[1], inputs)
+                                device.is_cpu() ? unfoldedEagerA(spec, v.operands[0], v.operands[1], inputs, values)
                                                 : at::Tensor()));
         break;
     }

@@ -4,7 +4,8 @@ weight requires grad (an nn.Linear's parameter, also under no_grad); otherwise (
 requires_grad_(False), a buffer) it runs bmm over the leading dims with the weight expanded, whose sums on the CPU
 differ from the one mm's: 1-2 ulps at about half the f32 elements with a few rows a batch and a long K. The reference
 evaluation (runtime/reference_eval.cpp unfoldedEagerA) makes eager's choice from the input's strides and the weight's
-requires_grad at each call; before session 69 it always computed the one mm."""
+requires_grad at each call, also where the prologue computes the activation elementwise (a scale, a cast); before
+session 69 it always computed the one mm."""
 from __future__ import annotations
 
 import pytest
@@ -101,6 +102,39 @@ def test_a_transposed_activation_gives_eagers_bits(kind, shape, dims, dtype):
     m = model(kind, K, N, dtype, g)
     fused = rewritten(m, transposed(rows, batches, K, dtype, g, dims))
     for _ in range(2):  # fresh inputs, the example's layout
+        x = transposed(rows, batches, K, dtype, g, dims)
+        with torch.no_grad():
+            want, got = m(x), fused(x)
+        assert torch.equal(got, want), differing(got, want)
+
+
+class ScaledActivation(torch.nn.Module):
+    """A prologue on the activation: SmoothQuant's per-k scale (`x * s`), or a cast (`x.float()`), then F.linear + bias
+    and ReLU. Eager's elementwise result keeps the transposed activation's layout, so its matmul runs bmm too."""
+
+    def __init__(self, K, N, g, cast):
+        super().__init__()
+        self.cast = cast
+        self.register_buffer("w", torch.randn(N, K, generator=g) / K**0.5)
+        self.register_buffer("b", torch.randn(N, generator=g))
+        self.register_buffer("s", torch.rand(K, generator=g) + 0.5)
+
+    def forward(self, x):
+        a = x.float() if self.cast else x * self.s
+        return torch.relu(F.linear(a, self.w, self.b))
+
+
+@pytest.mark.needs_real_pass
+@pytest.mark.parametrize("dims", [3, 4])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("prologue", ["scale", "cast"])
+def test_a_transposed_activations_prologue_keeps_eagers_bits(prologue, shape, dims):
+    rows, batches, K, N = shape
+    g = testlib.generator("cpu", "unfolded_matmul", prologue, str(shape), dims)
+    m = ScaledActivation(K, N, g, cast=prologue == "cast")
+    dtype = torch.bfloat16 if prologue == "cast" else torch.float32
+    fused = rewritten(m, transposed(rows, batches, K, dtype, g, dims))
+    for _ in range(2):
         x = transposed(rows, batches, K, dtype, g, dims)
         with torch.no_grad():
             want, got = m(x), fused(x)
