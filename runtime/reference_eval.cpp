@@ -340,13 +340,9 @@ at::Tensor evalAddmm(const ChainSpec& spec, const spec::AddmmCall& call, const s
   return spec.gemm == GemmKind::Bmm ? at::baddbmm(bias, x, y, beta, alpha) : at::addmm(bias, x, y, beta, alpha);
 }
 
-// Whether eager's weight (the mm's B) required grad, which decides its matmul's form (unfoldedEagerA): a raw input's own
-// flag (an nn.Parameter's, also under no_grad); a weight the chain computes only while grad mode is on and one of the
-// inputs it is computed from requires grad.
-bool weightRequiresGrad(const ChainSpec& spec, int value, at::TensorList inputs) {
-  if (spec.values[value].kind == ValueKind::Input) return inputs[spec.values[value].slot].requires_grad();
-  if (!CallerGradMode::enabled()) return false;
-  std::vector<int> todo{value};
+// The input values `value` is computed from (itself, if an input), each once.
+std::vector<int> inputsBehind(const ChainSpec& spec, int value) {
+  std::vector<int> found, todo{value};
   std::vector<bool> seen(spec.values.size());
   while (!todo.empty()) {
     const int id = todo.back();
@@ -354,9 +350,20 @@ bool weightRequiresGrad(const ChainSpec& spec, int value, at::TensorList inputs)
     if (seen[id]) continue;
     seen[id] = true;
     const Value& v = spec.values[id];
-    if (v.kind == ValueKind::Input && inputs[v.slot].requires_grad()) return true;
+    if (v.kind == ValueKind::Input) found.push_back(id);
     todo.insert(todo.end(), v.operands.begin(), v.operands.end());
   }
+  return found;
+}
+
+// Whether eager's weight (the mm's B) required grad, which decides its matmul's form (unfoldedEagerA): a raw input's own
+// flag (an nn.Parameter's, also under no_grad); a weight the chain computes only while grad mode is on and one of the
+// inputs it is computed from requires grad.
+bool weightRequiresGrad(const ChainSpec& spec, int value, at::TensorList inputs) {
+  if (spec.values[value].kind == ValueKind::Input) return inputs[spec.values[value].slot].requires_grad();
+  if (!CallerGradMode::enabled()) return false;
+  for (int id : inputsBehind(spec, value))
+    if (inputs[spec.values[id].slot].requires_grad()) return true;
   return false;
 }
 
@@ -372,20 +379,11 @@ at::Tensor unfoldedEagerA(const ChainSpec& spec, int aValue, int bValue, at::Ten
   if (spec.gemm != GemmKind::Mm) return {};
   // the activation: the one input of A's values with rows (an 'm' dim); the others broadcast along them
   int activation = -1;
-  std::vector<int> todo{aValue};
-  std::vector<bool> seen(spec.values.size());
-  while (!todo.empty()) {
-    const int id = todo.back();
-    todo.pop_back();
-    if (seen[id]) continue;
-    seen[id] = true;
-    const Value& v = spec.values[id];
-    if (v.kind == ValueKind::Input && v.dims.find('m') != std::string::npos) {
+  for (int id : inputsBehind(spec, aValue))
+    if (spec.values[id].dims.find('m') != std::string::npos) {
       if (activation >= 0) return {};
       activation = id;
     }
-    todo.insert(todo.end(), v.operands.begin(), v.operands.end());
-  }
   if (activation < 0) return {};
   const Value& a = spec.values[activation];
   const at::Tensor& raw = inputs[a.slot];
@@ -405,7 +403,9 @@ at::Tensor unfoldedEagerA(const ChainSpec& spec, int aValue, int bValue, at::Ten
   return at::empty_strided(raw.sizes(), raw.strides(), value.options()).copy_(value.reshape(raw.sizes()));
 }
 
-// unfoldedA (unfoldedEagerA): the raw A of an mm eager computed as bmm, which is made so where the operands are of the
+// mm in fp32 accumulation, rounded once to the value's dtype. A native half-precision mm
+// already accumulates in fp32 and rounds once, so it is used when the dtypes allow.
+// unfoldedA (unfoldedEagerA): eager's A of an mm it computed as bmm, which is made so where the operands are of the
 // result's type (as eager's were).
 at::Tensor evalMm(const Value& v, const at::Tensor& a, const at::Tensor& b,
                   const ChainShape& shape, GemmKind gemm, bool bKMajor = false, const at::Tensor& unfoldedA = {}) {
