@@ -356,10 +356,21 @@ std::vector<int> inputsBehind(const ChainSpec& spec, int value) {
   return found;
 }
 
+// The value behind `value`'s converts to the dtype it already has: eager's `w.float()` of an f32 `w` is `w` itself
+// (its requires_grad, its layout), where the spec writes `convert`.
+int behindNoOpConverts(const ChainSpec& spec, int value) {
+  while (spec.values[value].kind == ValueKind::Op && spec.values[value].op == "convert" &&
+         spec.values[value].operands.size() == 1 &&
+         spec.values[spec.values[value].operands[0]].dtype == spec.values[value].dtype)
+    value = spec.values[value].operands[0];
+  return value;
+}
+
 // Whether eager's weight (the mm's B) required grad, which decides its matmul's form (unfoldedEagerA): a raw input's own
 // flag (an nn.Parameter's, also under no_grad); a weight the chain computes only while grad mode is on and one of the
 // inputs it is computed from requires grad.
 bool weightRequiresGrad(const ChainSpec& spec, int value, at::TensorList inputs) {
+  value = behindNoOpConverts(spec, value);
   if (spec.values[value].kind == ValueKind::Input) return inputs[spec.values[value].slot].requires_grad();
   if (!CallerGradMode::enabled()) return false;
   for (int id : inputsBehind(spec, value))
@@ -393,7 +404,7 @@ at::Tensor unfoldedEagerA(const ChainSpec& spec, int aValue, int bValue, at::Ten
       a.dims.back() != 'k')
     return {};
   if (raw.numel() == 0 || weightRequiresGrad(spec, bValue, inputs)) return {};
-  const bool computed = activation != aValue;
+  const bool computed = activation != behindNoOpConverts(spec, aValue);
   if (computed && !raw.is_non_overlapping_and_dense()) return {};
   bool folds = true;
   for (int64_t i = 0; i + 2 < raw.dim(); ++i) folds = folds && raw.stride(i) == raw.stride(i + 1) * raw.size(i + 1);

@@ -5,7 +5,10 @@ requires_grad_(False), a buffer) it runs bmm over the leading dims with the weig
 differ from the one mm's: 1-2 ulps at about half the f32 elements with a few rows a batch and a long K. The reference
 evaluation (runtime/reference_eval.cpp unfoldedEagerA) makes eager's choice from the input's strides and the weight's
 requires_grad at each call, also where the prologue computes the activation elementwise (a scale, a cast); before
-session 69 it always computed the one mm."""
+session 69 it always computed the one mm. A cast to the dtype a tensor already has (`w.float()` of an f32 `w`) is the
+tensor itself in eager, its requires_grad and layout included. On the dev CPU, 16-bit bmm and mm of these shapes agree
+bit for bit, so the bf16 cases guard the path, not the choice (test_the_rows_one_mm_differs_from_eagers_bmm_here is
+f32)."""
 from __future__ import annotations
 
 import pytest
@@ -168,4 +171,44 @@ def test_a_weight_computed_from_a_parameter_follows_grad_mode(grad):
     with torch.set_grad_enabled(grad):
         want = m(x).detach()
         got = fused(x).detach()
+    assert torch.equal(got, want), differing(got, want)
+
+
+class NoOpCasts(torch.nn.Module):
+    """`.float()` of tensors already f32 is the tensor itself in eager (a `convert` in the spec): the weight keeps its
+    requires_grad (an nn.Parameter: eager folds), the activation its layout (a non-dense transposed one: eager's bmm
+    reads it as given)."""
+
+    def __init__(self, K, N, g, weight_is_parameter):
+        super().__init__()
+        w = torch.randn(N, K, generator=g) / K**0.5
+        if weight_is_parameter:
+            self.w = torch.nn.Parameter(w)
+        else:
+            self.register_buffer("w", w)
+        self.register_buffer("b", torch.randn(N, generator=g))
+
+    def forward(self, x):
+        return torch.relu(F.linear(x.float(), self.w.float()) + self.b)
+
+
+@pytest.mark.needs_real_pass
+@pytest.mark.parametrize("mode", [torch.no_grad, torch.inference_mode], ids=["no_grad", "inference_mode"])
+@pytest.mark.parametrize("dense", [True, False], ids=["dense", "non_dense"])
+@pytest.mark.parametrize("weight", ["parameter", "buffer"])
+def test_a_cast_to_the_same_dtype_is_the_tensor_itself(weight, dense, mode):
+    """A parameter's weight: eager folds (a `convert` read as a computed weight took bmm); a buffer's weight over a
+    non-dense activation: eager's bmm reads the activation as given (a `convert` read as a computed one took the mm)."""
+    rows, batches, K, N = SHAPES[0]
+    g = testlib.generator("cpu", "unfolded_matmul", "no_op_casts", weight, dense)
+    m = NoOpCasts(K, N, g, weight_is_parameter=weight == "parameter")
+
+    def activation():  # [batches, rows, K], transposed; non-dense: a K slice of wider rows
+        x = torch.randn(rows, batches, K if dense else 2 * K, generator=g)
+        return x[..., :K].transpose(0, 1)
+
+    fused = rewritten(m, activation())
+    x = activation()
+    with mode():
+        want, got = m(x), fused(x)
     assert torch.equal(got, want), differing(got, want)
