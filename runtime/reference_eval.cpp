@@ -378,13 +378,47 @@ bool weightRequiresGrad(const ChainSpec& spec, int value, at::TensorList inputs)
   return false;
 }
 
+// The strides an elementwise result (TensorIterator's output, `.to()`'s copy of a non-dense tensor) takes from an input
+// of these sizes and strides, as ATen's infer_dense_strides gives them: dense, the dims in the input's order of strides.
+// The order is built innermost first by an insertion sort in which a dim passes inward over one of larger stride (or
+// equal stride and larger size), stops at one of smaller stride, and looks past one it cannot compare (a zero stride).
+std::vector<int64_t> denseStridesLike(c10::IntArrayRef sizes, c10::IntArrayRef strides) {
+  const int64_t rank = static_cast<int64_t>(sizes.size());
+  std::vector<int64_t> order(rank);  // innermost first; the last dim first to begin with
+  for (int64_t i = 0; i < rank; ++i) order[i] = rank - 1 - i;
+  // +1: `inner` (placed inside) belongs outside `outer`; -1: it stays inside; 0: cannot tell
+  auto outward = [&](int64_t inner, int64_t outer) {
+    if (strides[inner] == 0 || strides[outer] == 0) return 0;
+    if (strides[inner] != strides[outer]) return strides[inner] > strides[outer] ? 1 : -1;
+    return sizes[inner] > sizes[outer] ? 1 : 0;
+  };
+  for (int64_t i = 1; i < rank; ++i) {
+    int64_t placed = i;
+    for (int64_t at = i - 1; at >= 0; --at) {
+      const int c = outward(order[at], order[placed]);
+      if (c < 0) break;
+      if (c > 0) {
+        std::swap(order[at], order[placed]);
+        placed = at;
+      }
+    }
+  }
+  std::vector<int64_t> dense(rank);
+  int64_t step = 1;
+  for (int64_t d : order) {
+    dense[d] = step;
+    if (sizes[d] > 1) step *= sizes[d];
+  }
+  return dense;
+}
+
 // Eager's matmul of an input of 3+ dims (F.linear's, `x @ w`) by a 2-D weight folds the input's rows into one mm only
 // where the weight requires grad or the leading dims can be viewed as one (ATen's should_fold); else it runs bmm over
 // the leading dims with the weight expanded, whose sums on the CPU differ from one mm's of the same rows: 1-2 ulps at
 // 40-50 % of the elements with 2-3 rows a batch and K of 1024-4096 (session 69). Eager's A where it took bmm, laid out
 // as eager had it; else undefined (the rows' one mm). That A is the raw activation as the caller gave it, or computed
-// from it by the prologue's elementwise ops (`x * s`, `x.float()`), which keep a dense activation's layout (a
-// transposed one's); a prologue over a non-dense activation, or over two of them, keeps the one mm (not followed).
+// from it by the prologue's elementwise ops (`x * s`, `x.float()`), whose result is dense in the activation's order of
+// strides (a transposed one's); a prologue over two row-wise inputs keeps the one mm (not followed).
 at::Tensor unfoldedEagerA(const ChainSpec& spec, int aValue, int bValue, at::TensorList inputs,
                           const std::vector<at::Tensor>& values) {
   if (spec.gemm != GemmKind::Mm) return {};
@@ -404,14 +438,16 @@ at::Tensor unfoldedEagerA(const ChainSpec& spec, int aValue, int bValue, at::Ten
       a.dims.back() != 'k')
     return {};
   if (raw.numel() == 0 || weightRequiresGrad(spec, bValue, inputs)) return {};
+  // eager's A: the activation as given, or an elementwise result of it, dense in its order of strides
   const bool computed = activation != behindNoOpConverts(spec, aValue);
-  if (computed && !raw.is_non_overlapping_and_dense()) return {};
+  const std::vector<int64_t> strides =
+      computed ? denseStridesLike(raw.sizes(), raw.strides()) : std::vector<int64_t>(raw.strides().begin(), raw.strides().end());
   bool folds = true;
-  for (int64_t i = 0; i + 2 < raw.dim(); ++i) folds = folds && raw.stride(i) == raw.stride(i + 1) * raw.size(i + 1);
+  for (int64_t i = 0; i + 2 < raw.dim(); ++i) folds = folds && strides[i] == strides[i + 1] * raw.size(i + 1);
   if (folds) return {};
   if (!computed) return raw;
   const at::Tensor& value = values[aValue];  // [M, K], the rows in the activation's logical order
-  return at::empty_strided(raw.sizes(), raw.strides(), value.options()).copy_(value.reshape(raw.sizes()));
+  return at::empty_strided(raw.sizes(), strides, value.options()).copy_(value.reshape(raw.sizes()));
 }
 
 // mm in fp32 accumulation, rounded once to the value's dtype. A native half-precision mm

@@ -76,11 +76,13 @@ def model(kind, K, N, dtype, g):
     return Dequantized(w, s, b, scale_is_parameter=kind == "dequantized_scale_parameter")
 
 
-def transposed(rows, batches, K, dtype, g, dims=3):
-    """[batches, rows, K] as [rows... , batches, K]: its leading dims cannot be viewed as one."""
+def transposed(rows, batches, K, dtype, g, dims=3, dense=True):
+    """[batches, rows, K] as [rows... , batches, K]: its leading dims cannot be viewed as one; not dense: a K slice of
+    rows twice as long."""
+    width = K if dense else 2 * K
     if dims == 3:
-        return torch.randn(rows, batches, K, generator=g).to(dtype).transpose(0, 1)
-    return torch.randn(rows, 2, batches // 2, K, generator=g).to(dtype).permute(2, 1, 0, 3)
+        return torch.randn(rows, batches, width, generator=g).to(dtype)[..., :K].transpose(0, 1)
+    return torch.randn(rows, 2, batches // 2, width, generator=g).to(dtype)[..., :K].permute(2, 1, 0, 3)
 
 
 def rewritten(m, x):
@@ -128,17 +130,20 @@ class ScaledActivation(torch.nn.Module):
 
 
 @pytest.mark.needs_real_pass
+@pytest.mark.parametrize("dense", [True, False], ids=["dense", "non_dense"])
 @pytest.mark.parametrize("dims", [3, 4])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("prologue", ["scale", "cast"])
-def test_a_transposed_activations_prologue_keeps_eagers_bits(prologue, shape, dims):
+def test_a_transposed_activations_prologue_keeps_eagers_bits(prologue, shape, dims, dense):
+    """Eager's elementwise result is dense in the activation's order of strides (ATen's infer_dense_strides), a
+    non-dense activation's too: its matmul runs bmm on that layout."""
     rows, batches, K, N = shape
-    g = testlib.generator("cpu", "unfolded_matmul", prologue, str(shape), dims)
+    g = testlib.generator("cpu", "unfolded_matmul", prologue, str(shape), dims, dense)
     m = ScaledActivation(K, N, g, cast=prologue == "cast")
     dtype = torch.bfloat16 if prologue == "cast" else torch.float32
-    fused = rewritten(m, transposed(rows, batches, K, dtype, g, dims))
+    fused = rewritten(m, transposed(rows, batches, K, dtype, g, dims, dense))
     for _ in range(2):
-        x = transposed(rows, batches, K, dtype, g, dims)
+        x = transposed(rows, batches, K, dtype, g, dims, dense)
         with torch.no_grad():
             want, got = m(x), fused(x)
         assert torch.equal(got, want), differing(got, want)
