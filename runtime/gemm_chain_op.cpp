@@ -334,18 +334,6 @@ struct GemmChainFunction : public torch::autograd::Function<GemmChainFunction> {
   }
 };
 
-}  // namespace
-
-namespace {
-// -1: not recorded (CallerGradMode::enabled reads grad mode itself); else 0 / 1 for this thread's current call
-thread_local int callerGradMode = -1;
-}  // namespace
-
-CallerGradMode::CallerGradMode(bool enabled) : previous_(callerGradMode) { callerGradMode = enabled ? 1 : 0; }
-CallerGradMode::~CallerGradMode() { callerGradMode = previous_; }
-bool CallerGradMode::enabled() { return callerGradMode < 0 ? at::GradMode::is_enabled() : callerGradMode == 1; }
-
-namespace {
 std::vector<at::Tensor> gemmChainAutograd(at::TensorList inputs, c10::string_view spec) {
   // Forward-mode AD (torch.func.jvp, forward_ad.make_dual): dual inputs do not require grad, so
   // without this check their tangents were dropped and the output's tangent read as zero.
@@ -355,15 +343,23 @@ std::vector<at::Tensor> gemmChainAutograd(at::TensorList inputs, c10::string_vie
     TORCH_CHECK(!t.defined() || !t._fw_grad(/*level=*/0).defined(),
                 "fxfuse::gemm_chain has no forward-mode derivative: fxfuse rewrites inference graphs. "
                 "Keep the unfused model for torch.func.jvp / forward-mode AD.");
-  const CallerGradMode callerMode(at::GradMode::is_enabled());
+  const bool gradMode = at::GradMode::is_enabled();
+  const CallerGradMode callerMode(gradMode);
   bool needsGrad = false;
-  if (at::GradMode::is_enabled())
+  if (gradMode)
     for (const at::Tensor& t : inputs) needsGrad = needsGrad || t.requires_grad();
   if (!needsGrad) return callBelowAutograd(inputs, spec);
   return GemmChainFunction::apply(inputs, std::string(spec));
 }
 
+// -1: not recorded (CallerGradMode::enabled reads grad mode itself); else 0 / 1 for this thread's current call
+thread_local int callerGradMode = -1;
+
 }  // namespace
+
+CallerGradMode::CallerGradMode(bool enabled) : previous_(callerGradMode) { callerGradMode = enabled ? 1 : 0; }
+CallerGradMode::~CallerGradMode() { callerGradMode = previous_; }
+bool CallerGradMode::enabled() { return callerGradMode < 0 ? at::GradMode::is_enabled() : callerGradMode == 1; }
 }  // namespace fxfuse::runtime
 
 // Argument types (Tensor[], str) are ones AOTInductor's proxy executor accepts.

@@ -419,9 +419,12 @@ std::vector<int64_t> denseStridesLike(c10::IntArrayRef sizes, c10::IntArrayRef s
 // as eager had it; else undefined (the rows' one mm). That A is the raw activation as the caller gave it, or computed
 // from it by the prologue's elementwise ops (`x * s`, `x.float()`), whose result is dense in the activation's order of
 // strides (a transposed one's); a prologue over two row-wise inputs keeps the one mm (not followed).
-at::Tensor unfoldedEagerA(const ChainSpec& spec, int aValue, int bValue, at::TensorList inputs,
+// Only for an mm whose operands are of its result's type, as eager's were (evalMm's native product).
+at::Tensor unfoldedEagerA(const ChainSpec& spec, const Value& mm, at::TensorList inputs,
                           const std::vector<at::Tensor>& values) {
-  if (spec.gemm != GemmKind::Mm) return {};
+  const int aValue = mm.operands[0], bValue = mm.operands[1];
+  if (spec.gemm != GemmKind::Mm || spec.values[aValue].dtype != mm.dtype || spec.values[bValue].dtype != mm.dtype)
+    return {};
   // the activation: the one input of A's values with rows (an 'm' dim); the others broadcast along them
   int activation = -1;
   for (int id : inputsBehind(spec, aValue))
@@ -571,8 +574,7 @@ std::vector<at::Tensor> evaluateReference(const ChainSpec& spec, at::TensorList 
       case ValueKind::Mm:
         TORCH_INTERNAL_ASSERT(v.operands.size() == 2, "mm takes two operands");
         values.push_back(evalMm(v, values[v.operands[0]], values[v.operands[1]], shape, spec.gemm, bKMajor,
-                                device.is_cpu() ? unfoldedEagerA(spec, v.operands[0], v.operands[1], inputs, values)
-                                                : at::Tensor()));
+                                device.is_cpu() ? unfoldedEagerA(spec, v, inputs, values) : at::Tensor()));
         break;
     }
   }
