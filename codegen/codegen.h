@@ -37,8 +37,10 @@ struct KernelConfig {
   int max_cluster = 1;
   bool pingpong = false;  // sm90_wgmma: two consumer warpgroups alternate whole tiles (FX_PINGPONG)
   int split_k = 1;        // sm90_wgmma: a cluster of 2 or 4 CTAs shares each tile along K (FX_SPLIT_K)
-  bool wgmma = false;     // gemv: 8-bit weights multiplied by wgmma (FX_GEMV_WGMMA; gemvConfig); bn 128 or 64,
-                          // bk 128 or (K x N weights at bn 128) 64
+  bool wgmma = false;     // gemv: the weights multiplied by wgmma (FX_GEMV_WGMMA; gemvConfig); bn 128 or 64,
+                          // bk 128 or (K x N weights at bn 128) 64 for 8-bit weights, 64 for 16-bit ones
+  int weight_bytes = 0;   // gemv: bytes of the streamed weight element, 1 or 2 (gemvConfigWith); 0 in a config
+                          // written without it: bk says (gemvWeightBytesOf)
   bool nibbles = false;   // gemv: packed int4 weights (FX_B_NIBBLES, from the spec): stages of packed bytes, half
                           // the 8-bit ones, and one expanded tile (dynamicSmemBytes)
   // sm90_wgmma, cooperative 128-row tiles: the epilogue runs in the producer warpgroup's other

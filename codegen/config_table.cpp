@@ -831,10 +831,14 @@ long long gemvStageBytes(int mtiles, int kt, int nt, int wb, bool nibbles) {
 // Shared memory a gemv holds besides its stages: packed int4's expanded 8-bit tile (kernels/gemv.cuh expand_stage).
 long long gemvTileBufferBytes(int kt, int nt, bool nibbles) { return nibbles ? 1LL * nt * kt : 0; }
 
-// Bytes of the weight element a gemv config streams: its k per stage is 128 bytes of weight (bk 64:
-// 16-bit, 128: 8-bit) but where the product by wgmma takes 64 k of 8-bit weights (gemvKPerStage). No other
-// 64-k config of 8-bit weights exists: generate refuses one without wgmma, K x N weights and 128 columns.
-int gemvWeightBytesOf(const KernelConfig& c) { return c.bk == 64 && !c.wgmma ? 2 : 1; }
+// Bytes of the weight element a gemv config streams: as the config says (gemvConfigWith), else from its k per stage,
+// 128 bytes of weight (bk 64: 16-bit, 128: 8-bit), but where the product by wgmma takes 64 k of 8-bit weights
+// (gemvKPerStage): a config written without weight_bytes that has wgmma and bk 64 is 8-bit. No other 64-k config of
+// 8-bit weights exists: generate refuses one without wgmma, K x N weights and 128 columns.
+int gemvWeightBytesOf(const KernelConfig& c) {
+  if (c.weight_bytes) return c.weight_bytes;
+  return c.bk == 64 && !c.wgmma ? 2 : 1;
+}
 
 // Measurement knob: FXFUSE_GEMV_STAGE_KB=N sizes the gemv's pipeline to about N KB instead of the
 // rule's (bench/bench_decode.py --stage-kb, bench/gemv/sweep_inflight.py). Read once per process;
@@ -947,8 +951,10 @@ int gemvWgmmaKnob() {
 // and at M = 16 0.97-1.03x: their two loads a row and k16 step (against one in four on the mma.sync
 // path) cost what the activation fragments save until the m-tile is 64 rows.
 bool gemvTakesWgmma(const Query& q, int mtiles) {
-  if (q.arch != 90 || !q.b.quant_scale) return false;
+  if (q.arch != 90) return false;
   const int knob = gemvWgmmaKnob();
+  // Dense 16-bit weights (w16_fragments): only where the knob forces it, until measured (bench/gemv/NOTES.md session 70)
+  if (!q.b.quant_scale) return q.b.plain && knob == 1;
   if (knob >= 0) return knob == 1;
   // GPTQ's words with their zero points keep mma.sync at 64 rows: bench/RESULTS.md session 66 call 6 (the GPTQ layer,
   // an H100): 0.0522 / 0.0589 ms at 4096 x 14336 / 14336 x 4096 (two / three CTAs per SM, the usual rule's) against
@@ -1049,6 +1055,7 @@ KernelConfig gemvConfigWith(const Query& q, bool wgmma, int nt, int k_per_stage 
   KernelConfig c{"gemv", 8 * mtiles, nt, kt, stages, kGemvThreads};
   c.max_cluster = q.arch >= 90 ? 8 : 1;  // thread block clusters: sm_90 and later (8: portable)
   c.wgmma = wgmma;
+  c.weight_bytes = gemvWeightBytes(q.b);
   c.nibbles = nibbles;
   return c;
 }

@@ -96,7 +96,7 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     if (c.bn != 128) w.line("#define FX_GEMV_NT {}", c.bn);
     w.line("#define FX_GEMV_STAGES {}", c.stages);
     w.line("#define FX_GEMV_MIN_BLOCKS {}", gemvCtasPerSm(c));  // its launch bounds: registers
-    if (c.wgmma) w.line("#define FX_GEMV_WGMMA 1");  // 8-bit weights only (generate checks)
+    if (c.wgmma) w.line("#define FX_GEMV_WGMMA 1");  // 8-bit or plain 16-bit weights (generate checks)
     if (c.wgmma && c.bk == 64) w.line("#define FX_GEMV_KT 64");  // K x N at 128 columns only (generate checks)
     // measurement knob: FXFUSE_GEMV_NK_LDMATRIX=0 reads dense 16-bit N x K weights by 16-byte loads,
     // as before session 40 (bench/RESULTS.md Run BB: ldmatrix 0.3-5 % faster at 1-16 rows)
@@ -205,9 +205,10 @@ KernelSource generate(const ChainSpec& spec, const KernelConfig& config) {
       throw CodegenError(std::string("invalid gemv config for this spec (") +
                          (b.nibbles ? "packed int4 weights need" : "only packed int4 weights take") +
                          " 'nibbles'): " + describeConfig(config));
-    // the product by wgmma exists for 8-bit weights only (kernels/gemv.cuh; gemvTakesWgmma)
-    if (config.wgmma && !b.quant_scale)
-      throw CodegenError("the gemv's wgmma product needs 8-bit weights: " + describeConfig(config));
+    // the product by wgmma exists for 8-bit weights and plain 16-bit ones (kernels/gemv.cuh; gemvTakesWgmma)
+    if (config.wgmma && !b.quant_scale && !b.plain)
+      throw CodegenError("the gemv's wgmma product needs 8-bit weights with their scales or plain 16-bit ones: " +
+                         describeConfig(config));
   }
   if ((config.wgmma || config.nibbles) && config.variant != "gemv")
     throw CodegenError("wgmma and nibbles are gemv options: " + describeConfig(config));

@@ -50,7 +50,7 @@
 //                  FX_B_NWORD_ORDER the nibble table sum(order[c] << 4 c) (AWQ's 0x73625140; 0x76543210 in
 //                  order); the slot holds the words as loaded, and expand_stage writes each word's 8 columns into
 //                  tile row k with two byte permutes (no transpose).
-//   FX_GEMV_WGMMA 0|1  8-bit weights (FX_B_QUANT_SCALE), either layout, sm_90a only: the product
+//   FX_GEMV_WGMMA 0|1  8-bit weights (FX_B_QUANT_SCALE) or 16-bit ones, either layout, sm_90a only: the product
 //                  by wgmma (below, "The product by wgmma"); the host adds 1 KB of dynamic shared
 //                  memory for the 1024-byte alignment its activation tile needs
 //                  (config_table.cpp gemvTakesWgmma, dynamicSmemBytes).
@@ -484,7 +484,8 @@ __device__ __forceinline__ int aswz(int row, int chunk) {
 // With the product by wgmma (FX_GEMV_WGMMA, below) the A tile is the wgmma's B operand, read by the
 // tensor cores through a shared-memory descriptor (K-major, 128-byte swizzle): kKT / 64 halves of 64 k,
 // each [8*kMT rows][128 B] with chunk c of row m at c ^ (m & 7), each half 1024-byte aligned.
-static_assert(!kWgmma || (kQuantFast && kWB == 1), "FX_GEMV_WGMMA: 8-bit weights only");
+static_assert(!kWgmma || (kQuantFast && kWB == 1) || (!kQuantFast && kWB == 2),
+              "FX_GEMV_WGMMA: 8-bit weights with their scales, or 16-bit weights");
 constexpr int kAHalfBytes = 8 * kMT * 128;
 // Byte offset of 16-byte chunk `chunk` (k 8*chunk ..) of row `row` in an A stage.
 __device__ __forceinline__ int a_offset(int row, int chunk) {
@@ -801,12 +802,13 @@ __device__ __forceinline__ void w8_nk_fragments(unsigned wsb, int s, int lane, i
     }
 }
 
-// ---- The product by wgmma (FX_GEMV_WGMMA: 8-bit weights, sm_90a) -----------------------------
+// ---- The product by wgmma (FX_GEMV_WGMMA: 8-bit or 16-bit weights, sm_90a) -------------------
 // From 17 rows the mma.sync product spends most of its issue slots on the activation fragments:
 // every warp loads all 8 * kMT rows of them for each k16 step and issues kMT MMAs per row tile. This
 // path computes the transposed product instead, D^T = W^T A^T, one warpgroup-wide
 // wgmma m64n(8 kMT)k16 per row tile and k16 step: the converted weight fragments (w8_kn_fragments,
-// unchanged, or w8_nk_fragments for N x K weights) are its A operand, from registers; the A tile is
+// unchanged, or w8_nk_fragments for N x K weights; 16-bit weights as loaded, w16_fragments) are its A
+// operand, from registers; the A tile is
 // its B operand, read by the tensor
 // cores from shared memory through a descriptor (a_offset's layout). Row tile rt's wgmma covers the
 // warpgroup's 64 columns col_of(w, rt, .), and its accumulator fragment is exactly acc[rt] of the
@@ -866,10 +868,30 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[NN / 2], const unsigned (&a)
 #undef FXG_IN
 #undef FXG_WGMMA
 
+// 16-bit weights, k16 step s: the MMA's A fragments of the warp's kRT row tiles, one ldmatrix.x4 each, as the
+// mma.sync product reads them (compute_stage): K x N transposed, matrices (k 16s..+7, columns 0-7), (k 16s..+7,
+// columns 8-15), (k 16s+8..+15, columns 0-7), (k 16s+8..+15, columns 8-15) of the row tile; N x K (kNkLdmatrix's
+// swizzle) untransposed, (columns 0-7, k 16s..+7), (8-15, k 16s..+7), (0-7, 16s+8..), (8-15, 16s+8..): a0..a3.
+__device__ __forceinline__ void w16_fragments(unsigned wsb, int s, int lane, int w, unsigned (&a)[kRT][4]) {
+  const int mat = lane >> 3;
+#pragma unroll
+  for (int rt = 0; rt < kRT; ++rt) {
+    if constexpr (kKMajor) {
+      const int row = col_of(w, rt, (lane & 7) + 8 * (mat & 1));
+      ldsm_x4(wsb + row * kWRowBytes + wswz(row, 2 * s + (mat >> 1)) * 16, a[rt][0], a[rt][1], a[rt][2], a[rt][3]);
+    } else {
+      const int row = 16 * s + (lane & 7) + 8 * (mat >> 1);
+      const int ch = col_of(w, rt, 0) / 8 + (mat & 1);
+      ldsm_x4_trans(wsb + row * kWRowBytes + wswz(row, ch) * 16, a[rt][0], a[rt][1], a[rt][2], a[rt][3]);
+    }
+  }
+}
+
 // The weight fragments of k16 step s, either layout.
-__device__ __forceinline__ void w8_fragments(unsigned wsb, int s, int lane, int w, const ColumnQuant& q,
+__device__ __forceinline__ void weight_fragments(unsigned wsb, int s, int lane, int w, const ColumnQuant& q,
                                              unsigned (&a)[kRT][4]) {
-  if constexpr (kKMajor) w8_nk_fragments(wsb, s, lane, w, q, a);
+  if constexpr (kWB == 2) w16_fragments(wsb, s, lane, w, a);
+  else if constexpr (kKMajor) w8_nk_fragments(wsb, s, lane, w, q, a);
   else w8_kn_fragments(wsb, s, lane, w, q, a);
 }
 
@@ -905,7 +927,7 @@ __device__ __forceinline__ void compute_stage_wgmma(unsigned wsb, unsigned asb, 
   for (int half = 0; half < kKT / 64; ++half) {
     unsigned a[4][kRT][4];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) w8_fragments(wsb, 4 * half + q, lane, w, cq, a[q]);
+    for (int q = 0; q < 4; ++q) weight_fragments(wsb, 4 * half + q, lane, w, cq, a[q]);
     unsigned long long db[4];
 #pragma unroll
     for (int q = 0; q < 4; ++q) {

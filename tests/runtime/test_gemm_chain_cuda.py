@@ -571,6 +571,60 @@ def test_gemv_both_products_of_8bit_weights(forced, layout):
               drop=("FXFUSE_FORCE_KERNEL", "FXFUSE_GEMV_NT", "FXFUSE_GEMV_KT"), **knobs)
 
 
+# Dense 16-bit weights on the gemv's product by wgmma (kernels/gemv.cuh w16_fragments), forced by the knobs until
+# measured (FXFUSE_GEMV_WGMMA=1, FXFUSE_GEMV_DENSE_MAX_M=64: codegen gemvTakesWgmma): bias+GELU(tanh) in the
+# `x @ w + b` form (K x N) and `x @ w.t() + b` (N x K), both 16-bit dtypes, every m-tile size (1-64 rows), a partial
+# column tile (N = 208) and a ragged last k-step (K = 1000 / 1008), a batch of two; one launch each, outputs poisoned,
+# against float64 by relative error.
+W16_WGMMA_CHILD = """
+import sys, torch, torch.nn.functional as F, fxfuse._C as C
+from runtime_chain_cases import SpecBuilder, randn
+from testlib import seed_for
+gemm_chain = torch.ops.fxfuse.gemm_chain.default
+layout = sys.argv[1]
+base, n = seed_for("w16_wgmma", layout), 0
+def run(dt, M, N, K, B=1):
+    global n
+    where = (layout, str(dt), "B", B, M, N, K, "seed", base + n)
+    torch.manual_seed(base + n)
+    n += 1
+    s = SpecBuilder("bmm" if B > 1 else "mm")
+    lead = "b" if B > 1 else ""
+    x, w = s.input(dt, lead + "mk"), s.input(dt, lead + layout)
+    s.output(s.op("gelu_tanh", s.op("add", s.mm(x, w, dt), s.input(dt, "n"), dtype=dt), dtype=dt))
+    spec = s.text()
+    dims = (B,) if B > 1 else ()
+    ins = [randn(dims + (M, K), dt, "cuda"), randn(dims + ((K, N) if layout == "kn" else (N, K)), dt, "cuda", K ** -0.5),
+           randn((N,), dt, "cuda")]
+    planned = C.kernel_candidates(ins, spec)[0]
+    assert planned.startswith("gemv") and planned.endswith(" wgmma"), (where, planned)
+    before = C.stats()["launches"]
+    (out,) = gemm_chain(ins, spec)
+    torch.cuda.synchronize()
+    assert C.stats()["launches"] - before == 1, where  # one kernel: the planned gemv, no fallback
+    w_kn = ins[1].double() if layout == "kn" else ins[1].double().transpose(-1, -2)
+    want = F.gelu(ins[0].double() @ w_kn + ins[2].double(), approximate="tanh")
+    assert torch.isfinite(out).all(), (where, "an element was not written (poisoned NaN)")
+    err = ((out.double() - want).norm() / want.norm()).item()
+    assert err < 1e-2, (where, err)
+for dt in (torch.bfloat16, torch.float16):
+    for M in (1, 5, 16, 24, 33, 40, 64):
+        for N, K in ((4096, 4096), (208, 1000 if layout == "kn" else 1008)):
+            run(dt, M, N, K)
+for M in (5, 40, 64):
+    run(torch.bfloat16, M, 208, 1008, B=2)
+print(n, "cases")
+print("ok")
+"""
+
+
+@needs_sm90
+@pytest.mark.parametrize("layout", ["kn", "nk"])
+def test_gemv_wgmma_product_of_16bit_weights(layout):
+    run_child(W16_WGMMA_CHILD, layout, drop=("FXFUSE_FORCE_KERNEL", "FXFUSE_GEMV_NT", "FXFUSE_GEMV_KT"),
+              FXFUSE_GEMV_WGMMA="1", FXFUSE_GEMV_DENSE_MAX_M="64")
+
+
 # The gemv's 8-bit weight paths produce B = FxElemB(fp32(float(raw) * s)) bit for bit: with
 # one-hot rows of A, row m of the output is row k_m of B rounded once more to its own dtype (a
 # no-op), so the output must equal eager's dequantized weight exactly. Every int8 value
