@@ -478,22 +478,30 @@ TEST(Gemv, EightBitWeightsTakeWgmmaOnHopperFrom17KnOr33NkRows) {
     EXPECT_EQ(cfg.wgmma, c.wgmma);
     EXPECT_EQ(has(describeConfig(cfg), " wgmma"), c.wgmma);
     EXPECT_EQ(has(generate(s, cfg).code, "#define FX_GEMV_WGMMA 1\n"), c.wgmma);
-    // the product by wgmma costs 1 KB of alignment slack, nothing else (16-bit weights have no such
-    // product: generate refuses the flag there, below, so their flipped config is not compared)
-    if (has(c.spec, "bf16")) continue;
+    // the product by wgmma costs 1 KB of alignment slack, nothing else
     KernelConfig other = cfg;
     other.wgmma = !cfg.wgmma;
     EXPECT_EQ(dynamicSmemBytes(cfg) + (c.wgmma ? 0 : 1024), dynamicSmemBytes(other) + (c.wgmma ? 1024 : 0));
   }
-  // 16-bit weights: the template has no wgmma product for them; 8-bit N x K weights have one
-  for (auto [name, m, ok] : {std::tuple<const char*, long long, bool>{"gemv_bf16_kn_bias_gelu", 16, false},
-                             std::tuple<const char*, long long, bool>{"gemv_int8_linear_channel_scale_bias", 64, true}}) {
+  // plain 16-bit weights (either layout; the rule leaves them on mma.sync, the knob forces wgmma: gemvTakesWgmma) and
+  // 8-bit N x K weights have the product by wgmma
+  for (auto [name, m] : {std::pair<const char*, long long>{"gemv_bf16_kn_bias_gelu", 16},
+                         std::pair<const char*, long long>{"gemv_bf16_nk_bias_gelu", 16},
+                         std::pair<const char*, long long>{"gemv_int8_linear_channel_scale_bias", 64}}) {
     spec::ChainSpec s = loadSpec(name);
     KernelConfig forced = chooseConfig(s, shapeFor(s, m), 90);
     ASSERT_EQ(forced.variant, "gemv") << name;
     forced.wgmma = true;
-    if (ok) EXPECT_TRUE(has(generate(s, forced).code, "#define FX_GEMV_WGMMA 1\n")) << name;
-    else EXPECT_THROW(generate(s, forced), CodegenError) << name;
+    EXPECT_TRUE(has(generate(s, forced).code, "#define FX_GEMV_WGMMA 1\n")) << name;
+  }
+  // a 16-bit weight behind a prologue that is not an 8-bit weight's scale (f16 converted to bf16, times a scale) has
+  // none: generate refuses the flag
+  {
+    spec::ChainSpec bf16 = loadSpec("gemv_bf16_nk_bias_gelu"), f16w = loadSpec("f16_weight_to_bf16_group_scale");
+    KernelConfig forced = chooseConfig(bf16, shapeFor(bf16, 16), 90);
+    ASSERT_EQ(forced.variant, "gemv");
+    forced.wgmma = true;
+    EXPECT_THROW(generate(f16w, forced), CodegenError);
   }
   // 64 columns per CTA (FX_GEMV_NT): the product by wgmma only; a weight tile of 64 x 128 bytes
   spec::ChainSpec i8 = loadSpec("gemv_int8_kn_channel_scale_gelu");
