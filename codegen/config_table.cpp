@@ -953,8 +953,11 @@ int gemvWgmmaKnob() {
 bool gemvTakesWgmma(const Query& q, int mtiles) {
   if (q.arch != 90) return false;
   const int knob = gemvWgmmaKnob();
-  // Dense 16-bit weights (w16_fragments): only where the knob forces it, until measured (bench/gemv/NOTES.md session 70)
-  if (!q.b.quant_scale) return q.b.plain && knob == 1;
+  // Dense 16-bit K x N weights (w16_fragments) from 17 rows (m-tiles of 32 and 64 rows; the rule takes the dense gemv
+  // up to 32 rows, gemvDenseMidRowsAhead, the knob FXFUSE_GEMV_DENSE_MAX_M to 64): bench/RESULTS.md session 70 call 3
+  // (an H100; bias, `x @ w + b`, 4096 x 4096 and 14336 x 4096, S = 4, alternating processes, two rounds): at 24 rows
+  // 0.7-1.7 % less time than mma.sync, at 33 and 64 rows 7-11 % less. N x K weights were not measured: mma.sync.
+  if (!q.b.quant_scale) return q.b.plain && (knob >= 0 ? knob == 1 : !q.b.kmajor && mtiles >= 4);
   if (knob >= 0) return knob == 1;
   // GPTQ's words with their zero points keep mma.sync at 64 rows: bench/RESULTS.md session 66 call 6 (the GPTQ layer,
   // an H100): 0.0522 / 0.0589 ms at 4096 x 14336 / 14336 x 4096 (two / three CTAs per SM, the usual rule's) against
@@ -1513,8 +1516,10 @@ int gemvSplitKForBandwidth(int s, const KernelConfig& config, int sm_count, doub
   // 64 rows); fewer, longer CTAs keep its lower bandwidth busy and have fewer partial sums to reduce. On the H200
   // S = 4 was 8 % ahead of 2 at 14336 x 4096 (bench/RESULTS.md section 6). 8-bit weights lost with S = 2 on the
   // H100 (1.08-1.78x) and keep the rule; an S of 2 (one cluster pair a tile, N >= 8192) was not measured halved.
+  // Up to 16 rows only (a 16-row m-tile or less): at 24 rows the H100 ran S = 4 in 0.95-0.96x the time of S = 2
+  // (bench/RESULTS.md session 70 call 3: 4096 x 4096 and 14336 x 4096, mma.sync and wgmma).
   const bool lowBandwidth = dram_bytes_per_s > 0 && sm_count > 0 && dram_bytes_per_s / sm_count < kGemvHalfSplitBelowBytesPerSm;
-  return lowBandwidth && gemvWeightBytesOf(config) == 2 && s >= 4 ? s / 2 : s;
+  return lowBandwidth && gemvWeightBytesOf(config) == 2 && config.bm <= 16 && s >= 4 ? s / 2 : s;
 }
 
 int gemvSplitKCtasPerSm(const KernelConfig& config) {

@@ -369,6 +369,8 @@ TEST(Gemv, SixteenBitSplitKHalvedWhereBandwidthAnSmIsLower) {
   for (const Case& c : {Case{"gemv_bf16_kn_bias_gelu", 1, 4096, 4096, 4, 2}, Case{"gemv_bf16_kn_bias_gelu", 16, 14336, 4096, 4, 2},
                         Case{"gemv_bf16_nk_bias_gelu", 4, 4096, 4096, 4, 2}, Case{"gemv_bf16_nk_bias_gelu", 16, 4096, 14336, 1, 1},
                         Case{"gemv_bf16_kn_bias_gelu", 1, 8192, 8192, 2, 2},
+                        // 17-32 rows keep the rule's S (session 70: S = 4 ahead of 2 at 24 rows on the H100)
+                        Case{"gemv_bf16_kn_bf16_product_bias", 24, 4096, 4096, 4, 4},
                         Case{"gemv_int8_linear_channel_scale_bias", 16, 14336, 4096, 8, 8},
                         Case{"gemv_int4_linear_group_scale_bias", 1, 4096, 4096, 4, 4}}) {
     SCOPED_TRACE(fmt::format("{} M={} K={} N={}", c.spec, c.M, c.K, c.N));
@@ -448,7 +450,7 @@ TEST(Gemv, OtherVariantsLaunchWithoutClusters) {
 // The product by wgmma (kernels/gemv.cuh; config_table.cpp gemvTakesWgmma): 8-bit K x N weights at
 // 17-64 rows, N x K weights at 33-64, on sm_90 only; its stages start at a 1024-byte boundary, so its
 // launch has 1 KB more.
-TEST(Gemv, EightBitWeightsTakeWgmmaOnHopperFrom17KnOr33NkRows) {
+TEST(Gemv, TakesWgmmaOnHopperFrom17KnOr33NkRows) {
   if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
   if (gemvRuleKnobSet()) GTEST_SKIP() << "a measurement knob replaces the rule";
   struct Case {
@@ -470,7 +472,9 @@ TEST(Gemv, EightBitWeightsTakeWgmmaOnHopperFrom17KnOr33NkRows) {
                         Case{"gemv_int8_linear_channel_scale_bias", 32, 4096, 90, false},
                         Case{"gemv_int8_linear_channel_scale_bias", 16, 4096, 90, false},
                         Case{"gemv_int8_linear_channel_scale_bias", 64, 4096, 80, false},
-                        Case{"gemv_bf16_kn_bias_gelu", 16, 4096, 90, false}}) {           // 16-bit
+                        Case{"gemv_bf16_kn_bias_gelu", 16, 4096, 90, false},              // 16-bit
+                        Case{"gemv_bf16_kn_bf16_product_bias", 24, 4096, 90, true},
+                        Case{"gemv_bf16_kn_bf16_product_bias", 32, 4096, 90, true}}) {
     spec::ChainSpec s = loadSpec(c.spec);
     KernelConfig cfg = chooseConfig(s, shapeFor(s, c.m, c.n), c.arch);
     SCOPED_TRACE(fmt::format("{} M={} N={} sm_{}: {}", c.spec, c.m, c.n, c.arch, describeConfig(cfg)));

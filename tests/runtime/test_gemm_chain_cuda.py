@@ -571,8 +571,9 @@ def test_gemv_both_products_of_8bit_weights(forced, layout):
               drop=("FXFUSE_FORCE_KERNEL", "FXFUSE_GEMV_NT", "FXFUSE_GEMV_KT"), **knobs)
 
 
-# Dense 16-bit weights on the gemv's product by wgmma (kernels/gemv.cuh w16_fragments), forced by the knobs until
-# measured (FXFUSE_GEMV_WGMMA=1, FXFUSE_GEMV_DENSE_MAX_M=64: codegen gemvTakesWgmma): bias+GELU(tanh) in the
+# Dense 16-bit weights on the gemv's product by wgmma (kernels/gemv.cuh w16_fragments), forced by the knobs at every
+# row count and both layouts (FXFUSE_GEMV_WGMMA=1, FXFUSE_GEMV_DENSE_MAX_M=64; the rule takes it for K x N weights at
+# 17-32 rows: codegen gemvTakesWgmma), at 128 and 64 columns per CTA: bias+GELU(tanh) in the
 # `x @ w + b` form (K x N) and `x @ w.t() + b` (N x K), both 16-bit dtypes, every m-tile size (1-64 rows), a partial
 # column tile (N = 208) and a ragged last k-step (K = 1000 / 1008), a batch of two; one launch each, outputs poisoned,
 # against float64 by relative error.
@@ -619,10 +620,12 @@ print("ok")
 
 
 @needs_sm90
+@pytest.mark.parametrize("columns", [128, 64])  # columns per CTA (FXFUSE_GEMV_NT: kernels/gemv.cuh FX_GEMV_NT)
 @pytest.mark.parametrize("layout", ["kn", "nk"])
-def test_gemv_wgmma_product_of_16bit_weights(layout):
+def test_gemv_wgmma_product_of_16bit_weights(layout, columns):
+    knobs = {"FXFUSE_GEMV_NT": "64"} if columns == 64 else {}
     run_child(W16_WGMMA_CHILD, layout, drop=("FXFUSE_FORCE_KERNEL", "FXFUSE_GEMV_NT", "FXFUSE_GEMV_KT"),
-              FXFUSE_GEMV_WGMMA="1", FXFUSE_GEMV_DENSE_MAX_M="64")
+              FXFUSE_GEMV_WGMMA="1", FXFUSE_GEMV_DENSE_MAX_M="64", **knobs)
 
 
 # The gemv's 8-bit weight paths produce B = FxElemB(fp32(float(raw) * s)) bit for bit: with
