@@ -988,19 +988,6 @@ int gemvColumnsKnob() {
   return knob;
 }
 
-// Output columns per CTA: 128, or with the product by wgmma 64 (one wgmma of 64 columns per k16
-// step, twice the CTAs, each with half the weight tile; the prototype's best, bench/RESULTS.md Run BD
-// call 1). bench/RESULTS.md Run BE call 2 (w8, w8_linear at M = 24-64, issue 7's shapes, the rule's
-// pipeline and split-K): 3-5.5 % faster only for w8_linear at 4096 x 4096 and 33-64 rows (w8 there
-// -1.4 to +0.2 %), 8-17 % slower at 4096 x 14336 and 10-12 % (K x N) at 14336 x 4096; split-K 8 and
-// a 50 KB pipeline slower still. So 128; 64 is a candidate of the measured autotune
-// (gemvAlternatives) and the knob's.
-int gemvColumnsPerCta(bool wgmma) {
-  if (!wgmma) return kGemvNT;
-  const int knob = gemvColumnsKnob();
-  return knob ? knob : kGemvNT;
-}
-
 // Measurement knob: FXFUSE_GEMV_KT=64 or 128 gives the product by wgmma of 8-bit K x N weights at 128
 // columns that many k per stage (kernels/gemv.cuh FX_GEMV_KT) in place of the rule, for A/B runs.
 // Read once per process; not for production use. 0: not set.
@@ -1063,9 +1050,35 @@ KernelConfig gemvConfigWith(const Query& q, bool wgmma, int nt, int k_per_stage 
   return c;
 }
 
+// Dense 16-bit K x N weights on the product by wgmma at K <= 4096 where 128 columns a CTA would take split-K 4 (N up
+// to 4224 on 132 SMs): 64 columns and split-K 2, about as many CTAs with half the partial sums each to reduce and
+// twice the k-steps. bench/RESULTS.md session 70 call 4 (an H100; 4096 x 4096, bias and bias+GELU(tanh), bf16 / f16,
+// alternating processes, two rounds): at 24 rows 0.907-0.911x the time of 128 columns at S = 4, at 33 and 64 rows
+// (the knob's dense rows) 0.91-1.03x; 64 columns at S = 4 0.95x at 24 rows and 1.2-1.35x at 33-64. Not measured:
+// other K and N (4096 x 14336 keeps 128 columns at S = 1), N x K weights (mma.sync: gemvTakesWgmma), the H200.
+bool gemvDenseTakesNarrowColumns(const Query& q) {
+  if (q.b.quant_scale || q.b.kmajor || q.shape.K > 4096) return false;
+  const KernelConfig wide = gemvConfigWith(q, true, kGemvNT);
+  const GemvExtents e = gemvExtents(q.shape, wide.bm, wide.bn, wide.bk);
+  return gemvSplitK(e.nt, e.mz, e.ksteps, gemvSplitKCtasPerSm(wide), wide.stages, wide.max_cluster, kHopperSms, 0) == 4;
+}
+
+// Output columns per CTA: 128, or with the product by wgmma 64 (one wgmma of 64 columns per k16
+// step, twice the CTAs, each with half the weight tile; the prototype's best, bench/RESULTS.md Run BD
+// call 1). For 8-bit weights bench/RESULTS.md Run BE call 2 (w8, w8_linear at M = 24-64, issue 7's shapes, the
+// rule's pipeline and split-K): 3-5.5 % faster only for w8_linear at 4096 x 4096 and 33-64 rows (w8 there
+// -1.4 to +0.2 %), 8-17 % slower at 4096 x 14336 and 10-12 % (K x N) at 14336 x 4096; split-K 8 and
+// a 50 KB pipeline slower still. So 128; 64 is a candidate of the measured autotune
+// (gemvAlternatives) and the knob's. Dense 16-bit weights: gemvDenseTakesNarrowColumns.
+int gemvColumnsPerCta(const Query& q, bool wgmma) {
+  if (!wgmma) return kGemvNT;
+  if (const int knob = gemvColumnsKnob()) return knob;
+  return gemvDenseTakesNarrowColumns(q) ? kGemvNarrowNT : kGemvNT;
+}
+
 KernelConfig gemvConfig(const Query& q) {
   const bool wgmma = gemvTakesWgmma(q, gemvMTiles(q.shape.M));
-  return gemvConfigWith(q, wgmma, gemvColumnsPerCta(wgmma));
+  return gemvConfigWith(q, wgmma, gemvColumnsPerCta(q, wgmma));
 }
 
 // The gemvs a measured autotune times besides the rule's for 8-bit weights on sm_90: every product,
@@ -1114,7 +1127,8 @@ bool gemvDenseMidRowsAhead(const Query& q) {
   const ProblemShape& s = q.shape;
   if (!q.product_16bit || s.b_kmajor || s.M <= 16 || s.M > 32 || s.B != 1 || s.K < 4096 || s.K > 8192 || q.arch < 90)
     return false;
-  const KernelConfig c = gemvConfig(q);
+  // (on the geometry of 128 columns a CTA that Run BA measured; the launch may take 64: gemvDenseTakesNarrowColumns)
+  const KernelConfig c = gemvConfigWith(q, gemvTakesWgmma(q, gemvMTiles(s.M)), kGemvNT);
   const GemvExtents e = gemvExtents(s, c.bm, c.bn, c.bk);
   const int split = gemvSplitK(e.nt, e.mz, e.ksteps, gemvSplitKCtasPerSm(c), c.stages, c.max_cluster, kHopperSms, 0);
   return (split == 4 || split == 1) && 5 * e.nt * e.mz * split >= 4LL * kHopperSms;

@@ -370,7 +370,7 @@ TEST(Gemv, SixteenBitSplitKHalvedWhereBandwidthAnSmIsLower) {
                         Case{"gemv_bf16_nk_bias_gelu", 4, 4096, 4096, 4, 2}, Case{"gemv_bf16_nk_bias_gelu", 16, 4096, 14336, 1, 1},
                         Case{"gemv_bf16_kn_bias_gelu", 1, 8192, 8192, 2, 2},
                         // 17-32 rows keep the rule's S (session 70: S = 4 ahead of 2 at 24 rows on the H100)
-                        Case{"gemv_bf16_kn_bf16_product_bias", 24, 4096, 4096, 4, 4},
+                        Case{"gemv_bf16_kn_bf16_product_bias", 24, 8192, 4096, 4, 4},
                         Case{"gemv_int8_linear_channel_scale_bias", 16, 14336, 4096, 8, 8},
                         Case{"gemv_int4_linear_group_scale_bias", 1, 4096, 4096, 4, 4}}) {
     SCOPED_TRACE(fmt::format("{} M={} K={} N={}", c.spec, c.M, c.K, c.N));
@@ -384,6 +384,34 @@ TEST(Gemv, SixteenBitSplitKHalvedWhereBandwidthAnSmIsLower) {
     EXPECT_EQ(h100.grid[1], c.h100);
     EXPECT_EQ(h100.cluster[1], c.h100);
     EXPECT_EQ(h100.grid[0], launchDims(src, p, 132).grid[0]);
+  }
+}
+
+// Dense 16-bit K x N weights at 17-32 rows on the product by wgmma take 64 columns a CTA and split-K 2 where 128
+// columns would take 4, at K <= 4096 (session 70 call 4: 0.91x the time at 4096 x 4096, 24 rows, on an H100); the
+// split is the same at either bandwidth (the H100's halving is for 1-16 rows).
+TEST(Gemv, DenseMidRowsTake64ColumnsWhereSplitKWouldBe4) {
+  if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
+  if (gemvRuleKnobSet()) GTEST_SKIP() << "a measurement knob replaces the rule";
+  constexpr double kH100 = 3.35e12, kH200 = 4.8e12;
+  struct Case {
+    long long M, K, N;
+    int columns;
+    unsigned split;
+  };
+  for (const Case& c : {Case{24, 4096, 4096, 64, 2}, Case{32, 4096, 4096, 64, 2}, Case{17, 4096, 4096, 64, 2},
+                        Case{24, 8192, 4096, 128, 4}, Case{24, 4096, 14336, 128, 1}, Case{16, 4096, 4096, 128, 4}}) {
+    SCOPED_TRACE(fmt::format("M={} K={} N={}", c.M, c.K, c.N));
+    const spec::ChainSpec s = loadSpec("gemv_bf16_kn_bf16_product_bias");
+    const ProblemShape p = shapeFor(s, c.M, c.N, c.K);
+    const KernelSource src = generate(s, chooseConfig(s, p, 90));
+    ASSERT_EQ(src.config.variant, "gemv");
+    EXPECT_EQ(src.config.bn, c.columns);
+    EXPECT_EQ(src.config.wgmma, c.M > 16);
+    EXPECT_EQ(has(src.code, "#define FX_GEMV_NT 64\n"), c.columns == 64);
+    EXPECT_EQ(launchDims(src, p, 132, kH200).grid[0], static_cast<unsigned>((c.N + c.columns - 1) / c.columns));
+    EXPECT_EQ(launchDims(src, p, 132, kH200).grid[1], c.split);
+    if (c.M > 16) EXPECT_EQ(launchDims(src, p, 132, kH100).grid[1], c.split);
   }
 }
 
