@@ -11,6 +11,15 @@ device_build() {
   echo "build rc $? ($(( $(date +%s) - t0 )) s)"
 }
 device_pack() { tar czf "$OUT/res.tgz" -C "$OUT" logs; }
+# The call's GPU tests in tests/runtime/test_gemm_chain_cuda.py: device_pytest EXPR WORKERS LIMIT_S runs those `-k EXPR`
+# selects on WORKERS processes, cut at LIMIT_S, with one test seed (printed), its failures listed.
+device_pytest() {
+  source scripts/one-test-seed.sh
+  timeout "$3" python3 -m pytest -q -p no:cacheprovider -m gpu -n "$2" tests/runtime/test_gemm_chain_cuda.py -k "$1" \
+    > "$L/pytest.log" 2>&1
+  echo "pytest rc $? ($(( $(date +%s) - t0 )) s)"; tail -1 "$L/pytest.log"
+  grep -hE "^(FAILED|ERROR)" "$L/pytest.log" | head -10
+}
 # The call's CTest run (the GPU's NVRTC compiles and runtime tests), its failures listed.
 device_ctest() {
   ctest --test-dir build-gpu --output-on-failure -j 16 --timeout 300 > "$L/ctest.log" 2>&1

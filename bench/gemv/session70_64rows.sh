@@ -9,11 +9,7 @@
 source bench/gemv/device_call.sh
 device_build
 nvidia-smi --query-gpu=name --format=csv,noheader
-source scripts/one-test-seed.sh
-timeout "${TESTS_LIMIT_S:-120}" python3 -m pytest -q -p no:cacheprovider -m gpu -n 2 tests/runtime/test_gemm_chain_cuda.py \
-  -k "wgmma_product_of_16bit" > "$L/pytest.log" 2>&1
-echo "pytest rc $? ($(( $(date +%s) - t0 )) s)"; tail -1 "$L/pytest.log"
-grep -hE "^(FAILED|ERROR)|Error" "$L/pytest.log" | head -10
+device_pytest "wgmma_product_of_16bit" 2 "${TESTS_LIMIT_S:-120}"
 OUT="$L/sweep" timeout "${SWEEP_LIMIT_S:-170}" python3 bench/gemv/sweep_inflight.py --budget-s 160 --rounds 2 \
   --m "${SWEEP_M:-33,64}" --kn 4096x4096,4096x14336,14336x4096 --chains "${SWEEP_CHAINS:-bias}" \
   --variants 0:0,0:0:FXFUSE_GEMV_DENSE_MAX_M=64,0:0:FXFUSE_GEMV_DENSE_MAX_M=64+FXFUSE_GEMV_WGMMA=1 \

@@ -7,11 +7,8 @@
 source bench/gemv/device_call.sh
 device_build
 nvidia-smi --query-gpu=name --format=csv,noheader
-source scripts/one-test-seed.sh
-timeout "${TESTS_LIMIT_S:-130}" python3 -m pytest -q -p no:cacheprovider -m gpu -n 12 tests/runtime/test_gemm_chain_cuda.py \
-  -k "wgmma_product_of_16bit or 17_to_32_rows or memory_bandwidth or split_k or gemv_dense or decode" > "$L/pytest.log" 2>&1
-echo "pytest rc $? ($(( $(date +%s) - t0 )) s)"; tail -1 "$L/pytest.log"
-grep -hE "^(FAILED|ERROR)" "$L/pytest.log" | head -10
+device_pytest "wgmma_product_of_16bit or 17_to_32_rows or memory_bandwidth or split_k or gemv_dense or decode" 12 \
+  "${TESTS_LIMIT_S:-130}"
 OUT="$L/decode" timeout "${DECODE_LIMIT_S:-70}" python3 bench/bench_decode.py --m 1,16,24,64 --chains bias,bias_gelu \
   > "$L/decode.txt" 2>&1
 echo "decode rc $? ($(( $(date +%s) - t0 )) s)"
