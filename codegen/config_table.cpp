@@ -835,10 +835,14 @@ long long gemvTileBufferBytes(int kt, int nt, bool nibbles) { return nibbles ? 1
 // 128 bytes of weight (bk 64: 16-bit, 128: 8-bit), but where the product by wgmma takes 64 k of 8-bit weights
 // (gemvKPerStage): a config written without weight_bytes that has wgmma and bk 64 is 8-bit. No other 64-k config of
 // 8-bit weights exists: generate refuses one without wgmma, K x N weights and 128 columns.
+}  // namespace
+
 int gemvWeightBytesOf(const KernelConfig& c) {
   if (c.weight_bytes) return c.weight_bytes;
   return c.bk == 64 && !c.wgmma ? 2 : 1;
 }
+
+namespace {
 
 // Measurement knob: FXFUSE_GEMV_STAGE_KB=N sizes the gemv's pipeline to about N KB instead of the
 // rule's (bench/bench_decode.py --stage-kb, bench/gemv/sweep_inflight.py). Read once per process;
@@ -1021,7 +1025,9 @@ bool gemvNibblesKnob() {
 }
 
 // Whether a gemv may take 64 k per stage: the product by wgmma of 8-bit K x N weights at 128 columns.
-bool gemvHas64KStage(const Query& q, bool wgmma, int nt) { return wgmma && !q.b.kmajor && nt == kGemvNT; }
+bool gemvHas64KStage(const Query& q, bool wgmma, int nt) {
+  return wgmma && !q.b.kmajor && nt == kGemvNT && gemvWeightBytes(q.b) == 1;
+}
 
 // k per stage: 128 bytes of each weight row or column (128 k of 8-bit weights, 64 of 16-bit). Where
 // gemvHas64KStage, 64 k is an 8 KB weight tile, twice the stages in the same shared memory (the wgmma
@@ -1057,7 +1063,7 @@ KernelConfig gemvConfigWith(const Query& q, bool wgmma, int nt, int k_per_stage 
 // (the knob's dense rows) 0.91-1.03x; 64 columns at S = 4 0.95x at 24 rows and 1.2-1.35x at 33-64. Not measured:
 // other K and N (4096 x 14336 keeps 128 columns at S = 1), N x K weights (mma.sync: gemvTakesWgmma), the H200.
 bool gemvDenseTakesNarrowColumns(const Query& q) {
-  if (q.b.quant_scale || q.b.kmajor || q.shape.K > 4096) return false;
+  if (q.b.quant_scale || q.b.kmajor || q.shape.K > 4096 || gemvMTiles(q.shape.M) < 4) return false;
   const KernelConfig wide = gemvConfigWith(q, true, kGemvNT);
   const GemvExtents e = gemvExtents(q.shape, wide.bm, wide.bn, wide.bk);
   return gemvSplitK(e.nt, e.mz, e.ksteps, gemvSplitKCtasPerSm(wide), wide.stages, wide.max_cluster, kHopperSms, 0) == 4;

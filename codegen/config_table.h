@@ -39,11 +39,13 @@ int gemvCtasPerSm(const KernelConfig& config);
 // the rule where the config allows clusters that large.
 int gemvSplitK(long long nt, long long mz, long long ksteps, int ctas_per_sm, int stages, int max_cluster,
                int sm_count, int forced);
-// gemvSplitK's S for a launch on a GPU of dram_bytes_per_s peak memory bandwidth (0: not known): 16-bit weights on
-// a GPU with less bandwidth an SM than the H200's (an H100) take half an S of 4 or more.
+// gemvSplitK's S for a launch on a GPU of dram_bytes_per_s peak memory bandwidth (0: not known): 16-bit weights at
+// 1-16 rows on a GPU with less bandwidth an SM than the H200's (an H100) take half an S of 4 or more.
 int gemvSplitKForBandwidth(int s, const KernelConfig& config, int sm_count, double dram_bytes_per_s);
 // The CTAs per SM a gemv config's split-K aims for: one for 16-bit weights, else gemvCtasPerSm
 // up to three, four at M = 17-32 (all measured: config_table.cpp gemvSplitKCtasCap).
 int gemvSplitKCtasPerSm(const KernelConfig& config);
+// Bytes of the weight element a gemv config streams, 1 or 2 (KernelConfig::weight_bytes, else from bk).
+int gemvWeightBytesOf(const KernelConfig& config);
 
 }  // namespace fxfuse::codegen

@@ -97,7 +97,7 @@ void emitConfig(const std::string& name, const KernelConfig& c, CodeWriter& w) {
     w.line("#define FX_GEMV_STAGES {}", c.stages);
     w.line("#define FX_GEMV_MIN_BLOCKS {}", gemvCtasPerSm(c));  // its launch bounds: registers
     if (c.wgmma) w.line("#define FX_GEMV_WGMMA 1");  // 8-bit or plain 16-bit weights (generate checks)
-    if (c.wgmma && c.bk == 64) w.line("#define FX_GEMV_KT 64");  // K x N at 128 columns only (generate checks)
+    if (c.wgmma && c.bk == 64) w.line("#define FX_GEMV_KT 64");  // 16-bit weights' own, or 8-bit K x N at 128 columns
     // measurement knob: FXFUSE_GEMV_NK_LDMATRIX=0 reads dense 16-bit N x K weights by 16-byte loads,
     // as before session 40 (bench/RESULTS.md Run BB: ldmatrix 0.3-5 % faster at 1-16 rows)
     static const std::string nk_ldmatrix = readBinaryKnob("FXFUSE_GEMV_NK_LDMATRIX");
@@ -205,6 +205,10 @@ KernelSource generate(const ChainSpec& spec, const KernelConfig& config) {
       throw CodegenError(std::string("invalid gemv config for this spec (") +
                          (b.nibbles ? "packed int4 weights need" : "only packed int4 weights take") +
                          " 'nibbles'): " + describeConfig(config));
+    // the shared memory is sized for the weight width the config says (dynamicSmemBytes): the spec's
+    if (gemvWeightBytesOf(config) != (b.quant_scale ? 1 : 2))
+      throw CodegenError(std::string("invalid gemv config for this spec (its weights are ") +
+                         (b.quant_scale ? "8-bit" : "16-bit") + "): " + describeConfig(config));
     // the product by wgmma exists for 8-bit weights and plain 16-bit ones (kernels/gemv.cuh; gemvTakesWgmma)
     if (config.wgmma && !b.quant_scale && !b.plain)
       throw CodegenError("the gemv's wgmma product needs 8-bit weights with their scales or plain 16-bit ones: " +

@@ -230,14 +230,16 @@ struct GemvCfg {
   unsigned gx, gy, gz;
   size_t smem;
 };
+// dense_wgmma: a plain 16-bit K x N weight, which takes the product by wgmma from 17 rows on sm_90
 GemvCfg gemv_config(long long B, long long M, long long N, long long K, int wbytes /*1|2*/, bool b_kmajor, int num_sms,
-                    bool sm90) {
+                    bool sm90, bool dense_wgmma = false) {
   GemvCfg c;
   int mt8 = (int)((M + 7) / 8);
   c.mtiles = mt8 <= 1 ? 1 : mt8 <= 2 ? 2 : mt8 <= 4 ? 4 : 8;
   int KT = 128 / wbytes;
-  size_t stage = 128 * 128 + (size_t)8 * c.mtiles * KT * 2;
-  long long nt = (N + 127) / 128, mz = B * ((M + 8 * c.mtiles - 1) / (8 * c.mtiles));
+  int cols = 128;
+  size_t stage = cols * 128 + (size_t)8 * c.mtiles * KT * 2;
+  long long nt = (N + cols - 1) / cols, mz = B * ((M + 8 * c.mtiles - 1) / (8 * c.mtiles));
   long long ksteps = (K + KT - 1) / KT;
   // a pipeline for `ctas` CTAs per SM of Hopper's 228 KB (1 KB each reserved), at most 100 KB
   auto stagesFor = [&](long long ctas) {
@@ -255,11 +257,19 @@ GemvCfg gemv_config(long long B, long long M, long long N, long long K, int wbyt
   int ctas = 2;
   if (sm90 && wbytes == 1) ctas = c.mtiles == 1 ? 4 : splitK(3, stagesFor(3), 132) >= 4 ? 3 : c.mtiles == 4 ? 4 : 2;
   c.stages = stagesFor(ctas);
-  size_t red = (size_t)8 * c.mtiles * 132 * 4;
+  const bool wgmma16 = dense_wgmma && sm90 && wbytes == 2 && !b_kmajor && c.mtiles >= 4;
+  // 16-bit weights on the product by wgmma: 64 columns a CTA where 128 would split K four ways, at K <= 4096
+  if (wgmma16 && K <= 4096 && splitK(1, c.stages, 132) == 4) {
+    cols = 64;
+    stage = cols * 128 + (size_t)8 * c.mtiles * KT * 2;
+    nt = (N + cols - 1) / cols;
+    c.stages = stagesFor(ctas);
+  }
+  size_t red = (size_t)8 * c.mtiles * (cols + 4) * 4;
   c.smem = stage * c.stages > red ? stage * c.stages : red;
-  // the product by wgmma (8-bit weights on sm_90: K x N from 17 rows, N x K from 33) aligns its
-  // stages to 1024 bytes, with 1 KB more
-  if (sm90 && wbytes == 1 && c.mtiles >= (b_kmajor ? 8 : 4)) c.smem += 1024;
+  // the product by wgmma (8-bit weights on sm_90: K x N from 17 rows, N x K from 33; 16-bit K x N weights from 17)
+  // aligns its stages to 1024 bytes, with 1 KB more
+  if (sm90 && ((wbytes == 1 && c.mtiles >= (b_kmajor ? 8 : 4)) || wgmma16)) c.smem += 1024;
   long long fit = std::clamp(228LL * 1024 / ((long long)c.smem + 1024), 1LL, 4LL);
   c.splitk = splitK(wbytes == 2 ? 1 : std::min(fit, c.mtiles == 4 ? 4LL : 3LL), c.stages, num_sms);
   c.gx = nt;
@@ -271,9 +281,11 @@ GemvCfg gemv_config(long long B, long long M, long long N, long long K, int wbyt
 TEST(Gemv, LaunchDimsMatchTheHeaderFormula) {
   if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
   if (gemvRuleKnobSet()) GTEST_SKIP() << "a measurement knob replaces the rule";
-  spec::ChainSpec bf16 = loadSpec("gemv_bf16_kn_bias_gelu"), i8 = loadSpec("gemv_int8_linear_channel_scale_bias");
-  int checked = 0;
-  for (const spec::ChainSpec* s : {&bf16, &i8})
+  // (a 16-bit product takes the gemv at 17-32 rows, gemvDenseMidRowsAhead: the product by wgmma)
+  spec::ChainSpec bf16 = loadSpec("gemv_bf16_kn_bias_gelu"), i8 = loadSpec("gemv_int8_linear_channel_scale_bias"),
+                  bf16p = loadSpec("gemv_bf16_kn_bf16_product_bias");
+  int checked = 0, wgmma16 = 0;
+  for (const spec::ChainSpec* s : {&bf16, &i8, &bf16p})
     for (int arch : {80, 90})
       for (long long B : {1, 3})
         for (long long M : {1, 5, 16, 24, 32, 40, 64})
@@ -287,7 +299,8 @@ TEST(Gemv, LaunchDimsMatchTheHeaderFormula) {
                 KernelSource src = generate(*s, c);
                 LaunchDims d = launchDims(src, p, sms);
                 GemvCfg want = gemv_config(B, M, N, K, analyzeB(*s).quant_scale ? 1 : 2, analyzeB(*s).kmajor, sms,
-                                           arch >= 90);
+                                           arch >= 90, s == &bf16p);
+                wgmma16 += s == &bf16p && c.wgmma;
                 SCOPED_TRACE(fmt::format("sm_{} B={} M={} N={} K={} sms={}", arch, B, M, N, K, sms));
                 EXPECT_EQ(c.bm, 8 * want.mtiles);
                 EXPECT_EQ(c.stages, want.stages);
@@ -304,6 +317,7 @@ TEST(Gemv, LaunchDimsMatchTheHeaderFormula) {
                 ++checked;
               }
   EXPECT_GT(checked, 200);
+  EXPECT_GT(wgmma16, 0);
 }
 
 TEST(Gemv, LaunchDimsOfMeasuredShapes) {
@@ -385,6 +399,23 @@ TEST(Gemv, SixteenBitSplitKHalvedWhereBandwidthAnSmIsLower) {
     EXPECT_EQ(h100.cluster[1], c.h100);
     EXPECT_EQ(h100.grid[0], launchDims(src, p, 132).grid[0]);
   }
+}
+
+// A config's weight width sizes the kernel's shared memory (dynamicSmemBytes): generate refuses one whose width is not
+// the spec's. A wgmma config of 64 k a stage written without weight_bytes is 8-bit (the KT-64 form); its stages would
+// hold half a 16-bit tile.
+TEST(Gemv, GenerateRefusesAConfigOfTheOtherWeightWidth) {
+  if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
+  const spec::ChainSpec bf16 = loadSpec("gemv_bf16_kn_bf16_product_bias");
+  KernelConfig c{"gemv", 32, 128, 64, 5, 128};
+  c.max_cluster = 8;
+  c.wgmma = true;
+  EXPECT_THROW(generate(bf16, c), CodegenError);
+  c.weight_bytes = 2;
+  const KernelSource src = generate(bf16, c);
+  EXPECT_EQ(src.smem_bytes, dynamicSmemBytes(c));
+  c.weight_bytes = 0;
+  EXPECT_LT(dynamicSmemBytes(c), src.smem_bytes);
 }
 
 // Dense 16-bit K x N weights at 17-32 rows on the product by wgmma take 64 columns a CTA and split-K 2 where 128
@@ -698,8 +729,8 @@ void expectSpillsAtMost(const std::string& log, int bytes) {
 }
 
 // The product by wgmma compiles for every n it takes (8 kMT: M = 1-8, 9-16, 17-32, 33-64; the rule
-// gives it 17-64 only, the knob FXFUSE_GEMV_WGMMA the others), for both 16-bit types, int8 and fp8,
-// K x N and N x K weights, 128 or 64 columns per CTA, as wgmma without spills or serialization.
+// gives it 17-64 only, the knob FXFUSE_GEMV_WGMMA the others), for both 16-bit types, int8 and fp8 and plain 16-bit
+// weights, K x N and N x K weights, 128 or 64 columns per CTA, as wgmma without spills or serialization.
 TEST(Gemv, WgmmaProductCompilesForEveryRowTile) {
   if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
   REQUIRE_NVRTC();
@@ -710,10 +741,16 @@ TEST(Gemv, WgmmaProductCompilesForEveryRowTile) {
   spec::ChainSpec i8nk = loadSpec("gemv_int8_linear_channel_scale_bias");
   spec::ChainSpec fp8nk = spec::parseSpec(std::regex_replace(spec::printSpec(fp8), std::regex("\\[k,n\\]"), "[n,k]"));
   ASSERT_TRUE(analyzeB(fp8nk).kmajor && analyzeB(i8nk).kmajor);
-  for (const spec::ChainSpec* s : {&i8, &i8f16, &fp8, &i8nk, &fp8nk})
+  // plain 16-bit weights (w16_fragments), both layouts and dtypes
+  spec::ChainSpec b16 = loadSpec("gemv_bf16_kn_bias_gelu"), b16nk = loadSpec("gemv_bf16_nk_bias_gelu");
+  spec::ChainSpec f16 = spec::parseSpec(std::regex_replace(spec::printSpec(b16), std::regex("bf16"), "f16"));
+  for (const spec::ChainSpec* s : {&i8, &i8f16, &fp8, &i8nk, &fp8nk, &b16, &b16nk, &f16})
     for (auto [m, nt] : {std::pair<long long, int>{1, 128}, {16, 128}, {24, 128}, {64, 128}, {1, 64}, {64, 64}}) {
-      KernelConfig cfg = chooseConfig(*s, shapeFor(*s, m), 90);
+      // (the f32-product 16-bit chains take the gemv up to 16 rows: their row tile is set here)
+      const bool dense = !analyzeB(*s).quant_scale;
+      KernelConfig cfg = chooseConfig(*s, shapeFor(*s, dense ? std::min(m, 16LL) : m), 90);
       ASSERT_EQ(cfg.variant, "gemv");
+      if (dense) cfg.bm = m <= 8 ? 8 : m <= 16 ? 16 : m <= 32 ? 32 : 64;
       cfg.wgmma = true;
       cfg.bn = nt;  // 64 columns per CTA (FX_GEMV_NT): one wgmma a k16 step
       KernelSource src = generate(*s, cfg);

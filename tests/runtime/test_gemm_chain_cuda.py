@@ -623,9 +623,9 @@ print("ok")
 @pytest.mark.parametrize("columns", [128, 64])  # columns per CTA (FXFUSE_GEMV_NT: kernels/gemv.cuh FX_GEMV_NT)
 @pytest.mark.parametrize("layout", ["kn", "nk"])
 def test_gemv_wgmma_product_of_16bit_weights(layout, columns):
-    knobs = {"FXFUSE_GEMV_NT": "64"} if columns == 64 else {}
-    run_child(W16_WGMMA_CHILD, layout, drop=("FXFUSE_FORCE_KERNEL", "FXFUSE_GEMV_NT", "FXFUSE_GEMV_KT"),
-              FXFUSE_GEMV_WGMMA="1", FXFUSE_GEMV_DENSE_MAX_M="64", **knobs)
+    # (both widths forced: the rule takes 64 columns for K x N weights at 17-64 rows where 128 would split K four ways)
+    run_child(W16_WGMMA_CHILD, layout, drop=("FXFUSE_FORCE_KERNEL", "FXFUSE_GEMV_KT"), FXFUSE_GEMV_NT=str(columns),
+              FXFUSE_GEMV_WGMMA="1", FXFUSE_GEMV_DENSE_MAX_M="64")
 
 
 # The gemv's 8-bit weight paths produce B = FxElemB(fp32(float(raw) * s)) bit for bit: with
@@ -1373,24 +1373,25 @@ def check_dispatch(name, M, K, N, first, residual=False, silu=False):
 
 
 # Dense 16-bit weights at 17-32 rows in the `x @ w + b` form (codegen gemvDenseMidRowsAhead,
-# bench/RESULTS.md Run BA): the gemv at K = 4096-8192 where its grid covers 4/5 of the SMs with
+# bench/RESULTS.md Run BA): the gemv at K = 4096-8192 where its grid of 128 columns a CTA covers 4/5 of the SMs with
 # split-K 4 (a cluster launch) or none, not at N = 11008 (86 CTAs), N = 8192 (split-K 2), K = 14336,
-# 33 rows, nor in the F.linear form (f32 product: eager's bias is inside cuBLAS).
+# 33 rows, nor in the F.linear form (f32 product: eager's bias is inside cuBLAS). Since session 70 on the product by
+# wgmma, at K <= 4096 with 64 columns a CTA where 128 would split four ways (4096 x 4096: 64 column tiles, split-K 2).
 @needs_sm90
-@pytest.mark.parametrize("M,K,N,product,gemv,cluster", [
-    (17, 4096, 4096, torch.bfloat16, True, True),
-    (24, 4096, 14336, torch.bfloat16, True, False),
-    (32, 8192, 4096, torch.bfloat16, True, True),
-    (32, 4096, 11008, torch.bfloat16, False, None),
-    (32, 4096, 8192, torch.bfloat16, False, None),
-    (24, 14336, 4096, torch.bfloat16, False, None),
-    (33, 4096, 4096, torch.bfloat16, False, None),
-    (24, 4096, 4096, torch.float32, False, None),
+@pytest.mark.parametrize("M,K,N,product,gemv,cluster,columns", [
+    (17, 4096, 4096, torch.bfloat16, True, True, 64),
+    (24, 4096, 14336, torch.bfloat16, True, False, 128),
+    (32, 8192, 4096, torch.bfloat16, True, True, 128),
+    (32, 4096, 11008, torch.bfloat16, False, None, None),
+    (32, 4096, 8192, torch.bfloat16, False, None, None),
+    (24, 14336, 4096, torch.bfloat16, False, None, None),
+    (33, 4096, 4096, torch.bfloat16, False, None, None),
+    (24, 4096, 4096, torch.float32, False, None, None),
 ])
-def test_dense_gemv_at_17_to_32_rows(unforced, M, K, N, product, gemv, cluster):
-    """bias+GELU(tanh): the variant the op picks; where it is the gemv, one launch (a split-K
-    cluster's where the grid has 32 column tiles) and the result against float64 by relative error,
-    outputs poisoned."""
+def test_dense_gemv_at_17_to_32_rows(unforced, M, K, N, product, gemv, cluster, columns):
+    """bias+GELU(tanh): the variant the op picks; where it is the gemv, its product (wgmma) and columns a CTA, one
+    launch (a split-K cluster's where the grid has 32 column tiles of 128 or 64 of 64) and the result against float64
+    by relative error, outputs poisoned."""
     seed("dense-gemv-17-32", M, K, N, str(product))
     dt = torch.bfloat16
     s = SpecBuilder()
@@ -1401,6 +1402,8 @@ def test_dense_gemv_at_17_to_32_rows(unforced, M, K, N, product, gemv, cluster):
     if not gemv:
         return
     x, w, b = randn((M, K), dt, "cuda"), randn((K, N), dt, "cuda", K ** -0.5), randn((N,), dt, "cuda")
+    planned = C.kernel_candidates([x, w, b], spec)[0]
+    assert planned.split()[1] == f"32x{columns}x64" and planned.endswith(" wgmma"), planned
     before = C.stats()
     (out,) = gemm_chain([x, w, b], spec)
     torch.cuda.synchronize()
