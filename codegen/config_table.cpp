@@ -1090,9 +1090,14 @@ KernelConfig gemvConfig(const Query& q) {
 // The gemvs a measured autotune times besides the rule's for 8-bit weights on sm_90: every product,
 // width and stage the template has (mma.sync at 128 columns, wgmma at 128 and 64, and for K x N
 // weights wgmma at 128 columns and 64 k a stage), since the rule's boundaries (wgmma from 17 or 33
-// rows, 128 columns, 128 k) were measured on three shapes only.
+// rows, 128 columns, 128 k) were measured on three shapes only. Dense 16-bit K x N weights at 17-32 rows (the rule's
+// wgmma product, 64 or 128 columns: measured at two shapes on an H100 only) the same three.
 std::vector<KernelConfig> gemvAlternatives(const Query& q) {
-  if (q.arch != 90 || !q.b.quant_scale) return {};
+  if (q.arch != 90) return {};
+  if (!q.b.quant_scale) {
+    if (!q.b.plain || q.b.kmajor || gemvMTiles(q.shape.M) < 4) return {};
+    return {gemvConfigWith(q, false, kGemvNT), gemvConfigWith(q, true, kGemvNT), gemvConfigWith(q, true, kGemvNarrowNT)};
+  }
   const int kt = 128;  // 128 bytes of 8-bit weight (in place of a knob's)
   std::vector<KernelConfig> out{gemvConfigWith(q, false, kGemvNT, kt), gemvConfigWith(q, true, kGemvNT, kt),
                                 gemvConfigWith(q, true, kGemvNarrowNT, kt)};

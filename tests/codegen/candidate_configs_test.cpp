@@ -102,6 +102,43 @@ TEST(CandidateConfigs, EightBitGemvOffersEveryProductOnHopper) {
     }
 }
 
+// Dense 16-bit K x N weights at 17-32 rows on sm_90 (the `x @ w + b` form whose gemv the rule takes there): the rule's
+// gemv first (wgmma; 64 columns at 4096 x 4096, 128 at 4096 x 14336), then mma.sync at 128 columns and wgmma at the
+// other width, each once; at 1-16 rows and for the N x K form the rule's gemv alone.
+TEST(CandidateConfigs, DenseMidRowsGemvOffersBothProductsAndWidthsOnHopper) {
+  if (!embeddedFile("kernels/gemv.cuh")) GTEST_SKIP() << "kernels/gemv.cuh not built in";
+  if (std::getenv("FXFUSE_GEMV_WGMMA") || std::getenv("FXFUSE_GEMV_NT") || std::getenv("FXFUSE_GEMV_DENSE_MAX_M"))
+    GTEST_SKIP() << "a knob replaces the rule";
+  const spec::ChainSpec s = loadSpec("gemv_bf16_kn_bf16_product_bias");
+  for (auto [m, n, first] : {std::tuple<long long, long long, const char*>{24, 4096, "64x64 wgmma"},
+                             std::tuple<long long, long long, const char*>{32, 14336, "128x64 wgmma"}}) {
+    SCOPED_TRACE(fmt::format("M={} N={}", m, n));
+    const std::vector<KernelConfig> c = candidateConfigsForSize(s, m, n, 4096, 1, 90);
+    ASSERT_FALSE(c.empty());
+    auto text = [](const KernelConfig& k) { return fmt::format("{}x{} {}", k.bn, k.bk, k.wgmma ? "wgmma" : "mma.sync"); };
+    ASSERT_EQ(c[0].variant, "gemv");
+    EXPECT_EQ(text(c[0]), first);
+    std::set<std::string> gemvs;
+    size_t n_gemv = 0;
+    for (const KernelConfig& k : c)
+      if (k.variant == "gemv") {
+        gemvs.insert(text(k));
+        ++n_gemv;
+        EXPECT_NO_THROW(generate(s, k)) << describeConfig(k);
+      }
+    EXPECT_EQ(gemvs, (std::set<std::string>{"128x64 mma.sync", "128x64 wgmma", "64x64 wgmma"}));
+    EXPECT_EQ(n_gemv, 3u) << "a gemv offered twice";
+  }
+  const spec::ChainSpec nk = loadSpec("gemv_bf16_nk_bias_gelu");
+  // (sm_80: no dense gemv at all, clusters being sm_90's)
+  for (auto [spec, m, arch, want] : {std::tuple<const spec::ChainSpec*, long long, int, size_t>{&s, 16, 90, 1},
+                                     {&nk, 16, 90, 1}, {&s, 24, 80, 0}}) {
+    size_t gemv = 0;
+    for (const KernelConfig& k : candidateConfigsForSize(*spec, m, 4096, 4096, 1, arch)) gemv += k.variant == "gemv";
+    EXPECT_EQ(gemv, want) << m << " sm_" << arch;
+  }
+}
+
 TEST(CandidateConfigs, SmallBatchesTakeHopperWhereItsTilesFillTheSms) {
   // M = 64..127 (decode batches, issue 7): the heuristic takes the Hopper kernel (64x128 tiles)
   // where 64-row tiles, at least three quarters of their rows real, fill most of the 132 SMs
