@@ -831,12 +831,12 @@ long long gemvStageBytes(int mtiles, int kt, int nt, int wb, bool nibbles) {
 // Shared memory a gemv holds besides its stages: packed int4's expanded 8-bit tile (kernels/gemv.cuh expand_stage).
 long long gemvTileBufferBytes(int kt, int nt, bool nibbles) { return nibbles ? 1LL * nt * kt : 0; }
 
+}  // namespace
+
 // Bytes of the weight element a gemv config streams: as the config says (gemvConfigWith), else from its k per stage,
 // 128 bytes of weight (bk 64: 16-bit, 128: 8-bit), but where the product by wgmma takes 64 k of 8-bit weights
 // (gemvKPerStage): a config written without weight_bytes that has wgmma and bk 64 is 8-bit. No other 64-k config of
 // 8-bit weights exists: generate refuses one without wgmma, K x N weights and 128 columns.
-}  // namespace
-
 int gemvWeightBytesOf(const KernelConfig& c) {
   if (c.weight_bytes) return c.weight_bytes;
   return c.bk == 64 && !c.wgmma ? 2 : 1;
@@ -1059,8 +1059,8 @@ KernelConfig gemvConfigWith(const Query& q, bool wgmma, int nt, int k_per_stage 
 // Dense 16-bit K x N weights on the product by wgmma at K <= 4096 where 128 columns a CTA would take split-K 4 (N up
 // to 4224 on 132 SMs): 64 columns and split-K 2, about as many CTAs with half the partial sums each to reduce and
 // twice the k-steps. bench/RESULTS.md session 70 call 4 (an H100; 4096 x 4096, bias and bias+GELU(tanh), bf16 / f16,
-// alternating processes, two rounds): at 24 rows 0.907-0.911x the time of 128 columns at S = 4, at 33 and 64 rows
-// (the knob's dense rows) 0.91-1.03x; 64 columns at S = 4 0.95x at 24 rows and 1.2-1.35x at 33-64. Not measured:
+// alternating processes, two rounds): at 24 rows 0.904-0.915x the time of 128 columns at S = 4, at 33 and 64 rows
+// (the knob's dense rows) 0.93-0.95x; 64 columns at S = 4 0.95x at 24 rows and 1.2-1.35x at 33-64. Not measured:
 // other K and N (4096 x 14336 keeps 128 columns at S = 1), N x K weights (mma.sync: gemvTakesWgmma), the H200.
 bool gemvDenseTakesNarrowColumns(const Query& q) {
   if (q.b.quant_scale || q.b.kmajor || q.shape.K > 4096 || gemvMTiles(q.shape.M) < 4) return false;
