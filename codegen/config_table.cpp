@@ -50,6 +50,9 @@ struct Query {
   // The epilogue computes GELU(tanh): the heaviest measured activation, whose epilogue the overlap
   // hides better than ping-pong does (overlapRule).
   bool gelu_tanh = false;
+  // The ops after the product: with a 16-bit product, eager's elementwise kernels after its mm (1: a bias add alone,
+  // where the op has no faster unfused path to offer: gemvDenseBiasRowsAhead).
+  int epilogue_ops = 0;
   bool is16bit() const { return spec::isHalfFloat(a.elem); }
 };
 
@@ -1145,6 +1148,23 @@ bool gemvDenseMidRowsAhead(const Query& q) {
   return (split == 4 || split == 1) && 5 * e.nt * e.mz * split >= 4LL * kHopperSms;
 }
 
+// Dense 16-bit K x N weights at 33-64 rows (one 64-row m-tile) on sm_90, in the `x @ w + b` form with the bias add its
+// only epilogue op: eager runs the mm and one add, and the op has no faster unfused path (cuBLAS + the epilogue kernel
+// beats eager from two elementwise kernels: pass/profitability.h). bench/RESULTS.md session 70 call 4 (an H100, bf16 /
+// fp16, alternating processes, two rounds): the gemv on the wgmma product at 64 columns and split-K 2 took
+// 0.908-0.925x eager's time at 33 and 64 rows, 4096 x 4096 (1.15-1.17x cuBLAS mm alone); with bias+GELU(tanh) it was
+// 1.00-1.03x the op's cuBLAS + epilogue path, so a longer epilogue keeps that path. Taken only near what was
+// measured: K = 4096, one matrix, the 64-column geometry (gemvDenseTakesNarrowColumns) over at least 4/5 of the SMs'
+// worth of 128-column tiles at split-K 4 (N = 3,456-4,224 on 132 SMs); where the Hopper kernel applies (decode
+// batches filling the SMs, split-K at K >= 8192) it is chosen first (kRows).
+bool gemvDenseBiasRowsAhead(const Query& q) {
+  const ProblemShape& s = q.shape;
+  if (!q.product_16bit || s.b_kmajor || s.M <= 32 || s.M > 64 || s.B != 1 || s.K != 4096 || q.arch != 90 ||
+      q.epilogue_ops != 1 || !gemvDenseTakesNarrowColumns(q))
+    return false;
+  return 5 * 4 * gemvExtents(s, 64, kGemvNT, 64).nt >= 4LL * kHopperSms;
+}
+
 // When gemv is chosen, from bench/gemv/NOTES.md (run 3, H200, vs cuBLAS on 16-bit weights):
 //  - dense 16-bit weights: at par with cuBLAS for M <= 16 (72-80 % of HBM bandwidth on 4096 x
 //    14336); M = 17-32 where it beats the unfused chain (gemvDenseMidRowsAhead). Only where clusters exist
@@ -1172,7 +1192,8 @@ bool gemvApplies(const Query& q) {
   if (!q.a.plain || !q.a.kmajor || !s.a_kmajor || s.b_kmajor != q.b.kmajor) return false;
   if (s.align_bytes_a < 16 || s.align_bytes_b < 16 || s.N <= 0 || s.N % 8 != 0 || s.M <= 0 || s.K <= 0) return false;
   const long long knob = gemvDenseRowsKnob();
-  const bool dense = q.b.plain && q.arch >= 90 && (knob ? s.M <= knob : s.M <= 16 || gemvDenseMidRowsAhead(q));
+  const bool dense = q.b.plain && q.arch >= 90 &&
+                     (knob ? s.M <= knob : s.M <= 16 || gemvDenseMidRowsAhead(q) || gemvDenseBiasRowsAhead(q));
   // a group-wise scale is read once per stage: its groups must cover whole stages (128 k of 8-bit weights)
   const bool quant = q.b.quant_scale && s.M <= 64 && (q.b.scale_group == 0 || (gemvGroupScalesKnob() &&
                                                                                 q.b.scale_group % 128 == 0)) &&
@@ -1294,6 +1315,12 @@ bool productIs16bit(const spec::ChainSpec& checked) {
   return spec::isHalfFloat(product);
 }
 
+int epilogueOps(const spec::ChainSpec& checked) {
+  int n = 0;
+  for (size_t i = checked.mmIndex() + 1; i < checked.values.size(); ++i) n += checked.values[i].kind == spec::ValueKind::Op;
+  return n;
+}
+
 // The heuristic's question for a validated spec: its epilogue's refusal and load, from one cost.
 Query heuristicQuery(const spec::ChainSpec& checked, const OperandInfo& a, const OperandInfo& b,
                      const ProblemShape& shape, int sm_arch) {
@@ -1302,6 +1329,7 @@ Query heuristicQuery(const spec::ChainSpec& checked, const OperandInfo& a, const
   q.product_16bit = productIs16bit(checked);
   q.handoff = epilogueHandoff(checked) >= 0;
   q.gelu_tanh = cost.gelu_tanh;
+  q.epilogue_ops = epilogueOps(checked);
   return q;
 }
 

@@ -446,6 +446,48 @@ TEST(Gemv, DenseMidRowsTake64ColumnsWhereSplitKWouldBe4) {
   }
 }
 
+// Dense 16-bit K x N weights at 33-64 rows whose only epilogue op is the bias add (`x @ w + b` with a 16-bit product):
+// the gemv on the wgmma product at 64 columns and split-K 2, at K = 4096 where 128-column tiles at split-K 4 fill 4/5
+// of the SMs (session 70 call 4: 0.91-0.93x eager's mm + add at 4096 x 4096). Not with a second epilogue op
+// (bias+GELU: the op's cuBLAS + epilogue path is as fast), 65 rows, other K, a narrower or wider N, a batch, N x K
+// weights, sm_80.
+TEST(Gemv, DenseBiasAloneTakesTheGemvAt33To64Rows) {
+  if (!gemvBuiltIn()) GTEST_SKIP() << "kernels/gemv.cuh not built in";
+  if (gemvRuleKnobSet()) GTEST_SKIP() << "a measurement knob replaces the rule";
+  const spec::ChainSpec bias = loadSpec("gemv_bf16_kn_bf16_product_bias");
+  const spec::ChainSpec gelu = spec::parseSpec(std::regex_replace(
+      spec::printSpec(bias), std::regex("output %4"), "%5 = gelu_tanh %4 : bf16\noutput %5"));
+  const spec::ChainSpec nk = spec::parseSpec(std::regex_replace(spec::printSpec(bias), std::regex("\\[k,n\\]"), "[n,k]"));
+  ASSERT_TRUE(analyzeB(nk).kmajor);
+  struct Case {
+    const spec::ChainSpec* spec;
+    long long M, K, N, B;
+    int arch;
+    bool gemv;
+  };
+  for (const Case& c : {Case{&bias, 33, 4096, 4096, 1, 90, true}, Case{&bias, 48, 4096, 4096, 1, 90, true},
+                        Case{&bias, 64, 4096, 4096, 1, 90, true}, Case{&bias, 40, 4096, 3456, 1, 90, true},
+                        Case{&gelu, 64, 4096, 4096, 1, 90, false}, Case{&bias, 65, 4096, 4096, 1, 90, false},
+                        Case{&bias, 64, 2048, 4096, 1, 90, false}, Case{&bias, 64, 8192, 4096, 1, 90, false},
+                        Case{&bias, 40, 4096, 3072, 1, 90, false}, Case{&bias, 40, 4096, 4352, 1, 90, false},
+                        Case{&bias, 40, 4096, 4096, 2, 90, false}, Case{&nk, 64, 4096, 4096, 1, 90, false},
+                        Case{&bias, 64, 4096, 4096, 1, 80, false}}) {
+    SCOPED_TRACE(fmt::format("{} M={} K={} N={} B={} sm_{}", c.spec == &gelu ? "bias+gelu" : c.spec == &nk ? "nk" : "bias",
+                             c.M, c.K, c.N, c.B, c.arch));
+    ProblemShape p = shapeFor(*c.spec, c.M, c.N, c.K);
+    p.B = c.B;
+    const KernelConfig cfg = chooseConfig(*c.spec, p, c.arch);
+    EXPECT_EQ(cfg.variant == "gemv", c.gemv) << describeConfig(cfg);
+    if (!c.gemv || cfg.variant != "gemv") continue;
+    EXPECT_TRUE(cfg.wgmma);
+    EXPECT_EQ(cfg.bm, 64);
+    EXPECT_EQ(cfg.bn, 64);
+    const KernelSource src = generate(*c.spec, cfg);
+    EXPECT_EQ(launchDims(src, p, 132, 4.8e12).grid[1], 2u);
+    EXPECT_EQ(launchDims(src, p, 132, 3.35e12).grid[1], 2u);
+  }
+}
+
 TEST(Gemv, SplitKRuleAsMeasured) {
   // (nt, mz, ksteps, CTAs per SM, stages): 112 column tiles = N 14336, 32 = N 4096; k-steps of 64
   // (16-bit) or 128 (8-bit) elements. One CTA per SM for 16-bit weights, two or three for 8-bit.

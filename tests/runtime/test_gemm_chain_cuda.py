@@ -1416,6 +1416,41 @@ def test_dense_gemv_at_17_to_32_rows(unforced, M, K, N, product, gemv, cluster, 
     assert ((out.double() - want).norm() / want.norm()).item() < 1e-2
 
 
+# Dense 16-bit weights at 33-64 rows in the `x @ w + b` form with the bias add alone (codegen gemvDenseBiasRowsAhead,
+# bench/RESULTS.md session 70 call 4): the gemv on the wgmma product at 64 columns and split-K 2 at K = 4096, N near
+# 4096; with GELU after the bias the op keeps cuBLAS + the epilogue kernel (two launch counts).
+@needs_sm90
+@pytest.mark.parametrize("M,N,gelu,gemv", [(33, 4096, False, True), (64, 4096, False, True), (48, 3456, False, True),
+                                           (64, 4096, True, False), (64, 3072, False, False)])
+def test_dense_gemv_bias_alone_at_33_to_64_rows(unforced, M, N, gelu, gemv):
+    """The variant the op picks; where it is the gemv, its config, one cluster launch and the result against float64
+    by relative error, outputs poisoned; elsewhere the unfused path's result the same way."""
+    seed("dense-gemv-bias-33-64", M, N, gelu)
+    dt, K = torch.bfloat16, 4096
+    s = SpecBuilder()
+    xs, ws = s.input(dt, "mk"), s.input(dt, "kn")
+    y = s.op("add", s.mm(xs, ws, dt), s.input(dt, "n"), dtype=dt)
+    s.output(s.op("gelu_tanh", y, dtype=dt) if gelu else y)
+    spec = s.text()
+    assert (C.kernel_variant(spec, M, N, K)[0] == "gemv") == gemv
+    x, w, b = randn((M, K), dt, "cuda"), randn((K, N), dt, "cuda", K ** -0.5), randn((N,), dt, "cuda")
+    if gemv:
+        planned = C.kernel_candidates([x, w, b], spec)[0]
+        assert planned.split()[1] == "64x64x64" and planned.endswith(" wgmma"), planned
+    before = C.stats()
+    (out,) = gemm_chain([x, w, b], spec)
+    torch.cuda.synchronize()
+    after = C.stats()
+    assert after["launches"] == before["launches"] + 1, after
+    assert after["cluster_launches"] == before["cluster_launches"] + gemv, after
+    assert after["pointwise_launches"] == before["pointwise_launches"] + (not gemv), after  # cuBLAS + the epilogue kernel
+    want = x.double() @ w.double() + b.double()
+    if gelu:
+        want = torch.nn.functional.gelu(want, approximate="tanh")
+    assert torch.isfinite(out).all(), "an element was not written (poisoned NaN)"
+    assert ((out.double() - want).norm() / want.norm()).item() < 1e-2
+
+
 @needs_sm90
 @pytest.mark.parametrize("M", [100, 128, 96])
 def test_two_row_tiles_at_long_k_take_the_unfused_path(unforced, M):
