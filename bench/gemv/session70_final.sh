@@ -7,7 +7,7 @@
 source bench/gemv/device_call.sh
 device_build
 nvidia-smi --query-gpu=name --format=csv,noheader
-device_pytest "wgmma_product_of_16bit or 17_to_32_rows or memory_bandwidth or split_k or gemv_dense or decode" 12 \
+device_pytest "wgmma_product_of_16bit or 17_to_32_rows or bias_alone or memory_bandwidth or split_k or gemv_dense or decode" 12 \
   "${TESTS_LIMIT_S:-130}"
 OUT="$L/decode" timeout "${DECODE_LIMIT_S:-70}" python3 bench/bench_decode.py --m 1,16,24,64 --chains bias,bias_gelu \
   > "$L/decode.txt" 2>&1
