@@ -3,6 +3,7 @@
 # 128 and 64 columns, both layouts; the dense 17-32-row gemv; split-K and bandwidth; decode); (2) issue 7's 16-bit
 # rows with 24 rows beside (`bench_decode.py`, one process); (3) 24-64 rows at 4096 x 4096: the rule against the gemv
 # forced to 64 rows (wgmma at S = 4) and at 64 columns per CTA (S = 2 and 4), two rounds in alternating processes.
+# (Call 4 ran it on 3cf9a58; since then its tests include `bias_alone`, 3e95c89's rule, for the next call.)
 # From the device copy's root: `bash bench/gemv/session70_final.sh`.
 source bench/gemv/device_call.sh
 device_build
