@@ -51,7 +51,7 @@ struct Query {
   // hides better than ping-pong does (overlapRule).
   bool gelu_tanh = false;
   // The ops after the product: with a 16-bit product, eager's elementwise kernels after its mm (1: a bias add alone,
-  // where the op has no faster unfused path to offer: gemvDenseBiasRowsAhead).
+  // where the op has no faster unfused path to offer: gemvDenseOneOpRowsAhead).
   int epilogue_ops = 0;
   bool is16bit() const { return spec::isHalfFloat(a.elem); }
 };
@@ -1148,16 +1148,17 @@ bool gemvDenseMidRowsAhead(const Query& q) {
   return (split == 4 || split == 1) && 5 * e.nt * e.mz * split >= 4LL * kHopperSms;
 }
 
-// Dense 16-bit K x N weights at 33-64 rows (one 64-row m-tile) on sm_90, in the `x @ w + b` form with the bias add its
-// only epilogue op: eager runs the mm and one add, and the op has no faster unfused path (cuBLAS + the epilogue kernel
-// beats eager from two elementwise kernels: pass/profitability.h). bench/RESULTS.md session 70 call 4 (an H100, bf16 /
+// Dense 16-bit K x N weights at 33-64 rows (one 64-row m-tile) on sm_90 with one epilogue op after a 16-bit product
+// (`x @ w + b`, as measured; any one op is one more eager kernel of the same size): eager runs the mm and that op, and
+// the op has no faster unfused path (cuBLAS + the epilogue kernel beats eager from two elementwise kernels:
+// pass/profitability.h). bench/RESULTS.md session 70 call 4 (an H100, bf16 /
 // fp16, alternating processes, two rounds): the gemv on the wgmma product at 64 columns and split-K 2 took
 // 0.908-0.925x eager's time at 33 and 64 rows, 4096 x 4096 (1.15-1.17x cuBLAS mm alone); with bias+GELU(tanh) it was
 // 1.00-1.03x the op's cuBLAS + epilogue path, so a longer epilogue keeps that path. Taken only near what was
 // measured: K = 4096, one matrix, the 64-column geometry (gemvDenseTakesNarrowColumns) over at least 4/5 of the SMs'
 // worth of 128-column tiles at split-K 4 (N = 3,456-4,224 on 132 SMs); where the Hopper kernel applies (decode
 // batches filling the SMs, split-K at K >= 8192) it is chosen first (kRows).
-bool gemvDenseBiasRowsAhead(const Query& q) {
+bool gemvDenseOneOpRowsAhead(const Query& q) {
   const ProblemShape& s = q.shape;
   if (!q.product_16bit || s.b_kmajor || s.M <= 32 || s.M > 64 || s.B != 1 || s.K != 4096 || q.arch != 90 ||
       q.epilogue_ops != 1 || !gemvDenseTakesNarrowColumns(q))
@@ -1193,7 +1194,7 @@ bool gemvApplies(const Query& q) {
   if (s.align_bytes_a < 16 || s.align_bytes_b < 16 || s.N <= 0 || s.N % 8 != 0 || s.M <= 0 || s.K <= 0) return false;
   const long long knob = gemvDenseRowsKnob();
   const bool dense = q.b.plain && q.arch >= 90 &&
-                     (knob ? s.M <= knob : s.M <= 16 || gemvDenseMidRowsAhead(q) || gemvDenseBiasRowsAhead(q));
+                     (knob ? s.M <= knob : s.M <= 16 || gemvDenseMidRowsAhead(q) || gemvDenseOneOpRowsAhead(q));
   // a group-wise scale is read once per stage: its groups must cover whole stages (128 k of 8-bit weights)
   const bool quant = q.b.quant_scale && s.M <= 64 && (q.b.scale_group == 0 || (gemvGroupScalesKnob() &&
                                                                                 q.b.scale_group % 128 == 0)) &&

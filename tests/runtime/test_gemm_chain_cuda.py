@@ -1416,7 +1416,7 @@ def test_dense_gemv_at_17_to_32_rows(unforced, M, K, N, product, gemv, cluster, 
     assert ((out.double() - want).norm() / want.norm()).item() < 1e-2
 
 
-# Dense 16-bit weights at 33-64 rows in the `x @ w + b` form with the bias add alone (codegen gemvDenseBiasRowsAhead,
+# Dense 16-bit weights at 33-64 rows in the `x @ w + b` form with the bias add alone (codegen gemvDenseOneOpRowsAhead,
 # bench/RESULTS.md session 70 call 4): the gemv on the wgmma product at 64 columns and split-K 2 at K = 4096, N near
 # 4096; with GELU after the bias the op keeps cuBLAS + the epilogue kernel (two launch counts).
 @needs_sm90
