@@ -412,26 +412,108 @@ std::vector<int64_t> denseStridesLike(c10::IntArrayRef sizes, c10::IntArrayRef s
   return dense;
 }
 
+// The strides of an elementwise op's result over operands of these strides, each expanded to `sizes` (a broadcast dim's
+// stride 0), as ATen's TensorIterator lays it out (reorder_dimensions, then a dense output in that order): the dims
+// sorted innermost first by an insertion sort in which the operands, in the op's order, decide each pair: the first
+// whose two strides are both non-zero and differ puts the larger stride outward; at equal strides a larger size goes
+// outward, else the next operand decides; none deciding leaves the pair as it is.
+std::vector<int64_t> elementwiseResultStrides(c10::IntArrayRef sizes, const std::vector<std::vector<int64_t>>& operands) {
+  const int64_t rank = static_cast<int64_t>(sizes.size());
+  std::vector<int64_t> order(rank);  // innermost first; the last dim first to begin with
+  for (int64_t i = 0; i < rank; ++i) order[i] = rank - 1 - i;
+  auto outward = [&](int64_t inner, int64_t outer) {  // +1: `inner` belongs outside `outer`; -1: inside; 0: cannot tell
+    for (const std::vector<int64_t>& st : operands) {
+      if (st[inner] == 0 || st[outer] == 0) continue;
+      if (st[inner] != st[outer]) return st[inner] > st[outer] ? 1 : -1;
+      if (sizes[inner] > sizes[outer]) return 1;
+    }
+    return 0;
+  };
+  for (int64_t i = 1; i < rank; ++i) {
+    int64_t placed = i;
+    for (int64_t at = i - 1; at >= 0; --at) {
+      const int c = outward(order[at], order[placed]);
+      if (c < 0) break;
+      if (c > 0) {
+        std::swap(order[at], order[placed]);
+        placed = at;
+      }
+    }
+  }
+  std::vector<int64_t> dense(rank);
+  int64_t step = 1;
+  for (int64_t d : order) {
+    dense[d] = step;
+    if (sizes[d] > 1) step *= sizes[d];
+  }
+  return dense;
+}
+
+// Eager's layout of A where its prologue is one elementwise op over the activation and another row-wise input (a
+// per-token scale, `x * ts`), each operand an input or an input's cast, then casts: the op's result strides
+// (elementwiseResultStrides) over its operands as eager had them, a cast of a non-dense input dense in its order
+// (denseStridesLike), of a dense one as it was; a cast of that result keeps it. Empty where A is any other form.
+std::vector<int64_t> rowWiseProloguesStrides(const ChainSpec& spec, int aValue, at::TensorList inputs,
+                                             c10::IntArrayRef sizes) {
+  auto isCast = [&](int id) {
+    const Value& v = spec.values[id];
+    return v.kind == ValueKind::Op && v.op == "convert" && v.operands.size() == 1;
+  };
+  int top = aValue;
+  while (isCast(top)) top = spec.values[top].operands[0];
+  const Value& op = spec.values[top];
+  if (op.kind != ValueKind::Op) return {};
+  const int64_t rank = static_cast<int64_t>(sizes.size());
+  std::vector<std::vector<int64_t>> operands;
+  for (int id : op.operands) {
+    int in = behindNoOpConverts(spec, id);
+    const bool cast = isCast(in);
+    if (cast) in = behindNoOpConverts(spec, spec.values[in].operands[0]);
+    if (spec.values[in].kind == ValueKind::Const) continue;  // a 0-d value: strides 0, never decides
+    if (spec.values[in].kind != ValueKind::Input) return {};
+    const at::Tensor& raw = inputs[spec.values[in].slot];
+    const std::vector<int64_t> own = cast && !raw.is_non_overlapping_and_dense()
+                                         ? denseStridesLike(raw.sizes(), raw.strides())
+                                         : std::vector<int64_t>(raw.strides().begin(), raw.strides().end());
+    std::vector<int64_t> expanded(rank, 0);  // right-aligned broadcast to the result's sizes
+    for (int64_t i = 0; i < rank; ++i) {
+      const int64_t j = i - (rank - raw.dim());
+      if (j < 0 || (raw.size(j) == 1 && sizes[i] != 1)) continue;
+      if (raw.size(j) != sizes[i]) return {};
+      expanded[i] = own[j];
+    }
+    operands.push_back(std::move(expanded));
+  }
+  return elementwiseResultStrides(sizes, operands);
+}
+
 // Eager's matmul of an input of 3+ dims (F.linear's, `x @ w`) by a 2-D weight folds the input's rows into one mm only
 // where the weight requires grad or the leading dims can be viewed as one (ATen's should_fold); else it runs bmm over
 // the leading dims with the weight expanded, whose sums on the CPU differ from one mm's of the same rows: 1-2 ulps at
 // 40-50 % of the elements with 2-3 rows a batch and K of 1024-4096 (session 69). Eager's A where it took bmm, laid out
 // as eager had it; else undefined (the rows' one mm). That A is the raw activation as the caller gave it, or computed
 // from it by the prologue's elementwise ops (`x * s`, `x.float()`), whose result is dense in the activation's order of
-// strides (a transposed one's); a prologue over two row-wise inputs keeps the one mm (not followed).
+// strides (a transposed one's); over two row-wise inputs (a per-token scale) in the order its operands' strides give
+// (rowWiseProloguesStrides), where its form is one op over inputs and casts (else the one mm, not followed).
 // Only for an mm whose operands are of its result's type, as eager's were (evalMm's native product).
 at::Tensor unfoldedEagerA(const ChainSpec& spec, const Value& mm, at::TensorList inputs,
                           const std::vector<at::Tensor>& values) {
   const int aValue = mm.operands[0], bValue = mm.operands[1];
   if (spec.gemm != GemmKind::Mm || spec.values[aValue].dtype != mm.dtype || spec.values[bValue].dtype != mm.dtype)
     return {};
-  // the activation: the one input of A's values with rows (an 'm' dim); the others broadcast along them
-  int activation = -1;
-  for (int id : inputsBehind(spec, aValue))
-    if (spec.values[id].dims.find('m') != std::string::npos) {
-      if (activation >= 0) return {};
-      activation = id;
+  // the activation: the one input of A's values with rows and k (an 'm' dim, 'k' last); any other with rows is a
+  // row-wise input broadcast along k (a per-token scale); the rest broadcast along the rows
+  int activation = -1, rowWise = 0;
+  for (int id : inputsBehind(spec, aValue)) {
+    const std::string& dims = spec.values[id].dims;
+    if (dims.find('m') == std::string::npos) continue;
+    if (dims.back() != 'k') {
+      ++rowWise;
+      continue;
     }
+    if (activation >= 0) return {};
+    activation = id;
+  }
   if (activation < 0) return {};
   const Value& a = spec.values[activation];
   const at::Tensor& raw = inputs[a.slot];
@@ -441,10 +523,14 @@ at::Tensor unfoldedEagerA(const ChainSpec& spec, const Value& mm, at::TensorList
       a.dims.back() != 'k')
     return {};
   if (raw.numel() == 0 || weightRequiresGrad(spec, bValue, inputs)) return {};
-  // eager's A: the activation as given, or an elementwise result of it, dense in its order of strides
+  // eager's A: the activation as given, or an elementwise result of it, dense in its order of strides (with a row-wise
+  // input beside it, in the order its operands' strides give)
   const bool computed = activation != behindNoOpConverts(spec, aValue);
   const std::vector<int64_t> strides =
-      computed ? denseStridesLike(raw.sizes(), raw.strides()) : std::vector<int64_t>(raw.strides().begin(), raw.strides().end());
+      rowWise ? rowWiseProloguesStrides(spec, aValue, inputs, raw.sizes())
+      : computed ? denseStridesLike(raw.sizes(), raw.strides())
+                 : std::vector<int64_t>(raw.strides().begin(), raw.strides().end());
+  if (strides.empty()) return {};
   bool folds = true;
   for (int64_t i = 0; i + 2 < raw.dim(); ++i) folds = folds && strides[i] == strides[i + 1] * raw.size(i + 1);
   if (folds) return {};

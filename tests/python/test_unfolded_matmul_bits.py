@@ -4,8 +4,8 @@ weight requires grad (an nn.Linear's parameter, also under no_grad); otherwise (
 requires_grad_(False), a buffer) it runs bmm over the leading dims with the weight expanded, whose sums on the CPU
 differ from the one mm's: 1-2 ulps at about half the f32 elements with a few rows a batch and a long K. The reference
 evaluation (runtime/reference_eval.cpp unfoldedEagerA) makes eager's choice from the input's strides and the weight's
-requires_grad at each call, also where the prologue computes the activation elementwise (a scale, a cast); before
-session 69 it always computed the one mm. A cast to the dtype a tensor already has (`w.float()` of an f32 `w`) is the
+requires_grad at each call, also where the prologue computes the activation elementwise (a scale, a cast, a per-token
+scale: session 70); before session 69 it always computed the one mm. A cast to the dtype a tensor already has (`w.float()` of an f32 `w`) is the
 tensor itself in eager, its requires_grad and layout included. On the dev CPU, 16-bit bmm and mm of these shapes agree
 bit for bit, so the bf16 cases guard the path, not the choice (test_the_rows_one_mm_differs_from_eagers_bmm_here is
 f32)."""
@@ -146,6 +146,49 @@ def test_a_transposed_activations_prologue_keeps_eagers_bits(prologue, shape, di
         x = transposed(rows, batches, K, dtype, g, dims, dense)
         with torch.no_grad():
             want, got = m(x), fused(x)
+        assert torch.equal(got, want), differing(got, want)
+
+
+class TokenScaled(torch.nn.Module):
+    """A per-token activation scale (`x * ts`, ts [..., rows, 1]: two row-wise inputs), then F.linear + bias and ReLU.
+    Eager's mul orders its result's dims by its operands' strides, the activation's first (ATen's TensorIterator), so a
+    transposed activation's result keeps its layout and eager's matmul runs bmm."""
+
+    def __init__(self, K, N, g):
+        super().__init__()
+        self.register_buffer("w", torch.randn(N, K, generator=g) / K**0.5)
+        self.register_buffer("b", torch.randn(N, generator=g))
+
+    def forward(self, x, ts):
+        return torch.relu(F.linear(x * ts, self.w, self.b))
+
+
+@pytest.mark.needs_real_pass
+@pytest.mark.parametrize("scale_layout", ["contiguous", "transposed"])
+@pytest.mark.parametrize("dense", [True, False], ids=["dense", "non_dense"])
+@pytest.mark.parametrize("dims", [3, 4])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_a_per_token_scale_keeps_eagers_bits(shape, dims, dense, scale_layout):
+    """Two row-wise inputs: the transposed activation's layout decides eager's mul result (the scale's strides decide
+    only where the activation's cannot), so eager's matmul runs bmm; f32, eager's bits."""
+    rows, batches, K, N = shape
+    g = testlib.generator("cpu", "unfolded_matmul", "token_scale", str(shape), dims, dense, scale_layout)
+    m = TokenScaled(K, N, g)
+
+    def inputs():
+        x = transposed(rows, batches, K, torch.float32, g, dims, dense)
+        ts = torch.rand(x.shape[:-1] + (1,), generator=g) + 0.5
+        if scale_layout == "transposed":  # laid out as the activation is
+            ts = ts.transpose(0, -2).contiguous().transpose(0, -2)
+        return x, ts
+
+    ep = fxfuse.rewrite(torch.export.export(m, inputs()), only_profitable=False)
+    assert sum(str(n.target) == "fxfuse.gemm_chain.default" for n in ep.graph.nodes) == 1
+    fused = ep.module()
+    for _ in range(2):
+        x, ts = inputs()
+        with torch.no_grad():
+            want, got = m(x, ts), fused(x, ts)
         assert torch.equal(got, want), differing(got, want)
 
 
