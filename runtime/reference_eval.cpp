@@ -378,40 +378,6 @@ bool weightRequiresGrad(const ChainSpec& spec, int value, at::TensorList inputs)
   return false;
 }
 
-// The strides an elementwise result (TensorIterator's output, `.to()`'s copy of a non-dense tensor) takes from an input
-// of these sizes and strides, as ATen's infer_dense_strides gives them: dense, the dims in the input's order of strides.
-// The order is built innermost first by an insertion sort in which a dim passes inward over one of larger stride (or
-// equal stride and larger size), stops at one of smaller stride, and looks past one it cannot compare (a zero stride).
-std::vector<int64_t> denseStridesLike(c10::IntArrayRef sizes, c10::IntArrayRef strides) {
-  const int64_t rank = static_cast<int64_t>(sizes.size());
-  std::vector<int64_t> order(rank);  // innermost first; the last dim first to begin with
-  for (int64_t i = 0; i < rank; ++i) order[i] = rank - 1 - i;
-  // +1: `inner` (placed inside) belongs outside `outer`; -1: it stays inside; 0: cannot tell
-  auto outward = [&](int64_t inner, int64_t outer) {
-    if (strides[inner] == 0 || strides[outer] == 0) return 0;
-    if (strides[inner] != strides[outer]) return strides[inner] > strides[outer] ? 1 : -1;
-    return sizes[inner] > sizes[outer] ? 1 : 0;
-  };
-  for (int64_t i = 1; i < rank; ++i) {
-    int64_t placed = i;
-    for (int64_t at = i - 1; at >= 0; --at) {
-      const int c = outward(order[at], order[placed]);
-      if (c < 0) break;
-      if (c > 0) {
-        std::swap(order[at], order[placed]);
-        placed = at;
-      }
-    }
-  }
-  std::vector<int64_t> dense(rank);
-  int64_t step = 1;
-  for (int64_t d : order) {
-    dense[d] = step;
-    if (sizes[d] > 1) step *= sizes[d];
-  }
-  return dense;
-}
-
 // The strides of an elementwise op's result over operands of these strides, each expanded to `sizes` (a broadcast dim's
 // stride 0), as ATen's TensorIterator lays it out (reorder_dimensions, then a dense output in that order): the dims
 // sorted innermost first by an insertion sort in which the operands, in the op's order, decide each pair: the first
@@ -447,6 +413,13 @@ std::vector<int64_t> elementwiseResultStrides(c10::IntArrayRef sizes, const std:
     if (sizes[d] > 1) step *= sizes[d];
   }
   return dense;
+}
+
+// The strides an elementwise result (TensorIterator's output, `.to()`'s copy of a non-dense tensor) takes from one input
+// of these sizes and strides: dense, the dims in the input's order of strides (ATen's infer_dense_strides gives the
+// same order as TensorIterator's sort of one operand).
+std::vector<int64_t> denseStridesLike(c10::IntArrayRef sizes, c10::IntArrayRef strides) {
+  return elementwiseResultStrides(sizes, {std::vector<int64_t>(strides.begin(), strides.end())});
 }
 
 // Eager's layout of A where its prologue is one elementwise op over the activation and another row-wise input (a
