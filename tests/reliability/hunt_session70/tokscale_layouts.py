@@ -1,7 +1,7 @@
 """Session 70: random layouts of a transposed activation and a per-token scale (`x * ts`, `ts * x`, `x / ts`) before
 F.linear, the CPU reference against eager bit for bit after the per-token layout rule (runtime/reference_eval.cpp
 rowWiseProloguesStrides). Run: PYTHONPATH=python python tests/reliability/hunt_session70/tokscale_layouts.py
-(session 70 at c1a4a2b: ok 19, mismatch 0, not fused 17: the activation not k-contiguous or the form unfused)."""
+(session 70 at c1a4a2b: ok 19, mismatch 0; not fused 17, each an activation whose k is not innermost in memory)."""
 import itertools, random, torch, torch.nn.functional as F, fxfuse
 random.seed(7); torch.manual_seed(7)
 B, R, K, N = 32, 3, 1024, 64
