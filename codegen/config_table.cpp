@@ -796,10 +796,6 @@ constexpr int kGemvNarrowNT = 64;  // the product by wgmma's other width (FX_GEM
 constexpr int kGemvThreads = 128;  // 4 warps (fixed)
 constexpr long long kGemvMaxGridZ = 65535;
 
-// Bytes of the weight element the kernel streams: the raw 8-bit element on the fast
-// quantized path (FX_B_QUANT_SCALE), else the 16-bit MMA element.
-int gemvWeightBytes(const OperandInfo& b) { return b.quant_scale ? 1 : 2; }
-
 // m-tiles of 8 rows: 1, 2, 4 or 8 (M <= 64 gets all rows in one CTA). Two row blocks of 32 rows
 // at M = 33-64, each streaming the weights, ran up to 28 % behind the unfused chain on dense weights
 // (even at best, M = 64 x 4096 x 14336) and 5-15 % behind the one 64-row block on int8 (bench/RESULTS.md
@@ -835,6 +831,10 @@ long long gemvStageBytes(int mtiles, int kt, int nt, int wb, bool nibbles) {
 long long gemvTileBufferBytes(int kt, int nt, bool nibbles) { return nibbles ? 1LL * nt * kt : 0; }
 
 }  // namespace
+
+// Bytes of the weight element the kernel streams: the raw 8-bit element on the fast
+// quantized path (FX_B_QUANT_SCALE), else the 16-bit MMA element.
+int gemvWeightBytes(const OperandInfo& b) { return b.quant_scale ? 1 : 2; }
 
 // Bytes of the weight element a gemv config streams: as the config says (gemvConfigWith), else from its k per stage,
 // 128 bytes of weight (bk 64: 16-bit, 128: 8-bit), but where the product by wgmma takes 64 k of 8-bit weights
@@ -1065,11 +1065,23 @@ KernelConfig gemvConfigWith(const Query& q, bool wgmma, int nt, int k_per_stage 
 // alternating processes, two rounds): at 24 rows 0.904-0.915x the time of 128 columns at S = 4, at 33 and 64 rows
 // (the knob's dense rows) 0.93-0.95x; 64 columns at S = 4 0.95x at 24 rows and 1.2-1.35x at 33-64. Not measured:
 // other K and N (4096 x 14336 keeps 128 columns at S = 1), N x K weights (mma.sync: gemvTakesWgmma), the H200.
+// The dense 16-bit gemv's launch at 128 columns a CTA, on the product the rule gives, on 132 SMs (the geometry Run BA
+// measured the 17-32-row rule on, and from which the 64-column rule departs): its split-K, and whether its CTAs cover
+// at least 4/5 of the SMs.
+struct GemvWideGeometry {
+  int split;
+  bool fills;
+};
+GemvWideGeometry gemvDenseWideGeometry(const Query& q) {
+  const KernelConfig c = gemvConfigWith(q, gemvTakesWgmma(q, gemvMTiles(q.shape.M)), kGemvNT);
+  const GemvExtents e = gemvExtents(q.shape, c.bm, c.bn, c.bk);
+  const int split = gemvSplitK(e.nt, e.mz, e.ksteps, gemvSplitKCtasPerSm(c), c.stages, c.max_cluster, kHopperSms, 0);
+  return {split, 5 * e.nt * e.mz * split >= 4LL * kHopperSms};
+}
+
 bool gemvDenseTakesNarrowColumns(const Query& q) {
   if (q.b.quant_scale || q.b.kmajor || q.shape.K > 4096 || gemvMTiles(q.shape.M) < 4) return false;
-  const KernelConfig wide = gemvConfigWith(q, true, kGemvNT);
-  const GemvExtents e = gemvExtents(q.shape, wide.bm, wide.bn, wide.bk);
-  return gemvSplitK(e.nt, e.mz, e.ksteps, gemvSplitKCtasPerSm(wide), wide.stages, wide.max_cluster, kHopperSms, 0) == 4;
+  return gemvDenseWideGeometry(q).split == 4;
 }
 
 // Output columns per CTA: 128, or with the product by wgmma 64 (one wgmma of 64 columns per k16
@@ -1141,11 +1153,9 @@ bool gemvDenseMidRowsAhead(const Query& q) {
   const ProblemShape& s = q.shape;
   if (!q.product_16bit || s.b_kmajor || s.M <= 16 || s.M > 32 || s.B != 1 || s.K < 4096 || s.K > 8192 || q.arch < 90)
     return false;
-  // (on the geometry of 128 columns a CTA that Run BA measured; the launch may take 64: gemvDenseTakesNarrowColumns)
-  const KernelConfig c = gemvConfigWith(q, gemvTakesWgmma(q, gemvMTiles(s.M)), kGemvNT);
-  const GemvExtents e = gemvExtents(s, c.bm, c.bn, c.bk);
-  const int split = gemvSplitK(e.nt, e.mz, e.ksteps, gemvSplitKCtasPerSm(c), c.stages, c.max_cluster, kHopperSms, 0);
-  return (split == 4 || split == 1) && 5 * e.nt * e.mz * split >= 4LL * kHopperSms;
+  // (the launch may take 64 columns: gemvDenseTakesNarrowColumns)
+  const GemvWideGeometry g = gemvDenseWideGeometry(q);
+  return (g.split == 4 || g.split == 1) && g.fills;
 }
 
 // Dense 16-bit K x N weights at 33-64 rows (one 64-row m-tile) on sm_90 with one epilogue op after a 16-bit product
@@ -1160,10 +1170,8 @@ bool gemvDenseMidRowsAhead(const Query& q) {
 // batches filling the SMs, split-K at K >= 8192) it is chosen first (kRows).
 bool gemvDenseOneOpRowsAhead(const Query& q) {
   const ProblemShape& s = q.shape;
-  if (!q.product_16bit || s.b_kmajor || s.M <= 32 || s.M > 64 || s.B != 1 || s.K != 4096 || q.arch != 90 ||
-      q.epilogue_ops != 1 || !gemvDenseTakesNarrowColumns(q))
-    return false;
-  return 5 * 4 * gemvExtents(s, 64, kGemvNT, 64).nt >= 4LL * kHopperSms;
+  return q.product_16bit && !s.b_kmajor && s.M > 32 && s.M <= 64 && s.B == 1 && s.K == 4096 && q.arch == 90 &&
+         q.epilogue_ops == 1 && gemvDenseTakesNarrowColumns(q) && gemvDenseWideGeometry(q).fills;
 }
 
 // When gemv is chosen, from bench/gemv/NOTES.md (run 3, H200, vs cuBLAS on 16-bit weights):

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "codegen/codegen.h"
+#include "codegen/hooks.h"
 #include "codegen/tma_desc.h"
 
 namespace fxfuse::codegen {
@@ -47,5 +48,7 @@ int gemvSplitKForBandwidth(int s, const KernelConfig& config, int sm_count, doub
 int gemvSplitKCtasPerSm(const KernelConfig& config);
 // Bytes of the weight element a gemv config streams, 1 or 2 (KernelConfig::weight_bytes, else from bk).
 int gemvWeightBytesOf(const KernelConfig& config);
+// Bytes of the weight element the gemv streams for weights of this analysis: 1 (8-bit, FX_B_QUANT_SCALE) or 2.
+int gemvWeightBytes(const OperandInfo& b);
 
 }  // namespace fxfuse::codegen

@@ -193,8 +193,8 @@ KernelSource generate(const ChainSpec& spec, const KernelConfig& config) {
       throw CodegenError("the gemv kernel needs A and B of one 16-bit dtype");
     // (or 64 k of 8-bit K x N weights for the product by wgmma at 128 columns: FX_GEMV_KT)
     const bool wgmma_kt64 = config.wgmma && b.quant_scale && !b.kmajor && config.bn == 128 && config.bk == 64;
-    if (config.bk != (b.quant_scale ? 128 : 64) && !wgmma_kt64)
-      throw CodegenError("invalid gemv config for this spec (bk must be " + std::to_string(b.quant_scale ? 128 : 64) +
+    if (config.bk != 128 / gemvWeightBytes(b) && !wgmma_kt64)
+      throw CodegenError("invalid gemv config for this spec (bk must be " + std::to_string(128 / gemvWeightBytes(b)) +
                          "): " + describeConfig(config));
     // a group-wise scale is read once per stage (kernels/gemv.cuh FX_B_SCALE_GROUP): its groups cover whole stages
     if (b.scale_group % config.bk != 0)
@@ -206,9 +206,9 @@ KernelSource generate(const ChainSpec& spec, const KernelConfig& config) {
                          (b.nibbles ? "packed int4 weights need" : "only packed int4 weights take") +
                          " 'nibbles'): " + describeConfig(config));
     // the shared memory is sized for the weight width the config says (dynamicSmemBytes): the spec's
-    if (gemvWeightBytesOf(config) != (b.quant_scale ? 1 : 2))
-      throw CodegenError(std::string("invalid gemv config for this spec (its weights are ") +
-                         (b.quant_scale ? "8-bit" : "16-bit") + "): " + describeConfig(config));
+    if (gemvWeightBytesOf(config) != gemvWeightBytes(b))
+      throw CodegenError("invalid gemv config for this spec (its weights are " + std::to_string(8 * gemvWeightBytes(b)) +
+                         "-bit): " + describeConfig(config));
     // the product by wgmma exists for 8-bit weights and plain 16-bit ones (kernels/gemv.cuh; gemvTakesWgmma)
     if (config.wgmma && !b.quant_scale && !b.plain)
       throw CodegenError("the gemv's wgmma product needs 8-bit weights with their scales or plain 16-bit ones: " +

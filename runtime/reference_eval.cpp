@@ -356,12 +356,16 @@ std::vector<int> inputsBehind(const ChainSpec& spec, int value) {
   return found;
 }
 
+// Whether `value` is a cast (the spec's `convert`) of one value.
+bool isConvert(const ChainSpec& spec, int value) {
+  const Value& v = spec.values[value];
+  return v.kind == ValueKind::Op && v.op == "convert" && v.operands.size() == 1;
+}
+
 // The value behind `value`'s converts to the dtype it already has: eager's `w.float()` of an f32 `w` is `w` itself
 // (its requires_grad, its layout), where the spec writes `convert`.
 int behindNoOpConverts(const ChainSpec& spec, int value) {
-  while (spec.values[value].kind == ValueKind::Op && spec.values[value].op == "convert" &&
-         spec.values[value].operands.size() == 1 &&
-         spec.values[spec.values[value].operands[0]].dtype == spec.values[value].dtype)
+  while (isConvert(spec, value) && spec.values[spec.values[value].operands[0]].dtype == spec.values[value].dtype)
     value = spec.values[value].operands[0];
   return value;
 }
@@ -428,19 +432,15 @@ std::vector<int64_t> denseStridesLike(c10::IntArrayRef sizes, c10::IntArrayRef s
 // (denseStridesLike), of a dense one as it was; a cast of that result keeps it. Empty where A is any other form.
 std::vector<int64_t> rowWiseProloguesStrides(const ChainSpec& spec, int aValue, at::TensorList inputs,
                                              c10::IntArrayRef sizes) {
-  auto isCast = [&](int id) {
-    const Value& v = spec.values[id];
-    return v.kind == ValueKind::Op && v.op == "convert" && v.operands.size() == 1;
-  };
   int top = aValue;
-  while (isCast(top)) top = spec.values[top].operands[0];
+  while (isConvert(spec, top)) top = spec.values[top].operands[0];
   const Value& op = spec.values[top];
   if (op.kind != ValueKind::Op) return {};
   const int64_t rank = static_cast<int64_t>(sizes.size());
   std::vector<std::vector<int64_t>> operands;
   for (int id : op.operands) {
     int in = behindNoOpConverts(spec, id);
-    const bool cast = isCast(in);
+    const bool cast = isConvert(spec, in);
     if (cast) in = behindNoOpConverts(spec, spec.values[in].operands[0]);
     if (spec.values[in].kind == ValueKind::Const) continue;  // a 0-d value: strides 0, never decides
     if (spec.values[in].kind != ValueKind::Input) return {};
