@@ -200,6 +200,12 @@ std::vector<KernelConfig> candidateConfigsForSize(const spec::ChainSpec& spec, l
 // fast fused kernel whose operands need no prologue (pointwiseApplies).
 KernelConfig pointwiseConfig();
 bool pointwiseApplies(const spec::ChainSpec& spec);
+// The fewest elementwise kernels over the whole output that eager runs after its GEMM for that path
+// (cuBLAS, then the one epilogue-alone kernel) to beat eager: two passes over the output become one.
+// With one (SiLU alone, a bias add) eager's own kernel is as good (bench/RESULTS.md Run AE). The pass
+// keeps an unfused chain for the path from here on (pass/profitability.cpp), and the gemv's rule at
+// 33-64 rows is taken below it, where the path does not apply (config_table.cpp gemvDenseOneOpRowsAhead).
+constexpr int kEagerKernelsTheUnfusedPathBeats = 2;
 // Whether an environment switch is on: set to anything but "" or "0". The runtime's switches
 // (FXFUSE_FORCE_KERNEL, FXFUSE_STRICT, ...) and pointwiseEnabled read theirs through it.
 bool envFlag(const char* name);

@@ -1160,8 +1160,8 @@ bool gemvDenseMidRowsAhead(const Query& q) {
 
 // Dense 16-bit K x N weights at 33-64 rows (one 64-row m-tile) on sm_90 with one epilogue op after a 16-bit product
 // (`x @ w + b`, as measured; any one op is one more eager kernel of the same size): eager runs the mm and that op, and
-// the op has no faster unfused path (cuBLAS + the epilogue kernel beats eager from two elementwise kernels:
-// pass/profitability.h). bench/RESULTS.md session 70 call 4 (an H100, bf16 /
+// the op has no faster unfused path (cuBLAS + the epilogue kernel beats eager from
+// kEagerKernelsTheUnfusedPathBeats elementwise kernels, codegen.h). bench/RESULTS.md session 70 call 4 (an H100, bf16 /
 // fp16, alternating processes, two rounds): the gemv on the wgmma product at 64 columns and split-K 2 took
 // 0.908-0.925x eager's time at 33 and 64 rows, 4096 x 4096 (1.15-1.17x cuBLAS mm alone); with bias+GELU(tanh) it was
 // 1.00-1.03x the op's cuBLAS + epilogue path, so a longer epilogue keeps that path. Taken only near what was
@@ -1171,7 +1171,8 @@ bool gemvDenseMidRowsAhead(const Query& q) {
 bool gemvDenseOneOpRowsAhead(const Query& q) {
   const ProblemShape& s = q.shape;
   return q.product_16bit && !s.b_kmajor && s.M > 32 && s.M <= 64 && s.B == 1 && s.K == 4096 && q.arch == 90 &&
-         q.epilogue_ops == 1 && gemvDenseTakesNarrowColumns(q) && gemvDenseWideGeometry(q).fills;
+         q.epilogue_ops >= 1 && q.epilogue_ops < kEagerKernelsTheUnfusedPathBeats && gemvDenseTakesNarrowColumns(q) &&
+         gemvDenseWideGeometry(q).fills;
 }
 
 // When gemv is chosen, from bench/gemv/NOTES.md (run 3, H200, vs cuBLAS on 16-bit weights):

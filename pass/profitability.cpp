@@ -23,10 +23,10 @@ std::optional<long long> sizeOf(const ir::Dim& d, const PassOptions& o) {
 // in the `torch.mm(x, w) + b` form, bf16, on the H200): operands without a prologue (cuBLAS reads
 // them as they are), a 16-bit product (an addmm / F.linear chain's is f32: written and read at
 // twice the bytes, which can cancel the pass eager saves), sm_90, and eager running at least
-// kEagerKernelsTheUnfusedPathBeats kernels. Not where FXFUSE_NO_POINTWISE turns the path off
+// codegen::kEagerKernelsTheUnfusedPathBeats kernels. Not where FXFUSE_NO_POINTWISE turns the path off
 // (codegen::pointwiseEnabled; the op would evaluate the chain with ATen).
 bool unfusedPathBeatsEager(const spec::ChainSpec& spec, int sm, int eagerKernels) {
-  if (eagerKernels < kEagerKernelsTheUnfusedPathBeats || sm < 90 || !codegen::pointwiseApplies(spec)) return false;
+  if (eagerKernels < codegen::kEagerKernelsTheUnfusedPathBeats || sm < 90 || !codegen::pointwiseApplies(spec)) return false;
   const spec::DType product = spec.values[spec.mmIndex()].dtype;
   return spec::isHalfFloat(product) && codegen::pointwiseEnabled();
 }
@@ -58,7 +58,7 @@ Profitability checkProfitable(const GraphIndex& index, const GemmMatch& match, c
                                inductor ? codegen::Baseline::Inductor : codegen::Baseline::Eager)) {
       // Where eager's epilogue is one SiLU kernel, the Hopper kernel must beat that, not the op's
       // unfused path (codegen::siluAgainstEagerRefusal; bench/RESULTS.md Run AH)
-      const std::string why = inductor || eagerKernels >= kEagerKernelsTheUnfusedPathBeats || config.variant != "sm90_wgmma"
+      const std::string why = inductor || eagerKernels >= codegen::kEagerKernelsTheUnfusedPathBeats || config.variant != "sm90_wgmma"
                                   ? std::string()
                                   : codegen::siluAgainstEagerRefusal(spec, m, n, *k, b);
       if (why.empty()) return {};

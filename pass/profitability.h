@@ -18,12 +18,6 @@
 
 namespace fxfuse::pass {
 
-// The fewest elementwise kernels over the whole output that the eager graph runs after its GEMM
-// for a chain without a fused kernel to be kept for the op's unfused path (cuBLAS, then one
-// generated epilogue kernel): two passes over the output become one. With one (SiLU alone) eager's
-// own kernel is as good, and the op only adds its overhead (bench/RESULTS.md Run AE).
-constexpr int kEagerKernelsTheUnfusedPathBeats = 2;
-
 struct Profitability {
   std::optional<Rejection> rejection;  // the chain stays in the graph
   // Kept (no rejection) for the op's unfused path: why, in words for the report's notes.
@@ -35,7 +29,7 @@ struct Profitability {
 // call. (Symbolic K and N never get here: legality rejects them as dynamic_k_or_n.)
 // Against eager, a chain without a fused kernel faster than eager is still kept where the op's
 // unfused path was measured faster (profitability.cpp unfusedPathBeatsEager: no prologue, a
-// 16-bit product, sm_90, eager running at least kEagerKernelsTheUnfusedPathBeats elementwise
+// 16-bit product, sm_90, eager running at least codegen::kEagerKernelsTheUnfusedPathBeats elementwise
 // kernels after the GEMM; `eagerKernels`: the region's nodes, each one ATen kernel over the
 // output); `unfusedPath` says so.
 Profitability checkProfitable(const GraphIndex& index, const GemmMatch& match, const spec::ChainSpec& spec,
