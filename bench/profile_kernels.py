@@ -90,6 +90,12 @@ def main():
     # (the words alone) 23 % over session 62's bytes
     cases += [(f"op gptq {form} M={m} 4096x14336", lambda m=m, form=form: gptq_layer_call(m, 4096, 14336, form == "sym"))
               for form in ("zeros", "sym") for m in (1, 16)]
+    # issue 7's 16-bit gemv at 4096 x 4096 (bench/RESULTS.md session 70): 1.02-1.04x cuBLAS mm at 1-4 rows, at par at 16,
+    # and at 64 rows (the 64-column gemv, split-K 2: the rule for the bias alone) 1.16x, where cuBLAS mm takes less time
+    # than at 16 rows
+    xd = torch.randn(64, 4096, device="cuda", dtype=torch.bfloat16)
+    cases += [(f"cuBLAS mm M={m} 4096x4096 bf16", lambda m=m: torch.mm(xd[:m], w)) for m in (1, 16, 64)]
+    cases += [(f"op bf16 bias M={m} 4096x4096", (BIAS, dense_inputs(m, 4096, 4096))) for m in (1, 16, 64)]
     for name, case in cases:
         if a.only not in name:
             continue

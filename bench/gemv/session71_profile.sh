@@ -1,0 +1,23 @@
+# One device call (session 71, STATUS 0b): Nsight Compute, full set, on issue 7's 16-bit gemv at 4096 x 4096 beside
+# cuBLAS mm at 1, 16 and 64 rows (bench/profile_kernels.py's "M=... 4096x4096" cases): what keeps the gemv 1.02-1.04x
+# cuBLAS mm at 1 row and 1.16x at 64 rows (the 64-column gemv at split-K 2), where cuBLAS mm takes less time at 64 rows
+# than at 16. Per case: the details page's duration, DRAM / L2 throughput, occupancy, stalls; the gemv's SASS opcode
+# counts. From the device copy's root: `bash bench/gemv/session71_profile.sh`.
+source bench/gemv/device_call.sh
+device_build
+nvidia-smi --query-gpu=name --format=csv,noheader
+ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+for c in "cuBLAS mm M=1 4096x4096" "op bf16 bias M=1 4096x4096" "cuBLAS mm M=16 4096x4096" "op bf16 bias M=16 4096x4096" \
+  "cuBLAS mm M=64 4096x4096" "op bf16 bias M=64 4096x4096"; do
+  tag=${c// /_}; tag=${tag//=/}
+  timeout 100 "$ncu" --clock-control none --profile-from-start off --set full --import-source no -o "$L/prof_$tag" \
+    python3 bench/profile_kernels.py --only "$c" > "$L/ncu_$tag.log" 2>&1
+  echo "ncu $c rc $? ($(( $(date +%s) - t0 )) s)"; grep profiled "$L/ncu_$tag.log"
+  "$ncu" -i "$L/prof_$tag.ncu-rep" --page details > "$L/details_$tag.txt" 2>&1
+  "$ncu" -i "$L/prof_$tag.ncu-rep" --page source --csv --print-source sass > "$L/sass_$tag.csv" 2>&1
+  rm -f "$L/prof_$tag.ncu-rep"
+  python3 bench/sass_opcode_counts.py "$L/sass_$tag.csv" --top 14 > "$L/ops_$tag.txt" 2>&1
+  grep -E "^  [a-zA-Z_0-9]+.*\(|^\s+(Duration|Elapsed Cycles|SM Active Cycles|DRAM Throughput|L2 Cache Throughput|Memory Throughput|Achieved Occupancy|Registers Per Thread|Grid Size|Block Size|Cluster Size|Warp Cycles Per Issued Instruction|Issue Slots Busy|Executed Ipc Active) " \
+    "$L/details_$tag.txt" | head -24 | cut -c1-120
+done
+device_pack
