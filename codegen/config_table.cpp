@@ -865,7 +865,10 @@ long long gemvPipelineBytesKnob() {
 int gemvStagesFor(long long stage_bytes, int ctas, int arch, long long held, long long most_stages) {
   const long long most = gemvSmallSharedMemory(arch) ? kGemvMaxPipelineBytesSmallSmem : kGemvMaxPipelineBytes;
   long long budget = std::min(most, kGemvSmemPerSm / ctas - kGemvReservedPerCta);
-  if (const long long knob = gemvPipelineBytesKnob()) budget = knob;
+  if (const long long knob = gemvPipelineBytesKnob()) {
+    budget = knob;
+    most_stages = 8;  // the kernel's deepest (kernels/gemv.cuh FX_GEMV_STAGES): the knob measures past the rule's 6
+  }
   budget -= held;  // (the knob too sizes the whole: its KB are the CTA's shared memory, as for 8-bit weights)
   return static_cast<int>(std::clamp(budget / stage_bytes, 2LL, most_stages));
 }
