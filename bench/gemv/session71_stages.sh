@@ -8,9 +8,9 @@
 source bench/gemv/device_call.sh
 device_build
 nvidia-smi --query-gpu=name --format=csv,noheader
-OUT="$L/sweep" timeout "${SWEEP_LIMIT_S:-150}" python3 bench/gemv/sweep_inflight.py --budget-s 140 --rounds 2 --m 1,4,16 \
+OUT="$L/sweep" timeout "${SWEEP_LIMIT_S:-110}" python3 bench/gemv/sweep_inflight.py --budget-s 100 --rounds 2 --m 1,16 \
   --kn 4096x4096,14336x4096 --chains bias --variants "0:0,120:0,140:0" > "$L/sweep.txt" 2>&1
 echo "sweep rc $? ($(( $(date +%s) - t0 )) s)"
-FXFUSE_GEMV_STAGE_KB=140 device_pytest "wgmma_product_of_16bit or gemv_dense or decode" 12 "${TESTS_LIMIT_S:-110}"
+FXFUSE_GEMV_STAGE_KB=140 device_pytest "wgmma_product_of_16bit or gemv_dense or decode" 12 "${TESTS_LIMIT_S:-90}"
 device_pack
 tail -14 "$L/sweep.txt" | cut -c1-200
