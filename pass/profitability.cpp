@@ -26,7 +26,8 @@ std::optional<long long> sizeOf(const ir::Dim& d, const PassOptions& o) {
 // codegen::kEagerKernelsTheUnfusedPathBeats kernels. Not where FXFUSE_NO_POINTWISE turns the path off
 // (codegen::pointwiseEnabled; the op would evaluate the chain with ATen).
 bool unfusedPathBeatsEager(const spec::ChainSpec& spec, int sm, int eagerKernels) {
-  if (eagerKernels < codegen::kEagerKernelsTheUnfusedPathBeats || sm < 90 || !codegen::pointwiseApplies(spec)) return false;
+  if (eagerKernels < codegen::kEagerKernelsTheUnfusedPathBeats || sm < 90 || !codegen::pointwiseApplies(spec))
+    return false;
   const spec::DType product = spec.values[spec.mmIndex()].dtype;
   return spec::isHalfFloat(product) && codegen::pointwiseEnabled();
 }
@@ -58,7 +59,8 @@ Profitability checkProfitable(const GraphIndex& index, const GemmMatch& match, c
                                inductor ? codegen::Baseline::Inductor : codegen::Baseline::Eager)) {
       // Where eager's epilogue is one SiLU kernel, the Hopper kernel must beat that, not the op's
       // unfused path (codegen::siluAgainstEagerRefusal; bench/RESULTS.md Run AH)
-      const std::string why = inductor || eagerKernels >= codegen::kEagerKernelsTheUnfusedPathBeats || config.variant != "sm90_wgmma"
+      const bool eagerKernelsLoseToPath = eagerKernels >= codegen::kEagerKernelsTheUnfusedPathBeats;
+      const std::string why = inductor || eagerKernelsLoseToPath || config.variant != "sm90_wgmma"
                                   ? std::string()
                                   : codegen::siluAgainstEagerRefusal(spec, m, n, *k, b);
       if (why.empty()) return {};
