@@ -1082,9 +1082,13 @@ GemvWideGeometry gemvDenseWideGeometry(const Query& q) {
   return {split, 5 * e.nt * e.mz * split >= 4LL * kHopperSms};
 }
 
+// Where the 64-column rule may apply at all, before the 128-column geometry is worked out.
+bool gemvDenseMayTakeNarrowColumns(const Query& q) {
+  return !q.b.quant_scale && !q.b.kmajor && q.shape.K <= 4096 && gemvMTiles(q.shape.M) >= 4;
+}
+
 bool gemvDenseTakesNarrowColumns(const Query& q) {
-  if (q.b.quant_scale || q.b.kmajor || q.shape.K > 4096 || gemvMTiles(q.shape.M) < 4) return false;
-  return gemvDenseWideGeometry(q).split == 4;
+  return gemvDenseMayTakeNarrowColumns(q) && gemvDenseWideGeometry(q).split == 4;
 }
 
 // Output columns per CTA: 128, or with the product by wgmma 64 (one wgmma of 64 columns per k16
@@ -1173,9 +1177,11 @@ bool gemvDenseMidRowsAhead(const Query& q) {
 // batches filling the SMs, split-K at K >= 8192) it is chosen first (kRows).
 bool gemvDenseOneOpRowsAhead(const Query& q) {
   const ProblemShape& s = q.shape;
-  return q.product_16bit && !s.b_kmajor && s.M > 32 && s.M <= 64 && s.B == 1 && s.K == 4096 && q.arch == 90 &&
-         q.epilogue_ops >= 1 && q.epilogue_ops < kEagerKernelsTheUnfusedPathBeats && gemvDenseTakesNarrowColumns(q) &&
-         gemvDenseWideGeometry(q).fills;
+  if (!q.product_16bit || s.b_kmajor || s.M <= 32 || s.M > 64 || s.B != 1 || s.K != 4096 || q.arch != 90 ||
+      q.epilogue_ops < 1 || q.epilogue_ops >= kEagerKernelsTheUnfusedPathBeats || !gemvDenseMayTakeNarrowColumns(q))
+    return false;
+  const GemvWideGeometry g = gemvDenseWideGeometry(q);  // (gemvDenseTakesNarrowColumns: split 4)
+  return g.split == 4 && g.fills;
 }
 
 // When gemv is chosen, from bench/gemv/NOTES.md (run 3, H200, vs cuBLAS on 16-bit weights):
