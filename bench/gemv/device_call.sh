@@ -41,9 +41,10 @@ device_w8_tests() {
   grep -hE "^(FAILED|ERROR)" "$L"/pytest_*.log | head -10
 }
 # One A/B sweep in alternating processes (bench/gemv/sweep_inflight.py, two rounds): device_sweep NAME M CHAINS
-# VARIANTS BUDGET_S; its table in $L/sweep_NAME.txt, its JSON under $L/NAME.
+# VARIANTS BUDGET_S [KN] (KN: comma-separated KxN, default all three); its table in $L/sweep_NAME.txt, its JSON under
+# $L/NAME.
 device_sweep() {
   OUT="$L/$1" timeout $(($5 + 50)) python3 bench/gemv/sweep_inflight.py --budget-s "$5" --rounds 2 --m "$2" \
-    --chains "$3" --variants "$4" > "$L/sweep_$1.txt" 2>&1
+    --chains "$3" --variants "$4" ${6:+--kn "$6"} > "$L/sweep_$1.txt" 2>&1
   echo "sweep $1 rc $? ($(( $(date +%s) - t0 )) s)"
 }

@@ -12,10 +12,11 @@ nvidia-smi --query-gpu=name --format=csv,noheader
 # 1-4 rows: the rule (128 columns, mma.sync, S = 2 on the H100: 64 CTAs at N = 4096) against the product by wgmma at
 # 128 columns (the same 64 CTAs) and at 64 columns (S = 2: 128 CTAs; S = 4: 256), two rounds in alternating processes
 W=FXFUSE_GEMV_WGMMA=1
-[[ "${SWEEP_LIMIT_S:-130}" != 0 ]] && OUT="$L/sweep" timeout "${SWEEP_LIMIT_S:-130}" python3 bench/gemv/sweep_inflight.py --budget-s 120 --rounds 2 --m 1,4 \
-  --kn 4096x4096,14336x4096 --chains bias --variants "0:0,0:2:$W,0:2:$W+FXFUSE_GEMV_NT=64,0:4:$W+FXFUSE_GEMV_NT=64" \
-  > "$L/sweep.txt" 2>&1
-echo "sweep rc $? ($(( $(date +%s) - t0 )) s)"; tail -12 "$L/sweep.txt" | cut -c1-200
+if [[ "${SWEEP_LIMIT_S:-120}" != 0 ]]; then  # (SWEEP_LIMIT_S: the sweep's budget in seconds)
+  device_sweep wide 1,4 bias "0:0,0:2:$W,0:2:$W+FXFUSE_GEMV_NT=64,0:4:$W+FXFUSE_GEMV_NT=64" "${SWEEP_LIMIT_S:-120}" \
+    4096x4096,14336x4096
+  tail -12 "$L/sweep_wide.txt" | cut -c1-200
+fi
 ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
 # PROFILE_ROWS: the row counts profiled (default 1 16 64); SWEEP_LIMIT_S=0 leaves out the sweep
 for m in ${PROFILE_ROWS:-1 16 64}; do for c in "cuBLAS mm M=$m 4096x4096" "op bf16 bias M=$m 4096x4096"; do

@@ -9,9 +9,7 @@
 source bench/gemv/device_call.sh
 device_build
 nvidia-smi --query-gpu=name --format=csv,noheader
-OUT="$L/sweep" timeout "${SWEEP_LIMIT_S:-160}" python3 bench/gemv/sweep_inflight.py --budget-s 150 --rounds 2 --m 1,16 \
-  --kn 4096x4096,14336x4096,4096x14336 --chains bias --variants "0:0,120:0,150:0" > "$L/sweep.txt" 2>&1
-echo "sweep rc $? ($(( $(date +%s) - t0 )) s)"
+device_sweep stages 1,16 bias "0:0,120:0,150:0" "${SWEEP_LIMIT_S:-150}" 4096x4096,14336x4096,4096x14336
 FXFUSE_GEMV_STAGE_KB=150 device_pytest "wgmma_product_of_16bit or gemv_dense or decode" 12 "${TESTS_LIMIT_S:-90}"
 device_pack
-tail -14 "$L/sweep.txt" | cut -c1-200
+tail -14 "$L/sweep_stages.txt" | cut -c1-200

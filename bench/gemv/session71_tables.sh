@@ -13,11 +13,9 @@ echo "chains rc $? ($(( $(date +%s) - t0 )) s)"
 OUT="$L/decode" timeout "${DECODE_LIMIT_S:-300}" python3 bench/bench_decode.py --m 1,4,16,64 > "$L/decode.txt" 2>&1
 echo "decode rc $? ($(( $(date +%s) - t0 )) s)"
 if [[ "$gpu" == *H200* ]]; then
-  OUT="$L/sweep" timeout "${SWEEP_LIMIT_S:-110}" python3 bench/gemv/sweep_inflight.py --budget-s 100 --rounds 2 --m 1,4,16 \
-    --kn 4096x4096,14336x4096 --chains bias --variants 0:0,0:2 > "$L/sweep.txt" 2>&1
-  echo "sweep rc $? ($(( $(date +%s) - t0 )) s)"
+  device_sweep split 1,4,16 bias 0:0,0:2 "${SWEEP_LIMIT_S:-100}" 4096x4096,14336x4096
 fi
 device_pack
 grep -E "x4096|x14336|x8192" "$L/issue6_table.txt" | cut -c1-120
 grep -vE '^\{' "$L/decode.txt" | grep -E "targets met|copy" | tail -4
-[[ -f "$L/sweep.txt" ]] && tail -14 "$L/sweep.txt" | cut -c1-160
+[[ -f "$L/sweep_split.txt" ]] && tail -14 "$L/sweep_split.txt" | cut -c1-160
