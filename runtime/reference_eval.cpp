@@ -491,10 +491,8 @@ at::Tensor unfoldedEagerA(const ChainSpec& spec, const Value& mm, at::TensorList
   const Value& a = spec.values[activation];
   const at::Tensor& raw = inputs[a.slot];
   const size_t rank = static_cast<size_t>(raw.dim());
-  // the rows' leading dims then k, every one the tensor's own
-  if (rank < 3 || !a.order.empty() || a.dims.size() != rank || a.dims.find_first_not_of('m') != rank - 1 ||
-      a.dims.back() != 'k')
-    return {};
+  // the rows' leading dims then k (chosen above for its last dim k), every one the tensor's own
+  if (rank < 3 || !a.order.empty() || a.dims.size() != rank || a.dims.find_first_not_of('m') != rank - 1) return {};
   if (raw.numel() == 0 || weightRequiresGrad(spec, bValue, inputs)) return {};
   // eager's A: the activation as given, or an elementwise result of it, dense in its order of strides (with a row-wise
   // input beside it, in the order its operands' strides give)
